@@ -1,0 +1,23 @@
+"""gpuarr: JAX's programming model on a small, readable array compiler.
+
+`import gpuarr as jax; import gpuarr.numpy as jnp` runs JAX programs: jit, grad, vmap,
+pytrees, lax control flow, explicit random keys.
+"""
+from gpuarr.config import config  # noqa: F401
+from gpuarr import dispatch as _dispatch  # noqa: F401  (installs the eager trace)
+from gpuarr import lax  # noqa: F401
+from gpuarr import numpy  # noqa: F401
+from gpuarr import tree_util  # noqa: F401
+from gpuarr.array import Array  # noqa: F401
+from gpuarr.api import (  # noqa: F401
+    ShapeDtypeStruct, block_until_ready, clear_caches, default_backend, device_count, device_get,
+    device_put, devices, disable_jit, eval_shape, grad, jit, jvp, linearize, local_devices,
+    make_jaxpr, typeof, value_and_grad, vjp, vmap,
+)
+from gpuarr.config import enable_x64  # noqa: F401
+from gpuarr import errors  # noqa: F401
+from gpuarr.tree_util import (  # noqa: F401
+    tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten,
+)
+
+__version__ = "0.1.0"

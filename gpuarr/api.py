@@ -1,0 +1,951 @@
+"""User-facing transformations: jit, make_jaxpr, grad, vjp, jvp, linearize, vmap, device_put."""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from gpuarr import core, dtypes, tree_util
+from gpuarr.array import Array
+from gpuarr.backends import numpy_backend
+from gpuarr.config import config
+from gpuarr.core import ClosedProgram, Primitive, ShapedArray, Tracer, abstract_eval_rules
+from gpuarr.dispatch import eval_trace, to_device_array
+from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters import partial_eval as pe
+from gpuarr.interpreters.ad import Zero
+from gpuarr.interpreters.batching import not_mapped
+
+logger = logging.getLogger("gpuarr")
+_flags = config._values
+_SCALARS = (bool, int, float, complex)
+
+# ---------------------------------------------------------------- the jit primitive
+
+jit_p = Primitive("jit", multiple_results=True)
+
+
+def _jit_impl(*args, jaxpr: ClosedProgram, name: str):
+    return numpy_backend.compile_closed(jaxpr)(*args)
+
+
+numpy_backend.impl_rules[jit_p] = _jit_impl
+abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: list(jaxpr.out_avals)
+core.weak_type_rules[jit_p] = lambda *args, jaxpr, name: [a.weak_type for a in jaxpr.out_avals]
+
+
+def _jit_jvp(primals, tangents, jaxpr, name):
+    program = jaxpr
+    nonzeros = tuple(type(t) is not Zero for t in tangents)
+    jvp_prog = ad.jvp_program(program, nonzeros)
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    outs = jit_p.bind(*primals, *nz_tangents, name=f"jvp({name})", jaxpr=jvp_prog)
+    n = len(program.out_avals)
+    return outs[:n], outs[n:]
+
+
+def _jit_batch(axis_size, vals, dims, jaxpr, name):
+    batched = batching.batch_program(jaxpr, axis_size, tuple(dims))
+    outs = jit_p.bind(*vals, name=name, jaxpr=batched)
+    return outs, [0] * len(outs)
+
+
+def _jit_partial_eval(trace, args, params):
+    # Inline: known parts then run on the parent (concretely, or staged in an outer jit).
+    program = params["jaxpr"]
+    return core.eval_program(program.program, program.consts, args)
+
+
+ad.jvp_rules[jit_p] = _jit_jvp
+batching.batch_rules[jit_p] = _jit_batch
+pe.partial_eval_rules[jit_p] = _jit_partial_eval
+
+
+def _jit_transpose(cts, *args, jaxpr, name):
+    program = jaxpr
+    undefined = [ad.is_undefined(a) for a in args]
+    known = [a for a in args if not ad.is_undefined(a)]
+
+    def linear_fn(*lin):
+        it_lin, it_known = iter(lin), iter(known)
+        full = [next(it_lin) if u else next(it_known) for u in undefined]
+        return core.eval_closed(program, *full)
+
+    lin_avals = [a.aval for a in args if ad.is_undefined(a)]
+    _, linear = ad.linearize_flat(linear_fn, [np.zeros(a.shape, a.dtype) for a in lin_avals])
+    cts_in = iter(ad.backward_pass(linear, cts))
+    return [next(cts_in) if u else None for u in undefined]
+
+
+ad.transpose_rules[jit_p] = _jit_transpose
+
+# ---------------------------------------------------------------- passes hook
+
+
+def _optimize(closed: ClosedProgram) -> ClosedProgram:
+    if not _flags["enable_passes"]:
+        return closed
+    try:
+        from gpuarr.compiler import passes
+    except ImportError:
+        return closed
+    return passes.optimize(closed)
+
+
+# ---------------------------------------------------------------- jit
+
+
+def _leaf_signature(x):
+    t = type(x)
+    if t is Array:
+        return x.aval
+    if t in (int, float, complex, bool):
+        return t
+    if isinstance(x, Tracer):
+        return x.aval
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+    return _abstractify(x)
+
+
+def _abstractify(x) -> ShapedArray:
+    try:
+        return core.get_aval(x)
+    except TypeError:
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type. Pass arrays, "
+                        "Python scalars or pytrees of them, or mark the argument static with "
+                        "static_argnums/static_argnames.") from None
+
+
+def _leaf_buffer(x):
+    t = type(x)
+    if t is Array:
+        return x._buffer
+    if t in _SCALARS:
+        return np.asarray(x, dtypes.dtype(x, canonicalize=True))[()]
+    return np.asarray(x, dtypes.canonicalize_dtype(np.asarray(x).dtype))
+
+
+class _CacheEntry:
+    __slots__ = ("closed", "fn", "out_tree", "out_weak", "donated_ok")
+
+    def __init__(self, closed, fn, out_tree, out_weak):
+        self.closed = closed
+        self.fn = fn
+        self.out_tree = out_tree
+        self.out_weak = out_weak
+
+
+class _HashableStatic:
+    """Wraps a static argument: hash plus strict type equality, as JAX does."""
+
+    __slots__ = ("val", "_hash")
+
+    def __init__(self, val):
+        self.val = val
+        try:
+            self._hash = hash(val)
+        except TypeError as e:
+            raise ValueError(
+                "Non-hashable static arguments are not supported. An error occurred while trying "
+                f"to hash an object of type {type(val)}, {val}. The error was:\n"
+                f"{type(e).__name__}: {e}\n") from e
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return type(other) is _HashableStatic and type(self.val) is type(other.val) \
+            and bool(self.val == other.val)
+
+
+class Jitted:
+    """A function compiled once per input signature; calls with a cached signature are cheap."""
+
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
+                 donate_argnames=None, keep_unused=False, inline=False):
+        if not callable(fun):
+            raise TypeError(f"Expected a callable value, got {fun!r}")
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._inline = inline
+        try:
+            self._sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self._sig = None
+        self._static_argnums, self._static_argnames = _infer_names(
+            self._sig, static_argnums, static_argnames, "static")
+        self._donate_argnums, _ = _infer_names(self._sig, donate_argnums, donate_argnames, "donate")
+        self._cache: dict = {}
+        self._name = getattr(fun, "__name__", type(fun).__name__)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<gpuarr.jit of {self._fun!r}>"
+
+    # --- the call path ---------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _flags["disable_jit"]:
+            return self._fun(*args, **kwargs)
+        if self._static_argnums or self._static_argnames or kwargs:
+            dyn_args, dyn_kwargs, statics, arg_names = self._split_static(args, kwargs)
+        else:
+            dyn_args, dyn_kwargs, statics, arg_names = args, {}, (), None
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        sigs = tuple(map(_leaf_signature, leaves))
+        key = (in_tree, sigs, statics, config.trace_state())
+        entry = self._cache.get(key)
+        trace = core.current_trace()
+        if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
+            if entry is None:
+                entry = self._compile(key, leaves, in_tree, sigs, statics, arg_names)
+            bufs = [_leaf_buffer(x) for x in leaves]
+            outs = entry.fn(*bufs)
+            results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
+                       for o, w in zip(outs, entry.out_weak)]
+            if self._donate_argnums:
+                self._donate(dyn_args, results)
+            if _flags["debug_nans"] or _flags["debug_infs"]:
+                self._check_nans(entry, bufs, results)
+            return tree_util.tree_unflatten(entry.out_tree, results)
+        # Under a transformation: stage a jit equation; its rules transform the Program.
+        closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
+        closed, hoisted = pe.hoist_tracer_consts(closed)
+        if self._inline:
+            outs = core.eval_program(closed.program, closed.consts, [*hoisted, *leaves])
+        else:
+            outs = jit_p.bind(*hoisted, *leaves, name=self._name, jaxpr=closed)
+        return tree_util.tree_unflatten(out_tree, list(outs))
+
+    def _split_static(self, args, kwargs):
+        statics = []
+        dyn_args = []
+        names = self._arg_names(len(args), kwargs)
+        for i, a in enumerate(args):
+            if i in self._static_argnums or (i - len(args)) in self._static_argnums:
+                statics.append((i, _HashableStatic(a)))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_argnames:
+                statics.append((k, _HashableStatic(v)))
+            else:
+                dyn_kwargs[k] = v
+        for i in self._static_argnums:
+            if i >= len(args) and self._sig is not None:
+                pass  # supplied by keyword or default; handled through static_argnames
+        return tuple(dyn_args), dyn_kwargs, tuple(statics), names
+
+    def _arg_names(self, nargs, kwargs):
+        if self._sig is None:
+            return None
+        params = [p.name for p in self._sig.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return params[:nargs] + list(kwargs)
+
+    def _trace(self, leaves, in_tree, sigs, statics, arg_names):
+        avals = [s if isinstance(s, ShapedArray) else _abstractify(leaves[i])
+                 for i, s in enumerate(sigs)]
+        static_pos = {k: s.val for k, s in statics}
+        out_tree_box = []
+
+        def flat_fun(*flat):
+            dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(flat))
+            args, it = [], iter(dyn_args)
+            total = len(dyn_args) + sum(1 for k in static_pos if isinstance(k, int))
+            for i in range(total):
+                args.append(static_pos[i] if i in static_pos else next(it))
+            kwargs = dict(dyn_kwargs)
+            kwargs.update({k: v for k, v in static_pos.items() if isinstance(k, str)})
+            out = self._fun(*args, **kwargs)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            for leaf in out_leaves:
+                _check_output(leaf, self._name)
+            return out_leaves
+
+        leaf_names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
+        closed = pe.trace_to_program(flat_fun, avals, debug_info=(self._name, leaf_names))
+        return closed, out_tree_box[0]
+
+    def _compile(self, key, leaves, in_tree, sigs, statics, arg_names):
+        if _flags["log_compiles"] or _flags["explain_cache_misses"]:
+            _log_compile(self, key)
+        closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
+        closed = _optimize(closed)
+        from gpuarr import platforms
+        fn = platforms.default_platform().compile(closed)
+        entry = _CacheEntry(closed, fn, out_tree, [a.weak_type for a in closed.out_avals])
+        self._cache[key] = entry
+        return entry
+
+    def _donate(self, dyn_args, results):
+        donated = []
+        for i in self._donate_argnums:
+            if i < len(dyn_args):
+                donated.extend(x for x in tree_util.tree_leaves(dyn_args[i]) if type(x) is Array)
+        usable = [(r.shape, r.dtype) for r in results]
+        unusable = []
+        for x in donated:
+            sig = (x.shape, x.dtype)
+            if sig in usable:
+                usable.remove(sig)
+            else:
+                unusable.append(x)
+            x.delete()
+        if unusable:
+            shapes = ", ".join(f"ShapedArray({x.aval.str_short()})" if not x.is_deleted() else "?"
+                               for x in unusable)
+            warnings.warn(f"Some donated buffers were not usable: {shapes or len(unusable)}.\n"
+                          "Donation is not implemented for some buffers of this shape and dtype; "
+                          "remove them from donate_argnums.", UserWarning, stacklevel=3)
+
+    def _check_nans(self, entry, bufs, results):
+        from gpuarr.dispatch import check_nans
+        try:
+            for r in results:
+                check_nans(f"jit({self._name})", r)
+        except FloatingPointError:
+            # Re-run op by op to name the primitive that produced the value.
+            with config_disable_passes():
+                core.eval_program(entry.closed.program, entry.closed.consts,
+                                  [Array(b) for b in bufs])
+            raise
+
+    # --- AOT-style inspection ------------------------------------------------------------
+    def trace(self, *args, **kwargs):
+        """Trace without compiling; returns an object with `.jaxpr` (the ClosedProgram)."""
+        return _Traced(self, *self._flatten_for_trace(args, kwargs))
+
+    def lower(self, *args, **kwargs):
+        return self.trace(*args, **kwargs)
+
+    def _flatten_for_trace(self, args, kwargs):
+        dyn_args, dyn_kwargs, statics, arg_names = self._split_static(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        sigs = tuple(map(_leaf_signature, leaves))
+        closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
+        return closed, out_tree
+
+    def clear_cache(self):
+        self._cache.clear()
+
+    def _cache_size(self):
+        return len(self._cache)
+
+
+class _Traced:
+    def __init__(self, jitted, closed, out_tree):
+        self.jaxpr = closed
+        self.out_tree = out_tree
+        self._jitted = jitted
+
+    def compile(self):
+        return self
+
+    def as_text(self):
+        return str(self.jaxpr)
+
+
+class config_disable_passes:
+    def __enter__(self):
+        self._old = _flags["enable_passes"]
+        _flags["enable_passes"] = False
+
+    def __exit__(self, *exc):
+        _flags["enable_passes"] = self._old
+
+
+def _check_output(leaf, name):
+    if isinstance(leaf, (Array, Tracer, np.ndarray, np.generic) + _SCALARS):
+        return
+    raise TypeError(f"The function {name} returned a value of type {type(leaf).__name__}, which "
+                    "is not a valid JAX type. Return arrays, scalars or pytrees of them.")
+
+
+def _infer_names(sig, argnums, argnames, what):
+    """Fill in argnums from argnames (and the reverse) using the signature, as JAX does."""
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    if isinstance(argnames, str):
+        argnames = (argnames,)
+    argnums = tuple(argnums) if argnums is not None else None
+    argnames = tuple(argnames) if argnames is not None else None
+    if sig is None:
+        return argnums or (), argnames or ()
+    params = list(sig.parameters.values())
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if argnums is None and argnames is None:
+        return (), ()
+    if argnums is None:
+        argnums = tuple(positional.index(n) for n in argnames if n in positional)
+    elif argnames is None:
+        argnames = tuple(positional[i] for i in argnums if -len(positional) <= i < len(positional))
+    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    for i in argnums:
+        if not has_varargs and not -len(positional) <= i < len(positional) and what == "static":
+            warnings.warn(f"{what}_argnums {i} is out of range for {len(positional)} positional "
+                          "parameters", SyntaxWarning, stacklevel=4)
+    return tuple(i % len(positional) if i < 0 and positional else i for i in argnums), argnames
+
+
+def _leaf_arg_names(in_tree, arg_names, sig, statics):
+    """A readable name for each flattened input (the parameter, plus a key path for pytrees)."""
+    if sig is None:
+        return []
+    n_dyn = in_tree.num_leaves
+    params = [p.name for p in sig.parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    static_idx = {k for k, _ in statics if isinstance(k, int)}
+    dyn_names = [p for i, p in enumerate(params) if i not in static_idx]
+    dummy = tree_util.tree_unflatten(in_tree, list(range(n_dyn)))
+    names = [""] * n_dyn
+    for path, leaf in tree_util.tree_flatten_with_path(dummy)[0]:
+        if len(path) >= 2 and path[0] == tree_util.SequenceKey(0):
+            idx = path[1].idx
+            base = dyn_names[idx] if idx < len(dyn_names) else f"args[{idx}]"
+        elif len(path) >= 2:
+            base = path[1].key
+        else:
+            base = ""
+        rest = tree_util.keystr(path[2:]) if len(path) > 2 else ""
+        names[leaf] = f"{base}{rest}"
+    return names
+
+
+def _log_compile(jitted, key):
+    in_tree, sigs, statics, state = key
+    reason = "first call"
+    if jitted._cache:
+        reason = _explain_miss(jitted._cache, key)
+    shapes = ", ".join(s.str_short() if isinstance(s, ShapedArray) else s.__name__ for s in sigs)
+    logger.warning(f"Compiling {jitted._name} for args ({shapes}): {reason}")
+
+
+def _explain_miss(cache, key) -> str:
+    in_tree, sigs, statics, state = key
+    for old_tree, old_sigs, old_statics, old_state in cache:
+        if old_tree != in_tree:
+            continue
+        if old_state != state:
+            return "a configuration option that changes tracing (x64) changed"
+        if old_statics != statics:
+            return "a static argument changed value"
+        for i, (a, b) in enumerate(zip(old_sigs, sigs)):
+            if a == b:
+                continue
+            if isinstance(a, ShapedArray) and isinstance(b, ShapedArray):
+                if a.shape != b.shape:
+                    return f"argument {i} changed shape from {a.str_short()} to {b.str_short()}"
+                if a.dtype != b.dtype:
+                    return f"argument {i} changed dtype from {a.dtype.name} to {b.dtype.name}"
+                return f"argument {i} changed weak type from {a.weak_type} to {b.weak_type}"
+            return f"argument {i} changed type"
+    return "the pytree structure of the arguments changed"
+
+
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, keep_unused=False, device=None, backend=None,
+        inline=False, abstracted_axes=None):
+    """Compile `fun` with tracing: it runs once per input signature (pytree structure, shapes,
+    dtypes, weak types, static argument values and tracing-relevant config), and later calls
+    with the same signature reuse the compiled Program. `static_argnums`/`static_argnames`
+    mark arguments whose Python values are part of the signature (they must be hashable);
+    `donate_argnums`/`donate_argnames` let outputs reuse input buffers, after which the
+    donated arrays can't be used. Works as `jit(f, ...)`, `@jit` and `@partial(jit, ...)`."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 keep_unused=keep_unused, inline=inline)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                  keep_unused, inline)
+
+
+class disable_jit:
+    """Context manager (and decorator) that runs jitted functions as plain Python."""
+
+    def __init__(self, disable: bool = True):
+        self._disable = disable
+
+    def __enter__(self):
+        self._old = _flags["disable_jit"]
+        _flags["disable_jit"] = self._disable
+
+    def __exit__(self, *exc):
+        _flags["disable_jit"] = self._old
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+_all_jitted_caches: list = []
+
+
+def clear_caches():
+    """Drop every compiled-program cache (jit caches are emptied lazily by key change)."""
+    import gc
+    for obj in gc.get_objects():
+        if type(obj) is Jitted:
+            obj.clear_cache()
+    numpy_backend._compiled.clear()
+    ad._jvp_program_cache.clear()
+    batching._batch_program_cache.clear()
+
+
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=False,
+               abstracted_axes=None):
+    """A function that returns the ClosedProgram (printed in jaxpr syntax) `fun` traces to."""
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        statics = {i: a for i, a in enumerate(args) if i in static_argnums}
+        dyn = [a for i, a in enumerate(args) if i not in static_argnums]
+        leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
+        avals = [_leaf_aval(x) for x in leaves]
+        out_box = []
+
+        def flat_fun(*flat):
+            dyn_args, kw = tree_util.tree_unflatten(in_tree, list(flat))
+            it = iter(dyn_args)
+            full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+            out = fun(*full, **kw)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_box.append((out, out_tree))
+            return out_leaves
+
+        closed = pe.trace_to_program(flat_fun, avals)
+        if return_shape:
+            out_tree = out_box[0][1]
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+            return closed, tree_util.tree_unflatten(out_tree, shapes)
+        return closed
+
+    return make
+
+
+def _leaf_aval(x):
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    if isinstance(x, Tracer):
+        return x.aval
+    return _abstractify(x)
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (for eval_shape, make_jaxpr, callbacks)."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, weak_type=False, sharding=None):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+        self.sharding = sharding
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+    def __eq__(self, other):
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type) == (
+            other.shape, other.dtype, other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The output shapes and dtypes of `fun(*args)` as ShapeDtypeStructs, without computing."""
+    closed, shapes = make_jaxpr(lambda *a, **k: fun(*a, **k), return_shape=True)(*args, **kwargs)
+    return shapes
+
+
+# ---------------------------------------------------------------- differentiation
+
+
+def _argnums_tuple(argnums):
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _check_input_dtype(x, allow_int: bool, name: str):
+    aval = core.get_aval(x)
+    dt = aval.dtype
+    if dtypes.is_float(dt) or dtypes.is_complex(dt):
+        return
+    if allow_int and (dtypes.is_int(dt) or dt == np.bool_):
+        return
+    raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                    "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
+    """Evaluate `fun(*primals)` and return (outputs, vjp_fn[, aux]); `vjp_fn(cotangents)` gives
+    the cotangents of the inputs (a tuple, one per primal)."""
+    flat_primals, in_tree = tree_util.tree_flatten(primals)
+    out_box = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise ValueError("vjp with has_aux=True requires the function to return a pair "
+                                 "(output, auxiliary data)")
+            out, aux = out
+            out_box.append(aux)
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_box.insert(0, out_tree)
+        return leaves
+
+    flat_primals = [_as_array(p) for p in flat_primals]
+    primals_out, pullback = ad.vjp_flat(flat_fun, flat_primals)
+    out_tree = out_box[0]
+    in_avals = [core.get_aval(p) for p in flat_primals]
+
+    def vjp_fn(cotangents):
+        cts, ct_tree = tree_util.tree_flatten(cotangents)
+        if ct_tree != out_tree:
+            raise ValueError(f"Expected pytree structure of cotangent to match the primal output "
+                             f"structure {out_tree}, got {ct_tree}.")
+        for c, p in zip(cts, primals_out):
+            if core.get_aval(c).shape != core.get_aval(p).shape:
+                raise ValueError(f"Expected cotangent of shape {core.get_aval(p).shape}, got "
+                                 f"{core.get_aval(c).shape}.")
+        cts_in = pullback(cts)
+        cts_in = [_zero_or(ct, aval) for ct, aval in zip(cts_in, in_avals)]
+        return tree_util.tree_unflatten(in_tree, cts_in)
+
+    out = tree_util.tree_unflatten(out_tree, primals_out)
+    if has_aux:
+        return out, vjp_fn, out_box[1]
+    return out, vjp_fn
+
+
+def _zero_or(ct, aval):
+    if type(ct) is Zero:
+        if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+            return np.zeros(aval.shape, dtypes.float0)
+        return ad.instantiate(Zero(aval))
+    return ct
+
+
+def _as_array(x):
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (np.ndarray, np.generic) + _SCALARS):
+        return to_device_array(x)
+    raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False, reduce_axes=()):
+    """A function returning `(fun(*args), gradient)`, the gradient with respect to the
+    positional arguments `argnums` (an int or a tuple) of a scalar-output `fun`. With
+    `has_aux`, `fun` returns `(value, aux)` and the result is `((value, aux), gradient)`."""
+    argnums_t = _argnums_tuple(argnums)
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        if max(argnums_t) >= len(args):
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                            f"{max(argnums_t) + 1} positional arguments to be passed by the "
+                            f"caller, but got only {len(args)} positional arguments.")
+        diff_args = tuple(args[i] for i in argnums_t)
+        for leaf in tree_util.tree_leaves(diff_args):
+            _check_input_dtype(leaf, allow_int, "grad")
+
+        def partial_fun(*dargs):
+            full = list(args)
+            for i, d in zip(argnums_t, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            ans, vjp_fn, aux = vjp(partial_fun, *diff_args, has_aux=True)
+        else:
+            ans, vjp_fn = vjp(partial_fun, *diff_args)
+        leaves = tree_util.tree_leaves(ans)
+        aval = core.get_aval(ans) if len(leaves) == 1 and not isinstance(ans, (tuple, list, dict)) \
+            else None
+        if aval is None or aval.shape != ():
+            shape = aval.shape if aval is not None else type(ans).__name__
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                            f"{shape}. Reduce the output to a scalar (e.g. with .sum()), or use "
+                            "jacrev/vjp for non-scalar outputs.")
+        if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+            raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that is "
+                            f"a sub-dtype of np.inexact), but got {aval.dtype.name}.")
+        from gpuarr import lax
+        g = vjp_fn(lax.full((), 1, aval.dtype))
+        g = g[0] if isinstance(argnums, int) else g
+        if has_aux:
+            return (ans, aux), g
+        return ans, g
+
+    return value_and_grad_f
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes=()):
+    """The gradient of scalar-output `fun` with respect to positional argument(s) `argnums`.
+    Integer inputs need `allow_int=True` (their gradients have dtype float0); with `has_aux`
+    the result is `(gradient, aux)`."""
+    vg = value_and_grad(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+
+    return grad_f
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """Forward mode: `(fun(*primals), J @ tangents)`; primals and tangents are tuples/lists."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
+    flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if in_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure; primals have tree structure {in_tree} whereas tangents have "
+                        f"tree structure {t_tree}.")
+    for p, t in zip(flat_p, flat_t):
+        pa, ta = core.get_aval(p), core.get_aval(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp called with different primal and tangent shapes;Got primal "
+                             f"shape {pa.shape} and tangent shape as {ta.shape}")
+    out_box = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        if has_aux:
+            out, aux = out
+            out_box.append(aux)
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_box.insert(0, out_tree)
+        return leaves
+
+    flat_p = [_as_array(p) for p in flat_p]
+    tangents_in = [Zero(ad.tangent_aval(core.get_aval(p))) if getattr(t, "dtype", None) == dtypes.float0
+                   else _as_array(t) for p, t in zip(flat_p, flat_t)]
+    outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
+    outs_t = [_zero_or(t, core.get_aval(p)) for t, p in zip(outs_t, outs_p)]
+    out_tree = out_box[0]
+    res = (tree_util.tree_unflatten(out_tree, outs_p), tree_util.tree_unflatten(out_tree, outs_t))
+    return res + (out_box[1],) if has_aux else res
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+    """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the staged linear map."""
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    out_box = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        if has_aux:
+            out, aux = out
+            out_box.append(aux)
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_box.insert(0, out_tree)
+        return leaves
+
+    flat_p = [_as_array(p) for p in flat_p]
+    outs_p, linear = ad.linearize_flat(flat_fun, flat_p)
+    out_tree = out_box[0]
+
+    def f_jvp(*tangents):
+        flat_t, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != in_tree:
+            raise ValueError(f"linearized function called on tangent values inconsistent with "
+                             f"the original primal values: expected {in_tree}, got {t_tree}")
+        outs = core.eval_closed(linear, *flat_t)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    res = (tree_util.tree_unflatten(out_tree, outs_p), f_jvp)
+    return res + (out_box[1],) if has_aux else res
+
+
+# ---------------------------------------------------------------- vmap
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorise `fun` over a mapped axis of its inputs. `in_axes` is an int, None, or a
+    pytree prefix of the arguments giving each input's mapped axis (None: not mapped);
+    `out_axes` likewise places the batch axis in the outputs (None: output must not vary
+    along the batch). Keyword arguments are mapped over axis 0."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+
+    @functools.wraps(fun)
+    def vmap_f(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                             f"corresponding to the positional arguments passed to the function, "
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+        flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+        axes_prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
+                       {k: 0 for k in kwargs})
+        flat_axes = _broadcast_prefix(axes_prefix, (args, kwargs), "vmap in_axes")
+        flat_args = [_as_array(a) if not isinstance(a, (Array, Tracer)) else a for a in flat_args]
+        size = _mapped_size(flat_args, flat_axes, axis_size)
+        dims = [None if ax is None else ax % core.get_aval(x).ndim
+                for x, ax in zip(flat_args, flat_axes)]
+        out_box = []
+
+        def flat_fun(*flat):
+            a, kw = tree_util.tree_unflatten(in_tree, list(flat))
+            out = fun(*a, **kw)
+            leaves, out_tree = tree_util.tree_flatten(out)
+            out_box.append((out, out_tree))
+            return leaves
+
+        outs, out_dims = batching.batch_flat(flat_fun, size, flat_args, dims, axis_name)
+        out, out_tree = out_box[0]
+        flat_out_axes = _broadcast_prefix(out_axes, out, "vmap out_axes")
+        results = []
+        for o, d, dst in zip(outs, out_dims, flat_out_axes):
+            if dst is None:
+                if d is not not_mapped:
+                    raise ValueError("vmap has mapped output but out_axes is None: the output "
+                                     "varies along the mapped axis. Use out_axes=0 or make the "
+                                     "output independent of the mapped inputs.")
+                results.append(o)
+                continue
+            ndim = core.get_aval(o).ndim + (d is not_mapped)
+            results.append(batching.move_to(o, d, dst % ndim, size))
+        return tree_util.tree_unflatten(out_tree, results)
+
+    return vmap_f
+
+
+def _check_axes_spec(axes, name):
+    for leaf in tree_util.tree_leaves(axes):
+        if not isinstance(leaf, int):
+            raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
+                            f"types as leaves, but got {leaf!r}.")
+
+
+def _broadcast_prefix(prefix, tree, what):
+    """Expand an axes prefix tree to one entry per leaf of `tree`."""
+    result = []
+
+    def visit(p, t):
+        if p is None or isinstance(p, int):
+            result.extend([p] * len(tree_util.tree_leaves(t)))
+            return
+        p_children, p_def = tree_util.tree_flatten(p, is_leaf=lambda x: x is None)
+        try:
+            subtrees = p_def.flatten_up_to(t)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
+                             f"value, got specification {prefix} for value tree "
+                             f"{tree_util.tree_structure(tree)}.") from e
+        for pc, st in zip(p_children, subtrees):
+            visit(pc, st)
+
+    visit(prefix, tree)
+    return result
+
+
+def _mapped_size(flat_args, flat_axes, axis_size):
+    sizes = set()
+    for x, ax in zip(flat_args, flat_axes):
+        if ax is None:
+            continue
+        shape = core.get_aval(x).shape
+        if not -len(shape) <= ax < len(shape):
+            raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                             f"implies that its rank should be at least {max(ax + 1, -ax)}, but "
+                             f"is only {len(shape)} (its shape is {shape})")
+        sizes.add(shape[ax])
+    if axis_size is not None:
+        if sizes and sizes != {axis_size}:
+            raise ValueError(f"vmap got axis_size={axis_size} but mapped inputs have sizes {sizes}")
+        return axis_size
+    if not sizes:
+        raise ValueError("vmap must have at least one non-None value in in_axes (or pass "
+                         "axis_size=)")
+    if len(sizes) > 1:
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
+                         + "\n".join(f"  an argument has size {s}" for s in sorted(sizes)))
+    return sizes.pop()
+
+
+# ---------------------------------------------------------------- devices and data
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    """Move a pytree of arrays to `device` (committing them), or to the default device."""
+    def put(leaf):
+        if isinstance(leaf, Tracer):
+            return leaf
+        arr = leaf if type(leaf) is Array else to_device_array(leaf)
+        if device is None:
+            return arr
+        out = Array(arr._buffer, arr.weak_type, device=device, committed=True,
+                    platform=arr._platform)
+        return out
+    return tree_util.tree_map(put, x)
+
+
+def device_get(x):
+    """A pytree of NumPy arrays (copied to host) from a pytree of Arrays."""
+    return tree_util.tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+
+
+def block_until_ready(x):
+    """Wait for every Array in the pytree `x`; returns `x`."""
+    for leaf in tree_util.tree_leaves(x):
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return x
+
+
+def devices(backend: str | None = None):
+    """The devices of `backend` (default: the default platform)."""
+    from gpuarr import platforms
+    plat = platforms.get_platform(backend) if backend else platforms.default_platform()
+    return list(plat.devices())
+
+
+def local_devices(process_index=None, backend=None):
+    return devices(backend)
+
+
+def device_count(backend=None) -> int:
+    return len(devices(backend))
+
+
+def default_backend() -> str:
+    """The name of the default platform ('cuda', 'opencl' or 'cpu')."""
+    from gpuarr import platforms
+    name = platforms.default_platform().name
+    return "gpu" if name == "cuda" else name
+
+
+def typeof(x) -> ShapedArray:
+    return core.get_aval(x)
+

@@ -1,0 +1,171 @@
+"""Array: an immutable buffer on a device with an abstract value (shape, dtype, weak type).
+
+Arithmetic operators and methods (`x + y`, `x.sum()`) are installed by gpuarr.numpy,
+which knows JAX's promotion rules; this module only holds data and conversions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import dtypes
+from gpuarr.core import ShapedArray
+
+
+class Array:
+    """A gpuarr array (JAX's `jax.Array`): immutable, on one device, possibly weakly typed."""
+
+    __slots__ = ("_value", "weak_type", "_device", "_committed", "_deleted", "_aval",
+                 "_platform", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value, weak_type: bool = False, device=None, committed: bool = False,
+                 platform=None):
+        self._value = value
+        self.weak_type = weak_type
+        self._device = device
+        self._committed = committed
+        self._deleted = False
+        self._aval = None
+        self._platform = platform
+
+    # --- abstract value -------------------------------------------------------------
+    @property
+    def aval(self) -> ShapedArray:
+        aval = self._aval
+        if aval is None:
+            v = self._buffer
+            aval = self._aval = ShapedArray(v.shape, v.dtype, self.weak_type)
+        return aval
+
+    @property
+    def _buffer(self):
+        if self._deleted:
+            raise RuntimeError("Array has been deleted (it was donated to a jitted function or "
+                               "deleted with .delete()); use the function's output instead.")
+        return self._value
+
+    shape = property(lambda self: tuple(self._buffer.shape))
+    dtype = property(lambda self: np.dtype(self._buffer.dtype))
+    ndim = property(lambda self: len(self._buffer.shape))
+    size = property(lambda self: int(np.prod(self._buffer.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+    itemsize = property(lambda self: self.dtype.itemsize)
+
+    # --- host conversion ------------------------------------------------------------
+    def _host(self) -> np.ndarray:
+        buf = self._buffer
+        if self._platform is not None:
+            buf = self._platform.to_host(buf)
+        return np.asarray(buf)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self._host()
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            return out.astype(dtype)
+        if copy:
+            return out.copy()
+        if out.flags.writeable and out.ndim:
+            out = out.view()
+            out.flags.writeable = False
+        return out
+
+    def item(self, *args):
+        return self._host().item(*args)
+
+    def tolist(self):
+        return self._host().tolist()
+
+    def __bool__(self):
+        return bool(self._host())
+
+    def __int__(self):
+        return int(self._host())
+
+    def __float__(self):
+        return float(self._host())
+
+    def __complex__(self):
+        return complex(self._host())
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype) and self.dtype != np.bool_:
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        return int(self._host())
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array'. Arrays can't be dict keys or static arguments; "
+                        "use a tuple of Python numbers, or x.item() for a scalar.")
+
+    def __setitem__(self, idx, value):
+        raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
+                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method.")
+
+    def __reduce__(self):
+        return (_reconstruct, (self._host(), self.weak_type))
+
+    # --- devices and lifetime ---------------------------------------------------------
+    def block_until_ready(self) -> Array:
+        """Wait until the value has been computed, then return self."""
+        buf = self._buffer
+        if self._platform is not None:
+            self._platform.block_until_ready(buf)
+        return self
+
+    def devices(self) -> set:
+        return {self.device}
+
+    @property
+    def device(self):
+        if self._device is None:
+            from gpuarr import platforms
+            self._device = platforms.default_platform().devices()[0]
+        return self._device
+
+    @property
+    def committed(self) -> bool:
+        return self._committed
+
+    def delete(self) -> None:
+        self._deleted = True
+        self._value = None
+
+    def is_deleted(self) -> bool:
+        return self._deleted
+
+    def copy_to_host_async(self) -> None:
+        return None
+
+    # --- printing ---------------------------------------------------------------------
+    def __repr__(self):
+        if self._deleted:
+            return "Array(<deleted>)"
+        value = self._host()
+        dt = self.dtype
+        extra = f", dtype={dt.name}" + (", weak_type=True" if self.weak_type else "")
+        body = np.array2string(value, separator=", ", prefix="Array(", suffix=extra + ")",
+                               threshold=1000)
+        if value.size == 0:
+            body = f"[], shape={value.shape}" if value.ndim > 1 else "[]"
+        return f"Array({body}{extra})"
+
+    def __str__(self):
+        return str(self._host())
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self._host().item(), spec)
+        return format(str(self), spec)
+
+
+def _reconstruct(value, weak_type):
+    return Array(value, weak_type)

@@ -1,0 +1,128 @@
+"""OpenCL executor: runs rendered kernel source on an OpenCL device (PoCL on the CPU in tests).
+
+It takes source text and a launch plan (kernel name, global and local size, argument order)
+and numpy arrays; it never sees the Program IR and imports nothing from gpuarr.core or
+gpuarr.lax. Programs are built once per source text and kept; buffers are uploaded per call.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+_lock = threading.Lock()
+_state: dict = {}
+_programs: dict = {}
+_kernels: dict = {}
+_builds = 0
+
+
+class OpenCLNotFoundError(RuntimeError):
+    """pyopencl or an OpenCL platform (PoCL) is missing."""
+
+
+def _context():
+    if "ctx" in _state:
+        return _state["ctx"], _state["queue"]
+    try:
+        import pyopencl as cl
+    except ImportError as e:
+        raise OpenCLNotFoundError(
+            "the opencl platform needs pyopencl and PoCL: pip install 'pyopencl[pocl]'") from e
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:
+        raise OpenCLNotFoundError(f"no OpenCL platform: {e}") from e
+    wanted = os.environ.get("GPUARR_OPENCL_PLATFORM", "Portable Computing Language")
+    chosen = [p for p in platforms if p.name == wanted] or platforms
+    if not chosen:
+        raise OpenCLNotFoundError("no OpenCL platform found (install pocl-binary-distribution)")
+    ctx = cl.Context(devices=chosen[0].get_devices()[:1])
+    queue = cl.CommandQueue(ctx)
+    _state.update(ctx=ctx, queue=queue, cl=cl)
+    return ctx, queue
+
+
+def available() -> bool:
+    try:
+        _context()
+        return True
+    except Exception:  # noqa: BLE001 - any failure to bring up OpenCL means "not available"
+        return False
+
+
+def build_count() -> int:
+    """How many OpenCL programs this process has built (cache hits do not count)."""
+    return _builds
+
+
+def program(source: str):
+    """The built OpenCL program for `source` (built once, with denormals preserved)."""
+    global _builds
+    ctx, _ = _context()
+    with _lock:
+        prg = _programs.get(source)
+        if prg is None:
+            cl = _state["cl"]
+            try:
+                prg = cl.Program(ctx, source).build(options=["-cl-std=CL1.2"])
+            except cl.RuntimeError as e:
+                numbered = "\n".join(f"{n:5d}  {line}" for n, line in enumerate(source.splitlines(), 1))
+                raise RuntimeError(f"OpenCL build failed:\n{e}\n--- source ---\n{numbered}") from e
+            _builds += 1
+            _programs[source] = prg
+        return prg
+
+
+def upload(array: np.ndarray):
+    ctx, _ = _context()
+    cl = _state["cl"]
+    array = np.ascontiguousarray(array)
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    return cl.Buffer(ctx, flags, size=max(array.nbytes, 1), hostbuf=array if array.nbytes else np.zeros(1, np.uint8))
+
+
+def empty(nbytes: int):
+    ctx, _ = _context()
+    cl = _state["cl"]
+    return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
+
+
+def download(buffer, shape, dtype) -> np.ndarray:
+    _, queue = _context()
+    out = np.empty(shape, dtype)
+    if out.nbytes:
+        _state["cl"].enqueue_copy(queue, out, buffer)
+    return out
+
+
+def copy(src, dst, nbytes: int) -> None:
+    _, queue = _context()
+    if nbytes:
+        _state["cl"].enqueue_copy(queue, dst, src, byte_count=int(nbytes))
+
+
+def launch(source: str, name: str, global_size: int, local_size: int, buffers: list) -> None:
+    """Enqueue kernel `name` of `source` over `global_size` work items in groups of `local_size`."""
+    _, queue = _context()
+    kernel = _kernels.get((source, name))
+    if kernel is None:
+        kernel = _kernels[(source, name)] = _state["cl"].Kernel(program(source), name)
+    kernel(queue, (int(global_size),), (int(local_size),), *buffers)
+
+
+def finish() -> None:
+    _, queue = _context()
+    queue.finish()
+
+
+def run(source: str, name: str, global_size: int, local_size: int, arg_names, arrays: dict,
+        outputs=()) -> dict:
+    """Upload `arrays` (name -> numpy array, outputs included with their initial contents),
+    launch once, and return {name: array} for each name in `outputs`."""
+    bufs = {n: upload(a) for n, a in arrays.items()}
+    launch(source, name, global_size, local_size, [bufs[n] for n in arg_names])
+    result = {n: download(bufs[n], arrays[n].shape, arrays[n].dtype) for n in outputs}
+    finish()
+    return result

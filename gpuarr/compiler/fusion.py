@@ -1,0 +1,665 @@
+"""Fusion: Program -> KernelPlan.
+
+The algorithm, in the order it runs:
+
+1. Decide which variables get buffers ("materialize"). Inputs, outputs, results of
+   reductions, library calls, scatters and host steps always do; so do operands of library
+   calls and host steps; so does an elementwise value whose recomputation would cost too much:
+   one used by several consumers while being expensive (transcendentals, hashes), or one that
+   a broadcast expands (recomputing it once per broadcast copy). Every buffer records why.
+2. Every materialized value computed by elementwise/layout ops becomes an elementwise kernel.
+   Its expression DAG is found by walking back from the value to materialized values (loads)
+   and literals (constants); broadcasts, reshapes, transposes, slices and reverses on the way
+   become index maps on those loads, never copies. Gathers become indexed loads.
+3. Every reduction becomes a reduction kernel whose pre-map is the fused DAG of its operand,
+   laid out so the reduced axes are last.
+4. Consumers are merged into a reduction kernel when legal: elementwise kernels over the
+   reduction's output space become its post-map, and kernels over its input space that read
+   the result only through a broadcast back along the reduced axes (softmax's division)
+   become its epilogue. A reduction result no one else reads then never touches memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from gpuarr.compiler import lowering
+from gpuarr.compiler.plan import (
+    Acc, Arg, BufferInfo, Const, CopyStep, ElementwiseKernel, Gather, HostStep, IndexMap, Iota,
+    KernelPlan, KernelStep, Load, Op, ReductionKernel, ScatterKernel, Store,
+)
+from gpuarr.core import Literal, Program, Var, pp_eqn, _Namer
+
+EXPENSIVE_OPS = {
+    "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
+    "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "pow",
+    "atan2", "erf", "erfc", "lgamma", "div", "rem", "threefry2x32", "gather",
+}
+RECOMPUTE_LIMIT = 24   # cost units a shared value may be recomputed for each consumer kernel
+
+
+@dataclasses.dataclass
+class FusionOptions:
+    deterministic_scatter: bool = False
+    recompute_limit: int = RECOMPUTE_LIMIT
+
+
+# ---- step 1: which values get buffers --------------------------------------------------------
+
+def _op_cost(eqn) -> int:
+    rule = lowering.lowering_of(eqn.prim)
+    if rule[0] == "elementwise":
+        return 10 if rule[1] in EXPENSIVE_OPS else 1
+    if rule[0] == "indexing":
+        return 10
+    return 0
+
+
+def _fusable(eqn) -> bool:
+    kind, name = lowering.lowering_of(eqn.prim)
+    if kind == "elementwise":
+        if name == "select_n" and len(eqn.inputs) != 3:
+            return False
+        return all(_kernel_dtype(v.aval.dtype) for v in list(eqn.inputs) + list(eqn.outvars))
+    if kind == "layout":
+        return all(_kernel_dtype(v.aval.dtype) for v in eqn.outvars)
+    if kind == "indexing" and name in ("gather", "dynamic_slice"):
+        return _gather_supported(eqn)
+    return False
+
+
+def _kernel_dtype(dtype) -> bool:
+    return np.dtype(dtype).name in ("bool", "int8", "uint8", "int16", "uint16", "int32",
+                                    "uint32", "int64", "uint64", "float32", "float64")
+
+
+def _gather_supported(eqn) -> bool:
+    if eqn.prim.name == "dynamic_slice":
+        return all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs)
+    dn = eqn.params.get("dimension_numbers")
+    return (dn is not None and hasattr(dn, "offset_dims") and not getattr(dn, "operand_batching_dims", ())
+            and _kernel_dtype(eqn.inputs[0].aval.dtype) and _kernel_dtype(eqn.inputs[1].aval.dtype))
+
+
+def materialize(program: Program, options: FusionOptions) -> dict:
+    """var id -> the reason that value needs a buffer."""
+    reasons: dict = {}
+    producer: dict = {}
+    consumers: dict = defaultdict(list)
+    for v in program.invars:
+        reasons[v.id] = "program input"
+    for v in program.constvars:
+        reasons[v.id] = "program constant"
+    for eqn in program.eqns:
+        for v in eqn.outvars:
+            producer[v.id] = eqn
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                consumers[a.id].append(eqn)
+    cost: dict = {}
+    for eqn in program.eqns:
+        kind, name = lowering.lowering_of(eqn.prim)
+        if not _fusable(eqn):
+            for v in eqn.outvars:
+                reasons.setdefault(v.id, f"result of {eqn.prim.name} ({kind})")
+            if kind != "reduce":
+                for a in eqn.inputs:
+                    if isinstance(a, Var):
+                        reasons.setdefault(a.id, f"operand of {eqn.prim.name} ({kind})")
+            elif not all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs):
+                for a in eqn.inputs:
+                    if isinstance(a, Var):
+                        reasons.setdefault(a.id, f"operand of {eqn.prim.name} (host)")
+            continue
+        c = _op_cost(eqn) + sum(cost.get(a.id, 0) for a in eqn.inputs
+                                if isinstance(a, Var) and a.id not in reasons)
+        for v in eqn.outvars:
+            cost[v.id] = c
+        if eqn.prim.name == "broadcast_in_dim":
+            x = eqn.inputs[0]
+            if (isinstance(x, Var) and x.id not in reasons and cost.get(x.id, 0) >= 10
+                    and eqn.outvars[0].aval.size > x.aval.size):
+                reasons[x.id] = (f"expensive value broadcast from {x.aval.str_short()} to "
+                                 f"{eqn.outvars[0].aval.str_short()}: computed once, not per copy")
+    for a in program.outvars:
+        if isinstance(a, Var):
+            reasons.setdefault(a.id, "program output")
+    for vid, users in consumers.items():
+        if vid in reasons or len(users) < 2:
+            continue
+        if cost.get(vid, 0) * (len(users) - 1) > options.recompute_limit:
+            reasons[vid] = (f"shared by {len(users)} consumers; recomputing it (cost "
+                            f"{cost[vid]}) in each would exceed the recompute limit")
+    return reasons
+
+
+# ---- step 2: expression DAGs -----------------------------------------------------------------
+
+def eqn_text(eqn) -> str:
+    return pp_eqn(eqn, _Namer())
+
+
+class DagBuilder:
+    """Builds one kernel's expression DAG by walking back from values to buffers."""
+
+    def __init__(self, fusion, buffer_of, acc_buffer=None):
+        self.f = fusion
+        self.nodes: list = []
+        self.memo: dict = {}
+        self.args: dict = {}          # buffer name -> arg name
+        self.buffer_of = buffer_of
+        self.eqns: dict = {}          # id(eqn) -> eqn (kept in program order later)
+
+    def add(self, node) -> int:
+        key = node
+        try:
+            hash(key)
+        except TypeError:
+            key = id(node)
+        if key in self.memo:
+            return self.memo[key]
+        self.nodes.append(node)
+        self.memo[key] = len(self.nodes) - 1
+        return len(self.nodes) - 1
+
+    def arg(self, buffer: str) -> str:
+        if buffer not in self.args:
+            self.args[buffer] = f"in{len(self.args)}"
+        return self.args[buffer]
+
+    def leaf_map(self, shape, transforms) -> IndexMap:
+        imap = IndexMap.contiguous(shape)
+        for t in reversed(transforms):
+            imap = getattr(imap, t[0])(*t[1:])
+        return imap
+
+    def value(self, atom, transforms: tuple, root=False) -> int:
+        """Node index of `atom` seen through `transforms` (root-first list of layout ops)."""
+        if isinstance(atom, Literal):
+            return self.add(Const(np.asarray(atom.val).item(), atom.aval.dtype.name))
+        key = (atom.id, transforms)
+        if key in self.memo:
+            return self.memo[key]
+        buf = self.buffer_of(atom)
+        if buf is not None and not root:
+            node = Load(self.arg(buf), self.leaf_map(atom.aval.shape, transforms), atom.aval.dtype.name)
+            k = self.add(node)
+        else:
+            k = self.expand(self.f.producer[atom.id], atom, transforms)
+        self.memo[key] = k
+        return k
+
+    def expand(self, eqn, out, transforms) -> int:
+        self.eqns[id(eqn)] = eqn
+        kind, op = lowering.lowering_of(eqn.prim)
+        p = eqn.params
+        x = eqn.inputs[0] if eqn.inputs else None
+        text = eqn_text(eqn)
+        if kind == "layout":
+            name = eqn.prim.name
+            if name == "broadcast_in_dim":
+                t = ("broadcast", tuple(p["shape"]), tuple(p["broadcast_dimensions"]))
+            elif name == "transpose":
+                t = ("transpose", tuple(p["permutation"]))
+            elif name == "slice":
+                t = ("slice", tuple(p["start_indices"]), tuple(p["limit_indices"]),
+                     tuple(p["strides"]) if p.get("strides") else None)
+            elif name == "rev":
+                t = ("rev", tuple(p["dimensions"]))
+            else:  # reshape, squeeze, expand_dims: all reshapes of the row-major order
+                if name == "reshape" and p.get("dimensions") is not None:
+                    x_t = ("transpose", tuple(p["dimensions"]))
+                    return self.value(x, transforms + (("reshape", tuple(out.aval.shape)), x_t))
+                t = ("reshape", tuple(out.aval.shape))
+            return self.value(x, transforms + (t,))
+        if kind == "indexing":
+            return self.gather(eqn, out, transforms, text)
+        if op == "iota":
+            shape, dim = tuple(p["shape"]), p["dimension"]
+            return self.add(Iota(shape, dim, self.leaf_map(shape, transforms), out.aval.dtype.name))
+        if op in ("stop_gradient", "reduce_precision"):
+            return self.value(x, transforms)
+        if op == "threefry2x32":
+            args = [self.operand(a, out, transforms) for a in eqn.inputs]
+            k = self.add(Op("threefry2x32", tuple(args), "uint32", (), text))
+            return self.add(Op("proj", (k,), "uint32", (eqn.outvars.index(out),), text))
+        args = tuple(self.operand(a, out, transforms) for a in eqn.inputs)
+        dtype = out.aval.dtype.name
+        if op == "round":
+            op = "round_even" if int(p.get("rounding_method", 0)) == 1 else "round_away"
+            return self.add(Op(op, args, dtype, (), text))
+        if op == "integer_pow":
+            return self.add(Op("integer_pow", args, dtype, (int(p["y"]),), text))
+        if op == "select_n":
+            which = self.nodes[args[0]]
+            if np.dtype(which.dtype) != np.bool_:
+                zero = self.add(Const(0, which.dtype))
+                args = (self.add(Op("ne", (args[0], zero), "bool")),) + args[1:]
+        return self.add(Op(op, args, dtype, (), text))
+
+    def operand(self, a, out, transforms) -> int:
+        """An elementwise operand, broadcast (rank 0 or size-1 dims) to the output's shape."""
+        if isinstance(a, Literal) or a.aval.shape == out.aval.shape:
+            return self.value(a, transforms)
+        dims = tuple(range(len(a.aval.shape)))
+        return self.value(a, transforms + (("broadcast", tuple(out.aval.shape), dims),))
+
+    def gather(self, eqn, out, transforms, text) -> int:
+        p = eqn.params
+        operand = eqn.inputs[0]
+        buf = self.f.ensure_buffer(operand)
+        out_shape = tuple(out.aval.shape)
+        it = ("iota_dim",)
+        if eqn.prim.name == "dynamic_slice":
+            sizes = tuple(p["slice_sizes"])
+            starts, offsets = [], []
+            for d, s in enumerate(eqn.inputs[1:]):
+                starts.append(self.value(s, ()) if not isinstance(s, Literal) else self.add(
+                    Const(int(np.asarray(s.val)), s.aval.dtype.name)))
+                offsets.append(self.add(Iota(out_shape, d, self.leaf_map(out_shape, transforms), "int64")))
+            mode, fill = "clip", 0
+        else:
+            dn = p["dimension_numbers"]
+            sizes = tuple(p["slice_sizes"])
+            indices = eqn.inputs[1]
+            mode = _mode_name(p.get("mode"))
+            fill = p.get("fill_value")
+            if fill is None:
+                fill = _default_fill(operand.aval.dtype)
+            batch_dims = [d for d in range(len(out_shape)) if d not in dn.offset_dims]
+            k = indices.aval.shape[-1] if indices.aval.ndim else 0
+            starts = [None] * operand.aval.ndim
+            for comp, od in enumerate(dn.start_index_map):
+                # indices[batch..., comp]: broadcast the batch coordinates of the output.
+                idx_t = transforms + (
+                    ("broadcast", out_shape, tuple(batch_dims) + (len(out_shape),)),) if False else None
+                del idx_t
+                starts[od] = self.index_component(indices, comp, k, out_shape, batch_dims, transforms)
+            offsets = [None] * operand.aval.ndim
+            window = [d for d in range(operand.aval.ndim) if d not in dn.collapsed_slice_dims]
+            for od, outd in zip(window, dn.offset_dims):
+                offsets[od] = self.add(Iota(out_shape, outd, self.leaf_map(out_shape, transforms), "int64"))
+        del it
+        node = Gather(self.arg(buf), tuple(operand.aval.shape), sizes, tuple(starts),
+                      tuple(offsets), mode, np.asarray(fill).item(), out.aval.dtype.name, text)
+        return self.add(node)
+
+    def index_component(self, indices, comp, k, out_shape, batch_dims, transforms) -> int:
+        """indices[b..., comp] read at the output's batch coordinates, as a node."""
+        # Select component `comp` of the index vector (last dim), then broadcast the batch
+        # dims of `indices` onto the output's batch dims.
+        ishape = tuple(indices.aval.shape)
+        sliced = ishape[:-1] + (1,)
+        starts = (0,) * (len(ishape) - 1) + (comp,)
+        limits = ishape[:-1] + (comp + 1,)
+        t = transforms + (("broadcast", out_shape, tuple(batch_dims)),
+                          ("reshape", ishape[:-1]), ("slice", starts, limits, None))
+        del sliced, k
+        return self.value(indices, t)
+
+
+def _mode_name(mode) -> str:
+    text = str(mode).lower() if mode is not None else "clip"
+    return "fill" if ("fill" in text or "drop" in text) else "clip"
+
+
+def _default_fill(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "b":
+        return True
+    info = np.iinfo(dtype)
+    return info.min if dtype.kind == "i" else info.max
+
+
+# ---- the fusion driver -----------------------------------------------------------------------
+
+class Fusion:
+    def __init__(self, program: Program, consts=(), options: FusionOptions | None = None,
+                 inplace=frozenset()):
+        self.program = program
+        self.options = options or FusionOptions()
+        self.producer = {v.id: e for e in program.eqns for v in e.outvars}
+        self.reasons = materialize(program, self.options)
+        self.buffers: dict = {}       # var id -> buffer name
+        self.info: dict = {}          # buffer name -> BufferInfo
+        self.constants: list = []
+        self.steps: list = []
+        self.inplace = inplace
+        self.consts = list(consts)
+        self.counter = 0
+
+    def new_buffer(self, aval, prefix="t") -> str:
+        name = f"{prefix}{self.counter}"
+        self.counter += 1
+        self.info[name] = BufferInfo(tuple(aval.shape), aval.dtype.name)
+        return name
+
+    def buffer_of(self, atom):
+        if isinstance(atom, Literal):
+            return None
+        if atom.id in self.buffers:
+            return self.buffers[atom.id]
+        if atom.id in self.reasons:
+            self.buffers[atom.id] = self.new_buffer(atom.aval)
+            return self.buffers[atom.id]
+        return None
+
+    def ensure_buffer(self, atom) -> str:
+        if isinstance(atom, Literal):
+            name = self.new_buffer(atom.aval, "c")
+            self.constants.append((name, np.asarray(atom.val, atom.aval.dtype)))
+            return name
+        buf = self.buffer_of(atom)
+        if buf is None:
+            raise AssertionError(f"{atom} should have been materialized")
+        return buf
+
+    def kernel_name(self, kind: str) -> str:
+        return f"gpuarr_{kind}_{len(self.steps)}"
+
+    def run(self) -> KernelPlan:
+        prog = self.program
+        inputs = tuple(self.ensure_buffer(v) for v in prog.constvars + prog.invars)
+        for i, eqn in enumerate(prog.eqns):
+            self.lower(i, eqn)
+        outputs = tuple(self.ensure_buffer(a) for a in prog.outvars)
+        merge_into_reductions(self, set(outputs))
+        nbytes = lambda a: a.aval.size * a.aval.dtype.itemsize  # noqa: E731
+        min_bytes = sum(nbytes(v) for v in prog.invars + prog.constvars)
+        min_bytes += sum(nbytes(a) for a in prog.outvars if isinstance(a, Var))
+        return KernelPlan(inputs, outputs, tuple(self.info.items()), tuple(self.steps),
+                          tuple(self.constants), min_bytes)
+
+    def lower(self, index, eqn):
+        kind, name = lowering.lowering_of(eqn.prim)
+        if _fusable(eqn):
+            for v in eqn.outvars:
+                if v.id in self.reasons:
+                    self.elementwise(v)
+            return
+        if kind == "reduce" and all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs + eqn.outvars):
+            self.reduction(eqn, name)
+            return
+        if kind == "indexing" and eqn.prim.name.startswith("scatter") and self.scatter(index, eqn):
+            return
+        role = {"library": "library", "control": "control"}.get(kind, "fallback")
+        self.host(eqn, role)
+
+    def elementwise(self, var):
+        dag = DagBuilder(self, self.buffer_of)
+        root = dag.value(var, (), root=True)
+        out = self.buffer_of(var)
+        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
+        args.append(Arg("out0", var.aval.dtype.name, max(1, var.aval.size), True))
+        eqns = [eqn_text(e) for e in _in_program_order(self.program, dag.eqns)]
+        kernel = ElementwiseKernel(self.kernel_name("elementwise"), tuple(var.aval.shape),
+                                   tuple(args), tuple(dag.nodes), (Store("out0", root),),
+                                   tuple(eqns), self.reasons[var.id])
+        bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out),)
+        self.steps.append(KernelStep(kernel, bindings))
+
+    def reduction(self, eqn, op):
+        x, out = eqn.inputs[0], eqn.outvars[0]
+        axes = tuple(sorted(eqn.params["axes"]))
+        shape = tuple(x.aval.shape)
+        kept = tuple(d for d in range(len(shape)) if d not in axes)
+        perm = kept + axes
+        dag = DagBuilder(self, self.buffer_of)
+        transforms = () if perm == tuple(range(len(shape))) else (("transpose", perm),)
+        root = dag.value(x, transforms)
+        out_buf = self.buffer_of(out)
+        acc_dtype = out.aval.dtype.name
+        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
+        args.append(Arg("out0", acc_dtype, max(1, out.aval.size), True))
+        red_shape = tuple(shape[d] for d in axes)
+        out_shape = tuple(shape[d] for d in kept)
+        strategy = _strategy(dag.nodes, out_shape, red_shape)
+        eqns = [eqn_text(e) for e in _in_program_order(self.program, dag.eqns)] + [eqn_text(eqn)]
+        kernel = ReductionKernel(
+            self.kernel_name("reduce"), out_shape, red_shape, tuple(args), op, acc_dtype,
+            lowering.reduce_identity(op, acc_dtype).item(), tuple(dag.nodes), root,
+            (Acc(acc_dtype),), (Store("out0", 0),), strategy=strategy, equations=tuple(eqns),
+            reason=f"{eqn.prim.name} over axes {axes}: a reduction is a kernel boundary")
+        bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out_buf),)
+        self.steps.append(KernelStep(kernel, bindings))
+        self.reduction_meta[id(kernel)] = (shape, axes, perm)
+
+    reduction_meta: dict
+
+    def scatter(self, index, eqn) -> bool:
+        p = eqn.params
+        dn = p.get("dimension_numbers")
+        operand, indices, updates = eqn.inputs[:3]
+        if (dn is None or not hasattr(dn, "update_window_dims") or len(eqn.inputs) != 3
+                or getattr(dn, "operand_batching_dims", ()) or p.get("update_jaxpr") is not None
+                and eqn.prim.name == "scatter_apply"):
+            return False
+        if not all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs):
+            return False
+        combiner = {"scatter": "set", "scatter_add": "add", "scatter_mul": "mul",
+                    "scatter_min": "min", "scatter_max": "max"}.get(eqn.prim.name)
+        if combiner is None or indices.aval.ndim == 0:
+            return False
+        out = eqn.outvars[0]
+        src = self.ensure_buffer(operand)
+        ind = self.ensure_buffer(indices)
+        upd = self.ensure_buffer(updates)
+        if index in self.inplace:
+            self.buffers[out.id] = src
+        else:
+            dst = self.buffer_of(out)
+            self.steps.append(CopyStep(src, dst, "scatter operand is still live: update a copy"))
+        mode = "clip" if "clip" in str(p.get("mode")).lower() else "drop"
+        kernel = ScatterKernel(
+            self.kernel_name("scatter"), out.aval.dtype.name, indices.aval.dtype.name,
+            tuple(operand.aval.shape), tuple(updates.aval.shape), tuple(indices.aval.shape),
+            tuple(dn.update_window_dims), tuple(dn.inserted_window_dims),
+            tuple(dn.scatter_dims_to_operand_dims), combiner, mode,
+            self.options.deterministic_scatter or combiner != "add",
+            (eqn_text(eqn),), "scatters are their own kernels"
+            + (" (in place: the operand dies here)" if index in self.inplace else ""))
+        self.steps.append(KernelStep(kernel, (("out", self.buffers[out.id]), ("updates", upd),
+                                              ("indices", ind))))
+        return True
+
+    def host(self, eqn, role):
+        from gpuarr.backends.numpy_backend import impl_rules  # the reference implementation
+        impl = impl_rules.get(eqn.prim)
+        if impl is None:
+            raise NotImplementedError(f"no kernel lowering and no NumPy implementation of {eqn.prim.name}")
+        fn = functools.partial(impl, **eqn.params) if eqn.params else impl
+        if eqn.prim.multiple_results:
+            call = fn
+        else:
+            call = lambda *a, fn=fn: (fn(*a),)  # noqa: E731
+        ins = tuple(self.ensure_buffer(a) for a in eqn.inputs)
+        outs = tuple(self.buffer_of(v) or self.new_buffer(v.aval) for v in eqn.outvars)
+        reason = {"library": "library call (cuBLAS/cuSOLVER/CUB on CUDA, the host here)",
+                  "control": "control flow runs on the host, calling its sub-programs",
+                  "fallback": "no kernel lowering yet: the NumPy implementation runs on the host"}[role]
+        self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (eqn_text(eqn),), reason))
+
+
+Fusion.reduction_meta = None  # replaced per instance in fuse()
+
+
+def _in_program_order(program, eqns: dict) -> list:
+    return [e for e in program.eqns if id(e) in eqns]
+
+
+def _strategy(nodes, out_shape, red_shape) -> str:
+    out_size, red_size = math.prod(out_shape), math.prod(red_shape)
+    if out_size == 1:
+        return "full"
+    loads = [n for n in nodes if isinstance(n, (Load, Iota))]
+    inner_strides = [n.index.views[0].strides[-1] for n in loads if len(n.index.views) == 1
+                     and n.index.views[0].shape and n.index.views[0].shape[-1] > 1]
+    if red_size > 1 and inner_strides and all(abs(s) == 1 for s in inner_strides):
+        return "row" if red_size >= 32 or out_size < 256 else "column"
+    return "column" if out_size >= 256 or red_size < 32 else "strided"
+
+
+# ---- step 4: merge consumers into reductions -------------------------------------------------
+
+def merge_into_reductions(fusion: Fusion, outputs: set) -> None:
+    steps = fusion.steps
+    position = {}
+    for i, s in enumerate(steps):
+        for b in _written(s):
+            position[b] = i
+    changed = True
+    while changed:
+        changed = False
+        for j, step in enumerate(steps):
+            if not isinstance(step, KernelStep) or not isinstance(step.kernel, ElementwiseKernel):
+                continue
+            k = step.kernel
+            binds = dict(step.bindings)
+            red_loads = [(position.get(binds[n.arg]), n) for n in k.nodes if isinstance(n, Load)
+                         and isinstance(steps[position.get(binds[n.arg], j)], KernelStep)
+                         and isinstance(steps[position.get(binds[n.arg], j)].kernel, ReductionKernel)
+                         and position.get(binds[n.arg], j) < j]
+            if not red_loads:
+                continue
+            i = max(p for p, _ in red_loads)
+            r_step = steps[i]
+            r_buf = dict(r_step.bindings)["out0"]
+            merged = _merge(fusion, r_step, step, r_buf, binds, position, i)
+            if merged is None:
+                continue
+            steps[i] = merged
+            del steps[j]
+            position = {b: n for n, s in enumerate(steps) for b in _written(s)}
+            changed = True
+            break
+    # Drop reduction outputs that nothing reads any more.
+    read = set(outputs)
+    for s in steps:
+        read.update(_read(s))
+    for n, s in enumerate(steps):
+        if isinstance(s, KernelStep) and isinstance(s.kernel, ReductionKernel):
+            binds = dict(s.bindings)
+            if binds.get("out0") not in read and s.kernel.post_stores:
+                k = s.kernel
+                stores = tuple(st for st in k.post_stores if st.arg != "out0")
+                args = tuple(a for a in k.args if a.name != "out0")
+                steps[n] = KernelStep(dataclasses.replace(k, post_stores=stores, args=args),
+                                      tuple(b for b in s.bindings if b[0] != "out0"))
+
+
+def _read(step) -> set:
+    if isinstance(step, KernelStep):
+        outs = {a.name for a in step.kernel.args if a.output}
+        if isinstance(step.kernel, ScatterKernel):
+            outs = set()
+        return {b for a, b in step.bindings if a not in outs}
+    if isinstance(step, CopyStep):
+        return {step.src}
+    return set(step.inputs)
+
+
+def _written(step) -> set:
+    if isinstance(step, KernelStep):
+        outs = {a.name for a in step.kernel.args if a.output}
+        return {b for a, b in step.bindings if a in outs}
+    if isinstance(step, CopyStep):
+        return {step.dst}
+    return set(step.outputs)
+
+
+def _merge(fusion, r_step, k_step, r_buf, k_binds, position, r_pos):
+    """The reduction step with `k_step` folded in as post-map or epilogue, or None if illegal."""
+    r, k = r_step.kernel, k_step.kernel
+    shape, axes, perm = fusion.reduction_meta[id(r)]
+    r_arg_of = {b: a for a, b in r_step.bindings}
+    # Every other buffer k reads must exist before the reduction runs.
+    for n in k.nodes:
+        if isinstance(n, (Load, Gather)) and k_binds[n.arg] != r_buf:
+            p = position.get(k_binds[n.arg])
+            if p is not None and p >= r_pos:
+                return None
+    loads_r = [n for n in k.nodes if isinstance(n, Load) and k_binds[n.arg] == r_buf]
+    if k.shape == r.shape and all(n.index.is_identity() for n in loads_r):
+        where = "post"
+        transform = None
+    elif tuple(k.shape) == tuple(shape) and r.strategy != "column":
+        kept = tuple(d for d in range(len(shape)) if d not in axes)
+        back = IndexMap.contiguous(r.shape).broadcast(shape, kept)
+        if not all(_same_map(n.index, back) for n in loads_r):
+            return None
+        where = "epilogue"
+        transform = None if perm == tuple(range(len(shape))) else perm
+    else:
+        return None
+    # Rebuild k's nodes in the reduction's iteration space.
+    base = len(r.post_nodes) if where == "post" else len(r.epilogue_nodes)
+    new_args = list(r.args)
+    bindings = list(r_step.bindings)
+    names = {}
+    for a in k.args:
+        b = k_binds[a.name]
+        if a.output:
+            name = f"out{len(new_args)}"
+            new_args.append(dataclasses.replace(a, name=name))
+            bindings.append((name, b))
+            names[a.name] = name
+        elif b != r_buf:
+            if b not in r_arg_of:
+                name = f"in{len(new_args)}"
+                new_args.append(dataclasses.replace(a, name=name))
+                bindings.append((name, b))
+                r_arg_of[b] = name
+            names[a.name] = r_arg_of[b]
+    nodes = []
+    for n in k.nodes:
+        if isinstance(n, Load) and k_binds[n.arg] == r_buf:
+            nodes.append(Acc(r.acc_dtype))
+        elif isinstance(n, (Load, Iota)):
+            idx = n.index.transpose(transform) if transform else n.index
+            nodes.append(dataclasses.replace(n, index=idx, **({"arg": names[n.arg]} if isinstance(n, Load) else {})))
+        elif isinstance(n, Gather):
+            nodes.append(dataclasses.replace(n, arg=names[n.arg],
+                                             starts=tuple(None if s is None else s + base for s in n.starts),
+                                             offsets=tuple(None if s is None else s + base for s in n.offsets)))
+        elif isinstance(n, Op):
+            nodes.append(dataclasses.replace(n, args=tuple(a + base for a in n.args)))
+        else:
+            nodes.append(n)
+    stores = []
+    for st in k.stores:
+        idx = IndexMap.contiguous(shape).transpose(transform) if transform else st.index
+        stores.append(Store(names[st.arg], st.node + base, idx))
+    eqns = r.equations + tuple(e for e in k.equations if e not in r.equations)
+    if where == "post":
+        new = dataclasses.replace(r, post_nodes=r.post_nodes + tuple(nodes),
+                                  post_stores=r.post_stores + tuple(stores), args=tuple(new_args),
+                                  equations=eqns)
+    else:
+        new = dataclasses.replace(r, epilogue_nodes=r.epilogue_nodes + tuple(nodes),
+                                  epilogue_stores=r.epilogue_stores + tuple(stores),
+                                  args=tuple(new_args), equations=eqns)
+    new = dataclasses.replace(new, reason=r.reason + f"; {k.name} fused as its {where}")
+    fusion.reduction_meta[id(new)] = fusion.reduction_meta[id(r)]
+    return KernelStep(new, tuple(bindings))
+
+
+def _same_map(a: IndexMap, b: IndexMap) -> bool:
+    if len(a.views) != 1 or len(b.views) != 1:
+        return False
+    va, vb = a.views[0], b.views[0]
+    norm = lambda v: tuple(s if n != 1 else 0 for n, s in zip(v.shape, v.strides))  # noqa: E731
+    return va.shape == vb.shape and va.offset == vb.offset and norm(va) == norm(vb)
+
+
+def fuse(program: Program, consts=(), options: FusionOptions | None = None,
+         inplace=frozenset()) -> KernelPlan:
+    """Fuse `program` into a KernelPlan (see the module docstring for the algorithm)."""
+    f = Fusion(program, consts, options, inplace)
+    f.reduction_meta = {}
+    return f.run()

@@ -1,0 +1,226 @@
+"""Kernel ops as data: the C expression of each op, and which Program primitive lowers to which.
+
+`EXPRESSIONS` is the per-op expression table the renderer reads: `(op, kind) -> C text`,
+where `kind` is the kind of the op's first operand ('f' float, 'i' signed int, 'u' unsigned,
+'b' bool, '*' any). In the text `{0}`, `{1}`, ... are the operand variables, `{t}` the C type
+of the result and `{s}` the C type of the first operand; helpers such as `div_i32` or
+`sat_f32_u8` live in kernels/common.h. Rendering is a lookup plus `str.format`, so adding an
+op is one line here.
+
+`LOWERINGS` maps each primitive of gpuarr.lax to the fusion rule that turns its equation into
+kernel nodes (filled in `_register_lowerings`, once gpuarr.lax exists).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_UNARY_FLOAT = {
+    "exp": "exp({0})", "exp2": "exp2({0})", "log": "log({0})", "log1p": "log1p({0})",
+    "expm1": "expm1({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})", "cbrt": "cbrt({0})",
+    "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})", "asin": "asin({0})",
+    "acos": "acos({0})", "atan": "atan({0})", "sinh": "sinh({0})", "cosh": "cosh({0})",
+    "tanh": "tanh({0})", "asinh": "asinh({0})", "acosh": "acosh({0})", "atanh": "atanh({0})",
+    "floor": "floor({0})", "ceil": "ceil({0})", "erf": "erf({0})", "erfc": "erfc({0})",
+    "lgamma": "lgamma({0})", "abs": "fabs({0})", "sign": "sign_{t}({0})",
+    "logistic": "logistic_{t}({0})", "is_finite": "(u8)MATH_ISFINITE({0})",
+    "round_away": "round_away_{t}({0})", "round_even": "round_even_{t}({0})",
+}
+
+_BINARY_FLOAT = {
+    "div": "{0} / {1}", "rem": "fmod({0}, {1})", "pow": "pow({0}, {1})",
+    "max": "max_{t}({0}, {1})", "min": "min_{t}({0}, {1})", "atan2": "atan2({0}, {1})",
+    "nextafter": "nextafter({0}, {1})",
+}
+
+_INT_ONLY = {
+    "div": "div_{t}({0}, {1})", "rem": "rem_{t}({0}, {1})",
+    "shift_left": "shl_{t}({0}, {1})", "shift_right_logical": "shr_logical_{t}({0}, {1})",
+    "shift_right_arithmetic": "shr_arith_{t}({0}, {1})",
+    "max": "({0} > {1} ? {0} : {1})", "min": "({0} < {1} ? {0} : {1})",
+    "not": "({t})~{0}", "and": "({t})({0} & {1})", "or": "({t})({0} | {1})",
+    "xor": "({t})({0} ^ {1})", "sign": "({t})(({0} > 0) - ({0} < 0))",
+}
+
+EXPRESSIONS: dict = {
+    ("add", "*"): "{0} + {1}", ("sub", "*"): "{0} - {1}", ("mul", "*"): "{0} * {1}",
+    ("neg", "*"): "-{0}", ("square", "*"): "{0} * {0}",
+    ("eq", "*"): "(u8)({0} == {1})", ("ne", "*"): "(u8)({0} != {1})",
+    ("lt", "*"): "(u8)({0} < {1})", ("le", "*"): "(u8)({0} <= {1})",
+    ("gt", "*"): "(u8)({0} > {1})", ("ge", "*"): "(u8)({0} >= {1})",
+    ("select_n", "*"): "{0} ? {2} : {1}",
+    ("clamp", "*"): "({1} < {0} ? {0} : {1} > {2} ? {2} : {1})",
+    ("clamp", "f"): "min_{t}(max_{t}({1}, {0}), {2})",
+    ("abs", "i"): "({0} < 0 ? ({t})-{0} : {0})", ("abs", "u"): "{0}",
+    ("population_count", "i"): "({t})MATH_POPCOUNT{bits}({0})",
+    ("population_count", "u"): "({t})MATH_POPCOUNT{bits}({0})",
+    ("clz", "i"): "({t})MATH_CLZ{bits}({0})", ("clz", "u"): "({t})MATH_CLZ{bits}({0})",
+    ("not", "b"): "(u8)!{0}", ("and", "b"): "(u8)({0} & {1})", ("or", "b"): "(u8)({0} | {1})",
+    ("xor", "b"): "(u8)({0} ^ {1})",
+    ("max", "b"): "({0} | {1})", ("min", "b"): "({0} & {1})",
+    ("proj", "*"): "{0}[{k}]",
+    ("bitcast_f32_u32", "*"): "BITS_F32({0})", ("bitcast_u32_f32", "*"): "F32_BITS({0})",
+    ("bitcast_f64_u64", "*"): "BITS_F64({0})", ("bitcast_u64_f64", "*"): "F64_BITS({0})",
+    ("bitcast_int", "*"): "({t}){0}",
+}
+EXPRESSIONS.update({(k, "f"): v for k, v in _UNARY_FLOAT.items()})
+EXPRESSIONS.update({(k, "f"): v for k, v in _BINARY_FLOAT.items()})
+for _kind in "iu":
+    EXPRESSIONS.update({(k, _kind): v for k, v in _INT_ONLY.items()})
+
+# Reductions: (op, kind) -> combining expression of `a` and `b`, and the identity.
+REDUCERS: dict = {
+    ("sum", "*"): "a + b", ("prod", "*"): "a * b",
+    ("max", "f"): "max_{t}(a, b)", ("min", "f"): "min_{t}(a, b)",
+    ("max", "*"): "(a > b ? a : b)", ("min", "*"): "(a < b ? a : b)",
+    ("and", "*"): "a & b", ("or", "*"): "a | b", ("xor", "*"): "a ^ b",
+}
+
+
+def reduce_identity(op: str, dtype) -> object:
+    """The identity element of reduction `op` over `dtype` (as a NumPy scalar)."""
+    dtype = np.dtype(dtype)
+    if op in ("sum", "or", "xor"):
+        return dtype.type(0)
+    if op == "prod":
+        return dtype.type(1)
+    if op == "and":
+        return dtype.type(True) if dtype == np.bool_ else dtype.type(-1 if dtype.kind == "i" else np.iinfo(dtype).max)
+    big = op == "min"
+    if dtype.kind == "f":
+        return dtype.type(np.inf if big else -np.inf)
+    if dtype == np.bool_:
+        return np.bool_(big)
+    info = np.iinfo(dtype)
+    return dtype.type(info.max if big else info.min)
+
+
+def dtype_kind(dtype) -> str:
+    kind = np.dtype(dtype).kind
+    return {"f": "f", "i": "i", "u": "u", "b": "b"}[kind]
+
+
+def expression(op: str, arg_dtype) -> str:
+    """The table entry for `op` applied to operands of `arg_dtype` (KeyError when there is none)."""
+    kind = dtype_kind(arg_dtype)
+    for key in ((op, kind), (op, "*")):
+        if key in EXPRESSIONS:
+            return EXPRESSIONS[key]
+    raise KeyError(f"no kernel expression for op {op!r} on {np.dtype(arg_dtype).name}")
+
+
+def reducer(op: str, dtype) -> str:
+    kind = dtype_kind(dtype)
+    for key in ((op, kind), (op, "*")):
+        if key in REDUCERS:
+            return REDUCERS[key]
+    raise KeyError(f"no reducer {op!r} for {np.dtype(dtype).name}")
+
+
+# ---- per-primitive lowering rules ------------------------------------------------------------
+# What the fusion pass does with each primitive, keyed by primitive name here and by the
+# Primitive object in `kernel_rules` (filled from gpuarr.lax on first use).
+
+# Elementwise primitives: name -> kernel op (same name when None).
+ELEMENTWISE = {
+    **{n: None for n in (
+        "neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "log1p", "expm1",
+        "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+        "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "abs", "not", "add", "sub", "mul",
+        "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or", "xor",
+        "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le",
+        "gt", "ge", "erf", "erfc", "lgamma", "square", "population_count", "clz", "clamp")},
+    "round": None,                 # round_away / round_even by rounding_method
+    "integer_pow": None,           # attrs (y,)
+    "convert_element_type": "convert",
+    "select_n": None,
+    "stop_gradient": None,         # the identity
+    "reduce_precision": None,      # the identity on float32/float64 at full precision
+    "iota": None,
+    "threefry2x32": None,
+}
+
+# Layout primitives become index maps on loads.
+LAYOUT = ("broadcast_in_dim", "reshape", "transpose", "slice", "rev", "squeeze", "expand_dims")
+
+REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
+              "reduce_prod": "prod", "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor"}
+
+# Library calls (cuBLAS/cuSOLVER/CUB on CUDA; the NumPy implementation on the host elsewhere).
+LIBRARY = ("dot_general", "sort", "argsort", "conv_general_dilated", "cholesky",
+           "triangular_solve", "lu", "qr", "svd", "eigh", "eig", "fft", "cumsum", "cumprod",
+           "cummax", "cummin", "cumlogsumexp", "top_k", "argmax", "argmin")
+
+# Primitives the fusion hands to the host as they are (control flow runs its sub-programs).
+CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call",
+           "remat", "checkpoint", "jit", "custom_vjp_call_jaxpr", "for_loop", "debug_callback",
+           "pure_callback", "io_callback")
+
+# Indexing primitives with kernel lowerings in fusion.py.
+INDEXING = ("gather", "dynamic_slice", "dynamic_update_slice", "scatter", "scatter_add",
+            "scatter_mul", "scatter_min", "scatter_max", "scatter_sub")
+
+# Primitives known to have no kernel lowering yet: they run on the host through the NumPy
+# backend. The coverage test lists these explicitly.
+HOST_FALLBACK = ("pad", "concatenate", "erf_inv", "digamma", "igamma", "igammac",
+                 "random_gamma_grad", "bessel_i0e", "bessel_i1e", "polygamma", "zeta",
+                 "regularized_incomplete_beta", "copy", "copy_p", "real", "imag", "complex",
+                 "conj", "bitcast_convert_type", "reduce_precision_fallback")
+
+
+def _elementwise_rule(name):
+    return ("elementwise", ELEMENTWISE[name] or name)
+
+
+def rule_for_name(name: str):
+    """('elementwise'|'layout'|'reduce'|'library'|'control'|'indexing'|'fallback', detail)."""
+    if name in ELEMENTWISE:
+        return _elementwise_rule(name)
+    if name in LAYOUT:
+        return ("layout", name)
+    if name in REDUCTIONS:
+        return ("reduce", REDUCTIONS[name])
+    if name in INDEXING:
+        return ("indexing", name)
+    if name in LIBRARY:
+        return ("library", name)
+    if name in CONTROL:
+        return ("control", name)
+    return None
+
+
+def all_primitives() -> list:
+    """Every Primitive object defined in the modules of gpuarr.lax (and gpuarr.random)."""
+    import importlib
+    import pkgutil
+
+    from gpuarr.core import Primitive
+    import gpuarr.lax as lax_pkg
+    mods = [importlib.import_module(f"gpuarr.lax.{m.name}") for m in pkgutil.iter_modules(lax_pkg.__path__)]
+    for extra in ("gpuarr.random", "gpuarr.prng"):
+        try:
+            mods.append(importlib.import_module(extra))
+        except ImportError:
+            pass
+    seen, prims = set(), []
+    for mod in mods:
+        for value in vars(mod).values():
+            if isinstance(value, Primitive) and id(value) not in seen:
+                seen.add(id(value))
+                prims.append(value)
+    return prims
+
+
+def kernel_rules() -> dict:
+    """Primitive -> lowering rule for every primitive of gpuarr.lax that has one."""
+    table = {}
+    for prim in all_primitives():
+        rule = rule_for_name(prim.name)
+        if rule is not None:
+            table[prim] = rule
+    return table
+
+
+def lowering_of(prim):
+    """The lowering rule of `prim`, or ('fallback', name): run its NumPy implementation."""
+    rule = rule_for_name(prim.name)
+    return rule if rule is not None else ("fallback", prim.name)

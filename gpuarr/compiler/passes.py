@@ -1,0 +1,386 @@
+"""Program-to-Program passes run under jit (never on eager ops): algebraic simplification,
+constant folding, common-subexpression elimination and dead-code elimination.
+
+`optimize(closed)` runs them in that order. Each pass can be switched off by name with
+`set_enabled(name, False)` or the environment variable `GPUARR_DISABLE_PASSES=cse,fold`;
+`config.enable_passes = False` switches all of them off. Simplification follows XLA's
+algebraic simplifier, so jitted numerics can differ from eager ones exactly where JAX's do:
+`log(exp(x))` is `x` (eager `log(exp(100.))` is inf), `log(sqrt(x))` is `0.5 * log(x)`.
+
+Rewrite rules are data: `SIMPLIFY_RULES` maps a primitive name to functions
+`rule(eqn, producer) -> replacement or None`, where `producer(atom)` is the equation that
+defines `atom` in the rewritten program (None for inputs and literals) and a replacement is an
+atom or a list of `(prim, inputs, params)` whose last result replaces the equation's output.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from gpuarr.config import config
+from gpuarr.core import (
+    ClosedProgram, Eqn, Literal, Program, ShapedArray, Var, abstract_eval_rules, subprograms,
+)
+
+PASSES = ("simplify", "fold", "cse", "dce")
+_enabled = {name: True for name in PASSES}
+for _name in os.environ.get("GPUARR_DISABLE_PASSES", "").split(","):
+    if _name.strip() in _enabled:
+        _enabled[_name.strip()] = False
+
+
+def set_enabled(name: str, flag: bool) -> None:
+    """Switch pass `name` (one of PASSES) on or off for later compilations."""
+    if name not in _enabled:
+        raise ValueError(f"unknown pass {name!r}; passes are {', '.join(PASSES)}")
+    _enabled[name] = bool(flag)
+
+
+def enabled(name: str) -> bool:
+    return bool(config.enable_passes) and _enabled[name]
+
+
+def _lax():
+    from gpuarr.lax import lax
+    return lax
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+def _literal_value(atom):
+    if isinstance(atom, Literal):
+        return np.asarray(atom.val)
+    return None
+
+
+def _is_const(atom, value) -> bool:
+    v = _literal_value(atom)
+    return v is not None and v.size == 1 and bool(np.all(v == value)) and not (
+        v.dtype.kind == "f" and value == 0 and np.signbit(v).any())
+
+
+def _same_aval(a, b) -> bool:
+    return a.aval.shape == b.aval.shape and a.aval.dtype == b.aval.dtype
+
+
+def make_literal(value, aval: ShapedArray) -> Literal:
+    return Literal(np.asarray(value, aval.dtype)[()], ShapedArray((), aval.dtype, aval.weak_type))
+
+
+# ---- simplification rules (data) -------------------------------------------------------------
+
+def _log_of(eqn, producer):
+    p = producer(eqn.inputs[0])
+    if p is None:
+        return None
+    if p.prim.name == "exp":                     # log(exp(x)) -> x
+        return p.inputs[0]
+    if p.prim.name == "sqrt":                    # log(sqrt(x)) -> 0.5 * log(x)
+        x = p.inputs[0]
+        half = make_literal(0.5, x.aval)
+        return [("log", [x], {}), ("mul", [half, "$0"], {})]
+    return None
+
+
+_NONNEGATIVE = {"exp", "sqrt", "abs", "logistic"}
+
+
+def _exp_of(eqn, producer):
+    p = producer(eqn.inputs[0])
+    if p is not None and p.prim.name == "log":   # exp(log(x)) -> x, where x >= 0 is known
+        q = producer(p.inputs[0])
+        if q is not None and q.prim.name in _NONNEGATIVE:
+            return p.inputs[0]
+    return None
+
+
+def _identity_operand(value, commutative):
+    def rule(eqn, producer):
+        x, y = eqn.inputs
+        out = eqn.outvars[0]
+        if _is_const(y, value) and _same_aval(x, out):
+            return x
+        if commutative and _is_const(x, value) and _same_aval(y, out):
+            return y
+        return None
+    return rule
+
+
+def _involution(eqn, producer):                 # neg(neg(x)) -> x, not(not(x)) -> x
+    p = producer(eqn.inputs[0])
+    if p is not None and p.prim is eqn.prim:
+        return p.inputs[0]
+    return None
+
+
+def _transpose_of(eqn, producer):
+    perm = tuple(eqn.params["permutation"])
+    if perm == tuple(range(len(perm))):
+        return eqn.inputs[0]
+    p = producer(eqn.inputs[0])
+    if p is not None and p.prim.name == "transpose":
+        inner = tuple(p.params["permutation"])
+        composed = tuple(inner[i] for i in perm)
+        if composed == tuple(range(len(composed))):
+            return p.inputs[0]
+        return [("transpose", [p.inputs[0]], {"permutation": composed})]
+    return None
+
+
+def _reshape_of(eqn, producer):
+    x = eqn.inputs[0]
+    if eqn.params.get("dimensions") is not None:
+        return None
+    if x.aval.shape == eqn.outvars[0].aval.shape:
+        return x
+    p = producer(x)
+    if p is not None and p.prim.name == "reshape" and p.params.get("dimensions") is None:
+        inner = p.inputs[0]
+        if inner.aval.shape == eqn.outvars[0].aval.shape:
+            return inner
+        return [("reshape", [inner], dict(eqn.params))]
+    return None
+
+
+def _convert_of(eqn, producer):
+    x, out = eqn.inputs[0], eqn.outvars[0]
+    if x.aval.dtype == out.aval.dtype and x.aval.weak_type == out.aval.weak_type:
+        return x
+    return None
+
+
+def _broadcast_of(eqn, producer):
+    x, out = eqn.inputs[0], eqn.outvars[0]
+    if x.aval.shape == out.aval.shape:
+        return x
+    return None
+
+
+SIMPLIFY_RULES = {
+    "log": [_log_of],
+    "exp": [_exp_of],
+    "mul": [_identity_operand(1, True)],
+    "add": [_identity_operand(0, True)],
+    "sub": [_identity_operand(0, False)],
+    "div": [_identity_operand(1, False)],
+    "neg": [_involution],
+    "not": [_involution],
+    "transpose": [_transpose_of],
+    "reshape": [_reshape_of],
+    "convert_element_type": [_convert_of],
+    "broadcast_in_dim": [_broadcast_of],
+}
+
+_ELEMENTWISE_BINARY = {"add", "sub", "mul", "div", "max", "min", "pow", "rem", "atan2", "and",
+                       "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "nextafter"}
+
+
+# ---- the rewriting driver --------------------------------------------------------------------
+
+class _Rewriter:
+    """Walks a Program's equations in order, emitting rewritten ones and a var substitution."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.env: dict = {}
+        self.defs: dict = {}
+        self.eqns: list = []
+
+    def read(self, atom):
+        if isinstance(atom, Literal):
+            return atom
+        return self.env.get(atom.id, atom)
+
+    def producer(self, atom):
+        if isinstance(atom, Literal):
+            return None
+        return self.defs.get(atom.id)
+
+    def emit(self, prim, inputs, params, outvars=None, source_info=None):
+        if outvars is None:
+            avals = abstract_eval_rules[prim](*[a.aval for a in inputs], **params)
+            outvars = [Var(a) for a in avals]
+        eqn = Eqn(prim, list(inputs), dict(params), list(outvars), source_info)
+        self.eqns.append(eqn)
+        for v in outvars:
+            self.defs[v.id] = eqn
+        return eqn
+
+    def finish(self, constvars) -> Program:
+        outs = [self.read(a) for a in self.program.outvars]
+        return Program(constvars, self.program.invars, self.eqns, outs)
+
+
+def _prim(name):
+    return getattr(_lax(), f"{name}_p")
+
+
+def simplify(program: Program) -> Program:
+    """Apply SIMPLIFY_RULES until no rule fires on an equation (a single forward walk)."""
+    rw = _Rewriter(program)
+    for eqn in program.eqns:
+        inputs = [rw.read(a) for a in eqn.inputs]
+        eqn = eqn._replace(inputs=inputs)
+        inputs = _scalar_broadcast_operands(eqn, rw)
+        eqn = eqn._replace(inputs=inputs)
+        replacement = None
+        if not eqn.prim.multiple_results and len(eqn.outvars) == 1:
+            for rule in SIMPLIFY_RULES.get(eqn.prim.name, ()):
+                replacement = rule(eqn, rw.producer)
+                if replacement is not None:
+                    break
+        if replacement is None:
+            rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
+            continue
+        out = eqn.outvars[0]
+        if isinstance(replacement, list):
+            results = []
+            for i, (name, ins, params) in enumerate(replacement):
+                ins = [results[int(a[1:])] if isinstance(a, str) else a for a in ins]
+                last = i == len(replacement) - 1
+                new = rw.emit(_prim(name), ins, params, [out] if last else None, eqn.source_info)
+                results.append(new.outvars[0])
+        elif replacement.aval.dtype == out.aval.dtype and replacement.aval.shape == out.aval.shape:
+            rw.env[out.id] = replacement
+        else:
+            rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
+    return rw.finish(program.constvars)
+
+
+def _scalar_broadcast_operands(eqn, rw) -> list:
+    """`add(x, broadcast_in_dim(2.0, ...))` -> `add(x, 2.0)`: broadcast scalars are literals."""
+    if eqn.prim.name not in _ELEMENTWISE_BINARY and eqn.prim.name != "select_n":
+        return eqn.inputs
+    inputs = list(eqn.inputs)
+    out_shape = eqn.outvars[0].aval.shape
+    for i, a in enumerate(inputs):
+        p = rw.producer(a)
+        if p is None or p.prim.name != "broadcast_in_dim":
+            continue
+        src = p.inputs[0]
+        others = [b for j, b in enumerate(inputs) if j != i]
+        if isinstance(src, Literal) and any(b.aval.shape == out_shape for b in others):
+            inputs[i] = src
+    return inputs
+
+
+def fold(program: Program, consts: list):
+    """Evaluate equations whose inputs are all literals (scalar results become literals)."""
+    from gpuarr.backends.numpy_backend import impl_rules  # the reference semantics
+    rw = _Rewriter(program)
+    for eqn in program.eqns:
+        inputs = [rw.read(a) for a in eqn.inputs]
+        impl = impl_rules.get(eqn.prim)
+        foldable = (inputs and impl is not None and not eqn.prim.multiple_results
+                    and not eqn.prim.effectful and not any(True for _ in subprograms(eqn.params))
+                    and all(isinstance(a, Literal) for a in inputs)
+                    and eqn.outvars[0].aval.shape == ())
+        if foldable:
+            try:
+                with np.errstate(all="ignore"):
+                    value = np.asarray(impl(*[np.asarray(a.val) for a in inputs], **eqn.params))
+            except Exception:  # noqa: BLE001 - leave anything that fails to run for run time
+                value = None
+            if value is not None and value.shape == ():
+                out = eqn.outvars[0]
+                rw.env[out.id] = Literal(value.astype(out.aval.dtype)[()], out.aval)
+                continue
+        rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
+    return rw.finish(program.constvars), consts
+
+
+def _key_of(value):
+    if isinstance(value, (Program, ClosedProgram)):
+        return ("program", id(value))
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (list, tuple)):
+        return tuple(_key_of(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _key_of(v)) for k, v in value.items()))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("id", id(value))
+
+
+def _atom_key(atom):
+    if isinstance(atom, Literal):
+        v = np.asarray(atom.val)
+        return ("lit", v.dtype.str, v.tobytes(), atom.aval.weak_type)
+    return atom.id
+
+
+def cse(program: Program) -> Program:
+    """Merge equations that apply the same primitive, with the same params, to the same inputs."""
+    rw = _Rewriter(program)
+    seen: dict = {}
+    for eqn in program.eqns:
+        inputs = [rw.read(a) for a in eqn.inputs]
+        key = None
+        if not eqn.prim.effectful:
+            key = (eqn.prim.name, id(eqn.prim), tuple(_atom_key(a) for a in inputs),
+                   _key_of(eqn.params), tuple((v.aval.shape, v.aval.dtype.str) for v in eqn.outvars))
+        prior = seen.get(key) if key is not None else None
+        if prior is not None:
+            for old, new in zip(eqn.outvars, prior):
+                rw.env[old.id] = new
+            continue
+        new = rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
+        if key is not None:
+            seen[key] = new.outvars
+    return rw.finish(program.constvars)
+
+
+def dce(program: Program) -> Program:
+    """Drop equations none of whose outputs are used (effectful equations always stay)."""
+    live = {a.id for a in program.outvars if isinstance(a, Var)}
+    kept = []
+    for eqn in reversed(program.eqns):
+        if eqn.prim.effectful or any(v.id in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(a.id for a in eqn.inputs if isinstance(a, Var))
+    return Program(program.constvars, program.invars, list(reversed(kept)), program.outvars)
+
+
+def optimize(closed: ClosedProgram) -> ClosedProgram:
+    """Run the enabled passes over `closed` (what jit calls before compiling, on every platform)."""
+    if not config.enable_passes:
+        return closed
+    program, consts = closed.program, list(closed.consts)
+    if enabled("simplify"):
+        program = simplify(program)
+    if enabled("fold"):
+        program, consts = fold(program, consts)
+    if enabled("cse"):
+        program = cse(program)
+    if enabled("dce"):
+        program = dce(program)
+    return ClosedProgram(program, consts)
+
+
+# ---- in-place updates ------------------------------------------------------------------------
+
+def inplace_operands(program: Program, donated=()) -> set:
+    """Indices of equations (scatters) whose operand dies there, so the update can happen in
+    place: the operand is not used later, is not a program output, and is an intermediate or
+    a donated input. The fusion pass then writes the scatter into the operand's buffer."""
+    last_use: dict = {}
+    for i, eqn in enumerate(program.eqns):
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                last_use[a.id] = i
+    outputs = {a.id for a in program.outvars if isinstance(a, Var)}
+    inputs = {v.id for v in program.invars + program.constvars} - {v.id for v in donated}
+    found = set()
+    for i, eqn in enumerate(program.eqns):
+        if not eqn.prim.name.startswith("scatter") or not eqn.inputs:
+            continue
+        operand = eqn.inputs[0]
+        if (isinstance(operand, Var) and last_use.get(operand.id) == i
+                and operand.id not in outputs and operand.id not in inputs
+                and sum(a is operand for a in eqn.inputs) == 1):
+            found.add(i)
+    return found

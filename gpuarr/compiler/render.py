@@ -1,0 +1,364 @@
+"""Render kernel specs (gpuarr.compiler.plan) into source text by filling the kernels/ templates.
+
+The C comes from three places only: the templates in kernels/ (`${slot}`s, string.Template),
+the dialect and helper headers they include, and the per-op expression table in
+`lowering.EXPRESSIONS`. This module computes slot values: the parameter list, one line per
+node of the expression DAG (`const f32 v3 = exp(v2);  // c = exp b`), index arithmetic for
+each load, and the launch shape. The result is one self-contained translation unit that
+compiles as CUDA C++ under NVRTC and as OpenCL C under PoCL (the dialect is picked by
+`__OPENCL_VERSION__`).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpuarr.compiler import lowering
+from gpuarr.compiler.plan import (
+    Acc, Const, ElementwiseKernel, Gather, IndexMap, Iota, Load, Op, ReductionKernel,
+    ScatterKernel,
+)
+
+KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
+
+CTYPES = {
+    "bool": "u8", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
+    "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
+    "float32": "f32", "float64": "f64",
+}
+
+ELEMENTWISE_BLOCK = 256
+MAX_GROUPS = 4096
+INT32_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class RenderedKernel:
+    """Source text plus the launch plan a backend needs; backends see nothing else."""
+
+    name: str
+    source: str
+    global_size: int
+    local_size: int
+    arg_names: tuple
+    outputs: tuple
+
+
+def ctype(dtype) -> str:
+    name = np.dtype(dtype).name
+    if name not in CTYPES:
+        raise NotImplementedError(f"kernels do not support dtype {name}")
+    return CTYPES[name]
+
+
+@functools.lru_cache(maxsize=None)
+def template(name: str) -> string.Template:
+    return string.Template((KERNELS_DIR / name).read_text())
+
+
+@functools.lru_cache(maxsize=None)
+def prelude() -> str:
+    """The headers every kernel starts with, inlined so the source is self-contained."""
+    read = lambda n: (KERNELS_DIR / n).read_text()  # noqa: E731
+    return ("#if defined(__OPENCL_VERSION__)\n" + read("dialect_opencl.h") + "#else\n"
+            + read("dialect_cuda.h") + "#endif\n" + read("common.h"))
+
+
+def literal(value, dtype) -> str:
+    """A C literal for `value` of `dtype` that means exactly that value on both dialects."""
+    dtype = np.dtype(dtype)
+    value = np.asarray(value).astype(dtype).item()
+    if dtype.kind == "b":
+        return "(u8)1" if value else "(u8)0"
+    if dtype.kind in "iu":
+        if dtype.itemsize == 8:
+            suffix = "ull" if dtype.kind == "u" else "ll"
+            if dtype.kind == "i" and value == -(2**63):
+                return "(-9223372036854775807ll - 1)"
+            return f"({value}{suffix})"
+        return f"(({ctype(dtype)}){value})" if value < 0 or dtype.itemsize < 4 else (
+            f"{value}u" if dtype.kind == "u" else str(value))
+    bits = "F32" if dtype == np.float32 else "F64"
+    if math.isnan(value):
+        return f"NAN_{bits}"
+    if math.isinf(value):
+        return f"INF_{bits}" if value > 0 else f"(-INF_{bits})"
+    text = repr(np.float32(value).item()) if dtype == np.float32 else repr(value)
+    text = repr(float(np.float32(value))) if dtype == np.float32 else text
+    if dtype == np.float32:
+        # Shortest text that rounds back to the same float32.
+        text = np.format_float_positional(np.float32(value), unique=True, trim="0")
+        text = text if ("e" in text or "." in text) else text + ".0"
+        return f"{text}f" if not text.startswith("-") else f"({text}f)"
+    text = repr(float(value))
+    return text if not text.startswith("-") else f"({text})"
+
+
+def index_type(*sizes) -> str:
+    return "i32" if max([1, *sizes]) <= INT32_LIMIT else "i64"
+
+
+# ---- index arithmetic ------------------------------------------------------------------------
+
+def index_expr(imap: IndexMap, linear: str, t: str, lines: list, prefix: str) -> str:
+    """C expression for the buffer offset of iteration element `linear` through `imap`."""
+    expr = linear
+    for k, view in enumerate(imap.views):
+        if k > 0:
+            lines.append(f"const {t} {prefix}_l{k} = {expr};")
+            expr = f"{prefix}_l{k}"
+        if view.is_contiguous():
+            continue
+        terms, inner = [], 1
+        for d in reversed(range(len(view.shape))):
+            n, s = view.shape[d], view.strides[d]
+            if n != 1 and s != 0:
+                coord = expr if inner == 1 else f"{expr} / {inner}"
+                if d > 0 and inner * n < view.size:
+                    coord = f"({coord}) % {n}" if inner != 1 else f"{expr} % {n}"
+                terms.append(coord if s == 1 else f"({coord}) * {s}")
+            inner *= n
+        if view.offset:
+            terms.append(str(view.offset))
+        expr = " + ".join(reversed(terms)) if terms else "0"
+    return expr
+
+
+def coord_expr(shape: tuple, dimension: int, linear: str) -> str:
+    inner = math.prod(shape[dimension + 1:])
+    coord = linear if inner == 1 else f"{linear} / {inner}"
+    return coord if dimension == 0 else f"({coord}) % {shape[dimension]}"
+
+
+# ---- expression DAGs -------------------------------------------------------------------------
+
+def render_nodes(nodes, prefix: str, linear: str, t: str, names: dict) -> list:
+    """One C line (or a few, for gathers and index maps) per node, naming node k `{prefix}{k}`."""
+    lines: list = []
+    var = lambda k: f"{prefix}{k}"  # noqa: E731
+    for k, node in enumerate(nodes):
+        name = var(k)
+        if isinstance(node, Load):
+            idx = index_expr(node.index, linear, t, lines, name)
+            lines.append(f"const {ctype(node.dtype)} {name} = {node.arg}[{idx}];")
+        elif isinstance(node, Const):
+            lines.append(f"const {ctype(node.dtype)} {name} = {literal(node.value, node.dtype)};")
+        elif isinstance(node, Acc):
+            lines.append(f"const {ctype(node.dtype)} {name} = ({ctype(node.dtype)})acc;")
+        elif isinstance(node, Iota):
+            idx = index_expr(node.index, linear, t, lines, name)
+            lines.append(f"const {ctype(node.dtype)} {name} = "
+                         f"({ctype(node.dtype)})({coord_expr(node.shape, node.dimension, idx)});")
+        elif isinstance(node, Gather):
+            lines.extend(render_gather(node, name, t, var))
+        elif isinstance(node, Op):
+            lines.extend(render_op(node, name, [var(a) for a in node.args],
+                                   [nodes[a].dtype for a in node.args]))
+        else:
+            raise TypeError(f"unknown node {node!r}")
+    return lines
+
+
+def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
+    comment = f"  // {node.eqn}" if node.eqn else ""
+    if node.op == "threefry2x32":
+        a = ", ".join(args)
+        return [f"u32 {name}[2];{comment}", f"threefry2x32({a}, &{name}[0], &{name}[1]);"]
+    if node.op == "convert":
+        return [f"const {ctype(node.dtype)} {name} = {convert_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
+    if node.op == "integer_pow":
+        return [f"const {ctype(node.dtype)} {name} = {integer_pow_expr(args[0], node.attrs[0], node.dtype)};{comment}"]
+    if node.op == "proj":
+        return [f"const u32 {name} = {args[0]}[{node.attrs[0]}];{comment}"]
+    text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
+    bits = np.dtype(arg_dtypes[0]).itemsize * 8 if arg_dtypes else 32
+    expr = text.format(*args, t=ctype(node.dtype),
+                       s=ctype(arg_dtypes[0]) if arg_dtypes else "", bits=64 if bits == 64 else 32)
+    return [f"const {ctype(node.dtype)} {name} = {expr};{comment}"]
+
+
+def convert_expr(arg: str, src, dst) -> str:
+    src, dst = np.dtype(src), np.dtype(dst)
+    if dst == np.bool_:
+        return f"(u8)({arg} != 0)"
+    if src.kind == "f" and dst.kind in "iu":
+        return f"sat_{ctype(src)}_{ctype(dst)}({arg})"
+    return f"({ctype(dst)}){arg}"
+
+
+def integer_pow_expr(arg: str, y: int, dtype) -> str:
+    """x**y as a product by repeated squaring, exact for the integer exponent `y`."""
+    if y == 0:
+        return literal(1, dtype)
+    factors, base, n = [], arg, abs(y)
+    terms = []
+    while n:
+        if n & 1:
+            factors.append(base)
+        n >>= 1
+        if n:
+            terms.append(base)
+            base = f"({base} * {base})"
+    expr = " * ".join(factors)
+    return f"({literal(1, dtype)} / ({expr}))" if y < 0 else f"({expr})"
+
+
+def render_gather(node: Gather, name: str, t: str, var) -> list:
+    dims = []
+    strides = [math.prod(node.operand_shape[d + 1:]) for d in range(len(node.operand_shape))]
+    for d, (n, size) in enumerate(zip(node.operand_shape, node.slice_sizes)):
+        start = f"(i64){var(node.starts[d])}" if node.starts[d] is not None else "(i64)0"
+        offset = var(node.offsets[d]) if node.offsets[d] is not None else "0"
+        hi = n - size
+        if node.mode == "clip":
+            bound = f"s = s < 0 ? 0 : s > {hi} ? {hi} : s;"
+        else:
+            bound = f"if (s < 0 || s > {hi}) {name}_ok = 0;"
+        dims.append(f"      {{ i64 s = {start}; {bound} {name}_idx += ({t})(s + {offset}) * {strides[d]}; }}")
+    text = template("gather.cu").substitute(
+        comment=node.eqn or f"gather from {node.arg} (mode {node.mode})", index_t=t, name=name,
+        dims="\n".join(dims), ctype=ctype(node.dtype), operand=node.arg,
+        fill=literal(node.fill, node.dtype))
+    return [line.strip() for line in text.strip("\n").splitlines()]
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+
+def params(args) -> str:
+    return ", ".join(f"GLOBAL {'' if a.output else 'const '}{ctype(a.dtype)} *{a.name}" for a in args)
+
+
+def indent(lines, n: int) -> str:
+    return "\n".join(" " * n + line for line in lines)
+
+
+def equations(kernel) -> str:
+    return "\n".join(f"//   {e}" for e in kernel.equations) or "//   (hand-built)"
+
+
+def store_lines(stores, nodes_prefix: str, linear: str, t: str, nodes) -> list:
+    lines = []
+    for st in stores:
+        idx = linear if st.index is None else index_expr(st.index, linear, t, lines, f"{st.arg}_{st.node}")
+        value = f"{nodes_prefix}{st.node}"
+        lines.append(f"{st.arg}[{idx}] = {value};")
+    return lines
+
+
+def render_elementwise(k: ElementwiseKernel) -> RenderedKernel:
+    t = index_type(k.size, *(a.size for a in k.args))
+    body = render_nodes(k.nodes, "v", "i", t, {})
+    body += store_lines(k.stores, "v", "i", t, k.nodes)
+    source = template("elementwise.cu").substitute(
+        name=k.name, shape=tuple(k.shape), size=k.size, index_t=t, equations=equations(k),
+        reason=k.reason or "end of program", params=params(k.args), body=indent(body, 4))
+    groups = max(1, min(MAX_GROUPS, -(-k.size // ELEMENTWISE_BLOCK)))
+    return RenderedKernel(k.name, prelude() + source, groups * ELEMENTWISE_BLOCK,
+                          ELEMENTWISE_BLOCK, tuple(a.name for a in k.args),
+                          tuple(a.name for a in k.args if a.output))
+
+
+def reduction_block(k: ReductionKernel) -> int:
+    block = 64
+    while block < 256 and block < k.red_size:
+        block *= 2
+    return block
+
+
+def render_reduction(k: ReductionKernel) -> RenderedKernel:
+    t = index_type(k.out_size * k.red_size, *(a.size for a in k.args))
+    acc_t = ctype(k.acc_dtype)
+    pre = render_nodes(k.pre_nodes, "p", "i", t, {})
+    post = render_nodes(k.post_nodes, "q", "o", t, {}) + store_lines(k.post_stores, "q", "o", t, k.post_nodes)
+    epi = render_nodes(k.epilogue_nodes, "e", "i", t, {})
+    epi += store_lines(k.epilogue_stores, "e", "i", t, k.epilogue_nodes)
+    by_block = k.strategy != "column"
+    block = reduction_block(k) if by_block else ELEMENTWISE_BLOCK
+    reduce_expr = lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t)
+    source = template("reduction.cu").substitute(
+        name=k.name, reduce_op=k.reduce_op, out_size=k.out_size, red_size=k.red_size,
+        strategy=k.strategy, block=block, index_t=t, equations=equations(k),
+        reason=k.reason or "end of program", reduce_expr=reduce_expr, by_block=int(by_block),
+        params=params(k.args), acc_t=acc_t, identity=literal(k.identity, k.acc_dtype),
+        pre_body=indent(pre, 6), pre_value=f"p{k.pre_root}", post_body=indent(post, 6),
+        epilogue_body=indent(epi, 6))
+    if by_block:
+        groups = max(1, min(MAX_GROUPS, k.out_size))
+        size = groups * block
+    else:
+        size = max(1, min(MAX_GROUPS, -(-k.out_size // block))) * block
+    return RenderedKernel(k.name, prelude() + source, size, block,
+                          tuple(a.name for a in k.args), tuple(a.name for a in k.args if a.output))
+
+
+_COMBINE = {"set": "b", "add": "a + b", "mul": "a * b"}
+
+
+def render_scatter(k: ScatterKernel) -> RenderedKernel:
+    num_updates = math.prod(k.updates_shape)
+    operand_size = math.prod(k.operand_shape)
+    t = index_type(num_updates, operand_size, math.prod(k.indices_shape))
+    atomic = k.combiner == "add" and not k.deterministic
+    batch_dims = [d for d in range(len(k.updates_shape)) if d not in k.update_window_dims]
+    batch_shape = [k.updates_shape[d] for d in batch_dims]
+    num_components = k.indices_shape[-1] if k.indices_shape else 0
+    lines = [f"{t} rest = u;"]
+    coords = {}
+    for d in reversed(range(len(k.updates_shape))):
+        lines.append(f"const {t} u{d} = rest % {k.updates_shape[d]}; rest /= {k.updates_shape[d]};")
+        coords[d] = f"u{d}"
+    batch_linear = " + ".join(
+        f"u{d} * {math.prod(batch_shape[j + 1:])}" for j, d in enumerate(batch_dims)) or "0"
+    lines.append(f"const {t} batch = {batch_linear};")
+    window = iter(k.update_window_dims)
+    window_sizes = {}
+    for d in range(len(k.operand_shape)):
+        if d not in k.inserted_window_dims:
+            window_sizes[d] = next(window)
+    strides = [math.prod(k.operand_shape[d + 1:]) for d in range(len(k.operand_shape))]
+    for d, n in enumerate(k.operand_shape):
+        wdim = window_sizes.get(d)
+        size = k.updates_shape[wdim] if wdim is not None else 1
+        offset = f"u{wdim}" if wdim is not None else "0"
+        start = "0"
+        if d in k.scatter_dims_to_operand_dims:
+            comp = k.scatter_dims_to_operand_dims.index(d)
+            start = f"(i64)indices[batch * {num_components} + {comp}]"
+        hi = n - size
+        bound = (f"s = s < 0 ? 0 : s > {hi} ? {hi} : s;" if k.mode == "clip"
+                 else f"if (s < 0 || s > {hi}) ok = 0;")
+        lines.append(f"{{ i64 s = {start}; {bound} target += ({t})(s + {offset}) * {strides[d]}; }}")
+    ct = ctype(k.dtype)
+    kind = lowering.dtype_kind(k.dtype)
+    combine = {"min": lowering.reducer("min", k.dtype), "max": lowering.reducer("max", k.dtype)}
+    combine_expr = _COMBINE.get(k.combiner) or combine[k.combiner].format(t=ct)
+    atomic_add = {"f": f"ATOMIC_ADD_{ct.upper()}", "i": f"ATOMIC_ADD_{ct.upper()}",
+                  "u": f"ATOMIC_ADD_{ct.upper()}", "b": ""}[kind]
+    args = k.args
+    source = template("scatter.cu").substitute(
+        name=k.name, combiner=k.combiner, num_updates=num_updates, operand_size=operand_size,
+        mode=k.mode, variant="atomic" if atomic else "deterministic", index_t=t,
+        equations=equations(k), reason=k.reason or "scatters are their own kernels",
+        index_params=f"GLOBAL const {ctype(k.index_dtype)} *indices",
+        index_args="indices", target_body=indent(lines, 2), atomic=int(atomic), params=params(args),
+        atomic_add=atomic_add, ctype=ct, combine_expr=combine_expr)
+    size = num_updates if atomic else operand_size
+    groups = max(1, min(MAX_GROUPS, -(-size // ELEMENTWISE_BLOCK)))
+    return RenderedKernel(k.name, prelude() + source, groups * ELEMENTWISE_BLOCK, ELEMENTWISE_BLOCK,
+                          tuple(a.name for a in args), ("out",))
+
+
+def render(kernel) -> RenderedKernel:
+    """Render any kernel spec of gpuarr.compiler.plan to a `RenderedKernel`."""
+    if isinstance(kernel, ElementwiseKernel):
+        return render_elementwise(kernel)
+    if isinstance(kernel, ReductionKernel):
+        return render_reduction(kernel)
+    if isinstance(kernel, ScatterKernel):
+        return render_scatter(kernel)
+    raise TypeError(f"cannot render {type(kernel).__name__}")

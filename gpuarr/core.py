@@ -1,0 +1,594 @@
+"""The core: abstract values, primitives, the Program IR, and traces with `bind`.
+
+Tracing is "stackless" (as in today's JAX): a context holds the *current* trace, and
+`bind` hands every primitive application to it. A trace treats its own tracers as
+values it understands and anything else (arrays, tracers of enclosing traces) as
+constants; it does its own work by binding primitives on its parent trace. Nesting
+transformations is therefore just a chain of parents, and a tracer can never be
+confused with one from another transformation of the same kind.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from gpuarr import dtypes
+from gpuarr.errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+
+# ---------------------------------------------------------------- abstract values
+
+
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and whether its dtype is weak."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = None
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        if self._hash is None:
+            self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return self._hash
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of a tracer, Array, NumPy value or Python scalar."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval
+    if isinstance(x, (bool, int, float, complex)):
+        return ShapedArray((), dtypes.dtype(x, canonicalize=True), weak_type=type(x) is not bool)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid array type; "
+                    "pass a gpuarr Array, a NumPy array or a Python scalar.")
+
+
+def is_concrete(x) -> bool:
+    return not isinstance(x, Tracer)
+
+
+# ---------------------------------------------------------------- primitives
+
+
+class Primitive:
+    """A named operation. What it means lives in the rule tables of each transformation."""
+
+    __slots__ = ("name", "multiple_results", "effectful")
+
+    def __init__(self, name: str, multiple_results: bool = False, effectful: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.effectful = effectful
+
+    def bind(self, *args, **params):
+        return _ctx.trace.process_primitive(self, args, params)
+
+    def __repr__(self):
+        return self.name
+
+
+# Rule tables owned by the core. The other tables live with their transformation:
+# numpy_backend.impl_rules, ad.jvp_rules, ad.transpose_rules, batching.batch_rules,
+# partial_eval.partial_eval_rules, compiler.lowering.kernel_rules.
+abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
+# weak_type of each output in eager mode, where no abstract evaluation happens.
+weak_type_rules: dict[Primitive, Callable[..., bool]] = {}
+
+
+def default_weak_type_rule(*args, **params) -> bool:
+    return all(getattr(a, "weak_type", False) for a in args)
+
+
+# ---------------------------------------------------------------- the Program IR
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """A typed variable of a Program. Named only when printed."""
+
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+        self.id = next(_var_ids)
+
+    def __repr__(self):
+        return f"Var({self.id}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in a Program."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r})"
+
+
+Atom = Var | Literal
+
+
+class SourceInfo(NamedTuple):
+    file: str
+    line: int
+    function: str
+
+    def __str__(self):
+        return f"{self.file}:{self.line} ({self.function})"
+
+
+class Eqn(NamedTuple):
+    """`outvars = prim[params](inputs)`."""
+
+    prim: Primitive
+    inputs: list
+    params: dict
+    outvars: list
+    source_info: SourceInfo | None = None
+
+
+class Program:
+    """A typed, closed-over-nothing list of equations (JAX's jaxpr)."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars", "__weakref__")
+
+    def __init__(self, constvars, invars, eqns, outvars):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+
+    @property
+    def in_avals(self):
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self):
+        return [v.aval for v in self.outvars]
+
+    @property
+    def effectful(self) -> bool:
+        return any(e.prim.effectful or _has_effectful_subprogram(e) for e in self.eqns)
+
+    def pretty(self, source_info: bool = False) -> str:
+        return pp_program(self, source_info=source_info)
+
+    def __str__(self):
+        return pp_program(self)
+
+    __repr__ = __str__
+
+
+class ClosedProgram:
+    """A Program together with the values of its constvars."""
+
+    __slots__ = ("program", "consts", "__weakref__")
+
+    def __init__(self, program: Program, consts):
+        self.program = program
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.program.in_avals)
+    out_avals = property(lambda self: self.program.out_avals)
+    eqns = property(lambda self: self.program.eqns)
+
+    def pretty(self, source_info: bool = False) -> str:
+        return pp_program(self.program, source_info=source_info)
+
+    def __str__(self):
+        return pp_program(self.program)
+
+    __repr__ = __str__
+
+
+def subprograms(params: dict):
+    """The Programs and ClosedPrograms held in an equation's params (control flow, jit)."""
+    for v in params.values():
+        if isinstance(v, (Program, ClosedProgram)):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            for w in v:
+                if isinstance(w, (Program, ClosedProgram)):
+                    yield w
+
+
+def _has_effectful_subprogram(eqn) -> bool:
+    for sub in subprograms(eqn.params):
+        prog = sub.program if isinstance(sub, ClosedProgram) else sub
+        if prog.effectful:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- printing
+
+
+def _var_names():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for n in itertools.count(1):
+        for combo in itertools.product(letters, repeat=n):
+            if n > 1 and combo[0] == "a":
+                continue
+            yield "".join(combo)
+
+
+class _Namer:
+    def __init__(self):
+        self.names: dict[int, str] = {}
+        self.gen = _var_names()
+
+    def __call__(self, atom) -> str:
+        if isinstance(atom, Literal):
+            return _pp_literal(atom)
+        name = self.names.get(atom.id)
+        if name is None:
+            name = self.names[atom.id] = next(self.gen)
+        return name
+
+    def binder(self, var) -> str:
+        return f"{self(var)}:{var.aval.str_short()}"
+
+
+def _pp_literal(lit: Literal) -> str:
+    val = np.asarray(lit.val)
+    if val.dtype == np.bool_:
+        text = "True" if bool(val) else "False"
+    elif val.dtype.kind in "iu":
+        text = str(int(val))
+    elif val.dtype.kind == "f" or val.dtype.name == "bfloat16":
+        text = repr(float(val))
+    else:
+        text = str(val.item() if val.ndim == 0 else val)
+    return f"{text}:{lit.aval.str_short()}"
+
+
+def _pp_param(value, namer, indent) -> str:
+    if isinstance(value, (Program, ClosedProgram)):
+        prog = value.program if isinstance(value, ClosedProgram) else value
+        return pp_program(prog, indent=indent, namer=namer)
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, (tuple, list)) and any(isinstance(v, (Program, ClosedProgram)) for v in value):
+        return "(\n" + "".join(" " * (indent + 2) + _pp_param(v, namer, indent + 2) + "\n"
+                               for v in value) + " " * indent + ")"
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return str(value)
+
+
+def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, source_info: bool = False) -> str:
+    outs = " ".join(namer.binder(v) for v in eqn.outvars) or "_"
+    args = " ".join(namer(a) for a in eqn.inputs)
+    params = ""
+    if eqn.params:
+        nested = any(True for _ in subprograms(eqn.params))
+        if nested:
+            _alias_nested(eqn, namer)
+            pad = " " * (indent + 2)
+            items = "".join(f"\n{pad}{k}={_pp_param(v, namer, indent + 2)}"
+                            for k, v in eqn.params.items())
+            params = f"[{items}\n{' ' * indent}]"
+        else:
+            items = " ".join(f"{k}={_pp_param(v, namer, indent)}" for k, v in eqn.params.items())
+            params = f"[{items}]"
+    text = f"{outs} = {eqn.prim.name}{params} {args}".rstrip()
+    if source_info and eqn.source_info is not None:
+        text += f"  # {eqn.source_info}"
+    return text
+
+
+def _alias_nested(eqn: Eqn, namer: _Namer) -> None:
+    """Name a called Program's inputs and outputs after the equation's (as JAX prints jit)."""
+    for sub in subprograms(eqn.params):
+        prog = sub.program if isinstance(sub, ClosedProgram) else sub
+        if len(prog.invars) == len(eqn.inputs) and len(prog.outvars) == len(eqn.outvars):
+            for inner, outer in zip(prog.invars, eqn.inputs):
+                if isinstance(outer, Var) and inner.id not in namer.names:
+                    namer.names[inner.id] = namer(outer)
+            for inner, outer in zip(prog.outvars, eqn.outvars):
+                if isinstance(inner, Var) and inner.id not in namer.names \
+                        and inner not in prog.invars:
+                    namer.names[inner.id] = namer(outer)
+
+
+def pp_program(prog: Program, indent: int = 0, source_info: bool = False, namer=None) -> str:
+    """Write `prog` in JAX's jaxpr syntax: `{ lambda a:f32[3]; b:f32[]. let ... in (c,) }`."""
+    top = namer is None
+    namer = _Namer() if top else namer
+    consts = " ".join(namer.binder(v) for v in prog.constvars)
+    ins = " ".join(namer.binder(v) for v in prog.invars)
+    eqns = [pp_eqn(e, namer, indent + 4, source_info) for e in prog.eqns]
+    names = [namer(v) for v in prog.outvars]
+    outs = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+    head = f"{{ lambda {consts + ' ' if consts else ''}; {ins}. let"
+    one_line = f"{head} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
+    if top and len(eqns) <= 1 and len(one_line) + indent <= 80 and "\n" not in one_line:
+        return one_line
+    pad = " " * indent
+    body = "".join(f"\n{pad}    {e}" for e in eqns)
+    return f"{head}{body}\n{pad}  in {outs} }}"
+
+
+# ---------------------------------------------------------------- type checking
+
+
+def typecheck_program(prog: Program) -> None:
+    """Check that every variable is defined once before use and every equation's types match."""
+    env: set[int] = set()
+
+    def define(v):
+        if not isinstance(v, Var):
+            raise TypeError(f"expected a Var as binder, got {v!r}")
+        if v.id in env:
+            raise TypeError(f"variable {v!r} is defined twice")
+        env.add(v.id)
+
+    def read(a):
+        if isinstance(a, Literal):
+            return a.aval
+        if a.id not in env:
+            raise TypeError(f"variable {a!r} is used before it is defined")
+        return a.aval
+
+    for v in prog.constvars + prog.invars:
+        define(v)
+    for eqn in prog.eqns:
+        in_avals = [read(a) for a in eqn.inputs]
+        rule = abstract_eval_rules.get(eqn.prim)
+        if rule is None:
+            raise TypeError(f"primitive {eqn.prim.name} has no abstract evaluation rule")
+        out_avals = rule(*in_avals, **eqn.params)
+        for var, aval in zip(eqn.outvars, out_avals, strict=True):
+            if var.aval.strip_weak_type() != aval.strip_weak_type():
+                raise TypeError(f"{eqn.prim.name}: output type {var.aval.str_short()} does not "
+                                f"match the rule's {aval.str_short()}")
+        for sub in subprograms(eqn.params):
+            typecheck_program(sub.program if isinstance(sub, ClosedProgram) else sub)
+        for v in eqn.outvars:
+            define(v)
+    for a in prog.outvars:
+        read(a)
+
+
+# ---------------------------------------------------------------- traces and tracers
+
+
+class Trace:
+    """Interprets primitive applications; `parent` is the trace its own work is bound on."""
+
+    __slots__ = ("parent", "alive", "__weakref__")
+
+    def __init__(self, parent: Trace | None):
+        self.parent = parent
+        self.alive = True
+
+    def process_primitive(self, prim: Primitive, args, params):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return type(self).__name__
+
+
+class _TraceContext(threading.local):
+    trace: Trace | None = None
+
+
+_ctx = _TraceContext()
+
+
+def current_trace() -> Trace:
+    return _ctx.trace
+
+
+def set_base_trace(trace: Trace) -> None:
+    """Install the trace that evaluates primitives eagerly (done once by gpuarr.dispatch)."""
+    _ctx.trace = trace
+    _TraceContext.trace = trace
+
+
+@contextmanager
+def set_current_trace(trace: Trace):
+    prev = _ctx.trace
+    _ctx.trace = trace
+    try:
+        yield trace
+    finally:
+        _ctx.trace = prev
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply `prim` to `args` on the current trace."""
+    return _ctx.trace.process_primitive(prim, args, params)
+
+
+class Tracer:
+    """A value being traced. Python operators are installed by gpuarr.numpy."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    def to_concrete_value(self):
+        """The concrete value behind this tracer, or None when it is abstract."""
+        return None
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(self)
+
+    def _concrete(self, error_cls, fn_name):
+        val = self.to_concrete_value()
+        if val is None:
+            raise error_cls(self, _provenance(self, fn_name))
+        return val
+
+    def __bool__(self):
+        return bool(self._concrete(TracerBoolConversionError, "bool"))
+
+    def __int__(self):
+        return int(self._concrete(TracerIntegerConversionError, "int"))
+
+    def __index__(self):
+        return self._concrete(TracerIntegerConversionError, "__index__").__index__()
+
+    def __float__(self):
+        return float(self._concrete(ConcretizationTypeError, "float"))
+
+    def __complex__(self):
+        return complex(self._concrete(ConcretizationTypeError, "complex"))
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__}. Traced arrays can't be used as "
+                        "dict keys or static arguments; pass a concrete Python value instead.")
+
+    def __setitem__(self, idx, value):
+        raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
+                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method.")
+
+    def __repr__(self):
+        return f"Traced<{self.aval!r}>with<{self._trace!r}>"
+
+    def __str__(self):
+        return repr(self)
+
+
+def _provenance(tracer, fn_name: str) -> str:
+    describe = getattr(tracer._trace, "describe_provenance", None)
+    origin = describe(tracer) if describe is not None else ""
+    return origin
+
+
+def check_tracer_alive(x: Tracer, use: str = "") -> None:
+    """Raise UnexpectedTracerError for a tracer whose transformation has already finished."""
+    if not x._trace.alive:
+        where = getattr(x, "_created_at", None)
+        created = f"\nThe tracer was created at {where}." if where else ""
+        raise UnexpectedTracerError(
+            f"Encountered an unexpected tracer. A function transformed by gpuarr had a side effect "
+            f"that let a traced value escape (for example by storing it in a global or an object "
+            f"attribute), and it was used {use or 'after the transformation finished'}: {x!r}."
+            f"{created}\nReturn the value from the transformed function instead of storing it."
+        )
+
+
+# ---------------------------------------------------------------- source locations
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_source_info() -> SourceInfo | None:
+    """The innermost caller frame outside the gpuarr package (and outside contextlib)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not fname.startswith(_PKG_DIR) and not fname.endswith(("contextlib.py", "functools.py")):
+            return SourceInfo(fname, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+# ---------------------------------------------------------------- evaluating Programs
+
+
+def eval_program(prog: Program, consts, args):
+    """Evaluate `prog` by binding each equation on the current trace (so it can be traced)."""
+    env: dict[int, Any] = {}
+
+    def read(a):
+        return a.val if type(a) is Literal else env[a.id]
+
+    for v, x in zip(prog.constvars, consts, strict=True):
+        env[v.id] = x
+    for v, x in zip(prog.invars, args, strict=True):
+        env[v.id] = x
+    for eqn in prog.eqns:
+        outs = eqn.prim.bind(*map(read, eqn.inputs), **eqn.params)
+        if not eqn.prim.multiple_results:
+            outs = (outs,)
+        for v, x in zip(eqn.outvars, outs, strict=True):
+            env[v.id] = x
+    return [read(a) for a in prog.outvars]
+
+
+def eval_closed(closed: ClosedProgram, *args):
+    return eval_program(closed.program, closed.consts, args)
+
+
+def safe_map(f, *xs):
+    return [f(*args) for args in zip(*xs, strict=True)]
+
+
+def safe_zip(*xs):
+    return list(zip(*xs, strict=True))
+
+
+def unzip2(pairs):
+    a, b = [], []
+    for x, y in pairs:
+        a.append(x)
+        b.append(y)
+    return a, b

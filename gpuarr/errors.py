@@ -1,0 +1,89 @@
+"""Exception classes with JAX's names and base classes; messages say what to do."""
+from __future__ import annotations
+
+_DOCS = "https://docs.jax.dev/en/latest/errors.html"
+
+
+class GpuarrTypeError(TypeError):
+    pass
+
+
+class ConcretizationTypeError(TypeError):
+    """A traced (abstract) value was used where Python needs a concrete one."""
+
+    def __init__(self, tracer=None, context: str = ""):
+        self.tracer = tracer
+        super().__init__(_headline(self, tracer) + context + _advice(self))
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """`bool()` (an `if`, `while`, `and`/`or`) was called on a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError, TypeError):
+    """`int()`/`__index__` was called on a traced value."""
+
+
+class TracerArrayConversionError(TypeError):
+    """`numpy.asarray` (or `__array__`) was called on a traced value."""
+
+    def __init__(self, tracer=None):
+        self.tracer = tracer
+        super().__init__(
+            f"The numpy.ndarray conversion method __array__() was called on {tracer!r}.\n"
+            "This happens when a traced value is passed to a NumPy function under jit, grad or vmap. "
+            "Use the gpuarr.numpy function of the same name instead of the numpy one, or move the "
+            "NumPy call outside the transformed function (use gpuarr.pure_callback for host code)."
+            f"\nSee {_DOCS}#jax.errors.TracerArrayConversionError"
+        )
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """Boolean-mask indexing needs a concrete mask: its result shape depends on the values."""
+
+    def __init__(self, tracer=None):
+        self.tracer = tracer
+        super().__init__(
+            f"Array boolean indices must be concrete; got {tracer!r}\n"
+            "The size of the result of boolean indexing depends on the values of the mask, which are "
+            "not known under jit. Use jnp.where(mask, x, fill) to keep the shape static, or pass "
+            "size= to jnp.nonzero/jnp.where."
+            f"\nSee {_DOCS}#jax.errors.NonConcreteBooleanIndexError"
+        )
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it and was used later."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg + f"\nSee {_DOCS}#jax.errors.UnexpectedTracerError")
+
+
+class KeyReuseError(RuntimeError):
+    pass
+
+
+def _headline(err, tracer) -> str:
+    aval = getattr(tracer, "aval", None)
+    if aval is None:
+        return "Abstract tracer value encountered where concrete value is expected.\n"
+    if isinstance(err, TracerBoolConversionError):
+        return f"Attempted boolean conversion of traced array with shape {aval.str_short()}.\n"
+    if isinstance(err, TracerIntegerConversionError):
+        return f"Attempted integer conversion of traced array with shape {aval.str_short()}.\n"
+    return f"Abstract tracer value encountered where concrete value is expected: {tracer!r}\n"
+
+
+def _advice(err: ConcretizationTypeError) -> str:
+    if isinstance(err, TracerBoolConversionError):
+        what = ("The problem arose with the `bool` function. Python control flow (`if`, `while`, "
+                "`and`, `or`) on a traced value needs its concrete value. Use lax.cond or "
+                "lax.while_loop (or jnp.where) for control flow on traced values, or mark the "
+                "argument static with static_argnums/static_argnames.")
+    elif isinstance(err, TracerIntegerConversionError):
+        what = ("The problem arose with the `int` or `__index__` function. Mark the argument static "
+                "with static_argnums/static_argnames, or use lax.dynamic_slice for traced indices.")
+    else:
+        what = ("Mark the argument static with static_argnums/static_argnames if its value is "
+                "needed at trace time.")
+    return f"\n{what}\nSee {_DOCS}#jax.errors.{type(err).__name__}"

@@ -1,0 +1,146 @@
+"""vmap: a trace whose tracers carry a batch of values along one axis (`bdim`)."""
+from __future__ import annotations
+
+import weakref
+from typing import Callable
+
+from gpuarr.core import (
+    ClosedProgram,
+    Primitive,
+    Trace,
+    Tracer,
+    check_tracer_alive,
+    current_trace,
+    eval_closed,
+    get_aval,
+    set_current_trace,
+)
+from gpuarr.interpreters import partial_eval as pe
+
+not_mapped = None
+
+# prim -> rule(axis_size, vals, dims, **params) -> (outs, out_dims); single-result prims
+# return (out, out_dim). Every dim is an int or not_mapped.
+batch_rules: dict[Primitive, Callable] = {}
+
+# Set by gpuarr.lax: move a batch axis (`moveaxis`) and materialise one (`broadcast`).
+moveaxis: Callable = None  # type: ignore[assignment]
+broadcast_batched: Callable = None  # type: ignore[assignment]
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "bdim")
+
+    def __init__(self, trace, val, bdim):
+        self._trace = trace
+        self.val = val
+        self.bdim = bdim
+
+    @property
+    def aval(self):
+        aval = get_aval(self.val)
+        if self.bdim is not_mapped:
+            return aval
+        shape = aval.shape[:self.bdim] + aval.shape[self.bdim + 1:]
+        return aval.update(shape=shape)
+
+
+class BatchTrace(Trace):
+    """Applies batching rules; `axis_size` is the length of the mapped axis."""
+
+    __slots__ = ("axis_size", "axis_name")
+
+    def __init__(self, parent, axis_size: int, axis_name=None):
+        super().__init__(parent)
+        self.axis_size = axis_size
+        self.axis_name = axis_name
+
+    def to_val_dim(self, x):
+        if type(x) is BatchTracer and x._trace is self:
+            return x.val, x.bdim
+        if isinstance(x, Tracer):
+            check_tracer_alive(x, "inside vmap")
+        return x, not_mapped
+
+    def process_primitive(self, prim, args, params):
+        vals, dims = [], []
+        for x in args:
+            v, d = self.to_val_dim(x)
+            vals.append(v)
+            dims.append(d)
+        if all(d is not_mapped for d in dims):
+            with set_current_trace(self.parent):
+                return prim.bind(*vals, **params)
+        rule = batch_rules.get(prim)
+        if rule is None:
+            raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
+        with set_current_trace(self.parent):
+            outs, out_dims = rule(self.axis_size, vals, dims, **params)
+        if prim.multiple_results:
+            return [self.pure(o, d) for o, d in zip(outs, out_dims, strict=True)]
+        return self.pure(outs, out_dims)
+
+    def pure(self, val, bdim):
+        return val if bdim is not_mapped else BatchTracer(self, val, bdim)
+
+
+def batch_flat(fun: Callable, axis_size: int, vals, dims, axis_name=None):
+    """Run `fun` over a batch; return (outs, out_dims) with each out dim int or not_mapped."""
+    trace = BatchTrace(current_trace(), axis_size, axis_name)
+    ins = [trace.pure(v, d) for v, d in zip(vals, dims, strict=True)]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*ins)
+        pairs = [trace.to_val_dim(o) for o in outs]
+    finally:
+        trace.alive = False
+    return [v for v, _ in pairs], [d for _, d in pairs]
+
+
+def move_to(x, dim, dst: int, axis_size: int):
+    """Put the batch axis of `x` (at `dim`, maybe not_mapped) at position `dst`."""
+    if dim is not_mapped:
+        return broadcast_batched(x, axis_size, dst)
+    if dim == dst:
+        return x
+    return moveaxis(x, dim, dst)
+
+
+def vectorized_rule(prim: Primitive):
+    """Batching rule for an op that acts independently on each element."""
+
+    def rule(axis_size, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        return prim.bind(x, **params), d
+
+    return rule
+
+
+_batch_program_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def batch_program(closed: ClosedProgram, axis_size: int, in_dims: tuple, out_dim_dst=0):
+    """A Program over batched inputs (`in_dims`) whose outputs are all batched at `out_dim_dst`.
+
+    Returns (program, out_dims) where out_dims are all `out_dim_dst`.
+    """
+    key = (axis_size, tuple(in_dims), out_dim_dst)
+    per_prog = _batch_program_cache.setdefault(closed, {})
+    if key in per_prog:
+        return per_prog[key]
+    in_avals = []
+    for aval, d in zip(closed.in_avals, in_dims, strict=True):
+        if d is not_mapped:
+            in_avals.append(aval)
+        else:
+            shape = list(aval.shape)
+            shape.insert(d, axis_size)
+            in_avals.append(aval.update(shape=tuple(shape)))
+
+    def fun(*args):
+        outs, out_dims = batch_flat(lambda *xs: eval_closed(closed, *xs), axis_size, args, in_dims)
+        return [move_to(o, d, out_dim_dst, axis_size) for o, d in zip(outs, out_dims, strict=True)]
+
+    result = pe.trace_to_program(fun, in_avals)
+    per_prog[key] = result
+    return result

@@ -1,0 +1,15 @@
+"""gpuarr.lax: the primitive operations, with JAX's names and semantics."""
+from gpuarr.lax.lax import (  # noqa: F401
+    abs, acos, acosh, add, argmax, argmin, asin, asinh, atan, atan2, atanh, bitwise_and,
+    bitwise_not, bitwise_or, bitwise_xor, broadcast, broadcast_in_dim, broadcasted_iota, cbrt,
+    ceil, concatenate, convert_element_type, cos, cosh, div, dot, dot_general, eq, exp, exp2,
+    expand_dims, expm1, floor, full, full_like, ge, gt, integer_pow, iota, is_finite, le, log,
+    log1p, logistic, lt, max, min, mul, ne, neg, nextafter, pad, pow, reciprocal, reduce_and,
+    reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum, rem, reshape, rev, round, rsqrt,
+    select, select_n, shift_left, shift_right_arithmetic, shift_right_logical, sign, sin, sinh,
+    slice, slice_in_dim, sqrt, square, squeeze, stop_gradient, sub, tan, tanh, transpose,
+    zeros_like,
+)
+from gpuarr.lax import lax  # noqa: F401
+
+not_ = bitwise_not

@@ -1,0 +1,1450 @@
+"""Core lax primitives: elementwise math, comparisons, select, conversions, shapes, reductions,
+dot_general and iota. Each primitive is a short stanza registering its rules right after
+its definition: NumPy implementation, abstract evaluation, JVP, transpose, batching.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from functools import partial
+
+import numpy as np
+
+from gpuarr import dtypes
+from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.core import (
+    Primitive,
+    ShapedArray,
+    Tracer,
+    abstract_eval_rules,
+    get_aval,
+    weak_type_rules,
+)
+from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined
+from gpuarr.interpreters.batching import batch_rules, not_mapped, vectorized_rule
+
+_SCALARS = (bool, int, float, complex)
+
+# ---------------------------------------------------------------- argument helpers
+
+
+def _dtype_of(x):
+    return x.dtype if hasattr(x, "dtype") else dtypes.dtype(x, canonicalize=True)
+
+
+def _coerce_scalars(name, *args):
+    """Python scalars take the dtype of the array operands (they are weakly typed)."""
+    if not any(isinstance(a, _SCALARS) for a in args):
+        return args
+    arrays = [a for a in args if not isinstance(a, _SCALARS)]
+    if not arrays:
+        dt = dtypes.result_type(*args)
+        return tuple(np.asarray(a, dt)[()] for a in args)
+    dt = _dtype_of(arrays[0])
+    return tuple(np.asarray(a, dt)[()] if isinstance(a, _SCALARS) else a for a in args)
+
+
+def _check_same_dtypes(name, *avals):
+    dts = {a.dtype for a in avals}
+    if len(dts) > 1:
+        got = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {got}. "
+                        "(Use gpuarr.numpy, which promotes, or convert with lax.convert_element_type.)")
+
+
+def _broadcast_shapes(name, *shapes):
+    """Elementwise operands have equal shapes, or rank 0, or equal rank with size-1 dims."""
+    shapes = [s for s in shapes if len(s)]
+    if not shapes:
+        return ()
+    rank = len(shapes[0])
+    if any(len(s) != rank for s in shapes):
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(map(str, shapes))}.")
+    out = []
+    for dims in zip(*shapes):
+        big = {d for d in dims if d != 1}
+        if len(big) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(map(str, shapes))}.")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+_KINDS = {
+    "float": (dtypes.is_float, "floating-point"),
+    "inexact": (lambda d: dtypes.is_float(d) or dtypes.is_complex(d), "floating-point or complex"),
+    "int": (dtypes.is_int, "integer"),
+    "intbool": (lambda d: dtypes.is_int(d) or d == np.bool_, "integer or boolean"),
+    "number": (lambda d: d != np.bool_, "numeric"),
+    "any": (lambda d: True, "any"),
+}
+
+
+def _check_kind(name, kind, aval):
+    ok, what = _KINDS[kind]
+    if not ok(aval.dtype):
+        raise TypeError(f"lax.{name} does not accept dtype {aval.dtype.name}; it requires a "
+                        f"{what} input. Convert the argument first (x.astype(...)).")
+
+
+# ---------------------------------------------------------------- elementwise families
+
+
+def unop(name: str, impl, kind: str = "inexact") -> Primitive:
+    prim = Primitive(name)
+    impl_rules[prim] = impl
+
+    def abstract(x):
+        _check_kind(name, kind, x)
+        return [x]
+
+    abstract_eval_rules[prim] = abstract
+    batch_rules[prim] = vectorized_rule(prim)
+    return prim
+
+
+def binop(name: str, impl, kind: str = "number", out_dtype=None) -> Primitive:
+    prim = Primitive(name)
+    impl_rules[prim] = impl
+
+    def abstract(x, y):
+        _check_kind(name, kind, x)
+        _check_same_dtypes(name, x, y)
+        shape = _broadcast_shapes(name, x.shape, y.shape)
+        if out_dtype is not None:
+            return [ShapedArray(shape, out_dtype)]
+        return [ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)]
+
+    abstract_eval_rules[prim] = abstract
+    batch_rules[prim] = partial(broadcast_batch_rule, prim)
+    if out_dtype is not None:
+        weak_type_rules[prim] = _never_weak
+    return prim
+
+
+def _never_weak(*args, **params):
+    return False
+
+
+def broadcast_batch_rule(prim, axis_size, vals, dims, **params):
+    """Batch elementwise ops: put batch axes first and align ranks with size-1 dims."""
+    ranks = [np.ndim(v) - (d is not not_mapped) for v, d in zip(vals, dims)]
+    rank = builtins.max(ranks)
+    aligned = []
+    for v, d, r in zip(vals, dims, ranks):
+        if d is not_mapped:
+            if r == 0:
+                aligned.append(v)
+                continue
+            aligned.append(reshape(v, (1,) * (rank - r + 1) + tuple(np.shape(v))))
+        else:
+            v = batching.move_to(v, d, 0, axis_size)
+            shape = tuple(np.shape(v))
+            aligned.append(reshape(v, shape[:1] + (1,) * (rank - r) + shape[1:]) if r < rank else v)
+    return prim.bind(*aligned, **params), 0
+
+
+def _unary(prim):
+    def f(x):
+        return prim.bind(x)
+    f.__name__ = prim.name
+    f.__doc__ = f"Elementwise {prim.name} (lax.{prim.name})."
+    return f
+
+
+def _binary(prim):
+    def f(x, y):
+        x, y = _coerce_scalars(prim.name, x, y)
+        return prim.bind(x, y)
+    f.__name__ = prim.name
+    f.__doc__ = f"Elementwise {prim.name} (lax.{prim.name}); operands share one dtype."
+    return f
+
+
+# --- unary math ------------------------------------------------------------------------
+neg_p = unop("neg", np.negative, "number")
+deflinear(neg_p, lambda ct, x: [neg(ct)])
+sign_p = unop("sign", np.sign, "number")
+defjvp_zero(sign_p)
+floor_p = unop("floor", np.floor, "float")
+defjvp_zero(floor_p)
+ceil_p = unop("ceil", np.ceil, "float")
+defjvp_zero(ceil_p)
+is_finite_p = unop("is_finite", np.isfinite, "float")
+abstract_eval_rules[is_finite_p] = lambda x: [ShapedArray(x.shape, np.bool_)]
+weak_type_rules[is_finite_p] = _never_weak
+defjvp_zero(is_finite_p)
+
+
+def _round_impl(x, rounding_method=0):
+    if rounding_method == 1:  # TO_NEAREST_EVEN
+        return np.round(x).astype(x.dtype)
+    return (np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5))).astype(x.dtype)
+
+
+round_p = unop("round", _round_impl, "float")
+defjvp_zero(round_p)
+
+exp_p = unop("exp", np.exp)
+defjvp(exp_p, lambda g, x: mul(g, exp(x)))
+exp2_p = unop("exp2", np.exp2)
+defjvp(exp2_p, lambda g, x: mul(g, mul(exp2(x), _const(x, math.log(2)))))
+log_p = unop("log", np.log)
+defjvp(log_p, lambda g, x: div(g, x))
+log1p_p = unop("log1p", np.log1p)
+defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+expm1_p = unop("expm1", np.expm1)
+defjvp(expm1_p, lambda g, x: mul(g, add(expm1(x), _const(x, 1))))
+tanh_p = unop("tanh", np.tanh)
+defjvp(tanh_p, lambda g, x: mul(g, sub(_const(x, 1), square(tanh(x)))))
+
+
+def _logistic_impl(x):
+    with np.errstate(over="ignore"):
+        return (1 / (1 + np.exp(-x))).astype(x.dtype)
+
+
+logistic_p = unop("logistic", _logistic_impl)
+defjvp(logistic_p, lambda g, x: mul(g, mul(logistic(x), sub(_const(x, 1), logistic(x)))))
+sin_p = unop("sin", np.sin)
+defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+cos_p = unop("cos", np.cos)
+defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+tan_p = unop("tan", np.tan)
+defjvp(tan_p, lambda g, x: mul(g, add(_const(x, 1), square(tan(x)))))
+asin_p = unop("asin", np.arcsin)
+defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
+acos_p = unop("acos", np.arccos)
+defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), square(x))))))
+atan_p = unop("atan", np.arctan)
+defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
+sinh_p = unop("sinh", np.sinh)
+defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+cosh_p = unop("cosh", np.cosh)
+defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+asinh_p = unop("asinh", np.arcsinh)
+defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
+acosh_p = unop("acosh", np.arccosh)
+defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
+atanh_p = unop("atanh", np.arctanh)
+defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), square(x))))
+sqrt_p = unop("sqrt", np.sqrt)
+defjvp(sqrt_p, lambda g, x: div(g, mul(_const(x, 2), sqrt(x))))
+
+
+def _rsqrt_impl(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (1 / np.sqrt(x)).astype(x.dtype)
+
+
+rsqrt_p = unop("rsqrt", _rsqrt_impl)
+defjvp(rsqrt_p, lambda g, x: mul(g, mul(_const(x, -0.5), div(rsqrt(x), x))))
+cbrt_p = unop("cbrt", np.cbrt, "float")
+defjvp(cbrt_p, lambda g, x: mul(g, mul(_const(x, 1 / 3), integer_pow(cbrt(x), -2))))
+abs_p = unop("abs", np.abs, "number")
+defjvp(abs_p, lambda g, x: mul(g, sign(x)) if dtypes.is_float(_dtype_of(x)) else g)
+not_p = unop("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
+             "intbool")
+defjvp_zero(not_p)
+stop_gradient_p = unop("stop_gradient", lambda x: x, "any")
+defjvp_zero(stop_gradient_p)
+
+
+def _integer_pow_impl(x, y):
+    if y == 0:
+        return np.ones_like(x)
+    if y < 0 and dtypes.is_int(x.dtype):
+        raise TypeError("integer_pow with a negative exponent needs a floating-point base")
+    with np.errstate(all="ignore"):
+        return np.power(x, x.dtype.type(y)).astype(x.dtype) if y > 0 else (1 / x ** (-y)).astype(x.dtype)
+
+
+integer_pow_p = unop("integer_pow", _integer_pow_impl, "number")
+abstract_eval_rules[integer_pow_p] = lambda x, y: (_check_kind("integer_pow", "number", x), [x])[1]
+
+
+def _integer_pow_jvp(g, x, y):
+    if y == 0:
+        return ad.zeros_like_aval(get_aval(g))
+    return mul(g, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
+batch_rules[integer_pow_p] = vectorized_rule(integer_pow_p)
+
+# --- binary arithmetic -------------------------------------------------------------------
+add_p = binop("add", np.add)
+
+
+def _unbroadcast(aval, ct):
+    """Sum `ct` down to `aval`'s shape (undoing rank-0 and size-1 broadcasting)."""
+    if type(ct) is Zero:
+        return ct
+    shape = tuple(np.shape(ct)) if not isinstance(ct, Tracer) else ct.aval.shape
+    if shape == aval.shape:
+        return ct
+    if not aval.shape:
+        return reduce_sum(ct, tuple(range(len(shape))))
+    axes = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape)) if a == 1 and b != 1)
+    return reshape(reduce_sum(ct, axes), aval.shape)
+
+
+def _add_transpose(ct, x, y):
+    return [_unbroadcast(x.aval, ct) if is_undefined(x) else None,
+            _unbroadcast(y.aval, ct) if is_undefined(y) else None]
+
+
+def _add_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = add(x, y)
+    return out, _sum_tangents(out, tx, ty)
+
+
+def _sum_tangents(out, tx, ty, negate_y=False):
+    shape = get_aval(out).shape
+    if type(ty) is not Zero and negate_y:
+        ty = neg(ty)
+    if type(tx) is Zero:
+        return _bcast_tangent(ty, shape)
+    if type(ty) is Zero:
+        return _bcast_tangent(tx, shape)
+    return add(tx, ty) if not negate_y else add(tx, ty)
+
+
+def _bcast_tangent(t, shape):
+    if type(t) is Zero:
+        return t
+    tshape = get_aval(t).shape
+    if tshape == shape:
+        return t
+    return broadcast_in_dim(t, shape, tuple(range(len(shape))) if tshape else ())
+
+
+ad.jvp_rules[add_p] = _add_jvp
+ad.transpose_rules[add_p] = _add_transpose
+sub_p = binop("sub", np.subtract)
+ad.jvp_rules[sub_p] = lambda primals, tangents: (
+    sub(*primals), _sum_tangents(sub(*primals), tangents[0], tangents[1], negate_y=True))
+ad.transpose_rules[sub_p] = lambda ct, x, y: [
+    _unbroadcast(x.aval, ct) if is_undefined(x) else None,
+    _unbroadcast(y.aval, neg(ct)) if is_undefined(y) and type(ct) is not Zero else None]
+mul_p = binop("mul", np.multiply)
+ad.defbilinear(mul_p, lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
+               lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
+
+
+def _div_impl(x, y):
+    if dtypes.is_int(x.dtype):
+        # C-style division rounding toward zero; x / 0 is -1 (all ones), as XLA gives.
+        with np.errstate(all="ignore"):
+            safe = np.where(y == 0, 1, y)
+            q = np.floor_divide(x, safe)
+            q = np.where((np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0)), q + 1, q)
+            return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(x, y).astype(x.dtype)
+
+
+div_p = binop("div", _div_impl)
+
+
+def _div_transpose(ct, x, y):
+    assert is_undefined(x) and not is_undefined(y)
+    return [_unbroadcast(x.aval, div(ct, y)) if type(ct) is not Zero else None, None]
+
+
+defjvp(div_p, lambda g, x, y: _bcast_tangent(div(g, y), _bshape(x, y)),
+       lambda g, x, y: _bcast_tangent(mul(neg(g), div(div(x, y), y)), _bshape(x, y)))
+ad.transpose_rules[div_p] = _div_transpose
+
+
+def _bshape(x, y):
+    return _broadcast_shapes("", get_aval(x).shape, get_aval(y).shape)
+
+
+def _rem_impl(x, y):
+    with np.errstate(all="ignore"):
+        if dtypes.is_int(x.dtype):
+            safe = np.where(y == 0, 1, y)
+            return np.where(y == 0, x, np.fmod(x, safe)).astype(x.dtype)
+        return np.fmod(x, y).astype(x.dtype)
+
+
+rem_p = binop("rem", _rem_impl)
+defjvp(rem_p, lambda g, x, y: _bcast_tangent(g, _bshape(x, y)),
+       lambda g, x, y: _bcast_tangent(mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))),
+                                      _bshape(x, y)))
+
+
+def _pow_impl(x, y):
+    with np.errstate(all="ignore"):
+        return np.power(x, y).astype(x.dtype)
+
+
+pow_p = binop("pow", _pow_impl, "inexact")
+
+
+def _pow_jvp_y(g, x, y):
+    safe_log = log(select_n(eq(x, _const(x, 0)), x, _const(x, 1)))
+    return mul(g, mul(pow(x, y), safe_log))
+
+
+def _pow_jvp_x(g, x, y):
+    ym1 = sub(y, _const(y, 1))
+    zero_y = eq(y, _const(y, 0))
+    deriv = select_n(zero_y, mul(y, pow(x, ym1)), zeros_like(mul(y, pow(x, ym1))))
+    return mul(g, deriv)
+
+
+defjvp(pow_p, lambda g, x, y: _bcast_tangent(_pow_jvp_x(g, x, y), _bshape(x, y)),
+       lambda g, x, y: _bcast_tangent(_pow_jvp_y(g, x, y), _bshape(x, y)))
+max_p = binop("max", np.maximum)
+min_p = binop("min", np.minimum)
+
+
+def _minmax_jvp(pick_x_cmp, primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = (max if pick_x_cmp is gt else min)(x, y)
+    shape = get_aval(out).shape
+    # Ties split the tangent evenly, as JAX does.
+    x_wins = convert_element_type(pick_x_cmp(x, y), _dtype_of(out))
+    tie = convert_element_type(eq(x, y), _dtype_of(out))
+    wx = add(x_wins, mul(tie, _const(out, 0.5)))
+    wy = sub(sub(_const(out, 1), x_wins), mul(tie, _const(out, 0.5)))
+    t = Zero.from_primal(out)
+    if type(tx) is not Zero:
+        t = ad.add_tangents(t, _bcast_tangent(mul(tx, wx), shape))
+    if type(ty) is not Zero:
+        t = ad.add_tangents(t, _bcast_tangent(mul(ty, wy), shape))
+    return out, t
+
+
+atan2_p = binop("atan2", np.arctan2, "float")
+defjvp(atan2_p, lambda g, x, y: _bcast_tangent(mul(g, div(y, add(square(x), square(y)))), _bshape(x, y)),
+       lambda g, x, y: _bcast_tangent(mul(g, div(neg(x), add(square(x), square(y)))), _bshape(x, y)))
+nextafter_p = binop("nextafter", np.nextafter, "float")
+defjvp_zero(nextafter_p)
+
+and_p = binop("and", lambda x, y: np.logical_and(x, y) if x.dtype == np.bool_ else np.bitwise_and(x, y),
+              "intbool")
+or_p = binop("or", lambda x, y: np.logical_or(x, y) if x.dtype == np.bool_ else np.bitwise_or(x, y),
+             "intbool")
+xor_p = binop("xor", lambda x, y: np.logical_xor(x, y) if x.dtype == np.bool_ else np.bitwise_xor(x, y),
+              "intbool")
+
+
+def _shift_impl(op, x, y):
+    bits = x.dtype.itemsize * 8
+    big = (y < 0) | (y >= bits)
+    safe = np.where(big, 0, y).astype(x.dtype)
+    if op == "left":
+        return np.where(big, 0, np.left_shift(x, safe)).astype(x.dtype)
+    if op == "arith":
+        fill = np.where(x < 0, -1, 0) if x.dtype.kind == "i" else 0
+        return np.where(big, fill, np.right_shift(x, safe)).astype(x.dtype)
+    unsigned = x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
+    out = np.right_shift(unsigned, safe.view(unsigned.dtype) if safe.dtype != unsigned.dtype else safe)
+    return np.where(big, 0, out).astype(unsigned.dtype).view(x.dtype)
+
+
+shift_left_p = binop("shift_left", partial(_shift_impl, "left"), "int")
+shift_right_arithmetic_p = binop("shift_right_arithmetic", partial(_shift_impl, "arith"), "int")
+shift_right_logical_p = binop("shift_right_logical", partial(_shift_impl, "logical"), "int")
+for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
+    defjvp_zero(_p)
+
+# --- comparisons ---------------------------------------------------------------------------
+eq_p = binop("eq", np.equal, "any", np.bool_)
+ne_p = binop("ne", np.not_equal, "any", np.bool_)
+lt_p = binop("lt", np.less, "any", np.bool_)
+le_p = binop("le", np.less_equal, "any", np.bool_)
+gt_p = binop("gt", np.greater, "any", np.bool_)
+ge_p = binop("ge", np.greater_equal, "any", np.bool_)
+for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    defjvp_zero(_p)
+
+# --- user-facing elementwise functions ------------------------------------------------------
+neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
+exp, exp2, log, log1p, expm1, tanh = map(_unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p))
+logistic, sin, cos, tan, asin, acos = map(_unary, (logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p))
+atan, sinh, cosh, asinh, acosh, atanh = map(_unary, (atan_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
+sqrt, rsqrt, cbrt, abs, bitwise_not = map(_unary, (sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p))
+add, sub, mul, div, rem, pow = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p))
+max, min, atan2, nextafter = map(_binary, (max_p, min_p, atan2_p, nextafter_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
+shift_left, shift_right_arithmetic = map(_binary, (shift_left_p, shift_right_arithmetic_p))
+shift_right_logical = _binary(shift_right_logical_p)
+eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+ad.jvp_rules[max_p] = partial(_minmax_jvp, gt)
+ad.jvp_rules[min_p] = partial(_minmax_jvp, lt)
+
+
+def round(x, rounding_method=0):
+    """Round to the nearest integer; ties away from zero (0) or to even (1), as lax.round."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    """x ** y for a static Python integer y."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+    """x * x."""
+    return integer_pow(x, 2)
+
+
+def reciprocal(x):
+    """1 / x."""
+    return integer_pow(x, -1)
+
+
+def stop_gradient(x):
+    """The identity whose derivative is zero; applied to every leaf of a pytree."""
+    from gpuarr import tree_util
+    return tree_util.tree_map(lambda leaf: stop_gradient_p.bind(leaf), x)
+
+
+def _const(like, value):
+    """A scalar with the dtype of `like` (a weakly typed constant in a rule)."""
+    return np.asarray(value, _dtype_of(like))[()]
+
+
+def zeros_like(x):
+    aval = get_aval(x)
+    return full(aval.shape, 0, aval.dtype)
+
+
+# ---------------------------------------------------------------- select_n
+
+
+def _select_n_impl(which, *cases):
+    if len(cases) == 1:
+        return np.broadcast_to(cases[0], np.broadcast_shapes(np.shape(which), np.shape(cases[0])))
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0])
+    return np.choose(np.clip(which, 0, len(cases) - 1), cases)
+
+
+def _select_n_abstract(which, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case")
+    _check_same_dtypes("select_n", *cases)
+    if which.dtype != np.bool_ and not dtypes.is_int(which.dtype):
+        raise TypeError(f"select_n `which` must be boolean or integer, got {which.dtype.name}")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select_n with a boolean `which` takes at most 2 cases")
+    shape = _broadcast_shapes("select_n", which.shape, *[c.shape for c in cases])
+    return [ShapedArray(shape, cases[0].dtype, builtins.all(c.weak_type for c in cases))]
+
+
+select_n_p = Primitive("select_n")
+impl_rules[select_n_p] = _select_n_impl
+abstract_eval_rules[select_n_p] = _select_n_abstract
+weak_type_rules[select_n_p] = lambda which, *cases: builtins.all(
+    getattr(c, "weak_type", False) for c in cases)
+batch_rules[select_n_p] = partial(broadcast_batch_rule, select_n_p)
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    shape = get_aval(out).shape
+    if builtins.all(type(t) is Zero for t in tangents[1:]):
+        return out, Zero.from_primal(out)
+    ts = [_bcast_tangent(ad.instantiate(t) if type(t) is Zero else t, shape) for t in tangents[1:]]
+    ts = [broadcast_in_dim(t, shape, ()) if get_aval(t).shape != shape else t for t in ts]
+    return out, select_n_p.bind(which, *ts)
+
+
+def _select_n_transpose(ct, which, *cases):
+    if type(ct) is Zero:
+        return [None] + [Zero(c.aval) if is_undefined(c) else None for c in cases]
+    zeros = zeros_like(ct)
+    outs = [None]
+    for i, c in enumerate(cases):
+        if is_undefined(c):
+            picks = [zeros] * len(cases)
+            picks[i] = ct
+            outs.append(_unbroadcast(c.aval, select_n_p.bind(which, *picks)))
+        else:
+            outs.append(None)
+    return outs
+
+
+ad.jvp_rules[select_n_p] = _select_n_jvp
+ad.transpose_rules[select_n_p] = _select_n_transpose
+
+
+def select_n(which, *cases):
+    """Pick, elementwise, `cases[which]` (bool `which`: False -> cases[0], True -> cases[1])."""
+    return select_n_p.bind(which, *_coerce_scalars("select_n", *cases))
+
+
+def select(pred, on_true, on_false):
+    """`on_true` where `pred` else `on_false` (lax.select)."""
+    return select_n(pred, on_false, on_true)
+
+
+# ---------------------------------------------------------------- convert_element_type
+
+
+def _convert_impl(x, new_dtype, weak_type=False):
+    new_dtype = np.dtype(new_dtype)
+    src = x.dtype
+    if src == new_dtype:
+        return x
+    if new_dtype == np.bool_:
+        return x != 0
+    if dtypes.is_complex(src) and not dtypes.is_complex(new_dtype):
+        x = np.real(x)
+        src = x.dtype
+    if dtypes.is_float(src) and dtypes.is_int(new_dtype):
+        # Saturating cast (SPEC S16): NaN -> 0, out-of-range values clamp to the type's range.
+        info = np.iinfo(new_dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            wide = x.astype(np.float64)
+            out = np.clip(np.nan_to_num(wide, nan=0.0), float(info.min), float(info.max))
+            out = np.where(out >= float(info.max), info.max, np.trunc(out))
+            return out.astype(new_dtype) if new_dtype.itemsize < 8 else _exact_to_int64(wide, info, new_dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(new_dtype)
+
+
+def _exact_to_int64(wide, info, new_dtype):
+    out = np.zeros(wide.shape, new_dtype)
+    ok = np.isfinite(wide) & (wide > float(info.min)) & (wide < float(info.max))
+    out[ok] = wide[ok].astype(new_dtype)
+    out[~np.isnan(wide) & (wide >= float(info.max))] = info.max
+    out[~np.isnan(wide) & (wide <= float(info.min))] = info.min
+    return out
+
+
+convert_element_type_p = Primitive("convert_element_type")
+impl_rules[convert_element_type_p] = _convert_impl
+abstract_eval_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: [
+    ShapedArray(x.shape, new_dtype, weak_type)]
+weak_type_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: weak_type
+batch_rules[convert_element_type_p] = vectorized_rule(convert_element_type_p)
+
+
+def _convert_jvp(primals, tangents, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not (dtypes.is_float(new_dtype) or dtypes.is_complex(new_dtype)) \
+            or not (dtypes.is_float(_dtype_of(x)) or dtypes.is_complex(_dtype_of(x))):
+        return out, Zero.from_primal(out)
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+ad.jvp_rules[convert_element_type_p] = _convert_jvp
+ad.transpose_rules[convert_element_type_p] = lambda ct, x, new_dtype, weak_type=False: [
+    convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)
+    if type(ct) is not Zero else Zero(x.aval)]
+
+
+def convert_element_type(operand, new_dtype):
+    """Cast to `new_dtype` (float -> int saturates; NaN becomes 0), as lax.convert_element_type."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if isinstance(operand, _SCALARS):
+        operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
+    aval = get_aval(operand)
+    if aval.dtype == new_dtype and not aval.weak_type:
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
+
+
+def _convert_weak(operand, new_dtype, weak_type):
+    """Internal: convert keeping (or setting) the weak-type flag."""
+    aval = get_aval(operand)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=np.dtype(new_dtype), weak_type=weak_type)
+
+
+# ---------------------------------------------------------------- shape operations
+
+
+def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
+    x = np.asarray(x)
+    expanded = [1] * len(shape)
+    for src, dst in enumerate(broadcast_dimensions):
+        expanded[dst] = x.shape[src]
+    return np.broadcast_to(x.reshape(expanded), shape)
+
+
+def _broadcast_in_dim_abstract(x, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to operand "
+                        f"ndim; got broadcast_dimensions {broadcast_dimensions} for operand ndim "
+                        f"{x.ndim}.")
+    for src, dst in enumerate(broadcast_dimensions):
+        if not (0 <= dst < len(shape)) or x.shape[src] not in (1, shape[dst]):
+            raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
+                            f"equal to their corresponding dimensions in the target broadcast "
+                            f"shape; got operand of shape {x.shape}, target broadcast shape "
+                            f"{shape}, broadcast_dimensions {broadcast_dimensions}")
+    return [x.update(shape=shape)]
+
+
+def _broadcast_in_dim_transpose(ct, x, shape, broadcast_dimensions):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    new_axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
+    ones = tuple(d for src, d in enumerate(broadcast_dimensions)
+                 if x.aval.shape[src] == 1 and shape[d] != 1)
+    summed = reduce_sum(ct, tuple(sorted(new_axes + ones))) if new_axes or ones else ct
+    return [reshape(summed, x.aval.shape)]
+
+
+def _broadcast_in_dim_batch(axis_size, vals, dims, shape, broadcast_dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0) if d != 0 else x
+    return broadcast_in_dim(x, (axis_size,) + tuple(shape),
+                            (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+impl_rules[broadcast_in_dim_p] = _broadcast_in_dim_impl
+abstract_eval_rules[broadcast_in_dim_p] = _broadcast_in_dim_abstract
+deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """Broadcast `operand` to `shape`, its axis i landing on `broadcast_dimensions[i]`."""
+    shape = tuple(int(d) for d in shape)
+    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    if isinstance(operand, _SCALARS):
+        operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
+    if get_aval(operand).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
+        return operand
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=broadcast_dimensions)
+
+
+def broadcast(operand, sizes):
+    """Add leading dimensions of the given sizes."""
+    shape = tuple(sizes) + get_aval(operand).shape
+    return broadcast_in_dim(operand, shape, tuple(range(len(sizes), len(shape))))
+
+
+def _reshape_abstract(x, new_sizes, dimensions=None):
+    if math.prod(new_sizes) != x.size:
+        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for "
+                        f"shape {x.shape}.")
+    return [x.update(shape=new_sizes)]
+
+
+def _reshape_impl(x, new_sizes, dimensions=None):
+    x = np.asarray(x)
+    if dimensions is not None:
+        x = np.transpose(x, dimensions)
+    return np.reshape(x, new_sizes)
+
+
+def _reshape_batch(axis_size, vals, dims, new_sizes, dimensions=None):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0) if d != 0 else x
+    if dimensions is not None:
+        x = transpose(x, (0,) + tuple(i + 1 for i in dimensions))
+    return reshape(x, (axis_size,) + tuple(new_sizes)), 0
+
+
+reshape_p = Primitive("reshape")
+impl_rules[reshape_p] = _reshape_impl
+abstract_eval_rules[reshape_p] = _reshape_abstract
+deflinear(reshape_p, lambda ct, x, new_sizes, dimensions=None: [
+    Zero(x.aval) if type(ct) is Zero else
+    (reshape(ct, x.aval.shape) if dimensions is None else
+     transpose(reshape(ct, tuple(x.aval.shape[i] for i in dimensions)), tuple(np.argsort(dimensions))))])
+batch_rules[reshape_p] = _reshape_batch
+
+
+def reshape(operand, new_sizes, dimensions=None):
+    """Reshape to `new_sizes` (after transposing by `dimensions`, if given)."""
+    new_sizes = tuple(int(d) for d in new_sizes)
+    if isinstance(operand, _SCALARS):
+        operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
+    if dimensions is not None:
+        dimensions = tuple(int(d) for d in dimensions)
+        if dimensions == tuple(range(len(dimensions))):
+            dimensions = None
+    if dimensions is None and get_aval(operand).shape == new_sizes:
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions)
+
+
+def _transpose_abstract(x, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                        f"permutation {permutation} for operand shape {x.shape}.")
+    return [x.update(shape=tuple(x.shape[i] for i in permutation))]
+
+
+transpose_p = Primitive("transpose")
+impl_rules[transpose_p] = lambda x, permutation: np.transpose(x, permutation)
+abstract_eval_rules[transpose_p] = _transpose_abstract
+deflinear(transpose_p, lambda ct, x, permutation: [
+    Zero(x.aval) if type(ct) is Zero else transpose(ct, tuple(np.argsort(permutation)))])
+
+
+def _transpose_batch(axis_size, vals, dims, permutation):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0) if d != 0 else x
+    return transpose(x, (0,) + tuple(p + 1 for p in permutation)), 0
+
+
+batch_rules[transpose_p] = _transpose_batch
+
+
+def transpose(operand, permutation):
+    """Permute the axes of `operand`."""
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))):
+        return operand
+    return transpose_p.bind(operand, permutation=permutation)
+
+
+def squeeze(array, dimensions):
+    """Remove the given size-1 dimensions."""
+    shape = get_aval(array).shape
+    dims = sorted({d % len(shape) for d in dimensions}) if shape else []
+    for d in dims:
+        if shape[d] != 1:
+            raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                             f"one, got shape={shape} and dimensions={tuple(dimensions)}")
+    return reshape(array, tuple(s for i, s in enumerate(shape) if i not in dims))
+
+
+def expand_dims(array, dimensions):
+    """Insert size-1 dimensions at the given positions of the result."""
+    shape = list(get_aval(array).shape)
+    ndim = len(shape) + len(dimensions)
+    for d in sorted(d % ndim for d in dimensions):
+        shape.insert(d, 1)
+    return reshape(array, tuple(shape))
+
+
+def _moveaxis(x, src, dst):
+    ndim = get_aval(x).ndim
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return transpose(x, perm)
+
+
+def _broadcast_batched(x, axis_size, dst):
+    aval = get_aval(x)
+    shape = list(aval.shape)
+    shape.insert(dst, axis_size)
+    dims = tuple(i for i in range(len(shape)) if i != dst)
+    return broadcast_in_dim(x, shape, dims)
+
+
+batching.moveaxis = _moveaxis
+batching.broadcast_batched = _broadcast_batched
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def _reduce_abstract(name, kind=None, out_dtype=None):
+    def rule(x, axes):
+        if kind is not None:
+            _check_kind(name, kind, x)
+        for a in axes:
+            if not 0 <= a < x.ndim:
+                raise ValueError(f"{name}: axis {a} is out of bounds for array of dimension {x.ndim}")
+        shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+        return [ShapedArray(shape, out_dtype or x.dtype, x.weak_type and out_dtype is None)]
+    return rule
+
+
+def _reduce_batch(prim, axis_size, vals, dims, axes, **params):
+    (x,), (d,) = vals, dims
+    new_axes = tuple(a + (a >= d) for a in axes)
+    out_d = d - builtins.sum(a < d for a in axes)
+    return prim.bind(x, axes=new_axes, **params), out_d
+
+
+def reducer(name, impl, kind=None, out_dtype=None) -> Primitive:
+    prim = Primitive(name)
+    impl_rules[prim] = impl
+    abstract_eval_rules[prim] = _reduce_abstract(name, kind, out_dtype)
+    batch_rules[prim] = partial(_reduce_batch, prim)
+    return prim
+
+
+def _np_reduce(fn):
+    def impl(x, axes):
+        return np.asarray(fn(x, axis=axes, dtype=x.dtype) if fn in (np.sum, np.prod)
+                          else fn(x, axis=axes))
+    return impl
+
+
+reduce_sum_p = reducer("reduce_sum", _np_reduce(np.sum), "number")
+deflinear(reduce_sum_p, lambda ct, x, axes: [
+    Zero(x.aval) if type(ct) is Zero else
+    broadcast_in_dim(ct, x.aval.shape, tuple(i for i in range(x.aval.ndim) if i not in axes))])
+reduce_max_p = reducer("reduce_max", _np_reduce(np.max), "any")
+reduce_min_p = reducer("reduce_min", _np_reduce(np.min), "any")
+reduce_prod_p = reducer("reduce_prod", _np_reduce(np.prod), "number")
+reduce_and_p = reducer("reduce_and", _np_reduce(np.all), "intbool")
+reduce_or_p = reducer("reduce_or", _np_reduce(np.any), "intbool")
+defjvp_zero(reduce_and_p)
+defjvp_zero(reduce_or_p)
+
+
+def _reduce_chooser_jvp(prim, primals, tangents, axes):
+    (x,), (t,) = primals, tangents
+    out = prim.bind(x, axes=axes)
+    shape = get_aval(x).shape
+    keep = tuple(i for i in range(len(shape)) if i not in axes)
+    location = convert_element_type(eq(x, broadcast_in_dim(out, shape, keep)), _dtype_of(t))
+    counts = reduce_sum(location, axes)
+    return out, div(reduce_sum(mul(t, location), axes), counts)
+
+
+ad.jvp_rules[reduce_max_p] = partial(_reduce_chooser_jvp, reduce_max_p)
+ad.jvp_rules[reduce_min_p] = partial(_reduce_chooser_jvp, reduce_min_p)
+
+
+def _reduce_prod_jvp(primals, tangents, axes):
+    (x,), (t,) = primals, tangents
+    out = reduce_prod(x, axes)
+    shape = get_aval(x).shape
+    keep = tuple(i for i in range(len(shape)) if i not in axes)
+    # d prod = sum_i t_i * prod_{j != i} x_j, computed without dividing by x (zeros are safe).
+    moved = transpose(x, keep + tuple(axes))
+    tmoved = transpose(t, keep + tuple(axes))
+    outer = tuple(shape[i] for i in keep)
+    n = math.prod(shape[i] for i in axes)
+    xs = reshape(moved, outer + (n,))
+    ts = reshape(tmoved, outer + (n,))
+    others = _prod_of_others(xs)
+    return out, reduce_sum(mul(ts, others), (len(outer),))
+
+
+def _prod_of_others(xs):
+    """prod_{j != i} xs[..., j] for each i via exclusive prefix and suffix products."""
+    shape = get_aval(xs).shape
+    n = shape[-1]
+    one = full(shape[:-1] + (1,), 1, _dtype_of(xs))
+    cols = [slice_in_dim(xs, i, i + 1, axis=len(shape) - 1) for i in range(n)]
+    prefix, acc = [], one
+    for c in cols:
+        prefix.append(acc)
+        acc = mul(acc, c)
+    suffix, acc = [None] * n, one
+    for i in range(n - 1, -1, -1):
+        suffix[i] = acc
+        acc = mul(acc, cols[i])
+    return concatenate([mul(p, s) for p, s in zip(prefix, suffix)], len(shape) - 1)
+
+
+ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
+
+
+def _argminmax_impl(fn, x, axes, index_dtype):
+    (axis,) = axes
+    return np.asarray(fn(x, axis=axis)).astype(index_dtype)
+
+
+def _argminmax_abstract(name):
+    def rule(x, axes, index_dtype):
+        if len(axes) != 1:
+            raise ValueError(f"{name} takes exactly one axis")
+        shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
+        return [ShapedArray(shape, index_dtype)]
+    return rule
+
+
+argmax_p = Primitive("argmax")
+argmin_p = Primitive("argmin")
+for _p, _fn in ((argmax_p, np.argmax), (argmin_p, np.argmin)):
+    impl_rules[_p] = partial(_argminmax_impl, _fn)
+    abstract_eval_rules[_p] = _argminmax_abstract(_p.name)
+    weak_type_rules[_p] = _never_weak
+    batch_rules[_p] = partial(_reduce_batch, _p)
+    defjvp_zero(_p)
+
+
+def _axes(axes):
+    return tuple(sorted(int(a) for a in axes))
+
+
+def reduce_sum(operand, axes):
+    """Sum over `axes`."""
+    return reduce_sum_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_max(operand, axes):
+    """Maximum over `axes`."""
+    return reduce_max_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_min(operand, axes):
+    """Minimum over `axes`."""
+    return reduce_min_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_prod(operand, axes):
+    """Product over `axes`."""
+    return reduce_prod_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_and(operand, axes):
+    """Logical/bitwise and over `axes`."""
+    return reduce_and_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_or(operand, axes):
+    """Logical/bitwise or over `axes`."""
+    return reduce_or_p.bind(operand, axes=_axes(axes))
+
+
+def argmax(operand, axis: int, index_dtype):
+    """Index of the maximum along `axis` (first occurrence)."""
+    return argmax_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(operand, axis: int, index_dtype):
+    """Index of the minimum along `axis` (first occurrence)."""
+    return argmin_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+# ---------------------------------------------------------------- slicing and concatenation
+# (kept here because reduce_prod's JVP uses them; gather/scatter live in lax/slicing.py)
+
+
+def _slice_impl(x, start_indices, limit_indices, strides=None):
+    strides = strides or (1,) * len(start_indices)
+    return x[tuple(slice(s, e, st) for s, e, st in zip(start_indices, limit_indices, strides))]
+
+
+def _slice_abstract(x, start_indices, limit_indices, strides=None):
+    strides = strides or (1,) * x.ndim
+    if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim):
+        raise TypeError(f"slice start_indices, limit_indices and strides must have length "
+                        f"{x.ndim} for operand shape {x.shape}")
+    for s, e, d in zip(start_indices, limit_indices, x.shape):
+        if not 0 <= s <= e <= d:
+            raise TypeError(f"slice indices out of bounds: start {start_indices}, limit "
+                            f"{limit_indices} for operand shape {x.shape}")
+    shape = tuple(builtins.max(0, -(-(e - s) // st)) for s, e, st in zip(start_indices, limit_indices, strides))
+    return [x.update(shape=shape)]
+
+
+def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
+    if type(ct) is Zero:
+        return [Zero(x.aval)]
+    strides = strides or (1,) * x.aval.ndim
+    shape = x.aval.shape
+    ct_shape = get_aval(ct).shape
+    lo = start_indices
+    hi = tuple(d - (s + (n - 1) * st + 1) if n else d - s
+               for d, s, n, st in zip(shape, start_indices, ct_shape, strides))
+    interior = tuple(st - 1 for st in strides)
+    return [pad(ct, _const(ct, 0), tuple(zip(lo, hi, interior)))]
+
+
+def _slice_batch(axis_size, vals, dims, start_indices, limit_indices, strides=None):
+    (x,), (d,) = vals, dims
+    strides = strides or (1,) * len(start_indices)
+    starts = list(start_indices)
+    limits = list(limit_indices)
+    sts = list(strides)
+    starts.insert(d, 0)
+    limits.insert(d, axis_size)
+    sts.insert(d, 1)
+    return slice_p.bind(x, start_indices=tuple(starts), limit_indices=tuple(limits),
+                        strides=tuple(sts)), d
+
+
+slice_p = Primitive("slice")
+impl_rules[slice_p] = _slice_impl
+abstract_eval_rules[slice_p] = _slice_abstract
+deflinear(slice_p, _slice_transpose)
+batch_rules[slice_p] = _slice_batch
+
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    """Static slice `operand[start:limit:stride]` along every axis."""
+    return slice_p.bind(operand, start_indices=tuple(map(int, start_indices)),
+                        limit_indices=tuple(map(int, limit_indices)),
+                        strides=None if strides is None else tuple(map(int, strides)))
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    """Static slice along one axis."""
+    shape = get_aval(operand).shape
+    axis = axis % len(shape)
+    start = [0] * len(shape)
+    limit = list(shape)
+    strides = [1] * len(shape)
+    start[axis] = start_index if start_index is not None else 0
+    limit[axis] = limit_index if limit_index is not None else shape[axis]
+    strides[axis] = stride
+    return slice(operand, start, limit, strides if stride != 1 else None)
+
+
+def _pad_impl(x, padding_value, padding_config):
+    lo_hi_int = padding_config
+    x = np.asarray(x)
+    # interior padding first, then (possibly negative) edge padding
+    for axis, (_, _, interior) in enumerate(lo_hi_int):
+        if interior > 0 and x.shape[axis] > 1:
+            n = x.shape[axis]
+            shape = list(x.shape)
+            shape[axis] = n + (n - 1) * interior
+            out = np.full(shape, padding_value, x.dtype)
+            idx = [builtins.slice(None)] * x.ndim
+            idx[axis] = builtins.slice(None, None, interior + 1)
+            out[tuple(idx)] = x
+            x = out
+    pads = [(builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi, _ in lo_hi_int]
+    x = np.pad(x, pads, constant_values=padding_value)
+    idx = tuple(builtins.slice(-lo if lo < 0 else 0, (x.shape[a] + hi) if hi < 0 else None)
+                for a, (lo, hi, _) in enumerate(lo_hi_int))
+    return x[idx]
+
+
+def _pad_abstract(x, padding_value, padding_config):
+    if len(padding_config) != x.ndim:
+        raise ValueError(f"pad: padding_config has length {len(padding_config)} but operand has "
+                         f"{x.ndim} dimensions")
+    _check_same_dtypes("pad", x, padding_value)
+    shape = tuple(lo + hi + d + builtins.max(0, d - 1) * interior
+                  for d, (lo, hi, interior) in zip(x.shape, padding_config))
+    if builtins.any(s < 0 for s in shape):
+        raise ValueError(f"pad: resulting shape {shape} has negative dimensions")
+    return [x.update(shape=shape)]
+
+
+def _pad_transpose(ct, x, padding_value, padding_config):
+    if type(ct) is Zero:
+        return [Zero(x.aval) if is_undefined(x) else None,
+                Zero(padding_value.aval) if is_undefined(padding_value) else None]
+    unpadded = pad(ct, _const(ct, 0), tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    starts = (0,) * len(padding_config)
+    t_x = slice(unpadded, starts, get_aval(unpadded).shape, tuple(i + 1 for _, _, i in padding_config))
+    t_pad = None
+    if is_undefined(padding_value):
+        t_pad = sub(reduce_sum(ct, tuple(range(get_aval(ct).ndim))),
+                    reduce_sum(t_x, tuple(range(get_aval(t_x).ndim))))
+    return [t_x if is_undefined(x) else None, t_pad]
+
+
+def _pad_batch(axis_size, vals, dims, padding_config):
+    x, pv = vals
+    dx, dp = dims
+    if dp is not not_mapped:
+        raise NotImplementedError("pad with a batched padding value is not supported under vmap")
+    cfg = list(padding_config)
+    cfg.insert(dx, (0, 0, 0))
+    return pad_p.bind(x, pv, padding_config=tuple(cfg)), dx
+
+
+pad_p = Primitive("pad")
+impl_rules[pad_p] = _pad_impl
+abstract_eval_rules[pad_p] = _pad_abstract
+deflinear(pad_p, _pad_transpose)
+batch_rules[pad_p] = _pad_batch
+
+
+def pad(operand, padding_value, padding_config):
+    """Pad with (low, high, interior) amounts per axis; negative amounts crop."""
+    padding_value = _coerce_scalars("pad", operand, padding_value)[1] \
+        if isinstance(padding_value, _SCALARS) else padding_value
+    cfg = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    return pad_p.bind(operand, padding_value, padding_config=cfg)
+
+
+def _concatenate_abstract(*xs, dimension):
+    if not xs:
+        raise ValueError("concatenate requires at least one operand")
+    _check_same_dtypes("concatenate", *xs)
+    ref = xs[0].shape
+    for x in xs:
+        if x.ndim != len(ref) or builtins.any(a != b for i, (a, b) in enumerate(zip(x.shape, ref))
+                                              if i != dimension):
+            raise TypeError(f"concatenate: operand shapes must match except along dimension "
+                            f"{dimension}; got {[x.shape for x in xs]}")
+    shape = list(ref)
+    shape[dimension] = builtins.sum(x.shape[dimension] for x in xs)
+    return [ShapedArray(shape, xs[0].dtype, builtins.all(x.weak_type for x in xs))]
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    outs, start = [], 0
+    for x in xs:
+        size = (x.aval if is_undefined(x) else get_aval(x)).shape[dimension]
+        if is_undefined(x):
+            outs.append(Zero(x.aval) if type(ct) is Zero
+                        else slice_in_dim(ct, start, start + size, axis=dimension))
+        else:
+            outs.append(None)
+        start += size
+    return outs
+
+
+def _concatenate_batch(axis_size, vals, dims, dimension):
+    xs = [batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims)]
+    return concatenate(xs, dimension + 1), 0
+
+
+concatenate_p = Primitive("concatenate")
+impl_rules[concatenate_p] = lambda *xs, dimension: np.concatenate(xs, axis=dimension)
+abstract_eval_rules[concatenate_p] = _concatenate_abstract
+weak_type_rules[concatenate_p] = lambda *xs, dimension: builtins.all(
+    getattr(x, "weak_type", False) for x in xs)
+batch_rules[concatenate_p] = _concatenate_batch
+ad.transpose_rules[concatenate_p] = _concatenate_transpose
+
+
+def _concatenate_jvp(primals, tangents, dimension):
+    out = concatenate_p.bind(*primals, dimension=dimension)
+    ts = [ad.instantiate(t) if type(t) is not Zero else zeros_like(p)
+          for p, t in zip(primals, tangents)]
+    return out, concatenate_p.bind(*ts, dimension=dimension)
+
+
+ad.jvp_rules[concatenate_p] = _concatenate_jvp
+
+
+def concatenate(operands, dimension: int):
+    """Join arrays along `dimension`."""
+    operands = list(operands)
+    if len(operands) == 1:
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+# ---------------------------------------------------------------- dot_general
+
+
+def _dot_dims(lhs_ndim, rhs_ndim, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    lf = tuple(i for i in range(lhs_ndim) if i not in lc and i not in lb)
+    rf = tuple(i for i in range(rhs_ndim) if i not in rc and i not in rb)
+    return tuple(lc), tuple(rc), tuple(lb), tuple(rb), lf, rf
+
+
+def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element_type=None):
+    lc, rc, lb, rb, lf, rf = _dot_dims(x.ndim, y.ndim, dimension_numbers)
+    out_dtype = np.dtype(preferred_element_type) if preferred_element_type is not None else x.dtype
+    bshape = tuple(x.shape[i] for i in lb)
+    lfs = tuple(x.shape[i] for i in lf)
+    rfs = tuple(y.shape[i] for i in rf)
+    k = math.prod(x.shape[i] for i in lc)
+    xt = np.transpose(x, lb + lf + lc).reshape(bshape + (math.prod(lfs), k))
+    yt = np.transpose(y, rb + rc + rf).reshape(bshape + (k, math.prod(rfs)))
+    if x.dtype == np.bool_:
+        xt, yt = xt.astype(np.int32), yt.astype(np.int32)
+    acc = np.float32 if x.dtype in (np.float16,) or x.dtype.name == "bfloat16" else None
+    if acc is not None:
+        xt, yt = xt.astype(acc), yt.astype(acc)
+    out = np.matmul(xt, yt)
+    return out.reshape(bshape + lfs + rfs).astype(out_dtype, copy=False)
+
+
+def _dot_general_abstract(x, y, dimension_numbers, precision=None, preferred_element_type=None):
+    lc, rc, lb, rb, lf, rf = _dot_dims(x.ndim, y.ndim, dimension_numbers)
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise TypeError("dot_general requires equal numbers of lhs and rhs contracting and batch "
+                        f"dimensions, got dimension_numbers {dimension_numbers}")
+    for a, b in zip(lc + lb, rc + rb):
+        if x.shape[a] != y.shape[b]:
+            raise TypeError(f"dot_general requires contracting/batch dimensions to have the same "
+                            f"shape, got {x.shape} and {y.shape} with dimension_numbers "
+                            f"{dimension_numbers}.")
+    _check_same_dtypes("dot_general", x, y)
+    shape = tuple(x.shape[i] for i in lb) + tuple(x.shape[i] for i in lf) + tuple(y.shape[i] for i in rf)
+    dtype = preferred_element_type if preferred_element_type is not None else x.dtype
+    return [ShapedArray(shape, dtype, x.weak_type and y.weak_type)]
+
+
+def _ranges_like(*xs):
+    start = 0
+    for x in xs:
+        x_len = len(x)
+        yield tuple(range(start, start + x_len))
+        start += x_len
+
+
+def _remaining(original, *removed_lists):
+    removed = set(itertools_chain(removed_lists))
+    return tuple(i for i in original if i not in removed)
+
+
+def itertools_chain(lists):
+    out = []
+    for lst in lists:
+        out.extend(lst)
+    return out
+
+
+def _dot_transpose_lhs(ct, x, y, dimension_numbers, precision=None, preferred_element_type=None,
+                       swap_ans=False):
+    x_aval = x.aval if is_undefined(x) else get_aval(x)
+    y_aval = y.aval if is_undefined(y) else get_aval(y)
+    x_ndim, y_ndim = x_aval.ndim, y_aval.ndim
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_kept = _remaining(range(x_ndim), x_contract, x_batch)
+    y_kept = _remaining(range(y_ndim), y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((ans_y, y_kept), (ans_batch, y_batch))
+    x_contract_sorted_by_y = tuple(np.take(x_contract, np.argsort(y_contract)))
+    out_axes = np.argsort(tuple(x_batch) + x_kept + x_contract_sorted_by_y)
+    val = dot_general(ct, y, dims, preferred_element_type=None)
+    val = transpose(val, tuple(out_axes))
+    return convert_element_type(val, x_aval.dtype) if get_aval(val).dtype != x_aval.dtype else val
+
+
+def _dot_transpose_rhs(ct, x, y, dimension_numbers, precision=None, preferred_element_type=None):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _dot_transpose_lhs(ct, y, x, swapped, swap_ans=True)
+
+
+dot_general_p = Primitive("dot_general")
+impl_rules[dot_general_p] = _dot_general_impl
+abstract_eval_rules[dot_general_p] = _dot_general_abstract
+ad.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
+
+
+def _dot_general_batch(axis_size, vals, dims, dimension_numbers, precision=None,
+                       preferred_element_type=None):
+    (x, y), (dx, dy) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    params = dict(precision=precision, preferred_element_type=preferred_element_type)
+    if dx is not not_mapped and dy is not not_mapped:
+        x = batching.moveaxis(x, dx, 0) if dx != 0 else x
+        y = batching.moveaxis(y, dy, 0) if dy != 0 else y
+        shift = lambda t: tuple(i + 1 for i in t)  # noqa: E731
+        dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
+        return dot_general_p.bind(x, y, dimension_numbers=dn, **params), 0
+    if dx is not not_mapped:
+        x = batching.moveaxis(x, dx, get_aval(x).ndim - 1)
+        nd = get_aval(x).ndim
+        _, _, _, _, lf, _ = _dot_dims(nd, get_aval(y).ndim, dimension_numbers)
+        out_d = len(lb) + lf.index(nd - 1)
+        return dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, **params), out_d
+    y = batching.moveaxis(y, dy, get_aval(y).ndim - 1)
+    nd = get_aval(y).ndim
+    _, _, _, _, lf, rf = _dot_dims(get_aval(x).ndim, nd, dimension_numbers)
+    out_d = len(lb) + len(lf) + rf.index(nd - 1)
+    return dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, **params), out_d
+
+
+batch_rules[dot_general_p] = _dot_general_batch
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """General tensor contraction: ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+                              preferred_element_type=pet)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    """Vector/matrix product of rank-1 or rank-2 arrays (lax.dot)."""
+    x_nd = get_aval(lhs).ndim
+    return dot_general(lhs, rhs, (((x_nd - 1,), (0,)), ((), ())), precision, preferred_element_type)
+
+
+# ---------------------------------------------------------------- iota and full
+
+
+def _iota_impl(dtype, shape, dimension):
+    idx = np.arange(shape[dimension], dtype=dtype)
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return np.broadcast_to(idx.reshape(view), shape)
+
+
+iota_p = Primitive("iota")
+impl_rules[iota_p] = _iota_impl
+abstract_eval_rules[iota_p] = lambda dtype, shape, dimension: [ShapedArray(shape, dtype)]
+weak_type_rules[iota_p] = _never_weak
+
+
+def iota(dtype, size: int):
+    """[0, 1, ..., size - 1] of `dtype`."""
+    return broadcasted_iota(dtype, (int(size),), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+    """An array of `shape` whose values count along `dimension`."""
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(map(int, shape)),
+                       dimension=int(dimension))
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of `shape` filled with `fill_value` (a broadcast of a scalar)."""
+    shape = tuple(int(d) for d in shape)
+    if dtype is None:
+        dtype = _dtype_of(fill_value)
+        weak = dtypes.is_weakly_typed(fill_value)
+    else:
+        dtype, weak = dtypes.canonicalize_dtype(dtype), False
+    if isinstance(fill_value, (_SCALARS, np.generic, np.ndarray)):
+        scalar = np.asarray(fill_value).astype(dtype)[()] if np.ndim(fill_value) == 0 else None
+        if scalar is None:
+            raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")
+        from gpuarr.dispatch import wrap
+        from gpuarr.core import current_trace
+        from gpuarr.dispatch import eval_trace
+        if current_trace() is eval_trace:
+            return wrap(np.broadcast_to(scalar, shape), weak)
+        value = scalar
+    else:
+        if get_aval(fill_value).shape != ():
+            raise TypeError(f"full requires a scalar fill_value, got shape {get_aval(fill_value).shape}")
+        value = _convert_weak(fill_value, dtype, weak)
+    return broadcast_in_dim_p.bind(value, shape=shape, broadcast_dimensions=())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """`full` with the shape and dtype of `x` unless given."""
+    aval = get_aval(x)
+    return full(aval.shape if shape is None else shape, fill_value,
+                aval.dtype if dtype is None else dtype)
+
+
+def _zeros_like_aval(aval):
+    return full(aval.shape, 0, aval.dtype)
+
+
+ad.zeros_like_aval = _zeros_like_aval
+
+
+# ---------------------------------------------------------------- rev
+
+rev_p = Primitive("rev")
+impl_rules[rev_p] = lambda x, dimensions: np.flip(x, dimensions) if dimensions else x
+abstract_eval_rules[rev_p] = lambda x, dimensions: [x]
+deflinear(rev_p, lambda ct, x, dimensions: [
+    Zero(x.aval) if type(ct) is Zero else rev(ct, dimensions)])
+
+
+def _rev_batch(axis_size, vals, dims, dimensions):
+    (x,), (d,) = vals, dims
+    return rev(x, tuple(a + (a >= d) for a in dimensions)), d
+
+
+batch_rules[rev_p] = _rev_batch
+
+
+def rev(operand, dimensions):
+    """Reverse the order of elements along `dimensions`."""
+    dims = tuple(sorted(int(d) for d in dimensions))
+    return rev_p.bind(operand, dimensions=dims) if dims else operand

@@ -1,0 +1,124 @@
+"""Argument handling shared by gpuarr.numpy: array-like checks, dtype promotion, broadcasting."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr.array import Array
+from gpuarr.core import Tracer, get_aval
+
+_SCALARS = (bool, int, float, complex)
+ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic)
+
+
+def check_arraylike(fun_name: str, *args) -> None:
+    """Lists and tuples are not arrays (SPEC S8): raise TypeError naming the argument."""
+    for pos, arg in enumerate(args):
+        if not isinstance(arg, ARRAY_TYPES + _SCALARS):
+            msg = (f"{fun_name} requires ndarray or scalar arguments, got {type(arg).__name__} at "
+                   f"position {pos}.")
+            if isinstance(arg, (list, tuple)):
+                msg += f" Convert it with jnp.array(...) first: {fun_name}(jnp.array(x))."
+            raise TypeError(msg)
+
+
+def promote_dtypes(*args):
+    """Convert arguments to their common JAX result type (keeping weak types weak)."""
+    if len(args) < 2 and not any(isinstance(a, _SCALARS) for a in args):
+        return [a if not isinstance(a, (np.ndarray, np.generic)) else _from_numpy(a) for a in args]
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [_convert(a, dt, weak) for a in args]
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, then integers and booleans become the default float type."""
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    dt = dtypes.to_inexact_dtype(dt)
+    return [_convert(a, dt, weak) for a in args]
+
+
+def promote_dtypes_numeric(*args):
+    """Like promote_dtypes, then booleans become the default integer type."""
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    if dt == np.bool_:
+        dt = dtypes.default_int_dtype()
+    return [_convert(a, dt, weak) for a in args]
+
+
+def _from_numpy(x):
+    dt = dtypes.canonicalize_dtype(x.dtype)
+    return np.asarray(x, dt) if x.dtype != dt else x
+
+
+def _convert(x, dt, weak):
+    if isinstance(x, _SCALARS):
+        return np.asarray(x, dt)[()] if not weak else _weak_scalar(x, dt)
+    if isinstance(x, (np.ndarray, np.generic)):
+        x = np.asarray(x)
+        return x.astype(dt) if x.dtype != dt else x
+    aval = get_aval(x)
+    if aval.dtype == dt and aval.weak_type == weak:
+        return x
+    return lax.lax._convert_weak(x, dt, weak and aval.weak_type)
+
+
+def _weak_scalar(x, dt):
+    """A Python scalar as a weakly typed 0-d value of dtype `dt`."""
+    from gpuarr.core import current_trace
+    from gpuarr.dispatch import eval_trace, wrap
+    val = np.asarray(x, dt)[()] if not (dtypes.is_int(dt) and isinstance(x, float)) else np.asarray(x).astype(dt)[()]
+    if current_trace() is eval_trace:
+        return wrap(np.asarray(val), True)
+    return lax.lax._convert_weak(val, dt, True)
+
+
+def broadcast_arrays(*args):
+    """Broadcast arrays against each other with NumPy's rules (rank-0 values stay rank 0)."""
+    shapes = [np.shape(a) if isinstance(a, (np.ndarray, np.generic)) else get_aval(a).shape
+              for a in args]
+    if len(set(shapes)) <= 1:
+        return list(args)
+    try:
+        result = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+    return [a if s == result or s == () else broadcast_to(a, result) for a, s in zip(args, shapes)]
+
+
+def broadcast_to(x, shape):
+    """Broadcast `x` to `shape` with NumPy's rules."""
+    aval = get_aval(x)
+    shape = tuple(int(d) for d in shape)
+    if aval.shape == shape:
+        return x
+    nlead = len(shape) - aval.ndim
+    if nlead < 0 or any(a not in (1, b) for a, b in zip(aval.shape, shape[nlead:])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and requested "
+                         f"shape {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
+
+
+def canonicalize_axis(axis: int, ndim: int) -> int:
+    axis = int(axis)
+    if not -ndim <= axis < max(ndim, 1) and not (ndim == 0 and axis in (0, -1)):
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonicalize_axes(axis, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated axis in {axis}")
+        return axes
+    return (canonicalize_axis(axis, ndim),)
+
+
+def ensure_array(x):
+    """Turn NumPy values and Python scalars into Arrays or keep tracers as they are."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    from gpuarr.numpy.creation import asarray
+    return asarray(x)

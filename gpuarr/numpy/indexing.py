@@ -1,0 +1,129 @@
+"""NumPy-style indexing (`x[idx]`) built from static slices, reshapes and (for arrays) gathers."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import lax
+from gpuarr.array import Array
+from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import NonConcreteBooleanIndexError
+
+
+def _is_int_index(i):
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _expand_bool_masks(idx, shape):
+    """Concrete boolean masks become integer index arrays (their nonzero positions)."""
+    out = []
+    for i in idx:
+        if isinstance(i, (Array, Tracer, np.ndarray)) and get_aval(i).dtype == np.bool_:
+            if isinstance(i, Tracer):
+                raise NonConcreteBooleanIndexError(i)
+            out.extend(np.nonzero(np.asarray(i)))
+        elif isinstance(i, (list,)):
+            arr = np.asarray(i)
+            if arr.dtype == np.bool_:
+                out.extend(np.nonzero(arr))
+            else:
+                out.append(arr)
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+def getitem(x, idx):
+    """`x[idx]` with JAX's semantics: out-of-bounds integer reads clamp."""
+    aval = get_aval(x)
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    idx = _expand_bool_masks(idx, aval.shape)
+    if any(isinstance(i, (Array, Tracer, np.ndarray)) and get_aval(i).ndim > 0 or
+           isinstance(i, (Array, Tracer)) for i in idx):
+        from gpuarr.numpy import advanced_indexing
+        return advanced_indexing.getitem(x, idx)
+    return basic_getitem(x, idx)
+
+
+def basic_getitem(x, idx):
+    """Indexing with ints, slices, None and Ellipsis only."""
+    shape = get_aval(x).shape
+    n_ellipsis = sum(1 for i in idx if i is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if n_real > len(shape):
+        raise IndexError(f"Too many indices: {len(shape)}-dimensional array indexed with "
+                         f"{n_real} regular indices.")
+    if n_ellipsis:
+        pos = next(k for k, i in enumerate(idx) if i is Ellipsis)
+        idx = idx[:pos] + (slice(None),) * (len(shape) - n_real) + idx[pos + 1:]
+    else:
+        idx = idx + (slice(None),) * (len(shape) - n_real)
+    starts, limits, strides, out_shape, flips = [], [], [], [], []
+    dim = 0
+    for i in idx:
+        if i is None:
+            out_shape.append(1)
+            continue
+        size = shape[dim]
+        if _is_int_index(i) or (isinstance(i, np.ndarray) and i.ndim == 0):
+            i = int(i)
+            if not -size <= i < size:
+                i = min(max(i, -size), size - 1) if size else 0  # JAX clamps out-of-bound reads
+                if size == 0:
+                    raise IndexError(f"index {i} is out of bounds for axis {dim} with size 0")
+            i = i % size
+            starts.append(i)
+            limits.append(i + 1)
+            strides.append(1)
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(size)
+            if step > 0:
+                n = max(0, -(-(stop - start) // step))
+                starts.append(start)
+                limits.append(start + (n - 1) * step + 1 if n else start)
+                strides.append(step)
+                flips.append(False)
+            else:
+                n = max(0, -(-(start - stop) // -step))
+                lo = start + (n - 1) * step if n else 0
+                starts.append(lo)
+                limits.append(start + 1 if n else 0)
+                strides.append(-step)
+                flips.append(len(out_shape))
+            out_shape.append(n)
+        else:
+            raise IndexError(f"Indexing with {type(i).__name__} is not supported; use ints, "
+                             "slices, None, Ellipsis, integer arrays or boolean masks.")
+        dim += 1
+    out = x
+    if tuple(starts) != (0,) * len(shape) or tuple(limits) != shape or any(s != 1 for s in strides):
+        out = lax.slice(out, starts, limits, strides if any(s != 1 for s in strides) else None)
+    out = lax.reshape(out, tuple(out_shape))
+    rev_dims = tuple(f for f in flips if f is not False)
+    if rev_dims:
+        out = lax.rev(out, rev_dims)
+    return out
+
+
+def _set_last(x, value):
+    """x with its first-axis last entry replaced by `value` (used by linspace endpoints)."""
+    n = get_aval(x).shape[0]
+    head = lax.slice_in_dim(x, 0, n - 1, axis=0)
+    value = lax.broadcast_in_dim(lax.convert_element_type(value, get_aval(x).dtype),
+                                 (1,) + get_aval(x).shape[1:], tuple(range(1, get_aval(x).ndim)))
+    return lax.concatenate([head, value], 0)
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Indices of the nonzero elements, one array per axis; `size` makes it traceable."""
+    if isinstance(a, Tracer) and size is None:
+        raise NonConcreteBooleanIndexError(a)
+    from gpuarr.dispatch import to_device_array
+    res = np.nonzero(np.asarray(a))
+    if size is not None:
+        fill = 0 if fill_value is None else fill_value
+        res = tuple(np.concatenate([r[:size], np.full(max(0, size - len(r)), fill, r.dtype)])
+                    for r in res)
+    return tuple(to_device_array(r.astype(np.int32)) for r in res)

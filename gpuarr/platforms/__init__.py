@@ -1,0 +1,129 @@
+"""Platforms: where Programs run. Each platform compiles ClosedPrograms into callables over its
+own buffers and runs single primitives eagerly.
+
+A platform module defines `make() -> Platform`. `GPUARR_PLATFORMS` / `JAX_PLATFORMS` (or
+`config.update("jax_platforms", "cuda,cpu")`) lists platforms in priority order; the first
+one that initialises is the default. Without a setting: cuda when usable, else cpu.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from gpuarr.config import config
+
+_MODULES = {
+    "cpu": "gpuarr.platforms.cpu",
+    "opencl": "gpuarr.platforms.opencl",
+    "cuda": "gpuarr.platforms.cuda",
+}
+_ALIASES = {"gpu": "cuda", "numpy": "cpu", "pocl": "opencl"}
+_loaded: dict[str, object] = {}
+_failures: dict[str, str] = {}
+
+
+class Device:
+    """One device of a platform, printed like JAX's (`CpuDevice(id=0)`)."""
+
+    __slots__ = ("platform", "id")
+    kind_name = "Device"
+
+    def __init__(self, platform: str, id: int = 0):
+        self.platform = platform
+        self.id = id
+
+    def __repr__(self):
+        return f"{self.kind_name}(id={self.id})"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self):
+        return hash((self.platform, self.id))
+
+    @property
+    def device_kind(self):
+        return self.platform
+
+
+class Platform:
+    """What a platform provides; the cpu platform (NumPy backend) is the reference."""
+
+    name = "?"
+
+    def devices(self) -> list[Device]:
+        raise NotImplementedError
+
+    def compile(self, closed) -> Callable:
+        """A callable taking input buffers, returning a tuple of output buffers."""
+        raise NotImplementedError
+
+    def apply_primitive(self, prim, buffers, params):
+        raise NotImplementedError
+
+    def from_host(self, value, device: Device):
+        raise NotImplementedError
+
+    def to_host(self, buffer):
+        raise NotImplementedError
+
+    def block_until_ready(self, buffer) -> None:
+        return None
+
+
+def get_platform(name: str) -> Platform:
+    """The Platform named `name` (loading it on first use); RuntimeError when unusable."""
+    name = _ALIASES.get(name, name)
+    plat = _loaded.get(name)
+    if plat is not None:
+        return plat
+    if name not in _MODULES:
+        raise RuntimeError(f"Unknown platform {name!r}; known platforms: {', '.join(_MODULES)}")
+    if name in _failures:
+        raise RuntimeError(_failures[name])
+    try:
+        plat = importlib.import_module(_MODULES[name]).make()
+    except Exception as e:  # noqa: BLE001 - any failure means the platform is unusable
+        _failures[name] = f"Unable to initialize platform {name!r}: {e}"
+        raise RuntimeError(_failures[name]) from e
+    _loaded[name] = plat
+    return plat
+
+
+def platform_order() -> list[str]:
+    raw = (config.platforms or "").strip()
+    if raw:
+        return [_ALIASES.get(p.strip(), p.strip()) for p in raw.split(",") if p.strip()]
+    return ["cuda", "cpu"]
+
+
+_default: list = []
+
+
+def default_platform() -> Platform:
+    """The first platform of `platform_order()` that initialises."""
+    if _default:
+        return _default[0]
+    errors = []
+    explicit = bool((config.platforms or "").strip())
+    for name in platform_order():
+        try:
+            plat = get_platform(name)
+        except RuntimeError as e:
+            errors.append(str(e))
+            continue
+        _default.append(plat)
+        return plat
+    if explicit:
+        raise RuntimeError("No requested platform could be initialised:\n" + "\n".join(errors))
+    plat = get_platform("cpu")
+    _default.append(plat)
+    return plat
+
+
+def _reset_default(name, value):
+    if name == "platforms":
+        _default.clear()
+
+
+config.add_listener(_reset_default)

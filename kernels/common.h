@@ -1,0 +1,84 @@
+/* common.h: helpers shared by every template, written once against the dialect macros.
+ *
+ * Semantics follow XLA, not C, wherever the two differ:
+ *  - float -> int conversion saturates: NaN -> 0, values below/above the int range clamp
+ *    (jnp.arange(254., 258.).astype('uint8') == [254, 255, 255, 255]);
+ *  - integer x / 0 == -1 (all bits set), x % 0 == x, INT_MIN / -1 == INT_MIN, INT_MIN % -1 == 0;
+ *  - shifts by >= the bit width give 0 (arithmetic right shift: the sign fill);
+ *  - max/min of floats propagate NaN.
+ * Flush-to-zero: templates are compiled with denormals preserved (NVRTC --ftz=false, no
+ * -cl-denorms-are-zero on OpenCL), so subnormal float32 values survive as on the NumPy backend.
+ */
+
+/* ---- saturating float -> int conversions ------------------------------------------------ */
+#define GPUARR_DEFINE_SAT(F, T, LO, HI, LO_F, HI_EXCL_F)                                       \
+  INLINE T sat_##F##_##T(F x) {                                                                \
+    return x != x ? (T)0 : x <= (F)(LO_F) ? (T)(LO) : x >= (F)(HI_EXCL_F) ? (T)(HI) : (T)x;   \
+  }
+#define GPUARR_DEFINE_SAT_ALL(F)                                                                \
+  GPUARR_DEFINE_SAT(F, i8, -128, 127, -128.0, 128.0)                                           \
+  GPUARR_DEFINE_SAT(F, u8, 0, 255, 0.0, 256.0)                                                 \
+  GPUARR_DEFINE_SAT(F, i16, -32768, 32767, -32768.0, 32768.0)                                  \
+  GPUARR_DEFINE_SAT(F, u16, 0, 65535, 0.0, 65536.0)                                            \
+  GPUARR_DEFINE_SAT(F, i32, (-2147483647 - 1), 2147483647, -2147483648.0, 2147483648.0)        \
+  GPUARR_DEFINE_SAT(F, u32, 0u, 4294967295u, 0.0, 4294967296.0)                                \
+  GPUARR_DEFINE_SAT(F, i64, (-9223372036854775807LL - 1), 9223372036854775807LL,               \
+                    -9223372036854775808.0, 9223372036854775808.0)                             \
+  GPUARR_DEFINE_SAT(F, u64, 0ull, 18446744073709551615ull, 0.0, 18446744073709551616.0)
+GPUARR_DEFINE_SAT_ALL(f32)
+GPUARR_DEFINE_SAT_ALL(f64)
+
+/* ---- integer division, remainder and shifts with XLA's answers ---------------------------- */
+#define GPUARR_DEFINE_INT_OPS(T, UT, BITS, MIN)                                                 \
+  INLINE T div_##T(T x, T y) {                                                                 \
+    return y == 0 ? (T)-1 : ((T)(MIN) != 0 && x == (T)(MIN) && y == (T)-1) ? x : (T)(x / y);   \
+  }                                                                                            \
+  INLINE T rem_##T(T x, T y) {                                                                 \
+    return y == 0 ? x : ((T)(MIN) != 0 && x == (T)(MIN) && y == (T)-1) ? (T)0 : (T)(x % y);    \
+  }                                                                                            \
+  INLINE T shl_##T(T x, T s) { return (UT)s >= (UT)(BITS) ? (T)0 : (T)((UT)x << (UT)s); }     \
+  INLINE T shr_logical_##T(T x, T s) { return (UT)s >= (UT)(BITS) ? (T)0 : (T)((UT)x >> (UT)s); } \
+  INLINE T shr_arith_##T(T x, T s) {                                                           \
+    return (UT)s >= (UT)(BITS) ? (x < (T)0 ? (T)-1 : (T)0) : (T)(x >> s);                      \
+  }
+GPUARR_DEFINE_INT_OPS(i8, u8, 8, -128)
+GPUARR_DEFINE_INT_OPS(i16, u16, 16, -32768)
+GPUARR_DEFINE_INT_OPS(i32, u32, 32, (-2147483647 - 1))
+GPUARR_DEFINE_INT_OPS(i64, u64, 64, (-9223372036854775807LL - 1))
+GPUARR_DEFINE_INT_OPS(u8, u8, 8, 0)
+GPUARR_DEFINE_INT_OPS(u16, u16, 16, 0)
+GPUARR_DEFINE_INT_OPS(u32, u32, 32, 0)
+GPUARR_DEFINE_INT_OPS(u64, u64, 64, 0)
+
+/* ---- float helpers ----------------------------------------------------------------------- */
+#define GPUARR_DEFINE_FLOAT_OPS(F)                                                              \
+  INLINE F max_##F(F a, F b) { return (a != a || a > b) ? a : b; }                             \
+  INLINE F min_##F(F a, F b) { return (a != a || a < b) ? a : b; }                             \
+  INLINE F sign_##F(F x) { return x != x ? x : x > (F)0 ? (F)1 : x < (F)0 ? (F)-1 : x; }       \
+  INLINE F round_away_##F(F x) { return round(x); }                                            \
+  INLINE F round_even_##F(F x) { return rint(x); }                                             \
+  INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp(-x)); }
+GPUARR_DEFINE_FLOAT_OPS(f32)
+GPUARR_DEFINE_FLOAT_OPS(f64)
+
+/* ---- threefry-2x32 (20 rounds), the hash under gpuarr.random ------------------------------- */
+INLINE u32 rotl32(u32 x, u32 r) { return (x << r) | (x >> (32u - r)); }
+
+INLINE void threefry2x32(u32 k0, u32 k1, u32 x0, u32 x1, u32 *out0, u32 *out1) {
+  const u32 k2 = k0 ^ k1 ^ 0x1BD11BDAu;
+  const u32 rot[8] = {13u, 15u, 26u, 6u, 17u, 29u, 16u, 24u};
+  const u32 ks[3] = {k0, k1, k2};
+  x0 += k0;
+  x1 += k1;
+  for (u32 block = 0; block < 5u; ++block) {
+    for (u32 r = 0; r < 4u; ++r) {
+      x0 += x1;
+      x1 = rotl32(x1, rot[(block % 2u) * 4u + r]);
+      x1 ^= x0;
+    }
+    x0 += ks[(block + 1u) % 3u];
+    x1 += ks[(block + 2u) % 3u] + block + 1u;
+  }
+  *out0 = x0;
+  *out1 = x1;
+}

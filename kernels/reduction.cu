@@ -1,0 +1,70 @@
+// ${name}: ${reduce_op} reduction, ${out_size} outputs x ${red_size} reduced elements,
+// strategy ${strategy}, ${block} threads per block, ${index_t} indices.
+// Program equations:
+${equations}
+// Why this kernel ends here: ${reason}
+#define REDUCE(a, b) (${reduce_expr})
+
+#if ${by_block}
+// One block per output element: threads stride over the reduced elements, then a tree
+// reduction in shared memory, finished with warp shuffles where the dialect has them.
+KERNEL void ${name}(${params}) {
+  SHARED ${acc_t} partial[${block}];
+  const int tid = LOCAL_ID();
+  for (${index_t} o = GROUP_ID(); o < ${out_size}; o += NUM_GROUPS()) {
+    ${acc_t} acc = ${identity};
+    for (${index_t} r = tid; r < ${red_size}; r += ${block}) {
+      const ${index_t} i = o * ${red_size} + r;
+${pre_body}
+      acc = REDUCE(acc, (${acc_t})${pre_value});
+    }
+    partial[tid] = acc;
+    BARRIER();
+    for (int s = ${block} / 2; s >= TREE_MIN_STRIDE; s >>= 1) {
+      if (tid < s) partial[tid] = REDUCE(partial[tid], partial[tid + s]);
+      BARRIER();
+    }
+#if HAS_WARP_SHUFFLE
+    if (tid < WARP_SIZE) {
+      acc = REDUCE(partial[tid], partial[tid + WARP_SIZE]);
+      for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1) {
+        acc = REDUCE(acc, SHFL_DOWN(acc, offset));
+      }
+    }
+    BARRIER();
+    if (tid == 0) partial[0] = acc;
+#endif
+    BARRIER();
+    acc = partial[0];
+    if (tid == 0) {
+${post_body}
+    }
+    for (${index_t} r = tid; r < ${red_size}; r += ${block}) {
+      const ${index_t} i = o * ${red_size} + r;
+${epilogue_body}
+    }
+    BARRIER();
+  }
+}
+#else
+// One thread per output element, looping over the reduced elements in order: used when the
+// reduced axes are outer (column reductions), so neighbouring threads read neighbouring words.
+KERNEL void ${name}(${params}) {
+  GRID_STRIDE_LOOP(${index_t}, o, ${out_size}) {
+    ${acc_t} acc = ${identity};
+    for (${index_t} r = 0; r < ${red_size}; ++r) {
+      const ${index_t} i = o * ${red_size} + r;
+${pre_body}
+      acc = REDUCE(acc, (${acc_t})${pre_value});
+    }
+    {
+${post_body}
+    }
+    for (${index_t} r = 0; r < ${red_size}; ++r) {
+      const ${index_t} i = o * ${red_size} + r;
+${epilogue_body}
+    }
+  }
+}
+#endif
+#undef REDUCE

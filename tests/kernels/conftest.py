@@ -1,0 +1,47 @@
+"""Kernel tests need PoCL (OpenCL on the CPU) and NVRTC: they fail when either is missing and
+the CI environment variable is set, and skip with the reason otherwise."""
+import os
+
+import numpy as np
+import pytest
+
+from gpuarr.backends import nvrtc, opencl
+from gpuarr.compiler import render
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kernels: needs PoCL and NVRTC (run in CI)")
+
+
+def _require(ok: bool, what: str) -> None:
+    if ok:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing and CI is set: kernel tests must run in CI")
+    pytest.skip(f"{what} is not installed")
+
+
+@pytest.fixture
+def pocl():
+    _require(opencl.available(), "PoCL / pyopencl (pip install 'pyopencl[pocl]')")
+
+
+@pytest.fixture
+def have_nvrtc():
+    _require(nvrtc.available(), "NVRTC (pip install nvidia-cuda-nvrtc-cu12)")
+
+
+@pytest.fixture
+def run_kernel(pocl, have_nvrtc):
+    """Render a kernel spec, compile it with NVRTC for sm_90, run it on PoCL; return outputs."""
+
+    def run(kernel, inputs: dict, outputs: dict) -> dict:
+        rk = render.render(kernel)
+        nvrtc.compile(rk.source, rk.name, arch="sm_90")
+        arrays = {**{k: np.ascontiguousarray(v).ravel() for k, v in inputs.items()},
+                  **{k: np.array(v).ravel() for k, v in outputs.items()}}
+        got = opencl.run(rk.source, rk.name, rk.global_size, rk.local_size, rk.arg_names,
+                         arrays, tuple(outputs))
+        return {k: got[k].reshape(np.shape(outputs[k])) for k in outputs}
+
+    return run

@@ -116,7 +116,7 @@ def _abstractify(x) -> ShapedArray:
     try:
         return core.get_aval(x)
     except TypeError:
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type. Pass arrays, "
+        raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type. Pass arrays, "
                         "Python scalars or pytrees of them, or mark the argument static with "
                         "static_argnums/static_argnames.") from None
 
@@ -131,13 +131,14 @@ def _leaf_buffer(x):
 
 
 class _CacheEntry:
-    __slots__ = ("closed", "fn", "out_tree", "out_weak", "donated_ok")
+    __slots__ = ("closed", "fn", "out_tree", "out_weak", "single")
 
     def __init__(self, closed, fn, out_tree, out_weak):
         self.closed = closed
         self.fn = fn
         self.out_tree = out_tree
         self.out_weak = out_weak
+        self.single = out_tree == tree_util.tree_structure(0)
 
 
 class _HashableStatic:
@@ -181,6 +182,8 @@ class Jitted:
             self._sig, static_argnums, static_argnames, "static")
         self._donate_argnums, _ = _infer_names(self._sig, donate_argnums, donate_argnames, "donate")
         self._cache: dict = {}
+        self._fast: dict = {}  # (arg avals..., trace state) -> entry, for all-Array positional calls
+        self._plain = not (self._static_argnums or self._static_argnames or self._donate_argnums)
         self._name = getattr(fun, "__name__", type(fun).__name__)
 
     def __get__(self, obj, objtype=None):
@@ -193,6 +196,27 @@ class Jitted:
 
     # --- the call path ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        # Fast path: positional Array arguments, eager, nothing special to do.
+        if not kwargs and self._plain:
+            sig = []
+            for a in args:
+                if type(a) is not Array or a._deleted:
+                    break
+                sig.append(a._aval or a.aval)
+            else:
+                entry = self._fast.get((*sig, config._trace_state))
+                if entry is not None and core._ctx.trace is eval_trace and not (
+                        _flags["disable_jit"] or _flags["debug_nans"] or _flags["debug_infs"]):
+                    outs = entry.fn(*[a._value for a in args])
+                    if entry.single:
+                        o = outs[0]
+                        return Array(o if type(o) is np.ndarray else np.asarray(o), entry.out_weak[0])
+                    results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
+                               for o, w in zip(outs, entry.out_weak)]
+                    return tree_util.tree_unflatten(entry.out_tree, results)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if _flags["disable_jit"]:
             return self._fun(*args, **kwargs)
         if self._static_argnums or self._static_argnames or kwargs:
@@ -207,12 +231,15 @@ class Jitted:
         if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
             if entry is None:
                 entry = self._compile(key, leaves, in_tree, sigs, statics, arg_names)
+                if self._plain and not kwargs and all(type(x) is Array for x in args) \
+                        and len(leaves) == len(args):
+                    self._fast[(*sigs, key[3])] = entry
             bufs = [_leaf_buffer(x) for x in leaves]
             outs = entry.fn(*bufs)
             results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
                        for o, w in zip(outs, entry.out_weak)]
             if self._donate_argnums:
-                self._donate(dyn_args, results)
+                self._donate(args, results)
             if _flags["debug_nans"] or _flags["debug_infs"]:
                 self._check_nans(entry, bufs, results)
             return tree_util.tree_unflatten(entry.out_tree, results)
@@ -288,11 +315,12 @@ class Jitted:
         self._cache[key] = entry
         return entry
 
-    def _donate(self, dyn_args, results):
+    def _donate(self, args, results):
+        # Keyword arguments are never donated (as in JAX); a donated pytree donates every leaf.
         donated = []
         for i in self._donate_argnums:
-            if i < len(dyn_args):
-                donated.extend(x for x in tree_util.tree_leaves(dyn_args[i]) if type(x) is Array)
+            if i < len(args):
+                donated.extend(x for x in tree_util.tree_leaves(args[i]) if type(x) is Array)
         usable = [(r.shape, r.dtype) for r in results]
         unusable = []
         for x in donated:
@@ -300,16 +328,15 @@ class Jitted:
             if sig in usable:
                 usable.remove(sig)
             else:
-                unusable.append(x)
+                unusable.append(_layout_str(x))
             x.delete()
         if unusable:
-            shapes = ", ".join(f"ShapedArray({x.aval.str_short()})" if not x.is_deleted() else "?"
-                               for x in unusable)
-            warnings.warn(f"Some donated buffers were not usable: {shapes or len(unusable)}.\n"
+            shapes = ", ".join(unusable)
+            warnings.warn(f"Some donated buffers were not usable: {shapes}.\n"
                           "Donation is not implemented for some buffers of this shape and dtype; "
                           "remove them from donate_argnums.", UserWarning, stacklevel=3)
 
-    def _check_nans(self, entry, bufs, results):
+    def _check_nans(self, entry, bufs, results):  # noqa: D401
         from gpuarr.dispatch import check_nans
         try:
             for r in results:
@@ -338,6 +365,7 @@ class Jitted:
 
     def clear_cache(self):
         self._cache.clear()
+        self._fast.clear()
 
     def _cache_size(self):
         return len(self._cache)
@@ -363,6 +391,13 @@ class config_disable_passes:
 
     def __exit__(self, *exc):
         _flags["enable_passes"] = self._old
+
+
+def _layout_str(x) -> str:
+    """`f32[2,3]{1,0}`: the short type and the (row-major) layout, as XLA prints buffers."""
+    aval = x.aval
+    layout = ",".join(str(i) for i in reversed(range(aval.ndim)))
+    return f"{aval.str_short()}{{{layout}}}"
 
 
 def _check_output(leaf, name):

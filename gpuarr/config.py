@@ -45,6 +45,7 @@ class Config:
     def __init__(self):
         self._values = {name: _env(name, default) for name, default in _DEFAULTS.items()}
         self._listeners = []
+        self._refresh_trace_state()
 
     def __getattr__(self, name):
         values = self.__dict__.get("_values")
@@ -65,6 +66,7 @@ class Config:
                 raise TypeError(f"config option {name!r} takes a bool, got {value!r}")
             value = bool(value)
         self._values[key] = value
+        self._refresh_trace_state()
         for listener in self._listeners:
             listener(key, value)
 
@@ -77,8 +79,12 @@ class Config:
 
     def trace_state(self) -> tuple:
         """The option values that change what tracing produces; part of every jit cache key."""
+        return self._trace_state
+
+    def _refresh_trace_state(self):
         v = self._values
-        return (v["enable_x64"], v["debug_nans"], v["debug_infs"], v["enable_passes"])
+        self.__dict__["_trace_state"] = (v["enable_x64"], v["debug_nans"], v["debug_infs"],
+                                         v["enable_passes"], v["platforms"])
 
     def __repr__(self):
         return f"Config({self._values})"

@@ -346,7 +346,7 @@ def pp_program(prog: Program, indent: int = 0, source_info: bool = False, namer=
     eqns = [pp_eqn(e, namer, indent + 4, source_info) for e in prog.eqns]
     names = [namer(v) for v in prog.outvars]
     outs = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
-    head = f"{{ lambda {consts + ' ' if consts else ''}; {ins}. let"
+    head = f"{{ lambda {consts}; {ins}. let"
     one_line = f"{head} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
     if top and len(eqns) <= 1 and len(one_line) + indent <= 80 and "\n" not in one_line:
         return one_line
@@ -510,7 +510,8 @@ class Tracer:
                         "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method.")
 
     def __repr__(self):
-        return f"Traced<{self.aval!r}>with<{self._trace!r}>"
+        aval = self.aval
+        return f"Traced<ShapedArray({aval.dtype.name}[{','.join(map(str, aval.shape))}])>with<{self._trace!r}>"
 
     def __str__(self):
         return repr(self)

@@ -66,7 +66,9 @@ __all__ = [
     "is_float",
     "is_inexact",
     "is_int",
+    "is_signed",
     "is_signed_int",
+    "is_unsigned",
     "is_unsigned_int",
     "is_weakly_typed",
     "isdtype",
@@ -192,7 +194,8 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
         return dt if x64 else _TO_32.get(dt, dt)
     dt = _as_np_dtype(dtype)
     out = dt if x64 else _TO_32.get(dt, dt)
-    cache[dtype] = out
+    if isinstance(dtype, (np.dtype, type, str)):  # never keep arbitrary objects alive
+        cache[dtype] = out
     return out
 
 
@@ -684,7 +687,7 @@ def isdtype(dtype: Any, kind: Any) -> bool:
             options.add(np.dtype(k))
         except TypeError as e:
             if isinstance(k, str):
-                raise ValueError(  # noqa: TRY004 - an unknown kind name is a bad value
+                raise ValueError(
                     f"Unrecognized kind={k!r}; expected one of {list(_DTYPE_KINDS)}, "
                     "or a dtype") from None
             raise TypeError(f"Expected kind to be a dtype, string, or tuple; got {k!r}") from e
@@ -712,11 +715,16 @@ def is_int(dt: Any) -> bool:
 
 
 def is_signed_int(dt: Any) -> bool:
+    """Signed integer (floats are not included)."""
     return _dt(dt) in _SIGNED_SET
 
 
 def is_unsigned_int(dt: Any) -> bool:
     return _dt(dt) in _UNSIGNED_SET
+
+
+is_signed = is_signed_int
+is_unsigned = is_unsigned_int
 
 
 def is_float(dt: Any) -> bool:

@@ -130,7 +130,7 @@ def _simple_entrystr(key) -> str:
 # ---------------------------------------------------------------------------
 
 # Node kinds; they choose the repr and the wording of mismatch errors.
-_NONE, _TUPLE, _LIST, _DICT, _NAMEDTUPLE, _CUSTOM, _DATACLASS = range(7)
+_TUPLE, _LIST, _DICT, _NONE, _NAMEDTUPLE, _CUSTOM, _DATACLASS = range(7)
 
 
 class _Entry:
@@ -379,7 +379,8 @@ class PyTreeDef:
     Immutable and hashable (the hash is computed once at construction), compared with
     `==`. Build one with `tree_structure` or `tree_flatten`."""
 
-    __slots__ = ("_aux", "_children", "_entry", "_flat", "_hash", "_num_leaves", "_num_nodes")
+    __slots__ = ("_aux", "_children", "_entry", "_flat", "_hash", "_interned", "_num_leaves",
+                 "_num_nodes")
 
     def __init__(self):
         raise TypeError("PyTreeDef cannot be built directly; use tree_structure().")
@@ -484,24 +485,52 @@ def _aux_hash(aux) -> int:
         return 0
 
 
-def _make(entry: _Entry | None, aux, children: tuple) -> PyTreeDef:
+def _new_node(entry: _Entry | None, aux, children: tuple) -> PyTreeDef:
     td = _new_treedef(PyTreeDef)
     td._entry = entry
     td._aux = aux
     td._children = children
+    td._interned = False
     if entry is None:
         td._num_leaves = td._num_nodes = 1
         td._hash = _LEAF_HASH
         td._flat = False
         return td
-    num_leaves, num_nodes, flat = 0, 1, True
+    num_leaves, num_nodes = 0, 1
+    hashes = [entry.type, entry.kind, 0 if aux is None else _aux_hash(aux)]
     for c in children:
         num_leaves += c._num_leaves
         num_nodes += c._num_nodes
-        if c._entry is not None:
-            flat = False
-    td._num_leaves, td._num_nodes, td._flat = num_leaves, num_nodes, flat
-    td._hash = hash((entry.type, entry.kind, _aux_hash(aux), *[c._hash for c in children]))
+        hashes.append(c._hash)
+    td._num_leaves, td._num_nodes = num_leaves, num_nodes
+    # Every child is a single leaf exactly when these counts hold.
+    n = len(children)
+    td._flat = num_leaves == n and num_nodes == n + 1
+    td._hash = hash(tuple(hashes))
+    return td
+
+
+# Shared structures for nodes without aux data whose children are all shared, keyed by
+# the children's ids: a cached structure holds its children, so their ids stay unique
+# while the key exists. This makes e.g. the (args, kwargs) structure of a call free.
+_interned: dict[tuple, PyTreeDef] = {}
+_is_interned = operator.attrgetter("_interned")
+_INTERN_LIMIT = 4096
+
+
+def _make(entry: _Entry | None, aux, children: tuple) -> PyTreeDef:
+    if aux is not None:
+        return _new_node(entry, aux, children)
+    key = (entry.type, entry.kind, *map(id, children))
+    td = _interned.get(key)
+    if td is not None:
+        return td
+    td = _new_node(entry, aux, children)
+    if all(map(_is_interned, children)):  # else the key could never match again
+        td._interned = True
+        if len(_interned) >= _INTERN_LIMIT:
+            _interned.clear()
+        _interned[key] = td
     return td
 
 
@@ -512,11 +541,14 @@ def _make_flat(entry: _Entry, aux, n: int) -> PyTreeDef:
     td._aux = aux
     td._children = (_LEAF,) * n
     td._num_leaves, td._num_nodes, td._flat = n, n + 1, True
-    td._hash = hash((entry.type, entry.kind, _aux_hash(aux)) + (_LEAF_HASH,) * n)
+    td._interned = False
+    aux_hash = 0 if aux is None else _aux_hash(aux)
+    td._hash = hash((entry.type, entry.kind, aux_hash) + (_LEAF_HASH,) * n)
     return td
 
 
-_LEAF = _make(None, None, ())
+_LEAF = _new_node(None, None, ())
+_LEAF._interned = True
 
 
 def _same(a: PyTreeDef, b: PyTreeDef) -> bool:
@@ -633,6 +665,11 @@ def _flatten_up_to(td: PyTreeDef, x: Any, out: list) -> None:
 
 # Flat tuple/list structures by (type, length): the jit argument tuple hits this.
 _flat_seq_defs: dict[tuple[type, int], PyTreeDef] = {}
+# Flat dict structures by their keys, for keys that are all exactly `str` (so equal keys
+# are identical in value and type; 1 == True would otherwise alias).
+_flat_dict_defs: dict[tuple, PyTreeDef] = {}
+_all_str = {str}.issuperset
+_FLAT_CACHE_LIMIT = 1024
 
 
 def _flat_seq_def(t: type, n: int) -> PyTreeDef:
@@ -640,7 +677,20 @@ def _flat_seq_def(t: type, n: int) -> PyTreeDef:
     if td is None:
         td = _make_flat(_registry[t], None, n)
         if n <= 256:
+            td._interned = True
             _flat_seq_defs[t, n] = td
+    return td
+
+
+def _flat_dict_def(keys: tuple) -> PyTreeDef:
+    td = _flat_dict_defs.get(keys)
+    if td is None or not _all_str(map(type, keys)):
+        td = _make_flat(_registry[dict], keys, len(keys))
+        if _all_str(map(type, keys)):
+            if len(_flat_dict_defs) >= _FLAT_CACHE_LIMIT:
+                _flat_dict_defs.clear()
+            td._interned = True
+            _flat_dict_defs[keys] = td
     return td
 
 
@@ -651,15 +701,26 @@ def _flatten(tree, leaves) -> PyTreeDef:
     if entry is None:
         leaves.append(tree)
         return _LEAF
-    children, aux = entry.flatten(tree)
-    if type(children) is not tuple and type(children) is not list:
-        children = tuple(children)  # it is iterated twice below
-    # Common case: a node whose children are all of known leaf types.
-    if _all_leaf_types(map(type, children)):
-        leaves.extend(children)
-        if aux is None and (entry.kind == _TUPLE or entry.kind == _LIST):
-            return _flat_seq_def(entry.type, len(children))
-        return _make_flat(entry, aux, len(children))
+    kind = entry.kind
+    if kind <= _LIST:  # tuple or list
+        children, aux = tree, None
+        if _all_leaf_types(map(type, tree)):
+            leaves.extend(tree)
+            return _flat_seq_def(entry.type, len(tree))
+    elif kind == _DICT:
+        aux = _sorted_keys(tree)
+        children = [tree[k] for k in aux]
+        if _all_leaf_types(map(type, children)):
+            leaves.extend(children)
+            return _flat_dict_def(aux)
+    else:
+        children, aux = entry.flatten(tree)
+        if type(children) is not tuple and type(children) is not list:
+            children = tuple(children)  # it is iterated twice below
+        # Common case: a node whose children are all of known leaf types.
+        if _all_leaf_types(map(type, children)):
+            leaves.extend(children)
+            return _make_flat(entry, aux, len(children))
     return _make(entry, aux, tuple([_flatten(c, leaves) for c in children]))
 
 

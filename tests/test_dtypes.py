@@ -13,9 +13,11 @@ import warnings
 import numpy as np
 import pytest
 
-from gpuarr import config as config_module
 from gpuarr import dtypes
 from gpuarr.config import config
+
+# The config module itself (the package attribute `gpuarr.config` is the Config object).
+config_module = importlib.import_module("gpuarr.config")
 
 HAS_BF16 = hasattr(dtypes, "bfloat16")
 needs_bf16 = pytest.mark.skipif(not HAS_BF16, reason="ml_dtypes is not installed")
@@ -84,7 +86,7 @@ def outcome(fn, *args, **kwargs):
         warnings.simplefilter("ignore")
         try:
             return fn(*args, **kwargs)
-        except Exception as e:  # noqa: BLE001 - the exception type is the outcome compared
+        except Exception as e:  # the exception type is the outcome compared
             return type(e)
 
 
@@ -230,8 +232,10 @@ RESULT_CASES = [
     ((np.zeros(3, np.int8), np.zeros(3, np.uint8)), ("int16", False), ("int16", False)),
     ((np.float32(1), 2), ("float32", False), ("float32", False)),
     ((np.float64(1.0), 2), ("float32", False), ("float64", False)),  # numpy scalars are strong
-    ((FakeArray(np.float32, True), 2), ("float32", True), ("float32", True)),
-    ((FakeArray(np.float32, True), np.int8), ("float32", True), ("float32", True)),
+    # Weak results take the default type of their kind.
+    ((FakeArray(np.float32, True), 2), ("float32", True), ("float64", True)),
+    ((FakeArray(np.float32, True), np.int8), ("float32", True), ("float64", True)),
+    ((FakeArray(np.float32, True), np.float16), ("float16", False), ("float16", False)),
     ((FakeArray(np.float16, True),), ("float32", True), ("float64", True)),
     ((FakeArray(np.int32, True), np.uint8), ("uint8", False), ("uint8", False)),
     ((FakeArray(np.float32, False), FakeArray(np.float32, True)), ("float32", False),
@@ -294,7 +298,8 @@ def test_result_type_equal_but_distinct_dtype_objects(x64):
     f32 = np.dtype(np.float32).newbyteorder("=")
     assert f32 is not np.dtype(np.float32)
     assert dtypes.result_type(np.zeros(2, f32), 2.0) == np.float32
-    assert dtypes.result_type(FakeArray(f32, True), np.float16) == np.float32
+    assert dtypes.result_type(FakeArray(f32, False), np.float16) == np.float32
+    assert dtypes.result_type(FakeArray(f32, True), np.float16) == np.float16
     other_float0 = np.dtype([("float0", np.void, 0)])
     assert dtypes.result_type(np.zeros(2, other_float0)) == dtypes.float0
     assert dtypes.dtype(np.zeros(2, other_float0)) == dtypes.float0
@@ -549,6 +554,8 @@ def test_kind_predicates():
         assert dtypes.is_int(dt) == (kind in "iu"), name
         assert dtypes.is_signed_int(dt) == (kind == "i"), name
         assert dtypes.is_unsigned_int(dt) == (kind == "u"), name
+        assert dtypes.is_unsigned(dt) == (kind == "u"), name
+        assert dtypes.is_signed(dt) == (kind == "i"), name
         assert dtypes.is_float(dt) == (kind == "f"), name
         assert dtypes.is_complex(dt) == (kind == "c"), name
         assert dtypes.is_inexact(dt) == (kind in "fc"), name

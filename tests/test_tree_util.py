@@ -189,8 +189,7 @@ def test_flatten_matches_jax(tree):
     leaves, treedef = tu.tree_flatten(tree)
     jleaves, jtreedef = jtu.tree_flatten(_to_jax(tree, jtu))
     assert len(leaves) == len(jleaves)
-    for ours, theirs in zip(leaves, jleaves):
-        assert ours is theirs or ours == theirs
+    assert all(ours is theirs for ours, theirs in zip(leaves, jleaves))
     assert repr(treedef) == repr(jtreedef)
     assert str(treedef) == str(jtreedef)
     assert treedef.num_leaves == jtreedef.num_leaves
@@ -206,7 +205,8 @@ def test_unflatten_round_trip_matches_jax(tree):
     rebuilt = tu.tree_unflatten(treedef, leaves)
     jtree = _to_jax(tree, jtu)
     jrebuilt = jtu.tree_unflatten(jtu.tree_structure(jtree), jtu.tree_leaves(jtree))
-    assert type(rebuilt) is type(tree) or isinstance(tree, tu.Partial)
+    assert type(rebuilt) is type(tree)
+    assert all(a is b for a, b in zip(tu.tree_leaves(rebuilt), leaves))
     assert repr(tu.tree_structure(rebuilt)) == repr(jtu.tree_structure(jrebuilt))
     if isinstance(tree, dict):
         # Both rebuild dicts in flatten order: sorted keys, or insertion order.
@@ -225,8 +225,8 @@ def test_key_paths_match_jax(tree):
     assert [tu.keystr(p) for p, _ in pairs] == [jtu.keystr(p) for p, _ in jpairs]
     assert ([tu.keystr(p, simple=True, separator="/") for p, _ in pairs]
             == [jtu.keystr(p, simple=True, separator="/") for p, _ in jpairs])
-    assert [x for _, x in pairs] == [x for _, x in jpairs] or all(
-        a is b for (_, a), (_, b) in zip(pairs, jpairs))
+    assert len(pairs) == len(jpairs)
+    assert all(a is b for (_, a), (_, b) in zip(pairs, jpairs))
 
 
 def test_treedef_equality_and_hash_match_jax():
@@ -840,3 +840,33 @@ def test_module_is_a_leaf_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split(None, 1)
     assert out == ["False", "[1, 2]\n"]
+
+
+def test_structure_caches_stay_correct_when_full():
+    # Enough distinct structures and types to overflow every internal cache.
+    for i in range(5000):
+        tree = [(0,) * (i % 200), [0] * (i // 200), {f"k{i % 1100}": 0, "z": None}]
+        treedef = tu.tree_structure(tree)
+        assert treedef.num_leaves == i % 200 + i // 200 + 1
+        assert tu.tree_unflatten(treedef, tu.tree_leaves(tree)) == tree
+        assert treedef == tu.tree_structure(tu.tree_unflatten(treedef, [1] * treedef.num_leaves))
+    types = [type(f"Leaf{i}", (), {}) for i in range(4200)]
+    leaves = tu.tree_leaves([t() for t in types])
+    assert [type(x) for x in leaves] == types
+    assert tu.tree_leaves(Point(1, (2,))) == [1, 2]
+
+
+def test_dict_keys_equal_but_of_other_types():
+    by_bool = tu.tree_structure({True: "x"})
+    by_int = tu.tree_structure({1: "x"})
+    assert by_bool == by_int and hash(by_bool) == hash(by_int)  # keys compare equal
+    assert repr(by_bool) == "PyTreeDef({True: *})"
+    assert repr(by_int) == "PyTreeDef({1: *})"
+    (key,) = tu.tree_unflatten(by_bool, [0])
+    assert key is True
+
+    class Name(str):
+        pass
+
+    rebuilt = tu.tree_unflatten(tu.tree_structure({Name("a"): 1}), [2])
+    assert type(next(iter(rebuilt))) is Name

@@ -126,3 +126,61 @@ def run(source: str, name: str, global_size: int, local_size: int, arg_names, ar
     result = {n: download(bufs[n], arrays[n].shape, arrays[n].dtype) for n in outputs}
     finish()
     return result
+
+
+# ---- running a whole launch plan ---------------------------------------------------------------
+
+def run_plan(plan, inputs) -> list:
+    """Run a LaunchPlan (gpuarr.compiler.plan) over NumPy `inputs`; return NumPy outputs.
+
+    Buffers live on the device between kernel launches; host steps (library calls, control
+    flow, fallbacks) download what they read and their results are uploaded when a kernel
+    needs them.
+    """
+    info = {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
+    host: dict = {}
+    device: dict = {}
+    for name, value in zip(plan.inputs, inputs):
+        host[name] = np.asarray(value)
+    for name, value in plan.constants:
+        host[name] = np.asarray(value)
+
+    def on_device(name):
+        if name not in device:
+            if name in host:
+                device[name] = upload(np.asarray(host[name], info[name][1]))
+            else:
+                shape, dtype = info[name]
+                device[name] = empty(int(np.prod(shape)) * dtype.itemsize)
+        return device[name]
+
+    def on_host(name):
+        if name not in host:
+            shape, dtype = info[name]
+            host[name] = download(device[name], shape, dtype)
+        return host[name]
+
+    for step in plan.steps:
+        if step.kind == "launch":
+            bufs = [on_device(a) for a in step.args]
+            launch(step.source, step.name, step.global_size, step.local_size, bufs)
+            for name in step.outputs:
+                host.pop(name, None)
+        elif step.kind == "copy":
+            shape, dtype = info[step.dst]
+            if step.src in device:
+                dst = empty(int(np.prod(shape)) * dtype.itemsize)
+                copy(device[step.src], dst, int(np.prod(shape)) * dtype.itemsize)
+                device[step.dst] = dst
+            else:
+                host[step.dst] = np.array(on_host(step.src), copy=True)
+        else:
+            args = [on_host(a) for a in step.inputs]
+            results = step.fn(*args)
+            for name, value in zip(step.outputs, results):
+                shape, dtype = info[name]
+                host[name] = np.asarray(value, dtype).reshape(shape)
+                device.pop(name, None)
+    outs = [np.array(on_host(name), copy=True) for name in plan.outputs]
+    finish()
+    return outs

@@ -29,10 +29,25 @@ import numpy as np
 
 from gpuarr.compiler import lowering
 from gpuarr.compiler.plan import (
-    Acc, Arg, BufferInfo, Const, CopyStep, ElementwiseKernel, Gather, HostStep, IndexMap, Iota,
-    KernelPlan, KernelStep, Load, Op, ReductionKernel, ScatterKernel, Store,
+    Acc,
+    Arg,
+    BufferInfo,
+    Const,
+    CopyStep,
+    ElementwiseKernel,
+    Gather,
+    HostStep,
+    IndexMap,
+    Iota,
+    KernelPlan,
+    KernelStep,
+    Load,
+    Op,
+    ReductionKernel,
+    ScatterKernel,
+    Store,
 )
-from gpuarr.core import Literal, Program, Var, pp_eqn, _Namer
+from gpuarr.core import Literal, Program, Var, _Namer, pp_eqn
 
 EXPENSIVE_OPS = {
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
@@ -115,16 +130,21 @@ def materialize(program: Program, options: FusionOptions) -> dict:
                     if isinstance(a, Var):
                         reasons.setdefault(a.id, f"operand of {eqn.prim.name} (host)")
             continue
+        if kind == "indexing":
+            x = eqn.inputs[0]
+            if isinstance(x, Var):
+                reasons.setdefault(x.id, f"operand of {eqn.prim.name}: read by indexed loads")
         c = _op_cost(eqn) + sum(cost.get(a.id, 0) for a in eqn.inputs
                                 if isinstance(a, Var) and a.id not in reasons)
         for v in eqn.outvars:
             cost[v.id] = c
-        if eqn.prim.name == "broadcast_in_dim":
-            x = eqn.inputs[0]
-            if (isinstance(x, Var) and x.id not in reasons and cost.get(x.id, 0) >= 10
-                    and eqn.outvars[0].aval.size > x.aval.size):
-                reasons[x.id] = (f"expensive value broadcast from {x.aval.str_short()} to "
-                                 f"{eqn.outvars[0].aval.str_short()}: computed once, not per copy")
+        expanding = eqn.inputs if kind == "elementwise" else eqn.inputs[:1]
+        if kind in ("elementwise", "layout") and eqn.prim.name not in ("reshape", "transpose"):
+            for x in expanding:
+                if (isinstance(x, Var) and x.id not in reasons and cost.get(x.id, 0) >= 10
+                        and eqn.outvars[0].aval.size > x.aval.size):
+                    reasons[x.id] = (f"expensive value broadcast from {x.aval.str_short()} to "
+                                     f"{eqn.outvars[0].aval.str_short()}: computed once, not per copy")
     for a in program.outvars:
         if isinstance(a, Var):
             reasons.setdefault(a.id, "program output")
@@ -139,8 +159,12 @@ def materialize(program: Program, options: FusionOptions) -> dict:
 
 # ---- step 2: expression DAGs -----------------------------------------------------------------
 
-def eqn_text(eqn) -> str:
-    return pp_eqn(eqn, _Namer())
+def equation_texts(program: Program) -> dict:
+    """id(eqn) -> the equation as `make_jaxpr` prints it, with the same variable names."""
+    namer = _Namer()
+    for v in program.constvars + program.invars:
+        namer.binder(v)
+    return {id(e): pp_eqn(e, namer) for e in program.eqns}
 
 
 class DagBuilder:
@@ -198,7 +222,7 @@ class DagBuilder:
         kind, op = lowering.lowering_of(eqn.prim)
         p = eqn.params
         x = eqn.inputs[0] if eqn.inputs else None
-        text = eqn_text(eqn)
+        text = self.f.text(eqn)
         if kind == "layout":
             name = eqn.prim.name
             if name == "broadcast_in_dim":
@@ -249,56 +273,44 @@ class DagBuilder:
         return self.value(a, transforms + (("broadcast", tuple(out.aval.shape), dims),))
 
     def gather(self, eqn, out, transforms, text) -> int:
+        """A gather (or dynamic_slice) as one indexed load inside this kernel."""
         p = eqn.params
         operand = eqn.inputs[0]
         buf = self.f.ensure_buffer(operand)
         out_shape = tuple(out.aval.shape)
-        it = ("iota_dim",)
+        coord = lambda d: self.add(Iota(out_shape, d, self.leaf_map(out_shape, transforms), "int64"))  # noqa: E731
+        sizes = tuple(p["slice_sizes"])
         if eqn.prim.name == "dynamic_slice":
-            sizes = tuple(p["slice_sizes"])
-            starts, offsets = [], []
-            for d, s in enumerate(eqn.inputs[1:]):
-                starts.append(self.value(s, ()) if not isinstance(s, Literal) else self.add(
-                    Const(int(np.asarray(s.val)), s.aval.dtype.name)))
-                offsets.append(self.add(Iota(out_shape, d, self.leaf_map(out_shape, transforms), "int64")))
+            scalar = transforms + (("broadcast", out_shape, ()),)
+            starts = [self.value(s, scalar) for s in eqn.inputs[1:]]
+            offsets = [coord(d) for d in range(len(out_shape))]
             mode, fill = "clip", 0
         else:
             dn = p["dimension_numbers"]
-            sizes = tuple(p["slice_sizes"])
             indices = eqn.inputs[1]
             mode = _mode_name(p.get("mode"))
             fill = p.get("fill_value")
-            if fill is None:
-                fill = _default_fill(operand.aval.dtype)
-            batch_dims = [d for d in range(len(out_shape)) if d not in dn.offset_dims]
-            k = indices.aval.shape[-1] if indices.aval.ndim else 0
+            fill = _default_fill(operand.aval.dtype) if fill is None else fill
+            batch_dims = tuple(d for d in range(len(out_shape)) if d not in dn.offset_dims)
             starts = [None] * operand.aval.ndim
             for comp, od in enumerate(dn.start_index_map):
-                # indices[batch..., comp]: broadcast the batch coordinates of the output.
-                idx_t = transforms + (
-                    ("broadcast", out_shape, tuple(batch_dims) + (len(out_shape),)),) if False else None
-                del idx_t
-                starts[od] = self.index_component(indices, comp, k, out_shape, batch_dims, transforms)
+                starts[od] = self.index_component(indices, comp, out_shape, batch_dims, transforms)
             offsets = [None] * operand.aval.ndim
             window = [d for d in range(operand.aval.ndim) if d not in dn.collapsed_slice_dims]
             for od, outd in zip(window, dn.offset_dims):
-                offsets[od] = self.add(Iota(out_shape, outd, self.leaf_map(out_shape, transforms), "int64"))
-        del it
+                offsets[od] = coord(outd)
         node = Gather(self.arg(buf), tuple(operand.aval.shape), sizes, tuple(starts),
                       tuple(offsets), mode, np.asarray(fill).item(), out.aval.dtype.name, text)
         return self.add(node)
 
-    def index_component(self, indices, comp, k, out_shape, batch_dims, transforms) -> int:
-        """indices[b..., comp] read at the output's batch coordinates, as a node."""
-        # Select component `comp` of the index vector (last dim), then broadcast the batch
-        # dims of `indices` onto the output's batch dims.
+    def index_component(self, indices, comp, out_shape, batch_dims, transforms) -> int:
+        """indices[b..., comp] read at the output's batch coordinates: slice out component
+        `comp` of the index vector (the last dim), drop that dim, broadcast onto the output."""
         ishape = tuple(indices.aval.shape)
-        sliced = ishape[:-1] + (1,)
         starts = (0,) * (len(ishape) - 1) + (comp,)
         limits = ishape[:-1] + (comp + 1,)
-        t = transforms + (("broadcast", out_shape, tuple(batch_dims)),
-                          ("reshape", ishape[:-1]), ("slice", starts, limits, None))
-        del sliced, k
+        t = transforms + (("broadcast", out_shape, batch_dims), ("reshape", ishape[:-1]),
+                          ("slice", starts, limits, None))
         return self.value(indices, t)
 
 
@@ -333,6 +345,12 @@ class Fusion:
         self.inplace = inplace
         self.consts = list(consts)
         self.counter = 0
+        self.reduction_meta: dict = {}   # id(kernel) -> (operand shape, axes, permutation)
+        self.texts = equation_texts(program)
+        self.f = self
+
+    def text(self, eqn) -> str:
+        return self.texts.get(id(eqn)) or pp_eqn(eqn, _Namer())
 
     def new_buffer(self, aval, prefix="t") -> str:
         name = f"{prefix}{self.counter}"
@@ -397,7 +415,7 @@ class Fusion:
         out = self.buffer_of(var)
         args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
         args.append(Arg("out0", var.aval.dtype.name, max(1, var.aval.size), True))
-        eqns = [eqn_text(e) for e in _in_program_order(self.program, dag.eqns)]
+        eqns = [self.f.text(e) for e in _in_program_order(self.program, dag.eqns)]
         kernel = ElementwiseKernel(self.kernel_name("elementwise"), tuple(var.aval.shape),
                                    tuple(args), tuple(dag.nodes), (Store("out0", root),),
                                    tuple(eqns), self.reasons[var.id])
@@ -420,7 +438,7 @@ class Fusion:
         red_shape = tuple(shape[d] for d in axes)
         out_shape = tuple(shape[d] for d in kept)
         strategy = _strategy(dag.nodes, out_shape, red_shape)
-        eqns = [eqn_text(e) for e in _in_program_order(self.program, dag.eqns)] + [eqn_text(eqn)]
+        eqns = [self.f.text(e) for e in _in_program_order(self.program, dag.eqns)] + [self.f.text(eqn)]
         kernel = ReductionKernel(
             self.kernel_name("reduce"), out_shape, red_shape, tuple(args), op, acc_dtype,
             lowering.reduce_identity(op, acc_dtype).item(), tuple(dag.nodes), root,
@@ -429,8 +447,6 @@ class Fusion:
         bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out_buf),)
         self.steps.append(KernelStep(kernel, bindings))
         self.reduction_meta[id(kernel)] = (shape, axes, perm)
-
-    reduction_meta: dict
 
     def scatter(self, index, eqn) -> bool:
         p = eqn.params
@@ -462,7 +478,7 @@ class Fusion:
             tuple(dn.update_window_dims), tuple(dn.inserted_window_dims),
             tuple(dn.scatter_dims_to_operand_dims), combiner, mode,
             self.options.deterministic_scatter or combiner != "add",
-            (eqn_text(eqn),), "scatters are their own kernels"
+            (self.f.text(eqn),), "scatters are their own kernels"
             + (" (in place: the operand dies here)" if index in self.inplace else ""))
         self.steps.append(KernelStep(kernel, (("out", self.buffers[out.id]), ("updates", upd),
                                               ("indices", ind))))
@@ -483,10 +499,7 @@ class Fusion:
         reason = {"library": "library call (cuBLAS/cuSOLVER/CUB on CUDA, the host here)",
                   "control": "control flow runs on the host, calling its sub-programs",
                   "fallback": "no kernel lowering yet: the NumPy implementation runs on the host"}[role]
-        self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (eqn_text(eqn),), reason))
-
-
-Fusion.reduction_meta = None  # replaced per instance in fuse()
+        self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.f.text(eqn),), reason))
 
 
 def _in_program_order(program, eqns: dict) -> list:
@@ -497,9 +510,10 @@ def _strategy(nodes, out_shape, red_shape) -> str:
     out_size, red_size = math.prod(out_shape), math.prod(red_shape)
     if out_size == 1:
         return "full"
-    loads = [n for n in nodes if isinstance(n, (Load, Iota))]
+    loads = [n for n in nodes if isinstance(n, Load)]
     inner_strides = [n.index.views[0].strides[-1] for n in loads if len(n.index.views) == 1
-                     and n.index.views[0].shape and n.index.views[0].shape[-1] > 1]
+                     and n.index.views[0].shape and n.index.views[0].shape[-1] > 1
+                     and n.index.views[0].strides[-1] != 0]
     if red_size > 1 and inner_strides and all(abs(s) == 1 for s in inner_strides):
         return "row" if red_size >= 32 or out_size < 256 else "column"
     return "column" if out_size >= 256 or red_size < 32 else "strided"
@@ -660,6 +674,4 @@ def _same_map(a: IndexMap, b: IndexMap) -> bool:
 def fuse(program: Program, consts=(), options: FusionOptions | None = None,
          inplace=frozenset()) -> KernelPlan:
     """Fuse `program` into a KernelPlan (see the module docstring for the algorithm)."""
-    f = Fusion(program, consts, options, inplace)
-    f.reduction_meta = {}
-    return f.run()
+    return Fusion(program, consts, options, inplace).run()

@@ -193,8 +193,8 @@ def all_primitives() -> list:
     import importlib
     import pkgutil
 
-    from gpuarr.core import Primitive
     import gpuarr.lax as lax_pkg
+    from gpuarr.core import Primitive
     mods = [importlib.import_module(f"gpuarr.lax.{m.name}") for m in pkgutil.iter_modules(lax_pkg.__path__)]
     for extra in ("gpuarr.random", "gpuarr.prng"):
         try:

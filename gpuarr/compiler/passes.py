@@ -20,7 +20,14 @@ import numpy as np
 
 from gpuarr.config import config
 from gpuarr.core import (
-    ClosedProgram, Eqn, Literal, Program, ShapedArray, Var, abstract_eval_rules, subprograms,
+    ClosedProgram,
+    Eqn,
+    Literal,
+    Program,
+    ShapedArray,
+    Var,
+    abstract_eval_rules,
+    subprograms,
 )
 
 PASSES = ("simplify", "fold", "cse", "dce")

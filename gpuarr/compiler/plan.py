@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 
 def _contiguous_strides(shape: tuple) -> tuple:
@@ -112,7 +112,7 @@ class IndexMap:
         return IndexMap((View.contiguous(shape),) + self.views)
 
 
-def _reshape_view(v: View, shape: tuple) -> Optional[View]:
+def _reshape_view(v: View, shape: tuple) -> View | None:
     """Reshape a single view without a second one, when its strides allow it (else None)."""
     if v.is_contiguous():
         return View.contiguous(shape)
@@ -219,7 +219,7 @@ class Store:
 
     arg: str
     node: int
-    index: Optional[IndexMap] = None
+    index: IndexMap | None = None
 
 
 # ---- kernels ---------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ compiles as CUDA C++ under NVRTC and as OpenCL C under PoCL (the dialect is pick
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import os
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,19 @@ import numpy as np
 
 from gpuarr.compiler import lowering
 from gpuarr.compiler.plan import (
-    Acc, Const, ElementwiseKernel, Gather, IndexMap, Iota, Load, Op, ReductionKernel,
+    Acc,
+    Const,
+    ElementwiseKernel,
+    Gather,
+    IndexMap,
+    Iota,
+    KernelPlan,
+    KernelStep,
+    Launch,
+    LaunchPlan,
+    Load,
+    Op,
+    ReductionKernel,
     ScatterKernel,
 )
 
@@ -56,12 +70,12 @@ def ctype(dtype) -> str:
     return CTYPES[name]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def template(name: str) -> string.Template:
     return string.Template((KERNELS_DIR / name).read_text())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def prelude() -> str:
     """The headers every kernel starts with, inlined so the source is self-contained."""
     read = lambda n: (KERNELS_DIR / n).read_text()  # noqa: E731
@@ -88,15 +102,14 @@ def literal(value, dtype) -> str:
         return f"NAN_{bits}"
     if math.isinf(value):
         return f"INF_{bits}" if value > 0 else f"(-INF_{bits})"
-    text = repr(np.float32(value).item()) if dtype == np.float32 else repr(value)
-    text = repr(float(np.float32(value))) if dtype == np.float32 else text
     if dtype == np.float32:
-        # Shortest text that rounds back to the same float32.
+        # The shortest text that reads back as the same float32.
         text = np.format_float_positional(np.float32(value), unique=True, trim="0")
-        text = text if ("e" in text or "." in text) else text + ".0"
-        return f"{text}f" if not text.startswith("-") else f"({text}f)"
-    text = repr(float(value))
-    return text if not text.startswith("-") else f"({text})"
+        text = text if "." in text else text + ".0"
+        text += "f"
+    else:
+        text = repr(float(value))
+    return f"({text})" if text.startswith("-") else text
 
 
 def index_type(*sizes) -> str:
@@ -362,3 +375,38 @@ def render(kernel) -> RenderedKernel:
     if isinstance(kernel, ScatterKernel):
         return render_scatter(kernel)
     raise TypeError(f"cannot render {type(kernel).__name__}")
+
+
+def render_plan(plan: KernelPlan, dump_dir: str | None = None) -> LaunchPlan:
+    """Render every kernel of `plan` into a LaunchPlan a backend can run without the IR.
+
+    Kernel argument names are replaced by the plan's buffer names. With `dump_dir` (or the
+    environment variable GPUARR_DUMP_DIR) every rendered kernel is also written there as
+    `<name>.cu`.
+    """
+    dump_dir = dump_dir or os.environ.get("GPUARR_DUMP_DIR")
+    steps = []
+    for step in plan.steps:
+        if not isinstance(step, KernelStep):
+            steps.append(step)
+            continue
+        rk = render(step.kernel)
+        binds = dict(step.bindings)
+        steps.append(Launch(rk.name, rk.source, rk.global_size, rk.local_size,
+                            tuple(binds[a] for a in rk.arg_names), tuple(binds[a] for a in rk.outputs)))
+        if dump_dir:
+            dump(rk, dump_dir)
+    buffers = tuple((name, tuple(info.shape), info.dtype) for name, info in plan.buffers)
+    return LaunchPlan(plan.inputs, plan.outputs, buffers, plan.constants, tuple(steps))
+
+
+def dump(rk: RenderedKernel, dump_dir: str) -> Path:
+    """Write `rk`'s source to `dump_dir/<name>.cu` (atomically) and return the path."""
+    directory = Path(dump_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(rk.source.encode()).hexdigest()[:10]
+    path = directory / f"{rk.name}_{digest}.cu"
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(rk.source)
+    os.replace(tmp, path)
+    return path

@@ -144,3 +144,45 @@ def batch_program(closed: ClosedProgram, axis_size: int, in_dims: tuple, out_dim
     result = pe.trace_to_program(fun, in_avals)
     per_prog[key] = result
     return result
+
+
+_batch_closed_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out):
+    """Batch `closed`, leaving outputs that do not vary along the batch unmapped.
+
+    Returns (ClosedProgram, out_dims): each output is batched at 0 or not_mapped; outputs
+    whose `force_out` entry is true are always batched at 0 (control flow needs a fixed
+    layout for loop carries).
+    """
+    key = (axis_size, tuple(in_dims), tuple(force_out))
+    per_prog = _batch_closed_cache.setdefault(closed, {})
+    if key in per_prog:
+        return per_prog[key]
+    in_avals = []
+    for aval, d in zip(closed.in_avals, in_dims, strict=True):
+        if d is not_mapped:
+            in_avals.append(aval)
+        else:
+            shape = list(aval.shape)
+            shape.insert(d, axis_size)
+            in_avals.append(aval.update(shape=tuple(shape)))
+    dims_box = []
+
+    def fun(*args):
+        outs, out_dims = batch_flat(lambda *xs: eval_closed(closed, *xs), axis_size, args, in_dims)
+        results, dims = [], []
+        for o, d, force in zip(outs, out_dims, force_out, strict=True):
+            if d is not_mapped and not force:
+                results.append(o)
+                dims.append(not_mapped)
+            else:
+                results.append(move_to(o, d, 0, axis_size))
+                dims.append(0)
+        dims_box.append(dims)
+        return results
+
+    result = (pe.trace_to_program(fun, in_avals), dims_box[0])
+    per_prog[key] = result
+    return result

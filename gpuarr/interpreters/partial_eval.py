@@ -84,6 +84,9 @@ class StagingTrace(Trace):
         if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
             dt = dtypes.canonicalize_dtype(x.dtype)
             return Literal(np.asarray(x, dt)[()], ShapedArray((), dt))
+        if getattr(x, "weak_type", False) and getattr(x, "ndim", None) == 0 and hasattr(x, "_value"):
+            # A weakly typed scalar Array (a promoted Python scalar) is written inline.
+            return Literal(np.asarray(x)[()], x.aval)
         return self._const(x)
 
     def _const(self, x) -> Var:

@@ -13,3 +13,7 @@ from gpuarr.lax.lax import (  # noqa: F401
 from gpuarr.lax import lax  # noqa: F401
 
 not_ = bitwise_not
+from gpuarr.lax.special import (  # noqa: F401
+    bitcast_convert_type, clamp, clz, digamma, erf, erf_inv, erfc, lgamma, polygamma,
+    population_count,
+)

@@ -1022,7 +1022,7 @@ def argmin(operand, axis: int, index_dtype):
 
 def _slice_impl(x, start_indices, limit_indices, strides=None):
     strides = strides or (1,) * len(start_indices)
-    return x[tuple(slice(s, e, st) for s, e, st in zip(start_indices, limit_indices, strides))]
+    return x[tuple(builtins.slice(s, e, st) for s, e, st in zip(start_indices, limit_indices, strides))]
 
 
 def _slice_abstract(x, start_indices, limit_indices, strides=None):

@@ -63,13 +63,10 @@ def _convert(x, dt, weak):
 
 
 def _weak_scalar(x, dt):
-    """A Python scalar as a weakly typed 0-d value of dtype `dt`."""
-    from gpuarr.core import current_trace
-    from gpuarr.dispatch import eval_trace, wrap
-    val = np.asarray(x, dt)[()] if not (dtypes.is_int(dt) and isinstance(x, float)) else np.asarray(x).astype(dt)[()]
-    if current_trace() is eval_trace:
-        return wrap(np.asarray(val), True)
-    return lax.lax._convert_weak(val, dt, True)
+    """A Python scalar as a weakly typed 0-d Array of dtype `dt` (a literal when staged)."""
+    from gpuarr.dispatch import wrap
+    val = np.asarray(x).astype(dt) if dtypes.is_int(dt) and isinstance(x, float) else np.asarray(x, dt)
+    return wrap(val, True)
 
 
 def broadcast_arrays(*args):

@@ -2,11 +2,21 @@
 import numpy as np
 import pytest
 
-from gpuarr.compiler.plan import (
-    Acc, Arg, Const, ElementwiseKernel, Gather, IndexMap, Iota, Load, Op, ReductionKernel,
-    ScatterKernel, Store,
-)
 from gpuarr.compiler import lowering
+from gpuarr.compiler.plan import (
+    Acc,
+    Arg,
+    Const,
+    ElementwiseKernel,
+    Gather,
+    IndexMap,
+    Iota,
+    Load,
+    Op,
+    ReductionKernel,
+    ScatterKernel,
+    Store,
+)
 
 pytestmark = pytest.mark.kernels
 rng = np.random.default_rng(0)

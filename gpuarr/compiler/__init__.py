@@ -1,0 +1,36 @@
+"""The kernel compiler: passes (Program -> Program), fusion (Program -> KernelPlan), rendering
+(KernelPlan -> LaunchPlan of CUDA C / OpenCL C source). Backends run LaunchPlans.
+
+`compile_closed(closed)` is what a kernel platform calls: fuse, render, log the compilation
+when `config.log_compiles` is on (logger "gpuarr"), and dump sources to GPUARR_DUMP_DIR.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+logger = logging.getLogger("gpuarr")
+
+
+def plan_closed(closed, options=None):
+    """The KernelPlan of a ClosedProgram (passes are assumed to have run already)."""
+    from gpuarr.compiler import fusion, passes
+    program = closed.program
+    inplace = passes.inplace_operands(program)
+    return fusion.fuse(program, closed.consts, options, inplace)
+
+
+def compile_closed(closed, options=None):
+    """Fuse and render a ClosedProgram into a LaunchPlan (see gpuarr.compiler.plan)."""
+    from gpuarr.compiler import render
+    from gpuarr.config import config
+    start = time.perf_counter()
+    plan = plan_closed(closed, options)
+    launch_plan = render.render_plan(plan)
+    if config.log_compiles:
+        kernels = [s.name for s in launch_plan.steps if s.kind == "launch"]
+        host = [s.name for s in launch_plan.steps if s.kind == "host"]
+        logger.warning("Compiled a program of %d equations into %d kernels %s and %d host steps %s "
+                       "in %.1f ms", len(closed.program.eqns), len(kernels), kernels, len(host),
+                       host, 1e3 * (time.perf_counter() - start))
+    return launch_plan

@@ -1,0 +1,567 @@
+"""User-defined derivative rules: `custom_jvp` and `custom_vjp`, as in jax.custom_derivatives.
+
+A decorated function is bound as one primitive (`custom_jvp_call` / `custom_vjp_call`) whose
+params hold the traced primal function and the user's rules. Evaluating it runs the primal
+function; its JVP rule calls the user's rule; under vmap both the function and the rules are
+batched; under jit it stays one equation of the Program. For custom_vjp, the JVP rule runs
+`fwd` and emits a `custom_lin` equation on the tangents whose transpose calls `bwd` with the
+residuals: linearize stages it into the linear Program, and `backward_pass` transposes it.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from gpuarr import dtypes, tree_util
+from gpuarr.backends import numpy_backend
+from gpuarr.core import (
+    Primitive,
+    ShapedArray,
+    abstract_eval_rules,
+    current_trace,
+    eval_closed,
+    get_aval,
+)
+from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters import partial_eval as pe
+from gpuarr.interpreters.ad import Zero
+from gpuarr.interpreters.batching import not_mapped
+
+__all__ = ["custom_jvp", "custom_vjp", "closure_convert", "linear_call"]
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _eager() -> bool:
+    from gpuarr.dispatch import eval_trace
+    return current_trace() is eval_trace
+
+
+def _split_nondiff(args, nondiff_argnums):
+    """(static args in order, the remaining args, and a function merging them back)."""
+    nondiff = tuple(args[i] for i in nondiff_argnums)
+    diff = tuple(a for i, a in enumerate(args) if i not in nondiff_argnums)
+
+    def merge(dargs):
+        it = iter(dargs)
+        return tuple(args[i] if i in nondiff_argnums else next(it) for i in range(len(args)))
+
+    return nondiff, diff, merge
+
+
+def _resolve_args(fun, args, kwargs):
+    """Fold keyword arguments into positional ones using `fun`'s signature, as JAX does."""
+    if not kwargs:
+        return tuple(args)
+    import inspect
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return tuple(bound.args) + tuple(bound.kwargs.values())
+
+
+def _trace_flat(flat_fun, flat_args):
+    """Stage `flat_fun` over the avals of `flat_args`; tracer consts become leading inputs."""
+    avals = [get_aval(x).strip_weak_type() if not isinstance(x, (bool, int, float, complex))
+             else get_aval(x) for x in flat_args]
+    closed = pe.trace_to_program(flat_fun, avals)
+    closed, hoisted = pe.hoist_tracer_consts(closed)
+    return closed, hoisted
+
+
+def _aval_matches(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _zeros_for(aval):
+    """A zero tangent value for a primal of type `aval` (float0 for integer primals)."""
+    return ad.instantiate(Zero(ad.tangent_aval(aval)))
+
+
+def _eval_call(*args, call_jaxpr, **_):
+    # Python scalars reach impl rules as they are; the compiled Program wants NumPy values.
+    args = [np.asarray(a, v.dtype) if not isinstance(a, np.ndarray) else a
+            for a, v in zip(args, call_jaxpr.in_avals, strict=True)]
+    return numpy_backend.compile_closed(call_jaxpr)(*args)
+
+
+def _call_abstract(*avals, call_jaxpr, **_):
+    return list(call_jaxpr.out_avals)
+
+
+# ---------------------------------------------------------------- custom_jvp
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+numpy_backend.impl_rules[custom_jvp_call_p] = _eval_call
+abstract_eval_rules[custom_jvp_call_p] = _call_abstract
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, name, call_jaxpr, jvp, symbolic_zeros):
+    tangents = [ad.instantiate(t) for t in tangents]
+    outs, touts = jvp(list(primals), tangents)
+    touts = [Zero(ad.tangent_aval(get_aval(o))) if getattr(t, "dtype", None) == dtypes.float0
+             else t for o, t in zip(outs, touts, strict=True)]
+    return outs, touts
+
+
+def _custom_jvp_call_batch(axis_size, vals, dims, *, name, call_jaxpr, jvp, symbolic_zeros):
+    vals = [batching.move_to(v, d, 0, axis_size) if d is not not_mapped else v
+            for v, d in zip(vals, dims, strict=True)]
+    in_dims = tuple(not_mapped if d is not_mapped else 0 for d in dims)
+    batched_call = batching.batch_program(call_jaxpr, axis_size, in_dims)
+    n_out = len(call_jaxpr.out_avals)
+
+    def batched_jvp(primals, tangents):
+        # A tangent has its primal's shape one level up, so it is batched where its primal is.
+        t_dims = tuple(not_mapped if getattr(t, "dtype", None) == dtypes.float0 else d
+                       for t, d in zip(tangents, in_dims, strict=True))
+        tangents = [np.zeros(np.shape(t)[1:], dtypes.float0)
+                    if getattr(t, "dtype", None) == dtypes.float0 and d is not not_mapped else t
+                    for t, d in zip(tangents, in_dims, strict=True)]
+        n = len(primals)
+
+        def flat(*xs):
+            p, t = jvp(list(xs[:n]), list(xs[n:]))
+            return list(p) + [ad.instantiate(x) for x in t]
+
+        outs, out_dims = batching.batch_flat(flat, axis_size, list(primals) + tangents,
+                                             in_dims + t_dims)
+        outs = [batching.move_to(o, d, 0, axis_size) if getattr(o, "dtype", None) != dtypes.float0
+                else o for o, d in zip(outs, out_dims, strict=True)]
+        return outs[:n_out], outs[n_out:]
+
+    batched_jvp.__name__ = getattr(jvp, "__name__", "jvp")
+    outs = custom_jvp_call_p.bind(*vals, name=name, call_jaxpr=batched_call, jvp=batched_jvp,
+                                  symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+class custom_jvp:
+    """Give `fun` a custom forward-mode rule: `@f.defjvp` takes `rule(primals, tangents) ->
+    (primal_out, tangent_out)`; `nondiff_argnums` marks arguments passed to the rule as
+    leading static values. Reverse mode works through the rule too (it must be linear in the
+    tangents), and the function composes with jit, vmap and grad, as jax.custom_jvp."""
+
+    def __init__(self, fun: Callable, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """Register `jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One rule per argument: `jvps[i](g_i, primal_out, *primals)` is tangent term i
+        (None for an argument whose tangent contributes nothing)."""
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals, tangents):
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents, strict=True):
+                if rule is None or getattr(t, "dtype", None) == dtypes.float0:
+                    continue
+                term = rule(t, out, *primals)
+                total = term if total is None else tree_util.tree_map(
+                    lambda a, b: a + b, total, term)
+            if total is None:
+                total = tree_util.tree_map(lambda o: _zeros_for(get_aval(o)), out)
+            return out, total
+
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
+                                 "using defjvp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        if _eager():
+            return self.fun(*args)
+        nondiff, diff, merge = _split_nondiff(args, self.nondiff_argnums)
+        flat_args, in_tree = tree_util.tree_flatten(diff)
+        out_trees = []
+
+        def flat_fun(*flat):
+            out = self.fun(*merge(tree_util.tree_unflatten(in_tree, list(flat))))
+            leaves, tree = tree_util.tree_flatten(out)
+            out_trees.append(tree)
+            return leaves
+
+        closed, hoisted = _trace_flat(flat_fun, flat_args)
+        jvp = _flat_jvp_rule(self, nondiff, in_tree, out_trees[0], closed, len(hoisted))
+        outs = custom_jvp_call_p.bind(*hoisted, *flat_args, name=self.__name__,
+                                      call_jaxpr=closed, jvp=jvp,
+                                      symbolic_zeros=self.symbolic_zeros)
+        return tree_util.tree_unflatten(out_trees[0], outs)
+
+
+def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts):
+    """The user's rule over flat lists (consts first), checking what it returns."""
+    out_avals = closed.out_avals
+
+    def jvp(primals, tangents):
+        consts, c_tans = primals[:n_consts], tangents[:n_consts]
+        primals, tangents = primals[n_consts:], tangents[n_consts:]
+        p_tree = tree_util.tree_unflatten(in_tree, list(primals))
+        t_tree = tree_util.tree_unflatten(in_tree, list(tangents))
+        res = cj.jvp(*nondiff, tuple(p_tree), tuple(t_tree))
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} must "
+                            "produce a pair (list or tuple of length two) representing primal "
+                            f"and tangent outputs, but got {res!r}.")
+        p_out, t_out = res
+        p_flat, p_tree_out = tree_util.tree_flatten(p_out)
+        t_flat, t_tree_out = tree_util.tree_flatten(t_out)
+        if p_tree_out != out_tree:
+            raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} must "
+                            "produce primal outputs with equal container (pytree) structures "
+                            f"to those of the primal function: {out_tree} vs {p_tree_out}.")
+        if t_tree_out != p_tree_out:
+            raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} must "
+                            "produce primal and tangent outputs with equal container (pytree) "
+                            f"structures, but got {p_tree_out} and {t_tree_out} respectively.")
+        for p, t, aval in zip(p_flat, t_flat, out_avals, strict=True):
+            pa, ta = get_aval(p), get_aval(t)
+            want = ad.tangent_aval(aval)
+            if pa.shape != aval.shape or ta.shape != want.shape or (
+                    ta.dtype != want.dtype and dtypes.is_float(want.dtype)
+                    and not dtypes.is_float(ta.dtype)):
+                raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} "
+                                "must produce primal and tangent outputs with corresponding "
+                                f"shapes and dtypes; the primal function gives "
+                                f"{aval.str_short()}, the rule gives primal {pa.str_short()} and "
+                                f"tangent {ta.str_short()}.")
+        t_flat = [t if get_aval(t).dtype == aval.dtype or not dtypes.is_float(aval.dtype)
+                  else _cast(t, aval.dtype) for t, aval in zip(t_flat, out_avals)]
+        if n_consts and any(type(t) is not Zero and getattr(t, "dtype", None) != dtypes.float0
+                            for t in c_tans):
+            # Closed-over differentiated values: their part of the derivative comes from the
+            # primal function itself (the rule only covers the explicit arguments).
+            def of_consts(*cs):
+                return eval_closed(closed, *cs, *primals)
+            _, extra = ad.jvp_flat(of_consts, list(consts), list(c_tans))
+            t_flat = [ad.add_tangents(t, e) for t, e in zip(t_flat, extra, strict=True)]
+        return p_flat, t_flat
+
+    jvp.__name__ = _name(cj.jvp)
+    return jvp
+
+
+def _cast(x, dtype):
+    from gpuarr import lax
+    return lax.convert_element_type(x, dtype)
+
+
+def _name(f) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+# ---------------------------------------------------------------- custom_vjp
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+numpy_backend.impl_rules[custom_vjp_call_p] = _eval_call
+abstract_eval_rules[custom_vjp_call_p] = _call_abstract
+
+# The linear part of a custom_vjp function: inputs are residuals then tangents; its transpose
+# calls the user's bwd. Forward-mode evaluation of it is an error, as in JAX.
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+
+
+def _custom_lin_impl(*args, num_res, bwd, out_avals, in_float):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function; use "
+                    "reverse mode (grad, vjp, jacrev) or define the function with custom_jvp.")
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_float):
+    res = args[:num_res]
+    cts = [ad.instantiate(Zero(a)) if type(c) is Zero else c
+           for c, a in zip(cts, out_avals, strict=True)]
+    cts_in = bwd(list(res), cts)
+    cts_in = [c for c, f in zip(cts_in, in_float, strict=True) if f]
+    return [None] * num_res + cts_in
+
+
+numpy_backend.impl_rules[custom_lin_p] = _custom_lin_impl
+abstract_eval_rules[custom_lin_p] = lambda *avals, num_res, bwd, out_avals, in_float: [
+    ad.tangent_aval(a) for a in out_avals]
+ad.transpose_rules[custom_lin_p] = _custom_lin_transpose
+
+
+def _custom_lin_jvp(primals, tangents, **params):
+    _custom_lin_impl(**params)
+
+
+ad.jvp_rules[custom_lin_p] = _custom_lin_jvp
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, name, bwd, call_jaxpr, fwd, symbolic_zeros):
+    outs, res = fwd(list(primals))
+    in_float = tuple(dtypes.is_float(get_aval(p).dtype) or dtypes.is_complex(get_aval(p).dtype)
+                     for p in primals)
+    tans = [ad.instantiate(t) for t, f in zip(tangents, in_float, strict=True) if f]
+    out_avals = tuple(get_aval(o).strip_weak_type() for o in outs)
+    touts = custom_lin_p.bind(*res, *tans, num_res=len(res), bwd=bwd, out_avals=out_avals,
+                              in_float=in_float)
+    touts = [Zero(ad.tangent_aval(a)) if ad.tangent_aval(a).dtype == dtypes.float0 else t
+             for t, a in zip(touts, out_avals, strict=True)]
+    return outs, touts
+
+
+def _custom_vjp_call_batch(axis_size, vals, dims, *, name, bwd, call_jaxpr, fwd, symbolic_zeros):
+    vals = [batching.move_to(v, d, 0, axis_size) if d is not not_mapped else v
+            for v, d in zip(vals, dims, strict=True)]
+    in_dims = tuple(not_mapped if d is not_mapped else 0 for d in dims)
+    batched_call = batching.batch_program(call_jaxpr, axis_size, in_dims)
+    n_out = len(call_jaxpr.out_avals)
+    res_dims = []
+
+    def batched_fwd(primals):
+        def flat(*xs):
+            outs, res = fwd(list(xs))
+            return list(outs) + list(res)
+
+        outs, out_dims = batching.batch_flat(flat, axis_size, list(primals), in_dims)
+        res_dims[:] = out_dims[n_out:]
+        outs = [batching.move_to(o, d, 0, axis_size) if i < n_out else o
+                for i, (o, d) in enumerate(zip(outs, out_dims, strict=True))]
+        return outs[:n_out], outs[n_out:]
+
+    def batched_bwd(res, cts):
+        # Output cotangents are batched at 0 (the outputs are); inputs that were not batched
+        # get the sum over the batch of their per-example cotangents.
+        def flat(*xs):
+            return [ad.instantiate(c) if c is not None else c
+                    for c in bwd(list(xs[:len(res)]), list(xs[len(res):]))]
+
+        cts_in, ct_dims = batching.batch_flat(flat, axis_size, list(res) + list(cts),
+                                              tuple(res_dims) + (0,) * len(cts))
+        out = []
+        for c, d, want in zip(cts_in, ct_dims, in_dims, strict=True):
+            if c is None or getattr(c, "dtype", None) == dtypes.float0:
+                out.append(c)
+            elif want is not_mapped:
+                out.append(c if d is not_mapped else _sum_axis(c, d))
+            else:
+                out.append(batching.move_to(c, d, 0, axis_size))
+        return out
+
+    batched_fwd.__name__ = _name(fwd)
+    batched_bwd.__name__ = _name(bwd)
+    outs = custom_vjp_call_p.bind(*vals, name=name, bwd=batched_bwd, call_jaxpr=batched_call,
+                                  fwd=batched_fwd, symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+def _sum_axis(x, axis):
+    from gpuarr import lax
+    return lax.reduce_sum(x, (axis,))
+
+
+ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+class custom_vjp:
+    """Give `fun` a custom reverse-mode rule: `f.defvjp(fwd, bwd)` with `fwd(*args) ->
+    (out, residuals)` and `bwd(residuals, out_cotangent) -> tuple of input cotangents` (one
+    per argument; None means zero). `nondiff_argnums` arguments are passed first to both
+    rules. Forward mode (jvp, jacfwd) raises TypeError, as in jax.custom_vjp."""
+
+    def __init__(self, fun: Callable, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+        self.symbolic_zeros = False
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+               optimize_remat: bool = False) -> None:
+        """Register the forward pass `fwd` and the backward pass `bwd`."""
+        self.fwd = fwd
+        self.bwd = bwd
+        self.symbolic_zeros = symbolic_zeros
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
+                                 "using defvjp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        if _eager():
+            return self.fun(*args)
+        nondiff, diff, merge = _split_nondiff(args, self.nondiff_argnums)
+        flat_args, in_tree = tree_util.tree_flatten(diff)
+        out_trees = []
+
+        def flat_fun(*flat):
+            out = self.fun(*merge(tree_util.tree_unflatten(in_tree, list(flat))))
+            leaves, tree = tree_util.tree_flatten(out)
+            out_trees.append(tree)
+            return leaves
+
+        closed, hoisted = _trace_flat(flat_fun, flat_args)
+        if hoisted:
+            raise TypeError(
+                f"custom_vjp function {self.__name__} closes over values that are being "
+                "transformed (traced values from an enclosing grad/jvp/vmap). Pass them as "
+                "explicit arguments, or use gpuarr.closure_convert to hoist them.")
+        fwd, bwd = _flat_vjp_rules(self, nondiff, merge, in_tree, out_trees[0], closed)
+        outs = custom_vjp_call_p.bind(*flat_args, name=self.__name__, bwd=bwd,
+                                      call_jaxpr=closed, fwd=fwd,
+                                      symbolic_zeros=self.symbolic_zeros)
+        return tree_util.tree_unflatten(out_trees[0], outs)
+
+
+def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
+    in_avals = closed.in_avals
+    res_trees = []
+
+    def fwd(primals):
+        args = merge(tree_util.tree_unflatten(in_tree, list(primals)))
+        diff = [a for i, a in enumerate(args) if i not in cv.nondiff_argnums]
+        res = cv.fwd(*nondiff, *diff) if cv.nondiff_argnums else cv.fwd(*args)
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise TypeError(f"Custom VJP fwd rule {_name(cv.fwd)} for function {cv.__name__} "
+                            "must produce a pair (list or tuple of length two) where the first "
+                            "element represents the primal output and the second element "
+                            f"represents residuals, but got {res!r}.")
+        out, residuals = res
+        o_flat, o_tree = tree_util.tree_flatten(out)
+        if o_tree != out_tree:
+            raise TypeError(f"Custom VJP fwd rule {_name(cv.fwd)} for function {cv.__name__} "
+                            "must produce a pair where the first element has the same container "
+                            f"(pytree) structure as the primal function output: {out_tree} vs "
+                            f"{o_tree}.")
+        r_flat, r_tree = tree_util.tree_flatten(residuals)
+        res_trees[:] = [r_tree]
+        return o_flat, r_flat
+
+    def bwd(res, cts):
+        residuals = tree_util.tree_unflatten(res_trees[0], list(res))
+        ct = tree_util.tree_unflatten(out_tree, list(cts))
+        got = cv.bwd(*nondiff, residuals, ct)
+        if not isinstance(got, (tuple, list)):
+            raise TypeError(f"Custom VJP bwd rule {_name(cv.bwd)} must produce a tuple of "
+                            f"cotangents, one per differentiable argument, but got {got!r}.")
+        n_args = len(tree_util.tree_unflatten(in_tree, [0] * len(in_avals)))
+        got = tuple(got)
+        if len(got) != n_args:
+            raise TypeError(f"Custom VJP bwd rule must produce an output with the same container "
+                            f"(pytree) structure as the args tuple of the primal function, and "
+                            f"in particular must produce a tuple of length equal to the number "
+                            f"of arguments to the primal function, but got bwd output of length "
+                            f"{len(got)} for {n_args} arguments.")
+        flat = _flatten_cts(got, tree_util.tree_unflatten(in_tree, list(in_avals)))
+        return [None if c is None else _match_ct(c, a) for c, a in zip(flat, in_avals)]
+
+    fwd.__name__ = _name(cv.fwd)
+    bwd.__name__ = _name(cv.bwd)
+    return fwd, bwd
+
+
+def _flatten_cts(cts, avals_tree):
+    """Flatten bwd's output against the argument tree; None stands for a zero subtree."""
+    out = []
+    for ct, sub in zip(cts, avals_tree, strict=True):
+        n = len(tree_util.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ShapedArray)))
+        if ct is None:
+            out.extend([None] * n)
+            continue
+        leaves = tree_util.tree_leaves(ct, is_leaf=lambda x: x is None)
+        if len(leaves) != n:
+            raise TypeError(f"Custom VJP bwd rule produced a cotangent with {len(leaves)} leaves "
+                            f"for an argument with {n}; its structure must match the argument.")
+        out.extend(leaves)
+    return out
+
+
+def _match_ct(ct, aval):
+    if getattr(ct, "dtype", None) == dtypes.float0:
+        return None
+    shape = get_aval(ct).shape
+    if shape != aval.shape:
+        raise ValueError(f"Custom VJP bwd rule must produce an output with shapes/dtypes as "
+                         f"expected by the primal arguments, got a cotangent of shape {shape} "
+                         f"for an argument of shape {aval.shape}.")
+    if get_aval(ct).dtype != aval.dtype and dtypes.is_float(aval.dtype):
+        return _cast(ct, aval.dtype)
+    return ct
+
+
+# ---------------------------------------------------------------- closure_convert
+
+
+def closure_convert(fun: Callable, *example_args):
+    """Return `(converted, consts)`: `converted(*args, *consts)` equals `fun(*args)`, with the
+    floating-point values `fun` closes over (including traced ones) hoisted into `consts`,
+    so a custom_vjp function can differentiate with respect to them."""
+    flat_args, in_tree = tree_util.tree_flatten(example_args)
+    out_trees = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        leaves, tree = tree_util.tree_flatten(out)
+        out_trees.append(tree)
+        return leaves
+
+    avals = [get_aval(x) for x in flat_args]
+    closed = pe.trace_to_program(flat_fun, avals)
+    prog = closed.program
+    hoist = [dtypes.is_float(v.aval.dtype) or dtypes.is_complex(v.aval.dtype)
+             for v in prog.constvars]
+    consts = [c for c, h in zip(closed.consts, hoist) if h]
+    kept = [c for c, h in zip(closed.consts, hoist) if not h]
+    n_args = len(flat_args)
+
+    def converted(*args_and_consts):
+        split = len(args_and_consts) - len(consts)
+        args, cs = args_and_consts[:split], args_and_consts[split:]
+        flat, tree = tree_util.tree_flatten(tuple(args))
+        if len(flat) != n_args:
+            raise TypeError(f"closure-converted function expects {n_args} argument leaves "
+                            f"followed by {len(consts)} consts, got {len(flat)} leaves.")
+        it_c, it_k = iter(cs), iter(kept)
+        all_consts = [next(it_c) if h else next(it_k) for h in hoist]
+        from gpuarr.core import eval_program
+        outs = eval_program(prog, all_consts, flat)
+        return tree_util.tree_unflatten(out_trees[0], outs)
+
+    return converted, consts
+
+
+# ---------------------------------------------------------------- linear_call
+
+
+def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_args):
+    """Call `fun(residual_args, linear_args)`, a function linear in `linear_args`, whose
+    transpose is `fun_transpose(residual_args, cotangent)` (jax.custom_derivatives.linear_call).
+    Implemented with custom_vjp: the transpose is used as the backward pass."""
+    @custom_vjp
+    def call(res, lin):
+        return fun(res, lin)
+
+    def fwd(res, lin):
+        return fun(res, lin), res
+
+    def bwd(res, ct):
+        return None, fun_transpose(res, ct)
+
+    call.defvjp(fwd, bwd)
+    return call(residual_args, linear_args)

@@ -1,0 +1,244 @@
+"""Every elementwise, layout and reduction primitive through the kernel path, compared with
+the NumPy backend; kernel counts of known programs."""
+import numpy as np
+import pytest
+
+import gpuarr
+import gpuarr.numpy as jnp
+from gpuarr import lax
+from gpuarr.compiler import lowering
+from gpuarr.compiler.plan import HostStep, ReductionKernel
+
+from kernel_harness import check, kernel_count, one_eqn_program, run_kernels
+
+from gpuarr.core import ShapedArray
+
+pytestmark = [pytest.mark.kernels, pytest.mark.usefixtures("pocl", "have_nvrtc")]
+rng = np.random.default_rng(1)
+
+UNIT = ["asin", "acos", "atanh"]
+ABOVE_ONE = ["acosh"]
+POSITIVE = ["log", "sqrt", "rsqrt", "log1p", "lgamma"]
+FLOAT_UNARY = ["neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "log1p",
+               "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+               "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "abs"]
+
+
+def float_input(name, shape=(5, 7), dtype=np.float32):
+    if name in UNIT:
+        x = rng.uniform(-0.9, 0.9, shape)
+    elif name in ABOVE_ONE:
+        x = rng.uniform(1.1, 4, shape)
+    elif name in POSITIVE:
+        x = rng.uniform(0.1, 4, shape)
+    else:
+        x = rng.uniform(-3, 3, shape)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("name", FLOAT_UNARY)
+def test_float_unary(name):
+    prim = getattr(lax.lax, f"{name}_p")
+    x = float_input(name)
+    check(lambda x: prim.bind(x), x)
+
+
+@pytest.mark.parametrize("name", ["round", "round_even"])
+def test_round(name):
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4, -2.6], np.float32)
+    method = 1 if name == "round_even" else 0
+    closed = one_eqn_program(lax.lax.round_p, {"rounding_method": method}, ShapedArray((7,), np.float32), x)
+    check(closed, x, exact=True)
+
+
+FLOAT_BINARY = ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter"]
+
+
+@pytest.mark.parametrize("name", FLOAT_BINARY)
+def test_float_binary(name):
+    prim = getattr(lax.lax, f"{name}_p")
+    x = float_input("log" if name == "pow" else "x")
+    y = float_input("x")
+    y[0, :3] = [0.0, np.nan, np.inf]
+    check(lambda x, y: prim.bind(x, y), x, y)
+
+
+INT_BINARY = ["add", "sub", "mul", "div", "rem", "max", "min", "and", "or", "xor",
+              "shift_left", "shift_right_arithmetic", "shift_right_logical"]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int8, np.uint32])
+@pytest.mark.parametrize("name", INT_BINARY)
+def test_int_binary(name, dtype):
+    prim = getattr(lax.lax, f"{name}_p")
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (6, 5), endpoint=True).astype(dtype)
+    y = rng.integers(info.min, info.max, (6, 5), endpoint=True).astype(dtype)
+    if name.startswith("shift"):
+        y = rng.integers(0, 40, (6, 5)).astype(dtype)
+    y[0, 0] = 0
+    check(lambda x, y: prim.bind(x, y), x, y)
+
+
+@pytest.mark.parametrize("name", ["eq", "ne", "lt", "le", "gt", "ge"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_compare(name, dtype):
+    prim = getattr(lax.lax, f"{name}_p")
+    x = rng.integers(0, 3, (4, 6)).astype(dtype)
+    y = rng.integers(0, 3, (4, 6)).astype(dtype)
+    check(lambda x, y: prim.bind(x, y), x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.uint8])
+def test_not_abs_sign(dtype):
+    x = rng.integers(-5 if dtype == np.int32 else 0, 5, (9,)).astype(dtype)
+    check(lambda x: lax.bitwise_not(x) if hasattr(lax, "bitwise_not") else lax.lax.not_p.bind(x), x)
+    if dtype == np.int32:
+        check(lambda x: lax.abs(x) + lax.sign(x) + lax.integer_pow(x, 3), x)
+
+
+def test_select_clamp_and_logic():
+    x = float_input("x", (8, 3))
+    y = float_input("x", (8, 3))
+    check(lambda x, y: lax.select(x > y, x * 2, y - 1), x, y)
+    check(lambda x, y: jnp.where(x > 0, jnp.log(jnp.abs(x) + 1), 0.0) + jnp.clip(y, -1, 1), x, y)
+    check(lambda x: lax.select_n(lax.convert_element_type(x > 0, np.int32), x, -x), x)
+
+
+CASTS = [(np.float32, np.uint8), (np.float32, np.int32), (np.float32, np.int8),
+         (np.float32, np.bool_), (np.int32, np.float32), (np.uint8, np.int32),
+         (np.int32, np.int8), (np.bool_, np.float32), (np.float32, np.uint32)]
+
+
+@pytest.mark.parametrize("src,dst", CASTS)
+def test_convert(src, dst):
+    if np.dtype(src).kind == "f":
+        x = np.array([np.nan, -np.inf, np.inf, -1e10, 1e10, -1.7, 2.9, 254.0, 255.5, 256.0, 0.0,
+                      -0.0, 1e-42], src)
+    else:
+        x = rng.integers(0, 2 if src == np.bool_ else 200, 13).astype(src)
+    check(lambda x: lax.convert_element_type(x, dst), x)
+
+
+def test_saturating_cast_known_answer():
+    got = gpuarr.jit(lambda: jnp.arange(254.0, 258.0).astype("uint8"))
+    del got
+    check(lambda x: (x + jnp.arange(254.0, 258.0)).astype("uint8"), np.float32(0))
+
+
+def test_integer_pow_and_iota():
+    x = float_input("x", (3, 4))
+    check(lambda x: lax.integer_pow(x, 3) - lax.integer_pow(x, -2) + lax.integer_pow(x, 0), x)
+    check(lambda x: x + lax.broadcasted_iota(np.float32, (3, 4), 1) * lax.broadcasted_iota(
+        np.float32, (3, 4), 0), x)
+
+
+def test_layout_ops_fuse_into_one_kernel():
+    x = float_input("x", (4, 6))
+    y = float_input("x", (6,))
+
+    def f(x, y):
+        a = jnp.exp(x).T                        # transpose
+        b = a.reshape(3, 2, 4)                  # reshape of a transpose
+        c = lax.rev(b, (2,))                    # reverse
+        return c * jnp.sin(y.reshape(3, 2))[:, :, None] + jnp.tanh(c)
+    plan = check(f, x, y)
+    assert kernel_count(plan) == 1
+
+
+def test_slices_are_index_maps():
+    x = float_input("x", (5, 9))
+    (got,), plan = run_kernels(lambda x: lax.slice(jnp.exp(x), (1, 0), (5, 9), (2, 3)) * 2.0, x)
+    np.testing.assert_allclose(got, np.exp(x)[1:5:2, 0:9:3] * 2, rtol=1e-6)
+    assert kernel_count(plan) == 1
+
+
+def test_six_op_elementwise_chain_is_one_kernel():
+    x = float_input("x", (64, 33))
+    y = float_input("x", (33,))
+    plan = check(lambda x, y: jnp.tanh(jnp.exp(x) * 2.0 + y) - jnp.sqrt(jnp.abs(x)) / 3.0, x, y)
+    assert kernel_count(plan) == 1
+
+
+def softmax(x, axis=-1):
+    m = jnp.max(x, axis=axis, keepdims=True)
+    e = jnp.exp(x - m)
+    return e / jnp.sum(e, axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_at_most_two_kernels(axis):
+    x = rng.standard_normal((16, 70)).astype(np.float32)
+    plan = check(lambda x: softmax(x, axis), x)
+    assert kernel_count(plan) <= 2
+    assert all(not isinstance(s, HostStep) for s in plan.steps)
+
+
+REDUCE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"]
+
+
+@pytest.mark.parametrize("shape,axes", [((7, 300), (1,)), ((300, 7), (0,)), ((4, 5, 6), (0, 2)),
+                                        ((1000,), (0,)), ((3, 1, 4), (1,)), ((6, 5, 40), (1, 2)),
+                                        ((5, 4), ())])
+@pytest.mark.parametrize("name", REDUCE)
+def test_reductions(name, shape, axes):
+    x = (rng.random(shape) + 0.5).astype(np.float32)
+    prim = getattr(lax.lax, f"{name}_p")
+    check(lambda x: prim.bind(x, axes=axes), x, rtol=1e-4)
+    check(lambda x: jnp.sqrt(prim.bind(jnp.exp(x) * 2, axes=axes)) + 1, x, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_, np.int8])
+def test_integer_reductions(dtype):
+    x = rng.integers(0, 3, (9, 70)).astype(dtype)
+    for name in ["reduce_max", "reduce_min"] + (["reduce_and", "reduce_or"] if dtype == np.bool_
+                                                else ["reduce_sum"]):
+        prim = getattr(lax.lax, f"{name}_p")
+        check(lambda x: prim.bind(x, axes=(1,)), x)
+        check(lambda x: prim.bind(x, axes=(0, 1)), x)
+
+
+def test_reduction_post_map_and_nan():
+    x = rng.standard_normal((12, 40)).astype(np.float32)
+    x[3, 5] = np.nan
+    plan = check(lambda x: jnp.log(jnp.sum(jnp.exp(x), axis=1)) * 2.0, x)
+    assert kernel_count(plan) == 1
+    check(lambda x: jnp.max(x, axis=1) - jnp.min(x, axis=1), x)
+
+
+def test_mean_var_and_library_calls():
+    x = rng.standard_normal((10, 20)).astype(np.float32)
+    w = rng.standard_normal((20, 5)).astype(np.float32)
+    plan = check(lambda x, w: jnp.tanh(x @ w + 1.0).sum(0) + x.mean(), x, w, rtol=1e-4)
+    assert any(isinstance(s, HostStep) and s.role == "library" for s in plan.steps)
+    check(lambda x: jnp.var(x, axis=0), x, rtol=1e-4)
+
+
+def test_every_kernel_primitive_has_a_lowering():
+    """Every primitive of gpuarr.lax has a kernel lowering or sits on an explicit host list."""
+    missing = []
+    for prim in lowering.all_primitives():
+        kind, _ = lowering.lowering_of(prim)
+        if kind == "fallback" and prim.name not in lowering.HOST_FALLBACK:
+            missing.append(prim.name)
+    assert not missing, f"primitives with neither a kernel lowering nor a host fallback: {missing}"
+
+
+def test_host_fallback_runs():
+    x = float_input("x", (3, 4))
+    plan = check(lambda x: jnp.concatenate([jnp.exp(x), x], axis=0) * 2, x)
+    assert any(isinstance(s, HostStep) and s.role == "fallback" for s in plan.steps)
+
+
+def test_expensive_broadcast_is_materialized():
+    x = float_input("x", (8,))
+    y = float_input("x", (256, 8))
+    plan = check(lambda x, y: jnp.exp(jnp.sin(x))[None, :] * y, x, y)
+    assert kernel_count(plan) == 2
+    assert any("broadcast" in k.reason for k in plan.kernels)
+
+
+def test_reductions_fuse_elementwise_producers():
+    x = float_input("x", (30, 50))
+    plan = check(lambda x: jnp.sum(jnp.tanh(x) * 2.0 + 1.0, axis=0), x, rtol=1e-4)
+    assert kernel_count(plan) == 1 and isinstance(plan.kernels[0], ReductionKernel)

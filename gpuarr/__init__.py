@@ -20,4 +20,11 @@ from gpuarr.tree_util import (  # noqa: F401
     tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten,
 )
 
+# Automatic differentiation: custom rules, checkpointing, Jacobians.
+from gpuarr.api import hessian, jacfwd, jacobian, jacrev, linear_transpose  # noqa: F401, E402
+from gpuarr.custom_derivatives import closure_convert, custom_jvp, custom_vjp  # noqa: F401, E402
+from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401, E402
+from gpuarr import custom_derivatives, ad_checkpoint  # noqa: F401, E402
+from gpuarr.lax import stop_gradient  # noqa: F401, E402
+
 __version__ = "0.1.0"

@@ -5,7 +5,7 @@ import functools
 import inspect
 import logging
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -819,6 +819,178 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 
     res = (tree_util.tree_unflatten(out_tree, outs_p), f_jvp)
     return res + (out_box[1],) if has_aux else res
+
+
+def _std_basis(flat_avals):
+    """Rows of an identity matrix, one per input element, split back into the input leaves."""
+    sizes = [a.size for a in flat_avals]
+    total = sum(sizes)
+    dtype = dtypes.result_type(*[a.dtype for a in flat_avals]) if flat_avals else np.float32
+    eye = np.eye(total, dtype=dtype)
+    out, start = [], 0
+    for a, n in zip(flat_avals, sizes):
+        out.append(to_device_array(eye[:, start:start + n].reshape((total,) + a.shape)
+                                   .astype(a.dtype)))
+        start += n
+    return out
+
+
+def _jac_check(x, name, holomorphic=False):
+    dt = core.get_aval(x).dtype
+    if not (dtypes.is_float(dt) or dtypes.is_complex(dt)):
+        raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                        "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Jacobian of `fun` by forward mode (vmap of jvp over a basis of input tangents).
+    For output leaf shape `o` and input leaf shape `i` the block has shape `o + i`; the
+    result mirrors the output pytree, then the `argnums` structure, as jax.jacfwd."""
+    argnums_t = _argnums_tuple(argnums)
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        diff_args = tuple(args[i] for i in argnums_t)
+        flat_in, in_tree = tree_util.tree_flatten(diff_args)
+        flat_in = [_as_array(x) for x in flat_in]
+        for x in flat_in:
+            _jac_check(x, "jacfwd")
+        in_avals = [core.get_aval(x) for x in flat_in]
+
+        def partial_flat(*flat):
+            full = list(args)
+            for i, d in zip(argnums_t, tree_util.tree_unflatten(in_tree, list(flat))):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        def push(*basis):
+            res = jvp(partial_flat, tuple(flat_in), tuple(basis), has_aux=has_aux)
+            return res if has_aux else res[:2]
+
+        basis = _std_basis(in_avals)
+        out = vmap(push, in_axes=0, out_axes=-1)(*basis) if not has_aux else \
+            vmap(push, in_axes=0, out_axes=(None, -1, None))(*basis)
+        y, jac_flat = out[0], out[1]
+        y_leaves, y_tree = tree_util.tree_flatten(y)
+        jac_leaves = tree_util.tree_leaves(jac_flat)
+        per_out = []
+        for yl, jl in zip(y_leaves, jac_leaves):
+            from gpuarr import lax
+            shape = core.get_aval(yl).shape
+            blocks, start = [], 0
+            for a in in_avals:
+                piece = lax.slice_in_dim(jl, start, start + a.size, axis=len(shape))
+                blocks.append(lax.reshape(piece, shape + a.shape))
+                start += a.size
+            per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
+        jac = tree_util.tree_unflatten(y_tree, per_out)
+        return (jac, out[2]) if has_aux else jac
+
+    return jacfun
+
+
+def _pack_argnums(diff_tree, argnums):
+    return diff_tree[0] if isinstance(argnums, int) else tuple(diff_tree)
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+    """The Jacobian of `fun` by reverse mode (vmap of the vjp over a basis of output
+    cotangents); block shapes and pytree layout as in `jacfwd` (jax.jacrev)."""
+    argnums_t = _argnums_tuple(argnums)
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        diff_args = tuple(args[i] for i in argnums_t)
+        for x in tree_util.tree_leaves(diff_args):
+            if not allow_int:
+                _jac_check(x, "jacrev")
+
+        def partial_fun(*dargs):
+            full = list(args)
+            for i, d in zip(argnums_t, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            y, pullback, aux = vjp(partial_fun, *diff_args, has_aux=True)
+        else:
+            y, pullback = vjp(partial_fun, *diff_args)
+        y_leaves, y_tree = tree_util.tree_flatten(y)
+        y_avals = [core.get_aval(v) for v in y_leaves]
+        basis = _std_basis(y_avals)
+
+        def pull(*cts):
+            return tree_util.tree_leaves(pullback(tree_util.tree_unflatten(y_tree, list(cts))))
+
+        cts_flat = vmap(pull)(*basis)
+        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
+        from gpuarr import lax
+        per_out, start = [], 0
+        for ya in y_avals:
+            blocks = []
+            for c, xa in zip(cts_flat, in_leaves):
+                x_shape = core.get_aval(xa).shape
+                piece = c if getattr(c, "dtype", None) == dtypes.float0 else \
+                    lax.slice_in_dim(c, start, start + ya.size, axis=0)
+                if getattr(c, "dtype", None) == dtypes.float0:
+                    blocks.append(np.zeros(ya.shape + x_shape, dtypes.float0))
+                else:
+                    blocks.append(lax.reshape(piece, ya.shape + x_shape))
+            start += ya.size
+            per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
+        jac = tree_util.tree_unflatten(y_tree, per_out)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+jacobian = jacrev
+
+
+def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian of scalar `fun`: `jacfwd(jacrev(fun))` (jax.hessian)."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun`, whose inputs have the shapes and dtypes of
+    `primals`: returns `f_t(cotangent) -> tuple of input cotangents` (jax.linear_transpose)."""
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    in_avals = [core.get_aval(p).strip_weak_type() for p in flat_p]
+    for a in in_avals:
+        if not (dtypes.is_float(a.dtype) or dtypes.is_complex(a.dtype)):
+            raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
+                            f"complex], and integer -> integer functions, but got {a.dtype.name}.")
+    out_box = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_box.append(out_tree)
+        return leaves
+
+    zeros = [np.zeros(a.shape, a.dtype) for a in in_avals]
+    _, linear = ad.linearize_flat(flat_fun, zeros)
+    out_tree = out_box[0]
+    out_avals = linear.out_avals
+
+    def transposed(out_cotangent):
+        cts, ct_tree = tree_util.tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"cotangent tree does not match function output, expected {out_tree} "
+                            f"but got {ct_tree}")
+        for c, a in zip(cts, out_avals):
+            ca = core.get_aval(c)
+            if ca.shape != a.shape or ca.dtype != a.dtype:
+                raise TypeError(f"cotangent type does not match function output, expected "
+                                f"{a.str_short()} but got {ca.str_short()}")
+        cts_in = ad.backward_pass(linear, cts)
+        return tree_util.tree_unflatten(in_tree, [_zero_or(c, a) for c, a in zip(cts_in, in_avals)])
+
+    return transposed
 
 
 # ---------------------------------------------------------------- vmap

@@ -13,8 +13,9 @@ import itertools
 import os
 import sys
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -511,7 +512,8 @@ class Tracer:
 
     def __repr__(self):
         aval = self.aval
-        return f"Traced<ShapedArray({aval.dtype.name}[{','.join(map(str, aval.shape))}])>with<{self._trace!r}>"
+        shape = ",".join(map(str, aval.shape))
+        return f"Traced<ShapedArray({aval.dtype.name}[{shape}])>with<{self._trace!r}>"
 
     def __str__(self):
         return repr(self)

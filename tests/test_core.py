@@ -1,4 +1,4 @@
-"""Core: the Program IR, its printer and typechecker, Array behaviour, promotion (S3, S5, S8, S10, S14, S15)."""
+"""Core: the Program IR, printer, typechecker, Array behaviour, promotion (S3, S5, S8, S10, S14-S16)."""
 import os
 import subprocess
 import sys

@@ -458,9 +458,10 @@ class Fusion:
             return False
         if not all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs):
             return False
-        combiner = {"scatter": "set", "scatter_add": "add", "scatter_mul": "mul",
-                    "scatter_min": "min", "scatter_max": "max"}.get(eqn.prim.name)
+        combiner = lowering.SCATTER_COMBINERS.get(eqn.prim.name)
         if combiner is None or indices.aval.ndim == 0:
+            return False
+        if operand.aval.dtype == np.bool_ and combiner != "set":
             return False
         out = eqn.outvars[0]
         src = self.ensure_buffer(operand)

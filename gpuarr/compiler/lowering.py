@@ -156,15 +156,17 @@ CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "c
            "pure_callback", "io_callback")
 
 # Indexing primitives with kernel lowerings in fusion.py.
-INDEXING = ("gather", "dynamic_slice", "dynamic_update_slice", "scatter", "scatter_add",
-            "scatter_mul", "scatter_min", "scatter_max", "scatter_sub")
+INDEXING = ("gather", "dynamic_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min",
+            "scatter-max")
+SCATTER_COMBINERS = {"scatter": "set", "scatter-add": "add", "scatter-mul": "mul",
+                     "scatter-min": "min", "scatter-max": "max"}
 
 # Primitives known to have no kernel lowering yet: they run on the host through the NumPy
 # backend. The coverage test lists these explicitly.
-HOST_FALLBACK = ("pad", "concatenate", "erf_inv", "digamma", "igamma", "igammac",
-                 "random_gamma_grad", "bessel_i0e", "bessel_i1e", "polygamma", "zeta",
-                 "regularized_incomplete_beta", "copy", "copy_p", "real", "imag", "complex",
-                 "conj", "bitcast_convert_type", "reduce_precision_fallback")
+HOST_FALLBACK = ("pad", "concatenate", "dynamic_update_slice", "erf_inv", "digamma",
+                 "polygamma", "igamma", "igammac", "random_gamma_grad", "bessel_i0e",
+                 "bessel_i1e", "zeta", "regularized_incomplete_beta", "real", "imag", "complex",
+                 "conj", "bitcast_convert_type")
 
 
 def _elementwise_rule(name):

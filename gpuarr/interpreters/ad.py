@@ -95,6 +95,20 @@ jvp_rules[add_any_p] = lambda primals, tangents: (
 transpose_rules[add_any_p] = lambda ct, x, y: [ct, ct]
 
 
+def _add_any_batch(axis_size, vals, dims):
+    from gpuarr.interpreters import batching
+    x, y = (batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims, strict=True))
+    return add_any_p.bind(x, y), 0
+
+
+def _register_add_any_batch():
+    from gpuarr.interpreters import batching
+    batching.batch_rules[add_any_p] = _add_any_batch
+
+
+_register_add_any_batch()
+
+
 # ---------------------------------------------------------------- the JVP trace
 
 
@@ -257,6 +271,8 @@ def linearize_flat(fun: Callable, primals):
     parent = current_trace()
     pe_trace = pe.PartialEvalTrace(parent)
     tangent_ins = [pe_trace.new_arg(tangent_aval(get_aval(p))) for p in primals]
+    # Integer inputs keep an input slot but carry a symbolic zero (their cotangent is float0).
+    tangent_ins = [t if t.aval.dtype != dtypes.float0 else Zero(t.aval) for t in tangent_ins]
     jvp_trace = JVPTrace(pe_trace)
     ins = [JVPTracer(jvp_trace, p, t) for p, t in zip(primals, tangent_ins, strict=True)]
     try:

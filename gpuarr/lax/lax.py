@@ -1448,3 +1448,7 @@ def rev(operand, dimensions):
     """Reverse the order of elements along `dimensions`."""
     dims = tuple(sorted(int(d) for d in dimensions))
     return rev_p.bind(operand, dimensions=dims) if dims else operand
+
+
+# add_any (defined with the JVP machinery) batches like any elementwise binary op.
+batch_rules[ad.add_any_p] = partial(broadcast_batch_rule, ad.add_any_p)

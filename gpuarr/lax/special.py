@@ -22,6 +22,7 @@ from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero
 from gpuarr.interpreters.batching import batch_rules, not_mapped
 from gpuarr.lax.lax import (
     _check_kind,
+    _coerce_scalars,
     _check_same_dtypes,
     _const,
     _never_weak,
@@ -270,16 +271,16 @@ def _clamp_jvp(primals, tangents):
     lo, x, hi = primals
     out = clamp_p.bind(lo, x, hi)
     shape = get_aval(out).shape
-    inside = add(convert_element_type(ge(x, lo), np.int32), convert_element_type(le(x, hi), np.int32))
-    # which: 0 below lo, 1 above hi, 2 inside (lo <= x <= hi).
-    below = convert_element_type(ge(x, lo), np.int32)
-    which = select_n(eq(inside, np.int32(2)), add(np.int32(1), neg(below)), np.int32(2))
-    ts = []
-    for p, t in zip(primals, tangents):
-        t = ad.instantiate(t) if type(t) is Zero else t
-        ts.append(t if get_aval(t).shape == shape else broadcast_in_dim(t, shape, ()))
     if all(type(t) is Zero for t in tangents):
         return out, Zero.from_primal(out)
+    # which: 0 below lo (tangent of lo), 1 above hi (of hi), 2 inside (of x).
+    above_lo = convert_element_type(ge(x, lo), np.int32)
+    inside = add(above_lo, convert_element_type(le(x, hi), np.int32))
+    which = select_n(eq(inside, np.int32(2)), above_lo, np.int32(2))
+    ts = []
+    for t in tangents:
+        t = ad.instantiate(t) if type(t) is Zero else t
+        ts.append(t if get_aval(t).shape == shape else broadcast_in_dim(t, shape, ()))
     return out, select_n(which, ts[0], ts[2], ts[1])
 
 
@@ -369,14 +370,12 @@ clz.__doc__ = "The number of leading zero bits of each integer (lax.clz)."
 
 def polygamma(m, x):
     """The m-th derivative of digamma, psi^(m)(x), for integer-valued m >= 0 (lax.polygamma)."""
-    from gpuarr.lax.lax import _coerce_scalars
     m, x = _coerce_scalars("polygamma", m, x)
     return polygamma_p.bind(m, x)
 
 
 def clamp(min, x, max):
     """Elementwise min(max(x, min), max); `min`/`max` are scalars or have x's shape (lax.clamp)."""
-    from gpuarr.lax.lax import _coerce_scalars
     min, x, max = _coerce_scalars("clamp", min, x, max)
     return clamp_p.bind(min, x, max)
 

@@ -39,10 +39,21 @@ def _same(x):
     return [x]
 
 
-negative = _unary("negative", lax.neg, promote_dtypes_numeric)
-positive = _unary("positive", lambda x: x, promote_dtypes_numeric)
-sign = _unary("sign", lax.sign, promote_dtypes_numeric)
+def _no_bool(name, op):
+    def f(x):
+        if get_aval(x).dtype == np.bool_:
+            raise TypeError(f"jnp.{name} does not accept boolean inputs; convert with "
+                            f"x.astype(int) first.")
+        return op(x)
+    return f
+
+
+negative = _unary("negative", _no_bool("negative", lax.neg), promote_dtypes)
+positive = _unary("positive", lambda x: x, promote_dtypes)
+sign = _unary("sign", _no_bool("sign", lax.sign), promote_dtypes)
 floor = _unary("floor", lambda x: lax.floor(x) if dtypes.is_float(get_aval(x).dtype) else x, promote_dtypes)
+trunc = _unary("trunc", lambda x: _trunc(x) if dtypes.is_float(get_aval(x).dtype) else x, promote_dtypes)
+fix = trunc
 ceil = _unary("ceil", lambda x: lax.ceil(x) if dtypes.is_float(get_aval(x).dtype) else x, promote_dtypes)
 exp = _unary("exp", lax.exp)
 exp2 = _unary("exp2", lax.exp2)
@@ -179,7 +190,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided to "
-                         "jax.numpy.where, got {} and {}.".format(x, y))
+                         f"jax.numpy.where, got {x} and {y}.")
     check_arraylike("where", condition, x, y)
     x, y = promote_dtypes(x, y)
     cond = _to_bool(promote_dtypes(condition)[0])
@@ -228,3 +239,335 @@ def round(a, decimals=0, out=None):
 
 
 around = round
+
+
+# ---------------------------------------------------------------- more ufuncs
+
+
+def _trunc(x):
+    return lax.select(lax.lt(x, _scalar(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+def _scalar(x, value):
+    """`value` as a 0-d NumPy scalar of x's dtype (a strongly typed constant)."""
+    return np.asarray(value, get_aval(x).dtype)[()]
+
+
+def _is_float(x):
+    return dtypes.is_float(get_aval(x).dtype)
+
+
+def _ln_const(x, base):
+    return _scalar(x, np.log(base))
+
+
+log10 = _unary("log10", lambda x: lax.div(lax.log(x), _ln_const(x, 10)))
+log2 = _unary("log2", lambda x: lax.div(lax.log(x), _ln_const(x, 2)))
+rint = _unary("rint", lambda x: lax.round(x, 1))
+fabs = _unary("fabs", lax.abs)
+deg2rad = _unary("deg2rad", lambda x: lax.mul(x, _scalar(x, np.pi / 180)))
+rad2deg = _unary("rad2deg", lambda x: lax.mul(x, _scalar(x, 180 / np.pi)))
+radians, degrees = deg2rad, rad2deg
+acos, acosh, asin, asinh, atan, atanh = arccos, arccosh, arcsin, arcsinh, arctan, arctanh
+atan2 = arctan2
+bitwise_invert = invert
+
+
+def _sinc(x):
+    # The double select keeps the gradient at 0 finite (sinc'(0) = 0).
+    zero = lax.eq(x, _scalar(x, 0))
+    safe = lax.select(zero, lax.full_like(x, 1), x)
+    pix = lax.mul(safe, _scalar(x, np.pi))
+    return lax.select(zero, lax.full_like(x, 1), lax.div(lax.sin(pix), pix))
+
+
+sinc = _unary("sinc", _sinc)
+
+
+def _signbit(x):
+    dt = get_aval(x).dtype
+    if dt == np.bool_ or dtypes.is_unsigned(dt):
+        return lax.full(get_aval(x).shape, False, np.bool_)
+    if dtypes.is_int(dt):
+        return lax.lt(x, _scalar(x, 0))
+    # The sign bit itself, so -0.0 and -nan count as negative, as in NumPy.
+    bits = lax.bitcast_convert_type(x, np.dtype(f"int{dt.itemsize * 8}"))
+    return lax.lt(bits, np.asarray(0, bits.dtype)[()])
+
+
+signbit = _unary("signbit", _signbit, promote_dtypes)
+
+
+def _isposneg(name, value):
+    def op(x):
+        if not _is_float(x):
+            return lax.full(get_aval(x).shape, False, np.bool_)
+        return lax.eq(x, _scalar(x, value))
+    return _unary(name, op, promote_dtypes)
+
+
+isposinf = _isposneg("isposinf", np.inf)
+isneginf = _isposneg("isneginf", -np.inf)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN by `nan` and +-inf by `posinf`/`neginf` (default: the dtype's extremes)."""
+    check_arraylike("nan_to_num", x)
+    (x,) = promote_dtypes(x)
+    if not _is_float(x):
+        return x
+    info = dtypes.finfo(get_aval(x).dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    x = lax.select(lax.ne(x, x), lax.full_like(x, nan), x)
+    x = lax.select(lax.eq(x, _scalar(x, np.inf)), lax.full_like(x, posinf), x)
+    return lax.select(lax.eq(x, _scalar(x, -np.inf)), lax.full_like(x, neginf), x)
+
+
+def _hypot(x, y):
+    x, y = lax.abs(x), lax.abs(y)
+    big, small = lax.max(x, y), lax.min(x, y)
+    safe = lax.select(lax.eq(big, _scalar(big, 0)), lax.full_like(big, 1), big)
+    ratio = lax.div(small, safe)
+    out = lax.mul(big, lax.sqrt(lax.add(_scalar(big, 1), lax.mul(ratio, ratio))))
+    out = lax.select(lax.eq(big, _scalar(big, 0)), big, out)
+    inf = lax.bitwise_or(lax.eq(x, _scalar(x, np.inf)), lax.eq(y, _scalar(y, np.inf)))
+    return lax.select(inf, lax.full_like(out, np.inf), out)
+
+
+hypot = _binary("hypot", _hypot, promote_dtypes_inexact)
+copysign = _binary("copysign", lambda x, y: lax.select(_signbit(y), lax.neg(lax.abs(x)), lax.abs(x)),
+                   promote_dtypes_inexact)
+nextafter = _binary("nextafter", lax.nextafter, promote_dtypes_inexact)
+
+
+def _fminmax(pick):
+    def op(x, y):
+        out = pick(x, y)
+        if not _is_float(x):
+            return out
+        out = lax.select(lax.ne(y, y), x, out)
+        return lax.select(lax.ne(x, x), y, out)
+    return op
+
+
+fmax = _binary("fmax", _fminmax(lax.max))
+fmin = _binary("fmin", _fminmax(lax.min))
+
+
+def _heaviside(x1, x2):
+    zero = _scalar(x1, 0)
+    return lax.select(lax.lt(x1, zero), lax.full_like(x1, 0),
+                      lax.select(lax.gt(x1, zero), lax.full_like(x1, 1), x2))
+
+
+heaviside = _binary("heaviside", _heaviside, promote_dtypes_inexact)
+
+
+def _logaddexp(log1p_of_exp, x, y):
+    big = lax.max(x, y)
+    delta = lax.sub(x, y)
+    out = lax.add(big, log1p_of_exp(lax.neg(lax.abs(delta))))
+    # delta is NaN when both are the same infinity: then x + y is right (and NaN stays NaN).
+    return lax.select(lax.ne(delta, delta), lax.add(x, y), out)
+
+
+def _log1p_exp(d):
+    return lax.log1p(lax.exp(d))
+
+
+def _log1p_exp2(d):
+    return lax.div(lax.log1p(lax.exp2(d)), _ln_const(d, 2))
+
+
+logaddexp = _binary("logaddexp", lambda x, y: _logaddexp(_log1p_exp, x, y), promote_dtypes_inexact)
+logaddexp2 = _binary("logaddexp2", lambda x, y: _logaddexp(_log1p_exp2, x, y), promote_dtypes_inexact)
+
+
+def _check_int_args(name, x):
+    dt = get_aval(x).dtype
+    if not (dtypes.is_int(dt) or dt == np.bool_):
+        raise TypeError(f"jnp.{name} requires integer or boolean arguments, got {dt.name}.")
+
+
+def _shift(name, signed_op):
+    def op(x, y):
+        _check_int_args(name, x)
+        if get_aval(x).dtype == np.bool_:
+            x, y = lax.convert_element_type(x, np.int32), lax.convert_element_type(y, np.int32)
+        if name == "right_shift" and dtypes.is_unsigned(get_aval(x).dtype):
+            return lax.shift_right_logical(x, y)
+        return signed_op(x, y)
+    return op
+
+
+left_shift = _binary("left_shift", _shift("left_shift", lax.shift_left), promote_dtypes)
+right_shift = _binary("right_shift", _shift("right_shift", lax.shift_right_arithmetic), promote_dtypes)
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def _gcd(x, y):
+    _check_int_args("gcd", x)
+    if get_aval(x).dtype == np.bool_:
+        raise ValueError("jnp.gcd does not accept boolean arguments")
+    a, b = lax.abs(x), lax.abs(y)
+    zero = _scalar(a, 0)
+    # Euclid's algorithm needs at most ~1.44 * bits steps (Lame's theorem); unrolled.
+    for _ in range(int(get_aval(x).dtype.itemsize * 8 * 1.45) + 2):
+        done = lax.eq(b, zero)
+        safe_b = lax.select(done, lax.full_like(b, 1), b)
+        a, b = lax.select(done, a, b), lax.select(done, b, lax.rem(a, safe_b))
+    return a
+
+
+def _lcm(x, y):
+    g = _gcd(x, y)
+    zero = _scalar(g, 0)
+    safe = lax.select(lax.eq(g, zero), lax.full_like(g, 1), g)
+    return lax.select(lax.eq(g, zero), g, lax.abs(lax.mul(lax.div(x, safe), y)))
+
+
+gcd = _binary("gcd", _gcd, promote_dtypes)
+lcm = _binary("lcm", _lcm, promote_dtypes)
+
+
+def divmod(x1, x2, /):
+    """(floor_divide(x1, x2), remainder(x1, x2)) with Python's rules for negatives."""
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def modf(x, /, out=None):
+    """The fractional and integral parts of x, both with x's sign."""
+    check_arraylike("modf", x)
+    (x,) = promote_dtypes_inexact(x)
+    whole = _trunc(x)
+    return lax.sub(x, whole), whole
+
+
+def frexp(x, /):
+    """Mantissa in [0.5, 1) and integer exponent with x == mantissa * 2**exponent."""
+    check_arraylike("frexp", x)
+    (x,) = promote_dtypes_inexact(x)
+    dt = get_aval(x).dtype
+    special = lax.bitwise_or(lax.eq(x, _scalar(x, 0)), lax.bitwise_not(lax.is_finite(x)))
+    ax = lax.abs(lax.select(special, lax.full_like(x, 1), x))
+    # Work in float32/float64 so the exponent of small float16 values is representable.
+    wide = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+    axw = lax.convert_element_type(ax, wide)
+    e = lax.add(lax.floor(lax.div(lax.log(axw), _scalar(axw, np.log(2)))), _scalar(axw, 1))
+    m = _scale2(axw, lax.neg(e))
+    # log2 may be off by one next to powers of two: renormalise into [0.5, 1).
+    low = lax.lt(m, _scalar(m, 0.5))
+    m, e = lax.select(low, lax.mul(m, _scalar(m, 2)), m), lax.select(low, lax.sub(e, _scalar(e, 1)), e)
+    high = lax.ge(m, _scalar(m, 1))
+    m, e = lax.select(high, lax.mul(m, _scalar(m, 0.5)), m), lax.select(high, lax.add(e, _scalar(e, 1)), e)
+    m = lax.select(lax.lt(x, _scalar(x, 0)), lax.neg(m), m)
+    m = lax.select(special, x, lax.convert_element_type(m, dt))
+    e = lax.select(special, lax.full(get_aval(x).shape, 0, np.int32), lax.convert_element_type(e, np.int32))
+    return m, e
+
+
+def _scale2(x, e):
+    """x * 2**e for a float exponent array, in two halves so 2**e never overflows."""
+    half = lax.floor(lax.div(e, _scalar(e, 2)))
+    return lax.mul(lax.mul(x, lax.exp2(half)), lax.exp2(lax.sub(e, half)))
+
+
+def ldexp(x1, x2, /):
+    """x1 * 2**x2 for an integer exponent x2."""
+    check_arraylike("ldexp", x1, x2)
+    x2_dt = dtypes.dtype(x2) if not hasattr(x2, "dtype") else x2.dtype
+    if not (dtypes.is_int(x2_dt) or x2_dt == np.bool_):
+        raise ValueError(f"jnp.ldexp requires an integer exponent x2, got dtype {np.dtype(x2_dt).name}")
+    (x1,) = promote_dtypes_inexact(x1)
+    x1_dt = get_aval(x1).dtype
+    e = lax.convert_element_type(promote_dtypes(x2)[0], x1_dt)
+    x1, e = broadcast_arrays(x1, e)
+    return _scale2(x1, e)
+
+
+def spacing(x, /):
+    """The distance from x to the next representable value away from zero."""
+    check_arraylike("spacing", x)
+    (x,) = promote_dtypes_inexact(x)
+    inf = lax.full_like(x, np.inf)
+    up = lax.sub(lax.nextafter(x, inf), x)
+    down = lax.sub(lax.nextafter(x, lax.neg(inf)), x)
+    return lax.select(lax.lt(x, _scalar(x, 0)), down, up)
+
+
+def bitwise_count(x, /):
+    """The number of set bits in each element's absolute value, as uint8."""
+    check_arraylike("bitwise_count", x)
+    (x,) = promote_dtypes(x)
+    _check_int_args("bitwise_count", x)
+    if get_aval(x).dtype == np.bool_:
+        return lax.convert_element_type(x, np.uint8)
+    if not dtypes.is_unsigned(get_aval(x).dtype):
+        x = lax.abs(x)
+    return lax.convert_element_type(lax.population_count(x), np.uint8)
+
+
+def real(val, /):
+    """The real part (the value itself for real inputs)."""
+    check_arraylike("real", val)
+    return promote_dtypes(val)[0]
+
+
+def imag(val, /):
+    """The imaginary part (zeros for real inputs)."""
+    check_arraylike("imag", val)
+    (val,) = promote_dtypes(val)
+    return lax.full_like(val, 0)
+
+
+def conjugate(x, /):
+    """The complex conjugate (the value itself for real inputs)."""
+    check_arraylike("conjugate", x)
+    return promote_dtypes(x)[0]
+
+
+conj = conjugate
+
+
+def angle(z, deg=False):
+    """The argument of z: 0 for non-negative reals, pi for negative ones (degrees with deg)."""
+    check_arraylike("angle", z)
+    (z,) = promote_dtypes_inexact(z)
+    out = lax.atan2(lax.full_like(z, 0), z)
+    return rad2deg(out) if deg else out
+
+
+def iscomplex(x, /):
+    """False everywhere for real inputs."""
+    check_arraylike("iscomplex", x)
+    return lax.full(get_aval(promote_dtypes(x)[0]).shape, False, np.bool_)
+
+
+def isreal(x, /):
+    """True everywhere for real inputs."""
+    check_arraylike("isreal", x)
+    return lax.full(get_aval(promote_dtypes(x)[0]).shape, True, np.bool_)
+
+
+def _i0(x):
+    # I0(x) = sum_k ((x/2)^2)^k / (k!)^2 for |x| <= 15 and the asymptotic series beyond.
+    wide = np.dtype(np.float64) if get_aval(x).dtype == np.float64 else np.dtype(np.float32)
+    xw = lax.abs(lax.convert_element_type(x, wide))
+    small = lax.le(xw, _scalar(xw, 15))
+    xs = lax.select(small, xw, lax.full_like(xw, 0))
+    q = lax.mul(lax.mul(xs, xs), _scalar(xs, 0.25))
+    term, total = lax.full_like(xs, 1), lax.full_like(xs, 1)
+    for k in range(1, 60):
+        term = lax.div(lax.mul(term, q), _scalar(xs, k * k))
+        total = lax.add(total, term)
+    xl = lax.select(small, lax.full_like(xw, 20), xw)
+    series, term = lax.full_like(xl, 1), lax.full_like(xl, 1)
+    for k in range(1, 12):
+        term = lax.div(lax.mul(term, _scalar(xl, (2 * k - 1) ** 2)), lax.mul(xl, _scalar(xl, 8 * k)))
+        series = lax.add(series, term)
+    big = lax.div(lax.mul(lax.exp(xl), series), lax.sqrt(lax.mul(xl, _scalar(xl, 2 * np.pi))))
+    return lax.convert_element_type(lax.select(small, total, big), get_aval(x).dtype)
+
+
+i0 = _unary("i0", _i0)

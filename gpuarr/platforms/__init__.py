@@ -8,7 +8,7 @@ one that initialises is the default. Without a setting: cuda when usable, else c
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 from gpuarr.config import config
 

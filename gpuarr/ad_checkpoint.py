@@ -1,0 +1,227 @@
+"""Rematerialisation: `checkpoint` (alias `remat`), as jax.checkpoint / jax.ad_checkpoint.
+
+The wrapped function is bound as one `remat2` equation (the name JAX prints). Its
+partial-evaluation rule, used when linearizing, saves only the values the policy allows
+(by default just the inputs) and stages a `remat2` equation into the linear Program that
+recomputes everything else; that equation's transpose linearizes its body again, so the
+primal work is redone during the backward pass instead of being kept in memory.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from gpuarr import tree_util
+from gpuarr.backends import numpy_backend
+from gpuarr.core import (
+    ClosedProgram,
+    Primitive,
+    Program,
+    Var,
+    abstract_eval_rules,
+    eval_program,
+    get_aval,
+)
+from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters import partial_eval as pe
+from gpuarr.interpreters.ad import Zero
+
+__all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name"]
+
+remat_p = Primitive("remat2", multiple_results=True)
+
+
+def _remat_impl(*args, jaxpr, prevent_cse, differentiated, policy):
+    args = [np.asarray(a, v.dtype) if not isinstance(a, np.ndarray) else a
+            for a, v in zip(args, jaxpr.in_avals, strict=True)]
+    return numpy_backend.compile_closed(jaxpr)(*args)
+
+
+numpy_backend.impl_rules[remat_p] = _remat_impl
+abstract_eval_rules[remat_p] = lambda *avals, jaxpr, **_: list(jaxpr.out_avals)
+
+
+def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):
+    nonzeros = tuple(type(t) is not Zero for t in tangents)
+    jvp_prog = ad.jvp_program(jaxpr, nonzeros)
+    nz = [t for t in tangents if type(t) is not Zero]
+    outs = remat_p.bind(*primals, *nz, differentiated=True, jaxpr=jvp_prog, policy=policy,
+                        prevent_cse=prevent_cse)
+    n = len(jaxpr.out_avals)
+    return outs[:n], outs[n:]
+
+
+def _remat_batch(axis_size, vals, dims, *, differentiated, jaxpr, policy, prevent_cse):
+    batched = batching.batch_program(jaxpr, axis_size, tuple(dims))
+    outs = remat_p.bind(*vals, differentiated=differentiated, jaxpr=batched, policy=policy,
+                        prevent_cse=prevent_cse)
+    return outs, [0] * len(outs)
+
+
+def _remat_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy):
+    # Split the body by which inputs are linear: the known (primal) part is recomputed
+    # here, during the backward pass, and the linear part is transposed.
+    undefined = [ad.is_undefined(a) for a in args]
+    known, unknown, out_unknowns, num_res = pe.partial_eval_program(jaxpr.program, undefined)
+    known_vals = eval_program(known, jaxpr.consts, [a for a in args if not ad.is_undefined(a)])
+    res_vals = known_vals[len(known_vals) - num_res:]
+    linear = ClosedProgram(Program(unknown.invars[:num_res], unknown.invars[num_res:],
+                                   unknown.eqns, unknown.outvars), res_vals)
+    cts = [ct for ct, u in zip(cts, out_unknowns, strict=True) if u]
+    cts_in = iter(ad.backward_pass(linear, cts))
+    return [next(cts_in) if u else None for u in undefined]
+
+
+def _saveable(policy, eqn) -> bool:
+    if policy is None:
+        return False
+    return bool(policy(eqn.prim, *[a.aval for a in eqn.inputs], **eqn.params))
+
+
+def _remat_partial_eval(trace, args, params):
+    """Known outputs are computed now; the unknown ones are staged as a `remat2` equation
+    that recomputes every known intermediate the policy does not save."""
+    jaxpr, policy = params["jaxpr"], params["policy"]
+    prog = jaxpr.program
+    unknown = [type(a) is pe.StagingTracer and a._trace is trace for a in args]
+    unknown_ids = {v.id for v, u in zip(prog.invars, unknown, strict=True) if u}
+    known_eqns, unknown_eqns = [], []
+    for eqn in prog.eqns:
+        if any(isinstance(a, Var) and a.id in unknown_ids for a in eqn.inputs):
+            unknown_eqns.append(eqn)
+            unknown_ids.update(v.id for v in eqn.outvars)
+        else:
+            known_eqns.append(eqn)
+    producer = {v.id: e for e in known_eqns for v in e.outvars}
+    # Residuals: known values read by the unknown side. A residual made by an equation
+    # the policy does not save is recomputed (with whatever it needs) on the unknown side.
+    saved, recompute, seen = [], set(), set()
+
+    def need(atom):
+        if not isinstance(atom, Var) or atom.id in unknown_ids or atom.id in seen:
+            return
+        seen.add(atom.id)
+        eqn = producer.get(atom.id)
+        if eqn is None or _saveable(policy, eqn):
+            saved.append(atom)
+            return
+        recompute.add(id(eqn))
+        for a in eqn.inputs:
+            need(a)
+
+    for eqn in unknown_eqns:
+        for a in eqn.inputs:
+            need(a)
+    for a in prog.outvars:
+        if isinstance(a, Var) and a.id in unknown_ids:
+            continue
+        need(a)
+    # Known side: run now on the parent (concretely, or staged into an outer jit).
+    known_ins = [v for v, u in zip(prog.invars, unknown, strict=True) if not u]
+    known_outs = [a for a in prog.outvars if not (isinstance(a, Var) and a.id in unknown_ids)]
+    known_prog, _ = pe.dce_program(
+        Program(prog.constvars, known_ins, known_eqns, known_outs + saved))
+    known_vals = eval_program(known_prog, jaxpr.consts,
+                              [a for a, u in zip(args, unknown, strict=True) if not u])
+    known_out_vals, saved_vals = known_vals[:len(known_outs)], known_vals[len(known_outs):]
+    # Unknown side: saved residuals and unknown inputs in, unknown outputs out.
+    res_vars = [Var(v.aval) for v in saved]
+    rename = {v.id: r for v, r in zip(saved, res_vars, strict=True)}
+    recompute.update(id(e) for e in unknown_eqns)
+    body = [e for e in prog.eqns if id(e) in recompute]
+    body = [pe._rename_eqn(e, rename) for e in body]
+    unknown_outs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in prog.outvars
+                    if isinstance(a, Var) and a.id in unknown_ids]
+    unknown_ins = [v for v, u in zip(prog.invars, unknown, strict=True) if u]
+    unk_prog = Program([], res_vars + unknown_ins, body, unknown_outs)
+    unk_prog, _ = pe.dce_program(unk_prog)
+    unk_closed = ClosedProgram(Program(prog.constvars, unk_prog.invars, unk_prog.eqns,
+                                       unk_prog.outvars), jaxpr.consts)
+    staged = pe.StagingTrace.process_primitive(
+        trace, remat_p, list(saved_vals) + [a for a, u in zip(args, unknown) if u],
+        dict(params, jaxpr=unk_closed, differentiated=True))
+    it_known, it_unknown = iter(known_out_vals), iter(staged)
+    return [next(it_unknown) if isinstance(a, Var) and a.id in unknown_ids else next(it_known)
+            for a in prog.outvars]
+
+
+ad.jvp_rules[remat_p] = _remat_jvp
+ad.transpose_rules[remat_p] = _remat_transpose
+batching.batch_rules[remat_p] = _remat_batch
+pe.partial_eval_rules[remat_p] = _remat_partial_eval
+
+
+# ---------------------------------------------------------------- policies
+
+
+def _is_dot(prim) -> bool:
+    return prim.name == "dot_general"
+
+
+class checkpoint_policies:
+    """Which intermediate values `checkpoint` may keep for the backward pass. A policy is
+    `policy(prim, *avals, **params) -> bool` (True: save the primitive's output)."""
+
+    @staticmethod
+    def everything_saveable(prim, *avals, **params) -> bool:
+        return True
+
+    @staticmethod
+    def nothing_saveable(prim, *avals, **params) -> bool:
+        return False
+
+    @staticmethod
+    def dots_saveable(prim, *avals, **params) -> bool:
+        return _is_dot(prim)
+
+    checkpoint_dots = dots_saveable
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim, *avals, **params) -> bool:
+        if not _is_dot(prim):
+            return False
+        (_, _), (lb, _) = params["dimension_numbers"]
+        return not lb
+
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
+               static_argnums=()) -> Callable:
+    """Make `fun` recompute its intermediate values in the backward pass instead of storing
+    them (jax.checkpoint). `policy` (see `checkpoint_policies`) names values that may be
+    saved; `static_argnums` are passed through as Python values."""
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        dyn = [a for i, a in enumerate(args) if i not in static_argnums]
+        flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
+        out_trees = []
+
+        def flat_fun(*xs):
+            dargs, kw = tree_util.tree_unflatten(in_tree, list(xs))
+            it = iter(dargs)
+            full = [a if i in static_argnums else next(it) for i, a in enumerate(args)]
+            leaves, tree = tree_util.tree_flatten(fun(*full, **kw))
+            out_trees.append(tree)
+            return leaves
+
+        closed = pe.trace_to_program(flat_fun, [get_aval(x) for x in flat])
+        closed, hoisted = pe.hoist_tracer_consts(closed)
+        outs = remat_p.bind(*hoisted, *flat, differentiated=False, jaxpr=closed, policy=policy,
+                            prevent_cse=prevent_cse)
+        return tree_util.tree_unflatten(out_trees[0], outs)
+
+    return wrapped
+
+
+remat = checkpoint
+
+
+def checkpoint_name(x, name):
+    """Identity that names `x` for policies (names are not used by the built-in policies)."""
+    return x
+

@@ -1,0 +1,1004 @@
+"""Structured control flow: cond, switch, while_loop, fori_loop, scan, map, associative_scan.
+
+Each loop or branch body is traced once, on abstract values, into a ClosedProgram kept in
+the equation's params (`cond[branches=...]`, `while[cond_jaxpr=... body_jaxpr=...]`,
+`scan[jaxpr=...]`, with JAX's param names). Closed-over tracers of enclosing
+transformations are hoisted into explicit leading operands (`num_consts`, `cond_nconsts`,
+`body_nconsts`), so every transformation sees them as ordinary inputs. On the NumPy
+backend the bodies are compiled once and driven by a Python loop over NumPy buffers.
+
+Reverse mode: a scan or cond whose inputs are partly unknown under linearize is split by
+`partial_eval_program` into a known part (run now, emitting residuals: stacked per
+iteration for scan, one set per branch for cond) and a linear part that is staged and
+later transposed. A while_loop with a dynamic trip count cannot be reversed, as in JAX.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+
+import numpy as np
+
+from gpuarr import dtypes, tree_util
+from gpuarr.backends.numpy_backend import compile_closed, impl_rules
+from gpuarr.core import (
+    ClosedProgram,
+    Literal,
+    Primitive,
+    Program,
+    ShapedArray,
+    Tracer,
+    Var,
+    abstract_eval_rules,
+    eval_closed,
+    get_aval,
+    set_current_trace,
+    weak_type_rules,
+)
+from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters import partial_eval as pe
+from gpuarr.interpreters.ad import Zero
+from gpuarr.interpreters.batching import not_mapped
+from gpuarr.lax import lax
+
+_SCALARS = (bool, int, float, complex)
+_REVERSE_WHILE_MSG = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
+    "start/stop values. Try using lax.scan, or using fori_loop with static start/stop.")
+
+# ---------------------------------------------------------------- tracing bodies
+
+
+def _check_operand(x):
+    if isinstance(x, Tracer) or hasattr(x, "aval"):
+        return x
+    if isinstance(x, (np.ndarray, np.generic) + _SCALARS):
+        return x
+    raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
+
+
+def _avals(leaves):
+    return [get_aval(_check_operand(x)) for x in leaves]
+
+
+def _operand(x):
+    """A leaf as a bindable value: Python scalars become NumPy scalars of their JAX dtype."""
+    if isinstance(x, _SCALARS):
+        return np.asarray(x, dtypes.dtype(x, canonicalize=True))[()]
+    return x
+
+
+def _trace_body(fun, in_tree, in_avals):
+    """Trace `fun(*tree_unflatten(in_tree, args))` on abstract values.
+
+    Returns (ClosedProgram, hoisted tracer consts, output treedef); the program's leading
+    inputs receive the hoisted consts.
+    """
+    out_tree_box = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        return [_check_operand(x) for x in leaves]
+
+    closed = pe.trace_to_program(flat_fun, in_avals)
+    closed, consts = pe.hoist_tracer_consts(closed)
+    return closed, consts, out_tree_box[0]
+
+
+def _fun_name(f) -> str:
+    name = getattr(f, "__name__", type(f).__name__)
+    try:
+        where = f"{inspect.getsourcefile(f)}:{inspect.getsourcelines(f)[1]}"
+    except (TypeError, OSError):
+        return name
+    return f"{name} at {where}"
+
+
+def _type_mismatch(a: ShapedArray, b: ShapedArray) -> str:
+    if a.shape != b.shape:
+        return "the shapes do not match"
+    return "the dtypes do not match"
+
+
+def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _is_inexact(aval) -> bool:
+    return dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)
+
+
+def _permute(closed: ClosedProgram, in_order, out_order) -> ClosedProgram:
+    """The same program with its inputs and outputs reordered."""
+    prog = closed.program
+    new = Program(prog.constvars, [prog.invars[i] for i in in_order], prog.eqns,
+                  [prog.outvars[j] for j in out_order])
+    return ClosedProgram(new, closed.consts)
+
+
+def _with_unused_inputs(closed: ClosedProgram, avals, where: int) -> ClosedProgram:
+    """Insert ignored inputs of `avals` at position `where`."""
+    prog = closed.program
+    extra = [Var(a) for a in avals]
+    invars = prog.invars[:where] + extra + prog.invars[where:]
+    return ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars), closed.consts)
+
+
+def _jvp_closed(closed: ClosedProgram, nonzeros):
+    """(primals, nonzero tangents) -> (primal outs, tangents of the inexact outputs)."""
+    in_avals = list(closed.in_avals)
+    out_nz = [_is_inexact(a) for a in closed.out_avals]
+    n = len(in_avals)
+
+    def fun(*args):
+        tans = iter(args[n:])
+        tangents = [next(tans) if nz else Zero(ad.tangent_aval(a))
+                    for a, nz in zip(in_avals, nonzeros, strict=True)]
+        outs_p, outs_t = ad.jvp_flat(lambda *xs: eval_closed(closed, *xs), args[:n], tangents)
+        return outs_p + [ad.instantiate(t) for t, nz in zip(outs_t, out_nz) if nz]
+
+    tan_avals = [a for a, nz in zip(in_avals, nonzeros, strict=True) if nz]
+    return pe.trace_to_program(fun, in_avals + tan_avals), out_nz
+
+
+def _zeros(aval):
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def _is_known(trace, x) -> bool:
+    return not (type(x) is pe.StagingTracer and x._trace is trace)
+
+
+def _split_by(flags, xs):
+    return [x for x, f in zip(xs, flags, strict=True) if f], \
+        [x for x, f in zip(xs, flags, strict=True) if not f]
+
+
+# ================================================================ cond / switch
+
+cond_p = Primitive("cond", multiple_results=True)
+
+
+def _cond_impl(index, *operands, branches):
+    i = builtins.min(builtins.max(int(index), 0), len(branches) - 1)
+    return compile_closed(branches[i])(*operands)
+
+
+def _cond_abstract(index, *operands, branches):
+    if index.shape != () or not dtypes.is_int(index.dtype):
+        raise TypeError(f"cond index must be an integer scalar, got {index.str_short()}.")
+    out = branches[0].out_avals
+    for br in branches:
+        ins = br.in_avals
+        if len(ins) != len(operands) or not all(map(_same_type, ins, operands)):
+            raise TypeError("cond branches must take the operands' types; got operands "
+                            f"{[a.str_short() for a in operands]} for a branch taking "
+                            f"{[a.str_short() for a in ins]}.")
+        if len(br.out_avals) != len(out) or not all(map(_same_type, br.out_avals, out)):
+            raise TypeError("cond branches must have equal output types.")
+    return [a.update(weak_type=all(br.out_avals[i].weak_type for br in branches))
+            for i, a in enumerate(out)]
+
+
+impl_rules[cond_p] = _cond_impl
+abstract_eval_rules[cond_p] = _cond_abstract
+weak_type_rules[cond_p] = lambda index, *ops, branches: _cond_abstract(
+    get_aval(index), *map(get_aval, ops), branches=branches) and [
+        all(br.out_avals[i].weak_type for br in branches)
+        for i in range(len(branches[0].out_avals))]
+
+
+def _cond_jvp(primals, tangents, branches):
+    index, *ops = primals
+    nonzeros = tuple(type(t) is not Zero for t in tangents[1:])
+    jvps = [_jvp_closed(br, nonzeros) for br in branches]
+    out_nz = jvps[0][1]
+    nz_tans = [t for t in tangents[1:] if type(t) is not Zero]
+    outs = cond_p.bind(index, *ops, *nz_tans, branches=tuple(j for j, _ in jvps))
+    n = len(branches[0].out_avals)
+    tans = iter(outs[n:])
+    return outs[:n], [next(tans) if nz else Zero(ad.tangent_aval(a))
+                      for a, nz in zip(branches[0].out_avals, out_nz)]
+
+
+ad.jvp_rules[cond_p] = _cond_jvp
+
+
+def _cond_batch(axis_size, vals, dims, branches):
+    (index, *ops), (index_dim, *op_dims) = vals, dims
+    n_out = len(branches[0].out_avals)
+    if index_dim is not_mapped:
+        force = [False] * n_out
+        for _ in range(2):
+            batched = [batching.batch_closed(br, axis_size, op_dims, force) for br in branches]
+            force = [any(bd[i] is not not_mapped for _, bd in batched) for i in range(n_out)]
+        outs = cond_p.bind(index, *ops, branches=tuple(b for b, _ in batched))
+        return outs, [0 if f else not_mapped for f in force]
+    # A batched index runs every branch and selects per example.
+    index = batching.move_to(index, index_dim, 0, axis_size)
+    results = []
+    for br in branches:
+        prog, _ = batching.batch_closed(br, axis_size, op_dims, [True] * n_out)
+        results.append(eval_closed(prog, *ops))
+    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1)) \
+        if len(branches) > 1 else index
+    outs = []
+    for cases in zip(*results):
+        shape = get_aval(cases[0]).shape
+        which = lax.broadcast_in_dim(index, shape, (0,))
+        outs.append(lax.select_n(which, *cases) if len(cases) > 1 else cases[0])
+    return outs, [0] * n_out
+
+
+batching.batch_rules[cond_p] = _cond_batch
+
+
+def _cond_partial_eval(trace, args, params):
+    branches = params["branches"]
+    index, *ops = args
+    if not isinstance(index, Tracer):
+        # A concrete index picks its branch now: inline it, as jit's partial eval does.
+        i = builtins.min(builtins.max(int(index), 0), len(branches) - 1)
+        br = branches[i]
+        from gpuarr.core import eval_program
+        return eval_program(br.program, br.consts, ops)
+    unknowns = [not _is_known(trace, x) for x in ops]
+    out_uk = [False] * len(branches[0].out_avals)
+    for _ in range(2):
+        splits = [pe.partial_eval_program(br.program, unknowns, instantiate=out_uk)
+                  for br in branches]
+        out_uk = [any(s[2][i] for s in splits) for i in range(len(out_uk))]
+    res_avals = [[v.aval for v in known.outvars[len(known.outvars) - nres:]]
+                 for known, _, _, nres in splits]
+    all_res = [a for avals in res_avals for a in avals]
+    known_brs, unknown_brs = [], []
+    for b, (br, (known, unknown, _, nres)) in enumerate(zip(branches, splits)):
+        known_brs.append(_known_cond_branch(br, known, nres, res_avals, b))
+        before = sum(len(r) for r in res_avals[:b])
+        prog = Program([], [], [], [])
+        res_in = [Var(a) for a in all_res]
+        own = res_in[before:before + nres]
+        rename = {old.id: new for old, new in zip(unknown.invars[:nres], own)}
+        eqns = [pe._rename_eqn(e, rename) for e in unknown.eqns]
+        outs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in unknown.outvars]
+        prog = Program([], res_in + unknown.invars[nres:], eqns, outs)
+        unknown_brs.append(ClosedProgram(prog, []))
+    known_ops, unknown_ops = _split_by([not u for u in unknowns], ops)
+    with set_current_trace(trace.parent):
+        known_outs = cond_p.bind(index, *known_ops, branches=tuple(known_brs))
+    n_known = len(known_outs) - len(all_res)
+    residuals = known_outs[n_known:]
+    staged = pe.StagingTrace.process_primitive(
+        trace, cond_p, [index, *residuals, *unknown_ops], {"branches": tuple(unknown_brs)})
+    k, u = iter(known_outs[:n_known]), iter(staged)
+    return [next(u) if uk else next(k) for uk in out_uk]
+
+
+def _known_cond_branch(br, known, nres, res_avals, b):
+    """A branch's known part, emitting zeros in place of the other branches' residuals."""
+    own_res = known.outvars[len(known.outvars) - nres:]
+    main = known.outvars[:len(known.outvars) - nres]
+    closed = ClosedProgram(known, br.consts)
+
+    def fun(*args):
+        outs = eval_closed(closed, *args)
+        res_vals = outs[len(main):]
+        padded = []
+        for j, avals in enumerate(res_avals):
+            padded += list(res_vals) if j == b else [_zeros(a) for a in avals]
+        return outs[:len(main)] + padded
+
+    del own_res
+    return pe.trace_to_program(fun, [v.aval for v in known.invars])
+
+
+pe.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    linear = [ad.is_undefined(x) for x in ops]
+    known = [x for x in ops if not ad.is_undefined(x)]
+    lin_avals = [x.aval for x in ops if ad.is_undefined(x)]
+    cts = [ad.instantiate(c) for c in cts]
+    ct_avals = [get_aval(c) for c in cts]
+    t_branches = tuple(_transpose_closed(br, linear, len(known), ct_avals, lin_avals)
+                       for br in branches)
+    outs = iter(cond_p.bind(index, *known, *cts, branches=t_branches))
+    return [None] + [next(outs) if lin else None for lin in linear]
+
+
+def _transpose_closed(closed, linear, n_known, ct_avals, lin_avals):
+    """(known inputs, output cotangents) -> cotangents of the linear inputs (instantiated)."""
+    known_avals = [a for a, lin in zip(closed.in_avals, linear, strict=True) if not lin]
+
+    def fun(*args):
+        known, cts = args[:n_known], args[n_known:]
+        return _backward(closed, linear, known, cts)
+
+    return pe.trace_to_program(fun, known_avals + list(ct_avals))
+
+
+def _backward(closed, linear, known, cts):
+    prog = closed.program
+    lin_vars = [v for v, lin in zip(prog.invars, linear, strict=True) if lin]
+    known_vars = [v for v, lin in zip(prog.invars, linear, strict=True) if not lin]
+    as_linear = ClosedProgram(Program(prog.constvars + known_vars, lin_vars, prog.eqns,
+                                      prog.outvars), list(closed.consts) + list(known))
+    cts_in = ad.backward_pass(as_linear, list(cts))
+    return [_zeros(v.aval) if type(c) is Zero else c for v, c in zip(lin_vars, cts_in)]
+
+
+ad.transpose_rules[cond_p] = _cond_transpose
+
+
+def _join_branches(traced, n_ops):
+    """Give every branch all branches' hoisted consts as leading inputs."""
+    all_consts = [c for _, consts, _ in traced for c in consts]
+    joined = []
+    for b, (closed, consts, _) in enumerate(traced):
+        before = sum(len(t[1]) for t in traced[:b])
+        after = sum(len(t[1]) for t in traced[b + 1:])
+        prog = closed.program
+        pre = [Var(get_aval(c)) for t in traced[:b] for c in t[1]]
+        post = [Var(get_aval(c)) for t in traced[b + 1:] for c in t[1]]
+        assert len(pre) == before and len(post) == after
+        n = len(consts)
+        invars = pre + prog.invars[:n] + post + prog.invars[n:]
+        joined.append(ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars),
+                                    closed.consts))
+    return joined, all_consts
+
+
+def _check_branch_outputs(names, traced):
+    first_name, (first, _, first_tree) = names[0], traced[0]
+    for name, (closed, _, tree) in zip(names[1:], traced[1:]):
+        if tree != first_tree:
+            raise TypeError(
+                "cond branch outputs must have the same pytree structure, but they differ:\n\n"
+                f"{first_name}\n{name}\n\n{first_tree} vs {tree}\n\n"
+                "Revise the branches so that they have the same pytree structure.")
+        for a, b in zip(first.out_avals, closed.out_avals):
+            if not _same_type(a, b):
+                raise TypeError(
+                    "cond branches must have equal output types but they differ.\n\n"
+                    f"{first_name}\n{name}\n\nThe output of the first has type {a.str_short()} "
+                    f"but the corresponding output of the other has type {b.str_short()}, so "
+                    f"{_type_mismatch(a, b)}.\n\nRevise the branches so that all output types "
+                    "match.")
+
+
+def _bind_cond(index, branch_funs, names, operands):
+    leaves, in_tree = tree_util.tree_flatten(tuple(operands))
+    avals = _avals(leaves)
+    traced = [_trace_body(f, in_tree, avals) for f in branch_funs]
+    _check_branch_outputs(names, traced)
+    joined, consts = _join_branches(traced, len(leaves))
+    outs = cond_p.bind(index, *consts, *map(_operand, leaves), branches=tuple(joined))
+    return tree_util.tree_unflatten(traced[0][2], outs)
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=None):
+    """`true_fun(*operands)` if `pred` else `false_fun(*operands)`. Both branches are traced
+    and must return the same pytree structure and types (else TypeError); under vmap with
+    a batched `pred` both run and the results are selected per example."""
+    if operand is not None:
+        operands = (operand,) + operands
+    if not callable(true_fun) or not callable(false_fun):
+        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    pred_aval = get_aval(_check_operand(pred))
+    if pred_aval.shape != ():
+        raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
+    if pred_aval.dtype != np.bool_ and not dtypes.is_int(pred_aval.dtype):
+        raise TypeError(f"Pred type must be either boolean or number, got {pred_aval.dtype}.")
+    index = lax.convert_element_type(_operand(pred) if pred_aval.dtype == np.bool_ else
+                                     lax.ne(_operand(pred), 0), np.int32)
+    names = [f"false_fun is {_fun_name(false_fun)}", f"true_fun is {_fun_name(true_fun)}"]
+    return _bind_cond(index, [false_fun, true_fun], names, operands)
+
+
+def switch(index, branches, *operands, operand=None):
+    """`branches[index](*operands)` with `index` clamped into range, as lax.switch."""
+    if operand is not None:
+        operands = (operand,) + operands
+    branches = list(branches)
+    if not branches:
+        raise ValueError("Empty branch sequence")
+    idx_aval = get_aval(_check_operand(index))
+    if idx_aval.shape != ():
+        raise TypeError(f"Branch index must be scalar, got {index} of shape {idx_aval.shape}.")
+    if not dtypes.is_int(idx_aval.dtype):
+        raise TypeError(f"Index type must be an integer, got {index} as {idx_aval.dtype}")
+    index = lax.convert_element_type(_operand(index), np.int32)
+    if len(branches) == 1:
+        return branches[0](*operands)
+    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    names = [f"branch {i} is {_fun_name(f)}" for i, f in enumerate(branches)]
+    return _bind_cond(index, branches, names, operands)
+
+
+# ================================================================ while_loop
+
+while_p = Primitive("while", multiple_results=True)
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_fn, body_fn = compile_closed(cond_jaxpr), compile_closed(body_jaxpr)
+    cconsts = args[:cond_nconsts]
+    bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
+    carry = args[cond_nconsts + body_nconsts:]
+    while cond_fn(*cconsts, *carry)[0]:
+        carry = body_fn(*bconsts, *carry)
+    return list(carry)
+
+
+def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    carry = avals[cond_nconsts + body_nconsts:]
+    (pred,) = cond_jaxpr.out_avals
+    if pred.shape != () or pred.dtype != np.bool_:
+        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
+                        f"[{pred!r}].")
+    outs = body_jaxpr.out_avals
+    if len(outs) != len(carry) or not all(map(_same_type, outs, carry)):
+        raise TypeError("while_loop body function carry input and carry output must have equal "
+                        f"types, got {[a.str_short() for a in carry]} and "
+                        f"{[a.str_short() for a in outs]}.")
+    return [c.update(weak_type=c.weak_type and o.weak_type) for c, o in zip(carry, outs)]
+
+
+impl_rules[while_p] = _while_impl
+abstract_eval_rules[while_p] = _while_abstract
+weak_type_rules[while_p] = lambda *args, body_jaxpr, **params: [
+    a.weak_type and getattr(x, "weak_type", False)
+    for a, x in zip(body_jaxpr.out_avals, args[len(args) - len(body_jaxpr.out_avals):])]
+
+
+def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    bconsts, carry = primals[nc:nc + nb], primals[nc + nb:]
+    bconst_t, carry_t = tangents[nc:nc + nb], tangents[nc + nb:]
+    carry_nz = [_is_inexact(get_aval(c)) for c in carry]
+    const_nz = [type(t) is not Zero for t in bconst_t]
+    jvp_body, _ = _jvp_closed(body_jaxpr, tuple(const_nz + carry_nz))
+    n_cnz, n_car = sum(const_nz), len(carry)
+    # jvp_body inputs: bconsts, carry, const tangents, carry tangents -> reorder consts first.
+    order = (list(range(nb)) + list(range(nb + n_car, nb + n_car + n_cnz))
+             + list(range(nb, nb + n_car)) + list(range(nb + n_car + n_cnz,
+                                                        nb + n_car + n_cnz + sum(carry_nz))))
+    jvp_body = _permute(jvp_body, order, range(len(jvp_body.out_avals)))
+    tan_avals = [ad.tangent_aval(get_aval(c)) for c, nz in zip(carry, carry_nz) if nz]
+    new_cond = _with_unused_inputs(cond_jaxpr, tan_avals, len(cond_jaxpr.in_avals))
+    ct = [ad.instantiate(t) if type(t) is Zero else t for t, nz in zip(carry_t, carry_nz) if nz]
+    outs = while_p.bind(*primals[:nc], *bconsts, *[t for t in bconst_t if type(t) is not Zero],
+                        *carry, *ct, cond_jaxpr=new_cond, body_jaxpr=jvp_body,
+                        cond_nconsts=nc, body_nconsts=nb + n_cnz)
+    tans = iter(outs[n_car:])
+    return outs[:n_car], [next(tans) if nz else Zero(ad.tangent_aval(get_aval(c)))
+                          for c, nz in zip(carry, carry_nz)]
+
+
+ad.jvp_rules[while_p] = _while_jvp
+
+
+def _while_partial_eval(trace, args, params):
+    raise ValueError(_REVERSE_WHILE_MSG)
+
+
+pe.partial_eval_rules[while_p] = _while_partial_eval
+
+
+def _while_batch(axis_size, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    nc, nb = cond_nconsts, body_nconsts
+    cdims, bdims, carry_dims = dims[:nc], dims[nc:nc + nb], dims[nc + nb:]
+    carry_b = [d is not not_mapped for d in carry_dims]
+    while True:
+        cdims_in = [0 if b else not_mapped for b in carry_b]
+        body_b, out_dims = batching.batch_closed(body_jaxpr, axis_size, bdims + cdims_in, carry_b)
+        new = [b or d is not not_mapped for b, d in zip(carry_b, out_dims)]
+        if new == carry_b:
+            break
+        carry_b = new
+    cond_b, (pred_dim,) = batching.batch_closed(
+        cond_jaxpr, axis_size, cdims + [0 if b else not_mapped for b in carry_b], [False])
+    if pred_dim is not not_mapped and not all(carry_b):
+        carry_b = [True] * len(carry_b)
+        body_b, _ = batching.batch_closed(body_jaxpr, axis_size, bdims + [0] * len(carry_b),
+                                          carry_b)
+        cond_b, _ = batching.batch_closed(cond_jaxpr, axis_size, cdims + [0] * len(carry_b),
+                                          [False])
+    carry = [batching.move_to(v, d, 0, axis_size) if b else v
+             for v, d, b in zip(vals[nc + nb:], carry_dims, carry_b)]
+    consts = list(vals[:nc + nb])
+    if pred_dim is not_mapped:
+        outs = while_p.bind(*consts, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                            cond_nconsts=nc, body_nconsts=nb)
+        return outs, [0 if b else not_mapped for b in carry_b]
+    # A batched predicate: loop while any example is running; finished ones keep their carry.
+    carry_avals = [get_aval(c) for c in carry]
+    cconst_avals = [get_aval(c) for c in consts[:nc]]
+    bconst_avals = [get_aval(c) for c in consts[nc:]]
+
+    def any_cond(*args):
+        (pred,) = eval_closed(cond_b, *args)
+        return [lax.reduce_or(pred, (0,))]
+
+    def masked_body(*args):
+        cc, bc, cs = args[:nc], args[nc:nc + nb], args[nc + nb:]
+        (pred,) = eval_closed(cond_b, *cc, *cs)
+        new = eval_closed(body_b, *bc, *cs)
+        return [lax.select_n(lax.broadcast_in_dim(pred, get_aval(n).shape, (0,)), c, n)
+                for c, n in zip(cs, new)]
+
+    new_cond = pe.trace_to_program(any_cond, cconst_avals + carry_avals)
+    new_body = pe.trace_to_program(masked_body, cconst_avals + bconst_avals + carry_avals)
+    outs = while_p.bind(*consts[:nc], *consts, *carry, cond_jaxpr=new_cond, body_jaxpr=new_body,
+                        cond_nconsts=nc, body_nconsts=nc + nb)
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules[while_p] = _while_batch
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """`while cond_fun(val): val = body_fun(val)`, staged as one `while` primitive. The body
+    must keep the carry's pytree structure and types. Differentiable in forward mode only;
+    under vmap with a batched predicate it runs until every example is done."""
+    leaves, in_tree = tree_util.tree_flatten(init_val)
+    avals = _avals(leaves)
+    cond_closed, cond_consts, cond_tree = _trace_body(cond_fun, in_tree, avals)
+    outs = cond_closed.out_avals
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
+        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
+                        f"{list(outs)}.")
+    body_closed, body_consts, body_tree = _trace_body(body_fun, in_tree, avals)
+    _check_carry(body_tree, in_tree, body_closed.out_avals, avals, "while_loop body function")
+    out = while_p.bind(*cond_consts, *body_consts, *map(_operand, leaves),
+                       cond_jaxpr=cond_closed, body_jaxpr=body_closed,
+                       cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+    return tree_util.tree_unflatten(in_tree, out)
+
+
+def _check_carry(out_tree, in_tree, out_avals, in_avals, what):
+    if out_tree != in_tree:
+        raise TypeError(
+            f"{what} carry input and carry output must have the same pytree structure, but "
+            f"they differ:\n\nThe input carry has structure {in_tree} but the carry output has "
+            f"structure {out_tree}.\n\nRevise the function so that the carry output has the "
+            "same pytree structure as the carry input.")
+    for a, b in zip(in_avals, out_avals):
+        if not _same_type(a, b):
+            raise TypeError(
+                f"{what} carry input and carry output must have equal types, but they "
+                f"differ:\n\nThe input carry has type {a.str_short()} but the corresponding "
+                f"output carry component has type {b.str_short()}, so {_type_mismatch(a, b)}."
+                "\n\nRevise the function so that all output types match the corresponding "
+                "input types.")
+
+
+# ================================================================ scan
+
+scan_p = Primitive("scan", multiple_results=True)
+
+
+def _scan_impl(*args, jaxpr, length, num_carry, num_consts, reverse, unroll):
+    fn = compile_closed(jaxpr)
+    consts = args[:num_consts]
+    carry = args[num_consts:num_consts + num_carry]
+    xs = args[num_consts + num_carry:]
+    y_avals = jaxpr.out_avals[num_carry:]
+    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        outs = fn(*consts, *carry, *[x[i] for x in xs])
+        carry = outs[:num_carry]
+        for buf, y in zip(ys, outs[num_carry:]):
+            buf[i] = y
+    return [np.asarray(c) for c in carry] + ys
+
+
+def _scan_abstract(*avals, jaxpr, length, num_carry, num_consts, reverse, unroll):
+    ins = jaxpr.in_avals
+    if len(avals) != len(ins):
+        raise TypeError(f"scan expects {len(ins)} operands, got {len(avals)}.")
+    fixed = avals[:num_consts + num_carry]
+    for a, b in zip(fixed, ins):
+        if not _same_type(a, b):
+            raise TypeError(f"scan operand type {a.str_short()} does not match the body's "
+                            f"{b.str_short()}.")
+    for a, b in zip(avals[num_consts + num_carry:], ins[num_consts + num_carry:]):
+        if a.shape[:1] != (length,) or not _same_type(a.update(shape=a.shape[1:]), b):
+            raise TypeError(f"scan xs operand of type {a.str_short()} does not match length "
+                            f"{length} and body input {b.str_short()}.")
+    outs = jaxpr.out_avals
+    carry_in = avals[num_consts:num_consts + num_carry]
+    for a, b in zip(carry_in, outs[:num_carry]):
+        if not _same_type(a, b):
+            raise TypeError(f"scan carry output {b.str_short()} does not match its input "
+                            f"{a.str_short()}.")
+    return [a.update(weak_type=a.weak_type and b.weak_type)
+            for a, b in zip(carry_in, outs[:num_carry])] + \
+        [a.update(shape=(length,) + a.shape) for a in outs[num_carry:]]
+
+
+impl_rules[scan_p] = _scan_impl
+abstract_eval_rules[scan_p] = _scan_abstract
+weak_type_rules[scan_p] = lambda *args, jaxpr, num_carry, num_consts, **params: [
+    a.weak_type and getattr(x, "weak_type", False)
+    for a, x in zip(jaxpr.out_avals[:num_carry], args[num_consts:num_consts + num_carry])] + [
+    a.weak_type for a in jaxpr.out_avals[num_carry:]]
+
+
+def _scan_params(jaxpr, length, num_carry, num_consts, reverse, unroll):
+    # Keyword order is the printed order, alphabetical as JAX prints it.
+    return dict(jaxpr=jaxpr, length=length, num_carry=num_carry, num_consts=num_consts,
+                reverse=reverse, unroll=unroll)
+
+
+def _scan_jvp(primals, tangents, jaxpr, length, num_carry, num_consts, reverse, unroll):
+    nc, ncar = num_consts, num_carry
+    nx = len(primals) - nc - ncar
+    const_nz = [type(t) is not Zero for t in tangents[:nc]]
+    carry_nz = [_is_inexact(a) for a in jaxpr.in_avals[nc:nc + ncar]]
+    xs_nz = [type(t) is not Zero for t in tangents[nc + ncar:]]
+    jvp_body, out_nz = _jvp_closed(jaxpr, tuple(const_nz + carry_nz + xs_nz))
+    n_in = nc + ncar + nx
+    k_c, k_car, k_x = sum(const_nz), sum(carry_nz), sum(xs_nz)
+    t0 = n_in
+    order = (list(range(nc)) + list(range(t0, t0 + k_c))
+             + list(range(nc, nc + ncar)) + list(range(t0 + k_c, t0 + k_c + k_car))
+             + list(range(nc + ncar, n_in)) + list(range(t0 + k_c + k_car, t0 + k_c + k_car + k_x)))
+    n_out = len(jaxpr.out_avals)
+    k_ycar = sum(out_nz[:ncar])
+    out_order = (list(range(ncar)) + list(range(n_out, n_out + k_ycar))
+                 + list(range(ncar, n_out)) + list(range(n_out + k_ycar, n_out + sum(out_nz))))
+    jvp_body = _permute(jvp_body, order, out_order)
+    const_t = [t for t in tangents[:nc] if type(t) is not Zero]
+    carry_t = [ad.instantiate(t) for t, nz in zip(tangents[nc:nc + ncar], carry_nz) if nz]
+    xs_t = [t for t in tangents[nc + ncar:] if type(t) is not Zero]
+    outs = scan_p.bind(*primals[:nc], *const_t, *primals[nc:nc + ncar], *carry_t,
+                       *primals[nc + ncar:], *xs_t,
+                       **_scan_params(jvp_body, length, ncar + k_ycar, nc + k_c, reverse, unroll))
+    carry_p, carry_tans = outs[:ncar], iter(outs[ncar:ncar + k_ycar])
+    rest = outs[ncar + k_ycar:]
+    ny = n_out - ncar
+    ys_p, ys_tans = rest[:ny], iter(rest[ny:])
+    y_avals = _scan_abstract(*map(get_aval, primals), jaxpr=jaxpr, length=length,
+                             num_carry=ncar, num_consts=nc, reverse=reverse, unroll=unroll)
+    tans = [next(carry_tans) if nz else Zero(ad.tangent_aval(a))
+            for a, nz in zip(y_avals[:ncar], out_nz[:ncar])]
+    tans += [next(ys_tans) if nz else Zero(ad.tangent_aval(a))
+             for a, nz in zip(y_avals[ncar:], out_nz[ncar:])]
+    return carry_p + ys_p, tans
+
+
+ad.jvp_rules[scan_p] = _scan_jvp
+
+
+def _scan_batch(axis_size, vals, dims, jaxpr, length, num_carry, num_consts, reverse, unroll):
+    nc, ncar = num_consts, num_carry
+    cdims = list(dims[:nc])
+    # The body sees one slice of xs: a batch axis at d > 0 is at d - 1 there; d == 0 moves.
+    xs = []
+    xdims = []
+    for x, d in zip(vals[nc + ncar:], dims[nc + ncar:]):
+        if d == 0:
+            x, d = batching.moveaxis(x, 0, 1), 1
+        xs.append(x)
+        xdims.append(not_mapped if d is not_mapped else d - 1)
+    carry_b = [d is not not_mapped for d in dims[nc:nc + ncar]]
+    n_out = len(jaxpr.out_avals)
+    while True:
+        body, out_dims = batching.batch_closed(
+            jaxpr, axis_size, cdims + [0 if b else not_mapped for b in carry_b] + xdims,
+            carry_b + [False] * (n_out - ncar))
+        new = [b or d is not not_mapped for b, d in zip(carry_b, out_dims[:ncar])]
+        if new == carry_b:
+            break
+        carry_b = new
+    carry = [batching.move_to(v, d, 0, axis_size) if b else v
+             for v, d, b in zip(vals[nc:nc + ncar], dims[nc:nc + ncar], carry_b)]
+    outs = scan_p.bind(*vals[:nc], *carry, *xs,
+                       **_scan_params(body, length, ncar, nc, reverse, unroll))
+    y_dims = [not_mapped if d is not_mapped else 1 for d in out_dims[ncar:]]
+    return outs, [0 if b else not_mapped for b in carry_b] + y_dims
+
+
+batching.batch_rules[scan_p] = _scan_batch
+
+
+def _scan_partial_eval(trace, args, params):
+    jaxpr, nc, ncar = params["jaxpr"], params["num_consts"], params["num_carry"]
+    length, reverse, unroll = params["length"], params["reverse"], params["unroll"]
+    prog = jaxpr.program
+    uk = [not _is_known(trace, x) for x in args]
+    const_uk, carry_uk, xs_uk = uk[:nc], uk[nc:nc + ncar], uk[nc + ncar:]
+    n_out = len(prog.outvars)
+    while True:
+        known, unknown, out_uk, nres = pe.partial_eval_program(
+            prog, const_uk + carry_uk + xs_uk,
+            instantiate=carry_uk + [False] * (n_out - ncar))
+        new = [a or b for a, b in zip(carry_uk, out_uk[:ncar])]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    # Residuals that are loop-invariant (body consts, closed-over values) are passed once;
+    # the others are stacked per iteration by the known scan.
+    const_ids = {v.id: i for i, v in enumerate(prog.invars[:nc])}
+    closed_ids = {v.id: c for v, c in zip(prog.constvars, jaxpr.consts)}
+    n_known_out = len(known.outvars) - nres
+    res_vars = known.outvars[n_known_out:]
+    invariant = [isinstance(r, Var) and (r.id in const_ids or r.id in closed_ids)
+                 for r in res_vars]
+    stacked_res = [r for r, inv in zip(res_vars, invariant) if not inv]
+    known_prog = Program(known.constvars, known.invars, known.eqns,
+                         known.outvars[:n_known_out] + stacked_res)
+    n_kcar = ncar - sum(carry_uk)
+    known_args = [a for a, u in zip(args, const_uk + carry_uk + xs_uk) if not u]
+    # Carries forced unknown start from known values: those are instantiated as inputs.
+    forced = [i for i in range(ncar) if carry_uk[i] and _is_known(trace, args[nc + i])]
+    with set_current_trace(trace.parent):
+        known_outs = scan_p.bind(*known_args, **_scan_params(
+            ClosedProgram(known_prog, jaxpr.consts), length, n_kcar, sum(not u for u in const_uk),
+            reverse, unroll))
+    n_kys = n_known_out - n_kcar
+    k_carry, k_ys = known_outs[:n_kcar], known_outs[n_kcar:n_kcar + n_kys]
+    stacked_vals = known_outs[n_kcar + n_kys:]
+    invariant_vals = []
+    for r, inv in zip(res_vars, invariant):
+        if inv:
+            invariant_vals.append(args[const_ids[r.id]] if r.id in const_ids else closed_ids[r.id])
+    # Unknown body inputs: residuals then unknown (consts, carry, xs); reorder to scan layout.
+    res_in = unknown.invars[:nres]
+    inv_in = [v for v, inv in zip(res_in, invariant) if inv]
+    stk_in = [v for v, inv in zip(res_in, invariant) if not inv]
+    rest = unknown.invars[nres:]
+    n_cu, n_caru = sum(const_uk), sum(carry_uk)
+    invars = inv_in + rest[:n_cu] + rest[n_cu:n_cu + n_caru] + stk_in + rest[n_cu + n_caru:]
+    unknown_closed = ClosedProgram(Program([], invars, unknown.eqns, unknown.outvars), [])
+    del forced
+    unknown_args = ([*invariant_vals] + [a for a, u in zip(args[:nc], const_uk) if u]
+                    + [a for a, u in zip(args[nc:nc + ncar], carry_uk) if u]
+                    + list(stacked_vals) + [a for a, u in zip(args[nc + ncar:], xs_uk) if u])
+    staged = pe.StagingTrace.process_primitive(trace, scan_p, unknown_args, _scan_params(
+        unknown_closed, length, n_caru, len(inv_in) + n_cu, reverse, unroll))
+    kc, uc = iter(k_carry), iter(staged[:n_caru])
+    carries = [next(uc) if u else next(kc) for u in carry_uk]
+    ky, uy = iter(k_ys), iter(staged[n_caru:])
+    ys = [next(uy) if u else next(ky) for u in out_uk[ncar:]]
+    return carries + ys
+
+
+pe.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+def _scan_transpose(cts, *args, jaxpr, length, num_carry, num_consts, reverse, unroll):
+    nc, ncar = num_consts, num_carry
+    consts, carry, xs = args[:nc], args[nc:nc + ncar], args[nc + ncar:]
+    if not all(ad.is_undefined(c) for c in carry):
+        raise NotImplementedError("scan transpose requires every carry to be linear")
+    const_lin = [ad.is_undefined(c) for c in consts]
+    xs_lin = [ad.is_undefined(x) for x in xs]
+    known_consts = [c for c in consts if not ad.is_undefined(c)]
+    known_xs = [x for x in xs if not ad.is_undefined(x)]
+    cts = [ad.instantiate(c) for c in cts]
+    ct_carry, ct_ys = cts[:ncar], cts[ncar:]
+    lin_const_avals = [c.aval for c in consts if ad.is_undefined(c)]
+    linear = const_lin + [True] * ncar + xs_lin
+    n_kc = len(known_consts)
+    body = jaxpr
+    y_ct_avals = [a for a in jaxpr.out_avals[ncar:]]
+    carry_ct_avals = [a for a in jaxpr.out_avals[:ncar]]
+    kx_avals = [a for a, lin in zip(jaxpr.in_avals[nc + ncar:], xs_lin) if not lin]
+    kc_avals = [a for a, lin in zip(jaxpr.in_avals[:nc], const_lin) if not lin]
+
+    def t_body(*a):
+        kc = a[:n_kc]
+        acc = a[n_kc:n_kc + len(lin_const_avals)]
+        ct_c = a[n_kc + len(lin_const_avals):n_kc + len(lin_const_avals) + ncar]
+        rest = a[n_kc + len(lin_const_avals) + ncar:]
+        kx, ct_y = rest[:len(kx_avals)], rest[len(kx_avals):]
+        it_c, it_x = iter(kc), iter(kx)
+        known = [next(it_c) for lin in const_lin if not lin] + [next(it_x) for lin in xs_lin
+                                                                  if not lin]
+        cts_in = _backward(body, linear, known, list(ct_c) + list(ct_y))
+        n_lc = len(lin_const_avals)
+        new_acc = [lax.add(s, c) for s, c in zip(acc, cts_in[:n_lc])]
+        return new_acc + cts_in[n_lc:n_lc + ncar] + cts_in[n_lc + ncar:]
+
+    t_closed = pe.trace_to_program(
+        t_body, kc_avals + lin_const_avals + carry_ct_avals + kx_avals + y_ct_avals)
+    init_acc = [_zeros(a) for a in lin_const_avals]
+    outs = scan_p.bind(*known_consts, *init_acc, *ct_carry, *known_xs, *ct_ys, **_scan_params(
+        t_closed, length, len(init_acc) + ncar, n_kc, not reverse, unroll))
+    acc, ct_init = outs[:len(init_acc)], outs[len(init_acc):len(init_acc) + ncar]
+    ct_xs = iter(outs[len(init_acc) + ncar:])
+    it_acc = iter(acc)
+    return ([next(it_acc) if lin else None for lin in const_lin] + list(ct_init)
+            + [next(ct_xs) if lin else None for lin in xs_lin])
+
+
+ad.transpose_rules[scan_p] = _scan_transpose
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    """Loop `carry, y = f(carry, x)` over the leading axis of `xs` (a pytree), returning
+    `(final carry, stacked ys)`. `length` is needed when `xs` is None; `reverse` runs from
+    the end; `unroll` is accepted for compatibility (the body is one staged program)."""
+    if not callable(f):
+        raise TypeError("lax.scan: f argument should be a callable.")
+    xs_leaves, xs_tree = tree_util.tree_flatten(xs)
+    xs_avals = _avals(xs_leaves)
+    lengths = [a.shape[0] if a.shape else None for a in xs_avals]
+    if any(n is None for n in lengths):
+        raise ValueError("scan got value with no leading axis to scan over: "
+                         + ", ".join(a.str_short() for a in xs_avals if not a.shape))
+    if length is not None:
+        length = int(length)
+        if any(n != length for n in lengths):
+            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
+                             f"leading axis sizes {lengths}.")
+    elif not lengths:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    elif len(set(lengths)) > 1:
+        raise ValueError("scan got values with different leading axis sizes: "
+                         + ", ".join(map(str, lengths)) + ".")
+    else:
+        length = lengths[0]
+    if isinstance(unroll, bool):
+        unroll = length if unroll else 1
+    carry_leaves, carry_tree = tree_util.tree_flatten(init)
+    carry_avals = _avals(carry_leaves)
+    x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
+    in_tree = tree_util.tree_structure((init, xs))
+    closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals)
+    if out_tree.num_leaves != len(closed.out_avals) or len(out_tree.children()) != 2 \
+            or tree_util.tree_structure((0, 0)).node_data() != out_tree.node_data():
+        raise TypeError("scan body output must be a pair (carry, y), got a pytree with "
+                        f"structure {out_tree}.")
+    carry_out_tree, y_tree = out_tree.children()
+    _check_carry(carry_out_tree, carry_tree, closed.out_avals[:len(carry_avals)], carry_avals,
+                 "scan body function")
+    outs = scan_p.bind(*consts, *map(_operand, carry_leaves), *map(_operand, xs_leaves),
+                       **_scan_params(closed, length, len(carry_leaves), len(consts),
+                                      bool(reverse), int(unroll)))
+    n = len(carry_leaves)
+    return tree_util.tree_unflatten(carry_tree, outs[:n]), tree_util.tree_unflatten(y_tree, outs[n:])
+
+
+# ================================================================ fori_loop and map
+
+
+def _static_int(x):
+    if isinstance(x, Tracer):
+        val = x.to_concrete_value()
+        return None if val is None else int(val)
+    if isinstance(x, (int, np.integer)) or (hasattr(x, "shape") and x.shape == ()):
+        return int(x)
+    return None
+
+
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    """`for i in range(lower, upper): val = body_fun(i, val)`. With static bounds this is a
+    scan (reverse-differentiable, small programs); with traced bounds a while_loop."""
+    lo_aval, hi_aval = get_aval(_check_operand(lower)), get_aval(_check_operand(upper))
+    if not (dtypes.is_int(lo_aval.dtype) and dtypes.is_int(hi_aval.dtype)):
+        raise TypeError(f"lower and upper arguments to fori_loop must have integer dtypes, got "
+                        f"{lo_aval.dtype.name} and {hi_aval.dtype.name}")
+    lo, hi = _static_int(lower), _static_int(upper)
+    dt = dtypes.result_type(lower, upper)
+    if lo is not None and hi is not None:
+        i0 = np.asarray(lo, dt)[()] if not isinstance(lower, int) else lower
+
+        def scanned(carry, _):
+            i, x = carry
+            return (lax.add(i, np.asarray(1, dt)[()]) if not isinstance(i, int) else i + 1,
+                    body_fun(i, x)), None
+
+        (_, result), _ = scan(scanned, (i0, init_val), None, length=builtins.max(hi - lo, 0),
+                              unroll=1 if unroll is None else unroll)
+        return result
+
+    def cond_fun(carry):
+        i, stop, _ = carry
+        return lax.lt(i, stop)
+
+    def body(carry):
+        i, stop, x = carry
+        return lax.add(i, np.asarray(1, get_aval(i).dtype)[()]), stop, body_fun(i, x)
+
+    lower = lax.convert_element_type(_operand(lower), dt)
+    upper = lax.convert_element_type(_operand(upper), dt)
+    _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
+    return result
+
+
+def map(f, xs, *, batch_size=None):
+    """`[f(x) for x in xs]` stacked, over the leading axis of the pytree `xs`, as a scan.
+    With `batch_size`, chunks of that many examples run under vmap (the remainder last)."""
+    if batch_size is None:
+        _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+        return ys
+    from gpuarr.api import vmap
+    leaves, tree = tree_util.tree_flatten(xs)
+    n = get_aval(leaves[0]).shape[0]
+    n_full = (n // batch_size) * batch_size
+    pieces = []
+    if n_full:
+        chunks = tree_util.tree_unflatten(tree, [
+            lax.reshape(lax.slice_in_dim(x, 0, n_full), (n // batch_size, batch_size)
+                        + tuple(get_aval(x).shape[1:])) for x in leaves])
+        _, ys = scan(lambda _, x: ((), vmap(f)(x)), (), chunks)
+        pieces.append(tree_util.tree_map(
+            lambda y: lax.reshape(y, (n_full,) + tuple(get_aval(y).shape[2:])), ys))
+    if n_full < n:
+        rest = tree_util.tree_unflatten(tree, [lax.slice_in_dim(x, n_full, n) for x in leaves])
+        pieces.append(vmap(f)(rest))
+    if len(pieces) == 1:
+        return pieces[0]
+    return tree_util.tree_map(lambda a, b: lax.concatenate([a, b], 0), *pieces)
+
+
+# ================================================================ associative_scan
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """Inclusive prefix scan of the associative `fn` over `axis` of the pytree `elems`, in
+    O(log n) parallel steps (Blelloch's odd/even recursion), as lax.associative_scan."""
+    leaves, tree = tree_util.tree_flatten(elems)
+    if not leaves:
+        return elems
+    ndim = get_aval(leaves[0]).ndim
+    axis = axis % ndim if ndim else 0
+    num = get_aval(leaves[0]).shape[axis]
+    if any(get_aval(x).shape[axis] != num for x in leaves):
+        raise ValueError("Array inputs to associative_scan must have the same first dimension.")
+    if reverse:
+        leaves = [lax.rev(x, (axis,)) for x in leaves]
+
+    def combine(a, b):
+        out = fn(tree_util.tree_unflatten(tree, a), tree_util.tree_unflatten(tree, b))
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        if out_tree != tree:
+            raise ValueError("associative_scan fn must return a pytree like its inputs.")
+        return out_leaves
+
+    def take(x, start, stop, stride=1):
+        return lax.slice_in_dim(x, start, stop, stride, axis)
+
+    def run(elems):
+        n = get_aval(elems[0]).shape[axis]
+        if n < 2:
+            return elems
+        reduced = combine([take(e, 0, n - 1, 2) for e in elems], [take(e, 1, n, 2) for e in elems])
+        odd = run(reduced)
+        if n % 2 == 0:
+            m = get_aval(odd[0]).shape[axis]
+            even = combine([take(e, 0, m - 1) for e in odd], [take(e, 2, n, 2) for e in elems])
+        else:
+            even = combine(odd, [take(e, 2, n, 2) for e in elems])
+        even = [lax.concatenate([take(e, 0, 1), r], axis) for e, r in zip(elems, even)]
+        return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+    out = run(leaves)
+    if reverse:
+        out = [lax.rev(x, (axis,)) for x in out]
+    return tree_util.tree_unflatten(tree, out)
+
+
+def _interleave(a, b, axis):
+    """[a0, b0, a1, b1, ...] along `axis` (len(a) is len(b) or len(b) + 1)."""
+    na, nb = get_aval(a).shape[axis], get_aval(b).shape[axis]
+    ndim = get_aval(a).ndim
+    zero = np.zeros((), get_aval(a).dtype)[()]
+
+    def cfg(lo, hi):
+        return tuple((lo, hi, 1) if d == axis else (0, 0, 0) for d in range(ndim))
+
+    pa = lax.pad(a, zero, cfg(0, 1 if na == nb else 0))
+    pb = lax.pad(b, zero, cfg(1, 0 if na == nb else 1))
+    if get_aval(a).dtype == np.bool_:
+        return lax.bitwise_or(pa, pb)
+    return lax.add(pa, pb)
+
+
+del Literal

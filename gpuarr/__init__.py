@@ -26,5 +26,10 @@ from gpuarr.custom_derivatives import closure_convert, custom_jvp, custom_vjp  #
 from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401, E402
 from gpuarr import custom_derivatives, ad_checkpoint  # noqa: F401, E402
 from gpuarr.lax import stop_gradient  # noqa: F401, E402
+from gpuarr import nn, scipy, test_util  # noqa: F401, E402
+
+# Debugging and host callbacks.
+from gpuarr import debug, experimental  # noqa: F401, E402
+from gpuarr.callbacks import pure_callback  # noqa: F401, E402
 
 __version__ = "0.1.0"

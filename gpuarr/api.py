@@ -301,7 +301,14 @@ class Jitted:
             return out_leaves
 
         leaf_names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
-        closed = pe.trace_to_program(flat_fun, avals, debug_info=(self._name, leaf_names))
+        start = _clock() if _flags["log_compiles"] else None
+        if _flags["check_tracer_leaks"]:
+            from gpuarr.debug import trace_checking_leaks
+            closed = trace_checking_leaks(flat_fun, avals, (self._name, leaf_names), self._name)
+        else:
+            closed = pe.trace_to_program(flat_fun, avals, debug_info=(self._name, leaf_names))
+        if start is not None:
+            _log_trace(self, _clock() - start)
         return closed, out_tree_box[0]
 
     def _compile(self, key, leaves, in_tree, sigs, statics, arg_names):
@@ -336,17 +343,31 @@ class Jitted:
                           "Donation is not implemented for some buffers of this shape and dtype; "
                           "remove them from donate_argnums.", UserWarning, stacklevel=3)
 
-    def _check_nans(self, entry, bufs, results):  # noqa: D401
-        from gpuarr.dispatch import check_nans
-        try:
-            for r in results:
-                check_nans(f"jit({self._name})", r)
-        except FloatingPointError:
-            # Re-run op by op to name the primitive that produced the value.
-            with config_disable_passes():
-                core.eval_program(entry.closed.program, entry.closed.consts,
-                                  [Array(b) for b in bufs])
-            raise
+    def _check_nans(self, entry, bufs, results):
+        """On a NaN/Inf in the outputs (debug_nans/debug_infs), run the de-optimized Program
+        (traced again, without the compiler's passes) op by op on the NumPy backend and raise
+        FloatingPointError naming the primitive that produced it and the user's source line."""
+        from gpuarr.dispatch import nonfinite_kind, nonfinite_message
+        kind = next((k for k in map(nonfinite_kind, results) if k is not None), None)
+        if kind is None:
+            return
+        print("Invalid nan value encountered in the output of a gpuarr.jit function. "
+              "Calling the de-optimized version.")
+        key = next((k for k, e in self._cache.items() if e is entry), None)
+        closed = entry.closed
+        if key is not None:
+            in_tree, sigs, statics, _ = key
+            leaves = [s(b) if isinstance(s, type) else b for s, b in zip(sigs, bufs)]
+            closed, _ = self._trace(leaves, in_tree, sigs, statics, None)
+        from gpuarr.debug import raise_at_nonfinite
+        raise_at_nonfinite(closed, bufs)
+        raise FloatingPointError(
+            f"{nonfinite_message(kind, f'jit({self._name})')}. Because jax_debug_nans and/or "
+            "jax_debug_infs is set, the de-optimized function (the function as if the `jit` "
+            "decorator were removed) was run op by op to find the operation that produced it. "
+            "However, it produced no invalid values: the compiler's optimizations may have "
+            "produced the value, or it came from nan/inf inputs or literals (like "
+            "`jit(lambda x: jnp.nan)(x)`). Removing the `jit` decorator may avoid it.")
 
     # --- AOT-style inspection ------------------------------------------------------------
     def trace(self, *args, **kwargs):
@@ -457,35 +478,135 @@ def _leaf_arg_names(in_tree, arg_names, sig, statics):
     return names
 
 
+def _clock() -> float:
+    import time
+    return time.perf_counter()
+
+
+def _log_trace(jitted, seconds: float) -> None:
+    """Log one trace of a jitted function (jax_log_compiles), saying why it was traced."""
+    trace = core.current_trace()
+    why = "" if trace is eval_trace else (
+        f" (called under {trace!r}: under a transformation jit traces on every call)")
+    logger.warning(f"Finished tracing {jitted._name} for jit in {seconds:.9f} sec{why}")
+
+
 def _log_compile(jitted, key):
+    """Log a jit cache miss on the "gpuarr" logger at WARNING level, as JAX does.
+
+    With jax_log_compiles: one line naming the function, its argument types and the reason.
+    With jax_explain_cache_misses: JAX's "TRACING CACHE MISS" report, saying which part of
+    the key changed (argument shape, dtype or weak type, a static argument, the pytree
+    structure or a config option), compared with the closest key seen before."""
     in_tree, sigs, statics, state = key
-    reason = "first call"
-    if jitted._cache:
-        reason = _explain_miss(jitted._cache, key)
-    shapes = ", ".join(s.str_short() if isinstance(s, ShapedArray) else s.__name__ for s in sigs)
-    logger.warning(f"Compiling {jitted._name} for args ({shapes}): {reason}")
+    summary, report = _explain_miss(jitted, key)
+    if _flags["explain_cache_misses"]:
+        where = core.user_source_info()
+        callsite = f"{where.file}:{where.line} ({where.function})" if where else "<unknown>"
+        logger.warning(f"TRACING CACHE MISS at {callsite}:\n{report}")
+    if _flags["log_compiles"]:
+        types = [repr(_sig_aval(s)) for s in sigs]
+        shown = "(" + ", ".join(types) + ("," if len(types) == 1 else "") + ")"
+        logger.warning(f"Compiling jit({jitted._name}) with global shapes and types {shown}. "
+                       f"Reason: {summary}.")
 
 
-def _explain_miss(cache, key) -> str:
-    in_tree, sigs, statics, state = key
-    for old_tree, old_sigs, old_statics, old_state in cache:
-        if old_tree != in_tree:
+# Names of the values in config.trace_state(), in order.
+_TRACE_STATE_NAMES = ("jax_enable_x64", "jax_debug_nans", "jax_debug_infs",
+                      "gpuarr_enable_passes", "jax_platforms")
+
+
+def _sig_aval(sig) -> ShapedArray:
+    """The abstract value of a cache-key entry (a Python scalar's type stands for a weak scalar)."""
+    return sig if isinstance(sig, ShapedArray) else core.get_aval(sig())
+
+
+def _explain_miss(jitted, key):
+    """Why `key` missed the cache: (a one-line summary, JAX's multi-line report)."""
+    fun = jitted._fun
+    code = getattr(fun, "__code__", None)
+    defined = f" defined at {code.co_filename}:{code.co_firstlineno}" if code else ""
+    if not jitted._cache:
+        return ("first call", f"  never seen function:\n    {jitted._name} id={id(fun)}{defined}")
+    # The closest previous key: fewest differences, in the order JAX ranks them.
+    severity, title, diffs = min((_key_diffs(jitted, key, old) for old in jitted._cache),
+                                 key=lambda d: (d[0], sum(cost for _, _, cost in d[2])))
+    summary = "; ".join(short for short, _, _ in diffs) or "cache miss explanation unavailable"
+    lines = [f"  for {jitted._name}{defined}",
+             "  all previously seen cache keys differ. For the closest previous key:",
+             f"  {title}:"] + [f"  * {long}" for _, long, _ in diffs]
+    if any("weak_type" in long for _, long, _ in diffs):
+        lines.append("  See https://docs.jax.dev/en/latest/type_promotion.html#weak-types")
+    return summary, "\n".join(lines)
+
+
+def _key_diffs(jitted, new, old):
+    """(severity, title, [(short, long, cost) per difference]) between two cache keys."""
+    new_tree, new_sigs, new_statics, new_state = new
+    old_tree, old_sigs, old_statics, old_state = old
+    if new_state != old_state:
+        diffs = [(f"config option {n} changed from {b} to {a}",
+                  f"{n} differs: now {a} and before {b}", 1)
+                 for n, a, b in zip(_TRACE_STATE_NAMES, new_state, old_state) if a != b]
+        return 0, "Tracing context doesn't match, e.g. due to config or context manager", diffs
+    if new_tree != old_tree:
+        return 1, "different input pytree", [("the pytree structure of the arguments changed",
+                                              f"now {new_tree} and before {old_tree}", 1)]
+    diffs = _static_diffs(jitted, new_statics, old_statics) + \
+        _type_diffs(jitted, new_tree, new_statics, new_sigs, old_sigs)
+    kinds = [k for k, ds in (("static arguments", new_statics != old_statics),
+                             ("input types", new_sigs != old_sigs)) if ds]
+    return 2, "different " + " and ".join(kinds), diffs
+
+
+def _static_diffs(jitted, new_statics, old_statics) -> list:
+    names = _positional_names(jitted)
+    now = {k: s.val for k, s in new_statics}
+    before = {k: s.val for k, s in old_statics}
+    diffs = []
+    for k in sorted(set(now) | set(before), key=str):
+        a, b = now.get(k, "<absent>"), before.get(k, "<absent>")
+        if k in now and k in before and type(a) is type(b) and bool(a == b):
             continue
-        if old_state != state:
-            return "a configuration option that changes tracing (x64) changed"
-        if old_statics != statics:
-            return "a static argument changed value"
-        for i, (a, b) in enumerate(zip(old_sigs, sigs)):
-            if a == b:
-                continue
-            if isinstance(a, ShapedArray) and isinstance(b, ShapedArray):
-                if a.shape != b.shape:
-                    return f"argument {i} changed shape from {a.str_short()} to {b.str_short()}"
-                if a.dtype != b.dtype:
-                    return f"argument {i} changed dtype from {a.dtype.name} to {b.dtype.name}"
-                return f"argument {i} changed weak type from {a.weak_type} to {b.weak_type}"
-            return f"argument {i} changed type"
-    return "the pytree structure of the arguments changed"
+        name = k if isinstance(k, str) else (names[k] if k < len(names) else f"args[{k}]")
+        diffs.append((f"static argument {name} changed from {b!r} to {a!r}",
+                      f"at {name}, now {a!r} and before {b!r}", 1))
+    return diffs
+
+
+def _type_diffs(jitted, in_tree, statics, new_sigs, old_sigs) -> list:
+    arg_names = _leaf_arg_names(in_tree, None, jitted._sig, statics)
+    diffs = []
+    for i, (a_sig, b_sig) in enumerate(zip(new_sigs, old_sigs)):
+        if a_sig == b_sig:
+            continue
+        name = arg_names[i] if i < len(arg_names) and arg_names[i] else f"args[{i}]"
+        a, b = _sig_aval(a_sig), _sig_aval(b_sig)
+        now, before = a.str_short(), b.str_short()
+        aspects = [what for what, differs in (("shape", a.shape != b.shape),
+                                              ("dtype", a.dtype != b.dtype),
+                                              ("weak type", a.weak_type != b.weak_type)) if differs]
+        if aspects == ["weak type"]:
+            now += f"{{weak_type={a.weak_type}}}"
+            before += f"{{weak_type={b.weak_type}}}"
+        if aspects:
+            short = f"argument {name} changed {' and '.join(aspects)} from {before} to {now}"
+        else:  # same abstract value, but a Python scalar on one side and an array on the other
+            now, before = f"{now} ({_kind(a_sig)})", f"{before} ({_kind(b_sig)})"
+            short = f"argument {name} changed from {before} to {now}"
+        diffs.append((short, f"at {name}, now {now} and before {before}", max(len(aspects), 1)))
+    return diffs
+
+
+def _kind(sig) -> str:
+    return f"Python {sig.__name__}" if isinstance(sig, type) else "array"
+
+
+def _positional_names(jitted) -> list:
+    if jitted._sig is None:
+        return []
+    return [p.name for p in jitted._sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
@@ -562,7 +683,15 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=Fal
             out_box.append((out, out_tree))
             return out_leaves
 
-        closed = pe.trace_to_program(flat_fun, avals)
+        if _flags["check_tracer_leaks"]:
+            from gpuarr.debug import trace_checking_leaks
+
+            def drop_outputs():  # out_box keeps the output tree only
+                out_box[0] = (None, out_box[0][1])
+            closed = trace_checking_leaks(flat_fun, avals, None, getattr(fun, "__name__", ""),
+                                          before_check=drop_outputs)
+        else:
+            closed = pe.trace_to_program(flat_fun, avals)
         if return_shape:
             out_tree = out_box[0][1]
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
@@ -635,24 +764,17 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     """Evaluate `fun(*primals)` and return (outputs, vjp_fn[, aux]); `vjp_fn(cotangents)` gives
     the cotangents of the inputs (a tuple, one per primal)."""
     flat_primals, in_tree = tree_util.tree_flatten(primals)
-    out_box = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise ValueError("vjp with has_aux=True requires the function to return a pair "
-                                 "(output, auxiliary data)")
-            out, aux = out
-            out_box.append(aux)
-        leaves, out_tree = tree_util.tree_flatten(out)
-        out_box.insert(0, out_tree)
-        return leaves
-
+    store: dict = {}
+    flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "vjp")
     flat_primals = [_as_array(p) for p in flat_primals]
-    primals_out, pullback = ad.vjp_flat(flat_fun, flat_primals)
-    out_tree = out_box[0]
+    primals_out, pullback_all = ad.vjp_flat(flat_fun, flat_primals)
+    out_tree, n_out = store["out_tree"], store["n_out"]
+    aux_out = primals_out[n_out:]
+    primals_out = primals_out[:n_out]
     in_avals = [core.get_aval(p) for p in flat_primals]
+
+    def pullback(cts):
+        return pullback_all(list(cts) + [Zero(ad.tangent_aval(core.get_aval(a))) for a in aux_out])
 
     def vjp_fn(cotangents):
         cts, ct_tree = tree_util.tree_flatten(cotangents)
@@ -669,8 +791,27 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
 
     out = tree_util.tree_unflatten(out_tree, primals_out)
     if has_aux:
-        return out, vjp_fn, out_box[1]
+        return out, vjp_fn, tree_util.tree_unflatten(store["aux_tree"], aux_out)
     return out, vjp_fn
+
+
+def _flatten_fun_aux(fun, in_tree, has_aux, store, what):
+    """`fun` over flat inputs returning its output leaves followed by its aux leaves (aux
+    values leave the transformation as plain primal values, as in JAX)."""
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        aux_leaves = []
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise ValueError(f"{what} with has_aux=True requires the function to return a "
+                                 "pair (output, auxiliary data)")
+            out, aux = out
+            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+        leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        store["n_out"] = len(leaves)
+        return leaves + aux_leaves
+
+    return flat_fun
 
 
 def _zero_or(ct, aval):
@@ -725,8 +866,10 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                             f"{shape}. Reduce the output to a scalar (e.g. with .sum()), or use "
                             "jacrev/vjp for non-scalar outputs.")
         if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
-            raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that is "
-                            f"a sub-dtype of np.inexact), but got {aval.dtype.name}.")
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {aval.dtype.name}. For "
+                            "differentiation of functions with integer outputs, use jax.vjp "
+                            "directly.")
         from gpuarr import lax
         g = vjp_fn(lax.full((), 1, aval.dtype))
         g = g[0] if isinstance(argnums, int) else g
@@ -770,55 +913,41 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
         if pa.shape != ta.shape:
             raise ValueError(f"jvp called with different primal and tangent shapes;Got primal "
                              f"shape {pa.shape} and tangent shape as {ta.shape}")
-    out_box = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
-        if has_aux:
-            out, aux = out
-            out_box.append(aux)
-        leaves, out_tree = tree_util.tree_flatten(out)
-        out_box.insert(0, out_tree)
-        return leaves
-
+    store: dict = {}
+    flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "jvp")
     flat_p = [_as_array(p) for p in flat_p]
     tangents_in = [Zero(ad.tangent_aval(core.get_aval(p))) if getattr(t, "dtype", None) == dtypes.float0
                    else _as_array(t) for p, t in zip(flat_p, flat_t)]
     outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
+    n_out, out_tree = store["n_out"], store["out_tree"]
+    aux = outs_p[n_out:]
+    outs_p, outs_t = outs_p[:n_out], outs_t[:n_out]
     outs_t = [_zero_or(t, core.get_aval(p)) for t, p in zip(outs_t, outs_p)]
-    out_tree = out_box[0]
     res = (tree_util.tree_unflatten(out_tree, outs_p), tree_util.tree_unflatten(out_tree, outs_t))
-    return res + (out_box[1],) if has_aux else res
+    return res + (tree_util.tree_unflatten(store["aux_tree"], aux),) if has_aux else res
 
 
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the staged linear map."""
     flat_p, in_tree = tree_util.tree_flatten(primals)
-    out_box = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
-        if has_aux:
-            out, aux = out
-            out_box.append(aux)
-        leaves, out_tree = tree_util.tree_flatten(out)
-        out_box.insert(0, out_tree)
-        return leaves
-
+    store: dict = {}
+    flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "linearize")
     flat_p = [_as_array(p) for p in flat_p]
     outs_p, linear = ad.linearize_flat(flat_fun, flat_p)
-    out_tree = out_box[0]
+    n_out, out_tree = store["n_out"], store["out_tree"]
+    aux = outs_p[n_out:]
+    outs_p = outs_p[:n_out]
 
     def f_jvp(*tangents):
         flat_t, t_tree = tree_util.tree_flatten(tangents)
         if t_tree != in_tree:
             raise ValueError(f"linearized function called on tangent values inconsistent with "
                              f"the original primal values: expected {in_tree}, got {t_tree}")
-        outs = core.eval_closed(linear, *flat_t)
+        outs = core.eval_closed(linear, *flat_t)[:n_out]
         return tree_util.tree_unflatten(out_tree, outs)
 
     res = (tree_util.tree_unflatten(out_tree, outs_p), f_jvp)
-    return res + (out_box[1],) if has_aux else res
+    return res + (tree_util.tree_unflatten(store["aux_tree"], aux),) if has_aux else res
 
 
 def _std_basis(flat_avals):
@@ -869,9 +998,12 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             return res if has_aux else res[:2]
 
         basis = _std_basis(in_avals)
-        out = vmap(push, in_axes=0, out_axes=-1)(*basis) if not has_aux else \
-            vmap(push, in_axes=0, out_axes=(None, -1, None))(*basis)
-        y, jac_flat = out[0], out[1]
+        # The primal output (and aux) come back stacked, one copy per basis vector: keep one.
+        out_axes = (0, -1, 0) if has_aux else (0, -1)
+        out = vmap(push, in_axes=0, out_axes=out_axes)(*basis)
+        first = functools.partial(tree_util.tree_map, lambda v: v[0])
+        y, jac_flat = first(out[0]), out[1]
+        out = (y, jac_flat, first(out[2])) if has_aux else out
         y_leaves, y_tree = tree_util.tree_flatten(y)
         jac_leaves = tree_util.tree_leaves(jac_flat)
         per_out = []
@@ -972,10 +1104,17 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
         out_box.append(out_tree)
         return leaves
 
-    zeros = [np.zeros(a.shape, a.dtype) for a in in_avals]
-    _, linear = ad.linearize_flat(flat_fun, zeros)
+    # Stage the function with every input unknown; what does not depend on the inputs is
+    # evaluated now, and the rest (linear in the inputs) is what gets transposed.
+    closed = pe.trace_to_program(flat_fun, in_avals)
+    known, unknown, out_unknowns, num_res = pe.partial_eval_program(
+        closed.program, [True] * len(in_avals))
+    known_vals = core.eval_program(known, closed.consts, [])
+    linear = ClosedProgram(core.Program(unknown.invars[:num_res], unknown.invars[num_res:],
+                                        unknown.eqns, unknown.outvars),
+                           known_vals[len(known_vals) - num_res:])
     out_tree = out_box[0]
-    out_avals = linear.out_avals
+    out_avals = closed.out_avals
 
     def transposed(out_cotangent):
         cts, ct_tree = tree_util.tree_flatten(out_cotangent)
@@ -987,6 +1126,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
             if ca.shape != a.shape or ca.dtype != a.dtype:
                 raise TypeError(f"cotangent type does not match function output, expected "
                                 f"{a.str_short()} but got {ca.str_short()}")
+        cts = [c for c, u in zip(cts, out_unknowns) if u]
         cts_in = ad.backward_pass(linear, cts)
         return tree_util.tree_unflatten(in_tree, [_zero_or(c, a) for c, a in zip(cts_in, in_avals)])
 
@@ -998,9 +1138,10 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorise `fun` over a mapped axis of its inputs. `in_axes` is an int, None, or a
-    pytree prefix of the arguments giving each input's mapped axis (None: not mapped);
-    `out_axes` likewise places the batch axis in the outputs (None: output must not vary
-    along the batch). Keyword arguments are mapped over axis 0."""
+    pytree prefix of the arguments giving each input's mapped axis (None: not mapped;
+    negative axes count from the end); `out_axes` likewise places the batch axis in the
+    outputs (None: the output must not vary along the batch). Keyword arguments are mapped
+    over axis 0; `axis_size` gives the batch size when no input is mapped."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     _check_axes_spec(in_axes, "in_axes")
@@ -1017,7 +1158,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
                        {k: 0 for k in kwargs})
         flat_axes = _broadcast_prefix(axes_prefix, (args, kwargs), "vmap in_axes")
         flat_args = [_as_array(a) if not isinstance(a, (Array, Tracer)) else a for a in flat_args]
-        size = _mapped_size(flat_args, flat_axes, axis_size)
+        size = _mapped_size(flat_args, flat_axes, axis_size, _flat_arg_names(fun, args, kwargs))
         dims = [None if ax is None else ax % core.get_aval(x).ndim
                 for x, ax in zip(flat_args, flat_axes)]
         out_box = []
@@ -1036,12 +1177,13 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
         for o, d, dst in zip(outs, out_dims, flat_out_axes):
             if dst is None:
                 if d is not not_mapped:
-                    raise ValueError("vmap has mapped output but out_axes is None: the output "
-                                     "varies along the mapped axis. Use out_axes=0 or make the "
-                                     "output independent of the mapped inputs.")
+                    raise ValueError(f"at vmap out_axes, got axis spec None but output was "
+                                     f"batched on axis {d}")
                 results.append(o)
                 continue
             ndim = core.get_aval(o).ndim + (d is not_mapped)
+            if not -ndim <= dst < ndim:
+                raise ValueError(f"axis {dst} is out of bounds for array of dimension {ndim}")
             results.append(batching.move_to(o, d, dst % ndim, size))
         return tree_util.tree_unflatten(out_tree, results)
 
@@ -1050,9 +1192,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
 
 def _check_axes_spec(axes, name):
     for leaf in tree_util.tree_leaves(axes):
-        if not isinstance(leaf, int):
-            raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
-                            f"types as leaves, but got {leaf!r}.")
+        if not isinstance(leaf, int) or isinstance(leaf, bool):
+            raise TypeError(f"vmap {name} must be an int, None, or a tuple of entries "
+                            "corresponding to the positional arguments passed to the function, "
+                            f"but got {axes}.")
 
 
 def _broadcast_prefix(prefix, tree, what):
@@ -1077,27 +1220,48 @@ def _broadcast_prefix(prefix, tree, what):
     return result
 
 
-def _mapped_size(flat_args, flat_axes, axis_size):
-    sizes = set()
-    for x, ax in zip(flat_args, flat_axes):
+def _flat_arg_names(fun, args, kwargs):
+    """A name per flattened argument leaf (the parameter it came from), for error messages."""
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        name = params[i] if i < len(params) else f"args[{i}]"
+        names += [name] * len(tree_util.tree_leaves(a))
+    for k, v in kwargs.items():
+        names += [k] * len(tree_util.tree_leaves(v))
+    return names
+
+
+def _mapped_size(flat_args, flat_axes, axis_size, names=None):
+    sizes, where = set(), []
+    for i, (x, ax) in enumerate(zip(flat_args, flat_axes)):
         if ax is None:
             continue
-        shape = core.get_aval(x).shape
+        aval = core.get_aval(x)
+        shape = aval.shape
         if not -len(shape) <= ax < len(shape):
             raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
                              f"implies that its rank should be at least {max(ax + 1, -ax)}, but "
                              f"is only {len(shape)} (its shape is {shape})")
         sizes.add(shape[ax])
+        name = names[i] if names and i < len(names) else f"args[{i}]"
+        typ = f"{aval.dtype.name}[{','.join(str(d) for d in shape)}]"
+        where.append(f"  * one axis had size {shape[ax]}: axis {ax} of argument {name} of type "
+                     f"{typ}")
+    if axis_size is not None and sizes and sizes != {axis_size}:
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
+                         + ";\n".join([f"  * the `axis_size` argument was {axis_size}"] + where))
     if axis_size is not None:
-        if sizes and sizes != {axis_size}:
-            raise ValueError(f"vmap got axis_size={axis_size} but mapped inputs have sizes {sizes}")
         return axis_size
     if not sizes:
-        raise ValueError("vmap must have at least one non-None value in in_axes (or pass "
-                         "axis_size=)")
+        raise ValueError("vmap must have at least one non-None value in in_axes or axis_size "
+                         "must be specified")
     if len(sizes) > 1:
         raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
-                         + "\n".join(f"  an argument has size {s}" for s in sorted(sizes)))
+                         + ";\n".join(where))
     return sizes.pop()
 
 

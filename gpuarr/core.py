@@ -326,6 +326,8 @@ def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, source_info: bool = False) 
 
 def _alias_nested(eqn: Eqn, namer: _Namer) -> None:
     """Name a called Program's inputs and outputs after the equation's (as JAX prints jit)."""
+    if eqn.prim.name != "jit":  # control-flow bodies keep their own names, as in JAX
+        return
     for sub in subprograms(eqn.params):
         prog = sub.program if isinstance(sub, ClosedProgram) else sub
         if len(prog.invars) == len(eqn.inputs) and len(prog.outvars) == len(eqn.outvars):
@@ -349,7 +351,7 @@ def pp_program(prog: Program, indent: int = 0, source_info: bool = False, namer=
     outs = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
     head = f"{{ lambda {consts}; {ins}. let"
     one_line = f"{head} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
-    if top and len(eqns) <= 1 and len(one_line) + indent <= 80 and "\n" not in one_line:
+    if len(eqns) <= 1 and len(one_line) + indent <= 80 and "\n" not in one_line:
         return one_line
     pad = " " * indent
     body = "".join(f"\n{pad}    {e}" for e in eqns)
@@ -543,13 +545,30 @@ def check_tracer_alive(x: Tracer, use: str = "") -> None:
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+# Functions that interpret a Program equation by equation (their loop variable is `eqn`):
+# what they bind comes from that equation, so it keeps the equation's source location.
+_PROGRAM_INTERPRETERS = frozenset({"eval_program", "backward_pass"})
+
+
 def user_source_info() -> SourceInfo | None:
-    """The innermost caller frame outside the gpuarr package (and outside contextlib)."""
+    """Where the user's code applied the operation being bound now.
+
+    The innermost caller frame outside the gpuarr package (and outside contextlib), unless
+    an interpreter of a Program (`eval_program`, `backward_pass`) is reached first: then the
+    location of the equation it is evaluating, so transformed Programs (jvp, vmap, inlined
+    jit, transposition) keep pointing at the user's line."""
     frame = sys._getframe(1)
     while frame is not None:
-        fname = frame.f_code.co_filename
-        if not fname.startswith(_PKG_DIR) and not fname.endswith(("contextlib.py", "functools.py")):
-            return SourceInfo(fname, frame.f_lineno, frame.f_code.co_name)
+        code = frame.f_code
+        fname = code.co_filename
+        if fname.startswith(_PKG_DIR):
+            if code.co_name in _PROGRAM_INTERPRETERS:
+                eqn = frame.f_locals.get("eqn")
+                info = getattr(eqn, "source_info", None)
+                if info is not None:
+                    return info
+        elif not fname.endswith(("contextlib.py", "functools.py")):
+            return SourceInfo(fname, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None
 

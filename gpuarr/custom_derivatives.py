@@ -308,6 +308,30 @@ def _custom_lin_jvp(primals, tangents, **params):
 ad.jvp_rules[custom_lin_p] = _custom_lin_jvp
 
 
+def _custom_lin_batch(axis_size, vals, dims, *, num_res, bwd, out_avals, in_float):
+    # Batch every input at 0; bwd then runs per example on residuals and cotangents.
+    vals = [batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims, strict=True)]
+
+    def batched_bwd(res, cts):
+        def flat(*xs):
+            return [ad.instantiate(c) if c is not None else c
+                    for c in bwd(list(xs[:num_res]), list(xs[num_res:]))]
+
+        outs, out_dims = batching.batch_flat(flat, axis_size, list(res) + list(cts),
+                                             (0,) * (len(res) + len(cts)))
+        return [o if o is None else batching.move_to(o, d, 0, axis_size)
+                for o, d in zip(outs, out_dims, strict=True)]
+
+    batched_bwd.__name__ = _name(bwd)
+    avals = tuple(a.update(shape=(axis_size,) + a.shape) for a in out_avals)
+    outs = custom_lin_p.bind(*vals, num_res=num_res, bwd=batched_bwd, out_avals=avals,
+                             in_float=in_float)
+    return outs, [0] * len(outs)
+
+
+batching.batch_rules[custom_lin_p] = _custom_lin_batch
+
+
 def _custom_vjp_call_jvp(primals, tangents, *, name, bwd, call_jaxpr, fwd, symbolic_zeros):
     outs, res = fwd(list(primals))
     in_float = tuple(dtypes.is_float(get_aval(p).dtype) or dtypes.is_complex(get_aval(p).dtype)

@@ -57,16 +57,38 @@ def wrap(buf, weak_type=False, platform=None) -> Array:
     return Array(buf, weak_type, platform=platform)
 
 
-def check_nans(prim, x, where: str = "") -> None:
-    """Raise FloatingPointError if `x` has a NaN (debug_nans) or Inf (debug_infs)."""
-    if not (dtypes.is_float(x.dtype) or dtypes.is_complex(x.dtype)):
-        return
+def check_nans(prim, x, source_info=None) -> None:
+    """Raise FloatingPointError if `x` has a NaN (debug_nans) or an Inf (debug_infs).
+
+    The message names the primitive and where the user's code applied it: `source_info`
+    (an equation's), else the innermost caller outside gpuarr, looked up only on a hit."""
+    kind = nonfinite_kind(x)
+    if kind is not None:
+        name = prim if isinstance(prim, str) else prim.name
+        raise FloatingPointError(nonfinite_message(kind, name, source_info or core.user_source_info()))
+
+
+def nonfinite_kind(x) -> str | None:
+    """The kind of value ("nan" or "inf") in `x` that debug_nans/debug_infs reject, or None."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        dt = np.asarray(x).dtype
+    if not (dtypes.is_float(dt) or dtypes.is_complex(dt)):
+        return None
     host = np.asarray(x)
-    name = prim if isinstance(prim, str) else prim.name
     if _flags["debug_nans"] and np.isnan(host).any():
-        raise FloatingPointError(f"invalid value (nan) encountered in {name}{where}")
+        return "nan"
     if _flags["debug_infs"] and np.isinf(host).any():
-        raise FloatingPointError(f"divide by zero (inf) encountered in {name}{where}")
+        return "inf"
+    return None
+
+
+def nonfinite_message(kind: str, name: str, source_info=None) -> str:
+    """JAX's message (`invalid value (nan) encountered in log`), plus the user's source line."""
+    msg = f"invalid value ({kind}) encountered in {name}"
+    if source_info is not None:
+        msg += f"\nThe operation was applied at {source_info}."
+    return msg
 
 
 eval_trace = EvalTrace(None)

@@ -80,7 +80,8 @@ def upload(array: np.ndarray):
     cl = _state["cl"]
     array = np.ascontiguousarray(array)
     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
-    return cl.Buffer(ctx, flags, size=max(array.nbytes, 1), hostbuf=array if array.nbytes else np.zeros(1, np.uint8))
+    host = array if array.nbytes else np.zeros(1, np.uint8)
+    return cl.Buffer(ctx, flags, size=max(array.nbytes, 1), hostbuf=host)
 
 
 def empty(nbytes: int):

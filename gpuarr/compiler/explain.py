@@ -11,8 +11,16 @@ import sys
 import numpy as np
 
 from gpuarr.compiler.plan import (
-    CopyStep, ElementwiseKernel, Gather, HostStep, Iota, KernelPlan, KernelStep, Load,
-    ReductionKernel, ScatterKernel,
+    CopyStep,
+    ElementwiseKernel,
+    Gather,
+    HostStep,
+    Iota,
+    KernelPlan,
+    KernelStep,
+    Load,
+    ReductionKernel,
+    ScatterKernel,
 )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 from collections import defaultdict
 
 import numpy as np
@@ -59,8 +60,14 @@ RECOMPUTE_LIMIT = 24   # cost units a shared value may be recomputed for each co
 
 @dataclasses.dataclass
 class FusionOptions:
-    deterministic_scatter: bool = False
+    """`sub_compiler(closed) -> fn(*arrays) -> list` compiles the sub-programs of control flow
+    (a platform passes its own, so loop bodies run as kernel sub-plans); None runs them on
+    the NumPy backend."""
+
+    deterministic_scatter: bool = dataclasses.field(
+        default_factory=lambda: os.environ.get("GPUARR_DETERMINISTIC_SCATTER", "") == "1")
     recompute_limit: int = RECOMPUTE_LIMIT
+    sub_compiler: object = None
 
 
 # ---- step 1: which values get buffers --------------------------------------------------------
@@ -78,6 +85,8 @@ def _fusable(eqn) -> bool:
     kind, name = lowering.lowering_of(eqn.prim)
     if kind == "elementwise":
         if name == "select_n" and len(eqn.inputs) != 3:
+            return False
+        if name == "bitcast" and eqn.inputs[0].aval.dtype.itemsize != eqn.outvars[0].aval.dtype.itemsize:
             return False
         return all(_kernel_dtype(v.aval.dtype) for v in list(eqn.inputs) + list(eqn.outvars))
     if kind == "layout":
@@ -488,6 +497,14 @@ class Fusion:
     def host(self, eqn, role):
         from gpuarr.backends.numpy_backend import impl_rules  # the reference implementation
         impl = impl_rules.get(eqn.prim)
+        driver = control_driver(eqn, self.options.sub_compiler) if role == "control" else None
+        if driver is not None:
+            ins = tuple(self.ensure_buffer(a) for a in eqn.inputs)
+            outs = tuple(self.buffer_of(v) or self.new_buffer(v.aval) for v in eqn.outvars)
+            self.steps.append(HostStep(role, eqn.prim.name, driver, ins, outs, (self.text(eqn),),
+                                       "control flow runs on the host; its sub-programs run as "
+                                       "kernel sub-plans"))
+            return
         if impl is None:
             raise NotImplementedError(f"no kernel lowering and no NumPy implementation of {eqn.prim.name}")
         fn = functools.partial(impl, **eqn.params) if eqn.params else impl
@@ -501,6 +518,47 @@ class Fusion:
                   "control": "control flow runs on the host, calling its sub-programs",
                   "fallback": "no kernel lowering yet: the NumPy implementation runs on the host"}[role]
         self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.f.text(eqn),), reason))
+
+
+def control_driver(eqn, sub_compiler):
+    """A host function running `while`, `cond` or `scan` over compiled sub-programs, or None."""
+    if sub_compiler is None:
+        return None
+    p = eqn.params
+    compiled = functools.lru_cache(maxsize=None)(lambda k: sub_compiler(programs[k]))
+    if eqn.prim.name == "while":
+        programs = {"cond": p["cond_jaxpr"], "body": p["body_jaxpr"]}
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+
+        def run_while(*args):
+            cc, bc, carry = args[:cn], args[cn:cn + bn], list(args[cn + bn:])
+            while bool(np.asarray(compiled("cond")(*cc, *carry)[0])):
+                carry = list(compiled("body")(*bc, *carry))
+            return carry
+        return run_while
+    if eqn.prim.name == "cond":
+        programs = dict(enumerate(p["branches"]))
+
+        def run_cond(index, *operands):
+            i = min(max(int(index), 0), len(programs) - 1)
+            return list(compiled(i)(*operands))
+        return run_cond
+    if eqn.prim.name == "scan":
+        programs = {"body": p["jaxpr"]}
+        nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
+        y_avals = p["jaxpr"].out_avals[nk:]
+
+        def run_scan(*args):
+            consts, carry, xs = args[:nc], list(args[nc:nc + nk]), args[nc + nk:]
+            ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+            for i in (range(length - 1, -1, -1) if p["reverse"] else range(length)):
+                outs = compiled("body")(*consts, *carry, *[x[i] for x in xs])
+                carry = list(outs[:nk])
+                for buf, y in zip(ys, outs[nk:]):
+                    buf[i] = y
+            return carry + ys
+        return run_scan
+    return None
 
 
 def _in_program_order(program, eqns: dict) -> list:
@@ -603,7 +661,7 @@ def _merge(fusion, r_step, k_step, r_buf, k_binds, position, r_pos):
     if k.shape == r.shape and all(n.index.is_identity() for n in loads_r):
         where = "post"
         transform = None
-    elif tuple(k.shape) == tuple(shape) and r.strategy != "column":
+    elif tuple(k.shape) == tuple(shape):
         kept = tuple(d for d in range(len(shape)) if d not in axes)
         back = IndexMap.contiguous(r.shape).broadcast(shape, kept)
         if not all(_same_map(n.index, back) for n in loads_r):
@@ -637,11 +695,12 @@ def _merge(fusion, r_step, k_step, r_buf, k_binds, position, r_pos):
             nodes.append(Acc(r.acc_dtype))
         elif isinstance(n, (Load, Iota)):
             idx = n.index.transpose(transform) if transform else n.index
-            nodes.append(dataclasses.replace(n, index=idx, **({"arg": names[n.arg]} if isinstance(n, Load) else {})))
+            renamed = {"arg": names[n.arg]} if isinstance(n, Load) else {}
+            nodes.append(dataclasses.replace(n, index=idx, **renamed))
         elif isinstance(n, Gather):
-            nodes.append(dataclasses.replace(n, arg=names[n.arg],
-                                             starts=tuple(None if s is None else s + base for s in n.starts),
-                                             offsets=tuple(None if s is None else s + base for s in n.offsets)))
+            shift = lambda ks: tuple(None if s is None else s + base for s in ks)  # noqa: E731
+            nodes.append(dataclasses.replace(n, arg=names[n.arg], starts=shift(n.starts),
+                                             offsets=shift(n.offsets)))
         elif isinstance(n, Op):
             nodes.append(dataclasses.replace(n, args=tuple(a + base for a in n.args)))
         else:

@@ -84,7 +84,9 @@ def reduce_identity(op: str, dtype) -> object:
     if op == "prod":
         return dtype.type(1)
     if op == "and":
-        return dtype.type(True) if dtype == np.bool_ else dtype.type(-1 if dtype.kind == "i" else np.iinfo(dtype).max)
+        if dtype == np.bool_:
+            return np.bool_(True)
+        return dtype.type(-1 if dtype.kind == "i" else np.iinfo(dtype).max)
     big = op == "min"
     if dtype.kind == "f":
         return dtype.type(np.inf if big else -np.inf)
@@ -132,6 +134,8 @@ ELEMENTWISE = {
     "round": None,                 # round_away / round_even by rounding_method
     "integer_pow": None,           # attrs (y,)
     "convert_element_type": "convert",
+    "add_any": "add",              # the tangent sum of reverse-mode AD
+    "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,
     "stop_gradient": None,         # the identity
     "reduce_precision": None,      # the identity on float32/float64 at full precision
@@ -152,21 +156,23 @@ LIBRARY = ("dot_general", "sort", "argsort", "conv_general_dilated", "cholesky",
 
 # Primitives the fusion hands to the host as they are (control flow runs its sub-programs).
 CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call",
-           "remat", "checkpoint", "jit", "custom_vjp_call_jaxpr", "for_loop", "debug_callback",
+           "remat2", "custom_lin", "jit", "custom_vjp_call_jaxpr", "for_loop", "debug_callback",
            "pure_callback", "io_callback")
 
 # Indexing primitives with kernel lowerings in fusion.py.
-INDEXING = ("gather", "dynamic_slice", "scatter", "scatter-add", "scatter-mul", "scatter-min",
-            "scatter-max")
-SCATTER_COMBINERS = {"scatter": "set", "scatter-add": "add", "scatter-mul": "mul",
+SCATTER_COMBINERS = {"scatter": "set", "scatter_add": "add", "scatter_sub": "sub",
+                     "scatter_mul": "mul", "scatter_min": "min", "scatter_max": "max",
+                     "scatter-add": "add", "scatter-sub": "sub", "scatter-mul": "mul",
                      "scatter-min": "min", "scatter-max": "max"}
+INDEXING = ("gather", "dynamic_slice", *SCATTER_COMBINERS)
 
 # Primitives known to have no kernel lowering yet: they run on the host through the NumPy
 # backend. The coverage test lists these explicitly.
-HOST_FALLBACK = ("pad", "concatenate", "dynamic_update_slice", "erf_inv", "digamma",
+HOST_FALLBACK = ("pad", "concatenate", "dynamic_update_slice", "scatter_apply", "erf_inv", "digamma",
                  "polygamma", "igamma", "igammac", "random_gamma_grad", "bessel_i0e",
                  "bessel_i1e", "zeta", "regularized_incomplete_beta", "real", "imag", "complex",
-                 "conj", "bitcast_convert_type")
+                 "conj", "reduce_window_sum", "reduce_window_max",
+                 "reduce_window_min")
 
 
 def _elementwise_rule(name):

@@ -30,7 +30,7 @@ from gpuarr.core import (
     subprograms,
 )
 
-PASSES = ("simplify", "fold", "cse", "dce")
+PASSES = ("inline", "simplify", "fold", "cse", "dce")
 _enabled = {name: True for name in PASSES}
 for _name in os.environ.get("GPUARR_DISABLE_PASSES", "").split(","):
     if _name.strip() in _enabled:
@@ -352,11 +352,66 @@ def dce(program: Program) -> Program:
     return Program(program.constvars, program.invars, list(reversed(kept)), program.outvars)
 
 
+# Call-like primitives and the param holding the program they call: inlined before fusion,
+# so fusion and the other passes see across their boundaries.
+CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "remat2": "jaxpr",
+         "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
+
+
+def inline(program: Program, consts: list):
+    """Replace each call of a sub-program (nested jit, remat, custom_jvp/vjp) by its equations,
+    with fresh variables; the callee's consts become constvars of the caller."""
+    if not any(e.prim.name in CALLS and isinstance(e.params.get(CALLS[e.prim.name]),
+                                                   (Program, ClosedProgram)) for e in program.eqns):
+        return program, consts
+    constvars, consts = list(program.constvars), list(consts)
+    rw = _Rewriter(program)
+
+    def splice(sub: Program, sub_consts, inputs):
+        env = {}
+        for v, c in zip(sub.constvars, sub_consts):
+            cv = Var(v.aval)
+            constvars.append(cv)
+            consts.append(c)
+            env[v.id] = cv
+        for v, a in zip(sub.invars, inputs):
+            env[v.id] = a
+        look = lambda a: a if isinstance(a, Literal) else env[a.id]  # noqa: E731
+        for eqn in sub.eqns:
+            ins = [look(a) for a in eqn.inputs]
+            outs = [Var(v.aval) for v in eqn.outvars]
+            for old, new in zip(eqn.outvars, outs):
+                env[old.id] = new
+            walk(eqn._replace(inputs=ins, outvars=outs))
+        return [look(a) for a in sub.outvars]
+
+    def walk(eqn):
+        key = CALLS.get(eqn.prim.name)
+        callee = eqn.params.get(key) if key else None
+        if isinstance(callee, (Program, ClosedProgram)):
+            sub = callee.program if isinstance(callee, ClosedProgram) else callee
+            sub_consts = callee.consts if isinstance(callee, ClosedProgram) else []
+            if len(sub.invars) == len(eqn.inputs) and len(sub.outvars) == len(eqn.outvars) \
+                    and not (isinstance(callee, Program) and sub.constvars):
+                results = splice(sub, sub_consts, eqn.inputs)
+                for old, new in zip(eqn.outvars, results):
+                    rw.env[old.id] = new
+                return
+        rw.emit(eqn.prim, [rw.read(a) for a in eqn.inputs], eqn.params, eqn.outvars,
+                eqn.source_info)
+
+    for eqn in program.eqns:
+        walk(eqn._replace(inputs=[rw.read(a) for a in eqn.inputs]))
+    return rw.finish(constvars), consts
+
+
 def optimize(closed: ClosedProgram) -> ClosedProgram:
     """Run the enabled passes over `closed` (what jit calls before compiling, on every platform)."""
     if not config.enable_passes:
         return closed
     program, consts = closed.program, list(closed.consts)
+    if enabled("inline"):
+        program, consts = inline(program, consts)
     if enabled("simplify"):
         program = simplify(program)
     if enabled("fold"):

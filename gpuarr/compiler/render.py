@@ -144,6 +144,7 @@ def index_expr(imap: IndexMap, linear: str, t: str, lines: list, prefix: str) ->
 
 def coord_expr(shape: tuple, dimension: int, linear: str) -> str:
     inner = math.prod(shape[dimension + 1:])
+    linear = linear if linear.isidentifier() else f"({linear})"
     coord = linear if inner == 1 else f"{linear} / {inner}"
     return coord if dimension == 0 else f"({coord}) % {shape[dimension]}"
 
@@ -182,10 +183,13 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
     if node.op == "threefry2x32":
         a = ", ".join(args)
         return [f"u32 {name}[2];{comment}", f"threefry2x32({a}, &{name}[0], &{name}[1]);"]
+    decl = f"const {ctype(node.dtype)} {name} ="
     if node.op == "convert":
-        return [f"const {ctype(node.dtype)} {name} = {convert_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
+        return [f"{decl} {convert_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
+    if node.op == "bitcast":
+        return [f"{decl} {bitcast_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
     if node.op == "integer_pow":
-        return [f"const {ctype(node.dtype)} {name} = {integer_pow_expr(args[0], node.attrs[0], node.dtype)};{comment}"]
+        return [f"{decl} {integer_pow_expr(args[0], node.attrs[0], node.dtype)};{comment}"]
     if node.op == "proj":
         return [f"const u32 {name} = {args[0]}[{node.attrs[0]}];{comment}"]
     text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
@@ -201,6 +205,19 @@ def convert_expr(arg: str, src, dst) -> str:
         return f"(u8)({arg} != 0)"
     if src.kind == "f" and dst.kind in "iu":
         return f"sat_{ctype(src)}_{ctype(dst)}({arg})"
+    return f"({ctype(dst)}){arg}"
+
+
+def bitcast_expr(arg: str, src, dst) -> str:
+    """Reinterpret the bits of `arg` (same width) as `dst`."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    bits = src.itemsize * 8
+    if src.kind == "f" and dst.kind == "f":
+        return arg
+    if src.kind == "f":
+        return f"({ctype(dst)})BITS_F{bits}({arg})"
+    if dst.kind == "f":
+        return f"F{bits}_BITS({arg})"
     return f"({ctype(dst)}){arg}"
 
 
@@ -309,7 +326,7 @@ def render_reduction(k: ReductionKernel) -> RenderedKernel:
                           tuple(a.name for a in k.args), tuple(a.name for a in k.args if a.output))
 
 
-_COMBINE = {"set": "b", "add": "a + b", "mul": "a * b"}
+_COMBINE = {"set": "b", "add": "a + b", "sub": "a - b", "mul": "a * b"}
 
 
 def render_scatter(k: ScatterKernel) -> RenderedKernel:

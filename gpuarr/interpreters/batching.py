@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 from gpuarr.core import (
     ClosedProgram,

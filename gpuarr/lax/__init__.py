@@ -17,3 +17,19 @@ from gpuarr.lax.special import (  # noqa: F401
     bitcast_convert_type, clamp, clz, digamma, erf, erf_inv, erfc, lgamma, polygamma,
     population_count,
 )
+from gpuarr.lax.control_flow import (  # noqa: F401, E402
+    associative_scan, cond, fori_loop, map, scan, switch, while_loop,
+)
+from gpuarr.lax.slicing import (  # noqa: F401, E402
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, dynamic_index_in_dim,
+    dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim, dynamic_update_slice,
+    dynamic_update_slice_in_dim, gather, index_in_dim, index_take, scatter, scatter_add,
+    scatter_apply, scatter_max, scatter_min, scatter_mul, scatter_sub,
+)
+from gpuarr.lax.sorting import sort, sort_key_val, top_k  # noqa: F401, E402
+from gpuarr.lax.cumulative import cummax, cummin, cumprod, cumsum  # noqa: F401, E402
+from gpuarr.lax import linalg  # noqa: F401
+from gpuarr.lax.windowed import (  # noqa: F401, E402
+    ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
+    conv_with_general_padding, padtype_to_pads, reduce_window,
+)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import weakref
 
 import numpy as np
 
@@ -23,14 +24,15 @@ from gpuarr import dtypes, tree_util
 from gpuarr.backends.numpy_backend import compile_closed, impl_rules
 from gpuarr.core import (
     ClosedProgram,
-    Literal,
     Primitive,
     Program,
     ShapedArray,
     Tracer,
     Var,
     abstract_eval_rules,
+    current_trace,
     eval_closed,
+    eval_program,
     get_aval,
     set_current_trace,
     weak_type_rules,
@@ -172,11 +174,11 @@ def _cond_abstract(index, *operands, branches):
     out = branches[0].out_avals
     for br in branches:
         ins = br.in_avals
-        if len(ins) != len(operands) or not all(map(_same_type, ins, operands)):
+        if len(ins) != len(operands) or not all(builtins.map(_same_type, ins, operands)):
             raise TypeError("cond branches must take the operands' types; got operands "
                             f"{[a.str_short() for a in operands]} for a branch taking "
                             f"{[a.str_short() for a in ins]}.")
-        if len(br.out_avals) != len(out) or not all(map(_same_type, br.out_avals, out)):
+        if len(br.out_avals) != len(out) or not all(builtins.map(_same_type, br.out_avals, out)):
             raise TypeError("cond branches must have equal output types.")
     return [a.update(weak_type=all(br.out_avals[i].weak_type for br in branches))
             for i, a in enumerate(out)]
@@ -184,10 +186,8 @@ def _cond_abstract(index, *operands, branches):
 
 impl_rules[cond_p] = _cond_impl
 abstract_eval_rules[cond_p] = _cond_abstract
-weak_type_rules[cond_p] = lambda index, *ops, branches: _cond_abstract(
-    get_aval(index), *map(get_aval, ops), branches=branches) and [
-        all(br.out_avals[i].weak_type for br in branches)
-        for i in range(len(branches[0].out_avals))]
+weak_type_rules[cond_p] = lambda index, *ops, branches: [
+    all(br.out_avals[i].weak_type for br in branches) for i in range(len(branches[0].out_avals))]
 
 
 def _cond_jvp(primals, tangents, branches):
@@ -222,8 +222,6 @@ def _cond_batch(axis_size, vals, dims, branches):
     for br in branches:
         prog, _ = batching.batch_closed(br, axis_size, op_dims, [True] * n_out)
         results.append(eval_closed(prog, *ops))
-    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1)) \
-        if len(branches) > 1 else index
     outs = []
     for cases in zip(*results):
         shape = get_aval(cases[0]).shape
@@ -240,31 +238,27 @@ def _cond_partial_eval(trace, args, params):
     index, *ops = args
     if not isinstance(index, Tracer):
         # A concrete index picks its branch now: inline it, as jit's partial eval does.
-        i = builtins.min(builtins.max(int(index), 0), len(branches) - 1)
-        br = branches[i]
-        from gpuarr.core import eval_program
+        br = branches[builtins.min(builtins.max(int(index), 0), len(branches) - 1)]
         return eval_program(br.program, br.consts, ops)
+    if not _is_known(trace, index):
+        return pe.StagingTrace.process_primitive(trace, cond_p, args, params)
     unknowns = [not _is_known(trace, x) for x in ops]
     out_uk = [False] * len(branches[0].out_avals)
-    for _ in range(2):
-        splits = [pe.partial_eval_program(br.program, unknowns, instantiate=out_uk)
-                  for br in branches]
+    for _ in range(2):  # the second pass instantiates what any branch leaves unknown
+        splits = [_partial_eval_closed(br, unknowns, out_uk) for br in branches]
         out_uk = [any(s[2][i] for s in splits) for i in range(len(out_uk))]
-    res_avals = [[v.aval for v in known.outvars[len(known.outvars) - nres:]]
-                 for known, _, _, nres in splits]
+    res_avals = [list(known.out_avals[len(known.out_avals) - nres:])
+                 for known, _, _, _, nres in splits]
     all_res = [a for avals in res_avals for a in avals]
     known_brs, unknown_brs = [], []
-    for b, (br, (known, unknown, _, nres)) in enumerate(zip(branches, splits)):
-        known_brs.append(_known_cond_branch(br, known, nres, res_avals, b))
-        before = sum(len(r) for r in res_avals[:b])
-        prog = Program([], [], [], [])
-        res_in = [Var(a) for a in all_res]
-        own = res_in[before:before + nres]
-        rename = {old.id: new for old, new in zip(unknown.invars[:nres], own)}
-        eqns = [pe._rename_eqn(e, rename) for e in unknown.eqns]
-        outs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in unknown.outvars]
-        prog = Program([], res_in + unknown.invars[nres:], eqns, outs)
-        unknown_brs.append(ClosedProgram(prog, []))
+    for b, (known, unknown, _, _, nres) in enumerate(splits):
+        known_brs.append(_pad_residuals(known, nres, res_avals, b))
+        prog = unknown.program
+        pre = [Var(a) for avals in res_avals[:b] for a in avals]
+        post = [Var(a) for avals in res_avals[b + 1:] for a in avals]
+        invars = pre + prog.invars[:nres] + post + prog.invars[nres:]
+        unknown_brs.append(ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars),
+                                         unknown.consts))
     known_ops, unknown_ops = _split_by([not u for u in unknowns], ops)
     with set_current_trace(trace.parent):
         known_outs = cond_p.bind(index, *known_ops, branches=tuple(known_brs))
@@ -276,22 +270,63 @@ def _cond_partial_eval(trace, args, params):
     return [next(u) if uk else next(k) for uk in out_uk]
 
 
-def _known_cond_branch(br, known, nres, res_avals, b):
+def _pad_residuals(known, nres, res_avals, b):
     """A branch's known part, emitting zeros in place of the other branches' residuals."""
-    own_res = known.outvars[len(known.outvars) - nres:]
-    main = known.outvars[:len(known.outvars) - nres]
-    closed = ClosedProgram(known, br.consts)
+    n_main = len(known.out_avals) - nres
 
     def fun(*args):
-        outs = eval_closed(closed, *args)
-        res_vals = outs[len(main):]
+        outs = eval_closed(known, *args)
         padded = []
         for j, avals in enumerate(res_avals):
-            padded += list(res_vals) if j == b else [_zeros(a) for a in avals]
-        return outs[:len(main)] + padded
+            padded += list(outs[n_main:]) if j == b else [_zeros(a) for a in avals]
+        return outs[:n_main] + padded
 
-    del own_res
-    return pe.trace_to_program(fun, [v.aval for v in known.invars])
+    return pe.trace_to_program(fun, list(known.in_avals))
+
+
+def _partial_eval_closed(closed, in_uk, instantiate, invariant_in=()):
+    """Split `closed` into what its known inputs determine and the rest.
+
+    The program is re-traced under a PartialEvalTrace (so nested control flow is split by
+    its own rules). Returns (known, unknown, out_uk, inv_src, n_res): `known` maps the
+    known inputs to the known outputs followed by `n_res` residuals; `unknown` takes
+    [invariant residuals, residuals, unknown inputs]: invariant residuals are known inputs
+    at positions `invariant_in` (listed in `inv_src`), passed through unchanged.
+    """
+    in_avals = list(closed.in_avals)
+    box = []
+
+    def known_fun(*known_in):
+        trace = pe.PartialEvalTrace(current_trace())
+        it = iter(known_in)
+        args = [trace.new_arg(a) if u else next(it) for a, u in zip(in_avals, in_uk)]
+        try:
+            with set_current_trace(trace):
+                outs = eval_closed(closed, *args)
+        except BaseException:
+            trace.alive = False
+            raise
+        out_uk = [not _is_known(trace, o) or inst for o, inst in zip(outs, instantiate)]
+        unknown = trace.finish([o for o, u in zip(outs, out_uk) if u])
+        prog = unknown.program
+        position = {id(x): i for i, (x, u) in enumerate(zip(args, in_uk)) if not u}
+        inv_vars, inv_src, res_vars, res_vals, keep_vars, keep_vals = [], [], [], [], [], []
+        for v, c in zip(prog.constvars, unknown.consts):
+            if isinstance(c, Tracer) and position.get(id(c), -1) in invariant_in:
+                inv_vars.append(v)
+                inv_src.append(position[id(c)])
+            elif isinstance(c, Tracer):
+                res_vars.append(v)
+                res_vals.append(c)
+            else:
+                keep_vars.append(v)
+                keep_vals.append(c)
+        split = Program(keep_vars, inv_vars + res_vars + prog.invars, prog.eqns, prog.outvars)
+        box.append((ClosedProgram(split, keep_vals), out_uk, inv_src, len(res_vars)))
+        return [o for o, u in zip(outs, out_uk) if not u] + res_vals
+
+    known = pe.trace_to_program(known_fun, [a for a, u in zip(in_avals, in_uk) if not u])
+    return (known, *box[0])
 
 
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
@@ -375,7 +410,7 @@ def _bind_cond(index, branch_funs, names, operands):
     traced = [_trace_body(f, in_tree, avals) for f in branch_funs]
     _check_branch_outputs(names, traced)
     joined, consts = _join_branches(traced, len(leaves))
-    outs = cond_p.bind(index, *consts, *map(_operand, leaves), branches=tuple(joined))
+    outs = cond_p.bind(index, *consts, *builtins.map(_operand, leaves), branches=tuple(joined))
     return tree_util.tree_unflatten(traced[0][2], outs)
 
 
@@ -413,7 +448,8 @@ def switch(index, branches, *operands, operand=None):
     index = lax.convert_element_type(_operand(index), np.int32)
     if len(branches) == 1:
         return branches[0](*operands)
-    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    from gpuarr.lax.special import clamp
+    index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     names = [f"branch {i} is {_fun_name(f)}" for i, f in enumerate(branches)]
     return _bind_cond(index, branches, names, operands)
 
@@ -440,11 +476,17 @@ def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
         raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
                         f"[{pred!r}].")
     outs = body_jaxpr.out_avals
-    if len(outs) != len(carry) or not all(map(_same_type, outs, carry)):
+    if len(outs) != len(carry) or not all(builtins.map(_same_type, outs, carry)):
         raise TypeError("while_loop body function carry input and carry output must have equal "
                         f"types, got {[a.str_short() for a in carry]} and "
                         f"{[a.str_short() for a in outs]}.")
     return [c.update(weak_type=c.weak_type and o.weak_type) for c, o in zip(carry, outs)]
+
+
+def _while_params(cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    # Keyword order is the printed order, alphabetical as JAX prints it.
+    return dict(body_jaxpr=body_jaxpr, body_nconsts=body_nconsts, cond_jaxpr=cond_jaxpr,
+                cond_nconsts=cond_nconsts)
 
 
 impl_rules[while_p] = _while_impl
@@ -471,8 +513,7 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     new_cond = _with_unused_inputs(cond_jaxpr, tan_avals, len(cond_jaxpr.in_avals))
     ct = [ad.instantiate(t) if type(t) is Zero else t for t, nz in zip(carry_t, carry_nz) if nz]
     outs = while_p.bind(*primals[:nc], *bconsts, *[t for t in bconst_t if type(t) is not Zero],
-                        *carry, *ct, cond_jaxpr=new_cond, body_jaxpr=jvp_body,
-                        cond_nconsts=nc, body_nconsts=nb + n_cnz)
+                        *carry, *ct, **_while_params(new_cond, jvp_body, nc, nb + n_cnz))
     tans = iter(outs[n_car:])
     return outs[:n_car], [next(tans) if nz else Zero(ad.tangent_aval(get_aval(c)))
                           for c, nz in zip(carry, carry_nz)]
@@ -511,8 +552,7 @@ def _while_batch(axis_size, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, bo
              for v, d, b in zip(vals[nc + nb:], carry_dims, carry_b)]
     consts = list(vals[:nc + nb])
     if pred_dim is not_mapped:
-        outs = while_p.bind(*consts, *carry, cond_jaxpr=cond_b, body_jaxpr=body_b,
-                            cond_nconsts=nc, body_nconsts=nb)
+        outs = while_p.bind(*consts, *carry, **_while_params(cond_b, body_b, nc, nb))
         return outs, [0 if b else not_mapped for b in carry_b]
     # A batched predicate: loop while any example is running; finished ones keep their carry.
     carry_avals = [get_aval(c) for c in carry]
@@ -532,8 +572,8 @@ def _while_batch(axis_size, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, bo
 
     new_cond = pe.trace_to_program(any_cond, cconst_avals + carry_avals)
     new_body = pe.trace_to_program(masked_body, cconst_avals + bconst_avals + carry_avals)
-    outs = while_p.bind(*consts[:nc], *consts, *carry, cond_jaxpr=new_cond, body_jaxpr=new_body,
-                        cond_nconsts=nc, body_nconsts=nc + nb)
+    outs = while_p.bind(*consts[:nc], *consts, *carry,
+                        **_while_params(new_cond, new_body, nc, nc + nb))
     return outs, [0] * len(outs)
 
 
@@ -544,19 +584,20 @@ def while_loop(cond_fun, body_fun, init_val):
     """`while cond_fun(val): val = body_fun(val)`, staged as one `while` primitive. The body
     must keep the carry's pytree structure and types. Differentiable in forward mode only;
     under vmap with a batched predicate it runs until every example is done."""
-    leaves, in_tree = tree_util.tree_flatten(init_val)
+    leaves, carry_tree = tree_util.tree_flatten(init_val)
+    in_tree = tree_util.tree_structure((init_val,))
     avals = _avals(leaves)
-    cond_closed, cond_consts, cond_tree = _trace_body(cond_fun, in_tree, avals)
+    cond_closed, cond_consts, _ = _trace_body(cond_fun, in_tree, avals)
     outs = cond_closed.out_avals
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
         raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
                         f"{list(outs)}.")
     body_closed, body_consts, body_tree = _trace_body(body_fun, in_tree, avals)
-    _check_carry(body_tree, in_tree, body_closed.out_avals, avals, "while_loop body function")
-    out = while_p.bind(*cond_consts, *body_consts, *map(_operand, leaves),
-                       cond_jaxpr=cond_closed, body_jaxpr=body_closed,
-                       cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
-    return tree_util.tree_unflatten(in_tree, out)
+    _check_carry(body_tree, carry_tree, body_closed.out_avals, avals, "while_loop body function")
+    out = while_p.bind(*cond_consts, *body_consts, *builtins.map(_operand, leaves),
+                       **_while_params(cond_closed, body_closed, len(cond_consts),
+                                       len(body_consts)))
+    return tree_util.tree_unflatten(carry_tree, out)
 
 
 def _check_carry(out_tree, in_tree, out_avals, in_avals, what):
@@ -582,18 +623,69 @@ scan_p = Primitive("scan", multiple_results=True)
 
 
 def _scan_impl(*args, jaxpr, length, num_carry, num_consts, reverse, unroll):
-    fn = compile_closed(jaxpr)
     consts = args[:num_consts]
     carry = args[num_consts:num_consts + num_carry]
     xs = args[num_consts + num_carry:]
-    y_avals = jaxpr.out_avals[num_carry:]
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+    plan = _scan_plan(jaxpr, length, num_consts, num_carry) if length > 1 else None
+    if plan is None:
+        body, y_uk, known_ys = jaxpr, [True] * (len(jaxpr.out_avals) - num_carry), []
+    else:
+        pre, body, y_uk, inv_src = plan
+        pre_outs = compile_closed(pre)(*consts, *xs)
+        n_known = y_uk.count(False)
+        known_ys, xs = pre_outs[:n_known], pre_outs[n_known:]
+        consts = [consts[i] for i in inv_src]
+    fn = compile_closed(body)
+    ys = [np.empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
         outs = fn(*consts, *carry, *[x[i] for x in xs])
         carry = outs[:num_carry]
         for buf, y in zip(ys, outs[num_carry:]):
             buf[i] = y
+    it_known, it_loop = iter(known_ys), iter(ys)
+    ys = [next(it_loop) if u else np.asarray(next(it_known)) for u in y_uk]
     return [np.asarray(c) for c in carry] + ys
+
+
+_scan_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _scan_plan(jaxpr, length, num_consts, num_carry):
+    per_body = _scan_plans.setdefault(jaxpr, {})
+    key = (length, num_consts, num_carry)
+    if key not in per_body:
+        per_body[key] = _make_scan_plan(jaxpr, length, num_consts, num_carry)
+    return per_body[key]
+
+
+def _make_scan_plan(jaxpr, length, nc, ncar):
+    """Hoist the part of a scan body that does not depend on the carry out of the loop.
+
+    That part (e.g. `U @ x_t` in an RNN) runs once over all of `xs`, batched along the scan
+    axis; the loop then runs only the carry-dependent rest. Returns (pre, body, y_uk,
+    inv_src) or None when nothing can be hoisted: `pre` maps (consts, xs) to (hoisted ys,
+    stacked residuals); `body` maps (invariant consts, carry, residual slices) to (carry,
+    other ys); `inv_src` says which consts `body` takes.
+    """
+    nx = len(jaxpr.in_avals) - nc - ncar
+    ny = len(jaxpr.out_avals) - ncar
+    if nx == 0:
+        return None
+    try:
+        known, unknown, out_uk, inv_src, n_res = _partial_eval_closed(
+            jaxpr, [False] * nc + [True] * ncar + [False] * nx, [True] * ncar + [False] * ny,
+            range(nc))
+        if not known.eqns:
+            return None
+        pre, _ = batching.batch_closed(known, length, [not_mapped] * nc + [0] * nx,
+                                       [True] * len(known.out_avals))
+    except Exception:  # a body that cannot be split or batched runs as it is
+        return None
+    n_inv = len(inv_src)
+    order = (list(range(n_inv)) + list(range(n_inv + n_res, n_inv + n_res + ncar))
+             + list(range(n_inv, n_inv + n_res)))
+    body = _permute(unknown, order, range(len(unknown.out_avals)))
+    return pre, body, out_uk[ncar:], inv_src
 
 
 def _scan_abstract(*avals, jaxpr, length, num_carry, num_consts, reverse, unroll):
@@ -662,7 +754,7 @@ def _scan_jvp(primals, tangents, jaxpr, length, num_carry, num_consts, reverse, 
     rest = outs[ncar + k_ycar:]
     ny = n_out - ncar
     ys_p, ys_tans = rest[:ny], iter(rest[ny:])
-    y_avals = _scan_abstract(*map(get_aval, primals), jaxpr=jaxpr, length=length,
+    y_avals = _scan_abstract(*builtins.map(get_aval, primals), jaxpr=jaxpr, length=length,
                              num_carry=ncar, num_consts=nc, reverse=reverse, unroll=unroll)
     tans = [next(carry_tans) if nz else Zero(ad.tangent_aval(a))
             for a, nz in zip(y_avals[:ncar], out_nz[:ncar])]
@@ -709,63 +801,42 @@ batching.batch_rules[scan_p] = _scan_batch
 def _scan_partial_eval(trace, args, params):
     jaxpr, nc, ncar = params["jaxpr"], params["num_consts"], params["num_carry"]
     length, reverse, unroll = params["length"], params["reverse"], params["unroll"]
-    prog = jaxpr.program
     uk = [not _is_known(trace, x) for x in args]
     const_uk, carry_uk, xs_uk = uk[:nc], uk[nc:nc + ncar], uk[nc + ncar:]
-    n_out = len(prog.outvars)
+    n_ys = len(jaxpr.out_avals) - ncar
     while True:
-        known, unknown, out_uk, nres = pe.partial_eval_program(
-            prog, const_uk + carry_uk + xs_uk,
-            instantiate=carry_uk + [False] * (n_out - ncar))
+        # Loop-invariant residuals (known consts) are passed once, the others stacked.
+        known, unknown, out_uk, inv_src, n_res = _partial_eval_closed(
+            jaxpr, const_uk + carry_uk + xs_uk, carry_uk + [False] * n_ys, range(nc))
         new = [a or b for a, b in zip(carry_uk, out_uk[:ncar])]
         if new == carry_uk:
             break
         carry_uk = new
-    # Residuals that are loop-invariant (body consts, closed-over values) are passed once;
-    # the others are stacked per iteration by the known scan.
-    const_ids = {v.id: i for i, v in enumerate(prog.invars[:nc])}
-    closed_ids = {v.id: c for v, c in zip(prog.constvars, jaxpr.consts)}
-    n_known_out = len(known.outvars) - nres
-    res_vars = known.outvars[n_known_out:]
-    invariant = [isinstance(r, Var) and (r.id in const_ids or r.id in closed_ids)
-                 for r in res_vars]
-    stacked_res = [r for r, inv in zip(res_vars, invariant) if not inv]
-    known_prog = Program(known.constvars, known.invars, known.eqns,
-                         known.outvars[:n_known_out] + stacked_res)
-    n_kcar = ncar - sum(carry_uk)
+    n_kc, n_kcar = nc - sum(const_uk), ncar - sum(carry_uk)
     known_args = [a for a, u in zip(args, const_uk + carry_uk + xs_uk) if not u]
-    # Carries forced unknown start from known values: those are instantiated as inputs.
-    forced = [i for i in range(ncar) if carry_uk[i] and _is_known(trace, args[nc + i])]
     with set_current_trace(trace.parent):
         known_outs = scan_p.bind(*known_args, **_scan_params(
-            ClosedProgram(known_prog, jaxpr.consts), length, n_kcar, sum(not u for u in const_uk),
-            reverse, unroll))
-    n_kys = n_known_out - n_kcar
+            known, length, n_kcar, n_kc, reverse, unroll))
+    n_kys = len(known_outs) - n_kcar - n_res
     k_carry, k_ys = known_outs[:n_kcar], known_outs[n_kcar:n_kcar + n_kys]
-    stacked_vals = known_outs[n_kcar + n_kys:]
-    invariant_vals = []
-    for r, inv in zip(res_vars, invariant):
-        if inv:
-            invariant_vals.append(args[const_ids[r.id]] if r.id in const_ids else closed_ids[r.id])
-    # Unknown body inputs: residuals then unknown (consts, carry, xs); reorder to scan layout.
-    res_in = unknown.invars[:nres]
-    inv_in = [v for v, inv in zip(res_in, invariant) if inv]
-    stk_in = [v for v, inv in zip(res_in, invariant) if not inv]
-    rest = unknown.invars[nres:]
-    n_cu, n_caru = sum(const_uk), sum(carry_uk)
-    invars = inv_in + rest[:n_cu] + rest[n_cu:n_cu + n_caru] + stk_in + rest[n_cu + n_caru:]
-    unknown_closed = ClosedProgram(Program([], invars, unknown.eqns, unknown.outvars), [])
-    del forced
-    unknown_args = ([*invariant_vals] + [a for a, u in zip(args[:nc], const_uk) if u]
+    stacked = known_outs[n_kcar + n_kys:]
+    # Unknown body inputs [invariant, stacked residuals, consts, carry, xs] in scan layout.
+    prog = unknown.program
+    n_inv, n_cu, n_caru = len(inv_src), sum(const_uk), sum(carry_uk)
+    inv, res, rest = (prog.invars[:n_inv], prog.invars[n_inv:n_inv + n_res],
+                      prog.invars[n_inv + n_res:])
+    invars = inv + rest[:n_cu] + rest[n_cu:n_cu + n_caru] + res + rest[n_cu + n_caru:]
+    body = ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars),
+                         unknown.consts)
+    unknown_args = ([args[i] for i in inv_src] + [a for a, u in zip(args[:nc], const_uk) if u]
                     + [a for a, u in zip(args[nc:nc + ncar], carry_uk) if u]
-                    + list(stacked_vals) + [a for a, u in zip(args[nc + ncar:], xs_uk) if u])
+                    + list(stacked) + [a for a, u in zip(args[nc + ncar:], xs_uk) if u])
     staged = pe.StagingTrace.process_primitive(trace, scan_p, unknown_args, _scan_params(
-        unknown_closed, length, n_caru, len(inv_in) + n_cu, reverse, unroll))
+        body, length, n_caru, n_inv + n_cu, reverse, unroll))
     kc, uc = iter(k_carry), iter(staged[:n_caru])
     carries = [next(uc) if u else next(kc) for u in carry_uk]
     ky, uy = iter(k_ys), iter(staged[n_caru:])
-    ys = [next(uy) if u else next(ky) for u in out_uk[ncar:]]
-    return carries + ys
+    return carries + [next(uy) if u else next(ky) for u in out_uk[ncar:]]
 
 
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
@@ -774,8 +845,9 @@ pe.partial_eval_rules[scan_p] = _scan_partial_eval
 def _scan_transpose(cts, *args, jaxpr, length, num_carry, num_consts, reverse, unroll):
     nc, ncar = num_consts, num_carry
     consts, carry, xs = args[:nc], args[nc:nc + ncar], args[nc + ncar:]
-    if not all(ad.is_undefined(c) for c in carry):
-        raise NotImplementedError("scan transpose requires every carry to be linear")
+    # The body is linear in every carry; a carry that starts from a known value (an
+    # instantiated zero tangent) still gets a cotangent, which is then dropped.
+    carry_lin = [ad.is_undefined(c) for c in carry]
     const_lin = [ad.is_undefined(c) for c in consts]
     xs_lin = [ad.is_undefined(x) for x in xs]
     known_consts = [c for c in consts if not ad.is_undefined(c)]
@@ -813,7 +885,8 @@ def _scan_transpose(cts, *args, jaxpr, length, num_carry, num_consts, reverse, u
     acc, ct_init = outs[:len(init_acc)], outs[len(init_acc):len(init_acc) + ncar]
     ct_xs = iter(outs[len(init_acc) + ncar:])
     it_acc = iter(acc)
-    return ([next(it_acc) if lin else None for lin in const_lin] + list(ct_init)
+    return ([next(it_acc) if lin else None for lin in const_lin]
+            + [ct if lin else None for ct, lin in zip(ct_init, carry_lin)]
             + [next(ct_xs) if lin else None for lin in xs_lin])
 
 
@@ -841,7 +914,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         raise ValueError("scan got no values to scan over and `length` not provided.")
     elif len(set(lengths)) > 1:
         raise ValueError("scan got values with different leading axis sizes: "
-                         + ", ".join(map(str, lengths)) + ".")
+                         + ", ".join(builtins.map(str, lengths)) + ".")
     else:
         length = lengths[0]
     if isinstance(unroll, bool):
@@ -851,14 +924,16 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
     in_tree = tree_util.tree_structure((init, xs))
     closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals)
-    if out_tree.num_leaves != len(closed.out_avals) or len(out_tree.children()) != 2 \
-            or tree_util.tree_structure((0, 0)).node_data() != out_tree.node_data():
+    pair = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    if not isinstance(pair, tuple) or len(pair) != 2:
         raise TypeError("scan body output must be a pair (carry, y), got a pytree with "
                         f"structure {out_tree}.")
-    carry_out_tree, y_tree = out_tree.children()
+    carry_out_tree = tree_util.tree_structure(pair[0])
+    y_tree = tree_util.tree_structure(pair[1])
     _check_carry(carry_out_tree, carry_tree, closed.out_avals[:len(carry_avals)], carry_avals,
                  "scan body function")
-    outs = scan_p.bind(*consts, *map(_operand, carry_leaves), *map(_operand, xs_leaves),
+    outs = scan_p.bind(*consts, *builtins.map(_operand, carry_leaves),
+                       *builtins.map(_operand, xs_leaves),
                        **_scan_params(closed, length, len(carry_leaves), len(consts),
                                       bool(reverse), int(unroll)))
     n = len(carry_leaves)
@@ -906,8 +981,9 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         i, stop, x = carry
         return lax.add(i, np.asarray(1, get_aval(i).dtype)[()]), stop, body_fun(i, x)
 
-    lower = lax.convert_element_type(_operand(lower), dt)
-    upper = lax.convert_element_type(_operand(upper), dt)
+    # Python ints stay weakly typed, as in JAX; arrays are cast to the common index dtype.
+    lower, upper = (x if isinstance(x, int) or get_aval(x).dtype == dt
+                    else lax.convert_element_type(x, dt) for x in (lower, upper))
     _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
     return result
 
@@ -1000,5 +1076,3 @@ def _interleave(a, b, axis):
         return lax.bitwise_or(pa, pb)
     return lax.add(pa, pb)
 
-
-del Literal

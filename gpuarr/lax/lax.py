@@ -1301,9 +1301,14 @@ def _dot_transpose_lhs(ct, x, y, dimension_numbers, precision=None, preferred_el
         ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
     dims = ((ans_y, y_kept), (ans_batch, y_batch))
     x_contract_sorted_by_y = tuple(np.take(x_contract, np.argsort(y_contract)))
-    out_axes = np.argsort(tuple(x_batch) + x_kept + x_contract_sorted_by_y)
-    val = dot_general(ct, y, dims, preferred_element_type=None)
-    val = transpose(val, tuple(out_axes))
+    out_axes = tuple(np.argsort(tuple(x_batch) + x_kept + x_contract_sorted_by_y))
+    swapped_axes = tuple(np.argsort(tuple(x_batch) + x_contract_sorted_by_y + x_kept))
+    if out_axes != tuple(range(x_ndim)) and swapped_axes == tuple(range(x_ndim)):
+        # dot(y, ct) already has x's layout: no transpose (a strided copy on most backends).
+        (ans_y_, y_kept_), (ans_b_, y_b_) = dims
+        val = dot_general(y, ct, ((y_kept_, ans_y_), (y_b_, ans_b_)), preferred_element_type=None)
+    else:
+        val = transpose(dot_general(ct, y, dims, preferred_element_type=None), out_axes)
     return convert_element_type(val, x_aval.dtype) if get_aval(val).dtype != x_aval.dtype else val
 
 
@@ -1330,17 +1335,17 @@ def _dot_general_batch(axis_size, vals, dims, dimension_numbers, precision=None,
         shift = lambda t: tuple(i + 1 for i in t)  # noqa: E731
         dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
         return dot_general_p.bind(x, y, dimension_numbers=dn, **params), 0
+    # One side batched: its batch axis stays where it is, as one more free dimension.
+    shift = lambda t, d: tuple(i + (i >= d) for i in t)  # noqa: E731
     if dx is not not_mapped:
-        x = batching.moveaxis(x, dx, get_aval(x).ndim - 1)
-        nd = get_aval(x).ndim
-        _, _, _, _, lf, _ = _dot_dims(nd, get_aval(y).ndim, dimension_numbers)
-        out_d = len(lb) + lf.index(nd - 1)
-        return dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, **params), out_d
-    y = batching.moveaxis(y, dy, get_aval(y).ndim - 1)
-    nd = get_aval(y).ndim
-    _, _, _, _, lf, rf = _dot_dims(get_aval(x).ndim, nd, dimension_numbers)
-    out_d = len(lb) + len(lf) + rf.index(nd - 1)
-    return dot_general_p.bind(x, y, dimension_numbers=dimension_numbers, **params), out_d
+        dn = ((shift(lc, dx), rc), (shift(lb, dx), rb))
+        free = [i for i in range(get_aval(x).ndim) if i not in dn[0][0] + dn[1][0]]
+        return dot_general_p.bind(x, y, dimension_numbers=dn, **params), len(lb) + free.index(dx)
+    dn = ((lc, shift(rc, dy)), (lb, shift(rb, dy)))
+    free = [i for i in range(get_aval(y).ndim) if i not in dn[0][1] + dn[1][1]]
+    n_lhs_free = get_aval(x).ndim - len(lc) - len(lb)
+    return dot_general_p.bind(x, y, dimension_numbers=dn, **params), \
+        len(lb) + n_lhs_free + free.index(dy)
 
 
 batch_rules[dot_general_p] = _dot_general_batch
@@ -1400,9 +1405,8 @@ def full(shape, fill_value, dtype=None):
         scalar = np.asarray(fill_value).astype(dtype)[()] if np.ndim(fill_value) == 0 else None
         if scalar is None:
             raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")
-        from gpuarr.dispatch import wrap
         from gpuarr.core import current_trace
-        from gpuarr.dispatch import eval_trace
+        from gpuarr.dispatch import eval_trace, wrap
         if current_trace() is eval_trace:
             return wrap(np.broadcast_to(scalar, shape), weak)
         value = scalar

@@ -102,6 +102,18 @@ def default_fill_value(dtype):
     raise ValueError(f"Unsupported dtype for gather fill_value {dtype}")
 
 
+def checked_impl(prim):
+    """Run `prim`'s abstract evaluation before its NumPy implementation, so eager calls raise the
+    same errors (with the same messages) as traced ones."""
+    impl, rule = impl_rules[prim], abstract_eval_rules[prim]
+
+    def run(*args, **params):
+        rule(*[get_aval(a) for a in args], **params)
+        return impl(*args, **params)
+
+    impl_rules[prim] = run
+
+
 # ---------------------------------------------------------------- shared index arithmetic
 
 
@@ -184,7 +196,7 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
         perm[p] = nb + w
     for j, p in enumerate(batch_pos):
         perm[p] = j
-    return np.ascontiguousarray(np.transpose(out, perm))
+    return np.array(np.transpose(out, perm), order="C")
 
 
 def _gather_abstract(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
@@ -194,7 +206,7 @@ def _gather_abstract(operand, indices, *, dimension_numbers, slice_sizes, indice
     if len(slice_sizes) != operand.ndim:
         raise TypeError(f"gather slice_sizes must have one entry per operand dimension; got "
                         f"slice_sizes {slice_sizes} for operand shape {operand.shape}.")
-    for d, (s, n) in enumerate(zip(slice_sizes, operand.shape)):
+    for s, n in zip(slice_sizes, operand.shape):
         if not 0 <= s <= n:
             raise TypeError(f"gather slice_sizes must be between 0 and the operand's dimension "
                             f"sizes; got slice_sizes {slice_sizes} for operand shape {operand.shape}.")
@@ -227,6 +239,7 @@ def _operand_weak(operand, *args, **params):
 gather_p = Primitive("gather")
 impl_rules[gather_p] = _gather_impl
 abstract_eval_rules[gather_p] = _gather_abstract
+checked_impl(gather_p)
 weak_type_rules[gather_p] = _operand_weak
 
 
@@ -399,6 +412,7 @@ def _scatter_prim(name):
     weak_type_rules[prim] = _operand_weak
     batch_rules[prim] = lambda axis_size, vals, dims, **params: _scatter_batch(
         prim, axis_size, vals, dims, **params)
+    checked_impl(prim)
     return prim
 
 
@@ -602,14 +616,12 @@ def _apply_impl(operand, indices, *, func_program, dimension_numbers, update_sha
     from gpuarr.backends import numpy_backend
     operand = np.asarray(operand)
     counts = _scatter_impl("scatter_add", np.zeros(operand.shape, np.int64), indices,
-                           np.ones(np.asarray(indices).shape[:-1] + (), np.int64).reshape(
-                               _apply_updates_shape(indices, update_shape, dimension_numbers)),
-                           dimension_numbers=dimension_numbers, indices_are_sorted=False,
-                           unique_indices=False, mode=mode)
+                           np.ones(update_shape, np.int64), dimension_numbers=dimension_numbers,
+                           indices_are_sorted=False, unique_indices=False, mode=mode)
     n = operand.size
     if n == 0 or counts.max() == 0:
         return operand.copy()
-    vec, _ = batching.batch_program(func_program, n, (0,))
+    vec = batching.batch_program(func_program, n, (0,))
     run = numpy_backend.compile_closed(vec)
     out = operand.reshape(-1).copy()
     flat_counts = counts.reshape(-1)
@@ -617,16 +629,6 @@ def _apply_impl(operand, indices, *, func_program, dimension_numbers, update_sha
         applied = np.asarray(run(out)[0]).astype(operand.dtype)
         out = np.where(flat_counts > k, applied, out)
     return out.reshape(operand.shape)
-
-
-def _apply_updates_shape(indices, update_shape, dn):
-    """The shape a dummy updates array of `update_shape` windows has for these indices."""
-    batch = list(np.shape(indices)[:-1])
-    rank = len(batch) + len(dn.update_window_dims)
-    shape, it_b, it_w = [], iter(batch), iter(update_shape)
-    for i in range(rank):
-        shape.append(next(it_w) if i in dn.update_window_dims else next(it_b))
-    return tuple(shape)
 
 
 def _apply_abstract(operand, indices, *, func_program, dimension_numbers, update_shape, **params):
@@ -643,15 +645,14 @@ def _apply_batch(axis_size, vals, dims, *, dimension_numbers, update_shape, **pa
         dn = ScatterDimensionNumbers((0,) + _shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
                                      _shift(dn.scatter_dims_to_operand_dims),
                                      _shift(dn.operand_batching_dims), dn.scatter_indices_batching_dims)
-        update_shape = (axis_size,) + tuple(update_shape)
     else:
         indices = batching.move_to(indices, idd, 0, axis_size)
         dn = ScatterDimensionNumbers(_shift(dn.update_window_dims), _shift(dn.inserted_window_dims),
                                      _shift(dn.scatter_dims_to_operand_dims),
                                      (0,) + _shift(dn.operand_batching_dims),
                                      (0,) + _shift(dn.scatter_indices_batching_dims))
-    return scatter_apply_p.bind(operand, indices, dimension_numbers=dn, update_shape=update_shape,
-                                **params), 0
+    return scatter_apply_p.bind(operand, indices, dimension_numbers=dn,
+                                update_shape=(axis_size,) + tuple(update_shape), **params), 0
 
 
 def _apply_jvp(primals, tangents, **params):
@@ -662,6 +663,7 @@ def _apply_jvp(primals, tangents, **params):
 scatter_apply_p = Primitive("scatter_apply")
 impl_rules[scatter_apply_p] = _apply_impl
 abstract_eval_rules[scatter_apply_p] = _apply_abstract
+checked_impl(scatter_apply_p)
 weak_type_rules[scatter_apply_p] = _operand_weak
 batch_rules[scatter_apply_p] = _apply_batch
 ad.jvp_rules[scatter_apply_p] = _apply_jvp
@@ -671,7 +673,8 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers: ScatterDime
                   update_shape=(), indices_are_sorted: bool = False, unique_indices: bool = False,
                   mode=None):
     """Replace `operand` at `scatter_indices` by `func(operand)`; a repeated index applies `func`
-    once per occurrence. `func` is an elementwise function of one scalar; not differentiable."""
+    once per occurrence. `update_shape` is the shape the updates would have (as for `scatter`);
+    `func` is an elementwise function of one scalar. Not differentiable, as in JAX."""
     prog = _scalar_fn_program(func, get_aval(operand).dtype)
     return scatter_apply_p.bind(operand, scatter_indices, func_program=prog,
                                 dimension_numbers=_tuple_fields(dimension_numbers),
@@ -760,6 +763,7 @@ def _dynamic_slice_batch(axis_size, vals, dims, slice_sizes):
 dynamic_slice_p = Primitive("dynamic_slice")
 impl_rules[dynamic_slice_p] = _dynamic_slice_impl
 abstract_eval_rules[dynamic_slice_p] = _dynamic_slice_abstract
+checked_impl(dynamic_slice_p)
 weak_type_rules[dynamic_slice_p] = _operand_weak
 ad.jvp_rules[dynamic_slice_p] = _dynamic_slice_jvp
 ad.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
@@ -871,6 +875,7 @@ def _dus_batch(axis_size, vals, dims):
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
 impl_rules[dynamic_update_slice_p] = _dus_impl
 abstract_eval_rules[dynamic_update_slice_p] = _dus_abstract
+checked_impl(dynamic_update_slice_p)
 weak_type_rules[dynamic_update_slice_p] = _operand_weak
 ad.jvp_rules[dynamic_update_slice_p] = _dus_jvp
 ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
@@ -964,21 +969,3 @@ def take_along_axis(arr, indices, axis: int, mode=GatherScatterMode.PROMISE_IN_B
     idx = lax.reshape(indices, get_aval(indices).shape + (1,))
     dn = GatherDimensionNumbers((), (axis,), (axis,), others, others)
     return gather(arr, idx, dn, (1,) * nd, mode=mode, fill_value=fill_value)
-
-
-# ---------------------------------------------------------------- clamp
-
-
-def clamp(min, x, max):
-    """`x` limited to [`min`, `max`] elementwise (scalar bounds broadcast), as lax.clamp."""
-    lo, x, hi = lax._coerce_scalars("clamp", min, x, max)
-    lo_a, x_a, hi_a = get_aval(lo), get_aval(x), get_aval(hi)
-    lax._check_same_dtypes("clamp", lo_a, x_a, hi_a)
-    for name, b in (("min", lo_a), ("max", hi_a)):
-        if b.shape not in ((), x_a.shape):
-            raise TypeError(f"clamp requires {name}.shape == operand.shape or {name}.shape == (), "
-                            f"got {b.shape} and {x_a.shape}.")
-    return lax.select(lax.lt(x, lo), lax.broadcast_in_dim(lo, x_a.shape, tuple(range(lo_a.ndim)))
-                      if lo_a.shape != x_a.shape else lo,
-                      lax.select(lax.lt(hi, x), lax.broadcast_in_dim(hi, x_a.shape, tuple(range(hi_a.ndim)))
-                                 if hi_a.shape != x_a.shape else hi, x))

@@ -22,11 +22,10 @@ from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero
 from gpuarr.interpreters.batching import batch_rules, not_mapped
 from gpuarr.lax.lax import (
     _check_kind,
-    _coerce_scalars,
     _check_same_dtypes,
+    _coerce_scalars,
     _const,
     _never_weak,
-    _unary,
     add,
     binop,
     broadcast_batch_rule,
@@ -357,8 +356,22 @@ defjvp_zero(bitcast_convert_type_p)
 
 # ---------------------------------------------------------------- public wrappers
 
-erf, erfc, erf_inv, lgamma, digamma = map(_unary, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
-population_count, clz = map(_unary, (population_count_p, clz_p))
+
+
+def _checked(prim, name=None):
+    """A wrapper that validates like abstract evaluation before binding, so eager calls raise
+    the same TypeError as traced ones (the eager trace runs only the NumPy implementation)."""
+    rule = abstract_eval_rules[prim]
+
+    def f(*args, **params):
+        rule(*map(get_aval, args), **params)
+        return prim.bind(*args, **params)
+    f.__name__ = name or prim.name
+    return f
+
+
+erf, erfc, erf_inv, lgamma, digamma = map(_checked, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
+population_count, clz = map(_checked, (population_count_p, clz_p))
 erf.__doc__ = "The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt (lax.erf)."
 erfc.__doc__ = "The complementary error function 1 - erf(x), accurate in the tails (lax.erfc)."
 erf_inv.__doc__ = "The inverse of erf on (-1, 1); +-inf at +-1 and NaN outside (lax.erf_inv)."
@@ -371,19 +384,19 @@ clz.__doc__ = "The number of leading zero bits of each integer (lax.clz)."
 def polygamma(m, x):
     """The m-th derivative of digamma, psi^(m)(x), for integer-valued m >= 0 (lax.polygamma)."""
     m, x = _coerce_scalars("polygamma", m, x)
-    return polygamma_p.bind(m, x)
+    return _checked(polygamma_p)(m, x)
 
 
 def clamp(min, x, max):
     """Elementwise min(max(x, min), max); `min`/`max` are scalars or have x's shape (lax.clamp)."""
     min, x, max = _coerce_scalars("clamp", min, x, max)
-    return clamp_p.bind(min, x, max)
+    return _checked(clamp_p)(min, x, max)
 
 
 def bitcast_convert_type(operand, new_dtype):
     """Reinterpret the bits as `new_dtype`; a narrower type adds a trailing axis, a wider one
     consumes it (lax.bitcast_convert_type)."""
-    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+    return _checked(bitcast_convert_type_p)(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
 
 
 _ = (div, broadcast_batch_rule)

@@ -8,27 +8,55 @@ from gpuarr.dtypes import (  # noqa: F401
     uint16, uint32, uint64, finfo, iinfo, issubdtype, promote_types,
 )
 from gpuarr.numpy.creation import (  # noqa: F401
-    arange, array, asarray, copy, empty, empty_like, eye, full, full_like, identity, linspace,
-    ones, ones_like, zeros, zeros_like,
+    arange, array, asarray, copy, diag, diagflat, diagonal, empty, empty_like, eye, from_dlpack,
+    frombuffer, fromfunction, fromiter, fromstring, full, full_like, geomspace, identity, indices,
+    linspace, load, logspace, meshgrid, ones, ones_like, tri, tril, triu, vander, zeros,
+    zeros_like,
 )
 from gpuarr.numpy.ufuncs import (  # noqa: F401
-    abs, absolute, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, around,
-    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clip, cos, cosh, divide, equal,
-    exp, exp2, expm1, float_power, floor, floor_divide, fmod, greater, greater_equal, invert,
-    isfinite, isinf, isnan, less, less_equal, log, log1p, logical_and, logical_not, logical_or,
-    logical_xor, maximum, minimum, mod, multiply, negative, not_equal, positive, pow, power,
-    reciprocal, remainder, round, sign, sin, sinh, sqrt, square, subtract, tan, tanh, true_divide,
-    where,
+    abs, absolute, acos, acosh, add, angle, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
+    arctanh, around, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_count, bitwise_invert,
+    bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor, cbrt, ceil,
+    clip, conj, conjugate, copysign, cos, cosh, deg2rad, degrees, divide, divmod, equal, exp,
+    exp2, expm1, fabs, fix, float_power, floor, floor_divide, fmax, fmin, fmod, frexp, gcd,
+    greater, greater_equal, heaviside, hypot, i0, imag, invert, iscomplex, isfinite, isinf, isnan,
+    isneginf, isposinf, isreal, lcm, ldexp, left_shift, less, less_equal, log, log10, log1p, log2,
+    logaddexp, logaddexp2, logical_and, logical_not, logical_or, logical_xor, maximum, minimum,
+    mod, modf, multiply, nan_to_num, negative, nextafter, not_equal, positive, pow, power,
+    rad2deg, radians, real, reciprocal, remainder, right_shift, rint, round, sign, signbit, sin,
+    sinc, sinh, spacing, sqrt, square, subtract, tan, tanh, true_divide, trunc, where,
 )
 from gpuarr.numpy.reductions import (  # noqa: F401
-    all, amax, amin, any, argmax, argmin, max, mean, min, prod, std, sum, var,
+    all, amax, amin, any, argmax, argmin, average, count_nonzero, max, mean, median, min,
+    nanmax, nanmean, nanmedian, nanmin, nanpercentile, nanprod, nanquantile, nanstd, nansum,
+    nanvar, percentile, prod, ptp, quantile, std, sum, var,
 )
 from gpuarr.numpy.manipulation import (  # noqa: F401
-    broadcast_arrays, broadcast_to, concatenate, expand_dims, matrix_transpose, moveaxis, ravel,
-    reshape, squeeze, stack, swapaxes, transpose,
+    append, array_split, atleast_1d, atleast_2d, atleast_3d, block, broadcast_arrays,
+    broadcast_shapes, broadcast_to, column_stack, concat, concatenate, delete, diff, dsplit,
+    dstack, ediff1d, expand_dims, flip, fliplr, flipud, hsplit, hstack, insert, matrix_transpose,
+    moveaxis, pad, permute_dims, ravel, repeat, reshape, resize, roll, rollaxis, rot90, split,
+    squeeze, stack, swapaxes, tile, transpose, trim_zeros, unstack, vsplit, vstack,
+)
+from gpuarr.numpy.misc import (  # noqa: F401
+    allclose, apply_along_axis, apply_over_axes, array_equal, array_equiv, array_repr, array_str,
+    bartlett, blackman, bool, c_, can_cast, cdouble, character, complexfloating, copyto, corrcoef,
+    cov, csingle, double, dtype, flexible, floating, generic, get_printoptions, gradient,
+    hamming, hanning, histogram, histogram2d, histogram_bin_edges, histogramdd, index_exp,
+    inexact, int_, integer, interp, isclose, iscomplexobj, isdtype, isin, isrealobj, isscalar,
+    iterable, kaiser, mgrid, ndim, number, object_, ogrid, packbits, piecewise, polyadd, polyder,
+    polyint, polymul, polysub, polyval, printoptions, r_, result_type, s_, save, savez,
+    set_printoptions, shape, signedinteger, single, size, trapezoid, uint, unpackbits,
+    unsignedinteger, unwrap, vectorize,
+)
+from gpuarr.numpy.misc import (  # noqa: F401
+    astype, diag_indices, diag_indices_from, fill_diagonal, fromfile, frompyfunc, ix_,
+    mask_indices, poly, polydiv, tril_indices, tril_indices_from, triu_indices, triu_indices_from,
 )
 from gpuarr.numpy.products import dot, inner, matmul, outer, vdot  # noqa: F401
-from gpuarr.numpy.indexing import nonzero  # noqa: F401
+from gpuarr.numpy.products import cross, kron, tensordot, trace, vecdot  # noqa: F401
+from gpuarr.numpy.einsum import einsum, einsum_path  # noqa: F401
+from gpuarr.numpy import linalg  # noqa: F401
 from gpuarr.numpy import array_methods as _array_methods  # noqa: F401
 
 try:
@@ -43,13 +71,13 @@ nan = _np.nan
 euler_gamma = _np.euler_gamma
 newaxis = None
 
-
-def result_type(*args):
-    """The dtype JAX's promotion gives these arguments."""
-    from gpuarr import dtypes
-    return dtypes.result_type(*args)
-
-
-def dtype(x):
-    from gpuarr import dtypes
-    return dtypes.dtype(x)
+# Indexing, .at updates, selection, sorting and searching.
+from gpuarr.numpy import at as _at  # noqa: F401, E402
+from gpuarr.numpy.selection import (  # noqa: F401, E402
+    argwhere, choose, compress, cumprod, cumsum, cumulative_prod, cumulative_sum, extract,
+    flatnonzero, nanargmax, nanargmin, nancumprod, nancumsum, nonzero, put_along_axis, select,
+    take, take_along_axis,
+)
+from gpuarr.numpy.sorting import (  # noqa: F401, E402
+    argpartition, argsort, bincount, digitize, lexsort, partition, searchsorted, sort, unique,
+)

@@ -102,4 +102,52 @@ def _array_namespace(self, api_version=None):
 
 
 install({"__array_namespace__": _array_namespace})
+
+
+def _lazy(name):
+    """A method calling gpuarr.numpy.<name> (looked up at call time, so modules that define
+    it may load after this one)."""
+    def method(self, *args, **kwargs):
+        import gpuarr.numpy as jnp
+        return getattr(jnp, name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"Same as jnp.{name}(self, ...)."
+    return method
+
+
+def _view(self, dtype=None, type=None):
+    """Reinterpret the bits as `dtype` (same item size), as ndarray.view."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    new = dtypes.canonicalize_dtype(dtype)
+    old = get_aval(self).dtype
+    if new.itemsize != old.itemsize:
+        raise NotImplementedError(f"view from {old.name} to {new.name}: only dtypes of the same "
+                                  "size are supported; use lax.bitcast_convert_type.")
+    if old == np.bool_:
+        self = lax.convert_element_type(self, np.uint8)
+    if new == np.bool_:
+        return lax.ne(lax.bitcast_convert_type(self, np.uint8), np.uint8(0))
+    return lax.bitcast_convert_type(self, new)
+
+
+def _contains(self, item):
+    return bool(reductions.any(ufuncs.equal(self, item)))
+
+
+_LAZY_METHODS = ("argpartition", "argsort", "choose", "compress", "cumprod", "cumsum", "diagonal",
+                 "nonzero", "ptp", "repeat", "searchsorted", "sort", "take", "trace", "copy")
+install({name: _lazy(name) for name in _LAZY_METHODS})
+install({
+    "view": _view,
+    "__contains__": _contains,
+    "__copy__": lambda self: self,
+    "__deepcopy__": lambda self, memo: self,
+    "__round__": lambda self, ndigits=None: ufuncs.round(self, ndigits or 0),
+    "__divmod__": _defer(ufuncs.divmod), "__rdivmod__": _defer(ufuncs.divmod, True),
+    "__lshift__": _defer(ufuncs.left_shift), "__rlshift__": _defer(ufuncs.left_shift, True),
+    "__rshift__": _defer(ufuncs.right_shift), "__rrshift__": _defer(ufuncs.right_shift, True),
+}, properties={"imag": property(lambda self: ufuncs.imag(self))})
 _ = get_aval

@@ -220,3 +220,218 @@ def copy(a, order=None):
     """A copy of `a` (arrays are immutable, so this is the same values)."""
     check_arraylike("copy", a)
     return asarray(a) if not isinstance(a, np.ndarray) else asarray(a.copy())
+
+
+# ---------------------------------------------------------------- more creation
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """`base ** linspace(start, stop, num)`."""
+    from gpuarr.numpy import ufuncs
+    dt = _user_dtype(dtype, "logspace")
+    lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    out = ufuncs.power(asarray(base, dtype=get_aval(lin).dtype), lin)
+    return out.astype(dt) if dt is not None else out
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """A geometric progression from `start` to `stop` (both nonzero, same sign)."""
+    from gpuarr.numpy import ufuncs
+    from gpuarr.numpy._util import promote_dtypes_inexact
+    dt = _user_dtype(dtype, "geomspace")
+    start, stop = promote_dtypes_inexact(asarray(start), asarray(stop))
+    sign = ufuncs.sign(start)
+    lo = ufuncs.log10(ufuncs.abs(start))
+    hi = ufuncs.log10(ufuncs.abs(stop))
+    out = logspace(lo, hi, num, endpoint=endpoint, base=10.0, axis=axis)
+    if get_aval(sign).ndim and axis != 0:
+        from gpuarr.numpy.manipulation import expand_dims
+        sign = expand_dims(sign, axis)
+    out = ufuncs.multiply(sign, out)
+    return out.astype(dt) if dt is not None else out
+
+
+def _tri_mask(N, M, k):
+    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
+    return lax.ge(lax.add(rows, np.int32(k)), cols)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    """Ones at and below the k-th diagonal of an N x M matrix."""
+    M = N if M is None else M
+    dt = _user_dtype(dtype, "tri") or dtypes.default_float_dtype()
+    return lax.convert_element_type(_tri_mask(int(N), int(M), int(k)), dt)
+
+
+def _tri_select(name, m, k, lower):
+    check_arraylike(name, m)
+    m = asarray(m)
+    shape = get_aval(m).shape
+    if len(shape) < 2:
+        raise ValueError(f"{name} requires an array of at least two dimensions, got shape {shape}.")
+    N, M = shape[-2:]
+    mask = _tri_mask(N, M, k if lower else k - 1)
+    if not lower:
+        mask = lax.bitwise_not(mask)
+    mask = lax.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
+    return lax.select(mask, m, lax.full_like(m, 0))
+
+
+def tril(m, k=0):
+    """The lower triangle (at and below the k-th diagonal) of the last two axes."""
+    return _tri_select("tril", m, int(k), True)
+
+
+def triu(m, k=0):
+    """The upper triangle (at and above the k-th diagonal) of the last two axes."""
+    return _tri_select("triu", m, int(k), False)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The `offset` diagonal of the 2-D sub-arrays on (axis1, axis2), as a new last axis."""
+    from gpuarr.numpy.manipulation import moveaxis
+    from gpuarr.numpy._util import canonicalize_axis
+    check_arraylike("diagonal", a)
+    a = asarray(a)
+    nd = get_aval(a).ndim
+    if nd < 2:
+        raise ValueError(f"diagonal requires an array of at least two dimensions, got shape "
+                         f"{get_aval(a).shape}.")
+    ax1, ax2 = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
+    if ax1 == ax2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    a = moveaxis(a, (ax1, ax2), (-2, -1))
+    *batch, N, M = get_aval(a).shape
+    offset = int(offset)
+    n = max(0, min(N + min(offset, 0), M - max(offset, 0)))
+    if n == 0:
+        return lax.full(tuple(batch) + (0,), 0, get_aval(a).dtype)
+    # Element (i, i + offset) sits at i * (M + 1) + offset of the flattened matrix.
+    flat = lax.reshape(a, tuple(batch) + (N * M,))
+    start = offset if offset >= 0 else -offset * M
+    nb = len(batch)
+    return lax.slice(flat, (0,) * nb + (start,), tuple(batch) + (start + (n - 1) * (M + 1) + 1,),
+                     (1,) * nb + (M + 1,))
+
+
+def diag(v, k=0):
+    """The k-th diagonal of a 2-D array, or a 2-D array with 1-D `v` on its k-th diagonal."""
+    check_arraylike("diag", v)
+    v = asarray(v)
+    shape = get_aval(v).shape
+    k = int(k)
+    if len(shape) == 2:
+        return diagonal(v, k)
+    if len(shape) != 1:
+        raise ValueError(f"diag input must be 1d or 2d, got shape {shape}.")
+    n = shape[0] + abs(k)
+    padded = lax.pad(v, np.zeros((), get_aval(v).dtype)[()], ((0, abs(k), 0),))
+    # Row i holds v[i] at column i + k (k >= 0); column j holds v[j] at row j - k (k < 0).
+    full = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
+    mask = lax.eq(lax.add(lax.broadcasted_iota(np.int32, (n, n), 0), np.int32(k)),
+                  lax.broadcasted_iota(np.int32, (n, n), 1))
+    return lax.select(mask, full, lax.full_like(full, 0))
+
+
+def diagflat(v, k=0):
+    """A 2-D array with the flattened input on its k-th diagonal."""
+    from gpuarr.numpy.manipulation import ravel
+    check_arraylike("diagflat", v)
+    return diag(ravel(v), k)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from 1-D coordinate vectors ('xy' or 'ij' indexing)."""
+    check_arraylike("meshgrid", *xi)
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}.")
+    xs = [asarray(x) for x in xi]
+    for i, x in enumerate(xs):
+        if get_aval(x).ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape "
+                             f"{get_aval(x).shape} at position {i}.")
+    shape = [get_aval(x).shape[0] for x in xs]
+    if indexing == "xy" and len(xs) >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        dim = (1 - i if i < 2 else i) if indexing == "xy" and len(xs) >= 2 else i
+        if sparse:
+            s = [1] * len(xs)
+            s[dim] = get_aval(x).shape[0]
+            out.append(lax.reshape(x, tuple(s)))
+        else:
+            out.append(lax.broadcast_in_dim(x, tuple(shape), (dim,)))
+    return out
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    """Arrays of the indices of a grid of shape `dimensions` (stacked unless `sparse`)."""
+    dims = _shape_arg(dimensions, "indices")
+    dt = _user_dtype(dtype, "indices") or dtypes.default_int_dtype()
+    out = []
+    for i, d in enumerate(dims):
+        if sparse:
+            s = [1] * len(dims)
+            s[i] = d
+            out.append(lax.broadcasted_iota(dt, tuple(s), i))
+        else:
+            out.append(lax.broadcasted_iota(dt, dims, i))
+    if sparse:
+        return tuple(out)
+    if not out:
+        return lax.full((0,), 0, dt)
+    from gpuarr.numpy.manipulation import stack
+    return stack(out)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix: columns are powers of `x` (decreasing unless `increasing`)."""
+    from gpuarr.numpy import ufuncs
+    check_arraylike("vander", x)
+    x = asarray(x)
+    if get_aval(x).ndim != 1:
+        raise ValueError(f"x must be a one-dimensional array, got shape {get_aval(x).shape}.")
+    n = get_aval(x).shape[0] if N is None else int(N)
+    if n < 0:
+        raise ValueError("N must be nonnegative")
+    powers = lax.iota(dtypes.default_int_dtype(), n)
+    if not increasing:
+        powers = lax.rev(powers, (0,))
+    return ufuncs.power(lax.reshape(x, (get_aval(x).shape[0], 1)), lax.reshape(powers, (1, n)))
+
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+    """`function(*indices(shape))`, the indices having `dtype`."""
+    dt = _user_dtype(dtype, "fromfunction")
+    grids = indices(shape, dtype=dt, sparse=False)
+    return function(*[grids[i] for i in range(len(_shape_arg(shape, "fromfunction")))], **kwargs)
+
+
+def frombuffer(buffer, dtype=float, count=-1, offset=0):
+    """An Array from the bytes of `buffer`, read as `dtype`."""
+    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromstring(string, dtype=float, count=-1, *, sep):
+    """An Array from text numbers separated by `sep`."""
+    return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+
+
+def fromiter(*args, **kwargs):
+    """Not supported, as in JAX: iterators can't be traced; use jnp.array(list(it))."""
+    raise NotImplementedError("jnp.fromiter() is not implemented because it may be non-pure and "
+                              "thus unsafe for use with JIT and other JAX transformations. "
+                              "Consider using jnp.asarray(np.fromiter(...)) instead.")
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An Array from an object that supports the DLPack protocol (copied to the host)."""
+    return asarray(np.from_dlpack(x))
+
+
+def load(file, *args, **kwargs):
+    """numpy.load, with arrays (not archives) returned as Arrays."""
+    out = np.load(file, *args, **kwargs)
+    return asarray(out) if isinstance(out, np.ndarray) and out.dtype != object_dtype else out

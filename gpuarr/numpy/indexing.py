@@ -4,45 +4,25 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import lax
-from gpuarr.array import Array
-from gpuarr.core import Tracer, get_aval
-from gpuarr.errors import NonConcreteBooleanIndexError
+from gpuarr.core import get_aval
 
 
 def _is_int_index(i):
     return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
 
-def _expand_bool_masks(idx, shape):
-    """Concrete boolean masks become integer index arrays (their nonzero positions)."""
-    out = []
-    for i in idx:
-        if isinstance(i, (Array, Tracer, np.ndarray)) and get_aval(i).dtype == np.bool_:
-            if isinstance(i, Tracer):
-                raise NonConcreteBooleanIndexError(i)
-            out.extend(np.nonzero(np.asarray(i)))
-        elif isinstance(i, (list,)):
-            arr = np.asarray(i)
-            if arr.dtype == np.bool_:
-                out.extend(np.nonzero(arr))
-            else:
-                out.append(arr)
-        else:
-            out.append(i)
-    return tuple(out)
-
-
 def getitem(x, idx):
-    """`x[idx]` with JAX's semantics: out-of-bounds integer reads clamp."""
-    aval = get_aval(x)
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    idx = _expand_bool_masks(idx, aval.shape)
-    if any(isinstance(i, (Array, Tracer, np.ndarray)) and get_aval(i).ndim > 0 or
-           isinstance(i, (Array, Tracer)) for i in idx):
-        from gpuarr.numpy import advanced_indexing
-        return advanced_indexing.getitem(x, idx)
-    return basic_getitem(x, idx)
+    """`x[idx]` with JAX's semantics: out-of-bounds integer reads clamp.
+
+    Ints, slices, None and Ellipsis become static slices and reshapes; integer arrays, traced
+    indices and (concrete) boolean masks go through `advanced_indexing`, one gather in all.
+    """
+    from gpuarr.numpy import advanced_indexing
+    ndim = get_aval(x).ndim
+    norm = advanced_indexing.normalize_index(idx, ndim)
+    if all(i is None or isinstance(i, slice) or _is_int_index(i) for i in norm):
+        return basic_getitem(x, norm)
+    return advanced_indexing.getitem(x, norm)
 
 
 def basic_getitem(x, idx):
@@ -117,13 +97,6 @@ def _set_last(x, value):
 
 
 def nonzero(a, *, size=None, fill_value=None):
-    """Indices of the nonzero elements, one array per axis; `size` makes it traceable."""
-    if isinstance(a, Tracer) and size is None:
-        raise NonConcreteBooleanIndexError(a)
-    from gpuarr.dispatch import to_device_array
-    res = np.nonzero(np.asarray(a))
-    if size is not None:
-        fill = 0 if fill_value is None else fill_value
-        res = tuple(np.concatenate([r[:size], np.full(max(0, size - len(r)), fill, r.dtype)])
-                    for r in res)
-    return tuple(to_device_array(r.astype(np.int32)) for r in res)
+    """Indices of the nonzero elements, one array per axis (see gpuarr.numpy.selection)."""
+    from gpuarr.numpy.selection import nonzero as _nonzero
+    return _nonzero(a, size=size, fill_value=fill_value)

@@ -10,7 +10,11 @@ from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.numpy._util import (
     broadcast_arrays as _broadcast_arrays,
+)
+from gpuarr.numpy._util import (
     broadcast_to as _broadcast_to,
+)
+from gpuarr.numpy._util import (
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
@@ -158,3 +162,608 @@ def stack(arrays, axis=0, out=None, dtype=None):
 
 
 _ = _broadcast_arrays
+
+
+# ---------------------------------------------------------------- more shape functions
+
+
+def _take_static(a, idx, axis):
+    """a[..., idx, ...] along `axis` for a host integer index array."""
+    full = (slice(None),) * axis + (np.asarray(idx, np.int32),)
+    return a[full]
+
+
+def _atleast(n, arys):
+    out = []
+    for a in arys:
+        check_arraylike(f"atleast_{n}d", a)
+        a = ensure_array(a)
+        shape = get_aval(a).shape
+        if len(shape) < n:
+            if n == 3 and len(shape) == 2:
+                shape = shape + (1,)
+            elif n == 3 and len(shape) == 1:
+                shape = (1,) + shape + (1,)
+            else:
+                shape = (1,) * (n - len(shape)) + shape
+            a = lax.reshape(a, shape)
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys):
+    """Views with at least one dimension (scalars become shape (1,))."""
+    return _atleast(1, arys)
+
+
+def atleast_2d(*arys):
+    """Views with at least two dimensions (1-D becomes a row)."""
+    return _atleast(2, arys)
+
+
+def atleast_3d(*arys):
+    """Views with at least three dimensions ((N,) becomes (1, N, 1), (M, N) becomes (M, N, 1))."""
+    return _atleast(3, arys)
+
+
+def _seq(name, tup):
+    if not isinstance(tup, (list, tuple)) and not hasattr(tup, "shape"):
+        raise TypeError(f"{name} requires a sequence of arrays, got {type(tup).__name__}.")
+    return [ensure_array(t) for t in tup]
+
+
+def hstack(tup, dtype=None):
+    """Concatenate along the second axis (the first for 1-D inputs)."""
+    arrs = _atleast(1, _seq("hstack", tup)) if len(tup) else []
+    arrs = arrs if isinstance(arrs, list) else [arrs]
+    axis = 0 if arrs and get_aval(arrs[0]).ndim == 1 else 1
+    return concatenate(arrs, axis, dtype=dtype)
+
+
+def vstack(tup, dtype=None):
+    """Concatenate along the first axis after making inputs at least 2-D."""
+    arrs = _atleast(2, _seq("vstack", tup))
+    return concatenate(arrs if isinstance(arrs, list) else [arrs], 0, dtype=dtype)
+
+
+def dstack(tup, dtype=None):
+    """Concatenate along the third axis after making inputs at least 3-D."""
+    arrs = _atleast(3, _seq("dstack", tup))
+    return concatenate(arrs if isinstance(arrs, list) else [arrs], 2, dtype=dtype)
+
+
+def column_stack(tup):
+    """Stack 1-D arrays as columns (2-D arrays are concatenated as they are)."""
+    arrs = []
+    for a in _seq("column_stack", tup):
+        if get_aval(a).ndim < 2:
+            a = lax.reshape(a, (get_aval(a).size, 1))
+        arrs.append(a)
+    return concatenate(arrs, 1)
+
+
+def _split_points(name, n, indices_or_sections, even):
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError(f"{name}: number of sections must be larger than 0, got {sections}.")
+        if even and n % sections:
+            raise ValueError(f"array split does not result in an equal division: an axis of size "
+                             f"{n} into {sections} sections.")
+        size, extra = divmod(n, sections)
+        points = [0]
+        for i in range(sections):
+            points.append(points[-1] + size + (1 if i < extra else 0))
+        return points
+    idx = [int(i) for i in np.asarray(indices_or_sections).ravel()]
+    return [0] + [min(max(i if i >= 0 else i + n, 0), n) for i in idx] + [n]
+
+
+def _split(name, ary, indices_or_sections, axis, even):
+    check_arraylike(name, ary)
+    ary = ensure_array(ary)
+    nd = get_aval(ary).ndim
+    ax = canonicalize_axis(axis, nd)
+    n = get_aval(ary).shape[ax]
+    points = _split_points(name, n, indices_or_sections, even)
+    return [lax.slice_in_dim(ary, s, max(s, e), axis=ax) for s, e in zip(points[:-1], points[1:])]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Split into equal sections (an int) or at the given indices along `axis`."""
+    return _split("split", ary, indices_or_sections, axis, True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Like split, but an int need not divide the axis (the first sections get one more)."""
+    return _split("array_split", ary, indices_or_sections, axis, False)
+
+
+def hsplit(ary, indices_or_sections):
+    """split along axis 1 (axis 0 for 1-D)."""
+    ary = ensure_array(ary)
+    return split(ary, indices_or_sections, 0 if get_aval(ary).ndim == 1 else 1)
+
+
+def vsplit(ary, indices_or_sections):
+    """split along axis 0 (at least 2-D input)."""
+    if get_aval(ensure_array(ary)).ndim < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(ary, indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    """split along axis 2 (at least 3-D input)."""
+    if get_aval(ensure_array(ary)).ndim < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(ary, indices_or_sections, 2)
+
+
+def unstack(x, /, *, axis=0):
+    """The slices of `x` along `axis`, as a tuple."""
+    check_arraylike("unstack", x)
+    x = ensure_array(x)
+    nd = get_aval(x).ndim
+    if nd == 0:
+        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was passed.")
+    ax = canonicalize_axis(axis, nd)
+    return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=ax), (ax,))
+                 for i in range(get_aval(x).shape[ax]))
+
+
+def tile(A, reps):
+    """Repeat the whole array `reps` times along each axis."""
+    check_arraylike("tile", A)
+    A = ensure_array(A)
+    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    shape = get_aval(A).shape
+    nd = max(len(shape), len(reps))
+    shape = (1,) * (nd - len(shape)) + shape
+    reps = (1,) * (nd - len(reps)) + reps
+    A = lax.reshape(A, shape)
+    # Broadcast to (r0, s0, r1, s1, ...) then merge each pair.
+    big = tuple(x for r, s in zip(reps, shape) for x in (r, s))
+    out = lax.broadcast_in_dim(A, big, tuple(range(1, 2 * nd, 2)))
+    return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Repeat each element `repeats` times (an int or a concrete per-element array) along `axis`."""
+    check_arraylike("repeat", a)
+    a = ensure_array(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    ax = canonicalize_axis(axis, get_aval(a).ndim)
+    n = get_aval(a).shape[ax]
+    try:
+        reps = np.asarray(repeats)
+    except Exception:  # a tracer: the output shape would depend on its values
+        from gpuarr.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(repeats, "jnp.repeat needs concrete `repeats` to know the "
+                                      "output shape; pass a static value.") from None
+    if not np.issubdtype(reps.dtype, np.integer):
+        raise TypeError(f"repeats must be integers, got dtype {reps.dtype}.")
+    if reps.ndim == 0:
+        r = int(reps)
+        shape = get_aval(a).shape
+        expanded = lax.broadcast_in_dim(a, shape[:ax + 1] + (r,) + shape[ax + 1:],
+                                        tuple(range(ax + 1)) + tuple(range(ax + 2, len(shape) + 1)))
+        out = lax.reshape(expanded, shape[:ax] + (n * r,) + shape[ax + 1:])
+        idx_len = n * r
+    else:
+        if reps.shape != (n,):
+            raise ValueError(f"repeats must be a scalar or have length {n} (the size of axis "
+                             f"{axis}), got shape {reps.shape}.")
+        idx = np.repeat(np.arange(n), reps)
+        idx_len = idx.size
+        out = _take_static(a, idx, ax)
+    if total_repeat_length is not None and total_repeat_length != idx_len:
+        # JAX pads with the last value or truncates to the requested length.
+        if total_repeat_length < idx_len:
+            return lax.slice_in_dim(out, 0, total_repeat_length, axis=ax)
+        fill = np.concatenate([np.arange(idx_len), np.full(total_repeat_length - idx_len, idx_len - 1)])
+        return _take_static(out, fill, ax)
+    return out
+
+
+def flip(m, axis=None):
+    """Reverse the order of elements along `axis` (all axes by default)."""
+    check_arraylike("flip", m)
+    m = ensure_array(m)
+    return lax.rev(m, canonicalize_axes(axis, get_aval(m).ndim))
+
+
+def fliplr(m):
+    """Reverse along axis 1."""
+    return flip(m, 1)
+
+
+def flipud(m):
+    """Reverse along axis 0."""
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """Shift elements cyclically by `shift` along `axis` (the flattened array if None)."""
+    check_arraylike("roll", a)
+    a = ensure_array(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), get_aval(a).shape)
+    shifts = np.broadcast_to(np.asarray(shift), np.broadcast_shapes(np.shape(shift), np.shape(axis)))
+    axes = np.broadcast_to(np.asarray(axis), shifts.shape)
+    for s, ax in zip(shifts.ravel(), axes.ravel()):
+        ax = canonicalize_axis(int(ax), get_aval(a).ndim)
+        n = get_aval(a).shape[ax]
+        if n == 0:
+            continue
+        s = int(s) % n
+        if s:
+            a = lax.concatenate([lax.slice_in_dim(a, n - s, n, axis=ax),
+                                 lax.slice_in_dim(a, 0, n - s, axis=ax)], ax)
+    return a
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees `k` times in the plane of `axes` (from the first toward the second)."""
+    check_arraylike("rot90", m)
+    m = ensure_array(m)
+    nd = get_aval(m).ndim
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    ax0, ax1 = canonicalize_axis(axes[0], nd), canonicalize_axis(axes[1], nd)
+    if ax0 == ax1:
+        raise ValueError("Axes must be different.")
+    k = int(k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, ax0), ax1)
+    perm = list(range(nd))
+    perm[ax0], perm[ax1] = perm[ax1], perm[ax0]
+    if k == 1:
+        return lax.transpose(flip(m, ax1), tuple(perm))
+    return flip(lax.transpose(m, tuple(perm)), ax1)
+
+
+def rollaxis(a, axis, start=0):
+    """Move `axis` to before position `start` (numpy.rollaxis)."""
+    check_arraylike("rollaxis", a)
+    a = ensure_array(a)
+    nd = get_aval(a).ndim
+    axis = canonicalize_axis(axis, nd)
+    if not -nd <= start <= nd:
+        raise ValueError(f"start={start} must satisfy {-nd} <= start <= {nd}")
+    start = start + nd if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
+def permute_dims(a, /, axes):
+    """transpose (array API name)."""
+    return transpose(a, axes)
+
+
+def concat(arrays, /, *, axis=0):
+    """concatenate (array API name)."""
+    return concatenate(arrays, axis)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that `shapes` broadcast to (ValueError when they don't)."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
+
+
+def append(arr, values, axis=None):
+    """`values` added at the end of `arr` (both flattened when axis is None)."""
+    check_arraylike("append", arr, values)
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([ensure_array(arr), ensure_array(values)], axis)
+
+
+def _static_indices(name, obj, n):
+    if isinstance(obj, slice):
+        return np.arange(n)[obj]
+    check_arraylike(name, obj)
+    try:
+        idx = np.asarray(obj)
+    except Exception:
+        raise TypeError(f"jnp.{name} needs concrete indices `obj` (the output shape depends on "
+                        "them); pass a static value.") from None
+    if idx.dtype == np.bool_:
+        if idx.shape != (n,):
+            raise ValueError(f"{name}: boolean index of shape {idx.shape} does not match axis of "
+                             f"size {n}.")
+        return np.nonzero(idx)[0]
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{name}: indices must be integers, got dtype {idx.dtype}.")
+    return idx
+
+
+def delete(arr, obj, axis=None, *, assume_unique_indices=False):
+    """`arr` without the entries at static indices/slice/mask `obj` along `axis`."""
+    check_arraylike("delete", arr)
+    arr = ensure_array(arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    ax = canonicalize_axis(axis, get_aval(arr).ndim)
+    n = get_aval(arr).shape[ax]
+    idx = _static_indices("delete", obj, n)
+    if np.any((idx < -n) | (idx >= n)):
+        raise IndexError(f"index out of bounds for axis {ax} with size {n}: {idx}")
+    keep = np.setdiff1d(np.arange(n), idx % n if n else idx)
+    return _take_static(arr, keep, ax)
+
+
+def insert(arr, obj, values, axis=None):
+    """`values` inserted before static indices `obj` along `axis`."""
+    check_arraylike("insert", arr, values)
+    arr = ensure_array(arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    ax = canonicalize_axis(axis, get_aval(arr).ndim)
+    n = get_aval(arr).shape[ax]
+    idx = _static_indices("insert", obj, n)
+    scalar_obj = idx.ndim == 0
+    idx = np.atleast_1d(idx)
+    idx = np.where(idx < 0, idx + n, idx)
+    if np.any((idx < 0) | (idx > n)):
+        raise IndexError(f"index {obj} is out of bounds for axis {ax} with size {n}")
+    values = lax.convert_element_type(ensure_array(values), get_aval(arr).dtype)
+    nd = get_aval(arr).ndim
+    vnd = get_aval(values).ndim
+    if vnd < nd:
+        values = lax.reshape(values, (1,) * (nd - vnd) + get_aval(values).shape)
+    slot = list(get_aval(arr).shape)
+    if scalar_obj:
+        # As NumPy: the values' first axis becomes the inserted slices along `axis`.
+        values = moveaxis(values, 0, ax)
+        slot[ax] = get_aval(values).shape[ax]
+        idx = np.full(slot[ax], idx[0])
+    else:
+        slot[ax] = idx.size
+    values = _broadcast_to(values, tuple(slot))
+    # Inserted entries go before the original entry at the same index: sort keys 2i+1 vs 2idx.
+    keys = np.concatenate([2 * np.arange(n) + 1, 2 * idx])
+    order = np.argsort(keys, kind="stable")
+    return _take_static(lax.concatenate([arr, values], ax), order, ax)
+
+
+def resize(a, new_shape):
+    """`a` flattened, repeated cyclically and reshaped to `new_shape`."""
+    check_arraylike("resize", a)
+    a = ravel(a)
+    new_shape = (int(new_shape),) if isinstance(new_shape, (int, np.integer)) else tuple(new_shape)
+    total = math.prod(new_shape)
+    n = get_aval(a).size
+    if total == 0 or n == 0:
+        return lax.full(new_shape, 0, get_aval(a).dtype)
+    reps = -(-total // n)
+    return reshape(lax.slice_in_dim(tile(a, reps), 0, total), new_shape)
+
+
+def trim_zeros(filt, trim="fb"):
+    """Strip leading ('f') and/or trailing ('b') zeros of a concrete 1-D array."""
+    check_arraylike("trim_zeros", filt)
+    host = np.asarray(filt)
+    nz = np.flatnonzero(host)
+    start = nz[0] if nz.size and "f" in trim.lower() else (host.size if not nz.size else 0)
+    stop = nz[-1] + 1 if nz.size and "b" in trim.lower() else (host.size if nz.size else host.size)
+    return ensure_array(filt)[start:max(start, stop)]
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The n-th discrete difference along `axis`."""
+    check_arraylike("diff", a)
+    a = ensure_array(a)
+    nd = get_aval(a).ndim
+    if nd == 0:
+        raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    if n == 0:
+        return a
+    ax = canonicalize_axis(axis, nd)
+    parts = []
+    for extra in (prepend, append):
+        if extra is None:
+            parts.append(None)
+            continue
+        extra = ensure_array(extra)
+        if get_aval(extra).ndim == 0:
+            shape = list(get_aval(a).shape)
+            shape[ax] = 1
+            extra = _broadcast_to(extra, tuple(shape))
+        parts.append(extra)
+    pieces = [p for p in (parts[0], a, parts[1]) if p is not None]
+    if len(pieces) > 1:
+        a = concatenate(pieces, ax)
+    from gpuarr.numpy.ufuncs import not_equal, subtract
+    for _ in range(n):
+        m = get_aval(a).shape[ax]
+        hi, lo = lax.slice_in_dim(a, 1, m, axis=ax), lax.slice_in_dim(a, 0, max(m - 1, 0), axis=ax)
+        a = not_equal(hi, lo) if get_aval(a).dtype == np.bool_ else subtract(hi, lo)
+    return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """Differences of consecutive elements of the flattened array, with optional ends."""
+    check_arraylike("ediff1d", ary)
+    flat = ravel(ary)
+    out = diff(flat) if get_aval(flat).size else flat
+    parts = []
+    if to_begin is not None:
+        parts.append(ravel(ensure_array(to_begin)))
+    parts.append(out)
+    if to_end is not None:
+        parts.append(ravel(ensure_array(to_end)))
+    return concatenate(parts, 0) if len(parts) > 1 else out
+
+
+def block(arrays):
+    """Assemble an array from nested lists of blocks (innermost lists join on the last axis)."""
+    def depth(x):
+        return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list) else 0)
+
+    list_depth = depth(arrays)
+    if not isinstance(arrays, list):
+        return ensure_array(arrays)
+    leaves = []
+
+    def collect(x):
+        if isinstance(x, list):
+            for y in x:
+                collect(y)
+        else:
+            if isinstance(x, tuple):
+                raise TypeError("jnp.block takes nested lists, not tuples.")
+            leaves.append(ensure_array(x))
+
+    collect(arrays)
+    nd = max([list_depth] + [get_aval(x).ndim for x in leaves])
+
+    def go(x, level):
+        if not isinstance(x, list):
+            x = ensure_array(x)
+            shape = get_aval(x).shape
+            return lax.reshape(x, (1,) * (nd - len(shape)) + shape)
+        return concatenate([go(y, level + 1) for y in x], axis=-(list_depth - level))
+
+    return go(arrays, 0)
+
+
+# ---------------------------------------------------------------- pad
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp", "maximum",
+              "minimum", "mean", "median", "empty")
+
+
+def _pad_widths(pad_width, nd):
+    pw = np.asarray(pad_width)
+    if not np.issubdtype(pw.dtype, np.integer):
+        raise TypeError(f"jnp.pad: pad_width must be of integral type, got {pw.dtype}.")
+    try:
+        pw = np.broadcast_to(pw, (nd, 2))
+    except ValueError:
+        raise ValueError(f"jnp.pad: pad_width {pad_width} does not match an array of rank {nd}; "
+                         "give ((before, after),) per axis, one pair, or one int.") from None
+    if np.any(pw < 0):
+        raise ValueError(f"jnp.pad: pad_width must be non-negative, got {pad_width}.")
+    return [(int(b), int(e)) for b, e in pw]
+
+
+def _per_axis(value, nd, name):
+    arr = np.asarray(value)
+    try:
+        return np.broadcast_to(arr, (nd, 2) + arr.shape[2:] if arr.ndim > 2 else (nd, 2))
+    except ValueError:
+        raise ValueError(f"jnp.pad: {name} {value} does not broadcast to ({nd}, 2).") from None
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """Pad `array` with `mode` in NumPy's modes (constant, edge, reflect, symmetric, wrap,
+    linear_ramp, maximum, minimum, mean, median, empty)."""
+    check_arraylike("pad", array)
+    a = ensure_array(array)
+    nd = get_aval(a).ndim
+    widths = _pad_widths(pad_width, nd)
+    if callable(mode):
+        raise NotImplementedError("jnp.pad with a callable mode is not supported; use one of "
+                                  f"{_PAD_MODES}.")
+    if mode not in _PAD_MODES:
+        raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad; use one of {_PAD_MODES}.")
+    dt = get_aval(a).dtype
+    if mode in ("constant", "empty"):
+        cv = kwargs.get("constant_values", 0) if mode == "constant" else 0
+        if isinstance(cv, (int, float, bool, np.number)) or np.ndim(cv) == 0 and not hasattr(cv, "aval"):
+            value = np.asarray(cv).astype(dt)[()]
+            return lax.pad(a, value, [(b, e, 0) for b, e in widths])
+        cvs = _per_axis(np.asarray(cv), nd, "constant_values")
+        for ax, (b, e) in enumerate(widths):
+            cfg = [(0, 0, 0)] * nd
+            cfg[ax] = (b, 0, 0)
+            a = lax.pad(a, np.asarray(cvs[ax][0]).astype(dt)[()], cfg)
+            cfg[ax] = (0, e, 0)
+            a = lax.pad(a, np.asarray(cvs[ax][1]).astype(dt)[()], cfg)
+        return a
+    for ax, (b, e) in enumerate(widths):
+        if b == 0 and e == 0:
+            continue
+        n = get_aval(a).shape[ax]
+        if n == 0:
+            raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant' or "
+                             "'empty'")
+        a = _pad_axis(a, ax, b, e, mode, kwargs, nd)
+    return a
+
+
+def _pad_axis(a, ax, b, e, mode, kwargs, nd):
+    n = get_aval(a).shape[ax]
+    if mode in ("edge", "reflect", "symmetric", "wrap"):
+        rt = kwargs.get("reflect_type", "even")
+        idx = np.pad(np.arange(n), (b, e), mode=mode if mode != "edge" else "edge",
+                     **({"reflect_type": "even"} if mode in ("reflect", "symmetric") else {}))
+        out = _take_static(a, idx, ax)
+        if mode in ("reflect", "symmetric") and rt == "odd":
+            # Odd reflection: 2 * edge - mirrored value, on each padded side.
+            from gpuarr.numpy.ufuncs import multiply, subtract
+            first = lax.slice_in_dim(a, 0, 1, axis=ax)
+            last = lax.slice_in_dim(a, n - 1, n, axis=ax)
+            before = subtract(multiply(first, 2), lax.slice_in_dim(out, 0, b, axis=ax))
+            after = subtract(multiply(last, 2), lax.slice_in_dim(out, b + n, b + n + e, axis=ax))
+            out = concatenate([before.astype(get_aval(a).dtype), a,
+                               after.astype(get_aval(a).dtype)], ax)
+        return out
+    if mode == "linear_ramp":
+        ends = _per_axis(kwargs.get("end_values", 0), nd, "end_values")[ax]
+        return concatenate([_ramp(a, ax, 0, b, ends[0], True), a,
+                            _ramp(a, ax, n - 1, e, ends[1], False)], ax)
+    stat_length = kwargs.get("stat_length")
+    lengths = (n, n) if stat_length is None else tuple(
+        min(max(int(v), 1), n) for v in _per_axis(stat_length, nd, "stat_length")[ax])
+    from gpuarr.numpy import reductions
+    stat_fn = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
+               "median": reductions.median}[mode]
+    parts = []
+    for width, (lo, hi) in ((b, (0, lengths[0])), (e, (n - lengths[1], n))):
+        region = lax.slice_in_dim(a, lo, hi, axis=ax)
+        stat = stat_fn(region, axis=ax, keepdims=True)
+        if mode in ("mean", "median") and not dtypes_is_inexact(get_aval(a).dtype):
+            from gpuarr.numpy.ufuncs import round as jround
+            stat = jround(stat)
+        stat = lax.convert_element_type(stat, get_aval(a).dtype)
+        shape = list(get_aval(a).shape)
+        shape[ax] = width
+        parts.append(_broadcast_to(stat, tuple(shape)))
+    return concatenate([parts[0], a, parts[1]], ax)
+
+
+def dtypes_is_inexact(dt):
+    from gpuarr import dtypes
+    return dtypes.is_float(dt) or dtypes.is_complex(dt)
+
+
+def _ramp(a, ax, edge_index, width, end_value, before):
+    dt = get_aval(a).dtype
+    shape = list(get_aval(a).shape)
+    shape[ax] = width
+    if width == 0:
+        return lax.full(tuple(shape), 0, dt)
+    from gpuarr import dtypes
+    work = dtypes.to_inexact_dtype(dt) if not dtypes_is_inexact(dt) else dt
+    edge = lax.convert_element_type(lax.slice_in_dim(a, edge_index, edge_index + 1, axis=ax), work)
+    end = np.asarray(end_value, work)[()]
+    # Before: end + (edge - end) * i / width for i = 0..width-1; after: the same, reversed.
+    frac = lax.div(lax.iota(work, width), np.asarray(width, work)[()])
+    if not before:
+        frac = lax.rev(frac, (0,))
+    frac = lax.broadcast_in_dim(frac, tuple(shape), (ax,))
+    ramp = lax.add(end, lax.mul(lax.sub(_broadcast_to(edge, tuple(shape)), end), frac))
+    if work != dt:
+        ramp = lax.convert_element_type(lax.floor(ramp) if dtypes.is_int(dt) else ramp, dt)
+    return ramp

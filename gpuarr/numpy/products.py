@@ -1,9 +1,17 @@
-"""Products: dot, matmul, vdot, inner, outer."""
+"""Products: dot, matmul, vdot, inner, outer, tensordot, kron, trace, cross, vecdot."""
 from __future__ import annotations
+
+import numpy as np
 
 from gpuarr import lax
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes
+from gpuarr.numpy._util import (
+    broadcast_to,
+    canonicalize_axis,
+    check_arraylike,
+    ensure_array,
+    promote_dtypes,
+)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
@@ -44,12 +52,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with "
                          f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {bshape[-2]} is "
                          f"different from {ashape[-1]})")
-    import numpy as np
     batch = np.broadcast_shapes(ashape[:-2], bshape[:-2])
-    a = lax.broadcast_in_dim(a, batch + ashape[-2:], tuple(range(len(batch) - len(ashape) + 2, len(batch) + 2))) \
-        if ashape[:-2] != batch else a
-    b = lax.broadcast_in_dim(b, batch + bshape[-2:], tuple(range(len(batch) - len(bshape) + 2, len(batch) + 2))) \
-        if bshape[:-2] != batch else b
+    a = broadcast_to(a, batch + ashape[-2:]) if ashape[:-2] != batch else a
+    b = broadcast_to(b, batch + bshape[-2:]) if bshape[:-2] != batch else b
     nb = len(batch)
     out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
                           precision, preferred_element_type)
@@ -84,3 +89,125 @@ def outer(a, b, out=None):
     a, b = promote_dtypes(ravel(ensure_array(a)), ravel(ensure_array(b)))
     n, m = get_aval(a).shape[0], get_aval(b).shape[0]
     return lax.mul(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
+
+
+def _index_last(x, i):
+    """x[..., i] for a static i."""
+    nd = get_aval(x).ndim
+    return lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=nd - 1), (nd - 1,))
+
+
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    """Sum products over `axes`: an int N (last N of a with first N of b), a pair of ints, or
+    a pair of equal-length sequences of axes."""
+    check_arraylike("tensordot", a, b)
+    a, b = promote_dtypes(ensure_array(a), ensure_array(b))
+    a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
+    if a_ndim < 1 or b_ndim < 1:
+        raise TypeError(f"tensordot requires a.ndim and b.dim to be at least 1, got {a_ndim} and "
+                        f"{b_ndim}.")
+    if type(axes) is int:
+        if axes > min(a_ndim, b_ndim):
+            raise TypeError(f"Number of tensordot axes (axes {axes}) exceeds input ranks "
+                            f"({get_aval(a).shape} and {get_aval(b).shape})")
+        dims = tuple(range(a_ndim - axes, a_ndim)), tuple(range(axes))
+    elif isinstance(axes, (tuple, list)) and len(axes) == 2:
+        ax1, ax2 = axes
+        if type(ax1) is int and type(ax2) is int:
+            dims = (canonicalize_axis(ax1, a_ndim),), (canonicalize_axis(ax2, b_ndim),)
+        elif isinstance(ax1, (tuple, list)) and isinstance(ax2, (tuple, list)):
+            if len(ax1) != len(ax2):
+                raise TypeError(f"tensordot requires axes lists to have equal length, got {ax1} "
+                                f"and {ax2}.")
+            dims = (tuple(canonicalize_axis(i, a_ndim) for i in ax1),
+                    tuple(canonicalize_axis(i, b_ndim) for i in ax2))
+        else:
+            raise TypeError(f"tensordot requires both axes lists to be either ints, tuples or "
+                            f"lists, got {ax1} and {ax2}")
+    else:
+        raise TypeError(f"tensordot axes argument must be an int, a pair of ints, or a pair of "
+                        f"lists/tuples of ints, got {axes}.")
+    ashape, bshape = get_aval(a).shape, get_aval(b).shape
+    if [ashape[i] for i in dims[0]] != [bshape[i] for i in dims[1]]:
+        raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
+                        f"{tuple(ashape[i] for i in dims[0])} and {tuple(bshape[i] for i in dims[1])}.")
+    return lax.dot_general(a, b, (dims, ((), ())), precision, preferred_element_type)
+
+
+def kron(a, b):
+    """Kronecker product: blocks a[i, j] * b, for inputs of any (matching-up) rank."""
+    check_arraylike("kron", a, b)
+    from gpuarr.numpy.ufuncs import multiply
+    a, b = promote_dtypes(ensure_array(a), ensure_array(b))
+    an, bn = get_aval(a).ndim, get_aval(b).ndim
+    if an < bn:
+        a = lax.reshape(a, (1,) * (bn - an) + get_aval(a).shape)
+    elif bn < an:
+        b = lax.reshape(b, (1,) * (an - bn) + get_aval(b).shape)
+    ashape, bshape = get_aval(a).shape, get_aval(b).shape
+    a_spread = lax.reshape(a, tuple(d for s in ashape for d in (s, 1)))
+    b_spread = lax.reshape(b, tuple(d for s in bshape for d in (1, s)))
+    return lax.reshape(multiply(a_spread, b_spread), tuple(x * y for x, y in zip(ashape, bshape)))
+
+
+def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+    """Sum along a diagonal (shifted by `offset`) of the 2-D slices over axis1 and axis2."""
+    check_arraylike("trace", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    from gpuarr.numpy.reductions import sum as _sum
+    a = ensure_array(a)
+    shape = get_aval(a).shape
+    if len(shape) < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions.")
+    i, j = canonicalize_axis(axis1, len(shape)), canonicalize_axis(axis2, len(shape))
+    if i == j:
+        raise ValueError("axis1 and axis2 can not be the same. "
+                         f"axis1={axis1} and axis2={axis2}")
+    rest = tuple(k for k in range(len(shape)) if k not in (i, j))
+    a = lax.transpose(a, rest + (i, j))
+    moved = get_aval(a).shape
+    rows, cols = np.indices(moved[-2:])
+    on_diag = np.broadcast_to(cols - rows == int(offset), moved)
+    return _sum(lax.select_n(on_diag, lax.full_like(a, 0), a), axis=(-2, -1), dtype=dtype)
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
+    """Cross product of 2- or 3-vectors along the given axes (2-vectors give the z component)."""
+    check_arraylike("cross", a, b)
+    from gpuarr.numpy.manipulation import moveaxis, stack
+    from gpuarr.numpy.ufuncs import multiply, subtract
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = promote_dtypes(ensure_array(a), ensure_array(b))
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    na, nb = get_aval(a).shape[-1], get_aval(b).shape[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("Dimension must be either 2 or 3 for cross product")
+    a0, a1 = _index_last(a, 0), _index_last(a, 1)
+    b0, b1 = _index_last(b, 0), _index_last(b, 1)
+    if na == 2 and nb == 2:
+        return subtract(multiply(a0, b1), multiply(a1, b0))
+    a2 = _index_last(a, 2) if na == 3 else lax.full_like(a0, 0)
+    b2 = _index_last(b, 2) if nb == 3 else lax.full_like(b0, 0)
+    c = stack([subtract(multiply(a1, b2), multiply(a2, b1)),
+               subtract(multiply(a2, b0), multiply(a0, b2)),
+               subtract(multiply(a0, b1), multiply(a1, b0))])
+    return moveaxis(c, 0, axisc)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """Dot products of vectors along `axis`, broadcasting the other axes."""
+    check_arraylike("vecdot", x1, x2)
+    from gpuarr.numpy.manipulation import moveaxis
+    x1, x2 = promote_dtypes(ensure_array(x1), ensure_array(x2))
+    s1, s2 = get_aval(x1).shape, get_aval(x2).shape
+    if s1[axis] != s2[axis]:
+        raise ValueError(f"axes must match; got shapes {s1} and {s2} with axis={axis}")
+    x1, x2 = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
+    k = get_aval(x1).shape[-1]
+    batch = np.broadcast_shapes(get_aval(x1).shape[:-1], get_aval(x2).shape[:-1])
+    x1, x2 = broadcast_to(x1, batch + (k,)), broadcast_to(x2, batch + (k,))
+    nb = len(batch)
+    return lax.dot_general(x1, x2, (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                           precision, preferred_element_type)

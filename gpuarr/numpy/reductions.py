@@ -1,6 +1,8 @@
 """Reductions with axis / keepdims / where: sum, prod, max, min, mean, var, std, all, any, argmax."""
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from gpuarr import dtypes, lax
@@ -31,7 +33,7 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True):
         if where is not None:
             from gpuarr.numpy.ufuncs import where as jwhere
             a = jwhere(where, a, _identity_value(identity, dt, name))
-        elif identity is None and any(aval.shape[i] == 0 for i in axes) and initial is None:
+        elif identity is None and builtins.any(aval.shape[i] == 0 for i in axes) and initial is None:
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         result = prim_fn(a, axes)
         if initial is not None:
@@ -48,10 +50,15 @@ def _identity_value(identity, dt, name):
     if identity is None:
         raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
                          "where mask one has to specify 'initial'")
-    if identity == "max":
-        return np.asarray(-np.inf if dtypes.is_float(dt) else (dtypes.iinfo(dt).min if dt != np.bool_ else False), dt)[()]
-    if identity == "min":
-        return np.asarray(np.inf if dtypes.is_float(dt) else (dtypes.iinfo(dt).max if dt != np.bool_ else True), dt)[()]
+    if identity in ("max", "min"):
+        low = identity == "max"  # max's identity is the lowest value
+        if dtypes.is_float(dt):
+            value = -np.inf if low else np.inf
+        elif dt == np.bool_:
+            value = not low
+        else:
+            value = dtypes.iinfo(dt).min if low else dtypes.iinfo(dt).max
+        return np.asarray(value, dt)[()]
     return np.asarray(identity, dt)[()]
 
 
@@ -159,3 +166,238 @@ def _arg_reduce(name, lax_fn):
 
 argmax = _arg_reduce("argmax", lax.argmax)
 argmin = _arg_reduce("argmin", lax.argmin)
+
+
+# ---------------------------------------------------------------- more reductions
+
+
+def _is_float(a):
+    return dtypes.is_float(get_aval(a).dtype)
+
+
+def _isnan(a):
+    return lax.ne(a, a)
+
+
+def _replace_nan(a, value):
+    if not _is_float(a):
+        return a
+    return lax.select(_isnan(a), lax.full_like(a, value), a)
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """max - min over `axis` (peak to peak)."""
+    check_arraylike("ptp", a)
+    return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """The number of nonzero elements over `axis`, in the default integer dtype."""
+    check_arraylike("count_nonzero", a)
+    (a,) = promote_dtypes(a)
+    nz = lax.ne(a, np.zeros((), get_aval(a).dtype)[()])
+    return sum(nz, axis=axis, keepdims=keepdims, dtype=dtypes.default_int_dtype())
+
+
+def _nan_reduction(name, plain, fill):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        check_arraylike(name, a)
+        (a,) = promote_dtypes(a)
+        return plain(_replace_nan(a, fill), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
+                      initial=initial, where=where)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{plain.__name__} over `axis` treating NaNs as {fill} (numpy.{name})."
+    return fn
+
+
+nansum = _nan_reduction("nansum", sum, 0)
+nanprod = _nan_reduction("nanprod", prod, 1)
+
+
+def _nan_extreme(name, plain, fill):
+    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        check_arraylike(name, a)
+        (a,) = promote_dtypes(a)
+        if not _is_float(a):
+            return plain(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
+        res = plain(_replace_nan(a, fill), axis=axis, keepdims=keepdims, initial=initial, where=where)
+        # An all-NaN slice gives NaN, as in NumPy and JAX.
+        all_nan = all(_isnan(a), axis=axis, keepdims=keepdims, where=where)
+        return lax.select(all_nan, lax.full_like(res, np.nan), res)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{plain.__name__} over `axis` ignoring NaNs (NaN for all-NaN slices), as numpy.{name}."
+    return fn
+
+
+nanmax = _nan_extreme("nanmax", max, -np.inf)
+nanmin = _nan_extreme("nanmin", min, np.inf)
+
+
+def _not_nan_count(a, axis, keepdims, where, dt):
+    valid = lax.bitwise_not(_isnan(a)) if _is_float(a) else lax.full(get_aval(a).shape, True, np.bool_)
+    return sum(valid, axis=axis, keepdims=keepdims, where=where, dtype=dt)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    """The mean over `axis` ignoring NaNs (NaN for all-NaN slices)."""
+    check_arraylike("nanmean", a)
+    (a,) = promote_dtypes(a)
+    if not _is_float(a):
+        return mean(a, axis, dtype, keepdims=keepdims, where=where)
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else get_aval(a).dtype
+    total = nansum(a, axis, dtype=dt, keepdims=keepdims, where=where)
+    return lax.div(total, _not_nan_count(a, axis, keepdims, where, dt))
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    """The variance over `axis` ignoring NaNs."""
+    check_arraylike("nanvar", a)
+    (a,) = promote_dtypes(a)
+    if not _is_float(a):
+        return var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where)
+    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else get_aval(a).dtype
+    a = lax.convert_element_type(a, dt)
+    centered = lax.sub(a, nanmean(a, axis, keepdims=True, where=where))
+    total = nansum(lax.mul(centered, centered), axis, keepdims=keepdims, where=where)
+    count = _not_nan_count(a, axis, keepdims, where, dt)
+    denom = lax.sub(count, np.asarray(ddof, dt)[()])
+    denom = lax.select(lax.le(denom, np.zeros((), dt)[()]), lax.full_like(denom, np.nan), denom)
+    return lax.div(total, denom)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    """The standard deviation over `axis` ignoring NaNs."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """The weighted mean over `axis`; with `returned`, also the sum of the weights."""
+    check_arraylike("average", a)
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        aval = get_aval(promote_dtypes(a)[0])
+        n = _count(aval, canonicalize_axes(axis, aval.ndim))
+        total = lax.full_like(avg, n)
+        return (avg, total) if returned else avg
+    check_arraylike("average", weights)
+    from gpuarr.numpy._util import promote_dtypes_inexact
+    a, weights = promote_dtypes_inexact(a, weights)
+    a_shape, w_shape = get_aval(a).shape, get_aval(weights).shape
+    if w_shape != a_shape:
+        if axis is None:
+            raise ValueError(f"Axis must be specified when shapes of a and weights differ: a has "
+                             f"shape {a_shape}, weights have shape {w_shape}.")
+        if len(w_shape) != 1:
+            raise ValueError(f"1D weights expected when shapes of a and weights differ: weights "
+                             f"have shape {w_shape}.")
+        ax = canonicalize_axis(axis, len(a_shape))
+        if w_shape[0] != a_shape[ax]:
+            raise ValueError(f"Length of weights ({w_shape[0]}) not compatible with the size of "
+                             f"axis {axis} of a, shape {a_shape}.")
+        weights = lax.broadcast_in_dim(weights, a_shape, (ax,))
+    wsum = sum(weights, axis, keepdims=keepdims)
+    avg = lax.div(sum(lax.mul(a, weights), axis, keepdims=keepdims), wsum)
+    if returned:
+        from gpuarr.numpy._util import broadcast_arrays
+        return tuple(broadcast_arrays(avg, wsum))
+    return avg
+
+
+# ---------------------------------------------------------------- quantiles
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
+    check_arraylike(name, a, q)
+    if method not in _METHODS:
+        raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}.")
+    from gpuarr.lax.sorting import sort
+    from gpuarr.numpy._util import promote_dtypes_inexact
+    a, q = promote_dtypes_inexact(a, q)
+    a_aval, q_aval = get_aval(a), get_aval(q)
+    if q_aval.ndim > 1:
+        raise ValueError(f"{name}: q must be a scalar or 1-d, got shape {q_aval.shape}.")
+    axes = canonicalize_axes(axis, a_aval.ndim)
+    keep = tuple(i for i in range(a_aval.ndim) if i not in axes)
+    n = _count(a_aval, axes)
+    if n == 0:
+        raise ValueError(f"{name} of an empty axis is undefined: array shape {a_aval.shape}.")
+    outer = tuple(a_aval.shape[i] for i in keep)
+    flat = lax.reshape(lax.transpose(a, keep + axes), outer + (n,))
+    srt = sort(flat, dimension=len(outer))  # NaNs sort last
+    dt = a_aval.dtype
+    nan_in = any(_isnan(flat), axis=-1, keepdims=True)
+    count = (lax.convert_element_type(sum(lax.bitwise_not(_isnan(flat)), axis=-1, keepdims=True), dt)
+             if ignore_nan else lax.full(outer + (1,), n, dt))
+    # q goes on a leading axis: positions have shape q.shape + outer + (1,).
+    qs = lax.reshape(q, q_aval.shape + (1,) * (len(outer) + 1))
+    pos = lax.mul(qs, lax.sub(count, np.ones((), dt)[()]))
+    lo, hi = lax.floor(pos), lax.ceil(pos)
+    if method == "lower":
+        hi = lo
+    elif method == "higher":
+        lo = hi
+    elif method == "nearest":  # ties go to the lower neighbour, as in JAX
+        lo = hi = lax.select(lax.le(lax.sub(pos, lo), np.asarray(0.5, dt)[()]), lo, hi)
+    idx = lax.broadcasted_iota(dt, (1,) * q_aval.ndim + outer + (n,), len(outer) + q_aval.ndim)
+    srt_b = lax.reshape(srt, (1,) * q_aval.ndim + outer + (n,))
+    zero = np.zeros((), dt)[()]
+
+    def pick(where_idx):
+        sel = lax.select(lax.eq(idx, where_idx), lax.broadcast_in_dim(
+            srt_b, get_aval(lax.add(idx, where_idx)).shape, tuple(range(q_aval.ndim + len(outer) + 1))),
+            lax.full(get_aval(lax.add(idx, where_idx)).shape, 0, dt))
+        return sum(sel, axis=-1)
+
+    v_lo, v_hi = pick(lo), pick(hi)
+    lo_s, pos_s = lax.reshape(lo, get_aval(v_lo).shape), lax.reshape(pos, get_aval(v_lo).shape)
+    if method == "midpoint":
+        out = lax.mul(lax.add(v_lo, v_hi), np.asarray(0.5, dt)[()])
+    else:
+        out = lax.add(v_lo, lax.mul(lax.sub(v_hi, v_lo), lax.sub(pos_s, lo_s)))
+    bad = (lax.le(lax.reshape(count, outer), zero) if ignore_nan else lax.reshape(nan_in, outer))
+    out = lax.select(lax.broadcast_in_dim(bad, get_aval(out).shape,
+                                          tuple(range(q_aval.ndim, q_aval.ndim + len(outer)))),
+                     lax.full_like(out, np.nan), out)
+    if keepdims:
+        shape = q_aval.shape + tuple(1 if i in axes else d for i, d in enumerate(a_aval.shape))
+        out = lax.reshape(out, shape)
+    return out
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """The q-th quantiles (q in [0, 1]) over `axis`; q's shape leads the result's."""
+    return _quantile("quantile", a, q, axis, method, keepdims, False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """quantile ignoring NaNs (NaN for all-NaN slices)."""
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+
+
+def _percent(name, q):
+    check_arraylike(name, q)
+    from gpuarr.numpy._util import promote_dtypes_inexact
+    (q,) = promote_dtypes_inexact(q)
+    return lax.div(q, np.asarray(100, get_aval(q).dtype)[()])
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """The q-th percentiles (q in [0, 100]) over `axis`."""
+    return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims, False)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """percentile ignoring NaNs."""
+    return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method, keepdims, True)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The median over `axis` (NaN if a slice has a NaN)."""
+    return quantile(a, 0.5, axis, keepdims=keepdims)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The median over `axis` ignoring NaNs."""
+    return nanquantile(a, 0.5, axis, keepdims=keepdims)

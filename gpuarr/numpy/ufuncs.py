@@ -120,19 +120,33 @@ def _to_bool(x):
 
 def _floor_divide(x, y):
     dt = get_aval(x).dtype
-    if dtypes.is_int(dt):
-        # Python's rule: round toward negative infinity.
-        q = lax.div(x, y)
-        zero = np.zeros((), dt)[()]
-        fix = lax.bitwise_and(lax.ne(lax.rem(x, y), zero), lax.ne(lax.lt(x, zero), lax.lt(y, zero)))
-        return lax.select(fix, lax.sub(q, np.ones((), dt)[()]), q)
     if dt == np.bool_:
         return lax.bitwise_and(x, y)
-    return lax.floor(lax.div(x, y))
+    if dtypes.is_unsigned(dt):
+        return lax.div(x, y)
+    if dtypes.is_int(dt):
+        # Python's rule: round toward negative infinity (as JAX: fix up where signs differ).
+        q = lax.div(x, y)
+        zero = np.zeros((), dt)[()]
+        fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(lax.rem(x, y), zero))
+        return lax.select(fix, lax.sub(q, np.ones((), dt)[()]), q)
+    return _float_divmod(x, y)[0]
+
+
+def _float_divmod(x, y):
+    mod = lax.rem(x, y)
+    # x / 0 keeps its infinity instead of the NaN that x - fmod(x, 0) would give.
+    div = lax.div(lax.select(lax.eq(y, _scalar(y, 0)), x, lax.sub(x, mod)), y)
+    fix = lax.bitwise_and(lax.ne(mod, _scalar(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
+    mod = lax.select(fix, lax.add(mod, y), mod)
+    div = lax.select(fix, lax.sub(div, _scalar(div, 1)), div)
+    return lax.round(div, 1), mod
 
 
 def _remainder(x, y):
     dt = get_aval(x).dtype
+    if dtypes.is_int(dt):  # x % 0 is 0 for integers, as in JAX
+        y = lax.select(lax.eq(y, _scalar(y, 0)), lax.full_like(y, 1), y)
     r = lax.rem(x, y)
     zero = np.zeros((), dt)[()]
     fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
@@ -357,8 +371,9 @@ fmin = _binary("fmin", _fminmax(lax.min))
 
 def _heaviside(x1, x2):
     zero = _scalar(x1, 0)
-    return lax.select(lax.lt(x1, zero), lax.full_like(x1, 0),
-                      lax.select(lax.gt(x1, zero), lax.full_like(x1, 1), x2))
+    sign = lax.select(lax.lt(x1, zero), lax.full_like(x1, 0),
+                      lax.select(lax.gt(x1, zero), lax.full_like(x1, 1), x1))  # NaN stays NaN
+    return lax.select(lax.eq(x1, zero), x2, sign)
 
 
 heaviside = _binary("heaviside", _heaviside, promote_dtypes_inexact)
@@ -406,10 +421,9 @@ right_shift = _binary("right_shift", _shift("right_shift", lax.shift_right_arith
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
-def _gcd(x, y):
-    _check_int_args("gcd", x)
-    if get_aval(x).dtype == np.bool_:
-        raise ValueError("jnp.gcd does not accept boolean arguments")
+def _gcd(x, y, name="gcd"):
+    if not dtypes.is_int(get_aval(x).dtype):
+        raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")
     a, b = lax.abs(x), lax.abs(y)
     zero = _scalar(a, 0)
     # Euclid's algorithm needs at most ~1.44 * bits steps (Lame's theorem); unrolled.
@@ -421,7 +435,7 @@ def _gcd(x, y):
 
 
 def _lcm(x, y):
-    g = _gcd(x, y)
+    g = _gcd(x, y, "lcm")
     zero = _scalar(g, 0)
     safe = lax.select(lax.eq(g, zero), lax.full_like(g, 1), g)
     return lax.select(lax.eq(g, zero), g, lax.abs(lax.mul(lax.div(x, safe), y)))
@@ -433,7 +447,11 @@ lcm = _binary("lcm", _lcm, promote_dtypes)
 
 def divmod(x1, x2, /):
     """(floor_divide(x1, x2), remainder(x1, x2)) with Python's rules for negatives."""
-    return floor_divide(x1, x2), remainder(x1, x2)
+    check_arraylike("divmod", x1, x2)
+    a, b = broadcast_arrays(*promote_dtypes_numeric(x1, x2))
+    if _is_float(a):
+        return _float_divmod(a, b)
+    return floor_divide(a, b), remainder(a, b)
 
 
 def modf(x, /, out=None):
@@ -487,13 +505,16 @@ def ldexp(x1, x2, /):
 
 
 def spacing(x, /):
-    """The distance from x to the next representable value away from zero."""
+    """The distance from x to the next representable value away from zero (NumPy's rule)."""
     check_arraylike("spacing", x)
     (x,) = promote_dtypes_inexact(x)
+    if get_aval(x).dtype == np.float16:  # NumPy's float16 rule: always the step toward +inf
+        return lax.sub(lax.nextafter(x, lax.full_like(x, np.inf)), x)
     inf = lax.full_like(x, np.inf)
-    up = lax.sub(lax.nextafter(x, inf), x)
-    down = lax.sub(lax.nextafter(x, lax.neg(inf)), x)
-    return lax.select(lax.lt(x, _scalar(x, 0)), down, up)
+    away = lax.select(_signbit(x), lax.neg(inf), inf)
+    out = lax.sub(lax.nextafter(x, away), x)
+    tiny = lax.full_like(x, dtypes.finfo(get_aval(x).dtype).smallest_subnormal)
+    return lax.select(lax.eq(out, _scalar(x, 0)), lax.select(_signbit(x), lax.neg(tiny), tiny), out)
 
 
 def bitwise_count(x, /):

@@ -28,8 +28,11 @@ class OpenCLPlatform(Platform):
         return self._devices
 
     def compile(self, closed):
-        from gpuarr.compiler import compile_closed
-        plan = compile_closed(closed)
+        """Fuse and render `closed`; control-flow bodies compile the same way, as sub-plans."""
+        from gpuarr.compiler import compile_closed, passes
+        from gpuarr.compiler.fusion import FusionOptions
+        options = FusionOptions(sub_compiler=lambda sub: self.compile(passes.optimize(sub)))
+        plan = compile_closed(closed, options)
         consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
 
         def run(*buffers):

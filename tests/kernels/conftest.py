@@ -9,10 +9,6 @@ from gpuarr.backends import nvrtc, opencl
 from gpuarr.compiler import render
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "kernels: needs PoCL and NVRTC (run in CI)")
-
-
 def _require(ok: bool, what: str) -> None:
     if ok:
         return

@@ -2,15 +2,13 @@
 the NumPy backend; kernel counts of known programs."""
 import numpy as np
 import pytest
+from kernel_harness import check, kernel_count, one_eqn_program, run_kernels
 
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import lax
 from gpuarr.compiler import lowering
 from gpuarr.compiler.plan import HostStep, ReductionKernel
-
-from kernel_harness import check, kernel_count, one_eqn_program, run_kernels
-
 from gpuarr.core import ShapedArray
 
 pytestmark = [pytest.mark.kernels, pytest.mark.usefixtures("pocl", "have_nvrtc")]
@@ -244,3 +242,56 @@ def test_reductions_fuse_elementwise_producers():
     x = float_input("x", (30, 50))
     plan = check(lambda x: jnp.sum(jnp.tanh(x) * 2.0 + 1.0, axis=0), x, rtol=1e-4)
     assert kernel_count(plan) == 1 and isinstance(plan.kernels[0], ReductionKernel)
+
+
+def test_nested_jit_is_inlined_and_fused():
+    inner = gpuarr.jit(lambda x: jnp.sin(x) * 2.0)
+    x = float_input("x", (5, 6))
+    plan = check(lambda x: inner(x) + inner(x * 3.0), x)
+    assert kernel_count(plan) == 1 and not any(isinstance(s, HostStep) for s in plan.steps)
+
+
+def test_gradient_programs_run_as_kernels():
+    x = float_input("x", (4, 9))
+    plan = check(gpuarr.grad(lambda x: jnp.sum(jnp.tanh(x) * jnp.exp(x * 0.5))), x, rtol=1e-4)
+    assert not any(isinstance(s, HostStep) for s in plan.steps)
+    check(gpuarr.vmap(lambda r: softmax(r[None, :])[0]), x)
+
+
+def test_threefry_as_elementwise():
+    import gpuarr.random as grandom
+    key = grandom.PRNGKey(0)
+    plan = check(lambda k: grandom.uniform(k, (8, 5)) * 2.0, key, exact=True)
+    assert not any(isinstance(s, HostStep) for s in plan.steps)
+
+
+def test_control_flow_bodies_run_as_kernel_sub_plans():
+    from gpuarr.compiler import compile_closed, passes
+    from gpuarr.compiler.fusion import FusionOptions
+    from gpuarr.platforms import get_platform
+    plat = get_platform("opencl")
+
+    def f(x):
+        def body(c):
+            i, v = c
+            return i + 1, jnp.tanh(v) * 1.5
+        _, v = lax.while_loop(lambda c: c[0] < 5, body, (0, x))
+        v = lax.cond(jnp.sum(v) > 0, lambda v: v * 2.0, lambda v: v - 1.0, v)
+        carry, ys = lax.scan(lambda c, r: (c + r, jnp.exp(r) * c), jnp.zeros(x.shape[1:]), v)
+        return carry, ys
+
+    x = float_input("x", (4, 3))
+    closed = passes.optimize(gpuarr.make_jaxpr(f)(x))
+    used = []
+
+    def sub_compiler(sub):
+        used.append(sub)
+        return plat.compile(passes.optimize(sub))
+    launch_plan = compile_closed(closed, FusionOptions(sub_compiler=sub_compiler))
+    from gpuarr.backends import numpy_backend, opencl
+    got = opencl.run_plan(launch_plan, [x])
+    want = numpy_backend.compile_closed(closed)(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+    assert len(used) >= 4
+    assert sum(s.kind == "host" for s in launch_plan.steps) == 3

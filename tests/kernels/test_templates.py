@@ -195,7 +195,8 @@ def reduction(op, shape, axes, dtype="float32", strategy=None, name="k_red"):
     if strategy is None:
         strategy = "row" if perm == tuple(range(len(shape))) else "column"
     return ReductionKernel(
-        name, out_shape, red_shape, (Arg("x", dtype, size), Arg("out", dtype, max(1, int(np.prod(out_shape))), True)),
+        name, out_shape, red_shape,
+        (Arg("x", dtype, size), Arg("out", dtype, max(1, int(np.prod(out_shape))), True)),
         op, dtype, lowering.reduce_identity(op, dtype), (Load("x", xm, dtype),), 0,
         (Acc(dtype),), (Store("out", 0),), strategy=strategy)
 

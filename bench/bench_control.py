@@ -1,0 +1,91 @@
+"""Control-flow and vmap benchmarks: gpuarr (default platform) beside JAX (CPU), one run.
+
+    python bench/bench_control.py
+
+Prints the median wall time of each case for both libraries and gpuarr's ratio to JAX.
+Targets on the NumPy backend: scan within 2x of JAX, the others no slower than JAX.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def _median_time(fn, *args, repeat=20):
+    fn(*args).block_until_ready() if hasattr(fn(*args), "block_until_ready") else None
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        for leaf in (out if isinstance(out, (tuple, list)) else (out,)):
+            leaf.block_until_ready()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def cases(jax, jnp, lax):
+    """(name, jitted function, args) triples written against the JAX API."""
+    rng = np.random.default_rng(0)
+    hidden, steps = 64, 500
+    W = jnp.asarray(rng.normal(size=(hidden, hidden)).astype(np.float32) / 8)
+    U = jnp.asarray(rng.normal(size=(hidden, hidden)).astype(np.float32) / 8)
+    xs = jnp.asarray(rng.normal(size=(steps, hidden)).astype(np.float32))
+    h0 = jnp.zeros(hidden, jnp.float32)
+
+    @jax.jit
+    def rnn(W, U, h0, xs):
+        def step(h, x):
+            h = jnp.tanh(W @ h + U @ x)
+            return h, h
+        return lax.scan(step, h0, xs)[0]
+
+    feats, batch = 100, 1024
+    X = jnp.asarray(rng.normal(size=(batch, feats)).astype(np.float32))
+    y = jnp.asarray(rng.normal(size=(batch,)).astype(np.float32))
+    w = jnp.asarray(rng.normal(size=(feats,)).astype(np.float32))
+
+    def loss(w, x, t):
+        return (jnp.dot(x, w) - t) ** 2
+
+    per_example = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+
+    a = jnp.asarray(rng.uniform(1.0, 100.0, size=(1000,)).astype(np.float32))
+
+    @jax.jit
+    def newton_sqrt(a):
+        def cond(c):
+            x, i = c
+            err = lax.reduce_max(jnp.abs(x * x - a) / a, (0,))
+            return jnp.logical_and(err > 1e-5, i < 100)
+
+        def body(c):
+            x, i = c
+            return 0.5 * (x + a / x), i + 1
+        return lax.while_loop(cond, body, (a, 0))[0]
+
+    return [("scan rnn (500 steps, hidden 64)", rnn, (W, U, h0, xs), 2.0),
+            ("jit(vmap(grad)) per-example grads (1024 x 100)", per_example, (w, X, y), 1.0),
+            ("while_loop Newton sqrt (1000)", newton_sqrt, (a,), 1.0)]
+
+
+def main():
+    import jax
+    import jax.numpy as jjnp
+    from jax import lax as jlax
+
+    import gpuarr
+    import gpuarr.numpy as gnp
+    from gpuarr import lax as glax
+
+    print(f"{'case':50s} {'gpuarr':>10s} {'jax':>10s} {'ratio':>7s} {'target':>7s}")
+    for (name, g_fn, g_args, target), (_, j_fn, j_args, _) in zip(
+            cases(gpuarr, gnp, glax), cases(jax, jjnp, jlax)):
+        g_out, j_out = g_fn(*g_args), j_fn(*j_args)
+        np.testing.assert_allclose(np.asarray(g_out), np.asarray(j_out), rtol=2e-3, atol=2e-3)
+        tg, tj = _median_time(g_fn, *g_args), _median_time(j_fn, *j_args)
+        print(f"{name:50s} {tg * 1e3:8.3f}ms {tj * 1e3:8.3f}ms {tg / tj:7.2f} {target:7.1f}")
+
+
+if __name__ == "__main__":
+    main()

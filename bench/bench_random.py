@@ -1,0 +1,75 @@
+"""Random number generation, side by side with JAX (CPU) in one run.
+
+(a) `uniform(key, (2**22,))` float32 under jit; (b) `normal(key, (2**22,))` float32 under jit;
+(c) `split(key, 10**5)` under jit. Each is a cached jitted call timed with block_until_ready
+(best and median of 7 repeats); the ratio column is gpuarr / JAX (target: <= 1.5 on the NumPy
+backend). The first rows also check that both give the same numbers.
+Run: python bench/bench_random.py
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+import gpuarr
+from gpuarr import random as grandom
+
+try:
+    import jax
+    from jax import random as jrandom
+except ImportError:  # JAX is optional: only the gpuarr column is printed
+    jax = jrandom = None
+
+N = 1 << 22
+NUM_KEYS = 10 ** 5
+
+
+def best_of(fn, number=3, repeat=7):
+    fn()  # warm up (compile)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return min(times), statistics.median(times)
+
+
+def workloads(jit, random):
+    key = random.key(0)
+    uniform = jit(lambda k: random.uniform(k, (N,)))
+    normal = jit(lambda k: random.normal(k, (N,)))
+    split = jit(lambda k: random.split(k, NUM_KEYS))
+    return {
+        f"uniform f32[{N}]": lambda: uniform(key).block_until_ready(),
+        f"normal f32[{N}]": lambda: normal(key).block_until_ready(),
+        f"split {NUM_KEYS} keys": lambda: split(key).block_until_ready(),
+    }
+
+
+def check_same_numbers():
+    if jax is None:
+        return
+    g = np.asarray(gpuarr.jit(lambda k: grandom.uniform(k, (1000,)))(grandom.key(0)))
+    j = np.asarray(jax.jit(lambda k: jrandom.uniform(k, (1000,)))(jrandom.key(0)))
+    print(f"uniform streams equal: {bool((g == j).all())}")
+
+
+def main():
+    check_same_numbers()
+    ours = workloads(gpuarr.jit, grandom)
+    theirs = workloads(jax.jit, jrandom) if jax is not None else {}
+    print(f"{'workload':<24}{'gpuarr best/median ms':>24}{'jax best/median ms':>22}{'ratio':>8}")
+    for name, fn in ours.items():
+        g_best, g_med = best_of(fn)
+        line = f"{name:<24}{g_best * 1e3:>11.2f} /{g_med * 1e3:>9.2f}"
+        if name in theirs:
+            j_best, j_med = best_of(theirs[name])
+            line += f"{j_best * 1e3:>12.2f} /{j_med * 1e3:>8.2f}{g_best / j_best:>8.2f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

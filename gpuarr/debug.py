@@ -1,0 +1,339 @@
+"""gpuarr.debug: print and call back with run-time values from inside transformed functions.
+
+`debug.print` and `debug.callback` bind `debug_callback_p`, an effectful primitive with no
+outputs whose params hold the Python function (wrapped with the argument structure in a
+small hashable object). Eagerly it calls the function at once; under `jit` it is staged
+and the compiled Program calls it when it runs, so values are printed at run time, not
+at trace time. Under `vmap` it calls once per batch element (the innermost `vmap`'s
+index varying slowest, as in JAX); under `jvp`/`grad` it sees primal values only; it is
+dropped by transposition. `ordered=True` keeps program order: on the NumPy backend a
+compiled Program runs its equations in order, so every callback is ordered there.
+"""
+from __future__ import annotations
+
+import dataclasses
+import string
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gpuarr import core, tree_util
+from gpuarr.array import Array
+from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.callbacks import _operand
+from gpuarr.core import Primitive, abstract_eval_rules, weak_type_rules
+from gpuarr.interpreters import ad, batching
+
+__all__ = ["callback", "print", "debug_callback_p"]
+
+_SCALARS = (bool, int, float, complex)
+
+# ---------------------------------------------------------------- callables held in params
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _DebugCallback:
+    """Rebuilds the user's arguments from flat buffers and calls `fn` with them.
+
+    `static` maps leaf positions to non-array leaves (strings, ...), kept out of the
+    Program; `weak` holds the weak type of each array leaf, so the callback sees the same
+    Arrays as in eager mode. Hashed by identity: static leaves need not be hashable."""
+
+    fn: Callable[..., Any]
+    in_tree: tree_util.PyTreeDef
+    static: tuple
+    weak: tuple
+    label: str
+
+    def __call__(self, *bufs):
+        static = dict(self.static)
+        dyn = iter(Array(np.asarray(b), w) for b, w in zip(bufs, self.weak))
+        leaves = [static[i] if i in static else next(dyn)
+                  for i in range(len(static) + len(bufs))]
+        args, kwargs = tree_util.tree_unflatten(self.in_tree, leaves)
+        self.fn(*args, **kwargs)
+
+    def __repr__(self):
+        return self.label
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _BatchedDebugCallback:
+    """Calls `inner` once per element of a vmapped batch (`dims[i]`: batch axis of arg i)."""
+
+    inner: Callable[..., Any]
+    dims: tuple
+    axis_size: int
+
+    def __call__(self, *bufs):
+        calls: list = []
+        self._expand(bufs, (), calls)
+        # Indices are collected outermost vmap first; JAX runs the innermost vmap's slowest.
+        calls.sort(key=lambda c: c[0][::-1])
+        for _, fn, args in calls:
+            fn(*args)
+
+    def _expand(self, bufs, index, calls):
+        for i in range(self.axis_size):
+            sliced = [b if d is None else np.take(np.asarray(b), i, axis=d)
+                      for b, d in zip(bufs, self.dims)]
+            if isinstance(self.inner, _BatchedDebugCallback):
+                self.inner._expand(sliced, index + (i,), calls)
+            else:
+                calls.append((index + (i,), self.inner, sliced))
+
+    def __repr__(self):
+        return f"vmap({self.inner!r})"
+
+
+# ---------------------------------------------------------------- debug_callback_p
+
+debug_callback_p = Primitive("debug_callback", multiple_results=True, effectful=True)
+
+
+def _debug_callback_impl(*args, callback, ordered):
+    callback(*args)
+    return []
+
+
+def _debug_callback_batch(axis_size, vals, dims, callback, ordered):
+    batched = _BatchedDebugCallback(callback, tuple(dims), axis_size)
+    debug_callback_p.bind(*vals, callback=batched, ordered=ordered)
+    return [], []
+
+
+def _debug_callback_jvp(primals, tangents, callback, ordered):
+    # The callback sees primal values only; it has no outputs, so no tangents.
+    debug_callback_p.bind(*primals, callback=callback, ordered=ordered)
+    return [], []
+
+
+impl_rules[debug_callback_p] = _debug_callback_impl
+abstract_eval_rules[debug_callback_p] = lambda *avals, callback, ordered: []
+weak_type_rules[debug_callback_p] = lambda *args, callback, ordered: []
+batching.batch_rules[debug_callback_p] = _debug_callback_batch
+ad.jvp_rules[debug_callback_p] = _debug_callback_jvp
+ad.transpose_rules[debug_callback_p] = lambda cts, *args, callback, ordered: [None] * len(args)
+
+
+def _bind_callback(fn, args, kwargs, ordered: bool, label: str) -> None:
+    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    static, dyn, weak = [], [], []
+    for i, leaf in enumerate(flat):
+        try:
+            core.get_aval(leaf)
+        except TypeError:
+            static.append((i, leaf))
+            continue
+        weak.append(isinstance(leaf, _SCALARS) and type(leaf) is not bool
+                    or bool(getattr(leaf, "weak_type", False)))
+        dyn.append(_operand(leaf))
+    cb = _DebugCallback(fn, in_tree, tuple(static), tuple(weak), label)
+    debug_callback_p.bind(*dyn, callback=cb, ordered=bool(ordered))
+
+
+# ---------------------------------------------------------------- debug.callback
+
+
+def callback(callback: Callable[..., None] | None = None, *args: Any, ordered: bool = False,
+             partitioned: bool = False, **kwargs: Any):
+    """Call `callback(*args, **kwargs)` with run-time values, from eager or staged code.
+
+    Array arguments arrive as concrete gpuarr Arrays (any non-array leaves are passed
+    through unchanged); the callback's return value is ignored. Under `jit` it runs each
+    time the compiled function runs, under `vmap` once per batch element, under
+    `jvp`/`grad` with primal values. Two call forms work, as in JAX:
+    `debug.callback(f, x)` and `debug.callback(ordered=True)(f, x)`."""
+    def _debug_callback(fn, *c_args, **c_kwargs):
+        if not callable(fn):
+            raise TypeError("first argument to jax.debug.callback must be callable, but got an "
+                            f"object of type {type(fn)}")
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        _bind_callback(fn, c_args, c_kwargs, ordered, name)
+
+    if callback is not None:
+        _debug_callback(callback, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError("debug_callback received unexpected arguments in the two-call form: "
+                        f"args={args} kwargs={kwargs}")
+    return _debug_callback
+
+
+# ---------------------------------------------------------------- debug.print
+
+
+class _FormatChecker(string.Formatter):
+    """Checks a format string against its arguments without formatting anything."""
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        unused_args = [arg for i, arg in enumerate(args) if i not in used_args]
+        unused_kwargs = [k for k in kwargs if k not in used_args]
+        if unused_args:
+            raise ValueError(f"Unused positional arguments to `jax.debug.print`: {unused_args}")
+        if unused_kwargs:
+            raise ValueError(
+                f"Unused keyword arguments to `jax.debug.print`: {unused_kwargs}. You may be "
+                "passing an f-string (i.e, `f\"{x}\"`) into `jax.debug.print` and instead should "
+                "pass in a regular string.")
+
+
+_checker = _FormatChecker()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Printer:
+    """Formats and writes one debug.print line, under the NumPy print options of its call."""
+
+    fmt: str
+    np_printoptions: tuple
+    has_placeholders: bool
+
+    def __call__(self, *args, **kwargs):
+        if self.has_placeholders:
+            with np.printoptions(**dict(self.np_printoptions)):
+                msg = self.fmt.format(*args, **kwargs)
+        else:
+            msg = " ".join((self.fmt, *(str(a) for a in args)))
+        sys.stdout.write(msg + "\n")
+
+
+def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: bool = False,  # noqa: A001
+          skip_format_check: bool = False, **kwargs):
+    """Print `fmt.format(*args, **kwargs)` with run-time values (JAX's `jax.debug.print`).
+
+    Formatting is delayed until the values exist, so pass a plain format string, not an
+    f-string. Under `jit` it prints each time the compiled function runs; under `vmap`
+    once per batch element; under `jvp`/`grad` the primal values. With no placeholders
+    the arguments are printed after `fmt`, separated by spaces. Arguments the format
+    string doesn't use raise `ValueError`. Two call forms work:
+    `debug.print("{x}", x=x)` and `debug.print(ordered=True)("{x}", x=x)`."""
+    def _debug_print(fmt, *c_args, **c_kwargs):
+        if not skip_format_check:
+            _checker.format(fmt, *c_args, **c_kwargs)
+        has_placeholders = False
+        if fmt:
+            _, field_name, *_ = next(iter(string.Formatter().parse(fmt)))
+            has_placeholders = field_name is not None
+        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+        _bind_callback(printer, c_args, c_kwargs, ordered, f"print({fmt!r})")
+
+    if fmt is not None:
+        _debug_print(fmt, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError("debug_print received unexpected arguments in the two-call form: "
+                        f"args={args} kwargs={kwargs}")
+    return _debug_print
+
+
+# ---------------------------------------------------------------- check_tracer_leaks
+
+
+def trace_checking_leaks(fun, in_avals, debug_info=None, name: str = "", before_check=None):
+    """`partial_eval.trace_to_program`, then raise if a tracer of that trace is still referenced.
+
+    Used by jit and make_jaxpr when `jax_check_tracer_leaks` is on (it costs a garbage
+    collection per trace). `before_check` drops references the caller itself still holds."""
+    from gpuarr.interpreters import partial_eval as pe
+
+    box = []
+
+    def probed(*args):
+        box.append(core.current_trace())
+        return fun(*args)
+
+    closed = pe.trace_to_program(probed, in_avals, debug_info=debug_info)
+    if before_check is not None:
+        before_check()
+    _raise_if_leaked(box.pop(), name)
+    return closed
+
+
+def _raise_if_leaked(trace, name: str) -> None:
+    import gc
+
+    from gpuarr.errors import UnexpectedTracerError
+
+    gc.collect()
+    leaked = [r for r in gc.get_referrers(trace)
+              if isinstance(r, core.Tracer) and r._trace is trace]
+    if not leaked:
+        return
+    lines = []
+    for tracer in leaked:
+        holders = [type(r).__name__ for r in gc.get_referrers(tracer)
+                   if r is not leaked and not _is_frame(r)]
+        held = f"\nIt is referenced by: {', '.join(holders)}." if holders else ""
+        lines.append(f"{tracer!r}\n{_created_where(trace, tracer, name)}{held}")
+    raise UnexpectedTracerError(
+        f"Leaked trace {trace!r} of {name or 'a function'}. Leaked tracer(s):\n\n"
+        + "\n\n".join(lines)
+        + "\n\nA traced value escaped the function being traced (for example it was stored in a "
+        "global, a list or an object attribute). Return it from the function instead.")
+
+
+def _is_frame(obj) -> bool:
+    return type(obj).__name__ == "frame"
+
+
+def _created_where(trace, tracer, name: str) -> str:
+    var = getattr(tracer, "var", None)
+    for eqn in getattr(trace, "eqns", ()):
+        if any(v is var for v in eqn.outvars):
+            where = eqn.source_info if eqn.source_info is not None else "an unknown location"
+            return f"This tracer was created on line {where} by {eqn.prim.name}."
+    invars = getattr(trace, "invars", [])
+    if var in invars:
+        arg_names = (getattr(trace, "debug_info", None) or (None, []))[1]
+        i = invars.index(var)
+        arg = f" {arg_names[i]!r}" if i < len(arg_names) and arg_names[i] else ""
+        return f"This tracer is the argument{arg} of {name or 'the traced function'}."
+    return "This tracer was created while tracing."
+
+
+# ---------------------------------------------------------------- debug_nans: find the operation
+
+
+def raise_at_nonfinite(closed, args) -> None:
+    """Run `closed` op by op on the NumPy backend (descending into nested jit Programs) and
+    raise FloatingPointError at the first equation whose output has a NaN (debug_nans) or
+    an Inf (debug_infs), naming its primitive and its source line. Returns if none does."""
+    with np.errstate(all="ignore"):
+        _run_checked(closed.program, closed.consts, list(args))
+
+
+def _run_checked(prog, consts, args):
+    from gpuarr.api import jit_p
+    from gpuarr.core import Literal
+    from gpuarr.dispatch import nonfinite_kind, nonfinite_message
+
+    env = {}
+
+    def read(a):
+        return a.val if type(a) is Literal else env[a.id]
+
+    for v, x in zip(prog.constvars, consts, strict=True):
+        env[v.id] = np.asarray(x)
+    for v, x in zip(prog.invars, args, strict=True):
+        env[v.id] = x
+    for eqn in prog.eqns:
+        ins = [read(a) for a in eqn.inputs]
+        if eqn.prim is jit_p:
+            sub = eqn.params["jaxpr"]
+            outs = _run_checked(sub.program, sub.consts, ins)
+        else:
+            outs = impl_rules[eqn.prim](*ins, **eqn.params)
+            outs = list(outs) if eqn.prim.multiple_results else [outs]
+        for out in outs:
+            kind = nonfinite_kind(out)
+            if kind is not None:
+                raise FloatingPointError(nonfinite_message(kind, eqn.prim.name, eqn.source_info))
+        for v, out in zip(eqn.outvars, outs, strict=True):
+            env[v.id] = out
+    return [read(a) for a in prog.outvars]

@@ -1,0 +1,688 @@
+"""Linear-algebra primitives (JAX's lax.linalg): cholesky, lu, qr, svd, eigh, triangular_solve.
+
+Every primitive acts on the last two axes and accepts any number of leading batch axes, so
+its batching rule only moves the batch axis to the front. The NumPy implementations use
+numpy.linalg's stacked routines (LU and triangular solves are written out, as NumPy has
+none) and keep the input dtype (float32 in, float32 out). JVP rules follow JAX's derivations.
+The compiler lowers these as library calls.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpuarr import dtypes
+from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
+from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters.ad import Zero, is_undefined
+from gpuarr.interpreters.batching import batch_rules
+from gpuarr.lax import lax
+
+# ---------------------------------------------------------------- helpers on traced values
+
+
+def _shape(x):
+    return get_aval(x).shape
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _is_complex(x) -> bool:
+    return dtypes.is_complex(_dtype(x))
+
+
+def _real_only(name, x):
+    """Derivative rules below use transposes for adjoints, which is right for real inputs only."""
+    if _is_complex(x):
+        raise NotImplementedError(f"Differentiation of {name} is implemented for real inputs only; "
+                                  f"got dtype {_dtype(x).name}.")
+
+
+def _T(x):
+    """Swap the last two axes."""
+    nd = len(_shape(x))
+    return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+_H = _T  # the adjoint; equal to the transpose for the real inputs the derivative rules accept
+
+
+def symmetrize(x):
+    """(x + x^H) / 2."""
+    shape = _shape(x)
+    if len(shape) < 2:
+        raise TypeError(f"The input to symmetrize must have rank at least 2, but got shape={shape}")
+    if shape[-1] != shape[-2]:
+        # JAX fails here in its `add`, with a TypeError.
+        raise TypeError(f"symmetrize needs square matrices: (x + x^H) / 2 got incompatible shapes "
+                        f"for broadcasting: {shape}, {shape[:-2] + shape[-2:][::-1]}.")
+    return lax.div(lax.add(x, _H(x)), 2)
+
+
+def _matmul(a, b):
+    """Batched matrix product of two arrays with equal leading (batch) axes."""
+    nd = len(_shape(a))
+    batch = tuple(range(nd - 2))
+    return lax.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
+
+
+def _mask(shape, fn):
+    """A boolean NumPy constant of `shape` that is `fn(row, col)` on the last two axes."""
+    rows, cols = np.indices(shape[-2:])
+    return np.broadcast_to(fn(rows, cols), shape)
+
+
+def _keep(x, mask):
+    """x where mask, zero elsewhere."""
+    return lax.select_n(mask, lax.full_like(x, 0), x)
+
+
+def _tril(x, k: int = 0):
+    return _keep(x, _mask(_shape(x), lambda r, c: c <= r + k))
+
+
+def _triu(x, k: int = 0):
+    return _keep(x, _mask(_shape(x), lambda r, c: c >= r + k))
+
+
+def _eye_like(x):
+    """The identity, broadcast to the (square) shape and dtype of `x`."""
+    return _mask(_shape(x), lambda r, c: r == c).astype(_dtype(x))
+
+
+def _extract_diagonal(x):
+    """x[..., i, i] for a batch of square matrices."""
+    return lax.reduce_sum(_keep(x, _mask(_shape(x), lambda r, c: r == c)), (len(_shape(x)) - 1,))
+
+
+def _construct_diagonal(s):
+    """The batch of diagonal matrices whose diagonals are s[..., :]."""
+    shape = _shape(s)
+    n, nd = shape[-1], len(shape)
+    full = lax.broadcast_in_dim(s, shape[:-1] + (n, n), tuple(range(nd - 1)) + (nd,))
+    return _keep(full, _mask(shape[:-1] + (n, n), lambda r, c: r == c))
+
+
+def _row_vector(s):
+    """(..., n) -> (..., 1, n), for broadcasting against matrices."""
+    shape = _shape(s)
+    return lax.reshape(s, shape[:-1] + (1, shape[-1]))
+
+
+def _col_vector(s):
+    shape = _shape(s)
+    return lax.reshape(s, shape + (1,))
+
+
+def _permutation_matrix(perm, dtype):
+    """P with P[..., i, j] = (perm[..., i] == j), so that P @ b == b[..., perm, :]."""
+    shape = _shape(perm)
+    m = shape[-1]
+    cols = lax.broadcasted_iota(_dtype(perm), (1,) * (len(shape) - 1) + (1, m), len(shape))
+    return lax.convert_element_type(lax.eq(_col_vector(perm), cols), dtype)
+
+
+def _slice_last2(x, rows, cols):
+    """x[..., rows[0]:rows[1], cols[0]:cols[1]]."""
+    shape = _shape(x)
+    start = (0,) * (len(shape) - 2) + (rows[0], cols[0])
+    limit = shape[:-2] + (rows[1], cols[1])
+    return lax.slice(x, start, limit)
+
+
+def _pad_last2(x, rows, cols):
+    """Zero-pad the last two axes by (low, high) amounts."""
+    cfg = ((0, 0, 0),) * (len(_shape(x)) - 2) + ((rows[0], rows[1], 0), (cols[0], cols[1], 0))
+    return lax.pad(x, lax._const(x, 0), cfg)
+
+
+# ---------------------------------------------------------------- shared rules
+
+
+def _compute_dtype(dt):
+    """NumPy's LAPACK wrappers take single, double and complex types only."""
+    dt = np.dtype(dt)
+    return np.dtype(np.float32) if dt.kind == "f" and dt.itemsize < 4 or dt.name == "bfloat16" else dt
+
+
+def _check_operand(name, aval, index=0, square=False, square_msg=None):
+    if aval.ndim < 2:
+        raise TypeError(f"Input {index} to {name} must have rank at least 2, but got "
+                        f"shape={aval.shape}")
+    if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name} at position {index}. "
+                        f"Accepted dtypes at position {index} are subtypes of floating, "
+                        "complexfloating. Convert the input with x.astype(jnp.float32) first.")
+    if square and aval.shape[-1] != aval.shape[-2]:
+        raise ValueError(square_msg or f"The input to {name} must be a square matrix. Got shape "
+                                       f"{aval.shape[-2:]}.")
+
+
+def _real_dtype(dt):
+    return np.dtype(np.float32) if dt == np.complex64 else (
+        np.dtype(np.float64) if dt == np.complex128 else dt)
+
+
+def _batch_at_front(prim, axis_size, vals, dims, **params):
+    """These primitives take leading batch axes: move (or create) the batch axis at 0."""
+    vals = [batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims)]
+    out = prim.bind(*vals, **params)
+    return out, ([0] * len(out) if prim.multiple_results else 0)
+
+
+def _register(prim, impl, abstract, jvp):
+    impl_rules[prim] = impl
+    abstract_eval_rules[prim] = abstract
+    weak_type_rules[prim] = lambda *args, **params: False
+    ad.jvp_rules[prim] = jvp
+    batch_rules[prim] = lambda *a, **p: _batch_at_front(prim, *a, **p)
+
+
+def _bind(prim, *args, **params):
+    """Validate with the abstract rule (eager evaluation skips it), then bind."""
+    abstract_eval_rules[prim](*map(get_aval, args), **params)
+    return prim.bind(*args, **params)
+
+
+def _nan_on_failure(fn, x, out_like):
+    """Run a numpy.linalg routine over a stack; matrices where it fails give NaNs (as JAX does)."""
+    try:
+        return fn(x)
+    except np.linalg.LinAlgError:
+        flat = x.reshape((-1,) + x.shape[-2:])
+        outs = []
+        for mat in flat:
+            try:
+                outs.append(fn(mat))
+            except np.linalg.LinAlgError:
+                outs.append(np.full(out_like(mat), np.nan, x.dtype))
+        return np.stack(outs).reshape(x.shape[:-2] + outs[0].shape)
+
+
+# ---------------------------------------------------------------- cholesky
+
+
+def _cholesky_impl(x):
+    c = x.astype(_compute_dtype(x.dtype))
+    return _nan_on_failure(np.linalg.cholesky, c, lambda m: m.shape).astype(x.dtype)
+
+
+def _cholesky_abstract(x):
+    _check_operand("cholesky", x, square=True,
+                   square_msg=f"The input to cholesky must be a square matrix. Got shape "
+                              f"{x.shape[-2:]}.")
+    return [ShapedArray(x.shape, x.dtype)]
+
+
+def _cholesky_jvp(primals, tangents):
+    (x,), (sigma_dot,) = primals, tangents
+    _real_only("cholesky", x)
+    L = cholesky_p.bind(x)
+    # Forward-mode rule of arXiv:1602.07527: L_dot = L . phi(L^-1 sigma_dot L^-H), where phi
+    # keeps the lower triangle and halves the diagonal.
+    sigma_dot = ad.instantiate(sigma_dot)
+    tmp = triangular_solve(L, sigma_dot, left_side=False, transpose_a=True, conjugate_a=True,
+                           lower=True)
+    inner = triangular_solve(L, tmp, left_side=True, transpose_a=False, lower=True)
+    half_diag = np.where(_mask(_shape(x), lambda r, c: r == c), 0.5, 1.0).astype(_dtype(x))
+    phi = lax.mul(_tril(inner), half_diag)
+    return L, _matmul(L, phi)
+
+
+cholesky_p = Primitive("cholesky")
+_register(cholesky_p, _cholesky_impl, _cholesky_abstract, _cholesky_jvp)
+
+
+def cholesky(x, *, symmetrize_input: bool = True):
+    """Cholesky factor L (lower triangular, A = L L^H) of a batch of positive-definite matrices.
+
+    With `symmetrize_input` the input is first replaced by (x + x^H) / 2; otherwise only its
+    lower triangle is read. Where the factorization fails the result is full of NaNs.
+    """
+    if symmetrize_input:
+        x = symmetrize(x)
+    return _bind(cholesky_p, x)
+
+
+# ---------------------------------------------------------------- triangular_solve
+
+
+def _forward_substitution(m, b):
+    """Solve m @ x = b for lower-triangular m (stacks), one row of x at a time."""
+    x = np.zeros(np.broadcast_shapes(m.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(m.shape[-1]):
+            acc = b[..., i, :] - np.matmul(m[..., i:i + 1, :i], x[..., :i, :])[..., 0, :]
+            x[..., i, :] = acc / m[..., i, i, None]
+    return x
+
+
+def _triangular_solve_impl(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    dt = _compute_dtype(b.dtype)
+    tri = (np.tril(a) if lower else np.triu(a)).astype(dt)
+    if unit_diagonal:
+        idx = np.arange(tri.shape[-1])
+        tri[..., idx, idx] = 1
+    if conjugate_a:
+        tri = tri.conj()
+    low = lower
+    if transpose_a:
+        tri, low = np.swapaxes(tri, -1, -2), not low
+    rhs = b.astype(dt)
+    if not left_side:  # x @ op(a) = b  <=>  op(a)^T @ x^T = b^T
+        tri, rhs, low = np.swapaxes(tri, -1, -2), np.swapaxes(rhs, -1, -2), not low
+    if low:
+        x = _forward_substitution(tri, rhs)
+    else:  # reversing rows and columns turns an upper-triangular system into a lower one
+        x = _forward_substitution(tri[..., ::-1, ::-1], rhs[..., ::-1, :])[..., ::-1, :]
+    if not left_side:
+        x = np.swapaxes(x, -1, -2)
+    return np.ascontiguousarray(x).astype(b.dtype)
+
+
+def _triangular_solve_abstract(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    _check_operand("triangular_solve", a, 0, square=True,
+                   square_msg=f"The first input to triangular_solve must be a square matrix. "
+                              f"Got shape {a.shape[-2:]}.")
+    _check_operand("triangular_solve", b, 1)
+    if a.dtype != b.dtype:
+        raise TypeError(f"triangular_solve requires arguments to have the same dtypes, got "
+                        f"{a.dtype.name}, {b.dtype.name}.")
+    if a.ndim != b.ndim:
+        raise TypeError(f"All inputs to triangular_solve must have the same number of batch "
+                        f"dimensions, but got {[a.ndim - 2, b.ndim - 2]} batch dimensions for "
+                        "the inputs.")
+    common = -2 if left_side else -1
+    if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[common]:
+        raise ValueError(f"Incompatible shapes for arguments to triangular_solve: {a.shape} and "
+                         f"{b.shape}.")
+    return [ShapedArray(b.shape, b.dtype)]
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+    a, b = primals
+    ta, tb = tangents
+    ans = triangular_solve_p.bind(a, b, **params)
+    out = Zero.from_primal(ans)
+    if type(tb) is not Zero:
+        out = ad.add_tangents(out, triangular_solve_p.bind(a, tb, **params))
+    if type(ta) is not Zero:
+        _real_only("triangular_solve", a)
+        out = ad.add_tangents(out, _triangular_solve_jvp_a(ta, ans, a, **params))
+    return ans, out
+
+
+def _triangular_solve_jvp_a(g_a, ans, a, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+    # d(op(A)^-1 B) = -op(A)^-1 op(dA) X (left side), -X op(dA) op(A)^-1 (right side).
+    k = 1 if unit_diagonal else 0
+    g_a = _tril(g_a, -k) if lower else _triu(g_a, k)
+    g_a = lax.neg(_T(g_a) if transpose_a else g_a)
+
+    def a_inverse(rhs):
+        return triangular_solve_p.bind(a, rhs, left_side=left_side, lower=lower,
+                                       transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                       unit_diagonal=unit_diagonal)
+
+    m, n = _shape(ans)[-2:]
+    if left_side:
+        return a_inverse(_matmul(g_a, ans)) if m > n else _matmul(a_inverse(g_a), ans)
+    return a_inverse(_matmul(ans, g_a)) if m < n else _matmul(ans, a_inverse(g_a))
+
+
+def _triangular_solve_transpose(ct, a, b, left_side, lower, transpose_a, conjugate_a,
+                                unit_diagonal):
+    # Linear in b (like div in its first argument): solve with the transposed operator.
+    assert not is_undefined(a) and is_undefined(b)
+    if type(ct) is Zero:
+        return [None, Zero(b.aval)]
+    return [None, triangular_solve_p.bind(a, ct, left_side=left_side, lower=lower,
+                                          transpose_a=not transpose_a, conjugate_a=conjugate_a,
+                                          unit_diagonal=unit_diagonal)]
+
+
+triangular_solve_p = Primitive("triangular_solve")
+_register(triangular_solve_p, _triangular_solve_impl, _triangular_solve_abstract,
+          _triangular_solve_jvp)
+ad.transpose_rules[triangular_solve_p] = _triangular_solve_transpose
+
+
+def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+    """Solve op(a) @ x = b (left_side) or x @ op(a) = b for x, with a triangular.
+
+    Only the triangle of `a` named by `lower` is read; op transposes (`transpose_a`) and/or
+    conjugates (`conjugate_a`) it; `unit_diagonal` takes its diagonal to be ones. A `b` with
+    one dimension fewer than `a` is treated as a batch of vectors.
+    """
+    conjugate_a = bool(conjugate_a) and _is_complex(a)
+    singleton = len(_shape(b)) == len(_shape(a)) - 1
+    if singleton:
+        b = lax.expand_dims(b, (len(_shape(b)) if left_side else len(_shape(b)) - 1,))
+    out = _bind(triangular_solve_p, a, b, left_side=bool(left_side), lower=bool(lower),
+                                  transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
+                                  unit_diagonal=bool(unit_diagonal))
+    if singleton:
+        nd = len(_shape(out))
+        out = lax.squeeze(out, (nd - 1,) if left_side else (nd - 2,))
+    return out
+
+
+# ---------------------------------------------------------------- lu
+
+
+def _lu_impl(x):
+    *batch, m, n = x.shape
+    k = min(m, n)
+    count = math.prod(batch)
+    a = x.astype(_compute_dtype(x.dtype)).reshape((count, m, n)).copy()
+    pivots = np.zeros((count, k), np.int32)
+    perm = np.tile(np.arange(m, dtype=np.int32), (count, 1))
+    rows = np.arange(count)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(k):
+            p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+            pivots[:, j] = p
+            a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
+            perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+            pivot = a[:, j, j, None]
+            # LAPACK's getrf leaves a column alone when its pivot is zero.
+            col = np.where(pivot != 0, a[:, j + 1:, j] / np.where(pivot != 0, pivot, 1),
+                           a[:, j + 1:, j])
+            a[:, j + 1:, j] = col
+            a[:, j + 1:, j + 1:] -= col[:, :, None] * a[:, j, None, j + 1:]
+    return (a.reshape(x.shape).astype(x.dtype), pivots.reshape(tuple(batch) + (k,)),
+            perm.reshape(tuple(batch) + (m,)))
+
+
+def _lu_abstract(x):
+    _check_operand("lu", x)
+    *batch, m, n = x.shape
+    batch = tuple(batch)
+    i32 = np.dtype(np.int32)
+    return [ShapedArray(x.shape, x.dtype), ShapedArray(batch + (min(m, n),), i32),
+            ShapedArray(batch + (m,), i32)]
+
+
+def _lu_jvp(primals, tangents):
+    # De Hoog, Anderssen and Lukas, "Differentiation of matrix functionals using triangular
+    # factorization": with P A = L U, inv(L) P dA inv(U) = inv(L) dL + dU inv(U), whose
+    # strictly lower part gives dL and upper part gives dU.
+    (a,), (a_dot,) = primals, tangents
+    _real_only("lu", a)
+    lu_, pivots, perm = lu_p.bind(a)
+    *_, m, n = _shape(a)
+    k = min(m, n)
+    l_full = _pad_last2(_tril(_slice_last2(lu_, (0, m), (0, k)), -1), (0, 0), (0, m - k))
+    l_full = lax.add(l_full, _eye_like(l_full))
+    u_full = _pad_last2(_triu(_slice_last2(lu_, (0, k), (0, n))), (0, n - k), (0, 0))
+    lower_right = _mask(_shape(u_full), lambda r, c: (r == c) & (r >= k))
+    u_full = lax.add(u_full, lower_right.astype(_dtype(a)))
+    pa_dot = _matmul(_permutation_matrix(perm, _dtype(a)), a_dot)
+    la = triangular_solve(l_full, pa_dot, left_side=True, lower=True, unit_diagonal=True)
+    lau = triangular_solve(u_full, la, left_side=False, lower=False)
+    lu_dot = lax.add(_matmul(l_full, _tril(lau, -1)), _matmul(_triu(lau), u_full))
+    return [lu_, pivots, perm], [lu_dot, Zero.from_primal(pivots), Zero.from_primal(perm)]
+
+
+lu_p = Primitive("lu", multiple_results=True)
+_register(lu_p, _lu_impl, _lu_abstract, _lu_jvp)
+
+
+def lu(x):
+    """LU decomposition with partial pivoting: P A = L U, as lax.linalg.lu.
+
+    Returns (lu, pivots, permutation): `lu` holds L (unit diagonal not stored) below the
+    diagonal and U on and above it; `pivots` (int32, [..., min(m, n)]) are LAPACK-style row
+    swaps; `permutation` (int32, [..., m]) is the same as a permutation, so A[perm] = L U.
+    """
+    return tuple(_bind(lu_p, x))
+
+
+def lu_solve(lu, permutation, b, trans: int = 0):
+    """Solve A x = b (trans=0) or A^T x = b (trans=1), A^H x = b (trans=2) from lu(A).
+
+    `b` has the batch axes of `lu` followed by [m, k]."""
+    if trans not in (0, 1, 2):
+        raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
+    p = _permutation_matrix(permutation, _dtype(lu))
+    if trans == 0:
+        x = triangular_solve(lu, _matmul(p, b), left_side=True, lower=True, unit_diagonal=True)
+        return triangular_solve(lu, x, left_side=True, lower=False)
+    conj = trans == 2
+    x = triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True, conjugate_a=conj)
+    x = triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True, transpose_a=True,
+                         conjugate_a=conj)
+    return _matmul(_T(p), x)
+
+
+# ---------------------------------------------------------------- qr
+
+
+def _qr_impl(x, full_matrices):
+    *batch, m, n = x.shape
+    c = x.astype(_compute_dtype(x.dtype))
+    if c.size == 0:
+        k = m if full_matrices else min(m, n)
+        q = np.broadcast_to(np.eye(m, k, dtype=c.dtype), tuple(batch) + (m, k))
+        return q.astype(x.dtype), np.zeros(tuple(batch) + (k, n), x.dtype)
+    q, r = np.linalg.qr(c, mode="complete" if full_matrices else "reduced")
+    return q.astype(x.dtype), r.astype(x.dtype)
+
+
+def _qr_abstract(x, full_matrices):
+    _check_operand("qr", x)
+    *batch, m, n = x.shape
+    k = m if full_matrices else min(m, n)
+    batch = tuple(batch)
+    return [ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)]
+
+
+def _thin_qr_jvp(q, r, dx):
+    """JVP of the QR decomposition of [..., m, n] matrices with m >= n (j-towns' derivation)."""
+    dx_rinv = triangular_solve(r, dx)  # right-side solve
+    qt_dx_rinv = _matmul(_H(q), dx_rinv)
+    lower = _tril(qt_dx_rinv, -1)
+    do = lax.sub(lower, _H(lower))  # skew-symmetric
+    dq = lax.add(_matmul(q, lax.sub(do, qt_dx_rinv)), dx_rinv)
+    dr = _matmul(lax.sub(qt_dx_rinv, do), r)
+    return dq, dr
+
+
+def _qr_jvp(primals, tangents, full_matrices):
+    (x,), (dx,) = primals, tangents
+    _real_only("qr", x)
+    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    *_, m, n = _shape(x)
+    if m < n:
+        # X = [X1 X2] with X1 square: X1 = Q R1 is a square QR, and R2 = Q^H X2.
+        x2 = _slice_last2(x, (0, m), (m, n))
+        dx1 = _slice_last2(dx, (0, m), (0, m))
+        dx2 = _slice_last2(dx, (0, m), (m, n))
+        dq, dr1 = _thin_qr_jvp(q, _slice_last2(r, (0, m), (0, m)), dx1)
+        dr2 = lax.add(_matmul(_H(dq), x2), _matmul(_H(q), dx2))
+        return [q, r], [dq, lax.concatenate([dr1, dr2], len(_shape(x)) - 1)]
+    q_mn = _slice_last2(q, (0, m), (0, n)) if full_matrices else q
+    r_nn = _slice_last2(r, (0, n), (0, n)) if full_matrices else r
+    dq_mn, dr_nn = _thin_qr_jvp(q_mn, r_nn, dx)
+    if not full_matrices or m == n:
+        return [q, r], [dq_mn, dr_nn]
+    # The extra columns of a complete Q (arXiv:2409.13374, eqs. 32-33).
+    q_nn = _slice_last2(q_mn, (0, n), (0, n))
+    q_pn = _slice_last2(q_mn, (n, m), (0, n))
+    q_mp = _slice_last2(q, (0, m), (n, m))
+    dq_nn = _slice_last2(dq_mn, (0, n), (0, n))
+    dq_pn = _slice_last2(dq_mn, (n, m), (0, n))
+    lu_, _, perm = lu(lax.sub(q_nn, _eye_like(q_nn)))
+    z_pn_h = lu_solve(lu_, perm, _H(q_pn), trans=2)
+    z_pn = _H(z_pn_h)
+    dq_mp = lax.sub(_matmul(dq_mn, z_pn_h),
+                    _matmul(lax.add(q_mn, _matmul(q_mp, z_pn)),
+                            _H(lax.sub(dq_pn, _matmul(z_pn, dq_nn)))))
+    nd = len(_shape(x))
+    dq = lax.concatenate([dq_mn, dq_mp], nd - 1)
+    dr = _pad_last2(dr_nn, (0, m - n), (0, 0))
+    return [q, r], [dq, dr]
+
+
+qr_p = Primitive("qr", multiple_results=True)
+_register(qr_p, _qr_impl, _qr_abstract, _qr_jvp)
+
+
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+    """QR decomposition A = Q R of a batch of matrices, as lax.linalg.qr.
+
+    Q is orthogonal (unitary) with shape [..., m, m] when `full_matrices`, else
+    [..., m, min(m, n)]; R is upper triangular, [..., m, n] or [..., min(m, n), n]. Column
+    pivoting is not available on the NumPy backend.
+    """
+    if pivoting:
+        raise NotImplementedError("qr(pivoting=True) is not supported by gpuarr; compute the "
+                                  "unpivoted decomposition instead.")
+    return tuple(_bind(qr_p, x, full_matrices=bool(full_matrices)))
+
+
+# ---------------------------------------------------------------- svd
+
+
+def _svd_impl(x, full_matrices, compute_uv):
+    *batch, m, n = x.shape
+    c = x.astype(_compute_dtype(x.dtype))
+    real = _real_dtype(x.dtype)
+    if not compute_uv:
+        return (np.linalg.svd(c, compute_uv=False).astype(real),)
+    u, s, vh = np.linalg.svd(c, full_matrices=full_matrices)
+    return s.astype(real), u.astype(x.dtype), vh.astype(x.dtype)
+
+
+def _svd_abstract(x, full_matrices, compute_uv):
+    _check_operand("svd", x)
+    *batch, m, n = x.shape
+    batch, k = tuple(batch), min(m, n)
+    s = ShapedArray(batch + (k,), _real_dtype(x.dtype))
+    if not compute_uv:
+        return [s]
+    u = ShapedArray(batch + (m, m if full_matrices else k), x.dtype)
+    vh = ShapedArray(batch + (n if full_matrices else k, n), x.dtype)
+    return [s, u, vh]
+
+
+def _safe_reciprocal(x):
+    """1 / x where x != 0, else 0."""
+    zero = lax.convert_element_type(lax.eq(x, lax._const(x, 0)), _dtype(x))
+    return lax.sub(lax.div(lax._const(x, 1), lax.add(x, zero)), zero)
+
+
+def _svd_jvp(primals, tangents, full_matrices, compute_uv):
+    (a,), (da,) = primals, tangents
+    _real_only("svd", a)
+    *_, m, n = _shape(a)
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError("Singular value decomposition JVP not implemented for full "
+                                  "matrices; use full_matrices=False.")
+    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    ut, v = _H(u), _H(vt)
+    ds_mat = _matmul(_matmul(ut, da), v)
+    ds = _extract_diagonal(ds_mat)
+    if not compute_uv:
+        return [s], [ds]
+    s_row = _row_vector(s)
+    s_col = _T(s_row)
+    eye = _eye_like(ds_mat)
+    # F[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it.
+    s_diffs = lax.mul(lax.add(s_row, s_col), lax.sub(s_row, s_col))
+    f = lax.sub(lax.div(lax._const(s, 1), lax.add(s_diffs, eye)), eye)
+    dss = lax.mul(s_row, ds_mat)
+    sds = lax.mul(s_col, ds_mat)
+    s_inv_mat = _construct_diagonal(_safe_reciprocal(s))
+    du_dv_diag = lax.mul(lax.mul(lax._const(s, 0.5), lax.sub(ds_mat, _H(ds_mat))), s_inv_mat)
+    du = _matmul(u, lax.add(lax.mul(f, lax.add(dss, _H(dss))), du_dv_diag))
+    dv = _matmul(v, lax.mul(f, lax.add(sds, _H(sds))))
+    if m > n:
+        dav = _matmul(da, v)
+        du = lax.add(du, lax.div(lax.sub(dav, _matmul(u, _matmul(ut, dav))), s_row))
+    if n > m:
+        dahu = _matmul(_H(da), u)
+        dv = lax.add(dv, lax.div(lax.sub(dahu, _matmul(v, _matmul(vt, dahu))), s_row))
+    return [s, u, vt], [ds, du, _H(dv)]
+
+
+svd_p = Primitive("svd", multiple_results=True)
+_register(svd_p, _svd_impl, _svd_abstract, _svd_jvp)
+
+
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm=None):
+    """Singular value decomposition, as lax.linalg.svd: (u, s, vh), or s if not `compute_uv`.
+
+    `s` is sorted in descending order and has the real dtype of `x`; `u` and `vh` are square
+    when `full_matrices`, else [..., m, k] and [..., k, n] with k = min(m, n).
+    """
+    if subset_by_index is not None and tuple(subset_by_index) != (0, min(_shape(x)[-2:])):
+        raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
+    outs = _bind(svd_p, x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if compute_uv:
+        s, u, vh = outs
+        return u, s, vh
+    return outs[0]
+
+
+# ---------------------------------------------------------------- eigh
+
+
+def _eigh_impl(x, lower, sort_eigenvalues):
+    c = x.astype(_compute_dtype(x.dtype))
+    n = x.shape[-1]
+
+    def decompose(mats):
+        w, v = np.linalg.eigh(mats, UPLO="L" if lower else "U")
+        return np.concatenate([v, w[..., None, :]], axis=-2)
+
+    vw = _nan_on_failure(decompose, c, lambda mat: (n + 1, n))
+    return vw[..., :n, :].astype(x.dtype), vw[..., n, :].astype(_real_dtype(x.dtype))
+
+
+def _eigh_abstract(x, lower, sort_eigenvalues):
+    _check_operand("eigh", x, square=True,
+                   square_msg=f"Argument to symmetric eigendecomposition must have shape "
+                              f"[..., n, n], got shape {x.shape}")
+    return [ShapedArray(x.shape, x.dtype), ShapedArray(x.shape[:-1], _real_dtype(x.dtype))]
+
+
+def _eigh_jvp(primals, tangents, lower, sort_eigenvalues):
+    # Nondegenerate perturbation theory (Giles, NA-08-01): with V^H dA V = M,
+    # dw = diag(M) and dV = V (F o M), F[i, j] = 1 / (w_j - w_i) off the diagonal.
+    (a,), (a_dot,) = primals, tangents
+    _real_only("eigh", a)
+    v, w = eigh_p.bind(a, lower=lower, sort_eigenvalues=sort_eigenvalues)
+    eye = _eye_like(v)
+    f = lax.sub(lax.integer_pow(lax.add(eye, lax.sub(_row_vector(w), _col_vector(w))), -1), eye)
+    vdag_adot_v = _matmul(_matmul(_H(v), a_dot), v)
+    dv = _matmul(v, lax.mul(f, vdag_adot_v))
+    dw = _extract_diagonal(vdag_adot_v)
+    return [v, w], [dv, dw]
+
+
+eigh_p = Primitive("eigh", multiple_results=True)
+_register(eigh_p, _eigh_impl, _eigh_abstract, _eigh_jvp)
+
+
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
+         subset_by_index=None):
+    """Eigendecomposition of symmetric (Hermitian) matrices, as lax.linalg.eigh: returns (v, w).
+
+    `v[..., :, i]` is the normalized eigenvector of eigenvalue `w[..., i]`; eigenvalues are in
+    ascending order. Without `symmetrize_input`, only the triangle named by `lower` is read.
+    """
+    n = _shape(x)[-1]
+    if subset_by_index is not None and tuple(subset_by_index) != (0, n):
+        raise NotImplementedError("subset_by_index not supported on CPU and GPU")
+    if symmetrize_input:
+        x = symmetrize(x)
+    v, w = _bind(eigh_p, x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
+    return v, w

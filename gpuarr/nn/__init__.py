@@ -1,0 +1,28 @@
+"""gpuarr.nn: neural-network helpers with jax.nn's names, formulas and gradients."""
+from gpuarr.nn import initializers  # noqa: F401
+from gpuarr.nn.functions import (  # noqa: F401
+    celu,
+    elu,
+    gelu,
+    glu,
+    hard_sigmoid,
+    hard_silu,
+    hard_swish,
+    hard_tanh,
+    leaky_relu,
+    log_sigmoid,
+    log_softmax,
+    logsumexp,
+    one_hot,
+    relu,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    soft_sign,
+    softmax,
+    softplus,
+    squareplus,
+    standardize,
+    swish,
+)

@@ -1,0 +1,249 @@
+"""Activation functions and friends (jax.nn): same formulas, so the same values and the same
+gradients, including at the kinks (relu'(0) = 0 through a custom JVP, as in JAX)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr import numpy as jnp
+from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.scipy.special import logsumexp  # noqa: F401  (jax.nn.logsumexp)
+
+__all__ = [
+    "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
+    "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "one_hot", "relu", "relu6",
+    "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "squareplus", "standardize",
+    "swish",
+]
+
+
+def _axes(axis, ndim):
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted(a % ndim for a in axes))
+
+
+def _max_keepdims(x, axis, where=None, initial=-np.inf):
+    """max over `axis` with kept (size-1) dimensions; masked entries count as `initial`."""
+    x = jnp.asarray(x)
+    if where is not None:
+        x = jnp.where(where, x, jnp.asarray(initial, x.dtype))
+    shape = x.shape
+    axes = _axes(axis, len(shape))
+    kept = tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return lax.reshape(lax.reduce_max(x, axes), kept)
+
+
+@custom_jvp
+def relu(x):
+    """Rectified linear unit, max(x, 0); its derivative at 0 is 0 (jax.nn.relu)."""
+    return jnp.maximum(x, 0)
+
+
+relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
+
+
+@custom_jvp
+def relu6(x):
+    """min(max(x, 0), 6); the derivative is 0 at both kinks (jax.nn.relu6)."""
+    return jnp.minimum(jnp.maximum(x, 0), 6.)
+
+
+relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax.full_like(g, 0)))
+
+
+def sigmoid(x):
+    """The logistic function 1 / (1 + exp(-x)) (jax.nn.sigmoid)."""
+    return lax.logistic(jnp.asarray(x) if not hasattr(x, "dtype") else x)
+
+
+def softplus(x):
+    """log(1 + exp(x)), computed stably as logaddexp(x, 0) (jax.nn.softplus)."""
+    x = jnp.asarray(x)
+    # logaddexp(x, 0) = max(x, 0) + log1p(exp(-|x|))
+    return jnp.maximum(x, 0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x) (jax.nn.log_sigmoid)."""
+    return -softplus(-jnp.asarray(x))
+
+
+def soft_sign(x):
+    """x / (|x| + 1) (jax.nn.soft_sign)."""
+    x = jnp.asarray(x)
+    return x / (jnp.abs(x) + 1)
+
+
+def silu(x):
+    """x * sigmoid(x), also called swish (jax.nn.silu)."""
+    x = jnp.asarray(x)
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def elu(x, alpha=1.0):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise; the exp branch sees only safe inputs so
+    its gradient never overflows (jax.nn.elu)."""
+    x = jnp.asarray(x)
+    safe_x = jnp.where(x > 0, 0., x)
+    return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha) (jax.nn.celu)."""
+    x = jnp.asarray(x)
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalising constants (jax.nn.selu)."""
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return scale * elu(x, alpha)
+
+
+def gelu(x, approximate: bool = True):
+    """Gaussian error linear unit: the tanh approximation by default, or the exact
+    x * (1 + erf(x / sqrt(2))) / 2 with approximate=False (jax.nn.gelu)."""
+    x = jnp.asarray(x)
+    if approximate:
+        sqrt_2_over_pi = np.sqrt(2 / np.pi).astype(x.dtype)
+        cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))
+        return x * cdf
+    return jnp.asarray(x * (lax.erf(x / np.sqrt(2).astype(x.dtype)) + 1) / 2, dtype=x.dtype)
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x**2 + b)) / 2, a smooth relu (jax.nn.squareplus)."""
+    x = jnp.asarray(x)
+    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+
+
+def leaky_relu(x, negative_slope=1e-2):
+    """x for x >= 0, negative_slope * x otherwise (jax.nn.leaky_relu)."""
+    x = jnp.asarray(x)
+    return jnp.where(x >= 0, x, negative_slope * x)
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1] (jax.nn.hard_tanh)."""
+    x = jnp.asarray(x)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6 (jax.nn.hard_sigmoid)."""
+    return relu6(jnp.asarray(x) + 3.) / 6.
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x), also called hard_swish (jax.nn.hard_silu)."""
+    x = jnp.asarray(x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def glu(x, axis: int = -1):
+    """Gated linear unit: the first half of `axis` times the sigmoid of the second half."""
+    x = jnp.asarray(x)
+    axis = axis % x.ndim
+    size = x.shape[axis]
+    if size % 2:
+        raise AssertionError("axis size must be divisible by 2")
+    x1 = lax.slice_in_dim(x, 0, size // 2, axis=axis)
+    x2 = lax.slice_in_dim(x, size // 2, size, axis=axis)
+    return x1 * sigmoid(x2)
+
+
+def log_softmax(x, axis=-1, where=None, initial=None):
+    """x - logsumexp(x, axis, keepdims=True), shifted by the (non-differentiated) max for
+    stability (jax.nn.log_softmax)."""
+    x = jnp.asarray(x)
+    x_max = _max_keepdims(x, axis, where)
+    x_max = lax.stop_gradient(jnp.where(jnp.isfinite(x_max), x_max, 0.))
+    shifted = x - x_max
+    shifted_logsumexp = jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where, keepdims=True))
+    result = shifted - shifted_logsumexp
+    if where is not None:
+        return jnp.where(where, result, -jnp.inf)
+    return result
+
+
+def softmax(x, axis=-1, where=None, initial=None):
+    """exp(x) normalised along `axis`, with JAX's custom JVP
+    y * (x_dot - sum(y * x_dot, axis)) (jax.nn.softmax)."""
+    x = jnp.asarray(x)
+    axis_t = _axes(axis, x.ndim) if x.ndim else ()
+    if where is None:
+        return _softmax(x, axis_t)
+    return _softmax_where(x, axis_t, where)
+
+
+def _softmax_unnormalized(x, axis, where=None):
+    x_max = _max_keepdims(x, axis, where)
+    x_max = jnp.where(jnp.isfinite(x_max), x_max, 0.)
+    unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
+    if where is not None:
+        unnormalized = jnp.where(where, unnormalized, 0.)
+    return unnormalized
+
+
+def _softmax_impl(x, axis):
+    unnormalized = _softmax_unnormalized(x, axis)
+    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+
+
+_softmax = custom_jvp(_softmax_impl, nondiff_argnums=(1,))
+
+
+def _softmax_jvp(axis, primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    y = _softmax(x, axis)
+    return y, y * (x_dot - jnp.sum(y * x_dot, axis, keepdims=True))
+
+
+_softmax.defjvp(_softmax_jvp)
+
+
+def _softmax_where(x, axis, where):
+    unnormalized = _softmax_unnormalized(x, axis, where)
+    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
+    return jnp.where(where, result, 0.)
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+    """(x - mean) / sqrt(variance + epsilon) along `axis` (jax.nn.standardize)."""
+    x = jnp.asarray(x)
+    if mean is None:
+        mean = jnp.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        # E[x^2] - E[x]^2, as JAX computes it (one pass over x).
+        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
+    return jnp.subtract(x, mean) * lax.rsqrt(variance + epsilon)
+
+
+def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
+    """A one-hot encoding of integer `x` along a new axis of length `num_classes`; values
+    outside [0, num_classes) give all-zero rows (jax.nn.one_hot)."""
+    num_classes = _concrete_int(num_classes)
+    dtype = dtypes.canonicalize_dtype(np.float64 if dtype is None else dtype)
+    x = jnp.asarray(x)
+    out_ndim = x.ndim + 1
+    axis = axis % out_ndim if isinstance(axis, int) else axis
+    lhs = lax.expand_dims(x, (axis,))
+    shape = list(x.shape)
+    shape.insert(axis, num_classes)
+    rhs = lax.broadcasted_iota(x.dtype, tuple(shape), axis)
+    return jnp.asarray(lhs == rhs, dtype=dtype)
+
+
+def _concrete_int(n) -> int:
+    try:
+        return int(n)
+    except Exception as e:  # a traced num_classes
+        raise TypeError("The num_classes argument to one_hot must be a concrete (static) "
+                        "integer; pass a Python int, not a traced value.") from e

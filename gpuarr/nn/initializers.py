@@ -1,0 +1,173 @@
+"""Parameter initializers (jax.nn.initializers): each factory returns `init(key, shape,
+dtype)`; the random ones draw from gpuarr.random with JAX's formulas, so a key gives the
+same parameters JAX gives."""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr import numpy as jnp
+
+__all__ = [
+    "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
+    "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform",
+    "normal", "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
+    "xavier_normal", "xavier_uniform", "zeros",
+]
+
+_float = np.float64  # canonicalised to float32 unless x64 is on, as jnp.float_
+
+
+def _random():
+    from gpuarr import random  # the random module sits above nn in the import order
+    return random
+
+
+def _shape(shape):
+    return tuple(int(s) for s in ((shape,) if isinstance(shape, int) else shape))
+
+
+def zeros(key, shape, dtype=_float):
+    """All zeros (key unused)."""
+    return jnp.zeros(_shape(shape), dtypes.canonicalize_dtype(dtype))
+
+
+def ones(key, shape, dtype=_float):
+    """All ones (key unused)."""
+    return jnp.ones(_shape(shape), dtypes.canonicalize_dtype(dtype))
+
+
+def constant(value, dtype=_float):
+    """An initializer filling with `value`."""
+    def init(key, shape, dtype=dtype):
+        return jnp.full(_shape(shape), value, dtype=dtypes.canonicalize_dtype(dtype))
+    return init
+
+
+def uniform(scale=1e-2, dtype=_float):
+    """Uniform on [0, scale)."""
+    def init(key, shape, dtype=dtype):
+        dtype = dtypes.canonicalize_dtype(dtype)
+        return _random().uniform(key, _shape(shape), dtype) * jnp.array(scale, dtype)
+    return init
+
+
+def normal(stddev=1e-2, dtype=_float):
+    """Normal with mean 0 and standard deviation `stddev`."""
+    def init(key, shape, dtype=dtype):
+        dtype = dtypes.canonicalize_dtype(dtype)
+        return _random().normal(key, _shape(shape), dtype) * jnp.array(stddev, dtype)
+    return init
+
+
+def truncated_normal(stddev=1e-2, dtype=_float, lower=-2.0, upper=2.0):
+    """A standard normal truncated to [lower, upper], times `stddev`."""
+    def init(key, shape, dtype=dtype):
+        dtype = dtypes.canonicalize_dtype(dtype)
+        sample = _random().truncated_normal(key, lower, upper, _shape(shape), dtype)
+        return sample * jnp.array(stddev, dtype)
+    return init
+
+
+def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
+    if len(shape) <= 1:
+        raise ValueError(f"Can't compute input and output sizes of a {len(shape)}-dimensional "
+                         "weights tensor. Must be at least 2D.")
+    in_size = shape[in_axis] if isinstance(in_axis, int) else math.prod(shape[i] for i in in_axis)
+    out_size = shape[out_axis] if isinstance(out_axis, int) else \
+        math.prod(shape[i] for i in out_axis)
+    batch_size = shape[batch_axis] if isinstance(batch_axis, int) else \
+        math.prod(shape[i] for i in batch_axis)
+    receptive_field_size = math.prod(shape) / in_size / out_size / batch_size
+    return in_size * receptive_field_size, out_size * receptive_field_size
+
+
+def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-1,
+                     batch_axis=(), dtype=_float):
+    """Samples with variance `scale / n`, n the fan-in, fan-out or their average (`mode`),
+    from a "truncated_normal", "normal" or "uniform" `distribution`."""
+    def init(key, shape, dtype=dtype):
+        shape = _shape(shape)
+        dtype = dtypes.canonicalize_dtype(dtype)
+        fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
+        if mode == "fan_in":
+            denominator = fan_in
+        elif mode == "fan_out":
+            denominator = fan_out
+        elif mode == "fan_avg":
+            denominator = (fan_in + fan_out) / 2
+        else:
+            raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
+        variance = jnp.array(scale / denominator, dtype=dtype)
+        random = _random()
+        if distribution == "truncated_normal":
+            # .87962566103423978 is the stddev of a standard normal truncated to (-2, 2).
+            stddev = jnp.sqrt(variance) / jnp.array(.87962566103423978, dtype)
+            return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
+        if distribution == "normal":
+            return random.normal(key, shape, dtype) * jnp.sqrt(variance)
+        if distribution == "uniform":
+            return random.uniform(key, shape, dtype, -1) * jnp.sqrt(3 * variance)
+        raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
+    return init
+
+
+glorot_uniform = partial(variance_scaling, 1.0, "fan_avg", "uniform")
+glorot_normal = partial(variance_scaling, 1.0, "fan_avg", "truncated_normal")
+lecun_uniform = partial(variance_scaling, 1.0, "fan_in", "uniform")
+lecun_normal = partial(variance_scaling, 1.0, "fan_in", "truncated_normal")
+he_uniform = partial(variance_scaling, 2.0, "fan_in", "uniform")
+he_normal = partial(variance_scaling, 2.0, "fan_in", "truncated_normal")
+xavier_uniform = glorot_uniform
+xavier_normal = glorot_normal
+kaiming_uniform = he_uniform
+kaiming_normal = he_normal
+
+
+def _qr(a):
+    try:
+        from gpuarr.numpy import linalg
+    except ImportError as e:
+        raise NotImplementedError("orthogonal needs gpuarr.numpy.linalg.qr") from e
+    return linalg.qr(a)
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=_float):
+    """A (scaled) matrix with orthonormal columns or rows, from the QR decomposition of a
+    normal sample with the signs of R's diagonal folded in, as JAX does."""
+    def init(key, shape, dtype=dtype):
+        shape = _shape(shape)
+        dtype = dtypes.canonicalize_dtype(dtype)
+        if len(shape) < 2:
+            raise ValueError("orthogonal initializer requires at least a 2D shape")
+        n_rows, n_cols = math.prod(shape) // shape[column_axis], shape[column_axis]
+        matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
+        a = _random().normal(key, matrix_shape, dtype)
+        q, r = _qr(a)
+        k = min(matrix_shape)
+        diag = jnp.stack([r[i, i] for i in range(k)]) if k else r.reshape(0)
+        q = q * lax.broadcast_in_dim(jnp.sign(diag), q.shape, (1,))
+        if n_rows < n_cols:
+            q = q.T
+        q = jnp.reshape(q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
+        q = jnp.moveaxis(q, -1, column_axis)
+        return scale * q
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=_float):
+    """For 3-5D convolution kernels: zero except an orthogonal matrix at the spatial centre."""
+    def init(key, shape, dtype=dtype):
+        shape = _shape(shape)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+        centre = tuple(s // 2 for s in shape[:-2])
+        w = jnp.zeros(shape, dtypes.canonicalize_dtype(dtype))
+        return w.at[centre].set(ortho)
+    return init

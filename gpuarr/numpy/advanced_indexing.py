@@ -1,0 +1,293 @@
+"""NumPy advanced indexing (integer arrays mixed with ints, slices, None and Ellipsis) as one gather.
+
+`to_gather(shape, idx)` turns an index tuple into an `Indexer`: the gather indices, dimension
+numbers and slice sizes that read `x[idx]`. The same Indexer drives `.at[idx]` scatters, whose
+updates have the shape of `x[idx]`. NumPy's rules apply: integer arrays (and ints next to them)
+broadcast together; their dimensions replace the indexed axes where they are adjacent in the
+index, and go first when a slice or None separates them.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr.array import Array
+from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import NonConcreteBooleanIndexError
+from gpuarr.lax import slicing
+
+_ARRAYS = (Array, Tracer, np.ndarray, np.generic)
+
+
+class Indexer(NamedTuple):
+    indices: object                 # int32[batch..., k]
+    dnums: slicing.GatherDimensionNumbers
+    slice_sizes: tuple
+    slice_shape: tuple              # the shape of x[idx]
+    unique_indices: bool
+    indices_are_sorted: bool
+
+
+def _is_int(i):
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _index_error_type(i, pos):
+    dt = get_aval(i).dtype if isinstance(i, _ARRAYS) else type(i).__name__
+    return TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt} at "
+                     f"position {pos}, indexer value {i}")
+
+
+def normalize_index(idx, ndim):
+    """Index tuple with lists made arrays, concrete boolean masks made integer arrays and the
+    Ellipsis expanded; entries are ints, slices, None or integer arrays/tracers."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out = []
+    for pos, i in enumerate(idx):
+        if isinstance(i, list):
+            i = np.asarray(i) if i else np.zeros((0,), np.int32)
+        if isinstance(i, (bool, np.bool_)) or (isinstance(i, _ARRAYS) and get_aval(i).dtype == np.bool_):
+            if isinstance(i, Tracer):
+                raise NonConcreteBooleanIndexError(i)
+            mask = np.asarray(i)
+            if mask.ndim == 0:
+                raise IndexError("Scalar boolean indices are not supported; use x[None] to add an "
+                                 "axis or jnp.where(cond, x, y) to select.")
+            out.extend(np.nonzero(mask))
+            continue
+        if i is None or i is Ellipsis or isinstance(i, slice) or _is_int(i):
+            out.append(i)
+            continue
+        if isinstance(i, _ARRAYS):
+            if not dtypes.is_int(get_aval(i).dtype):
+                raise _index_error_type(i, pos)
+            out.append(i)
+            continue
+        if isinstance(i, float):
+            raise _index_error_type(i, pos)
+        raise IndexError(f"Indexing with {type(i).__name__} at position {pos} is not supported; use "
+                         "ints, slices, None, Ellipsis, integer arrays or boolean masks.")
+    n_ell = sum(1 for i in out if i is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    n_real = sum(1 for i in out if i is not None and i is not Ellipsis)
+    if n_real > ndim:
+        raise IndexError(f"Too many indices: {ndim}-dimensional array indexed with {n_real} "
+                         "regular indices.")
+    if n_ell:
+        pos = next(k for k, i in enumerate(out) if i is Ellipsis)
+        out = out[:pos] + [slice(None)] * (ndim - n_real) + out[pos + 1:]
+    else:
+        out = out + [slice(None)] * (ndim - n_real)
+    return tuple(out)
+
+
+def _as_index_array(i, size, wrap_negative):
+    """An integer index as int32, negative entries counted from the end."""
+    if isinstance(i, (np.ndarray, np.generic)) or _is_int(i):
+        arr = np.asarray(i).astype(np.int64)
+        if wrap_negative:
+            arr = np.where(arr < 0, arr + size, arr)
+        return np.clip(arr, np.iinfo(np.int32).min, np.iinfo(np.int32).max).astype(np.int32)
+    aval = get_aval(i)
+    i = lax.convert_element_type(i, np.int32) if aval.dtype != np.int32 else i
+    if wrap_negative and not dtypes.is_unsigned_int(aval.dtype):
+        zero = np.zeros((), np.int32)[()]
+        i = lax.select(lax.lt(i, lax.full(aval.shape, zero, np.int32)),
+                       lax.add(i, lax.full(aval.shape, size, np.int32)), i)
+    return i
+
+
+def to_gather(shape, idx, wrap_negative=True) -> Indexer:
+    """The gather that reads `x[idx]` for `x` of `shape` (idx already normalized)."""
+    adv_pos = [k for k, i in enumerate(idx) if i is not None and not isinstance(i, slice)]
+    has_arrays = any(not _is_int(idx[k]) for k in adv_pos)
+    if not has_arrays:
+        adv_pos = [k for k in adv_pos if not _is_int(idx[k])]
+    adv_shapes = [get_aval(idx[k]).shape if isinstance(idx[k], _ARRAYS) else () for k in adv_pos]
+    try:
+        adv_shape = np.broadcast_shapes(*adv_shapes) if adv_pos else ()
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with "
+                         f"shapes {' '.join(map(str, adv_shapes))}") from None
+    contiguous = bool(adv_pos) and adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1))
+
+    # Output layout: ("win", dim, size) window dims, ("bat", key, size) batch dims.
+    items, dim = [], 0
+    starts, sizes = {}, [1] * len(shape)
+    strided = {}
+    adv_dims = {}
+    for k, i in enumerate(idx):
+        if i is None:
+            items.append(("bat", ("new", k), 1))
+            continue
+        n = shape[dim]
+        if k in adv_pos:
+            adv_dims[dim] = i
+        elif _is_int(i):
+            starts[dim] = int(i) + n if (int(i) < 0 and wrap_negative) else int(i)
+        else:
+            start, stop, step = i.indices(n)
+            count = max(0, -(-(stop - start) // step)) if step > 0 else max(0, -(-(start - stop) // -step))
+            if step == 1:
+                starts[dim] = start
+                sizes[dim] = count
+                items.append(("win", dim, count))
+            else:
+                strided[dim] = start + step * np.arange(count)
+                items.append(("bat", ("strided", dim), count))
+        dim += 1
+    if adv_pos:
+        block = [("bat", ("adv", j), s) for j, s in enumerate(adv_shape)]
+        if contiguous:
+            before = sum(1 for k in range(adv_pos[0]) if idx[k] is None or isinstance(idx[k], slice))
+            items = items[:before] + block + items[before:]
+        else:
+            items = block + items
+    batch_items = [it for it in items if it[0] == "bat"]
+    batch_shape = tuple(it[2] for it in batch_items)
+    nb = len(batch_shape)
+    adv_at = [p for p, it in enumerate(batch_items) if it[1][0] == "adv"]
+
+    def place(arr_shape_positions, values):
+        """Reshape `values` so its axes sit at the given batch positions."""
+        view = [1] * nb
+        for p in arr_shape_positions:
+            view[p] = batch_shape[p]
+        return values, tuple(view)
+
+    win_dims = {it[1] for it in items if it[0] == "win"}
+    comps, start_index_map = [], []
+    for d in range(len(shape)):
+        if d in adv_dims:
+            a = _as_index_array(adv_dims[d], shape[d], wrap_negative)
+            a_shape = get_aval(a).shape if not isinstance(a, np.ndarray) else a.shape
+            lead = len(adv_shape) - len(a_shape)
+            view = [1] * nb
+            for j, s in enumerate(a_shape):
+                view[adv_at[lead + j]] = s
+            comps.append((a, tuple(view)))
+        elif d in strided:
+            p = next(q for q, it in enumerate(batch_items) if it[1] == ("strided", d))
+            comps.append(place([p], strided[d].astype(np.int32)))
+        elif d in starts and (starts[d] != 0 or d not in win_dims):
+            comps.append((np.asarray(starts[d], np.int32), (1,) * nb))
+        else:
+            continue
+        start_index_map.append(d)
+    collapsed = tuple(d for d in start_index_map if d not in win_dims)
+    offset_dims = tuple(p for p, it in enumerate(items) if it[0] == "win")
+    slice_sizes = tuple(sizes[d] if d in win_dims else 1 for d in range(len(shape)))
+    indices = _stack_components(comps, batch_shape)
+    dnums = slicing.GatherDimensionNumbers(offset_dims, tuple(sorted(collapsed)), tuple(start_index_map))
+    slice_shape = tuple(it[2] for it in items)
+    unique = not adv_pos
+    return Indexer(indices, dnums, slice_sizes, slice_shape, unique, unique)
+
+
+def _stack_components(comps, batch_shape):
+    """Broadcast each (values, view) to `batch_shape` and stack them along a new last axis."""
+    nb = len(batch_shape)
+    if all(isinstance(v, np.ndarray) for v, _ in comps):
+        cols = [np.broadcast_to(np.reshape(v, view), batch_shape) for v, view in comps]
+        return np.stack(cols, -1).astype(np.int32) if cols else np.zeros(batch_shape + (0,), np.int32)
+    cols = []
+    for v, view in comps:
+        v = lax.reshape(v, view + (1,))
+        cols.append(lax.broadcast_in_dim(v, batch_shape + (1,), tuple(range(nb + 1))))
+    return lax.concatenate(cols, nb)
+
+
+def _static_scalar_starts(idx):
+    """True when every entry is a slice with step 1, None or a scalar int/traced int (no arrays):
+    then the read is a dynamic_slice rather than a gather."""
+    for i in idx:
+        if i is None or _is_int(i):
+            continue
+        if isinstance(i, slice):
+            if i.step not in (None, 1):
+                return False
+            continue
+        if isinstance(i, _ARRAYS) and get_aval(i).shape == ():
+            continue
+        return False
+    return True
+
+
+def _dynamic_slice_read(x, idx, wrap_negative):
+    shape = get_aval(x).shape
+    starts, sizes, out_shape, dim = [], [], [], 0
+    for i in idx:
+        if i is None:
+            out_shape.append(1)
+            continue
+        n = shape[dim]
+        if isinstance(i, slice):
+            start, stop, _ = i.indices(n)
+            count = max(0, stop - start)
+            starts.append(np.int32(start))
+            sizes.append(count)
+            out_shape.append(count)
+        else:
+            starts.append(_as_index_array(i, n, wrap_negative))
+            sizes.append(1)
+        dim += 1
+    out = slicing.dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes)) if shape else x
+    return lax.reshape(out, tuple(out_shape))
+
+
+def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True,
+            indices_are_sorted=False, unique_indices=False):
+    """`x[idx]` for any NumPy index, with JAX's out-of-bounds rules (clamp unless mode='fill')."""
+    aval = get_aval(x)
+    idx = normalize_index(idx, aval.ndim)
+    parsed = slicing.GatherScatterMode.from_any(
+        slicing.GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
+    if aval.size and parsed is not slicing.GatherScatterMode.FILL_OR_DROP and _static_scalar_starts(idx):
+        return _dynamic_slice_read(x, idx, wrap_negative_indices)
+    ix = to_gather(aval.shape, idx, wrap_negative_indices)
+    if 0 in ix.slice_shape:
+        return lax.full(ix.slice_shape, 0, aval.dtype)
+    for d, (k, n) in enumerate(zip(ix.slice_sizes, aval.shape)):
+        if k > n:
+            raise IndexError(f"index is out of bounds for axis {d} with size {n}")
+    return slicing.gather(x, ix.indices, ix.dnums, ix.slice_sizes, mode=parsed, fill_value=fill_value,
+                          indices_are_sorted=indices_are_sorted or ix.indices_are_sorted,
+                          unique_indices=unique_indices or ix.unique_indices)
+
+
+def scatter_update(x, idx, values, scatter_fn, *, mode=None, wrap_negative_indices=True,
+                   indices_are_sorted=False, unique_indices=False, **kw):
+    """`x` with `values` combined by `scatter_fn` into the positions `x[idx]` reads."""
+    aval = get_aval(x)
+    idx = normalize_index(idx, aval.ndim)
+    ix = to_gather(aval.shape, idx, wrap_negative_indices)
+    if 0 in ix.slice_shape or aval.size == 0:
+        return x
+    vals = _broadcast_values(values, ix.slice_shape)
+    dn = ix.dnums
+    sdn = slicing.ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map)
+    return scatter_fn(x, ix.indices, vals, sdn,
+                      indices_are_sorted=indices_are_sorted or ix.indices_are_sorted,
+                      unique_indices=unique_indices or ix.unique_indices, mode=mode, **kw)
+
+
+def _broadcast_values(values, shape):
+    vshape = get_aval(values).shape
+    while len(vshape) > len(shape) and vshape[0] == 1:
+        values = lax.reshape(values, vshape[1:])
+        vshape = vshape[1:]
+    try:
+        target = np.broadcast_shapes(vshape, shape)
+    except ValueError:
+        target = None
+    if target != tuple(shape):
+        raise ValueError(f"Incompatible shapes for broadcasting: the update values of shape {vshape} "
+                         f"cannot be broadcast to the indexed shape {tuple(shape)}.")
+    if vshape == tuple(shape):
+        return values
+    lead = len(shape) - len(vshape)
+    return lax.broadcast_in_dim(values, tuple(shape), tuple(range(lead, len(shape))))

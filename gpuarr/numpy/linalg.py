@@ -1,0 +1,453 @@
+"""gpuarr.numpy.linalg: numpy.linalg's API with JAX's semantics, on top of gpuarr.lax.linalg.
+
+Factorizations call the lax.linalg primitives; det, slogdet, solve and inv are built from
+lu + triangular_solve so that gradients flow through them, with det's and slogdet's JVPs
+written through a solve as JAX writes them.
+"""
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr.core import get_aval
+from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import linalg as lax_linalg
+from gpuarr.lax.linalg import _H, _extract_diagonal, _matmul
+from gpuarr.numpy import reductions
+from gpuarr.numpy._util import (
+    broadcast_to,
+    canonicalize_axis,
+    check_arraylike,
+    ensure_array,
+    promote_dtypes_inexact,
+)
+from gpuarr.numpy.manipulation import matrix_transpose, moveaxis  # noqa: F401
+from gpuarr.numpy.products import cross, matmul, tensordot, trace, vecdot  # noqa: F401
+
+
+class EighResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+class QRResult(NamedTuple):
+    Q: object
+    R: object
+
+
+class SlogdetResult(NamedTuple):
+    sign: object
+    logabsdet: object
+
+
+class SVDResult(NamedTuple):
+    U: object
+    S: object
+    Vh: object
+
+
+def _inexact(name, *args):
+    check_arraylike(name, *args)
+    return promote_dtypes_inexact(*[ensure_array(a) for a in args])
+
+
+def _shape(x):
+    return get_aval(x).shape
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _check_square(name, a, what="Argument to {name} must have shape [..., n, n], got {shape}."):
+    shape = _shape(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(what.format(name=name, shape=shape))
+
+
+def _const(like, value):
+    """A scalar of the dtype of `like`."""
+    return np.asarray(value, _dtype(like))[()]
+
+
+def _eye(n, batch, dtype):
+    return broadcast_to(np.eye(n, dtype=dtype), tuple(batch) + (n, n))
+
+
+def _where(cond, x, y):
+    cond, x, y = _broadcast_all(cond, x, y)
+    return lax.select_n(cond, y, x)
+
+
+def _broadcast_all(*xs):
+    shape = np.broadcast_shapes(*[np.shape(x) if isinstance(x, np.ndarray) else _shape(x) for x in xs])
+    return [broadcast_to(x, shape) for x in xs]
+
+
+# ---------------------------------------------------------------- factorizations
+
+
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+    """Cholesky factor of a batch of positive-definite matrices: lower L with a = L L^H
+    (or upper U = L^H with a = U^H U when `upper`). Failure gives NaNs."""
+    (a,) = _inexact("jnp.linalg.cholesky", a)
+    L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
+    return _H(L) if upper else L
+
+
+def qr(a, mode: str = "reduced"):
+    """QR decomposition; mode 'reduced' or 'complete' gives QRResult(Q, R), 'r' gives R."""
+    (a,) = _inexact("jnp.linalg.qr", a)
+    if mode == "raw":
+        raise NotImplementedError("jnp.linalg.qr(mode='raw') is not supported by gpuarr; use "
+                                  "mode='reduced' or 'complete'.")
+    if mode not in ("reduced", "complete", "r", "full"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index=None):
+    """Singular value decomposition: SVDResult(U, S, Vh) with a = U diag(S) Vh, or S alone
+    when not `compute_uv`. `hermitian` is accepted as a hint and does not change the result."""
+    (a,) = _inexact("jnp.linalg.svd", a)
+    out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                         subset_by_index=subset_by_index)
+    return SVDResult(*out) if compute_uv else out
+
+
+def svdvals(x, /):
+    """The singular values of a batch of matrices, in descending order."""
+    return svd(x, compute_uv=False)
+
+
+def _lower(UPLO):
+    if UPLO is None or UPLO == "L":
+        return True
+    if UPLO == "U":
+        return False
+    raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
+
+
+def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
+    """Eigenvalues (ascending) and eigenvectors of symmetric/Hermitian matrices:
+    EighResult(eigenvalues, eigenvectors)."""
+    (a,) = _inexact("jnp.linalg.eigh", a)
+    v, w = lax_linalg.eigh(a, lower=_lower(UPLO), symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
+    """Eigenvalues (ascending) of symmetric/Hermitian matrices."""
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+# ---------------------------------------------------------------- determinants
+
+
+def _slogdet_lu(a):
+    lu, pivots, _ = lax_linalg.lu(a)
+    diag = _extract_diagonal(lu)
+    is_zero = reductions.any(lax.eq(diag, _const(diag, 0)), axis=-1)
+    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, _shape(pivots), len(_shape(pivots)) - 1))
+    negative = lax.lt(diag, _const(diag, 0))
+    parity = lax.add(reductions.sum(swaps, axis=-1, dtype=np.int32),
+                     reductions.sum(negative, axis=-1, dtype=np.int32))
+    odd = lax.convert_element_type(lax.rem(parity, np.int32(2)), _dtype(a))
+    sign = _where(is_zero, _const(diag, 0), lax.sub(_const(diag, 1), lax.mul(odd, 2)))
+    # Log of |diag| with zeros replaced by ones: no warning, and no NaN in its derivative.
+    safe = _where(lax.eq(diag, _const(diag, 0)), _const(diag, 1), lax.abs(diag))
+    logdet = _where(is_zero, _const(diag, -np.inf), reductions.sum(lax.log(safe), axis=-1))
+    return sign, logdet
+
+
+@custom_jvp
+def _slogdet(a):
+    return _slogdet_lu(a)
+
+
+@_slogdet.defjvp
+def _slogdet_jvp(primals, tangents):
+    (x,), (g,) = primals, tangents
+    sign, logdet = _slogdet(x)
+    logdet_dot = trace(solve(x, g), axis1=-1, axis2=-2)
+    return (sign, logdet), (lax.full_like(sign, 0), logdet_dot)
+
+
+def slogdet(a, *, method: str | None = None):
+    """Sign and natural log of the absolute value of the determinant: SlogdetResult."""
+    (a,) = _inexact("jnp.linalg.slogdet", a)
+    _check_square("slogdet()", a, "Argument to {name} must have shape [..., n, n], got {shape}")
+    if method not in (None, "lu"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`).")
+    if dtypes.is_complex(_dtype(a)):
+        raise NotImplementedError("jnp.linalg.slogdet of complex matrices is not supported by "
+                                  "gpuarr.")
+    return SlogdetResult(*_slogdet(a))
+
+
+@custom_jvp
+def _det(a):
+    sign, logdet = _slogdet(a)
+    return lax.mul(sign, lax.exp(logdet))
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+    (x,), (g,) = primals, tangents
+    y = _det(x)
+    # d det(A) = det(A) tr(A^-1 dA)
+    return y, lax.mul(y, trace(solve(x, g), axis1=-1, axis2=-2))
+
+
+def det(a):
+    """Determinant of a batch of square matrices."""
+    (a,) = _inexact("jnp.linalg.det", a)
+    _check_square("_det()", a, "Argument to {name} must have shape [..., n, n], got {shape}")
+    if dtypes.is_complex(_dtype(a)):
+        raise NotImplementedError("jnp.linalg.det of complex matrices is not supported by gpuarr.")
+    return _det(a)
+
+
+# ---------------------------------------------------------------- solves and inverses
+
+
+def solve(a, b):
+    """Solve a @ x = b for x; b is [n] or [..., n, k] (batch axes broadcast)."""
+    a, b = _inexact("jnp.linalg.solve", a, b)
+    ashape, bshape = _shape(a), _shape(b)
+    if len(ashape) < 2:
+        raise ValueError(f"left hand array must be at least two dimensional; got a.shape={ashape}")
+    if (len(bshape) > 1 and len(ashape) == len(bshape) + 1 and ashape[-1] == bshape[-1]
+            and ashape[-1] != bshape[-2]):
+        raise ValueError(f"Invalid shapes for solve: {ashape}, {bshape}. Prior to JAX v0.5.0, "
+                         "this would have been treated as a batched 1-dimensional solve. To "
+                         "recover this behavior, use solve(a, b[..., None]).squeeze(-1).")
+    vector = len(bshape) == 1
+    if vector:
+        b = lax.reshape(b, bshape + (1,))
+        bshape = _shape(b)
+    if ashape[-1] != ashape[-2] or ashape[-1] != bshape[-2]:
+        raise ValueError("The arguments to solve must have shapes a=[..., m, m] and b=[..., m, k] "
+                         f"or b=[..., m]; got a={ashape} and b={_shape(b) if not vector else bshape[:-1]}")
+    batch = np.broadcast_shapes(ashape[:-2], bshape[:-2])
+    a = broadcast_to(a, batch + ashape[-2:])
+    b = broadcast_to(b, batch + bshape[-2:])
+    lu, _, perm = lax_linalg.lu(a)
+    x = lax_linalg.lu_solve(lu, perm, b)
+    return lax.squeeze(x, (len(batch) + 1,)) if vector else x
+
+
+def inv(a):
+    """Inverse of a batch of square matrices (inf/NaN where singular)."""
+    (a,) = _inexact("jnp.linalg.inv", a)
+    shape = _shape(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Argument to inv must have shape [..., n, n], got {shape}.")
+    return solve(a, _eye(shape[-1], shape[:-2], _dtype(a)))
+
+
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
+    """Moore-Penrose pseudo-inverse from the SVD; singular values at or below
+    rtol * largest are dropped (default rtol = 10 * max(m, n) * eps)."""
+    (a,) = _inexact("jnp.linalg.pinv", a)
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified.")
+        rtol = rcond
+    *batch, m, n = _shape(a)
+    dt = _dtype(a)
+    if rtol is None:
+        rtol = 10.0 * max(m, n) * float(np.finfo(dt).eps)
+    u, s, vh = lax_linalg.svd(a, full_matrices=False)
+    rtol = np.asarray(rtol, dt) if not hasattr(rtol, "aval") else rtol
+    largest = lax.slice_in_dim(s, 0, 1, axis=len(_shape(s)) - 1)
+    cutoff = lax.mul(_broadcast_rtol(rtol, _shape(largest), dt), largest)
+    # Dividing by inf zeroes the dropped singular values.
+    s = _where(lax.gt(s, lax.broadcast_in_dim(cutoff, _shape(s), tuple(range(len(_shape(s)))))),
+               s, _const(s, np.inf))
+    return _matmul(_H(vh), lax.div(_H(u), lax.reshape(s, _shape(s) + (1,))))
+
+
+def _broadcast_rtol(rtol, shape, dt):
+    rtol = lax.convert_element_type(ensure_array(rtol), dt)
+    rshape = _shape(rtol)
+    return lax.broadcast_in_dim(rtol, shape, tuple(range(len(rshape))))
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
+    """Least-squares solution of a @ x = b from the SVD: (x, residuals, rank, s)."""
+    a, b = _inexact("jnp.linalg.lstsq", a, b)
+    ashape, bshape = _shape(a), _shape(b)
+    if ashape[0] != bshape[0]:
+        raise ValueError("Leading dimensions of input arrays must match")
+    b_vector = len(bshape) == 1
+    if b_vector:
+        b = lax.reshape(b, bshape + (1,))
+    if len(ashape) != 2:
+        raise TypeError(f"{len(ashape)}-dimensional array given. Array must be two-dimensional")
+    if len(_shape(b)) != 2:
+        raise TypeError(f"{len(bshape)}-dimensional array given. Array must be one or "
+                        "two-dimensional")
+    m, n = ashape
+    dt = _dtype(a)
+    eps = float(np.finfo(dt).eps)
+    rcond = eps * max(m, n) if rcond is None or rcond < 0 else rcond
+    u, s, vt = lax_linalg.svd(a, full_matrices=False)
+    largest = lax.broadcast_in_dim(lax.slice_in_dim(s, 0, 1), _shape(s), (0,))
+    mask = lax.ge(s, lax.mul(largest, _const(s, rcond)))
+    rank = reductions.sum(mask)
+    safe_s = _where(mask, s, _const(s, 1))
+    s_inv = _where(mask, lax.div(_const(s, 1), safe_s), _const(s, 0))
+    x = matmul(_H(vt), lax.mul(lax.reshape(s_inv, _shape(s) + (1,)), matmul(_H(u), b)))
+    if numpy_resid and (int(rank) < n or m <= n):
+        resid = ensure_array(np.zeros((0,), dt))
+    else:
+        resid = lax.integer_pow(norm(lax.sub(b, matmul(a, x)), axis=0), 2)
+    if b_vector:
+        x = lax.reshape(x, (n,))
+    return x, resid, rank, s
+
+
+def matrix_power(a, n: int):
+    """a raised to the integer power n by repeated squaring (inverse first for n < 0)."""
+    check_arraylike("jnp.linalg.matrix_power", a)
+    a = ensure_array(a)
+    shape = _shape(a)
+    if len(shape) < 2:
+        raise TypeError(f"{len(shape)}-dimensional array given. Array must be at least "
+                        "two-dimensional")
+    if shape[-2] != shape[-1]:
+        raise TypeError("Last 2 dimensions of the array must be square")
+    try:
+        n = operator.index(n)
+    except TypeError as err:
+        raise TypeError(f"exponent must be an integer, got {n}") from err
+    if n == 0:
+        return _eye(shape[-1], shape[:-2], _dtype(a))
+    if n < 0:
+        a, n = inv(a), -n
+    result, z = None, None
+    while n > 0:
+        z = a if z is None else matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result
+
+
+def matrix_rank(M, rtol=None, *, tol=None):
+    """Number of singular values above rtol * largest (default max(m, n) * eps * largest)."""
+    (M,) = _inexact("jnp.linalg.matrix_rank", M)
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
+    shape = _shape(M)
+    if len(shape) < 2:
+        return lax.convert_element_type(reductions.any(lax.ne(M, _const(M, 0))), np.int32)
+    s = svd(M, full_matrices=False, compute_uv=False)
+    if rtol is None:
+        largest = reductions.max(s, axis=-1, keepdims=True)
+        threshold = lax.mul(largest, _const(s, max(shape[-2:]) * float(np.finfo(_dtype(s)).eps)))
+    else:
+        rt = lax.convert_element_type(ensure_array(rtol), _dtype(s))
+        threshold = lax.reshape(rt, _shape(rt) + (1,))
+    (s, threshold) = _broadcast_all(s, threshold)
+    return reductions.sum(lax.gt(s, threshold), axis=-1)
+
+
+# ---------------------------------------------------------------- norms
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    if ord is None or ord == 2:
+        return lax.sqrt(reductions.sum(lax.mul(x, x), axis=axis, keepdims=keepdims))
+    if isinstance(ord, str):
+        msg = f"Invalid order '{ord}' for vector norm."
+        if ord in ("inf", "-inf"):
+            msg += f" Use '{ord.replace('inf', 'jnp.inf')}' instead."
+        raise ValueError(msg)
+    if ord == np.inf:
+        return reductions.max(lax.abs(x), axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return reductions.min(lax.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return reductions.sum(lax.ne(x, _const(x, 0)), axis=axis, keepdims=keepdims,
+                              dtype=_dtype(x))
+    if ord == 1:
+        return reductions.sum(lax.abs(x), axis=axis, keepdims=keepdims)
+    p = _const(x, ord)
+    total = reductions.sum(lax.pow(lax.abs(x), p), axis=axis, keepdims=keepdims)
+    return lax.pow(total, _const(x, 1.0 / ord))
+
+
+def _matrix_norm(x, ord, axis, keepdims):
+    row_axis, col_axis = axis
+    if ord is None or ord in ("f", "fro"):
+        return lax.sqrt(reductions.sum(lax.mul(x, x), axis=axis, keepdims=keepdims))
+    if ord in (1, -1):
+        pick = reductions.max if ord == 1 else reductions.min
+        if not keepdims and col_axis > row_axis:
+            col_axis -= 1
+        return pick(reductions.sum(lax.abs(x), axis=row_axis, keepdims=keepdims), axis=col_axis,
+                    keepdims=keepdims)
+    if ord in (np.inf, -np.inf):
+        pick = reductions.max if ord == np.inf else reductions.min
+        if not keepdims and row_axis > col_axis:
+            row_axis -= 1
+        return pick(reductions.sum(lax.abs(x), axis=col_axis, keepdims=keepdims), axis=row_axis,
+                    keepdims=keepdims)
+    if ord in ("nuc", 2, -2):
+        s = svd(moveaxis(x, axis, (-2, -1)), compute_uv=False)
+        if ord == 2:
+            y = reductions.max(s, axis=-1)
+        elif ord == -2:
+            y = reductions.min(s, axis=-1)
+        else:
+            y = reductions.sum(s, axis=-1)
+        if keepdims:
+            y = lax.expand_dims(y, tuple(sorted(axis)))
+        return y
+    raise ValueError(f"Invalid order '{ord}' for matrix norm.")
+
+
+def norm(x, ord=None, axis=None, keepdims: bool = False):
+    """Vector norms (one axis: ord None/2, 1, inf, -inf, 0, p) and matrix norms (two axes:
+    None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf), as numpy.linalg.norm."""
+    (x,) = _inexact("jnp.linalg.norm", x)
+    ndim = len(_shape(x))
+    if axis is None:
+        if ord is None:
+            return lax.sqrt(reductions.sum(lax.mul(x, x), keepdims=keepdims))
+        axis = tuple(range(ndim))
+    elif isinstance(axis, (tuple, list)):
+        axis = tuple(canonicalize_axis(a, ndim) for a in axis)
+    else:
+        axis = (canonicalize_axis(axis, ndim),)
+    if len(axis) == 1:
+        return _vector_norm(x, ord, axis, keepdims)
+    if len(axis) == 2:
+        return _matrix_norm(x, ord, axis, keepdims)
+    raise ValueError(f"Improper number of axes for norm: axis={axis}. Pass one axis to compute a "
+                     "vector-norm, or two axes to compute a matrix-norm.")
+
+
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
+    """The vector norm over `axis` (all axes, flattened, by default)."""
+    (x,) = _inexact("jnp.linalg.vector_norm", x)
+    if axis is None:
+        out = norm(lax.reshape(x, (get_aval(x).size,)), ord=ord)
+        return lax.reshape(out, (1,) * len(_shape(x))) if keepdims else out
+    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
+    """The matrix norm over the last two axes."""
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+

@@ -1,0 +1,968 @@
+"""Comparisons of whole arrays, dtype queries, shape queries, printing and I/O, index helpers,
+windows, polynomials, histograms and other small functions of numpy's namespace."""
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr.array import Array
+from gpuarr.core import Tracer, get_aval
+from gpuarr.numpy import creation, manipulation, reductions, ufuncs
+from gpuarr.numpy._util import (
+    broadcast_arrays,
+    canonicalize_axis,
+    check_arraylike,
+    ensure_array,
+    promote_dtypes,
+    promote_dtypes_inexact,
+)
+
+# ---------------------------------------------------------------- whole-array comparisons
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|a - b| <= atol + rtol * |b| elementwise, with infinities equal only to themselves."""
+    check_arraylike("isclose", a, b)
+    a, b = promote_dtypes(a, b)
+    a, b = broadcast_arrays(a, b)
+    dt = get_aval(a).dtype
+    if not dtypes.is_float(dt):
+        return ufuncs.equal(a, b)
+    rtol_, atol_ = np.asarray(rtol, dt)[()], np.asarray(atol, dt)[()]
+    close = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol_, lax.mul(rtol_, lax.abs(b))))
+    finite = lax.bitwise_and(lax.is_finite(a), lax.is_finite(b))
+    out = lax.select(finite, close, lax.eq(a, b))
+    if equal_nan:
+        out = lax.bitwise_or(out, lax.bitwise_and(ufuncs.isnan(a), ufuncs.isnan(b)))
+    return out
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when isclose holds everywhere."""
+    check_arraylike("allclose", a, b)
+    return reductions.all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True when both have the same shape and elements."""
+    try:
+        a1, a2 = ensure_array(a1), ensure_array(a2)
+    except TypeError:
+        return creation.asarray(False)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return creation.asarray(False)
+    eq = ufuncs.equal(a1, a2)
+    if equal_nan:
+        eq = lax.bitwise_or(eq, lax.bitwise_and(ufuncs.isnan(a1), ufuncs.isnan(a2)))
+    return reductions.all(eq)
+
+
+def array_equiv(a1, a2):
+    """True when the arrays broadcast to one shape and are equal there."""
+    a1, a2 = ensure_array(a1), ensure_array(a2)
+    try:
+        np.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+    except ValueError:
+        return creation.asarray(False)
+    return reductions.all(ufuncs.equal(a1, a2))
+
+
+# ---------------------------------------------------------------- dtypes
+
+bool = dtypes.bool_  # noqa: A001  (numpy's name)
+int_ = dtypes.int64
+uint = dtypes.uint64
+single = dtypes.float32
+double = dtypes.float64
+csingle = dtypes.complex64
+cdouble = dtypes.complex128
+generic, number, integer, signedinteger = np.generic, np.number, np.integer, np.signedinteger
+unsignedinteger, inexact, floating = np.unsignedinteger, np.inexact, np.floating
+complexfloating, character, flexible, object_ = np.complexfloating, np.character, np.flexible, np.object_
+isdtype = dtypes.isdtype
+
+
+def result_type(*args):
+    """The dtype JAX's promotion gives these arguments (x64-aware)."""
+    return dtypes.result_type(*args)
+
+
+def dtype(x, align=False, copy=False):
+    """The dtype of `x` (a dtype, type, name, array or scalar), as numpy.dtype."""
+    return dtypes.dtype(x)
+
+
+def can_cast(from_, to, casting="safe"):
+    """Whether numpy.can_cast allows casting `from_` to `to` under `casting`."""
+    if isinstance(from_, (Array, Tracer)):
+        from_ = get_aval(from_).dtype
+    return builtins.bool(np.can_cast(from_, to, casting=casting))
+
+
+def _aval_of(a):
+    if isinstance(a, (Array, Tracer)):
+        return get_aval(a)
+    return get_aval(np.asarray(a))
+
+
+def shape(a):
+    """The shape of `a` (works on lists too, as numpy.shape)."""
+    return _aval_of(a).shape
+
+
+def ndim(a):
+    """The number of dimensions of `a`."""
+    return _aval_of(a).ndim
+
+
+def size(a, axis=None):
+    """The number of elements of `a` (along `axis` if given)."""
+    s = _aval_of(a).shape
+    return math.prod(s) if axis is None else s[canonicalize_axis(axis, len(s))]
+
+
+def isscalar(element):
+    """True for Python and NumPy scalars and 0-d arrays (JAX counts 0-d arrays as scalars)."""
+    if isinstance(element, (Array, Tracer)):
+        return get_aval(element).ndim == 0
+    return np.isscalar(element) and not isinstance(element, (str, bytes))
+
+
+def iscomplexobj(x):
+    """True when `x` has a complex dtype."""
+    if x is None:
+        return False
+    try:
+        return dtypes.is_complex(_aval_of(x).dtype)
+    except (TypeError, ValueError):
+        return np.iscomplexobj(x)
+
+
+def isrealobj(x):
+    """not iscomplexobj(x)."""
+    return not iscomplexobj(x)
+
+
+def iterable(y):
+    """Whether iter(y) works."""
+    try:
+        iter(y)
+    except TypeError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- printing and files
+
+
+printoptions = np.printoptions
+get_printoptions = np.get_printoptions
+set_printoptions = np.set_printoptions
+
+
+def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
+    """repr of an Array."""
+    return repr(ensure_array(arr))
+
+
+def array_str(a, max_line_width=None, precision=None, suppress_small=None):
+    """str of an Array."""
+    return np.array_str(np.asarray(a), max_line_width, precision, suppress_small)
+
+
+def save(file, arr, allow_pickle=True):
+    """numpy.save of the array's values."""
+    np.save(file, np.asarray(arr), allow_pickle=allow_pickle)
+
+
+def savez(file, *args, **kwds):
+    """numpy.savez of the arrays' values."""
+    np.savez(file, *[np.asarray(a) for a in args], **{k: np.asarray(v) for k, v in kwds.items()})
+
+
+# ---------------------------------------------------------------- index helpers
+
+index_exp = np.index_exp
+s_ = np.s_
+
+
+class _Grid:
+    """mgrid/ogrid: `mgrid[0:2, 0:3]` evaluates NumPy's grid and returns Arrays."""
+
+    def __init__(self, sparse):
+        self.sparse = sparse
+
+    def __getitem__(self, key):
+        grid = (np.ogrid if self.sparse else np.mgrid)[key]
+        if isinstance(grid, (list, tuple)):
+            return [creation.asarray(g) for g in grid]
+        return creation.asarray(grid)
+
+
+class _Concat:
+    """r_/c_: NumPy's concatenation helpers over Arrays."""
+
+    def __init__(self, helper):
+        self.helper = helper
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        host = tuple(np.asarray(k) if isinstance(k, (Array,)) else k for k in key)
+        return creation.asarray(self.helper[host])
+
+
+mgrid, ogrid = _Grid(False), _Grid(True)
+r_, c_ = _Concat(np.r_), _Concat(np.c_)
+
+
+# ---------------------------------------------------------------- functional helpers
+
+
+def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
+    """A function mapping `pyfunc` over the elements (with `signature`, over core dims) via vmap."""
+    if signature is not None:
+        raise NotImplementedError("jnp.vectorize with a signature is not supported yet; vmap the "
+                                  "function over the leading axes instead.")
+
+    @functools.wraps(pyfunc)
+    def wrapped(*args, **kwargs):
+        from gpuarr.api import vmap
+        static = {i: a for i, a in enumerate(args) if i in excluded}
+        dyn = [ensure_array(a) for i, a in enumerate(args) if i not in excluded]
+        dyn = manipulation.broadcast_arrays(*dyn) if dyn else dyn
+        if not dyn:
+            return pyfunc(*args, **kwargs)
+        shape = get_aval(dyn[0]).shape
+
+        def call(*xs):
+            it = iter(xs)
+            full = [static[i] if i in static else next(it) for i in range(len(args))]
+            return pyfunc(*full, **kwargs)
+
+        f = call
+        for _ in shape:
+            f = vmap(f)
+        return f(*dyn)
+
+    return wrapped
+
+
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """func1d applied to the 1-D slices of `arr` along `axis` (vmapped over the others)."""
+    from gpuarr.api import vmap
+    arr = ensure_array(arr)
+    nd = get_aval(arr).ndim
+    axis = canonicalize_axis(axis, nd)
+    f = lambda x: func1d(x, *args, **kwargs)
+    for _ in range(1, nd - axis):
+        f = vmap(f, in_axes=-1, out_axes=-1)
+    for _ in range(axis):
+        f = vmap(f, in_axes=0, out_axes=0)
+    return f(arr)
+
+
+def apply_over_axes(func, a, axes):
+    """func(a, axis) applied repeatedly over `axes`, keeping dimensions."""
+    a = ensure_array(a)
+    for axis in axes:
+        b = func(a, axis)
+        if get_aval(b).ndim == get_aval(a).ndim - 1:
+            b = manipulation.expand_dims(b, axis)
+        a = b
+    return a
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """Values of funclist[i](x) where condlist[i] holds (an extra function is the default)."""
+    check_arraylike("piecewise", x)
+    x = ensure_array(x)
+    n = len(condlist)
+    if len(funclist) not in (n, n + 1):
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are needed")
+    out = lax.full_like(x, 0)
+    if len(funclist) == n + 1:
+        default = funclist[-1]
+        out = _piece(default, x, args, kw)
+    for cond, fn in zip(condlist, funclist):
+        out = ufuncs.where(cond, _piece(fn, x, args, kw), out)
+    return out
+
+
+def _piece(fn, x, args, kw):
+    val = fn(x, *args, **kw) if callable(fn) else fn
+    return lax.convert_element_type(manipulation.broadcast_to(ensure_array(val), get_aval(x).shape),
+                                    get_aval(x).dtype)
+
+
+# ---------------------------------------------------------------- binning
+
+
+def _digitize(x, bins, right=False):
+    """The index of the bin each x falls in (bins monotonic), by counting comparisons."""
+    check_arraylike("digitize", x, bins)
+    x, bins = promote_dtypes(x, bins)
+    b = np.asarray(bins) if not isinstance(bins, Tracer) else None
+    if get_aval(bins).ndim != 1:
+        raise ValueError(f"digitize: bins must be a 1-dimensional array, got shape {get_aval(bins).shape}.")
+    nb = get_aval(bins).shape[0]
+    xs = lax.reshape(x, get_aval(x).shape + (1,))
+    bs = lax.reshape(bins, (1,) * get_aval(x).ndim + (nb,))
+    decreasing = b is not None and nb > 1 and b[0] > b[-1]
+    if decreasing:
+        cmp = lax.lt(xs, bs) if right else lax.le(xs, bs)
+    else:
+        cmp = lax.ge(xs, bs) if not right else lax.gt(xs, bs)
+    return reductions.sum(cmp, axis=-1, dtype=dtypes.default_int_dtype())
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """The edges histogram() would use."""
+    check_arraylike("histogram_bin_edges", a)
+    if not isinstance(bins, (int, np.integer)):
+        return creation.asarray(bins)
+    (a,) = promote_dtypes_inexact(a)
+    if range is None:
+        lo, hi = reductions.min(a), reductions.max(a)
+    else:
+        lo, hi = (creation.asarray(r, dtype=get_aval(a).dtype) for r in range)
+    same = lax.eq(lo, hi)
+    lo = lax.select(same, lax.sub(lo, np.asarray(0.5, get_aval(a).dtype)[()]), lo)
+    hi = lax.select(same, lax.add(hi, np.asarray(0.5, get_aval(a).dtype)[()]), hi)
+    return creation.linspace(lo, hi, int(bins) + 1)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):
+    """Counts (or weight sums) of `a` in `bins`; the last bin includes its right edge."""
+    check_arraylike("histogram", a)
+    edges = histogram_bin_edges(a, bins, range)
+    a = manipulation.ravel(promote_dtypes_inexact(a)[0])
+    edges = lax.convert_element_type(ensure_array(edges), get_aval(a).dtype)
+    n = get_aval(edges).shape[0] - 1
+    idx = lax.sub(_digitize(a, edges, right=False), np.asarray(1, dtypes.default_int_dtype())[()])
+    # Values equal to the last edge belong to the last bin.
+    last = lax.eq(a, lax.slice(edges, (n,), (n + 1,)))
+    idx = lax.select(last, lax.full_like(idx, n - 1), idx)
+    inside = lax.bitwise_and(lax.ge(idx, lax.full_like(idx, 0)), lax.lt(idx, lax.full_like(idx, n)))
+    hits = lax.bitwise_and(lax.eq(lax.reshape(idx, (get_aval(a).shape[0], 1)),
+                                  lax.reshape(lax.iota(get_aval(idx).dtype, n), (1, n))),
+                           lax.reshape(inside, (get_aval(a).shape[0], 1)))
+    if weights is None:
+        w = lax.convert_element_type(hits, get_aval(a).dtype)
+    else:
+        wt = manipulation.ravel(promote_dtypes_inexact(weights)[0])
+        w = ufuncs.where(hits, lax.reshape(wt, (get_aval(wt).shape[0], 1)), 0)
+    counts = reductions.sum(w, axis=0)
+    if density:
+        widths = ufuncs.subtract(edges[1:], edges[:-1])
+        counts = ufuncs.true_divide(ufuncs.true_divide(counts, reductions.sum(counts)), widths)
+    return counts, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
+    """A 2-D histogram of (x, y)."""
+    sample = manipulation.stack([ensure_array(x), ensure_array(y)], axis=1)
+    hist, edges = histogramdd(sample, bins, range, weights, density)
+    return hist, edges[0], edges[1]
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):
+    """A D-dimensional histogram of the rows of `sample` (N, D)."""
+    check_arraylike("histogramdd", sample)
+    (sample,) = promote_dtypes_inexact(sample)
+    N, D = get_aval(sample).shape
+    bins_list = list(bins) if isinstance(bins, (list, tuple)) else [bins] * D
+    ranges = list(range) if range is not None else [None] * D
+    edges, onehots = [], []
+    for d in builtins.range(D):
+        col = lax.slice_in_dim(sample, d, d + 1, axis=1)
+        col = lax.reshape(col, (N,))
+        e = lax.convert_element_type(ensure_array(histogram_bin_edges(col, bins_list[d], ranges[d])),
+                                     get_aval(sample).dtype)
+        nb = get_aval(e).shape[0] - 1
+        idx = lax.sub(_digitize(col, e), np.asarray(1, dtypes.default_int_dtype())[()])
+        idx = lax.select(lax.eq(col, lax.slice(e, (nb,), (nb + 1,))), lax.full_like(idx, nb - 1), idx)
+        onehots.append(lax.convert_element_type(
+            lax.eq(lax.reshape(idx, (N, 1)), lax.reshape(lax.iota(get_aval(idx).dtype, nb), (1, nb))),
+            get_aval(sample).dtype))
+        edges.append(e)
+    w = (lax.full((N,), 1, get_aval(sample).dtype) if weights is None
+         else lax.convert_element_type(ensure_array(weights), get_aval(sample).dtype))
+    # Outer product of the per-dimension one-hot rows, summed over samples.
+    acc = lax.reshape(w, (N,))
+    for oh in onehots:
+        acc = lax.mul(lax.reshape(acc, get_aval(acc).shape + (1,)),
+                      lax.reshape(oh, (N,) + (1,) * (get_aval(acc).ndim - 1) + (get_aval(oh).shape[1],)))
+    hist = reductions.sum(acc, axis=0)
+    if weights is None and not density:  # plain counts are integers, as in JAX
+        hist = lax.convert_element_type(hist, dtypes.default_int_dtype())
+    if density:
+        hist = ufuncs.true_divide(hist, reductions.sum(hist))
+        for d, e in enumerate(edges):
+            widths = ufuncs.subtract(e[1:], e[:-1])
+            shape = [1] * D
+            shape[d] = get_aval(widths).shape[0]
+            hist = ufuncs.true_divide(hist, lax.reshape(widths, tuple(shape)))
+    return hist, edges
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation of (xp, fp) at x (xp increasing)."""
+    check_arraylike("interp", x, xp, fp)
+    x, xp, fp = promote_dtypes_inexact(x, xp, fp)
+    if get_aval(xp).ndim != 1 or get_aval(fp).ndim != 1 or get_aval(xp).shape != get_aval(fp).shape:
+        raise ValueError(f"xp and fp must be one-dimensional arrays of equal size, got shapes "
+                         f"{get_aval(xp).shape} and {get_aval(fp).shape}.")
+    if period is not None:
+        p = np.asarray(period, get_aval(x).dtype)[()]
+        x = ufuncs.remainder(x, p)
+        xp = ufuncs.remainder(xp, p)
+        order = np.argsort(np.asarray(xp)) if not isinstance(xp, Tracer) else None
+        if order is not None:
+            xp, fp = xp[order], fp[order]
+        xp = manipulation.concatenate([lax.sub(xp[-1:], p), xp, lax.add(xp[:1], p)])
+        fp = manipulation.concatenate([fp[-1:], fp, fp[:1]])
+    n = get_aval(xp).shape[0]
+    i = _digitize(x, xp, right=False)
+    i = lax.clamp(np.asarray(1, get_aval(i).dtype)[()], i, np.asarray(n - 1, get_aval(i).dtype)[()]) \
+        if n > 1 else i
+    onehot_hi = _onehot(i, n)
+    onehot_lo = _onehot(lax.sub(i, np.asarray(1, get_aval(i).dtype)[()]), n)
+
+    def pick(onehot, table):
+        return reductions.sum(ufuncs.where(onehot, table, 0), axis=-1)
+
+    x_hi, x_lo = pick(onehot_hi, xp), pick(onehot_lo, xp)
+    f_hi, f_lo = pick(onehot_hi, fp), pick(onehot_lo, fp)
+    dx = lax.sub(x_hi, x_lo)
+    safe = lax.select(lax.eq(dx, lax.full_like(dx, 0)), lax.full_like(dx, 1), dx)
+    out = lax.add(f_lo, lax.mul(lax.div(lax.sub(x, x_lo), safe), lax.sub(f_hi, f_lo)))
+    out = lax.select(lax.eq(dx, lax.full_like(dx, 0)), f_lo, out)
+    if period is None:
+        lo_val = fp[0] if left is None else left
+        hi_val = fp[-1] if right is None else right
+        out = ufuncs.where(lax.lt(x, lax.broadcast_in_dim(xp[0], get_aval(x).shape, ())), lo_val, out)
+        out = ufuncs.where(lax.gt(x, lax.broadcast_in_dim(xp[-1], get_aval(x).shape, ())), hi_val, out)
+    return lax.convert_element_type(ensure_array(out), get_aval(x).dtype)
+
+
+def _onehot(idx, n):
+    """idx[..., None] == arange(n): a boolean one-hot encoding along a new last axis."""
+    aval = get_aval(idx)
+    return lax.eq(lax.reshape(idx, aval.shape + (1,)),
+                  lax.reshape(lax.iota(aval.dtype, n), (1,) * aval.ndim + (n,)))
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
+    """Whether each element occurs in test_elements (elementwise comparison)."""
+    check_arraylike("isin", element, test_elements)
+    element, tests = promote_dtypes(element, test_elements)
+    tests = manipulation.ravel(tests)
+    e = ensure_array(element)
+    hits = lax.eq(lax.reshape(e, get_aval(e).shape + (1,)),
+                  lax.reshape(tests, (1,) * get_aval(e).ndim + (get_aval(tests).shape[0],)))
+    out = reductions.any(hits, axis=-1)
+    return lax.bitwise_not(out) if invert else out
+
+
+# ---------------------------------------------------------------- bit packing
+
+
+def packbits(a, axis=None, bitorder="big"):
+    """Pack the truthiness of elements into uint8 bytes along `axis` (flattened by default)."""
+    check_arraylike("packbits", a)
+    if bitorder not in ("big", "little"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    a = ensure_array(a)
+    if not (dtypes.is_int(get_aval(a).dtype) or get_aval(a).dtype == np.bool_):
+        raise TypeError("Expected an input array of integer or boolean data type")
+    if axis is None:
+        a, axis = manipulation.ravel(a), 0
+    ax = canonicalize_axis(axis, get_aval(a).ndim)
+    bits = lax.convert_element_type(lax.ne(a, lax.full_like(a, 0)), np.uint8)
+    n = get_aval(bits).shape[ax]
+    pad_to = -(-n // 8) * 8
+    cfg = [(0, 0, 0)] * get_aval(bits).ndim
+    cfg[ax] = (0, pad_to - n, 0)
+    bits = lax.pad(bits, np.uint8(0), cfg)
+    shape = list(get_aval(bits).shape)
+    shape[ax:ax + 1] = [pad_to // 8, 8]
+    bits = lax.reshape(bits, tuple(shape))
+    weights = np.array([128, 64, 32, 16, 8, 4, 2, 1] if bitorder == "big" else
+                       [1, 2, 4, 8, 16, 32, 64, 128], np.uint8)
+    wshape = [1] * len(shape)
+    wshape[ax + 1] = 8
+    return reductions.sum(lax.mul(bits, weights.reshape(wshape)), axis=ax + 1, dtype=np.uint8)
+
+
+def unpackbits(a, axis=None, count=None, bitorder="big"):
+    """The bits of uint8 elements as a uint8 array of 0s and 1s along `axis`."""
+    check_arraylike("unpackbits", a)
+    if bitorder not in ("big", "little"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    a = ensure_array(a)
+    if get_aval(a).dtype != np.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    if axis is None:
+        a, axis = manipulation.ravel(a), 0
+    ax = canonicalize_axis(axis, get_aval(a).ndim)
+    shifts = np.arange(7, -1, -1, dtype=np.uint8) if bitorder == "big" else np.arange(8, dtype=np.uint8)
+    x = lax.reshape(a, get_aval(a).shape[:ax + 1] + (1,) + get_aval(a).shape[ax + 1:])
+    sshape = [1] * get_aval(x).ndim
+    sshape[ax + 1] = 8
+    bits = lax.bitwise_and(lax.shift_right_logical(
+        x, lax.broadcast_in_dim(shifts.reshape(sshape), get_aval(x).shape[:ax + 1] + (8,) +
+                                get_aval(x).shape[ax + 2:], tuple(range(len(sshape))))),
+        np.uint8(1))
+    shape = list(get_aval(a).shape)
+    shape[ax] *= 8
+    out = lax.reshape(bits, tuple(shape))
+    if count is not None:
+        out = lax.slice_in_dim(out, 0, builtins.min(int(count), shape[ax]), axis=ax) if count >= 0 \
+            else lax.slice_in_dim(out, 0, shape[ax] + int(count), axis=ax)
+    return out
+
+
+# ---------------------------------------------------------------- windows
+
+
+def _window(name, M, fn):
+    M = int(M)
+    dt = dtypes.default_float_dtype()
+    if M <= 1:
+        return lax.full((builtins.max(M, 0),), 1, dt)
+    n = lax.iota(dt, M)
+    return fn(n, M, dt)
+
+
+def bartlett(M):
+    """The Bartlett (triangular) window of M points."""
+    return _window("bartlett", M, lambda n, M, dt: lax.sub(np.asarray(1, dt)[()], lax.abs(
+        lax.div(lax.sub(lax.mul(n, np.asarray(2, dt)[()]), np.asarray(M - 1, dt)[()]),
+                np.asarray(M - 1, dt)[()]))))
+
+
+def _cosine_window(coeffs):
+    def fn(n, M, dt):
+        out = lax.full((M,), 0, dt)
+        for k, c in enumerate(coeffs):
+            term = lax.cos(lax.mul(n, np.asarray(2 * np.pi * k / (M - 1), dt)[()]))
+            out = lax.add(out, lax.mul(term, np.asarray(c, dt)[()]))
+        return out
+    return fn
+
+
+def hanning(M):
+    """The Hann window of M points."""
+    return _window("hanning", M, _cosine_window((0.5, -0.5)))
+
+
+def hamming(M):
+    """The Hamming window of M points."""
+    return _window("hamming", M, _cosine_window((0.54, -0.46)))
+
+
+def blackman(M):
+    """The Blackman window of M points."""
+    return _window("blackman", M, _cosine_window((0.42, -0.5, 0.08)))
+
+
+def kaiser(M, beta):
+    """The Kaiser window of M points with shape parameter beta."""
+    def fn(n, M, dt):
+        alpha = (M - 1) / 2.0
+        r = lax.div(lax.sub(n, np.asarray(alpha, dt)[()]), np.asarray(alpha, dt)[()])
+        arg = ufuncs.multiply(beta, ufuncs.sqrt(lax.sub(np.asarray(1, dt)[()], lax.mul(r, r))))
+        return ufuncs.true_divide(ufuncs.i0(arg), ufuncs.i0(creation.asarray(beta, dtype=dt)))
+    return _window("kaiser", M, fn)
+
+
+# ---------------------------------------------------------------- polynomials (1-D coefficient arrays)
+
+
+def polyval(p, x, *, unroll=16):
+    """Evaluate the polynomial with coefficients p (highest power first) at x (Horner)."""
+    check_arraylike("polyval", p, x)
+    p, x = promote_dtypes(p, x)
+    shape = get_aval(p).shape
+    out = lax.full_like(ensure_array(x), 0)
+    for i in builtins.range(shape[0]):
+        out = ufuncs.add(ufuncs.multiply(out, x), p[i])
+    return out
+
+
+def _poly_pair(name, a1, a2):
+    check_arraylike(name, a1, a2)
+    a1, a2 = promote_dtypes(a1, a2)
+    n1, n2 = get_aval(a1).shape[0], get_aval(a2).shape[0]
+    n = builtins.max(n1, n2)
+    a1 = lax.pad(a1, np.zeros((), get_aval(a1).dtype)[()], ((n - n1, 0, 0),))
+    a2 = lax.pad(a2, np.zeros((), get_aval(a2).dtype)[()], ((n - n2, 0, 0),))
+    return a1, a2
+
+
+def polyadd(a1, a2):
+    """The sum of two polynomials."""
+    return ufuncs.add(*_poly_pair("polyadd", a1, a2))
+
+
+def polysub(a1, a2):
+    """The difference of two polynomials."""
+    return ufuncs.subtract(*_poly_pair("polysub", a1, a2))
+
+
+def polymul(a1, a2, *, trim_leading_zeros=False):
+    """The product of two polynomials (the full convolution of their coefficients)."""
+    check_arraylike("polymul", a1, a2)
+    a1, a2 = promote_dtypes_inexact(a1, a2)
+    n1, n2 = get_aval(a1).shape[0], get_aval(a2).shape[0]
+    outer = ufuncs.multiply(lax.reshape(a1, (n1, 1)), lax.reshape(a2, (1, n2)))
+    # Sum the anti-diagonals: row i shifted right by i, then summed over rows.
+    rows = [lax.pad(outer[i], np.zeros((), get_aval(outer).dtype)[()], ((i, n1 - 1 - i, 0),))
+            for i in builtins.range(n1)]
+    return reductions.sum(manipulation.stack(rows), axis=0)
+
+
+def polyder(p, m=1):
+    """The m-th derivative of a polynomial."""
+    check_arraylike("polyder", p)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive")
+    (p,) = promote_dtypes_inexact(p)
+    for _ in builtins.range(int(m)):
+        n = get_aval(p).shape[0]
+        if n <= 1:
+            return lax.full((0,), 0, get_aval(p).dtype)
+        powers = np.arange(n - 1, 0, -1).astype(get_aval(p).dtype)
+        p = lax.mul(lax.slice_in_dim(p, 0, n - 1), powers)
+    return p
+
+
+def polyint(p, m=1, k=None):
+    """The m-th antiderivative of a polynomial with integration constants k."""
+    check_arraylike("polyint", p, *([] if k is None else [k]))
+    m = int(m)
+    if m < 0:
+        raise ValueError(f"Order of integral must be positive (see polyder), got {m}")
+    (p,) = promote_dtypes_inexact(p)
+    dt = get_aval(p).dtype
+    ks = np.zeros(m) if k is None else np.broadcast_to(np.asarray(k), (m,))
+    for i in builtins.range(m):
+        n = get_aval(p).shape[0]
+        divisors = np.arange(n, 0, -1).astype(dt)
+        p = manipulation.concatenate([lax.div(p, divisors), creation.asarray([ks[i]], dtype=dt)])
+    return p
+
+
+# ---------------------------------------------------------------- calculus and products
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Integral of y by the trapezoidal rule along `axis` (sample points x or spacing dx)."""
+    check_arraylike("trapezoid", y)
+    (y,) = promote_dtypes_inexact(y)
+    ax = canonicalize_axis(axis, get_aval(y).ndim)
+    n = get_aval(y).shape[ax]
+    if x is None:
+        d = dx
+    else:
+        x = ensure_array(x)
+        d = manipulation.diff(x, axis=ax if get_aval(x).ndim > 1 else -1)
+        if get_aval(x).ndim == 1 and get_aval(y).ndim > 1:
+            shape = [1] * get_aval(y).ndim
+            shape[ax] = n - 1
+            d = lax.reshape(d, tuple(shape))
+    mid = ufuncs.add(lax.slice_in_dim(y, 1, n, axis=ax),
+                     lax.slice_in_dim(y, 0, builtins.max(n - 1, 0), axis=ax))
+    return reductions.sum(ufuncs.multiply(ufuncs.multiply(mid, d), 0.5), axis=ax)
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+    """The covariance matrix of the variables in the rows (or columns) of m."""
+    check_arraylike("cov", m)
+    (m,) = promote_dtypes_inexact(manipulation.atleast_2d(ensure_array(m)))
+    if get_aval(m).ndim > 2:
+        raise ValueError(f"m has more than 2 dimensions: shape {get_aval(m).shape}")
+    if not rowvar and get_aval(m).shape[0] != 1:
+        m = lax.transpose(m, (1, 0))
+    if y is not None:
+        yy = manipulation.atleast_2d(ensure_array(y))
+        if not rowvar and get_aval(yy).shape[0] != 1:
+            yy = lax.transpose(yy, (1, 0))
+        m = manipulation.concatenate(promote_dtypes_inexact(m, yy), 0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = get_aval(m).shape[1]
+    w = None
+    if fweights is not None:
+        w = ensure_array(fweights)
+    if aweights is not None:
+        w = ensure_array(aweights) if w is None else ufuncs.multiply(w, aweights)
+    if w is None:
+        avg = reductions.mean(m, axis=1)
+        fact = np.asarray(n - ddof, get_aval(m).dtype)[()]
+        x = ufuncs.subtract(m, lax.reshape(avg, (get_aval(avg).shape[0], 1)))
+        from gpuarr.numpy.products import dot
+        return manipulation.squeeze(ufuncs.true_divide(dot(x, lax.transpose(x, (1, 0))), fact))
+    w = lax.convert_element_type(w, get_aval(m).dtype)
+    avg, w_sum = reductions.average(m, axis=1, weights=w, returned=True)
+    w_sum = w_sum[0]
+    if ddof == 0:
+        fact = w_sum
+    elif aweights is None:
+        fact = ufuncs.subtract(w_sum, ddof)
+    else:
+        fact = ufuncs.subtract(w_sum, ufuncs.true_divide(
+            ufuncs.multiply(ddof, reductions.sum(ufuncs.multiply(w, aweights))), w_sum))
+    x = ufuncs.subtract(m, lax.reshape(avg, (get_aval(avg).shape[0], 1)))
+    from gpuarr.numpy.products import dot
+    return manipulation.squeeze(ufuncs.true_divide(dot(ufuncs.multiply(x, w), lax.transpose(x, (1, 0))),
+                                                   fact))
+
+
+def corrcoef(x, y=None, rowvar=True):
+    """Pearson correlation coefficients (covariance normalised by the standard deviations)."""
+    c = ensure_array(cov(x, y, rowvar))
+    if get_aval(c).ndim == 0:
+        return ufuncs.true_divide(c, c)
+    d = creation.diagonal(c)
+    std = ufuncs.sqrt(d)
+    c = ufuncs.true_divide(c, lax.reshape(std, (get_aval(std).shape[0], 1)))
+    c = ufuncs.true_divide(c, lax.reshape(std, (1, get_aval(std).shape[0])))
+    return ufuncs.clip(c, -1, 1)
+
+
+def gradient(f, *varargs, axis=None, edge_order=None):
+    """Second-order central differences inside, first-order at the edges, per axis."""
+    check_arraylike("gradient", f)
+    if edge_order not in (None, 1):
+        raise NotImplementedError("jnp.gradient supports edge_order=1 only")
+    (f,) = promote_dtypes_inexact(f)
+    nd = get_aval(f).ndim
+    axes = tuple(builtins.range(nd)) if axis is None else tuple(
+        canonicalize_axis(a, nd) for a in ((axis,) if isinstance(axis, int) else axis))
+    if not varargs:
+        spacings = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = list(varargs) * len(axes)
+    else:
+        if len(varargs) != len(axes):
+            raise TypeError("invalid number of arguments")
+        spacings = list(varargs)
+    outs = []
+    for ax, h in zip(axes, spacings):
+        n = get_aval(f).shape[ax]
+        if n < 2:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                             "(edge_order + 1) elements are required.")
+        if np.ndim(h) != 0:
+            raise NotImplementedError("jnp.gradient with coordinate arrays is not supported; pass "
+                                      "scalar spacings.")
+        sl = lambda a, b: lax.slice_in_dim(f, a, b, axis=ax)
+        inner = ufuncs.true_divide(ufuncs.subtract(sl(2, n), sl(0, n - 2)), 2 * h)
+        first = ufuncs.true_divide(ufuncs.subtract(sl(1, 2), sl(0, 1)), h)
+        last = ufuncs.true_divide(ufuncs.subtract(sl(n - 1, n), sl(n - 2, n - 1)), h)
+        outs.append(manipulation.concatenate([first, inner, last], ax))
+    return outs[0] if len(outs) == 1 else outs
+
+
+def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
+    """Unwrap phase jumps larger than discont (default period/2) along `axis`."""
+    check_arraylike("unwrap", p)
+    (p,) = promote_dtypes_inexact(p)
+    ax = canonicalize_axis(axis, get_aval(p).ndim)
+    n = get_aval(p).shape[ax]
+    if n < 2:
+        return p
+    discont = period / 2 if discont is None else discont
+    dd = manipulation.diff(p, axis=ax)
+    half = period / 2
+    ddmod = ufuncs.subtract(ufuncs.remainder(ufuncs.add(dd, half), period), half)
+    ddmod = ufuncs.where(lax.bitwise_and(lax.eq(ddmod, lax.full_like(ddmod, -half)),
+                                         lax.gt(dd, lax.full_like(dd, 0))), half, ddmod)
+    correct = ufuncs.subtract(ddmod, dd)
+    correct = ufuncs.where(lax.lt(lax.abs(dd), lax.full_like(dd, discont)), 0, correct)
+    first = lax.slice_in_dim(p, 0, 1, axis=ax)
+    # Cumulative sum of corrections by a triangular matrix product along the axis.
+    tri = creation.tri(n - 1, dtype=get_aval(p).dtype)
+    moved = manipulation.moveaxis(correct, ax, -1)
+    from gpuarr.numpy.products import matmul
+    cum = manipulation.moveaxis(matmul(moved, lax.transpose(tri, (1, 0))), -1, ax)
+    rest = ufuncs.add(lax.slice_in_dim(p, 1, n, axis=ax), cum)
+    return manipulation.concatenate([first, rest], ax)
+
+
+def copyto(dst, src, casting=None, where=None):
+    """Not possible: arrays are immutable (as in JAX)."""
+    raise NotImplementedError("jnp.copyto is not implemented because JAX arrays cannot be modified "
+                              "in-place. For functional approaches to updating array values, see "
+                              "jax.numpy.ndarray.at.")
+
+
+# ---------------------------------------------------------------- index arrays
+
+
+def _index_arrays(host_arrays):
+    return tuple(creation.asarray(h.astype(dtypes.default_int_dtype())) for h in host_arrays)
+
+
+def diag_indices(n, ndim=2):
+    """The indices of the main diagonal of an n x ... x n array."""
+    if n < 0 or ndim < 0:
+        raise ValueError(f"n and ndim must be non-negative, got n={n}, ndim={ndim}")
+    return _index_arrays(np.diag_indices(n, ndim))
+
+
+def diag_indices_from(arr):
+    """diag_indices for a square array `arr`."""
+    check_arraylike("diag_indices_from", arr)
+    s = shape(arr)
+    if len(s) < 2 or len(set(s)) != 1:
+        raise ValueError(f"input array must be at least 2-d and square, got shape {s}")
+    return diag_indices(s[0], len(s))
+
+
+def tril_indices(n, k=0, m=None):
+    """The row and column indices of the lower triangle of an n x m array."""
+    return _index_arrays(np.tril_indices(n, k, m))
+
+
+def triu_indices(n, k=0, m=None):
+    """The row and column indices of the upper triangle of an n x m array."""
+    return _index_arrays(np.triu_indices(n, k, m))
+
+
+def tril_indices_from(arr, k=0):
+    """tril_indices for the shape of the 2-D array `arr`."""
+    s = shape(arr)
+    if len(s) != 2:
+        raise ValueError(f"input array must be 2-d, got shape {s}")
+    return tril_indices(s[0], k, s[1])
+
+
+def triu_indices_from(arr, k=0):
+    """triu_indices for the shape of the 2-D array `arr`."""
+    s = shape(arr)
+    if len(s) != 2:
+        raise ValueError(f"input array must be 2-d, got shape {s}")
+    return triu_indices(s[0], k, s[1])
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+    """The indices where mask_func(ones((n, n)), k) is nonzero."""
+    mask = np.asarray(mask_func(creation.ones((n, n), dtype=np.int32), k)) != 0
+    return _index_arrays(np.nonzero(mask))
+
+
+def ix_(*args):
+    """Open-mesh index arrays: the i-th has shape 1 except along axis i."""
+    out = []
+    for i, a in enumerate(args):
+        check_arraylike("ix_", a)
+        a = ensure_array(a)
+        if get_aval(a).ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                             f"{get_aval(a).shape}")
+        s = [1] * len(args)
+        s[i] = get_aval(a).shape[0]
+        out.append(lax.reshape(a, tuple(s)))
+    return tuple(out)
+
+
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+    """`a` with its main diagonal set to `val` (needs inplace=False: arrays are immutable)."""
+    if inplace:
+        raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
+    if wrap:
+        raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
+    check_arraylike("fill_diagonal", a, val)
+    a = ensure_array(a)
+    s = get_aval(a).shape
+    if len(s) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(s) > 2 and len(set(s)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    host_mask = np.zeros(s, bool)
+    np.fill_diagonal(host_mask, True, wrap=wrap)
+    count = int(host_mask.sum())
+    vals = manipulation.ravel(lax.convert_element_type(ensure_array(val), get_aval(a).dtype))
+    vals = manipulation.resize(vals, (count,)) if get_aval(vals).size else vals
+    # Scatter the cycled values onto the diagonal positions by a static permutation.
+    flat = manipulation.ravel(a)
+    pos = np.flatnonzero(host_mask)
+    src = np.arange(flat.size)
+    src[pos] = flat.size + np.arange(count)
+    joined = manipulation.concatenate([flat, vals])
+    return lax.reshape(joined[src], s)
+
+
+# ---------------------------------------------------------------- more polynomials
+
+
+def poly(seq_of_zeros):
+    """The coefficients of the monic polynomial with the given roots (1-D input)."""
+    check_arraylike("poly", seq_of_zeros)
+    z = ensure_array(seq_of_zeros)
+    if get_aval(z).ndim != 1:
+        raise ValueError("input must be 1d: jnp.poly of a matrix needs its eigenvalues; pass "
+                         "jnp.linalg.eigvals(m) instead.")
+    (z,) = promote_dtypes_inexact(z)
+    coeffs = creation.ones((1,), dtype=get_aval(z).dtype)
+    for i in builtins.range(get_aval(z).shape[0]):
+        root = lax.slice(z, (i,), (i + 1,))
+        factor = manipulation.concatenate([creation.ones((1,), dtype=get_aval(z).dtype),
+                                           ufuncs.negative(root)])
+        coeffs = polymul(coeffs, factor)
+    return coeffs
+
+
+def polydiv(u, v, *, trim_leading_zeros=False):
+    """Quotient and remainder of polynomial division u / v (v's leading coefficient nonzero)."""
+    check_arraylike("polydiv", u, v)
+    u, v = promote_dtypes_inexact(u, v)
+    m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
+    scale = ufuncs.true_divide(1.0, v[0])
+    q = lax.full((builtins.max(m - n + 1, 1),), 0, get_aval(u).dtype)
+    r = u
+    for k in builtins.range(0, m - n + 1):
+        d = ufuncs.multiply(scale, r[k])
+        q = manipulation.concatenate([q[:k], manipulation.atleast_1d(d), q[k + 1:]])
+        zero = np.zeros((), get_aval(u).dtype)[()]
+        shifted = lax.pad(ufuncs.multiply(d, v), zero, ((k, m - n - k, 0),))
+        r = ufuncs.subtract(r, shifted)
+    if trim_leading_zeros:
+        r = manipulation.trim_zeros(r, trim="f")
+    return q, r
+
+
+def astype(x, dtype, /, *, copy=False, device=None):
+    """`x` converted to `dtype` (float -> int saturates)."""
+    check_arraylike("astype", x)
+    return lax.convert_element_type(ensure_array(x), dtypes.check_user_dtype(dtype, "astype"))
+
+
+def fromfile(*args, **kwargs):
+    """Not supported, as in JAX: read with numpy.fromfile and convert with jnp.asarray."""
+    raise NotImplementedError("jnp.fromfile() is not implemented because it may be non-pure and "
+                              "thus unsafe for use with JIT and other JAX transformations. "
+                              "Consider using jnp.asarray(np.fromfile(...)) instead.")
+
+
+def frompyfunc(func, /, nin, nout, *, identity=None):
+    """A vectorized version of a Python function of `nin` scalar arguments."""
+    if nout != 1:
+        raise NotImplementedError("jnp.frompyfunc supports nout=1 only")
+    vec = vectorize(func)
+
+    def ufunc_like(*args):
+        if len(args) != nin:
+            raise TypeError(f"{getattr(func, '__name__', 'ufunc')} takes {nin} arguments, got "
+                            f"{len(args)}")
+        return vec(*args)
+
+    ufunc_like.identity = identity
+    ufunc_like.nin, ufunc_like.nout = nin, nout
+    return ufunc_like

@@ -1,0 +1,366 @@
+"""Selecting and accumulating: take, take_along_axis, put_along_axis, nonzero, argwhere,
+flatnonzero, select, choose, compress, extract, cumsum/cumprod (and nan- versions), nanargmin,
+nanargmax. Sizes that depend on values need a static `size=` under jit, as in JAX."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import ConcretizationTypeError
+from gpuarr.lax import cumulative, slicing
+from gpuarr.numpy import advanced_indexing
+from gpuarr.numpy._util import (
+    broadcast_arrays,
+    canonicalize_axis,
+    check_arraylike,
+    ensure_array,
+    promote_dtypes,
+)
+
+
+def _int_dtype():
+    return dtypes.default_int_dtype()
+
+
+def _ravel(a):
+    return lax.reshape(a, (get_aval(a).size,))
+
+
+def _moveaxis(a, src, dst):
+    nd = get_aval(a).ndim
+    perm = [i for i in range(nd) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(a, perm)
+
+
+# ---------------------------------------------------------------- take
+
+
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+    """Elements of `a` at `indices` along `axis` (the flattened array when None).
+
+    As in JAX, out-of-bounds indices give `fill_value` (NaN for floats) by default (`mode='fill'`);
+    `mode='clip'` clamps and `mode='wrap'` wraps them. Negative indices count from the end.
+    """
+    check_arraylike("take", a, indices)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    a, indices = ensure_array(a), ensure_array(indices)
+    if axis is None:
+        a, axis = _ravel(a), 0
+    aval = get_aval(a)
+    axis = canonicalize_axis(axis, aval.ndim)
+    if not dtypes.is_int(get_aval(indices).dtype):
+        raise TypeError(f"take: indices must be integers, got {get_aval(indices).dtype.name}.")
+    if mode == "wrap":
+        indices = lax.rem(lax.add(lax.rem(indices, _scalar(aval.shape[axis], indices)),
+                                  _scalar(aval.shape[axis], indices)), _scalar(aval.shape[axis], indices))
+        mode = "clip"
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
+    mode = "fill" if mode is None else mode
+    idx = (slice(None),) * axis + (indices,)
+    return advanced_indexing.getitem(a, idx, mode=mode, fill_value=fill_value,
+                                     indices_are_sorted=indices_are_sorted,
+                                     unique_indices=unique_indices)
+
+
+def _scalar(n, like):
+    return np.asarray(max(n, 1), get_aval(like).dtype)[()]
+
+
+def _along_axis_operands(name, arr, indices, axis):
+    check_arraylike(name, arr, indices)
+    arr, indices = ensure_array(arr), ensure_array(indices)
+    if axis is None:
+        arr, indices, axis = _ravel(arr), _ravel(indices), 0
+    a_aval, i_aval = get_aval(arr), get_aval(indices)
+    if a_aval.ndim != i_aval.ndim:
+        raise ValueError(f"{name}: indices and arr must have the same number of dimensions; got "
+                         f"indices shape {i_aval.shape} and arr shape {a_aval.shape}.")
+    if not dtypes.is_int(i_aval.dtype):
+        raise TypeError(f"{name}: indices must be integers, got {i_aval.dtype.name}.")
+    axis = canonicalize_axis(axis, a_aval.ndim)
+    try:
+        shape = np.broadcast_shapes(tuple(s for i, s in enumerate(a_aval.shape) if i != axis),
+                                    tuple(s for i, s in enumerate(i_aval.shape) if i != axis))
+    except ValueError:
+        raise ValueError(f"{name}: arr shape {a_aval.shape} and indices shape {i_aval.shape} do "
+                         f"not broadcast outside axis {axis}.") from None
+    shape = list(shape)
+    a_shape = tuple(shape[:axis] + [a_aval.shape[axis]] + shape[axis:])
+    i_shape = tuple(shape[:axis] + [i_aval.shape[axis]] + shape[axis:])
+    arr = lax.broadcast_in_dim(arr, a_shape, tuple(range(len(a_shape)))) \
+        if a_aval.shape != a_shape else arr
+    indices = lax.broadcast_in_dim(indices, i_shape, tuple(range(len(i_shape)))) \
+        if i_aval.shape != i_shape else indices
+    n = a_shape[axis]
+    indices = advanced_indexing._as_index_array(indices, n, True)
+    return arr, indices, axis
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """`arr` gathered at `indices` along `axis`, matching the other axes (which broadcast).
+
+    Out-of-bounds indices give `fill_value` (NaN for floats) unless `mode='clip'`; negative
+    indices count from the end.
+    """
+    arr, indices, axis = _along_axis_operands("take_along_axis", arr, indices, axis)
+    mode = "fill" if mode is None else mode
+    return slicing.take_along_axis(arr, indices, axis, mode=mode, fill_value=fill_value)
+
+
+def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
+    """`arr` with `values` written at `indices` along `axis` (the functional form: pass
+    inplace=False, since arrays are immutable)."""
+    if inplace:
+        raise ValueError("jax.numpy.put_along_axis cannot modify arrays in-place, because JAX arrays "
+                         "are immutable. Pass inplace=False to instead return an updated array.")
+    arr0 = arr
+    arr, indices, axis = _along_axis_operands("put_along_axis", arr, indices, axis)
+    if get_aval(arr).shape != get_aval(ensure_array(arr0)).shape:
+        raise ValueError("put_along_axis: indices must not broadcast arr to a larger shape.")
+    aval = get_aval(arr)
+    nd = aval.ndim
+    values = ensure_array(values)
+    (arr_p, values) = promote_dtypes(arr, values)
+    i_shape = get_aval(indices).shape
+    values = advanced_indexing._broadcast_values(values, i_shape)
+    others = tuple(d for d in range(nd) if d != axis)
+    idx = lax.reshape(indices, i_shape + (1,))
+    dn = slicing.ScatterDimensionNumbers((), (axis,), (axis,), others, others)
+    out = slicing.scatter(arr_p, idx, values, dn, mode=mode)
+    return lax.convert_element_type(out, aval.dtype)
+
+
+# ---------------------------------------------------------------- nonzero and friends
+
+
+def _nonzero_mask(a):
+    aval = get_aval(a)
+    return a if aval.dtype == np.bool_ else lax.ne(a, lax.full(aval.shape, 0, aval.dtype))
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Indices of the nonzero elements of `a`, one int32 array per axis.
+
+    The result's length depends on the values, so under jit pass a static `size`: the result is
+    cut or padded to it with `fill_value` (default 0; a tuple gives one per axis).
+    """
+    check_arraylike("nonzero", a)
+    a = ensure_array(a)
+    aval = get_aval(a)
+    if aval.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jnp.atleast_1d(scalar) "
+                         "instead.")
+    mask = _ravel(_nonzero_mask(a))
+    if size is None:
+        if isinstance(a, Tracer) and a.to_concrete_value() is None:
+            raise ConcretizationTypeError(
+                a, "\nThe size argument of jnp.nonzero must be statically specified to use "
+                   "jnp.nonzero within JAX transformations (pass size=...).")
+        size = int(np.count_nonzero(np.asarray(mask if not isinstance(mask, Tracer)
+                                                else mask.to_concrete_value())))
+    size = int(size)
+    fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * aval.ndim
+    if len(fills) != aval.ndim:
+        raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {aval.ndim}, "
+                         f"got {fill_value}.")
+    flat = _compact_positions(mask, size)
+    out = []
+    for d, fill in zip(_unravel(flat, aval.shape), fills):
+        valid = lax.lt(flat, lax.full((size,), aval.size, np.int32))
+        f = lax.full((size,), 0 if fill is None else fill, np.int32)
+        out.append(lax.convert_element_type(lax.select(valid, d, f), _int_dtype()))
+    return tuple(out)
+
+
+def _compact_positions(mask, size):
+    """Flat positions of the True entries of the 1-D `mask`, padded with len(mask) to `size`."""
+    n = get_aval(mask).shape[0]
+    counts = cumulative.cumsum(lax.convert_element_type(mask, np.int32), 0)
+    slot = lax.select(mask, lax.sub(counts, lax.full((n,), 1, np.int32)), lax.full((n,), size, np.int32))
+    dn = slicing.ScatterDimensionNumbers((), (0,), (0,))
+    return slicing.scatter(lax.full((size,), n, np.int32), lax.reshape(slot, (n, 1)),
+                           lax.iota(np.int32, n), dn, mode="drop")
+
+
+def _unravel(flat, shape):
+    out, rest = [], flat
+    for k in range(len(shape) - 1, -1, -1):
+        n = np.int32(max(shape[k], 1))
+        out.append(lax.rem(rest, lax.full(get_aval(rest).shape, n, np.int32)))
+        rest = lax.div(rest, lax.full(get_aval(rest).shape, n, np.int32))
+    return out[::-1]
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    """Indices of the nonzero elements of the flattened `a` (see `nonzero` for `size`)."""
+    check_arraylike("flatnonzero", a)
+    return nonzero(_ravel(ensure_array(a)), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """Indices of the nonzero elements as rows of a (count, ndim) array (see `nonzero`)."""
+    check_arraylike("argwhere", a)
+    a = ensure_array(a)
+    aval = get_aval(a)
+    if aval.ndim == 0:
+        n = 1 if size is None and bool(np.asarray(a)) else (0 if size is None else int(size))
+        return lax.full((n, 0), 0, _int_dtype())
+    cols = nonzero(a, size=size, fill_value=fill_value)
+    n = get_aval(cols[0]).shape[0]
+    return lax.concatenate([lax.reshape(c, (n, 1)) for c in cols], 1)
+
+
+# ---------------------------------------------------------------- select, choose, compress
+
+
+def select(condlist, choicelist, default=0):
+    """Per element, the choice for the first true condition, else `default`."""
+    from gpuarr.numpy.ufuncs import where
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"condlist must have length equal to choicelist ({len(choicelist)} vs "
+                         f"{len(condlist)})")
+    if not condlist:
+        raise ValueError("condlist must be non-empty")
+    for c in condlist:
+        if get_aval(ensure_array(c)).dtype != np.bool_:
+            raise TypeError(f"condlist must contain boolean arrays, got {get_aval(ensure_array(c)).dtype}")
+    out = default
+    for cond, choice in zip(reversed(list(condlist)), reversed(list(choicelist))):
+        out = where(cond, choice, out)
+    return ensure_array(out)
+
+
+def choose(a, choices, out=None, mode="raise"):
+    """Per element, `choices[a]` (with broadcasting); `mode` is 'raise', 'wrap' or 'clip'."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
+    check_arraylike("choose", a, *choices)
+    a = ensure_array(a)
+    if not dtypes.is_int(get_aval(a).dtype):
+        raise TypeError(f"choose: `a` must be integers, got {get_aval(a).dtype.name}.")
+    n = len(choices)
+    if mode == "raise":
+        if isinstance(a, Tracer) and a.to_concrete_value() is None:
+            raise ConcretizationTypeError(a, "\njnp.choose with mode='raise' needs concrete "
+                                             "indices; use mode='wrap' or mode='clip' under jit.")
+        host = np.asarray(a if not isinstance(a, Tracer) else a.to_concrete_value())
+        if np.any((host < 0) | (host >= n)):
+            raise ValueError("invalid entry in choice array")
+    elif mode == "wrap":
+        a = lax.rem(lax.add(lax.rem(a, _scalar(n, a)), _scalar(n, a)), _scalar(n, a))
+    elif mode != "clip":
+        raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
+    choices = promote_dtypes(*choices)
+    a, *choices = broadcast_arrays(a, *choices)
+    shape = np.broadcast_shapes(*[get_aval(x).shape for x in [a, *choices]])
+    a, *choices = [lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - get_aval(x).ndim, len(shape))))
+                   if get_aval(x).shape != shape else x for x in [a, *choices]]
+    a = lax.convert_element_type(a, np.int32)
+    a = lax.max(lax.min(a, lax.full(shape, n - 1, np.int32)), lax.full(shape, 0, np.int32))
+    return lax.select_n(a, *choices)
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+    """The slices of `a` along `axis` where `condition` is true; a static `size` pads the result
+    with `fill_value` (needed under jit)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+    check_arraylike("compress", condition, a)
+    condition, a = ensure_array(condition), ensure_array(a)
+    if get_aval(condition).ndim != 1:
+        raise ValueError("condition must be a 1D array")
+    if axis is None:
+        a, axis = _ravel(a), 0
+    aval = get_aval(a)
+    axis = canonicalize_axis(axis, aval.ndim)
+    n = aval.shape[axis]
+    m = get_aval(condition).shape[0]
+    cond = _nonzero_mask(condition)
+    if m > n:
+        cond = lax.slice_in_dim(cond, 0, n)
+    elif m < n:
+        cond = lax.concatenate([cond, lax.full((n - m,), False, np.bool_)], 0)
+    if size is not None and not 0 < int(size) <= n:
+        raise ValueError("size must be positive and not greater than the size of the array axis; "
+                         f"got size={size} for a.shape[axis]={n}")
+    (idx,) = nonzero(cond, size=size, fill_value=n)
+    return take(a, idx, axis=axis, mode="fill", fill_value=fill_value)
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    """The elements of `arr` where `condition` is true, flattened (see `compress` for `size`)."""
+    check_arraylike("extract", condition, arr)
+    return compress(_ravel(ensure_array(condition)), _ravel(ensure_array(arr)), size=size,
+                    fill_value=fill_value)
+
+
+# ---------------------------------------------------------------- cumulative reductions
+
+
+def _cumulative(name, lax_fn, nan_fill=None):
+    def fn(a, axis=None, dtype=None, out=None):
+        check_arraylike(name, a)
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+        (a,) = promote_dtypes(ensure_array(a))
+        if axis is None:
+            a, axis = _ravel(a), 0
+        aval = get_aval(a)
+        axis = canonicalize_axis(axis, aval.ndim)
+        if nan_fill is not None and dtypes.is_inexact(aval.dtype):
+            from gpuarr.numpy.ufuncs import isnan
+            a = lax.select(isnan(a), lax.full(aval.shape, nan_fill, aval.dtype), a)
+        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
+        if dtype is None and aval.dtype == np.bool_:
+            dt = _int_dtype()
+        if dt != aval.dtype:
+            a = lax.convert_element_type(a, dt)
+        if aval.ndim == 0:
+            return a
+        return lax_fn(a, axis)
+    fn.__name__ = fn.__qualname__ = name
+    what = "sum" if "sum" in name else "product"
+    nan_note = " treating NaNs as " + ("zero" if nan_fill == 0 else "one") if nan_fill is not None else ""
+    fn.__doc__ = (f"The cumulative {what} along `axis` (of the flattened array when None){nan_note}, "
+                  f"as numpy.{name}; booleans accumulate as integers.")
+    return fn
+
+
+cumsum = _cumulative("cumsum", cumulative.cumsum)
+cumprod = _cumulative("cumprod", cumulative.cumprod)
+nancumsum = _cumulative("nancumsum", cumulative.cumsum, 0)
+nancumprod = _cumulative("nancumprod", cumulative.cumprod, 1)
+cumulative_sum = cumsum
+cumulative_prod = cumprod
+
+
+def _nanarg(name, reduce_name, fill):
+    def fn(a, axis=None, out=None, keepdims=None):
+        from gpuarr.numpy import reductions
+        from gpuarr.numpy.ufuncs import isnan
+        check_arraylike(name, a)
+        if out is not None:
+            raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+        a = ensure_array(a)
+        arg = getattr(reductions, reduce_name)
+        if not dtypes.is_inexact(get_aval(a).dtype):
+            return arg(a, axis=axis, keepdims=bool(keepdims))
+        nan = isnan(a)
+        clean = lax.select(nan, lax.full(get_aval(a).shape, fill, get_aval(a).dtype), a)
+        res = arg(clean, axis=axis, keepdims=bool(keepdims))
+        all_nan = reductions.all(nan, axis=axis, keepdims=bool(keepdims))
+        # An all-NaN slice has no answer; JAX returns -1 where NumPy raises.
+        return lax.select(all_nan, lax.full(get_aval(res).shape, -1, get_aval(res).dtype), res)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Index of the {reduce_name[3:]}imum along `axis` ignoring NaNs, as "
+                  f"numpy.{name}; an all-NaN slice gives -1 (NumPy raises).")
+    return fn
+
+
+nanargmax = _nanarg("nanargmax", "argmax", -np.inf)
+nanargmin = _nanarg("nanargmin", "argmin", np.inf)

@@ -1,0 +1,366 @@
+"""Threefry-2x32 and PRNG keys: the counter-based generator behind gpuarr.random.
+
+`threefry2x32_p` is the Threefry-2x32 block cipher with 20 rounds (Salmon et al., "Parallel
+random numbers: as easy as 1, 2, 3", SC 2011; the Random123 library): it maps a 64-bit key
+(two uint32 words) and a 64-bit counter (two uint32 words) to 64 pseudo-random bits.
+Everything else is built on it exactly as JAX builds it with `jax_threefry_partitionable`
+on (its default): element `i` of an array of random bits of shape `s` is the hash of the
+counter `i` (the row-major flat index written as two words, high then low), so `split`,
+`fold_in` and `bits` give JAX's numbers bit for bit.
+
+Typed keys. JAX gives key arrays an extended dtype (`key<fry>`). gpuarr's abstract values only
+hold NumPy dtypes, so a typed key is a `PRNGKeyArray` object wrapping its raw `uint32[..., 2]`
+data and registered with gpuarr.tree_util as a pytree node whose single child is that data.
+This lets keys flow through jit, vmap, scan and every other transformation with no change to
+the core. It is a deliberate simplification: `tree_util.tree_leaves(key)` gives the key's
+data, where JAX gives the key itself.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gpuarr import dtypes, tree_util
+from gpuarr import lax
+from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
+from gpuarr.interpreters import ad
+from gpuarr.interpreters.batching import batch_rules
+from gpuarr.lax.lax import _broadcast_shapes, broadcast_batch_rule
+
+UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
+               64: np.dtype(np.uint64)}
+
+# ---------------------------------------------------------------- the threefry2x32 primitive
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = 0x1BD11BDA
+# Work on blocks that stay in cache: each round is a handful of in-place NumPy ops.
+_BLOCK = 1 << 15
+
+threefry2x32_p = Primitive("threefry2x32", multiple_results=True)  # semantics: see threefry2x32
+
+
+def _rounds(x0, x1, ks, tmp):
+    """Run the 20 rounds in place on the uint32 blocks x0, x1 (ks: scalars or blocks)."""
+    np.add(x0, ks[0], out=x0)
+    np.add(x1, ks[1], out=x1)
+    for i in range(1, 6):
+        for r in _ROTATIONS[(i - 1) % 2]:
+            np.add(x0, x1, out=x0)
+            np.left_shift(x1, np.uint32(r), out=tmp)
+            np.right_shift(x1, np.uint32(32 - r), out=x1)
+            np.bitwise_or(x1, tmp, out=x1)
+            np.bitwise_xor(x1, x0, out=x1)
+        np.add(x0, ks[i % 3], out=x0)
+        np.add(x1, ks[(i + 1) % 3], out=x1)
+        np.add(x1, np.uint32(i), out=x1)
+
+
+def _flat_operand(x, shape):
+    """A scalar for a size-1 operand, else the operand broadcast to `shape` and flattened."""
+    x = np.asarray(x, np.uint32)
+    if x.size == 1:
+        return np.uint32(x.reshape(()))
+    return np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
+
+
+def _threefry2x32_impl(k1, k2, x1, x2):
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (k1, k2, x1, x2)))
+    n = math.prod(shape)
+    out1 = np.empty(n, np.uint32)
+    out2 = np.empty(n, np.uint32)
+    ops = [_flat_operand(a, shape) for a in (k1, k2, x1, x2)]
+    keys_scalar = np.ndim(ops[0]) == 0 and np.ndim(ops[1]) == 0
+    if keys_scalar:
+        ks = (ops[0], ops[1], np.uint32(int(ops[0]) ^ int(ops[1]) ^ _PARITY))
+    tmp = np.empty(min(n, _BLOCK), np.uint32)
+    for s in range(0, n, _BLOCK):
+        e = min(n, s + _BLOCK)
+        a, b = out1[s:e], out2[s:e]
+        a[...] = ops[2] if np.ndim(ops[2]) == 0 else ops[2][s:e]
+        b[...] = ops[3] if np.ndim(ops[3]) == 0 else ops[3][s:e]
+        if not keys_scalar:
+            blk = [k if np.ndim(k) == 0 else k[s:e] for k in ops[:2]]
+            ks = (blk[0], blk[1], blk[0] ^ blk[1] ^ np.uint32(_PARITY))
+        _rounds(a, b, ks, tmp[:e - s])
+    return out1.reshape(shape), out2.reshape(shape)
+
+
+def _threefry2x32_abstract(k1, k2, x1, x2):
+    avals = (k1, k2, x1, x2)
+    if any(a.dtype != np.uint32 for a in avals):
+        got = ", ".join(a.dtype.name for a in avals)
+        raise TypeError(f"Arguments to threefry2x32 must have uint32 type, got {got}. "
+                        "Convert keys and counters with lax.convert_element_type(x, jnp.uint32).")
+    shape = _broadcast_shapes("threefry2x32", *(a.shape for a in avals))
+    return [ShapedArray(shape, np.uint32)] * 2
+
+
+def _threefry2x32_batch(axis_size, vals, dims):
+    # Elementwise in all four operands: align ranks like any broadcasting op, two outputs.
+    outs, _ = broadcast_batch_rule(threefry2x32_p, axis_size, vals, dims)
+    return outs, [0, 0]
+
+
+impl_rules[threefry2x32_p] = _threefry2x32_impl
+abstract_eval_rules[threefry2x32_p] = _threefry2x32_abstract
+ad.defjvp_zero(threefry2x32_p)
+batch_rules[threefry2x32_p] = _threefry2x32_batch
+
+
+def threefry2x32(key1, key2, x1, x2):
+    """Threefry-2x32, 20 rounds: (key1, key2, x1, x2) -> (y1, y2).
+
+    All four operands are uint32 and broadcast together (equal shapes, size-1 dimensions or
+    scalars). For each element, (key1, key2) is the key and (x1, x2) the counter; the outputs are
+    the two words of the encrypted counter. Key schedule: ks = (key1, key2, key1 ^ key2 ^
+    0x1BD11BDA); x += (ks0, ks1); then five times: four rounds of `x0 += x1; x1 = rotl(x1, r) ^
+    x0` with rotations (13, 15, 26, 6) and (17, 29, 16, 24) alternately, followed by the key
+    injection `x0 += ks[i % 3]; x1 += ks[(i + 1) % 3] + i` for i = 1..5. Integer op: no tangents.
+    """
+    return threefry2x32_p.bind(key1, key2, x1, x2)
+
+
+def threefry_2x32(keypair, count):
+    """JAX's `prng.threefry_2x32(keypair, count)`: hash the uint32 array `count` (its flat
+    values taken as two halves of counter words, padded with a zero when odd) under the key
+    `keypair` (a uint32[2] array); returns uint32 of count's shape."""
+    key1, key2 = _key_words(keypair)
+    count = _as_array(count)
+    if get_aval(count).dtype != np.uint32 or get_aval(key1).dtype != np.uint32:
+        raise TypeError("threefry_2x32 requires uint32 arguments, got "
+                        f"{[get_aval(key1).dtype.name, get_aval(count).dtype.name]}")
+    shape = get_aval(count).shape
+    flat = lax.reshape(count, (math.prod(shape),))
+    odd = flat.shape[0] % 2
+    if odd:
+        flat = lax.concatenate([flat, np.zeros((1,), np.uint32)], 0)
+    half = flat.shape[0] // 2
+    y1, y2 = threefry2x32(key1, key2, lax.slice(flat, (0,), (half,)),
+                          lax.slice(flat, (half,), (2 * half,)))
+    out = lax.concatenate([y1, y2], 0)
+    if odd:
+        out = lax.slice(out, (0,), (2 * half - 1,))
+    return lax.reshape(out, shape)
+
+
+# ---------------------------------------------------------------- raw key operations
+
+
+def _as_array(x):
+    if isinstance(x, (Tracer,)) or hasattr(x, "aval"):
+        return x
+    return np.asarray(x)
+
+
+def _key_words(data):
+    """The two uint32 words of raw key data uint32[..., 2], as arrays of the leading shape."""
+    shape = get_aval(data).shape
+    lead = shape[:-1]
+    k1 = lax.reshape(lax.slice_in_dim(data, 0, 1, axis=len(lead)), lead)
+    k2 = lax.reshape(lax.slice_in_dim(data, 1, 2, axis=len(lead)), lead)
+    return k1, k2
+
+
+def _iota_2x32(shape):
+    """The row-major flat index over `shape` as two uint32 words (high, low)."""
+    size = math.prod(shape)
+    if size >= 1 << 32:
+        raise NotImplementedError(f"random bits for {size} elements (at most 2**32 - 1 per call)")
+    low = lax.reshape(lax.iota(np.uint32, size), tuple(shape))
+    return np.uint32(0), low
+
+
+def seed_data(seed):
+    """Raw key data uint32[2] for an integer seed, as JAX's threefry_seed."""
+    aval = get_aval(seed)
+    if aval.shape:
+        raise TypeError(f"PRNG key seed must be a scalar; got shape {aval.shape}.")
+    if not dtypes.is_int(aval.dtype):
+        raise TypeError(f"PRNG key seed must be an integer; got dtype {aval.dtype.name}. "
+                        "Pass an int, e.g. random.key(int(seed)).")
+    if aval.dtype.itemsize == 8:
+        k1 = lax.convert_element_type(lax.shift_right_logical(seed, aval.dtype.type(32)), np.uint32)
+    else:
+        k1 = np.zeros((), np.uint32)
+    k2 = lax.convert_element_type(seed, np.uint32)
+    return lax.concatenate([lax.broadcast(k1, (1,)), lax.broadcast(k2, (1,))], 0)
+
+
+def split_data(data, shape):
+    """Raw data of `split(key, shape)` for one raw key uint32[2]: uint32[*shape, 2]."""
+    k1, k2 = _key_words(data)
+    hi, lo = _iota_2x32(shape)
+    y1, y2 = threefry2x32(k1, k2, hi, lo)
+    nd = len(shape)
+    return lax.concatenate([lax.broadcast_in_dim(y1, (*shape, 1), tuple(range(nd))),
+                            lax.broadcast_in_dim(y2, (*shape, 1), tuple(range(nd)))], nd)
+
+
+def fold_in_data(data, value):
+    """Raw data of `fold_in(key, value)`: hash the seed words of `value` under the key."""
+    return threefry_2x32(data, seed_data(lax.convert_element_type(value, np.uint32)))
+
+
+def random_bits(data, bit_width: int, shape):
+    """`bit_width` uniformly random bits per element of `shape`, as JAX's partitionable
+    threefry_random_bits: element i hashes counter i, giving words (y1, y2)."""
+    if bit_width not in (8, 16, 32, 64):
+        raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+    k1, k2 = _key_words(data)
+    hi, lo = _iota_2x32(tuple(shape))
+    if not shape:
+        lo = lax.reshape(lo, ())
+    y1, y2 = threefry2x32(k1, k2, hi, lo)
+    dtype = UINT_DTYPES[bit_width]
+    if bit_width == 64:
+        hi64 = lax.convert_element_type(y1, dtype)
+        lo64 = lax.convert_element_type(y2, dtype)
+        return lax.bitwise_or(lax.shift_left(hi64, dtype.type(32)), lo64)
+    bits = lax.bitwise_xor(y1, y2)
+    return bits if bit_width == 32 else lax.convert_element_type(bits, dtype)
+
+
+# ---------------------------------------------------------------- typed keys
+
+
+class KeyDtype:
+    """The dtype of a typed key array; prints as `key<fry>` (threefry2x32), as in JAX."""
+
+    __slots__ = ()
+    name = "key<fry>"
+    impl = "threefry2x32"
+    tag = "fry"
+    itemsize = 8
+    kind = "V"
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, KeyDtype) or other == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+KEY_DTYPE = KeyDtype()
+
+
+class PRNGKeyArray:
+    """An array of threefry2x32 keys (dtype `key<fry>`), backed by raw uint32[..., 2] data.
+
+    Indexing, reshaping and iterating act on the key axes only; `random.key_data(keys)`
+    returns the raw data. Key arrays are pytree nodes whose child is the raw data.
+    """
+
+    __slots__ = ("_base_array",)
+    dtype = KEY_DTYPE
+
+    def __init__(self, base_array):
+        self._base_array = base_array
+
+    @property
+    def shape(self):
+        return tuple(get_aval(self._base_array).shape[:-1])
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+    itemsize = property(lambda self: KEY_DTYPE.itemsize)
+    T = property(lambda self: self.transpose())
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d key array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if any(i is Ellipsis for i in idx):
+            idx = idx + (slice(None),)  # keep the trailing key-data axis
+        return PRNGKeyArray(self._base_array[idx])
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if order != "C":
+            raise NotImplementedError("key arrays reshape only in C order")
+        size = self.size
+        shape = tuple(int(d) for d in shape)
+        if shape.count(-1) == 1:
+            known = math.prod(d for d in shape if d != -1)
+            shape = tuple(size // known if d == -1 else d for d in shape)
+        return PRNGKeyArray(lax.reshape(self._base_array, (*shape, 2)))
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        axes = axes or tuple(reversed(range(self.ndim)))
+        return PRNGKeyArray(lax.transpose(self._base_array, (*axes, self.ndim)))
+
+    def __eq__(self, other):
+        if not isinstance(other, PRNGKeyArray):
+            return NotImplemented
+        same = lax.eq(self._base_array, other._base_array)
+        return lax.reduce_and(same, (get_aval(same).ndim - 1,))
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else lax.bitwise_not(eq)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def block_until_ready(self):
+        block = getattr(self._base_array, "block_until_ready", None)
+        if block is not None:
+            block()
+        return self
+
+    def copy(self):
+        return PRNGKeyArray(self._base_array)
+
+    def __repr__(self):
+        data = self._base_array
+        if isinstance(data, Tracer):
+            return f"Traced<key<fry>[{','.join(map(str, self.shape))}]>with<{data._trace!r}>"
+        return (f"Array({self.shape}, dtype={KEY_DTYPE.name}) overlaying:\n"
+                f"{np.asarray(data)}")
+
+    __str__ = __repr__
+
+
+tree_util.register_pytree_node(
+    PRNGKeyArray, lambda k: ((k._base_array,), None), lambda _, children: PRNGKeyArray(children[0]))
+
+
+def check_key_data(data):
+    """Raise JAX's TypeError unless `data` is raw threefry key data: uint32[..., 2]."""
+    if not all(hasattr(data, attr) for attr in ("ndim", "shape", "dtype")):
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have ndim, "
+                        f"shape, and dtype attributes. Got {data!r}. Pass a key made by "
+                        "random.key(seed) or random.PRNGKey(seed).")
+    if len(data.shape) < 1:
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; "
+                        f"got ndim={len(data.shape)}")
+    if tuple(data.shape[-1:]) != (2,):
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to end "
+                        f"with (2,); got shape={tuple(data.shape)} for impl=threefry2x32. "
+                        "Pass a key made by random.key(seed) or random.PRNGKey(seed).")
+    if np.dtype(data.dtype) != np.uint32:
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
+                        f"uint32; got dtype={np.dtype(data.dtype).name}")
+

@@ -1,0 +1,830 @@
+"""Samplers with JAX's signatures, dtypes and algorithms (jax/_src/random.py), so that the same
+key gives the same numbers. Everything is written with lax / gpuarr.numpy operations, so every
+sampler traces under jit, vmap and grad, and runs eagerly on the NumPy backend.
+
+Each public sampler checks its arguments (key, shape, dtype) and calls a private `_name` that
+takes raw key data (uint32[2]) and does the arithmetic.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr import numpy as jnp
+from gpuarr.core import Tracer, get_aval
+from gpuarr.prng import UINT_DTYPES
+from gpuarr.random.keys import (
+    canonicalize_shape,
+    check_key,
+    random_bits,
+    split_n,
+    split_raw,
+)
+
+# ---------------------------------------------------------------- argument helpers
+
+
+def _float_dtype(name: str, dtype, kinds=("float",)):
+    dt = dtypes.check_user_dtype(float if dtype is None else dtype, name)
+    ok = dtypes.is_float(dt) or ("complex" in kinds and dtypes.is_complex(dt))
+    if not ok:
+        what = "a float or complex" if "complex" in kinds else "a float"
+        raise ValueError(f"dtype argument to `{name}` must be {what} dtype, got {dt}")
+    return dt
+
+
+def _int_dtype(name: str, dtype):
+    dt = dtypes.check_user_dtype(int if dtype is None else dtype, name)
+    if not dtypes.is_int(dt):
+        raise TypeError(f"{name} only accepts integer dtypes, got {dt}")
+    return dt
+
+
+def _shape_of(x):
+    return tuple(x.shape) if isinstance(x, Tracer) or hasattr(x, "shape") else np.shape(x)
+
+
+def _broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+
+
+def _check_shape(name: str, shape, *param_shapes):
+    if param_shapes:
+        result = _broadcast_shapes(shape, *param_shapes)
+        if result != tuple(shape):
+            raise ValueError(f"{name} parameter shapes must be broadcast-compatible with shape "
+                             "argument, and the result of broadcasting the shapes must equal the "
+                             f"shape argument, but got result {result} for shape argument {shape}.")
+
+
+def _check_broadcast_shapes(name, shape, *args):
+    arg_shapes = [_shape_of(a) for a in args]
+    if shape is None:
+        return _broadcast_shapes(*arg_shapes) if arg_shapes else ()
+    shape = canonicalize_shape(shape)
+    _check_shape(name, shape, *arg_shapes)
+    return shape
+
+
+def _const(dtype, value):
+    return np.asarray(value, dtype)[()]
+
+
+def _convert(x, dtype):
+    """`x` (array, tracer or Python number) as `dtype`, strongly typed."""
+    if isinstance(x, (bool, int, float)):
+        return _const(dtype, x)
+    return lax.convert_element_type(x, dtype)
+
+
+def _to_rank(x, rank: int):
+    shape = _shape_of(x)
+    if len(shape) == rank:
+        return x
+    return lax.reshape(x, (1,) * (rank - len(shape)) + tuple(shape))
+
+
+def _to_shape(x, shape):
+    return x if _shape_of(x) == tuple(shape) else jnp.broadcast_to(x, shape)
+
+
+# ---------------------------------------------------------------- uniform and integers
+
+
+def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
+    """Uniform floats in [minval, maxval) of `shape` and float `dtype` (default float32, float64
+    with x64); the mantissa bits of each value are random bits, as in JAX."""
+    data, _ = check_key("uniform", key)
+    dtype = _float_dtype("uniform", dtype)
+    shape = canonicalize_shape(shape)
+    return _uniform(data, minval, maxval, shape, dtype)
+
+
+def _uniform(data, minval, maxval, shape, dtype):
+    _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
+    minval = _to_rank(_convert(minval, dtype), len(shape))
+    maxval = _to_rank(_convert(maxval, dtype), len(shape))
+    finfo = dtypes.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    rng_bits = 8 if nmant < 8 else nbits
+    uint = UINT_DTYPES[nbits]
+    bits = random_bits(data, rng_bits, shape)
+    if rng_bits != nbits:
+        bits = lax.convert_element_type(bits, uint)
+    # Random mantissa under the exponent of 1.0 gives a float in [1, 2); shift it to [0, 1).
+    float_bits = lax.bitwise_or(lax.shift_right_logical(bits, _const(uint, rng_bits - nmant)),
+                                np.array(1.0, dtype).view(uint)[()])
+    floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(dtype, 1))
+    # XLA contracts this multiply-add into one fused op: round once, as it does.
+    scaled = _fma(floats, lax.sub(maxval, minval), minval)
+    return lax.max(minval, lax.reshape(scaled, shape))
+
+
+def _convert_and_clip_integer(val, dtype):
+    """Convert the integer array `val` to `dtype`, clipping to its range instead of wrapping."""
+    src = get_aval(val).dtype
+    lo = _const(src, max(np.iinfo(dtype).min, np.iinfo(src).min))
+    hi = _const(src, min(np.iinfo(dtype).max, np.iinfo(src).max))
+    return lax.convert_element_type(lax.clamp(lo, val, hi), dtype)
+
+
+def randint(key, shape, minval, maxval, dtype=None):
+    """Uniform integers in [minval, maxval) of `shape` and integer `dtype` (default int32);
+    2 * nbits random bits per value reduced modulo the span, as in JAX."""
+    data, _ = check_key("randint", key)
+    dtype = _int_dtype("randint", dtype)
+    shape = canonicalize_shape(shape)
+    info = np.iinfo(dtype)
+    if info.bits < 32:
+        # Sample in 32 bits to avoid bias, then cast.
+        minval = jnp.clip(jnp.asarray(minval).astype("int32"), int(info.min), int(info.max))
+        maxval = jnp.clip(jnp.asarray(maxval).astype("int32"), int(info.min), int(info.max) + 1)
+        return _randint(data, minval, maxval, shape, np.dtype(np.int32)).astype(dtype)
+    return _randint(data, minval, maxval, shape, dtype)
+
+
+def _randint(data, minval, maxval, shape, dtype):
+    _check_shape("randint", shape, _shape_of(minval), _shape_of(maxval))
+    minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
+    if not dtypes.is_int(minval.dtype):
+        minval = minval.astype(int)
+    if not dtypes.is_int(maxval.dtype):
+        maxval = maxval.astype(int)
+    # maxval beyond the dtype's range (randint(key, s, 0, 256, uint8)) needs a span one larger.
+    top = _convert_and_clip_integer(np.array(np.iinfo(dtype).max, dtype), maxval.dtype)
+    maxval_out_of_range = lax.gt(maxval, top)
+    minval = _to_shape(_convert_and_clip_integer(minval, dtype), shape)
+    maxval = _to_shape(_convert_and_clip_integer(maxval, dtype), shape)
+    maxval_out_of_range = _to_shape(maxval_out_of_range, shape)
+    nbits = np.iinfo(dtype).bits
+    k1, k2 = split_n(data, 2)
+    higher, lower = random_bits(k1, nbits, shape), random_bits(k2, nbits, shape)
+    udt = UINT_DTYPES[nbits]
+    one = lax.full(shape, 1, udt)
+    span = lax.convert_element_type(lax.sub(maxval, minval), udt)
+    span = lax.select(lax.le(maxval, minval), one, span)  # an empty range always gives minval
+    span = lax.select(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)),
+                      lax.add(span, one), span)
+    # (hi * 2**nbits + lo) % span, with 2**nbits % span computed without overflow.
+    multiplier = lax.rem(_const(udt, 2 ** (nbits // 2)), span)
+    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+    offset = lax.add(lax.mul(lax.rem(higher, span), multiplier), lax.rem(lower, span))
+    offset = lax.rem(offset, span)
+    return lax.add(minval, lax.convert_element_type(offset, dtype))
+
+
+# ---------------------------------------------------------------- shuffles and choices
+
+
+def _shuffle(data, x, axis):
+    """Shuffle `x` along `axis` by sorting on fresh 32-bit keys, repeated enough rounds that
+    key collisions are negligible (JAX's algorithm)."""
+    from gpuarr.lax.sorting import sort_key_val
+    size = math.prod(_shape_of(x))
+    num_rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(num_rounds):
+        data, sub = split_n(data, 2)
+        sort_keys = random_bits(sub, 32, _shape_of(x))
+        _, x = sort_key_val(sort_keys, x, axis)
+    return x
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of `jnp.arange(x)` (an int) or of `x` along `axis`; with
+    `independent=True` every slice along `axis` is shuffled on its own."""
+    data, _ = check_key("permutation", key)
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"permutation requires ndarray or scalar arguments, got {type(x).__name__} "
+                        "at position 1. Pass jnp.asarray(x).")
+    ndim = len(_shape_of(x))
+    axis = _canonical_axis(axis, ndim or 1)
+    if not ndim:
+        if not dtypes.is_int(jnp.asarray(x).dtype) or isinstance(x, Tracer):
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        return _shuffle(data, jnp.arange(int(x)), axis)
+    x = jnp.asarray(x)
+    if independent or ndim == 1:
+        return _shuffle(data, x, axis)
+    ind = _shuffle(data, jnp.arange(x.shape[axis]), 0)
+    return _take(x, ind, axis)
+
+
+def _canonical_axis(axis, ndim):
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def _take(arr, ind, axis):
+    idx = (slice(None),) * axis + (ind,)
+    return arr[idx]
+
+
+def shuffle(key, x, axis=0):
+    """Shuffle the elements of `x` along `axis` (deprecated in JAX for `permutation`)."""
+    data, _ = check_key("shuffle", key)
+    x = jnp.asarray(x)
+    return _shuffle(data, x, _canonical_axis(axis, max(x.ndim, 1)))
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+    """Random samples from `a` (an array, or an int meaning arange(a)) along `axis`, with or
+    without replacement, optionally with probabilities `p`."""
+    data, _ = check_key("choice", key)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
+    shape = canonicalize_shape(shape)
+    arr = jnp.asarray(a)
+    if arr.ndim == 0:
+        if isinstance(a, Tracer):
+            raise TypeError("choice requires a concrete population size `a` (a Python int); "
+                            "pass it as a static argument under jit.")
+        n_inputs = int(a)
+    else:
+        axis = _canonical_axis(axis, arr.ndim)
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population (size "
+                         f"{n_inputs}) when 'replace=False'")
+    if p is None:
+        if replace:
+            ind = randint(key, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else _take(arr, ind, axis)
+        else:
+            perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
+            result = perm[(slice(None),) * axis + (slice(n_draws),)]
+    else:
+        p_arr = jnp.asarray(p)
+        if not dtypes.is_inexact(p_arr.dtype):
+            p_arr = p_arr.astype(dtypes.to_inexact_dtype(p_arr.dtype))
+        if p_arr.shape != (n_inputs,):
+            raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
+                             f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
+        if replace:
+            p_cuml = jnp.cumsum(p_arr)
+            r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
+            # searchsorted(p_cuml, r, side='left') is the count of entries below r.
+            ind = jnp.sum(p_cuml < r[..., None], axis=-1).astype(int)
+        else:
+            from gpuarr.lax.sorting import top_k
+            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            ind = top_k(g, k=n_draws)[1].astype(int)
+        result = ind if arr.ndim == 0 else _take(arr, ind, axis)
+    return result.reshape(shape if arr.ndim == 0 else
+                          arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
+
+
+# ---------------------------------------------------------------- normal family
+
+
+def normal(key, shape=(), dtype=None):
+    """Standard normal values: sqrt(2) * erf_inv(u) for u uniform in (-1, 1), as in JAX
+    (complex dtypes: independent real and imaginary parts with variance 1/2 each)."""
+    data, _ = check_key("normal", key)
+    shape = canonicalize_shape(shape)
+    dtype = _float_dtype("normal", dtype, ("float", "complex"))
+    return _normal(data, shape, dtype)
+
+
+def _normal(data, shape, dtype):
+    if dtypes.is_complex(dtype):
+        key_re, key_im = split_n(data, 2)
+        real = np.dtype(dtypes.to_floating_dtype(dtype))
+        re = _normal_real(key_re, shape, real).astype(dtype)
+        im = _normal_real(key_im, shape, real).astype(dtype)
+        return (re + 1j * im) / _const(dtype, np.sqrt(2))
+    return _normal_real(data, shape, dtype)
+
+
+def _normal_real(data, shape, dtype):
+    lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
+    u = _uniform(data, lo, _const(dtype, 1), shape, dtype)
+    return lax.mul(_const(dtype, np.sqrt(2)), _erf_inv(u))
+
+
+# Giles' single-precision erf_inv polynomial, as XLA evaluates erf_inv for float32 (and for
+# float16/bfloat16, upcast): JAX's normals come from it. TODO(random): remove once lax.erf_inv
+# follows XLA's float32 algorithm; until then this private fallback keeps the streams within
+# 2 ulp of JAX (lax.erf_inv is more accurate, which differs from JAX by up to ~90 ulp).
+_ERF_INV_W_LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERF_INV_W_GE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                   0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _to(x, dtype):
+    # Direct bind: float64 is wanted here even with x64 off (it only emulates a fused op).
+    return lax.lax.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+
+
+def _fma(a, b, c):
+    """a * b + c for float arrays of one dtype: fused (one rounding) up to float32; float64 has
+    no wider type to emulate it with and rounds twice."""
+    dtype = get_aval(a).dtype
+    if dtype.itemsize == 8:
+        return lax.add(lax.mul(a, b), c)
+    wide = lax.add(lax.mul(_to(a, np.float64), _to(b, np.float64)), _to(c, np.float64))
+    return _to(wide, dtype)
+
+
+def _erf_inv(x):
+    dtype = get_aval(x).dtype
+    if dtype.itemsize > 4:
+        return lax.erf_inv(x)
+    f32 = np.dtype(np.float32)
+    x = lax.convert_element_type(x, f32)
+    w = lax.neg(lax.log1p(lax.neg(lax.mul(x, x))))
+    lt = lax.lt(w, np.float32(5))
+    w = lax.select(lt, lax.sub(w, np.float32(2.5)), lax.sub(lax.sqrt(w), np.float32(3)))
+    coef = [lax.select(lt, lax.full_like(x, a), lax.full_like(x, b))
+            for a, b in zip(_ERF_INV_W_LT_5, _ERF_INV_W_GE_5)]
+    p = coef[0]
+    for c in coef[1:]:
+        p = lax.add(c, lax.mul(p, w))
+    out = lax.select(lax.eq(lax.abs(x), np.float32(1)), lax.mul(x, np.float32(np.inf)),
+                     lax.mul(p, x))
+    return lax.convert_element_type(out, dtype)
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+    """Standard normal values truncated to (lower, upper), by inverting the CDF of a uniform
+    draw between erf(lower/sqrt 2) and erf(upper/sqrt 2)."""
+    if shape is not None:
+        shape = canonicalize_shape(shape)
+    data, _ = check_key("truncated_normal", key)
+    dtype = _float_dtype("truncated_normal", dtype)
+    if shape is None:
+        shape = _broadcast_shapes(_shape_of(lower), _shape_of(upper))
+    else:
+        _check_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
+    sqrt2 = _const(dtype, np.sqrt(2))
+    lower, upper = _convert(lower, dtype), _convert(upper, dtype)
+    a = lax.erf(lax.div(lower, sqrt2))
+    b = lax.erf(lax.div(upper, sqrt2))
+    u = _uniform(data, a, b, shape, dtype)
+    out = lax.mul(sqrt2, _erf_inv(u))
+    # Clamp to the open interval: rounding (or u == a) must not leave it.
+    return jnp.clip(out, lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
+                    lax.nextafter(lax.stop_gradient(upper), _const(dtype, -np.inf)))
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """Samples of N(mean, cov) for mean (..., n) and cov (..., n, n): mean + factor @ z with
+    factor from a Cholesky ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
+    data, _ = check_key("multivariate_normal", key)
+    dtype = _float_dtype("multivariate_normal", dtype)
+    if method not in {"svd", "eigh", "cholesky"}:
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    if shape is not None:
+        shape = canonicalize_shape(shape)
+    mean = jnp.asarray(mean).astype(dtype)
+    cov = jnp.asarray(cov).astype(dtype)
+    if not mean.ndim >= 1:
+        raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == {mean.ndim}")
+    if not cov.ndim >= 2:
+        raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == {cov.ndim}")
+    n = mean.shape[-1]
+    if cov.shape[-2:] != (n, n):
+        raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+                         f"but got cov.shape == {cov.shape}.")
+    if shape is None:
+        shape = _broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+    else:
+        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+    linalg = jnp.linalg
+    if method == "svd":
+        u, s, _ = linalg.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = linalg.cholesky(cov)
+    z = _normal(data, shape + mean.shape[-1:], dtype)
+    return mean + jnp.matmul(factor, z[..., None])[..., 0]
+
+
+def lognormal(key, sigma=1., shape=None, dtype=None):
+    """exp(sigma * N(0, 1))."""
+    data, _ = check_key("lognormal", key)
+    dtype = _float_dtype("lognormal", dtype)
+    shape = _check_broadcast_shapes("lognormal", shape, sigma)
+    sigma = _convert(sigma, dtype)
+    return lax.exp(lax.mul(_normal(data, shape, dtype), sigma))
+
+
+# ---------------------------------------------------------------- booleans and signs
+
+
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+    """Booleans that are True with probability `p` (a float); mode 'high' uses two uniforms
+    for resolution below 2**-nmant."""
+    if shape is not None:
+        shape = canonicalize_shape(shape)
+    if mode not in ("high", "low"):
+        raise ValueError(f"got {mode=}, expected 'high' or 'low'")
+    data, _ = check_key("bernoulli", key)
+    dtype = dtypes.dtype(p, canonicalize=True)
+    if not dtypes.is_float(dtype):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+    p = _convert(p, dtype)
+    if shape is None:
+        shape = _shape_of(p)
+    else:
+        _check_shape("bernoulli", shape, _shape_of(p))
+    if mode == "high":
+        u = _uniform(data, 0., 1., (2, *shape), dtype)
+        u1, u2 = u[0], u[1] * _const(dtype, 2.0 ** -dtypes.finfo(dtype).nmant)
+        return u2 < p - u1
+    return lax.lt(_uniform(data, 0., 1., shape, dtype), _to_rank(p, len(shape)))
+
+
+def rademacher(key, shape=(), dtype=None):
+    """-1 or +1 with equal probability, of integer `dtype` (default int32)."""
+    data, _ = check_key("rademacher", key)
+    dtype = dtypes.check_user_dtype(int if dtype is None else dtype, "rademacher")
+    shape = canonicalize_shape(shape)
+    b = lax.lt(_uniform(data, 0., 1., shape, np.dtype(np.float32)), np.float32(0.5))
+    b = lax.convert_element_type(b, dtype)
+    return lax.sub(lax.mul(_const(dtype, 2), b), _const(dtype, 1))
+
+
+# ---------------------------------------------------------------- inverse-CDF samplers
+
+
+def _simple(name, body):
+    """A sampler `f(key, shape=(), dtype=None)` computing `body(data, shape, dtype)`."""
+
+    def sampler(key, shape=(), dtype=None):
+        data, _ = check_key(name, key)
+        dtype = _float_dtype(name, dtype)
+        return body(data, canonicalize_shape(shape), dtype)
+
+    sampler.__name__ = sampler.__qualname__ = name
+    return sampler
+
+
+def _exponential(data, shape, dtype):
+    u = _uniform(data, 0., 1., shape, dtype)
+    return lax.neg(lax.log1p(lax.neg(u)))  # log(1 - u): u in [0, 1) never reaches log(0)
+
+
+def _laplace(data, shape, dtype):
+    u = _uniform(data, -1. + dtypes.finfo(dtype).epsneg, 1., shape, dtype)
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def _logistic(data, shape, dtype):
+    x = _uniform(data, dtypes.finfo(dtype).tiny, 1., shape, dtype)
+    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+
+
+def _cauchy(data, shape, dtype):
+    u = _uniform(data, dtypes.finfo(dtype).eps, 1., shape, dtype)
+    return lax.tan(lax.mul(_const(dtype, np.pi), lax.sub(u, _const(dtype, 0.5))))
+
+
+exponential = _simple("exponential", _exponential)
+exponential.__doc__ = "Exponential(1) values: -log1p(-u)."
+laplace = _simple("laplace", _laplace)
+laplace.__doc__ = "Laplace(0, 1) values: sign(u) * log1p(-|u|) for u uniform in (-1, 1)."
+logistic = _simple("logistic", _logistic)
+logistic.__doc__ = "Logistic(0, 1) values: log(u) - log1p(-u)."
+cauchy = _simple("cauchy", _cauchy)
+cauchy.__doc__ = "Standard Cauchy values: tan(pi * (u - 1/2))."
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+    """Standard Gumbel values -log(-log(u)); mode 'high' draws two uniforms to resolve
+    probabilities below 2**-nmant."""
+    data, _ = check_key("gumbel", key)
+    dtype = _float_dtype("gumbel", dtype)
+    shape = canonicalize_shape(shape)
+    mode = "low" if mode is None else mode
+    if mode not in ("high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    return _gumbel(data, shape, dtype, mode)
+
+
+def _gumbel(data, shape, dtype, mode):
+    info = dtypes.finfo(dtype)
+    if mode == "high":
+        u = _uniform(data, 0., 1., (2, *shape), dtype)
+        high, low = u[0], u[1]
+        x = jnp.where(high >= 0.5, high,
+                      high + _const(dtype, 2.0 ** -info.nmant) * low + _const(dtype, info.tiny))
+        return -jnp.log(-jnp.log1p(-x))
+    u = _uniform(data, info.tiny, 1., shape, dtype)
+    return lax.neg(lax.log(lax.neg(lax.log(u))))
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+    """Indices drawn from the categorical distribution with unnormalised log-probabilities
+    `logits` along `axis` (the Gumbel-max trick; without replacement, Gumbel top-k)."""
+    data, _ = check_key("categorical", key)
+    if isinstance(logits, (list, tuple)):
+        raise TypeError("categorical requires ndarray or scalar arguments, got list at "
+                        "position 1. Pass jnp.asarray(logits).")
+    logits = jnp.asarray(logits)
+    axis = _canonical_axis(axis, logits.ndim) - logits.ndim
+    batch_shape = tuple(np.delete(logits.shape, axis))
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = canonicalize_shape(shape)
+        _check_shape("categorical", shape, batch_shape)
+    mode = "low" if mode is None else mode
+    prefix = shape[:len(shape) - len(batch_shape)]
+    if replace:
+        logits_shape = list(shape[len(shape) - len(batch_shape):])
+        logits_shape.insert(axis % logits.ndim, logits.shape[axis])
+        g = _gumbel(data, (*prefix, *logits_shape), logits.dtype, mode)
+        return jnp.argmax(g + lax.expand_dims(logits, tuple(range(len(prefix)))), axis=axis)
+    from gpuarr.lax.sorting import top_k
+    logits = logits + _gumbel(data, logits.shape, logits.dtype, mode)
+    k = math.prod(prefix)
+    if k > logits.shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number of "
+                         f"categories ({logits.shape[axis]}).")
+    _, indices = top_k(jnp.moveaxis(logits, axis, -1), k)
+    dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
+    return lax.reshape(indices, shape, dimensions)
+
+
+# ---------------------------------------------------------------- gamma family
+
+
+def _gamma_one(data, alpha, log_space):
+    """One Gamma(alpha) sample by Marsaglia and Tsang's rejection method (JAX's _gamma_one);
+    alpha < 1 is boosted to alpha + 1 and corrected by u ** (1 / alpha)."""
+    from gpuarr.lax.control_flow import while_loop
+    dtype = get_aval(alpha).dtype
+    zero, one, two = _const(dtype, 0), _const(dtype, 1), _const(dtype, 2)
+    minus_one, half, third = _const(dtype, -1), _const(dtype, 0.5), _const(dtype, 1. / 3.)
+    squeeze = _const(dtype, 0.0331)
+    boost_mask = lax.ge(alpha, one)
+    alpha_orig = alpha
+    alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
+    d = lax.sub(alpha, third)
+    c = lax.div(third, lax.sqrt(d))
+
+    def cond_fn(state):
+        _, X, V, U = state
+        return lax.bitwise_and(
+            lax.ge(U, lax.sub(one, lax.mul(squeeze, lax.mul(X, X)))),
+            lax.ge(lax.log(U), lax.add(lax.mul(X, half),
+                                       lax.mul(d, lax.add(lax.sub(one, V), lax.log(V))))))
+
+    def next_xv(state):
+        k, sub = split_n(state[0], 2)
+        x = _normal_real(sub, (), dtype)
+        return k, x, lax.add(one, lax.mul(x, c))
+
+    def body_fn(state):
+        k, x_key, u_key = split_n(state[0], 3)
+        _, x, v = while_loop(lambda s: lax.le(s[2], zero), next_xv,
+                             (x_key, lax.full((), 0, dtype), lax.full((), -1, dtype)))
+        X = lax.mul(x, x)
+        V = lax.mul(lax.mul(v, v), v)
+        U = _uniform(u_key, 0., 1., (), dtype)
+        return k, X, V, U
+
+    k, sub = split_n(data, 2)
+    init = (k, lax.full((), 0, dtype), lax.full((), 1, dtype), lax.full((), 2, dtype))
+    _, _, V, _ = while_loop(cond_fn, body_fn, init)
+    if log_space:
+        log_samples = lax.neg(_exponential(sub, (), dtype))
+        log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
+                               lax.mul(log_samples, lax.div(one, alpha_orig)))
+        return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
+    samples = lax.sub(one, _uniform(sub, 0., 1., (), dtype))
+    boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
+    return lax.mul(lax.mul(d, V), boost)
+
+
+def _gamma_impl(data, a, log_space):
+    """Each element of `a` gets its own subkey (split(key, a.size)) and its own rejection loop,
+    vectorised with vmap as JAX does on every backend."""
+    from gpuarr.api import vmap
+    shape = _shape_of(a)
+    n = math.prod(shape)
+    if n == 0:
+        return jnp.zeros(shape, get_aval(a).dtype)
+    keys = split_raw(data, (n,))
+    samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, lax.reshape(a, (n,)))
+    return lax.reshape(samples, shape)
+
+
+def _gamma(data, a, shape, dtype, log_space=False):
+    if shape is None:
+        shape = _shape_of(a)
+    else:
+        _check_shape("gamma", shape, _shape_of(a))
+    a = _to_shape(_convert(a, dtype), shape)
+    return _gamma_impl(data, a, log_space)
+
+
+def _gamma_args(name, key, dtype, shape):
+    data, _ = check_key(name, key)
+    dtype = _float_dtype(name, dtype)
+    if shape is not None:
+        shape = canonicalize_shape(shape)
+    return data, dtype, shape
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) values (shape `a.shape` unless given), by Marsaglia and Tsang's method."""
+    data, dtype, shape = _gamma_args("gamma", key, dtype, shape)
+    return _gamma(data, a, shape, dtype)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """log of Gamma(a, 1) values, computed in log space (accurate for small `a`)."""
+    data, dtype, shape = _gamma_args("loggamma", key, dtype, shape)
+    return _gamma(data, a, shape, dtype, log_space=True)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) values as G_a / (G_a + G_b) of two log-space gamma draws."""
+    data, _ = check_key("beta", key)
+    dtype = _float_dtype("beta", dtype)
+    shape = _check_broadcast_shapes("beta", shape, a, b)
+    a, b = _to_shape(_convert(a, dtype), shape), _to_shape(_convert(b, dtype), shape)
+    key_a, key_b = split_n(data, 2)
+    log_ga = _gamma(key_a, a, shape, dtype, log_space=True)
+    log_gb = _gamma(key_b, b, shape, dtype, log_space=True)
+    log_max = lax.max(log_ga, log_gb)
+    ga, gb = jnp.exp(log_ga - log_max), jnp.exp(log_gb - log_max)
+    return ga / (ga + gb)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet(alpha) vectors along the last axis: the softmax of log-space gamma draws."""
+    data, _ = check_key("dirichlet", key)
+    dtype = _float_dtype("dirichlet", dtype)
+    if shape is not None:
+        shape = canonicalize_shape(shape)
+    alpha_shape = _shape_of(alpha)
+    if not len(alpha_shape) >= 1:
+        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {len(alpha_shape)}")
+    if shape is None:
+        shape = alpha_shape[:-1]
+    else:
+        _check_shape("dirichlet", shape, alpha_shape[:-1])
+    alpha = _convert(alpha, dtype)
+    log_g = _gamma(data, alpha, shape + alpha_shape[-1:], dtype, log_space=True)
+    unnormalized = jnp.exp(log_g - lax.stop_gradient(jnp.max(log_g, axis=-1, keepdims=True)))
+    return unnormalized / jnp.sum(unnormalized, axis=-1, keepdims=True)
+
+
+def t(key, df, shape=None, dtype=None):
+    """Student's t values with `df` degrees of freedom: N * sqrt(df / (2 G)) with G ~ Gamma(df/2)."""
+    data, _ = check_key("t", key)
+    dtype = _float_dtype("t", dtype)
+    shape = _check_broadcast_shapes("t", shape, df)
+    df = _convert(df, dtype)
+    key_n, key_g = split_n(data, 2)
+    n = _normal(key_n, shape, dtype)
+    half_df = lax.div(df, _const(dtype, 2))
+    g = _gamma(key_g, half_df, shape, dtype)
+    return n * jnp.sqrt(half_df / g)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-square values with `df` degrees of freedom: 2 * Gamma(df / 2)."""
+    data, _ = check_key("chisquare", key)
+    dtype = _float_dtype("chisquare", dtype)
+    shape = _check_broadcast_shapes("chisquare", shape, df)
+    half_df = lax.div(_convert(df, dtype), _const(dtype, 2))
+    log_g = _gamma(data, half_df, shape, dtype, log_space=True)
+    return lax.mul(jnp.exp(log_g), _const(dtype, 2))
+
+
+# ---------------------------------------------------------------- poisson
+
+
+def _poisson_knuth(data, lam, shape, dtype, max_iters):
+    from gpuarr.lax.control_flow import while_loop
+
+    def body_fn(carry):
+        i, k, rng, log_prod = carry
+        rng, sub = split_n(rng, 2)
+        k = lax.select(lax.gt(log_prod, lax.neg(lam)), lax.add(k, _const(dtype, 1)), k)
+        u = _uniform(sub, 0., 1., shape, np.dtype(np.float32))
+        return lax.add(i, np.int32(1)), k, rng, lax.add(log_prod, lax.log(u))
+
+    def cond_fn(carry):
+        i, log_prod = carry[0], carry[3]
+        return lax.bitwise_and(jnp.any(lax.gt(log_prod, lax.neg(lam))), lax.lt(i, max_iters))
+
+    init = (np.int32(0), lax.full(shape, 0, dtype), data, lax.full(shape, 0, np.float32))
+    k = while_loop(cond_fn, body_fn, init)[1]
+    return lax.sub(k, _const(dtype, 1))
+
+
+def _poisson_rejection(data, lam, shape, dtype, max_iters):
+    from gpuarr.lax.control_flow import while_loop
+    log_lam = lax.log(lam)
+    b = 0.931 + 2.53 * lax.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+
+    def body_fn(carry):
+        i, k_out, accepted, rng = carry
+        rng, sub0, sub1 = split_n(rng, 3)
+        u = _uniform(sub0, 0., 1., shape, lam.dtype) - 0.5
+        v = _uniform(sub1, 0., 1., shape, lam.dtype)
+        u_shifted = 0.5 - abs(u)
+        k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t_ = -lam + k * log_lam - lax.lgamma(k + 1)
+        accept1 = (u_shifted >= 0.07) & (v <= v_r)
+        reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+        accept = accept1 | (~reject & (s <= t_))
+        return i + 1, lax.select(accept, k, k_out), accepted | accept, rng
+
+    def cond_fn(carry):
+        i, _, accepted, _ = carry
+        return lax.bitwise_and(jnp.any(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
+
+    init = (np.int32(0), lax.full(shape, -1, lam.dtype), lax.full(shape, False, np.bool_), data)
+    k = while_loop(cond_fn, body_fn, init)[1]
+    return lax.convert_element_type(k, dtype)
+
+
+def poisson(key, lam, shape=None, dtype=None):
+    """Poisson(lam) counts of integer `dtype` (default int32): Knuth's method for lam < 10,
+    Hormann's transformed rejection above, as in JAX (and NumPy, TensorFlow)."""
+    data, _ = check_key("poisson", key)
+    dtype = _int_dtype("poisson", dtype)
+    shape = canonicalize_shape(shape) if shape is not None else _shape_of(lam)
+    lam = lax.convert_element_type(jnp.broadcast_to(lam, shape), np.float32)
+    use_knuth = jnp.isnan(lam) | (lam < 10)
+    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
+    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+    max_iters = _const(np.int32, np.iinfo(np.int32).max)
+    result = lax.select(use_knuth, _poisson_knuth(data, lam_knuth, shape, dtype, max_iters),
+                        _poisson_rejection(data, lam_rejection, shape, dtype, max_iters))
+    return lax.select(lam == 0, jnp.zeros_like(result), result)
+
+
+# ---------------------------------------------------------------- on spheres and groups
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """Haar-random (n, m) matrices with orthonormal columns (rows if m < n): the Q of a QR
+    decomposition of a normal matrix, with signs fixed by R's diagonal."""
+    data, _ = check_key("orthogonal", key)
+    dtype = _float_dtype("orthogonal", dtype, ("float", "complex"))
+    shape = canonicalize_shape(shape)
+    n = int(n)
+    m = n if m is None else int(m)
+    z = _normal(data, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    d = jnp.sum(r * jnp.eye(r.shape[-1], dtype=r.dtype), axis=-2)  # diag(r), exactly
+    q = q * jnp.expand_dims(jnp.sign(d), -2)
+    return q if n >= m else jnp.swapaxes(q, -1, -2)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Points uniform in the unit p-norm ball of dimension `d` (generalised normal direction,
+    radius u ** (1/d))."""
+    data, _ = check_key("ball", key)
+    dtype = _float_dtype("ball", dtype)
+    shape = canonicalize_shape(shape)
+    d = int(d)
+    k1, k2 = split_n(data, 2)
+    g = _generalized_normal(k1, float(p), (*shape, d), dtype)
+    e = _exponential(k2, shape, dtype)
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+def _generalized_normal(data, p, shape, dtype):
+    k1, k2 = split_n(data, 2)
+    g = _gamma(k1, _const(dtype, 1 / p), shape, dtype)
+    r = rademacher(_wrap(k2), shape, dtype)
+    return r * g ** (1 / p)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Generalised normal values with density proportional to exp(-|x|**p)."""
+    data, _ = check_key("generalized_normal", key)
+    dtype = _float_dtype("generalized_normal", dtype)
+    return _generalized_normal(data, float(p), canonicalize_shape(shape), dtype)
+
+
+def _wrap(data):
+    from gpuarr.prng import PRNGKeyArray
+    return PRNGKeyArray(data)

@@ -1,0 +1,353 @@
+"""custom_jvp / custom_vjp: the examples of JAX's "Custom derivative rules" tutorial, and
+their composition with jit, vmap and higher-order differentiation."""
+from functools import partial
+
+import numpy as np
+import pytest
+
+import gpuarr as jax
+import gpuarr.numpy as jnp
+from gpuarr import custom_jvp, custom_vjp, grad, jit, vmap
+from gpuarr.test_util import check_grads
+
+
+def _close(a, b, tol=1e-6):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- custom_jvp
+
+
+@custom_jvp
+def log1pexp(x):
+    return jnp.log(1. + jnp.exp(x))
+
+
+@log1pexp.defjvp
+def log1pexp_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    ans = log1pexp(x)
+    ans_dot = (1 - 1 / (1 + jnp.exp(x))) * x_dot
+    return ans, ans_dot
+
+
+def test_log1pexp_stable_gradient():
+    # Without the rule, grad at 100. is nan (inf / inf); the custom rule gives 1.
+    naive = grad(lambda x: jnp.log(1. + jnp.exp(x)))(100.)
+    assert np.isnan(naive)
+    g = grad(log1pexp)(100.)
+    assert g.dtype == np.float32 and float(g) == 1.0
+    assert float(jit(grad(log1pexp))(100.)) == 1.0
+    _close(vmap(jit(grad(log1pexp)))(jnp.arange(3.)), 1 - 1 / (1 + np.exp(np.arange(3.))))
+
+
+@custom_jvp
+def f_sin_mul(x, y):
+    return jnp.sin(x) * y
+
+
+@f_sin_mul.defjvp
+def f_sin_mul_jvp(primals, tangents):
+    x, y = primals
+    x_dot, y_dot = tangents
+    primal_out = f_sin_mul(x, y)
+    tangent_out = jnp.cos(x) * x_dot * y + jnp.sin(x) * y_dot
+    return primal_out, tangent_out
+
+
+def test_custom_jvp_doc_example_values():
+    out = f_sin_mul(2., 3.)
+    _close(out, np.sin(2.) * 3.)
+    y, y_dot = jax.jvp(f_sin_mul, (2., 3.), (1., 0.))
+    _close(y, np.sin(2.) * 3.)
+    _close(y_dot, np.cos(2.) * 3.)
+    _close(grad(f_sin_mul)(2., 3.), np.cos(2.) * 3.)
+    _close(grad(f_sin_mul, argnums=1)(2., 3.), np.sin(2.))
+
+
+def test_defjvps():
+    @custom_jvp
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    f.defjvps(lambda x_dot, primal_out, x, y: jnp.cos(x) * x_dot * y,
+              lambda y_dot, primal_out, x, y: jnp.sin(x) * y_dot)
+    _close(grad(f)(2., 3.), np.cos(2.) * 3.)
+    _close(grad(f, 1)(2., 3.), np.sin(2.))
+    _, t = jax.jvp(f, (2., 3.), (1., 1.))
+    _close(t, np.cos(2.) * 3. + np.sin(2.))
+
+
+def test_defjvps_none_entry_is_zero():
+    @custom_jvp
+    def f(x, y):
+        return x * y
+
+    f.defjvps(lambda g, ans, x, y: g * y, None)
+    assert float(grad(f, 1)(2., 3.)) == 0.0
+    assert float(grad(f, 0)(2., 3.)) == 3.0
+
+
+def test_custom_jvp_nondiff_argnums():
+    @partial(custom_jvp, nondiff_argnums=(0,))
+    def app(f, x):
+        return f(x)
+
+    def app_jvp(f, primals, tangents):
+        x, = primals
+        x_dot, = tangents
+        return f(x), 2. * x_dot
+
+    app.defjvp(app_jvp)
+    assert float(app(lambda x: x ** 3, 3.)) == 27.0
+    assert float(grad(app, 1)(lambda x: x ** 3, 3.)) == 2.0
+    assert float(jit(grad(app, 1), static_argnums=0)(lambda x: x ** 3, 3.)) == 2.0
+
+
+def test_convention_at_zero():
+    @custom_jvp
+    def f(x):
+        return x / (1 + jnp.sqrt(x))
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        x, = primals
+        x_dot, = tangents
+        ans = f(x)
+        ans_dot = ((jnp.sqrt(x) + 2) / (2 * (jnp.sqrt(x) + 1) ** 2)) * x_dot
+        return ans, ans_dot
+
+    assert np.isnan(float(grad(lambda x: x / (1 + jnp.sqrt(x)))(0.)))
+    assert float(grad(f)(0.)) == 1.0
+
+
+def test_custom_jvp_higher_order():
+    @custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        x, = primals
+        g, = tangents
+        return f(x), 2 * jnp.cos(x) * g  # deliberately not the true derivative
+
+    _close(grad(f)(1.), 2 * np.cos(1.))
+    # The second derivative differentiates the rule's tangent expression 2 cos(x) g.
+    _close(grad(grad(f))(1.), -2 * np.sin(1.))
+    _close(jit(grad(grad(f)))(1.), -2 * np.sin(1.))
+
+
+def test_custom_jvp_jit_program_and_composition():
+    text = str(jax.make_jaxpr(f_sin_mul)(2., 3.))
+    assert "custom_jvp_call[" in text and "jvp=f_sin_mul_jvp" in text
+    assert "call_jaxpr={" in text and "symbolic_zeros=False" in text
+    _close(grad(jit(f_sin_mul))(2., 3.), np.cos(2.) * 3.)
+    _close(jit(grad(f_sin_mul))(2., 3.), np.cos(2.) * 3.)
+    xs = np.linspace(0, 2, 5, dtype=np.float32)
+    _close(vmap(f_sin_mul)(xs, xs), np.sin(xs) * xs, 1e-5)
+    _close(vmap(grad(f_sin_mul))(xs, xs), np.cos(xs) * xs, 1e-5)
+    _close(grad(lambda x: vmap(f_sin_mul)(x, x).sum())(xs),
+           np.cos(xs) * xs + np.sin(xs), 1e-5)
+    _close(jax.jacfwd(lambda x: vmap(f_sin_mul)(x, x))(xs),
+           np.diag(np.cos(xs) * xs + np.sin(xs)), 1e-5)
+
+
+def test_custom_jvp_vmap_matches_loop():
+    xs = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+    out = vmap(grad(lambda x: log1pexp(x).sum()))(xs)
+    loop = np.stack([np.asarray(grad(lambda x: log1pexp(x).sum())(x)) for x in xs])
+    _close(out, loop)
+    assert out.shape == (4, 3) and out.dtype == np.float32
+
+
+def test_custom_jvp_closure_over_jit_traced_value():
+    # Under jit, a closed-over traced value becomes an input of the custom_jvp_call equation.
+    @jit
+    def outer(w, x):
+        @custom_jvp
+        def g(x):
+            return jnp.sin(x) * w
+
+        g.defjvp(lambda p, t: (g(p[0]), jnp.cos(p[0]) * t[0] * w))
+        return grad(g)(x)
+
+    _close(outer(2., 0.5), 2. * np.cos(0.5))
+
+
+def test_custom_jvp_bad_rule_output():
+    @custom_jvp
+    def f(x):
+        return x
+
+    f.defjvp(lambda p, t: p[0])  # not a pair
+    with pytest.raises(TypeError, match="pair"):
+        grad(f)(1.)
+
+    @custom_jvp
+    def h(x):
+        return jnp.sum(x)
+
+    h.defjvp(lambda p, t: (h(p[0]), t[0]))  # tangent shape (3,) for a scalar output
+    with pytest.raises(TypeError, match="shapes"):
+        jax.jvp(h, (jnp.ones(3),), (jnp.ones(3),))
+
+
+def test_custom_jvp_without_rule_raises():
+    @custom_jvp
+    def f(x):
+        return x
+
+    with pytest.raises(AttributeError, match="No JVP defined"):
+        f(1.)
+
+
+# ---------------------------------------------------------------- custom_vjp
+
+
+@custom_vjp
+def f_vjp_sin(x):
+    return jnp.sin(x)
+
+
+def f_fwd(x):
+    return f_vjp_sin(x), jnp.cos(x)
+
+
+def f_bwd(cos_x, y_bar):
+    return (cos_x * y_bar,)
+
+
+f_vjp_sin.defvjp(f_fwd, f_bwd)
+
+
+def test_custom_vjp_doc_example():
+    _close(f_vjp_sin(3.), np.sin(3.))
+    _close(grad(f_vjp_sin)(3.), np.cos(3.))
+    _close(jit(grad(f_vjp_sin))(3.), np.cos(3.))
+    _close(grad(jit(f_vjp_sin))(3.), np.cos(3.))
+    xs = np.linspace(0, 3, 4, dtype=np.float32)
+    _close(vmap(grad(f_vjp_sin))(xs), np.cos(xs), 1e-6)
+    _close(grad(lambda x: vmap(f_vjp_sin)(x).sum())(xs), np.cos(xs), 1e-6)
+    _close(jax.jacrev(lambda x: vmap(f_vjp_sin)(x))(xs), np.diag(np.cos(xs)), 1e-6)
+    text = str(jax.make_jaxpr(f_vjp_sin)(3.))
+    assert "custom_vjp_call[" in text and "fwd=f_fwd" in text and "bwd=f_bwd" in text
+
+
+def test_custom_vjp_forward_mode_raises():
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+        jax.jvp(f_vjp_sin, (3.,), (1.,))
+
+
+@custom_vjp
+def clip_gradient(lo, hi, x):
+    return x  # identity function
+
+
+def clip_gradient_fwd(lo, hi, x):
+    return x, (lo, hi)  # save bounds as residuals
+
+
+def clip_gradient_bwd(res, g):
+    lo, hi = res
+    return (None, None, jnp.clip(g, lo, hi))  # use None to indicate zero cotangents
+
+
+clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+
+
+def test_gradient_clipping_doc_example():
+    def clip_sin(x):
+        x = clip_gradient(-0.75, 0.75, x)
+        return jnp.sin(x)
+
+    t = np.linspace(0, 10, 50, dtype=np.float32)
+    _close(vmap(grad(clip_sin))(t), np.clip(np.cos(t), -0.75, 0.75), 1e-6)
+    _close(jit(vmap(grad(clip_sin)))(t), np.clip(np.cos(t), -0.75, 0.75), 1e-6)
+
+
+def test_custom_vjp_nondiff_argnums():
+    @partial(custom_vjp, nondiff_argnums=(0,))
+    def app(f, x):
+        return f(x)
+
+    def app_fwd(f, x):
+        return app(f, x), x
+
+    def app_bwd(f, x, g):
+        return (5 * g,)
+
+    app.defvjp(app_fwd, app_bwd)
+    assert float(app(lambda x: x ** 2, 4.)) == 16.0
+    assert float(grad(app, 1)(lambda x: x ** 2, 4.)) == 5.0
+
+
+def test_custom_vjp_pytree_args_and_unbatched_input():
+    @custom_vjp
+    def f(p, x):
+        return p["w"] * x + p["b"]
+
+    def fwd(p, x):
+        return f(p, x), (p, x)
+
+    def bwd(res, g):
+        p, x = res
+        return ({"w": g * x, "b": g}, g * p["w"])
+
+    f.defvjp(fwd, bwd)
+    p = {"w": jnp.float32(2.), "b": jnp.float32(1.)}
+    xs = jnp.arange(4.)
+    gp = grad(lambda p: vmap(lambda x: f(p, x))(xs).sum())(p)
+    _close(gp["w"], np.arange(4.).sum())
+    _close(gp["b"], 4.)
+    check_grads(lambda w, x: f({"w": w, "b": 1.0}, x), (2.0, 3.0), 1, modes=("rev",))
+
+
+def test_custom_vjp_bad_bwd_output():
+    @custom_vjp
+    def f(x, y):
+        return x * y
+
+    f.defvjp(lambda x, y: (x * y, (x, y)), lambda r, g: (g,))  # one cotangent for two args
+    with pytest.raises(TypeError, match="length"):
+        grad(f)(1., 2.)
+
+
+def test_closure_convert_with_custom_vjp():
+    def outer(w):
+        g = lambda x: jnp.sin(w * x)  # noqa: E731
+        converted, consts = jax.closure_convert(g, 1.)
+        return _apply(converted, 1.5, *consts)
+
+    _close(grad(outer)(0.5), 1.5 * np.cos(0.75))
+
+
+@partial(custom_vjp, nondiff_argnums=(0,))
+def _apply(f, x, *consts):
+    return f(x, *consts)
+
+
+def _apply_fwd(f, x, *consts):
+    return f(x, *consts), (x, consts)
+
+
+def _apply_bwd(f, res, g):
+    x, consts = res
+    _, pull = jax.vjp(f, x, *consts)
+    return pull(g)
+
+
+_apply.defvjp(_apply_fwd, _apply_bwd)
+
+
+def test_custom_vjp_linearized_then_transposed_and_batched():
+    y, f_lin = jax.linearize(lambda x: f_vjp_sin(x) * 2., jnp.arange(3.))
+    (ct,) = jax.linear_transpose(f_lin, jnp.ones(3))(jnp.ones(3))
+    _close(ct, 2 * np.cos(np.arange(3.)))
+    # vmap of the linear map stages a batched custom_lin; its transpose runs the batched bwd
+    cts = jnp.stack([jnp.ones(3), 2 * jnp.ones(3)])
+    (bct,) = jax.linear_transpose(vmap(f_lin), jnp.ones((2, 3)))(cts)
+    _close(bct, np.stack([2 * np.cos(np.arange(3.)), 4 * np.cos(np.arange(3.))]))
+    with pytest.raises(TypeError, match="forward-mode"):
+        f_lin(jnp.ones(3))

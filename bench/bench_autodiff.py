@@ -3,7 +3,8 @@
 (a) one jitted SGD step: value_and_grad of softmax cross-entropy for an MLP 784-512-512-10
     with tanh, batch 256 (float32), parameters updated in the same jitted call;
 (b) jacrev of a 100 -> 100 function (tanh(W x) * x with a dense W), jitted.
-Times are the best of several repeats of cached calls, each ended by block_until_ready.
+Times are the best (and the median) of 30 repeats of cached calls, each ended by
+block_until_ready; the minimum is the figure to compare on a machine with other load.
 Run: python bench/bench_autodiff.py
 """
 from __future__ import annotations
@@ -78,11 +79,11 @@ def run(name, api, np_mod, log_softmax, put):
     t0 = time.perf_counter()
     api.block_until_ready(step(params, x, y))
     compile_s = time.perf_counter() - t0
-    sgd, sgd_med = best_of(lambda: api.block_until_ready(step(params, x, y)), 5)
+    sgd, sgd_med = best_of(lambda: api.block_until_ready(step(params, x, y)), 1, repeat=30)
     jac_fn, v = jac_problem(api, np_mod)
     v = put(v)
     api.block_until_ready(jac_fn(v))
-    jac, jac_med = best_of(lambda: api.block_until_ready(jac_fn(v)), 20)
+    jac, jac_med = best_of(lambda: api.block_until_ready(jac_fn(v)), 10, repeat=30)
     print(f"{name:8s} sgd step {sgd * 1e3:8.3f} ms (median {sgd_med * 1e3:.3f}, first call "
           f"{compile_s * 1e3:.0f} ms)   jacrev 100x100 {jac * 1e3:8.3f} ms "
           f"(median {jac_med * 1e3:.3f})")

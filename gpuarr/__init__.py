@@ -32,4 +32,11 @@ from gpuarr import nn, scipy, test_util  # noqa: F401, E402
 from gpuarr import debug, experimental  # noqa: F401, E402
 from gpuarr.callbacks import pure_callback  # noqa: F401, E402
 
+# Explicit-key random numbers (threefry2x32, JAX's streams).
+from gpuarr import random  # noqa: F401, E402
+
+# Devices, placement and interchange (cuda platform, DLPack).
+from gpuarr.api import default_device, local_device_count  # noqa: F401, E402
+from gpuarr import dlpack  # noqa: F401, E402
+
 __version__ = "0.1.0"

@@ -23,6 +23,7 @@ from gpuarr.core import (
     abstract_eval_rules,
     eval_program,
     get_aval,
+    weak_type_rules,
 )
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
@@ -41,6 +42,7 @@ def _remat_impl(*args, jaxpr, prevent_cse, differentiated, policy):
 
 numpy_backend.impl_rules[remat_p] = _remat_impl
 abstract_eval_rules[remat_p] = lambda *avals, jaxpr, **_: list(jaxpr.out_avals)
+weak_type_rules[remat_p] = lambda *args, jaxpr, **_: [a.weak_type for a in jaxpr.out_avals]
 
 
 def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, policy):

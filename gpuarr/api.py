@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, tree_util
+from gpuarr import core, dtypes, placement, tree_util
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.config import config
@@ -131,14 +131,26 @@ def _leaf_buffer(x):
 
 
 class _CacheEntry:
-    __slots__ = ("closed", "fn", "out_tree", "out_weak", "single")
+    __slots__ = ("closed", "fn", "out_tree", "out_weak", "single", "platform", "platform_obj")
 
-    def __init__(self, closed, fn, out_tree, out_weak):
+    def __init__(self, closed, fn, out_tree, out_weak, platform=None):
         self.closed = closed
         self.fn = fn
         self.out_tree = out_tree
         self.out_weak = out_weak
         self.single = out_tree == tree_util.tree_structure(0)
+        self.platform_obj = platform
+        # Only platforms whose buffers live on a device (cuda) wrap outputs with the platform;
+        # cpu and opencl return host NumPy arrays.
+        self.platform = platform if getattr(platform, "device_buffers", False) else None
+
+    def wrap_outputs(self, outs, flat=False):
+        """Output buffers of a device platform as Arrays (a pytree unless `flat`)."""
+        plat = self.platform
+        results = [Array(o, w, platform=plat) for o, w in zip(outs, self.out_weak)]
+        if flat:
+            return results
+        return results[0] if self.single else tree_util.tree_unflatten(self.out_tree, results)
 
 
 class _HashableStatic:
@@ -200,14 +212,17 @@ class Jitted:
         if not kwargs and self._plain:
             sig = []
             for a in args:
-                if type(a) is not Array or a._deleted:
+                if type(a) is not Array or a._deleted or a._committed:
                     break
                 sig.append(a._aval or a.aval)
             else:
                 entry = self._fast.get((*sig, config._trace_state))
-                if entry is not None and core._ctx.trace is eval_trace and not (
+                if entry is not None and core._ctx.trace is eval_trace and not placement.active[0] \
+                        and not (
                         _flags["disable_jit"] or _flags["debug_nans"] or _flags["debug_infs"]):
                     outs = entry.fn(*[a._value for a in args])
+                    if entry.platform is not None:  # device buffers (cuda) stay where they are
+                        return entry.wrap_outputs(outs)
                     if entry.single:
                         o = outs[0]
                         return Array(o if type(o) is np.ndarray else np.asarray(o), entry.out_weak[0])
@@ -225,19 +240,35 @@ class Jitted:
             dyn_args, dyn_kwargs, statics, arg_names = args, {}, (), None
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         sigs = tuple(map(_leaf_signature, leaves))
-        key = (in_tree, sigs, statics, config.trace_state())
+        # Computation follows committed inputs; two committed devices raise ValueError.
+        device = placement.committed_device(
+            leaves, self._name, lambda: _leaf_arg_names(in_tree, arg_names, self._sig, statics))
+        where = device or (placement.current_default_device() if placement.active[0] else None)
+        state = config.trace_state() if where is None else config.trace_state() + (where,)
+        key = (in_tree, sigs, statics, state)
         entry = self._cache.get(key)
         trace = core.current_trace()
         if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
             if entry is None:
-                entry = self._compile(key, leaves, in_tree, sigs, statics, arg_names)
+                entry = self._compile(key, leaves, in_tree, sigs, statics, arg_names, where)
                 if self._plain and not kwargs and all(type(x) is Array for x in args) \
-                        and len(leaves) == len(args):
+                        and len(leaves) == len(args) and where is None:
                     self._fast[(*sigs, key[3])] = entry
             bufs = [_leaf_buffer(x) for x in leaves]
-            outs = entry.fn(*bufs)
-            results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
-                       for o, w in zip(outs, entry.out_weak)]
+            if where is not None or entry.platform is not None:
+                bufs = [placement.buffer_for(x, entry.platform_obj) if type(x) is Array else b
+                        for x, b in zip(leaves, bufs)]
+            fn = entry.fn
+            if self._donate_argnums and hasattr(fn, "donating"):  # outputs take donated buffers
+                fn = fn.donating(_donated_positions(args, leaves, self._donate_argnums))
+            outs = fn(*bufs)
+            if entry.platform is not None:
+                results = entry.wrap_outputs(outs, flat=True)
+            else:
+                results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
+                           for o, w in zip(outs, entry.out_weak)]
+            if where is not None:
+                placement.commit(results, where, committed=device is not None)
             if self._donate_argnums:
                 self._donate(args, results)
             if _flags["debug_nans"] or _flags["debug_infs"]:
@@ -311,14 +342,14 @@ class Jitted:
             _log_trace(self, _clock() - start)
         return closed, out_tree_box[0]
 
-    def _compile(self, key, leaves, in_tree, sigs, statics, arg_names):
+    def _compile(self, key, leaves, in_tree, sigs, statics, arg_names, device=None):
         if _flags["log_compiles"] or _flags["explain_cache_misses"]:
             _log_compile(self, key)
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
         closed = _optimize(closed)
-        from gpuarr import platforms
-        fn = platforms.default_platform().compile(closed)
-        entry = _CacheEntry(closed, fn, out_tree, [a.weak_type for a in closed.out_avals])
+        platform = placement.platform_of(device or placement.target_device())
+        fn = platform.compile(closed)
+        entry = _CacheEntry(closed, fn, out_tree, [a.weak_type for a in closed.out_avals], platform)
         self._cache[key] = entry
         return entry
 
@@ -782,11 +813,19 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
             raise ValueError(f"Expected pytree structure of cotangent to match the primal output "
                              f"structure {out_tree}, got {ct_tree}.")
         for c, p in zip(cts, primals_out):
-            if core.get_aval(c).shape != core.get_aval(p).shape:
-                raise ValueError(f"Expected cotangent of shape {core.get_aval(p).shape}, got "
-                                 f"{core.get_aval(c).shape}.")
+            ca, want = core.get_aval(c), ad.tangent_aval(core.get_aval(p))
+            if ca.shape != want.shape or (ca.dtype != want.dtype and not ca.weak_type
+                                          and ca.dtype != dtypes.float0):
+                def name(a):
+                    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
+                raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                                 f"function: got {name(ca)}, but expected {name(want)} because "
+                                 f"the corresponding output of the differentiated function had "
+                                 f"JAX type {name(core.get_aval(p))}")
+        cts = [_match_aval(_as_array(c), ad.tangent_aval(core.get_aval(p)))
+               if core.get_aval(c).weak_type else c for c, p in zip(cts, primals_out)]
         cts_in = pullback(cts)
-        cts_in = [_zero_or(ct, aval) for ct, aval in zip(cts_in, in_avals)]
+        cts_in = [_match_aval(_zero_or(ct, aval), aval) for ct, aval in zip(cts_in, in_avals)]
         return tree_util.tree_unflatten(in_tree, cts_in)
 
     out = tree_util.tree_unflatten(out_tree, primals_out)
@@ -820,6 +859,17 @@ def _zero_or(ct, aval):
             return np.zeros(aval.shape, dtypes.float0)
         return ad.instantiate(Zero(aval))
     return ct
+
+
+def _match_aval(ct, aval):
+    """Give an input cotangent its primal's dtype and weak type, as JAX's vjp does."""
+    if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+        return ct
+    ct_aval = core.get_aval(ct)
+    if ct_aval.dtype == aval.dtype and ct_aval.weak_type == aval.weak_type:
+        return ct
+    from gpuarr.lax import lax as lax_internal
+    return lax_internal._convert_weak(ct, aval.dtype, aval.weak_type)
 
 
 def _as_array(x):
@@ -1006,9 +1056,9 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         out = (y, jac_flat, first(out[2])) if has_aux else out
         y_leaves, y_tree = tree_util.tree_flatten(y)
         jac_leaves = tree_util.tree_leaves(jac_flat)
+        from gpuarr import lax
         per_out = []
         for yl, jl in zip(y_leaves, jac_leaves):
-            from gpuarr import lax
             shape = core.get_aval(yl).shape
             blocks, start = [], 0
             for a in in_avals:
@@ -1063,13 +1113,12 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         for ya in y_avals:
             blocks = []
             for c, xa in zip(cts_flat, in_leaves):
-                x_shape = core.get_aval(xa).shape
-                piece = c if getattr(c, "dtype", None) == dtypes.float0 else \
-                    lax.slice_in_dim(c, start, start + ya.size, axis=0)
-                if getattr(c, "dtype", None) == dtypes.float0:
-                    blocks.append(np.zeros(ya.shape + x_shape, dtypes.float0))
-                else:
-                    blocks.append(lax.reshape(piece, ya.shape + x_shape))
+                shape = ya.shape + core.get_aval(xa).shape
+                if getattr(c, "dtype", None) == dtypes.float0:  # integer input (allow_int)
+                    blocks.append(np.zeros(shape, dtypes.float0))
+                    continue
+                blocks.append(lax.reshape(lax.slice_in_dim(c, start, start + ya.size, axis=0),
+                                          shape))
             start += ya.size
             per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
         jac = tree_util.tree_unflatten(y_tree, per_out)
@@ -1175,6 +1224,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
         flat_out_axes = _broadcast_prefix(out_axes, out, "vmap out_axes")
         results = []
         for o, d, dst in zip(outs, out_dims, flat_out_axes):
+            if dst is not None and isinstance(o, _SCALARS):  # broadcast, still weakly typed
+                o = to_device_array(o)
             if dst is None:
                 if d is not not_mapped:
                     raise ValueError(f"at vmap out_axes, got axis spec None but output was "
@@ -1269,22 +1320,20 @@ def _mapped_size(flat_args, flat_axes, axis_size, names=None):
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    """Move a pytree of arrays to `device` (committing them), or to the default device."""
+    """Put a pytree of arrays on `device`. With a Device the results are committed to it (later
+    computations run there); with `device=None` they go, uncommitted, to the default device.
+    Host data (NumPy arrays, Python scalars) is copied; an Array already in place is reused."""
     def put(leaf):
         if isinstance(leaf, Tracer):
             return leaf
-        arr = leaf if type(leaf) is Array else to_device_array(leaf)
-        if device is None:
-            return arr
-        out = Array(arr._buffer, arr.weak_type, device=device, committed=True,
-                    platform=arr._platform)
-        return out
+        return placement.put(leaf, device)
     return tree_util.tree_map(put, x)
 
 
 def device_get(x):
-    """A pytree of NumPy arrays (copied to host) from a pytree of Arrays."""
-    return tree_util.tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf, x)
+    """A pytree of NumPy arrays (copied to host) from a pytree of Arrays; other leaves pass
+    through. Each leaf waits only for its own buffer."""
+    return tree_util.tree_map(placement.get, x)
 
 
 def block_until_ready(x):
@@ -1296,25 +1345,43 @@ def block_until_ready(x):
 
 
 def devices(backend: str | None = None):
-    """The devices of `backend` (default: the default platform)."""
+    """The devices of `backend` ('cpu', 'gpu'/'cuda', 'opencl'; default: the default platform),
+    e.g. `[CudaDevice(id=0)]` or `[CpuDevice(id=0)]`."""
     from gpuarr import platforms
     plat = platforms.get_platform(backend) if backend else platforms.default_platform()
     return list(plat.devices())
 
 
-def local_devices(process_index=None, backend=None):
+def local_devices(process_index=None, backend=None, host_id=None):
+    """The devices attached to this process (every device: gpuarr runs in one process)."""
     return devices(backend)
 
 
 def device_count(backend=None) -> int:
+    """How many devices `backend` (default: the default platform) has."""
     return len(devices(backend))
 
 
+def local_device_count(backend=None) -> int:
+    """How many devices this process can use (same as `device_count`)."""
+    return device_count(backend)
+
+
 def default_backend() -> str:
-    """The name of the default platform ('cuda', 'opencl' or 'cpu')."""
+    """The name of the default platform: 'gpu' for cuda (as JAX), 'opencl' or 'cpu'."""
     from gpuarr import platforms
     name = platforms.default_platform().name
     return "gpu" if name == "cuda" else name
+
+
+default_device = placement.default_device
+
+
+def _donated_positions(args, leaves, donate_argnums) -> tuple:
+    """Flat input positions of the leaves of donated positional arguments."""
+    donated = {id(x) for i in donate_argnums if i < len(args)
+               for x in tree_util.tree_leaves(args[i]) if type(x) is Array}
+    return tuple(k for k, leaf in enumerate(leaves) if id(leaf) in donated)
 
 
 def typeof(x) -> ShapedArray:

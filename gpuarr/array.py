@@ -126,9 +126,14 @@ class Array:
 
     @property
     def device(self):
+        """The Device holding this array (`CpuDevice(id=0)`, `CudaDevice(id=0)`, ...)."""
         if self._device is None:
-            from gpuarr import platforms
-            self._device = platforms.default_platform().devices()[0]
+            plat = self._platform
+            if plat is not None:
+                self._device = plat.device_of(self._buffer)
+            else:
+                from gpuarr import platforms
+                self._device = platforms.default_platform().devices()[0]
         return self._device
 
     @property
@@ -144,6 +149,39 @@ class Array:
 
     def copy_to_host_async(self) -> None:
         return None
+
+    # --- interchange (CUDA array interface, DLPack) -----------------------------------
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """CUDA array interface v3 (pointer, shape, typestr, stream) of an array on a GPU."""
+        plat = self._platform
+        if plat is None or not getattr(plat, "device_buffers", False):
+            raise AttributeError("__cuda_array_interface__ is only defined for arrays on a CUDA "
+                                 f"device; this array is on {self.device!r}.")
+        return plat.cuda_array_interface(self._buffer)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the buffer through DLPack without copying (host arrays: NumPy's exporter)."""
+        buf = self._buffer
+        if self._platform is not None and not getattr(self._platform, "device_buffers", False):
+            buf = np.asarray(self._platform.to_host(buf))
+        kwargs = {"stream": stream} if stream is not None else {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        if not hasattr(buf, "__dlpack__"):
+            buf = np.asarray(buf)
+        return buf.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        """(device type, device id): (1, 0) for host memory, (2, n) for CUDA device n."""
+        buf = self._buffer
+        if not hasattr(buf, "__dlpack_device__"):
+            buf = np.asarray(buf)
+        return tuple(buf.__dlpack_device__())
 
     # --- printing ---------------------------------------------------------------------
     def __repr__(self):

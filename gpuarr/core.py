@@ -287,16 +287,16 @@ def _pp_literal(lit: Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-def _pp_param(value, namer, indent) -> str:
+def _pp_param(value, namer, indent, source_info=False) -> str:
     if isinstance(value, (Program, ClosedProgram)):
         prog = value.program if isinstance(value, ClosedProgram) else value
-        return pp_program(prog, indent=indent, namer=namer)
+        return pp_program(prog, indent=indent, namer=namer, source_info=source_info)
     if isinstance(value, np.dtype):
         return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
     if isinstance(value, (tuple, list)) and any(isinstance(v, (Program, ClosedProgram)) for v in value):
-        return "(\n" + "".join(" " * (indent + 2) + _pp_param(v, namer, indent + 2) + "\n"
+        return "(\n" + "".join(" " * (indent + 2) + _pp_param(v, namer, indent + 2, source_info) + "\n"
                                for v in value) + " " * indent + ")"
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
@@ -312,7 +312,7 @@ def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, source_info: bool = False) 
         if nested:
             _alias_nested(eqn, namer)
             pad = " " * (indent + 2)
-            items = "".join(f"\n{pad}{k}={_pp_param(v, namer, indent + 2)}"
+            items = "".join(f"\n{pad}{k}={_pp_param(v, namer, indent + 2, source_info)}"
                             for k, v in eqn.params.items())
             params = f"[{items}\n{' ' * indent}]"
         else:
@@ -530,8 +530,9 @@ def _provenance(tracer, fn_name: str) -> str:
 def check_tracer_alive(x: Tracer, use: str = "") -> None:
     """Raise UnexpectedTracerError for a tracer whose transformation has already finished."""
     if not x._trace.alive:
-        where = getattr(x, "_created_at", None)
-        created = f"\nThe tracer was created at {where}." if where else ""
+        site = getattr(x._trace, "creation_site", None)
+        where = site(x) if site is not None else None
+        created = f"\nThe tracer was created by the operation at {where}." if where else ""
         raise UnexpectedTracerError(
             f"Encountered an unexpected tracer. A function transformed by gpuarr had a side effect "
             f"that let a traced value escape (for example by storing it in a global or an object "

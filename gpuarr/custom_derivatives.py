@@ -23,13 +23,14 @@ from gpuarr.core import (
     current_trace,
     eval_closed,
     get_aval,
+    weak_type_rules,
 )
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
 
-__all__ = ["custom_jvp", "custom_vjp", "closure_convert", "linear_call"]
+__all__ = ["SymbolicZero", "custom_jvp", "custom_vjp", "closure_convert", "linear_call"]
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -63,15 +64,9 @@ def _resolve_args(fun, args, kwargs):
 
 def _trace_flat(flat_fun, flat_args):
     """Stage `flat_fun` over the avals of `flat_args`; tracer consts become leading inputs."""
-    avals = [get_aval(x).strip_weak_type() if not isinstance(x, (bool, int, float, complex))
-             else get_aval(x) for x in flat_args]
-    closed = pe.trace_to_program(flat_fun, avals)
+    closed = pe.trace_to_program(flat_fun, [get_aval(x) for x in flat_args])
     closed, hoisted = pe.hoist_tracer_consts(closed)
     return closed, hoisted
-
-
-def _aval_matches(a: ShapedArray, b: ShapedArray) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype
 
 
 def _zeros_for(aval):
@@ -90,17 +85,48 @@ def _call_abstract(*avals, call_jaxpr, **_):
     return list(call_jaxpr.out_avals)
 
 
+def _call_weak_types(*args, call_jaxpr, **_):
+    return [a.weak_type for a in call_jaxpr.out_avals]
+
+
 # ---------------------------------------------------------------- custom_jvp
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 numpy_backend.impl_rules[custom_jvp_call_p] = _eval_call
 abstract_eval_rules[custom_jvp_call_p] = _call_abstract
+weak_type_rules[custom_jvp_call_p] = _call_weak_types
+
+
+class SymbolicZero:
+    """A zero tangent handed to a custom JVP rule defined with `symbolic_zeros=True`, so the
+    rule can skip work (jax.custom_derivatives.SymbolicZero). A rule may return one too."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+    def instantiate(self):
+        """An array of zeros of this tangent's shape and dtype."""
+        return ad.instantiate(Zero(self.aval))
+
+    def __repr__(self):
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+def _instantiate(t):
+    return t.instantiate() if type(t) is SymbolicZero else ad.instantiate(t)
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, name, call_jaxpr, jvp, symbolic_zeros):
-    tangents = [ad.instantiate(t) for t in tangents]
+    if symbolic_zeros:
+        tangents = [SymbolicZero(t.aval) if type(t) is Zero else t for t in tangents]
+    else:
+        tangents = [ad.instantiate(t) for t in tangents]
     outs, touts = jvp(list(primals), tangents)
-    touts = [Zero(ad.tangent_aval(get_aval(o))) if getattr(t, "dtype", None) == dtypes.float0
+    touts = [Zero(ad.tangent_aval(get_aval(o)))
+             if type(t) is SymbolicZero or getattr(t, "dtype", None) == dtypes.float0
              else t for o, t in zip(outs, touts, strict=True)]
     return outs, touts
 
@@ -114,6 +140,7 @@ def _custom_jvp_call_batch(axis_size, vals, dims, *, name, call_jaxpr, jvp, symb
 
     def batched_jvp(primals, tangents):
         # A tangent has its primal's shape one level up, so it is batched where its primal is.
+        tangents = [_instantiate(t) for t in tangents]
         t_dims = tuple(not_mapped if getattr(t, "dtype", None) == dtypes.float0 else d
                        for t, d in zip(tangents, in_dims, strict=True))
         tangents = [np.zeros(np.shape(t)[1:], dtypes.float0)
@@ -123,7 +150,7 @@ def _custom_jvp_call_batch(axis_size, vals, dims, *, name, call_jaxpr, jvp, symb
 
         def flat(*xs):
             p, t = jvp(list(xs[:n]), list(xs[n:]))
-            return list(p) + [ad.instantiate(x) for x in t]
+            return list(p) + [_instantiate(x) for x in t]
 
         outs, out_dims = batching.batch_flat(flat, axis_size, list(primals) + tangents,
                                              in_dims + t_dims)
@@ -234,8 +261,10 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
             raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} must "
                             "produce primal and tangent outputs with equal container (pytree) "
                             f"structures, but got {p_tree_out} and {t_tree_out} respectively.")
+        t_flat = [t.instantiate() if type(t) is SymbolicZero and not cj.symbolic_zeros else t
+                  for t in t_flat]
         for p, t, aval in zip(p_flat, t_flat, out_avals, strict=True):
-            pa, ta = get_aval(p), get_aval(t)
+            pa, ta = get_aval(p), t.aval if type(t) is SymbolicZero else get_aval(t)
             want = ad.tangent_aval(aval)
             if pa.shape != aval.shape or ta.shape != want.shape or (
                     ta.dtype != want.dtype and dtypes.is_float(want.dtype)
@@ -245,8 +274,9 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
                                 f"shapes and dtypes; the primal function gives "
                                 f"{aval.str_short()}, the rule gives primal {pa.str_short()} and "
                                 f"tangent {ta.str_short()}.")
-        t_flat = [t if get_aval(t).dtype == aval.dtype or not dtypes.is_float(aval.dtype)
-                  else _cast(t, aval.dtype) for t, aval in zip(t_flat, out_avals)]
+        t_flat = [t if type(t) is SymbolicZero or get_aval(t).dtype == aval.dtype
+                  or not dtypes.is_float(aval.dtype) else _cast(t, aval.dtype)
+                  for t, aval in zip(t_flat, out_avals)]
         if n_consts and any(type(t) is not Zero and getattr(t, "dtype", None) != dtypes.float0
                             for t in c_tans):
             # Closed-over differentiated values: their part of the derivative comes from the
@@ -254,7 +284,8 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
             def of_consts(*cs):
                 return eval_closed(closed, *cs, *primals)
             _, extra = ad.jvp_flat(of_consts, list(consts), list(c_tans))
-            t_flat = [ad.add_tangents(t, e) for t, e in zip(t_flat, extra, strict=True)]
+            t_flat = [ad.add_tangents(Zero(t.aval) if type(t) is SymbolicZero else t, e)
+                      for t, e in zip(t_flat, extra, strict=True)]
         return p_flat, t_flat
 
     jvp.__name__ = _name(cj.jvp)
@@ -275,6 +306,7 @@ def _name(f) -> str:
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 numpy_backend.impl_rules[custom_vjp_call_p] = _eval_call
 abstract_eval_rules[custom_vjp_call_p] = _call_abstract
+weak_type_rules[custom_vjp_call_p] = _call_weak_types
 
 # The linear part of a custom_vjp function: inputs are residuals then tangents; its transpose
 # calls the user's bwd. Forward-mode evaluation of it is an error, as in JAX.

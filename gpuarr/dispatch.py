@@ -1,16 +1,25 @@
 """Eager evaluation: the base trace that runs each primitive as soon as it is bound."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from gpuarr import core, dtypes
+from gpuarr import core, dtypes, placement
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.config import config
 from gpuarr.core import Tracer, default_weak_type_rule, weak_type_rules
 from gpuarr.errors import UnexpectedTracerError
+from gpuarr.placement import current_default_device, platform_of
 
 _flags = config._values  # read directly: this is the hot path of every eager op
+_default_device_blocks = placement.active
+
+# NumPy warns about floating-point exceptions (log(0), 0/0, overflow); JAX arrays produce
+# inf/nan silently, and jax_debug_nans is the way to catch them. The filter only covers
+# warnings raised from gpuarr's own modules, at no cost per operation.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"gpuarr\.")
 
 
 class EvalTrace(core.Trace):
@@ -21,11 +30,14 @@ class EvalTrace(core.Trace):
     def process_primitive(self, prim, args, params):
         vals = []
         platform = None
+        committed = False
         for a in args:
             if type(a) is Array:
                 vals.append(a._buffer)
                 if a._platform is not None:
                     platform = a._platform
+                if a._committed:
+                    committed = True
             elif isinstance(a, Tracer):
                 core.check_tracer_alive(a, "outside its transformation")
                 raise UnexpectedTracerError(f"A tracer of {a._trace!r} reached eager evaluation of "
@@ -33,8 +45,16 @@ class EvalTrace(core.Trace):
                                             "transformed function instead of storing them.")
             else:
                 vals.append(a)
+        if committed or _default_device_blocks[0]:  # placement rules (gpuarr.placement)
+            placed = self._process_placed(prim, args, vals, params, committed)
+            if placed is not None:
+                return placed
         if platform is None:
-            out = numpy_backend.impl_rules[prim](*vals, **params)
+            try:
+                out = numpy_backend.impl_rules[prim](*vals, **params)
+            except Exception:
+                _raise_abstract_error(prim, args, params)
+                raise
         else:
             out = platform.apply_primitive(prim, vals, params)
         weak = weak_type_rules.get(prim, default_weak_type_rule)(*args, **params)
@@ -42,19 +62,51 @@ class EvalTrace(core.Trace):
             weaks = weak if isinstance(weak, list) else [weak] * len(out)
             outs = [wrap(o, w, platform) for o, w in zip(out, weaks)]
             if _flags["debug_nans"] or _flags["debug_infs"]:
-                for o in outs:
-                    check_nans(prim, o)
+                check_outputs(prim, outs, vals, params)
             return outs
         result = wrap(out, weak, platform)
         if _flags["debug_nans"] or _flags["debug_infs"]:
             check_nans(prim, result)
         return result
 
+    def _process_placed(self, prim, args, vals, params, committed):
+        """Run on the device the committed inputs share, else on the `default_device` block's
+        device, moving the other inputs there; results are committed when an input was. Two
+        different committed devices raise ValueError. None: no placement rule applies."""
+        placed = placement.eager_inputs(prim.name, args, vals)
+        if placed is None:
+            return None
+        device, platform, vals = placed
+        moved = [Array(v, a.weak_type, platform=platform) if type(a) is Array else a
+                 for a, v in zip(args, vals)]
+        with placement.default_device(None):  # the inner call takes the plain path
+            results = self.process_primitive(prim, moved, params)
+        placement.commit(results if prim.multiple_results else [results], device, committed)
+        return results
+
+
+def _raise_abstract_error(prim, args, params) -> None:
+    """Eager ops skip abstract evaluation for speed; when NumPy fails, the abstract rule
+    gives the error JAX raises (shape or dtype mismatch, with a message saying what to do)."""
+    rule = core.abstract_eval_rules.get(prim)
+    if rule is not None:
+        rule(*[core.get_aval(a) for a in args], **params)
+
 
 def wrap(buf, weak_type=False, platform=None) -> Array:
     if platform is None and type(buf) is not np.ndarray:
         buf = np.asarray(buf)
     return Array(buf, weak_type, platform=platform)
+
+
+def check_outputs(prim, outs, vals, params) -> None:
+    """check_nans on each output of an eager primitive; a jit call with a NaN/Inf output is
+    first re-run op by op, so the error names the operation inside it."""
+    if prim.name == "jit" and any(nonfinite_kind(o) is not None for o in outs):
+        from gpuarr.debug import raise_at_nonfinite
+        raise_at_nonfinite(params["jaxpr"], vals)
+    for o in outs:
+        check_nans(prim, o)
 
 
 def check_nans(prim, x, source_info=None) -> None:
@@ -104,9 +156,11 @@ def to_device_array(x, dtype=None, weak_type=None) -> Array:
         host = host.astype(dtypes.canonicalize_dtype(host.dtype), copy=False)
     if weak_type is None:
         weak_type = dtypes.is_weakly_typed(x)
-    plat = platforms.default_platform()
+    device = current_default_device()  # inside a `default_device` block
+    plat = platforms.default_platform() if device is None else platform_of(device)
     if plat.name == "cpu":
         if host is x:
             host = host.copy()
-        return Array(host, weak_type)
-    return Array(plat.from_host(host, plat.devices()[0]), weak_type, platform=plat)
+        return Array(host, weak_type, device=device)
+    device = device or plat.devices()[0]
+    return Array(plat.from_host(host, device), weak_type, device=device, platform=plat)

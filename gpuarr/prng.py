@@ -21,8 +21,7 @@ import math
 
 import numpy as np
 
-from gpuarr import dtypes, tree_util
-from gpuarr import lax
+from gpuarr import dtypes, lax, tree_util
 from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
@@ -42,10 +41,15 @@ _BLOCK = 1 << 15
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)  # semantics: see threefry2x32
 
 
-def _rounds(x0, x1, ks, tmp):
-    """Run the 20 rounds in place on the uint32 blocks x0, x1 (ks: scalars or blocks)."""
-    np.add(x0, ks[0], out=x0)
-    np.add(x1, ks[1], out=x1)
+def _injections(k1, k2):
+    """Key-schedule additions (to x0, to x1) before the rounds and after each group of four."""
+    ks = (k1, k2, k1 ^ k2 ^ np.uint32(_PARITY))
+    return [(ks[0], ks[1])] + [(ks[i % 3], ks[(i + 1) % 3] + np.uint32(i)) for i in range(1, 6)]
+
+
+def _rounds(x0, x1, inject, tmp):
+    """Run the 20 rounds in place on the uint32 blocks x0, x1 (already holding the counter plus
+    the first injection); `inject` as from `_injections` (scalars or blocks)."""
     for i in range(1, 6):
         for r in _ROTATIONS[(i - 1) % 2]:
             np.add(x0, x1, out=x0)
@@ -53,9 +57,8 @@ def _rounds(x0, x1, ks, tmp):
             np.right_shift(x1, np.uint32(32 - r), out=x1)
             np.bitwise_or(x1, tmp, out=x1)
             np.bitwise_xor(x1, x0, out=x1)
-        np.add(x0, ks[i % 3], out=x0)
-        np.add(x1, ks[(i + 1) % 3], out=x1)
-        np.add(x1, np.uint32(i), out=x1)
+        np.add(x0, inject[i][0], out=x0)
+        np.add(x1, inject[i][1], out=x1)
 
 
 def _flat_operand(x, shape):
@@ -74,17 +77,17 @@ def _threefry2x32_impl(k1, k2, x1, x2):
     ops = [_flat_operand(a, shape) for a in (k1, k2, x1, x2)]
     keys_scalar = np.ndim(ops[0]) == 0 and np.ndim(ops[1]) == 0
     if keys_scalar:
-        ks = (ops[0], ops[1], np.uint32(int(ops[0]) ^ int(ops[1]) ^ _PARITY))
+        with np.errstate(over="ignore"):
+            inject = _injections(ops[0], ops[1])
     tmp = np.empty(min(n, _BLOCK), np.uint32)
     for s in range(0, n, _BLOCK):
         e = min(n, s + _BLOCK)
-        a, b = out1[s:e], out2[s:e]
-        a[...] = ops[2] if np.ndim(ops[2]) == 0 else ops[2][s:e]
-        b[...] = ops[3] if np.ndim(ops[3]) == 0 else ops[3][s:e]
         if not keys_scalar:
-            blk = [k if np.ndim(k) == 0 else k[s:e] for k in ops[:2]]
-            ks = (blk[0], blk[1], blk[0] ^ blk[1] ^ np.uint32(_PARITY))
-        _rounds(a, b, ks, tmp[:e - s])
+            inject = _injections(*(k if np.ndim(k) == 0 else k[s:e] for k in ops[:2]))
+        a, b = out1[s:e], out2[s:e]
+        np.add(ops[2] if np.ndim(ops[2]) == 0 else ops[2][s:e], inject[0][0], out=a)
+        np.add(ops[3] if np.ndim(ops[3]) == 0 else ops[3][s:e], inject[0][1], out=b)
+        _rounds(a, b, inject, tmp[:e - s])
     return out1.reshape(shape), out2.reshape(shape)
 
 

@@ -5,7 +5,6 @@ ${equations}
 // Why this kernel ends here: ${reason}
 #define REDUCE(a, b) (${reduce_expr})
 
-#if ${by_block}
 // One block per output element: threads stride over the reduced elements, then a tree
 // reduction in shared memory, finished with warp shuffles where the dialect has them.
 KERNEL void ${name}(${params}) {
@@ -46,25 +45,4 @@ ${epilogue_body}
     BARRIER();
   }
 }
-#else
-// One thread per output element, looping over the reduced elements in order: used when the
-// reduced axes are outer (column reductions), so neighbouring threads read neighbouring words.
-KERNEL void ${name}(${params}) {
-  GRID_STRIDE_LOOP(${index_t}, o, ${out_size}) {
-    ${acc_t} acc = ${identity};
-    for (${index_t} r = 0; r < ${red_size}; ++r) {
-      const ${index_t} i = o * ${red_size} + r;
-${pre_body}
-      acc = REDUCE(acc, (${acc_t})${pre_value});
-    }
-    {
-${post_body}
-    }
-    for (${index_t} r = 0; r < ${red_size}; ++r) {
-      const ${index_t} i = o * ${red_size} + r;
-${epilogue_body}
-    }
-  }
-}
-#endif
 #undef REDUCE

@@ -226,6 +226,16 @@ def test_indexing_and_dynamic_slice_gradients():
     _close(g, [2., 2.])
 
 
+def test_at_update_gradients():
+    x = jnp.arange(5.)
+    i = jnp.array([0, 2, 2])
+    _close(grad(lambda x: jnp.sum(x.at[i].add(x[:3] ** 2)))(x), [1., 3., 5., 1., 1.])
+    _close(grad(lambda x: jnp.sum(x.at[i].set(7.) * jnp.arange(5.)))(x), [0., 1., 0., 3., 4.])
+    _close(grad(lambda x: jnp.sum(x.at[1:3].get() ** 2))(x), [0., 2., 4., 0., 0.])
+    # scatter_max: ties between the operand and repeated updates share the gradient, as in JAX
+    _close(grad(lambda x: jnp.sum(x.at[i].max(2.)))(x), [0., 1., 1 / 3, 1., 1.])
+
+
 def test_sort_gradient_is_a_permutation():
     x = jnp.array([3., 1., 2.])
     g = grad(lambda x: jnp.sum(lax.sort(x) * jnp.array([1., 10., 100.])))(x)
@@ -337,3 +347,12 @@ def test_checkpoint_policies_give_the_same_gradient(policy):
     got = grad(checkpoint(mlp, policy=policy))(w, x)
     _close(got, want)
     assert jax.remat is jax.checkpoint
+
+
+def test_vjp_cotangent_type_errors():
+    _, pull = jax.vjp(jnp.sin, jnp.float32(1.))
+    _close(pull(1.0)[0], np.cos(1.))  # a weakly typed Python float is accepted
+    with pytest.raises(ValueError, match=r"got float16\[\], but expected float32\[\]"):
+        pull(jnp.float16(1.))
+    with pytest.raises(ValueError, match=r"got float32\[2\]"):
+        pull(jnp.ones(2))

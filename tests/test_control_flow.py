@@ -526,3 +526,96 @@ def test_nested_control_flow_grad():
     xs = np.array([0.5, 1.5], np.float32)
     np.testing.assert_allclose(jax.vmap(jax.grad(f))(xs), [fd_grad(f_np, x) for x in xs],
                                rtol=1e-3)
+
+
+def test_integer_carries_and_outputs_under_grad():
+    def f(x):
+        (c, n), ys = lax.scan(lambda c, t: ((c[0] * x + t, c[1] + 1), c[1]), (1.0, 0),
+                              jnp.arange(3.0))
+        k = lax.cond(x > 0, lambda: (x * 2.0, 1), lambda: (x, 2))
+        return c + n + jnp.sum(ys) + k[0] * k[1]
+
+    def f_np(x):
+        c = 1.0
+        for t in range(3):
+            c = c * x + t
+        return c + 3 + 3 + (x * 2.0 if x > 0 else 2 * x)
+
+    np.testing.assert_allclose(f(1.3), f_np(1.3), rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(f)(1.3), fd_grad(f_np, 1.3), rtol=1e-3)
+
+
+def test_staged_transformed_programs_typecheck():
+    w = np.float32(0.5)
+    h0 = np.zeros(2, np.float32)
+    xs = np.ones((3, 2), np.float32)
+    typecheck(jax.grad(_rnn_loss), w, h0, xs)
+    typecheck(jax.vmap(jax.grad(_rnn_loss), (0, None, None)), np.ones(4, np.float32), h0, xs)
+    typecheck(jax.vmap(lambda x: lax.while_loop(lambda c: c < 5.0, lambda c: c + x, 0.0)),
+              np.ones(3, np.float32))
+    typecheck(jax.grad(lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), 1), True, 1.0)
+
+
+def test_weakly_typed_initial_carries_take_the_body_dtype():
+    c, _ = lax.scan(lambda c, x: (c + x, c), 0, jnp.ones(3))
+    assert np.asarray(c).dtype == np.float32 and float(c) == 3.0
+    out = lax.fori_loop(0, 3, lambda i, c: c + jnp.float16(1), 0.0)
+    assert np.asarray(out).dtype == np.float16 and float(out) == 3.0
+    out = lax.while_loop(lambda c: c < 3, lambda c: c + jnp.float16(1), 0.0)
+    assert np.asarray(out).dtype == np.float16
+    with pytest.raises(TypeError, match="The output of true_fun has type float32"):
+        lax.cond(True, lambda: 1.0, lambda: jnp.float16(2))
+
+
+def test_nested_scans_per_example_gradients_and_hessian():
+    def f(w):
+        def outer(c, x):
+            d, ys = lax.scan(lambda d, y: (jnp.sin(d * w + y), d), c, jnp.arange(3.0) * x)
+            return d + jnp.sum(ys), d
+        c, ys = lax.scan(outer, 0.1, jnp.arange(4.0))
+        return c + jnp.sum(ys)
+
+    def f_np(w):
+        c, total = 0.1, 0.0
+        for x in range(4):
+            d, inner = c, 0.0
+            for y in np.arange(3.0) * x:
+                inner += d
+                d = np.sin(d * w + y)
+            c = d + inner
+            total += d
+        return c + total
+
+    ws = np.array([0.7, 0.3], np.float32)
+    np.testing.assert_allclose(jax.vmap(jax.grad(f))(ws), [fd_grad(f_np, w) for w in ws],
+                               rtol=2e-3)
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(f)))(ws), jax.vmap(jax.grad(f))(ws),
+                               rtol=1e-5)
+    prod = lambda x: lax.scan(lambda c, t: (c * t, c), 1.0, x)[0]  # noqa: E731
+    np.testing.assert_allclose(jax.hessian(prod)(jnp.arange(1.0, 4.0)),
+                               [[0, 3, 2], [3, 0, 1], [2, 1, 0]])
+    np.testing.assert_allclose(
+        jax.jacrev(lambda x: lax.scan(lambda c, t: (c * t, c), 1.0, x)[1])(jnp.arange(1.0, 4.0)),
+        [[0, 0, 0], [1, 0, 0], [2, 1, 0]])
+
+
+@pytest.mark.parametrize("which", ["scan", "while", "cond", "switch"])
+def test_make_jaxpr_text_matches_jax(which):
+    jax_ref = pytest.importorskip("jax")
+
+    def program(lib, jnp_):
+        lx = lib.lax
+        if which == "scan":
+            return (lambda x: lx.scan(lambda c, t: (c * 0.5 + t, c), 0., x)), (jnp_.arange(5.),)
+        if which == "while":
+            return (lambda x: lx.while_loop(lambda c: c < 10., lambda c: c * 2., x)), (1.,)
+        if which == "cond":
+            return (lambda p, x: lx.cond(p, lambda x: x + 1., jnp_.sin, x)), (True, 1.)
+        return (lambda i, x: lx.switch(i, [jnp_.sin, jnp_.cos, jnp_.tanh], x)), (1, 1.)
+
+    import jax.numpy as ref_jnp
+    ours_fn, ours_args = program(jax, jnp)
+    ref_fn, ref_args = program(jax_ref, ref_jnp)
+    ours = str(jax.make_jaxpr(ours_fn)(*ours_args))
+    ref = str(jax_ref.make_jaxpr(ref_fn)(*ref_args))
+    assert ours == ref

@@ -351,3 +351,48 @@ def test_custom_vjp_linearized_then_transposed_and_batched():
     _close(bct, np.stack([2 * np.cos(np.arange(3.)), 4 * np.cos(np.arange(3.))]))
     with pytest.raises(TypeError, match="forward-mode"):
         f_lin(jnp.ones(3))
+
+
+def test_linear_call_uses_the_given_transpose():
+    from gpuarr.custom_derivatives import linear_call
+
+    def f(x):
+        # a "linear" map x -> 2x whose transpose is declared (deliberately) as ct -> 3 ct
+        return linear_call(lambda r, v: r * v, lambda r, ct: 3. * ct, 2., x)
+
+    _close(f(1.5), 3.)
+    _close(grad(f)(1.5), 3.)
+
+
+def test_custom_vjp_higher_order_differentiates_bwd():
+    _close(grad(grad(f_vjp_sin))(1.), -np.sin(1.))
+    _close(jit(grad(grad(f_vjp_sin)))(1.), -np.sin(1.))
+    # reverse over reverse (jax.hessian is forward over reverse, which custom_vjp refuses)
+    _close(jax.jacrev(jax.jacrev(lambda x: jnp.sum(f_vjp_sin(x))))(jnp.arange(2.)),
+           np.diag(-np.sin(np.arange(2.))))
+
+
+def test_symbolic_zeros():
+    from gpuarr.custom_derivatives import SymbolicZero
+    seen = []
+
+    @custom_jvp
+    def f(x, y):
+        return x * y
+
+    def f_jvp(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        seen.append((type(tx) is SymbolicZero, type(ty) is SymbolicZero))
+        out = tx * y if type(tx) is not SymbolicZero else SymbolicZero(jax.typeof(x * y))
+        if type(ty) is not SymbolicZero:
+            out = x * ty if type(out) is SymbolicZero else out + x * ty
+        return x * y, out
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    _close(grad(f)(2., 3.), 3.)
+    assert seen[-1] == (False, True)
+    _close(grad(f, 1)(2., 3.), 2.)
+    assert seen[-1] == (True, False)
+    _close(vmap(grad(f))(jnp.arange(3.), jnp.ones(3)), np.ones(3))
+    _close(grad(lambda x: vmap(f)(x, jnp.ones(3)).sum())(jnp.arange(3.)), np.ones(3))

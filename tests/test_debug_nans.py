@@ -181,3 +181,10 @@ def test_grad_backward_pass_names_forward_line(nans):
 def test_vmap_eager(nans):
     with pytest.raises(FloatingPointError, match=expect("nan", "log", line_of(f, "jnp.log"))):
         jax.vmap(f)(jnp.ones(3))
+
+
+def test_vmap_and_grad_of_jit_name_the_inner_operation(nans):
+    with pytest.raises(FloatingPointError, match=expect("nan", "log", line_of(f, "jnp.log"))):
+        jax.vmap(jax.jit(f))(jnp.ones(3))
+    with pytest.raises(FloatingPointError, match=expect("nan", "log", line_of(f, "jnp.log"))):
+        jax.grad(jax.jit(f))(1.0)

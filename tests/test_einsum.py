@@ -4,6 +4,8 @@ import importlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -183,3 +185,30 @@ def test_other_errors():
         jnp.einsum("i,i", [1.0, 2.0], np.ones(2))
     with pytest.raises(NotImplementedError, match="'out'"):
         jnp.einsum("i->i", np.ones(2), out=np.ones(2))
+
+
+# ---------------------------------------------------------------- random subscripts
+
+LETTERS = "abcd"
+SIZES = {"a": 2, "b": 3, "c": 1, "d": 4}
+
+
+@st.composite
+def einsum_problems(draw):
+    n_ops = draw(st.integers(1, 3))
+    terms = [draw(st.text(LETTERS, min_size=0, max_size=3)) for _ in range(n_ops)]
+    used = sorted(set("".join(terms)))
+    out = "".join(draw(st.permutations(used))[:draw(st.integers(0, len(used)))])
+    return ",".join(terms) + "->" + out
+
+
+@settings(max_examples=40, deadline=None)
+@given(einsum_problems(), st.sampled_from(["auto", False, "greedy"]))
+def test_random_subscripts_match_numpy(subscripts, optimize):
+    terms = subscripts.split("->")[0].split(",")
+    ops = [rand(tuple(SIZES[c] for c in t), np.float64, seed=i) for i, t in enumerate(terms)]
+    with gpuarr.enable_x64():
+        got = jnp.einsum(subscripts, *ops, optimize=optimize)
+    want = np.einsum(subscripts, *ops)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)

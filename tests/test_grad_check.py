@@ -308,3 +308,21 @@ def test_every_nn_function_is_checked():
     checked = {n.split("_exact")[0] for n in NN_CASES}
     skip = {"one_hot", "swish", "hard_swish"}  # one_hot is integer-valued; the rest are aliases
     assert not set(nn.functions.__all__) - checked - skip
+
+
+@pytest.mark.parametrize("name", sorted(PRIMITIVE_CASES))
+def test_vmap_of_grad_matches_loop(name):
+    """The JVP and transpose rules also batch: vmap(grad) equals a Python loop of grads."""
+    fun, args, *_ = PRIMITIVE_CASES[name]
+    args = [np.asarray(a, np.float32) for a in args]
+    batch = [np.stack([a, a * np.float32(0.9)]) for a in args]
+
+    def total(*xs):
+        return jnp.sum(fun(*xs))
+
+    g = gpuarr.grad(total, argnums=tuple(range(len(args))))
+    out = gpuarr.vmap(g)(*batch)
+    for i in range(2):
+        want = g(*[b[i] for b in batch])
+        for o, w in zip(out, want):
+            np.testing.assert_allclose(np.asarray(o)[i], np.asarray(w), rtol=2e-5, atol=2e-5)

@@ -38,13 +38,15 @@ def test_float64_values_match_scipy(fn, ref, x):
 @pytest.mark.parametrize("fn,ref,x", UNARY, ids=lambda v: getattr(v, "__name__", ""))
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_narrow_floats_keep_dtype_and_are_correctly_rounded(fn, ref, x, dtype):
+    x = x[np.abs(x) < np.finfo(dtype).max]
     xs = x.astype(dtype)
     if fn in (lax.lgamma, lax.digamma):  # rounding may land on a pole, where SciPy's sign differs
         xs = xs[(xs > 0) | (xs != np.floor(xs))]
         xs = xs[np.isfinite(xs)]
     out = fn(xs)
     assert out.dtype == dtype and out.shape == xs.shape
-    want = ref(xs.astype(np.float64)).astype(dtype)
+    with np.errstate(over="ignore"):  # lgamma of large float16 values overflows to inf
+        want = ref(xs.astype(np.float64)).astype(dtype)
     # Computed in float64 then rounded once: within one unit in the last place.
     np.testing.assert_allclose(np.asarray(out, np.float64), want.astype(np.float64),
                                rtol=2 * np.finfo(dtype).eps, atol=np.finfo(dtype).tiny)

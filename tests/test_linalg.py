@@ -5,6 +5,8 @@ gradients with finite differences (gpuarr.test_util.check_grads); vmap with a Py
 """
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -648,3 +650,83 @@ def test_vecdot():
 def test_lax_linalg_reachable_from_lax():
     assert lax.linalg.cholesky is lax_linalg.cholesky
     assert jnp.linalg.norm is not None
+
+
+# ---------------------------------------------------------------- array-API names in jnp.linalg
+
+
+@pytest.mark.parametrize("offset", [-3, -1, 0, 1, 2, 5])
+def test_linalg_diagonal_and_trace(offset):
+    x = rand((2, 3, 4), np.float32)
+    want = np.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+    got = jnp.linalg.diagonal(x, offset=offset)
+    assert got.shape == want.shape
+    close(got, want, np.float32)
+    close(jnp.linalg.trace(x, offset=offset), np.trace(x, offset=offset, axis1=-2, axis2=-1),
+          np.float32)
+
+
+def test_linalg_cross_outer():
+    a, b = rand((4, 3), np.float32, 1), rand((4, 3), np.float32, 2)
+    close(jnp.linalg.cross(a, b), np.cross(a, b), np.float32)
+    close(jnp.linalg.cross(a.T, b.T, axis=0), np.cross(a.T, b.T, axis=0), np.float32)
+    with pytest.raises(ValueError, match="3-dimensional vectors"):
+        jnp.linalg.cross(np.ones(2), np.ones(2))
+    close(jnp.linalg.outer(a[0], b[1]), np.outer(a[0], b[1]), np.float32)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        jnp.linalg.outer(a, b)
+
+
+@pytest.mark.parametrize("shapes", [[(2, 3), (3, 4)], [(3,), (3, 4), (4, 5), (5,)],
+                                    [(2, 3), (3, 4), (4, 5), (5, 2)], [(3,), (3,)]])
+def test_multi_dot(shapes):
+    arrs = [rand(s, np.float32, i) for i, s in enumerate(shapes)]
+    got = jnp.linalg.multi_dot(arrs)
+    want = np.linalg.multi_dot([a.astype(np.float64) for a in arrs])
+    close(got, want, np.float32, 10)
+
+
+def test_multi_dot_errors():
+    with pytest.raises(ValueError, match="at least two arrays"):
+        jnp.linalg.multi_dot([np.ones((2, 2))])
+    with pytest.raises(ValueError, match="must match first dimension"):
+        jnp.linalg.multi_dot([np.ones((2, 3)), np.ones((2, 2))])
+    with pytest.raises(ValueError, match="two-dimensional"):
+        jnp.linalg.multi_dot([np.ones((2, 3)), np.ones((3, 2, 2)), np.ones(2)])
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"])
+def test_cond(dtype, p):
+    x = rand((2, 4, 4), dtype)
+    got = jnp.linalg.cond(x, p)
+    check_dtype(got, dtype)
+    close(got, np.linalg.cond(x.astype(np.float64), p), dtype, 100)
+
+
+def test_cond_singular_and_errors():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]], np.float32)
+    assert float(jnp.linalg.cond(singular, 1)) == np.inf
+    with pytest.raises(ValueError, match="at least 2D"):
+        jnp.linalg.cond(np.ones(3))
+    with pytest.raises(ValueError, match="must be square"):
+        jnp.linalg.cond(np.ones((2, 3)), 1)
+
+
+# ---------------------------------------------------------------- random shapes
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 3), max_size=2), st.integers(1, 5), st.integers(1, 3),
+       st.integers(0, 1000))
+def test_random_solve_det_inv(batch, n, k, seed):
+    batch = tuple(batch)
+    a = rand(batch + (n, n), np.float64, seed) + 2 * n * np.eye(n)
+    b = rand(batch + (n, k), np.float64, seed + 1)
+    with gpuarr.enable_x64():
+        close(jnp.linalg.solve(a, b), np.linalg.solve(a, b), np.float64, 1e3)
+        close(jnp.linalg.det(a), np.linalg.det(a), np.float64, 1e3)
+        close(jnp.linalg.inv(a), np.linalg.inv(a), np.float64, 1e3)
+        lu, _, perm = lax_linalg.lu(a)
+        L = np.tril(np.asarray(lu), -1) + np.eye(n)
+        pa = np.take_along_axis(a, np.asarray(perm)[..., None], axis=-2)
+        close(L @ np.triu(np.asarray(lu)), pa, np.float64, 1e3)

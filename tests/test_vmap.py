@@ -190,9 +190,7 @@ PRIMITIVE_TABLE = {
 
 # Entries whose primitive is broken outside batching (reported to its owner). Their cases
 # xfail while they raise, and fail once they work so the entry is removed from here.
-KNOWN_BROKEN = {
-    "round": "lax.round's abstract evaluation rejects its rounding_method param under jit",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 
 # Registered primitives that need no entry (and may have no batching rule), and why.
 ALLOWLIST = {
@@ -249,9 +247,13 @@ def check_batched(fn, gens, rng, use_jit=False):
     min_nd = min(np.ndim(x) for x in ref_leaves[0])
     out_axis = int(rng.integers(-(min_nd + 1), min_nd + 1))
     mapped = jax.vmap(fn, in_axes=tuple(axes), out_axes=out_axis)
+    args = _batched_args(examples, axes)
     if use_jit:
+        staged = jax.make_jaxpr(mapped)(*args)
+        core.typecheck_program(staged.program if isinstance(staged, core.ClosedProgram)
+                               else staged)
         mapped = jax.jit(mapped)
-    out = mapped(*_batched_args(examples, axes))
+    out = mapped(*args)
     out_leaves = jax.tree_util.tree_leaves(out)
     assert len(out_leaves) == len(ref_leaves[0])
     for i, o in enumerate(out_leaves):
@@ -395,3 +397,40 @@ def test_per_example_gradients():
     # grad of a vmapped function (vmap inside grad)
     g = jax.grad(lambda w: jnp.sum(jax.vmap(loss, (None, 0, 0))(w, xs, ys)))(w)
     np.testing.assert_allclose(g, ref.sum(0), rtol=1e-4, atol=1e-4)
+
+
+# Further configurations of primitives whose batching rules have several cases.
+EXTRA_CASES = [
+    ("dot_general batch dims", lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
+     [f32(2, 3, 4), f32(2, 4, 5)]),
+    ("dot_general two contractions", lambda x, y: lax.dot_general(x, y, (((0, 2), (1, 0)),
+                                                                          ((), ()))),
+     [f32(2, 3, 4), f32(4, 2, 5)]),
+    ("dot_general outer product", lambda x, y: lax.dot_general(x, y, (((), ()), ((), ()))),
+     [f32(3), f32(2)]),
+    ("matvec", lambda a, v: a @ v, [f32(3, 4), f32(4)]),
+    ("add_any scalars", lambda x, y: ad.add_any_p.bind(x, y), [f32(), f32()]),
+    ("scan reverse", lambda c, xs: lax.scan(lambda c, x: (c + x, c * x), c, xs, reverse=True),
+     [f32(2), f32(3, 2)]),
+    ("switch", lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, jnp.exp], x),
+     [i32(lo=-1, hi=4), f32(2)]),
+    ("fori_loop dynamic", lambda n, x: lax.fori_loop(0, n, lambda i, c: c * x + i, x),
+     [i32(lo=0, hi=4), f32(2)]),
+    ("map", lambda xs: lax.map(lambda x: jnp.sum(x * x), xs, batch_size=2), [f32(5, 3)]),
+    ("associative_scan", lambda x: lax.associative_scan(jnp.add, x, axis=1), [f32(2, 5)]),
+]
+
+
+@pytest.mark.parametrize("case", EXTRA_CASES, ids=[c[0] for c in EXTRA_CASES])
+def test_extra_batching_cases_match_loop(case):
+    _, fn, gens = case
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        check_batched(fn, gens, rng)
+    check_batched(fn, gens, rng, use_jit=True)
+
+
+def test_python_scalar_outputs():
+    out = jax.vmap(lambda x: 2.0)(jnp.ones(3))
+    assert out.shape == (3,) and out.dtype == np.float32 and out.weak_type
+    assert jax.vmap(lambda x: 2.0, out_axes=None)(jnp.ones(3)) == 2.0

@@ -47,7 +47,8 @@ def _impl_for(eqn) -> Callable:
 
 def _compile(prog: Program, consts) -> Callable:
     names: dict[int, str] = {}
-    namespace: dict[str, object] = {}
+    # The module name lets gpuarr's warnings filter (see gpuarr.dispatch) cover compiled code.
+    namespace: dict[str, object] = {"__name__": "gpuarr.backends.compiled_program"}
 
     def name_of(atom) -> str:
         if isinstance(atom, Literal):
@@ -69,16 +70,29 @@ def _compile(prog: Program, consts) -> Callable:
             n = bind_name(v)
             namespace[n] = _as_numpy(c)
     params += [bind_name(v) for v in prog.invars]
+    last_use, reusable = _buffer_plan(prog)
     for i, eqn in enumerate(prog.eqns):
         fn_name = f"f{i}_{eqn.prim.name}"
-        namespace[fn_name] = _impl_for(eqn)
         args = ", ".join(name_of(a) for a in eqn.inputs)
+        out_buf = _reusable_input(eqn, i, last_use, reusable)
+        if out_buf is not None:
+            # An elementwise ufunc writes into a dead temporary of the same type instead of
+            # allocating: a jitted chain touches as little fresh memory as eager NumPy does.
+            namespace[fn_name] = impl_rules[eqn.prim]
+            args += f", out={names[out_buf.id]}"
+        else:
+            namespace[fn_name] = _impl_for(eqn)
         outs = [bind_name(v) for v in eqn.outvars]
         if eqn.prim.multiple_results:
             target = ", ".join(outs) + ("," if len(outs) == 1 else "") if outs else "_"
         else:
             target = outs[0]
         lines.append(f"    {target} = {fn_name}({args})")
+        # Drop dead temporaries at once so their memory is reused by the next allocation.
+        dead = sorted({names[v.id] for v in list(eqn.inputs) + list(eqn.outvars)
+                       if type(v) is not Literal and last_use.get(v.id) == i})
+        if dead:
+            lines.append(f"    del {', '.join(dead)}")
     results = ", ".join(name_of(a) for a in prog.outvars)
     lines.append(f"    return ({results}{',' if len(prog.outvars) == 1 else ''})")
     filename = f"<gpuarr-program-{next(_counter)}>"
@@ -89,6 +103,51 @@ def _compile(prog: Program, consts) -> Callable:
     fn = namespace["program"]
     fn.source = src
     return fn
+
+
+def _buffer_plan(prog: Program):
+    """Liveness for the generated code: the equation index after which each temporary is dead
+    (program inputs, consts and outputs are never dropped), and the temporaries that own their
+    memory exclusively (made by an elementwise ufunc, read only by elementwise ufuncs, so no
+    view of them exists) and may be overwritten once dead."""
+    keep = {v.id for v in prog.outvars if type(v) is not Literal}
+    keep |= {v.id for v in prog.constvars + prog.invars}
+    last_use: dict[int, int] = {}
+    fresh: set[int] = set()
+    shared: set[int] = set()
+    for i, eqn in enumerate(prog.eqns):
+        elementwise = _ufunc_of(eqn) is not None
+        for v in eqn.inputs:
+            if type(v) is not Literal:
+                last_use[v.id] = i
+                if not elementwise:
+                    shared.add(v.id)
+        for v in eqn.outvars:
+            last_use.setdefault(v.id, i)
+            if elementwise:
+                fresh.add(v.id)
+    for vid in keep:
+        last_use.pop(vid, None)
+    return last_use, fresh - shared - keep
+
+
+def _ufunc_of(eqn):
+    impl = impl_rules.get(eqn.prim)
+    if isinstance(impl, np.ufunc) and not eqn.params and impl.nout == 1:
+        return impl
+    return None
+
+
+def _reusable_input(eqn, i, last_use, reusable):
+    if _ufunc_of(eqn) is None:
+        return None
+    out_aval = eqn.outvars[0].aval
+    for v in eqn.inputs:
+        if (type(v) is not Literal and v.id in reusable and last_use.get(v.id) == i
+                and v.aval.shape == out_aval.shape and v.aval.dtype == out_aval.dtype
+                and out_aval.shape):  # 0-d ufunc results are NumPy scalars, not buffers
+            return v
+    return None
 
 
 def _as_numpy(x):

@@ -48,7 +48,7 @@ from gpuarr.compiler.plan import (
     ScatterKernel,
     Store,
 )
-from gpuarr.core import Literal, Program, Var, _Namer, pp_eqn
+from gpuarr.core import Literal, Program, ShapedArray, Var, _Namer, pp_eqn
 
 EXPENSIVE_OPS = {
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
@@ -179,7 +179,7 @@ def equation_texts(program: Program) -> dict:
 class DagBuilder:
     """Builds one kernel's expression DAG by walking back from values to buffers."""
 
-    def __init__(self, fusion, buffer_of, acc_buffer=None):
+    def __init__(self, fusion, buffer_of):
         self.f = fusion
         self.nodes: list = []
         self.memo: dict = {}
@@ -356,7 +356,6 @@ class Fusion:
         self.counter = 0
         self.reduction_meta: dict = {}   # id(kernel) -> (operand shape, axes, permutation)
         self.texts = equation_texts(program)
-        self.f = self
 
     def text(self, eqn) -> str:
         return self.texts.get(id(eqn)) or pp_eqn(eqn, _Namer())
@@ -397,6 +396,7 @@ class Fusion:
             self.lower(i, eqn)
         outputs = tuple(self.ensure_buffer(a) for a in prog.outvars)
         merge_into_reductions(self, set(outputs))
+        merge_siblings(self)
         nbytes = lambda a: a.aval.size * a.aval.dtype.itemsize  # noqa: E731
         min_bytes = sum(nbytes(v) for v in prog.invars + prog.constvars)
         min_bytes += sum(nbytes(a) for a in prog.outvars if isinstance(a, Var))
@@ -424,7 +424,7 @@ class Fusion:
         out = self.buffer_of(var)
         args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
         args.append(Arg("out0", var.aval.dtype.name, max(1, var.aval.size), True))
-        eqns = [self.f.text(e) for e in _in_program_order(self.program, dag.eqns)]
+        eqns = [self.text(e) for e in _in_program_order(self.program, dag.eqns)]
         kernel = ElementwiseKernel(self.kernel_name("elementwise"), tuple(var.aval.shape),
                                    tuple(args), tuple(dag.nodes), (Store("out0", root),),
                                    tuple(eqns), self.reasons[var.id])
@@ -439,23 +439,47 @@ class Fusion:
         perm = kept + axes
         dag = DagBuilder(self, self.buffer_of)
         transforms = () if perm == tuple(range(len(shape))) else (("transpose", perm),)
-        root = dag.value(x, transforms)
-        out_buf = self.buffer_of(out)
-        acc_dtype = out.aval.dtype.name
-        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
-        args.append(Arg("out0", acc_dtype, max(1, out.aval.size), True))
         red_shape = tuple(shape[d] for d in axes)
         out_shape = tuple(shape[d] for d in kept)
+        acc_dtype = out.aval.dtype.name
+        reason = f"{eqn.prim.name} over axes {axes}: a reduction is a kernel boundary"
+        groups = _split_groups(out_shape, red_shape)
+        if groups:
+            # Two passes: `groups` blocks reduce contiguous chunks, then one block the partials.
+            red_size = math.prod(red_shape)
+            transforms = (("reshape", (groups, red_size // groups)),) + transforms
+            partial = self.new_buffer(ShapedArray((groups,), acc_dtype))
+            self.reduction_kernel(dag, x, transforms, (groups,), (red_size // groups,), op, eqn,
+                                  partial, f"{reason} (first of two passes, {groups} blocks)",
+                                  (shape, axes, perm), final=False)
+            dag = DagBuilder(self, self.buffer_of)
+            load = Load(dag.arg(partial), IndexMap.contiguous((groups,)), acc_dtype)
+            dag.add(load)
+            self.reduction_kernel(dag, None, (), (), (groups,), op, eqn, self.buffer_of(out),
+                                  f"{reason} (second pass over {groups} partials)",
+                                  ((groups,), (0,), (0,)), final=True)
+            return
+        self.reduction_kernel(dag, x, transforms, out_shape, red_shape, op, eqn,
+                              self.buffer_of(out), reason, (shape, axes, perm), final=True)
+
+    def reduction_kernel(self, dag, x, transforms, out_shape, red_shape, op, eqn, out_buf,
+                         reason, meta, final):
+        acc_dtype = eqn.outvars[0].aval.dtype.name
+        root = dag.value(x, transforms) if x is not None else 0
+        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
+        args.append(Arg("out0", acc_dtype, max(1, math.prod(out_shape)), True))
         strategy = _strategy(dag.nodes, out_shape, red_shape)
-        eqns = [self.f.text(e) for e in _in_program_order(self.program, dag.eqns)] + [self.f.text(eqn)]
+        eqns = [self.text(e) for e in _in_program_order(self.program, dag.eqns)]
+        eqns += [self.text(eqn)]
         kernel = ReductionKernel(
             self.kernel_name("reduce"), out_shape, red_shape, tuple(args), op, acc_dtype,
             lowering.reduce_identity(op, acc_dtype).item(), tuple(dag.nodes), root,
             (Acc(acc_dtype),), (Store("out0", 0),), strategy=strategy, equations=tuple(eqns),
-            reason=f"{eqn.prim.name} over axes {axes}: a reduction is a kernel boundary")
+            reason=reason)
         bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out_buf),)
         self.steps.append(KernelStep(kernel, bindings))
-        self.reduction_meta[id(kernel)] = (shape, axes, perm)
+        if final:
+            self.reduction_meta[id(kernel)] = meta
 
     def scatter(self, index, eqn) -> bool:
         p = eqn.params
@@ -488,7 +512,7 @@ class Fusion:
             tuple(dn.update_window_dims), tuple(dn.inserted_window_dims),
             tuple(dn.scatter_dims_to_operand_dims), combiner, mode,
             self.options.deterministic_scatter or combiner != "add",
-            (self.f.text(eqn),), "scatters are their own kernels"
+            (self.text(eqn),), "scatters are their own kernels"
             + (" (in place: the operand dies here)" if index in self.inplace else ""))
         self.steps.append(KernelStep(kernel, (("out", self.buffers[out.id]), ("updates", upd),
                                               ("indices", ind))))
@@ -517,7 +541,7 @@ class Fusion:
         reason = {"library": "library call (cuBLAS/cuSOLVER/CUB on CUDA, the host here)",
                   "control": "control flow runs on the host, calling its sub-programs",
                   "fallback": "no kernel lowering yet: the NumPy implementation runs on the host"}[role]
-        self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.f.text(eqn),), reason))
+        self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.text(eqn),), reason))
 
 
 def control_driver(eqn, sub_compiler):
@@ -563,6 +587,20 @@ def control_driver(eqn, sub_compiler):
 
 def _in_program_order(program, eqns: dict) -> list:
     return [e for e in program.eqns if id(e) in eqns]
+
+
+SPLIT_THRESHOLD = 1 << 16   # full reductions at least this big run in two passes
+
+
+def _split_groups(out_shape, red_shape) -> int:
+    """How many blocks the first pass of a two-pass full reduction uses (0: one pass)."""
+    red_size = math.prod(red_shape)
+    if math.prod(out_shape) != 1 or red_size < SPLIT_THRESHOLD:
+        return 0
+    for groups in (1024, 512, 256, 128, 64):
+        if red_size % groups == 0:
+            return groups
+    return 0
 
 
 def _strategy(nodes, out_shape, red_shape) -> str:
@@ -622,8 +660,93 @@ def merge_into_reductions(fusion: Fusion, outputs: set) -> None:
                 k = s.kernel
                 stores = tuple(st for st in k.post_stores if st.arg != "out0")
                 args = tuple(a for a in k.args if a.name != "out0")
-                steps[n] = KernelStep(dataclasses.replace(k, post_stores=stores, args=args),
+                post = k.post_nodes if stores else ()
+                steps[n] = KernelStep(dataclasses.replace(k, post_nodes=post, post_stores=stores,
+                                                          args=args),
                                       tuple(b for b in s.bindings if b[0] != "out0"))
+
+
+# ---- step 5: sibling fusion ----------------------------------------------------------------------
+
+def merge_siblings(fusion: Fusion) -> None:
+    """Merge an elementwise kernel into an earlier one over the same shape when they share an
+    input buffer or an equation and the later one needs nothing produced in between: one launch,
+    shared loads and shared subexpressions (a threefry hash feeding two outputs runs once)."""
+    steps = fusion.steps
+    j = 0
+    while j < len(steps):
+        b = steps[j]
+        merged = False
+        if isinstance(b, KernelStep) and isinstance(b.kernel, ElementwiseKernel):
+            written = {}
+            for n, s in enumerate(steps[:j]):
+                for buf in _written(s):
+                    written[buf] = n
+            b_reads = _read(b)
+            for i in range(j - 1, -1, -1):
+                a = steps[i]
+                if any(written.get(buf, -1) >= i for buf in b_reads):
+                    break   # b needs something produced at or after step i
+                if not (isinstance(a, KernelStep) and isinstance(a.kernel, ElementwiseKernel)
+                        and a.kernel.shape == b.kernel.shape):
+                    continue
+                if not (_read(a) & b_reads or set(a.kernel.equations) & set(b.kernel.equations)):
+                    continue
+                steps[i] = _merge_elementwise(a, b)
+                del steps[j]
+                merged = True
+                break
+        if not merged:
+            j += 1
+
+
+def _merge_elementwise(a: KernelStep, b: KernelStep) -> KernelStep:
+    ka, kb = a.kernel, b.kernel
+    arg_of = {buf: name for name, buf in a.bindings}
+    args, bindings = list(ka.args), list(a.bindings)
+    rename = {}
+    for arg in kb.args:
+        buf = dict(b.bindings)[arg.name]
+        if not arg.output and buf in arg_of:
+            rename[arg.name] = arg_of[buf]
+            continue
+        name = f"{'out' if arg.output else 'in'}{len(args)}"
+        args.append(dataclasses.replace(arg, name=name))
+        bindings.append((name, buf))
+        arg_of.setdefault(buf, name)
+        rename[arg.name] = name
+    nodes = list(ka.nodes)
+    index = {n: k for k, n in enumerate(nodes) if _hashable(n)}
+    remap = {}
+    for k, n in enumerate(kb.nodes):
+        if isinstance(n, (Load, Gather)):
+            n = dataclasses.replace(n, arg=rename[n.arg])
+        if isinstance(n, Op):
+            n = dataclasses.replace(n, args=tuple(remap[x] for x in n.args))
+        if isinstance(n, Gather):
+            shift = lambda ks: tuple(None if s is None else remap[s] for s in ks)  # noqa: E731
+            n = dataclasses.replace(n, starts=shift(n.starts), offsets=shift(n.offsets))
+        if _hashable(n) and n in index:
+            remap[k] = index[n]
+            continue
+        nodes.append(n)
+        remap[k] = len(nodes) - 1
+        if _hashable(n):
+            index[n] = remap[k]
+    stores = ka.stores + tuple(Store(rename[s.arg], remap[s.node], s.index) for s in kb.stores)
+    eqns = ka.equations + tuple(e for e in kb.equations if e not in ka.equations)
+    reason = f"{ka.reason}; {kb.name} ({kb.reason}) fused as a sibling over the same shape"
+    kernel = dataclasses.replace(ka, args=tuple(args), nodes=tuple(nodes), stores=stores,
+                                 equations=eqns, reason=reason)
+    return KernelStep(kernel, tuple(bindings))
+
+
+def _hashable(node) -> bool:
+    try:
+        hash(node)
+        return True
+    except TypeError:
+        return False
 
 
 def _read(step) -> set:

@@ -7,8 +7,9 @@ of the result and `{s}` the C type of the first operand; helpers such as `div_i3
 `sat_f32_u8` live in kernels/common.h. Rendering is a lookup plus `str.format`, so adding an
 op is one line here.
 
-`LOWERINGS` maps each primitive of gpuarr.lax to the fusion rule that turns its equation into
-kernel nodes (filled in `_register_lowerings`, once gpuarr.lax exists).
+`kernel_rules` maps each primitive to its lowering rule, `(kind, detail)`: elementwise (with
+the kernel op), layout, reduce, indexing, library, control, or fallback (the NumPy
+implementation runs on the host). The rules come from the name tables below.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ _UNARY_FLOAT = {
     "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})", "asin": "asin({0})",
     "acos": "acos({0})", "atan": "atan({0})", "sinh": "sinh({0})", "cosh": "cosh({0})",
     "tanh": "tanh({0})", "asinh": "asinh({0})", "acosh": "acosh({0})", "atanh": "atanh({0})",
-    "floor": "floor({0})", "ceil": "ceil({0})", "erf": "erf({0})", "erfc": "erfc({0})",
-    "lgamma": "lgamma({0})", "abs": "fabs({0})", "sign": "sign_{t}({0})",
+    "floor": "floor({0})", "ceil": "ceil({0})", "abs": "fabs({0})", "sign": "sign_{t}({0})",
+    # Computed in double and rounded, as the NumPy backend does, so float32 results agree.
+    "erf": "({t})erf((f64){0})", "erfc": "({t})erfc((f64){0})", "lgamma": "({t})lgamma((f64){0})",
     "logistic": "logistic_{t}({0})", "is_finite": "(u8)MATH_ISFINITE({0})",
     "round_away": "round_away_{t}({0})", "round_even": "round_even_{t}({0})",
 }
@@ -51,9 +53,12 @@ EXPRESSIONS: dict = {
     ("clamp", "*"): "({1} < {0} ? {0} : {1} > {2} ? {2} : {1})",
     ("clamp", "f"): "min_{t}(max_{t}({1}, {0}), {2})",
     ("abs", "i"): "({0} < 0 ? ({t})-{0} : {0})", ("abs", "u"): "{0}",
-    ("population_count", "i"): "({t})MATH_POPCOUNT{bits}({0})",
-    ("population_count", "u"): "({t})MATH_POPCOUNT{bits}({0})",
-    ("clz", "i"): "({t})MATH_CLZ{bits}({0})", ("clz", "u"): "({t})MATH_CLZ{bits}({0})",
+    # Bit counts see the operand's own width: go through the unsigned type `{u}` first, and
+    # discount the zero bits that widening an 8- or 16-bit value to 32 bits adds (`{pad}`).
+    ("population_count", "i"): "({t})MATH_POPCOUNT{bits}(({u}){0})",
+    ("population_count", "u"): "({t})MATH_POPCOUNT{bits}(({u}){0})",
+    ("clz", "i"): "({t})(MATH_CLZ{bits}(({u}){0}) - {pad})",
+    ("clz", "u"): "({t})(MATH_CLZ{bits}(({u}){0}) - {pad})",
     ("not", "b"): "(u8)!{0}", ("and", "b"): "(u8)({0} & {1})", ("or", "b"): "(u8)({0} | {1})",
     ("xor", "b"): "(u8)({0} ^ {1})",
     ("max", "b"): "({0} | {1})", ("min", "b"): "({0} & {1})",
@@ -218,17 +223,23 @@ def all_primitives() -> list:
     return prims
 
 
-def kernel_rules() -> dict:
-    """Primitive -> lowering rule for every primitive of gpuarr.lax that has one."""
-    table = {}
+# Primitive -> (kind, detail): the lowering rule table, filled from the name tables above
+# (`register_all` for every known primitive; `lowering_of` for one seen first in a Program).
+kernel_rules: dict = {}
+
+
+def register_all() -> dict:
+    """Fill `kernel_rules` for every primitive of gpuarr that has a kernel lowering."""
     for prim in all_primitives():
         rule = rule_for_name(prim.name)
         if rule is not None:
-            table[prim] = rule
-    return table
+            kernel_rules[prim] = rule
+    return kernel_rules
 
 
 def lowering_of(prim):
     """The lowering rule of `prim`, or ('fallback', name): run its NumPy implementation."""
-    rule = rule_for_name(prim.name)
-    return rule if rule is not None else ("fallback", prim.name)
+    rule = kernel_rules.get(prim)
+    if rule is None:
+        rule = kernel_rules[prim] = rule_for_name(prim.name) or ("fallback", prim.name)
+    return rule

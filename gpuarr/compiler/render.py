@@ -127,6 +127,8 @@ def index_expr(imap: IndexMap, linear: str, t: str, lines: list, prefix: str) ->
             expr = f"{prefix}_l{k}"
         if view.is_contiguous():
             continue
+        if view.size == 0:
+            return "0"
         terms, inner = [], 1
         for d in reversed(range(len(view.shape))):
             n, s = view.shape[d], view.strides[d]
@@ -151,7 +153,7 @@ def coord_expr(shape: tuple, dimension: int, linear: str) -> str:
 
 # ---- expression DAGs -------------------------------------------------------------------------
 
-def render_nodes(nodes, prefix: str, linear: str, t: str, names: dict) -> list:
+def render_nodes(nodes, prefix: str, linear: str, t: str) -> list:
     """One C line (or a few, for gathers and index maps) per node, naming node k `{prefix}{k}`."""
     lines: list = []
     var = lambda k: f"{prefix}{k}"  # noqa: E731
@@ -193,9 +195,11 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
     if node.op == "proj":
         return [f"const u32 {name} = {args[0]}[{node.attrs[0]}];{comment}"]
     text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
-    bits = np.dtype(arg_dtypes[0]).itemsize * 8 if arg_dtypes else 32
-    expr = text.format(*args, t=ctype(node.dtype),
-                       s=ctype(arg_dtypes[0]) if arg_dtypes else "", bits=64 if bits == 64 else 32)
+    width = np.dtype(arg_dtypes[0]).itemsize * 8 if arg_dtypes else 32
+    unsigned = ctype(f"uint{width}") if width > 1 and arg_dtypes and \
+        np.dtype(arg_dtypes[0]).kind in "iu" else ""
+    expr = text.format(*args, t=ctype(node.dtype), s=ctype(arg_dtypes[0]) if arg_dtypes else "",
+                       bits=64 if width == 64 else 32, u=unsigned, pad=max(0, 32 - width))
     return [f"const {ctype(node.dtype)} {name} = {expr};{comment}"]
 
 
@@ -226,13 +230,11 @@ def integer_pow_expr(arg: str, y: int, dtype) -> str:
     if y == 0:
         return literal(1, dtype)
     factors, base, n = [], arg, abs(y)
-    terms = []
     while n:
         if n & 1:
             factors.append(base)
         n >>= 1
         if n:
-            terms.append(base)
             base = f"({base} * {base})"
     expr = " * ".join(factors)
     return f"({literal(1, dtype)} / ({expr}))" if y < 0 else f"({expr})"
@@ -271,7 +273,7 @@ def equations(kernel) -> str:
     return "\n".join(f"//   {e}" for e in kernel.equations) or "//   (hand-built)"
 
 
-def store_lines(stores, nodes_prefix: str, linear: str, t: str, nodes) -> list:
+def store_lines(stores, nodes_prefix: str, linear: str, t: str) -> list:
     lines = []
     for st in stores:
         idx = linear if st.index is None else index_expr(st.index, linear, t, lines, f"{st.arg}_{st.node}")
@@ -282,8 +284,8 @@ def store_lines(stores, nodes_prefix: str, linear: str, t: str, nodes) -> list:
 
 def render_elementwise(k: ElementwiseKernel) -> RenderedKernel:
     t = index_type(k.size, *(a.size for a in k.args))
-    body = render_nodes(k.nodes, "v", "i", t, {})
-    body += store_lines(k.stores, "v", "i", t, k.nodes)
+    body = render_nodes(k.nodes, "v", "i", t)
+    body += store_lines(k.stores, "v", "i", t)
     source = template("elementwise.cu").substitute(
         name=k.name, shape=tuple(k.shape), size=k.size, index_t=t, equations=equations(k),
         reason=k.reason or "end of program", params=params(k.args), body=indent(body, 4))
@@ -303,17 +305,17 @@ def reduction_block(k: ReductionKernel) -> int:
 def render_reduction(k: ReductionKernel) -> RenderedKernel:
     t = index_type(k.out_size * k.red_size, *(a.size for a in k.args))
     acc_t = ctype(k.acc_dtype)
-    pre = render_nodes(k.pre_nodes, "p", "i", t, {})
-    post = render_nodes(k.post_nodes, "q", "o", t, {}) + store_lines(k.post_stores, "q", "o", t, k.post_nodes)
-    epi = render_nodes(k.epilogue_nodes, "e", "i", t, {})
-    epi += store_lines(k.epilogue_stores, "e", "i", t, k.epilogue_nodes)
+    pre = render_nodes(k.pre_nodes, "p", "i", t)
+    post = render_nodes(k.post_nodes, "q", "o", t) + store_lines(k.post_stores, "q", "o", t)
+    epi = render_nodes(k.epilogue_nodes, "e", "i", t)
+    epi += store_lines(k.epilogue_stores, "e", "i", t)
     by_block = k.strategy != "column"
     block = reduction_block(k) if by_block else ELEMENTWISE_BLOCK
     reduce_expr = lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t)
-    source = template("reduction.cu").substitute(
+    source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
         name=k.name, reduce_op=k.reduce_op, out_size=k.out_size, red_size=k.red_size,
         strategy=k.strategy, block=block, index_t=t, equations=equations(k),
-        reason=k.reason or "end of program", reduce_expr=reduce_expr, by_block=int(by_block),
+        reason=k.reason or "end of program", reduce_expr=reduce_expr,
         params=params(k.args), acc_t=acc_t, identity=literal(k.identity, k.acc_dtype),
         pre_body=indent(pre, 6), pre_value=f"p{k.pre_root}", post_body=indent(post, 6),
         epilogue_body=indent(epi, 6))

@@ -7,7 +7,7 @@ staged into a linear Program; `backward_pass` runs that Program backwards.
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from gpuarr.core import (
     get_aval,
     set_current_trace,
 )
+from gpuarr.interpreters import batching
 from gpuarr.interpreters import partial_eval as pe
 
 # prim -> rule(primals, tangents, **params) -> (primal_out, tangent_out); tangents may be Zero.
@@ -96,17 +97,11 @@ transpose_rules[add_any_p] = lambda ct, x, y: [ct, ct]
 
 
 def _add_any_batch(axis_size, vals, dims):
-    from gpuarr.interpreters import batching
     x, y = (batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims, strict=True))
     return add_any_p.bind(x, y), 0
 
 
-def _register_add_any_batch():
-    from gpuarr.interpreters import batching
-    batching.batch_rules[add_any_p] = _add_any_batch
-
-
-_register_add_any_batch()
+batching.batch_rules[add_any_p] = _add_any_batch
 
 
 # ---------------------------------------------------------------- the JVP trace
@@ -179,8 +174,9 @@ def jvp_flat(fun: Callable, primals, tangents):
 # ---------------------------------------------------------------- rule helpers
 
 
-def defjvp(prim: Primitive, *derivs):
-    """JVP from one function per argument: `deriv(g, *primals, **params)` is its tangent term."""
+def defjvp(prim: Primitive, *derivs, with_ans: bool = False):
+    """JVP from one function per argument: `deriv(g, *primals, **params)` is its tangent term
+    (`deriv(g, ans, *primals, **params)` with `with_ans`, to reuse the output: exp, tanh)."""
 
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
@@ -188,7 +184,7 @@ def defjvp(prim: Primitive, *derivs):
         for d, t in zip(derivs, tangents, strict=True):
             if d is None or type(t) is Zero:
                 continue
-            term = d(t, *primals, **params)
+            term = d(t, out, *primals, **params) if with_ans else d(t, *primals, **params)
             total = term if total is None else add_tangents(total, term)
         return out, Zero.from_primal(out) if total is None else total
 

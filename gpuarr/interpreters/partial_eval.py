@@ -114,6 +114,14 @@ class StagingTrace(Trace):
         self.alive = False
         return ClosedProgram(Program(self.constvars, self.invars, self.eqns, outvars), self.constvals)
 
+    def creation_site(self, tracer):
+        """The source location of the equation that produced `tracer` (None for inputs)."""
+        var = getattr(tracer, "var", None)
+        for eqn in self.eqns:
+            if any(v is var for v in eqn.outvars):
+                return eqn.source_info
+        return None
+
     def describe_provenance(self, tracer) -> str:
         if self.debug_info is None or type(tracer) is not StagingTracer or tracer._trace is not self:
             return ""

@@ -335,16 +335,14 @@ pe.partial_eval_rules[cond_p] = _cond_partial_eval
 def _cond_transpose(cts, index, *ops, branches):
     linear = [ad.is_undefined(x) for x in ops]
     known = [x for x in ops if not ad.is_undefined(x)]
-    lin_avals = [x.aval for x in ops if ad.is_undefined(x)]
     cts = [ad.instantiate(c) for c in cts]
     ct_avals = [get_aval(c) for c in cts]
-    t_branches = tuple(_transpose_closed(br, linear, len(known), ct_avals, lin_avals)
-                       for br in branches)
+    t_branches = tuple(_transpose_closed(br, linear, len(known), ct_avals) for br in branches)
     outs = iter(cond_p.bind(index, *known, *cts, branches=t_branches))
     return [None] + [next(outs) if lin else None for lin in linear]
 
 
-def _transpose_closed(closed, linear, n_known, ct_avals, lin_avals):
+def _transpose_closed(closed, linear, n_known, ct_avals):
     """(known inputs, output cotangents) -> cotangents of the linear inputs (instantiated)."""
     known_avals = [a for a, lin in zip(closed.in_avals, linear, strict=True) if not lin]
 
@@ -356,6 +354,7 @@ def _transpose_closed(closed, linear, n_known, ct_avals, lin_avals):
 
 
 def _backward(closed, linear, known, cts):
+    """Cotangents of the `linear` inputs of `closed`, given the other inputs' values."""
     prog = closed.program
     lin_vars = [v for v, lin in zip(prog.invars, linear, strict=True) if lin]
     known_vars = [v for v, lin in zip(prog.invars, linear, strict=True) if not lin]
@@ -368,17 +367,14 @@ def _backward(closed, linear, known, cts):
 ad.transpose_rules[cond_p] = _cond_transpose
 
 
-def _join_branches(traced, n_ops):
-    """Give every branch all branches' hoisted consts as leading inputs."""
+def _join_branches(traced):
+    """Give every branch all branches' hoisted consts as leading inputs (each uses its own)."""
     all_consts = [c for _, consts, _ in traced for c in consts]
     joined = []
     for b, (closed, consts, _) in enumerate(traced):
-        before = sum(len(t[1]) for t in traced[:b])
-        after = sum(len(t[1]) for t in traced[b + 1:])
         prog = closed.program
         pre = [Var(get_aval(c)) for t in traced[:b] for c in t[1]]
         post = [Var(get_aval(c)) for t in traced[b + 1:] for c in t[1]]
-        assert len(pre) == before and len(post) == after
         n = len(consts)
         invars = pre + prog.invars[:n] + post + prog.invars[n:]
         joined.append(ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars),
@@ -386,30 +382,40 @@ def _join_branches(traced, n_ops):
     return joined, all_consts
 
 
-def _check_branch_outputs(names, traced):
-    first_name, (first, _, first_tree) = names[0], traced[0]
-    for name, (closed, _, tree) in zip(names[1:], traced[1:]):
-        if tree != first_tree:
+def _check_branch_outputs(labels, funs, traced, k0):
+    """JAX's checks (and messages) that all branches return the same structure and types,
+    comparing each branch with branch `k0`."""
+    first = traced[k0]
+    for k, (closed, _, tree) in enumerate(traced):
+        if k == k0:
+            continue
+        pair = "\n".join(f"{labels[i]} is {_fun_name(funs[i])}" for i in (k0, k))
+        if tree != first[2]:
             raise TypeError(
                 "cond branch outputs must have the same pytree structure, but they differ:\n\n"
-                f"{first_name}\n{name}\n\n{first_tree} vs {tree}\n\n"
-                "Revise the branches so that they have the same pytree structure.")
-        for a, b in zip(first.out_avals, closed.out_avals):
+                f"{pair}\n\n{labels[k0]} output has structure {first[2]} but {labels[k]} "
+                f"output has structure {tree}.\n\nRevise {labels[k0]} and/or {labels[k]} so "
+                "that they have the same pytree structure.")
+        for a, b in zip(first[0].out_avals, closed.out_avals):
             if not _same_type(a, b):
                 raise TypeError(
                     "cond branches must have equal output types but they differ.\n\n"
-                    f"{first_name}\n{name}\n\nThe output of the first has type {a.str_short()} "
-                    f"but the corresponding output of the other has type {b.str_short()}, so "
-                    f"{_type_mismatch(a, b)}.\n\nRevise the branches so that all output types "
-                    "match.")
+                    f"{pair}\n\nThe output of {labels[k0]} has type {_type_str(a)} but the "
+                    f"corresponding output of {labels[k]} has type {_type_str(b)}, so "
+                    f"{_type_mismatch(a, b)}.\n\nRevise {labels[k0]} and/or {labels[k]} so "
+                    "that all output types match.")
 
 
-def _bind_cond(index, branch_funs, names, operands):
+def _type_str(aval) -> str:
+    return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
+
+
+def _bind_cond(index, branch_funs, labels, operands, first=0):
     leaves, in_tree = tree_util.tree_flatten(tuple(operands))
     avals = _avals(leaves)
     traced = [_trace_body(f, in_tree, avals) for f in branch_funs]
-    _check_branch_outputs(names, traced)
-    joined, consts = _join_branches(traced, len(leaves))
+    _check_branch_outputs(labels, branch_funs, traced, first)
+    joined, consts = _join_branches(traced)
     outs = cond_p.bind(index, *consts, *builtins.map(_operand, leaves), branches=tuple(joined))
     return tree_util.tree_unflatten(traced[0][2], outs)
 
@@ -429,8 +435,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
         raise TypeError(f"Pred type must be either boolean or number, got {pred_aval.dtype}.")
     index = lax.convert_element_type(_operand(pred) if pred_aval.dtype == np.bool_ else
                                      lax.ne(_operand(pred), 0), np.int32)
-    names = [f"false_fun is {_fun_name(false_fun)}", f"true_fun is {_fun_name(true_fun)}"]
-    return _bind_cond(index, [false_fun, true_fun], names, operands)
+    return _bind_cond(index, [false_fun, true_fun], ["false_fun", "true_fun"], operands, first=1)
 
 
 def switch(index, branches, *operands, operand=None):
@@ -450,8 +455,7 @@ def switch(index, branches, *operands, operand=None):
         return branches[0](*operands)
     from gpuarr.lax.special import clamp
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
-    names = [f"branch {i} is {_fun_name(f)}" for i, f in enumerate(branches)]
-    return _bind_cond(index, branches, names, operands)
+    return _bind_cond(index, branches, [f"branch {i}" for i in range(len(branches))], operands)
 
 
 # ================================================================ while_loop
@@ -593,11 +597,31 @@ def while_loop(cond_fun, body_fun, init_val):
         raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
                         f"{list(outs)}.")
     body_closed, body_consts, body_tree = _trace_body(body_fun, in_tree, avals)
+    if body_tree == carry_tree:
+        leaves, avals, changed = _promote_weak_carries(leaves, avals, body_closed.out_avals)
+        if changed:
+            cond_closed, cond_consts, _ = _trace_body(cond_fun, in_tree, avals)
+            body_closed, body_consts, body_tree = _trace_body(body_fun, in_tree, avals)
     _check_carry(body_tree, carry_tree, body_closed.out_avals, avals, "while_loop body function")
     out = while_p.bind(*cond_consts, *body_consts, *builtins.map(_operand, leaves),
                        **_while_params(cond_closed, body_closed, len(cond_consts),
                                        len(body_consts)))
     return tree_util.tree_unflatten(carry_tree, out)
+
+
+def _promote_weak_carries(leaves, avals, out_avals):
+    """Weakly typed initial carries take the dtype the body gives them (e.g. a Python 0 with a
+    float32 body), as JAX does. Returns (leaves, avals, changed)."""
+    new_leaves, new_avals, changed = [], [], False
+    for x, a, o in zip(leaves, avals, out_avals):
+        if a.weak_type and a.dtype != o.dtype and a.shape == o.shape:
+            dt, weak = dtypes.result_type(a, o, return_weak_type_flag=True)
+            if dt != a.dtype:
+                x = lax._convert_weak(_operand(x), dt, weak)
+                a, changed = a.update(dtype=dt, weak_type=weak), True
+        new_leaves.append(x)
+        new_avals.append(a)
+    return new_leaves, new_avals, changed
 
 
 def _check_carry(out_tree, in_tree, out_avals, in_avals, what):
@@ -611,8 +635,8 @@ def _check_carry(out_tree, in_tree, out_avals, in_avals, what):
         if not _same_type(a, b):
             raise TypeError(
                 f"{what} carry input and carry output must have equal types, but they "
-                f"differ:\n\nThe input carry has type {a.str_short()} but the corresponding "
-                f"output carry component has type {b.str_short()}, so {_type_mismatch(a, b)}."
+                f"differ:\n\nThe input carry has type {_type_str(a)} but the corresponding "
+                f"output carry component has type {_type_str(b)}, so {_type_mismatch(a, b)}."
                 "\n\nRevise the function so that all output types match the corresponding "
                 "input types.")
 
@@ -669,7 +693,7 @@ def _make_scan_plan(jaxpr, length, nc, ncar):
     """
     nx = len(jaxpr.in_avals) - nc - ncar
     ny = len(jaxpr.out_avals) - ncar
-    if nx == 0:
+    if nx == 0 or jaxpr.program.effectful:  # effects keep their per-iteration order
         return None
     try:
         known, unknown, out_uk, inv_src, n_res = _partial_eval_closed(
@@ -856,24 +880,20 @@ def _scan_transpose(cts, *args, jaxpr, length, num_carry, num_consts, reverse, u
     ct_carry, ct_ys = cts[:ncar], cts[ncar:]
     lin_const_avals = [c.aval for c in consts if ad.is_undefined(c)]
     linear = const_lin + [True] * ncar + xs_lin
-    n_kc = len(known_consts)
-    body = jaxpr
-    y_ct_avals = [a for a in jaxpr.out_avals[ncar:]]
-    carry_ct_avals = [a for a in jaxpr.out_avals[:ncar]]
+    n_kc, n_lc = len(known_consts), len(lin_const_avals)
+    y_ct_avals = list(jaxpr.out_avals[ncar:])
+    carry_ct_avals = list(jaxpr.out_avals[:ncar])
     kx_avals = [a for a, lin in zip(jaxpr.in_avals[nc + ncar:], xs_lin) if not lin]
     kc_avals = [a for a, lin in zip(jaxpr.in_avals[:nc], const_lin) if not lin]
 
+    # Transposed body: consts (known), carry (const cotangent sums, carry cotangents),
+    # xs (known residual slices, ys cotangents) -> (new sums, carry cts), xs cotangents.
     def t_body(*a):
-        kc = a[:n_kc]
-        acc = a[n_kc:n_kc + len(lin_const_avals)]
-        ct_c = a[n_kc + len(lin_const_avals):n_kc + len(lin_const_avals) + ncar]
-        rest = a[n_kc + len(lin_const_avals) + ncar:]
+        kc, acc = a[:n_kc], a[n_kc:n_kc + n_lc]
+        ct_c = a[n_kc + n_lc:n_kc + n_lc + ncar]
+        rest = a[n_kc + n_lc + ncar:]
         kx, ct_y = rest[:len(kx_avals)], rest[len(kx_avals):]
-        it_c, it_x = iter(kc), iter(kx)
-        known = [next(it_c) for lin in const_lin if not lin] + [next(it_x) for lin in xs_lin
-                                                                  if not lin]
-        cts_in = _backward(body, linear, known, list(ct_c) + list(ct_y))
-        n_lc = len(lin_const_avals)
+        cts_in = _backward(jaxpr, linear, list(kc) + list(kx), list(ct_c) + list(ct_y))
         new_acc = [lax.add(s, c) for s, c in zip(acc, cts_in[:n_lc])]
         return new_acc + cts_in[n_lc:n_lc + ncar] + cts_in[n_lc + ncar:]
 
@@ -930,6 +950,13 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
                         f"structure {out_tree}.")
     carry_out_tree = tree_util.tree_structure(pair[0])
     y_tree = tree_util.tree_structure(pair[1])
+    if carry_out_tree == carry_tree:
+        carry_leaves, carry_avals, changed = _promote_weak_carries(
+            carry_leaves, carry_avals, closed.out_avals[:len(carry_avals)])
+        if changed:
+            closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals)
+            y_tree = tree_util.tree_structure(
+                tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)[1])
     _check_carry(carry_out_tree, carry_tree, closed.out_avals[:len(carry_avals)], carry_avals,
                  "scan body function")
     outs = scan_p.bind(*consts, *builtins.map(_operand, carry_leaves),

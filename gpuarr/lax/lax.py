@@ -96,7 +96,7 @@ def unop(name: str, impl, kind: str = "inexact") -> Primitive:
     prim = Primitive(name)
     impl_rules[prim] = impl
 
-    def abstract(x):
+    def abstract(x, **params):
         _check_kind(name, kind, x)
         return [x]
 
@@ -188,7 +188,7 @@ round_p = unop("round", _round_impl, "float")
 defjvp_zero(round_p)
 
 exp_p = unop("exp", np.exp)
-defjvp(exp_p, lambda g, x: mul(g, exp(x)))
+defjvp(exp_p, lambda g, ans, x: mul(g, ans), with_ans=True)
 exp2_p = unop("exp2", np.exp2)
 defjvp(exp2_p, lambda g, x: mul(g, mul(exp2(x), _const(x, math.log(2)))))
 log_p = unop("log", np.log)
@@ -198,16 +198,15 @@ defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 expm1_p = unop("expm1", np.expm1)
 defjvp(expm1_p, lambda g, x: mul(g, add(expm1(x), _const(x, 1))))
 tanh_p = unop("tanh", np.tanh)
-defjvp(tanh_p, lambda g, x: mul(g, sub(_const(x, 1), square(tanh(x)))))
+defjvp(tanh_p, lambda g, ans, x: mul(g, sub(_const(x, 1), mul(ans, ans))), with_ans=True)
 
 
 def _logistic_impl(x):
-    with np.errstate(over="ignore"):
-        return (1 / (1 + np.exp(-x))).astype(x.dtype)
+    return (1 / (1 + np.exp(-x))).astype(x.dtype)
 
 
 logistic_p = unop("logistic", _logistic_impl)
-defjvp(logistic_p, lambda g, x: mul(g, mul(logistic(x), sub(_const(x, 1), logistic(x)))))
+defjvp(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(x, 1), ans))), with_ans=True)
 sin_p = unop("sin", np.sin)
 defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 cos_p = unop("cos", np.cos)
@@ -231,12 +230,11 @@ defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
 atanh_p = unop("atanh", np.arctanh)
 defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), square(x))))
 sqrt_p = unop("sqrt", np.sqrt)
-defjvp(sqrt_p, lambda g, x: div(g, mul(_const(x, 2), sqrt(x))))
+defjvp(sqrt_p, lambda g, ans, x: div(g, mul(_const(x, 2), ans)), with_ans=True)
 
 
 def _rsqrt_impl(x):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (1 / np.sqrt(x)).astype(x.dtype)
+    return (1 / np.sqrt(x)).astype(x.dtype)
 
 
 rsqrt_p = unop("rsqrt", _rsqrt_impl)
@@ -257,8 +255,7 @@ def _integer_pow_impl(x, y):
         return np.ones_like(x)
     if y < 0 and dtypes.is_int(x.dtype):
         raise TypeError("integer_pow with a negative exponent needs a floating-point base")
-    with np.errstate(all="ignore"):
-        return np.power(x, x.dtype.type(y)).astype(x.dtype) if y > 0 else (1 / x ** (-y)).astype(x.dtype)
+    return np.power(x, x.dtype.type(y)).astype(x.dtype) if y > 0 else (1 / x ** (-y)).astype(x.dtype)
 
 
 integer_pow_p = unop("integer_pow", _integer_pow_impl, "number")
@@ -339,13 +336,11 @@ ad.defbilinear(mul_p, lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
 def _div_impl(x, y):
     if dtypes.is_int(x.dtype):
         # C-style division rounding toward zero; x / 0 is -1 (all ones), as XLA gives.
-        with np.errstate(all="ignore"):
-            safe = np.where(y == 0, 1, y)
-            q = np.floor_divide(x, safe)
-            q = np.where((np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0)), q + 1, q)
-            return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.true_divide(x, y).astype(x.dtype)
+        safe = np.where(y == 0, 1, y)
+        q = np.floor_divide(x, safe)
+        q = np.where((np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0)), q + 1, q)
+        return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype)
+    return np.true_divide(x, y).astype(x.dtype)
 
 
 div_p = binop("div", _div_impl)
@@ -366,11 +361,10 @@ def _bshape(x, y):
 
 
 def _rem_impl(x, y):
-    with np.errstate(all="ignore"):
-        if dtypes.is_int(x.dtype):
-            safe = np.where(y == 0, 1, y)
-            return np.where(y == 0, x, np.fmod(x, safe)).astype(x.dtype)
-        return np.fmod(x, y).astype(x.dtype)
+    if dtypes.is_int(x.dtype):
+        safe = np.where(y == 0, 1, y)
+        return np.where(y == 0, x, np.fmod(x, safe)).astype(x.dtype)
+    return np.fmod(x, y).astype(x.dtype)
 
 
 rem_p = binop("rem", _rem_impl)
@@ -380,8 +374,7 @@ defjvp(rem_p, lambda g, x, y: _bcast_tangent(g, _bshape(x, y)),
 
 
 def _pow_impl(x, y):
-    with np.errstate(all="ignore"):
-        return np.power(x, y).astype(x.dtype)
+    return np.power(x, y).astype(x.dtype)
 
 
 pow_p = binop("pow", _pow_impl, "inexact")
@@ -606,13 +599,11 @@ def _convert_impl(x, new_dtype, weak_type=False):
     if dtypes.is_float(src) and dtypes.is_int(new_dtype):
         # Saturating cast (SPEC S16): NaN -> 0, out-of-range values clamp to the type's range.
         info = np.iinfo(new_dtype)
-        with np.errstate(invalid="ignore", over="ignore"):
-            wide = x.astype(np.float64)
-            out = np.clip(np.nan_to_num(wide, nan=0.0), float(info.min), float(info.max))
-            out = np.where(out >= float(info.max), info.max, np.trunc(out))
-            return out.astype(new_dtype) if new_dtype.itemsize < 8 else _exact_to_int64(wide, info, new_dtype)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return x.astype(new_dtype)
+        wide = x.astype(np.float64)
+        out = np.clip(np.nan_to_num(wide, nan=0.0), float(info.min), float(info.max))
+        out = np.where(out >= float(info.max), info.max, np.trunc(out))
+        return out.astype(new_dtype) if new_dtype.itemsize < 8 else _exact_to_int64(wide, info, new_dtype)
+    return x.astype(new_dtype)
 
 
 def _exact_to_int64(wide, info, new_dtype):
@@ -929,20 +920,18 @@ def _reduce_prod_jvp(primals, tangents, axes):
 
 
 def _prod_of_others(xs):
-    """prod_{j != i} xs[..., j] for each i via exclusive prefix and suffix products."""
+    """prod_{j != i} xs[..., j] for each i via exclusive prefix and suffix products (two
+    cumulative products, so the Program stays small however long the reduced axis is)."""
+    from gpuarr.lax.cumulative import cumprod  # cumulative.py builds on this module
     shape = get_aval(xs).shape
-    n = shape[-1]
+    n, axis = shape[-1], len(shape) - 1
     one = full(shape[:-1] + (1,), 1, _dtype_of(xs))
-    cols = [slice_in_dim(xs, i, i + 1, axis=len(shape) - 1) for i in range(n)]
-    prefix, acc = [], one
-    for c in cols:
-        prefix.append(acc)
-        acc = mul(acc, c)
-    suffix, acc = [None] * n, one
-    for i in range(n - 1, -1, -1):
-        suffix[i] = acc
-        acc = mul(acc, cols[i])
-    return concatenate([mul(p, s) for p, s in zip(prefix, suffix)], len(shape) - 1)
+    if n == 1:
+        return one
+    prefix = concatenate([one, slice_in_dim(cumprod(xs, axis), 0, n - 1, axis=axis)], axis)
+    suffix = concatenate([slice_in_dim(cumprod(xs, axis, reverse=True), 1, n, axis=axis), one],
+                         axis)
+    return mul(prefix, suffix)
 
 
 ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
@@ -1034,7 +1023,8 @@ def _slice_abstract(x, start_indices, limit_indices, strides=None):
         if not 0 <= s <= e <= d:
             raise TypeError(f"slice indices out of bounds: start {start_indices}, limit "
                             f"{limit_indices} for operand shape {x.shape}")
-    shape = tuple(builtins.max(0, -(-(e - s) // st)) for s, e, st in zip(start_indices, limit_indices, strides))
+    shape = tuple(builtins.max(0, -(-(e - s) // st))
+                  for s, e, st in zip(start_indices, limit_indices, strides))
     return [x.update(shape=shape)]
 
 
@@ -1142,7 +1132,15 @@ def _pad_batch(axis_size, vals, dims, padding_config):
     x, pv = vals
     dx, dp = dims
     if dp is not not_mapped:
-        raise NotImplementedError("pad with a batched padding value is not supported under vmap")
+        # Pad with zeros, then put each example's padding value where a padded mask is False.
+        x = batching.move_to(x, dx, 0, axis_size)
+        cfg = ((0, 0, 0),) + tuple(padding_config)
+        padded = pad_p.bind(x, _const(x, 0), padding_config=cfg)
+        inside = pad_p.bind(full(get_aval(x).shape, True, np.bool_), np.bool_(False),
+                            padding_config=cfg)
+        fill = broadcast_in_dim(batching.move_to(pv, dp, 0, axis_size), get_aval(padded).shape,
+                                (0,))
+        return select_n(inside, fill, padded), 0
     cfg = list(padding_config)
     cfg.insert(dx, (0, 0, 0))
     return pad_p.bind(x, pv, padding_config=tuple(cfg)), dx
@@ -1233,20 +1231,36 @@ def _dot_dims(lhs_ndim, rhs_ndim, dimension_numbers):
     return tuple(lc), tuple(rc), tuple(lb), tuple(rb), lf, rf
 
 
+_NARROW_FLOATS = (np.dtype(np.float16),) + ((np.dtype(dtypes.bfloat16),)
+                                             if hasattr(dtypes, "bfloat16") else ())
+
+
 def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element_type=None):
+    x, y = np.asarray(x), np.asarray(y)
+    (lc, rc), (lb, rb) = dimension_numbers
+    out_dtype = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    if x.dtype == np.bool_ or x.dtype in _NARROW_FLOATS:
+        # NumPy has no bool matmul; half precision accumulates in float32 (as XLA does on CPU).
+        acc = np.int32 if x.dtype == np.bool_ else np.float32
+        x, y = x.astype(acc), y.astype(acc)
+    # Fast paths: plain matrix/vector products go straight to BLAS.
+    if not lb and len(lc) == 1 and y.ndim <= 2 and lc[0] == x.ndim - 1:
+        if rc[0] == 0:
+            return np.dot(x, y).astype(out_dtype, copy=False)
+        if y.ndim == 2 and rc[0] == 1:
+            return np.dot(x, y.T).astype(out_dtype, copy=False)
     lc, rc, lb, rb, lf, rf = _dot_dims(x.ndim, y.ndim, dimension_numbers)
-    out_dtype = np.dtype(preferred_element_type) if preferred_element_type is not None else x.dtype
     bshape = tuple(x.shape[i] for i in lb)
     lfs = tuple(x.shape[i] for i in lf)
     rfs = tuple(y.shape[i] for i in rf)
+    if not lc:
+        # No contraction: a broadcast product, not a batch of 1x1 matrix multiplies.
+        xt = np.transpose(x, lb + lf).reshape(bshape + lfs + (1,) * len(rfs))
+        yt = np.transpose(y, rb + rf).reshape(bshape + (1,) * len(lfs) + rfs)
+        return np.multiply(xt, yt).astype(out_dtype, copy=False)
     k = math.prod(x.shape[i] for i in lc)
     xt = np.transpose(x, lb + lf + lc).reshape(bshape + (math.prod(lfs), k))
     yt = np.transpose(y, rb + rc + rf).reshape(bshape + (k, math.prod(rfs)))
-    if x.dtype == np.bool_:
-        xt, yt = xt.astype(np.int32), yt.astype(np.int32)
-    acc = np.float32 if x.dtype in (np.float16,) or x.dtype.name == "bfloat16" else None
-    if acc is not None:
-        xt, yt = xt.astype(acc), yt.astype(acc)
     out = np.matmul(xt, yt)
     return out.reshape(bshape + lfs + rfs).astype(out_dtype, copy=False)
 
@@ -1454,5 +1468,5 @@ def rev(operand, dimensions):
     return rev_p.bind(operand, dimensions=dims) if dims else operand
 
 
-# add_any (defined with the JVP machinery) batches like any elementwise binary op.
-batch_rules[ad.add_any_p] = partial(broadcast_batch_rule, ad.add_any_p)
+# add_any's batching rule lives with it in ad.py: its operands have equal shapes, so both get
+# the batch axis (broadcast_batch_rule would leave an unbatched scalar operand rank 0).

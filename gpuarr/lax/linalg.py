@@ -60,6 +60,9 @@ def symmetrize(x):
         # JAX fails here in its `add`, with a TypeError.
         raise TypeError(f"symmetrize needs square matrices: (x + x^H) / 2 got incompatible shapes "
                         f"for broadcasting: {shape}, {shape[:-2] + shape[-2:][::-1]}.")
+    if _is_complex(x):
+        raise NotImplementedError("symmetrize_input=True needs a complex conjugate, which gpuarr does "
+                                  "not have yet; pass a Hermitian matrix with symmetrize_input=False.")
     return lax.div(lax.add(x, _H(x)), 2)
 
 
@@ -146,7 +149,8 @@ def _pad_last2(x, rows, cols):
 def _compute_dtype(dt):
     """NumPy's LAPACK wrappers take single, double and complex types only."""
     dt = np.dtype(dt)
-    return np.dtype(np.float32) if dt.kind == "f" and dt.itemsize < 4 or dt.name == "bfloat16" else dt
+    low_precision = (dt.kind == "f" and dt.itemsize < 4) or dt.name == "bfloat16"
+    return np.dtype(np.float32) if low_precision else dt
 
 
 def _check_operand(name, aval, index=0, square=False, square_msg=None):

@@ -122,14 +122,15 @@ def _window_dims(ndim, dropped):
 
 
 def _locate(operand_shape, indices, slice_sizes, start_index_map, operand_batching_dims,
-            indices_batching_dims, window, clamp_only):
-    """Per-operand-dimension index arrays of shape batch + window sizes, and the in-bounds mask.
+            indices_batching_dims, window, clamp_only, skip=()):
+    """Per-operand-dimension index arrays (broadcastable to batch + window sizes) and the
+    in-bounds mask; dims in `skip` (taken whole) get None.
 
     Starts are clamped so the window fits; `valid` says which windows were in bounds before.
     """
     batch_shape = indices.shape[:-1]
     nb, nw = len(batch_shape), len(window)
-    starts = [np.zeros((), np.int64)] * len(operand_shape)
+    starts = [None] * len(operand_shape)
     valid = np.ones(batch_shape, bool)
     for k, d in enumerate(start_index_map):
         s = indices[..., k].astype(np.int64)
@@ -143,7 +144,11 @@ def _locate(operand_shape, indices, slice_sizes, start_index_map, operand_batchi
         starts[od] = np.arange(batch_shape[idim]).reshape(shape)
     idx = []
     for d in range(len(operand_shape)):
-        s = np.broadcast_to(starts[d], batch_shape).reshape(batch_shape + (1,) * nw)
+        if d in skip:
+            idx.append(None)
+            continue
+        st = np.zeros((1,) * nb, np.int64) if starts[d] is None else starts[d]  # nb dims
+        s = st.reshape(st.shape + (1,) * nw)
         if d in window:
             shape = [1] * (nb + nw)
             shape[nb + window.index(d)] = slice_sizes[d]
@@ -171,6 +176,20 @@ def _check_dims(name, what, dims, bound):
 # ---------------------------------------------------------------- gather
 
 
+def _split_dims(operand_shape, slice_sizes, start_index_map, window):
+    """Operand dims that need index arrays, and window dims taken whole (plain slices)."""
+    full = [d for d in window if d not in start_index_map and slice_sizes[d] == operand_shape[d]]
+    return [d for d in range(len(operand_shape)) if d not in full], full
+
+
+def _indexed_view(operand, idx, indexed, full, window, nb):
+    """`operand` transposed to (indexed..., full...) and the index arrays for the indexed dims,
+    each of shape batch + (windows among the indexed dims)."""
+    f_axes = tuple(nb + window.index(d) for d in full)
+    sel = tuple(np.squeeze(idx[d], axis=f_axes) for d in indexed)
+    return np.transpose(operand, indexed + full), sel
+
+
 def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
                  unique_indices, mode, fill_value):
     dn = dimension_numbers
@@ -178,15 +197,18 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
     window = _window_dims(operand.ndim, dn.collapsed_slice_dims + dn.operand_batching_dims)
     batch_shape = indices.shape[:-1]
     nb, nw = len(batch_shape), len(window)
+    indexed, full = _split_dims(operand.shape, slice_sizes, dn.start_index_map, window)
     idx, valid = _locate(operand.shape, np.asarray(indices), slice_sizes, dn.start_index_map,
                          dn.operand_batching_dims, dn.start_indices_batching_dims, window,
-                         mode is not GatherScatterMode.FILL_OR_DROP)
-    if operand.ndim == 0:
-        out = np.broadcast_to(operand, batch_shape)
-    elif operand.size == 0:
+                         mode is not GatherScatterMode.FILL_OR_DROP, full)
+    op_t, sel = _indexed_view(operand, idx, indexed, full, window, nb)
+    if operand.size == 0:
         out = np.zeros(batch_shape + tuple(slice_sizes[d] for d in window), operand.dtype)
     else:
-        out = operand[idx]
+        # Whole-window dims are sliced, not indexed: out is batch + (indexed windows) + full.
+        out = op_t[sel] if sel else np.broadcast_to(op_t, batch_shape + op_t.shape)
+        current = [d for d in window if d in indexed] + full
+        out = np.transpose(out, list(range(nb)) + [nb + current.index(d) for d in window])
     if mode is GatherScatterMode.FILL_OR_DROP and not valid.all():
         fill = np.asarray(fill_value).astype(operand.dtype)
         out = np.where(valid.reshape(batch_shape + (1,) * nw), out, fill)
@@ -196,7 +218,7 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, indices_ar
         perm[p] = nb + w
     for j, p in enumerate(batch_pos):
         perm[p] = j
-    return np.array(np.transpose(out, perm), order="C")
+    return np.require(np.transpose(out, perm), requirements="C")
 
 
 def _gather_abstract(operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
@@ -330,39 +352,74 @@ def _scatter_slice_sizes(operand_ndim, updates_shape, dn):
     return tuple(sizes), window
 
 
-_COMBINE = {"scatter": None, "scatter_add": np.add, "scatter_sub": np.subtract,
+_COMBINE = {"scatter": None, "scatter_add": np.add, "scatter_sub": np.add,
             "scatter_mul": np.multiply, "scatter_min": np.minimum, "scatter_max": np.maximum}
+
+
+def _combine_rows(out, r, u, reduce, apply):
+    """out[r[i]] = apply(out[r[i]], u[i]) for every i in order, repeated rows included.
+
+    Rows are visited in rounds: round k applies the k-th update of every row at once (rows are
+    unique within a round), so the work is vectorized and the order of updates is kept. A row
+    repeated very often is first reduced with a segmented `reduce`.
+    """
+    order = np.argsort(r, kind="stable")
+    rs = r[order]
+    first = np.empty(rs.shape, bool)
+    first[0] = True
+    np.not_equal(rs[1:], rs[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, rs.size))
+    if counts.max() > 32:
+        reduced = reduce.reduceat(u[order], starts, axis=0)
+        out[rs[starts]] = apply(out[rs[starts]], reduced)
+        return
+    pos = np.arange(rs.size) - np.repeat(starts, counts)
+    for k in range(int(counts.max())):
+        sel = order[pos == k]
+        rows = r[sel]
+        out[rows] = apply(out[rows], u[sel])
 
 
 def _scatter_impl(name, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
                   unique_indices, mode):
     dn = dimension_numbers
     operand, indices, updates = np.asarray(operand), np.asarray(indices), np.asarray(updates)
+    if operand.size == 0 or updates.size == 0:
+        return operand.copy()
     sizes, window = _scatter_slice_sizes(operand.ndim, updates.shape, dn)
     batch_shape = indices.shape[:-1]
+    nb = len(batch_shape)
+    indexed, full = _split_dims(operand.shape, sizes, dn.scatter_dims_to_operand_dims, window)
     idx, valid = _locate(operand.shape, indices, sizes, dn.scatter_dims_to_operand_dims,
                          dn.operand_batching_dims, dn.scatter_indices_batching_dims, window,
-                         mode is GatherScatterMode.CLIP)
+                         mode is GatherScatterMode.CLIP, full)
+    op_t, sel = _indexed_view(operand, idx, indexed, full, window, nb)
+    # Updates as batch + (indexed windows) + full, matching the rows of a 2-D view of op_t.
     scatter_dims = [i for i in range(updates.ndim) if i not in dn.update_window_dims]
-    upd = np.transpose(updates, scatter_dims + list(dn.update_window_dims))
-    out = operand.copy()
-    if out.ndim == 0:
-        flat_out, idx = out.reshape(1), (np.zeros(upd.shape, np.int64),)
+    current = [d for d in window if d in indexed] + full
+    upd = np.transpose(updates, scatter_dims + [dn.update_window_dims[window.index(d)] for d in current])
+    i_shape, f_shape = op_t.shape[:len(indexed)], op_t.shape[len(indexed):]
+    n_rows, n_cols = int(np.prod(i_shape, dtype=np.int64)), int(np.prod(f_shape, dtype=np.int64))
+    lead = upd.shape[:upd.ndim - len(full)]
+    rows = np.ravel_multi_index(np.broadcast_arrays(*sel), i_shape) if sel else np.zeros(lead, np.int64)
+    rows = np.broadcast_to(rows, lead)
+    if valid.all():
+        r, u = rows.reshape(-1), upd.reshape(-1, n_cols)
     else:
-        flat_out = out
-    full = upd.shape
-    mask = np.broadcast_to(valid.reshape(batch_shape + (1,) * len(window)), full)
-    sel = tuple(np.broadcast_to(i, full)[mask] for i in idx)
-    vals = upd[mask]
+        mask = np.broadcast_to(valid.reshape(batch_shape + (1,) * (len(lead) - nb)), lead)
+        r, u = rows[mask], upd[mask].reshape(-1, n_cols)
+    out = np.array(op_t, order="C").reshape(n_rows, n_cols)
     combine = _COMBINE[name]
+    if operand.dtype == np.bool_ and combine is np.add:
+        combine = np.logical_or
     if combine is None:
-        flat_out[sel] = vals
-    elif operand.dtype == np.bool_ and combine is np.add:
-        np.logical_or.at(flat_out, sel, vals)
-    else:
-        with np.errstate(over="ignore"):
-            combine.at(flat_out, sel, vals)
-    return flat_out.reshape(operand.shape)
+        out[r] = u  # repeated rows: the last update wins
+    elif r.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            _combine_rows(out, r, u, combine, np.subtract if name == "scatter_sub" else combine)
+    inv = np.argsort(indexed + full)
+    return np.ascontiguousarray(np.transpose(out.reshape(op_t.shape), inv))
 
 
 def _scatter_abstract(name):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dlpack, dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import Tracer, current_trace, get_aval
 from gpuarr.dispatch import eval_trace, to_device_array
@@ -33,6 +33,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         return _ndmin(out if dt is None else out.astype(dt), ndmin)
     if hasattr(object, "__jax_array__"):
         return array(object.__jax_array__(), dtype, copy, order, ndmin)
+    if dlpack.is_gpu_array(object):  # CuPy arrays, CUDA PyTorch tensors: shared, not copied
+        return array(dlpack.from_dlpack(object, copy=copy), dtype, False, order, ndmin)
     if isinstance(object, (list, tuple)):
         object = [np.asarray(o) if isinstance(o, Array) else o for o in object]
     weak = dt is None and isinstance(object, _SCALARS) and type(object) is not bool
@@ -290,8 +292,8 @@ def triu(m, k=0):
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """The `offset` diagonal of the 2-D sub-arrays on (axis1, axis2), as a new last axis."""
-    from gpuarr.numpy.manipulation import moveaxis
     from gpuarr.numpy._util import canonicalize_axis
+    from gpuarr.numpy.manipulation import moveaxis
     check_arraylike("diagonal", a)
     a = asarray(a)
     nd = get_aval(a).ndim

@@ -163,7 +163,7 @@ def _sum_unused(x, term, keep):
 # ---------------------------------------------------------------- pairwise contraction
 
 
-def _contract_pair(x, xt, y, yt, keep, preferred_element_type):
+def _contract_pair(x, xt, y, yt, keep, precision, preferred_element_type):
     x, xt = _sum_unused(x, xt, keep | set(yt))
     y, yt = _sum_unused(y, yt, keep | set(xt))
     shared = [c for c in xt if c in yt]
@@ -171,13 +171,14 @@ def _contract_pair(x, xt, y, yt, keep, preferred_element_type):
     contract = [c for c in shared if c not in keep]
     dims = ((tuple(xt.index(c) for c in contract), tuple(yt.index(c) for c in contract)),
             (tuple(xt.index(c) for c in batch), tuple(yt.index(c) for c in batch)))
-    out = lax.dot_general(x, y, dims, preferred_element_type=preferred_element_type)
+    out = lax.dot_general(x, y, dims, precision=precision,
+                          preferred_element_type=preferred_element_type)
     term = "".join(batch) + "".join(c for c in xt if c not in shared) \
         + "".join(c for c in yt if c not in shared)
     return out, term
 
 
-def _einsum(operands, inputs, out, path, preferred_element_type):
+def _einsum(operands, inputs, out, path, precision, preferred_element_type):
     sizes = _sizes(inputs, [get_aval(x).shape for x in operands])
     ops = []
     for x, term in zip(operands, inputs):
@@ -192,7 +193,7 @@ def _einsum(operands, inputs, out, path, preferred_element_type):
             x, xt = _sum_unused(x, xt, keep)
         for y, yt in picked[1:]:
             rest = keep.union(*[set(t) for _, t in picked[2:]])
-            x, xt = _contract_pair(x, xt, y, yt, rest, preferred_element_type)
+            x, xt = _contract_pair(x, xt, y, yt, rest, precision, preferred_element_type)
         ops.append((x, xt))
     if len(ops) != 1:
         raise ValueError(f"einsum: the contraction path {path} leaves {len(ops)} operands; it must "
@@ -209,7 +210,7 @@ def _einsum(operands, inputs, out, path, preferred_element_type):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=None):
+           preferred_element_type=None):
     """Einstein summation, as numpy.einsum: `subscripts` names each operand's axes ('...'
     for broadcast axes); indices missing from the output are summed. `optimize` is 'auto',
     True, False, an opt_einsum strategy name, or an explicit path such as [(0, 1), (0, 1)]."""
@@ -225,7 +226,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     path = _contraction_path(inputs, out_term, shapes, sizes, optimize)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    result = _einsum(list(operands), inputs, out_term, path, pet)
+    result = _einsum(list(operands), inputs, out_term, path, precision, pet)
     if pet is not None and get_aval(result).dtype != pet:
         result = lax.convert_element_type(result, pet)
     return result

@@ -7,6 +7,7 @@ written through a solve as JAX writes them.
 from __future__ import annotations
 
 import operator
+import string
 from typing import NamedTuple
 
 import numpy as np
@@ -16,7 +17,7 @@ from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax import linalg as lax_linalg
 from gpuarr.lax.linalg import _H, _extract_diagonal, _matmul
-from gpuarr.numpy import reductions
+from gpuarr.numpy import products, reductions
 from gpuarr.numpy._util import (
     broadcast_to,
     canonicalize_axis,
@@ -25,7 +26,7 @@ from gpuarr.numpy._util import (
     promote_dtypes_inexact,
 )
 from gpuarr.numpy.manipulation import matrix_transpose, moveaxis  # noqa: F401
-from gpuarr.numpy.products import cross, matmul, tensordot, trace, vecdot  # noqa: F401
+from gpuarr.numpy.products import matmul, tensordot, vecdot  # noqa: F401
 
 
 class EighResult(NamedTuple):
@@ -174,7 +175,7 @@ def _slogdet(a):
 def _slogdet_jvp(primals, tangents):
     (x,), (g,) = primals, tangents
     sign, logdet = _slogdet(x)
-    logdet_dot = trace(solve(x, g), axis1=-1, axis2=-2)
+    logdet_dot = products.trace(solve(x, g), axis1=-1, axis2=-2)
     return (sign, logdet), (lax.full_like(sign, 0), logdet_dot)
 
 
@@ -202,7 +203,7 @@ def _det_jvp(primals, tangents):
     (x,), (g,) = primals, tangents
     y = _det(x)
     # d det(A) = det(A) tr(A^-1 dA)
-    return y, lax.mul(y, trace(solve(x, g), axis1=-1, axis2=-2))
+    return y, lax.mul(y, products.trace(solve(x, g), axis1=-1, axis2=-2))
 
 
 def det(a):
@@ -451,3 +452,101 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     """The matrix norm over the last two axes."""
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
+
+
+# ---------------------------------------------------------------- array-API style helpers
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """Sum of the diagonal (shifted by `offset`) over the last two axes."""
+    return products.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The diagonal (shifted by `offset`) over the last two axes, as a trailing axis."""
+    check_arraylike("jnp.linalg.diagonal", x)
+    x = ensure_array(x)
+    *_, n, m = _shape(x)
+    rows = (max(-offset, 0), n)
+    cols = (max(offset, 0), m)
+    size = max(0, min(rows[1] - rows[0], cols[1] - cols[0]))
+    window = lax_linalg._slice_last2(x, (rows[0], rows[0] + size), (cols[0], cols[0] + size))
+    return _extract_diagonal(window)
+
+
+def cross(x1, x2, /, *, axis: int = -1):
+    """Cross product of 3-vectors along `axis`."""
+    check_arraylike("jnp.linalg.cross", x1, x2)
+    s1, s2 = np.shape(x1) if isinstance(x1, np.ndarray) else _shape(ensure_array(x1)), \
+        np.shape(x2) if isinstance(x2, np.ndarray) else _shape(ensure_array(x2))
+    if s1[axis] != 3 or s2[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they "
+                         f"have x1.shape[axis]={s1[axis]} and x2.shape[axis]={s2[axis]}")
+    return products.cross(x1, x2, axis=axis)
+
+
+def outer(x1, x2, /):
+    """Outer product of two 1-D arrays."""
+    check_arraylike("jnp.linalg.outer", x1, x2)
+    x1, x2 = ensure_array(x1), ensure_array(x2)
+    if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={len(_shape(x1))} x2.ndim={len(_shape(x2))}")
+    return products.outer(x1, x2)
+
+
+def multi_dot(arrays, *, precision=None):
+    """Product of a chain of matrices (the first and last may be vectors), contracted in the
+    cheapest order found by einsum's path search."""
+    from gpuarr.numpy.einsum import einsum
+    arrs = [ensure_array(a) for a in arrays]
+    shapes = [_shape(a) for a in arrs]
+    if len(arrs) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
+    if not (len(shapes[0]) in (1, 2) and len(shapes[-1]) in (1, 2)
+            and all(len(s) == 2 for s in shapes[1:-1])):
+        raise ValueError("multi_dot: input arrays must all be two-dimensional, except for the "
+                         "first and last array which may be 1 or 2 dimensional. Got array shapes "
+                         f"{shapes}")
+    if any(a[-1] != b[0] for a, b in zip(shapes[:-1], shapes[1:])):
+        raise ValueError("multi_dot: last dimension of each array must match first dimension of "
+                         f"following array. Got array shapes {shapes}")
+    if len(arrs) > 50:  # more indices than letters: multiply left to right
+        out = arrs[0]
+        for a in arrs[1:]:
+            out = matmul(out, a, precision=precision)
+        return out
+    letters = string.ascii_letters
+    terms = [letters[i] + letters[i + 1] for i in range(len(arrs))]
+    if len(shapes[0]) == 1:
+        terms[0] = terms[0][1:]
+    if len(shapes[-1]) == 1:
+        terms[-1] = terms[-1][:1]
+    out = (terms[0][:1] if len(shapes[0]) == 2 else "") + (terms[-1][-1:] if len(shapes[-1]) == 2
+                                                           else "")
+    return einsum(",".join(terms) + "->" + out, *arrs, precision=precision)
+
+
+def cond(x, p=None):
+    """Condition number: ratio of extreme singular values (p None, 2, -2), else
+    norm(x, p) * norm(inv(x), p)."""
+    (x,) = _inexact("jnp.linalg.cond", x)
+    shape = _shape(x)
+    if len(shape) < 2:
+        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got arr.shape={shape}")
+    if shape[-1] == 0 or shape[-2] == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got arr.shape={shape}")
+    if p is None or p == 2 or p == -2:
+        s = svdvals(x)
+        k = _shape(s)[-1]
+        axis = len(_shape(s)) - 1
+        first, last = (lax.squeeze(lax.slice_in_dim(s, i, i + 1, axis=axis), (axis,))
+                       for i in (0, k - 1))
+        return lax.div(first, last) if p != -2 else lax.div(last, first)
+    if shape[-1] != shape[-2]:
+        raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got arr.shape={shape}")
+    r = lax.mul(norm(x, ord=p, axis=(-2, -1)), norm(inv(x), ord=p, axis=(-2, -1)))
+    # NaN from an infinite inverse means the matrix is singular: report inf (unless x has NaNs).
+    x_nan = reductions.any(lax.ne(x, x), axis=(-2, -1))
+    r_nan = lax.ne(r, r)
+    return _where(lax.bitwise_and(r_nan, lax.bitwise_not(x_nan)), _const(r, np.inf), r)

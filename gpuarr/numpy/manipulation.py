@@ -678,6 +678,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if mode not in _PAD_MODES:
         raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad; use one of {_PAD_MODES}.")
     dt = get_aval(a).dtype
+    if nd == 0 or all(w == (0, 0) for w in widths):
+        return a
     if mode in ("constant", "empty"):
         cv = kwargs.get("constant_values", 0) if mode == "constant" else 0
         if isinstance(cv, (int, float, bool, np.number)) or np.ndim(cv) == 0 and not hasattr(cv, "aval"):

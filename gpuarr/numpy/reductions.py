@@ -32,7 +32,12 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True):
         axes = canonicalize_axes(axis, aval.ndim)
         if where is not None:
             from gpuarr.numpy.ufuncs import where as jwhere
-            a = jwhere(where, a, _identity_value(identity, dt, name))
+            if identity is None and initial is not None:
+                # Masked-out entries can't win once `initial` is combined in.
+                fill = _identity_value("max" if name in ("max", "amax") else "min", dt, name)
+            else:
+                fill = _identity_value(identity, dt, name)
+            a = jwhere(where, a, fill)
         elif identity is None and builtins.any(aval.shape[i] == 0 for i in axes) and initial is None:
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         result = prim_fn(a, axes)

@@ -140,7 +140,10 @@ def _float_divmod(x, y):
     fix = lax.bitwise_and(lax.ne(mod, _scalar(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
     mod = lax.select(fix, lax.add(mod, y), mod)
     div = lax.select(fix, lax.sub(div, _scalar(div, 1)), div)
-    return lax.round(div, 1), mod
+    # div is within rounding error of an integer: snap it to the nearest one.
+    whole = lax.floor(div)
+    up = lax.ge(lax.sub(div, whole), _scalar(div, 0.5))
+    return lax.select(up, lax.add(whole, _scalar(div, 1)), whole), mod
 
 
 def _remainder(x, y):

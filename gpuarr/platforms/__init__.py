@@ -70,6 +70,10 @@ class Platform:
     def block_until_ready(self, buffer) -> None:
         return None
 
+    def device_of(self, buffer) -> Device:
+        """The device holding `buffer` (platforms with several devices look at the buffer)."""
+        return self.devices()[0]
+
 
 def get_platform(name: str) -> Platform:
     """The Platform named `name` (loading it on first use); RuntimeError when unusable."""

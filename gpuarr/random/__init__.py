@@ -4,15 +4,55 @@
 `uniform(key, (3,))`. Streams equal JAX's (threefry2x32 with `jax_threefry_partitionable`),
 eagerly and under jit and vmap. See gpuarr/prng.py for the generator and the key type.
 """
-from gpuarr.prng import KeyDtype, PRNGKeyArray, threefry_2x32, threefry2x32  # noqa: F401
-from gpuarr.random.keys import (  # noqa: F401
-    PRNGKey, bits, clone, fold_in, key, key_data, key_dtype, key_impl, split, wrap_key_data,
-)
+from gpuarr.prng import KeyDtype, PRNGKeyArray, threefry2x32, threefry_2x32  # noqa: F401
 from gpuarr.random.distributions import (  # noqa: F401
-    ball, bernoulli, beta, categorical, cauchy, chisquare, choice, dirichlet, exponential, gamma,
-    generalized_normal, gumbel, laplace, loggamma, logistic, lognormal, multivariate_normal,
-    normal, orthogonal, permutation, poisson, rademacher, randint, shuffle, t, truncated_normal,
+    bernoulli,
+    categorical,
+    cauchy,
+    choice,
+    exponential,
+    geometric,
+    gumbel,
+    laplace,
+    logistic,
+    lognormal,
+    maxwell,
+    multivariate_normal,
+    normal,
+    orthogonal,
+    pareto,
+    permutation,
+    rademacher,
+    randint,
+    rayleigh,
+    shuffle,
+    truncated_normal,
     uniform,
+    weibull_min,
+)
+from gpuarr.random.keys import (  # noqa: F401
+    PRNGKey,
+    bits,
+    clone,
+    fold_in,
+    key,
+    key_data,
+    key_dtype,
+    key_impl,
+    split,
+    wrap_key_data,
+)
+from gpuarr.random.rejection import (  # noqa: F401
+    ball,
+    beta,
+    chisquare,
+    dirichlet,
+    f,
+    gamma,
+    generalized_normal,
+    loggamma,
+    poisson,
+    t,
 )
 
 KeyArray = PRNGKeyArray

@@ -3,7 +3,8 @@ key gives the same numbers. Everything is written with lax / gpuarr.numpy operat
 sampler traces under jit, vmap and grad, and runs eagerly on the NumPy backend.
 
 Each public sampler checks its arguments (key, shape, dtype) and calls a private `_name` that
-takes raw key data (uint32[2]) and does the arithmetic.
+takes raw key data (uint32[2]) and does the arithmetic. Samplers built on rejection loops
+(gamma and what uses it, poisson) are in gpuarr/random/rejection.py.
 """
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.core import Tracer, get_aval
+from gpuarr.lax.sorting import sort_key_val, top_k
 from gpuarr.prng import UINT_DTYPES
 from gpuarr.random.keys import (
     canonicalize_shape,
     check_key,
     random_bits,
     split_n,
-    split_raw,
 )
 
 # ---------------------------------------------------------------- argument helpers
@@ -106,8 +107,13 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
     return _uniform(data, minval, maxval, shape, dtype)
 
 
+def _is_const(x, value) -> bool:
+    return isinstance(x, (int, float, np.number)) and x == value
+
+
 def _uniform(data, minval, maxval, shape, dtype):
     _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
+    unit = _is_const(minval, 0) and _is_const(maxval, 1)
     minval = _to_rank(_convert(minval, dtype), len(shape))
     maxval = _to_rank(_convert(maxval, dtype), len(shape))
     finfo = dtypes.finfo(dtype)
@@ -121,6 +127,8 @@ def _uniform(data, minval, maxval, shape, dtype):
     float_bits = lax.bitwise_or(lax.shift_right_logical(bits, _const(uint, rng_bits - nmant)),
                                 np.array(1.0, dtype).view(uint)[()])
     floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(dtype, 1))
+    if unit:
+        return floats  # [0, 1): scaling by 1, adding 0 and clamping at 0 change no bit
     # XLA contracts this multiply-add into one fused op: round once, as it does.
     scaled = _fma(floats, lax.sub(maxval, minval), minval)
     return lax.max(minval, lax.reshape(scaled, shape))
@@ -185,7 +193,6 @@ def _randint(data, minval, maxval, shape, dtype):
 def _shuffle(data, x, axis):
     """Shuffle `x` along `axis` by sorting on fresh 32-bit keys, repeated enough rounds that
     key collisions are negligible (JAX's algorithm)."""
-    from gpuarr.lax.sorting import sort_key_val
     size = math.prod(_shape_of(x))
     num_rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
     for _ in range(num_rounds):
@@ -277,7 +284,6 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
             # searchsorted(p_cuml, r, side='left') is the count of entries below r.
             ind = jnp.sum(p_cuml < r[..., None], axis=-1).astype(int)
         else:
-            from gpuarr.lax.sorting import top_k
             g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
             ind = top_k(g, k=n_draws)[1].astype(int)
         result = ind if arr.ndim == 0 else _take(arr, ind, axis)
@@ -329,10 +335,11 @@ def _to(x, dtype):
 
 
 def _fma(a, b, c):
-    """a * b + c for float arrays of one dtype: fused (one rounding) up to float32; float64 has
-    no wider type to emulate it with and rounds twice."""
+    """a * b + c for float arrays of one dtype, rounded as XLA's CPU code rounds it: fused (once)
+    for float16 and float32, twice for bfloat16 (which it does not fuse) and for float64 (no
+    wider type here to emulate the fused op with)."""
     dtype = get_aval(a).dtype
-    if dtype.itemsize == 8:
+    if dtype.itemsize == 8 or dtype.name == "bfloat16":
         return lax.add(lax.mul(a, b), c)
     wide = lax.add(lax.mul(_to(a, np.float64), _to(b, np.float64)), _to(c, np.float64))
     return _to(wide, dtype)
@@ -454,7 +461,10 @@ def rademacher(key, shape=(), dtype=None):
     """-1 or +1 with equal probability, of integer `dtype` (default int32)."""
     data, _ = check_key("rademacher", key)
     dtype = dtypes.check_user_dtype(int if dtype is None else dtype, "rademacher")
-    shape = canonicalize_shape(shape)
+    return _rademacher(data, canonicalize_shape(shape), dtype)
+
+
+def _rademacher(data, shape, dtype):
     b = lax.lt(_uniform(data, 0., 1., shape, np.dtype(np.float32)), np.float32(0.5))
     b = lax.convert_element_type(b, dtype)
     return lax.sub(lax.mul(_const(dtype, 2), b), _const(dtype, 1))
@@ -551,7 +561,6 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
         logits_shape.insert(axis % logits.ndim, logits.shape[axis])
         g = _gumbel(data, (*prefix, *logits_shape), logits.dtype, mode)
         return jnp.argmax(g + lax.expand_dims(logits, tuple(range(len(prefix)))), axis=axis)
-    from gpuarr.lax.sorting import top_k
     logits = logits + _gumbel(data, logits.shape, logits.dtype, mode)
     k = math.prod(prefix)
     if k > logits.shape[axis]:
@@ -560,224 +569,6 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     _, indices = top_k(jnp.moveaxis(logits, axis, -1), k)
     dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
     return lax.reshape(indices, shape, dimensions)
-
-
-# ---------------------------------------------------------------- gamma family
-
-
-def _gamma_one(data, alpha, log_space):
-    """One Gamma(alpha) sample by Marsaglia and Tsang's rejection method (JAX's _gamma_one);
-    alpha < 1 is boosted to alpha + 1 and corrected by u ** (1 / alpha)."""
-    from gpuarr.lax.control_flow import while_loop
-    dtype = get_aval(alpha).dtype
-    zero, one, two = _const(dtype, 0), _const(dtype, 1), _const(dtype, 2)
-    minus_one, half, third = _const(dtype, -1), _const(dtype, 0.5), _const(dtype, 1. / 3.)
-    squeeze = _const(dtype, 0.0331)
-    boost_mask = lax.ge(alpha, one)
-    alpha_orig = alpha
-    alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
-    d = lax.sub(alpha, third)
-    c = lax.div(third, lax.sqrt(d))
-
-    def cond_fn(state):
-        _, X, V, U = state
-        return lax.bitwise_and(
-            lax.ge(U, lax.sub(one, lax.mul(squeeze, lax.mul(X, X)))),
-            lax.ge(lax.log(U), lax.add(lax.mul(X, half),
-                                       lax.mul(d, lax.add(lax.sub(one, V), lax.log(V))))))
-
-    def next_xv(state):
-        k, sub = split_n(state[0], 2)
-        x = _normal_real(sub, (), dtype)
-        return k, x, lax.add(one, lax.mul(x, c))
-
-    def body_fn(state):
-        k, x_key, u_key = split_n(state[0], 3)
-        _, x, v = while_loop(lambda s: lax.le(s[2], zero), next_xv,
-                             (x_key, lax.full((), 0, dtype), lax.full((), -1, dtype)))
-        X = lax.mul(x, x)
-        V = lax.mul(lax.mul(v, v), v)
-        U = _uniform(u_key, 0., 1., (), dtype)
-        return k, X, V, U
-
-    k, sub = split_n(data, 2)
-    init = (k, lax.full((), 0, dtype), lax.full((), 1, dtype), lax.full((), 2, dtype))
-    _, _, V, _ = while_loop(cond_fn, body_fn, init)
-    if log_space:
-        log_samples = lax.neg(_exponential(sub, (), dtype))
-        log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
-                               lax.mul(log_samples, lax.div(one, alpha_orig)))
-        return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
-    samples = lax.sub(one, _uniform(sub, 0., 1., (), dtype))
-    boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
-    return lax.mul(lax.mul(d, V), boost)
-
-
-def _gamma_impl(data, a, log_space):
-    """Each element of `a` gets its own subkey (split(key, a.size)) and its own rejection loop,
-    vectorised with vmap as JAX does on every backend."""
-    from gpuarr.api import vmap
-    shape = _shape_of(a)
-    n = math.prod(shape)
-    if n == 0:
-        return jnp.zeros(shape, get_aval(a).dtype)
-    keys = split_raw(data, (n,))
-    samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, lax.reshape(a, (n,)))
-    return lax.reshape(samples, shape)
-
-
-def _gamma(data, a, shape, dtype, log_space=False):
-    if shape is None:
-        shape = _shape_of(a)
-    else:
-        _check_shape("gamma", shape, _shape_of(a))
-    a = _to_shape(_convert(a, dtype), shape)
-    return _gamma_impl(data, a, log_space)
-
-
-def _gamma_args(name, key, dtype, shape):
-    data, _ = check_key(name, key)
-    dtype = _float_dtype(name, dtype)
-    if shape is not None:
-        shape = canonicalize_shape(shape)
-    return data, dtype, shape
-
-
-def gamma(key, a, shape=None, dtype=None):
-    """Gamma(a, 1) values (shape `a.shape` unless given), by Marsaglia and Tsang's method."""
-    data, dtype, shape = _gamma_args("gamma", key, dtype, shape)
-    return _gamma(data, a, shape, dtype)
-
-
-def loggamma(key, a, shape=None, dtype=None):
-    """log of Gamma(a, 1) values, computed in log space (accurate for small `a`)."""
-    data, dtype, shape = _gamma_args("loggamma", key, dtype, shape)
-    return _gamma(data, a, shape, dtype, log_space=True)
-
-
-def beta(key, a, b, shape=None, dtype=None):
-    """Beta(a, b) values as G_a / (G_a + G_b) of two log-space gamma draws."""
-    data, _ = check_key("beta", key)
-    dtype = _float_dtype("beta", dtype)
-    shape = _check_broadcast_shapes("beta", shape, a, b)
-    a, b = _to_shape(_convert(a, dtype), shape), _to_shape(_convert(b, dtype), shape)
-    key_a, key_b = split_n(data, 2)
-    log_ga = _gamma(key_a, a, shape, dtype, log_space=True)
-    log_gb = _gamma(key_b, b, shape, dtype, log_space=True)
-    log_max = lax.max(log_ga, log_gb)
-    ga, gb = jnp.exp(log_ga - log_max), jnp.exp(log_gb - log_max)
-    return ga / (ga + gb)
-
-
-def dirichlet(key, alpha, shape=None, dtype=None):
-    """Dirichlet(alpha) vectors along the last axis: the softmax of log-space gamma draws."""
-    data, _ = check_key("dirichlet", key)
-    dtype = _float_dtype("dirichlet", dtype)
-    if shape is not None:
-        shape = canonicalize_shape(shape)
-    alpha_shape = _shape_of(alpha)
-    if not len(alpha_shape) >= 1:
-        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {len(alpha_shape)}")
-    if shape is None:
-        shape = alpha_shape[:-1]
-    else:
-        _check_shape("dirichlet", shape, alpha_shape[:-1])
-    alpha = _convert(alpha, dtype)
-    log_g = _gamma(data, alpha, shape + alpha_shape[-1:], dtype, log_space=True)
-    unnormalized = jnp.exp(log_g - lax.stop_gradient(jnp.max(log_g, axis=-1, keepdims=True)))
-    return unnormalized / jnp.sum(unnormalized, axis=-1, keepdims=True)
-
-
-def t(key, df, shape=None, dtype=None):
-    """Student's t values with `df` degrees of freedom: N * sqrt(df / (2 G)) with G ~ Gamma(df/2)."""
-    data, _ = check_key("t", key)
-    dtype = _float_dtype("t", dtype)
-    shape = _check_broadcast_shapes("t", shape, df)
-    df = _convert(df, dtype)
-    key_n, key_g = split_n(data, 2)
-    n = _normal(key_n, shape, dtype)
-    half_df = lax.div(df, _const(dtype, 2))
-    g = _gamma(key_g, half_df, shape, dtype)
-    return n * jnp.sqrt(half_df / g)
-
-
-def chisquare(key, df, shape=None, dtype=None):
-    """Chi-square values with `df` degrees of freedom: 2 * Gamma(df / 2)."""
-    data, _ = check_key("chisquare", key)
-    dtype = _float_dtype("chisquare", dtype)
-    shape = _check_broadcast_shapes("chisquare", shape, df)
-    half_df = lax.div(_convert(df, dtype), _const(dtype, 2))
-    log_g = _gamma(data, half_df, shape, dtype, log_space=True)
-    return lax.mul(jnp.exp(log_g), _const(dtype, 2))
-
-
-# ---------------------------------------------------------------- poisson
-
-
-def _poisson_knuth(data, lam, shape, dtype, max_iters):
-    from gpuarr.lax.control_flow import while_loop
-
-    def body_fn(carry):
-        i, k, rng, log_prod = carry
-        rng, sub = split_n(rng, 2)
-        k = lax.select(lax.gt(log_prod, lax.neg(lam)), lax.add(k, _const(dtype, 1)), k)
-        u = _uniform(sub, 0., 1., shape, np.dtype(np.float32))
-        return lax.add(i, np.int32(1)), k, rng, lax.add(log_prod, lax.log(u))
-
-    def cond_fn(carry):
-        i, log_prod = carry[0], carry[3]
-        return lax.bitwise_and(jnp.any(lax.gt(log_prod, lax.neg(lam))), lax.lt(i, max_iters))
-
-    init = (np.int32(0), lax.full(shape, 0, dtype), data, lax.full(shape, 0, np.float32))
-    k = while_loop(cond_fn, body_fn, init)[1]
-    return lax.sub(k, _const(dtype, 1))
-
-
-def _poisson_rejection(data, lam, shape, dtype, max_iters):
-    from gpuarr.lax.control_flow import while_loop
-    log_lam = lax.log(lam)
-    b = 0.931 + 2.53 * lax.sqrt(lam)
-    a = -0.059 + 0.02483 * b
-    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
-    v_r = 0.9277 - 3.6224 / (b - 2)
-
-    def body_fn(carry):
-        i, k_out, accepted, rng = carry
-        rng, sub0, sub1 = split_n(rng, 3)
-        u = _uniform(sub0, 0., 1., shape, lam.dtype) - 0.5
-        v = _uniform(sub1, 0., 1., shape, lam.dtype)
-        u_shifted = 0.5 - abs(u)
-        k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
-        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
-        t_ = -lam + k * log_lam - lax.lgamma(k + 1)
-        accept1 = (u_shifted >= 0.07) & (v <= v_r)
-        reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
-        accept = accept1 | (~reject & (s <= t_))
-        return i + 1, lax.select(accept, k, k_out), accepted | accept, rng
-
-    def cond_fn(carry):
-        i, _, accepted, _ = carry
-        return lax.bitwise_and(jnp.any(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
-
-    init = (np.int32(0), lax.full(shape, -1, lam.dtype), lax.full(shape, False, np.bool_), data)
-    k = while_loop(cond_fn, body_fn, init)[1]
-    return lax.convert_element_type(k, dtype)
-
-
-def poisson(key, lam, shape=None, dtype=None):
-    """Poisson(lam) counts of integer `dtype` (default int32): Knuth's method for lam < 10,
-    Hormann's transformed rejection above, as in JAX (and NumPy, TensorFlow)."""
-    data, _ = check_key("poisson", key)
-    dtype = _int_dtype("poisson", dtype)
-    shape = canonicalize_shape(shape) if shape is not None else _shape_of(lam)
-    lam = lax.convert_element_type(jnp.broadcast_to(lam, shape), np.float32)
-    use_knuth = jnp.isnan(lam) | (lam < 10)
-    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
-    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
-    max_iters = _const(np.int32, np.iinfo(np.int32).max)
-    result = lax.select(use_knuth, _poisson_knuth(data, lam_knuth, shape, dtype, max_iters),
-                        _poisson_rejection(data, lam_rejection, shape, dtype, max_iters))
-    return lax.select(lam == 0, jnp.zeros_like(result), result)
 
 
 # ---------------------------------------------------------------- on spheres and groups
@@ -798,33 +589,52 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     return q if n >= m else jnp.swapaxes(q, -1, -2)
 
 
-def ball(key, d, p=2, shape=(), dtype=None):
-    """Points uniform in the unit p-norm ball of dimension `d` (generalised normal direction,
-    radius u ** (1/d))."""
-    data, _ = check_key("ball", key)
-    dtype = _float_dtype("ball", dtype)
-    shape = canonicalize_shape(shape)
-    d = int(d)
-    k1, k2 = split_n(data, 2)
-    g = _generalized_normal(k1, float(p), (*shape, d), dtype)
-    e = _exponential(k2, shape, dtype)
-    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+# ---------------------------------------------------------------- more closed-form samplers
 
 
-def _generalized_normal(data, p, shape, dtype):
-    k1, k2 = split_n(data, 2)
-    g = _gamma(k1, _const(dtype, 1 / p), shape, dtype)
-    r = rademacher(_wrap(k2), shape, dtype)
-    return r * g ** (1 / p)
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto(b) values on [1, inf): exp(E / b) for E ~ Exponential(1)."""
+    data, _ = check_key("pareto", key)
+    dtype = _float_dtype("pareto", dtype)
+    shape = _check_broadcast_shapes("pareto", shape, b)
+    return lax.exp(lax.div(_exponential(data, shape, dtype), _to_rank(_convert(b, dtype), len(shape))))
 
 
-def generalized_normal(key, p, shape=(), dtype=None):
-    """Generalised normal values with density proportional to exp(-|x|**p)."""
-    data, _ = check_key("generalized_normal", key)
-    dtype = _float_dtype("generalized_normal", dtype)
-    return _generalized_normal(data, float(p), canonicalize_shape(shape), dtype)
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh(scale) values: scale * sqrt(-2 log u)."""
+    data, _ = check_key("rayleigh", key)
+    dtype = _float_dtype("rayleigh", dtype)
+    shape = _check_broadcast_shapes("rayleigh", shape, scale)
+    u = _uniform(data, 0., 1., shape, dtype)
+    scale = _to_shape(_convert(scale, dtype), shape)
+    return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), _const(dtype, -2))))
 
 
-def _wrap(data):
-    from gpuarr.prng import PRNGKeyArray
-    return PRNGKeyArray(data)
+def maxwell(key, shape=(), dtype=None):
+    """Maxwell values: the norm of a 3-vector of standard normals."""
+    data, _ = check_key("maxwell", key)
+    dtype = _float_dtype("maxwell", dtype)
+    z = _normal(data, canonicalize_shape(shape) + (3,), dtype)
+    return jnp.sqrt(jnp.sum(z * z, axis=-1))
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """Weibull values: (-log1p(-u)) ** (1 / concentration) * scale."""
+    data, _ = check_key("weibull_min", key)
+    dtype = _float_dtype("weibull_min", dtype)
+    u = _uniform(data, 0., 1., canonicalize_shape(shape), dtype)
+    return jnp.power(-jnp.log1p(-u), 1.0 / jnp.asarray(concentration, dtype)) * jnp.asarray(scale, dtype)
+
+
+def geometric(key, p, shape=None, dtype=None):
+    """Geometric(p) counts >= 1 of integer `dtype` (default int32): floor(log u / log1p(-p)) + 1."""
+    data, _ = check_key("geometric", key)
+    dtype = _int_dtype("geometric", dtype)
+    shape = _check_broadcast_shapes("geometric", shape, p)
+    p = jnp.asarray(p)
+    if not dtypes.is_inexact(p.dtype):
+        p = p.astype(dtypes.to_inexact_dtype(p.dtype))
+    u = _uniform(data, 0., 1., shape, p.dtype)
+    u = jnp.where(u == 0, 1, u)  # as JAX: u = 0 maps to 1, avoiding log(0)
+    g = lax.floor(lax.div(lax.log(u), jnp.broadcast_to(lax.log1p(-p), shape))) + 1
+    return g.astype(dtype)

@@ -216,6 +216,7 @@ def test_mean_var_and_library_calls():
 
 def test_every_kernel_primitive_has_a_lowering():
     """Every primitive of gpuarr.lax has a kernel lowering or sits on an explicit host list."""
+    lowering.register_all()
     missing = []
     for prim in lowering.all_primitives():
         kind, _ = lowering.lowering_of(prim)
@@ -295,3 +296,30 @@ def test_control_flow_bodies_run_as_kernel_sub_plans():
         np.testing.assert_allclose(g, w, rtol=1e-5)
     assert len(used) >= 4
     assert sum(s.kind == "host" for s in launch_plan.steps) == 3
+
+
+def test_sibling_outputs_share_one_kernel():
+    x = float_input("x", (6, 7))
+    plan = check(lambda x: (jnp.sin(x) * 2.0, jnp.cos(x) + x, x * x), x)
+    assert kernel_count(plan) == 1
+    import gpuarr.random as grandom
+    plan = check(lambda k: grandom.bits(k, (4, 4)), grandom.PRNGKey(3), exact=True)
+    assert kernel_count(plan) <= 1
+
+
+def test_big_full_reductions_run_in_two_passes():
+    x = rng.standard_normal((256, 512)).astype(np.float32)
+    plan = check(lambda x: jnp.sqrt(jnp.sum(x * x)) + 1.0, x, rtol=1e-4)
+    assert kernel_count(plan) == 2
+    first, second = plan.kernels
+    assert first.shape == (1024,) and second.red_shape == (1024,) and second.strategy == "full"
+    check(lambda x: lax.reduce_max(jnp.abs(x).T, (0, 1)), x)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint8])
+def test_bit_counts_use_the_operand_width(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, -1 if info.min < 0 else info.max, info.min, info.max, 5, 96], dtype)
+    with gpuarr.enable_x64(dtype == np.int64):
+        check(lambda x: lax.population_count(x), x)
+        check(lambda x: lax.clz(x), x)

@@ -298,3 +298,21 @@ def test_scatter_int_atomic_add(run_kernel):
                       "add", "drop", False)
     got = run_kernel(k, {"updates": np.ones(100, np.int32), "indices": idx}, {"out": operand})["out"]
     np.testing.assert_array_equal(got, np.bincount(idx[:, 0], minlength=5))
+
+
+def test_64_bit_indices_only_when_needed(have_nvrtc):
+    from gpuarr.backends import nvrtc
+    from gpuarr.compiler.render import render
+    for n, t in [(1000, "i32"), (2**31 + 5, "i64")]:
+        k = unary_kernel("exp", "float32", n=n)
+        rk = render(k)
+        assert f"GRID_STRIDE_LOOP({t}, i, {n})" in rk.source
+        nvrtc.compile(rk.source, rk.name)
+
+
+def test_same_text_for_both_dialects():
+    from gpuarr.compiler.render import render
+    text = render(unary_kernel("tanh", "float64")).source
+    assert "#if defined(__OPENCL_VERSION__)" in text and "__global__" in text and "__kernel" in text
+    body = text[text.index("// k_tanh"):]
+    assert "y = tanh x" in body and "threadIdx" not in body and "get_global_id" not in body

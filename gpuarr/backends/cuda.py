@@ -1,0 +1,380 @@
+"""CUDA executor: NVRTC-compiled kernels launched asynchronously on CuPy streams.
+
+Like the OpenCL backend it takes source text and launch plans (gpuarr.compiler.plan.LaunchPlan),
+never the IR, and imports nothing from gpuarr.core or gpuarr.lax. Per device it keeps one
+non-blocking stream, a CuPy memory pool (preallocated as GPUARR_MEM_FRACTION /
+XLA_PYTHON_CLIENT_MEM_FRACTION says) and the loaded kernel modules. A launch never
+synchronises: each output is a `DeviceBuffer` carrying the event recorded after the launch that
+wrote it, and `synchronize(buffer)` / `to_host(buffer)` wait for that event only.
+
+The helpers at the top (architecture selection, launch configuration, memory settings, the
+out-of-memory message) need no GPU and no CuPy, so they are tested everywhere.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuarr.backends import nvrtc
+
+PIP_HINT = ('pip install "gpuarr[cuda12]" (CUDA 12: cupy-cuda12x, nvidia-cuda-nvrtc-cu12) or '
+            'pip install "gpuarr[cuda13]" (CUDA 13: cupy-cuda13x, nvidia-cuda-nvrtc)')
+MAX_GRID = 2**31 - 1
+
+
+class CudaNotFoundError(RuntimeError):
+    """CuPy, the CUDA driver or a CUDA device is missing."""
+
+
+class DeviceOutOfMemoryError(RuntimeError):
+    """A device allocation failed (JAX raises XlaRuntimeError RESOURCE_EXHAUSTED here)."""
+
+
+# ---- device-independent helpers ----------------------------------------------------------------
+
+def arch_for(compute_capability, supported=None) -> tuple:
+    """(arch, target) to compile for a device of `compute_capability` ('90', (9, 0) or 90).
+
+    A cubin for the exact `sm_XY` when this NVRTC knows the architecture; otherwise PTX for the
+    newest virtual architecture it knows (the driver compiles PTX for newer GPUs)."""
+    if isinstance(compute_capability, (tuple, list)):
+        cc = int(compute_capability[0]) * 10 + int(compute_capability[1])
+    else:
+        cc = int(str(compute_capability).replace("sm_", "").replace(".", ""))
+    if supported is None or cc in supported:
+        return f"sm_{cc}", "cubin"
+    older = [a for a in supported if a <= cc]
+    if not older:
+        raise CudaNotFoundError(f"NVRTC supports no architecture up to sm_{cc} "
+                                f"(it supports {sorted(supported)}); upgrade it: {PIP_HINT}")
+    return f"sm_{max(older)}", "ptx"
+
+
+def supported_archs() -> list:
+    """The real architectures (as ints, 90 for sm_90) that the loaded NVRTC can compile for."""
+    import ctypes
+    lib = nvrtc.library()
+    count = ctypes.c_int()
+    if lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)) != 0:
+        return []
+    archs = (ctypes.c_int * count.value)()
+    lib.nvrtcGetSupportedArchs(archs)
+    return list(archs)
+
+
+def launch_config(global_size: int, local_size: int) -> tuple:
+    """((grid,), (block,)) for a 1-D launch of `global_size` threads in blocks of `local_size`
+    (the OpenCL global/local sizes of the LaunchPlan; kernels use grid-stride loops)."""
+    if local_size <= 0 or local_size > 1024:
+        raise ValueError(f"block size must be in 1..1024, got {local_size}")
+    grid = max(1, -(-int(global_size) // int(local_size)))
+    return (min(grid, MAX_GRID),), (int(local_size),)
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """How the device memory pool is set up (SPEC S24)."""
+
+    preallocate: bool = True
+    fraction: float = 0.75
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def memory_settings(environ=None) -> MemorySettings:
+    """Read GPUARR_PREALLOCATE / XLA_PYTHON_CLIENT_PREALLOCATE and GPUARR_MEM_FRACTION /
+    XLA_PYTHON_CLIENT_MEM_FRACTION (gpuarr's names win); ValueError names a bad value."""
+    env = os.environ if environ is None else environ
+    preallocate = True
+    for var in ("GPUARR_PREALLOCATE", "XLA_PYTHON_CLIENT_PREALLOCATE"):
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue
+        value = raw.strip().lower()
+        if value not in _TRUE + _FALSE:
+            raise ValueError(f"{var}={raw!r}: expected true or false")
+        preallocate = value in _TRUE
+        break
+    fraction = 0.75
+    for var in ("GPUARR_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"):
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue
+        try:
+            fraction = float(raw)
+        except ValueError:
+            raise ValueError(f"{var}={raw!r}: expected a number between 0 and 1") from None
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"{var}={raw!r}: expected a number between 0 and 1")
+        break
+    return MemorySettings(preallocate, fraction)
+
+
+def out_of_memory_message(requested: int, used: int, limit: int, total: int) -> str:
+    """The message of DeviceOutOfMemoryError: the sizes involved and the variables to change."""
+    return (f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {requested} bytes "
+            f"({requested / 2**20:.1f} MiB). The memory pool holds {used} bytes in use and may "
+            f"grow to {limit} bytes of the device's {total}. Free arrays you no longer need "
+            "(del x, or donate_argnums), raise GPUARR_MEM_FRACTION / "
+            "XLA_PYTHON_CLIENT_MEM_FRACTION (default 0.75), or set GPUARR_PREALLOCATE=false / "
+            "XLA_PYTHON_CLIENT_PREALLOCATE=false to allocate on demand.")
+
+
+def module_key(source: str, arch: str, target: str) -> tuple:
+    """What a loaded kernel module is cached under (the cubin cache itself is NVRTC's)."""
+    return (source, arch, target)
+
+
+# ---- CuPy and the devices -------------------------------------------------------------------
+
+def cupy():
+    """The cupy module; CudaNotFoundError (naming the pip extra) when it is not installed."""
+    try:
+        import cupy as cp
+    except ImportError as e:
+        raise CudaNotFoundError(f"the cuda platform needs CuPy: {PIP_HINT}") from e
+    return cp
+
+
+def device_count() -> int:
+    """How many CUDA devices CuPy sees; CudaNotFoundError when there is no driver or device."""
+    cp = cupy()
+    try:
+        n = cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001 - CUDARuntimeError without a driver, ImportError, ...
+        raise CudaNotFoundError(f"no usable CUDA device: {e}") from e
+    if n == 0:
+        raise CudaNotFoundError("no CUDA device found")
+    return n
+
+
+class DeviceBuffer:
+    """A CuPy array plus the event recorded after the launch that wrote it."""
+
+    __slots__ = ("data", "event", "context", "__weakref__")
+
+    def __init__(self, data, event, context):
+        self.data = data
+        self.event = event
+        self.context = context
+
+    shape = property(lambda self: self.data.shape)
+    dtype = property(lambda self: np.dtype(self.data.dtype))
+    ndim = property(lambda self: self.data.ndim)
+    size = property(lambda self: self.data.size)
+    nbytes = property(lambda self: self.data.nbytes)
+
+    def synchronize(self) -> None:
+        if self.event is not None:
+            self.event.synchronize()
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        cai = dict(self.data.__cuda_array_interface__)
+        cai["version"] = 3
+        cai["stream"] = self.context.stream.ptr or 1  # consumers order work after this stream
+        return cai
+
+    def __dlpack__(self, *, stream=None, **kwargs):
+        if stream is not None and stream != -1 and self.event is not None:
+            self.context.cp.cuda.ExternalStream(stream).wait_event(self.event)
+        elif self.event is not None:
+            self.event.synchronize()
+        try:
+            return self.data.__dlpack__(**kwargs)
+        except TypeError:  # an older CuPy without max_version/dl_device/copy
+            return self.data.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+
+class DeviceContext:
+    """One GPU: its stream, copy stream, memory pool and loaded kernels."""
+
+    def __init__(self, index: int, settings: MemorySettings):
+        cp = self.cp = cupy()
+        self.index = index
+        self.device = cp.cuda.Device(index)
+        with self.device:
+            self.stream = cp.cuda.Stream(non_blocking=True)
+            self.copy_stream = cp.cuda.Stream(non_blocking=True)
+            self.pool = cp.get_default_memory_pool()  # cuBLAS/CuPy calls allocate here too
+            free, total = cp.cuda.runtime.memGetInfo()
+            self.total = total
+            self.limit = int(total * settings.fraction)
+            self.pool.set_limit(size=self.limit)
+            if settings.preallocate:  # grab the pool's memory now, as XLA's BFC allocator does
+                block = self.pool.malloc(min(self.limit, int(free * 0.98)))
+                del block
+        self.arch, self.target = arch_for(self.device.compute_capability, supported_archs() or None)
+        self._functions: dict = {}
+        self._modules: dict = {}
+        self._constants: dict = {}
+        self._lock = threading.Lock()
+
+    # memory
+    def empty(self, shape, dtype):
+        cp = self.cp
+        try:
+            with self.device, self.stream:
+                return cp.empty(shape, dtype)
+        except cp.cuda.memory.OutOfMemoryError:
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            with self.device:
+                used = self.pool.used_bytes()
+            raise DeviceOutOfMemoryError(
+                out_of_memory_message(nbytes, used, self.limit, self.total)) from None
+
+    def upload(self, value) -> object:
+        """A device copy of host `value` (asynchronous on the stream)."""
+        host = np.ascontiguousarray(value)
+        out = self.empty(host.shape, host.dtype)
+        if host.nbytes:
+            with self.device:
+                out.set(host, stream=self.stream)
+        return out
+
+    def as_device(self, value):
+        """`value` as a CuPy array on this device: DeviceBuffers and CuPy arrays pass through."""
+        if isinstance(value, DeviceBuffer):
+            if value.context is self:
+                return value.data  # same stream: ordered after its producer already
+            value.synchronize()
+            with self.device, self.stream:
+                return self.cp.array(value.data, copy=True)  # peer copy to this GPU
+        if isinstance(value, self.cp.ndarray):
+            return value
+        return self.upload(value)
+
+    def record(self):
+        event = self.cp.cuda.Event(disable_timing=True)
+        event.record(self.stream)
+        return event
+
+    def download(self, data) -> np.ndarray:
+        """Copy a CuPy array of this device to the host after all work queued on the stream."""
+        with self.device:
+            return data.get(stream=self.stream)
+
+    def to_host(self, buf: DeviceBuffer) -> np.ndarray:
+        """Copy one buffer to the host, waiting only for the launch that wrote it."""
+        with self.device:
+            if buf.event is not None:
+                self.copy_stream.wait_event(buf.event)
+            return buf.data.get(stream=self.copy_stream)
+
+    # kernels
+    def function(self, source: str, name: str):
+        key = module_key(source, self.arch, self.target) + (name,)
+        fn = self._functions.get(key)
+        if fn is None:
+            image = nvrtc.compile(source, name, arch=self.arch, target=self.target)
+            with self._lock, self.device:
+                module = self._modules.get(key[:3])
+                if module is None:
+                    module = self._modules[key[:3]] = self.cp.cuda.function.Module()
+                    module.load(image)
+                fn = self._functions[key] = module.get_function(name)
+        return fn
+
+    def launch(self, source: str, name: str, global_size: int, local_size: int, args) -> None:
+        grid, block = launch_config(global_size, local_size)
+        with self.device:
+            self.function(source, name)(grid, block, tuple(args), stream=self.stream)
+
+    def constants(self, key, values) -> list:
+        """Device copies of a plan's constants, uploaded once per plan."""
+        cached = self._constants.get(key)
+        if cached is None:
+            cached = self._constants[key] = [self.upload(v) for v in values]
+        return cached
+
+
+# ---- running a launch plan ----------------------------------------------------------------------
+
+def run_plan(ctx: DeviceContext, plan, inputs, aliases=None, plan_key=None) -> list:
+    """Run a LaunchPlan on `ctx`'s stream; returns one DeviceBuffer per output, without waiting.
+
+    `inputs` may be DeviceBuffers, CuPy arrays or host values. `aliases` maps an output buffer
+    name to the index of a donated input whose memory it may use (checked safe by the caller).
+    Library host steps run on the device through CuPy when their NumPy implementation accepts
+    CuPy arrays (NumPy's __array_function__ dispatch: matmul, sort, linalg); other host steps
+    copy their operands to the host and their results back.
+    """
+    cp = ctx.cp
+    info = _buffer_info(plan)
+    device: dict = {}
+    for name, value in zip(plan.inputs, inputs):
+        device[name] = ctx.as_device(value)
+    consts = ctx.constants(plan_key if plan_key is not None else id(plan),
+                           [v for _, v in plan.constants])
+    for (name, _), value in zip(plan.constants, consts):
+        device[name] = value
+    donated = {out: device[plan.inputs[i]] for out, i in (aliases or {}).items()}
+
+    def buffer(name):
+        if name not in device:
+            shape, dtype = info[name]
+            alias = donated.get(name)
+            device[name] = alias.reshape(shape) if alias is not None else ctx.empty(shape, dtype)
+        return device[name]
+
+    for step in plan.steps:
+        if step.kind == "launch":
+            ctx.launch(step.source, step.name, step.global_size, step.local_size,
+                       [buffer(a) for a in step.args])
+        elif step.kind == "copy":
+            src = buffer(step.src)
+            if step.dst in donated:  # the copy a scatter updates is the donated input itself
+                device[step.dst] = buffer(step.dst)
+                continue
+            dst = ctx.empty(src.shape, src.dtype)
+            with ctx.device, ctx.stream:
+                cp.copyto(dst, src)
+            device[step.dst] = dst
+        else:
+            results = _host_step(ctx, step, [buffer(a) for a in step.inputs])
+            for name, value in zip(step.outputs, results):
+                shape, dtype = info[name]
+                device[name] = value.astype(dtype, copy=False).reshape(shape)
+    event = ctx.record()
+    return [DeviceBuffer(device[name], event, ctx) for name in plan.outputs]
+
+
+_infos: dict = {}  # id(plan) -> (plan, {buffer: (shape, dtype)}): computed once per plan
+
+
+def _buffer_info(plan) -> dict:
+    hit = _infos.get(id(plan))
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    info = {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
+    _infos[id(plan)] = (plan, info)
+    return info
+
+
+_on_device: dict = {}  # (step name, input dtypes) -> whether the NumPy impl ran on CuPy arrays
+
+
+def _host_step(ctx: DeviceContext, step, args) -> list:
+    cp = ctx.cp
+    key = (step.name, tuple(str(a.dtype) for a in args))
+    if step.role == "library" and _on_device.get(key, True):
+        try:
+            with ctx.device, ctx.stream:
+                results = list(step.fn(*args))
+            if all(isinstance(r, cp.ndarray) for r in results):
+                _on_device[key] = True
+                return results
+        except Exception:  # noqa: BLE001 - the implementation needs NumPy: run it on the host
+            pass
+        _on_device[key] = False
+    host = [ctx.download(a) for a in args]
+    results = step.fn(*host)
+    return [ctx.upload(np.asarray(r)) for r in results]

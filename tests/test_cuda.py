@@ -1,0 +1,564 @@
+"""The cuda platform. Device-independent parts (architecture selection, launch configuration,
+memory settings, error messages, cache keys, donation analysis, NVRTC compilation of the plans
+the GPU runs) run everywhere; `gpu`-marked tests run programs on a CUDA device against the
+NumPy backend and skip, with the reason, where there is none."""
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import gpuarr as jax
+import gpuarr.numpy as jnp
+from gpuarr import platforms
+from gpuarr.backends import cuda, nvrtc, opencl
+from gpuarr.compiler import passes, plan_closed, render
+from gpuarr.platforms.cuda import CudaDevice, CudaPlatform, donation_aliases
+
+# ---- device-independent -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cc,want", [("90", ("sm_90", "cubin")), ((8, 0), ("sm_80", "cubin")),
+                                     (86, ("sm_86", "cubin")), ("sm_75", ("sm_75", "cubin"))])
+def test_arch_for_known_architectures(cc, want):
+    assert cuda.arch_for(cc, [75, 80, 86, 90]) == want
+    assert cuda.arch_for(cc) == want  # nothing known about NVRTC: trust the device
+
+
+def test_arch_for_newer_device_uses_ptx_of_the_newest_known():
+    assert cuda.arch_for("120", [75, 80, 90, 100]) == ("sm_100", "ptx")
+    with pytest.raises(cuda.CudaNotFoundError, match="gpuarr\\[cuda12\\]"):
+        cuda.arch_for("50", [75, 80])
+
+
+def test_supported_archs_include_hopper():
+    if not nvrtc.available():
+        pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc-cu12)")
+    archs = cuda.supported_archs()
+    assert 90 in archs and archs == sorted(archs)
+    assert cuda.arch_for("90", archs) == ("sm_90", "cubin")
+
+
+@pytest.mark.parametrize("global_size,local_size,grid", [
+    (1024, 256, 4), (1000, 256, 4), (1, 64, 1), (0, 256, 1), (4096 * 256, 256, 4096)])
+def test_launch_config(global_size, local_size, grid):
+    assert cuda.launch_config(global_size, local_size) == ((grid,), (local_size,))
+
+
+def test_launch_config_limits():
+    with pytest.raises(ValueError, match="block size"):
+        cuda.launch_config(100, 2048)
+    assert cuda.launch_config(2**40, 32)[0] == (2**31 - 1,)
+
+
+def test_launch_config_of_rendered_plans():
+    """Every launch of a plan maps to whole blocks covering its global size."""
+    closed = passes.optimize(jax.make_jaxpr(lambda x: jax.nn.softmax(x) + jnp.sum(x, 0))(
+        np.ones((300, 50), np.float32)))
+    launch_plan = render.render_plan(plan_closed(closed))
+    for step in launch_plan.steps:
+        if step.kind == "launch":
+            (grid,), (block,) = cuda.launch_config(step.global_size, step.local_size)
+            assert grid * block == step.global_size and block <= 1024
+
+
+@pytest.mark.parametrize("env,want", [
+    ({}, cuda.MemorySettings(True, 0.75)),
+    ({"GPUARR_PREALLOCATE": "false"}, cuda.MemorySettings(False, 0.75)),
+    ({"XLA_PYTHON_CLIENT_PREALLOCATE": "0"}, cuda.MemorySettings(False, 0.75)),
+    ({"GPUARR_PREALLOCATE": "true", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+     cuda.MemorySettings(True, 0.75)),
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5"}, cuda.MemorySettings(True, 0.5)),
+    ({"GPUARR_MEM_FRACTION": "0.9", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.2"},
+     cuda.MemorySettings(True, 0.9)),
+    ({"GPUARR_MEM_FRACTION": "", "XLA_PYTHON_CLIENT_MEM_FRACTION": "1"},
+     cuda.MemorySettings(True, 1.0)),
+])
+def test_memory_settings(env, want):
+    assert cuda.memory_settings(env) == want
+
+
+@pytest.mark.parametrize("env,var", [
+    ({"GPUARR_PREALLOCATE": "maybe"}, "GPUARR_PREALLOCATE"),
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "1.5"}, "XLA_PYTHON_CLIENT_MEM_FRACTION"),
+    ({"GPUARR_MEM_FRACTION": "0"}, "GPUARR_MEM_FRACTION"),
+    ({"GPUARR_MEM_FRACTION": "lots"}, "GPUARR_MEM_FRACTION"),
+])
+def test_memory_settings_errors_name_the_variable(env, var):
+    with pytest.raises(ValueError, match=var):
+        cuda.memory_settings(env)
+
+
+def test_out_of_memory_message_names_sizes_and_variables():
+    msg = cuda.out_of_memory_message(2**30, 5 * 2**30, 6 * 2**30, 8 * 2**30)
+    for text in ("RESOURCE_EXHAUSTED", str(2**30), str(5 * 2**30), str(6 * 2**30),
+                 "GPUARR_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION", "GPUARR_PREALLOCATE",
+                 "XLA_PYTHON_CLIENT_PREALLOCATE"):
+        assert text in msg
+
+
+def test_module_keys_separate_architectures_and_targets():
+    keys = {cuda.module_key("src", a, t) for a in ("sm_80", "sm_90") for t in ("cubin", "ptx")}
+    assert len(keys) == 4
+
+
+def test_nvrtc_cache_is_keyed_by_architecture(tmp_path, monkeypatch):
+    if not nvrtc.available():
+        pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc-cu12)")
+    monkeypatch.setenv("GPUARR_CACHE_DIR", str(tmp_path))
+    src = 'extern "C" __global__ void k(float *x) { x[threadIdx.x] += 1.0f; }'
+    before = nvrtc.compile_count()
+    a = nvrtc.compile(src, "k", arch="sm_80")
+    b = nvrtc.compile(src, "k", arch="sm_90")
+    assert a != b and nvrtc.compile_count() == before + 2
+    nvrtc.compile(src, "k", arch="sm_90")
+    assert nvrtc.compile_count() == before + 2
+
+
+def test_missing_cupy_names_the_pip_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(cuda.CudaNotFoundError, match=r"gpuarr\[cuda12\]"):
+        cuda.cupy()
+    with pytest.raises(cuda.CudaNotFoundError, match=r"gpuarr\[cuda12\]"):
+        cuda.device_count()
+
+
+def test_device_buffer_describes_its_data():
+    buf = cuda.DeviceBuffer(np.zeros((2, 3), np.float32), None, None)
+    assert buf.shape == (2, 3) and buf.dtype == np.float32 and buf.ndim == 2
+    assert buf.size == 6 and buf.nbytes == 24
+    buf.synchronize()  # no event: nothing to wait for
+
+
+def _plan(f, *args):
+    return plan_closed(passes.optimize(jax.make_jaxpr(f)(*args)))
+
+
+X = np.ones((4, 5), np.float32)
+
+
+@pytest.mark.parametrize("f,args,want", [
+    (lambda a, g: a - 0.1 * g, (X, X), {"out": 0}),       # SGD update: in place
+    (lambda a: a.at[1].set(0.0), (X,), {"out": 0}),       # scatter updates the donated buffer
+    (lambda a: (a + 1, a * 2), (X,), {"one": 0}),         # one output takes it
+    (lambda a: a.T, (np.ones((4, 4), np.float32),), {}),  # transposed read: not in place
+    (lambda a: a[::-1], (X,), {}),                        # reversed read
+    (lambda a: jnp.sum(a, 1), (X,), {}),                  # shape differs
+    (lambda a: a / jnp.sum(a, 1, keepdims=True), (X,), {}),  # read again by an epilogue
+    (lambda a: a, (X,), {}),                              # the output is the input
+    (lambda a: a.astype(jnp.int32), (X,), {}),            # dtype differs
+])
+def test_donation_aliases(f, args, want):
+    plan = _plan(f, *args)
+    first = len(plan.inputs) - len(args)  # program constants come first
+    aliases = donation_aliases(plan, [plan.inputs[first]])
+    assert len(aliases) == len(want)
+    assert all(i == first for i in aliases.values())
+    assert all(out in plan.outputs for out in aliases)
+
+
+def test_mlp_step_kernels_compile_for_hopper():
+    """The kernels the MLP benchmark launches compile with NVRTC for the H200 (sm_90)."""
+    if not nvrtc.available():
+        pytest.skip("NVRTC is not installed (pip install nvidia-cuda-nvrtc-cu12)")
+    params, batch = _mlp_inputs(np.random.default_rng(0), (12, 8, 8, 4), 6)
+    closed = passes.optimize(jax.make_jaxpr(_sgd_step)(params, batch))
+    launch_plan = render.render_plan(plan_closed(closed))
+    launches = [s for s in launch_plan.steps if s.kind == "launch"]
+    assert launches
+    for step in launches:
+        assert nvrtc.compile(step.source, step.name, arch="sm_90")[:4] == b"\x7fELF"
+
+
+def test_cuda_platform_unavailable_without_a_device():
+    if _cuda_reason() is None:
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(RuntimeError, match="cuda"):
+        platforms.get_platform("cuda")
+    code = "import gpuarr; print(gpuarr.default_backend())"
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUARR_PLATFORMS", "JAX_PLATFORMS")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() in ("cpu", "opencl")
+    env["GPUARR_PLATFORMS"] = "cuda"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "cuda" in out.stderr
+
+
+# ---- programs shared with the GPU tests -----------------------------------------------------------
+
+def _mlp_inputs(rng, sizes, batch):
+    params = [(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m),
+               np.zeros(n, np.float32)) for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], batch)]
+    return params, (x, y)
+
+
+def _loss(params, batch):
+    x, y = batch
+    for w, b in params[:-1]:
+        x = jax.nn.relu(x @ w + b)
+    w, b = params[-1]
+    logits = x @ w + b
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, axis=-1))
+
+
+def _sgd_step(params, batch):
+    grads = jax.grad(_loss)(params, batch)
+    return jax.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+
+
+def _softmax(x):
+    m = jnp.max(x, axis=-1, keepdims=True)
+    e = jnp.exp(x - m)
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def _scan_cumsum(x):
+    return jax.lax.scan(lambda c, v: (c + v, c * v), jnp.zeros(x.shape[1:], x.dtype), x)
+
+
+def _while(x):
+    return jax.lax.fori_loop(0, 5, lambda i, v: v * 0.5 + i, x)
+
+
+RNG = np.random.default_rng(0)
+F = RNG.standard_normal((64, 300)).astype(np.float32)
+I = RNG.integers(-50, 50, (64, 300)).astype(np.int32)
+
+PROGRAMS = {
+    "chain6": (lambda x: jnp.tanh(jnp.exp(-x * x) * 3.0 + jnp.sin(x)) - 1.0, (F,)),
+    "broadcast": (lambda x, b: x * b[None, :] + b.sum(), (F, F[0])),
+    "saturating_cast": (lambda x: (x * 100).astype(jnp.uint8), (F,)),
+    "int_ops": (lambda a: (a // 7, a % 7, a >> 2, a & 5, jnp.abs(a)), (I,)),
+    "full_sum": (lambda x: jnp.sum(x), (F,)),
+    "row_sum": (lambda x: jnp.sum(x, axis=1), (F,)),
+    "col_sum": (lambda x: jnp.sum(x, axis=0), (F,)),
+    "max_min_prod": (lambda x: (jnp.max(x, 0), jnp.min(x, 1), jnp.prod(x[:4, :4], 1)), (F,)),
+    "argmax": (lambda x: jnp.argmax(x, axis=1), (F,)),
+    "softmax": (_softmax, (F,)),
+    "logsumexp": (lambda x: jax.nn.logsumexp(x, axis=0), (F,)),
+    "matmul": (lambda a, b: a @ b.T, (F, F)),
+    "gather": (lambda x, i: x[i % 64, 3:40:2], (F, I[:, 0])),
+    "scatter_add": (lambda x, i: x.at[i % 64].add(1.0), (F, I[:10, 0])),
+    "sort": (lambda x: jnp.sort(x, axis=1), (F,)),
+    "cumsum": (lambda x: jnp.cumsum(x, axis=0), (F,)),
+    "scan": (_scan_cumsum, (F[:8, :16],)),
+    "while": (_while, (F,)),
+    "cond": (lambda x: jax.lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x), (F,)),
+    "random": (lambda k: jax.random.normal(jax.random.key_data(k), (1000,)),
+               (np.asarray(jax.random.key_data(jax.random.key(0))),)),
+    "grad": (jax.grad(lambda x: jnp.sum(jnp.sin(x) * x)), (F,)),
+}
+
+
+@pytest.mark.parametrize("name", ["chain6", "softmax", "scatter_add", "scan"])
+def test_program_table_on_the_opencl_platform(name):
+    """The GPU tests' harness, run where PoCL is: committed inputs, the platform's kernels,
+    results compared with the NumPy backend."""
+    if not opencl.available():
+        pytest.skip("PoCL / pyopencl not installed")
+    dev = jax.devices("opencl")[0]
+    f, args = PROGRAMS[name]
+    want = jax.jit(f)(*_on_cpu(args))
+    got = jax.jit(f)(*jax.device_put(args, dev))
+    for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
+        assert g.device == dev and g.committed
+        _close(g, w, name)
+
+
+# ---- the cuda platform's orchestration, with PoCL standing in for the GPU ------------------------
+
+class _HostCupy:
+    """The few CuPy names run_plan uses, over NumPy."""
+
+    ndarray = np.ndarray
+    copyto = staticmethod(np.copyto)
+    array = staticmethod(np.array)
+
+
+class HostContext(cuda.DeviceContext):
+    """A DeviceContext whose memory is NumPy and whose kernels run on PoCL: everything of the
+    cuda platform except CuPy and the GPU (plan execution, buffers, donation, eager kernels)."""
+
+    def __init__(self):
+        self.cp = _HostCupy
+        self.index = 0
+        self.device = self.stream = contextlib.nullcontext()
+        self._constants = {}
+        self.launches = []
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype)
+
+    def upload(self, value):
+        return np.array(value, copy=True)
+
+    def as_device(self, value):
+        return value.data if isinstance(value, cuda.DeviceBuffer) else self.upload(value)
+
+    def record(self):
+        return None
+
+    def download(self, data):
+        return np.array(data, copy=True)
+
+    def to_host(self, buf):
+        return np.array(buf.data, copy=True)
+
+    def launch(self, source, name, global_size, local_size, args):
+        cuda.launch_config(global_size, local_size)
+        names, arrays = [], {}
+        for a in args:  # one OpenCL buffer per distinct memory (a donated input may be twice)
+            key = (a.__array_interface__["data"][0], a.nbytes)
+            names.append(f"m{key[0]}_{key[1]}")
+            arrays[names[-1]] = a
+        results = opencl.run(source, name, global_size, local_size, names, arrays, list(arrays))
+        for n, a in arrays.items():
+            np.copyto(a, results[n].reshape(a.shape))
+        self.launches.append(name)
+
+
+@pytest.fixture
+def host_cuda(monkeypatch):
+    """The cuda platform over HostContext, registered as platform 'cuda'."""
+    if not opencl.available():
+        pytest.skip("PoCL / pyopencl not installed")
+    plat = CudaPlatform.__new__(CudaPlatform)
+    plat.settings = cuda.MemorySettings()
+    plat._devices = [CudaDevice("cuda", 0)]
+    plat._contexts = {0: HostContext()}
+    plat._eager = {}
+    plat._lock = threading.Lock()
+    monkeypatch.setitem(platforms._loaded, "cuda", plat)
+    return plat
+
+
+@pytest.mark.parametrize("name", ["chain6", "softmax", "scatter_add", "matmul", "while"])
+def test_cuda_platform_runs_plans(host_cuda, name):
+    f, args = PROGRAMS[name]
+    closed = passes.optimize(jax.make_jaxpr(f)(*args))
+    outs = host_cuda.compile(closed)(*args)
+    assert all(isinstance(o, cuda.DeviceBuffer) for o in outs)
+    want = jax.jit(f)(*_on_cpu(args))
+    for g, w in zip(outs, jax.tree_leaves(want)):
+        _close(host_cuda.to_host(g), w, name)
+
+
+def test_cuda_platform_donation_reuses_memory(host_cuda):
+    closed = passes.optimize(jax.make_jaxpr(lambda p, g: p - 0.5 * g)(F, F))
+    run = host_cuda.compile(closed)
+    p = host_cuda.from_host(F, host_cuda.devices()[0])
+    g = host_cuda.from_host(F, host_cuda.devices()[0])
+    donating = run.donating((0,))
+    assert donating.aliases == {run.launch_plan.outputs[0]: 0}
+    (out,) = donating(p, g)
+    assert np.shares_memory(out.data, p.data)
+    np.testing.assert_allclose(host_cuda.to_host(out), F - 0.5 * F)
+
+
+def test_arrays_on_the_cuda_platform(host_cuda):
+    dev = host_cuda.devices()[0]
+    x = jax.device_put(F, dev)
+    assert isinstance(x._buffer, cuda.DeviceBuffer) and x.device == dev and x.committed
+    y = jax.jit(lambda a: jnp.tanh(a) * 2)(x)  # jit outputs stay device buffers
+    assert isinstance(y._buffer, cuda.DeviceBuffer) and y.device == dev
+    z = jnp.sum(y + 1, axis=0)  # eager: one-equation programs through the same kernels
+    assert isinstance(z._buffer, cuda.DeviceBuffer) and z.committed
+    _close(z, np.sum(np.tanh(F) * 2 + 1, axis=0), "eager")
+    assert z.block_until_ready() is z
+    assert "Array(" in repr(z) and np.asarray(z).dtype == np.float32
+    assert type(jax.device_get(z)) is np.ndarray
+    back = jax.device_put(z, jax.devices("cpu")[0])
+    assert type(back._buffer) is np.ndarray and back.device == jax.devices("cpu")[0]
+
+
+def test_jit_donation_on_the_cuda_platform(host_cuda):
+    dev = host_cuda.devices()[0]
+    p, g = jax.device_put((F, F), dev)
+    step = jax.jit(lambda a, b: a - 0.5 * b, donate_argnums=0)
+    data = p._buffer.data
+    out = step(p, g)
+    assert np.shares_memory(out._buffer.data, data)
+    np.testing.assert_allclose(np.asarray(out), F - 0.5 * F)
+    with pytest.raises(RuntimeError):
+        p + 1
+
+
+# ---- on a CUDA device -----------------------------------------------------------------------------
+
+def _cuda_reason():
+    """None when a CUDA device is usable, else why not."""
+    try:
+        platforms.get_platform("cuda")
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+@pytest.fixture
+def gpu():
+    reason = _cuda_reason()
+    if reason is not None:
+        pytest.skip(f"no usable CUDA device: {reason}")
+    return jax.devices("cuda")[0]
+
+
+def _on_cpu(tree):
+    """`tree` committed to the cpu platform: computations on it run on the NumPy backend."""
+    return jax.device_put(tree, jax.devices("cpu")[0])
+
+
+def _close(got, want, name):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (name, got.dtype, want.dtype)
+    if want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    else:
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_program_on_gpu_matches_numpy(gpu, name):
+    f, args = PROGRAMS[name]
+    want = jax.jit(f)(*_on_cpu(args))  # the NumPy backend
+    got = jax.jit(f)(*jax.device_put(args, gpu))
+    for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
+        assert g.device == gpu and g.committed
+        _close(g, w, name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["chain6", "row_sum", "matmul", "gather", "sort"])
+def test_eager_ops_on_gpu_match_numpy(gpu, name):
+    f, args = PROGRAMS[name]
+    want = f(*_on_cpu(args))
+    got = f(*jax.device_put(args, gpu))
+    for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
+        _close(g, w, name)
+
+
+@pytest.mark.gpu
+def test_mlp_sgd_step_on_gpu(gpu):
+    params, batch = _mlp_inputs(np.random.default_rng(1), (784, 512, 512, 10), 256)
+    want = jax.jit(_sgd_step)(*_on_cpu((params, batch)))
+    got = jax.jit(_sgd_step)(*jax.device_put((params, batch), gpu))
+    for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_devices_and_async_dispatch(gpu):
+    assert repr(gpu) == "CudaDevice(id=0)"
+    x = jax.device_put(jnp.ones((1024, 1024)), gpu)
+    out = jax.jit(lambda a: jnp.sin(a) @ a)(x)  # returns before the GPU is done
+    assert out.block_until_ready() is out
+    assert jax.block_until_ready({"o": out})["o"] is out
+    assert out.devices() == {gpu}
+    np.testing.assert_allclose(np.asarray(out)[0, 0], np.sin(1.0) * 1024, rtol=1e-4)
+    assert "Array(" in repr(out)
+
+
+@pytest.mark.gpu
+def test_donated_buffer_is_reused_in_place(gpu):
+    x = jax.device_put(jnp.arange(1024.0), gpu)
+    g = jax.device_put(jnp.ones(1024), gpu)
+    ptr = x.__cuda_array_interface__["data"][0]
+    step = jax.jit(lambda p, d: p - 0.5 * d, donate_argnums=0)
+    out = step(x, g)
+    assert out.__cuda_array_interface__["data"][0] == ptr
+    np.testing.assert_allclose(np.asarray(out), np.arange(1024.0) - 0.5)
+    with pytest.raises(RuntimeError):
+        x + 1
+    with pytest.warns(UserWarning, match="Some donated buffers were not usable"):
+        jax.jit(lambda p: jnp.sum(p), donate_argnums=0)(jax.device_put(jnp.ones(8), gpu))
+
+
+@pytest.mark.gpu
+def test_cuda_array_interface_and_dlpack_share_memory(gpu):
+    cp = pytest.importorskip("cupy")
+    x = jax.device_put(jnp.arange(12.0).reshape(3, 4), gpu)
+    cai = x.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (3, 4) and cai["typestr"] == "<f4"
+    assert "stream" in cai
+    view = cp.asarray(x)
+    assert view.data.ptr == cai["data"][0]
+    assert x.__dlpack_device__() == (2, 0)
+    c = cp.arange(5, dtype=cp.float32)
+    y = jnp.asarray(c)
+    assert y.__cuda_array_interface__["data"][0] == c.data.ptr
+    z = jax.dlpack.from_dlpack(c)
+    assert z.device == gpu
+    np.testing.assert_array_equal(np.asarray(z + 1), np.arange(1, 6, dtype=np.float32))
+    host = np.asarray(x)
+    assert isinstance(host, np.ndarray) and host[2, 3] == 11.0
+
+
+@pytest.mark.gpu
+def test_torch_tensors_are_shared(gpu):
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float32, device="cuda")
+    x = jnp.asarray(t)
+    assert x.__cuda_array_interface__["data"][0] == t.data_ptr()
+    back = torch.from_dlpack(x * 2)
+    assert back.device.type == "cuda" and back[5].item() == 10.0
+
+
+@pytest.mark.gpu
+def test_memory_stays_flat_over_10000_calls(gpu):
+    cp = pytest.importorskip("cupy")
+    f = jax.jit(lambda a: a * 2.0 + 1.0)
+    x = jax.device_put(jnp.ones(4096), gpu)
+    pool = cp.get_default_memory_pool()
+    for _ in range(100):
+        x = f(x)
+    x.block_until_ready()
+    before = pool.used_bytes()
+    for _ in range(10_000):
+        x = f(x * 0.0)
+    x.block_until_ready()
+    assert pool.used_bytes() <= before + 64 * 1024
+
+
+@pytest.mark.gpu
+def test_out_of_memory_error_names_the_variables(gpu):
+    with pytest.raises(cuda.DeviceOutOfMemoryError, match="GPUARR_MEM_FRACTION"), \
+            jax.default_device(gpu):
+        jax.jit(lambda: jnp.zeros((2**46,), jnp.uint8) + 1)().block_until_ready()
+
+
+@pytest.mark.gpu
+def test_two_gpus_each_run_their_own_arrays(gpu):
+    if len(jax.devices("cuda")) < 2:
+        pytest.skip("needs two CUDA devices")
+    d0, d1 = jax.devices("cuda")[:2]
+    a = jax.device_put(jnp.ones(8), d1)
+    assert (a + 1).device == d1
+    with pytest.raises(ValueError, match=r"CudaDevice\(id=0\).*CudaDevice\(id=1\)|"
+                                          r"CudaDevice\(id=1\).*CudaDevice\(id=0\)"):
+        jax.device_put(jnp.ones(8), d0) + a
+
+
+@pytest.mark.gpu
+def test_second_process_reuses_the_disk_cache(gpu, tmp_path):
+    code = ("import numpy as np, gpuarr as jax, gpuarr.numpy as jnp\n"
+            "from gpuarr.backends import nvrtc\n"
+            "d = jax.devices('cuda')[0]\n"
+            "x = jax.device_put(np.ones((256, 256), np.float32), d)\n"
+            "jax.jit(lambda a: jax.nn.softmax(jnp.tanh(a) * 2))(x).block_until_ready()\n"
+            "print(nvrtc.compile_count())\n")
+    env = dict(os.environ, GPUARR_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()[-1] for _ in range(2)]
+    assert int(runs[0]) > 0 and int(runs[1]) == 0
+
+
+def test_no_warnings_from_module_import():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        import gpuarr.platforms.cuda  # noqa: F401

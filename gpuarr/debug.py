@@ -283,7 +283,7 @@ def _is_frame(obj) -> bool:
 
 
 def _created_where(trace, tracer, name: str) -> str:
-    var = getattr(tracer, "var", None)
+    var = getattr(tracer, "_var", None)
     for eqn in getattr(trace, "eqns", ()):
         if any(v is var for v in eqn.outvars):
             where = eqn.source_info if eqn.source_info is not None else "an unknown location"

@@ -3,6 +3,8 @@
 against NumPy's in-place equivalent, modes, dtypes, jit, grad and vmap."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
@@ -156,12 +158,17 @@ def test_hints_are_accepted():
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.int16, np.float16, np.bool_])
 def test_dtype_is_kept(dtype):
     x = jnp.asarray(np.zeros((2, 3), dtype))
-    for op, v in (("set", 1), ("add", 1), ("max", 1)):
-        out = getattr(x.at[0, 1:], op)(v)
+    one = True if dtype == np.bool_ else 1  # bool.at[].set(1) warns about the cast, as in JAX
+    for op in ("set", "add", "max"):
+        out = getattr(x.at[0, 1:], op)(one)
         want = np.zeros((2, 3), dtype)
         want[0, 1:] = 1
         assert_same(out, want)
-    assert x.at[0].set(2.7).dtype == dtype
+    if dtype in (np.float32, np.float16):
+        assert x.at[0].set(2.7).dtype == dtype
+    else:
+        with pytest.warns(FutureWarning, match="cannot safely cast value from dtype=float32"):
+            assert x.at[0].set(2.7).dtype == dtype
 
 
 def test_weak_type_is_kept():
@@ -232,4 +239,26 @@ def test_at_vmap_matches_loop():
     got = jax.vmap(lambda x: x.at[jnp.array([1, 1])].set(0.0))(xs)
     want = xs.copy()
     want[:, 1] = 0
+    assert_same(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.lists(st.integers(-8, 8), max_size=6),
+       st.sampled_from(["set", "add", "multiply", "min", "max"]), st.sampled_from([None, "clip"]))
+def test_hypothesis_at_updates_match_numpy(n, idx, op, mode):
+    """Against NumPy's unbuffered ufunc.at with JAX's rules applied to the indices: negative
+    ones wrap, then out-of-bounds ones are dropped (or clamped with mode='clip')."""
+    x = np.arange(1, n + 1, dtype=np.float32)
+    vals = np.arange(len(idx), dtype=np.float32) * 0.5 - 1
+    i = np.array(idx, np.int64)
+    i = np.where(i < 0, i + n, i)
+    keep = np.ones(len(i), bool) if mode == "clip" else (i >= 0) & (i < n)
+    i_np = np.clip(i, 0, n - 1)[keep]
+    want = x.copy()
+    if op == "set":
+        want[i_np] = vals[keep]
+    else:
+        ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[op]
+        ufunc.at(want, i_np, vals[keep])
+    got = getattr(jnp.asarray(x).at[jnp.asarray(np.array(idx, np.int32))], op)(vals, mode=mode)
     assert_same(got, want)

@@ -73,6 +73,10 @@ def test_boolean_mask_under_jit_raises_with_where_hint():
     with pytest.raises(NonConcreteBooleanIndexError, match="jnp.where"):
         jax.jit(nansum)(x)
     assert float(jax.jit(lambda x: jnp.where(~jnp.isnan(x), x, 0).sum())(x)) == 6.0
+    # Under grad the mask is concrete, as in JAX; under vmap it is not.
+    assert_same(jax.grad(nansum)(x), np.array([1, 1, 0, 1], np.float32))
+    with pytest.raises(NonConcreteBooleanIndexError):
+        jax.vmap(nansum)(x.reshape(2, 2))
     assert issubclass(NonConcreteBooleanIndexError, IndexError)
 
 

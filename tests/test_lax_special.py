@@ -78,6 +78,12 @@ def test_polygamma_matches_scipy():
 
 
 @pytest.mark.parametrize("fn", [lax.erf, lax.erfc, lax.erf_inv, lax.lgamma, lax.digamma])
+def test_python_scalars_are_weakly_typed(fn):
+    out = fn(0.5)
+    assert out.dtype == np.float32 and out.weak_type and out.shape == ()
+
+
+@pytest.mark.parametrize("fn", [lax.erf, lax.erfc, lax.erf_inv, lax.lgamma, lax.digamma])
 def test_integer_input_is_a_type_error(fn):
     with pytest.raises(TypeError, match="floating-point"):
         fn(np.arange(3, dtype=np.int32))

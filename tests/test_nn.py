@@ -184,3 +184,19 @@ def test_random_initializers_match_jax(name):
     ref = getattr(jax.nn.initializers, name)()(jax.random.PRNGKey(0), shape)
     assert out.shape == shape and out.dtype == np.float32
     np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-6)
+
+
+def test_delta_orthogonal_and_variance_scaling_axes_match_jax():
+    random = pytest.importorskip("gpuarr.random")
+    pytest.importorskip("gpuarr.numpy.linalg")
+    jax = pytest.importorskip("jax")
+    from gpuarr.nn import initializers as init
+    out = init.delta_orthogonal()(random.PRNGKey(1), (3, 3, 4, 4))
+    ref = jax.nn.initializers.delta_orthogonal()(jax.random.PRNGKey(1), (3, 3, 4, 4))
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-6)
+    vs = init.variance_scaling(2.0, "fan_out", "normal", in_axis=0, out_axis=(1, 2))
+    jvs = jax.nn.initializers.variance_scaling(2.0, "fan_out", "normal", in_axis=0,
+                                               out_axis=(1, 2))
+    np.testing.assert_allclose(np.asarray(vs(random.PRNGKey(2), (3, 4, 5))),
+                               np.asarray(jvs(jax.random.PRNGKey(2), (3, 4, 5))),
+                               rtol=1e-5, atol=1e-6)

@@ -29,10 +29,7 @@ METHODS = [
 
 
 # Known bugs outside gpuarr.numpy that break these methods under jit only.
-JIT_XFAIL = {
-    "var": "StagingTracer.__slots__ = ('var',) shadows the Tracer.var method",
-    "round": "lax.round's abstract evaluation rule rejects the rounding_method parameter",
-}
+JIT_XFAIL: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name,args,kwargs", METHODS, ids=[m[0] for m in METHODS])

@@ -215,6 +215,7 @@ class DeviceContext:
         self.arch, self.target = arch_for(self.device.compute_capability, supported_archs() or None)
         self._functions: dict = {}
         self._modules: dict = {}
+        self.launchers: dict = {}  # id(plan) -> (plan, {step index: prepared launch})
         self._constants: dict = {}
         self._lock = threading.Lock()
 
@@ -284,9 +285,14 @@ class DeviceContext:
         return fn
 
     def launch(self, source: str, name: str, global_size: int, local_size: int, args) -> None:
+        self.prepare(source, name, global_size, local_size)(tuple(args))
+
+    def prepare(self, source: str, name: str, global_size: int, local_size: int):
+        """`go(args)` launching one kernel: loaded and configured once per plan step, so a
+        cached call costs one driver launch per kernel and no lookups."""
         grid, block = launch_config(global_size, local_size)
-        with self.device:
-            self.function(source, name)(grid, block, tuple(args), stream=self.stream)
+        fn, stream = self.function(source, name), self.stream
+        return lambda args: fn(grid, block, args, stream=stream)
 
     def constants(self, key, values) -> list:
         """Device copies of a plan's constants, uploaded once per plan."""
@@ -307,6 +313,11 @@ def run_plan(ctx: DeviceContext, plan, inputs, aliases=None, plan_key=None) -> l
     CuPy arrays (NumPy's __array_function__ dispatch: matmul, sort, linalg); other host steps
     copy their operands to the host and their results back.
     """
+    with ctx.device:
+        return _run_plan(ctx, plan, inputs, aliases, plan_key)
+
+
+def _run_plan(ctx, plan, inputs, aliases, plan_key) -> list:
     cp = ctx.cp
     info = _buffer_info(plan)
     device: dict = {}
@@ -325,10 +336,10 @@ def run_plan(ctx: DeviceContext, plan, inputs, aliases=None, plan_key=None) -> l
             device[name] = alias.reshape(shape) if alias is not None else ctx.empty(shape, dtype)
         return device[name]
 
-    for step in plan.steps:
+    launchers = _launchers(ctx, plan)
+    for i, step in enumerate(plan.steps):
         if step.kind == "launch":
-            ctx.launch(step.source, step.name, step.global_size, step.local_size,
-                       [buffer(a) for a in step.args])
+            launchers[i](tuple([buffer(a) for a in step.args]))
         elif step.kind == "copy":
             src = buffer(step.src)
             if step.dst in donated:  # the copy a scatter updates is the donated input itself
@@ -343,8 +354,17 @@ def run_plan(ctx: DeviceContext, plan, inputs, aliases=None, plan_key=None) -> l
             for name, value in zip(step.outputs, results):
                 shape, dtype = info[name]
                 device[name] = value.astype(dtype, copy=False).reshape(shape)
+    for name in set(plan.outputs) & _passed_through(plan):
+        # An output that is an input or a constant gets its own memory: donating it later
+        # must not overwrite an array that is still alive, nor the plan's cached constants.
+        with ctx.stream:
+            device[name] = device[name].copy()
     event = ctx.record()
     return [DeviceBuffer(device[name], event, ctx) for name in plan.outputs]
+
+
+def _passed_through(plan) -> set:
+    return set(plan.inputs) | {name for name, _ in plan.constants}
 
 
 _infos: dict = {}  # id(plan) -> (plan, {buffer: (shape, dtype)}): computed once per plan
@@ -357,6 +377,18 @@ def _buffer_info(plan) -> dict:
     info = {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
     _infos[id(plan)] = (plan, info)
     return info
+
+
+def _launchers(ctx: DeviceContext, plan) -> dict:
+    """{step index: prepared launch} of `plan` on `ctx`, built on the plan's first run there."""
+    cache = ctx.launchers
+    hit = cache.get(id(plan))
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    launchers = {i: ctx.prepare(s.source, s.name, s.global_size, s.local_size)
+                 for i, s in enumerate(plan.steps) if s.kind == "launch"}
+    cache[id(plan)] = (plan, launchers)
+    return launchers
 
 
 _on_device: dict = {}  # (step name, input dtypes) -> whether the NumPy impl ran on CuPy arrays

@@ -39,15 +39,16 @@ _SCALARS = (bool, int, float, complex)
 
 
 class StagingTracer(Tracer):
-    __slots__ = ("var",)
+    # `_var`, not `var`: tracers also carry the array method `x.var()`.
+    __slots__ = ("_var",)
 
     def __init__(self, trace, var: Var):
         self._trace = trace
-        self.var = var
+        self._var = var
 
     @property
     def aval(self):
-        return self.var.aval
+        return self._var.aval
 
 
 class StagingTrace(Trace):
@@ -74,7 +75,7 @@ class StagingTrace(Trace):
 
     def to_atom(self, x):
         if type(x) is StagingTracer and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, Tracer):
             check_tracer_alive(x, "inside another transformation")
             return self._const(x)
@@ -116,7 +117,7 @@ class StagingTrace(Trace):
 
     def creation_site(self, tracer):
         """The source location of the equation that produced `tracer` (None for inputs)."""
-        var = getattr(tracer, "var", None)
+        var = getattr(tracer, "_var", None)
         for eqn in self.eqns:
             if any(v is var for v in eqn.outvars):
                 return eqn.source_info
@@ -126,7 +127,7 @@ class StagingTrace(Trace):
         if self.debug_info is None or type(tracer) is not StagingTracer or tracer._trace is not self:
             return ""
         fn_name, arg_names = self.debug_info
-        deps = _input_dependencies(self, tracer.var)
+        deps = _input_dependencies(self, tracer._var)
         names = [arg_names[i] for i, v in enumerate(self.invars)
                  if v.id in deps and i < len(arg_names) and arg_names[i]]
         where = f"The error occurred while tracing the function {fn_name}. "

@@ -11,8 +11,6 @@ from gpuarr.lax.lax import (  # noqa: F401
     zeros_like,
 )
 from gpuarr.lax import lax  # noqa: F401
-
-not_ = bitwise_not
 from gpuarr.lax.special import (  # noqa: F401
     bitcast_convert_type, clamp, clz, digamma, erf, erf_inv, erfc, lgamma, polygamma,
     population_count,
@@ -28,8 +26,10 @@ from gpuarr.lax.slicing import (  # noqa: F401, E402
 )
 from gpuarr.lax.sorting import sort, sort_key_val, top_k  # noqa: F401, E402
 from gpuarr.lax.cumulative import cummax, cummin, cumprod, cumsum  # noqa: F401, E402
-from gpuarr.lax import linalg  # noqa: F401
+from gpuarr.lax import linalg  # noqa: F401, E402
 from gpuarr.lax.windowed import (  # noqa: F401, E402
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
     conv_with_general_padding, padtype_to_pads, reduce_window,
 )
+
+not_ = bitwise_not

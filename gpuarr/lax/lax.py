@@ -431,7 +431,16 @@ xor_p = binop("xor", lambda x, y: np.logical_xor(x, y) if x.dtype == np.bool_ el
 
 
 def _shift_impl(op, x, y):
+    x = np.asarray(x)
     bits = x.dtype.itemsize * 8
+    if np.ndim(y) == 0 and 0 <= y < bits:
+        # The common case (a constant in-range shift) is a single NumPy pass.
+        if op == "left":
+            return np.left_shift(x, x.dtype.type(y))
+        if op == "arith" or x.dtype.kind == "u":
+            return np.right_shift(x, x.dtype.type(y))
+        unsigned = np.dtype(f"u{x.dtype.itemsize}")
+        return np.right_shift(x.view(unsigned), unsigned.type(y)).view(x.dtype)
     big = (y < 0) | (y >= bits)
     safe = np.where(big, 0, y).astype(x.dtype)
     if op == "left":

@@ -34,6 +34,7 @@ from gpuarr.lax.lax import (
     div,
     eq,
     exp,
+    full,
     ge,
     le,
     mul,
@@ -364,6 +365,8 @@ def _checked(prim, name=None):
     rule = abstract_eval_rules[prim]
 
     def f(*args, **params):
+        # Python scalars become weakly typed 0-d arrays, as lax does for jax.lax.erf(1.0).
+        args = [full((), a) if isinstance(a, (bool, int, float, complex)) else a for a in args]
         rule(*map(get_aval, args), **params)
         return prim.bind(*args, **params)
     f.__name__ = name or prim.name

@@ -3,9 +3,10 @@ import numpy as _np
 
 from gpuarr.array import Array as ndarray  # noqa: F401
 from gpuarr.array import Array  # noqa: F401
-from gpuarr.dtypes import (  # noqa: F401
+from gpuarr.dtypes import finfo, iinfo, issubdtype, promote_types  # noqa: F401
+from gpuarr.numpy.scalar_types import (  # noqa: F401
     bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8,
-    uint16, uint32, uint64, finfo, iinfo, issubdtype, promote_types,
+    uint16, uint32, uint64,
 )
 from gpuarr.numpy.creation import (  # noqa: F401
     arange, array, asarray, copy, diag, diagflat, diagonal, empty, empty_like, eye, from_dlpack,
@@ -60,7 +61,7 @@ from gpuarr.numpy import linalg  # noqa: F401
 from gpuarr.numpy import array_methods as _array_methods  # noqa: F401
 
 try:
-    from gpuarr.dtypes import bfloat16  # noqa: F401
+    from gpuarr.numpy.scalar_types import bfloat16  # noqa: F401
 except ImportError:  # ml_dtypes not installed
     pass
 

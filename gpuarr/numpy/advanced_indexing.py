@@ -51,7 +51,10 @@ def normalize_index(idx, ndim):
             i = np.asarray(i) if i else np.zeros((0,), np.int32)
         if isinstance(i, (bool, np.bool_)) or (isinstance(i, _ARRAYS) and get_aval(i).dtype == np.bool_):
             if isinstance(i, Tracer):
-                raise NonConcreteBooleanIndexError(i)
+                concrete = i.to_concrete_value()  # known under grad, abstract under jit/vmap
+                if concrete is None:
+                    raise NonConcreteBooleanIndexError(i)
+                i = concrete
             mask = np.asarray(i)
             if mask.ndim == 0:
                 raise IndexError("Scalar boolean indices are not supported; use x[None] to add an "
@@ -152,13 +155,6 @@ def to_gather(shape, idx, wrap_negative=True) -> Indexer:
     nb = len(batch_shape)
     adv_at = [p for p, it in enumerate(batch_items) if it[1][0] == "adv"]
 
-    def place(arr_shape_positions, values):
-        """Reshape `values` so its axes sit at the given batch positions."""
-        view = [1] * nb
-        for p in arr_shape_positions:
-            view[p] = batch_shape[p]
-        return values, tuple(view)
-
     win_dims = {it[1] for it in items if it[0] == "win"}
     comps, start_index_map = [], []
     for d in range(len(shape)):
@@ -172,7 +168,9 @@ def to_gather(shape, idx, wrap_negative=True) -> Indexer:
             comps.append((a, tuple(view)))
         elif d in strided:
             p = next(q for q, it in enumerate(batch_items) if it[1] == ("strided", d))
-            comps.append(place([p], strided[d].astype(np.int32)))
+            view = [1] * nb
+            view[p] = batch_shape[p]
+            comps.append((strided[d].astype(np.int32), tuple(view)))
         elif d in starts and (starts[d] != 0 or d not in win_dims):
             comps.append((np.asarray(starts[d], np.int32), (1,) * nb))
         else:

@@ -5,9 +5,11 @@ Out-of-bounds updates are dropped unless `mode='clip'`; `get` clamps unless `mod
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from gpuarr import lax
+from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.lax import slicing
 from gpuarr.numpy import advanced_indexing
@@ -38,6 +40,13 @@ def _update(ref, values, scatter_fn, *, indices_are_sorted, unique_indices, mode
     x = ref.array
     check_arraylike("at", values)
     aval = get_aval(x)
+    value_dtype = dtypes.result_type(x, values)
+    if value_dtype != aval.dtype:
+        warnings.warn(
+            "scatter inputs have incompatible types: cannot safely cast value from "
+            f"dtype={dtypes.dtype(values, canonicalize=True)} to dtype={aval.dtype} with "
+            "jax_numpy_dtype_promotion=standard. In future JAX releases this will result in an "
+            "error.", FutureWarning, stacklevel=3)
     xp, vp = promote_dtypes(x, values)
     out = advanced_indexing.scatter_update(
         xp, ref.index, vp, scatter_fn, mode=mode, wrap_negative_indices=wrap_negative_indices,

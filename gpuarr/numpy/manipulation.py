@@ -735,7 +735,7 @@ def _pad_axis(a, ax, b, e, mode, kwargs, nd):
     for width, (lo, hi) in ((b, (0, lengths[0])), (e, (n - lengths[1], n))):
         region = lax.slice_in_dim(a, lo, hi, axis=ax)
         stat = stat_fn(region, axis=ax, keepdims=True)
-        if mode in ("mean", "median") and not dtypes_is_inexact(get_aval(a).dtype):
+        if mode in ("mean", "median") and not _is_inexact(get_aval(a).dtype):
             from gpuarr.numpy.ufuncs import round as jround
             stat = jround(stat)
         stat = lax.convert_element_type(stat, get_aval(a).dtype)
@@ -745,7 +745,7 @@ def _pad_axis(a, ax, b, e, mode, kwargs, nd):
     return concatenate([parts[0], a, parts[1]], ax)
 
 
-def dtypes_is_inexact(dt):
+def _is_inexact(dt):
     from gpuarr import dtypes
     return dtypes.is_float(dt) or dtypes.is_complex(dt)
 
@@ -757,7 +757,7 @@ def _ramp(a, ax, edge_index, width, end_value, before):
     if width == 0:
         return lax.full(tuple(shape), 0, dt)
     from gpuarr import dtypes
-    work = dtypes.to_inexact_dtype(dt) if not dtypes_is_inexact(dt) else dt
+    work = dtypes.to_inexact_dtype(dt) if not _is_inexact(dt) else dt
     edge = lax.convert_element_type(lax.slice_in_dim(a, edge_index, edge_index + 1, axis=ax), work)
     end = np.asarray(end_value, work)[()]
     # Before: end + (edge - end) * i / width for i = 0..width-1; after: the same, reversed.

@@ -209,18 +209,14 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if get_aval(a).ndim != 1:
         raise ValueError("a should be 1-dimensional")
     if sorter is not None:
-        a = take_sorted(a, sorter)
+        from gpuarr.numpy.selection import take
+        a = take(a, sorter, mode="clip")
     n = get_aval(a).shape[0]
     v_shape = get_aval(v).shape
     vv = lax.broadcast_in_dim(v, v_shape + (n,), tuple(range(len(v_shape))))
     aa = lax.broadcast_in_dim(a, v_shape + (n,), (len(v_shape),))
     hit = _lt_total(aa, vv) if side == "left" else lax.bitwise_not(_lt_total(vv, aa))
     return lax.reduce_sum(lax.convert_element_type(hit, _int_dtype()), (len(v_shape),))
-
-
-def take_sorted(a, sorter):
-    from gpuarr.numpy.selection import take
-    return take(a, sorter, mode="clip")
 
 
 def digitize(x, bins, right=False, *, method=None):

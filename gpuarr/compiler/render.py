@@ -38,7 +38,20 @@ from gpuarr.compiler.plan import (
     ScatterKernel,
 )
 
-KERNELS_DIR = Path(__file__).resolve().parents[2] / "kernels"
+
+def _kernels_dir() -> Path:
+    """kernels/ beside the package in a checkout; the installed gpuarr.kernels package in a wheel."""
+    checkout = Path(__file__).resolve().parents[2] / "kernels"
+    if checkout.is_dir():
+        return checkout
+    import importlib.util
+    spec = importlib.util.find_spec("gpuarr.kernels")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    raise FileNotFoundError("gpuarr's kernel templates (kernels/) were not found; reinstall gpuarr")
+
+
+KERNELS_DIR = _kernels_dir()
 
 CTYPES = {
     "bool": "u8", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",

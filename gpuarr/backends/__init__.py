@@ -1,0 +1,1 @@
+"""Backends that run code: the NumPy backend, NVRTC, OpenCL (PoCL) and CUDA."""

@@ -1,0 +1,1 @@
+"""Interpreters over the Program IR: staging, automatic differentiation, batching."""

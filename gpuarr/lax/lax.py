@@ -1252,12 +1252,11 @@ def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element
         # NumPy has no bool matmul; half precision accumulates in float32 (as XLA does on CPU).
         acc = np.int32 if x.dtype == np.bool_ else np.float32
         x, y = x.astype(acc), y.astype(acc)
-    # Fast paths: plain matrix/vector products go straight to BLAS.
-    if not lb and len(lc) == 1 and y.ndim <= 2 and lc[0] == x.ndim - 1:
-        if rc[0] == 0:
-            return np.dot(x, y).astype(out_dtype, copy=False)
-        if y.ndim == 2 and rc[0] == 1:
-            return np.dot(x, y.T).astype(out_dtype, copy=False)
+    # Fast paths: plain matrix/vector products go straight to BLAS (transposes are views).
+    if not lb and len(lc) == 1 and x.ndim <= 2 and y.ndim <= 2:
+        xm = x if lc[0] == x.ndim - 1 else x.T
+        ym = y if rc[0] == 0 else y.T
+        return np.dot(xm, ym).astype(out_dtype, copy=False)
     lc, rc, lb, rb, lf, rf = _dot_dims(x.ndim, y.ndim, dimension_numbers)
     bshape = tuple(x.shape[i] for i in lb)
     lfs = tuple(x.shape[i] for i in lf)

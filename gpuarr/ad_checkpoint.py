@@ -116,10 +116,6 @@ def _remat_partial_eval(trace, args, params):
     for eqn in unknown_eqns:
         for a in eqn.inputs:
             need(a)
-    for a in prog.outvars:
-        if isinstance(a, Var) and a.id in unknown_ids:
-            continue
-        need(a)
     # Known side: run now on the parent (concretely, or staged into an outer jit).
     known_ins = [v for v, u in zip(prog.invars, unknown, strict=True) if not u]
     known_outs = [a for a in prog.outvars if not (isinstance(a, Var) and a.id in unknown_ids)]

@@ -16,8 +16,9 @@ from gpuarr.scipy import special
 from gpuarr.test_util import check_grads
 
 # Import every lax module so that every primitive registered so far is in ad.jvp_rules.
-for _m in pkgutil.iter_modules(gpuarr.lax.__path__):
-    importlib.import_module(f"gpuarr.lax.{_m.name}")
+for _pkg in (gpuarr.lax, gpuarr.numpy):
+    for _m in pkgutil.iter_modules(_pkg.__path__):
+        importlib.import_module(f"{_pkg.__name__}.{_m.name}")
 for _m in ("gpuarr.callbacks", "gpuarr.debug", "gpuarr.random", "gpuarr.numpy.linalg"):
     try:
         importlib.import_module(_m)

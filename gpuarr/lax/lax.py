@@ -740,10 +740,11 @@ def _reshape_abstract(x, new_sizes, dimensions=None):
 
 
 def _reshape_impl(x, new_sizes, dimensions=None):
-    x = np.asarray(x)
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
     if dimensions is not None:
-        x = np.transpose(x, dimensions)
-    return np.reshape(x, new_sizes)
+        x = x.transpose(dimensions)
+    return x.reshape(new_sizes)
 
 
 def _reshape_batch(axis_size, vals, dims, new_sizes, dimensions=None):
@@ -1245,8 +1246,13 @@ _NARROW_FLOATS = (np.dtype(np.float16),) + ((np.dtype(dtypes.bfloat16),)
 
 
 def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element_type=None):
-    x, y = np.asarray(x), np.asarray(y)
     (lc, rc), (lb, rb) = dimension_numbers
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.char in "fdFD" \
+            and not lb and len(lc) == 1 and x.ndim <= 2 and y.ndim <= 2 \
+            and (preferred_element_type is None or preferred_element_type == x.dtype):
+        # The common case, kept short: a BLAS matrix/vector product (transposes are views).
+        return np.dot(x if lc[0] == x.ndim - 1 else x.T, y if rc[0] == 0 else y.T)
+    x, y = np.asarray(x), np.asarray(y)
     out_dtype = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     if x.dtype == np.bool_ or x.dtype in _NARROW_FLOATS:
         # NumPy has no bool matmul; half precision accumulates in float32 (as XLA does on CPU).

@@ -42,6 +42,16 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     if not ashape or not bshape:
         raise ValueError(f"matmul: inputs must be at least 1-dimensional, got shapes {ashape} "
                          f"and {bshape}")
+    if len(ashape) <= 2 and len(bshape) <= 2:
+        # No batch dimensions: one dot_general contracting a's last axis with b's first
+        # matrix axis, with vectors kept as vectors (as JAX writes it).
+        b_axis = 0 if len(bshape) == 1 else len(bshape) - 2
+        if ashape[-1] != bshape[b_axis]:
+            raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, "
+                             f"with gufunc signature (n?,k),(k,m?)->(n?,m?) (size "
+                             f"{bshape[b_axis]} is different from {ashape[-1]})")
+        return lax.dot_general(a, b, (((len(ashape) - 1,), (b_axis,)), ((), ())), precision,
+                               preferred_element_type)
     a_vec, b_vec = len(ashape) == 1, len(bshape) == 1
     if a_vec:
         a = lax.reshape(a, (1,) + ashape)

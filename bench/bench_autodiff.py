@@ -9,10 +9,10 @@ Run: python bench/bench_autodiff.py
 """
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
+import timing
 
 import gpuarr
 import gpuarr.numpy as gnp
@@ -23,15 +23,6 @@ try:
 except ImportError:  # JAX is optional: only the gpuarr column is printed
     jax = jjnp = None
 
-
-def best_of(fn, number, repeat=7):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times), statistics.median(times)
 
 
 def mlp_problem(seed=0):
@@ -79,11 +70,11 @@ def run(name, api, np_mod, log_softmax, put):
     t0 = time.perf_counter()
     api.block_until_ready(step(params, x, y))
     compile_s = time.perf_counter() - t0
-    sgd, sgd_med = best_of(lambda: api.block_until_ready(step(params, x, y)), 1, repeat=30)
+    sgd, sgd_med = timing.best_of(lambda: api.block_until_ready(step(params, x, y)), 1, repeat=30)
     jac_fn, v = jac_problem(api, np_mod)
     v = put(v)
     api.block_until_ready(jac_fn(v))
-    jac, jac_med = best_of(lambda: api.block_until_ready(jac_fn(v)), 10, repeat=30)
+    jac, jac_med = timing.best_of(lambda: api.block_until_ready(jac_fn(v)), 10, repeat=30)
     print(f"{name:8s} sgd step {sgd * 1e3:8.3f} ms (median {sgd_med * 1e3:.3f}, first call "
           f"{compile_s * 1e3:.0f} ms)   jacrev 100x100 {jac * 1e3:8.3f} ms "
           f"(median {jac_med * 1e3:.3f})")

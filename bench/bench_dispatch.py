@@ -7,10 +7,8 @@ Run: python bench/bench_dispatch.py
 """
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
+import timing
 
 import gpuarr
 import gpuarr.numpy as gnp
@@ -21,15 +19,6 @@ try:
 except ImportError:  # JAX is optional: only the gpuarr and NumPy columns are printed
     jax = jjnp = None
 
-
-def best_of(fn, number, repeat=7):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times), statistics.median(times)
 
 
 def small(np_mod):
@@ -64,14 +53,14 @@ def bench_small():
     g = gpuarr.jit(small(gnp))
     gx, gy = gnp.asarray(x8), gnp.asarray(x8 + 1)
     g(gx, gy).block_until_ready()
-    rows.append(("gpuarr", best_of(lambda: g(gx, gy).block_until_ready(), 2000)[0]))
+    rows.append(("gpuarr", timing.best_of(lambda: g(gx, gy).block_until_ready(), 2000)[0]))
     if jax is not None:
         j = jax.jit(small(jjnp))
         jx, jy = jjnp.asarray(x8), jjnp.asarray(x8 + 1)
         j(jx, jy).block_until_ready()
-        rows.append(("jax", best_of(lambda: j(jx, jy).block_until_ready(), 2000)[0]))
+        rows.append(("jax", timing.best_of(lambda: j(jx, jy).block_until_ready(), 2000)[0]))
     n = small(np)
-    rows.append(("numpy", best_of(lambda: n(x8, x8 + 1), 2000)[0]))
+    rows.append(("numpy", timing.best_of(lambda: n(x8, x8 + 1), 2000)[0]))
     return rows
 
 
@@ -81,14 +70,14 @@ def bench_many_args():
     g = gpuarr.jit(many_args(gnp))
     gargs = [gnp.asarray(a) for a in arrays]
     g(*gargs).block_until_ready()
-    rows.append(("gpuarr", best_of(lambda: g(*gargs).block_until_ready(), 500)[0]))
+    rows.append(("gpuarr", timing.best_of(lambda: g(*gargs).block_until_ready(), 500)[0]))
     if jax is not None:
         j = jax.jit(many_args(jjnp))
         jargs = [jjnp.asarray(a) for a in arrays]
         j(*jargs).block_until_ready()
-        rows.append(("jax", best_of(lambda: j(*jargs).block_until_ready(), 500)[0]))
+        rows.append(("jax", timing.best_of(lambda: j(*jargs).block_until_ready(), 500)[0]))
     n = many_args(np)
-    rows.append(("numpy", best_of(lambda: n(*arrays), 500)[0]))
+    rows.append(("numpy", timing.best_of(lambda: n(*arrays), 500)[0]))
     return rows
 
 
@@ -101,12 +90,12 @@ def bench_first_call():
         f = gpuarr.jit(chain(gnp, 200, next(counter) * 1e-7))
         f(gnp.asarray(x)).block_until_ready()
 
-    rows.append(("gpuarr", best_of(gpuarr_once, 3, repeat=5)[0]))
+    rows.append(("gpuarr", timing.best_of(gpuarr_once, 3, repeat=5)[0]))
     if jax is not None:
         def jax_once():
             f = jax.jit(chain(jjnp, 200, next(counter) * 1e-7))
             f(jjnp.asarray(x)).block_until_ready()
-        rows.append(("jax", best_of(jax_once, 3, repeat=5)[0]))
+        rows.append(("jax", timing.best_of(jax_once, 3, repeat=5)[0]))
     return rows
 
 

@@ -9,10 +9,9 @@ Run: python bench/bench_gather_scatter.py [--rows 100000] [--dim 64] [--ids 6553
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+import timing
 
 import gpuarr
 import gpuarr.numpy as gnp
@@ -25,13 +24,7 @@ except ImportError:  # JAX is optional: only the gpuarr and NumPy columns are pr
 
 
 def best_of(fn, number, repeat=5):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times), statistics.median(times)
+    return timing.best_of(fn, number, repeat)
 
 
 def gather_scatter_workload(np_mod):

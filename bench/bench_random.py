@@ -8,10 +8,8 @@ Run: python bench/bench_random.py
 """
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
+import timing
 
 import gpuarr
 from gpuarr import random as grandom
@@ -27,14 +25,7 @@ NUM_KEYS = 10 ** 5
 
 
 def best_of(fn, number=3, repeat=7):
-    fn()  # warm up (compile)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times), statistics.median(times)
+    return timing.best_of(fn, number, repeat, warmup=True)
 
 
 def workloads(jit, random):

@@ -164,3 +164,12 @@ def to_device_array(x, dtype=None, weak_type=None) -> Array:
         return Array(host, weak_type, device=device)
     device = device or plat.devices()[0]
     return Array(plat.from_host(host, device), weak_type, device=device, platform=plat)
+
+
+def as_array(x):
+    """Arrays and tracers as they are; NumPy values and Python scalars as new Arrays."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return to_device_array(x)
+    raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")

@@ -1,0 +1,426 @@
+"""Differentiation API: vjp, grad, value_and_grad, jvp, linearize, jacfwd, jacrev, hessian."""
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+
+import numpy as np
+
+from gpuarr import core, dtypes, tree_util
+from gpuarr.config import config
+from gpuarr.core import ClosedProgram
+from gpuarr.dispatch import as_array, to_device_array
+from gpuarr.interpreters import ad
+from gpuarr.interpreters import partial_eval as pe
+from gpuarr.interpreters.ad import Zero
+from gpuarr.vmap_api import vmap
+
+logger = logging.getLogger("gpuarr")
+_flags = config._values
+_SCALARS = (bool, int, float, complex)
+
+
+# ---------------------------------------------------------------- differentiation
+
+
+def _argnums_tuple(argnums):
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def _check_input_dtype(x, allow_int: bool, name: str):
+    aval = core.get_aval(x)
+    dt = aval.dtype
+    if dtypes.is_float(dt) or dtypes.is_complex(dt):
+        return
+    if allow_int and (dtypes.is_int(dt) or dt == np.bool_):
+        return
+    raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                    "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
+    """Evaluate `fun(*primals)` and return (outputs, vjp_fn[, aux]); `vjp_fn(cotangents)` gives
+    the cotangents of the inputs (a tuple, one per primal)."""
+    flat_primals, in_tree = tree_util.tree_flatten(primals)
+    store: dict = {}
+    flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "vjp")
+    flat_primals = [_as_array(p) for p in flat_primals]
+    primals_out, pullback_all = ad.vjp_flat(flat_fun, flat_primals)
+    out_tree, n_out = store["out_tree"], store["n_out"]
+    aux_out = primals_out[n_out:]
+    primals_out = primals_out[:n_out]
+    in_avals = [core.get_aval(p) for p in flat_primals]
+
+    def pullback(cts):
+        return pullback_all(list(cts) + [Zero(ad.tangent_aval(core.get_aval(a))) for a in aux_out])
+
+    def vjp_fn(cotangents):
+        cts, ct_tree = tree_util.tree_flatten(cotangents)
+        if ct_tree != out_tree:
+            raise ValueError(f"Expected pytree structure of cotangent to match the primal output "
+                             f"structure {out_tree}, got {ct_tree}.")
+        for c, p in zip(cts, primals_out):
+            ca, want = core.get_aval(c), ad.tangent_aval(core.get_aval(p))
+            if ca.shape != want.shape or (ca.dtype != want.dtype and not ca.weak_type
+                                          and ca.dtype != dtypes.float0):
+                def name(a):
+                    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
+                raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                                 f"function: got {name(ca)}, but expected {name(want)} because "
+                                 f"the corresponding output of the differentiated function had "
+                                 f"JAX type {name(core.get_aval(p))}")
+        cts = [_match_aval(_as_array(c), ad.tangent_aval(core.get_aval(p)))
+               if core.get_aval(c).weak_type else c for c, p in zip(cts, primals_out)]
+        cts_in = pullback(cts)
+        cts_in = [_match_aval(_zero_or(ct, aval), aval) for ct, aval in zip(cts_in, in_avals)]
+        return tree_util.tree_unflatten(in_tree, cts_in)
+
+    out = tree_util.tree_unflatten(out_tree, primals_out)
+    if has_aux:
+        return out, vjp_fn, tree_util.tree_unflatten(store["aux_tree"], aux_out)
+    return out, vjp_fn
+
+
+def _flatten_fun_aux(fun, in_tree, has_aux, store, what):
+    """`fun` over flat inputs returning its output leaves followed by its aux leaves (aux
+    values leave the transformation as plain primal values, as in JAX)."""
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        aux_leaves = []
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise ValueError(f"{what} with has_aux=True requires the function to return a "
+                                 "pair (output, auxiliary data)")
+            out, aux = out
+            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+        leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        store["n_out"] = len(leaves)
+        return leaves + aux_leaves
+
+    return flat_fun
+
+
+def _zero_or(ct, aval):
+    if type(ct) is Zero:
+        if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+            return np.zeros(aval.shape, dtypes.float0)
+        return ad.instantiate(Zero(aval))
+    return ct
+
+
+def _match_aval(ct, aval):
+    """Give an input cotangent its primal's dtype and weak type, as JAX's vjp does."""
+    if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+        return ct
+    ct_aval = core.get_aval(ct)
+    if ct_aval.dtype == aval.dtype and ct_aval.weak_type == aval.weak_type:
+        return ct
+    from gpuarr.lax import lax as lax_internal
+    return lax_internal._convert_weak(ct, aval.dtype, aval.weak_type)
+
+
+_as_array = as_array
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False, reduce_axes=()):
+    """A function returning `(fun(*args), gradient)`, the gradient with respect to the
+    positional arguments `argnums` (an int or a tuple) of a scalar-output `fun`. With
+    `has_aux`, `fun` returns `(value, aux)` and the result is `((value, aux), gradient)`."""
+    argnums_t = _argnums_tuple(argnums)
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        if max(argnums_t) >= len(args):
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                            f"{max(argnums_t) + 1} positional arguments to be passed by the "
+                            f"caller, but got only {len(args)} positional arguments.")
+        diff_args = tuple(args[i] for i in argnums_t)
+        for leaf in tree_util.tree_leaves(diff_args):
+            _check_input_dtype(leaf, allow_int, "grad")
+
+        def partial_fun(*dargs):
+            full = list(args)
+            for i, d in zip(argnums_t, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            ans, vjp_fn, aux = vjp(partial_fun, *diff_args, has_aux=True)
+        else:
+            ans, vjp_fn = vjp(partial_fun, *diff_args)
+        leaves = tree_util.tree_leaves(ans)
+        aval = core.get_aval(ans) if len(leaves) == 1 and not isinstance(ans, (tuple, list, dict)) \
+            else None
+        if aval is None or aval.shape != ():
+            shape = aval.shape if aval is not None else type(ans).__name__
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                            f"{shape}. Reduce the output to a scalar (e.g. with .sum()), or use "
+                            "jacrev/vjp for non-scalar outputs.")
+        if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
+                            f"sub-dtype of np.floating), but got {aval.dtype.name}. For "
+                            "differentiation of functions with integer outputs, use jax.vjp "
+                            "directly.")
+        from gpuarr import lax
+        g = vjp_fn(lax.full((), 1, aval.dtype))
+        g = g[0] if isinstance(argnums, int) else g
+        if has_aux:
+            return (ans, aux), g
+        return ans, g
+
+    return value_and_grad_f
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes=()):
+    """The gradient of scalar-output `fun` with respect to positional argument(s) `argnums`.
+    Integer inputs need `allow_int=True` (their gradients have dtype float0); with `has_aux`
+    the result is `(gradient, aux)`."""
+    vg = value_and_grad(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+
+    return grad_f
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+    """Forward mode: `(fun(*primals), J @ tangents)`; primals and tangents are tuples/lists."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
+    flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if in_tree != t_tree:
+        raise TypeError(f"primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure; primals have tree structure {in_tree} whereas tangents have "
+                        f"tree structure {t_tree}.")
+    for p, t in zip(flat_p, flat_t):
+        pa, ta = core.get_aval(p), core.get_aval(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp called with different primal and tangent shapes;Got primal "
+                             f"shape {pa.shape} and tangent shape as {ta.shape}")
+    store: dict = {}
+    flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "jvp")
+    flat_p = [_as_array(p) for p in flat_p]
+    tangents_in = [Zero(ad.tangent_aval(core.get_aval(p))) if getattr(t, "dtype", None) == dtypes.float0
+                   else _as_array(t) for p, t in zip(flat_p, flat_t)]
+    outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
+    n_out, out_tree = store["n_out"], store["out_tree"]
+    aux = outs_p[n_out:]
+    outs_p, outs_t = outs_p[:n_out], outs_t[:n_out]
+    outs_t = [_zero_or(t, core.get_aval(p)) for t, p in zip(outs_t, outs_p)]
+    res = (tree_util.tree_unflatten(out_tree, outs_p), tree_util.tree_unflatten(out_tree, outs_t))
+    return res + (tree_util.tree_unflatten(store["aux_tree"], aux),) if has_aux else res
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+    """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the staged linear map."""
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    store: dict = {}
+    flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "linearize")
+    flat_p = [_as_array(p) for p in flat_p]
+    outs_p, linear = ad.linearize_flat(flat_fun, flat_p)
+    n_out, out_tree = store["n_out"], store["out_tree"]
+    aux = outs_p[n_out:]
+    outs_p = outs_p[:n_out]
+
+    def f_jvp(*tangents):
+        flat_t, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != in_tree:
+            raise ValueError(f"linearized function called on tangent values inconsistent with "
+                             f"the original primal values: expected {in_tree}, got {t_tree}")
+        outs = core.eval_closed(linear, *flat_t)[:n_out]
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    res = (tree_util.tree_unflatten(out_tree, outs_p), f_jvp)
+    return res + (tree_util.tree_unflatten(store["aux_tree"], aux),) if has_aux else res
+
+
+def _std_basis(flat_avals):
+    """Rows of an identity matrix, one per input element, split back into the input leaves."""
+    sizes = [a.size for a in flat_avals]
+    total = sum(sizes)
+    dtype = dtypes.result_type(*[a.dtype for a in flat_avals]) if flat_avals else np.float32
+    eye = np.eye(total, dtype=dtype)
+    out, start = [], 0
+    for a, n in zip(flat_avals, sizes):
+        out.append(to_device_array(eye[:, start:start + n].reshape((total,) + a.shape)
+                                   .astype(a.dtype)))
+        start += n
+    return out
+
+
+def _jac_check(x, name, holomorphic=False):
+    dt = core.get_aval(x).dtype
+    if not (dtypes.is_float(dt) or dtypes.is_complex(dt)):
+        raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                        "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Jacobian of `fun` by forward mode (vmap of jvp over a basis of input tangents).
+    For output leaf shape `o` and input leaf shape `i` the block has shape `o + i`; the
+    result mirrors the output pytree, then the `argnums` structure, as jax.jacfwd."""
+    argnums_t = _argnums_tuple(argnums)
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        diff_args = tuple(args[i] for i in argnums_t)
+        flat_in, in_tree = tree_util.tree_flatten(diff_args)
+        flat_in = [_as_array(x) for x in flat_in]
+        for x in flat_in:
+            _jac_check(x, "jacfwd")
+        in_avals = [core.get_aval(x) for x in flat_in]
+
+        def partial_flat(*flat):
+            full = list(args)
+            for i, d in zip(argnums_t, tree_util.tree_unflatten(in_tree, list(flat))):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        def push(*basis):
+            res = jvp(partial_flat, tuple(flat_in), tuple(basis), has_aux=has_aux)
+            return res if has_aux else res[:2]
+
+        basis = _std_basis(in_avals)
+        # The primal output (and aux) come back stacked, one copy per basis vector: keep one.
+        out_axes = (0, -1, 0) if has_aux else (0, -1)
+        out = vmap(push, in_axes=0, out_axes=out_axes)(*basis)
+        first = functools.partial(tree_util.tree_map, lambda v: v[0])
+        y, jac_flat = first(out[0]), out[1]
+        out = (y, jac_flat, first(out[2])) if has_aux else out
+        y_leaves, y_tree = tree_util.tree_flatten(y)
+        jac_leaves = tree_util.tree_leaves(jac_flat)
+        from gpuarr import lax
+        per_out = []
+        for yl, jl in zip(y_leaves, jac_leaves):
+            shape = core.get_aval(yl).shape
+            blocks, start = [], 0
+            for a in in_avals:
+                piece = lax.slice_in_dim(jl, start, start + a.size, axis=len(shape))
+                blocks.append(lax.reshape(piece, shape + a.shape))
+                start += a.size
+            per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
+        jac = tree_util.tree_unflatten(y_tree, per_out)
+        return (jac, out[2]) if has_aux else jac
+
+    return jacfun
+
+
+def _pack_argnums(diff_tree, argnums):
+    return diff_tree[0] if isinstance(argnums, int) else tuple(diff_tree)
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+    """The Jacobian of `fun` by reverse mode (vmap of the vjp over a basis of output
+    cotangents); block shapes and pytree layout as in `jacfwd` (jax.jacrev)."""
+    argnums_t = _argnums_tuple(argnums)
+
+    @functools.wraps(fun)
+    def jacfun(*args, **kwargs):
+        diff_args = tuple(args[i] for i in argnums_t)
+        for x in tree_util.tree_leaves(diff_args):
+            if not allow_int:
+                _jac_check(x, "jacrev")
+
+        def partial_fun(*dargs):
+            full = list(args)
+            for i, d in zip(argnums_t, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        if has_aux:
+            y, pullback, aux = vjp(partial_fun, *diff_args, has_aux=True)
+        else:
+            y, pullback = vjp(partial_fun, *diff_args)
+        y_leaves, y_tree = tree_util.tree_flatten(y)
+        y_avals = [core.get_aval(v) for v in y_leaves]
+        basis = _std_basis(y_avals)
+
+        def pull(*cts):
+            return tree_util.tree_leaves(pullback(tree_util.tree_unflatten(y_tree, list(cts))))
+
+        cts_flat = vmap(pull)(*basis)
+        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
+        from gpuarr import lax
+        per_out, start = [], 0
+        for ya in y_avals:
+            blocks = []
+            for c, xa in zip(cts_flat, in_leaves):
+                shape = ya.shape + core.get_aval(xa).shape
+                if getattr(c, "dtype", None) == dtypes.float0:  # integer input (allow_int)
+                    blocks.append(np.zeros(shape, dtypes.float0))
+                    continue
+                blocks.append(lax.reshape(lax.slice_in_dim(c, start, start + ya.size, axis=0),
+                                          shape))
+            start += ya.size
+            per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
+        jac = tree_util.tree_unflatten(y_tree, per_out)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+jacobian = jacrev
+
+
+def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian of scalar `fun`: `jacfwd(jacrev(fun))` (jax.hessian)."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun`, whose inputs have the shapes and dtypes of
+    `primals`: returns `f_t(cotangent) -> tuple of input cotangents` (jax.linear_transpose)."""
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    in_avals = [core.get_aval(p).strip_weak_type() for p in flat_p]
+    for a in in_avals:
+        if not (dtypes.is_float(a.dtype) or dtypes.is_complex(a.dtype)):
+            raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
+                            f"complex], and integer -> integer functions, but got {a.dtype.name}.")
+    out_box = []
+
+    def flat_fun(*flat):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_box.append(out_tree)
+        return leaves
+
+    # Stage the function with every input unknown; what does not depend on the inputs is
+    # evaluated now, and the rest (linear in the inputs) is what gets transposed.
+    closed = pe.trace_to_program(flat_fun, in_avals)
+    known, unknown, out_unknowns, num_res = pe.partial_eval_program(
+        closed.program, [True] * len(in_avals))
+    known_vals = core.eval_program(known, closed.consts, [])
+    linear = ClosedProgram(core.Program(unknown.invars[:num_res], unknown.invars[num_res:],
+                                        unknown.eqns, unknown.outvars),
+                           known_vals[len(known_vals) - num_res:])
+    out_tree = out_box[0]
+    out_avals = closed.out_avals
+
+    def transposed(out_cotangent):
+        cts, ct_tree = tree_util.tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"cotangent tree does not match function output, expected {out_tree} "
+                            f"but got {ct_tree}")
+        for c, a in zip(cts, out_avals):
+            ca = core.get_aval(c)
+            if ca.shape != a.shape or ca.dtype != a.dtype:
+                raise TypeError(f"cotangent type does not match function output, expected "
+                                f"{a.str_short()} but got {ca.str_short()}")
+        cts = [c for c, u in zip(cts, out_unknowns) if u]
+        cts_in = ad.backward_pass(linear, cts)
+        return tree_util.tree_unflatten(in_tree, [_zero_or(c, a) for c, a in zip(cts_in, in_avals)])
+
+    return transposed

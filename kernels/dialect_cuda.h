@@ -42,6 +42,16 @@ typedef unsigned long long u64;
 typedef float f32;
 typedef double f64;
 
+/* 4-wide vectors for contiguous, aligned 32-bit loads and stores (one 16-byte access). */
+typedef float4 f32x4;
+typedef int4 i32x4;
+typedef uint4 u32x4;
+#define MAKE_f32x4(a, b, c, d) make_float4((a), (b), (c), (d))
+#define MAKE_i32x4(a, b, c, d) make_int4((a), (b), (c), (d))
+#define MAKE_u32x4(a, b, c, d) make_uint4((a), (b), (c), (d))
+#define LOAD4(T4, p, q) (((const GLOBAL T4 *)(p))[q])
+#define STORE4(T4, p, q, v) (((GLOBAL T4 *)(p))[q] = (v))
+
 /* Bit casts. */
 #define BITS_F32(x) ((u32)__float_as_uint(x))
 #define F32_BITS(x) __uint_as_float((u32)(x))

@@ -40,6 +40,16 @@ typedef ulong u64;
 typedef float f32;
 typedef double f64;
 
+/* 4-wide vectors for contiguous, aligned 32-bit loads and stores (one 16-byte access). */
+typedef float4 f32x4;
+typedef int4 i32x4;
+typedef uint4 u32x4;
+#define MAKE_f32x4(a, b, c, d) ((f32x4)((a), (b), (c), (d)))
+#define MAKE_i32x4(a, b, c, d) ((i32x4)((a), (b), (c), (d)))
+#define MAKE_u32x4(a, b, c, d) ((u32x4)((a), (b), (c), (d)))
+#define LOAD4(T4, p, q) (((const GLOBAL T4 *)(p))[q])
+#define STORE4(T4, p, q, v) (((GLOBAL T4 *)(p))[q] = (v))
+
 #define BITS_F32(x) as_uint(x)
 #define F32_BITS(x) as_float((u32)(x))
 #define BITS_F64(x) as_ulong(x)

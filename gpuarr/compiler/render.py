@@ -166,13 +166,18 @@ def coord_expr(shape: tuple, dimension: int, linear: str) -> str:
 
 # ---- expression DAGs -------------------------------------------------------------------------
 
-def render_nodes(nodes, prefix: str, linear: str, t: str) -> list:
-    """One C line (or a few, for gathers and index maps) per node, naming node k `{prefix}{k}`."""
+def render_nodes(nodes, prefix: str, linear: str, t: str, lane_loads=None) -> list:
+    """One C line (or a few, for gathers and index maps) per node, naming node k `{prefix}{k}`.
+
+    `lane_loads` maps Load nodes to an expression that already holds their value (a lane of a
+    vector load)."""
     lines: list = []
     var = lambda k: f"{prefix}{k}"  # noqa: E731
     for k, node in enumerate(nodes):
         name = var(k)
-        if isinstance(node, Load):
+        if lane_loads and k in lane_loads:
+            lines.append(f"const {ctype(node.dtype)} {name} = {lane_loads[k]};")
+        elif isinstance(node, Load):
             idx = index_expr(node.index, linear, t, lines, name)
             lines.append(f"const {ctype(node.dtype)} {name} = {node.arg}[{idx}];")
         elif isinstance(node, Const):
@@ -295,8 +300,59 @@ def store_lines(stores, nodes_prefix: str, linear: str, t: str) -> list:
     return lines
 
 
+_VECTOR_TYPES = ("f32", "i32", "u32")
+_LANES = "xyzw"
+
+
+def _contiguous(imap) -> bool:
+    return imap is None or all(v.is_contiguous() for v in imap.views)
+
+
+def _vector_plan(k: ElementwiseKernel):
+    """The Load nodes and Stores that can move as 16-byte vectors, or None when none can.
+
+    A kernel qualifies when its size is a multiple of 4 and some operand is read or written
+    contiguously from element 0 in a 32-bit type (buffers are allocated 16-byte aligned)."""
+    if k.size % 4 or any(isinstance(n, Gather) for n in k.nodes):
+        return None
+    dtypes_by_arg = {a.name: ctype(a.dtype) for a in k.args}
+    loads = {j: n.arg for j, n in enumerate(k.nodes) if isinstance(n, Load)
+             and _contiguous(n.index) and ctype(n.dtype) in _VECTOR_TYPES}
+    stores = [st for st in k.stores
+              if _contiguous(st.index) and dtypes_by_arg[st.arg] in _VECTOR_TYPES]
+    return (loads, stores) if loads or stores else None
+
+
+def render_elementwise_vec4(k: ElementwiseKernel, t: str, plan) -> str:
+    loads, vec_stores = plan
+    dtypes_by_arg = {a.name: ctype(a.dtype) for a in k.args}
+    load_lines = [f"const {dtypes_by_arg[arg]}x4 {arg}_q = LOAD4({dtypes_by_arg[arg]}x4, {arg}, q);"
+                  for arg in dict.fromkeys(loads.values())]
+    body, stores = [], []
+    for u in range(4):
+        lanes = {j: f"{arg}_q.{_LANES[u]}" for j, arg in loads.items()}
+        body += render_nodes(k.nodes, f"v{u}_", f"(i0 + {u})", t, lanes)
+        scalar = [st for st in k.stores if st not in vec_stores]
+        stores += store_lines(scalar, f"v{u}_", f"(i0 + {u})", t)
+    for st in vec_stores:
+        vt = f"{dtypes_by_arg[st.arg]}x4"
+        lanes = ", ".join(f"v{u}_{st.node}" for u in range(4))
+        stores.append(f"STORE4({vt}, {st.arg}, q, MAKE_{vt}({lanes}));")
+    return template("elementwise_vec4.cu").substitute(
+        name=k.name, shape=tuple(k.shape), size=k.size, quads=k.size // 4, index_t=t,
+        equations=equations(k), reason=k.reason or "end of program", params=params(k.args),
+        loads=indent(load_lines, 4), body=indent(body, 4), stores=indent(stores, 4))
+
+
 def render_elementwise(k: ElementwiseKernel) -> RenderedKernel:
     t = index_type(k.size, *(a.size for a in k.args))
+    plan = _vector_plan(k)
+    if plan is not None:
+        groups = max(1, min(MAX_GROUPS, -(-(k.size // 4) // ELEMENTWISE_BLOCK)))
+        return RenderedKernel(k.name, prelude() + render_elementwise_vec4(k, t, plan),
+                              groups * ELEMENTWISE_BLOCK, ELEMENTWISE_BLOCK,
+                              tuple(a.name for a in k.args),
+                              tuple(a.name for a in k.args if a.output))
     body = render_nodes(k.nodes, "v", "i", t)
     body += store_lines(k.stores, "v", "i", t)
     source = template("elementwise.cu").substitute(

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from gpuarr.compiler import lowering
+from gpuarr.compiler import lowering, render
 from gpuarr.compiler.plan import (
     Acc,
     Arg,
@@ -303,7 +303,7 @@ def test_scatter_int_atomic_add(run_kernel):
 def test_64_bit_indices_only_when_needed(have_nvrtc):
     from gpuarr.backends import nvrtc
     from gpuarr.compiler.render import render
-    for n, t in [(1000, "i32"), (2**31 + 5, "i64")]:
+    for n, t in [(1001, "i32"), (2**31 + 5, "i64")]:
         k = unary_kernel("exp", "float32", n=n)
         rk = render(k)
         assert f"GRID_STRIDE_LOOP({t}, i, {n})" in rk.source
@@ -316,3 +316,34 @@ def test_same_text_for_both_dialects():
     assert "#if defined(__OPENCL_VERSION__)" in text and "__global__" in text and "__kernel" in text
     body = text[text.index("// k_tanh"):]
     assert "y = tanh x" in body and "threadIdx" not in body and "get_global_id" not in body
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint32"])
+def test_contiguous_32_bit_operands_move_as_vectors(run_kernel, dtype):
+    x = (rng.random(1000) * 50).astype(dtype)
+    y = (rng.random(1000) * 50).astype(dtype)
+    k = binary_kernel("add", dtype, n=1000)
+    src = render.render(k).source
+    assert "LOAD4" in src[src.index("KERNEL void"):] and "STORE4(" in src
+    got = run_kernel(k, {"x": x, "y": y}, {"out": np.zeros(1000, dtype)})["out"]
+    np.testing.assert_array_equal(got, x + y)
+
+
+def test_vectors_only_where_legal(run_kernel):
+    # Sizes that are not a multiple of 4 and 64-bit types keep the scalar loop.
+    for k in (binary_kernel("add", "float32", n=1001), binary_kernel("add", "float64", n=1000)):
+        body = render.render(k).source
+        assert "LOAD4(" not in body[body.index("KERNEL void"):]
+    # A broadcast operand is read per element while the contiguous one is a vector.
+    x = rng.random((250, 4)).astype(np.float32)
+    y = rng.random((4,)).astype(np.float32)
+    k = ElementwiseKernel(
+        "k_bcast", (250, 4), (Arg("x", "float32", 1000), Arg("y", "float32", 4),
+                              Arg("out", "float32", 1000, True)),
+        (Load("x", IndexMap.contiguous((250, 4)), "float32"),
+         Load("y", IndexMap.contiguous((4,)).broadcast((250, 4), (1,)), "float32"),
+         Op("mul", (0, 1), "float32")), (Store("out", 2),))
+    src = render.render(k).source
+    assert "LOAD4(f32x4, x, q)" in src and "LOAD4(f32x4, y" not in src
+    got = run_kernel(k, {"x": x, "y": y}, {"out": np.zeros((250, 4), np.float32)})["out"]
+    np.testing.assert_allclose(got, x * y, rtol=1e-6)

@@ -17,6 +17,10 @@ from gpuarr.core import ClosedProgram, Literal, Primitive, Program
 
 # prim -> impl(*numpy_values, **params) -> value (or a sequence for multiple results).
 impl_rules: dict[Primitive, Callable] = {}
+# prim -> the NumPy ufunc that implements it exactly on floating-point operands, for
+# primitives whose general impl is a Python function (integer division rules, say): compiled
+# Programs call the ufunc directly and can give it an `out=` buffer.
+float_ufuncs: dict[Primitive, np.ufunc] = {}
 
 _compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _counter = iter(range(1 << 62))
@@ -76,13 +80,12 @@ def _compile(prog: Program, consts) -> Callable:
         fn_name = f"f{i}_{eqn.prim.name}"
         args = ", ".join(name_of(a) for a in eqn.inputs)
         out_buf = _reusable_input(eqn, i, last_use, reusable)
+        ufunc = _ufunc_of(eqn)
+        namespace[fn_name] = ufunc if ufunc is not None else _impl_for(eqn)
         if out_buf is not None:
             # An elementwise ufunc writes into a dead temporary of the same type instead of
             # allocating: a jitted chain touches as little fresh memory as eager NumPy does.
-            namespace[fn_name] = impl_rules[eqn.prim]
             args += f", out={names[out_buf.id]}"
-        else:
-            namespace[fn_name] = _impl_for(eqn)
         outs = [bind_name(v) for v in eqn.outvars]
         if eqn.prim.multiple_results:
             target = ", ".join(outs) + ("," if len(outs) == 1 else "") if outs else "_"
@@ -135,6 +138,8 @@ def _buffer_plan(prog: Program):
 
 def _ufunc_of(eqn):
     impl = impl_rules.get(eqn.prim)
+    if not eqn.params and eqn.outvars and eqn.outvars[0].aval.dtype.kind == "f":
+        impl = float_ufuncs.get(eqn.prim, impl)
     if isinstance(impl, np.ufunc) and not eqn.params and impl.nout == 1:
         return impl
     return None

@@ -11,7 +11,7 @@ from functools import partial
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends.numpy_backend import float_ufuncs, impl_rules
 from gpuarr.core import (
     Primitive,
     ShapedArray,
@@ -340,10 +340,11 @@ def _div_impl(x, y):
         q = np.floor_divide(x, safe)
         q = np.where((np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0)), q + 1, q)
         return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype)
-    return np.true_divide(x, y).astype(x.dtype)
+    return np.true_divide(x, y).astype(x.dtype, copy=False)
 
 
 div_p = binop("div", _div_impl)
+float_ufuncs[div_p] = np.true_divide
 
 
 def _div_transpose(ct, x, y):
@@ -374,10 +375,11 @@ defjvp(rem_p, lambda g, x, y: _bcast_tangent(g, _bshape(x, y)),
 
 
 def _pow_impl(x, y):
-    return np.power(x, y).astype(x.dtype)
+    return np.power(x, y).astype(x.dtype, copy=False)
 
 
 pow_p = binop("pow", _pow_impl, "inexact")
+float_ufuncs[pow_p] = np.power
 
 
 def _pow_jvp_y(g, x, y):

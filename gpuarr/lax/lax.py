@@ -255,7 +255,15 @@ def _integer_pow_impl(x, y):
         return np.ones_like(x)
     if y < 0 and dtypes.is_int(x.dtype):
         raise TypeError("integer_pow with a negative exponent needs a floating-point base")
-    return np.power(x, x.dtype.type(y)).astype(x.dtype) if y > 0 else (1 / x ** (-y)).astype(x.dtype)
+    if y == 1:
+        return x
+    if y == 2:
+        return np.square(x)  # x * x, as XLA expands small powers: no pow() call
+    if y == -1:
+        return np.reciprocal(x)
+    if y > 0:
+        return np.power(x, x.dtype.type(y)).astype(x.dtype, copy=False)
+    return np.reciprocal(np.power(x, x.dtype.type(-y))).astype(x.dtype, copy=False)
 
 
 integer_pow_p = unop("integer_pow", _integer_pow_impl, "number")

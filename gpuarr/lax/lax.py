@@ -889,22 +889,39 @@ def reducer(name, impl, kind=None, out_dtype=None) -> Primitive:
     return prim
 
 
-def _np_reduce(fn):
+def _ufunc_reduce(ufunc):
+    """`ufunc.reduce` over `axes` keeping the dtype; max/min of nothing give their identity
+    (-inf/+inf or the integer range's end), as XLA does, where NumPy would raise."""
+    bounded = ufunc in (np.maximum, np.minimum)
+
     def impl(x, axes):
-        return np.asarray(fn(x, axis=axes, dtype=x.dtype) if fn in (np.sum, np.prod)
-                          else fn(x, axis=axes))
+        if type(x) is not np.ndarray:
+            x = np.asarray(x)
+        if bounded and x.size == 0:
+            return np.asarray(ufunc.reduce(x, axis=axes, initial=_reduce_identity(ufunc, x.dtype)))
+        return np.asarray(ufunc.reduce(x, axis=axes, dtype=x.dtype))
     return impl
 
 
-reduce_sum_p = reducer("reduce_sum", _np_reduce(np.sum), "number")
+def _reduce_identity(ufunc, dtype):
+    lowest = ufunc is np.maximum
+    if dtype == np.bool_:
+        return not lowest
+    if dtypes.is_int(dtype):
+        info = np.iinfo(dtype)
+        return info.min if lowest else info.max
+    return -np.inf if lowest else np.inf
+
+
+reduce_sum_p = reducer("reduce_sum", _ufunc_reduce(np.add), "number")
 deflinear(reduce_sum_p, lambda ct, x, axes: [
     Zero(x.aval) if type(ct) is Zero else
     broadcast_in_dim(ct, x.aval.shape, tuple(i for i in range(x.aval.ndim) if i not in axes))])
-reduce_max_p = reducer("reduce_max", _np_reduce(np.max), "any")
-reduce_min_p = reducer("reduce_min", _np_reduce(np.min), "any")
-reduce_prod_p = reducer("reduce_prod", _np_reduce(np.prod), "number")
-reduce_and_p = reducer("reduce_and", _np_reduce(np.all), "intbool")
-reduce_or_p = reducer("reduce_or", _np_reduce(np.any), "intbool")
+reduce_max_p = reducer("reduce_max", _ufunc_reduce(np.maximum), "any")
+reduce_min_p = reducer("reduce_min", _ufunc_reduce(np.minimum), "any")
+reduce_prod_p = reducer("reduce_prod", _ufunc_reduce(np.multiply), "number")
+reduce_and_p = reducer("reduce_and", _ufunc_reduce(np.bitwise_and), "intbool")
+reduce_or_p = reducer("reduce_or", _ufunc_reduce(np.bitwise_or), "intbool")
 defjvp_zero(reduce_and_p)
 defjvp_zero(reduce_or_p)
 

@@ -50,9 +50,11 @@ def _jit_jvp(primals, tangents, jaxpr, name):
 
 
 def _jit_batch(axis_size, vals, dims, jaxpr, name):
-    batched = batching.batch_program(jaxpr, axis_size, tuple(dims))
+    # Outputs that do not depend on the mapped inputs stay unbatched (no broadcast copies).
+    batched, out_dims = batching.batch_closed(jaxpr, axis_size, tuple(dims),
+                                              [False] * len(jaxpr.out_avals))
     outs = jit_p.bind(*vals, name=name, jaxpr=batched)
-    return outs, [0] * len(outs)
+    return outs, list(out_dims)
 
 
 def _jit_partial_eval(trace, args, params):

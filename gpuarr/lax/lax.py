@@ -1464,7 +1464,8 @@ def full(shape, fill_value, dtype=None):
         from gpuarr.dispatch import eval_trace, wrap
         if current_trace() is eval_trace:
             return wrap(np.broadcast_to(scalar, shape), weak)
-        value = scalar
+        # A 0-d Array keeps the weak type when staged (it becomes a weak literal).
+        value = wrap(np.asarray(scalar), weak) if weak else scalar
     else:
         if get_aval(fill_value).shape != ():
             raise TypeError(f"full requires a scalar fill_value, got shape {get_aval(fill_value).shape}")

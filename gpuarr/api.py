@@ -560,7 +560,7 @@ def clear_caches():
             obj.clear_cache()
     numpy_backend._compiled.clear()
     ad._jvp_program_cache.clear()
-    batching._batch_program_cache.clear()
+    batching._batch_closed_cache.clear()
 
 
 def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=False,

@@ -116,34 +116,21 @@ def vectorized_rule(prim: Primitive):
     return rule
 
 
-_batch_program_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def batch_program(closed: ClosedProgram, axis_size: int, in_dims: tuple) -> ClosedProgram:
+    """A Program over batched inputs (`in_dims`) whose outputs are all batched at axis 0."""
+    return batch_closed(closed, axis_size, in_dims, [True] * len(closed.out_avals))[0]
 
 
-def batch_program(closed: ClosedProgram, axis_size: int, in_dims: tuple, out_dim_dst=0):
-    """A Program over batched inputs (`in_dims`) whose outputs are all batched at `out_dim_dst`.
-
-    Returns (program, out_dims) where out_dims are all `out_dim_dst`.
-    """
-    key = (axis_size, tuple(in_dims), out_dim_dst)
-    per_prog = _batch_program_cache.setdefault(closed, {})
-    if key in per_prog:
-        return per_prog[key]
-    in_avals = []
+def _batched_avals(closed: ClosedProgram, axis_size: int, in_dims):
+    avals = []
     for aval, d in zip(closed.in_avals, in_dims, strict=True):
         if d is not_mapped:
-            in_avals.append(aval)
+            avals.append(aval)
         else:
             shape = list(aval.shape)
             shape.insert(d, axis_size)
-            in_avals.append(aval.update(shape=tuple(shape)))
-
-    def fun(*args):
-        outs, out_dims = batch_flat(lambda *xs: eval_closed(closed, *xs), axis_size, args, in_dims)
-        return [move_to(o, d, out_dim_dst, axis_size) for o, d in zip(outs, out_dims, strict=True)]
-
-    result = pe.trace_to_program(fun, in_avals)
-    per_prog[key] = result
-    return result
+            avals.append(aval.update(shape=tuple(shape)))
+    return avals
 
 
 _batch_closed_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -160,14 +147,7 @@ def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out):
     per_prog = _batch_closed_cache.setdefault(closed, {})
     if key in per_prog:
         return per_prog[key]
-    in_avals = []
-    for aval, d in zip(closed.in_avals, in_dims, strict=True):
-        if d is not_mapped:
-            in_avals.append(aval)
-        else:
-            shape = list(aval.shape)
-            shape.insert(d, axis_size)
-            in_avals.append(aval.update(shape=tuple(shape)))
+    in_avals = _batched_avals(closed, axis_size, in_dims)
     dims_box = []
 
     def fun(*args):

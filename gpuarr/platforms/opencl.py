@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.backends import numpy_backend, opencl
-from gpuarr.platforms import Device, Platform
+from gpuarr.backends import opencl
+from gpuarr.platforms import Device
+from gpuarr.platforms.cpu import CpuPlatform
 
 
 class OpenCLDevice(Device):
     kind_name = "OpenCLDevice"
 
 
-class OpenCLPlatform(Platform):
+class OpenCLPlatform(CpuPlatform):
+    """Host NumPy buffers and eager ops as on the cpu platform; jit compiles to kernels."""
+
     name = "opencl"
 
     def __init__(self):
@@ -23,9 +26,6 @@ class OpenCLPlatform(Platform):
             raise RuntimeError("no OpenCL device: install pyopencl and PoCL "
                                "(pip install 'pyopencl[pocl]')")
         self._devices = [OpenCLDevice("opencl", 0)]
-
-    def devices(self):
-        return self._devices
 
     def compile(self, closed):
         """Fuse and render `closed`; control-flow bodies compile the same way, as sub-plans."""
@@ -40,15 +40,6 @@ class OpenCLPlatform(Platform):
 
         run.launch_plan = plan
         return run
-
-    def apply_primitive(self, prim, buffers, params):
-        return numpy_backend.impl_rules[prim](*buffers, **params)
-
-    def from_host(self, value, device):
-        return np.asarray(value)
-
-    def to_host(self, buffer):
-        return buffer
 
 
 def make() -> OpenCLPlatform:

@@ -21,6 +21,9 @@ impl_rules: dict[Primitive, Callable] = {}
 # primitives whose general impl is a Python function (integer division rules, say): compiled
 # Programs call the ufunc directly and can give it an `out=` buffer.
 float_ufuncs: dict[Primitive, np.ufunc] = {}
+# Primitives whose NumPy impl always returns a new array (never a view of an input), so a dead
+# result may be overwritten by a later elementwise step (matrix products, say).
+fresh_output_prims: set[Primitive] = set()
 
 _compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _counter = iter(range(1 << 62))
@@ -129,7 +132,7 @@ def _buffer_plan(prog: Program):
                     shared.add(v.id)
         for v in eqn.outvars:
             last_use.setdefault(v.id, i)
-            if elementwise:
+            if elementwise or eqn.prim in fresh_output_prims:
                 fresh.add(v.id)
     for vid in keep:
         last_use.pop(vid, None)

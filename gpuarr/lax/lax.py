@@ -11,7 +11,7 @@ from functools import partial
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import float_ufuncs, impl_rules
+from gpuarr.backends.numpy_backend import float_ufuncs, fresh_output_prims, impl_rules
 from gpuarr.core import (
     Primitive,
     ShapedArray,
@@ -1375,6 +1375,7 @@ def _dot_transpose_rhs(ct, x, y, dimension_numbers, precision=None, preferred_el
 
 dot_general_p = Primitive("dot_general")
 impl_rules[dot_general_p] = _dot_general_impl
+fresh_output_prims.add(dot_general_p)
 abstract_eval_rules[dot_general_p] = _dot_general_abstract
 ad.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
 

@@ -899,8 +899,31 @@ def _ufunc_reduce(ufunc):
             x = np.asarray(x)
         if bounded and x.size == 0:
             return np.asarray(ufunc.reduce(x, axis=axes, initial=_reduce_identity(ufunc, x.dtype)))
+        if x.size >= _PARALLEL_REDUCE_SIZE and axes and x.shape[0] > 1:
+            if 0 not in axes:
+                return _reduce_in_halves(ufunc, x, axes)
+            if len(axes) == x.ndim:  # a full reduction: two partial results, combined
+                return np.asarray(ufunc(*_reduce_in_halves(ufunc, x, axes, combine=False)))
         return np.asarray(ufunc.reduce(x, axis=axes, dtype=x.dtype))
     return impl
+
+
+# Large reductions split their leading axis between two threads (NumPy releases the GIL
+# inside reductions). When the leading axis is kept, every output element is computed exactly
+# as in one call; a full reduction combines two partial results (sums round differently from
+# one NumPy call, as any other summation order would).
+_PARALLEL_REDUCE_SIZE = 1 << 20
+_pool = []
+
+
+def _reduce_in_halves(ufunc, x, axes, combine=True):
+    if not _pool:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool.append(ThreadPoolExecutor(1, thread_name_prefix="gpuarr-reduce"))
+    half = x.shape[0] // 2
+    first = _pool[0].submit(ufunc.reduce, x[:half], axes, x.dtype)
+    second = ufunc.reduce(x[half:], axis=axes, dtype=x.dtype)
+    return np.concatenate([first.result(), second]) if combine else (first.result(), second)
 
 
 def _reduce_identity(ufunc, dtype):

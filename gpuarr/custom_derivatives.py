@@ -62,6 +62,24 @@ def _resolve_args(fun, args, kwargs):
     return tuple(bound.args) + tuple(bound.kwargs.values())
 
 
+def _stage(fun, args, nondiff_argnums):
+    """Trace `fun` over its flattened differentiable arguments (nondiff ones stay Python values).
+
+    Returns (nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted)."""
+    nondiff, diff, merge = _split_nondiff(args, nondiff_argnums)
+    flat_args, in_tree = tree_util.tree_flatten(diff)
+    out_trees = []
+
+    def flat_fun(*flat):
+        out = fun(*merge(tree_util.tree_unflatten(in_tree, list(flat))))
+        leaves, tree = tree_util.tree_flatten(out)
+        out_trees.append(tree)
+        return leaves
+
+    closed, hoisted = _trace_flat(flat_fun, flat_args)
+    return nondiff, merge, flat_args, in_tree, out_trees[0], closed, hoisted
+
+
 def _trace_flat(flat_fun, flat_args):
     """Stage `flat_fun` over the avals of `flat_args`; tracer consts become leading inputs."""
     closed = pe.trace_to_program(flat_fun, [get_aval(x) for x in flat_args])
@@ -218,22 +236,13 @@ class custom_jvp:
         args = _resolve_args(self.fun, args, kwargs)
         if _eager():
             return self.fun(*args)
-        nondiff, diff, merge = _split_nondiff(args, self.nondiff_argnums)
-        flat_args, in_tree = tree_util.tree_flatten(diff)
-        out_trees = []
-
-        def flat_fun(*flat):
-            out = self.fun(*merge(tree_util.tree_unflatten(in_tree, list(flat))))
-            leaves, tree = tree_util.tree_flatten(out)
-            out_trees.append(tree)
-            return leaves
-
-        closed, hoisted = _trace_flat(flat_fun, flat_args)
-        jvp = _flat_jvp_rule(self, nondiff, in_tree, out_trees[0], closed, len(hoisted))
+        nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted = _stage(
+            self.fun, args, self.nondiff_argnums)
+        jvp = _flat_jvp_rule(self, nondiff, in_tree, out_tree, closed, len(hoisted))
         outs = custom_jvp_call_p.bind(*hoisted, *flat_args, name=self.__name__,
                                       call_jaxpr=closed, jvp=jvp,
                                       symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(out_trees[0], outs)
+        return tree_util.tree_unflatten(out_tree, outs)
 
 
 def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts):
@@ -462,27 +471,18 @@ class custom_vjp:
         args = _resolve_args(self.fun, args, kwargs)
         if _eager():
             return self.fun(*args)
-        nondiff, diff, merge = _split_nondiff(args, self.nondiff_argnums)
-        flat_args, in_tree = tree_util.tree_flatten(diff)
-        out_trees = []
-
-        def flat_fun(*flat):
-            out = self.fun(*merge(tree_util.tree_unflatten(in_tree, list(flat))))
-            leaves, tree = tree_util.tree_flatten(out)
-            out_trees.append(tree)
-            return leaves
-
-        closed, hoisted = _trace_flat(flat_fun, flat_args)
+        nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted = _stage(
+            self.fun, args, self.nondiff_argnums)
         if hoisted:
             raise TypeError(
                 f"custom_vjp function {self.__name__} closes over values that are being "
                 "transformed (traced values from an enclosing grad/jvp/vmap). Pass them as "
                 "explicit arguments, or use gpuarr.closure_convert to hoist them.")
-        fwd, bwd = _flat_vjp_rules(self, nondiff, merge, in_tree, out_trees[0], closed)
+        fwd, bwd = _flat_vjp_rules(self, nondiff, merge, in_tree, out_tree, closed)
         outs = custom_vjp_call_p.bind(*flat_args, name=self.__name__, bwd=bwd,
                                       call_jaxpr=closed, fwd=fwd,
                                       symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(out_trees[0], outs)
+        return tree_util.tree_unflatten(out_tree, outs)
 
 
 def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):

@@ -124,6 +124,16 @@ def _match_aval(ct, aval):
 _as_array = as_array
 
 
+def _with_args_at(fun, args, kwargs, argnums):
+    """`fun` as a function of the positional arguments `argnums` only, the rest fixed."""
+    def partial_fun(*dargs):
+        full = list(args)
+        for i, d in zip(argnums, dargs):
+            full[i] = d
+        return fun(*full, **kwargs)
+    return partial_fun
+
+
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
     """A function returning `(fun(*args), gradient)`, the gradient with respect to the
@@ -141,11 +151,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         for leaf in tree_util.tree_leaves(diff_args):
             _check_input_dtype(leaf, allow_int, "grad")
 
-        def partial_fun(*dargs):
-            full = list(args)
-            for i, d in zip(argnums_t, dargs):
-                full[i] = d
-            return fun(*full, **kwargs)
+        partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
 
         if has_aux:
             ans, vjp_fn, aux = vjp(partial_fun, *diff_args, has_aux=True)
@@ -281,11 +287,10 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             _jac_check(x, "jacfwd")
         in_avals = [core.get_aval(x) for x in flat_in]
 
+        partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
+
         def partial_flat(*flat):
-            full = list(args)
-            for i, d in zip(argnums_t, tree_util.tree_unflatten(in_tree, list(flat))):
-                full[i] = d
-            return fun(*full, **kwargs)
+            return partial_fun(*tree_util.tree_unflatten(in_tree, list(flat)))
 
         def push(*basis):
             res = jvp(partial_flat, tuple(flat_in), tuple(basis), has_aux=has_aux)
@@ -333,11 +338,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             if not allow_int:
                 _jac_check(x, "jacrev")
 
-        def partial_fun(*dargs):
-            full = list(args)
-            for i, d in zip(argnums_t, dargs):
-                full[i] = d
-            return fun(*full, **kwargs)
+        partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
 
         if has_aux:
             y, pullback, aux = vjp(partial_fun, *diff_args, has_aux=True)

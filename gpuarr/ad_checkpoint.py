@@ -88,14 +88,7 @@ def _remat_partial_eval(trace, args, params):
     jaxpr, policy = params["jaxpr"], params["policy"]
     prog = jaxpr.program
     unknown = [type(a) is pe.StagingTracer and a._trace is trace for a in args]
-    unknown_ids = {v.id for v, u in zip(prog.invars, unknown, strict=True) if u}
-    known_eqns, unknown_eqns = [], []
-    for eqn in prog.eqns:
-        if any(isinstance(a, Var) and a.id in unknown_ids for a in eqn.inputs):
-            unknown_eqns.append(eqn)
-            unknown_ids.update(v.id for v in eqn.outvars)
-        else:
-            known_eqns.append(eqn)
+    known_eqns, unknown_eqns, unknown_ids = pe.split_eqns(prog, unknown)
     producer = {v.id: e for e in known_eqns for v in e.outvars}
     # Residuals: known values read by the unknown side. A residual made by an equation
     # the policy does not save is recomputed (with whatever it needs) on the unknown side.

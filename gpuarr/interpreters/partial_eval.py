@@ -210,6 +210,21 @@ def consts_as_inputs(closed: ClosedProgram) -> Program:
 # ---------------------------------------------------------------- program surgery
 
 
+def split_eqns(prog: Program, in_unknowns):
+    """Equations that depend on an unknown input (transitively) and those that do not.
+
+    Returns (known_eqns, unknown_eqns, ids of every unknown variable)."""
+    unknown_ids = {v.id for v, u in zip(prog.invars, in_unknowns, strict=True) if u}
+    known_eqns, unknown_eqns = [], []
+    for eqn in prog.eqns:
+        if any(isinstance(a, Var) and a.id in unknown_ids for a in eqn.inputs):
+            unknown_eqns.append(eqn)
+            unknown_ids.update(v.id for v in eqn.outvars)
+        else:
+            known_eqns.append(eqn)
+    return known_eqns, unknown_eqns, unknown_ids
+
+
 def partial_eval_program(prog: Program, in_unknowns, instantiate=False):
     """Split `prog` by dataflow into a known and an unknown part.
 
@@ -219,14 +234,7 @@ def partial_eval_program(prog: Program, in_unknowns, instantiate=False):
     """
     if isinstance(instantiate, bool):
         instantiate = [instantiate] * len(prog.outvars)
-    unknown_ids = {v.id for v, u in zip(prog.invars, in_unknowns, strict=True) if u}
-    known_eqns, unknown_eqns = [], []
-    for eqn in prog.eqns:
-        if any(isinstance(a, Var) and a.id in unknown_ids for a in eqn.inputs):
-            unknown_eqns.append(eqn)
-            unknown_ids.update(v.id for v in eqn.outvars)
-        else:
-            known_eqns.append(eqn)
+    known_eqns, unknown_eqns, unknown_ids = split_eqns(prog, in_unknowns)
     out_unknowns = [isinstance(a, Var) and a.id in unknown_ids or inst
                     for a, inst in zip(prog.outvars, instantiate, strict=True)]
     # Residuals: known vars read by the unknown side (including forced-unknown outputs).

@@ -1,4 +1,6 @@
-"""Kernel benchmarks: elementwise chain, reductions and softmax.
+"""Kernel benchmarks: elementwise chain, reductions, softmax, and the ops that used to be host
+steps (argmax, cumsum, pad + concatenate, a two-pass reduction of an odd size, float16, erf_inv,
+max pooling).
 
 For each program: kernels launched, bytes moved against the minimum the Program needs, and the
 time per call on the OpenCL backend (PoCL on the CPU, including upload and download), the NumPy
@@ -60,6 +62,34 @@ def full_sum_g(x):
     return lax.reduce_sum(x * x, (0, 1))
 
 
+def row_argmax(np_):
+    return lambda x: np_.argmax(np_.sin(x), axis=1)
+
+
+def row_cumsum(np_):
+    return lambda x: np_.cumsum(x * 2.0, axis=1)
+
+
+def pad_concat(np_):
+    return lambda x: np_.concatenate([np_.pad(x * 2.0, ((1, 1), (0, 0))), x[:2] + 1.0], axis=0)
+
+
+def odd_full_sum(np_):
+    return lambda x: np_.sum(x[:, 1:] * x[:, 1:])   # n * (n - 1) elements: no power-of-two split
+
+
+def half_chain(np_):
+    return lambda x: np_.tanh(x * 2.0 + 1.0) * x
+
+
+def erf_inv(lax_):
+    return lambda x: lax_.erf_inv(x * 0.001)
+
+
+def max_pool(lax_):
+    return lambda x: lax_.reduce_window(x, -np.inf, lax_.max, (2, 2), (2, 2), "VALID")
+
+
 def timeit(fn, repeat: int) -> float:
     fn()
     best = float("inf")
@@ -82,18 +112,28 @@ def main():
     try:
         import jax
         import jax.numpy as jnp
+        from jax import lax as jlax
     except ImportError:
-        jax = jnp = None
+        jax = jnp = jlax = None
+    h = x.astype(np.float16)
     cases = [
         ("elementwise chain (6 ops)", chain(gnp), chain(jnp) if jnp else None, (x, y)),
         ("row reduction sum(exp(x), 1)", row_sum_g, row_sum(jnp) if jnp else None, (x,)),
         ("column reduction max(2x, 0)", col_max_g, col_max(jnp) if jnp else None, (x,)),
         ("full reduction sum(x*x)", full_sum_g, full_sum(jnp) if jnp else None, (x,)),
         ("softmax over rows", softmax(gnp), softmax(jnp) if jnp else None, (x,)),
+        ("argmax(sin(x), 1)", row_argmax(gnp), row_argmax(jnp) if jnp else None, (x,)),
+        ("cumsum(2x, 1)", row_cumsum(gnp), row_cumsum(jnp) if jnp else None, (x,)),
+        ("concatenate(pad(2x), x[:2] + 1)", pad_concat(gnp), pad_concat(jnp) if jnp else None, (x,)),
+        ("full sum of n*(n-1) (two passes)", odd_full_sum(gnp), odd_full_sum(jnp) if jnp else None,
+         (x,)),
+        ("float16 tanh(2x + 1) * x", half_chain(gnp), half_chain(jnp) if jnp else None, (h,)),
+        ("erf_inv(x / 1000)", erf_inv(lax), erf_inv(jlax) if jlax else None, (x,)),
+        ("max pool 2x2", max_pool(lax), max_pool(jlax) if jlax else None, (x,)),
     ]
     print(f"arrays of {n}x{n} float32; best of {args.repeat} calls; OpenCL = PoCL on "
           f"{opencl._context()[0].devices[0].name.strip()}")
-    header = f"{'program':32s} {'kernels':>7s} {'bytes moved':>12s} {'minimum':>10s} {'ratio':>6s} " \
+    header = f"{'program':34s} {'kernels':>7s} {'bytes moved':>12s} {'minimum':>10s} {'ratio':>6s} " \
              f"{'opencl ms':>10s} {'numpy ms':>9s} {'jax ms':>7s}"
     print(header)
     print("-" * len(header))
@@ -112,7 +152,7 @@ def main():
             t_jax = f"{t_jax:7.2f}"
         else:
             t_jax = "    n/a"
-        print(f"{name:32s} {count_kernels(plan):7d} {moved:12d} {plan.min_bytes:10d} "
+        print(f"{name:34s} {count_kernels(plan):7d} {moved:12d} {plan.min_bytes:10d} "
               f"{moved / plan.min_bytes:6.2f} {t_cl * 1e3:10.2f} {t_np * 1e3:9.2f} {t_jax}")
 
 

@@ -82,3 +82,8 @@ INLINE void threefry2x32(u32 k0, u32 k1, u32 x0, u32 x1, u32 *out0, u32 *out1) {
   *out0 = x0;
   *out1 = x1;
 }
+
+/* ---- index helpers ----------------------------------------------------------------------- */
+/* A source coordinate clamped into [0, hi]: padded lanes still read a valid element, which a
+ * mask then discards. */
+INLINE i64 clamp_index(i64 v, i64 hi) { return v < 0 ? 0 : v > hi ? hi : v; }

@@ -49,6 +49,10 @@ typedef uint4 u32x4;
 #define MAKE_f32x4(a, b, c, d) make_float4((a), (b), (c), (d))
 #define MAKE_i32x4(a, b, c, d) make_int4((a), (b), (c), (d))
 #define MAKE_u32x4(a, b, c, d) make_uint4((a), (b), (c), (d))
+/* complex64: a float2 (real in .x, imaginary in .y), laid out as NumPy's complex64. */
+typedef float2 c64;
+#define MAKE_c64(re, im) make_float2((re), (im))
+
 #define LOAD4(T4, p, q) (((const GLOBAL T4 *)(p))[q])
 #define STORE4(T4, p, q, v) (((GLOBAL T4 *)(p))[q] = (v))
 

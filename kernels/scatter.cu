@@ -22,15 +22,14 @@ KERNEL void ${name}(${params}) {
 }
 #else
 // Deterministic: one thread per operand element scans the updates in order, so colliding
-// updates apply in index order (the last `set` wins, sums add in a fixed order).
+// updates apply in index order (the last `set` wins, sums add in a fixed order, and
+// scatter_apply applies its function once per hit).
 KERNEL void ${name}(${params}) {
   GRID_STRIDE_LOOP(${index_t}, t, ${operand_size}) {
     ${ctype} value = out[t];
     for (${index_t} u = 0; u < ${num_updates}; ++u) {
       if (${name}_target(${index_args}, u) == t) {
-        const ${ctype} a = value;
-        const ${ctype} b = updates[u];
-        value = ${combine_expr};
+${combine_body}
       }
     }
     out[t] = value;

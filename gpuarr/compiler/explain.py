@@ -20,7 +20,9 @@ from gpuarr.compiler.plan import (
     KernelStep,
     Load,
     ReductionKernel,
+    ScanKernel,
     ScatterKernel,
+    Window,
 )
 
 
@@ -33,10 +35,11 @@ def _load_bytes(nodes, binds, plan, iterations: int) -> dict:
     through a broadcast is counted once per distinct element, at most its size)."""
     out: dict = {}
     for n in nodes:
-        if isinstance(n, (Load, Gather)):
+        if isinstance(n, (Load, Gather, Window)):
             buf = binds[n.arg]
             info = plan.buffer(buf)
-            size = min(_nbytes(info), iterations * np.dtype(info.dtype).itemsize)
+            reads = iterations * (math.prod(n.window_dimensions) if isinstance(n, Window) else 1)
+            size = min(_nbytes(info), reads * np.dtype(info.dtype).itemsize)
             out[buf] = max(out.get(buf, 0), size)
     return out
 
@@ -54,10 +57,13 @@ def step_bytes(step, plan: KernelPlan) -> tuple:
             reads.update({b: max(reads.get(b, 0), v) for b, v in
                           _load_bytes(k.post_nodes, binds, plan, k.out_size).items()})
             writes = sum(_nbytes(plan.buffer(binds[s.arg])) for s in k.post_stores + k.epilogue_stores)
+        elif isinstance(k, ScanKernel):
+            reads = _load_bytes(k.pre_nodes, binds, plan, k.size)
+            writes = _nbytes(plan.buffer(binds["out0"]))
         else:
             assert isinstance(k, ScatterKernel)
-            reads = {binds["updates"]: _nbytes(plan.buffer(binds["updates"])),
-                     binds["indices"]: _nbytes(plan.buffer(binds["indices"]))}
+            reads = {binds[a]: _nbytes(plan.buffer(binds[a])) for a in ("updates", "indices")
+                     if a in binds}
             writes = math.prod(k.updates_shape) * np.dtype(k.dtype).itemsize
         return sum(reads.values()), writes
     if isinstance(step, CopyStep):
@@ -91,11 +97,14 @@ def describe(plan: KernelPlan, source: bool = False) -> str:
                 extra = (f" {k.reduce_op} {k.shape} x {k.red_shape} strategy={k.strategy}"
                          f"{' +post' if len(k.post_nodes) > 1 else ''}"
                          f"{' +epilogue' if k.epilogue_nodes else ''}")
+            elif isinstance(k, ScanKernel):
+                extra = (f" cumulative {k.op} along axis {k.axis} of {k.shape}"
+                         f"{' reversed' if k.reverse else ''} strategy={k.strategy}")
             lines.append(f"[{n}] kernel {k.name} ({kind}{extra}) {_launch_shape(step)}; "
                          f"reads {r} B, writes {w} B")
             lines.append(f"    why it ends here: {k.reason}")
             for e in k.equations:
-                lines.append(f"      {e}")
+                lines.extend(f"      {line}" for line in e.splitlines())
             if source:
                 text = render(k).source
                 body = text[text.index(f"// {k.name}"):] if f"// {k.name}" in text else text
@@ -104,7 +113,7 @@ def describe(plan: KernelPlan, source: bool = False) -> str:
             lines.append(f"[{n}] host {step.role} {step.name}; reads {r} B, writes {w} B")
             lines.append(f"    why: {step.reason}")
             for e in step.equations:
-                lines.append(f"      {e}")
+                lines.extend(f"      {line}" for line in e.splitlines())
         else:
             lines.append(f"[{n}] copy {step.src} -> {step.dst} ({step.reason}); {r} B")
     moved = total_r + total_w

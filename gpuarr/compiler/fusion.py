@@ -17,6 +17,11 @@ The algorithm, in the order it runs:
    reduction's output space become its post-map, and kernels over its input space that read
    the result only through a broadcast back along the reduced axes (softmax's division)
    become its epilogue. A reduction result no one else reads then never touches memory.
+
+Within step 2, pad/concatenate/dynamic_update_slice are index arithmetic plus a select (a
+`PadView` on the loads, a mask from coordinates), reduce_window is a `Window` node (an inline
+loop), and cumulative ops become scan kernels whose pre-map fuses their producers like a
+reduction's.
 """
 from __future__ import annotations
 
@@ -45,15 +50,18 @@ from gpuarr.compiler.plan import (
     Load,
     Op,
     ReductionKernel,
+    ScanKernel,
     ScatterKernel,
     Store,
+    Window,
 )
 from gpuarr.core import Literal, Program, ShapedArray, Var, _Namer, pp_eqn
 
 EXPENSIVE_OPS = {
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "pow",
-    "atan2", "erf", "erfc", "lgamma", "div", "rem", "threefry2x32", "gather",
+    "atan2", "erf", "erfc", "lgamma", "div", "rem", "threefry2x32", "gather", "erf_inv",
+    "digamma", "polygamma",
 }
 RECOMPUTE_LIMIT = 24   # cost units a shared value may be recomputed for each consumer kernel
 
@@ -76,13 +84,30 @@ def _op_cost(eqn) -> int:
     rule = lowering.lowering_of(eqn.prim)
     if rule[0] == "elementwise":
         return 10 if rule[1] in EXPENSIVE_OPS else 1
-    if rule[0] == "indexing":
+    if rule[0] in ("indexing", "window"):
         return 10
+    if rule[0] == "piecewise":
+        return 1
     return 0
+
+
+def _complex_fusable(eqn, kind, name):
+    """None when no complex values are involved; else whether the op has a complex64 kernel."""
+    dtypes_ = [np.dtype(v.aval.dtype) for v in list(eqn.inputs) + list(eqn.outvars)]
+    if not any(d.kind == "c" for d in dtypes_):
+        return None
+    if not all(_kernel_dtype(d) or d == np.complex64 for d in dtypes_):
+        return False
+    if kind == "layout" or name in ("convert", "select_n", "stop_gradient"):
+        return kind in ("layout", "elementwise") and (name != "select_n" or len(eqn.inputs) == 3)
+    return kind == "elementwise" and lowering.has_expression(name, dtypes_[0])
 
 
 def _fusable(eqn) -> bool:
     kind, name = lowering.lowering_of(eqn.prim)
+    complex_ok = _complex_fusable(eqn, kind, name)
+    if complex_ok is not None:
+        return complex_ok
     if kind == "elementwise":
         if name == "select_n" and len(eqn.inputs) != 3:
             return False
@@ -91,22 +116,27 @@ def _fusable(eqn) -> bool:
         return all(_kernel_dtype(v.aval.dtype) for v in list(eqn.inputs) + list(eqn.outvars))
     if kind == "layout":
         return all(_kernel_dtype(v.aval.dtype) for v in eqn.outvars)
+    if kind in ("piecewise", "window"):
+        return all(_kernel_dtype(v.aval.dtype) for v in list(eqn.inputs) + list(eqn.outvars))
     if kind == "indexing" and name in ("gather", "dynamic_slice"):
         return _gather_supported(eqn)
     return False
 
 
+KERNEL_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                 "uint64", "float32", "float64", *lowering.HALF_FLOATS)
+
+
 def _kernel_dtype(dtype) -> bool:
-    return np.dtype(dtype).name in ("bool", "int8", "uint8", "int16", "uint16", "int32",
-                                    "uint32", "int64", "uint64", "float32", "float64")
+    return np.dtype(dtype).name in KERNEL_DTYPES
 
 
 def _gather_supported(eqn) -> bool:
     if eqn.prim.name == "dynamic_slice":
         return all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs)
     dn = eqn.params.get("dimension_numbers")
-    return (dn is not None and hasattr(dn, "offset_dims") and not getattr(dn, "operand_batching_dims", ())
-            and _kernel_dtype(eqn.inputs[0].aval.dtype) and _kernel_dtype(eqn.inputs[1].aval.dtype))
+    return (dn is not None and hasattr(dn, "offset_dims") and _kernel_dtype(eqn.inputs[0].aval.dtype)
+            and _kernel_dtype(eqn.inputs[1].aval.dtype))
 
 
 def materialize(program: Program, options: FusionOptions) -> dict:
@@ -130,7 +160,7 @@ def materialize(program: Program, options: FusionOptions) -> dict:
         if not _fusable(eqn):
             for v in eqn.outvars:
                 reasons.setdefault(v.id, f"result of {eqn.prim.name} ({kind})")
-            if kind != "reduce":
+            if kind not in ("reduce", "scan"):
                 for a in eqn.inputs:
                     if isinstance(a, Var):
                         reasons.setdefault(a.id, f"operand of {eqn.prim.name} ({kind})")
@@ -139,19 +169,25 @@ def materialize(program: Program, options: FusionOptions) -> dict:
                     if isinstance(a, Var):
                         reasons.setdefault(a.id, f"operand of {eqn.prim.name} (host)")
             continue
-        if kind == "indexing":
-            x = eqn.inputs[0]
+        read_by_index = {"indexing": 0, "window": 0}.get(kind)
+        if name == "dynamic_update_slice":
+            read_by_index = 1
+        if read_by_index is not None:
+            x = eqn.inputs[read_by_index]
             if isinstance(x, Var):
                 reasons.setdefault(x.id, f"operand of {eqn.prim.name}: read by indexed loads")
         c = _op_cost(eqn) + sum(cost.get(a.id, 0) for a in eqn.inputs
                                 if isinstance(a, Var) and a.id not in reasons)
         for v in eqn.outvars:
             cost[v.id] = c
-        expanding = eqn.inputs if kind == "elementwise" else eqn.inputs[:1]
-        if kind in ("elementwise", "layout") and eqn.prim.name not in ("reshape", "transpose"):
+        expanding = eqn.inputs if kind in ("elementwise", "piecewise") else eqn.inputs[:1]
+        # Piecewise ops compute every piece in every lane (then select): an expensive piece
+        # gets its own buffer once the output is more than twice its size.
+        growth = 2 if kind == "piecewise" else 1
+        if kind in ("elementwise", "layout", "piecewise") and name not in ("reshape", "transpose"):
             for x in expanding:
                 if (isinstance(x, Var) and x.id not in reasons and cost.get(x.id, 0) >= 10
-                        and eqn.outvars[0].aval.size > x.aval.size):
+                        and eqn.outvars[0].aval.size > growth * x.aval.size):
                     reasons[x.id] = (f"expensive value broadcast from {x.aval.str_short()} to "
                                      f"{eqn.outvars[0].aval.str_short()}: computed once, not per copy")
     for a in program.outvars:
@@ -251,6 +287,10 @@ class DagBuilder:
             return self.value(x, transforms + (t,))
         if kind == "indexing":
             return self.gather(eqn, out, transforms, text)
+        if kind == "piecewise":
+            return getattr(self, op)(eqn, out, transforms, text)
+        if kind == "window":
+            return self.window(eqn, out, transforms, text, op)
         if op == "iota":
             shape, dim = tuple(p["shape"]), p["dimension"]
             return self.add(Iota(shape, dim, self.leaf_map(shape, transforms), out.aval.dtype.name))
@@ -305,11 +345,122 @@ class DagBuilder:
             for comp, od in enumerate(dn.start_index_map):
                 starts[od] = self.index_component(indices, comp, out_shape, batch_dims, transforms)
             offsets = [None] * operand.aval.ndim
-            window = [d for d in range(operand.aval.ndim) if d not in dn.collapsed_slice_dims]
+            batching = tuple(getattr(dn, "operand_batching_dims", ()))
+            window = [d for d in range(operand.aval.ndim)
+                      if d not in dn.collapsed_slice_dims and d not in batching]
             for od, outd in zip(window, dn.offset_dims):
                 offsets[od] = coord(outd)
+            # A batching dim is read at the output's coordinate along the matching batch dim
+            # (indices dim k is the output's k-th non-offset dim), always in bounds.
+            for od, idim in zip(batching, dn.start_indices_batching_dims):
+                offsets[od] = coord(batch_dims[idim])
         node = Gather(self.arg(buf), tuple(operand.aval.shape), sizes, tuple(starts),
                       tuple(offsets), mode, np.asarray(fill).item(), out.aval.dtype.name, text)
+        return self.add(node)
+
+    # ---- piecewise ops: each output element picks its source by index arithmetic --------
+
+    def op(self, name, args, dtype, text="") -> int:
+        return self.add(Op(name, tuple(args), dtype, (), text))
+
+    def const(self, value, dtype="int64") -> int:
+        return self.add(Const(value, dtype))
+
+    def coord(self, shape, dim, transforms) -> int:
+        """The coordinate along `dim` of the current element, in an array of `shape` that the
+        root reaches through `transforms`."""
+        return self.add(Iota(tuple(shape), dim, self.leaf_map(tuple(shape), transforms), "int64"))
+
+    def all_of(self, conds) -> int | None:
+        acc = None
+        for c in conds:
+            acc = c if acc is None else self.op("and", (acc, c), "bool")
+        return acc
+
+    def pad(self, eqn, out, transforms, text) -> int:
+        """pad(x, v): where (c - low) is a multiple of (interior + 1) inside x, x at
+        (c - low) / (interior + 1); elsewhere v. Negative low/high crop."""
+        x, v = eqn.inputs
+        shape = tuple(out.aval.shape)
+        fill = self.value(v, transforms + (("broadcast", shape, ()),))
+        if x.aval.size == 0:
+            return fill
+        config = eqn.params["padding_config"]
+        low = tuple(lo for lo, _, _ in config)
+        interior = tuple(i for _, _, i in config)
+        conds = []
+        for d, ((lo, hi, i), n) in enumerate(zip(config, x.aval.shape)):
+            if lo <= 0 and hi <= 0 and i == 0:
+                continue   # only cropped: every element has a source
+            # t = c - low: padding below when t < 0 (only if low > 0), above when t passes the
+            # last source element (only if high > 0), interior when t is off the stride.
+            t = self.op("sub", (self.coord(shape, d, transforms), self.const(lo)), "int64")
+            if lo > 0:
+                conds.append(self.op("ge", (t, self.const(0)), "bool"))
+            if hi > 0:
+                conds.append(self.op("le", (t, self.const((n - 1) * (i + 1))), "bool"))
+            if i:
+                r = self.op("rem", (t, self.const(i + 1)), "int64")
+                conds.append(self.op("eq", (r, self.const(0)), "bool"))
+        inner = self.value(x, transforms + (("pad", shape, low, interior),))
+        mask = self.all_of(conds)
+        if mask is None:
+            return inner
+        return self.op("select_n", (mask, fill, inner), out.aval.dtype.name, text)
+
+    def concatenate(self, eqn, out, transforms, text) -> int:
+        """concatenate along `dimension`: the piece whose range holds the coordinate."""
+        dim = eqn.params["dimension"]
+        shape = tuple(out.aval.shape)
+        pieces, start = [], 0
+        for x in eqn.inputs:
+            n = x.aval.shape[dim]
+            if n:
+                low = tuple(start if d == dim else 0 for d in range(len(shape)))
+                t = transforms + (("pad", shape, low, (0,) * len(shape)),)
+                pieces.append((start + n, self.value(x, t)))
+            start += n
+        c = self.coord(shape, dim, transforms)
+        result = pieces[-1][1]
+        for end, value in reversed(pieces[:-1]):
+            below = self.op("lt", (c, self.const(end)), "bool")
+            result = self.op("select_n", (below, result, value), out.aval.dtype.name, text)
+        return result
+
+    def dynamic_update_slice(self, eqn, out, transforms, text) -> int:
+        """The update where the element lies in its window (starts clamped so the window fits,
+        as XLA), the operand elsewhere. The update is read by an indexed load."""
+        operand, update, *starts = eqn.inputs
+        shape, ushape = tuple(out.aval.shape), tuple(update.aval.shape)
+        base = self.value(operand, transforms)
+        if update.aval.size == 0:
+            return base
+        scalar = transforms + (("broadcast", shape, ()),)
+        conds, rel = [], []
+        for d, (s, n, u) in enumerate(zip(starts, shape, ushape)):
+            s = self.op("convert", (self.value(s, scalar),), "int64")
+            s = self.op("clamp", (self.const(0), s, self.const(n - u)), "int64")
+            r = self.op("sub", (self.coord(shape, d, transforms), s), "int64")
+            conds.append(self.op("ge", (r, self.const(0)), "bool"))
+            conds.append(self.op("lt", (r, self.const(u)), "bool"))
+            rel.append(r)
+        buf = self.f.ensure_buffer(update)
+        load = self.add(Gather(self.arg(buf), ushape, (1,) * len(ushape), tuple(rel),
+                               (None,) * len(ushape), "clip", 0, update.aval.dtype.name, text))
+        return self.op("select_n", (self.all_of(conds), base, load), out.aval.dtype.name, text)
+
+    def window(self, eqn, out, transforms, text, op) -> int:
+        """reduce_window_*: one inline loop over the window of the (buffered) operand."""
+        x = eqn.inputs[0]
+        p = eqn.params
+        shape = tuple(out.aval.shape)
+        buf = self.f.ensure_buffer(x)
+        dtype = out.aval.dtype.name
+        node = Window(self.arg(buf), tuple(x.aval.shape), self.leaf_map(shape, transforms), op,
+                      tuple(p["window_dimensions"]), tuple(p["window_strides"]),
+                      tuple(tuple(lh) for lh in p["padding"]), tuple(p["base_dilation"]),
+                      tuple(p["window_dilation"]), lowering.reduce_identity(op, dtype).item(),
+                      dtype, text)
         return self.add(node)
 
     def index_component(self, indices, comp, out_shape, batch_dims, transforms) -> int:
@@ -330,7 +481,7 @@ def _mode_name(mode) -> str:
 
 def _default_fill(dtype):
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
+    if lowering.dtype_kind(dtype) in "fc":
         return np.nan
     if dtype.kind == "b":
         return True
@@ -410,8 +561,12 @@ class Fusion:
                 if v.id in self.reasons:
                     self.elementwise(v)
             return
-        if kind == "reduce" and all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs + eqn.outvars):
+        kernel_dtypes = all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs + eqn.outvars)
+        if kind == "reduce" and kernel_dtypes:
             self.reduction(eqn, name)
+            return
+        if kind == "scan" and kernel_dtypes:
+            self.scan(eqn, name)
             return
         if kind == "indexing" and eqn.prim.name.startswith("scatter") and self.scatter(index, eqn):
             return
@@ -443,15 +598,15 @@ class Fusion:
         out_shape = tuple(shape[d] for d in kept)
         acc_dtype = out.aval.dtype.name
         reason = f"{eqn.prim.name} over axes {axes}: a reduction is a kernel boundary"
-        groups = _split_groups(out_shape, red_shape)
+        groups, chunk = _split_groups(out_shape, red_shape, op)
         if groups:
-            # Two passes: `groups` blocks reduce contiguous chunks, then one block the partials.
+            # Two passes: `groups` blocks reduce `chunk` consecutive elements each (the last
+            # block's lanes past the end add the identity), then one block the partials.
             red_size = math.prod(red_shape)
-            transforms = (("reshape", (groups, red_size // groups)),) + transforms
             partial = self.new_buffer(ShapedArray((groups,), acc_dtype))
-            self.reduction_kernel(dag, x, transforms, (groups,), (red_size // groups,), op, eqn,
-                                  partial, f"{reason} (first of two passes, {groups} blocks)",
-                                  (shape, axes, perm), final=False)
+            self.reduction_kernel(dag, x, transforms, (groups,), (chunk,), op, eqn, partial,
+                                  f"{reason} (first of two passes, {groups} blocks of {chunk})",
+                                  (shape, axes, perm), final=False, limit=red_size)
             dag = DagBuilder(self, self.buffer_of)
             load = Load(dag.arg(partial), IndexMap.contiguous((groups,)), acc_dtype)
             dag.add(load)
@@ -463,43 +618,70 @@ class Fusion:
                               self.buffer_of(out), reason, (shape, axes, perm), final=True)
 
     def reduction_kernel(self, dag, x, transforms, out_shape, red_shape, op, eqn, out_buf,
-                         reason, meta, final):
+                         reason, meta, final, limit=0):
         acc_dtype = eqn.outvars[0].aval.dtype.name
         root = dag.value(x, transforms) if x is not None else 0
         args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
         args.append(Arg("out0", acc_dtype, max(1, math.prod(out_shape)), True))
-        strategy = _strategy(dag.nodes, out_shape, red_shape)
+        strategy = "split" if limit else _strategy(dag.nodes, out_shape, red_shape)
         eqns = [self.text(e) for e in _in_program_order(self.program, dag.eqns)]
         eqns += [self.text(eqn)]
+        value_dtype = eqn.inputs[0].aval.dtype.name if op in ("argmax", "argmin") else ""
+        identity = lowering.reduce_identity(op, value_dtype or acc_dtype).item()
         kernel = ReductionKernel(
             self.kernel_name("reduce"), out_shape, red_shape, tuple(args), op, acc_dtype,
-            lowering.reduce_identity(op, acc_dtype).item(), tuple(dag.nodes), root,
-            (Acc(acc_dtype),), (Store("out0", 0),), strategy=strategy, equations=tuple(eqns),
-            reason=reason)
+            identity, tuple(dag.nodes), root, (Acc(acc_dtype),), (Store("out0", 0),),
+            strategy=strategy, equations=tuple(eqns), reason=reason, value_dtype=value_dtype,
+            limit=limit)
         bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out_buf),)
         self.steps.append(KernelStep(kernel, bindings))
         if final:
             self.reduction_meta[id(kernel)] = meta
 
+    def scan(self, eqn, op):
+        """A cumulative op as a scan kernel whose pre-map fuses the operand's producers."""
+        x, out = eqn.inputs[0], eqn.outvars[0]
+        axis, shape = eqn.params["axis"], tuple(x.aval.shape)
+        dag = DagBuilder(self, self.buffer_of)
+        root = dag.value(x, ())
+        dtype = out.aval.dtype.name
+        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
+        args.append(Arg("out0", dtype, max(1, x.aval.size), True))
+        inner = math.prod(shape[axis + 1:])
+        strategy = "block" if inner == 1 and shape[axis] > SCAN_SEQUENTIAL_MAX else "sequential"
+        eqns = [self.text(e) for e in _in_program_order(self.program, dag.eqns)] + [self.text(eqn)]
+        kernel = ScanKernel(
+            self.kernel_name("scan"), shape, axis, bool(eqn.params["reverse"]), op, dtype,
+            lowering.reduce_identity(op, dtype).item(), tuple(args), tuple(dag.nodes), root,
+            strategy, tuple(eqns), f"{eqn.prim.name} along axis {axis}: a scan is a kernel boundary")
+        bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", self.buffer_of(out)),)
+        self.steps.append(KernelStep(kernel, bindings))
+
     def scatter(self, index, eqn) -> bool:
         p = eqn.params
         dn = p.get("dimension_numbers")
-        operand, indices, updates = eqn.inputs[:3]
-        if (dn is None or not hasattr(dn, "update_window_dims") or len(eqn.inputs) != 3
-                or getattr(dn, "operand_batching_dims", ()) or p.get("update_jaxpr") is not None
-                and eqn.prim.name == "scatter_apply"):
+        apply = eqn.prim.name == "scatter_apply"
+        if (dn is None or not hasattr(dn, "update_window_dims")
+                or len(eqn.inputs) != (2 if apply else 3)):
             return False
+        operand, indices = eqn.inputs[:2]
         if not all(_kernel_dtype(a.aval.dtype) for a in eqn.inputs):
             return False
-        combiner = lowering.SCATTER_COMBINERS.get(eqn.prim.name)
+        if operand.aval.dtype.name in lowering.HALF_FLOATS:
+            return False   # no 16-bit atomics or read-modify-write helpers yet
+        combiner = "apply" if apply else lowering.SCATTER_COMBINERS.get(eqn.prim.name)
         if combiner is None or indices.aval.ndim == 0:
             return False
-        if operand.aval.dtype == np.bool_ and combiner != "set":
+        if operand.aval.dtype == np.bool_ and combiner not in ("set", "apply"):
             return False
+        apply_nodes = scalar_function_nodes(p["func_program"]) if apply else ()
+        if apply_nodes is None:
+            return False
+        updates_shape = tuple(p["update_shape"]) if apply else tuple(eqn.inputs[2].aval.shape)
         out = eqn.outvars[0]
         src = self.ensure_buffer(operand)
         ind = self.ensure_buffer(indices)
-        upd = self.ensure_buffer(updates)
+        upd = None if apply else self.ensure_buffer(eqn.inputs[2])
         if index in self.inplace:
             self.buffers[out.id] = src
         else:
@@ -508,14 +690,18 @@ class Fusion:
         mode = "clip" if "clip" in str(p.get("mode")).lower() else "drop"
         kernel = ScatterKernel(
             self.kernel_name("scatter"), out.aval.dtype.name, indices.aval.dtype.name,
-            tuple(operand.aval.shape), tuple(updates.aval.shape), tuple(indices.aval.shape),
+            tuple(operand.aval.shape), updates_shape, tuple(indices.aval.shape),
             tuple(dn.update_window_dims), tuple(dn.inserted_window_dims),
             tuple(dn.scatter_dims_to_operand_dims), combiner, mode,
             self.options.deterministic_scatter or combiner != "add",
             (self.text(eqn),), "scatters are their own kernels"
-            + (" (in place: the operand dies here)" if index in self.inplace else ""))
-        self.steps.append(KernelStep(kernel, (("out", self.buffers[out.id]), ("updates", upd),
-                                              ("indices", ind))))
+            + (" (in place: the operand dies here)" if index in self.inplace else ""),
+            tuple(getattr(dn, "operand_batching_dims", ())),
+            tuple(getattr(dn, "scatter_indices_batching_dims", ())), apply_nodes)
+        bindings = (("out", self.buffers[out.id]), ("indices", ind))
+        if upd is not None:
+            bindings += (("updates", upd),)
+        self.steps.append(KernelStep(kernel, bindings))
         return True
 
     def host(self, eqn, role):
@@ -542,6 +728,26 @@ class Fusion:
                   "control": "control flow runs on the host, calling its sub-programs",
                   "fallback": "no kernel lowering yet: the NumPy implementation runs on the host"}[role]
         self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.text(eqn),), reason))
+
+
+def scalar_function_nodes(closed):
+    """The DAG of scatter_apply's scalar function, its argument an `Acc` (the current value),
+    or None when some equation of it has no elementwise kernel lowering."""
+    program = closed.program
+    if closed.consts or program.constvars or len(program.invars) != 1 or len(program.outvars) != 1:
+        return None
+    for eqn in program.eqns:
+        kind, _ = lowering.lowering_of(eqn.prim)
+        if kind not in ("elementwise", "layout") or not _fusable(eqn):
+            return None
+    (x,), (out,) = program.invars, program.outvars
+    if isinstance(out, Literal):
+        return None
+    fusion = Fusion(program)
+    # Only the argument is "in memory"; every intermediate is recomputed (scalars, memoized).
+    dag = DagBuilder(fusion, lambda atom: "x" if atom is x else None)
+    dag.value(out, (), root=out is not x)
+    return tuple(Acc(n.dtype) if isinstance(n, Load) else n for n in dag.nodes)
 
 
 def control_driver(eqn, sub_compiler):
@@ -590,17 +796,19 @@ def _in_program_order(program, eqns: dict) -> list:
 
 
 SPLIT_THRESHOLD = 1 << 16   # full reductions at least this big run in two passes
+SPLIT_GROUPS = 1024         # blocks of the first pass
+SCAN_SEQUENTIAL_MAX = 16    # rows this short scan sequentially even when contiguous
 
 
-def _split_groups(out_shape, red_shape) -> int:
-    """How many blocks the first pass of a two-pass full reduction uses (0: one pass)."""
+def _split_groups(out_shape, red_shape, op) -> tuple:
+    """(blocks, elements per block) of the first pass of a two-pass full reduction, or (0, 0)
+    for one pass. Any size splits: the chunk is rounded up and the last block runs short, so
+    no block is empty. Arg reductions stay in one pass."""
     red_size = math.prod(red_shape)
-    if math.prod(out_shape) != 1 or red_size < SPLIT_THRESHOLD:
-        return 0
-    for groups in (1024, 512, 256, 128, 64):
-        if red_size % groups == 0:
-            return groups
-    return 0
+    if math.prod(out_shape) != 1 or red_size < SPLIT_THRESHOLD or op in ("argmax", "argmin"):
+        return 0, 0
+    chunk = -(-red_size // SPLIT_GROUPS)
+    return -(-red_size // chunk), chunk
 
 
 def _strategy(nodes, out_shape, red_shape) -> str:
@@ -719,7 +927,7 @@ def _merge_elementwise(a: KernelStep, b: KernelStep) -> KernelStep:
     index = {n: k for k, n in enumerate(nodes) if _hashable(n)}
     remap = {}
     for k, n in enumerate(kb.nodes):
-        if isinstance(n, (Load, Gather)):
+        if isinstance(n, (Load, Gather, Window)):
             n = dataclasses.replace(n, arg=rename[n.arg])
         if isinstance(n, Op):
             n = dataclasses.replace(n, args=tuple(remap[x] for x in n.args))
@@ -776,10 +984,12 @@ def _merge(fusion, r_step, k_step, r_buf, k_binds, position, r_pos):
     r_arg_of = {b: a for a, b in r_step.bindings}
     # Every other buffer k reads must exist before the reduction runs.
     for n in k.nodes:
-        if isinstance(n, (Load, Gather)) and k_binds[n.arg] != r_buf:
+        if isinstance(n, (Load, Gather, Window)) and k_binds[n.arg] != r_buf:
             p = position.get(k_binds[n.arg])
             if p is not None and p >= r_pos:
                 return None
+    if any(isinstance(n, (Gather, Window)) and k_binds[n.arg] == r_buf for n in k.nodes):
+        return None   # indexed reads of the result may cross blocks
     loads_r = [n for n in k.nodes if isinstance(n, Load) and k_binds[n.arg] == r_buf]
     if k.shape == r.shape and all(n.index.is_identity() for n in loads_r):
         where = "post"
@@ -816,9 +1026,9 @@ def _merge(fusion, r_step, k_step, r_buf, k_binds, position, r_pos):
     for n in k.nodes:
         if isinstance(n, Load) and k_binds[n.arg] == r_buf:
             nodes.append(Acc(r.acc_dtype))
-        elif isinstance(n, (Load, Iota)):
+        elif isinstance(n, (Load, Iota, Window)):
             idx = n.index.transpose(transform) if transform else n.index
-            renamed = {"arg": names[n.arg]} if isinstance(n, Load) else {}
+            renamed = {"arg": names[n.arg]} if isinstance(n, (Load, Window)) else {}
             nodes.append(dataclasses.replace(n, index=idx, **renamed))
         elif isinstance(n, Gather):
             shift = lambda ks: tuple(None if s is None else s + base for s in ks)  # noqa: E731

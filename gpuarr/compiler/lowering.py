@@ -8,7 +8,8 @@ of the result and `{s}` the C type of the first operand; helpers such as `div_i3
 op is one line here.
 
 `kernel_rules` maps each primitive to its lowering rule, `(kind, detail)`: elementwise (with
-the kernel op), layout, reduce, indexing, library, control, or fallback (the NumPy
+the kernel op), layout, piecewise (pad, concatenate, dynamic_update_slice), reduce (argmax and
+argmin included), scan, window, indexing, library, control, or fallback (the NumPy
 implementation runs on the host). The rules come from the name tables below.
 """
 from __future__ import annotations
@@ -26,12 +27,16 @@ _UNARY_FLOAT = {
     "erf": "({t})erf((f64){0})", "erfc": "({t})erfc((f64){0})", "lgamma": "({t})lgamma((f64){0})",
     "logistic": "logistic_{t}({0})", "is_finite": "(u8)MATH_ISFINITE({0})",
     "round_away": "round_away_{t}({0})", "round_even": "round_even_{t}({0})",
+    # Device functions in kernels/special.h: erf_inv is Giles' polynomial (as XLA) in the
+    # operand's precision; digamma runs in double and is rounded, as the NumPy backend does.
+    "erf_inv": "erf_inv_{t}({0})", "digamma": "({t})digamma_f64((f64){0})",
 }
 
 _BINARY_FLOAT = {
     "div": "{0} / {1}", "rem": "fmod({0}, {1})", "pow": "pow({0}, {1})",
     "max": "max_{t}({0}, {1})", "min": "min_{t}({0}, {1})", "atan2": "atan2({0}, {1})",
     "nextafter": "nextafter({0}, {1})",
+    "polygamma": "({t})polygamma_f64((f64){0}, (f64){1})",
 }
 
 _INT_ONLY = {
@@ -67,6 +72,16 @@ EXPRESSIONS: dict = {
     ("bitcast_f64_u64", "*"): "BITS_F64({0})", ("bitcast_u64_f64", "*"): "F64_BITS({0})",
     ("bitcast_int", "*"): "({t}){0}",
 }
+# complex64 (kernels/complex.h); an op without a ("op", "c") entry keeps complex values on
+# the host.
+_COMPLEX = {
+    "add": "c64_add({0}, {1})", "sub": "c64_sub({0}, {1})", "mul": "c64_mul({0}, {1})",
+    "div": "c64_div({0}, {1})", "neg": "c64_neg({0})", "conj": "c64_conj({0})",
+    "eq": "c64_eq({0}, {1})", "ne": "c64_ne({0}, {1})",
+    "exp": "c64_exp({0})", "real": "{0}.x", "imag": "{0}.y", "square": "c64_mul({0}, {0})",
+}
+EXPRESSIONS.update({(k, "c"): v for k, v in _COMPLEX.items()})
+EXPRESSIONS.update({("complex", "f"): "MAKE_c64({0}, {1})", ("conj", "f"): "MAKE_c64({0}, 0.0f)"})
 EXPRESSIONS.update({(k, "f"): v for k, v in _UNARY_FLOAT.items()})
 EXPRESSIONS.update({(k, "f"): v for k, v in _BINARY_FLOAT.items()})
 for _kind in "iu":
@@ -78,12 +93,29 @@ REDUCERS: dict = {
     ("max", "f"): "max_{t}(a, b)", ("min", "f"): "min_{t}(a, b)",
     ("max", "*"): "(a > b ? a : b)", ("min", "*"): "(a < b ? a : b)",
     ("and", "*"): "a & b", ("or", "*"): "a | b", ("xor", "*"): "a ^ b",
+    ("logaddexp", "f"): "logaddexp_{t}(a, b)",
+}
+
+# Arg reductions: (op, kind) -> when the candidate (vb, ib) beats the current best (va, ia).
+# JAX's rule: the larger (smaller) value wins, NaN beats every number, and ties (equal values
+# or two NaNs) go to the lower index.
+_NAN_TIE = "(((vb) == (va) || ((vb) != (vb) && (va) != (va))) && (ib) < (ia))"
+ARG_BETTER: dict = {
+    ("argmax", "f"): "(vb) > (va) || ((vb) != (vb) && (va) == (va)) || " + _NAN_TIE,
+    ("argmin", "f"): "(vb) < (va) || ((vb) != (vb) && (va) == (va)) || " + _NAN_TIE,
+    ("argmax", "*"): "(vb) > (va) || ((vb) == (va) && (ib) < (ia))",
+    ("argmin", "*"): "(vb) < (va) || ((vb) == (va) && (ib) < (ia))",
 }
 
 
 def reduce_identity(op: str, dtype) -> object:
     """The identity element of reduction `op` over `dtype` (as a NumPy scalar)."""
     dtype = np.dtype(dtype)
+    op = {"argmax": "max", "argmin": "min"}.get(op, op)
+    if op == "logaddexp":
+        return dtype.type(-np.inf)
+    if dtype.name in HALF_FLOATS:
+        return dtype.type(reduce_identity(op, np.float32))
     if op in ("sum", "or", "xor"):
         return dtype.type(0)
     if op == "prod":
@@ -101,9 +133,21 @@ def reduce_identity(op: str, dtype) -> object:
     return dtype.type(info.max if big else info.min)
 
 
+# 16-bit floats are stored as 16 bits and computed in float32 (kernels/half.h converts).
+HALF_FLOATS = ("float16", "bfloat16")
+
+
 def dtype_kind(dtype) -> str:
+    if np.dtype(dtype).name in HALF_FLOATS:
+        return "f"
     kind = np.dtype(dtype).kind
-    return {"f": "f", "i": "i", "u": "u", "b": "b"}[kind]
+    return {"f": "f", "i": "i", "u": "u", "b": "b", "c": "c"}[kind]
+
+
+def has_expression(op: str, dtype) -> bool:
+    """Whether the table has `op` for operands of `dtype` (complex needs its own entries)."""
+    kind = dtype_kind(dtype)
+    return (op, kind) in EXPRESSIONS or (kind != "c" and (op, "*") in EXPRESSIONS)
 
 
 def expression(op: str, arg_dtype) -> str:
@@ -113,6 +157,11 @@ def expression(op: str, arg_dtype) -> str:
         if key in EXPRESSIONS:
             return EXPRESSIONS[key]
     raise KeyError(f"no kernel expression for op {op!r} on {np.dtype(arg_dtype).name}")
+
+
+def arg_better(op: str, dtype) -> str:
+    kind = dtype_kind(dtype)
+    return ARG_BETTER.get((op, kind)) or ARG_BETTER[(op, "*")]
 
 
 def reducer(op: str, dtype) -> str:
@@ -135,7 +184,8 @@ ELEMENTWISE = {
         "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "abs", "not", "add", "sub", "mul",
         "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or", "xor",
         "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le",
-        "gt", "ge", "erf", "erfc", "lgamma", "square", "population_count", "clz", "clamp")},
+        "gt", "ge", "erf", "erfc", "lgamma", "square", "population_count", "clz", "clamp",
+        "erf_inv", "digamma", "polygamma", "real", "imag", "conj", "complex")},
     "round": None,                 # round_away / round_even by rounding_method
     "integer_pow": None,           # attrs (y,)
     "convert_element_type": "convert",
@@ -152,12 +202,22 @@ ELEMENTWISE = {
 LAYOUT = ("broadcast_in_dim", "reshape", "transpose", "slice", "rev", "squeeze", "expand_dims")
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
-              "reduce_prod": "prod", "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor"}
+              "reduce_prod": "prod", "reduce_and": "and", "reduce_or": "or", "reduce_xor": "xor",
+              "argmax": "argmax", "argmin": "argmin"}
+
+# Cumulative ops: scan kernels (name -> the reducer that combines neighbours).
+SCANS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
+         "cumlogsumexp": "logaddexp"}
+
+# Each output element picks its source by index arithmetic: fused like layout ops, with a mask.
+PIECEWISE = ("pad", "concatenate", "dynamic_update_slice")
+
+# Windowed reductions: one inline loop over the window per output element.
+WINDOWS = {"reduce_window_sum": "sum", "reduce_window_max": "max", "reduce_window_min": "min"}
 
 # Library calls (cuBLAS/cuSOLVER/CUB on CUDA; the NumPy implementation on the host elsewhere).
 LIBRARY = ("dot_general", "sort", "argsort", "conv_general_dilated", "cholesky",
-           "triangular_solve", "lu", "qr", "svd", "eigh", "eig", "fft", "cumsum", "cumprod",
-           "cummax", "cummin", "cumlogsumexp", "top_k", "argmax", "argmin")
+           "triangular_solve", "lu", "qr", "svd", "eigh", "eig", "fft", "top_k")
 
 # Primitives the fusion hands to the host as they are (control flow runs its sub-programs).
 CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call",
@@ -169,15 +229,12 @@ SCATTER_COMBINERS = {"scatter": "set", "scatter_add": "add", "scatter_sub": "sub
                      "scatter_mul": "mul", "scatter_min": "min", "scatter_max": "max",
                      "scatter-add": "add", "scatter-sub": "sub", "scatter-mul": "mul",
                      "scatter-min": "min", "scatter-max": "max"}
-INDEXING = ("gather", "dynamic_slice", *SCATTER_COMBINERS)
+INDEXING = ("gather", "dynamic_slice", "scatter_apply", *SCATTER_COMBINERS)
 
 # Primitives known to have no kernel lowering yet: they run on the host through the NumPy
 # backend. The coverage test lists these explicitly.
-HOST_FALLBACK = ("pad", "concatenate", "dynamic_update_slice", "scatter_apply", "erf_inv", "digamma",
-                 "polygamma", "igamma", "igammac", "random_gamma_grad", "bessel_i0e",
-                 "bessel_i1e", "zeta", "regularized_incomplete_beta", "real", "imag", "complex",
-                 "conj", "reduce_window_sum", "reduce_window_max",
-                 "reduce_window_min")
+HOST_FALLBACK = ("igamma", "igammac", "random_gamma_grad",
+                 "bessel_i0e", "bessel_i1e", "zeta", "regularized_incomplete_beta")
 
 
 def _elementwise_rule(name):
@@ -185,13 +242,20 @@ def _elementwise_rule(name):
 
 
 def rule_for_name(name: str):
-    """('elementwise'|'layout'|'reduce'|'library'|'control'|'indexing'|'fallback', detail)."""
+    """('elementwise'|'layout'|'piecewise'|'reduce'|'scan'|'window'|'library'|'control'|
+    'indexing'|'fallback', detail)."""
     if name in ELEMENTWISE:
         return _elementwise_rule(name)
     if name in LAYOUT:
         return ("layout", name)
+    if name in PIECEWISE:
+        return ("piecewise", name)
     if name in REDUCTIONS:
         return ("reduce", REDUCTIONS[name])
+    if name in SCANS:
+        return ("scan", SCANS[name])
+    if name in WINDOWS:
+        return ("window", WINDOWS[name])
     if name in INDEXING:
         return ("indexing", name)
     if name in LIBRARY:

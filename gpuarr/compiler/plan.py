@@ -47,6 +47,26 @@ class View:
 
 
 @dataclass(frozen=True)
+class PadView:
+    """The inverse of lax.pad: coordinate `c` over `shape` reads element
+    `(c[d] - low[d]) / (interior[d] + 1)` of `source` (row-major), clamped into `source` so a
+    load is always in bounds. Whether `c` really has a source element (not padding) is a
+    separate mask in the kernel's DAG; this view only says where to read."""
+
+    shape: tuple
+    low: tuple
+    interior: tuple
+    source: tuple
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def is_contiguous(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
 class IndexMap:
     """Where element `i` of an iteration space lives in a buffer.
 
@@ -73,8 +93,20 @@ class IndexMap:
     def _replace_first(self, view: View) -> IndexMap:
         return IndexMap((view,) + self.views[1:])
 
+    def _strided(self) -> IndexMap:
+        """This map with a strided View in front (a PadView head gets a contiguous one)."""
+        if isinstance(self.views[0], View):
+            return self
+        return IndexMap((View.contiguous(self.views[0].shape),) + self.views)
+
+    def pad(self, shape, low, interior) -> IndexMap:
+        """Index the padded array of `shape`: see PadView."""
+        head = PadView(tuple(shape), tuple(low), tuple(interior), self.shape)
+        return IndexMap((head,) + self.views)
+
     def broadcast(self, shape, broadcast_dimensions) -> IndexMap:
         """Index `shape` coordinates; operand dim `k` sits at output dim `broadcast_dimensions[k]`."""
+        self = self._strided()
         v = self.views[0]
         strides = [0] * len(shape)
         for k, d in enumerate(broadcast_dimensions):
@@ -83,11 +115,13 @@ class IndexMap:
         return self._replace_first(View(tuple(shape), tuple(strides), v.offset))
 
     def transpose(self, permutation) -> IndexMap:
+        self = self._strided()
         v = self.views[0]
         return self._replace_first(View(tuple(v.shape[p] for p in permutation),
                                         tuple(v.strides[p] for p in permutation), v.offset))
 
     def slice(self, starts, limits, steps=None) -> IndexMap:
+        self = self._strided()
         v = self.views[0]
         steps = steps or (1,) * len(starts)
         shape = tuple(max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(starts, limits, steps))
@@ -96,6 +130,7 @@ class IndexMap:
         return self._replace_first(View(shape, strides, offset))
 
     def rev(self, dimensions) -> IndexMap:
+        self = self._strided()
         v = self.views[0]
         offset = v.offset + sum((v.shape[d] - 1) * v.strides[d] for d in dimensions)
         strides = tuple(-s if d in dimensions else s for d, s in enumerate(v.strides))
@@ -103,9 +138,10 @@ class IndexMap:
 
     def reshape(self, shape) -> IndexMap:
         shape = tuple(int(n) for n in shape)
-        v = self.views[0]
-        if v.shape == shape:
+        if self.shape == shape:
             return self
+        self = self._strided()
+        v = self.views[0]
         merged = _reshape_view(v, shape)
         if merged is not None:
             return self._replace_first(merged)
@@ -204,13 +240,36 @@ class Gather:
 
 
 @dataclass(frozen=True)
+class Window:
+    """reduce_window: `op` over the window of buffer `arg` (of `operand_shape`) that belongs to
+    the output coordinate read through `index` (an index map into the output's shape).
+
+    Window element `w` of output `o` sits at `o * strides + w * window_dilation - low` in the
+    padded, base-dilated operand; positions in the padding or between dilated elements add
+    `identity`, as XLA pads with the init value."""
+
+    arg: str
+    operand_shape: tuple
+    index: IndexMap
+    op: str
+    window_dimensions: tuple
+    window_strides: tuple
+    padding: tuple
+    base_dilation: tuple
+    window_dilation: tuple
+    identity: Any
+    dtype: str
+    eqn: str = ""
+
+
+@dataclass(frozen=True)
 class Acc:
     """The reduction result, inside a reduction's post-map and epilogue."""
 
     dtype: str
 
 
-Node = Union[Load, Const, Iota, Op, Gather, Acc]
+Node = Union[Load, Const, Iota, Op, Gather, Window, Acc]
 
 
 @dataclass(frozen=True)
@@ -255,6 +314,12 @@ class ReductionKernel:
     (reduced dims last, already permuted there by the index maps); loads in `post_nodes` index
     the output space `shape`. `post_stores` write once per output element, `epilogue_stores`
     once per iterated element (consumers that broadcast the result back, as softmax does).
+
+    `value_dtype` marks an arg reduction (argmax/argmin): the pre-map yields values of that
+    dtype, the kernel reduces (value, index) pairs, and `acc` (the result) is the index along
+    the reduced axis. `limit`, when non-zero, bounds the flat iteration index: the first pass
+    of a two-pass reduction pads its grid to `out_size * red_size >= limit` elements, and the
+    lanes past `limit` contribute the identity.
     """
 
     name: str
@@ -273,6 +338,8 @@ class ReductionKernel:
     strategy: str = "row"
     equations: tuple = ()
     reason: str = ""
+    value_dtype: str = ""
+    limit: int = 0
 
     @property
     def out_size(self) -> int:
@@ -288,8 +355,12 @@ class ScatterKernel:
     """Combine `updates` into `out` (which already holds the operand) at indices from `indices`.
 
     Dimension numbers follow XLA's ScatterDimensionNumbers with the index vector as the last
-    dim of `indices`. `combiner` is 'set', 'add', 'mul', 'min' or 'max'; mode 'clip' clamps,
-    'drop' skips updates whose window would fall outside the operand.
+    dim of `indices`. `combiner` is 'set', 'add', 'mul', 'min', 'max' or 'apply' (scatter_apply:
+    no updates; `apply_nodes` is the scalar function's DAG, its `Acc` the current value, its
+    last node the new one); mode 'clip' clamps,
+    'drop' skips updates whose window would fall outside the operand. Operand batching dim
+    `operand_batching_dims[k]` takes the update's coordinate along the scatter dim that matches
+    indices dim `scatter_indices_batching_dims[k]` (vmap of a scatter).
     """
 
     name: str
@@ -306,16 +377,62 @@ class ScatterKernel:
     deterministic: bool
     equations: tuple = ()
     reason: str = ""
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+    apply_nodes: tuple = ()
 
     @property
     def args(self) -> tuple:
         size = math.prod
-        return (Arg("out", self.dtype, size(self.operand_shape), True),
-                Arg("updates", self.dtype, size(self.updates_shape)),
+        updates = () if self.combiner == "apply" else (
+            Arg("updates", self.dtype, size(self.updates_shape)),)
+        return (Arg("out", self.dtype, size(self.operand_shape), True), *updates,
                 Arg("indices", self.index_dtype, size(self.indices_shape)))
 
 
-Kernel = Union[ElementwiseKernel, ReductionKernel, ScatterKernel]
+@dataclass(frozen=True)
+class ScanKernel:
+    """Cumulative `op` ('sum', 'prod', 'max', 'min') of `pre_nodes[pre_root]` along `axis` of
+    `shape`, written to argument `out0` (from the end when `reverse`).
+
+    Loads in `pre_nodes` index the flat row-major position `i` in `shape`, so elementwise
+    producers fuse in. Strategy 'block': the axis is the contiguous last one and one block per
+    row runs a shared-memory Hillis-Steele scan over tiles of `block` elements, carrying the
+    running total from tile to tile; 'sequential': one thread per row loops along the axis.
+    """
+
+    name: str
+    shape: tuple
+    axis: int
+    reverse: bool
+    op: str
+    dtype: str
+    identity: Any
+    args: tuple
+    pre_nodes: tuple
+    pre_root: int
+    strategy: str = "block"
+    equations: tuple = ()
+    reason: str = ""
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def length(self) -> int:
+        return self.shape[self.axis]
+
+    @property
+    def inner(self) -> int:
+        return math.prod(self.shape[self.axis + 1:])
+
+    @property
+    def rows(self) -> int:
+        return self.size // max(1, self.length)
+
+
+Kernel = Union[ElementwiseKernel, ReductionKernel, ScatterKernel, ScanKernel]
 
 
 # ---- plan steps ------------------------------------------------------------------------------

@@ -34,8 +34,11 @@ from gpuarr.compiler.plan import (
     LaunchPlan,
     Load,
     Op,
+    PadView,
     ReductionKernel,
+    ScanKernel,
     ScatterKernel,
+    Window,
 )
 
 
@@ -56,8 +59,10 @@ KERNELS_DIR = _kernels_dir()
 CTYPES = {
     "bool": "u8", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
     "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64",
-    "float32": "f32", "float64": "f64",
+    "float32": "f32", "float64": "f64", "float16": "f32", "bfloat16": "f32", "complex64": "c64",
 }
+# 16-bit floats live in memory as their bits (kernels/half.h) and in registers as float32.
+STORAGE = {"float16": "f16", "bfloat16": "bf16"}
 
 ELEMENTWISE_BLOCK = 256
 MAX_GROUPS = 4096
@@ -77,10 +82,28 @@ class RenderedKernel:
 
 
 def ctype(dtype) -> str:
+    """The C type a value of `dtype` has in registers."""
     name = np.dtype(dtype).name
     if name not in CTYPES:
         raise NotImplementedError(f"kernels do not support dtype {name}")
     return CTYPES[name]
+
+
+def storage(dtype) -> str:
+    """The C type of `dtype` in memory (buffers and kernel parameters)."""
+    return STORAGE.get(np.dtype(dtype).name) or ctype(dtype)
+
+
+def load_expr(array: str, index: str, dtype) -> str:
+    """Read `array[index]` as a register value (16-bit floats widen to float32)."""
+    half = STORAGE.get(np.dtype(dtype).name)
+    return f"{half}_to_f32({array}[{index}])" if half else f"{array}[{index}]"
+
+
+def store_expr(value: str, dtype) -> str:
+    """A register value converted for storing into memory of `dtype`."""
+    half = STORAGE.get(np.dtype(dtype).name)
+    return f"f32_to_{half}({value})" if half else value
 
 
 @functools.cache
@@ -93,13 +116,19 @@ def prelude() -> str:
     """The headers every kernel starts with, inlined so the source is self-contained."""
     read = lambda n: (KERNELS_DIR / n).read_text()  # noqa: E731
     return ("#if defined(__OPENCL_VERSION__)\n" + read("dialect_opencl.h") + "#else\n"
-            + read("dialect_cuda.h") + "#endif\n" + read("common.h"))
+            + read("dialect_cuda.h") + "#endif\n" + read("common.h") + read("half.h")
+            + read("special.h") + read("complex.h"))
 
 
 def literal(value, dtype) -> str:
     """A C literal for `value` of `dtype` that means exactly that value on both dialects."""
     dtype = np.dtype(dtype)
     value = np.asarray(value).astype(dtype).item()
+    if dtype.kind == "c":
+        return f"MAKE_c64({literal(value.real, np.float32)}, {literal(value.imag, np.float32)})"
+    if dtype.name in STORAGE:
+        dtype = np.dtype(np.float32)   # 16-bit values are exact float32 literals
+        value = float(value)
     if dtype.kind == "b":
         return "(u8)1" if value else "(u8)0"
     if dtype.kind in "iu":
@@ -138,6 +167,9 @@ def index_expr(imap: IndexMap, linear: str, t: str, lines: list, prefix: str) ->
         if k > 0:
             lines.append(f"const {t} {prefix}_l{k} = {expr};")
             expr = f"{prefix}_l{k}"
+        if isinstance(view, PadView):
+            expr = pad_view_expr(view, expr, t, lines, f"{prefix}_p{k}")
+            continue
         if view.is_contiguous():
             continue
         if view.size == 0:
@@ -155,6 +187,21 @@ def index_expr(imap: IndexMap, linear: str, t: str, lines: list, prefix: str) ->
             terms.append(str(view.offset))
         expr = " + ".join(reversed(terms)) if terms else "0"
     return expr
+
+
+def pad_view_expr(view: PadView, linear: str, t: str, lines: list, prefix: str) -> str:
+    """The source offset of padded element `linear`: one clamped source coordinate per dim."""
+    terms = []
+    for d, (lo, i, m) in enumerate(zip(view.low, view.interior, view.source)):
+        if m == 1:
+            continue
+        c = coord_expr(view.shape, d, linear)
+        src = f"({c} - {lo})" if lo > 0 else f"({c} + {-lo})" if lo < 0 else c
+        src = f"{src} / {i + 1}" if i else src
+        lines.append(f"const {t} {prefix}_{d} = ({t})clamp_index((i64)({src}), {m - 1});")
+        stride = math.prod(view.source[d + 1:])
+        terms.append(f"{prefix}_{d}" if stride == 1 else f"{prefix}_{d} * {stride}")
+    return " + ".join(terms) or "0"
 
 
 def coord_expr(shape: tuple, dimension: int, linear: str) -> str:
@@ -179,7 +226,7 @@ def render_nodes(nodes, prefix: str, linear: str, t: str, lane_loads=None) -> li
             lines.append(f"const {ctype(node.dtype)} {name} = {lane_loads[k]};")
         elif isinstance(node, Load):
             idx = index_expr(node.index, linear, t, lines, name)
-            lines.append(f"const {ctype(node.dtype)} {name} = {node.arg}[{idx}];")
+            lines.append(f"const {ctype(node.dtype)} {name} = {load_expr(node.arg, idx, node.dtype)};")
         elif isinstance(node, Const):
             lines.append(f"const {ctype(node.dtype)} {name} = {literal(node.value, node.dtype)};")
         elif isinstance(node, Acc):
@@ -190,6 +237,8 @@ def render_nodes(nodes, prefix: str, linear: str, t: str, lane_loads=None) -> li
                          f"({ctype(node.dtype)})({coord_expr(node.shape, node.dimension, idx)});")
         elif isinstance(node, Gather):
             lines.extend(render_gather(node, name, t, var))
+        elif isinstance(node, Window):
+            lines.extend(render_window(node, name, linear, t))
         elif isinstance(node, Op):
             lines.extend(render_op(node, name, [var(a) for a in node.args],
                                    [nodes[a].dtype for a in node.args]))
@@ -198,8 +247,24 @@ def render_nodes(nodes, prefix: str, linear: str, t: str, lane_loads=None) -> li
     return lines
 
 
+# Ops whose float result is one of their operands (or an integer value): no rounding needed.
+_EXACT_OPS = {"select_n", "neg", "abs", "max", "min", "clamp", "floor", "ceil", "round_away",
+              "round_even", "sign", "proj"}
+
+
 def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
-    comment = f"  // {node.eqn}" if node.eqn else ""
+    lines = _render_op(node, name, args, arg_dtypes)
+    half = STORAGE.get(np.dtype(node.dtype).name)
+    if half and node.op not in _EXACT_OPS and node.op != "convert":
+        # Compute in float32, round the result to 16 bits, as each NumPy float16 op does.
+        decl, rest = lines[-1].split(" = ", 1)
+        expr, _, comment = rest.partition(";")
+        lines[-1] = f"{decl} = round_{half}({expr});{comment}"
+    return lines
+
+
+def _render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
+    comment = f"  // {node.eqn.splitlines()[0]}" if node.eqn else ""
     if node.op == "threefry2x32":
         a = ", ".join(args)
         return [f"u32 {name}[2];{comment}", f"threefry2x32({a}, &{name}[0], &{name}[1]);"]
@@ -225,6 +290,14 @@ def convert_expr(arg: str, src, dst) -> str:
     src, dst = np.dtype(src), np.dtype(dst)
     if dst == np.bool_:
         return f"(u8)({arg} != 0)"
+    if dst.kind == "c":
+        return arg if src.kind == "c" else f"MAKE_c64((f32){arg}, 0.0f)"
+    if src.kind == "c":   # the real part, as NumPy and XLA
+        arg, src = f"{arg}.x", np.dtype(np.float32)
+    if dst.name in STORAGE:
+        return f"round_{STORAGE[dst.name]}((f32){arg})"
+    if src.name in STORAGE:
+        src = np.dtype(np.float32)
     if src.kind == "f" and dst.kind in "iu":
         return f"sat_{ctype(src)}_{ctype(dst)}({arg})"
     return f"({ctype(dst)}){arg}"
@@ -234,6 +307,10 @@ def bitcast_expr(arg: str, src, dst) -> str:
     """Reinterpret the bits of `arg` (same width) as `dst`."""
     src, dst = np.dtype(src), np.dtype(dst)
     bits = src.itemsize * 8
+    if src.name in STORAGE:
+        return f"({ctype(dst)})f32_to_{STORAGE[src.name]}({arg})"
+    if dst.name in STORAGE:
+        return f"{STORAGE[dst.name]}_to_f32(({STORAGE[dst.name]}){arg})"
     if src.kind == "f" and dst.kind == "f":
         return arg
     if src.kind == "f":
@@ -272,15 +349,51 @@ def render_gather(node: Gather, name: str, t: str, var) -> list:
         dims.append(f"      {{ i64 s = {start}; {bound} {name}_idx += ({t})(s + {offset}) * {strides[d]}; }}")
     text = template("gather.cu").substitute(
         comment=node.eqn or f"gather from {node.arg} (mode {node.mode})", index_t=t, name=name,
-        dims="\n".join(dims), ctype=ctype(node.dtype), operand=node.arg,
+        dims="\n".join(dims), ctype=ctype(node.dtype), load=load_expr(node.arg, f"{name}_idx", node.dtype),
         fill=literal(node.fill, node.dtype))
     return [line.strip() for line in text.strip("\n").splitlines()]
+
+
+def render_window(node: Window, name: str, linear: str, t: str) -> list:
+    """Nested loops over the window of output element `linear` (see plan.Window)."""
+    lines: list = []
+    idx = index_expr(node.index, linear, t, lines, name)
+    acc_t = ctype(node.dtype)
+    combine = lowering.reducer(node.op, node.dtype).format(t=acc_t)
+    lines.append(f"{acc_t} {name} = {literal(node.identity, node.dtype)};  // {node.eqn}")
+    offset = []
+    for d, n in enumerate(node.operand_shape):
+        pad = "  " * d
+        (low, _), base = node.padding[d], node.base_dilation[d]
+        o = coord_expr(node.index.shape, d, idx)
+        pos = f"{name}_w{d} * {node.window_dilation[d]} - {low}" if low else \
+            f"{name}_w{d} * {node.window_dilation[d]}"
+        lines.append(f"{pad}for (i64 {name}_w{d} = 0; {name}_w{d} < {node.window_dimensions[d]}; "
+                     f"++{name}_w{d}) {{")
+        lines.append(f"{pad}  const i64 {name}_d{d} = (i64)({o}) * {node.window_strides[d]} + {pos};")
+        skip = f"{name}_d{d} < 0 || {name}_d{d} > {(n - 1) * base}"
+        if base > 1:
+            skip += f" || {name}_d{d} % {base} != 0"   # between base-dilated elements
+        lines.append(f"{pad}  if ({skip}) continue;")
+        stride = math.prod(node.operand_shape[d + 1:])
+        term = f"{name}_d{d}" + (f" / {base}" if base > 1 else "")
+        offset.append(term if stride == 1 else f"({term}) * {stride}")
+    if not node.operand_shape:
+        lines.append("{")   # a rank-0 window is the element itself, in a scope of its own
+    pad = "  " * len(node.operand_shape)
+    lines.append(f"{pad}const {acc_t} a = {name};")
+    lines.append(f"{pad}const {acc_t} b = {load_expr(node.arg, ' + '.join(offset) or '0', node.dtype)};")
+    lines.append(f"{pad}{name} = {combine};")
+    lines.extend("  " * d + "}" for d in reversed(range(len(node.operand_shape))))
+    if not node.operand_shape:
+        lines.append("}")
+    return lines
 
 
 # ---- kernels ---------------------------------------------------------------------------------
 
 def params(args) -> str:
-    return ", ".join(f"GLOBAL {'' if a.output else 'const '}{ctype(a.dtype)} *{a.name}" for a in args)
+    return ", ".join(f"GLOBAL {'' if a.output else 'const '}{storage(a.dtype)} *{a.name}" for a in args)
 
 
 def indent(lines, n: int) -> str:
@@ -288,14 +401,19 @@ def indent(lines, n: int) -> str:
 
 
 def equations(kernel) -> str:
-    return "\n".join(f"//   {e}" for e in kernel.equations) or "//   (hand-built)"
+    # An equation with a sub-program prints over several lines: each stays a comment.
+    lines = [line for e in kernel.equations for line in e.splitlines()]
+    return "\n".join(f"//   {line}" for line in lines) or "//   (hand-built)"
 
 
-def store_lines(stores, nodes_prefix: str, linear: str, t: str) -> list:
+def store_lines(stores, nodes_prefix: str, linear: str, t: str, args=()) -> list:
+    dtypes = {a.name: a.dtype for a in args}
     lines = []
     for st in stores:
         idx = linear if st.index is None else index_expr(st.index, linear, t, lines, f"{st.arg}_{st.node}")
         value = f"{nodes_prefix}{st.node}"
+        if st.arg in dtypes:
+            value = store_expr(value, dtypes[st.arg])
         lines.append(f"{st.arg}[{idx}] = {value};")
     return lines
 
@@ -313,11 +431,11 @@ def _vector_plan(k: ElementwiseKernel):
 
     A kernel qualifies when its size is a multiple of 4 and some operand is read or written
     contiguously from element 0 in a 32-bit type (buffers are allocated 16-byte aligned)."""
-    if k.size % 4 or any(isinstance(n, Gather) for n in k.nodes):
+    if k.size % 4 or any(isinstance(n, (Gather, Window)) for n in k.nodes):
         return None
-    dtypes_by_arg = {a.name: ctype(a.dtype) for a in k.args}
+    dtypes_by_arg = {a.name: storage(a.dtype) for a in k.args}
     loads = {j: n.arg for j, n in enumerate(k.nodes) if isinstance(n, Load)
-             and _contiguous(n.index) and ctype(n.dtype) in _VECTOR_TYPES}
+             and _contiguous(n.index) and storage(n.dtype) in _VECTOR_TYPES}
     stores = [st for st in k.stores
               if _contiguous(st.index) and dtypes_by_arg[st.arg] in _VECTOR_TYPES]
     return (loads, stores) if loads or stores else None
@@ -325,7 +443,7 @@ def _vector_plan(k: ElementwiseKernel):
 
 def render_elementwise_vec4(k: ElementwiseKernel, t: str, plan) -> str:
     loads, vec_stores = plan
-    dtypes_by_arg = {a.name: ctype(a.dtype) for a in k.args}
+    dtypes_by_arg = {a.name: storage(a.dtype) for a in k.args}
     load_lines = [f"const {dtypes_by_arg[arg]}x4 {arg}_q = LOAD4({dtypes_by_arg[arg]}x4, {arg}, q);"
                   for arg in dict.fromkeys(loads.values())]
     body, stores = [], []
@@ -333,7 +451,7 @@ def render_elementwise_vec4(k: ElementwiseKernel, t: str, plan) -> str:
         lanes = {j: f"{arg}_q.{_LANES[u]}" for j, arg in loads.items()}
         body += render_nodes(k.nodes, f"v{u}_", f"(i0 + {u})", t, lanes)
         scalar = [st for st in k.stores if st not in vec_stores]
-        stores += store_lines(scalar, f"v{u}_", f"(i0 + {u})", t)
+        stores += store_lines(scalar, f"v{u}_", f"(i0 + {u})", t, k.args)
     for st in vec_stores:
         vt = f"{dtypes_by_arg[st.arg]}x4"
         lanes = ", ".join(f"v{u}_{st.node}" for u in range(4))
@@ -354,7 +472,7 @@ def render_elementwise(k: ElementwiseKernel) -> RenderedKernel:
                               tuple(a.name for a in k.args),
                               tuple(a.name for a in k.args if a.output))
     body = render_nodes(k.nodes, "v", "i", t)
-    body += store_lines(k.stores, "v", "i", t)
+    body += store_lines(k.stores, "v", "i", t, k.args)
     source = template("elementwise.cu").substitute(
         name=k.name, shape=tuple(k.shape), size=k.size, index_t=t, equations=equations(k),
         reason=k.reason or "end of program", params=params(k.args), body=indent(body, 4))
@@ -375,19 +493,30 @@ def render_reduction(k: ReductionKernel) -> RenderedKernel:
     t = index_type(k.out_size * k.red_size, *(a.size for a in k.args))
     acc_t = ctype(k.acc_dtype)
     pre = render_nodes(k.pre_nodes, "p", "i", t)
-    post = render_nodes(k.post_nodes, "q", "o", t) + store_lines(k.post_stores, "q", "o", t)
+    post = render_nodes(k.post_nodes, "q", "o", t) + store_lines(k.post_stores, "q", "o", t, k.args)
     epi = render_nodes(k.epilogue_nodes, "e", "i", t)
-    epi += store_lines(k.epilogue_stores, "e", "i", t)
+    epi += store_lines(k.epilogue_stores, "e", "i", t, k.args)
     by_block = k.strategy != "column"
     block = reduction_block(k) if by_block else ELEMENTWISE_BLOCK
-    reduce_expr = lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t)
-    source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
+    slots = dict(
         name=k.name, reduce_op=k.reduce_op, out_size=k.out_size, red_size=k.red_size,
         strategy=k.strategy, block=block, index_t=t, equations=equations(k),
-        reason=k.reason or "end of program", reduce_expr=reduce_expr,
-        params=params(k.args), acc_t=acc_t, identity=literal(k.identity, k.acc_dtype),
+        reason=k.reason or "end of program", params=params(k.args), acc_t=acc_t,
         pre_body=indent(pre, 6), pre_value=f"p{k.pre_root}", post_body=indent(post, 6),
         epilogue_body=indent(epi, 6))
+    if k.value_dtype:
+        source = template("reduction_arg.cu").substitute(
+            slots, per_block=int(by_block), value_t=ctype(k.value_dtype),
+            better_expr=lowering.arg_better(k.reduce_op, k.value_dtype),
+            identity=literal(k.identity, k.value_dtype),
+            no_index=literal(np.iinfo(np.dtype(k.acc_dtype)).max, k.acc_dtype))
+    else:
+        # A padded first pass stops at the end of the data: (o + 1) * chunk may pass `limit`.
+        red_end = str(k.red_size) if not k.limit else \
+            f"(o * {k.red_size} + {k.red_size} <= {k.limit} ? {k.red_size} : {k.limit} - o * {k.red_size})"
+        source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
+            slots, reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
+            identity=literal(k.identity, k.acc_dtype), red_end=red_end)
     if by_block:
         groups = max(1, min(MAX_GROUPS, k.out_size))
         size = groups * block
@@ -395,6 +524,39 @@ def render_reduction(k: ReductionKernel) -> RenderedKernel:
         size = max(1, min(MAX_GROUPS, -(-k.out_size // block))) * block
     return RenderedKernel(k.name, prelude() + source, size, block,
                           tuple(a.name for a in k.args), tuple(a.name for a in k.args if a.output))
+
+
+SCAN_BLOCK = 256
+
+
+def scan_block(k: ScanKernel) -> int:
+    """Threads per row of a block scan: the row length rounded up to a power of two, 32..256."""
+    block = 32
+    while block < SCAN_BLOCK and block < k.length:
+        block *= 2
+    return block
+
+
+def render_scan(k: ScanKernel) -> RenderedKernel:
+    t = index_type(k.size, *(a.size for a in k.args))
+    acc_t = ctype(k.dtype)
+    per_block = k.strategy == "block"
+    block = scan_block(k) if per_block else ELEMENTWISE_BLOCK
+    out = next(a for a in k.args if a.output)
+    source = template("scan.cu").substitute(
+        name=k.name, op=k.op, axis=k.axis, shape=tuple(k.shape),
+        direction=", from the end" if k.reverse else "", rows=k.rows, length=k.length,
+        inner=k.inner, strategy=k.strategy, index_t=t, equations=equations(k),
+        reason=k.reason or "end of program",
+        combine_expr=lowering.reducer(k.op, k.dtype).format(t=acc_t),
+        position=f"{k.length} - 1 - (k)" if k.reverse else "(k)", per_block=int(per_block),
+        block=block, params=params(k.args), acc_t=acc_t, identity=literal(k.identity, k.dtype),
+        pre_body=indent(render_nodes(k.pre_nodes, "p", "i", t), 6),
+        pre_value=f"p{k.pre_root}", out=out.name, store_value=store_expr("acc", out.dtype))
+    groups = max(1, min(MAX_GROUPS, k.rows)) if per_block else \
+        max(1, min(MAX_GROUPS, -(-k.rows // block)))
+    return RenderedKernel(k.name, prelude() + source, groups * block, block,
+                          tuple(a.name for a in k.args), (out.name,))
 
 
 _COMBINE = {"set": "b", "add": "a + b", "sub": "a - b", "mul": "a * b"}
@@ -419,13 +581,16 @@ def render_scatter(k: ScatterKernel) -> RenderedKernel:
     window = iter(k.update_window_dims)
     window_sizes = {}
     for d in range(len(k.operand_shape)):
-        if d not in k.inserted_window_dims:
+        if d not in k.inserted_window_dims and d not in k.operand_batching_dims:
             window_sizes[d] = next(window)
+    # A batching dim sits at the update's coordinate along the matching scatter dim.
+    batch_of = {od: batch_dims[idim] for od, idim in
+                zip(k.operand_batching_dims, k.scatter_indices_batching_dims)}
     strides = [math.prod(k.operand_shape[d + 1:]) for d in range(len(k.operand_shape))]
     for d, n in enumerate(k.operand_shape):
         wdim = window_sizes.get(d)
         size = k.updates_shape[wdim] if wdim is not None else 1
-        offset = f"u{wdim}" if wdim is not None else "0"
+        offset = f"u{wdim}" if wdim is not None else f"u{batch_of[d]}" if d in batch_of else "0"
         start = "0"
         if d in k.scatter_dims_to_operand_dims:
             comp = k.scatter_dims_to_operand_dims.index(d)
@@ -437,7 +602,14 @@ def render_scatter(k: ScatterKernel) -> RenderedKernel:
     ct = ctype(k.dtype)
     kind = lowering.dtype_kind(k.dtype)
     combine = {"min": lowering.reducer("min", k.dtype), "max": lowering.reducer("max", k.dtype)}
-    combine_expr = _COMBINE.get(k.combiner) or combine[k.combiner].format(t=ct)
+    combine_body: list
+    if k.combiner == "apply":
+        combine_body = [f"const {ct} acc = value;"] + render_nodes(k.apply_nodes, "f", "t", t)
+        combine_body.append(f"value = f{len(k.apply_nodes) - 1};")
+    else:
+        combine_expr = _COMBINE.get(k.combiner) or combine[k.combiner].format(t=ct)
+        combine_body = [f"const {ct} a = value;", f"const {ct} b = updates[u];",
+                        f"value = {combine_expr};"]
     atomic_add = {"f": f"ATOMIC_ADD_{ct.upper()}", "i": f"ATOMIC_ADD_{ct.upper()}",
                   "u": f"ATOMIC_ADD_{ct.upper()}", "b": ""}[kind]
     args = k.args
@@ -447,7 +619,7 @@ def render_scatter(k: ScatterKernel) -> RenderedKernel:
         equations=equations(k), reason=k.reason or "scatters are their own kernels",
         index_params=f"GLOBAL const {ctype(k.index_dtype)} *indices",
         index_args="indices", target_body=indent(lines, 2), atomic=int(atomic), params=params(args),
-        atomic_add=atomic_add, ctype=ct, combine_expr=combine_expr)
+        atomic_add=atomic_add, ctype=ct, combine_body=indent(combine_body, 8))
     size = num_updates if atomic else operand_size
     groups = max(1, min(MAX_GROUPS, -(-size // ELEMENTWISE_BLOCK)))
     return RenderedKernel(k.name, prelude() + source, groups * ELEMENTWISE_BLOCK, ELEMENTWISE_BLOCK,
@@ -462,6 +634,8 @@ def render(kernel) -> RenderedKernel:
         return render_reduction(kernel)
     if isinstance(kernel, ScatterKernel):
         return render_scatter(kernel)
+    if isinstance(kernel, ScanKernel):
+        return render_scan(kernel)
     raise TypeError(f"cannot render {type(kernel).__name__}")
 
 

@@ -110,3 +110,33 @@ def test_int_scatter_add_uses_atomics():
     (k,) = [k for k in plan.kernels if isinstance(k, ScatterKernel)]
     assert not k.deterministic
     assert all(isinstance(k, (ElementwiseKernel, ScatterKernel)) for k in plan.kernels)
+
+
+def test_batched_gathers_and_scatters_are_kernels():
+    """vmap of indexing gives batching dimension numbers: still a fused load and a scatter kernel."""
+    import gpuarr
+    from gpuarr.compiler.plan import HostStep
+    x = rng.standard_normal((4, 10, 3)).astype(np.float32)
+    i = rng.integers(-2, 12, (4, 5)).astype(np.int32)
+    u = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    plan = check(gpuarr.vmap(lambda x, i: jnp.exp(x[i]) * 2.0), x, i)
+    assert kernel_count(plan) == 1 and any(isinstance(n, Gather) for n in plan.kernels[0].nodes)
+    for f in (lambda x, i, u: x.at[i].add(u), lambda x, i, u: x.at[i].max(u * 2.0)):
+        plan = check(gpuarr.vmap(f), x, i, u)
+        (k,) = [k for k in plan.kernels if isinstance(k, ScatterKernel)]
+        assert k.operand_batching_dims == (0,)
+        assert not any(isinstance(s, HostStep) for s in plan.steps)
+
+
+@pytest.mark.parametrize("mode", ["drop", "clip"])
+def test_scatter_apply_is_a_deterministic_scatter_kernel(mode):
+    """`.at[i].apply(f)`: f applied once per hit (twice for a repeated index), in a kernel."""
+    x = np.linspace(-1, 1, 12).astype(np.float32).reshape(3, 4)
+    idx = np.array([0, 2, 2, 5, -1], np.int32)
+    plan = check(lambda x, i: x.at[i].apply(lambda v: jnp.sin(v) * 2.0 + 1.0, mode=mode) * 3.0,
+                 x, idx)
+    (k,) = [k for k in plan.kernels if isinstance(k, ScatterKernel)]
+    assert k.combiner == "apply" and k.deterministic
+    xi = np.arange(12, dtype=np.int32).reshape(3, 4)
+    plan = check(lambda x, i: x.at[1:, i[:2]].apply(lambda v: v * v - 1), xi, idx)
+    assert any(isinstance(k, ScatterKernel) for k in plan.kernels)

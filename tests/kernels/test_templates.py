@@ -347,3 +347,19 @@ def test_vectors_only_where_legal(run_kernel):
     assert "LOAD4(f32x4, x, q)" in src and "LOAD4(f32x4, y" not in src
     got = run_kernel(k, {"x": x, "y": y}, {"out": np.zeros((250, 4), np.float32)})["out"]
     np.testing.assert_allclose(got, x * y, rtol=1e-6)
+
+
+def test_complex64_parts(run_kernel):
+    """real, imag, conj and complex on the dialects' c64 (a float2), in both directions."""
+    n = 9
+    x = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+    m = IndexMap.contiguous((n,))
+    nodes = (Load("x", m, "complex64"), Op("real", (0,), "float32"), Op("imag", (0,), "float32"),
+             Op("conj", (0,), "complex64"), Const(2.0, "float32"), Op("mul", (2, 4), "float32"),
+             Op("complex", (1, 5), "complex64"), Op("mul", (3, 6), "complex64"))
+    k = ElementwiseKernel("k_complex", (n,), (Arg("x", "complex64", n), Arg("re", "float32", n, True),
+                                              Arg("z", "complex64", n, True)),
+                          nodes, (Store("re", 1), Store("z", 7)))
+    got = run_kernel(k, {"x": x}, {"re": np.zeros(n, np.float32), "z": np.zeros(n, np.complex64)})
+    np.testing.assert_array_equal(got["re"], x.real)
+    np.testing.assert_allclose(got["z"], np.conj(x) * (x.real + 2j * x.imag), rtol=1e-6)

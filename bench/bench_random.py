@@ -4,7 +4,7 @@
 (c) `split(key, 10**5)` under jit. Each is a cached jitted call timed with block_until_ready
 (best and median of 7 repeats); the ratio column is gpuarr / JAX (target: <= 1.5 on the NumPy
 backend). The first rows also check that both give the same numbers.
-Run: python bench/bench_random.py
+Run: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. python bench/bench_random.py
 """
 from __future__ import annotations
 
@@ -43,9 +43,10 @@ def workloads(jit, random):
 def check_same_numbers():
     if jax is None:
         return
-    g = np.asarray(gpuarr.jit(lambda k: grandom.uniform(k, (1000,)))(grandom.key(0)))
-    j = np.asarray(jax.jit(lambda k: jrandom.uniform(k, (1000,)))(jrandom.key(0)))
-    print(f"uniform streams equal: {bool((g == j).all())}")
+    for name in ("uniform", "normal"):
+        g = np.asarray(gpuarr.jit(lambda k: getattr(grandom, name)(k, (N,)))(grandom.key(0)))
+        j = np.asarray(jax.jit(lambda k: getattr(jrandom, name)(k, (N,)))(jrandom.key(0)))
+        print(f"{name} streams equal: {bool((g == j).all())}")
 
 
 def main():

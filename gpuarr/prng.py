@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from gpuarr import dtypes, lax, tree_util
+from gpuarr.backends.host_threads import run_in_blocks
 from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
@@ -40,6 +41,8 @@ _BLOCK = 1 << 15
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)  # semantics: see threefry2x32
 
+_SHIFTS = tuple(tuple((np.uint32(r), np.uint32(32 - r)) for r in rots) for rots in _ROTATIONS)
+
 
 def _injections(k1, k2):
     """Key-schedule additions (to x0, to x1) before the rounds and after each group of four."""
@@ -50,15 +53,16 @@ def _injections(k1, k2):
 def _rounds(x0, x1, inject, tmp):
     """Run the 20 rounds in place on the uint32 blocks x0, x1 (already holding the counter plus
     the first injection); `inject` as from `_injections` (scalars or blocks)."""
+    add, shl, shr, bor, bxor = np.add, np.left_shift, np.right_shift, np.bitwise_or, np.bitwise_xor
     for i in range(1, 6):
-        for r in _ROTATIONS[(i - 1) % 2]:
-            np.add(x0, x1, out=x0)
-            np.left_shift(x1, np.uint32(r), out=tmp)
-            np.right_shift(x1, np.uint32(32 - r), out=x1)
-            np.bitwise_or(x1, tmp, out=x1)
-            np.bitwise_xor(x1, x0, out=x1)
-        np.add(x0, inject[i][0], out=x0)
-        np.add(x1, inject[i][1], out=x1)
+        for left, right in _SHIFTS[(i - 1) % 2]:
+            add(x0, x1, x0)
+            shl(x1, left, tmp)
+            shr(x1, right, x1)
+            bor(x1, tmp, x1)
+            bxor(x1, x0, x1)
+        add(x0, inject[i][0], x0)
+        add(x1, inject[i][1], x1)
 
 
 def _flat_operand(x, shape):
@@ -69,6 +73,10 @@ def _flat_operand(x, shape):
     return np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1)
 
 
+def _part(x, s, e):
+    return x if np.ndim(x) == 0 else x[s:e]
+
+
 def _threefry2x32_impl(k1, k2, x1, x2):
     shape = np.broadcast_shapes(*(np.shape(a) for a in (k1, k2, x1, x2)))
     n = math.prod(shape)
@@ -76,18 +84,20 @@ def _threefry2x32_impl(k1, k2, x1, x2):
     out2 = np.empty(n, np.uint32)
     ops = [_flat_operand(a, shape) for a in (k1, k2, x1, x2)]
     keys_scalar = np.ndim(ops[0]) == 0 and np.ndim(ops[1]) == 0
-    if keys_scalar:
-        with np.errstate(over="ignore"):
-            inject = _injections(ops[0], ops[1])
-    tmp = np.empty(min(n, _BLOCK), np.uint32)
-    for s in range(0, n, _BLOCK):
-        e = min(n, s + _BLOCK)
-        if not keys_scalar:
-            inject = _injections(*(k if np.ndim(k) == 0 else k[s:e] for k in ops[:2]))
-        a, b = out1[s:e], out2[s:e]
-        np.add(ops[2] if np.ndim(ops[2]) == 0 else ops[2][s:e], inject[0][0], out=a)
-        np.add(ops[3] if np.ndim(ops[3]) == 0 else ops[3][s:e], inject[0][1], out=b)
-        _rounds(a, b, inject, tmp[:e - s])
+    with np.errstate(over="ignore"):
+        fixed = _injections(ops[0], ops[1]) if keys_scalar else None
+
+    def chunk(lo, hi):
+        tmp = np.empty(min(hi - lo, _BLOCK), np.uint32)
+        for s in range(lo, hi, _BLOCK):
+            e = min(hi, s + _BLOCK)
+            inject = fixed or _injections(_part(ops[0], s, e), _part(ops[1], s, e))
+            a, b = out1[s:e], out2[s:e]
+            np.add(_part(ops[2], s, e), inject[0][0], out=a)
+            np.add(_part(ops[3], s, e), inject[0][1], out=b)
+            _rounds(a, b, inject, tmp[:e - s])
+
+    run_in_blocks(chunk, n)
     return out1.reshape(shape), out2.reshape(shape)
 
 

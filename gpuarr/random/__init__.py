@@ -5,11 +5,13 @@
 eagerly and under jit and vmap. See gpuarr/prng.py for the generator and the key type.
 """
 from gpuarr.prng import KeyDtype, PRNGKeyArray, threefry2x32, threefry_2x32  # noqa: F401
+from gpuarr.random.binomial import binomial, multinomial  # noqa: F401
 from gpuarr.random.distributions import (  # noqa: F401
     bernoulli,
     categorical,
     cauchy,
     choice,
+    double_sided_maxwell,
     exponential,
     geometric,
     gumbel,
@@ -26,8 +28,10 @@ from gpuarr.random.distributions import (  # noqa: F401
     randint,
     rayleigh,
     shuffle,
+    triangular,
     truncated_normal,
     uniform,
+    wald,
     weibull_min,
 )
 from gpuarr.random.keys import (  # noqa: F401

@@ -18,6 +18,7 @@ from gpuarr import numpy as jnp
 from gpuarr.core import Tracer, get_aval
 from gpuarr.lax.sorting import sort_key_val, top_k
 from gpuarr.prng import UINT_DTYPES
+from gpuarr.random.erf_inv import erf_inv_giles
 from gpuarr.random.keys import (
     canonicalize_shape,
     check_key,
@@ -114,6 +115,7 @@ def _is_const(x, value) -> bool:
 def _uniform(data, minval, maxval, shape, dtype):
     _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
     unit = _is_const(minval, 0) and _is_const(maxval, 1)
+    exact_scale = _power_of_two_span(minval, maxval, dtype)
     minval = _to_rank(_convert(minval, dtype), len(shape))
     maxval = _to_rank(_convert(maxval, dtype), len(shape))
     finfo = dtypes.finfo(dtype)
@@ -129,9 +131,27 @@ def _uniform(data, minval, maxval, shape, dtype):
     floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(dtype, 1))
     if unit:
         return floats  # [0, 1): scaling by 1, adding 0 and clamping at 0 change no bit
-    # XLA contracts this multiply-add into one fused op: round once, as it does.
-    scaled = _fma(floats, lax.sub(maxval, minval), minval)
+    span = lax.sub(maxval, minval)
+    if exact_scale:
+        # The product is exact, so the fused multiply-add rounds as a plain add does.
+        scaled = lax.add(lax.mul(floats, span), minval)
+    else:
+        # XLA contracts this multiply-add into one fused op: round once, as it does.
+        scaled = _fma(floats, span, minval)
     return lax.max(minval, lax.reshape(scaled, shape))
+
+
+def _power_of_two_span(minval, maxval, dtype) -> bool:
+    """Whether maxval - minval (in `dtype`) is known now to be one power of two, so that
+    multiplying by it is exact; traced bounds are not known."""
+    if isinstance(minval, Tracer) or isinstance(maxval, Tracer):
+        return False
+    lo, hi = np.asarray(minval).astype(dtype), np.asarray(maxval).astype(dtype)
+    if lo.size != 1 or hi.size != 1:
+        return False
+    with np.errstate(all="ignore"):
+        span = (hi - lo).astype(np.float64).reshape(())
+    return bool(np.isfinite(span) and span > 0 and np.frexp(span)[0] == 0.5)
 
 
 def _convert_and_clip_integer(val, dtype):
@@ -295,8 +315,9 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 
 
 def normal(key, shape=(), dtype=None):
-    """Standard normal values: sqrt(2) * erf_inv(u) for u uniform in (-1, 1), as in JAX
-    (complex dtypes: independent real and imaginary parts with variance 1/2 each)."""
+    """Standard normal values: sqrt(2) * erf_inv(u) for u uniform in (-1, 1), with erf_inv
+    evaluated as XLA evaluates it, so the values are JAX's bit for bit in float32 (complex
+    dtypes: independent real and imaginary parts with variance 1/2 each)."""
     data, _ = check_key("normal", key)
     shape = canonicalize_shape(shape)
     dtype = _float_dtype("normal", dtype, ("float", "complex"))
@@ -316,17 +337,7 @@ def _normal(data, shape, dtype):
 def _normal_real(data, shape, dtype):
     lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
     u = _uniform(data, lo, _const(dtype, 1), shape, dtype)
-    return lax.mul(_const(dtype, np.sqrt(2)), _erf_inv(u))
-
-
-# Giles' single-precision erf_inv polynomial, as XLA evaluates erf_inv for float32 (and for
-# float16/bfloat16, upcast): JAX's normals come from it. TODO(random): remove once lax.erf_inv
-# follows XLA's float32 algorithm; until then this private fallback keeps the streams within
-# 2 ulp of JAX (lax.erf_inv is more accurate, which differs from JAX by up to ~90 ulp).
-_ERF_INV_W_LT_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_ERF_INV_W_GE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                   0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+    return lax.mul(_const(dtype, np.sqrt(2)), erf_inv_giles(u))
 
 
 def _to(x, dtype):
@@ -345,25 +356,6 @@ def _fma(a, b, c):
     return _to(wide, dtype)
 
 
-def _erf_inv(x):
-    dtype = get_aval(x).dtype
-    if dtype.itemsize > 4:
-        return lax.erf_inv(x)
-    f32 = np.dtype(np.float32)
-    x = lax.convert_element_type(x, f32)
-    w = lax.neg(lax.log1p(lax.neg(lax.mul(x, x))))
-    lt = lax.lt(w, np.float32(5))
-    w = lax.select(lt, lax.sub(w, np.float32(2.5)), lax.sub(lax.sqrt(w), np.float32(3)))
-    coef = [lax.select(lt, lax.full_like(x, a), lax.full_like(x, b))
-            for a, b in zip(_ERF_INV_W_LT_5, _ERF_INV_W_GE_5)]
-    p = coef[0]
-    for c in coef[1:]:
-        p = lax.add(c, lax.mul(p, w))
-    out = lax.select(lax.eq(lax.abs(x), np.float32(1)), lax.mul(x, np.float32(np.inf)),
-                     lax.mul(p, x))
-    return lax.convert_element_type(out, dtype)
-
-
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normal values truncated to (lower, upper), by inverting the CDF of a uniform
     draw between erf(lower/sqrt 2) and erf(upper/sqrt 2)."""
@@ -380,7 +372,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     a = lax.erf(lax.div(lower, sqrt2))
     b = lax.erf(lax.div(upper, sqrt2))
     u = _uniform(data, a, b, shape, dtype)
-    out = lax.mul(sqrt2, _erf_inv(u))
+    out = lax.mul(sqrt2, erf_inv_giles(u))
     # Clamp to the open interval: rounding (or u == a) must not leave it.
     return jnp.clip(out, lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
                     lax.nextafter(lax.stop_gradient(upper), _const(dtype, -np.inf)))
@@ -614,7 +606,11 @@ def maxwell(key, shape=(), dtype=None):
     """Maxwell values: the norm of a 3-vector of standard normals."""
     data, _ = check_key("maxwell", key)
     dtype = _float_dtype("maxwell", dtype)
-    z = _normal(data, canonicalize_shape(shape) + (3,), dtype)
+    return _maxwell(data, canonicalize_shape(shape), dtype)
+
+
+def _maxwell(data, shape, dtype):
+    z = _normal(data, shape + (3,), dtype)
     return jnp.sqrt(jnp.sum(z * z, axis=-1))
 
 
@@ -638,3 +634,70 @@ def geometric(key, p, shape=None, dtype=None):
     u = jnp.where(u == 0, 1, u)  # as JAX: u = 0 maps to 1, avoiding log(0)
     g = lax.floor(lax.div(lax.log(u), jnp.broadcast_to(lax.log1p(-p), shape))) + 1
     return g.astype(dtype)
+
+
+def _check_all_safe_to_cast(name: str, dtype, *args):
+    """JAX's TypePromotionError for parameters that `dtype` cannot hold (complex into float)."""
+    for arg in args:
+        src = dtypes.dtype(arg, canonicalize=True)
+        if src != dtype and dtypes.result_type(arg, dtype) != dtype:
+            raise dtypes.TypePromotionError(f"In arguments to {name}, cannot safely cast argument "
+                                            f"of type {src} to {dtype}")
+
+
+def _param(x, dtype, shape):
+    """A sampler parameter as `dtype`, broadcast to `shape`."""
+    return _to_shape(_convert(x, dtype), shape)
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """Double-sided Maxwell values (density proportional to z**2 exp(-z**2 / 2) for
+    z = (x - loc) / scale): a Maxwell draw with a random sign, scaled and shifted. `shape` is
+    prepended to the broadcast shape of `loc` and `scale`, as in JAX."""
+    data, _ = check_key("double_sided_maxwell", key)
+    dtype = _float_dtype("double_sided_maxwell", dtype)
+    shape = canonicalize_shape(shape)
+    params_shape = _broadcast_shapes(_shape_of(loc), _shape_of(scale))
+    shape = (shape or params_shape) + params_shape
+    maxwell_key, sign_key = split_n(data, 2)
+    magnitude = _maxwell(maxwell_key, shape, dtype)
+    sign = _rademacher(sign_key, shape, dtype)
+    loc, scale = _convert(loc, dtype), _convert(scale, dtype)
+    return _fma(lax.mul(sign, magnitude), _to_shape(scale, shape), _to_shape(loc, shape))
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian) values with mean `mean` and shape parameter 1, by Michael,
+    Schucany and Haas' transformation of a chi-square(1) draw with a uniform acceptance."""
+    data, _ = check_key("wald", key)
+    dtype = _float_dtype("wald", dtype)
+    shape = _check_broadcast_shapes("wald", shape, mean)
+    _check_all_safe_to_cast("wald", dtype, mean)
+    k1, k2 = split_n(data, 2)
+    mean = _param(mean, dtype, shape)
+    v = _normal(k1, shape, dtype)
+    z = _uniform(k2, 0., 1., shape, dtype)
+    y = lax.mul(v, v)
+    mean_sq = lax.mul(mean, mean)
+    sqrt_term = lax.sqrt(_fma(lax.mul(_const(dtype, 4), mean), y,
+                              lax.mul(mean_sq, lax.mul(y, y))))
+    x = lax.add(mean, lax.div(lax.mul(mean_sq, y), _const(dtype, 2)))
+    x = _fma(lax.neg(lax.div(mean, _const(dtype, 2))), sqrt_term, x)
+    return lax.select(lax.le(z, lax.div(mean, lax.add(mean, x))), x, lax.div(mean_sq, x))
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular values on [left, right] peaking at `mode`, by inverting the CDF of one
+    uniform draw on each side of the mode."""
+    data, _ = check_key("triangular", key)
+    dtype = _float_dtype("triangular", dtype)
+    shape = _check_broadcast_shapes("triangular", shape, left, mode, right)
+    _check_all_safe_to_cast("triangular", dtype, left, mode, right)
+    left, mode, right = (_param(v, dtype, shape) for v in (left, mode, right))
+    width = lax.sub(right, left)
+    fc = lax.div(lax.sub(mode, left), width)
+    u = _uniform(data, 0., 1., shape, dtype)
+    below = lax.add(left, lax.sqrt(lax.mul(lax.mul(u, width), lax.sub(mode, left))))
+    above = lax.sub(right, lax.sqrt(lax.mul(lax.mul(lax.sub(_const(dtype, 1), u), width),
+                                            lax.sub(right, mode))))
+    return lax.select(lax.lt(u, fc), below, above)

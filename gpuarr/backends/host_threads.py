@@ -1,0 +1,128 @@
+"""The host's cores for NumPy work: a small shared thread pool and BLAS's own threads.
+
+NumPy releases the GIL inside ufunc loops, reductions and BLAS calls, so large host kernels
+(threefry, erf_inv, reductions) split their range over a few threads from one persistent pool.
+Matrix products instead use OpenBLAS's threads, but only where those pay for themselves: they
+are switched off for mid-sized products and on machines whose cores are busy.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+# ---------------------------------------------------------------- the shared pool
+
+# Below _PARALLEL_MIN elements the hand-off to another thread costs more than it saves.
+_PARALLEL_MIN = 1 << 15
+_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else (os.cpu_count() or 1)))
+_pool: ThreadPoolExecutor | None = None
+
+
+def submit(fn, *args) -> Future:
+    """Run `fn(*args)` on the shared pool (started on first use)."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max(1, _THREADS - 1), thread_name_prefix="gpuarr-host")
+    return _pool.submit(fn, *args)
+
+
+def run_in_blocks(chunk, n: int) -> None:
+    """Call `chunk(lo, hi)` over contiguous ranges covering [0, n): one range for small n, one
+    per thread (the caller's thread included) for large n. `chunk` must only write its range."""
+    parts = min(_THREADS, n // _PARALLEL_MIN) if n >= 2 * _PARALLEL_MIN else 1
+    if parts <= 1:
+        chunk(0, n)
+        return
+    bounds = [n * i // parts for i in range(parts + 1)]
+    futures = [submit(chunk, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    chunk(bounds[0], bounds[1])
+    for fut in futures:
+        fut.result()
+
+
+# ---------------------------------------------------------------- BLAS threads
+
+def _openblas_threads():
+    """(set_num_threads, thread count) of the OpenBLAS bundled with NumPy, or None."""
+    try:
+        import ctypes
+        import glob
+        libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
+                                      "libscipy_openblas*"))
+        lib = ctypes.CDLL(libs[0]) if len(libs) == 1 else None
+        setter = getattr(lib, "scipy_openblas_set_num_threads64_", None)
+        getter = getattr(lib, "scipy_openblas_get_num_threads64_", None)
+        if setter is None or getter is None:
+            return None
+        return setter, int(getter())
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+_blas = _openblas_threads()
+
+
+def _dot_one_thread(a, b):
+    set_threads, n = _blas
+    set_threads(1)
+    try:
+        return np.dot(a, b)
+    finally:
+        set_threads(n)
+
+
+# Products of at most this many multiply-adds run on one BLAS thread. Threads do not pay for
+# themselves there, and OpenBLAS workers keep spinning for a while after a threaded call,
+# taking a core from every small product that follows (a loop of matrix-vector steps after
+# one threaded product runs many times slower on a busy two-core machine).
+_ONE_THREAD_MACS = 1 << 22
+# Below this OpenBLAS never starts its threads (its own thresholds), so no switch is needed.
+_BLAS_THREADED_MACS = 1 << 13
+
+
+_CPUS = os.cpu_count() or 1
+
+
+def _open_loadavg():
+    try:
+        return os.open("/proc/loadavg", os.O_RDONLY)
+    except (OSError, AttributeError):
+        return None
+
+
+_loadavg_fd = _open_loadavg()
+
+
+def _machine_is_busy() -> bool:
+    """Whether other work may take a core: more threads runnable now than there are cores
+    (Linux's /proc/loadavg counts them, this thread included) or, over the last minute, more
+    than one core busy besides this thread. A wrong "idle" costs far more than a wrong "busy"
+    (a stalled threaded product against one thread), hence either signal suffices."""
+    try:
+        if _loadavg_fd is not None:
+            fields = os.pread(_loadavg_fd, 64, 0).split()
+            return int(fields[3].split(b"/")[0]) > _CPUS or float(fields[0]) > _CPUS - 0.5
+        return os.getloadavg()[0] > _CPUS - 0.5
+    except (OSError, ValueError, IndexError, AttributeError):
+        return False
+
+
+def _dot_threads_if_idle(a, b):
+    # OpenBLAS splits a product evenly between its threads and waits for the slowest: on a
+    # machine whose cores are taken by other processes a descheduled worker stalls the whole
+    # product (tens of times slower than one thread). Threads are used only with idle cores.
+    if _machine_is_busy():
+        return _dot_one_thread(a, b)
+    return np.dot(a, b)
+
+
+def blas_dot(macs: int) -> Callable:
+    """The NumPy product to call for a matrix product of `macs` multiply-adds: `np.dot`
+    on BLAS's own threads only for large products on a machine with idle cores."""
+    if _blas is None or _blas[1] == 1 or macs < _BLAS_THREADED_MACS:
+        return np.dot
+    return _dot_one_thread if macs <= _ONE_THREAD_MACS else _dot_threads_if_idle

@@ -730,3 +730,29 @@ def test_random_solve_det_inv(batch, n, k, seed):
         L = np.tril(np.asarray(lu), -1) + np.eye(n)
         pa = np.take_along_axis(a, np.asarray(perm)[..., None], axis=-2)
         close(L @ np.triu(np.asarray(lu)), pa, np.float64, 1e3)
+
+
+def test_tensorinv_against_numpy():
+    a = np.random.default_rng(0).normal(size=(4, 6, 8, 3))
+    with gpuarr.enable_x64():
+        got = jnp.linalg.tensorinv(a, ind=2)
+        assert got.shape == (8, 3, 4, 6) and got.dtype == np.float64
+        np.testing.assert_allclose(np.asarray(got), np.linalg.tensorinv(a, ind=2), rtol=1e-9)
+    with pytest.raises(ValueError, match="product of the first"):
+        jnp.linalg.tensorinv(np.ones((2, 3, 4)), ind=1)
+    with pytest.raises(ValueError, match="positive integer"):
+        jnp.linalg.tensorinv(a, ind=0)
+
+
+@pytest.mark.parametrize("axes", [None, (0,)])
+def test_tensorsolve_against_numpy(axes):
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(6, 2, 3) if axes else (2, 3, 6))
+    b = rng.normal(size=(2, 3))
+    with gpuarr.enable_x64():
+        got = jnp.linalg.tensorsolve(a, b, axes=axes)
+        assert got.shape == (6,) and got.dtype == np.float64
+        np.testing.assert_allclose(np.asarray(got), np.linalg.tensorsolve(a, b, axes=axes),
+                                   rtol=1e-9)
+    with pytest.raises(ValueError, match="leading dimensions"):
+        jnp.linalg.tensorsolve(np.ones((3, 6)), np.ones((2,)))

@@ -86,3 +86,18 @@ def test_methods_under_vmap_match_loop():
 
 def test_array_namespace():
     assert jnp.asarray(X).__array_namespace__() is jnp
+
+
+def test_complex_methods_and_parts():
+    z = np.array([3 + 4j, 1 - 2j], np.complex64)
+    a = jnp.asarray(z)
+    for name in ("real", "imag"):
+        got, want = getattr(a, name), getattr(z, name)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(np.asarray(got), want)
+    for name in ("conj", "conjugate"):
+        got = getattr(a, name)()
+        assert got.dtype == np.complex64
+        np.testing.assert_array_equal(np.asarray(got), z.conj())
+    assert jnp.abs(a).dtype == np.float32
+    np.testing.assert_allclose(np.asarray(jnp.abs(a)), np.abs(z), rtol=1e-6)

@@ -280,3 +280,19 @@ def test_hypothesis_logaddexp_hypot_against_numpy(xs, ys):
     # atol: a subnormal result is only as precise as the float32 subnormal spacing.
     np.testing.assert_allclose(jnp.hypot(x, y), np.hypot(x.astype(np.float64), y), rtol=1e-6,
                                atol=1e-44)
+
+
+@pytest.mark.parametrize("name", ["angle", "iscomplex", "isreal"])
+def test_complex_inputs_use_both_parts(name):
+    z = np.array([1 + 2j, -3 + 0j, -1j, 2, 0], np.complex64)
+    got, want = getattr(jnp, name)(z), getattr(np, name)(z)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_maximum_and_minimum_of_booleans():
+    a, b = np.array([True, False, True]), np.array([False, False, True])
+    for name in ("maximum", "minimum"):
+        got = getattr(jnp, name)(a, b)
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(np.asarray(got), getattr(np, name)(a, b))

@@ -33,3 +33,4 @@ from gpuarr.lax.windowed import (  # noqa: F401, E402
 )
 
 not_ = bitwise_not
+from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402

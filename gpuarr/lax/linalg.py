@@ -690,3 +690,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalu
         x = symmetrize(x)
     v, w = _bind(eigh_p, x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
     return v, w
+
+
+# The general eigendecomposition lives in its own module (it needs lu and lu_solve above).
+from gpuarr.lax.eig import EigImplementation, eig, eig_p  # noqa: E402, F401

@@ -5,8 +5,8 @@ from gpuarr.array import Array as ndarray  # noqa: F401
 from gpuarr.array import Array  # noqa: F401
 from gpuarr.dtypes import finfo, iinfo, issubdtype, promote_types  # noqa: F401
 from gpuarr.numpy.scalar_types import (  # noqa: F401
-    bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8,
-    uint16, uint32, uint64,
+    bool_, complex64, complex128, complex_, float16, float32, float64, float_, int8, int16, int32,
+    int64, uint8, uint16, uint32, uint64,
 )
 from gpuarr.numpy.creation import (  # noqa: F401
     arange, array, asarray, copy, diag, diagflat, diagonal, empty, empty_like, eye, from_dlpack,
@@ -82,3 +82,20 @@ from gpuarr.numpy.selection import (  # noqa: F401, E402
 from gpuarr.numpy.sorting import (  # noqa: F401, E402
     argpartition, argsort, bincount, digitize, lexsort, partition, searchsorted, sort, unique,
 )
+
+# Set operations, the unique_* family and index helpers.
+from gpuarr.numpy.setops import (  # noqa: F401, E402
+    intersect1d, setdiff1d, setxor1d, union1d, unique_all, unique_counts, unique_inverse,
+    unique_values,
+)
+from gpuarr.numpy.index_tricks import (  # noqa: F401, E402
+    place, put, ravel_multi_index, sort_complex, unravel_index,
+)
+from gpuarr.numpy import fft  # noqa: F401, E402
+
+# Convolutions, matrix-vector products, polynomial roots and fits, the ufunc class.
+from gpuarr.numpy.signal import convolve, correlate  # noqa: F401, E402
+from gpuarr.numpy.vector_products import matvec, vecmat  # noqa: F401, E402
+from gpuarr.numpy.polynomial import polyfit, roots  # noqa: F401, E402
+# jnp.frompyfunc returns a jnp.ufunc, as in JAX (replacing misc.frompyfunc's plain function).
+from gpuarr.numpy.ufunc_api import frompyfunc, ufunc  # noqa: F401, E402, F811

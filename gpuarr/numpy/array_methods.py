@@ -72,13 +72,13 @@ _METHODS = {
     "ravel": manipulation.ravel, "flatten": manipulation.ravel,
     "squeeze": manipulation.squeeze, "swapaxes": manipulation.swapaxes,
     "dot": products.dot, "clip": ufuncs.clip, "round": ufuncs.round,
-    "conj": lambda self: self, "conjugate": lambda self: self,
+    "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate,
 }
 
 _PROPERTIES = {
     "T": property(lambda self: manipulation.transpose(self)),
     "mT": property(lambda self: manipulation.matrix_transpose(self)),
-    "real": property(lambda self: self),
+    "real": property(lambda self: ufuncs.real(self)),
 }
 
 

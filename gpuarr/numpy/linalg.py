@@ -550,3 +550,67 @@ def cond(x, p=None):
     x_nan = reductions.any(lax.ne(x, x), axis=(-2, -1))
     r_nan = lax.ne(r, r)
     return _where(lax.bitwise_and(r_nan, lax.bitwise_not(x_nan)), _const(r, np.inf), r)
+
+
+# ---------------------------------------------------------------- general eigendecomposition
+
+
+class EigResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of general square matrices, as numpy.linalg.eig.
+
+    Returns EigResult(eigenvalues [..., M], eigenvectors [..., M, M]) with column v[..., :, i]
+    the eigenvector of w[..., i]; unlike NumPy, both are always complex (complex64 for 32-bit
+    inputs). Eigenvector derivatives are not supported (use lax.linalg.eig to opt in).
+    """
+    (a,) = _inexact("jnp.linalg.eig", a)
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """Eigenvalues of general square matrices, always complex (numpy.linalg.eigvals);
+    differentiable."""
+    (a,) = _inexact("jnp.linalg.eigvals", a)
+    return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
+
+
+# ---------------------------------------------------------------- tensor inverses and solves
+
+
+def tensorinv(a, ind=2):
+    """The inverse of `a` under tensordot over its first `ind` axes: the result `x` has
+    shape a.shape[ind:] + a.shape[:ind] and tensordot(x, a, ind) is the identity; the two
+    groups of axes must hold the same number of elements."""
+    (a,) = _inexact("jnp.linalg.tensorinv", a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer; got ind={ind}")
+    shape = _shape(a)
+    contracting, batch = shape[:ind], shape[ind:]
+    rows, cols = int(np.prod(contracting)), int(np.prod(batch))
+    if rows != cols:
+        raise ValueError("tensorinv is only possible when the product of the first `ind` "
+                         "dimensions equals that of the remaining dimensions. got "
+                         f"a.shape={shape} with ind={ind}.")
+    return lax.reshape(inv(lax.reshape(a, (rows, cols))), batch + contracting)
+
+
+def tensorsolve(a, b, axes=None):
+    """Solve tensordot(a, x, x.ndim) = b for x: x has shape a.shape[b.ndim:] (after moving the
+    `axes` of `a` to the end); a's leading axes must equal b's shape."""
+    a, b = _inexact("jnp.linalg.tensorsolve", a, b)
+    if axes is not None:
+        a = moveaxis(a, axes, len(axes) * (len(_shape(a)) - 1,))
+    ashape, bshape = _shape(a), _shape(b)
+    out_shape = ashape[len(bshape):]
+    if ashape[:len(bshape)] != bshape:
+        raise ValueError(f"b must match the leading dimensions of a.\na.shape={ashape}\n"
+                         f"b.shape={bshape}")
+    size = int(np.prod(bshape))
+    flat = lax.reshape(a, (size, int(np.prod(out_shape))))
+    return lax.reshape(solve(flat, lax.reshape(b, (size,))), out_shape)

@@ -40,5 +40,6 @@ int8, int16, int32, int64 = map(_scalar_type, (np.int8, np.int16, np.int32, np.i
 uint8, uint16, uint32, uint64 = map(_scalar_type, (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = map(_scalar_type, (np.float16, np.float32, np.float64))
 complex64, complex128 = map(_scalar_type, (np.complex64, np.complex128))
+float_, complex_ = float64, complex128  # NumPy 1's names, kept by jax.numpy
 if hasattr(dtypes, "bfloat16"):
     bfloat16 = _scalar_type(dtypes.bfloat16, "bfloat16")

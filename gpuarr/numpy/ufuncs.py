@@ -5,6 +5,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
+from gpuarr.numpy import ufunc_api
 from gpuarr.numpy._util import (
     broadcast_arrays,
     check_arraylike,
@@ -35,6 +36,44 @@ def _binary(name, op, promote=promote_dtypes):
     return fn
 
 
+def _ufunc_args(name, out, where):
+    if out is not None:
+        raise NotImplementedError(f"out argument of <jnp.ufunc '{name}'>")
+    if where is not None:
+        raise NotImplementedError(f"where argument of <jnp.ufunc '{name}'>")
+
+
+# The names JAX makes jnp.ufunc instances (jnp.add.reduce, jnp.multiply.outer, ...). Their
+# classes call `fn` itself, with no extra Python frame, so `fn` also takes the call's `out`
+# and `where` (unsupported, as in JAX).
+
+
+def _binary_ufunc(name, op, promote=promote_dtypes):
+    def fn(x, y, /, *, out=None, where=None):
+        if out is not None or where is not None:
+            _ufunc_args(name, out, where)
+        check_arraylike(name, x, y)
+        x, y = promote(x, y)
+        x, y = broadcast_arrays(x, y)
+        return op(x, y)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion; "
+                  "a jnp.ufunc with reduce, accumulate, at, reduceat and outer methods.")
+    return ufunc_api.binary_ufunc(fn)
+
+
+def _unary_ufunc(name, op, promote=promote_dtypes):
+    def fn(x, /, *, out=None, where=None):
+        if out is not None or where is not None:
+            _ufunc_args(name, out, where)
+        check_arraylike(name, x)
+        (x,) = promote(x)
+        return op(x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name}, as numpy.{name}; a jnp.ufunc (with an `at` method)."
+    return ufunc_api.unary_ufunc(fn)
+
+
 def _same(x):
     return [x]
 
@@ -48,7 +87,7 @@ def _no_bool(name, op):
     return f
 
 
-negative = _unary("negative", _no_bool("negative", lax.neg), promote_dtypes)
+negative = _unary_ufunc("negative", _no_bool("negative", lax.neg), promote_dtypes)
 positive = _unary("positive", lambda x: x, promote_dtypes)
 sign = _unary("sign", _no_bool("sign", lax.sign), promote_dtypes)
 floor = _unary("floor", lambda x: lax.floor(x) if dtypes.is_float(get_aval(x).dtype) else x, promote_dtypes)
@@ -87,14 +126,15 @@ abs = absolute
 square = _unary("square", lambda x: lax.integer_pow(x, 2), promote_dtypes_numeric)
 reciprocal = _unary("reciprocal", lambda x: lax.integer_pow(x, -1), promote_dtypes_inexact)
 
-add = _binary("add", lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_ else lax.add(x, y))
-subtract = _binary("subtract", lax.sub)
-multiply = _binary("multiply", lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
+add = _binary_ufunc("add", lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
+                    else lax.add(x, y))
+subtract = _binary_ufunc("subtract", lax.sub)
+multiply = _binary_ufunc("multiply", lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
                    else lax.mul(x, y))
 true_divide = _binary("true_divide", lax.div, promote_dtypes_inexact)
 divide = true_divide
-maximum = _binary("maximum", lax.max)
-minimum = _binary("minimum", lax.min)
+maximum = _binary_ufunc("maximum", lax.max)
+minimum = _binary_ufunc("minimum", lax.min)
 arctan2 = _binary("arctan2", lax.atan2, promote_dtypes_inexact)
 power_float = _binary("float_power", lax.pow, promote_dtypes_inexact)
 equal = _binary("equal", lax.eq)
@@ -103,12 +143,12 @@ less = _binary("less", lax.lt)
 less_equal = _binary("less_equal", lax.le)
 greater = _binary("greater", lax.gt)
 greater_equal = _binary("greater_equal", lax.ge)
-bitwise_and = _binary("bitwise_and", lax.bitwise_and)
-bitwise_or = _binary("bitwise_or", lax.bitwise_or)
-bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
-logical_and = _binary("logical_and", lambda x, y: lax.bitwise_and(_to_bool(x), _to_bool(y)))
-logical_or = _binary("logical_or", lambda x, y: lax.bitwise_or(_to_bool(x), _to_bool(y)))
-logical_xor = _binary("logical_xor", lambda x, y: lax.bitwise_xor(_to_bool(x), _to_bool(y)))
+bitwise_and = _binary_ufunc("bitwise_and", lax.bitwise_and)
+bitwise_or = _binary_ufunc("bitwise_or", lax.bitwise_or)
+bitwise_xor = _binary_ufunc("bitwise_xor", lax.bitwise_xor)
+logical_and = _binary_ufunc("logical_and", lambda x, y: lax.bitwise_and(_to_bool(x), _to_bool(y)))
+logical_or = _binary_ufunc("logical_or", lambda x, y: lax.bitwise_or(_to_bool(x), _to_bool(y)))
+logical_xor = _binary_ufunc("logical_xor", lambda x, y: lax.bitwise_xor(_to_bool(x), _to_bool(y)))
 invert = _unary("invert", lax.bitwise_not, promote_dtypes)
 bitwise_not = invert
 logical_not = _unary("logical_not", lambda x: lax.bitwise_not(_to_bool(x)), promote_dtypes)
@@ -398,8 +438,8 @@ def _log1p_exp2(d):
     return lax.div(lax.log1p(lax.exp2(d)), _ln_const(d, 2))
 
 
-logaddexp = _binary("logaddexp", lambda x, y: _logaddexp(_log1p_exp, x, y), promote_dtypes_inexact)
-logaddexp2 = _binary("logaddexp2", lambda x, y: _logaddexp(_log1p_exp2, x, y), promote_dtypes_inexact)
+logaddexp = _binary_ufunc("logaddexp", lambda x, y: _logaddexp(_log1p_exp, x, y), promote_dtypes_inexact)
+logaddexp2 = _binary_ufunc("logaddexp2", lambda x, y: _logaddexp(_log1p_exp2, x, y), promote_dtypes_inexact)
 
 
 def _check_int_args(name, x):
@@ -532,46 +572,81 @@ def bitwise_count(x, /):
     return lax.convert_element_type(lax.population_count(x), np.uint8)
 
 
+# Complex parts compose from convert_element_type (complex -> real keeps the real part, and
+# its transpose is real -> complex) and a multiplication by -1j, so they differentiate.
+
+
+def _real_dtype(x):
+    return np.dtype(np.float32) if get_aval(x).dtype == np.complex64 else np.dtype(np.float64)
+
+
+def _real_part(x):
+    return lax.convert_element_type(x, _real_dtype(x))
+
+
+def _imag_part(x):
+    return _real_part(lax.mul(x, _scalar(x, -1j)))
+
+
 def real(val, /):
     """The real part (the value itself for real inputs)."""
     check_arraylike("real", val)
-    return promote_dtypes(val)[0]
+    (val,) = promote_dtypes(val)
+    return _real_part(val) if dtypes.is_complex(get_aval(val).dtype) else val
 
 
 def imag(val, /):
     """The imaginary part (zeros for real inputs)."""
     check_arraylike("imag", val)
     (val,) = promote_dtypes(val)
+    if dtypes.is_complex(get_aval(val).dtype):
+        return _imag_part(val)
     return lax.full_like(val, 0)
 
 
 def conjugate(x, /):
     """The complex conjugate (the value itself for real inputs)."""
     check_arraylike("conjugate", x)
-    return promote_dtypes(x)[0]
+    (x,) = promote_dtypes(x)
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return x
+    dt = get_aval(x).dtype
+    re = lax.convert_element_type(_real_part(x), dt)
+    im = lax.convert_element_type(lax.neg(_imag_part(x)), dt)
+    return lax.add(re, lax.mul(im, _scalar(x, 1j)))
 
 
 conj = conjugate
 
 
 def angle(z, deg=False):
-    """The argument of z: 0 for non-negative reals, pi for negative ones (degrees with deg)."""
+    """The argument of z, atan2(imag(z), real(z)): 0 for non-negative reals and pi for negative
+    ones (in degrees with deg)."""
     check_arraylike("angle", z)
     (z,) = promote_dtypes_inexact(z)
-    out = lax.atan2(lax.full_like(z, 0), z)
+    if dtypes.is_complex(get_aval(z).dtype):
+        out = lax.atan2(_imag_part(z), _real_part(z))
+    else:
+        out = lax.atan2(lax.full_like(z, 0), z)
     return rad2deg(out) if deg else out
 
 
 def iscomplex(x, /):
-    """False everywhere for real inputs."""
+    """True where the imaginary part is nonzero (False everywhere for real inputs)."""
     check_arraylike("iscomplex", x)
-    return lax.full(get_aval(promote_dtypes(x)[0]).shape, False, np.bool_)
+    (x,) = promote_dtypes(x)
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.ne(_imag_part(x), lax.full_like(_imag_part(x), 0))
+    return lax.full(get_aval(x).shape, False, np.bool_)
 
 
 def isreal(x, /):
-    """True everywhere for real inputs."""
+    """True where the imaginary part is zero (True everywhere for real inputs)."""
     check_arraylike("isreal", x)
-    return lax.full(get_aval(promote_dtypes(x)[0]).shape, True, np.bool_)
+    (x,) = promote_dtypes(x)
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.eq(_imag_part(x), lax.full_like(_imag_part(x), 0))
+    return lax.full(get_aval(x).shape, True, np.bool_)
 
 
 def _i0(x):
@@ -595,3 +670,4 @@ def _i0(x):
 
 
 i0 = _unary("i0", _i0)
+

@@ -1,0 +1,176 @@
+"""Index helpers: ravel_multi_index, unravel_index, place, put and sort_complex, as in jax.numpy.
+
+place and put exist for NumPy compatibility: NumPy's versions modify their argument, which an
+immutable array cannot do, so (as in JAX) they insist on `inplace=False` and return the updated
+copy, built on `x.at[...].set`. Gradients flow to the placed values through that scatter.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from gpuarr import dtypes, lax
+from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import ConcretizationTypeError
+from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
+from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes
+
+__all__ = ["place", "put", "ravel_multi_index", "sort_complex", "unravel_index"]
+
+_MODES = "Expected 'raise', 'wrap', 'clip', or 'ignore'."
+
+
+def _is_abstract(x):
+    return isinstance(x, Tracer) and x.to_concrete_value() is None
+
+
+# ---------------------------------------------------------------- flat <-> multi-dimensional
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+    """Flat indices into an array of shape `dims` from one integer index array per dimension
+    (C or Fortran `order`). `mode='raise'` checks bounds and so needs concrete indices (not
+    under jit); 'clip' and 'wrap' bring out-of-bound indices into range and work under jit;
+    'ignore' trusts them. The result dtype promotes the indices with Python int, as in JAX."""
+    if len(multi_index) != len(dims):
+        raise ValueError(f"ravel_multi_index: len(multi_index)={len(multi_index)} must equal "
+                         f"len(dims)={len(dims)}.")
+    dims = tuple(operator.index(d) for d in dims)
+    check_arraylike("ravel_multi_index", *multi_index)
+    indices = [ensure_array(i) for i in multi_index]
+    dt = dtypes.result_type(int, *indices) if dtype is None else \
+        dtypes.check_user_dtype(dtype, "ravel_multi_index")
+    if not dtypes.is_int(dt):
+        raise ValueError(f"dtype={dt!r} is not an integer type.")
+    if math.prod(dims) - 1 > np.iinfo(dt).max:
+        raise ValueError(f"jnp.ravel_multi_index: dtype={dt!r} not large enough to hold flattened "
+                         f"index for dims={dims}. Use the dtype argument to pass a suitable dtype "
+                         "(e.g. dtype=np.min_scalar_type(prod(dims))).")
+    for i in indices:
+        if mode == "raise" and _is_abstract(i):
+            raise ConcretizationTypeError(
+                i, "\nThe error occurred because ravel_multi_index was jit-compiled with "
+                   "mode='raise'. Use mode='wrap' or mode='clip' instead.")
+        if not dtypes.is_int(get_aval(i).dtype):
+            raise TypeError("only int indices permitted")
+    indices = _bring_in_bounds(indices, dims, mode)
+    strides = _strides(dims, order)
+    result = creation.zeros((), dt)
+    for i, s in zip(indices, strides):
+        result = result + i.astype(dt) * int(s)
+    return result
+
+
+def _bring_in_bounds(indices, dims, mode):
+    if mode == "raise":
+        if any(bool(reductions.any((i < 0) | (i >= d))) for i, d in zip(indices, dims)):
+            raise ValueError("invalid entry in coordinates array")
+        return indices
+    if mode == "clip":
+        return [ufuncs.clip(i, 0, d - 1) for i, d in zip(indices, dims)]
+    if mode == "wrap":
+        return [i % d for i, d in zip(indices, dims)]
+    if mode == "ignore":
+        return indices
+    raise ValueError(f"invalid mode={mode!r}. {_MODES}")
+
+
+def _strides(dims, order):
+    if order == "C":
+        return np.cumprod((1,) + dims[1:][::-1])[::-1]
+    if order == "F":
+        return np.cumprod((1,) + dims[:-1])
+    raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
+
+
+def unravel_index(indices, shape):
+    """The multi-dimensional indices, one array per dimension of `shape`, of the flat `indices`.
+    Unlike NumPy (and as in JAX) nothing raises: an index of -1 means the last element and other
+    out-of-bound indices are clipped to the nearest valid position."""
+    check_arraylike("unravel_index", indices)
+    (rest,) = promote_dtypes(ensure_array(indices) if not isinstance(indices, int) else indices)
+    try:
+        shape = list(shape)
+    except TypeError:
+        shape = [shape]
+    if any(np.ndim(s) != 0 for s in shape):
+        raise ValueError("unravel_index: shape should be a scalar or 1D sequence.")
+    out = [0] * len(shape)
+    for k in range(len(shape) - 1, -1, -1):
+        rest, out[k] = ufuncs.divmod(rest, shape[k])
+    above = rest > 0
+    below = (creation.asarray(False) if dtypes.is_unsigned_int(get_aval(rest).dtype)
+             else rest < -1)  # -1 survives the divisions as "from the end"
+    return tuple(ufuncs.where(above, s - 1, ufuncs.where(below, 0, i))
+                 for s, i in zip(shape, out))
+
+
+# ---------------------------------------------------------------- place, put
+
+
+def _inplace_error(fun_name):
+    return ValueError(f"jax.numpy.{fun_name} cannot modify arrays in-place, because JAX arrays "
+                      "are immutable. Pass inplace=False to instead return an updated array.")
+
+
+def place(arr, mask, vals, *, inplace=True):
+    """A copy of `arr` whose entries where `mask` (same size as `arr`) is true are taken, in
+    order, from the flattened `vals`, repeated as needed. NumPy changes `arr` in place; arrays
+    here are immutable, so pass `inplace=False` (as in JAX; the default raises ValueError)."""
+    check_arraylike("place", arr, mask, vals)
+    data, mask = ensure_array(arr), ensure_array(mask)
+    vals = manipulation.ravel(ensure_array(vals))
+    if inplace:
+        raise _inplace_error("place")
+    n = get_aval(data).size
+    if n != get_aval(mask).size:
+        raise ValueError("place: arr and mask must be the same size")
+    if not get_aval(vals).size:
+        raise ValueError("Cannot place values from an empty array")
+    if not n:
+        return data
+    # Positions of the true entries, padded with an out-of-bounds index whose update is dropped.
+    where = selection.nonzero(manipulation.ravel(mask), size=n, fill_value=n)[0]
+    vals = manipulation.resize(vals, (n,))
+    flat = manipulation.ravel(data).at[where].set(vals, mode="drop")
+    return manipulation.reshape(flat, get_aval(data).shape)
+
+
+def put(a, ind, v, mode=None, *, inplace=True):
+    """A copy of `a` with its flattened entries at `ind` set to the flattened `v` (repeated as
+    needed). Out-of-bound indices are clipped (`mode=None` or 'clip') or wrapped ('wrap'). NumPy
+    changes `a` in place; pass `inplace=False` (as in JAX; the default raises ValueError)."""
+    if inplace:
+        raise _inplace_error("put")
+    check_arraylike("put", a, ind, v)
+    arr = ensure_array(a)
+    ind = manipulation.ravel(ensure_array(ind))
+    v = manipulation.ravel(ensure_array(v))
+    n = get_aval(arr).size
+    if not n or not get_aval(ind).size or not get_aval(v).size:
+        return arr
+    v = manipulation.resize(v, (get_aval(ind).size,))
+    if mode is None:
+        scatter_mode = "drop"
+    elif mode == "clip":
+        ind, scatter_mode = ufuncs.clip(ind, 0, n - 1), "promise_in_bounds"
+    elif mode == "wrap":
+        ind, scatter_mode = ind % n, "promise_in_bounds"
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
+    else:
+        raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
+    return arr.at[unravel_index(ind, get_aval(arr).shape)].set(v, mode=scatter_mode)
+
+
+# ---------------------------------------------------------------- sort_complex
+
+
+def sort_complex(a):
+    """A copy of `a` sorted along its last axis by real part, then imaginary part, in the
+    complex dtype for `a` (complex64, or complex128 for 64-bit floats)."""
+    check_arraylike("sort_complex", a)
+    a = lax.sort(ensure_array(a))
+    return lax.convert_element_type(a, dtypes.to_complex_dtype(get_aval(a).dtype))

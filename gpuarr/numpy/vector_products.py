@@ -1,0 +1,56 @@
+"""Batched matrix-vector products with NumPy 2.2's gufunc semantics: matvec and vecmat.
+
+Each is one matmul over the broadcast batch dimensions; shape errors name the gufunc signature
+as JAX's (vectorize-based) versions do."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import lax
+from gpuarr.core import get_aval
+from gpuarr.numpy._util import check_arraylike, ensure_array
+from gpuarr.numpy.products import matmul
+from gpuarr.numpy.ufuncs import conjugate
+
+
+def _check_core(signature, names, shapes):
+    """Core dimensions exist and agree in size (as jnp.vectorize checks them)."""
+    sizes = {}
+    for shape, dims in zip(shapes, names):
+        if len(shape) < len(dims):
+            raise ValueError(f"input with shape {shape} does not have enough dimensions for all "
+                             f"core dimensions {dims} on vectorized function with "
+                             f"excluded=frozenset() and signature='{signature}'")
+        for name, size in zip(dims, shape[len(shape) - len(dims):]):
+            if sizes.setdefault(name, size) != size:
+                raise ValueError(f"inconsistent size for core dimension {name!r}: {size} vs "
+                                 f"{sizes[name]} on vectorized function with "
+                                 f"excluded=frozenset() and signature='{signature}'")
+    batches = [tuple(shape[:len(shape) - len(dims)]) for shape, dims in zip(shapes, names)]
+    try:
+        np.broadcast_shapes(*batches)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={batches}") from None
+
+
+def matvec(x1, x2, /):
+    """Batched matrix-vector product: x1 [..., M, N] times x2 [..., N] gives [..., M].
+
+    Leading dimensions broadcast against each other (numpy.matvec)."""
+    check_arraylike("matvec", x1, x2)
+    x1, x2 = ensure_array(x1), ensure_array(x2)
+    shape2 = get_aval(x2).shape
+    _check_core("(n,m),(m)->(n)", (("n", "m"), ("m",)), (get_aval(x1).shape, shape2))
+    out = matmul(x1, lax.reshape(x2, shape2 + (1,)))
+    return lax.squeeze(out, (get_aval(out).ndim - 1,))
+
+
+def vecmat(x1, x2, /):
+    """Batched conjugate vector-matrix product: conj(x1) [..., M] times x2 [..., M, N] gives
+    [..., N]. Leading dimensions broadcast against each other (numpy.vecmat)."""
+    check_arraylike("vecmat", x1, x2)
+    x1, x2 = ensure_array(x1), ensure_array(x2)
+    shape1 = get_aval(x1).shape
+    _check_core("(n),(n,m)->(m)", (("n",), ("n", "m")), (shape1, get_aval(x2).shape))
+    out = matmul(lax.reshape(conjugate(x1), shape1[:-1] + (1,) + shape1[-1:]), x2)
+    return lax.squeeze(out, (get_aval(out).ndim - 2,))

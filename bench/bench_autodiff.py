@@ -4,7 +4,9 @@
     with tanh, batch 256 (float32), parameters updated in the same jitted call;
 (b) jacrev of a 100 -> 100 function (tanh(W x) * x with a dense W), jitted.
 Times are the best (and the median) of 30 repeats of cached calls, each ended by
-block_until_ready; the minimum is the figure to compare on a machine with other load.
+block_until_ready; the minimum is the figure to compare on a machine with other load. On the
+NumPy backend large products use OpenBLAS's threads only while the machine has idle cores
+(`host_threads.blas_dot`); XLA's thread pool keeps both cores either way.
 Run: python bench/bench_autodiff.py
 """
 from __future__ import annotations

@@ -186,7 +186,11 @@ class Jitted:
                  donate_argnames=None, keep_unused=False, inline=False):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
-        functools.update_wrapper(self, fun)
+        # Copy the name and docstring, and only public attributes: a private one of `fun`
+        # would shadow this object's own methods.
+        functools.update_wrapper(self, fun, updated=())
+        self.__dict__.update({k: v for k, v in getattr(fun, "__dict__", {}).items()
+                              if not k.startswith("_")})
         self._fun = fun
         self._inline = inline
         try:

@@ -66,12 +66,18 @@ def numerical_jvp(f, primals, tangent, eps=EPS):
 
 
 def _inner_prod(xs, ys):
+    """Re <x, y> summed over leaves: the real inner product under which a VJP is the adjoint
+    of the JVP, also for functions between real and complex spaces."""
     total = 0.0
     for x, y in zip(tree_util.tree_leaves(xs), tree_util.tree_leaves(ys), strict=True):
         if _inexact(x) and _inexact(y):
-            total = total + np.sum(np.asarray(x, np.complex128 if np.iscomplexobj(x) else
-                                              np.float64) * np.asarray(y))
+            x, y = np.asarray(x).astype(np.complex128), np.asarray(y).astype(np.complex128)
+            total = total + np.real(np.vdot(x.ravel(), y.ravel()))
     return total
+
+
+def _conj(tree):
+    return tree_util.tree_map(lambda x: np.conj(x) if _inexact(x) else x, tree)
 
 
 def check_close(xs, ys, atol=None, rtol=None, err_msg=""):
@@ -106,7 +112,7 @@ def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     tangent = tree_util.tree_map(partial(_rand_like, rng), args)
     tangent_out = numerical_jvp(f, args, tangent, eps=eps)
     cotangent = tree_util.tree_map(partial(_rand_like, rng), v_out)
-    cotangent_out = vjpfun(cotangent)
+    cotangent_out = _conj(vjpfun(_conj(cotangent)))
     ip = _inner_prod(tangent, cotangent_out)
     ip_expected = _inner_prod(tangent_out, cotangent)
     check_close(np.asarray(ip), np.asarray(ip_expected), atol=atol, rtol=rtol,

@@ -11,6 +11,7 @@ import gpuarr.lax as lax
 import gpuarr.numpy as jnp
 from gpuarr import dtypes, grad, jit, vmap
 from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies
+from gpuarr.test_util import check_grads
 
 
 def _close(a, b, tol=1e-5):
@@ -356,3 +357,17 @@ def test_vjp_cotangent_type_errors():
         pull(jnp.float16(1.))
     with pytest.raises(ValueError, match=r"got float32\[2\]"):
         pull(jnp.ones(2))
+
+
+def test_abs_of_complex_is_real_with_jax_derivative():
+    jax_ref = pytest.importorskip("jax")
+    z = np.array([3 + 4j, -1 + 2j, 0.5 - 0.25j])
+    with jax.enable_x64():
+        out = jit(jnp.abs)(z)
+        assert out.dtype == np.float64
+        check_grads(jnp.abs, (z,), order=2)
+    t = np.array([1 + 1j, 2 - 1j, -1j], np.complex64)
+    got = jax.jvp(jnp.abs, (z.astype(np.complex64),), (t,))[1]
+    want = jax_ref.jvp(jax_ref.numpy.abs, (z.astype(np.complex64),), (t,))[1]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)

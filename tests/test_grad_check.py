@@ -114,6 +114,7 @@ PRIMITIVE_CASES = {
     "erf": (lax.erf, [R(3)], 2),
     "erfc": (lax.erfc, [R(3)], 2),
     "erf_inv": (lax.erf_inv, [R(3, lo=-0.7, hi=0.7)], 2),
+    "erf_inv_giles": (gpuarr.random.erf_inv.erf_inv_giles, [R(3, lo=-0.7, hi=0.7)], 2),
     "lgamma": (lax.lgamma, [P(3) + 1], 2),
     "digamma": (lax.digamma, [P(3) + 1], 1),
     "polygamma": (lambda x: lax.polygamma(np.float64(1), x), [P(3) + 1], 1),
@@ -156,6 +157,8 @@ try:
         "eigh": (lambda a: _sym(lambda s: _linalg.eigh(s)[1])(a), [R(3, 3)], 1),
         "svd": (lambda a: _linalg.svd(a, compute_uv=False), [R(3, 2)], 1),
         "lu": (lambda a: _linalg.lu(a)[0], [R(3, 3) + 3 * np.eye(3)], 1),
+        "eig": (lambda a: jnp.real(jnp.exp(_linalg.eig(a, compute_left_eigenvectors=False,
+                compute_right_eigenvectors=False)[0])).sum(), [R(3, 3)], 1),
     })
 except ImportError:  # linalg not built yet
     pass
@@ -178,6 +181,16 @@ try:
     })
 except ImportError:  # not built yet
     pass
+
+
+def _fft_kinds(x):
+    """A real function of a real array through every fft kind (rfft, fft, ifft, irfft)."""
+    z = lax.fft(x, "rfft", (2, 4))
+    z = lax.fft(z * lax.fft(z, "fft", (3,)), "ifft", (2, 3))
+    return lax.fft(z, "irfft", (2, 4))
+
+
+PRIMITIVE_CASES["fft"] = (_fft_kinds, [R(2, 4)], 2)
 
 # Primitives with a JVP rule of their own that this table does not need to cover:
 # - defined with ad.defjvp_zero (piecewise constant: comparisons, rounding, integer and bit

@@ -344,3 +344,16 @@ def test_functools_partial_and_kwargs_are_dynamic():
     assert float(jf(2.0, scale=4.0)) == 8.0
     assert len(traces) == 1
     assert float(jax.jit(functools.partial(f, scale=5.0))(2.0)) == 10.0
+
+
+def test_private_attributes_of_the_function_do_not_shadow_jit_methods():
+    class Op:
+        def __call__(self, x):
+            return x * 2
+
+    op = Op()
+    op._call = "not a method"  # the name of a method of the jitted wrapper
+    op.tag = "kept"
+    f = jax.jit(op)
+    assert f.tag == "kept"
+    np.testing.assert_array_equal(np.asarray(f(np.arange(3.0))), np.arange(3.0) * 2)

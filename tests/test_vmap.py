@@ -91,6 +91,7 @@ PRIMITIVE_TABLE = {
     "round": (lambda x: lax.round(x, 1), [f32(2, 3)]),
     **{n: _unary(n, 0.1, 3.0) for n in ("log", "log1p", "sqrt", "rsqrt", "lgamma", "digamma")},
     **{n: _unary(n, -0.9, 0.9) for n in ("asin", "acos", "atanh", "erf_inv")},
+    "erf_inv_giles": (jax.random.erf_inv.erf_inv_giles, [f32(2, 3, lo=-0.9, hi=0.9)]),
     "acosh": _unary("acosh", 1.1, 3.0),
     "not": (lax.bitwise_not, [i32(2, 3)]),
     "clz": (lax.clz, [i32(2, 3)]),
@@ -159,6 +160,7 @@ PRIMITIVE_TABLE = {
     "qr": (linalg.qr, [f32(3, 3)]),
     "svd": (lambda x: linalg.svd(x, compute_uv=False), [f32(3, 2)]),
     "eigh": (lambda x: linalg.eigh(x)[1], [spd(3)]),
+    "eig": (linalg.eig, [f32(3, 3)]),
     # control flow and calls
     "cond": (lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), [boolean(), f32(2)]),
     "while": (lambda x: lax.while_loop(lambda c: c[0] < 20.0, lambda c: (c[0] * 2.0 + 1.0,
@@ -187,6 +189,15 @@ PRIMITIVE_TABLE = {
     # random bits
     "threefry2x32": (prng.threefry2x32, [u32(3), u32(3), u32(3), u32(3)]),
 }
+
+
+def _fft_kinds(x):
+    """All four fft kinds over trailing axes: rfft -> fft -> ifft -> irfft."""
+    z = lax.fft(lax.fft(lax.fft(x, "rfft", (3, 4)), "fft", (3,)), "ifft", (3, 3))
+    return z, lax.fft(z, "irfft", (3, 4))
+
+
+PRIMITIVE_TABLE["fft"] = (_fft_kinds, [f32(2, 3, 4)])
 
 # Entries whose primitive is broken outside batching (reported to its owner). Their cases
 # xfail while they raise, and fail once they work so the entry is removed from here.

@@ -3,6 +3,15 @@
 A Program compiles to straight-line Python source, one line per equation, calling the
 primitive's NumPy implementation from `impl_rules`. Calling a compiled Program costs a
 Python function call plus the NumPy calls themselves: no per-equation interpretation.
+
+Primitives may also be written into the source more directly: `expr_rules` give a primitive
+as one Python expression for given operand types (a BLAS product without the general impl's
+parameter handling), 0-d elementwise operations become Python operators on NumPy scalars, and
+`inline_rules` let loops (scan, while) write their bodies into the same function as `for` and
+`while` statements, so an iteration costs only its NumPy calls. Inside a loop, results go into
+buffers that live across iterations (the carry's own, or one allocated before the loop).
+Matrix products choose their BLAS threading by size and machine load
+(`host_threads.blas_dot`).
 """
 from __future__ import annotations
 
@@ -10,6 +19,7 @@ import functools
 import linecache
 import weakref
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -24,6 +34,15 @@ float_ufuncs: dict[Primitive, np.ufunc] = {}
 # Primitives whose NumPy impl always returns a new array (never a view of an input), so a dead
 # result may be overwritten by a later elementwise step (matrix products, say).
 fresh_output_prims: set[Primitive] = set()
+# prim -> rule(*in_avals, **params) -> (template, objects) or None: the primitive, for operands
+# of these types, as one Python expression equal to its impl. `{i}` is operand i; `{out}`, where
+# present, receives ", buffer" when the result may be written into a buffer of its type; other
+# fields name `objects`. E.g. ("{0}.dot({1}.T{out})", {}), ("{r}({0}, (1,))", {"r": f}).
+expr_rules: dict[Primitive, Callable] = {}
+# prim -> rule(gen: Codegen, eqn) -> bool: write the equation into the generated function
+# (loops write their bodies inline), binding each output that is read later to a fresh name
+# (`gen.bind`). False leaves it to a call of the impl.
+inline_rules: dict[Primitive, Callable] = {}
 
 _compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _counter = iter(range(1 << 62))
@@ -53,90 +72,339 @@ def _impl_for(eqn) -> Callable:
 
 
 def _compile(prog: Program, consts) -> Callable:
-    names: dict[int, str] = {}
-    # The module name lets gpuarr's warnings filter (see gpuarr.dispatch) cover compiled code.
-    namespace: dict[str, object] = {"__name__": "gpuarr.backends.compiled_program"}
-
-    def name_of(atom) -> str:
-        if isinstance(atom, Literal):
-            key = f"k{len(namespace)}"
-            # 0-d arrays, not NumPy scalars: ufuncs take them about 30% faster.
-            namespace[key] = np.asarray(atom.val)
-            return key
-        return names[atom.id]
-
-    def bind_name(var) -> str:
-        names[var.id] = n = f"v{len(names)}"
-        return n
-
-    lines = []
-    params = []
+    gen = Codegen()
     if consts is None:
-        params = [bind_name(v) for v in prog.constvars]
+        const_names = [gen.fresh() for _ in prog.constvars]
+        params = list(const_names)
     else:
-        for v, c in zip(prog.constvars, consts, strict=True):
-            n = bind_name(v)
-            namespace[n] = _as_numpy(c)
-    params += [bind_name(v) for v in prog.invars]
-    last_use, reusable = _buffer_plan(prog)
-    for i, eqn in enumerate(prog.eqns):
-        fn_name = f"f{i}_{eqn.prim.name}"
-        args = ", ".join(name_of(a) for a in eqn.inputs)
-        out_buf = _reusable_input(eqn, i, last_use, reusable)
-        ufunc = _ufunc_of(eqn)
-        namespace[fn_name] = ufunc if ufunc is not None else _impl_for(eqn)
-        if out_buf is not None:
-            # An elementwise ufunc writes into a dead temporary of the same type instead of
-            # allocating: a jitted chain touches as little fresh memory as eager NumPy does.
-            args += f", out={names[out_buf.id]}"
-        outs = [bind_name(v) for v in eqn.outvars]
-        if eqn.prim.multiple_results:
-            target = ", ".join(outs) + ("," if len(outs) == 1 else "") if outs else "_"
-        else:
-            target = outs[0]
-        lines.append(f"    {target} = {fn_name}({args})")
+        const_names = [gen.const(c) for c in consts]
+        params = []
+    in_names = [gen.fresh() for _ in prog.invars]
+    params += in_names
+    results = gen.program(prog, const_names, in_names)
+    gen.line(f"return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    return gen.function(params)
+
+
+class Codegen:
+    """The source of one Python function under construction.
+
+    `program` writes a Program's equations as statements over local names; loop rules
+    (`inline_rules`) call it again for their bodies inside `loop`s and `block`s. Each Program
+    gets its own variable environment (Programs are closed); local names are unique in the
+    function.
+    """
+
+    # Python allows 20 nested blocks; deeper loops are left to calls of their impl.
+    MAX_DEPTH = 12
+
+    def __init__(self):
+        # The module name lets gpuarr's warnings filter (see gpuarr.dispatch) cover compiled code.
+        self.namespace: dict[str, object] = {"__name__": "gpuarr.backends.compiled_program"}
+        self.lines: list[str] = []
+        self.depth = 1
+        self._count = 0
+        self._env: dict[int, str] = {}
+        self._live: set[int] = set()
+        self._loops: list[list[int]] = []  # [header line index, depth] of the loops being written
+
+    # -- names
+
+    def fresh(self, prefix: str = "v") -> str:
+        self._count += 1
+        return f"{prefix}{self._count}"
+
+    def obj(self, value, prefix: str = "g") -> str:
+        """A global name for `value` in the generated function's namespace."""
+        name = self.fresh(prefix)
+        self.namespace[name] = value
+        return name
+
+    def const(self, value) -> str:
+        """A global name for a Program's const (an Array or NumPy value) as a NumPy value."""
+        return self.obj(_as_numpy(value), "c")
+
+    def read(self, atom) -> str:
+        if type(atom) is Literal:
+            # 0-d arrays, not NumPy scalars: ufuncs take them about 30% faster.
+            return self.obj(np.asarray(atom.val), "k")
+        return self._env[atom.id]
+
+    def read_scalar(self, atom) -> str:
+        """Like `read`, a literal as a NumPy scalar (for Python operators)."""
+        if type(atom) is Literal:
+            return self.obj(np.asarray(atom.val)[()], "k")
+        return self._env[atom.id]
+
+    def bind(self, var, name: str | None = None) -> str:
+        self._env[var.id] = name = name or self.fresh()
+        return name
+
+    def is_live(self, var) -> bool:
+        """Whether the Program being written reads `var` after defining it (or returns it)."""
+        return var.id in self._live
+
+    # -- statements
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def block(self, header: str):
+        self.line(header)
+        start = len(self.lines)
+        self.depth += 1
+        try:
+            yield
+            if len(self.lines) == start:  # an empty block is not Python
+                self.line("pass")
+        finally:
+            self.depth -= 1
+
+    @contextmanager
+    def loop(self, header: str):
+        """A `for`/`while` block whose body may keep buffers across iterations (`hoist`)."""
+        self._loops.append([len(self.lines), self.depth])
+        try:
+            with self.block(header):
+                yield
+        finally:
+            self._loops.pop()
+
+    def hoist(self, text: str) -> None:
+        """Write a statement just before the innermost loop being written."""
+        where = self._loops[-1]
+        self.lines.insert(where[0], "    " * where[1] + text)
+        where[0] += 1
+
+    def assign(self, targets, values) -> None:
+        """`targets = values` as one statement (so swapped names do not clobber each other)."""
+        pairs = [(t, v) for t, v in zip(targets, values, strict=True) if t != v]
+        if pairs:
+            self.line(f"{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}")
+
+    def program(self, prog: Program, const_names, in_names, carries=None) -> list[str]:
+        """Write `prog`'s equations with its constvars and invars bound to the given names;
+        return the names (or literal constants) of its outputs.
+
+        `carries` is given for the body of the loop being written (`loop`): pairs
+        (input index, output index) of its loop-carried values, () for none. Results then go
+        into buffers that live across iterations: the carry's own (copied once before the
+        loop) or one allocated before the loop.
+        """
+        outer = self._env, self._live
+        self._env, self._live = {}, _live_ids(prog)
+        try:
+            for v, n in zip(prog.constvars, const_names, strict=True):
+                self.bind(v, n)
+            for v, n in zip(prog.invars, in_names, strict=True):
+                self.bind(v, n)
+            last_use, reusable = _buffer_plan(prog)
+            outs = _out_plan(prog, last_use, reusable, carries)
+            copied: set[int] = set()
+            for i, eqn in enumerate(prog.eqns):
+                self._equation(eqn, i, last_use, self._out_buffer(outs.get(i), copied))
+            return [self.read(a) for a in prog.outvars]
+        finally:
+            self._env, self._live = outer
+
+    def _out_buffer(self, where, copied) -> str | None:
+        if where is None:
+            return None
+        kind, var = where
+        if kind == "loop":
+            name = self.fresh("b")
+            self.hoist(f"{name} = {self.obj(np.empty, 'empty')}({var.aval.shape}, "
+                       f"{self.obj(var.aval.dtype, 'dtype')})")
+            return name
+        name = self._env[var.id]
+        if kind == "carry" and var.id not in copied:
+            copied.add(var.id)  # the initial value may be the caller's or shared: copy it once
+            self.hoist(f"{name} = {name}.copy()")
+        return name
+
+    def function(self, params) -> Callable:
+        filename = f"<gpuarr-program-{next(_counter)}>"
+        src = f"def program({', '.join(params)}):\n" + "\n".join(self.lines) + "\n"
+        # Registering the source lets tracebacks through compiled Programs show their lines.
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+        exec(compile(src, filename, "exec"), self.namespace)
+        fn = self.namespace["program"]
+        fn.source = src
+        return fn
+
+    # -- one equation
+
+    def _equation(self, eqn, i, last_use, out) -> None:
+        rule = inline_rules.get(eqn.prim)
+        if rule is None or self.depth > self.MAX_DEPTH or not rule(self, eqn):
+            self.line(f"{self._targets(eqn)} = {self._call(eqn, out)}")
         # Drop dead temporaries at once so their memory is reused by the next allocation.
-        dead = sorted({names[v.id] for v in list(eqn.inputs) + list(eqn.outvars)
+        # (An inline rule leaves outputs nobody reads unbound.)
+        dead = sorted({self._env[v.id] for v in list(eqn.inputs) + list(eqn.outvars)
                        if type(v) is not Literal and last_use.get(v.id) == i
-                       and v.aval.size >= _MIN_MANAGED_SIZE})
+                       and v.aval.size >= _MIN_MANAGED_SIZE and v.id in self._env})
         if dead:
-            lines.append(f"    del {', '.join(dead)}")
-    results = ", ".join(name_of(a) for a in prog.outvars)
-    lines.append(f"    return ({results}{',' if len(prog.outvars) == 1 else ''})")
-    filename = f"<gpuarr-program-{next(_counter)}>"
-    src = f"def program({', '.join(params)}):\n" + "\n".join(lines) + "\n"
-    # Registering the source lets tracebacks through compiled Programs show their lines.
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    exec(compile(src, filename, "exec"), namespace)
-    fn = namespace["program"]
-    fn.source = src
-    return fn
+            self.line(f"del {', '.join(dead)}")
+
+    def _targets(self, eqn) -> str:
+        outs = [self.bind(v) for v in eqn.outvars]
+        if not eqn.prim.multiple_results:
+            return outs[0]
+        return ", ".join(outs) + ("," if len(outs) == 1 else "") if outs else "_"
+
+    def _call(self, eqn, out: str | None) -> str:
+        """The call computing `eqn`, writing into the buffer `out` when given."""
+        op = _scalar_operator(eqn)
+        if op is not None:
+            args = [self.read_scalar(a) for a in eqn.inputs]
+            return f"{op} {args[0]}" if len(args) == 1 else f"{args[0]} {op} {args[1]}"
+        args = [self.read(a) for a in eqn.inputs]
+        expr = _expression(eqn)
+        if expr is not None:
+            template, objects = expr
+            return template.format(*args, out=f", {out}" if out else "",
+                                   **{k: self.obj(v, k) for k, v in objects.items()})
+        ufunc = _ufunc_of(eqn)
+        fn = self.obj(ufunc if ufunc is not None else _impl_for(eqn), f"f_{eqn.prim.name}_")
+        if out is not None:
+            # A positional `out` is parsed faster than the keyword, except where NumPy
+            # deprecates it (a third argument of maximum/minimum).
+            args.append(f"out={out}" if ufunc in _KEYWORD_OUT else out)
+        return f"{fn}({', '.join(args)})"
+
+
+_KEYWORD_OUT = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
+
+
+def _live_ids(prog: Program) -> set[int]:
+    live = {a.id for a in prog.outvars if type(a) is not Literal}
+    for eqn in prog.eqns:
+        live.update(a.id for a in eqn.inputs if type(a) is not Literal)
+    return live
+
+
+def _expression(eqn):
+    rule = expr_rules.get(eqn.prim)
+    if rule is None:
+        return None
+    return rule(*(a.aval for a in eqn.inputs), **eqn.params)
+
+
+# Ufuncs that Python operators compute identically on NumPy scalars of one dtype, in tens of
+# nanoseconds where a ufunc call costs half a microsecond: 0-d arithmetic (loop counters,
+# convergence tests) is written with them. (ufunc, dtype kinds it applies to) -> operator.
+_SCALAR_OPERATORS = {
+    np.add: ("+", "iuf"), np.subtract: ("-", "iuf"), np.multiply: ("*", "iuf"),
+    np.true_divide: ("/", "f"), np.negative: ("-", "if"),
+    np.less: ("<", "biuf"), np.less_equal: ("<=", "biuf"), np.greater: (">", "biuf"),
+    np.greater_equal: (">=", "biuf"), np.equal: ("==", "biuf"), np.not_equal: ("!=", "biuf"),
+    np.bitwise_and: ("&", "biu"), np.bitwise_or: ("|", "biu"), np.bitwise_xor: ("^", "biu"),
+    np.logical_and: ("&", "b"), np.logical_or: ("|", "b"),
+}
+
+
+def _scalar_operator(eqn):
+    ufunc = _ufunc_of(eqn)
+    entry = _SCALAR_OPERATORS.get(ufunc) if ufunc is not None else None
+    if entry is None or len(eqn.inputs) != ufunc.nin:
+        return None
+    op, kinds = entry
+    dts = {a.aval.dtype for a in eqn.inputs}
+    if len(dts) != 1 or any(a.aval.shape for a in eqn.inputs):
+        return None
+    (dt,) = dts
+    # Only NumPy's own scalar types (bfloat16 and friends implement operators themselves).
+    return op if dt.kind in kinds and dt.type.__module__ == "numpy" else None
 
 
 def _buffer_plan(prog: Program):
     """Liveness for the generated code: the equation index after which each temporary is dead
     (program inputs, consts and outputs are never dropped), and the temporaries that own their
-    memory exclusively (made by an elementwise ufunc, read only by elementwise ufuncs, so no
-    view of them exists) and may be overwritten once dead."""
+    memory exclusively (made by an elementwise ufunc or a fresh-output primitive, read only by
+    those, so no view of them exists) and may be overwritten once dead."""
     keep = {v.id for v in prog.outvars if type(v) is not Literal}
     keep |= {v.id for v in prog.constvars + prog.invars}
     last_use: dict[int, int] = {}
     fresh: set[int] = set()
     shared: set[int] = set()
     for i, eqn in enumerate(prog.eqns):
-        elementwise = _ufunc_of(eqn) is not None
+        fresh_out = _ufunc_of(eqn) is not None or eqn.prim in fresh_output_prims
         for v in eqn.inputs:
             if type(v) is not Literal:
                 last_use[v.id] = i
-                if not elementwise:
+                if not fresh_out:
                     shared.add(v.id)
         for v in eqn.outvars:
             last_use.setdefault(v.id, i)
-            if elementwise or eqn.prim in fresh_output_prims:
+            if fresh_out:
                 fresh.add(v.id)
     for vid in keep:
         last_use.pop(vid, None)
     return last_use, fresh - shared - keep
+
+
+def _out_plan(prog: Program, last_use, reusable, carries) -> dict:
+    """Where results are written instead of fresh memory: equation index -> ("reuse", var)
+    the buffer of an input that dies there, ("carry", var) the buffer of the loop-carried
+    input `var` it replaces, or ("loop", var) a buffer allocated once before the loop.
+
+    `carries` is None outside loop bodies. Inside them small arrays take part too (an
+    allocation per iteration costs more than the `out` argument), while the body's outputs
+    never share a buffer with a temporary, which the next iteration overwrites.
+    """
+    in_loop = carries is not None
+    carry_in = _inplace_carries(prog, carries) if in_loop else {}
+    keep = {v.id for v in prog.outvars if type(v) is not Literal}
+    plan = {}
+    for i, eqn in enumerate(prog.eqns):
+        elementwise = _ufunc_of(eqn) is not None
+        if len(eqn.outvars) != 1 or not eqn.outvars[0].aval.shape or not (
+                elementwise or "{out}" in (_expression(eqn) or ("",))[0]):
+            continue
+        out = eqn.outvars[0]
+        ci = carry_in.get(out.id)
+        # An elementwise ufunc may overwrite an operand it reads; a product may not.
+        if ci is not None and _last_read(prog, ci) <= i - (not elementwise):
+            plan[i] = ("carry", ci)
+            continue
+        if in_loop and out.id in keep:
+            continue
+        v = _reusable_input(eqn, i, last_use, reusable, 0 if in_loop else _MIN_MANAGED_SIZE)
+        if v is not None:
+            plan[i] = ("reuse", v)
+        elif in_loop and out.id in reusable:
+            plan[i] = ("loop", out)
+    return plan
+
+
+def _last_read(prog: Program, var) -> int:
+    """The index of the last equation of `prog` reading `var` (-1 if none)."""
+    last = -1
+    for i, eqn in enumerate(prog.eqns):
+        if any(a is var for a in eqn.inputs):
+            last = i
+    return last
+
+
+def _inplace_carries(prog: Program, carries) -> dict:
+    """Carry output id -> carry input var, for carries whose new value may overwrite the old
+    one's buffer: the output is no other carry's (other outputs are copied out at the end of
+    the iteration), the input is not an output, and every reader of the input is an
+    elementwise ufunc or a fresh-output primitive (so no view of it exists)."""
+    out_ids = [v.id for v in prog.outvars if type(v) is not Literal]
+    carry_out_ids = [prog.outvars[i].id for _, i in carries if type(prog.outvars[i]) is not Literal]
+    found = {}
+    for i_in, i_out in carries:
+        ci, co = prog.invars[i_in], prog.outvars[i_out]
+        if type(co) is Literal or carry_out_ids.count(co.id) != 1 or ci.id in out_ids:
+            continue
+        if not ci.aval.shape or co.aval.shape != ci.aval.shape or co.aval.dtype != ci.aval.dtype:
+            continue
+        if all(_ufunc_of(e) is not None or e.prim in fresh_output_prims
+               for e in prog.eqns if any(a is ci for a in e.inputs)):
+            found[co.id] = ci
+    return found
 
 
 def _ufunc_of(eqn):
@@ -153,11 +421,11 @@ def _ufunc_of(eqn):
 _MIN_MANAGED_SIZE = 4096
 
 
-def _reusable_input(eqn, i, last_use, reusable):
+def _reusable_input(eqn, i, last_use, reusable, min_size=_MIN_MANAGED_SIZE):
     if _ufunc_of(eqn) is None:
         return None
     out_aval = eqn.outvars[0].aval
-    if out_aval.size < _MIN_MANAGED_SIZE:
+    if out_aval.size < min_size:
         return None
     for v in eqn.inputs:
         if (type(v) is not Literal and v.id in reusable and last_use.get(v.id) == i

@@ -5,7 +5,8 @@ the equation's params (`cond[branches=...]`, `while[cond_jaxpr=... body_jaxpr=..
 `scan[jaxpr=...]`, with JAX's param names). Closed-over tracers of enclosing
 transformations are hoisted into explicit leading operands (`num_consts`, `cond_nconsts`,
 `body_nconsts`), so every transformation sees them as ordinary inputs. On the NumPy
-backend the bodies are compiled once and driven by a Python loop over NumPy buffers.
+backend a loop becomes a `for`/`while`/`if` statement in the generated source of the Program
+that contains it (eager loops run a compiled one-equation Program): see the last section.
 
 Reverse mode: a scan or cond whose inputs are partly unknown under linearize is split by
 `partial_eval_program` into a known part (run now, emitting residuals: stacked per
@@ -17,13 +18,15 @@ from __future__ import annotations
 import builtins
 import inspect
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
 from gpuarr import dtypes, tree_util
-from gpuarr.backends.numpy_backend import compile_closed, impl_rules
+from gpuarr.backends.numpy_backend import compile_program, impl_rules, inline_rules
 from gpuarr.core import (
     ClosedProgram,
+    Eqn,
     Primitive,
     Program,
     ShapedArray,
@@ -35,6 +38,7 @@ from gpuarr.core import (
     eval_program,
     get_aval,
     set_current_trace,
+    subprograms,
     weak_type_rules,
 )
 from gpuarr.interpreters import ad, batching
@@ -164,8 +168,7 @@ cond_p = Primitive("cond", multiple_results=True)
 
 
 def _cond_impl(index, *operands, branches):
-    i = builtins.min(builtins.max(int(index), 0), len(branches) - 1)
-    return compile_closed(branches[i])(*operands)
+    return _run_equation(cond_p, (index, *operands), {"branches": branches})
 
 
 def _cond_abstract(index, *operands, branches):
@@ -463,14 +466,8 @@ def switch(index, branches, *operands, operand=None):
 while_p = Primitive("while", multiple_results=True)
 
 
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_fn, body_fn = compile_closed(cond_jaxpr), compile_closed(body_jaxpr)
-    cconsts = args[:cond_nconsts]
-    bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
-    carry = args[cond_nconsts + body_nconsts:]
-    while cond_fn(*cconsts, *carry)[0]:
-        carry = body_fn(*bconsts, *carry)
-    return list(carry)
+def _while_impl(*args, **params):
+    return _run_equation(while_p, args, params)
 
 
 def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -646,40 +643,8 @@ def _check_carry(out_tree, in_tree, out_avals, in_avals, what):
 scan_p = Primitive("scan", multiple_results=True)
 
 
-def _scan_impl(*args, jaxpr, length, num_carry, num_consts, reverse, unroll):
-    consts = args[:num_consts]
-    carry = args[num_consts:num_consts + num_carry]
-    xs = args[num_consts + num_carry:]
-    plan = _scan_plan(jaxpr, length, num_consts, num_carry) if length > 1 else None
-    if plan is None:
-        body, y_uk, known_ys = jaxpr, [True] * (len(jaxpr.out_avals) - num_carry), []
-    else:
-        pre, body, y_uk, inv_src = plan
-        pre_outs = compile_closed(pre)(*consts, *xs)
-        n_known = y_uk.count(False)
-        known_ys, xs = pre_outs[:n_known], pre_outs[n_known:]
-        consts = [consts[i] for i in inv_src]
-    fn = compile_closed(body)
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        outs = fn(*consts, *carry, *[x[i] for x in xs])
-        carry = outs[:num_carry]
-        for buf, y in zip(ys, outs[num_carry:]):
-            buf[i] = y
-    it_known, it_loop = iter(known_ys), iter(ys)
-    ys = [next(it_loop) if u else np.asarray(next(it_known)) for u in y_uk]
-    return [np.asarray(c) for c in carry] + ys
-
-
-_scan_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _scan_plan(jaxpr, length, num_consts, num_carry):
-    per_body = _scan_plans.setdefault(jaxpr, {})
-    key = (length, num_consts, num_carry)
-    if key not in per_body:
-        per_body[key] = _make_scan_plan(jaxpr, length, num_consts, num_carry)
-    return per_body[key]
+def _scan_impl(*args, **params):
+    return _run_equation(scan_p, args, params)
 
 
 def _make_scan_plan(jaxpr, length, nc, ncar):
@@ -1103,3 +1068,206 @@ def _interleave(a, b, axis):
         return lax.bitwise_or(pa, pb)
     return lax.add(pa, pb)
 
+
+
+# ================================================================ loops in generated NumPy code
+#
+# The NumPy backend writes a Program as the source of one Python function. These rules write
+# a scan, while or cond into that same function as a `for`, `while` or `if` statement whose
+# body is the body Program's own straight-line code: carries are local variables, scan
+# outputs are written into preallocated arrays, and an iteration costs only its NumPy calls.
+# A scan is first pruned (outputs nobody reads and the carries only they need are dropped)
+# and split (`_make_scan_plan`: the carry-independent part runs once, batched over xs).
+
+
+class _ScanLoop(NamedTuple):
+    const_idx: tuple   # which scan consts the pruned body reads
+    carry_idx: tuple   # which carries it keeps
+    xs_idx: tuple      # which xs it reads
+    pre: ClosedProgram | None  # (consts, xs) -> (hoisted ys, stacked residuals)
+    body: ClosedProgram  # (body consts, carry, per-step slices) -> (carry, loop ys)
+    body_consts: tuple  # indices into the kept consts that `body` takes
+    ys: tuple          # per scan output y: ("pre" | "loop" | "xs", k) or None (dead)
+
+
+_scan_loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _scan_loop(jaxpr, length, nc, ncar, live) -> _ScanLoop:
+    per_body = _scan_loops.setdefault(jaxpr, {})
+    key = (length, nc, ncar, live)
+    if key not in per_body:
+        per_body[key] = _make_scan_loop(jaxpr, length, nc, ncar, live)
+    return per_body[key]
+
+
+def _prune_scan_body(jaxpr, nc, ncar, live):
+    """Drop the outputs in `live` that are false, and the carries only they need.
+
+    Returns (body, const_idx, carry_idx, xs_idx, y_idx): `body` takes the kept consts,
+    carries and xs (in that order) and returns the kept carries and the live ys.
+    """
+    prog = jaxpr.program
+    need = list(live)
+    while True:  # a carry is needed while a needed output reads it
+        pruned, used = pe.dce_program(prog, need)
+        grown = [n or u for n, u in zip(need[:ncar], used[nc:nc + ncar])]
+        if grown == need[:ncar]:
+            break
+        need[:ncar] = grown
+    const_idx = tuple(i for i in range(nc) if used[i])
+    carry_idx = tuple(i for i in range(ncar) if need[i])
+    xs_idx = tuple(i for i in range(len(prog.invars) - nc - ncar) if used[nc + ncar + i])
+    invars = ([prog.invars[i] for i in const_idx] + [prog.invars[nc + i] for i in carry_idx]
+              + [prog.invars[nc + ncar + i] for i in xs_idx])
+    y_idx = tuple(j for j in range(len(prog.outvars) - ncar) if need[ncar + j])
+    body = Program(prog.constvars, invars, pruned.eqns, pruned.outvars)
+    return ClosedProgram(body, jaxpr.consts), const_idx, carry_idx, xs_idx, y_idx
+
+
+def _make_scan_loop(jaxpr, length, nc, ncar, live) -> _ScanLoop:
+    # An output that is an x slice itself (residuals of reverse mode often are) is that xs.
+    prog = jaxpr.program
+    x_pos = {v.id: k for k, v in enumerate(prog.invars[nc + ncar:])}
+    same_xs = {j: x_pos[o.id] for j, o in enumerate(prog.outvars[ncar:])
+               if live[ncar + j] and type(o) is Var and o.id in x_pos}
+    live = tuple(u and j - ncar not in same_xs for j, u in enumerate(live))
+    body, const_idx, carry_idx, xs_idx, y_idx = _prune_scan_body(jaxpr, nc, ncar, live)
+    n_kc, n_kcar = len(const_idx), len(carry_idx)
+    plan = _make_scan_plan(body, length, n_kc, n_kcar) if length > 1 else None
+    y_uk = [True] * len(y_idx)
+    pre, body_consts = None, tuple(range(n_kc))
+    if plan is not None:
+        pre, body, y_uk, inv_src = plan
+        body_consts = tuple(inv_src)
+    ys, n_pre, n_loop = [None] * (len(jaxpr.out_avals) - ncar), 0, 0
+    for j, uk in zip(y_idx, y_uk):
+        ys[j] = ("loop", n_loop) if uk else ("pre", n_pre)
+        n_loop, n_pre = n_loop + uk, n_pre + (not uk)
+    for j, k in same_xs.items():
+        ys[j] = ("xs", k)
+    return _ScanLoop(const_idx, carry_idx, xs_idx, pre, body, body_consts, tuple(ys))
+
+
+_equations: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _run_equation(prim, args, params):
+    """Eager control flow: `prim` on `args`, run by the code a jitted Program would contain
+    (a one-equation Program compiled once per body and operand types)."""
+    # One weakly keyed level per sub-program, so the cache never keeps a body alive.
+    level = _equations
+    subs = list(subprograms(params))
+    for sub in subs[:-1]:
+        level = level.setdefault(sub, weakref.WeakKeyDictionary())
+    cache = level.setdefault(subs[-1], {})
+    avals = tuple(builtins.map(get_aval, args))
+    key = (prim, avals, tuple((k, v) for k, v in params.items()
+                              if not any(True for _ in subprograms({k: v}))))
+    fn = cache.get(key)
+    if fn is None:
+        invars = [Var(a) for a in avals]
+        outvars = [Var(a) for a in abstract_eval_rules[prim](*avals, **params)]
+        prog = Program([], invars, [Eqn(prim, invars, params, outvars)], outvars)
+        fn = cache[key] = compile_program(prog)
+    return list(fn(*args))
+
+
+def _emit_closed(gen, closed: ClosedProgram, in_names, carries=None):
+    return gen.program(closed.program, [gen.const(c) for c in closed.consts], in_names,
+                       carries)
+
+
+def _for_header(length, index, seqs, targets) -> str:
+    items = ([f"range({length})"] if index else []) + list(seqs)
+    names = ([index] if index else []) + list(targets)
+    if not items:
+        return f"for _ in range({length}):"
+    if len(items) == 1:
+        return f"for {names[0]} in {items[0]}:"
+    return f"for {', '.join(names)} in zip({', '.join(items)}):"
+
+
+def _scan_emit(gen, eqn) -> bool:
+    p = eqn.params
+    nc, ncar, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
+    ins = [gen.read(a) for a in eqn.inputs]
+    live = tuple(gen.is_live(v) for v in eqn.outvars)
+    loop = _scan_loop(p["jaxpr"], length, nc, ncar, live)
+    consts = [ins[i] for i in loop.const_idx]
+    xs = [ins[nc + ncar + i] for i in loop.xs_idx]
+    seqs, pre_ys = xs, []
+    if loop.pre is not None:
+        outs = _emit_closed(gen, loop.pre, consts + xs)
+        n_pre = builtins.sum(1 for y in loop.ys if y is not None and y[0] == "pre")
+        pre_ys, seqs = outs[:n_pre], outs[n_pre:]
+    carry = [gen.fresh("c") for _ in loop.carry_idx]
+    gen.assign(carry, [ins[nc + i] for i in loop.carry_idx])
+    n_loop_ys = len(loop.body.out_avals) - len(carry)
+    ys = [gen.fresh("ys") for _ in range(n_loop_ys)]
+    for name, aval in zip(ys, loop.body.out_avals[len(carry):]):
+        gen.line(f"{name} = {gen.obj(np.empty, 'f')}({(length,) + aval.shape}, "
+                 f"{gen.obj(aval.dtype, 'd')})")
+    # A reverse scan walks reversed views: slices and output rows keep forward indices.
+    seqs = [f"{s}[::-1]" for s in seqs] if reverse else seqs
+    rows = [f"{y}[::-1]" for y in ys] if reverse else ys
+    steps = [gen.fresh("x") for _ in seqs]
+    index = gen.fresh("i") if ys else None
+    if carry or ys or loop.body.program.effectful:
+        with gen.loop(_for_header(length, index, seqs, steps)):
+            n_bc = len(loop.body_consts)
+            outs = _emit_closed(gen, loop.body, [consts[i] for i in loop.body_consts]
+                                + carry + steps, [(n_bc + k, k) for k in range(len(carry))])
+            # Rows first: an output may be the incoming carry itself.
+            for row, y in zip(rows, outs[len(carry):]):
+                gen.line(f"{row}[{index}] = {y}")
+            gen.assign(carry, outs[:len(carry)])
+    for v, c in zip([eqn.outvars[i] for i in loop.carry_idx], carry):
+        gen.bind(v, c)
+    for v, y in zip(eqn.outvars[ncar:], loop.ys):
+        if y is None:
+            continue
+        if y[0] == "loop":
+            gen.bind(v, ys[y[1]])
+        else:  # a fresh name: the generated code may `del` it without losing the original
+            gen.assign([gen.bind(v)], [pre_ys[y[1]] if y[0] == "pre" else ins[nc + ncar + y[1]]])
+    return True
+
+
+def _while_emit(gen, eqn) -> bool:
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    ins = [gen.read(a) for a in eqn.inputs]
+    carry = [gen.fresh("c") for _ in ins[nc + nb:]]
+    gen.assign(carry, ins[nc + nb:])
+    with gen.loop("while True:"):
+        (pred,) = _emit_closed(gen, p["cond_jaxpr"], ins[:nc] + carry, ())
+        gen.line(f"if not {pred}:")
+        gen.line("    break")
+        gen.assign(carry, _emit_closed(gen, p["body_jaxpr"], ins[nc:nc + nb] + carry,
+                                       [(nb + k, k) for k in range(len(carry))]))
+    for v, c in zip(eqn.outvars, carry):
+        gen.bind(v, c)
+    return True
+
+
+def _cond_emit(gen, eqn) -> bool:
+    branches = eqn.params["branches"]
+    index, *ops = [gen.read(a) for a in eqn.inputs]
+    outs = [gen.fresh() for _ in eqn.outvars]
+    if len(branches) == 1:
+        gen.assign(outs, _emit_closed(gen, branches[0], ops))
+    for k, br in enumerate(branches if len(branches) > 1 else ()):
+        # The index is clamped into range, as in JAX.
+        last = k == len(branches) - 1
+        header = "else:" if last else f"{'if' if k == 0 else 'elif'} {index} <= {k}:"
+        with gen.block(header):
+            gen.assign(outs, _emit_closed(gen, br, ops))
+    for v, o in zip(eqn.outvars, outs):
+        gen.bind(v, o)
+    return True
+
+
+inline_rules[scan_p] = _scan_emit
+inline_rules[while_p] = _while_emit
+inline_rules[cond_p] = _cond_emit

@@ -11,7 +11,8 @@ from functools import partial
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import float_ufuncs, fresh_output_prims, impl_rules
+from gpuarr.backends.host_threads import blas_dot, submit
+from gpuarr.backends.numpy_backend import expr_rules, float_ufuncs, fresh_output_prims, impl_rules
 from gpuarr.core import (
     Primitive,
     ShapedArray,
@@ -242,7 +243,31 @@ defjvp(rsqrt_p, lambda g, x: mul(g, mul(_const(x, -0.5), div(rsqrt(x), x))))
 cbrt_p = unop("cbrt", np.cbrt, "float")
 defjvp(cbrt_p, lambda g, x: mul(g, mul(_const(x, 1 / 3), integer_pow(cbrt(x), -2))))
 abs_p = unop("abs", np.abs, "number")
-defjvp(abs_p, lambda g, x: mul(g, sign(x)) if dtypes.is_float(_dtype_of(x)) else g)
+
+
+def _abs_abstract(x):
+    _check_kind("abs", "number", x)
+    if dtypes.is_complex(x.dtype):  # the modulus is real: complex64 -> float32, as JAX
+        real = np.float32 if x.dtype == np.complex64 else np.float64
+        return [ShapedArray(x.shape, np.dtype(real), x.weak_type)]
+    return [x]
+
+
+def _abs_jvp(g, ans, x):
+    if dtypes.is_float(_dtype_of(x)):
+        return mul(g, sign(x))
+    if not dtypes.is_complex(_dtype_of(x)):
+        return g
+    # d|x| = Re(conj(x) g) / |x| = (Re x Re g + Im x Im g) / |x|, with Im z = Re(-1j z); 0 at 0
+    re = partial(convert_element_type, new_dtype=_dtype_of(ans))
+    minus_i = _const(x, -1j)
+    dot = add(mul(re(x), re(g)), mul(re(mul(x, minus_i)), re(mul(g, minus_i))))
+    zero = eq(ans, _const(ans, 0))
+    return div(dot, select_n(zero, ans, full_like(ans, 1)))
+
+
+abstract_eval_rules[abs_p] = _abs_abstract
+defjvp(abs_p, _abs_jvp, with_ans=True)
 not_p = unop("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
              "intbool")
 defjvp_zero(not_p)
@@ -404,8 +429,8 @@ def _pow_jvp_x(g, x, y):
 
 defjvp(pow_p, lambda g, x, y: _bcast_tangent(_pow_jvp_x(g, x, y), _bshape(x, y)),
        lambda g, x, y: _bcast_tangent(_pow_jvp_y(g, x, y), _bshape(x, y)))
-max_p = binop("max", np.maximum)
-min_p = binop("min", np.minimum)
+max_p = binop("max", np.maximum, "any")
+min_p = binop("min", np.minimum, "any")
 
 
 def _minmax_jvp(pick_x_cmp, primals, tangents):
@@ -432,12 +457,10 @@ defjvp(atan2_p, lambda g, x, y: _bcast_tangent(mul(g, div(y, add(square(x), squa
 nextafter_p = binop("nextafter", np.nextafter, "float")
 defjvp_zero(nextafter_p)
 
-and_p = binop("and", lambda x, y: np.logical_and(x, y) if x.dtype == np.bool_ else np.bitwise_and(x, y),
-              "intbool")
-or_p = binop("or", lambda x, y: np.logical_or(x, y) if x.dtype == np.bool_ else np.bitwise_or(x, y),
-             "intbool")
-xor_p = binop("xor", lambda x, y: np.logical_xor(x, y) if x.dtype == np.bool_ else np.bitwise_xor(x, y),
-              "intbool")
+# The bitwise ufuncs are the logical ones on booleans (compiled Programs call ufuncs directly).
+and_p = binop("and", np.bitwise_and, "intbool")
+or_p = binop("or", np.bitwise_or, "intbool")
+xor_p = binop("xor", np.bitwise_xor, "intbool")
 
 
 def _shift_impl(op, x, y):
@@ -884,6 +907,7 @@ def _reduce_batch(prim, axis_size, vals, dims, axes, **params):
 def reducer(name, impl, kind=None, out_dtype=None) -> Primitive:
     prim = Primitive(name)
     impl_rules[prim] = impl
+    fresh_output_prims.add(prim)  # ufunc.reduce never returns a view of its operand
     abstract_eval_rules[prim] = _reduce_abstract(name, kind, out_dtype)
     batch_rules[prim] = partial(_reduce_batch, prim)
     return prim
@@ -911,17 +935,14 @@ def _ufunc_reduce(ufunc):
 # Large reductions split their leading axis between two threads (NumPy releases the GIL
 # inside reductions). When the leading axis is kept, every output element is computed exactly
 # as in one call; a full reduction combines two partial results (sums round differently from
-# one NumPy call, as any other summation order would).
+# one NumPy call, as any other summation order would). Reductions over the leading axis stay
+# one call: splitting a trailing axis instead makes both halves strided and slower.
 _PARALLEL_REDUCE_SIZE = 1 << 20
-_pool = []
 
 
 def _reduce_in_halves(ufunc, x, axes, combine=True):
-    if not _pool:
-        from concurrent.futures import ThreadPoolExecutor
-        _pool.append(ThreadPoolExecutor(1, thread_name_prefix="gpuarr-reduce"))
     half = x.shape[0] // 2
-    first = _pool[0].submit(ufunc.reduce, x[:half], axes, x.dtype)
+    first = submit(ufunc.reduce, x[:half], axes, x.dtype)
     second = ufunc.reduce(x[half:], axis=axes, dtype=x.dtype)
     return np.concatenate([first.result(), second]) if combine else (first.result(), second)
 
@@ -945,6 +966,26 @@ reduce_min_p = reducer("reduce_min", _ufunc_reduce(np.minimum), "any")
 reduce_prod_p = reducer("reduce_prod", _ufunc_reduce(np.multiply), "number")
 reduce_and_p = reducer("reduce_and", _ufunc_reduce(np.bitwise_and), "intbool")
 reduce_or_p = reducer("reduce_or", _ufunc_reduce(np.bitwise_or), "intbool")
+
+
+def _reduce_expr(ufunc):
+    """`ufunc.reduce` called directly in compiled Programs, where the impl's special cases
+    (empty and very large operands) cannot arise. The dtype is passed only where NumPy might
+    change it (integer sums and products widen; extension types like bfloat16)."""
+    def rule(x, axes):
+        if not axes or not 0 < x.size < _PARALLEL_REDUCE_SIZE:
+            return None
+        keeps = x.dtype.kind in "fc" or (x.dtype.kind in "biu" and ufunc not in (np.add, np.multiply))
+        if keeps and x.dtype.type.__module__ == "numpy":
+            return f"{{r}}({{0}}, {tuple(axes)!r})", {"r": ufunc.reduce}
+        return f"{{r}}({{0}}, {tuple(axes)!r}, {{dtype}})", {"r": ufunc.reduce, "dtype": x.dtype}
+    return rule
+
+
+for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p, np.minimum),
+               (reduce_prod_p, np.multiply), (reduce_and_p, np.bitwise_and),
+               (reduce_or_p, np.bitwise_or)):
+    expr_rules[_p] = _reduce_expr(_u)
 defjvp_zero(reduce_and_p)
 defjvp_zero(reduce_or_p)
 
@@ -1396,9 +1437,25 @@ def _dot_transpose_rhs(ct, x, y, dimension_numbers, precision=None, preferred_el
     return _dot_transpose_lhs(ct, y, x, swapped, swap_ans=True)
 
 
+def _dot_general_expr(x, y, dimension_numbers, precision=None, preferred_element_type=None):
+    """A plain matrix/vector product as one BLAS call in compiled Programs (transposes are
+    views), without the impl's parameter handling; None for the other cases."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    if (lb or len(lc) != 1 or not (1 <= x.ndim <= 2 and 1 <= y.ndim <= 2) or x.dtype != y.dtype
+            or x.dtype.char not in "fdFD" or preferred_element_type not in (None, x.dtype)):
+        return None
+    lhs = "{0}" if lc[0] == x.ndim - 1 else "{0}.T"
+    rhs = "{1}" if rc[0] == 0 else "{1}.T"
+    dot = blas_dot(x.size * y.size // builtins.max(x.shape[lc[0]], 1))
+    if dot is np.dot:  # the method skips np.dot's __array_function__ dispatch; may take `out`
+        return f"{lhs}.dot({rhs}{{out}})", {}
+    return f"{{dot}}({lhs}, {rhs})", {"dot": dot}
+
+
 dot_general_p = Primitive("dot_general")
 impl_rules[dot_general_p] = _dot_general_impl
 fresh_output_prims.add(dot_general_p)
+expr_rules[dot_general_p] = _dot_general_expr
 abstract_eval_rules[dot_general_p] = _dot_general_abstract
 ad.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
 

@@ -190,6 +190,7 @@ ELEMENTWISE = {
     "integer_pow": None,           # attrs (y,)
     "convert_element_type": "convert",
     "add_any": "add",              # the tangent sum of reverse-mode AD
+    "erf_inv_giles": "erf_inv",    # normal samples: the same polynomial as erf_inv's kernel
     "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,
     "stop_gradient": None,         # the identity
@@ -273,11 +274,10 @@ def all_primitives() -> list:
     import gpuarr.lax as lax_pkg
     from gpuarr.core import Primitive
     mods = [importlib.import_module(f"gpuarr.lax.{m.name}") for m in pkgutil.iter_modules(lax_pkg.__path__)]
-    for extra in ("gpuarr.random", "gpuarr.prng"):
-        try:
-            mods.append(importlib.import_module(extra))
-        except ImportError:
-            pass
+    import gpuarr.random as random_pkg
+    mods += [importlib.import_module(f"gpuarr.random.{m.name}")
+             for m in pkgutil.iter_modules(random_pkg.__path__)]
+    mods += [random_pkg, importlib.import_module("gpuarr.prng")]
     seen, prims = set(), []
     for mod in mods:
         for value in vars(mod).values():

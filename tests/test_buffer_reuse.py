@@ -44,3 +44,26 @@ def test_view_readers_keep_a_buffer_from_reuse():
     view, other = jax.jit(f)(x)
     np.testing.assert_allclose(np.asarray(view), np.exp(x).T, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(other), np.sin(np.exp(x)) + 1.0, rtol=1e-5)
+
+
+def test_large_elementwise_steps_split_rows_between_threads():
+    # Outputs of 2^18+ elements: each ufunc runs as two halves of the leading axis, with
+    # operands broadcast from a row, a column and a scalar, an `out` aliasing an operand, a
+    # comparison (bool output) and maximum (whose `out` NumPy takes by keyword only).
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(1025, 300)).astype(np.float32)
+    row = rng.normal(size=(300,)).astype(np.float32)
+    col = rng.normal(size=(1025, 1)).astype(np.float32)
+
+    def f(x, row, col):
+        y = jnp.exp(jnp.sin(x) * row + col) - 1.5
+        return jnp.maximum(y, x), (y > 0.25) & (x < 0)
+
+    src = source(f, x, row, col)
+    assert "split_" in src, src
+    got_max, got_mask = jax.jit(f)(x, row, col)
+    y = np.exp(np.sin(x.astype(np.float64)) * row + col) - 1.5
+    assert got_max.dtype == np.float32 and got_mask.dtype == np.bool_
+    np.testing.assert_allclose(np.asarray(got_max), np.maximum(y, x), rtol=2e-6, atol=1e-6)
+    agree = np.asarray(got_mask) == ((y > 0.25) & (x < 0))
+    assert agree.mean() > 0.9999  # float32 against float64 may differ right at the threshold

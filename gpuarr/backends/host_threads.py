@@ -1,12 +1,14 @@
 """The host's cores for NumPy work: a small shared thread pool and BLAS's own threads.
 
 NumPy releases the GIL inside ufunc loops, reductions and BLAS calls, so large host kernels
-(threefry, erf_inv, reductions) split their range over a few threads from one persistent pool.
+(elementwise steps of compiled Programs, reductions, threefry, erf_inv) split their range over a
+few threads from one persistent pool.
 Matrix products instead use OpenBLAS's threads, but only where those pay for themselves: they
 are switched off for mid-sized products and on machines whose cores are busy.
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -42,6 +44,32 @@ def run_in_blocks(chunk, n: int) -> None:
     chunk(bounds[0], bounds[1])
     for fut in futures:
         fut.result()
+
+
+# Elementwise ufuncs whose output has at least this many elements split its leading axis.
+SPLIT_UFUNC_SIZE = 1 << 18
+
+
+def split_ufunc(ufunc, shape, dtype) -> Callable:
+    """`ufunc(*operands[, out])` for an output of `shape`/`dtype` (at least two rows), computed
+    as two halves of the leading axis: one on the pool, one on the calling thread. Operands
+    broadcast against the output; only those spanning its leading axis are split, and an `out`
+    that aliases an operand stays safe because each half reads and writes the same rows."""
+    rows, nin = shape[0], ufunc.nin
+    half = rows // 2
+
+    def split(a, lo, hi):
+        return a[lo:hi] if np.ndim(a) == len(shape) and np.shape(a)[0] == rows else a
+
+    def call(*args):
+        out = args[nin] if len(args) > nin else np.empty(shape, dtype)
+        ins = args[:nin]
+        first = submit(functools.partial(ufunc, out=out[:half]), *(split(a, 0, half) for a in ins))
+        ufunc(*(split(a, half, rows) for a in ins), out=out[half:])
+        first.result()
+        return out
+    call.__name__ = f"split_{ufunc.__name__}"
+    return call
 
 
 # ---------------------------------------------------------------- BLAS threads

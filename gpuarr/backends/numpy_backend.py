@@ -10,8 +10,8 @@ parameter handling), 0-d elementwise operations become Python operators on NumPy
 `inline_rules` let loops (scan, while) write their bodies into the same function as `for` and
 `while` statements, so an iteration costs only its NumPy calls. Inside a loop, results go into
 buffers that live across iterations (the carry's own, or one allocated before the loop).
-Matrix products choose their BLAS threading by size and machine load
-(`host_threads.blas_dot`).
+Large elementwise steps split their rows between two threads and matrix products choose their
+BLAS threading by size and machine load (`host_threads.split_ufunc`, `host_threads.blas_dot`).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, split_ufunc
 from gpuarr.core import ClosedProgram, Literal, Primitive, Program
 
 # prim -> impl(*numpy_values, **params) -> value (or a sequence for multiple results).
@@ -266,6 +267,11 @@ class Codegen:
             return template.format(*args, out=f", {out}" if out else "",
                                    **{k: self.obj(v, k) for k, v in objects.items()})
         ufunc = _ufunc_of(eqn)
+        out_aval = eqn.outvars[0].aval if ufunc is not None else None
+        if out_aval is not None and out_aval.size >= SPLIT_UFUNC_SIZE and out_aval.shape[0] > 1:
+            fn = self.obj(split_ufunc(ufunc, out_aval.shape, out_aval.dtype),
+                          f"split_{eqn.prim.name}_")
+            return f"{fn}({', '.join(args + ([out] if out else []))})"
         fn = self.obj(ufunc if ufunc is not None else _impl_for(eqn), f"f_{eqn.prim.name}_")
         if out is not None:
             # A positional `out` is parsed faster than the keyword, except where NumPy

@@ -926,17 +926,15 @@ def _ufunc_reduce(ufunc):
         if x.size >= _PARALLEL_REDUCE_SIZE and axes and x.shape[0] > 1:
             if 0 not in axes:
                 return _reduce_in_halves(ufunc, x, axes)
-            if len(axes) == x.ndim:  # a full reduction: two partial results, combined
-                return np.asarray(ufunc(*_reduce_in_halves(ufunc, x, axes, combine=False)))
+            return np.asarray(ufunc(*_reduce_in_halves(ufunc, x, axes, combine=False)))
         return np.asarray(ufunc.reduce(x, axis=axes, dtype=x.dtype))
     return impl
 
 
 # Large reductions split their leading axis between two threads (NumPy releases the GIL
 # inside reductions). When the leading axis is kept, every output element is computed exactly
-# as in one call; a full reduction combines two partial results (sums round differently from
-# one NumPy call, as any other summation order would). Reductions over the leading axis stay
-# one call: splitting a trailing axis instead makes both halves strided and slower.
+# as in one call; when it is reduced, two partial results are combined (sums round differently
+# from one NumPy call, as any other summation order would).
 _PARALLEL_REDUCE_SIZE = 1 << 20
 
 

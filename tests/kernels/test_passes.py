@@ -49,6 +49,8 @@ def test_identities():
     assert prims(opt(lambda x: lax.reshape(lax.reshape(x, (6,)), (3, 2)), x)) == ["reshape"]
     assert prims(opt(lambda x: lax.convert_element_type(x, np.float32), x)) == []
     assert prims(opt(lambda x: x / 1.0, x)) == []
+    assert prims(opt(lambda x: lax.integer_pow(x, 1), x)) == []
+    assert prims(opt(lambda x: lax.integer_pow(x, 2), x)) == ["integer_pow"]
 
 
 def test_transposes_compose():

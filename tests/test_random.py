@@ -193,6 +193,11 @@ TRANSFORM_CASES = {
     "beta": lambda k: random.beta(k, 2., 0.5, (2,)),
     "poisson": lambda k: random.poisson(k, jnp.float32([1., 30.])),
     "split": lambda k: random.key_data(random.split(k, 3)),
+    "binomial": lambda k: random.binomial(k, jnp.float32([4., 200.]), .3),
+    "multinomial": lambda k: random.multinomial(k, 12., jnp.asarray(P4)),
+    "triangular": lambda k: random.triangular(k, 0., .2, 1., (3,)),
+    "wald": lambda k: random.wald(k, 1.5, (3,)),
+    "double_sided_maxwell": lambda k: random.double_sided_maxwell(k, 0., 1., (2,)),
 }
 
 

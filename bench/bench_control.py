@@ -26,6 +26,13 @@ def _times(fn, *args, repeat=30):
     return float(np.median(times)), float(np.min(times))
 
 
+def _times_settled(fn, *args):
+    # Both libraries keep worker threads spinning for a moment after a call (XLA's pool,
+    # OpenBLAS); on a two-core machine they would take a core from the next measurement.
+    time.sleep(0.5)
+    return _times(fn, *args)
+
+
 def cases(jax, jnp, lax):
     """(name, jitted function, args) triples written against the JAX API."""
     rng = np.random.default_rng(0)
@@ -86,7 +93,7 @@ def main():
             cases(gpuarr, gnp, glax), cases(jax, jjnp, jlax)):
         g_out, j_out = g_fn(*g_args), j_fn(*j_args)
         np.testing.assert_allclose(np.asarray(g_out), np.asarray(j_out), rtol=2e-3, atol=2e-3)
-        (gm, gb), (jm, jb) = _times(g_fn, *g_args), _times(j_fn, *j_args)
+        (gm, gb), (jm, jb) = _times_settled(g_fn, *g_args), _times_settled(j_fn, *j_args)
         print(f"{name:48s} {gm * 1e3:7.3f}/{gb * 1e3:7.3f}ms {jm * 1e3:7.3f}/{jb * 1e3:7.3f}ms "
               f"{gm / jm:5.2f}/{gb / jb:5.2f} {target:6.1f}")
 

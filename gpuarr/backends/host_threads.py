@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -115,26 +116,45 @@ _BLAS_THREADED_MACS = 1 << 13
 _CPUS = os.cpu_count() or 1
 
 
-def _open_loadavg():
+def _open_proc_stat():
     try:
-        return os.open("/proc/loadavg", os.O_RDONLY)
-    except (OSError, AttributeError):
+        return os.open("/proc/stat", os.O_RDONLY), os.sysconf("SC_CLK_TCK")
+    except (OSError, AttributeError, ValueError):
         return None
 
 
-_loadavg_fd = _open_loadavg()
+_proc_stat = _open_proc_stat()
+
+
+def _system_busy_seconds() -> float:
+    """CPU seconds all cores have spent busy since boot (Linux's /proc/stat, idle and iowait
+    excluded)."""
+    fd, ticks = _proc_stat
+    fields = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()[1:9]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields)
+    return (user + nice + system + irq + softirq + steal) / ticks
+
+
+# Other processes' load, sampled at most every _SAMPLE_SECONDS: [time, busy s, own s, verdict].
+_SAMPLE_SECONDS = 0.2
+_sample: list = []
 
 
 def _machine_is_busy() -> bool:
-    """Whether other work may take a core: more threads runnable now than there are cores
-    (Linux's /proc/loadavg counts them, this thread included) or, over the last minute, more
-    than one core busy besides this thread. A wrong "idle" costs far more than a wrong "busy"
-    (a stalled threaded product against one thread), hence either signal suffices."""
+    """Whether other processes kept more than half a core busy over the last sampling window:
+    the machine's busy CPU time minus this process's own (its BLAS workers included, whose
+    spinning must not count against it). Where /proc/stat is missing, the load average."""
     try:
-        if _loadavg_fd is not None:
-            fields = os.pread(_loadavg_fd, 64, 0).split()
-            return int(fields[3].split(b"/")[0]) > _CPUS or float(fields[0]) > _CPUS - 0.5
-        return os.getloadavg()[0] > _CPUS - 0.5
+        if _proc_stat is None:
+            return os.getloadavg()[0] > _CPUS - 0.5
+        now = time.monotonic()
+        if not _sample:
+            _sample[:] = [now, _system_busy_seconds(), time.process_time(), False]
+        elif now - _sample[0] >= _SAMPLE_SECONDS:
+            busy, own = _system_busy_seconds(), time.process_time()
+            others = ((busy - _sample[1]) - (own - _sample[2])) / (now - _sample[0])
+            _sample[:] = [now, busy, own, others > 0.5]
+        return _sample[3]
     except (OSError, ValueError, IndexError, AttributeError):
         return False
 

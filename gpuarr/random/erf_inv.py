@@ -263,7 +263,7 @@ def _erf_inv32_block(a, out, scratch):
                   where=edge)
 
 
-_BLOCK = 1 << 14
+_BLOCK = 1 << 17
 
 
 def _erf_inv32(a):

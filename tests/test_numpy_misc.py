@@ -216,3 +216,25 @@ def test_unsupported_arguments_raise():
         jnp.fromfile("x")
     with pytest.raises(TypeError, match="jnp.array"):
         jnp.isclose([1.0], A)
+
+
+@pytest.mark.parametrize("method", ["auto", "sort", "compare_all", "binary_search"])
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_isin_methods_agree_with_numpy(method, dtype):
+    rng = np.random.default_rng(3)
+    element = rng.integers(0, 50, (30, 40)).astype(dtype)
+    tests = rng.integers(0, 60, 900).astype(dtype)  # 1.08M pairs: "auto" sorts
+    want = np.isin(element, tests)
+    for invert in (False, True):
+        got = jnp.isin(element, tests, invert=invert, method=method)
+        assert got.shape == want.shape and got.dtype == np.bool_
+        np.testing.assert_array_equal(np.asarray(got), want ^ invert)
+    jitted = gpuarr.jit(lambda e, t: jnp.isin(e, t, method=method))(element, tests)
+    np.testing.assert_array_equal(np.asarray(jitted), want)
+    nan_case = jnp.isin(np.array([1.0, np.nan, 2.0]), np.array([np.nan, 2.0]), method=method)
+    np.testing.assert_array_equal(np.asarray(nan_case), [False, False, True])
+
+
+def test_isin_rejects_unknown_methods():
+    with pytest.raises(ValueError, match="unknown method"):
+        jnp.isin(np.arange(3), np.arange(2), method="hash")

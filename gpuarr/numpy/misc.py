@@ -11,7 +11,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
-from gpuarr.numpy import creation, manipulation, reductions, ufuncs
+from gpuarr.numpy import creation, manipulation, reductions, setops, ufuncs
 from gpuarr.numpy._util import (
     broadcast_arrays,
     canonicalize_axis,
@@ -456,15 +456,30 @@ def _onehot(idx, n):
                   lax.reshape(lax.iota(aval.dtype, n), (1,) * aval.ndim + (n,)))
 
 
+# Above this many element pairs `isin` sorts instead of comparing all pairs (whose memory grows
+# as the product of the two sizes).
+_ISIN_COMPARE_ALL_PAIRS = 1 << 20
+
+
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
-    """Whether each element occurs in test_elements (elementwise comparison)."""
+    """Whether each element occurs in test_elements. `method` is "compare_all" (every pair,
+    memory len(element) * len(test_elements)), "sort" (one sort of both, O(n log n)), or "auto"
+    (compare_all for small inputs, sort otherwise); "binary_search" is taken as "sort"."""
     check_arraylike("isin", element, test_elements)
+    if method not in ("auto", "compare_all", "sort", "binary_search"):
+        raise ValueError(f"isin: unknown method={method!r}; use 'auto', 'compare_all', 'sort' "
+                         "or 'binary_search'.")
     element, tests = promote_dtypes(element, test_elements)
     tests = manipulation.ravel(tests)
     e = ensure_array(element)
-    hits = lax.eq(lax.reshape(e, get_aval(e).shape + (1,)),
-                  lax.reshape(tests, (1,) * get_aval(e).ndim + (get_aval(tests).shape[0],)))
-    out = reductions.any(hits, axis=-1)
+    shape, n_tests = get_aval(e).shape, get_aval(tests).shape[0]
+    pairs = math.prod(shape) * n_tests
+    if method == "compare_all" or (method == "auto" and pairs <= _ISIN_COMPARE_ALL_PAIRS):
+        hits = lax.eq(lax.reshape(e, shape + (1,)),
+                      lax.reshape(tests, (1,) * len(shape) + (n_tests,)))
+        out = reductions.any(hits, axis=-1)
+    else:
+        out = lax.reshape(setops.sorted_membership(manipulation.ravel(e), tests), shape)
     return lax.bitwise_not(out) if invert else out
 
 

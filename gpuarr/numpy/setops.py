@@ -82,7 +82,7 @@ def _select_sorted(aux, keep, size):
     return aux.at[positions].get(mode="fill", fill_value=0), positions
 
 
-def _isin(x, y):
+def sorted_membership(x, y):
     """Whether each entry of the 1-D `x` occurs in the 1-D `y`, from one sort of both: O(n log n)
     where comparing all pairs needs len(x) * len(y) memory. NaN is never found, as with ==."""
     n1, n2 = _len(x), _len(y)
@@ -214,10 +214,10 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     if size is None:
         if not assume_unique:
             arr1 = sorting.unique(arr1)
-        return arr1[~_isin(arr1, arr2)]
+        return arr1[~sorted_membership(arr1, arr2)]
     if not assume_unique:
         arr1 = sorting.unique(arr1, size=n1)  # padded with its smallest value
-    keep = ~_isin(arr1, arr2)
+    keep = ~sorted_membership(arr1, arr2)
     if not assume_unique:
         n_unique = n1 + 1 - reductions.sum(arr1 == arr1[0])  # the padding repeats arr1[0]
         keep = keep & (_iota(n1) < n_unique)

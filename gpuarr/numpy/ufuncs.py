@@ -491,10 +491,10 @@ lcm = _binary("lcm", _lcm, promote_dtypes)
 def divmod(x1, x2, /):
     """(floor_divide(x1, x2), remainder(x1, x2)) with Python's rules for negatives."""
     check_arraylike("divmod", x1, x2)
-    a, b = broadcast_arrays(*promote_dtypes_numeric(x1, x2))
+    a, b = promote_dtypes_numeric(x1, x2)
     if _is_float(a):
-        return _float_divmod(a, b)
-    return floor_divide(a, b), remainder(a, b)
+        return _float_divmod(*broadcast_arrays(a, b))
+    return floor_divide(a, b), remainder(a, b)  # broadcasting keeps weak types, as in JAX
 
 
 def modf(x, /, out=None):

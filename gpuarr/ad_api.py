@@ -390,14 +390,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
         if not (dtypes.is_float(a.dtype) or dtypes.is_complex(a.dtype)):
             raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
                             f"complex], and integer -> integer functions, but got {a.dtype.name}.")
-    out_box = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
-        leaves, out_tree = tree_util.tree_flatten(out)
-        out_box.append(out_tree)
-        return leaves
-
+    flat_fun, out_tree_of = tree_util.flatten_fun(fun, in_tree)
     # Stage the function with every input unknown; what does not depend on the inputs is
     # evaluated now, and the rest (linear in the inputs) is what gets transposed.
     closed = pe.trace_to_program(flat_fun, in_avals)
@@ -407,7 +400,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     linear = ClosedProgram(core.Program(unknown.invars[:num_res], unknown.invars[num_res:],
                                         unknown.eqns, unknown.outvars),
                            known_vals[len(known_vals) - num_res:])
-    out_tree = out_box[0]
+    out_tree = out_tree_of()
     out_avals = closed.out_avals
 
     def transposed(out_cotangent):

@@ -190,21 +190,18 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
     def wrapped(*args, **kwargs):
         dyn = [a for i, a in enumerate(args) if i not in static_argnums]
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
-        out_trees = []
 
-        def flat_fun(*xs):
-            dargs, kw = tree_util.tree_unflatten(in_tree, list(xs))
+        def call(dargs, kw):
             it = iter(dargs)
-            full = [a if i in static_argnums else next(it) for i, a in enumerate(args)]
-            leaves, tree = tree_util.tree_flatten(fun(*full, **kw))
-            out_trees.append(tree)
-            return leaves
+            return fun(*[a if i in static_argnums else next(it) for i, a in enumerate(args)],
+                       **kw)
 
+        flat_fun, out_tree = tree_util.flatten_fun(call, in_tree)
         closed = pe.trace_to_program(flat_fun, [get_aval(x) for x in flat])
         closed, hoisted = pe.hoist_tracer_consts(closed)
         outs = remat_p.bind(*hoisted, *flat, differentiated=False, jaxpr=closed, policy=policy,
                             prevent_cse=prevent_cse)
-        return tree_util.tree_unflatten(out_trees[0], outs)
+        return tree_util.tree_unflatten(out_tree(), outs)
 
     return wrapped
 

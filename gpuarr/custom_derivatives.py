@@ -68,16 +68,9 @@ def _stage(fun, args, nondiff_argnums):
     Returns (nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted)."""
     nondiff, diff, merge = _split_nondiff(args, nondiff_argnums)
     flat_args, in_tree = tree_util.tree_flatten(diff)
-    out_trees = []
-
-    def flat_fun(*flat):
-        out = fun(*merge(tree_util.tree_unflatten(in_tree, list(flat))))
-        leaves, tree = tree_util.tree_flatten(out)
-        out_trees.append(tree)
-        return leaves
-
+    flat_fun, out_tree = tree_util.flatten_fun(lambda *diff: fun(*merge(diff)), in_tree)
     closed, hoisted = _trace_flat(flat_fun, flat_args)
-    return nondiff, merge, flat_args, in_tree, out_trees[0], closed, hoisted
+    return nondiff, merge, flat_args, in_tree, out_tree(), closed, hoisted
 
 
 def _trace_flat(flat_fun, flat_args):
@@ -569,14 +562,7 @@ def closure_convert(fun: Callable, *example_args):
     floating-point values `fun` closes over (including traced ones) hoisted into `consts`,
     so a custom_vjp function can differentiate with respect to them."""
     flat_args, in_tree = tree_util.tree_flatten(example_args)
-    out_trees = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
-        leaves, tree = tree_util.tree_flatten(out)
-        out_trees.append(tree)
-        return leaves
-
+    flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
     avals = [get_aval(x) for x in flat_args]
     closed = pe.trace_to_program(flat_fun, avals)
     prog = closed.program
@@ -597,7 +583,7 @@ def closure_convert(fun: Callable, *example_args):
         all_consts = [next(it_c) if h else next(it_k) for h in hoist]
         from gpuarr.core import eval_program
         outs = eval_program(prog, all_consts, flat)
-        return tree_util.tree_unflatten(out_trees[0], outs)
+        return tree_util.tree_unflatten(out_tree(), outs)
 
     return converted, consts
 

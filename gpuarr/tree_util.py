@@ -766,6 +766,20 @@ def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> P
     return tree_flatten(tree, is_leaf)[1]
 
 
+def flatten_fun(fun: Callable, in_tree: PyTreeDef):
+    """`(flat_fun, out_tree)`: `flat_fun(*leaves)` calls `fun` on the arguments `in_tree`
+    rebuilds from `leaves` and returns its output's leaves; `out_tree()` is that output's
+    treedef once `flat_fun` has run (JAX's `api_util.flatten_fun_nokwargs`)."""
+    box = []
+
+    def flat_fun(*leaves):
+        out_leaves, tree = tree_flatten(fun(*tree_unflatten(in_tree, list(leaves))))
+        box[:] = [tree]
+        return out_leaves
+
+    return flat_fun, lambda: box[0]
+
+
 def _flatten_with_path(tree, is_leaf, path, out) -> PyTreeDef:
     if is_leaf is not None and is_leaf(path, tree):
         out.append((path, tree))

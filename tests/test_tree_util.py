@@ -870,3 +870,12 @@ def test_dict_keys_equal_but_of_other_types():
 
     rebuilt = tu.tree_unflatten(tu.tree_structure({Name("a"): 1}), [2])
     assert type(next(iter(rebuilt))) is Name
+
+
+def test_flatten_fun_records_the_output_tree():
+    args = ({"a": 1, "b": (2, 3)}, [4])
+    leaves, in_tree = tu.tree_flatten(args)
+    flat_fun, out_tree = tu.flatten_fun(lambda d, l: (d["b"][1] + l[0], {"s": d["a"]}),
+                                                in_tree)
+    assert flat_fun(*leaves) == [7, 1]
+    assert tu.tree_unflatten(out_tree(), [7, 1]) == (7, {"s": 1})

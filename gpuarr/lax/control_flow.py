@@ -80,17 +80,11 @@ def _trace_body(fun, in_tree, in_avals):
     Returns (ClosedProgram, hoisted tracer consts, output treedef); the program's leading
     inputs receive the hoisted consts.
     """
-    out_tree_box = []
-
-    def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
-        leaves, out_tree = tree_util.tree_flatten(out)
-        out_tree_box.append(out_tree)
-        return [_check_operand(x) for x in leaves]
-
-    closed = pe.trace_to_program(flat_fun, in_avals)
+    flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
+    closed = pe.trace_to_program(lambda *flat: [_check_operand(x) for x in flat_fun(*flat)],
+                                 in_avals)
     closed, consts = pe.hoist_tracer_consts(closed)
-    return closed, consts, out_tree_box[0]
+    return closed, consts, out_tree()
 
 
 def _fun_name(f) -> str:

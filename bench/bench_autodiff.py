@@ -3,8 +3,8 @@
 (a) one jitted SGD step: value_and_grad of softmax cross-entropy for an MLP 784-512-512-10
     with tanh, batch 256 (float32), parameters updated in the same jitted call;
 (b) jacrev of a 100 -> 100 function (tanh(W x) * x with a dense W), jitted.
-Times are the best (and the median) of 30 repeats of cached calls, each ended by
-block_until_ready; the minimum is the figure to compare on a machine with other load. On the
+Cached calls, each ended by block_until_ready, timed for gpuarr and JAX in alternating rounds
+(bench/timing.py: `interleaved`); the ratio is the median of the per-round ratios. On the
 NumPy backend large products use OpenBLAS's threads only while the machine has idle cores
 (`host_threads.blas_dot`); XLA's thread pool keeps both cores either way.
 Run: python bench/bench_autodiff.py
@@ -64,7 +64,8 @@ def jac_problem(api, np_mod, seed=1):
     return api.jit(api.jacrev(f)), np.linspace(-1, 1, 100).astype(np.float32)
 
 
-def run(name, api, np_mod, log_softmax, put):
+def prepare(api, np_mod, log_softmax, put):
+    """The two cached, jitted workloads of one library as no-argument callables that block."""
     params, x, y = mlp_problem()
     params = [(put(w), put(b)) for w, b in params]
     x, y = put(x), put(y)
@@ -72,26 +73,33 @@ def run(name, api, np_mod, log_softmax, put):
     t0 = time.perf_counter()
     api.block_until_ready(step(params, x, y))
     compile_s = time.perf_counter() - t0
-    sgd, sgd_med = timing.best_of(lambda: api.block_until_ready(step(params, x, y)), 1, repeat=30)
     jac_fn, v = jac_problem(api, np_mod)
     v = put(v)
     api.block_until_ready(jac_fn(v))
-    jac, jac_med = timing.best_of(lambda: api.block_until_ready(jac_fn(v)), 10, repeat=30)
-    print(f"{name:8s} sgd step {sgd * 1e3:8.3f} ms (median {sgd_med * 1e3:.3f}, first call "
-          f"{compile_s * 1e3:.0f} ms)   jacrev 100x100 {jac * 1e3:8.3f} ms "
-          f"(median {jac_med * 1e3:.3f})")
-    return sgd, jac
+    return (lambda: api.block_until_ready(step(params, x, y)),
+            lambda: api.block_until_ready(jac_fn(v)), compile_s)
 
 
 def main():
     print(f"gpuarr platform: {gpuarr.default_backend()}")
-    g = run("gpuarr", gpuarr, gnp, gpuarr.nn.log_softmax, gnp.asarray)
+    g_sgd, g_jac, g_compile = prepare(gpuarr, gnp, gpuarr.nn.log_softmax, gnp.asarray)
     if jax is None:
+        sgd, sgd_med = timing.best_of(g_sgd, 1, repeat=30)
+        jac, jac_med = timing.best_of(g_jac, 10, repeat=30)
+        print(f"gpuarr sgd step {sgd * 1e3:.3f} ms (median {sgd_med * 1e3:.3f}, first call "
+              f"{g_compile * 1e3:.0f} ms)   jacrev {jac * 1e3:.3f} ms (median {jac_med * 1e3:.3f})")
         print("jax not installed: no comparison")
         return
     jax.config.update("jax_platforms", "cpu")
-    j = run("jax", jax, jjnp, jax.nn.log_softmax, jjnp.asarray)
-    print(f"ratio gpuarr/jax: sgd step {g[0] / j[0]:.2f}x   jacrev {g[1] / j[1]:.2f}x")
+    j_sgd, j_jac, j_compile = prepare(jax, jjnp, jax.nn.log_softmax, jjnp.asarray)
+    print(f"first call (trace and compile): gpuarr {g_compile * 1e3:.0f} ms, "
+          f"jax {j_compile * 1e3:.0f} ms")
+    print(f"{'workload':<18}{'gpuarr best/median ms':>24}{'jax best/median ms':>22}{'ratio':>8}")
+    for name, ours, theirs, number in (("sgd step", g_sgd, j_sgd, 2),
+                                       ("jacrev 100x100", g_jac, j_jac, 50)):
+        (gb, gm), (jb, jm), ratio = timing.interleaved(ours, theirs, number, rounds=20)
+        print(f"{name:<18}{gb * 1e3:>11.3f} /{gm * 1e3:>9.3f}{jb * 1e3:>12.3f} /{jm * 1e3:>8.3f}"
+              f"{ratio:>8.2f}")
 
 
 if __name__ == "__main__":

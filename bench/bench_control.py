@@ -2,8 +2,9 @@
 
     python bench/bench_control.py
 
-Prints the median (and best) wall time of each case for both libraries and gpuarr's ratios
-to JAX from the same run; on a machine with other load the best times are the ones to compare.
+Both libraries are timed in alternating rounds (bench/timing.py: `interleaved`), so drifts in
+the machine's speed hit both alike. Prints the median (and best) time per call of each case for
+both libraries, the median of the per-round ratios gpuarr / JAX, and the ratio of the bests.
 Targets on the NumPy backend: scan within 2x of JAX, the others no slower than JAX.
 """
 from __future__ import annotations
@@ -11,26 +12,20 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import timing
 
 
-def _times(fn, *args, repeat=30):
-    """(median, best) seconds of a call ended by block_until_ready."""
-    fn(*args).block_until_ready() if hasattr(fn(*args), "block_until_ready") else None
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn(*args)
-        for leaf in (out if isinstance(out, (tuple, list)) else (out,)):
-            leaf.block_until_ready()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), float(np.min(times))
+def _block(out):
+    for leaf in (out if isinstance(out, (tuple, list)) else (out,)):
+        leaf.block_until_ready()
 
 
-def _times_settled(fn, *args):
-    # Both libraries keep worker threads spinning for a moment after a call (XLA's pool,
-    # OpenBLAS); on a two-core machine they would take a core from the next measurement.
-    time.sleep(0.5)
-    return _times(fn, *args)
+def _calls_per_round(fn, *args, budget=0.01):
+    """How many calls fill about `budget` seconds (one timed call after a warm-up)."""
+    _block(fn(*args))
+    t0 = time.perf_counter()
+    _block(fn(*args))
+    return max(1, int(budget / max(time.perf_counter() - t0, 1e-7)))
 
 
 def cases(jax, jnp, lax):
@@ -93,9 +88,11 @@ def main():
             cases(gpuarr, gnp, glax), cases(jax, jjnp, jlax)):
         g_out, j_out = g_fn(*g_args), j_fn(*j_args)
         np.testing.assert_allclose(np.asarray(g_out), np.asarray(j_out), rtol=2e-3, atol=2e-3)
-        (gm, gb), (jm, jb) = _times_settled(g_fn, *g_args), _times_settled(j_fn, *j_args)
+        number = _calls_per_round(g_fn, *g_args)
+        (gb, gm), (jb, jm), ratio = timing.interleaved(
+            lambda: _block(g_fn(*g_args)), lambda: _block(j_fn(*j_args)), number, rounds=25)
         print(f"{name:48s} {gm * 1e3:7.3f}/{gb * 1e3:7.3f}ms {jm * 1e3:7.3f}/{jb * 1e3:7.3f}ms "
-              f"{gm / jm:5.2f}/{gb / jb:5.2f} {target:6.1f}")
+              f"{ratio:5.2f}/{gb / jb:5.2f} {target:6.1f}")
 
 
 if __name__ == "__main__":

@@ -16,3 +16,31 @@ def best_of(fn, number, repeat=7, warmup=False):
             fn()
         times.append((time.perf_counter() - t0) / number)
     return min(times), statistics.median(times)
+
+
+def interleaved(ours, theirs, number, rounds=15, pause=0.2):
+    """Time two callables in alternating rounds of `number` calls each.
+
+    The machine's speed drifts (other load, frequency, the worker threads XLA and OpenBLAS keep
+    spinning after a call), so each round times both back to back after a short pause and the
+    ratio is taken per round. The pause outlasts OpenBLAS's idle workers, which spin for about
+    2**28 cycles (0.1 s) after a threaded product before they sleep: a shorter one lets them
+    take a core from the other library's next round. Returns ((best, median) of ours,
+    (best, median) of theirs, median of the per-round ratios ours / theirs), in seconds per
+    call.
+    """
+    ours(), theirs()
+    mine, peer, ratios = [], [], []
+    for _ in range(rounds):
+        pair = []
+        for fn in (ours, theirs):
+            time.sleep(pause)
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            pair.append((time.perf_counter() - t0) / number)
+        mine.append(pair[0])
+        peer.append(pair[1])
+        ratios.append(pair[0] / pair[1])
+    return ((min(mine), statistics.median(mine)), (min(peer), statistics.median(peer)),
+            statistics.median(ratios))

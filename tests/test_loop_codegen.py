@@ -359,6 +359,30 @@ def test_dot_general_expression_matches_numpy(dims, shapes):
     assert "dot_general" not in source(lambda a, b: lax.dot_general(a, b, dims), x, y)
 
 
+@pytest.mark.parametrize("dims,shapes", [
+    ((((), ()), ((0,), (0,))), ((64,), (64, 40))),           # rows scaled (per-example grads)
+    ((((), ()), ((1,), (0,))), ((40, 64), (64,))),           # batch axis last on the left
+    ((((), ()), ((0,), (1,))), ((6, 5, 20), (3, 6, 17))),    # batch with free axes each side
+    ((((), ()), ((), ())), ((30,), (20,))),                  # outer product
+    ((((), ()), ((0,), (0,))), ((64, 20), (64, 3))),         # short output rows
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.int32])
+def test_dot_general_without_contraction_is_the_exact_product(dims, shapes, dtype):
+    # One product per element and no sums: equal, bit for bit, to NumPy's broadcast multiply.
+    x = (RNG.normal(size=shapes[0]) * 8).astype(dtype)
+    y = (RNG.normal(size=shapes[1]) * 8).astype(dtype)
+    _, (lb, rb) = dims
+    lf = [i for i in range(x.ndim) if i not in lb]
+    rf = [i for i in range(y.ndim) if i not in rb]
+    xt = np.transpose(x, list(lb) + lf)
+    yt = np.transpose(y, list(rb) + rf)
+    ref = xt.reshape(xt.shape + (1,) * len(rf)) * yt.reshape(
+        yt.shape[:len(rb)] + (1,) * len(lf) + yt.shape[len(rb):])
+    out = jax.jit(lambda a, b: lax.dot_general(a, b, dims))(x, y)
+    assert out.shape == ref.shape and out.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(out), ref)
+
+
 @pytest.mark.parametrize("busy", [False, True])
 def test_blas_thread_policy_gives_numpy_products(busy, monkeypatch):
     assert host_threads._machine_is_busy() in (True, False)

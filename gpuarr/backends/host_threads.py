@@ -33,10 +33,11 @@ def submit(fn, *args) -> Future:
     return _pool.submit(fn, *args)
 
 
-def run_in_blocks(chunk, n: int) -> None:
+def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN) -> None:
     """Call `chunk(lo, hi)` over contiguous ranges covering [0, n): one range for small n, one
-    per thread (the caller's thread included) for large n. `chunk` must only write its range."""
-    parts = min(_THREADS, n // _PARALLEL_MIN) if n >= 2 * _PARALLEL_MIN else 1
+    per thread (the caller's thread included) for large n, each at least `min_part` long.
+    `chunk` must only write its range."""
+    parts = min(_THREADS, n // min_part) if n >= 2 * min_part else 1
     if parts <= 1:
         chunk(0, n)
         return

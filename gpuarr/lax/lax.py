@@ -12,8 +12,15 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.backends.host_threads import blas_dot, submit
-from gpuarr.backends.numpy_backend import expr_rules, float_ufuncs, fresh_output_prims, impl_rules
+from gpuarr.backends.numpy_backend import (
+    blocked_ufunc_rules,
+    expr_rules,
+    float_ufuncs,
+    fresh_output_prims,
+    impl_rules,
+)
 from gpuarr.core import (
+    Literal,
     Primitive,
     ShapedArray,
     Tracer,
@@ -491,6 +498,24 @@ shift_right_arithmetic_p = binop("shift_right_arithmetic", partial(_shift_impl, 
 shift_right_logical_p = binop("shift_right_logical", partial(_shift_impl, "logical"), "int")
 for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
     defjvp_zero(_p)
+
+
+def _constant_shift_ufunc(op):
+    """The ufunc of a shift by a literal amount in range (what `_shift_impl` calls then)."""
+    def rule(eqn):
+        x, y = eqn.inputs
+        bits = x.aval.dtype.itemsize * 8
+        if type(y) is not Literal or not 0 <= int(y.val) < bits:
+            return None
+        if op == "left":
+            return np.left_shift
+        return np.right_shift if op == "arith" or x.aval.dtype.kind == "u" else None
+    return rule
+
+
+blocked_ufunc_rules[shift_left_p] = _constant_shift_ufunc("left")
+blocked_ufunc_rules[shift_right_arithmetic_p] = _constant_shift_ufunc("arith")
+blocked_ufunc_rules[shift_right_logical_p] = _constant_shift_ufunc("logical")
 
 # --- comparisons ---------------------------------------------------------------------------
 eq_p = binop("eq", np.equal, "any", np.bool_)
@@ -1357,7 +1382,21 @@ def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element
     lfs = tuple(x.shape[i] for i in lf)
     rfs = tuple(y.shape[i] for i in rf)
     if not lc:
-        # No contraction: a broadcast product, not a batch of 1x1 matrix multiplies.
+        # No contraction: a broadcast product, not a batch of 1x1 matrix multiplies. einsum's
+        # loops beat a broadcasting multiply (one product per element either way, so the same
+        # values) unless the rows it runs along are short.
+        out_shape = bshape + lfs + rfs
+        if x.dtype.kind in "fc" and out_shape and out_shape[-1] >= 16 and x.ndim + y.ndim <= 26:
+            letters = [chr(ord("a") + i) for i in range(len(lb) + len(lf) + len(rf))]
+            bl, fl, fr = (letters[:len(lb)], letters[len(lb):len(lb) + len(lf)],
+                          letters[len(lb) + len(lf):])
+            xs, ys = [""] * x.ndim, [""] * y.ndim
+            for i, c in zip(lb + lf, bl + fl):
+                xs[i] = c
+            for i, c in zip(rb + rf, bl + fr):
+                ys[i] = c
+            spec = f"{''.join(xs)},{''.join(ys)}->{''.join(bl + fl + fr)}"
+            return np.einsum(spec, x, y).astype(out_dtype, copy=False)
         xt = np.transpose(x, lb + lf).reshape(bshape + lfs + (1,) * len(rfs))
         yt = np.transpose(y, rb + rf).reshape(bshape + (1,) * len(lfs) + rfs)
         return np.multiply(xt, yt).astype(out_dtype, copy=False)

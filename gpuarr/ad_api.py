@@ -48,9 +48,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "vjp")
     flat_primals = [_as_array(p) for p in flat_primals]
     primals_out, pullback_all = ad.vjp_flat(flat_fun, flat_primals)
-    out_tree, n_out = store["out_tree"], store["n_out"]
-    aux_out = primals_out[n_out:]
-    primals_out = primals_out[:n_out]
+    primals_out, aux_out, out_tree = _split_aux(store, primals_out)
     in_avals = [core.get_aval(p) for p in flat_primals]
 
     def pullback(cts):
@@ -77,10 +75,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
         cts_in = [_match_aval(_zero_or(ct, aval), aval) for ct, aval in zip(cts_in, in_avals)]
         return tree_util.tree_unflatten(in_tree, cts_in)
 
-    out = tree_util.tree_unflatten(out_tree, primals_out)
-    if has_aux:
-        return out, vjp_fn, tree_util.tree_unflatten(store["aux_tree"], aux_out)
-    return out, vjp_fn
+    return _attach_aux((tree_util.tree_unflatten(out_tree, primals_out), vjp_fn), store, aux_out,
+                       has_aux)
 
 
 def _flatten_fun_aux(fun, in_tree, has_aux, store, what):
@@ -100,6 +96,17 @@ def _flatten_fun_aux(fun, in_tree, has_aux, store, what):
         return leaves + aux_leaves
 
     return flat_fun
+
+
+def _split_aux(store, leaves):
+    """(output leaves, aux leaves, output tree) of what a `_flatten_fun_aux` function gave."""
+    n_out = store["n_out"]
+    return leaves[:n_out], leaves[n_out:], store["out_tree"]
+
+
+def _attach_aux(res, store, aux_leaves, has_aux):
+    """The tuple `res`, followed by the aux pytree when has_aux."""
+    return res + (tree_util.tree_unflatten(store["aux_tree"], aux_leaves),) if has_aux else res
 
 
 def _zero_or(ct, aval):
@@ -219,12 +226,11 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     tangents_in = [Zero(ad.tangent_aval(core.get_aval(p))) if getattr(t, "dtype", None) == dtypes.float0
                    else _as_array(t) for p, t in zip(flat_p, flat_t)]
     outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
-    n_out, out_tree = store["n_out"], store["out_tree"]
-    aux = outs_p[n_out:]
-    outs_p, outs_t = outs_p[:n_out], outs_t[:n_out]
+    outs_p, aux, out_tree = _split_aux(store, outs_p)
+    outs_t = outs_t[:len(outs_p)]
     outs_t = [_zero_or(t, core.get_aval(p)) for t, p in zip(outs_t, outs_p)]
     res = (tree_util.tree_unflatten(out_tree, outs_p), tree_util.tree_unflatten(out_tree, outs_t))
-    return res + (tree_util.tree_unflatten(store["aux_tree"], aux),) if has_aux else res
+    return _attach_aux(res, store, aux, has_aux)
 
 
 def linearize(fun: Callable, *primals, has_aux: bool = False):
@@ -234,20 +240,17 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "linearize")
     flat_p = [_as_array(p) for p in flat_p]
     outs_p, linear = ad.linearize_flat(flat_fun, flat_p)
-    n_out, out_tree = store["n_out"], store["out_tree"]
-    aux = outs_p[n_out:]
-    outs_p = outs_p[:n_out]
+    outs_p, aux, out_tree = _split_aux(store, outs_p)
 
     def f_jvp(*tangents):
         flat_t, t_tree = tree_util.tree_flatten(tangents)
         if t_tree != in_tree:
             raise ValueError(f"linearized function called on tangent values inconsistent with "
                              f"the original primal values: expected {in_tree}, got {t_tree}")
-        outs = core.eval_closed(linear, *flat_t)[:n_out]
+        outs = core.eval_closed(linear, *flat_t)[:len(outs_p)]
         return tree_util.tree_unflatten(out_tree, outs)
 
-    res = (tree_util.tree_unflatten(out_tree, outs_p), f_jvp)
-    return res + (tree_util.tree_unflatten(store["aux_tree"], aux),) if has_aux else res
+    return _attach_aux((tree_util.tree_unflatten(out_tree, outs_p), f_jvp), store, aux, has_aux)
 
 
 def _std_basis(flat_avals):

@@ -214,8 +214,8 @@ class Codegen:
             i = 0
             while i < len(prog.eqns):
                 if i in runs:
-                    self.blocked_run(prog.eqns[i:runs[i]], i, last_use)
-                    i = runs[i]
+                    self.blocked_run(prog.eqns[i:i + len(runs[i])], i, runs[i], last_use)
+                    i += len(runs[i])
                     continue
                 self._equation(prog.eqns[i], i, last_use, self._out_buffer(outs.get(i), copied))
                 i += 1
@@ -250,12 +250,13 @@ class Codegen:
 
     # -- a run of elementwise equations, block by block
 
-    def blocked_run(self, eqns, start, last_use) -> None:
-        """Write the elementwise equations `eqns` (program indices from `start`) as one
-        function over a range of rows (the leading axis), looping over blocks of about
-        _RUN_BLOCK elements, run on the shared threads. Values read after the run get
-        full-size buffers; the others live in per-block buffers only. Operands are sliced, never
-        reshaped, so broadcast and transposed views are read in place."""
+    def blocked_run(self, eqns, start, forms, last_use) -> None:
+        """Write the elementwise equations `eqns` (program indices from `start`), with their
+        `_blocked_form`s `forms`, as one function over a range of rows (the leading axis),
+        looping over blocks of about _RUN_BLOCK elements, run on the shared threads. Values
+        read after the run get full-size buffers; the others live in per-block buffers only.
+        Operands are sliced, never reshaped, so broadcast and transposed views are read in
+        place."""
         end = start + len(eqns)
         aval = eqns[0].outvars[0].aval
         rows, row_size = aval.shape[0], aval.size // max(aval.shape[0], 1)
@@ -268,13 +269,13 @@ class Codegen:
                 if type(a) is not Literal and a.id not in defined:
                     block[a.id] = f"{self.read(a)}[s:e]" if a.aval.shape else self.read(a)
         temps = []
-        for e in eqns:
+        for e, (kind, _) in zip(eqns, forms):
             out = e.outvars[0]
             if last_use.get(out.id, end) >= end:  # read after the run, or a program output
                 full = self.bind(out)
                 self.line(f"{full} = {empty}({aval.shape}, {self.obj(out.aval.dtype, 'dtype')})")
                 block[out.id] = f"{full}[s:e]"
-            elif _blocked_form(e)[0] == "ufunc":
+            elif kind == "ufunc":
                 temp = self.fresh("t")
                 temps.append((temp, out.aval.dtype))
                 block[out.id] = f"{temp}[:e - s]"
@@ -287,8 +288,7 @@ class Codegen:
         self.line(f"for s in range(lo, hi, {step}):")
         self.depth += 1
         self.line(f"e = min(hi, s + {step})")
-        for e in eqns:
-            kind, what = _blocked_form(e)
+        for e, (kind, what) in zip(eqns, forms):
             args = [self.read(a) if type(a) is Literal else block[a.id] for a in e.inputs]
             out = e.outvars[0]
             if kind == "view":
@@ -533,24 +533,24 @@ def _blocked_form(eqn):
 
 
 def _blocked_runs(prog: Program, last_use) -> dict:
-    """start index -> end index of the runs written block by block: at least two consecutive
-    equations with a `_blocked_form` and one output shape, whose views are read only inside
-    the run (a view has no buffer of its own to be kept in)."""
+    """start index -> the `_blocked_form`s of the run written block by block from there: at
+    least two consecutive equations with a form and one output shape, whose views are read
+    only inside the run (a view has no buffer of its own to be kept in)."""
+    forms = [_blocked_form(e) for e in prog.eqns]
     runs, i, n = {}, 0, len(prog.eqns)
     while i < n:
         j = i
-        shape = prog.eqns[i].outvars[0].aval.shape if prog.eqns[i].outvars else None
-        while j < n and _blocked_form(prog.eqns[j])[0] and \
-                prog.eqns[j].outvars[0].aval.shape == shape:
+        while j < n and forms[j][0] and \
+                prog.eqns[j].outvars[0].aval.shape == prog.eqns[i].outvars[0].aval.shape:
             j += 1
-        while j - i >= 2:  # shorten the run until no view is read after it
-            escaping = [k for k in range(i, j) if _blocked_form(prog.eqns[k])[0] == "view"
+        while True:  # end the run before the first view read after it, until none is
+            escaping = [k for k in range(i, j) if forms[k][0] == "view"
                         and last_use.get(prog.eqns[k].outvars[0].id, j) >= j]
             if not escaping:
                 break
             j = escaping[0]
-        if j - i >= 2 and any(_blocked_form(e)[0] == "ufunc" for e in prog.eqns[i:j]):
-            runs[i] = j
+        if j - i >= 2 and any(kind == "ufunc" for kind, _ in forms[i:j]):
+            runs[i] = forms[i:j]
             i = j
         else:
             i += 1

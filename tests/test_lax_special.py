@@ -141,6 +141,30 @@ def test_clamp_errors_name_the_shapes():
         lax.clamp(np.int32(0), np.zeros(3, np.float32), np.float32(1))
 
 
+@pytest.mark.parametrize("fn,array,scalar", [
+    (lax.add, np.arange(3, dtype=np.int32), 1.5),      # float into an integer type
+    (lax.mul, np.arange(3, dtype=np.float32), 2j),     # complex into a real type
+    (lax.sub, np.arange(3, dtype=np.int8), 300),       # out of int8's range
+    (lax.max, np.arange(3, dtype=np.uint8), -1),       # out of uint8's range
+    (lax.bitwise_and, np.array([True, False]), 2),     # int into bool
+])
+def test_python_scalars_that_would_change_value_are_type_errors(fn, array, scalar):
+    with pytest.raises(TypeError, match="same dtypes"):
+        fn(array, scalar)
+    with pytest.raises(TypeError, match="same dtypes"):
+        gpuarr.jit(lambda a: fn(scalar, a))(array)
+
+
+def test_python_scalars_that_keep_their_value_take_the_array_dtype():
+    x = np.array([1, 2, 3], np.int8)
+    out = lax.add(x, 3)
+    assert out.dtype == np.int8
+    np.testing.assert_array_equal(out, [4, 5, 6])
+    out = lax.mul(2.5, np.ones(2, np.float16))
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, [2.5, 2.5])
+
+
 def test_clamp_gradient_flows_to_the_active_argument():
     def f(lo, x, hi):
         return lax.clamp(lo, x, hi).sum()

@@ -42,15 +42,32 @@ def _dtype_of(x):
 
 
 def _coerce_scalars(name, *args):
-    """Python scalars take the dtype of the array operands (they are weakly typed)."""
+    """Python scalars take the dtype of the array operands (they are weakly typed), as long as
+    that keeps their value: a float into an integer type, a complex into a real one or an int
+    out of the type's range is a TypeError, as in JAX, rather than a silently different value."""
     if not any(isinstance(a, _SCALARS) for a in args):
         return args
     arrays = [a for a in args if not isinstance(a, _SCALARS)]
     if not arrays:
         dt = dtypes.result_type(*args)
         return tuple(np.asarray(a, dt)[()] for a in args)
-    dt = _dtype_of(arrays[0])
-    return tuple(np.asarray(a, dt)[()] if isinstance(a, _SCALARS) else a for a in args)
+    dt = np.dtype(_dtype_of(arrays[0]))
+    return tuple(_scalar_as(name, a, dt) if isinstance(a, _SCALARS) else a for a in args)
+
+
+def _scalar_as(name, value, dt):
+    kind = dt.kind
+    lossy = ((isinstance(value, complex) and kind != "c")
+             or (isinstance(value, float) and kind in "biu")
+             or (type(value) is int and kind == "b")
+             or (type(value) is int and kind in "iu"
+                 and not np.iinfo(dt).min <= value <= np.iinfo(dt).max))
+    if lossy:
+        got = dtypes.dtype(value, canonicalize=True).name
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {dt.name}, "
+                        f"{got}: the Python scalar {value!r} has no exact {dt.name} value. Pass "
+                        f"an array of the intended dtype, or use gpuarr.numpy, which promotes.")
+    return np.asarray(value, dt)[()]
 
 
 def _check_same_dtypes(name, *avals):

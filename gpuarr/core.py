@@ -116,7 +116,8 @@ weak_type_rules: dict[Primitive, Callable[..., bool]] = {}
 
 
 def default_weak_type_rule(*args, **params) -> bool:
-    return all(getattr(a, "weak_type", False) for a in args)
+    # Python numbers are weakly typed (bool is not), as in get_aval.
+    return all(getattr(a, "weak_type", type(a) in (int, float, complex)) for a in args)
 
 
 # ---------------------------------------------------------------- the Program IR

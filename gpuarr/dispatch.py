@@ -44,7 +44,9 @@ class EvalTrace(core.Trace):
                                             f"{prim.name}: {a!r}. Return traced values from the "
                                             "transformed function instead of storing them.")
             else:
-                vals.append(a)
+                vals.append(_host_operand(a))
+        if not prim.multiple_results:
+            _check_dtypes(prim, args, vals, params)
         if committed or _default_device_blocks[0]:  # placement rules (gpuarr.placement)
             placed = self._process_placed(prim, args, vals, params, committed)
             if placed is not None:
@@ -91,6 +93,36 @@ def _raise_abstract_error(prim, args, params) -> None:
     rule = core.abstract_eval_rules.get(prim)
     if rule is not None:
         rule(*[core.get_aval(a) for a in args], **params)
+
+
+# (primitive, operand dtypes) pairs whose abstract rule has accepted those dtypes.
+_accepted_dtypes: set = set()
+
+
+def _check_dtypes(prim, args, vals, params) -> None:
+    """NumPy computes where JAX raises: sin of int32 gives float64, int32 + float32 promotes.
+    So the abstract rule runs once per primitive and combination of operand dtypes, raising
+    JAX's TypeError for the ones it rejects; accepted ones cost a set lookup afterwards.
+    (Shape errors need no check: NumPy raises on them, and `_raise_abstract_error` rewords.)"""
+    key = (prim, *[getattr(v, "dtype", None) for v in vals])
+    if key not in _accepted_dtypes:
+        _raise_abstract_error(prim, args, params)
+        _accepted_dtypes.add(key)
+
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _host_operand(a):
+    """A non-Array operand as the primitive sees it: Python scalars and NumPy values in the
+    dtype JAX gives them (no 64-bit types unless x64 is on), so `lax.sin(1.0)` is float32."""
+    if type(a) in _PY_SCALARS:
+        return np.asarray(a, dtypes.dtype(a, canonicalize=True))
+    if isinstance(a, (np.ndarray, np.generic)):
+        dt = dtypes.canonicalize_dtype(a.dtype)
+        if dt != a.dtype:
+            return np.asarray(a, dt)
+    return a
 
 
 def wrap(buf, weak_type=False, platform=None) -> Array:

@@ -132,8 +132,15 @@ def test_scatter_family_repeated_indices(kind, dtype):
           "mul": lax.scatter_mul, "min": lax.scatter_min, "max": lax.scatter_max}[kind]
     x = (np.arange(12).reshape(4, 3) - 4).astype(dtype)
     upd = (np.arange(9).reshape(3, 3) - 3).astype(dtype)
-    out = fn(x, ROWS, upd, SDN)
+    with jax.enable_x64(dtype == np.float64):  # float64 stays float64 only with x64 on
+        out = fn(x, ROWS, upd, SDN)
     assert_same(out, _np_scatter(kind, x, [0, 2, 2], upd))
+
+
+def test_float64_inputs_become_float32_without_x64():
+    x = np.zeros((4, 3))
+    out = lax.scatter_add(x, ROWS, np.ones((3, 3)), SDN)
+    assert_same(out, _np_scatter("add", x, [0, 2, 2], np.ones((3, 3))).astype(np.float32))
 
 
 def test_scatter_out_of_bounds_dropped_or_clipped():

@@ -11,6 +11,7 @@ from functools import partial
 import numpy as np
 
 from gpuarr import dtypes
+from gpuarr.array import Array
 from gpuarr.backends.host_threads import blas_dot, submit
 from gpuarr.backends.numpy_backend import (
     blocked_ufunc_rules,
@@ -48,9 +49,8 @@ def _coerce_scalars(name, *args):
     if not any(isinstance(a, _SCALARS) for a in args):
         return args
     arrays = [a for a in args if not isinstance(a, _SCALARS)]
-    if not arrays:
-        dt = dtypes.result_type(*args)
-        return tuple(np.asarray(a, dt)[()] for a in args)
+    if not arrays:  # each scalar alone: its default dtype (the primitive checks they agree)
+        return tuple(_scalar_as(name, a, dtypes.dtype(a, canonicalize=True)) for a in args)
     dt = np.dtype(_dtype_of(arrays[0]))
     return tuple(_scalar_as(name, a, dt) if isinstance(a, _SCALARS) else a for a in args)
 
@@ -67,7 +67,8 @@ def _scalar_as(name, value, dt):
         raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {dt.name}, "
                         f"{got}: the Python scalar {value!r} has no exact {dt.name} value. Pass "
                         f"an array of the intended dtype, or use gpuarr.numpy, which promotes.")
-    return np.asarray(value, dt)[()]
+    # A 0-d weakly typed Array: results stay weak where JAX's are (lax.add(1.0, 2.0)).
+    return Array(np.asarray(value, dt), weak_type=type(value) is not bool)
 
 
 def _check_same_dtypes(name, *avals):
@@ -278,8 +279,8 @@ def _abs_abstract(x):
 
 
 def _abs_jvp(g, ans, x):
-    if dtypes.is_float(_dtype_of(x)):
-        return mul(g, sign(x))
+    if dtypes.is_float(_dtype_of(x)):  # g where x >= 0 (so |x|'(0) = 1), else -g, as JAX
+        return select_n(ge(x, _const(x, 0)), neg(g), g)
     if not dtypes.is_complex(_dtype_of(x)):
         return g
     # d|x| = Re(conj(x) g) / |x| = (Re x Re g + Im x Im g) / |x|, with Im z = Re(-1j z); 0 at 0
@@ -550,7 +551,8 @@ exp, exp2, log, log1p, expm1, tanh = map(_unary, (exp_p, exp2_p, log_p, log1p_p,
 logistic, sin, cos, tan, asin, acos = map(_unary, (logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p))
 atan, sinh, cosh, asinh, acosh, atanh = map(_unary, (atan_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
 sqrt, rsqrt, cbrt, abs, bitwise_not = map(_unary, (sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p))
-add, sub, mul, div, rem, pow = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p))
+add, sub, mul, div, rem = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p))
+_pow_same_dtypes = _binary(pow_p)
 max, min, atan2, nextafter = map(_binary, (max_p, min_p, atan2_p, nextafter_p))
 bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
 shift_left, shift_right_arithmetic = map(_binary, (shift_left_p, shift_right_arithmetic_p))
@@ -563,6 +565,15 @@ ad.jvp_rules[min_p] = partial(_minmax_jvp, lt)
 def round(x, rounding_method=0):
     """Round to the nearest integer; ties away from zero (0) or to even (1), as lax.round."""
     return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def pow(x, y):
+    """Elementwise x ** y (lax.pow): x floating or complex, y of x's dtype or an integer array
+    (converted to x's dtype, which holds integers below 2**24 exactly in float32)."""
+    if not isinstance(y, _SCALARS) and not isinstance(x, _SCALARS) \
+            and dtypes.is_int(_dtype_of(y)) and not dtypes.is_int(_dtype_of(x)):
+        y = convert_element_type(y, _dtype_of(x))
+    return _pow_same_dtypes(x, y)
 
 
 def integer_pow(x, y: int):
@@ -728,8 +739,8 @@ def convert_element_type(operand, new_dtype):
     if isinstance(operand, _SCALARS):
         operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
     aval = get_aval(operand)
-    if aval.dtype == new_dtype and not aval.weak_type:
-        return operand
+    if aval.dtype == new_dtype and not aval.weak_type and hasattr(operand, "aval"):
+        return operand  # already an Array (or tracer) of that type; NumPy values still convert
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
 
 
@@ -1609,10 +1620,12 @@ def full(shape, fill_value, dtype=None):
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
-    """`full` with the shape and dtype of `x` unless given."""
+    """`full` with the shape and dtype of `x` unless given; without `dtype` the result keeps
+    the weak type of `x`, as in JAX."""
     aval = get_aval(x)
-    return full(aval.shape if shape is None else shape, fill_value,
-                aval.dtype if dtype is None else dtype)
+    out = full(aval.shape if shape is None else shape, fill_value,
+               aval.dtype if dtype is None else dtype)
+    return _convert_weak(out, aval.dtype, True) if dtype is None and aval.weak_type else out
 
 
 def _zeros_like_aval(aval):

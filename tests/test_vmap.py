@@ -92,6 +92,8 @@ PRIMITIVE_TABLE = {
     **{n: _unary(n, 0.1, 3.0) for n in ("log", "log1p", "sqrt", "rsqrt", "lgamma", "digamma")},
     **{n: _unary(n, -0.9, 0.9) for n in ("asin", "acos", "atanh", "erf_inv")},
     "erf_inv_giles": (jax.random.erf_inv.erf_inv_giles, [f32(2, 3, lo=-0.9, hi=0.9)]),
+    "xla_log": (jax.random.erf_inv.xla_log, [f32(2, 3, lo=0.1, hi=3.0)]),
+    "xla_log1p": (jax.random.erf_inv.xla_log1p, [f32(2, 3, lo=-0.9, hi=3.0)]),
     "acosh": _unary("acosh", 1.1, 3.0),
     "not": (lax.bitwise_not, [i32(2, 3)]),
     "clz": (lax.clz, [i32(2, 3)]),

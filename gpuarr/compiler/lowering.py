@@ -191,6 +191,8 @@ ELEMENTWISE = {
     "convert_element_type": "convert",
     "add_any": "add",              # the tangent sum of reverse-mode AD
     "erf_inv_giles": "erf_inv",    # normal samples: the same polynomial as erf_inv's kernel
+    "xla_log": "log",              # samplers: the device's log and log1p
+    "xla_log1p": "log1p",
     "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,
     "stop_gradient": None,         # the identity

@@ -12,6 +12,7 @@ from gpuarr import numpy as jnp
 from gpuarr.lax.control_flow import scan, while_loop
 from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
 from gpuarr.random.distributions import _check_shape, _float_dtype, _shape_of, _uniform
+from gpuarr.random.erf_inv import xla_log, xla_log1p
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
 
 # log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2] for k = 0..9; above, its series.
@@ -32,14 +33,14 @@ def _stirling_approx_tail(k):
 
 def _binomial_inversion(data, count, prob, shape, dtype):
     """Count geometric(prob) waiting times until their sum passes `count`."""
-    log1minusprob = jnp.log1p(-prob)
+    log1minusprob = xla_log1p(-prob)
 
     def body_fn(carry):
         i, num_geom, geom_sum, key = carry
         sub, key = split_n(key, 2)
         num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
         u = _uniform(sub, 0., 1., shape, prob.dtype)
-        geom = jnp.ceil(jnp.log(u) / log1minusprob)
+        geom = jnp.ceil(xla_log(u) / log1minusprob)
         return i + 1, num_geom_out, geom_sum + geom, key
 
     def cond_fn(carry):
@@ -71,10 +72,10 @@ def _btrs(data, count, prob, shape, dtype):
         accept1 = (us >= 0.07) & (v <= v_r)
         k = jnp.floor((2 * a / us + b) * u + c)
         reject = (k < 0) | (k > count)
-        v = jnp.log(v * alpha / (a / (us * us) + b))
-        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
-              + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
-              + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+        v = xla_log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * xla_log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * xla_log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * xla_log(r * (count - k + 1) / (k + 1))
               + _stirling_approx_tail(m) + _stirling_approx_tail(count - m)
               - _stirling_approx_tail(k) - _stirling_approx_tail(count - k))
         accept = accept1 | (~reject & (v <= ub))

@@ -17,8 +17,9 @@ from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.core import Tracer, get_aval
 from gpuarr.lax.sorting import sort_key_val, top_k
+from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
 from gpuarr.prng import UINT_DTYPES
-from gpuarr.random.erf_inv import erf_inv_giles
+from gpuarr.random.erf_inv import erf_inv_giles, xla_log, xla_log1p
 from gpuarr.random.keys import (
     canonicalize_shape,
     check_key,
@@ -168,6 +169,13 @@ def randint(key, shape, minval, maxval, dtype=None):
     data, _ = check_key("randint", key)
     dtype = _int_dtype("randint", dtype)
     shape = canonicalize_shape(shape)
+    check_arraylike("randint", minval, maxval)
+    default_int = np.iinfo(dtypes.default_int_dtype())
+    for bound in (minval, maxval):
+        # As JAX, which takes Python ints as the default int type (int32 without x64).
+        if isinstance(bound, int) and not default_int.min <= bound <= default_int.max:
+            raise OverflowError(f"Python int {bound} too large to convert to {default_int.dtype}. "
+                                "Pass bounds within its range (or enable x64 for 64-bit bounds).")
     info = np.iinfo(dtype)
     if info.bits < 32:
         # Sample in 32 bits to avoid bias, then cast.
@@ -267,6 +275,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     if not isinstance(shape, Sequence):
         raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
     shape = canonicalize_shape(shape)
+    check_arraylike("choice", a)
     arr = jnp.asarray(a)
     if arr.ndim == 0:
         if isinstance(a, Tracer):
@@ -292,9 +301,8 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
             perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
             result = perm[(slice(None),) * axis + (slice(n_draws),)]
     else:
-        p_arr = jnp.asarray(p)
-        if not dtypes.is_inexact(p_arr.dtype):
-            p_arr = p_arr.astype(dtypes.to_inexact_dtype(p_arr.dtype))
+        check_arraylike("choice", p)
+        (p_arr,) = promote_dtypes_inexact(p)
         if p_arr.shape != (n_inputs,):
             raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
                              f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
@@ -304,7 +312,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
             # searchsorted(p_cuml, r, side='left') is the count of entries below r.
             ind = jnp.sum(p_cuml < r[..., None], axis=-1).astype(int)
         else:
-            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + xla_log(p_arr)
             ind = top_k(g, k=n_draws)[1].astype(int)
         result = ind if arr.ndim == 0 else _take(arr, ind, axis)
     return result.reshape(shape if arr.ndim == 0 else
@@ -347,13 +355,34 @@ def _to(x, dtype):
 
 def _fma(a, b, c):
     """a * b + c for float arrays of one dtype, rounded as XLA's CPU code rounds it: fused (once)
-    for float16 and float32, twice for bfloat16 (which it does not fuse) and for float64 (no
-    wider type here to emulate the fused op with)."""
+    for float16, float32 and float64, twice for bfloat16 (which it does not fuse)."""
     dtype = get_aval(a).dtype
-    if dtype.itemsize == 8 or dtype.name == "bfloat16":
+    if dtype.name == "bfloat16":
         return lax.add(lax.mul(a, b), c)
+    if dtype.itemsize == 8:
+        return _fma64(a, b, c)
     wide = lax.add(lax.mul(_to(a, np.float64), _to(b, np.float64)), _to(c, np.float64))
     return _to(wide, dtype)
+
+
+def _fma64(a, b, c):
+    """a * b + c in float64 rounded once (but for rare double roundings), from error-free
+    transformations: Dekker's exact product (Veltkamp halves) and Knuth's two-sum."""
+    def halves(x):
+        t = lax.mul(x, _const(np.float64, 134217729.0))  # 2**27 + 1
+        high = lax.sub(t, lax.sub(t, x))
+        return high, lax.sub(x, high)
+
+    p = lax.mul(a, b)
+    (ah, al), (bh, bl) = halves(a), halves(b)
+    p_err = lax.add(lax.add(lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl)),
+                            lax.mul(al, bh)), lax.mul(al, bl))
+    s = lax.add(p, c)
+    back = lax.sub(s, p)
+    s_err = lax.add(lax.sub(p, lax.sub(s, back)), lax.sub(c, back))
+    fused = lax.add(s, lax.add(s_err, p_err))
+    # Where the product overflows (or is not finite) the corrections are NaN: plain result.
+    return lax.select(lax.is_finite(p_err), fused, lax.add(p, c))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
@@ -369,8 +398,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
         _check_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
     sqrt2 = _const(dtype, np.sqrt(2))
     lower, upper = _convert(lower, dtype), _convert(upper, dtype)
-    a = lax.erf(lax.div(lower, sqrt2))
-    b = lax.erf(lax.div(upper, sqrt2))
+    a = _erf_xla(lax.div(lower, sqrt2))
+    b = _erf_xla(lax.div(upper, sqrt2))
     u = _uniform(data, a, b, shape, dtype)
     out = lax.mul(sqrt2, erf_inv_giles(u))
     # Clamp to the open interval: rounding (or u == a) must not leave it.
@@ -378,17 +407,51 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
                     lax.nextafter(lax.stop_gradient(upper), _const(dtype, -np.inf)))
 
 
+# XLA's float32 erf: Eigen's rational interpolant x P(x^2) / Q(x^2), each polynomial a chain
+# of fused multiply-adds, and +-1 from |x| >= 3.8325 on. Coefficients from the highest power.
+_ERF_P = tuple(np.float32(c) for c in (0.00022905065861350646, 0.0034082910107109506,
+                                       0.050955695062380861, 0.18520832239976145,
+                                       1.128379143519084))
+_ERF_Q = tuple(np.float32(c) for c in (-1.1791602954361697e-7, 0.000023547966471313185,
+                                       0.0010179625278914885, 0.014070470171167667,
+                                       0.11098505178285362, 0.49746925110067538, 1.0))
+
+
+def _erf_xla(x):
+    """erf as XLA evaluates it on the CPU (float16 and bfloat16 through float32). The bounds
+    of truncated_normal go through erf, and near +-1 one ulp of erf moves the samples by
+    thousands of ulps, so lax.erf (correctly rounded) would not give JAX's numbers."""
+    dtype = get_aval(x).dtype
+    if dtype.itemsize == 8:
+        return lax.erf(x)
+    x = _to(x, np.float32)
+    limit = lax.full_like(x, np.float32(3.832506856900711))
+    clamped = lax.ge(lax.abs(x), limit)
+    x = lax.select(clamped, lax.mul(lax.sign(x), limit), x)  # keeps inf out of the ratio
+    x2 = lax.mul(x, x)
+    p = _fma(x2, lax.full_like(x2, _ERF_P[0]), _ERF_P[1])
+    for c in _ERF_P[2:]:
+        p = _fma(x2, p, c)
+    q = _fma(x2, lax.full_like(x2, _ERF_Q[0]), _ERF_Q[1])
+    for c in _ERF_Q[2:]:
+        q = _fma(x2, q, c)
+    ratio = lax.div(lax.mul(x, p), q)
+    return _to(lax.select(clamped, lax.sign(x), ratio), dtype)
+
+
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """Samples of N(mean, cov) for mean (..., n) and cov (..., n, n): mean + factor @ z with
     factor from a Cholesky ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
     data, _ = check_key("multivariate_normal", key)
-    dtype = _float_dtype("multivariate_normal", dtype)
+    check_arraylike("multivariate_normal", mean, cov)
+    mean, cov = promote_dtypes_inexact(mean, cov)
     if method not in {"svd", "eigh", "cholesky"}:
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    # As JAX: `dtype` (default: that of mean and cov) is the dtype of the normal draws only;
+    # the result takes the promoted dtype of mean, the factor and the draws.
+    dtype = mean.dtype if dtype is None else _float_dtype("multivariate_normal", dtype)
     if shape is not None:
         shape = canonicalize_shape(shape)
-    mean = jnp.asarray(mean).astype(dtype)
-    cov = jnp.asarray(cov).astype(dtype)
     if not mean.ndim >= 1:
         raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == {mean.ndim}")
     if not cov.ndim >= 2:
@@ -411,7 +474,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         factor = linalg.cholesky(cov)
     z = _normal(data, shape + mean.shape[-1:], dtype)
-    return mean + jnp.matmul(factor, z[..., None])[..., 0]
+    return mean + jnp.einsum("...ij,...j->...i", factor, z)
 
 
 def lognormal(key, sigma=1., shape=None, dtype=None):
@@ -457,7 +520,9 @@ def rademacher(key, shape=(), dtype=None):
 
 
 def _rademacher(data, shape, dtype):
-    b = lax.lt(_uniform(data, 0., 1., shape, np.dtype(np.float32)), np.float32(0.5))
+    # JAX draws bernoulli(key, 0.5): a uniform of the default float dtype (float64 with x64).
+    real = np.dtype(dtypes.default_float_dtype())
+    b = lax.lt(_uniform(data, 0., 1., shape, real), _const(real, 0.5))
     b = lax.convert_element_type(b, dtype)
     return lax.sub(lax.mul(_const(dtype, 2), b), _const(dtype, 1))
 
@@ -479,22 +544,27 @@ def _simple(name, body):
 
 def _exponential(data, shape, dtype):
     u = _uniform(data, 0., 1., shape, dtype)
-    return lax.neg(lax.log1p(lax.neg(u)))  # log(1 - u): u in [0, 1) never reaches log(0)
+    return lax.neg(xla_log1p(lax.neg(u)))  # log(1 - u): u in [0, 1) never reaches log(0)
 
 
 def _laplace(data, shape, dtype):
     u = _uniform(data, -1. + dtypes.finfo(dtype).epsneg, 1., shape, dtype)
-    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+    return lax.mul(lax.sign(u), xla_log1p(lax.neg(lax.abs(u))))
 
 
 def _logistic(data, shape, dtype):
-    x = _uniform(data, dtypes.finfo(dtype).tiny, 1., shape, dtype)
-    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+    x = _uniform_from_tiny(data, shape, dtype)
+    return lax.sub(xla_log(x), xla_log1p(lax.neg(x)))
 
 
 def _cauchy(data, shape, dtype):
     u = _uniform(data, dtypes.finfo(dtype).eps, 1., shape, dtype)
-    return lax.tan(lax.mul(_const(dtype, np.pi), lax.sub(u, _const(dtype, 0.5))))
+    x = lax.mul(_const(dtype, np.pi), lax.sub(u, _const(dtype, 0.5)))
+    if dtype.itemsize == 8:
+        return lax.tan(x)
+    # XLA's float32 tan (float16 and bfloat16 go through float32) is within half an ulp or so;
+    # NumPy's float32 tan is up to 3 ulp off near the poles: take it in float64, round as XLA.
+    return _to(_to(lax.tan(_to(x, np.float64)), np.float32), dtype)
 
 
 exponential = _simple("exponential", _exponential)
@@ -509,26 +579,69 @@ cauchy.__doc__ = "Standard Cauchy values: tan(pi * (u - 1/2))."
 
 def gumbel(key, shape=(), dtype=None, mode=None):
     """Standard Gumbel values -log(-log(u)); mode 'high' draws two uniforms to resolve
-    probabilities below 2**-nmant."""
+    probabilities below 2**-nmant, and 'highest' (float32; other dtypes as 'high') makes u
+    from 64 random bits with the full exponent range."""
     data, _ = check_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
     shape = canonicalize_shape(shape)
     mode = "low" if mode is None else mode
-    if mode not in ("high", "low"):
-        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}. Pass 'low', 'high' "
+                         "or 'highest'.")
     return _gumbel(data, shape, dtype, mode)
+
+
+def _bits_to_unit_float32(hi, lo):
+    """The 64-bit fixed-point fraction hi:lo (nonzero) as a float32 in (0, 1), truncated: the
+    leading one sets the exponent and the next 23 bits the mantissa (JAX's _safe_int_to_float)."""
+    u32 = np.uint32
+    hiclz, loclz = lax.clz(hi), lax.clz(lo)
+    hi_empty = lax.eq(hiclz, lax.full_like(hiclz, 32))
+    mantissa = lax.bitwise_or(
+        lax.shift_left(hi, hiclz),
+        lax.select(hi_empty, lax.shift_left(lo, loclz),
+                   lax.shift_right_logical(lo, lax.sub(lax.full_like(hiclz, 32), hiclz))))
+    mantissa = lax.bitwise_and(lax.shift_right_logical(mantissa, u32(8)), u32((1 << 23) - 1))
+    lead = lax.select(hi_empty, lax.add(loclz, lax.full_like(loclz, 32)), hiclz)
+    exp = lax.shift_left(lax.sub(lax.full_like(lead, 126), lead), u32(23))
+    exp = lax.bitwise_and(exp, u32((1 << 30) - (1 << 22)))
+    return lax.bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.dtype(np.float32))
+
+
+def _gumbel_highest(data, shape):
+    """float32 Gumbel values from 64 random bits per value: u below 1/2 (log1p(-u) branch) or
+    1 - u (log branch), so both tails keep their full resolution."""
+    bits = random_bits(data, 32, (2, *shape))
+    hi, lo = bits[0], bits[1]
+    one, top = lax.full_like(lo, 1), lax.full_like(lo, 0xFFFFFFFF)
+    # 1 - hi:lo in 64-bit fixed point: the complement plus one, carrying into the high word.
+    neg_hi, neg_lo = lax.bitwise_not(hi), lax.bitwise_not(lo)
+    neg_hi = lax.add(neg_hi, lax.convert_element_type(lax.eq(neg_lo, top), np.uint32))
+    neg_lo = lax.add(neg_lo, one)
+    flip = lax.lt(hi, lax.full_like(hi, 1 << 31))
+    x = _bits_to_unit_float32(lax.select(flip, hi, neg_hi), lax.select(flip, lo, neg_lo))
+    return jnp.where(flip, -xla_log(-xla_log1p(-x)), -xla_log(-xla_log(x)))
 
 
 def _gumbel(data, shape, dtype, mode):
     info = dtypes.finfo(dtype)
-    if mode == "high":
+    if mode == "highest" and dtype == np.float32:
+        return _gumbel_highest(data, shape)
+    if mode in ("high", "highest"):
         u = _uniform(data, 0., 1., (2, *shape), dtype)
         high, low = u[0], u[1]
         x = jnp.where(high >= 0.5, high,
                       high + _const(dtype, 2.0 ** -info.nmant) * low + _const(dtype, info.tiny))
-        return -jnp.log(-jnp.log1p(-x))
-    u = _uniform(data, info.tiny, 1., shape, dtype)
-    return lax.neg(lax.log(lax.neg(lax.log(u))))
+        return -xla_log(-xla_log1p(-x))
+    # XLA's log, not NumPy's: the two differ in the last bit for one float in thirty.
+    return lax.neg(xla_log(lax.neg(xla_log(_uniform_from_tiny(data, shape, dtype)))))
+
+
+def _uniform_from_tiny(data, shape, dtype):
+    """JAX's uniform(key, shape, dtype, minval=tiny, maxval=1.) as it runs inside a jitted
+    sampler: XLA folds (bits - 1) * 1 + tiny into bits + (-1 + tiny) = bits - 1, so only the
+    final max with tiny remains. It differs from adding tiny only in float16."""
+    return lax.max(_const(dtype, dtypes.finfo(dtype).tiny), _uniform(data, 0., 1., shape, dtype))
 
 
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
@@ -539,7 +652,11 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
         raise TypeError("categorical requires ndarray or scalar arguments, got list at "
                         "position 1. Pass jnp.asarray(logits).")
     logits = jnp.asarray(logits)
-    axis = _canonical_axis(axis, logits.ndim) - logits.ndim
+    if not -logits.ndim <= axis < logits.ndim:
+        # JAX's np.delete(logits.shape, axis) raises IndexError here.
+        raise IndexError(f"axis {axis} is out of bounds for logits of dimension {logits.ndim}; "
+                         "pass the axis that holds the categories.")
+    axis = axis % logits.ndim - logits.ndim
     batch_shape = tuple(np.delete(logits.shape, axis))
     if shape is None:
         shape = batch_shape
@@ -599,7 +716,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     shape = _check_broadcast_shapes("rayleigh", shape, scale)
     u = _uniform(data, 0., 1., shape, dtype)
     scale = _to_shape(_convert(scale, dtype), shape)
-    return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), _const(dtype, -2))))
+    return lax.mul(scale, lax.sqrt(lax.mul(xla_log(u), _const(dtype, -2))))
 
 
 def maxwell(key, shape=(), dtype=None):
@@ -619,7 +736,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     data, _ = check_key("weibull_min", key)
     dtype = _float_dtype("weibull_min", dtype)
     u = _uniform(data, 0., 1., canonicalize_shape(shape), dtype)
-    return jnp.power(-jnp.log1p(-u), 1.0 / jnp.asarray(concentration, dtype)) * jnp.asarray(scale, dtype)
+    return jnp.power(-xla_log1p(-u), 1.0 / jnp.asarray(concentration, dtype)) * jnp.asarray(scale, dtype)
 
 
 def geometric(key, p, shape=None, dtype=None):
@@ -632,7 +749,7 @@ def geometric(key, p, shape=None, dtype=None):
         p = p.astype(dtypes.to_inexact_dtype(p.dtype))
     u = _uniform(data, 0., 1., shape, p.dtype)
     u = jnp.where(u == 0, 1, u)  # as JAX: u = 0 maps to 1, avoiding log(0)
-    g = lax.floor(lax.div(lax.log(u), jnp.broadcast_to(lax.log1p(-p), shape))) + 1
+    g = lax.floor(lax.div(xla_log(u), jnp.broadcast_to(xla_log1p(-p), shape))) + 1
     return g.astype(dtype)
 
 

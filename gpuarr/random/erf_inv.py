@@ -1,4 +1,5 @@
-"""erf_inv as XLA computes it on the CPU, so that `normal` gives JAX's numbers bit for bit.
+"""erf_inv and log as XLA computes them on the CPU, so that `normal` and `gumbel` give JAX's
+numbers bit for bit.
 
 JAX's normal values are sqrt(2) * erf_inv(u). XLA evaluates float32 erf_inv with Giles'
 single-precision polynomials ("Approximating the erfinv function", GPU Computing Gems, 2011) in
@@ -10,7 +11,9 @@ in float64 (the product of two float32 values is exact there). float16 and bfloa
 float32, as XLA upcasts them; float64 uses Giles' double-precision polynomials as XLA does.
 
 `lax.erf_inv` stays the accurate (correctly rounded in practice) inverse; this primitive is
-what the samplers need to reproduce JAX's streams.
+what the samplers need to reproduce JAX's streams. Likewise `xla_log_p` is XLA's float32 log
+(Cephes' logf, subnormal inputs flushed to zero), which NumPy's vectorised log differs from in
+the last bit for about one float in thirty.
 """
 from __future__ import annotations
 
@@ -214,20 +217,16 @@ def _erf_inv_poly(ww, lt5, p, p64, w64):
         p[tail] = tp
 
 
-def _log1p_neg_square(a, out, scratch):
-    """out = XLA's log1p(-a * a) = -w. Each of log1p's two branches runs on the lanes that
-    take it only (gathered, computed, scattered back): cheaper than both on every lane.
-    Returns whether every |a| < 1 (no NaN, no +-1 or beyond)."""
-    m = a.shape[0]
+def _log1p_block(x, out, scratch):
+    """out = XLA's log1p(x) where x > -1 (finite values elsewhere, for callers to replace). Each
+    of log1p's two branches runs on the lanes that take it only (gathered, computed, scattered
+    back): cheaper than both on every lane. `x` may be the scratch buffer "x"."""
+    m = x.shape[0]
     full = scratch.views(m)
-    x = full["x"]
-    np.multiply(a, a, out=x)
-    np.negative(x, out=x)
-    inside = bool(x.min() > -1)
-    small = np.greater(x, -_LOG1P_SMALL, out=full["flag"])
+    small = np.less(np.abs(x, out=full["q"]), _LOG1P_SMALL, out=full["flag"])
     small_idx = np.flatnonzero(small)
     big_idx = np.flatnonzero(np.logical_not(small, out=small)) if len(small_idx) < m else ()
-    if len(big_idx):
+    if len(big_idx):  # first: the small branch overwrites the scratch buffer "x"
         s = scratch.views(len(big_idx))
         np.take(x, big_idx, out=s["y"])
         np.add(s["y"], np.float32(1), out=s["y"])
@@ -239,6 +238,16 @@ def _log1p_neg_square(a, out, scratch):
         np.copyto(s["x"], s["small"])
         _log1p_small(s, s["small"])
         out[small_idx] = s["small"]
+
+
+def _log1p_neg_square(a, out, scratch):
+    """out = XLA's log1p(-a * a) = -w. Returns whether every |a| < 1 (no NaN, no +-1 or
+    beyond)."""
+    x = scratch.views(a.shape[0])["x"]
+    np.multiply(a, a, out=x)
+    np.negative(x, out=x)
+    inside = bool(x.min() > -1)
+    _log1p_block(x, out, scratch)
     return inside
 
 
@@ -266,7 +275,9 @@ def _erf_inv32_block(a, out, scratch):
 _BLOCK = 1 << 17
 
 
-def _erf_inv32(a):
+def _map_blocks(block_fn, a):
+    """(a, out) for the float32 `a` flattened and `block_fn(a_block, out_block, scratch)` run
+    over cache-sized blocks of it, on the host threads."""
     a = np.ascontiguousarray(a, np.float32).reshape(-1)
     out = np.empty_like(a)
 
@@ -275,10 +286,14 @@ def _erf_inv32(a):
         with np.errstate(all="ignore"):  # per thread: NaN and +-1 lanes are fixed at the end
             for s in range(lo, hi, _BLOCK):
                 e = min(hi, s + _BLOCK)
-                _erf_inv32_block(a[s:e], out[s:e], scratch)
+                block_fn(a[s:e], out[s:e], scratch)
 
     run_in_blocks(chunk, a.shape[0])
-    return out
+    return a, out
+
+
+def _erf_inv32(a):
+    return _map_blocks(_erf_inv32_block, a)[1]
 
 
 # ---------------------------------------------------------------- float64
@@ -383,11 +398,15 @@ def _erf_inv_giles_impl(x):
 erf_inv_giles_p = Primitive("erf_inv_giles")
 
 
-def _erf_inv_giles_abstract(x):
+def _check_float(name, x):
     if not dtypes.is_float(x.dtype):
-        raise TypeError(f"erf_inv_giles requires a floating-point operand, got {x.dtype.name}; "
+        raise TypeError(f"{name} requires a floating-point operand, got {x.dtype.name}; "
                         "convert it first, e.g. x.astype(jnp.float32).")
-    return [x]
+    return x
+
+
+def _erf_inv_giles_abstract(x):
+    return [_check_float("erf_inv_giles", x)]
 
 
 def _erf_inv_giles_jvp(primals, tangents):
@@ -414,3 +433,84 @@ def erf_inv_giles(x):
         x = lax.full((), x)  # a weakly typed 0-d array, as lax.erf_inv(0.5) makes
     _erf_inv_giles_abstract(get_aval(x))  # eager evaluation skips abstract evaluation
     return erf_inv_giles_p.bind(x)
+
+
+# ---------------------------------------------------------------- float32 log
+
+
+def _log_block(y, out, scratch):
+    block = scratch.views(y.shape[0])
+    block["y"] = y  # read only: the result is built in `out`
+    _log_large(block, out)
+
+
+_TINY32 = np.float32(np.finfo(np.float32).tiny)
+
+
+def _xla_log32(y):
+    y, out = _map_blocks(_log_block, y)
+    special = np.flatnonzero(~((y >= _TINY32) & (y < np.inf)))
+    if len(special):  # XLA flushes subnormals to zero: +-0 and those -> -inf; inf -> inf;
+        ys = y[special]  # below zero and NaN -> NaN
+        with np.errstate(all="ignore"):
+            out[special] = np.where(np.abs(ys) < _TINY32, -np.inf, np.log(ys))
+    return out
+
+
+def _xla_log1p32(x):
+    x, out = _map_blocks(_log1p_block, x)
+    special = np.flatnonzero(~((x > -1) & (x < np.inf) & ~(np.abs(x) < _TINY32)))
+    if len(special):  # -1 -> -inf, inf -> inf, below -1 and NaN -> NaN, and XLA flushes
+        xs = x[special]  # subnormals to (signed) zero, whose log1p is itself
+        with np.errstate(all="ignore"):
+            out[special] = np.where(np.abs(xs) < _TINY32, np.copysign(np.float32(0), xs),
+                                    np.log1p(xs))
+    return out
+
+
+def _xla_impl(float32_fn, float64_fn):
+    def impl(x):
+        shape, dtype = np.shape(x), np.asarray(x).dtype
+        if dtype == np.float64:
+            with np.errstate(all="ignore"):
+                return float64_fn(x)
+        return float32_fn(x).reshape(shape).astype(dtype, copy=False)
+    return impl
+
+
+def _xla_primitive(name, float32_fn, float64_fn, derivative):
+    """A float primitive computed as XLA's CPU backend computes it: `float32_fn` on float32
+    (float16 and bfloat16 go through float32, as XLA upcasts them), `float64_fn` on float64;
+    its tangent is t * derivative(x)."""
+    prim = Primitive(name)
+    impl_rules[prim] = _xla_impl(float32_fn, float64_fn)
+    abstract_eval_rules[prim] = lambda x: [_check_float(name, x)]
+    batch_rules[prim] = vectorized_rule(prim)
+
+    def jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return prim.bind(x), t if type(t) is ad.Zero else lax.mul(t, derivative(x))
+    ad.jvp_rules[prim] = jvp
+
+    def bind(x):
+        if isinstance(x, (bool, int, float, complex)):
+            x = lax.full((), x)
+        _check_float(name, get_aval(x))  # eager evaluation skips abstract evaluation
+        return prim.bind(x)
+    return prim, bind
+
+
+def _reciprocal(x):
+    return lax.div(lax.full_like(x, 1), x)
+
+
+# XLA's float64 log and log1p differ from NumPy's in the last bit now and then; float64 samples
+# are promised within rounding only, so NumPy's serve there.
+xla_log_p, xla_log = _xla_primitive("xla_log", _xla_log32, np.log, _reciprocal)
+xla_log.__doc__ = """log(x) as XLA's CPU backend computes it: JAX's `jnp.log` bit for bit in
+    float32, float16 and bfloat16. Used by the samplers (gumbel, categorical, choice);
+    `lax.log` is NumPy's log, correctly rounded in practice."""
+xla_log1p_p, xla_log1p = _xla_primitive("xla_log1p", _xla_log1p32, np.log1p,
+                                        lambda x: _reciprocal(lax.add(x, lax.full_like(x, 1))))
+xla_log1p.__doc__ = """log1p(x) as XLA's CPU backend computes it: JAX's `jnp.log1p` bit for bit
+    in float32, float16 and bfloat16. Used by the samplers (gumbel's high modes, exponential)."""

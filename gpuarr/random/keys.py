@@ -73,11 +73,17 @@ def _seed(ctor_name: str, seed, impl):
     if isinstance(seed, int):
         # JAX converts Python ints through int64, then to the default int type: without x64
         # a seed is truncated to its low 32 bits.
-        seed = np.asarray(seed, np.int64) if -2**63 <= seed < 2**63 else np.asarray(seed, np.uint64)
+        if not -2**63 <= seed < 2**63:
+            raise OverflowError(f"{ctor_name} seed {seed} does not fit in int64. Pass a seed in "
+                                "[-2**63, 2**63), e.g. seed % 2**63.")
+        seed = np.asarray(seed, np.int64)
         if not config.enable_x64:
             seed = seed.astype(np.int32)
     elif isinstance(seed, float):
         seed = np.asarray(seed, np.float32)
+    elif isinstance(seed, (np.ndarray, np.generic)):
+        # As jnp.asarray: without x64 a 64-bit seed is narrowed to 32 bits (its low word).
+        seed = np.asarray(seed).astype(dtypes.canonicalize_dtype(np.asarray(seed).dtype))
     return prng.seed_data(seed)
 
 
@@ -148,16 +154,25 @@ def fold_in(key, data):
         raise TypeError("fold_in accepts a scalar, but was given an array of shape "
                         f"{np.shape(data) if not isinstance(data, Tracer) else data.shape} != (). "
                         "Use jax.vmap for batching.")
+    if isinstance(data, int) and not isinstance(data, bool) and not 0 <= data < 2**32:
+        # As jnp.asarray(data, 'uint32'): NumPy integers wrap, Python ints must fit.
+        raise OverflowError(f"Python integer {data} out of bounds for uint32. fold_in takes a "
+                            "32-bit value: pass data % 2**32, or a NumPy integer to wrap.")
     if isinstance(data, (int, np.integer)):
         data = np.asarray(int(data) & 0xFFFFFFFF, np.uint32)
     return _return_keys(wrapped, prng.fold_in_data(raw, data))
 
 
 def clone(key):
-    """A copy of `key` for deliberate reuse (an identity outside key-reuse checking)."""
+    """A copy of `key` for deliberate reuse (an identity outside key-reuse checking); a raw key
+    comes back as an array, as from JAX."""
     if isinstance(key, PRNGKeyArray):
         return key.copy()
-    return key
+    if not _arraylike(key):
+        raise TypeError(f"clone expects a PRNG key, got a value of type {type(key).__name__}. "
+                        "Pass a key made by random.key(seed) or random.PRNGKey(seed).")
+    return key if isinstance(key, (Array, Tracer)) else lax.convert_element_type(
+        key, dtypes.dtype(key, canonicalize=True))
 
 
 def bits(key, shape=(), dtype=None):

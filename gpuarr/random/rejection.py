@@ -15,6 +15,7 @@ from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax.control_flow import while_loop
 from gpuarr.random.distributions import (
+    _check_all_safe_to_cast,
     _check_broadcast_shapes,
     _check_shape,
     _const,
@@ -29,6 +30,7 @@ from gpuarr.random.distributions import (
     _to_shape,
     _uniform,
 )
+from gpuarr.random.erf_inv import xla_log
 from gpuarr.random.gamma_grad import random_gamma_grad
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
 
@@ -52,8 +54,8 @@ def _gamma_one(data, alpha, log_space):
         _, X, V, U = state
         return lax.bitwise_and(
             lax.ge(U, lax.sub(one, lax.mul(squeeze, lax.mul(X, X)))),
-            lax.ge(lax.log(U), lax.add(lax.mul(X, half),
-                                       lax.mul(d, lax.add(lax.sub(one, V), lax.log(V))))))
+            lax.ge(xla_log(U), lax.add(lax.mul(X, half),
+                                       lax.mul(d, lax.add(lax.sub(one, V), xla_log(V))))))
 
     def next_xv(state):
         k, sub = split_n(state[0], 2)
@@ -76,7 +78,7 @@ def _gamma_one(data, alpha, log_space):
         log_samples = lax.neg(_exponential(sub, (), dtype))
         log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
                                lax.mul(log_samples, lax.div(one, alpha_orig)))
-        return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
+        return lax.add(lax.add(xla_log(d), xla_log(V)), log_boost)
     samples = lax.sub(one, _uniform(sub, 0., 1., (), dtype))
     boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
     return lax.mul(lax.mul(d, V), boost)
@@ -149,6 +151,7 @@ def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) values as G_a / (G_a + G_b) of two log-space gamma draws."""
     data, _ = check_key("beta", key)
     dtype = _float_dtype("beta", dtype)
+    _check_all_safe_to_cast("beta", dtype, a, b)
     shape = _check_broadcast_shapes("beta", shape, a, b)
     a, b = _to_shape(_convert(a, dtype), shape), _to_shape(_convert(b, dtype), shape)
     key_a, key_b = split_n(data, 2)
@@ -183,6 +186,7 @@ def t(key, df, shape=None, dtype=None):
     data, _ = check_key("t", key)
     dtype = _float_dtype("t", dtype)
     shape = _check_broadcast_shapes("t", shape, df)
+    _check_all_safe_to_cast("t", dtype, df)
     df = _convert(df, dtype)
     key_n, key_g = split_n(data, 2)
     n = _normal(key_n, shape, dtype)
@@ -211,7 +215,7 @@ def _poisson_knuth(data, lam, shape, dtype, max_iters):
         rng, sub = split_n(rng, 2)
         k = lax.select(lax.gt(log_prod, lax.neg(lam)), lax.add(k, _const(dtype, 1)), k)
         u = _uniform(sub, 0., 1., shape, np.dtype(np.float32))
-        return lax.add(i, np.int32(1)), k, rng, lax.add(log_prod, lax.log(u))
+        return lax.add(i, np.int32(1)), k, rng, lax.add(log_prod, xla_log(u))
 
     def cond_fn(carry):
         i, log_prod = carry[0], carry[3]
@@ -223,7 +227,7 @@ def _poisson_knuth(data, lam, shape, dtype, max_iters):
 
 
 def _poisson_rejection(data, lam, shape, dtype, max_iters):
-    log_lam = lax.log(lam)
+    log_lam = xla_log(lam)
     b = 0.931 + 2.53 * lax.sqrt(lam)
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
@@ -236,7 +240,7 @@ def _poisson_rejection(data, lam, shape, dtype, max_iters):
         v = _uniform(sub1, 0., 1., shape, lam.dtype)
         u_shifted = 0.5 - abs(u)
         k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
-        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        s = xla_log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
         t_ = -lam + k * log_lam - lax.lgamma(k + 1)
         accept1 = (u_shifted >= 0.07) & (v <= v_r)
         reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))

@@ -28,9 +28,12 @@ def _argnums_tuple(argnums):
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
-def _check_input_dtype(x, allow_int: bool, name: str):
+def _check_input_dtype(x, allow_int: bool, name: str, holomorphic: bool = False):
     aval = core.get_aval(x)
     dt = aval.dtype
+    if holomorphic and not dtypes.is_complex(dt):
+        raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {dt.name}.")
     if dtypes.is_float(dt) or dtypes.is_complex(dt):
         return
     if allow_int and (dtypes.is_int(dt) or dt == np.bool_):
@@ -57,8 +60,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     def vjp_fn(cotangents):
         cts, ct_tree = tree_util.tree_flatten(cotangents)
         if ct_tree != out_tree:
-            raise ValueError(f"Expected pytree structure of cotangent to match the primal output "
-                             f"structure {out_tree}, got {ct_tree}.")
+            raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
+                             f"returned by `jax.vjp` must match the pytree structure of the "
+                             f"differentiated function's output {out_tree}, got {ct_tree}.")
         for c, p in zip(cts, primals_out):
             ca, want = core.get_aval(c), ad.tangent_aval(core.get_aval(p))
             if ca.shape != want.shape or (ca.dtype != want.dtype and not ca.weak_type
@@ -156,7 +160,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                             f"caller, but got only {len(args)} positional arguments.")
         diff_args = tuple(args[i] for i in argnums_t)
         for leaf in tree_util.tree_leaves(diff_args):
-            _check_input_dtype(leaf, allow_int, "grad")
+            _check_input_dtype(leaf, allow_int, "grad", holomorphic)
 
         partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
 
@@ -164,19 +168,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
             ans, vjp_fn, aux = vjp(partial_fun, *diff_args, has_aux=True)
         else:
             ans, vjp_fn = vjp(partial_fun, *diff_args)
-        leaves = tree_util.tree_leaves(ans)
-        aval = core.get_aval(ans) if len(leaves) == 1 and not isinstance(ans, (tuple, list, dict)) \
-            else None
-        if aval is None or aval.shape != ():
-            shape = aval.shape if aval is not None else type(ans).__name__
-            raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
-                            f"{shape}. Reduce the output to a scalar (e.g. with .sum()), or use "
-                            "jacrev/vjp for non-scalar outputs.")
-        if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
-            raise TypeError(f"grad requires real-valued outputs (output dtype that is a "
-                            f"sub-dtype of np.floating), but got {aval.dtype.name}. For "
-                            "differentiation of functions with integer outputs, use jax.vjp "
-                            "directly.")
+        aval = _check_scalar(ans)
+        _check_output_dtype(aval, holomorphic)
         from gpuarr import lax
         g = vjp_fn(lax.full((), 1, aval.dtype))
         g = g[0] if isinstance(argnums, int) else g
@@ -185,6 +178,36 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         return ans, g
 
     return value_and_grad_f
+
+
+def _check_scalar(ans):
+    """The aval of `ans`, which must be one scalar array (JAX's messages otherwise)."""
+    msg = "Gradient only defined for scalar-output functions. Output {}.".format
+    if isinstance(ans, (tuple, list, dict)) or len(tree_util.tree_leaves(ans)) != 1:
+        raise TypeError(msg(f"was {ans}"))
+    aval = core.get_aval(ans)
+    if aval.shape != ():
+        raise TypeError(msg(f"had shape: {aval.shape}"))
+    return aval
+
+
+def _check_output_dtype(aval, holomorphic, name="grad"):
+    dt = aval.dtype
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif name == "jacfwd":
+        return
+    elif dtypes.is_complex(dt):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiation of non-holomorphic "
+                        "functions involving complex outputs, use jax.vjp directly.")
+    elif not dtypes.is_float(dt):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For differentiation of functions "
+                        "with integer outputs, use jax.vjp directly.")
 
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -217,6 +240,14 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
                         f"tree structure {t_tree}.")
     for p, t in zip(flat_p, flat_t):
         pa, ta = core.get_aval(p), core.get_aval(t)
+        want = ad.tangent_aval(pa).dtype
+        if ta.dtype != want:
+            expected = str(want) if want == dtypes.float0 else want.name
+            raise TypeError(f"primal and tangent arguments to jax.jvp do not match; dtypes must "
+                            f"be equal, or in case of int/bool primal dtype the tangent dtype "
+                            f"must be float0.Got primal dtype {pa.dtype.name} and so expected "
+                            f"tangent dtype {expected}, but got tangent dtype {ta.dtype.name} "
+                            "instead.")
         if pa.shape != ta.shape:
             raise ValueError(f"jvp called with different primal and tangent shapes;Got primal "
                              f"shape {pa.shape} and tangent shape as {ta.shape}")
@@ -248,6 +279,8 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
             raise ValueError(f"linearized function called on tangent values inconsistent with "
                              f"the original primal values: expected {in_tree}, got {t_tree}")
         outs = core.eval_closed(linear, *flat_t)[:len(outs_p)]
+        # Eager evaluation drops the weak type of staged literals; the staged types have it.
+        outs = [_match_aval(o, a) for o, a in zip(outs, linear.out_avals)]
         return tree_util.tree_unflatten(out_tree, outs)
 
     return _attach_aux((tree_util.tree_unflatten(out_tree, outs_p), f_jvp), store, aux, has_aux)
@@ -267,12 +300,32 @@ def _std_basis(flat_avals):
     return out
 
 
-def _jac_check(x, name, holomorphic=False):
+def _jacfwd_check(x, holomorphic):
     dt = core.get_aval(x).dtype
-    if not (dtypes.is_float(dt) or dtypes.is_complex(dt)):
-        raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
-                        f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
-                        "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+    if holomorphic:
+        if not dtypes.is_complex(dt):
+            raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif not dtypes.is_float(dt):
+        raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiation of non-holomorphic "
+                        "functions involving complex inputs or integer inputs, use jax.jvp "
+                        "directly.")
+
+
+def _downcast(x, example):
+    """A Jacobian block in the dtype and weak type of `example` (the output leaf for jacfwd,
+    the input leaf for jacrev), as JAX unravels them: integer inputs get zeros of their own
+    dtype, and a real example takes the real part of a complex block."""
+    from gpuarr import lax
+    aval = core.get_aval(example)
+    if getattr(x, "dtype", None) == dtypes.float0:
+        return lax.full(x.shape, 0, aval.dtype)
+    if dtypes.is_complex(core.get_aval(x).dtype) and not dtypes.is_complex(aval.dtype):
+        x = lax.real(x)
+    from gpuarr.lax import lax as lax_internal
+    return lax_internal._convert_weak(x, aval.dtype, aval.weak_type)
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
@@ -287,7 +340,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         flat_in, in_tree = tree_util.tree_flatten(diff_args)
         flat_in = [_as_array(x) for x in flat_in]
         for x in flat_in:
-            _jac_check(x, "jacfwd")
+            _jacfwd_check(x, holomorphic)
         in_avals = [core.get_aval(x) for x in flat_in]
 
         partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
@@ -307,6 +360,8 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         y, jac_flat = first(out[0]), out[1]
         out = (y, jac_flat, first(out[2])) if has_aux else out
         y_leaves, y_tree = tree_util.tree_flatten(y)
+        for yl in y_leaves:
+            _check_output_dtype(core.get_aval(yl), holomorphic, "jacfwd")
         jac_leaves = tree_util.tree_leaves(jac_flat)
         from gpuarr import lax
         per_out = []
@@ -315,7 +370,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             blocks, start = [], 0
             for a in in_avals:
                 piece = lax.slice_in_dim(jl, start, start + a.size, axis=len(shape))
-                blocks.append(lax.reshape(piece, shape + a.shape))
+                blocks.append(_downcast(lax.reshape(piece, shape + a.shape), yl))
                 start += a.size
             per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
         jac = tree_util.tree_unflatten(y_tree, per_out)
@@ -338,8 +393,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     def jacfun(*args, **kwargs):
         diff_args = tuple(args[i] for i in argnums_t)
         for x in tree_util.tree_leaves(diff_args):
-            if not allow_int:
-                _jac_check(x, "jacrev")
+            _check_input_dtype(x, allow_int, "jacrev", holomorphic)
 
         partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
 
@@ -349,6 +403,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             y, pullback = vjp(partial_fun, *diff_args)
         y_leaves, y_tree = tree_util.tree_flatten(y)
         y_avals = [core.get_aval(v) for v in y_leaves]
+        for a in y_avals:
+            _check_output_dtype(a, holomorphic, "jacrev")
         basis = _std_basis(y_avals)
 
         def pull(*cts):
@@ -363,10 +419,10 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             for c, xa in zip(cts_flat, in_leaves):
                 shape = ya.shape + core.get_aval(xa).shape
                 if getattr(c, "dtype", None) == dtypes.float0:  # integer input (allow_int)
-                    blocks.append(np.zeros(shape, dtypes.float0))
+                    blocks.append(_downcast(np.zeros(shape, dtypes.float0), xa))
                     continue
-                blocks.append(lax.reshape(lax.slice_in_dim(c, start, start + ya.size, axis=0),
-                                          shape))
+                blocks.append(_downcast(lax.reshape(
+                    lax.slice_in_dim(c, start, start + ya.size, axis=0), shape), xa))
             start += ya.size
             per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
         jac = tree_util.tree_unflatten(y_tree, per_out)

@@ -6,6 +6,8 @@ import inspect
 import logging
 from collections.abc import Callable
 
+import numpy as np
+
 from gpuarr import core, tree_util
 from gpuarr.array import Array
 from gpuarr.config import config
@@ -44,7 +46,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
         axes_prefix = (in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args),
                        {k: 0 for k in kwargs})
         flat_axes = _broadcast_prefix(axes_prefix, (args, kwargs), "vmap in_axes")
-        flat_args = [_as_array(a) if not isinstance(a, (Array, Tracer)) else a for a in flat_args]
+        # Unmapped leaves that are not array-like (strings, ...) reach `fun` as they are, as
+        # in JAX; NumPy values and Python scalars become Arrays.
+        flat_args = [a if isinstance(a, (Array, Tracer)) or (ax is None and not _array_like(a))
+                     else _as_array(a) for a, ax in zip(flat_args, flat_axes)]
         size = _mapped_size(flat_args, flat_axes, axis_size, _flat_arg_names(fun, args, kwargs))
         dims = [None if ax is None else ax % core.get_aval(x).ndim
                 for x, ax in zip(flat_args, flat_axes)]
@@ -77,6 +82,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
         return tree_util.tree_unflatten(out_tree, results)
 
     return vmap_f
+
+
+def _array_like(x) -> bool:
+    return isinstance(x, (np.ndarray, np.generic) + _SCALARS)
 
 
 def _check_axes_spec(axes, name):

@@ -68,9 +68,11 @@ def _avals(leaves):
 
 
 def _operand(x):
-    """A leaf as a bindable value: Python scalars become NumPy scalars of their JAX dtype."""
+    """A leaf as a bindable value: Python scalars become 0-d Arrays of their JAX dtype, weakly
+    typed (bool aside), so a loop carried from `0` or `1.0` stays weak as in JAX."""
     if isinstance(x, _SCALARS):
-        return np.asarray(x, dtypes.dtype(x, canonicalize=True))[()]
+        from gpuarr.dispatch import wrap
+        return wrap(np.asarray(x, dtypes.dtype(x, canonicalize=True)), type(x) is not bool)
     return x
 
 
@@ -379,7 +381,7 @@ def _join_branches(traced):
     return joined, all_consts
 
 
-def _check_branch_outputs(labels, funs, traced, k0):
+def _check_branch_outputs(labels, funs, traced, k0, api_name="cond"):
     """JAX's checks (and messages) that all branches return the same structure and types,
     comparing each branch with branch `k0`."""
     first = traced[k0]
@@ -389,14 +391,15 @@ def _check_branch_outputs(labels, funs, traced, k0):
         pair = "\n".join(f"{labels[i]} is {_fun_name(funs[i])}" for i in (k0, k))
         if tree != first[2]:
             raise TypeError(
-                "cond branch outputs must have the same pytree structure, but they differ:\n\n"
+                f"{api_name} branch outputs must have the same pytree structure, but they "
+                "differ:\n\n"
                 f"{pair}\n\n{labels[k0]} output has structure {first[2]} but {labels[k]} "
                 f"output has structure {tree}.\n\nRevise {labels[k0]} and/or {labels[k]} so "
                 "that they have the same pytree structure.")
         for a, b in zip(first[0].out_avals, closed.out_avals):
             if not _same_type(a, b):
                 raise TypeError(
-                    "cond branches must have equal output types but they differ.\n\n"
+                    f"{api_name} branches must have equal output types but they differ.\n\n"
                     f"{pair}\n\nThe output of {labels[k0]} has type {_type_str(a)} but the "
                     f"corresponding output of {labels[k]} has type {_type_str(b)}, so "
                     f"{_type_mismatch(a, b)}.\n\nRevise {labels[k0]} and/or {labels[k]} so "
@@ -407,11 +410,11 @@ def _type_str(aval) -> str:
     return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
 
 
-def _bind_cond(index, branch_funs, labels, operands, first=0):
+def _bind_cond(index, branch_funs, labels, operands, first=0, api_name="cond"):
     leaves, in_tree = tree_util.tree_flatten(tuple(operands))
     avals = _avals(leaves)
     traced = [_trace_body(f, in_tree, avals) for f in branch_funs]
-    _check_branch_outputs(labels, branch_funs, traced, first)
+    _check_branch_outputs(labels, branch_funs, traced, first, api_name)
     joined, consts = _join_branches(traced)
     outs = cond_p.bind(index, *consts, *builtins.map(_operand, leaves), branches=tuple(joined))
     return tree_util.tree_unflatten(traced[0][2], outs)
@@ -428,7 +431,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
     pred_aval = get_aval(_check_operand(pred))
     if pred_aval.shape != ():
         raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
-    if pred_aval.dtype != np.bool_ and not dtypes.is_int(pred_aval.dtype):
+    if pred_aval.dtype != np.bool_ and not (dtypes.is_int(pred_aval.dtype)
+                                            or dtypes.is_float(pred_aval.dtype)):
         raise TypeError(f"Pred type must be either boolean or number, got {pred_aval.dtype}.")
     index = lax.convert_element_type(_operand(pred) if pred_aval.dtype == np.bool_ else
                                      lax.ne(_operand(pred), 0), np.int32)
@@ -452,7 +456,8 @@ def switch(index, branches, *operands, operand=None):
         return branches[0](*operands)
     from gpuarr.lax.special import clamp
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
-    return _bind_cond(index, branches, [f"branch {i}" for i in range(len(branches))], operands)
+    return _bind_cond(index, branches, [f"branch {i}" for i in range(len(branches))], operands,
+                      api_name="switch")
 
 
 # ================================================================ while_loop
@@ -905,8 +910,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals)
     pair = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
     if not isinstance(pair, tuple) or len(pair) != 2:
-        raise TypeError("scan body output must be a pair (carry, y), got a pytree with "
-                        f"structure {out_tree}.")
+        got = tree_util.tree_unflatten(out_tree, [a.str_short() for a in closed.out_avals])
+        raise TypeError(f"scan body output must be a pair, got {got}.")
     carry_out_tree = tree_util.tree_structure(pair[0])
     y_tree = tree_util.tree_structure(pair[1])
     if carry_out_tree == carry_tree:

@@ -11,15 +11,25 @@ from gpuarr.scipy.special import logsumexp  # noqa: F401  (jax.nn.logsumexp)
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-    "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "one_hot", "relu", "relu6",
-    "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "squareplus", "standardize",
-    "swish",
+    "identity", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp",
+    "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign",
+    "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish",
+    "tanh",
 ]
+
+tanh = jnp.tanh  # jax.nn.tanh
 
 
 def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     return tuple(sorted(a % ndim for a in axes))
+
+
+def identity(x):
+    """The identity activation: `x` as an array (jax.nn.identity)."""
+    return jnp.asarray(x)
 
 
 def _max_keepdims(x, axis, where=None, initial=-np.inf):
@@ -52,15 +62,25 @@ relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax.full_like(g
 
 
 def sigmoid(x):
-    """The logistic function 1 / (1 + exp(-x)) (jax.nn.sigmoid)."""
+    """The logistic function 1 / (1 + exp(-x)) (jax.nn.sigmoid); integer inputs are a
+    TypeError, as in JAX."""
     return lax.logistic(jnp.asarray(x) if not hasattr(x, "dtype") else x)
 
 
 def softplus(x):
-    """log(1 + exp(x)), computed stably as logaddexp(x, 0) (jax.nn.softplus)."""
+    """log(1 + exp(x)) = logaddexp(x, 0), so softplus'(0) = 1/2 (jax.nn.softplus)."""
+    return jnp.logaddexp(x, 0)
+
+
+def sparse_plus(x):
+    """0 for x <= -1, x for x >= 1, (x + 1)**2 / 4 in between (jax.nn.sparse_plus)."""
     x = jnp.asarray(x)
-    # logaddexp(x, 0) = max(x, 0) + log1p(exp(-|x|))
-    return jnp.maximum(x, 0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x):
+    """clip(x + 1, 0, 2) / 2, the derivative of sparse_plus (jax.nn.sparse_sigmoid)."""
+    return 0.5 * jnp.clip(jnp.asarray(x) + 1.0, 0.0, 2.0)
 
 
 def log_sigmoid(x):
@@ -81,6 +101,12 @@ def silu(x):
 
 
 swish = silu
+
+
+def mish(x):
+    """x * tanh(softplus(x)) (jax.nn.mish)."""
+    x = jnp.asarray(x)
+    return x * jnp.tanh(softplus(x))
 
 
 def elu(x, alpha=1.0):
@@ -108,11 +134,15 @@ def gelu(x, approximate: bool = True):
     """Gaussian error linear unit: the tanh approximation by default, or the exact
     x * (1 + erf(x / sqrt(2))) / 2 with approximate=False (jax.nn.gelu)."""
     x = jnp.asarray(x)
+    if not (dtypes.is_float(x.dtype) or dtypes.is_complex(x.dtype)):  # integers promote
+        x = x.astype(dtypes.canonicalize_dtype(np.float64))
     if approximate:
         sqrt_2_over_pi = np.sqrt(2 / np.pi).astype(x.dtype)
         cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))
         return x * cdf
-    return jnp.asarray(x * (lax.erf(x / np.sqrt(2).astype(x.dtype)) + 1) / 2, dtype=x.dtype)
+    # erfc(-x / sqrt(2)) keeps its precision for large negative x, where 1 + erf cancels.
+    sqrt_half = np.sqrt(0.5).astype(x.dtype)
+    return jnp.asarray(0.5 * x * lax.erfc(-x * sqrt_half), dtype=x.dtype)
 
 
 def squareplus(x, b=4):
@@ -159,12 +189,12 @@ def glu(x, axis: int = -1):
     return x1 * sigmoid(x2)
 
 
-def log_softmax(x, axis=-1, where=None, initial=None):
+def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x, axis, keepdims=True), shifted by the (non-differentiated) max for
     stability (jax.nn.log_softmax)."""
     x = jnp.asarray(x)
     x_max = _max_keepdims(x, axis, where)
-    x_max = lax.stop_gradient(jnp.where(jnp.isfinite(x_max), x_max, 0.))
+    x_max = lax.stop_gradient(jnp.where(jnp.isfinite(x_max), x_max, lax.full_like(x_max, 0)))
     shifted = x - x_max
     shifted_logsumexp = jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where, keepdims=True))
     result = shifted - shifted_logsumexp
@@ -173,7 +203,7 @@ def log_softmax(x, axis=-1, where=None, initial=None):
     return result
 
 
-def softmax(x, axis=-1, where=None, initial=None):
+def softmax(x, axis=-1, where=None):
     """exp(x) normalised along `axis`, with JAX's custom JVP
     y * (x_dot - sum(y * x_dot, axis)) (jax.nn.softmax)."""
     x = jnp.asarray(x)
@@ -185,7 +215,7 @@ def softmax(x, axis=-1, where=None, initial=None):
 
 def _softmax_unnormalized(x, axis, where=None):
     x_max = _max_keepdims(x, axis, where)
-    x_max = jnp.where(jnp.isfinite(x_max), x_max, 0.)
+    x_max = jnp.where(jnp.isfinite(x_max), x_max, lax.full_like(x_max, 0))
     unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
     if where is not None:
         unnormalized = jnp.where(where, unnormalized, 0.)
@@ -215,15 +245,45 @@ def _softmax_where(x, axis, where):
     return jnp.where(where, result, 0.)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
-    """(x - mean) / sqrt(variance + epsilon) along `axis` (jax.nn.standardize)."""
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm: str = "fast"):
+    """(x - mean) / sqrt(variance + epsilon) along `axis`; the variance is E[x^2] - E[x]^2
+    clipped at 0 ("fast") or E[(x - mean)^2] ("stable") (jax.nn.standardize)."""
     x = jnp.asarray(x)
     if mean is None:
         mean = jnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
-        # E[x^2] - E[x]^2, as JAX computes it (one pass over x).
-        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
-    return jnp.subtract(x, mean) * lax.rsqrt(variance + epsilon)
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(jnp.subtract(x, mean)), axis, keepdims=True,
+                                where=where)
+        elif algorithm == "fast":
+            variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) \
+                - jnp.square(mean)
+            variance = jnp.clip(variance, 0)  # rounding can make the one-pass form negative
+        else:
+            raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
+    return jnp.subtract(x, mean) * lax.rsqrt(jnp.asarray(variance + epsilon))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) over `axis`: logsumexp minus the log of the number of (`where`-
+    selected) elements (jax.nn.logmeanexp)."""
+    x = jnp.asarray(x)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    ones = jnp.ones(x.shape, lse.dtype)
+    count = jnp.sum(ones, axis=axis, where=where, keepdims=keepdims)
+    return lse - jnp.log(count)
+
+
+@custom_jvp
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0, by expm1 below log 2 and log1p above (jax.nn.log1mexp)."""
+    x = jnp.asarray(x)
+    c = jnp.log(2.0)
+    return jnp.where(x < c, jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):

@@ -73,9 +73,10 @@ def truncated_normal(stddev=1e-2, dtype=_float, lower=-2.0, upper=2.0):
 
 
 def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
-    if len(shape) <= 1:
+    if isinstance(in_axis, int) and in_axis == -2 and len(shape) <= 1:
         raise ValueError(f"Can't compute input and output sizes of a {len(shape)}-dimensional "
-                         "weights tensor. Must be at least 2D.")
+                         "weights tensor with default in_axis. Must be at least 2D or specify "
+                         "in_axis explicitly.")
     in_size = shape[in_axis] if isinstance(in_axis, int) else math.prod(shape[i] for i in in_axis)
     out_size = shape[out_axis] if isinstance(out_axis, int) else \
         math.prod(shape[i] for i in out_axis)
@@ -85,10 +86,33 @@ def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
     return in_size * receptive_field_size, out_size * receptive_field_size
 
 
+def _complex_uniform(key, shape, dtype):
+    """Uniform on the disk of radius sqrt(2) in the complex plane (zero mean, unit variance)."""
+    random = _random()
+    key_r, key_theta = random.split(key)
+    real_dtype = np.array(0, dtype).real.dtype
+    r = jnp.sqrt(2 * random.uniform(key_r, shape, real_dtype)).astype(dtype)
+    theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
+    return r * jnp.exp(1j * theta)
+
+
+def _complex_truncated_normal(key, upper, shape, dtype):
+    """A complex normal with its modulus truncated to `upper` (inverse-CDF sampling)."""
+    random = _random()
+    key_r, key_theta = random.split(key)
+    real_dtype = np.array(0, dtype).real.dtype
+    t = ((1 - jnp.exp(jnp.array(-(upper ** 2), dtype)))
+         * random.uniform(key_r, shape, real_dtype).astype(dtype))
+    r = jnp.sqrt(-jnp.log(1 - t))
+    theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
+    return r * jnp.exp(1j * theta)
+
+
 def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-1,
                      batch_axis=(), dtype=_float):
-    """Samples with variance `scale / n`, n the fan-in, fan-out or their average (`mode`),
-    from a "truncated_normal", "normal" or "uniform" `distribution`."""
+    """Samples with variance `scale / n`, n the fan-in, fan-out, their average or their
+    geometric mean (`mode`), from a "truncated_normal", "normal" or "uniform" `distribution`
+    (complex dtypes: on a disk, or a modulus-truncated complex normal, as JAX)."""
     def init(key, shape, dtype=dtype):
         shape = _shape(shape)
         dtype = dtypes.canonicalize_dtype(dtype)
@@ -99,17 +123,26 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
             denominator = fan_out
         elif mode == "fan_avg":
             denominator = (fan_in + fan_out) / 2
+        elif mode == "fan_geo_avg":
+            denominator = (fan_in * fan_out) ** 0.5
         else:
             raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
         variance = jnp.array(scale / denominator, dtype=dtype)
         random = _random()
+        is_float = dtypes.is_float(dtype)
         if distribution == "truncated_normal":
+            if not is_float:
+                # .95311164380491208: stddev of a complex standard normal truncated to 2.
+                stddev = jnp.sqrt(variance) / jnp.array(.95311164380491208, dtype)
+                return _complex_truncated_normal(key, 2, shape, dtype) * stddev
             # .87962566103423978 is the stddev of a standard normal truncated to (-2, 2).
             stddev = jnp.sqrt(variance) / jnp.array(.87962566103423978, dtype)
             return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
         if distribution == "normal":
             return random.normal(key, shape, dtype) * jnp.sqrt(variance)
         if distribution == "uniform":
+            if not is_float:
+                return _complex_uniform(key, shape, dtype) * jnp.sqrt(variance)
             return random.uniform(key, shape, dtype, -1) * jnp.sqrt(3 * variance)
         raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
     return init

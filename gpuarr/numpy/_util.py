@@ -55,11 +55,15 @@ def _convert(x, dt, weak):
         return np.asarray(x, dt)[()] if not weak else _weak_scalar(x, dt)
     if isinstance(x, (np.ndarray, np.generic)):
         x = np.asarray(x)
-        return x.astype(dt) if x.dtype != dt else x
+        x = x.astype(dt) if x.dtype != dt else x
+        if weak:  # a weak result (an integer array with a Python float) is weak, as in JAX
+            from gpuarr.dispatch import to_device_array
+            return to_device_array(x, weak_type=True)
+        return x
     aval = get_aval(x)
     if aval.dtype == dt and aval.weak_type == weak:
         return x
-    return lax.lax._convert_weak(x, dt, weak and aval.weak_type)
+    return lax.lax._convert_weak(x, dt, weak)
 
 
 def _weak_scalar(x, dt):

@@ -5,6 +5,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr.core import get_aval
+from gpuarr.errors import ConcretizationTypeError
 
 
 def _is_int_index(i):
@@ -42,7 +43,7 @@ def basic_getitem(x, idx):
         idx = idx + (slice(None),) * (len(shape) - n_real)
     starts, limits, strides, out_shape, flips = [], [], [], [], []
     dim = 0
-    for i in idx:
+    for pos, i in enumerate(idx):
         if i is None:
             out_shape.append(1)
             continue
@@ -58,7 +59,11 @@ def basic_getitem(x, idx):
             limits.append(i + 1)
             strides.append(1)
         elif isinstance(i, slice):
-            start, stop, step = i.indices(size)
+            try:
+                start, stop, step = i.indices(size)
+            except ConcretizationTypeError:  # a traced bound: JAX's IndexError
+                raise IndexError(f"Slice entries must be static integers. Got {i} at position "
+                                 f"{pos}") from None
             if step > 0:
                 n = max(0, -(-(stop - start) // step))
                 starts.append(start)

@@ -425,7 +425,8 @@ heaviside = _binary("heaviside", _heaviside, promote_dtypes_inexact)
 def _logaddexp(log1p_of_exp, x, y):
     big = lax.max(x, y)
     delta = lax.sub(x, y)
-    out = lax.add(big, log1p_of_exp(lax.neg(lax.abs(delta))))
+    # min - max (= -|x - y|) splits a tie's derivative evenly between x and y, as JAX's rule.
+    out = lax.add(big, log1p_of_exp(lax.sub(lax.min(x, y), big)))
     # delta is NaN when both are the same infinity: then x + y is right (and NaN stays NaN).
     return lax.select(lax.ne(delta, delta), lax.add(x, y), out)
 

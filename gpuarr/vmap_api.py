@@ -30,7 +30,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
     pytree prefix of the arguments giving each input's mapped axis (None: not mapped;
     negative axes count from the end); `out_axes` likewise places the batch axis in the
     outputs (None: the output must not vary along the batch). Keyword arguments are mapped
-    over axis 0; `axis_size` gives the batch size when no input is mapped."""
+    over axis 0; `axis_size` gives the batch size when no input is mapped; `axis_name` names
+    the mapped axis for collectives inside `fun` (lax.psum, pmean, pmax, pmin, axis_index)."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     _check_axes_spec(in_axes, "in_axes")

@@ -23,6 +23,19 @@ not_mapped = None
 # return (out, out_dim). Every dim is an int or not_mapped.
 batch_rules: dict[Primitive, Callable] = {}
 
+# Collective primitives (lax.psum, lax.axis_index, ...): their batch rules run even when no
+# operand is mapped, since they act on the named axis itself.
+collective_prims: set[Primitive] = set()
+# The axis name of the BatchTrace whose rule is running: collective rules compare it with
+# their axis names, and sub-programs batched by a rule (jit, loop bodies) keep it.
+_rule_axis_name: list = [None]
+
+
+def current_axis_name():
+    """The axis name of the vmap whose batching rule is running (None when unnamed)."""
+    return _rule_axis_name[-1]
+
+
 # Set by gpuarr.lax: move a batch axis (`moveaxis`) and materialise one (`broadcast`).
 moveaxis: Callable = None  # type: ignore[assignment]
 broadcast_batched: Callable = None  # type: ignore[assignment]
@@ -68,14 +81,18 @@ class BatchTrace(Trace):
             v, d = self.to_val_dim(x)
             vals.append(v)
             dims.append(d)
-        if all(d is not_mapped for d in dims):
+        if all(d is not_mapped for d in dims) and prim not in collective_prims:
             with set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         rule = batch_rules.get(prim)
         if rule is None:
             raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
-        with set_current_trace(self.parent):
-            outs, out_dims = rule(self.axis_size, vals, dims, **params)
+        _rule_axis_name.append(self.axis_name)
+        try:
+            with set_current_trace(self.parent):
+                outs, out_dims = rule(self.axis_size, vals, dims, **params)
+        finally:
+            _rule_axis_name.pop()
         if prim.multiple_results:
             return [self.pure(o, d) for o, d in zip(outs, out_dims, strict=True)]
         return self.pure(outs, out_dims)
@@ -143,7 +160,8 @@ def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out):
     whose `force_out` entry is true are always batched at 0 (control flow needs a fixed
     layout for loop carries).
     """
-    key = (axis_size, tuple(in_dims), tuple(force_out))
+    axis_name = current_axis_name()
+    key = (axis_size, tuple(in_dims), tuple(force_out), axis_name)
     per_prog = _batch_closed_cache.setdefault(closed, {})
     if key in per_prog:
         return per_prog[key]
@@ -151,7 +169,8 @@ def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out):
     dims_box = []
 
     def fun(*args):
-        outs, out_dims = batch_flat(lambda *xs: eval_closed(closed, *xs), axis_size, args, in_dims)
+        outs, out_dims = batch_flat(lambda *xs: eval_closed(closed, *xs), axis_size, args, in_dims,
+                                    axis_name)
         results, dims = [], []
         for o, d, force in zip(outs, out_dims, force_out, strict=True):
             if d is not_mapped and not force:

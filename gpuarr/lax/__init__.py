@@ -34,3 +34,4 @@ from gpuarr.lax.windowed import (  # noqa: F401, E402
 
 not_ = bitwise_not
 from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402
+from gpuarr.lax.parallel import axis_index, pmax, pmean, pmin, psum  # noqa: F401, E402

@@ -494,7 +494,7 @@ class Tracer:
         return bool(self._concrete(TracerBoolConversionError, "bool"))
 
     def __int__(self):
-        return int(self._concrete(TracerIntegerConversionError, "int"))
+        return int(self._concrete(ConcretizationTypeError, "int"))  # as JAX (not __index__)
 
     def __index__(self):
         return self._concrete(TracerIntegerConversionError, "__index__").__index__()

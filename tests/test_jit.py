@@ -91,12 +91,14 @@ def test_bool_of_tracer_names_the_argument():
     assert float(jax.jit(divide, static_argnames="y")(3.0, y=2.0)) == 1.5
 
 
-@pytest.mark.parametrize("convert,err", [(int, errors.TracerIntegerConversionError),
+@pytest.mark.parametrize("convert,err", [(int, errors.ConcretizationTypeError),
+                                         (range, errors.TracerIntegerConversionError),
                                          (float, errors.ConcretizationTypeError),
                                          (np.asarray, errors.TracerArrayConversionError)])
 def test_concretization_errors(convert, err):
-    with pytest.raises(err):
-        jax.jit(lambda x: convert(x))(1.0)
+    with pytest.raises(err) as info:
+        jax.jit(lambda x: convert(x))(1)
+    assert type(info.value) is err  # the class JAX raises, not only a subclass of it
 
 
 def test_leaked_tracer_raises_unexpected_tracer_error():

@@ -112,6 +112,30 @@ def test_cumulative_grads():
     check_grads(lambda x: lax.cumprod(jnp.asarray(x).at[1].set(0.0), 0), (x,), order=1)  # zeros are fine
 
 
+def test_cumlogsumexp_values_infinities_grads_and_vmap():
+    x = rand(3, 5)
+    for axis in (0, 1):
+        want = np.log(np.cumsum(np.exp(x.astype(np.float64)), axis=axis)).astype(np.float32)
+        assert_same(lax.cumlogsumexp(x, axis), want, rtol=1e-6)
+        rev = np.flip(np.log(np.cumsum(np.exp(np.flip(x, axis).astype(np.float64)), axis)), axis)
+        assert_same(lax.cumlogsumexp(x, axis, reverse=True), rev.astype(np.float32), rtol=1e-6)
+    big = np.array([1000.0, 1000.0, -np.inf, 999.0], np.float32)  # no overflow, -inf is fine
+    assert_same(lax.cumlogsumexp(big), np.array(
+        [1000, 1000 + np.log(2), 1000 + np.log(2), 1000 + np.log(2 + np.exp(-1))], np.float32))
+    assert_same(lax.cumlogsumexp(np.array([-np.inf, -np.inf, 0.0], np.float32)),
+                np.array([-np.inf, -np.inf, 0.0], np.float32))
+    x64 = x.astype(np.float64)[0]
+    check_grads(lambda v: lax.cumlogsumexp(v, 0), (x64,), order=2)
+    check_grads(lambda v: lax.cumlogsumexp(v, 0, reverse=True), (x64,), order=1)
+    g = jax.grad(lambda v: lax.cumlogsumexp(v)[-1])(big)  # the softmax of the whole prefix
+    assert_same(g, np.array([1, 1, 0, np.exp(-1)], np.float32) / np.float32(2 + np.exp(-1)),
+                rtol=1e-5)
+    assert_same(jax.vmap(lambda r: lax.cumlogsumexp(r, 0))(x),
+                loop_vmap(lambda r: lax.cumlogsumexp(r, 0), x))
+    with pytest.raises(TypeError, match="floating-point"):
+        lax.cumlogsumexp(np.arange(3))
+
+
 def test_cummax_grad_ties_match_jax():
     # JAX 0.10.2 gives these values (ties split the tangent evenly).
     x = np.array([1.0, 3.0, 2.0, 3.0, 5.0], np.float32)

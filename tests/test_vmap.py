@@ -135,6 +135,7 @@ PRIMITIVE_TABLE = {
     "cumsum": (lambda x: lax.cumsum(x, 1), [f32(2, 4)]),
     "cumprod": (lambda x: lax.cumprod(x, 0, reverse=True), [f32(3, 2)]),
     "cummax": (lambda x: lax.cummax(x, 1), [f32(2, 4)]),
+    "cumlogsumexp": (lambda x: lax.cumlogsumexp(x, 1), [f32(2, 4)]),
     "cummin": (lambda x: lax.cummin(x, 0), [f32(3, 2)]),
     # contractions
     "dot_general": (lambda x, y: lax.dot_general(x, y, _DN), [f32(2, 3), f32(3, 4)]),
@@ -212,6 +213,8 @@ ALLOWLIST = {
     # Internal to linearize of custom_vjp: it only appears in linear programs, which are
     # transposed, never batched.
     "custom_lin",
+    # Collectives act on a vmap's named axis: tests/test_collectives.py covers them.
+    "psum", "pmax", "pmin", "axis_index",
 }
 
 

@@ -240,7 +240,8 @@ HOST_FALLBACK = ("igamma", "igammac", "random_gamma_grad",
                  "bessel_i0e", "bessel_i1e", "zeta", "regularized_incomplete_beta",
                  # Collectives: vmap rewrites them away; left in a program, the axis name is
                  # unbound and their host step raises JAX's NameError.
-                 "psum", "pmax", "pmin", "axis_index")
+                 "psum", "pmax", "pmin", "axis_index",
+                 "cumlogsumexp")
 
 
 def _elementwise_rule(name):

@@ -25,7 +25,9 @@ from gpuarr.lax.slicing import (  # noqa: F401, E402
     scatter_apply, scatter_max, scatter_min, scatter_mul, scatter_sub,
 )
 from gpuarr.lax.sorting import sort, sort_key_val, top_k  # noqa: F401, E402
-from gpuarr.lax.cumulative import cummax, cummin, cumprod, cumsum  # noqa: F401, E402
+from gpuarr.lax.cumulative import (  # noqa: F401, E402
+    cumlogsumexp, cummax, cummin, cumprod, cumsum,
+)
 from gpuarr.lax import linalg  # noqa: F401, E402
 from gpuarr.lax.windowed import (  # noqa: F401, E402
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,

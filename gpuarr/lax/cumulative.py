@@ -1,4 +1,5 @@
-"""Cumulative reductions along an axis: cumsum, cumprod, cummax, cummin (each with `reverse`)."""
+"""Cumulative reductions along an axis: cumsum, cumprod, cummax, cummin, cumlogsumexp (each with
+`reverse`)."""
 from __future__ import annotations
 
 from functools import partial
@@ -15,7 +16,7 @@ from gpuarr.lax import lax, slicing
 from gpuarr.lax.slicing import checked_impl
 
 _ACCUMULATE = {"cumsum": np.add, "cumprod": np.multiply, "cummax": np.maximum,
-               "cummin": np.minimum}
+               "cummin": np.minimum, "cumlogsumexp": np.logaddexp}
 
 
 def _cumulative_impl(name, x, axis, reverse):
@@ -41,6 +42,9 @@ def _cumulative_abstract(name, x, axis, reverse):
     if name in ("cumsum", "cumprod") and x.dtype == np.bool_:
         raise TypeError(f"lax.{name} does not accept bool operands; convert to a numeric dtype "
                         "first (jnp.cumsum does this for you).")
+    if name == "cumlogsumexp" and not dtypes.is_inexact(x.dtype):
+        raise TypeError(f"lax.cumlogsumexp requires a floating-point operand, got "
+                        f"{x.dtype.name}; convert it first, e.g. x.astype(jnp.float32).")
     return [x]
 
 
@@ -62,6 +66,7 @@ cumsum_p = _cumulative_prim("cumsum")
 cumprod_p = _cumulative_prim("cumprod")
 cummax_p = _cumulative_prim("cummax")
 cummin_p = _cumulative_prim("cummin")
+cumlogsumexp_p = _cumulative_prim("cumlogsumexp")
 
 # cumsum is linear; its transpose sums the cotangent from the other end.
 ad.deflinear(cumsum_p, lambda ct, x, axis, reverse: [
@@ -122,6 +127,33 @@ def _cumextremum_jvp(prim, primals, tangents, axis, reverse):
     return out, lax.rev(tan, (axis,)) if reverse else tan
 
 
+def _cumlogsumexp_jvp(primals, tangents, axis, reverse):
+    # The tangent of log(sum exp) over a prefix is the prefix's softmax-weighted tangent sum:
+    # one associative scan over (value, tangent) pairs whose weights exp(v - logaddexp) are at
+    # most 1, so nothing overflows.
+    from gpuarr.lax.control_flow import associative_scan
+    (x,), (t,) = primals, tangents
+    out = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+    if type(t) is Zero:
+        return out, t
+
+    def weight(v, total):  # exp(v - total), 0 where v is -inf (total may be -inf too)
+        finite = lax.gt(v, lax.full_like(v, -np.inf))
+        return lax.select(finite, lax.exp(lax.sub(v, total)), lax.full_like(v, 0))
+
+    def combine(a, b):
+        (va, ta), (vb, tb) = a, b
+        big = lax.max(va, vb)
+        total = lax.add(big, lax.log1p(lax.exp(lax.sub(lax.min(va, vb), big))))
+        total = lax.select(lax.eq(big, lax.full_like(big, -np.inf)), big, total)
+        return total, lax.add(lax.mul(ta, weight(va, total)), lax.mul(tb, weight(vb, total)))
+
+    return out, associative_scan(combine, (x, t), reverse=reverse, axis=axis)[1]
+
+
+ad.jvp_rules[cumlogsumexp_p] = _cumlogsumexp_jvp
+
+
 def _float_only_jvp(rule):
     def jvp(primals, tangents, axis, reverse):
         if type(tangents[0]) is Zero or not dtypes.is_inexact(get_aval(primals[0]).dtype):
@@ -158,3 +190,4 @@ cumsum = _wrapper(cumsum_p, "sum")
 cumprod = _wrapper(cumprod_p, "product")
 cummax = _wrapper(cummax_p, "maximum")
 cummin = _wrapper(cummin_p, "minimum")
+cumlogsumexp = _wrapper(cumlogsumexp_p, "log-sum-exp")

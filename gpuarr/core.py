@@ -578,12 +578,23 @@ def user_source_info() -> SourceInfo | None:
 # ---------------------------------------------------------------- evaluating Programs
 
 
+def _weak_operand(lit: Literal):
+    """A weakly typed literal as the Python number it came from, so that binding it again keeps
+    the weak type; its NumPy value where no Python number has its dtype (a weak float16)."""
+    py = lit.val.item() if hasattr(lit.val, "item") else lit.val
+    if type(py) in (int, float, complex) and dtypes.dtype(py, canonicalize=True) == lit.aval.dtype:
+        return py
+    return lit.val
+
+
 def eval_program(prog: Program, consts, args):
     """Evaluate `prog` by binding each equation on the current trace (so it can be traced)."""
     env: dict[int, Any] = {}
 
     def read(a):
-        return a.val if type(a) is Literal else env[a.id]
+        if type(a) is Literal:
+            return _weak_operand(a) if a.aval.weak_type else a.val
+        return env[a.id]
 
     for v, x in zip(prog.constvars, consts, strict=True):
         env[v.id] = x

@@ -103,5 +103,14 @@ def test_vmap_of_while_with_batched_predicate_matches_loop():
         return lax.while_loop(lambda c: c[0] < k, lambda c: (c[0] + 1, c[1] * 2.0), (0, 1.0))
 
     i, v = jax.vmap(f)(n)
-    check(i, n.astype(np.int32), np.int32)
-    check(v, 2.0 ** n, np.float32)
+    check(i, n.astype(np.int32), np.int32, weak=True)  # Python-scalar carries stay weak
+    check(v, 2.0 ** n, np.float32, weak=True)
+
+
+def test_vmap_of_while_keeps_python_scalar_carries_weak():
+    # The loop body is evaluated again by the batching rule: its weak literals stay weak.
+    f = jax.vmap(lambda x: lax.while_loop(lambda c: c[0] < 3,
+                                          lambda c: (c[0] + 1, c[1] * 2.0), (0, x)))
+    i, v = f(np.arange(3.0, dtype=np.float32))
+    check(i, np.full(3, 3, np.int32), np.int32, weak=True)
+    check(v, np.arange(3.0) * 8, np.float32)

@@ -1,2 +1,2 @@
-"""gpuarr.scipy: the parts of jax.scipy built so far."""
-from gpuarr.scipy import special  # noqa: F401
+"""gpuarr.scipy: jax.scipy's special functions and probability distributions."""
+from gpuarr.scipy import special, stats  # noqa: F401

@@ -1,40 +1,79 @@
-"""Special functions (jax.scipy.special): logsumexp, erf, expit, logit."""
+"""Special functions (jax.scipy.special).
+
+The gamma family lives in `_gamma`, x log y and the entropies in `_xlogy`, the normal
+distribution function in `_normal`; this module adds the erf family, the logistic pair and
+the log-sum-exp family, and is the public face of all of them."""
 from __future__ import annotations
 
 import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
+from gpuarr.scipy._gamma import (
+    beta,
+    betaln,
+    digamma,
+    gamma,
+    gammaln,
+    gammasgn,
+    multigammaln,
+    polygamma,
+)
+from gpuarr.scipy._normal import log_ndtr, ndtr, ndtri
+from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._xlogy import entr, kl_div, rel_entr, xlog1py, xlogy
 
-__all__ = ["erf", "expit", "logit", "logsumexp"]
+__all__ = [
+    "beta", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma", "gammaln",
+    "gammasgn", "kl_div", "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+    "polygamma", "rel_entr", "xlog1py", "xlogy",
+    "log_softmax", "softmax",  # noqa: F822  (provided by __getattr__ below)
+]
+
+
+def __getattr__(name):
+    # softmax and log_softmax are jax.nn's own functions; gpuarr.nn imports this module for
+    # logsumexp, so they are looked up on first use rather than imported at the top.
+    if name in ("softmax", "log_softmax"):
+        from gpuarr.nn import functions
+        return getattr(functions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"softmax", "log_softmax"})
 
 
 def erf(x):
-    """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
-    x = jnp.asarray(x)
-    (x,) = _promote_inexact(x)
+    """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt (jax.scipy.special.erf)."""
+    (x,) = promote_args_inexact("erf", x)
     return lax.erf(x)
 
 
+def erfc(x):
+    """The complementary error function 1 - erf(x), accurate where erf(x) is near 1
+    (jax.scipy.special.erfc)."""
+    (x,) = promote_args_inexact("erfc", x)
+    return lax.erfc(x)
+
+
+def erfinv(x):
+    """The inverse of erf on [-1, 1]: +-inf at +-1 and NaN outside
+    (jax.scipy.special.erfinv)."""
+    (x,) = promote_args_inexact("erfinv", x)
+    return lax.erf_inv(x)
+
+
 def expit(x):
-    """The logistic sigmoid 1 / (1 + exp(-x))."""
-    (x,) = _promote_inexact(jnp.asarray(x))
+    """The logistic sigmoid 1 / (1 + exp(-x)) (jax.scipy.special.expit)."""
+    (x,) = promote_args_inexact("expit", x)
     return lax.logistic(x)
 
 
 def logit(x):
-    """The inverse of expit: log(x / (1 - x))."""
-    (x,) = _promote_inexact(jnp.asarray(x))
+    """The inverse of expit: log(x / (1 - x)) (jax.scipy.special.logit)."""
+    (x,) = promote_args_inexact("logit", x)
     return lax.log(lax.div(x, lax.sub(lax.full_like(x, 1), x)))
-
-
-def _promote_inexact(*xs):
-    out = []
-    for x in xs:
-        if not jnp.issubdtype(x.dtype, np.inexact):
-            x = lax.convert_element_type(x, jnp.result_type(float))
-        out.append(x)
-    return out
 
 
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
@@ -42,8 +81,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     """log(sum(b * exp(a))) over `axis`, computed stably by shifting with the (not
     differentiated) max; with `return_sign` also the sign of the sum, and without it a
     negative sum gives NaN, as jax.scipy.special.logsumexp."""
-    a = jnp.asarray(a)
-    (a,) = _promote_inexact(a)
+    (a,) = promote_args_inexact("logsumexp", a)
     ndim = a.ndim
     axes = tuple(range(ndim)) if axis is None else tuple(
         sorted(x % ndim for x in ((axis,) if isinstance(axis, int) else axis))) if ndim else ()

@@ -1,0 +1,64 @@
+"""Argument handling shared by gpuarr.scipy: promotion to a common inexact dtype."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import dtypes
+from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import ConcretizationTypeError
+from gpuarr.numpy._util import (
+    broadcast_arrays,
+    check_arraylike,
+    ensure_array,
+    promote_dtypes_inexact,
+)
+
+
+def promote_args_inexact(fun_name: str, *args):
+    """Check that the arguments are arrays or scalars, give them their common inexact dtype
+    (integers become the default float, weak types stay weak) and broadcast them together,
+    as JAX's helper of the same name."""
+    check_arraylike(fun_name, *args)
+    return broadcast_arrays(*(ensure_array(a) for a in promote_dtypes_inexact(*args)))
+
+
+def dtype_of(x) -> np.dtype:
+    """The dtype `x` would have as an array (Python scalars take the default dtypes)."""
+    if isinstance(x, Tracer) or hasattr(x, "aval"):
+        return get_aval(x).dtype
+    return dtypes.dtype(x, canonicalize=True)
+
+
+def const(like, value):
+    """`value` as a constant for arithmetic with `like`, as JAX's `lax._const`: a Python
+    scalar (weak) when `like` is a weakly typed scalar, so scalar results stay weak, and
+    otherwise a NumPy scalar of `like`'s dtype (which makes the result strongly typed)."""
+    dt = dtype_of(like)
+    if isinstance(like, (int, float, complex)):
+        weak_scalar = True
+    else:
+        aval = get_aval(like)
+        weak_scalar = aval.weak_type and not aval.shape
+    value = np.asarray(value, dt)[()]
+    return value.item() if weak_scalar else value
+
+
+def concrete_int(value, context: str) -> int:
+    """A Python int from `value`, or ConcretizationTypeError when it is traced."""
+    if isinstance(value, Tracer):
+        concrete = value.to_concrete_value()
+        if concrete is None:
+            raise ConcretizationTypeError(value, context)
+        value = concrete
+    return int(value)
+
+
+def require_float32_or_64(x, fun_name: str):
+    """`x` as an array, or TypeError unless it is float32 or float64 (JAX's ndtr family
+    does not promote)."""
+    x = ensure_array(x)
+    dt = get_aval(x).dtype
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"x.dtype={dt} is not supported, see docstring for supported types."
+                        f" ({fun_name} takes float32 or float64 input.)")
+    return x

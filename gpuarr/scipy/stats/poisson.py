@@ -1,0 +1,24 @@
+"""The Poisson distribution with mean `mu` (jax.scipy.stats.poisson). Only the mass function:
+the distribution function needs the incomplete gamma function, which gpuarr.lax does not
+provide yet."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import lax
+from gpuarr import numpy as jnp
+from gpuarr.scipy._util import const, promote_args_inexact
+from gpuarr.scipy.special import gammaln, xlogy
+
+
+def logpmf(k, mu, loc=0):
+    """k log mu - gammaln(k + 1) - mu for k - loc a non-negative integer, -inf otherwise."""
+    k, mu, loc = promote_args_inexact("poisson.logpmf", k, mu, loc)
+    x = lax.sub(k, loc)
+    log_probs = xlogy(x, mu) - gammaln(x + 1) - mu
+    return jnp.where((x < const(k, 0)) | (jnp.round(k) != k), -np.inf, log_probs)
+
+
+def pmf(k, mu, loc=0):
+    """The probability mass, exp(logpmf(k, mu, loc))."""
+    return jnp.exp(logpmf(k, mu, loc))

@@ -1,0 +1,35 @@
+"""The uniform distribution on [loc, loc + scale] (jax.scipy.stats.uniform)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import lax
+from gpuarr import numpy as jnp
+from gpuarr.scipy._util import promote_args_inexact
+
+
+def logpdf(x, loc=0, scale=1):
+    """-log(scale) inside [loc, loc + scale] and -inf outside."""
+    x, loc, scale = promote_args_inexact("uniform.logpdf", x, loc, scale)
+    outside = (x > lax.add(loc, scale)) | (x < loc)
+    return jnp.where(outside, -np.inf, lax.neg(lax.log(scale)))
+
+
+def pdf(x, loc=0, scale=1):
+    """The density, exp(logpdf(x, loc, scale))."""
+    return lax.exp(logpdf(x, loc, scale))
+
+
+def cdf(x, loc=0, scale=1):
+    """0 below loc, 1 above loc + scale and (x - loc) / scale between."""
+    x, loc, scale = promote_args_inexact("uniform.cdf", x, loc, scale)
+    zero, one = jnp.array(0, x.dtype), jnp.array(1, x.dtype)
+    upper = lax.add(loc, scale)
+    conds = [x < loc, x > upper, (x >= loc) & (x <= upper)]
+    return jnp.select(conds, [zero, one, lax.div(lax.sub(x, loc), scale)])
+
+
+def ppf(q, loc=0, scale=1):
+    """The quantile function loc + scale * q, NaN for q outside [0, 1]."""
+    q, loc, scale = promote_args_inexact("uniform.ppf", q, loc, scale)
+    return jnp.where(jnp.isnan(q) | (q < 0) | (q > 1), np.nan, lax.add(loc, lax.mul(scale, q)))

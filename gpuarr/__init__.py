@@ -7,14 +7,17 @@ from gpuarr.config import config  # noqa: F401
 from gpuarr import dispatch as _dispatch  # noqa: F401  (installs the eager trace)
 from gpuarr import lax  # noqa: F401
 from gpuarr import numpy  # noqa: F401
-from gpuarr import tree_util  # noqa: F401
+from gpuarr import tree, tree_util  # noqa: F401
 from gpuarr.array import Array  # noqa: F401
 from gpuarr.api import (  # noqa: F401
     ShapeDtypeStruct, block_until_ready, clear_caches, default_backend, device_count, device_get,
     device_put, devices, disable_jit, eval_shape, grad, jit, jvp, linearize, local_devices,
     make_jaxpr, typeof, value_and_grad, vjp, vmap,
 )
-from gpuarr.config import enable_x64  # noqa: F401
+from gpuarr.config import (  # noqa: F401
+    check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,
+    enable_x64, explain_cache_misses, log_compiles,
+)
 from gpuarr import errors  # noqa: F401
 from gpuarr.tree_util import (  # noqa: F401
     tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten,
@@ -22,7 +25,14 @@ from gpuarr.tree_util import (  # noqa: F401
 
 # Automatic differentiation: custom rules, checkpointing, Jacobians.
 from gpuarr.api import hessian, jacfwd, jacobian, jacrev, linear_transpose  # noqa: F401, E402
-from gpuarr.custom_derivatives import closure_convert, custom_jvp, custom_vjp  # noqa: F401, E402
+from gpuarr.custom_derivatives import (  # noqa: F401, E402
+    closure_convert, custom_gradient, custom_jvp, custom_vjp,
+)
+from gpuarr.api import (  # noqa: F401, E402
+    ensure_compile_time_eval, host_count, host_id, named_call, named_scope,
+    print_environment_info, process_count, process_index,
+)
+from gpuarr.dtypes import float0  # noqa: F401, E402
 from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401, E402
 from gpuarr import custom_derivatives, ad_checkpoint  # noqa: F401, E402
 from gpuarr.lax import stop_gradient  # noqa: F401, E402

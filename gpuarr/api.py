@@ -682,3 +682,142 @@ from gpuarr.device_api import (  # noqa: E402, F401
     typeof,
 )
 from gpuarr.vmap_api import vmap  # noqa: E402, F401
+
+# ---------------------------------------------------------------- naming, compile-time evaluation
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """Wrap `fun` so that its computation is labelled `name` (default: the function's name).
+    The label only names the computation for debugging; the wrapped function behaves, traces
+    and differentiates exactly as `fun` does."""
+    if name is None:
+        name = getattr(fun, "__name__", "fun")
+
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        with named_scope(name):
+            return fun(*args, **kwargs)
+    return named
+
+
+class named_scope:
+    """Context manager (also usable as a decorator) that labels the operations traced inside
+    it with `name`, for debugging output. It changes nothing else: results, traced programs
+    and derivatives are those of the code without it. `name` must be a string."""
+
+    _stack: list = []
+
+    def __init__(self, name: str):
+        if not isinstance(name, str):
+            raise TypeError("named_scope name argument must be a string.")
+        self.name = name
+
+    def __enter__(self):
+        named_scope._stack.append(self.name)
+        return self
+
+    def __exit__(self, *exc):
+        named_scope._stack.pop()
+        return False
+
+    def __call__(self, fun: Callable) -> Callable:
+        @functools.wraps(fun)
+        def scoped(*args, **kwargs):
+            with named_scope(self.name):
+                return fun(*args, **kwargs)
+        return scoped
+
+    @staticmethod
+    def current() -> str:
+        """The '/'-joined names of the scopes open now ('' outside every scope)."""
+        return "/".join(named_scope._stack)
+
+
+class _CompileTimeEvalTrace(core.Trace):
+    """Inside `ensure_compile_time_eval`: primitives whose operands are all concrete run
+    eagerly on the base trace; any other goes to the trace that was current on entry."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: core.Trace):
+        super().__init__(inner)
+        self.inner = inner
+
+    def process_primitive(self, prim, args, params):
+        target = self.inner if any(isinstance(a, Tracer) for a in args) else eval_trace
+        with core.set_current_trace(target):
+            return target.process_primitive(prim, args, params)
+
+    def __repr__(self):
+        return repr(self.inner)
+
+
+class ensure_compile_time_eval:
+    """Context manager under which operations on concrete values are evaluated right away,
+    even while a function is being traced by jit (or vmap, grad): their results are concrete
+    arrays rather than staged values, so Python can branch on them. Operations that involve
+    traced values are staged as usual. Outside any transformation it changes nothing."""
+
+    def __enter__(self):
+        trace = core.current_trace()
+        self._cm = None
+        if trace is not eval_trace:
+            self._cm = core.set_current_trace(_CompileTimeEvalTrace(trace))
+            self._cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+        return False
+
+
+# ---------------------------------------------------------------- processes and environment
+
+
+def process_index(backend=None) -> int:
+    """The index of this process among those running the computation: 0 (one host)."""
+    return 0
+
+
+def process_count(backend=None) -> int:
+    """The number of processes running the computation: 1 (one host)."""
+    return 1
+
+
+def host_id(backend=None) -> int:
+    """The former name of `process_index`."""
+    warnings.warn("jax.host_id has been renamed to jax.process_index. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_index(backend)
+
+
+def host_count(backend=None) -> int:
+    """The former name of `process_count`."""
+    warnings.warn("jax.host_count has been renamed to jax.process_count. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_count(backend)
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Print (or, with `return_string=True`, return) the versions of gpuarr, NumPy and Python,
+    the devices, the process count and the platform, for bug reports."""
+    import platform
+    import sys
+
+    import gpuarr
+    from gpuarr.device_api import devices as _devices
+    devs = _devices()
+    kinds = ", ".join(sorted({f"{getattr(d, 'platform', 'cpu')}-{len(devs)}" for d in devs}))
+    info = "\n".join([
+        f"gpuarr: {gpuarr.__version__}",
+        f"numpy:  {np.__version__}",
+        f"python: {sys.version}",
+        f"device info: {kinds}, {len(devs)} local devices",
+        f"process_count: {process_count()}",
+        f"platform: {platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return info
+    print(info)
+    return None

@@ -119,21 +119,60 @@ def _option(name: str, value):
         config.update(name, old)
 
 
+class State:
+    """A config option as a context manager factory (JAX's `config.State`): `with
+    state(value): ...` sets the option inside the block and restores it after, and
+    `state.value` reads the current value."""
+
+    def __init__(self, name: str, doc: str, validate=None):
+        self.name = name
+        self.__doc__ = doc
+        self._validate = validate
+
+    def __call__(self, new_val=True):
+        if self._validate is not None:
+            self._validate(new_val)
+        return _option(self.name, new_val)
+
+    @property
+    def value(self):
+        return config.read(self.name)
+
+    def __repr__(self):
+        return f"State(jax_{self.name}={self.value!r})"
+
+
 def enable_x64(new_val: bool = True):
     """Context manager that turns 64-bit types on (or off) inside its block."""
     return _option("enable_x64", new_val)
 
 
-def debug_nans(new_val: bool = True):
-    """Context manager for `jax_debug_nans` inside its block."""
-    return _option("debug_nans", new_val)
+_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
 
 
-def debug_infs(new_val: bool = True):
-    """Context manager for `jax_debug_infs` inside its block."""
-    return _option("debug_infs", new_val)
+def _check_precision(value):
+    if value is not None and value not in _PRECISIONS:
+        raise ValueError(f"new enum value must be None or in {list(_PRECISIONS)}, got {value} "
+                         f"of type {type(value)}.")
 
 
-def log_compiles(new_val: bool = True):
-    """Context manager for `jax_log_compiles` inside its block."""
-    return _option("log_compiles", new_val)
+debug_nans = State("debug_nans", "Context manager for `jax_debug_nans`: raise "
+                   "FloatingPointError where an operation produces a NaN.")
+debug_infs = State("debug_infs", "Context manager for `jax_debug_infs`: raise "
+                   "FloatingPointError where an operation produces an infinity.")
+log_compiles = State("log_compiles", "Context manager for `jax_log_compiles`: log each "
+                     "compilation of a jitted function.")
+explain_cache_misses = State("explain_cache_misses", "Context manager for "
+                             "`jax_explain_cache_misses`: log why a jitted function was traced "
+                             "again.")
+check_tracer_leaks = State("check_tracer_leaks", "Context manager for `jax_check_tracer_leaks`: "
+                           "raise when a tracer outlives the transformation that made it.")
+default_matmul_precision = State(
+    "default_matmul_precision", "Context manager for `jax_default_matmul_precision`: the "
+    "precision of matrix products that do not give one (None, 'default', 'high', 'highest', "
+    "'bfloat16', 'tensorfloat32' or 'float32').", _check_precision)
+
+
+def checking_leaks():
+    """Context manager that turns `jax_check_tracer_leaks` on inside its block."""
+    return check_tracer_leaks(True)

@@ -22,6 +22,7 @@ from gpuarr.core import (
     abstract_eval_rules,
     current_trace,
     eval_closed,
+    eval_program,
     get_aval,
     weak_type_rules,
 )
@@ -30,7 +31,8 @@ from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
 
-__all__ = ["SymbolicZero", "custom_jvp", "custom_vjp", "closure_convert", "linear_call"]
+__all__ = ["SymbolicZero", "custom_jvp", "custom_vjp", "custom_gradient", "closure_convert",
+           "linear_call"]
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -607,3 +609,60 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
 
     call.defvjp(fwd, bwd)
     return call(residual_args, linear_args)
+
+
+# ---------------------------------------------------------------- custom_gradient
+
+
+class _VjpResiduals:
+    """The vjp function returned by a custom_gradient function, staged: its captured arrays
+    are the children (residuals), the Program and the trees are static."""
+
+    def __init__(self, program, in_tree, out_tree, consts):
+        self.program, self.in_tree, self.out_tree, self.consts = program, in_tree, out_tree, consts
+
+
+tree_util.register_pytree_node(
+    _VjpResiduals,
+    lambda r: (tuple(r.consts), (r.program, r.in_tree, r.out_tree)),
+    lambda aux, consts: _VjpResiduals(*aux, list(consts)))
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """Define a function's gradient together with it: `fun(*args)` returns `(value, vjp_fn)`
+    where `vjp_fn(cotangent)` returns the cotangents of the arguments (a tuple, or a single
+    value for a function of one argument). The result computes `value`; reverse-mode
+    differentiation uses `vjp_fn`. Built on `custom_vjp`, so forward mode is not supported."""
+    @custom_vjp
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        ans, _ = fun(*args, **kwargs)
+        return ans
+
+    def fwd(*args, **kwargs):
+        ans, rule = fun(*args, **kwargs)
+        ans_flat, out_tree = tree_util.tree_flatten((ans,))
+        ct_avals = [ad.tangent_aval(get_aval(x)) for x in ans_flat]
+        in_trees = []
+
+        def flat_rule(*cts):
+            out = rule(*tree_util.tree_unflatten(out_tree, list(cts)))
+            flat, tree = tree_util.tree_flatten(out)
+            in_trees.append(tree)
+            return flat
+
+        closed = pe.trace_to_program(flat_rule, ct_avals)
+        return ans, _VjpResiduals(closed.program, in_trees[0], out_tree, list(closed.consts))
+
+    def bwd(res, cts):
+        cts_flat, tree = tree_util.tree_flatten((cts,))
+        if tree != res.out_tree:
+            raise TypeError(f"{res.out_tree}\n!=\n{tree}")
+        out = eval_program(res.program, res.consts, cts_flat)
+        out = tree_util.tree_unflatten(res.in_tree, out)
+        if tree_util.treedef_is_leaf(res.in_tree):
+            out = (out,)
+        return tuple(out)
+
+    wrapped.defvjp(fwd, bwd)
+    return wrapped

@@ -4,11 +4,28 @@ from __future__ import annotations
 _DOCS = "https://docs.jax.dev/en/latest/errors.html"
 
 
-class GpuarrTypeError(TypeError):
+class JAXTypeError(TypeError):
+    """Base class of the TypeErrors raised for misuse of traced values (JAX's name)."""
+
+
+class JAXIndexError(IndexError):
+    """Base class of the IndexErrors raised for indexing with traced values (JAX's name)."""
+
+
+class JaxRuntimeError(RuntimeError):
+    """An error raised while running a compiled or eager computation (JAX's name)."""
+
+
+class JaxprTypeError(TypeError):
+    """A staged program failed its type check: an equation's inputs or outputs do not have
+    the types its primitive requires (JAX's name)."""
+
+
+class GpuarrTypeError(JAXTypeError):
     pass
 
 
-class ConcretizationTypeError(TypeError):
+class ConcretizationTypeError(JAXTypeError):
     """A traced (abstract) value was used where Python needs a concrete one."""
 
     def __init__(self, tracer=None, context: str = ""):
@@ -20,11 +37,11 @@ class TracerBoolConversionError(ConcretizationTypeError):
     """`bool()` (an `if`, `while`, `and`/`or`) was called on a traced value."""
 
 
-class TracerIntegerConversionError(ConcretizationTypeError, TypeError):
+class TracerIntegerConversionError(ConcretizationTypeError, JAXTypeError):
     """`int()`/`__index__` was called on a traced value."""
 
 
-class TracerArrayConversionError(TypeError):
+class TracerArrayConversionError(JAXTypeError):
     """`numpy.asarray` (or `__array__`) was called on a traced value."""
 
     def __init__(self, tracer=None):
@@ -38,7 +55,7 @@ class TracerArrayConversionError(TypeError):
         )
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(JAXIndexError):
     """Boolean-mask indexing needs a concrete mask: its result shape depends on the values."""
 
     def __init__(self, tracer=None):
@@ -52,15 +69,15 @@ class NonConcreteBooleanIndexError(IndexError):
         )
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer escaped the transformation that created it and was used later."""
 
     def __init__(self, msg: str):
         super().__init__(msg + f"\nSee {_DOCS}#jax.errors.UnexpectedTracerError")
 
 
-class KeyReuseError(RuntimeError):
-    pass
+class KeyReuseError(JAXTypeError):
+    """A random key was used twice where key-reuse checking is on (JAX's name)."""
 
 
 def _headline(err, tracer) -> str:

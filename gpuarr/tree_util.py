@@ -13,6 +13,7 @@ import difflib
 import functools
 import operator
 import textwrap
+import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,11 +21,14 @@ __all__ = [
     "DictKey",
     "FlattenedIndexKey",
     "GetAttrKey",
+    "KeyEntry",
+    "KeyPath",
     "Partial",
     "PyTreeDef",
     "SequenceKey",
     "all_leaves",
     "build_tree",
+    "default_registry",
     "flatten_one_level",
     "flatten_one_level_with_keys",
     "is_tree_node",
@@ -103,6 +107,12 @@ class FlattenedIndexKey:
 
     def __str__(self):
         return f"[<flat index {self.key}>]"
+
+
+# A key path entry (any hashable key: the classes above, or a custom node's own keys) and a
+# key path, the entries from the root to a leaf (jax.tree_util.KeyEntry / KeyPath).
+KeyEntry = typing.TypeVar("KeyEntry", bound=Any)
+KeyPath = tuple[KeyEntry, ...]
 
 
 def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
@@ -1116,3 +1126,41 @@ register_pytree_node(
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, xs: Partial(func, *xs[0], **xs[1]),
 )
+
+
+class PyTreeRegistry:
+    """The registry of pytree node types, as an object (JAX's `tree_util.default_registry`):
+    `flatten`, `flatten_with_path`, `flatten_one_level`, `flatten_one_level_with_keys`,
+    `is_node`, `register_node` and `register_dataclass_node` act on the one global registry
+    the `tree_*` functions use."""
+
+    def flatten(self, tree, leaf_predicate=None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_with_path(self, tree, leaf_predicate=None):
+        return tree_flatten_with_path(tree, leaf_predicate, is_leaf_takes_path=True)
+
+    def flatten_one_level(self, tree):
+        if _lookup(type(tree)) is None:
+            return None
+        return flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree):
+        if _lookup(type(tree)) is None:
+            return None
+        return flatten_one_level_with_keys(tree)
+
+    def is_node(self, tree) -> bool:
+        return _lookup(type(tree)) is not None
+
+    def register_node(self, nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+        register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+    def register_dataclass_node(self, nodetype, data_fields, meta_fields):
+        register_dataclass(nodetype, list(data_fields), list(meta_fields))
+
+    def __repr__(self):
+        return "PyTreeRegistry()"
+
+
+default_registry = PyTreeRegistry()

@@ -195,13 +195,31 @@ def _fft_kinds(x):
 
 PRIMITIVE_CASES["fft"] = (_fft_kinds, [R(2, 4)], 2)
 
+# Special functions and complex numbers (gpuarr.lax.special_extra, gpuarr.lax.extras).
+PRIMITIVE_CASES.update({
+    "bessel_i0e": (lax.bessel_i0e, [R(3)], 2),
+    "bessel_i1e": (lax.bessel_i1e, [R(3)], 2),
+    # d/da comes from a host callback, so first order only.
+    "igamma": (lax.igamma, [P(3) + 1, P(3)], 1),
+    "igammac": (lax.igammac, [P(3) + 1, P(3)], 1),
+    # Differentiable in q only, as in JAX (which differentiates neither).
+    "zeta": (lambda q: lax.zeta(3.0, q), [P(3) + 0.5], 2),
+    # Differentiable in x only, as in JAX.
+    "regularized_incomplete_beta": (lambda x: lax.betainc(2.0, 3.0, x), [R(3, lo=0.2, hi=0.8)], 2),
+    "complex": (lambda x, y: lax.real(lax.complex(x, y) * lax.complex(y, x)), [R(3), R(3)], 2),
+    "conj": (lambda x, y: lax.imag(lax.conj(lax.complex(x, y)) * lax.conj(y)), [R(3), R(3)], 2),
+    "real": (lambda x, y: lax.real(lax.complex(x, y) * lax.complex(x, y)), [R(3), R(3)], 2),
+    "imag": (lambda x, y: lax.imag(lax.complex(x, y) * lax.complex(y, y)), [R(3), R(3)], 2),
+    "optimization_barrier": (lambda x: lax.optimization_barrier(jnp.sin(x)) * x, [R(3)], 2),
+})
+
 # Primitives with a JVP rule of their own that this table does not need to cover:
 # - defined with ad.defjvp_zero (piecewise constant: comparisons, rounding, integer and bit
 #   ops, argmax/argmin, stop_gradient); `test_zero_jvp_primitives` checks they give zeros.
 ZERO_JVP = {
     "and", "argmax", "argmin", "bitcast_convert_type", "ceil", "clz", "eq", "floor", "ge", "gt",
     "is_finite", "le", "lt", "ne", "nextafter", "not", "or", "population_count", "reduce_and",
-    "reduce_or", "round", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
+    "reduce_or", "reduce_xor", "round", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
     "stop_gradient", "xor", "threefry2x32",
 }
 # - higher-order primitives whose rules transform a sub-program; they are checked with

@@ -202,6 +202,24 @@ def _fft_kinds(x):
 
 PRIMITIVE_TABLE["fft"] = (_fft_kinds, [f32(2, 3, 4)])
 
+# Special functions, complex numbers, reduce_xor and optimization_barrier (gpuarr.lax.extras,
+# gpuarr.lax.special_extra).
+_POS = f32(2, 3, lo=0.5, hi=3.0)
+PRIMITIVE_TABLE.update({
+    "bessel_i0e": _unary("bessel_i0e"),
+    "bessel_i1e": _unary("bessel_i1e"),
+    "igamma": _binary(lax.igamma, _POS),
+    "igammac": _binary(lax.igammac, _POS),
+    "zeta": (lax.zeta, [f32(2, 3, lo=1.5, hi=4.0), _POS]),
+    "regularized_incomplete_beta": (lax.betainc, [_POS, _POS, f32(2, 3, lo=0.1, hi=0.9)]),
+    "complex": _binary(lax.complex),
+    "conj": _unary("conj"),
+    "real": (lambda x, y: lax.real(lax.complex(x, y)), [f32(2, 3), f32(2, 3)]),
+    "imag": (lambda x, y: lax.imag(lax.complex(x, y)), [f32(2, 3), f32(2, 3)]),
+    "reduce_xor": (lambda x: lax.reduce_xor(x, (1,)), [i32(2, 3)]),
+    "optimization_barrier": (lambda x, y: lax.optimization_barrier((x, y)), [f32(2, 3), f32(3)]),
+})
+
 # Entries whose primitive is broken outside batching (reported to its owner). Their cases
 # xfail while they raise, and fail once they work so the entry is removed from here.
 KNOWN_BROKEN: dict[str, str] = {}

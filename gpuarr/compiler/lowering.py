@@ -225,7 +225,8 @@ LIBRARY = ("dot_general", "sort", "argsort", "conv_general_dilated", "cholesky",
 # Primitives the fusion hands to the host as they are (control flow runs its sub-programs).
 CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call",
            "remat2", "custom_lin", "jit", "custom_vjp_call_jaxpr", "for_loop", "debug_callback",
-           "pure_callback", "io_callback")
+           "pure_callback", "io_callback",
+           "optimization_barrier")  # a host step of its own: nothing fuses across it
 
 # Indexing primitives with kernel lowerings in fusion.py.
 SCATTER_COMBINERS = {"scatter": "set", "scatter_add": "add", "scatter_sub": "sub",

@@ -37,3 +37,13 @@ from gpuarr.lax.windowed import (  # noqa: F401, E402
 not_ = bitwise_not
 from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402
 from gpuarr.lax.parallel import axis_index, pmax, pmean, pmin, psum  # noqa: F401, E402
+from gpuarr.lax.extras import (  # noqa: F401, E402
+    ConvGeneralDilatedDimensionNumbers, DotDimensionNumbers, Precision, RoundingMethod, axis_size,
+    batch_matmul, broadcast_shapes, broadcast_to_rank, collapse, complex, conj, conv_transpose,
+    dtype, empty, imag, optimization_barrier, real, reduce, reduce_xor, split, stack, tile,
+    unstack,
+)
+from gpuarr.lax.special_extra import (  # noqa: F401, E402
+    bessel_i0e, bessel_i1e, betainc, igamma, igammac, random_gamma_grad, zeta,
+)
+from gpuarr.lax.custom_solve import custom_linear_solve, custom_root  # noqa: F401, E402

@@ -1,5 +1,6 @@
 """gpuarr.nn: neural-network helpers with jax.nn's names, formulas and gradients."""
 from gpuarr.nn import initializers  # noqa: F401
+from gpuarr.nn.attention import dot_product_attention  # noqa: F401, E402
 from gpuarr.nn.functions import (  # noqa: F401
     celu,
     elu,

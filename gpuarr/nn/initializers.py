@@ -4,6 +4,7 @@ same parameters JAX gives."""
 from __future__ import annotations
 
 import math
+import typing
 from functools import partial
 
 import numpy as np
@@ -12,11 +13,20 @@ from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 
 __all__ = [
-    "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
+    "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
     "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform",
     "normal", "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
     "xavier_normal", "xavier_uniform", "zeros",
 ]
+
+@typing.runtime_checkable
+class Initializer(typing.Protocol):
+    """The type of an initializer: called as `init(key, shape, dtype)`, it returns an array of
+    that shape and dtype (every factory of this module returns one)."""
+
+    def __call__(self, key, shape, dtype=np.float64, out_sharding=None):
+        ...
+
 
 _float = np.float64  # canonicalised to float32 unless x64 is on, as jnp.float_
 

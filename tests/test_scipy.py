@@ -42,6 +42,12 @@ SPECIAL = [
     ("log_ndtr", special.log_ndtr, sp.log_ndtr, (np.linspace(-60, 12, 13),)),
     ("multigammaln", lambda a: special.multigammaln(a, 3), lambda a: sp.multigammaln(a, 3),
      (POS + 1.5,)),
+    ("gammainc", special.gammainc, sp.gammainc, (POS, POS[::-1])),
+    ("gammaincc", special.gammaincc, sp.gammaincc, (POS, POS[::-1])),
+    ("betainc", special.betainc, sp.betainc, (POS, POS[::-1], P)),
+    ("i0", special.i0, sp.i0, (X,)), ("i0e", special.i0e, sp.i0e, (X * 5,)),
+    ("i1", special.i1, sp.i1, (X,)), ("i1e", special.i1e, sp.i1e, (X * 5,)),
+    ("zeta", special.zeta, sp.zeta, (POS + 1.1, POS)),
     ("logsumexp", special.logsumexp, sp.logsumexp, (X,)),
     ("softmax", special.softmax, sp.softmax, (X,)),
     ("log_softmax", special.log_softmax, sp.log_softmax, (X,)),
@@ -167,6 +173,11 @@ GRADS = [
     (special.log_ndtr, (np.array([-45.0, -21, -19, -3, 0, 7.5, 8.5]),)),
     (lambda a: special.multigammaln(a, 3), (POS[:4] + 2,)),
     (lambda x: special.polygamma(1, x), (POS[:4],)),
+    (lambda x: special.gammainc(2.5, x), (POS[:4],)),
+    (lambda x: special.gammaincc(2.5, x), (POS[:4],)),
+    (lambda x: special.betainc(2.0, 3.0, x), (P[:4],)),
+    (special.i0e, (X[:4],)), (special.i1e, (X[:4],)), (special.i0, (X[:4],)),
+    (lambda x: stats.gamma.cdf(x, 2.5), (POS[:4],)), (lambda x: stats.beta.sf(x, 2.0, 3.0), (P[:4],)),
 ]
 
 
@@ -213,6 +224,18 @@ STATS = [
     (stats.bernoulli.cdf, ss.bernoulli.cdf, (X, 0.3)), (stats.bernoulli.ppf, ss.bernoulli.ppf, (P, 0.3)),
     (stats.poisson.logpmf, ss.poisson.logpmf, (np.arange(13.0) - 1, POS)),
     (stats.poisson.pmf, ss.poisson.pmf, (np.arange(13.0), 3.5, 1.0)),
+    (stats.poisson.cdf, ss.poisson.cdf, (np.arange(13.0) - 1.5, POS)),
+    (stats.gamma.cdf, ss.gamma.cdf, (X + 2, POS, 0.1, 1.5)),
+    (stats.gamma.logcdf, ss.gamma.logcdf, (POS, 2.5)),
+    (stats.gamma.sf, ss.gamma.sf, (X + 2, POS, 0.1, 1.5)),
+    (stats.gamma.logsf, ss.gamma.logsf, (POS, 2.5)),
+    (stats.beta.cdf, ss.beta.cdf, (X, 2.0, 3.0, -4.0, 8.0)),
+    (stats.beta.logcdf, ss.beta.logcdf, (P, POS, POS[::-1])),
+    (stats.beta.sf, ss.beta.sf, (X, 2.0, 3.0, -4.0, 8.0)),
+    (stats.beta.logsf, ss.beta.logsf, (P, POS, POS[::-1])),
+    (stats.chi2.logpdf, ss.chi2.logpdf, (POS, 3.0, 0.1, 2.0)), (stats.chi2.pdf, ss.chi2.pdf, (POS, 4.0)),
+    (stats.chi2.cdf, ss.chi2.cdf, (POS, POS[::-1])), (stats.chi2.logcdf, ss.chi2.logcdf, (POS, 3.0)),
+    (stats.chi2.sf, ss.chi2.sf, (POS, 3.0, 0.5, 2.0)), (stats.chi2.logsf, ss.chi2.logsf, (POS, 2.0)),
 ]
 
 

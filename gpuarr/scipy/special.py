@@ -1,7 +1,8 @@
 """Special functions (jax.scipy.special).
 
 The gamma family lives in `_gamma`, x log y and the entropies in `_xlogy`, the normal
-distribution function in `_normal`; this module adds the erf family, the logistic pair and
+distribution function in `_normal`, the incomplete gamma and beta functions, Bessel functions
+and zeta in `_incomplete`; this module adds the erf family, the logistic pair and
 the log-sum-exp family, and is the public face of all of them."""
 from __future__ import annotations
 
@@ -19,14 +20,16 @@ from gpuarr.scipy._gamma import (
     multigammaln,
     polygamma,
 )
+from gpuarr.scipy._incomplete import betainc, gammainc, gammaincc, i0, i0e, i1, i1e, zeta
 from gpuarr.scipy._normal import log_ndtr, ndtr, ndtri
 from gpuarr.scipy._util import promote_args_inexact
 from gpuarr.scipy._xlogy import entr, kl_div, rel_entr, xlog1py, xlogy
 
 __all__ = [
-    "beta", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma", "gammaln",
-    "gammasgn", "kl_div", "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-    "polygamma", "rel_entr", "xlog1py", "xlogy",
+    "beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma",
+    "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div",
+    "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "rel_entr",
+    "xlog1py", "xlogy", "zeta",
     "log_softmax", "softmax",  # noqa: F822  (provided by __getattr__ below)
 ]
 

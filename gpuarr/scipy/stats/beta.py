@@ -1,6 +1,5 @@
-"""The beta distribution on [loc, loc + scale] (jax.scipy.stats.beta). Only the densities:
-the distribution functions need the regularized incomplete beta function, which gpuarr.lax
-does not provide yet."""
+"""The beta distribution on [loc, loc + scale] (jax.scipy.stats.beta): densities, and the
+distribution functions through the regularized incomplete beta function."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +7,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.scipy._util import const, promote_args_inexact
-from gpuarr.scipy.special import betaln, xlog1py, xlogy
+from gpuarr.scipy.special import betainc, betaln, xlog1py, xlogy
 
 
 def logpdf(x, a, b, loc=0, scale=1):
@@ -28,3 +27,32 @@ def logpdf(x, a, b, loc=0, scale=1):
 def pdf(x, a, b, loc=0, scale=1):
     """The density, exp(logpdf(x, a, b, loc, scale))."""
     return lax.exp(logpdf(x, a, b, loc, scale))
+
+
+def _standardized(name, x, a, b, loc, scale):
+    x, a, b, loc, scale = promote_args_inexact(name, x, a, b, loc, scale)
+    y = lax.div(lax.sub(x, loc), scale)
+    return lax.clamp(const(x, 0), y, const(x, 1)), a, b
+
+
+def cdf(x, a, b, loc=0, scale=1):
+    """P(X <= x): the regularized incomplete beta function at y = (x - loc) / scale, clipped
+    to [0, 1]."""
+    y, a, b = _standardized("beta.cdf", x, a, b, loc, scale)
+    return betainc(a, b, y)
+
+
+def logcdf(x, a, b, loc=0, scale=1):
+    """log cdf(x, a, b, loc, scale)."""
+    return lax.log(cdf(x, a, b, loc, scale))
+
+
+def sf(x, a, b, loc=0, scale=1):
+    """P(X > x) = I_{1-y}(b, a), accurate where the cdf is near 1."""
+    y, a, b = _standardized("beta.sf", x, a, b, loc, scale)
+    return betainc(b, a, lax.sub(const(y, 1), y))
+
+
+def logsf(x, a, b, loc=0, scale=1):
+    """log sf(x, a, b, loc, scale)."""
+    return lax.log(sf(x, a, b, loc, scale))

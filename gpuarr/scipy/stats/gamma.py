@@ -1,6 +1,5 @@
-"""The gamma distribution with shape `a` (jax.scipy.stats.gamma). Only the densities: the
-distribution functions need the regularized incomplete gamma function, which gpuarr.lax does
-not provide yet."""
+"""The gamma distribution with shape `a` (jax.scipy.stats.gamma): densities, and the
+distribution functions through the regularized incomplete gamma functions."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +7,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.scipy._util import const, promote_args_inexact
-from gpuarr.scipy.special import gammaln, xlogy
+from gpuarr.scipy.special import gammainc, gammaincc, gammaln, xlogy
 
 
 def logpdf(x, a, loc=0, scale=1):
@@ -27,3 +26,31 @@ def logpdf(x, a, loc=0, scale=1):
 def pdf(x, a, loc=0, scale=1):
     """The density, exp(logpdf(x, a, loc, scale))."""
     return lax.exp(logpdf(x, a, loc, scale))
+
+
+def _standardized(name, x, a, loc, scale):
+    x, a, loc, scale = promote_args_inexact(name, x, a, loc, scale)
+    return lax.max(lax.div(lax.sub(x, loc), scale), const(x, 0)), a
+
+
+def cdf(x, a, loc=0, scale=1):
+    """P(X <= x): the regularized lower incomplete gamma function at y = (x - loc) / scale,
+    clipped at 0 below the support."""
+    y, a = _standardized("gamma.cdf", x, a, loc, scale)
+    return gammainc(a, y)
+
+
+def logcdf(x, a, loc=0, scale=1):
+    """log cdf(x, a, loc, scale)."""
+    return lax.log(cdf(x, a, loc, scale))
+
+
+def sf(x, a, loc=0, scale=1):
+    """P(X > x) = 1 - cdf, from the upper incomplete gamma function (accurate in the tail)."""
+    y, a = _standardized("gamma.sf", x, a, loc, scale)
+    return gammaincc(a, y)
+
+
+def logsf(x, a, loc=0, scale=1):
+    """log sf(x, a, loc, scale)."""
+    return lax.log(sf(x, a, loc, scale))

@@ -1,6 +1,5 @@
-"""The Poisson distribution with mean `mu` (jax.scipy.stats.poisson). Only the mass function:
-the distribution function needs the incomplete gamma function, which gpuarr.lax does not
-provide yet."""
+"""The Poisson distribution with mean `mu` (jax.scipy.stats.poisson): the mass function and
+the distribution function (an upper incomplete gamma function)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +7,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.scipy._util import const, promote_args_inexact
-from gpuarr.scipy.special import gammaln, xlogy
+from gpuarr.scipy.special import gammaincc, gammaln, xlogy
 
 
 def logpmf(k, mu, loc=0):
@@ -22,3 +21,12 @@ def logpmf(k, mu, loc=0):
 def pmf(k, mu, loc=0):
     """The probability mass, exp(logpmf(k, mu, loc))."""
     return jnp.exp(logpmf(k, mu, loc))
+
+
+def cdf(k, mu, loc=0):
+    """P(K <= k) = Q(floor(k - loc) + 1, mu), the regularized upper incomplete gamma
+    function; 0 below loc."""
+    k, mu, loc = promote_args_inexact("poisson.cdf", k, mu, loc)
+    x = lax.sub(k, loc)
+    p = gammaincc(lax.add(lax.floor(x), const(x, 1)), mu)
+    return jnp.where(x < const(x, 0), const(x, 0), p)

@@ -10,6 +10,7 @@ residuals: linearize stages it into the linear Program, and `backward_pass` tran
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -54,12 +55,25 @@ def _split_nondiff(args, nondiff_argnums):
     return nondiff, diff, merge
 
 
+@functools.lru_cache(maxsize=256)
+def _signature(fun):
+    """`fun`'s signature and how many positional parameters it has (None: not inspectable)."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+    positional = [p for p in sig.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return sig, len(positional)
+
+
 def _resolve_args(fun, args, kwargs):
-    """Fold keyword arguments into positional ones using `fun`'s signature, as JAX does."""
-    if not kwargs:
+    """Fold keyword arguments and defaults into positional ones using `fun`'s signature, as
+    JAX does: the rules (and nondiff_argnums) see every argument, given or defaulted."""
+    found = _signature(fun)
+    if found is None or (not kwargs and len(args) >= found[1]):
         return tuple(args)
-    import inspect
-    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound = found[0].bind(*args, **kwargs)
     bound.apply_defaults()
     return tuple(bound.args) + tuple(bound.kwargs.values())
 

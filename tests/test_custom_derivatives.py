@@ -396,3 +396,21 @@ def test_symbolic_zeros():
     assert seen[-1] == (True, False)
     _close(vmap(grad(f))(jnp.arange(3.), jnp.ones(3)), np.ones(3))
     _close(grad(lambda x: vmap(f)(x, jnp.ones(3)).sum())(jnp.arange(3.)), np.ones(3))
+
+
+def test_default_arguments_reach_the_rules():
+    # JAX binds defaults before splitting off nondiff_argnums, so an omitted argument with a
+    # default is still passed to the rules.
+    power = custom_jvp(lambda x, n=2: x ** n, nondiff_argnums=(1,))
+    power.defjvp(lambda n, p, t: (p[0] ** n, n * p[0] ** (n - 1) * t[0]))
+    _close(power(3.0), 9.0)
+    _close(grad(power)(3.0), 6.0)
+    _close(grad(lambda x: power(x, 3))(2.0), 12.0)
+    _close(jit(power)(2.0), 4.0)
+    scaled = custom_jvp(lambda x, s=1.0: x * s)
+    scaled.defjvp(lambda p, t: (p[0] * p[1], t[0] * p[1] + p[0] * t[1]))
+    _close(grad(scaled)(2.0), 1.0)
+    times = custom_vjp(lambda x, n=2.0: x * n, nondiff_argnums=(1,))
+    times.defvjp(lambda x, n: (x * n, None), lambda n, res, ct: (ct * n,))
+    _close(times(3.0), 6.0)
+    _close(grad(times)(3.0), 2.0)

@@ -687,9 +687,9 @@ from gpuarr.vmap_api import vmap  # noqa: E402, F401
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
-    """Wrap `fun` so that its computation is labelled `name` (default: the function's name).
-    The label only names the computation for debugging; the wrapped function behaves, traces
-    and differentiates exactly as `fun` does."""
+    """Wrap `fun` so that it runs inside `named_scope(name)` (default: the function's name).
+    The wrapped function behaves, traces and differentiates exactly as `fun` does; gpuarr
+    does not yet write the name into printed programs."""
     if name is None:
         name = getattr(fun, "__name__", "fun")
 
@@ -701,9 +701,10 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
 
 
 class named_scope:
-    """Context manager (also usable as a decorator) that labels the operations traced inside
-    it with `name`, for debugging output. It changes nothing else: results, traced programs
-    and derivatives are those of the code without it. `name` must be a string."""
+    """Context manager (also usable as a decorator) that opens a scope called `name`; the
+    open scopes are `named_scope.current()`. Results, traced programs and derivatives are
+    those of the code without it (gpuarr does not yet attach the names to equations, which
+    JAX shows in profiles). `name` must be a string."""
 
     _stack: list = []
 

@@ -1,2 +1,2 @@
-"""gpuarr.scipy: jax.scipy's special functions and probability distributions."""
-from gpuarr.scipy import special, stats  # noqa: F401
+"""gpuarr.scipy: jax.scipy's linear algebra, special functions and probability distributions."""
+from gpuarr.scipy import linalg, special, stats  # noqa: F401

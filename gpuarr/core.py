@@ -116,8 +116,11 @@ weak_type_rules: dict[Primitive, Callable[..., bool]] = {}
 
 
 def default_weak_type_rule(*args, **params) -> bool:
-    # Python numbers are weakly typed (bool is not), as in get_aval.
-    return all(getattr(a, "weak_type", type(a) in (int, float, complex)) for a in args)
+    for a in args:  # a loop, not all(...): this runs on every eager op
+        weak = getattr(a, "weak_type", None)
+        if not (weak or (weak is None and type(a) in (int, float, complex))):
+            return False  # Python numbers are weakly typed (bool is not), as in get_aval
+    return True
 
 
 # ---------------------------------------------------------------- the Program IR

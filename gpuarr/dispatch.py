@@ -45,8 +45,19 @@ class EvalTrace(core.Trace):
                                             "transformed function instead of storing them.")
             else:
                 vals.append(_host_operand(a))
-        if not prim.multiple_results:
-            _check_dtypes(prim, args, vals, params)
+        if not prim.multiple_results:  # JAX's dtype errors (see _check_dtypes), inlined: hot
+            try:
+                if len(vals) == 2:
+                    key = (prim, vals[0].dtype.num, vals[1].dtype.num)
+                elif len(vals) == 1:
+                    key = (prim, vals[0].dtype.num)
+                else:
+                    key = (prim,) + tuple(v.dtype.num for v in vals)
+            except AttributeError:  # an operand that is not an array
+                key = (prim,) + tuple(getattr(getattr(v, "dtype", None), "num", None)
+                                      for v in vals)
+            if key not in _accepted_dtypes:
+                _check_dtypes(prim, args, params, key)
         if committed or _default_device_blocks[0]:  # placement rules (gpuarr.placement)
             placed = self._process_placed(prim, args, vals, params, committed)
             if placed is not None:
@@ -99,15 +110,14 @@ def _raise_abstract_error(prim, args, params) -> None:
 _accepted_dtypes: set = set()
 
 
-def _check_dtypes(prim, args, vals, params) -> None:
+def _check_dtypes(prim, args, params, key) -> None:
     """NumPy computes where JAX raises: sin of int32 gives float64, int32 + float32 promotes.
-    So the abstract rule runs once per primitive and combination of operand dtypes, raising
-    JAX's TypeError for the ones it rejects; accepted ones cost a set lookup afterwards.
-    (Shape errors need no check: NumPy raises on them, and `_raise_abstract_error` rewords.)"""
-    key = (prim, *[getattr(v, "dtype", None) for v in vals])
-    if key not in _accepted_dtypes:
-        _raise_abstract_error(prim, args, params)
-        _accepted_dtypes.add(key)
+    So the abstract rule runs once per primitive and combination of operand dtypes (`key`),
+    raising JAX's TypeError for the ones it rejects; accepted ones cost a set lookup in
+    EvalTrace afterwards. (Shape errors need no check: NumPy raises on them, and
+    `_raise_abstract_error` rewords.)"""
+    _raise_abstract_error(prim, args, params)
+    _accepted_dtypes.add(key)
 
 
 _PY_SCALARS = (bool, int, float, complex)

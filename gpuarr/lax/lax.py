@@ -139,14 +139,11 @@ def binop(name: str, impl, kind: str = "number", out_dtype=None) -> Primitive:
         _check_kind(name, kind, x)
         _check_same_dtypes(name, x, y)
         shape = _broadcast_shapes(name, x.shape, y.shape)
-        if out_dtype is not None:
-            return [ShapedArray(shape, out_dtype)]
-        return [ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)]
+        # A comparison of two weak operands is a weak bool, as in JAX (lax.eq(1., 2.)).
+        return [ShapedArray(shape, out_dtype or x.dtype, x.weak_type and y.weak_type)]
 
     abstract_eval_rules[prim] = abstract
     batch_rules[prim] = partial(broadcast_batch_rule, prim)
-    if out_dtype is not None:
-        weak_type_rules[prim] = _never_weak
     return prim
 
 
@@ -199,8 +196,7 @@ defjvp_zero(floor_p)
 ceil_p = unop("ceil", np.ceil, "float")
 defjvp_zero(ceil_p)
 is_finite_p = unop("is_finite", np.isfinite, "float")
-abstract_eval_rules[is_finite_p] = lambda x: [ShapedArray(x.shape, np.bool_)]
-weak_type_rules[is_finite_p] = _never_weak
+abstract_eval_rules[is_finite_p] = lambda x: [ShapedArray(x.shape, np.bool_, x.weak_type)]
 defjvp_zero(is_finite_p)
 
 

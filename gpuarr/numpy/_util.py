@@ -52,7 +52,7 @@ def _from_numpy(x):
 
 def _convert(x, dt, weak):
     if isinstance(x, _SCALARS):
-        return np.asarray(x, dt)[()] if not weak else _weak_scalar(x, dt)
+        return _scalar_value(x, dt)[()] if not weak else _weak_scalar(x, dt)
     if isinstance(x, (np.ndarray, np.generic)):
         x = np.asarray(x)
         x = x.astype(dt) if x.dtype != dt else x
@@ -69,8 +69,15 @@ def _convert(x, dt, weak):
 def _weak_scalar(x, dt):
     """A Python scalar as a weakly typed 0-d Array of dtype `dt` (a literal when staged)."""
     from gpuarr.dispatch import wrap
-    val = np.asarray(x).astype(dt) if dtypes.is_int(dt) and isinstance(x, float) else np.asarray(x, dt)
-    return wrap(val, True)
+    return wrap(_scalar_value(x, dt), True)
+
+
+def _scalar_value(x, dt):
+    """A Python scalar as a 0-d NumPy array of dtype `dt`. A Python int must fit the default
+    integer dtype (else OverflowError) and then wraps into a narrower one (uint8 - 1), as in JAX."""
+    if dtypes.is_int(dt) and isinstance(x, int):
+        return np.asarray(x, dtypes.default_int_dtype()).astype(dt)
+    return np.asarray(x).astype(dt) if dtypes.is_int(dt) and isinstance(x, float) else np.asarray(x, dt)
 
 
 def broadcast_arrays(*args):

@@ -43,6 +43,9 @@ def _index_error_type(i, pos):
 def normalize_index(idx, ndim):
     """Index tuple with lists made arrays, concrete boolean masks made integer arrays and the
     Ellipsis expanded; entries are ints, slices, None or integer arrays/tracers."""
+    if isinstance(idx, list):  # ambiguous in NumPy (a tuple or an array?): refused, as in JAX
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; "
+                        "use `arr[array(seq)]` instead of `arr[seq]`.")
     if not isinstance(idx, tuple):
         idx = (idx,)
     out = []

@@ -37,7 +37,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         return array(dlpack.from_dlpack(object, copy=copy), dtype, False, order, ndmin)
     if isinstance(object, (list, tuple)):
         object = [np.asarray(o) if isinstance(o, Array) else o for o in object]
-    weak = dt is None and isinstance(object, _SCALARS) and type(object) is not bool
+    # Python numbers are weak; NumPy scalars (np.float64 subclasses float) are not.
+    weak = dt is None and type(object) in (int, float, complex)
     host = np.array(object, dtype=dt)
     if host.dtype == object_dtype:
         raise TypeError(f"Unexpected input type for array: {type(object).__name__} with "
@@ -122,8 +123,7 @@ def full(shape, fill_value, dtype=None, device=None):
         from gpuarr.numpy._util import broadcast_to
         fv = asarray(fill_value, dtype=dt)
         return broadcast_to(fv, shape)
-    if dt is None:
-        dt = dtypes.dtype(fill_value, canonicalize=True)
+    # Without a dtype, a Python scalar fill gives a weakly typed array, as in JAX.
     return lax.full(shape, fill_value, dt)
 
 
@@ -133,16 +133,23 @@ def _like(a, dtype, shape):
             aval.dtype if dtype is None else dtype)
 
 
+def _keep_weak(out, a, dtype):
+    # Without a dtype the result keeps the weak type of `a` (Python scalars are weak), as in JAX.
+    if dtype is None and dtypes.is_weakly_typed(a):
+        return lax.lax._convert_weak(out, get_aval(out).dtype, True)
+    return out
+
+
 def zeros_like(a, dtype=None, shape=None, device=None):
     """Zeros with the shape and dtype of `a`."""
     s, d = _like(a, dtype, shape)
-    return lax.full(s, 0, d)
+    return _keep_weak(lax.full(s, 0, d), a, dtype)
 
 
 def ones_like(a, dtype=None, shape=None, device=None):
     """Ones with the shape and dtype of `a`."""
     s, d = _like(a, dtype, shape)
-    return lax.full(s, 1, d)
+    return _keep_weak(lax.full(s, 1, d), a, dtype)
 
 
 def empty_like(a, dtype=None, shape=None, device=None):
@@ -153,7 +160,7 @@ def empty_like(a, dtype=None, shape=None, device=None):
 def full_like(a, fill_value, dtype=None, shape=None, device=None):
     """`fill_value` with the shape and dtype of `a`."""
     s, d = _like(a, dtype, shape)
-    return full(s, fill_value, d)
+    return _keep_weak(full(s, fill_value, d), a, dtype)
 
 
 def arange(start, stop=None, step=None, dtype=None):
@@ -169,6 +176,8 @@ def arange(start, stop=None, step=None, dtype=None):
         dt = dtypes.canonicalize_dtype(np.result_type(*vals))
         if dt == np.bool_:
             dt = dtypes.default_int_dtype()
+    elif dt == np.bool_:
+        raise TypeError("arange does not accept dtype bool.")
     if stop is None and step is None and current_trace() is not eval_trace:
         return lax.iota(dt, int(np.ceil(float(np.asarray(start)))))
     host = np.arange(start, stop, step)
@@ -184,6 +193,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     dt = _user_dtype(dtype, "linspace")
     start, stop = promote_dtypes_inexact(asarray(start), asarray(stop))
+    from gpuarr.numpy._util import broadcast_to
+    # Array bounds broadcast against each other.
+    bshape = np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape)
+    start, stop = broadcast_to(start, bshape), broadcast_to(stop, bshape)
     compute_dt = get_aval(start).dtype
     div = (num - 1) if endpoint else num
     steps = lax.iota(compute_dt, num)
@@ -200,8 +213,9 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if axis != 0 and s_shape:
         from gpuarr.numpy.manipulation import moveaxis
         out = moveaxis(out, 0, axis)
-    out = out.astype(dt) if dt is not None else out
-    return (out, step) if retstep else out
+    # The result (and step) are never weakly typed, as in JAX.
+    out = lax.convert_element_type(out, dt if dt is not None else compute_dt)
+    return (out, lax.convert_element_type(step, compute_dt)) if retstep else out
 
 
 def eye(N, M=None, k=0, dtype=None):

@@ -27,15 +27,16 @@ from gpuarr.numpy._util import (
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b| elementwise, with infinities equal only to themselves."""
     check_arraylike("isclose", a, b)
-    a, b = promote_dtypes(a, b)
+    # Integers compare as floats too (with the tolerances), and the result is never weak,
+    # as in JAX.
+    a, b = promote_dtypes_inexact(a, b)
     a, b = broadcast_arrays(a, b)
     dt = get_aval(a).dtype
-    if not dtypes.is_float(dt):
-        return ufuncs.equal(a, b)
-    rtol_, atol_ = np.asarray(rtol, dt)[()], np.asarray(atol, dt)[()]
-    close = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol_, lax.mul(rtol_, lax.abs(b))))
-    finite = lax.bitwise_and(lax.is_finite(a), lax.is_finite(b))
-    out = lax.select(finite, close, lax.eq(a, b))
+    if dtypes.is_complex(dt):
+        dt = np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
+    rtol_, atol_ = (lax.convert_element_type(ensure_array(t), dt) for t in (rtol, atol))
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol_, lax.mul(rtol_, lax.abs(b))))
+    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(ufuncs.isfinite(b), in_range))
     if equal_nan:
         out = lax.bitwise_or(out, lax.bitwise_and(ufuncs.isnan(a), ufuncs.isnan(b)))
     return out

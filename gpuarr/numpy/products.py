@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
+from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.numpy._util import (
     broadcast_to,
@@ -21,11 +21,16 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if an == 0 or bn == 0:
-        return lax.mul(a, b)
+        return _mul(a, b)
     b_axis = 0 if bn == 1 else bn - 2
     _check_contract("dot", get_aval(a).shape, get_aval(b).shape, an - 1, b_axis)
     return lax.dot_general(a, b, (((an - 1,), (b_axis,)), ((), ())), precision,
                            preferred_element_type)
+
+
+def _mul(a, b):
+    # Booleans multiply as logical and (lax.mul takes no booleans), as JAX's dot of booleans.
+    return lax.bitwise_and(a, b) if get_aval(a).dtype == np.bool_ else lax.mul(a, b)
 
 
 def _check_contract(name, ashape, bshape, ax, bx):
@@ -79,6 +84,9 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened inputs."""
     check_arraylike("vdot", a, b)
     from gpuarr.numpy.manipulation import ravel
+    from gpuarr.numpy.ufuncs import conj
+    if dtypes.is_complex(dtypes.dtype(a) if not hasattr(a, "dtype") else a.dtype):
+        a = conj(a)  # vdot conjugates its first argument, as numpy.vdot
     return dot(ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type)
 
 
@@ -88,7 +96,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if an == 0 or bn == 0:
-        return lax.mul(a, b)
+        return _mul(a, b)
     return lax.dot_general(a, b, (((an - 1,), (bn - 1,)), ((), ())), precision, preferred_element_type)
 
 
@@ -98,7 +106,7 @@ def outer(a, b, out=None):
     from gpuarr.numpy.manipulation import ravel
     a, b = promote_dtypes(ravel(ensure_array(a)), ravel(ensure_array(b)))
     n, m = get_aval(a).shape[0], get_aval(b).shape[0]
-    return lax.mul(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
+    return _mul(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
 
 
 def _index_last(x, i):

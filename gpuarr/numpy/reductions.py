@@ -7,7 +7,13 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike, promote_dtypes
+from gpuarr.numpy._util import (
+    canonicalize_axes,
+    canonicalize_axis,
+    check_arraylike,
+    ensure_array,
+    promote_dtypes,
+)
 
 
 def _keepdims(out, shape, axes):
@@ -15,7 +21,19 @@ def _keepdims(out, shape, axes):
     return lax.reshape(out, kept)
 
 
-def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True):
+def _upcast_f16(dt):
+    # float16 and bfloat16 sums and means accumulate in float32, as in JAX.
+    return np.dtype(np.float32) if dt in (np.float16, dtypes.bfloat16) else dt
+
+
+def _axes(axis, ndim):
+    """canonicalize_axes, where a 0-d array has no axis 0 (ValueError, as in JAX)."""
+    if ndim == 0 and axis is not None and not (isinstance(axis, (tuple, list)) and not axis):
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+    return canonicalize_axes(axis, ndim)
+
+
+def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True, bool_fn=None):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         check_arraylike(name, a)
         if out is not None:
@@ -27,22 +45,28 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True):
         if dtype is None and upcast_bool and (aval.dtype == np.bool_ or
                                               (dtypes.is_int(aval.dtype) and aval.dtype.itemsize < 4)):
             dt = dtypes.default_uint_dtype() if dtypes.is_unsigned(aval.dtype) else dtypes.default_int_dtype()
-        if dt != aval.dtype:
-            a = lax.convert_element_type(a, dt)
-        axes = canonicalize_axes(axis, aval.ndim)
+        # Results are never weakly typed (jnp.sum(2.0) is a float32), as in JAX.
+        comp = _upcast_f16(dt) if upcast_bool else dt
+        if comp != aval.dtype or aval.weak_type:
+            a = lax.convert_element_type(a, comp)
+        # A sum or product as booleans is any / all.
+        reduce_fn = bool_fn if dt == np.bool_ and bool_fn is not None else prim_fn
+        axes = _axes(axis, aval.ndim)
         if where is not None:
             from gpuarr.numpy.ufuncs import where as jwhere
             if identity is None and initial is not None:
                 # Masked-out entries can't win once `initial` is combined in.
-                fill = _identity_value("max" if name in ("max", "amax") else "min", dt, name)
+                fill = _identity_value("max" if name in ("max", "amax") else "min", comp, name)
             else:
-                fill = _identity_value(identity, dt, name)
+                fill = _identity_value(identity, comp, name)
             a = jwhere(where, a, fill)
         elif identity is None and builtins.any(aval.shape[i] == 0 for i in axes) and initial is None:
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-        result = prim_fn(a, axes)
+        result = reduce_fn(a, axes)
         if initial is not None:
-            result = _combine_initial(name, result, initial, dt)
+            result = _combine_initial(name, result, initial, comp)
+        if comp != dt:
+            result = lax.convert_element_type(result, dt)
         if keepdims:
             result = _keepdims(result, aval.shape, axes)
         return result
@@ -88,8 +112,8 @@ def _bool_reduce(prim_fn):
     return reduce
 
 
-sum = _reduction("sum", lax.reduce_sum, 0, upcast_bool=True)
-prod = _reduction("prod", lax.reduce_prod, 1, upcast_bool=True)
+sum = _reduction("sum", lax.reduce_sum, 0, upcast_bool=True, bool_fn=lax.reduce_or)
+prod = _reduction("prod", lax.reduce_prod, 1, upcast_bool=True, bool_fn=lax.reduce_and)
 max = _reduction("max", lax.reduce_max, None)
 min = _reduction("min", lax.reduce_min, None)
 amax, amin = max, min
@@ -104,48 +128,89 @@ def _count(aval, axes):
     return n
 
 
+def _where_count(aval, axes, keepdims, where, dt):
+    """The number of elements reduced over `axes` (those where `where` holds), of dtype dt."""
+    if where is None:
+        n = np.asarray(_count(aval, axes), dt)[()]
+        return n
+    from gpuarr.numpy._util import broadcast_to
+    return sum(lax.convert_element_type(broadcast_to(where, aval.shape), dt), axis=axes,
+               keepdims=keepdims)
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """The arithmetic mean over `axis` (integers average in the default float dtype)."""
+    """The arithmetic mean over `axis` (integers average in the default float dtype; float16
+    accumulates in float32)."""
     check_arraylike("mean", a)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
-    axes = canonicalize_axes(axis, aval.ndim)
+    axes = _axes(axis, aval.ndim)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.to_inexact_dtype(aval.dtype)
-    total = sum(lax.convert_element_type(a, dt) if aval.dtype != dt else a, axis=axes,
-                keepdims=keepdims, where=where)
-    if where is None:
-        count = np.asarray(_count(aval, axes), dt)[()]
+    comp = _upcast_f16(dt) if dtypes.is_inexact(dt) else dt
+    total = sum(a, axis=axes, dtype=comp, keepdims=keepdims, where=where)
+    out = lax.div(total, _where_count(aval, axes, keepdims, where, comp))
+    return lax.convert_element_type(out, dt)
+
+
+def _var_dtypes(a_dtype, dtype):
+    """(computation dtype, result dtype) of var, as JAX's: complex data has a real variance."""
+    if dtype is not None:
+        dtype = dtypes.canonicalize_dtype(dtype)
+        if dtypes.is_complex(a_dtype) and not dtypes.is_complex(dtype):
+            raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
+                             "computing the variance of an array of complex values.")
+        comp = dtype
+    elif not dtypes.is_inexact(a_dtype):
+        comp = dtype = dtypes.to_inexact_dtype(a_dtype)
     else:
-        from gpuarr.numpy._util import broadcast_to
-        count = sum(lax.convert_element_type(broadcast_to(where, aval.shape), dt), axis=axes,
-                    keepdims=keepdims)
-    return lax.div(total, count)
+        comp, dtype = a_dtype, _real_dtype(a_dtype)
+    return _upcast_f16(comp), np.dtype(dtype)
+
+
+def _real_dtype(dt):
+    return np.zeros((), dt).real.dtype
+
+
+def _abs2(centered):
+    """|centered|**2, real for complex values."""
+    if dtypes.is_complex(get_aval(centered).dtype):
+        from gpuarr.numpy.ufuncs import conj, real
+        return real(lax.mul(centered, conj(centered)))
+    return lax.mul(centered, centered)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
-    """The variance over `axis` with `ddof` degrees of freedom removed."""
+    """The variance over `axis` with `ddof` degrees of freedom removed (NaN where no degrees of
+    freedom are left; real for complex data)."""
     check_arraylike("var", a)
     if correction is not None:
         ddof = correction
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.to_inexact_dtype(aval.dtype)
-    a = lax.convert_element_type(a, dt) if aval.dtype != dt else a
-    axes = canonicalize_axes(axis, aval.ndim)
-    centered = lax.sub(a, mean(a, axes, keepdims=True, where=where))
-    sq = lax.mul(centered, centered)
-    total = sum(sq, axis=axes, keepdims=keepdims, where=where)
-    if where is None:
-        n = _count(aval, axes)
-        return lax.div(total, np.asarray(n - ddof, dt)[()])
-    from gpuarr.numpy._util import broadcast_to
-    n = sum(lax.convert_element_type(broadcast_to(where, aval.shape), dt), axis=axes, keepdims=keepdims)
-    return lax.div(total, lax.sub(n, np.asarray(ddof, dt)[()]))
+    comp, out_dt = _var_dtypes(aval.dtype, dtype)
+    a = lax.convert_element_type(a, comp)
+    axes = _axes(axis, aval.ndim)
+    sq = _abs2(lax.sub(a, mean(a, axes, dtype=comp, keepdims=True, where=where)))
+    comp = get_aval(sq).dtype
+    n = _where_count(aval, axes, keepdims, where, comp)
+    n = lax.sub(n, lax.convert_element_type(ensure_array(ddof), comp))
+    total = sum(sq, axis=axes, dtype=comp, keepdims=keepdims, where=where)
+    out = lax.convert_element_type(lax.div(total, n), out_dt)
+    from gpuarr.numpy.ufuncs import where as jwhere
+    return jwhere(lax.gt(n, np.zeros((), comp)[()]), out, np.nan)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """The standard deviation over `axis`."""
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"dtype argument to jnp.std must be inexact; got {np.dtype(dtype)}")
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+
+
+def _check_ordered(name, aval):
+    if dtypes.is_complex(aval.dtype):  # complex numbers have no order, as in JAX
+        raise TypeError(f"jnp.{name} does not accept dtype {aval.dtype}: complex values are not "
+                        "ordered.")
 
 
 def _arg_reduce(name, lax_fn):
@@ -156,12 +221,14 @@ def _arg_reduce(name, lax_fn):
         if axis is None:
             if aval.size == 0:
                 raise ValueError(f"attempt to get {name} of an empty sequence")
+            _check_ordered(name, aval)
             flat = lax.reshape(a, (aval.size,))
             res = lax_fn(flat, 0, dtypes.default_int_dtype())
             return lax.reshape(res, (1,) * aval.ndim) if keepdims else res
         ax = canonicalize_axis(axis, aval.ndim)
         if aval.shape[ax] == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")
+        _check_ordered(name, aval)
         res = lax_fn(a, ax, dtypes.default_int_dtype())
         return _keepdims(res, aval.shape, (ax,)) if keepdims else res
     fn.__name__ = fn.__qualname__ = name
@@ -226,6 +293,8 @@ def _nan_extreme(name, plain, fill):
         if not _is_float(a):
             return plain(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
         res = plain(_replace_nan(a, fill), axis=axis, keepdims=keepdims, initial=initial, where=where)
+        if initial is not None:  # `initial` answers for an all-NaN slice, as in JAX
+            return res
         # An all-NaN slice gives NaN, as in NumPy and JAX.
         all_nan = all(_isnan(a), axis=axis, keepdims=keepdims, where=where)
         return lax.select(all_nan, lax.full_like(res, np.nan), res)
@@ -255,23 +324,27 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    """The variance over `axis` ignoring NaNs."""
+    """The variance over `axis` ignoring NaNs (NaN where no degrees of freedom are left)."""
     check_arraylike("nanvar", a)
     (a,) = promote_dtypes(a)
-    if not _is_float(a):
-        return var(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where)
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else get_aval(a).dtype
-    a = lax.convert_element_type(a, dt)
-    centered = lax.sub(a, nanmean(a, axis, keepdims=True, where=where))
-    total = nansum(lax.mul(centered, centered), axis, keepdims=keepdims, where=where)
-    count = _not_nan_count(a, axis, keepdims, where, dt)
-    denom = lax.sub(count, np.asarray(ddof, dt)[()])
-    denom = lax.select(lax.le(denom, np.zeros((), dt)[()]), lax.full_like(denom, np.nan), denom)
-    return lax.div(total, denom)
+    comp, out_dt = _var_dtypes(get_aval(a).dtype, dtype)
+    a = lax.convert_element_type(a, comp)
+    from gpuarr.numpy.ufuncs import where as jwhere
+    nan = _isnan(a)
+    centered = jwhere(nan, 0, lax.sub(a, nanmean(a, axis, comp, keepdims=True, where=where)))
+    sq = _abs2(centered)
+    count = sum(lax.bitwise_not(nan), axis=axis, keepdims=keepdims, where=where)
+    count = lax.sub(count, lax.convert_element_type(ensure_array(ddof), get_aval(count).dtype))
+    empty = lax.le(count, np.zeros((), get_aval(count).dtype)[()])
+    total = jwhere(empty, np.nan, nansum(sq, axis, keepdims=keepdims, where=where))
+    divisor = lax.convert_element_type(jwhere(empty, 1, count), get_aval(total).dtype)
+    return lax.convert_element_type(lax.div(total, divisor), out_dt)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     """The standard deviation over `axis` ignoring NaNs."""
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise TypeError(f"nanstd needs an inexact dtype, got {np.dtype(dtype)}")
     return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
 
 
@@ -323,7 +396,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     a_aval, q_aval = get_aval(a), get_aval(q)
     if q_aval.ndim > 1:
         raise ValueError(f"{name}: q must be a scalar or 1-d, got shape {q_aval.shape}.")
-    axes = canonicalize_axes(axis, a_aval.ndim)
+    axes = _axes(axis, a_aval.ndim)
     keep = tuple(i for i in range(a_aval.ndim) if i not in axes)
     n = _count(a_aval, axes)
     if n == 0:
@@ -366,7 +439,9 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
                                           tuple(range(q_aval.ndim, q_aval.ndim + len(outer)))),
                      lax.full_like(out, np.nan), out)
     if keepdims:
-        shape = q_aval.shape + tuple(1 if i in axes else d for i, d in enumerate(a_aval.shape))
+        # A 0-d input keeps one axis, as in JAX.
+        shape = q_aval.shape + (tuple(1 if i in axes else d for i, d in enumerate(a_aval.shape))
+                                or (1,))
         out = lax.reshape(out, shape)
     return out
 

@@ -302,27 +302,53 @@ def extract(condition, arr, *, size=None, fill_value=0):
 # ---------------------------------------------------------------- cumulative reductions
 
 
+def _promote_int(dt):
+    # Booleans and narrow integers accumulate in the default integer width (as sum does).
+    if dt == np.bool_ or (dtypes.is_int(dt) and dt.itemsize < 4):
+        return dtypes.default_uint_dtype() if dtypes.is_unsigned(dt) else _int_dtype()
+    return dt
+
+
+def _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill=None, promote_integers=False,
+                       scalar=False):
+    if scalar or axis is None:
+        a = _ravel(a)
+    if axis is None:
+        axis = 0
+    aval = get_aval(a)
+    axis = canonicalize_axis(axis, aval.ndim) if aval.ndim else _bad_axis(axis)
+    if nan_fill is not None and dtypes.is_inexact(aval.dtype):
+        from gpuarr.numpy.ufuncs import isnan
+        a = lax.select(isnan(a), lax.full(aval.shape, nan_fill, aval.dtype), a)
+    if dtype is None:
+        out_dt = _promote_int(aval.dtype) if promote_integers or aval.dtype == np.bool_ else aval.dtype
+        comp_dt = out_dt
+    elif np.dtype(dtype) == np.bool_:
+        # Accumulate "nonzero" as integers: [-1, 1] must not cancel out.
+        out_dt = np.dtype(np.bool_)
+        if aval.dtype != np.bool_:
+            a = lax.ne(a, np.zeros((), aval.dtype)[()])
+        comp_dt = _int_dtype()
+    else:
+        out_dt = comp_dt = dtypes.canonicalize_dtype(dtype)
+    # The result is never weakly typed, as JAX's.
+    out = lax_fn(lax.convert_element_type(a, comp_dt), axis)
+    return lax.convert_element_type(out, out_dt)
+
+
+def _bad_axis(axis):
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+
+
 def _cumulative(name, lax_fn, nan_fill=None):
     def fn(a, axis=None, dtype=None, out=None):
         check_arraylike(name, a)
         if out is not None:
             raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
         (a,) = promote_dtypes(ensure_array(a))
-        if axis is None:
-            a, axis = _ravel(a), 0
-        aval = get_aval(a)
-        axis = canonicalize_axis(axis, aval.ndim)
-        if nan_fill is not None and dtypes.is_inexact(aval.dtype):
-            from gpuarr.numpy.ufuncs import isnan
-            a = lax.select(isnan(a), lax.full(aval.shape, nan_fill, aval.dtype), a)
-        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
-        if dtype is None and aval.dtype == np.bool_:
-            dt = _int_dtype()
-        if dt != aval.dtype:
-            a = lax.convert_element_type(a, dt)
-        if aval.ndim == 0:
-            return a
-        return lax_fn(a, axis)
+        # Scalars (Python, NumPy, or weak 0-d arrays) are 1-d whatever the axis, as in JAX.
+        scalar = np.isscalar(a) or (get_aval(a).ndim == 0 and get_aval(a).weak_type)
+        return _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill, scalar=scalar)
     fn.__name__ = fn.__qualname__ = name
     what = "sum" if "sum" in name else "product"
     nan_note = " treating NaNs as " + ("zero" if nan_fill == 0 else "one") if nan_fill is not None else ""
@@ -335,8 +361,38 @@ cumsum = _cumulative("cumsum", cumulative.cumsum)
 cumprod = _cumulative("cumprod", cumulative.cumprod)
 nancumsum = _cumulative("nancumsum", cumulative.cumsum, 0)
 nancumprod = _cumulative("nancumprod", cumulative.cumprod, 1)
-cumulative_sum = cumsum
-cumulative_prod = cumprod
+
+
+def _array_api_cumulative(name, lax_fn, what, initial, promote_integers):
+    def fn(x, /, *, axis=None, dtype=None, include_initial=False):
+        check_arraylike(name, x)
+        x = ensure_array(x)
+        ndim = get_aval(x).ndim
+        if ndim == 0:
+            raise ValueError(f"The input must be non-scalar to take a cumulative {what}, however a "
+                             "scalar value or scalar array was given.")
+        if axis is None:
+            if ndim > 1:
+                raise ValueError(f"The input array has rank {ndim}, however axis was not set to an "
+                                 "explicit value. The axis argument is only optional for "
+                                 "one-dimensional arrays.")
+            axis = 0
+        axis = canonicalize_axis(axis, ndim)
+        out = _cumulative_reduce(name, lax_fn, x, axis, dtype, promote_integers=promote_integers)
+        if include_initial:
+            shape = list(get_aval(out).shape)
+            shape[axis] = 1
+            out = lax.concatenate([lax.full(tuple(shape), initial, get_aval(out).dtype), out], axis)
+        return out
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"The cumulative {what} along `axis` (required unless x is 1-d), as the array "
+                  f"API's {name} (cumulative_sum promotes narrow integers as sum does); "
+                  f"`include_initial` prepends the identity.")
+    return fn
+
+
+cumulative_sum = _array_api_cumulative("cumulative_sum", cumulative.cumsum, "sum", 0, True)
+cumulative_prod = _array_api_cumulative("cumulative_prod", cumulative.cumprod, "product", 1, False)
 
 
 def _nanarg(name, reduce_name, fill):

@@ -7,6 +7,7 @@ from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.numpy import ufunc_api
 from gpuarr.numpy._util import (
+    _weak_scalar,
     broadcast_arrays,
     check_arraylike,
     promote_dtypes,
@@ -78,6 +79,11 @@ def _same(x):
     return [x]
 
 
+def _is_int_or_bool(x):
+    dt = get_aval(x).dtype
+    return dtypes.is_int(dt) or dt == np.bool_
+
+
 def _no_bool(name, op):
     def f(x):
         if get_aval(x).dtype == np.bool_:
@@ -90,10 +96,11 @@ def _no_bool(name, op):
 negative = _unary_ufunc("negative", _no_bool("negative", lax.neg), promote_dtypes)
 positive = _unary("positive", lambda x: x, promote_dtypes)
 sign = _unary("sign", _no_bool("sign", lax.sign), promote_dtypes)
-floor = _unary("floor", lambda x: lax.floor(x) if dtypes.is_float(get_aval(x).dtype) else x, promote_dtypes)
-trunc = _unary("trunc", lambda x: _trunc(x) if dtypes.is_float(get_aval(x).dtype) else x, promote_dtypes)
+# Integers and booleans pass through; complex values reach lax and its TypeError, as in JAX.
+floor = _unary("floor", lambda x: x if _is_int_or_bool(x) else lax.floor(x), promote_dtypes)
+trunc = _unary("trunc", lambda x: x if _is_int_or_bool(x) else _trunc(x), promote_dtypes)
 fix = trunc
-ceil = _unary("ceil", lambda x: lax.ceil(x) if dtypes.is_float(get_aval(x).dtype) else x, promote_dtypes)
+ceil = _unary("ceil", lambda x: x if _is_int_or_bool(x) else lax.ceil(x), promote_dtypes)
 exp = _unary("exp", lax.exp)
 exp2 = _unary("exp2", lax.exp2)
 log = _unary("log", lax.log)
@@ -155,7 +162,7 @@ logical_not = _unary("logical_not", lambda x: lax.bitwise_not(_to_bool(x)), prom
 
 
 def _to_bool(x):
-    return x if get_aval(x).dtype == np.bool_ else lax.ne(x, np.zeros((), get_aval(x).dtype)[()])
+    return x if get_aval(x).dtype == np.bool_ else lax.ne(x, _scalar(x, 0))
 
 
 def _floor_divide(x, y):
@@ -169,7 +176,7 @@ def _floor_divide(x, y):
         q = lax.div(x, y)
         zero = np.zeros((), dt)[()]
         fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(lax.rem(x, y), zero))
-        return lax.select(fix, lax.sub(q, np.ones((), dt)[()]), q)
+        return lax.select(fix, lax.sub(q, 1), q)  # a Python 1 keeps q's weak type, as in JAX
     return _float_divmod(x, y)[0]
 
 
@@ -179,11 +186,11 @@ def _float_divmod(x, y):
     div = lax.div(lax.select(lax.eq(y, _scalar(y, 0)), x, lax.sub(x, mod)), y)
     fix = lax.bitwise_and(lax.ne(mod, _scalar(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
     mod = lax.select(fix, lax.add(mod, y), mod)
-    div = lax.select(fix, lax.sub(div, _scalar(div, 1)), div)
+    div = lax.select(fix, lax.sub(div, 1.0), div)  # keeps div's weak type, as in JAX
     # div is within rounding error of an integer: snap it to the nearest one.
     whole = lax.floor(div)
     up = lax.ge(lax.sub(div, whole), _scalar(div, 0.5))
-    return lax.select(up, lax.add(whole, _scalar(div, 1)), whole), mod
+    return lax.select(up, lax.add(whole, 1.0), whole), mod
 
 
 def _remainder(x, y):
@@ -227,10 +234,18 @@ def _int_power(x, y):
 def power(x1, x2, /):
     """x1 ** x2 elementwise; a static Python integer exponent uses repeated multiplication."""
     check_arraylike("power", x1, x2)
-    if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, (int, float)):
+    if isinstance(x2, (int, np.integer)):
+        # A static integer exponent (bool included) keeps x1's dtype, as in JAX; a negative one
+        # with an integer base is lax.integer_pow's TypeError.
+        (x1,) = promote_dtypes_numeric(x1)
+        return lax.integer_pow(x1, int(x2))
+    x1_dt = dtypes.dtype(x1) if isinstance(x1, (int, float, complex)) else get_aval(x1).dtype
+    x2_dt = dtypes.dtype(x2) if isinstance(x2, (float, complex)) else get_aval(x2).dtype
+    if dtypes.is_int(x2_dt) and (dtypes.is_float(x1_dt) or dtypes.is_complex(x1_dt)):
+        # An inexact base with an integer exponent array: lax.pow without promoting the
+        # exponent, so the result is weak only if both are (as JAX).
         (x1,) = promote_dtypes(x1)
-        if x2 >= 0 or not dtypes.is_int(get_aval(x1).dtype):
-            return lax.integer_pow(x1, x2)
+        return lax.pow(*broadcast_arrays(x1, promote_dtypes(x2)[0]))
     x1, x2 = promote_dtypes_numeric(x1, x2)
     x1, x2 = broadcast_arrays(x1, x2)
     return _power(x1, x2)
@@ -287,12 +302,22 @@ def round(a, decimals=0, out=None):
     check_arraylike("round", a)
     (a,) = promote_dtypes(a)
     dt = get_aval(a).dtype
-    if not dtypes.is_float(dt):
+    if dtypes.is_int(dt):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
+    if dt == np.bool_:
+        raise ValueError(f"data type {dt} not inexact")
+    if dtypes.is_complex(dt):  # real and imaginary parts round separately, as in JAX
+        parts = [round(p, decimals) for p in (_real_part(a), _imag_part(a))]
+        return _complex(*(lax.convert_element_type(p, dt) for p in parts))
     if decimals == 0:
         return lax.round(a, 1)
-    factor = np.asarray(10.0 ** decimals, dt)[()]
-    return lax.div(lax.round(lax.mul(a, factor), 1), factor)
+    # float16 scales in float32 so the factor itself stays exact enough.
+    x = lax.convert_element_type(a, np.float32) if dt == np.float16 else a
+    factor = np.asarray(10.0 ** decimals, get_aval(x).dtype)[()]
+    out = lax.div(lax.round(lax.mul(x, factor), 1), factor)
+    return lax.convert_element_type(out, dt) if dt == np.float16 else out
 
 
 around = round
@@ -306,7 +331,16 @@ def _trunc(x):
 
 
 def _scalar(x, value):
-    """`value` as a 0-d NumPy scalar of x's dtype (a strongly typed constant)."""
+    """`value` as a 0-d constant of x's dtype: weakly typed when x is a weak 0-d value, else a
+    NumPy scalar (strongly typed), as JAX's constants."""
+    aval = get_aval(x)
+    if aval.weak_type and not aval.shape:
+        return _weak_scalar(value, aval.dtype)
+    return np.asarray(value, aval.dtype)[()]
+
+
+def _strong_scalar(x, value):
+    """`value` as a NumPy scalar of x's dtype, where JAX's code uses a strongly typed constant."""
     return np.asarray(value, get_aval(x).dtype)[()]
 
 
@@ -315,13 +349,29 @@ def _is_float(x):
 
 
 def _ln_const(x, base):
-    return _scalar(x, np.log(base))
+    return _strong_scalar(x, np.log(base))
 
 
 log10 = _unary("log10", lambda x: lax.div(lax.log(x), _ln_const(x, 10)))
 log2 = _unary("log2", lambda x: lax.div(lax.log(x), _ln_const(x, 2)))
-rint = _unary("rint", lambda x: lax.round(x, 1))
-fabs = _unary("fabs", lax.abs)
+def _rint(x):
+    dt = get_aval(x).dtype
+    if dtypes.is_complex(dt):  # rounds the real and imaginary parts, as in JAX
+        return _complex(*(lax.convert_element_type(lax.round(p, 1), dt)
+                          for p in (_real_part(x), _imag_part(x))))
+    return lax.round(x, 1)
+
+
+def _no_complex(name, op):
+    def f(x):
+        if dtypes.is_complex(get_aval(x).dtype):
+            raise TypeError(f"ufunc '{name}' does not support complex dtypes")
+        return op(x)
+    return f
+
+
+rint = _unary("rint", _rint)
+fabs = _unary("fabs", _no_complex("fabs", lax.abs))
 deg2rad = _unary("deg2rad", lambda x: lax.mul(x, _scalar(x, np.pi / 180)))
 rad2deg = _unary("rad2deg", lambda x: lax.mul(x, _scalar(x, 180 / np.pi)))
 radians, degrees = deg2rad, rad2deg
@@ -343,10 +393,12 @@ sinc = _unary("sinc", _sinc)
 
 def _signbit(x):
     dt = get_aval(x).dtype
+    if dtypes.is_complex(dt):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
     if dt == np.bool_ or dtypes.is_unsigned(dt):
         return lax.full(get_aval(x).shape, False, np.bool_)
     if dtypes.is_int(dt):
-        return lax.lt(x, _scalar(x, 0))
+        return lax.lt(x, _strong_scalar(x, 0))
     # The sign bit itself, so -0.0 and -nan count as negative, as in NumPy.
     bits = lax.bitcast_convert_type(x, np.dtype(f"int{dt.itemsize * 8}"))
     return lax.lt(bits, np.asarray(0, bits.dtype)[()])
@@ -357,9 +409,11 @@ signbit = _unary("signbit", _signbit, promote_dtypes)
 
 def _isposneg(name, value):
     def op(x):
+        if dtypes.is_complex(get_aval(x).dtype):
+            raise ValueError("isposinf/isneginf are not well defined for complex types")
         if not _is_float(x):
             return lax.full(get_aval(x).shape, False, np.bool_)
-        return lax.eq(x, _scalar(x, value))
+        return lax.eq(x, _strong_scalar(x, value))
     return _unary(name, op, promote_dtypes)
 
 
@@ -382,6 +436,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 
 def _hypot(x, y):
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
+                         "to real values first, such as by using abs(x)")
     x, y = lax.abs(x), lax.abs(y)
     big, small = lax.max(x, y), lax.min(x, y)
     safe = lax.select(lax.eq(big, _scalar(big, 0)), lax.full_like(big, 1), big)
@@ -393,8 +450,13 @@ def _hypot(x, y):
 
 
 hypot = _binary("hypot", _hypot, promote_dtypes_inexact)
-copysign = _binary("copysign", lambda x, y: lax.select(_signbit(y), lax.neg(lax.abs(x)), lax.abs(x)),
-                   promote_dtypes_inexact)
+def _copysign(x, y):
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise TypeError("copysign does not support complex-valued inputs")
+    return lax.select(_signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
+
+
+copysign = _binary("copysign", _copysign, promote_dtypes_inexact)
 nextafter = _binary("nextafter", lax.nextafter, promote_dtypes_inexact)
 
 
@@ -582,11 +644,17 @@ def _real_dtype(x):
 
 
 def _real_part(x):
-    return lax.convert_element_type(x, _real_dtype(x))
+    # Keeps a weak complex value's weak type, as lax.real does.
+    return lax.lax._convert_weak(x, _real_dtype(x), get_aval(x).weak_type)
+
+
+def _complex(re, im):
+    """re + 1j * im for real and imaginary parts already of the complex dtype."""
+    return lax.add(re, lax.mul(im, _scalar(im, 1j)))
 
 
 def _imag_part(x):
-    return _real_part(lax.mul(x, _scalar(x, -1j)))
+    return _real_part(lax.mul(x, -1j))  # a Python -1j keeps x's weak type, as lax.imag
 
 
 def real(val, /):
@@ -611,10 +679,10 @@ def conjugate(x, /):
     (x,) = promote_dtypes(x)
     if not dtypes.is_complex(get_aval(x).dtype):
         return x
-    dt = get_aval(x).dtype
-    re = lax.convert_element_type(_real_part(x), dt)
-    im = lax.convert_element_type(lax.neg(_imag_part(x)), dt)
-    return lax.add(re, lax.mul(im, _scalar(x, 1j)))
+    dt, weak = get_aval(x).dtype, get_aval(x).weak_type  # weak stays weak, as lax.conj
+    re = lax.lax._convert_weak(_real_part(x), dt, weak)
+    im = lax.lax._convert_weak(lax.neg(_imag_part(x)), dt, weak)
+    return lax.add(re, lax.mul(im, 1j))
 
 
 conj = conjugate

@@ -254,3 +254,21 @@ def test_list_index_is_refused():
         x.at[[0, 1]].set(0)
     check(x[jnp.array([0, 1])], np.int32, (2, 4))
     check(x[[0, 1], 0], np.int32, (2,), value=[0, 4])  # a list inside a tuple is fine
+
+
+def test_python_ints_beyond_int32_overflow_as_in_jax():
+    for value in (2**40, [1, 2**31], [[1, 2], [3, -2**31 - 5]], 2**63):
+        with pytest.raises(OverflowError, match="too large to convert to int32"):
+            jnp.asarray(value)
+    wrapped = jnp.asarray(np.array([2**40 + 3]))  # NumPy int64 narrows (wraps), as in JAX
+    assert wrapped.dtype == np.int32 and int(wrapped[0]) == 3
+    with gpuarr.enable_x64():
+        assert jnp.asarray(2**40).dtype == np.int64
+
+
+def test_matmul_shape_errors_have_jax_classes():
+    for a, b in (((2, 3), (2, 3)), ((3,), (4,)), ((2, 3), (4,)), ((2, 2, 3), (2, 4, 1))):
+        with pytest.raises(TypeError, match="contracting dimensions"):
+            jnp.matmul(jnp.ones(a), jnp.ones(b))
+    with pytest.raises(ValueError, match="Incompatible shapes for matmul"):
+        jnp.ones((2, 2, 3)) @ jnp.ones((3, 3, 1))

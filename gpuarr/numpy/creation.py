@@ -44,8 +44,21 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         raise TypeError(f"Unexpected input type for array: {type(object).__name__} with "
                         "ragged or non-numeric content.")
     if dt is None:
-        host = host.astype(dtypes.canonicalize_dtype(host.dtype), copy=False)
+        canonical = dtypes.canonicalize_dtype(host.dtype)
+        if canonical != host.dtype and host.dtype.kind in "iu" and isinstance(object, (int, list, tuple)):
+            _check_python_ints_fit(host, np.dtype(dtypes.default_int_dtype()))
+        host = host.astype(canonical, copy=False)
     return _ndmin(to_device_array(host, weak_type=weak), ndmin)
+
+
+def _check_python_ints_fit(host, dtype):
+    """Python ints beyond the default integer type are an OverflowError, as in JAX (NumPy
+    integer arrays wrap when narrowed instead, as they do in JAX)."""
+    info = np.iinfo(dtype)
+    if host.size and (host.min() < info.min or host.max() > info.max):
+        bad = host.max() if host.max() > info.max else host.min()
+        raise OverflowError(f"Python int {int(bad)} too large to convert to {dtype.name}. "
+                            "Enable 64-bit types (jax_enable_x64) or pass a smaller value.")
 
 
 object_dtype = np.dtype(object)

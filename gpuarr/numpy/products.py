@@ -39,6 +39,13 @@ def _check_contract(name, ashape, bshape, ax, bx):
                         f"{ashape} and {bshape}.")
 
 
+def _contraction_mismatch(a_size, b_size):
+    # The error class and text of JAX, whose matmul is a dot_general.
+    raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
+                    f"({a_size},) and ({b_size},). Check the last axis of the first operand "
+                    "against the second-to-last (or only) axis of the second.")
+
+
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """Matrix product with NumPy's broadcasting of leading (batch) dimensions."""
     check_arraylike("matmul", a, b)
@@ -52,9 +59,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         # matrix axis, with vectors kept as vectors (as JAX writes it).
         b_axis = 0 if len(bshape) == 1 else len(bshape) - 2
         if ashape[-1] != bshape[b_axis]:
-            raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, "
-                             f"with gufunc signature (n?,k),(k,m?)->(n?,m?) (size "
-                             f"{bshape[b_axis]} is different from {ashape[-1]})")
+            _contraction_mismatch(ashape[-1], bshape[b_axis])
         return lax.dot_general(a, b, (((len(ashape) - 1,), (b_axis,)), ((), ())), precision,
                                preferred_element_type)
     a_vec, b_vec = len(ashape) == 1, len(bshape) == 1
@@ -64,10 +69,12 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = lax.reshape(b, bshape + (1,))
     ashape, bshape = get_aval(a).shape, get_aval(b).shape
     if ashape[-1] != bshape[-2]:
-        raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, with "
-                         f"gufunc signature (n?,k),(k,m?)->(n?,m?) (size {bshape[-2]} is "
-                         f"different from {ashape[-1]})")
-    batch = np.broadcast_shapes(ashape[:-2], bshape[:-2])
+        _contraction_mismatch(ashape[-1], bshape[-2])
+    try:
+        batch = np.broadcast_shapes(ashape[:-2], bshape[:-2])
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for matmul arguments: {ashape} and {bshape}: "
+                         "their leading (batch) dimensions do not broadcast.") from None
     a = broadcast_to(a, batch + ashape[-2:]) if ashape[:-2] != batch else a
     b = broadcast_to(b, batch + bshape[-2:]) if bshape[:-2] != batch else b
     nb = len(batch)

@@ -711,6 +711,10 @@ impl_rules[convert_element_type_p] = _convert_impl
 abstract_eval_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: [
     ShapedArray(x.shape, new_dtype, weak_type)]
 weak_type_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: weak_type
+# A change of weak type only (a weak bool meeting a strong one, say) is no step at all in
+# compiled code: the value itself, as the impl returns it.
+expr_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: (
+    ("{0}", {}) if x.dtype == np.dtype(new_dtype) else None)
 batch_rules[convert_element_type_p] = vectorized_rule(convert_element_type_p)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import ConcretizationTypeError
 
 _SCALARS = (bool, int, float, complex)
 ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic)
@@ -130,3 +131,14 @@ def ensure_array(x):
         return x
     from gpuarr.numpy.creation import asarray
     return asarray(x)
+
+
+def concrete_int(value, message: str) -> int:
+    """A Python int from `value`, or ConcretizationTypeError (saying `message`) when it is a
+    traced value with no concrete one (a degree or a dimension that must be static)."""
+    if isinstance(value, Tracer):
+        concrete = value.to_concrete_value()
+        if concrete is None:
+            raise ConcretizationTypeError(value, message)
+        value = concrete
+    return int(value)

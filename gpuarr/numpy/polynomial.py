@@ -9,7 +9,12 @@ from gpuarr import dtypes, lax
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
 from gpuarr.numpy import linalg, reductions, ufuncs
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
+from gpuarr.numpy._util import (
+    check_arraylike,
+    concrete_int,
+    ensure_array,
+    promote_dtypes_inexact,
+)
 from gpuarr.numpy.creation import vander
 from gpuarr.numpy.manipulation import atleast_1d
 from gpuarr.numpy.selection import take
@@ -101,7 +106,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     """
     check_arraylike("polyfit", x, y, *(() if w is None else (w,)))
     x, y = ensure_array(x), ensure_array(y)
-    deg = _concrete_int(deg, "deg must be int")
+    deg = concrete_int(deg, "deg must be int")
     order = deg + 1
     if deg < 0:
         raise ValueError("expected deg >= 0")
@@ -150,12 +155,3 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
         return c, ufuncs.multiply(vbase, lax.reshape(fac, (1,) + get_aval(fac).shape))
     return c, ufuncs.multiply(lax.reshape(vbase, (order, order, 1)),
                               lax.reshape(fac, (1, 1) + get_aval(fac).shape))
-
-
-def _concrete_int(value, message):
-    if isinstance(value, Tracer):
-        concrete = value.to_concrete_value()
-        if concrete is None:
-            raise ConcretizationTypeError(value, message)
-        value = concrete
-    return int(value)

@@ -5,10 +5,10 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.core import Tracer, get_aval
-from gpuarr.errors import ConcretizationTypeError
-from gpuarr.numpy._util import (
+from gpuarr.numpy._util import (  # noqa: F401  (concrete_int: used by the scipy modules)
     broadcast_arrays,
     check_arraylike,
+    concrete_int,
     ensure_array,
     promote_dtypes_inexact,
 )
@@ -41,16 +41,6 @@ def const(like, value):
         weak_scalar = aval.weak_type and not aval.shape
     value = np.asarray(value, dt)[()]
     return value.item() if weak_scalar else value
-
-
-def concrete_int(value, context: str) -> int:
-    """A Python int from `value`, or ConcretizationTypeError when it is traced."""
-    if isinstance(value, Tracer):
-        concrete = value.to_concrete_value()
-        if concrete is None:
-            raise ConcretizationTypeError(value, context)
-        value = concrete
-    return int(value)
 
 
 def require_float32_or_64(x, fun_name: str):

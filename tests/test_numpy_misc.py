@@ -85,6 +85,31 @@ def test_index_helpers():
         jnp.fill_diagonal(A, 0.0)
 
 
+def test_vectorize_with_a_signature_matches_numpy():
+    r = np.random.RandomState(0)
+    mv = jnp.vectorize(lambda m, v: m @ v, signature="(n,m),(m)->(n)")
+    m, v = r.randn(4, 2, 3).astype(np.float32), r.randn(4, 3).astype(np.float32)
+    same(mv(m, v), np.vectorize(lambda a, b: a @ b, signature="(n,m),(m)->(n)")(m, v))
+    same(mv(np.ones((2, 3), np.float32), v), v @ np.ones((2, 3), np.float32).T)  # loops over v
+    a, b = r.randn(2, 1, 3).astype(np.float32), r.randn(2, 3).astype(np.float32)
+    cross = jnp.vectorize(jnp.cross, signature="(k),(k)->(k)")
+    same(cross(a, b), np.cross(a, b))
+    total, doubled = jnp.vectorize(lambda x: (x.sum(), x * 2), signature="(n)->(),(n)")(b)
+    same(total, b.sum(1))
+    same(doubled, b * 2)
+    same(gpuarr.jit(mv)(m, v), np.einsum("bij,bj->bi", m, v))
+    powered = jnp.vectorize(lambda x, p: x ** p, excluded={1}, signature="()->()")
+    same(powered(b, 2), b ** 2)
+    with pytest.raises(ValueError, match="does not have enough dimensions"):
+        mv(np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match="inconsistent size for core dimension 'm'"):
+        mv(np.ones((2, 3)), np.ones(4))
+    with pytest.raises(ValueError, match="does not match core dimensions"):
+        jnp.vectorize(jnp.sum, signature="(n)->(n)")(np.ones(3))
+    with pytest.raises(ValueError, match="not a valid gufunc signature"):
+        jnp.vectorize(jnp.sum, signature="(n)->")
+
+
 def test_vectorize_apply_piecewise():
     f = lambda x, y: x * 2 + y
     same(jnp.vectorize(f)(A, np.float32(1)), f(A, 1))

@@ -223,33 +223,94 @@ r_, c_ = _Concat(np.r_), _Concat(np.c_)
 # ---------------------------------------------------------------- functional helpers
 
 
+def _parse_signature(signature: str):
+    """'(m,n),(n)->(m)' -> ([('m', 'n'), ('n',)], [('m',)])."""
+    import re
+    arg = r"\((?:\w+(?:,\w+)*)?\)"
+    spec = signature.replace(" ", "")
+    if not re.fullmatch(f"{arg}(?:,{arg})*->{arg}(?:,{arg})*", spec):
+        raise ValueError(f"not a valid gufunc signature: {signature}")
+    ins, outs = spec.split("->")
+    parse = lambda side: [tuple(re.findall(r"\w+", group))  # noqa: E731
+                          for group in re.findall(r"\(([^)]*)\)", side)]
+    return parse(ins), parse(outs)
+
+
+def _apply_excluded(pyfunc, excluded, args, kwargs):
+    """`pyfunc` with the excluded positional and keyword arguments bound, and the others."""
+    if not excluded:
+        return pyfunc, list(args), kwargs
+    static = {i: a for i, a in enumerate(args) if i in excluded}
+    static_kw = {k: v for k, v in kwargs.items() if k in excluded}
+
+    def bound(*dyn, **kw):
+        it = iter(dyn)
+        full = [static[i] if i in static else next(it) for i in range(len(dyn) + len(static))]
+        return pyfunc(*full, **kw, **static_kw)
+    return (bound, [a for i, a in enumerate(args) if i not in excluded],
+            {k: v for k, v in kwargs.items() if k not in excluded})
+
+
 def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
-    """A function mapping `pyfunc` over the elements (with `signature`, over core dims) via vmap."""
-    if signature is not None:
-        raise NotImplementedError("jnp.vectorize with a signature is not supported yet; vmap the "
-                                  "function over the leading axes instead.")
+    """`pyfunc` mapped with vmap over the leading (loop) dimensions of its arguments, which
+    broadcast against each other (jnp.vectorize). Without `signature` it is called on scalars;
+    with a gufunc signature such as '(m,n),(n)->(m)' on the trailing core dimensions, whose
+    sizes must agree, and its outputs must have the core shapes the signature names.
+    Positional indices and keyword names in `excluded` are passed through unmapped."""
+    if any(not isinstance(e, (int, str)) for e in excluded):
+        raise TypeError("jax.numpy.vectorize can only exclude integer or string arguments, "
+                        f"but excluded={excluded!r}")
+    if any(isinstance(e, int) and e < 0 for e in excluded):
+        raise ValueError(f"excluded={excluded!r} contains negative numbers")
+    core_in, core_out = _parse_signature(signature) if signature is not None else (None, None)
 
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):
         from gpuarr.api import vmap
-        static = {i: a for i, a in enumerate(args) if i in excluded}
-        dyn = [ensure_array(a) for i, a in enumerate(args) if i not in excluded]
-        dyn = manipulation.broadcast_arrays(*dyn) if dyn else dyn
+        from gpuarr.numpy.vector_products import check_core_dims
+        fn, dyn, kwargs = _apply_excluded(pyfunc, excluded, args, kwargs)
         if not dyn:
-            return pyfunc(*args, **kwargs)
-        shape = get_aval(dyn[0]).shape
+            return fn(**kwargs)
+        dims = core_in if core_in is not None else [()] * len(dyn)
+        if len(dims) != len(dyn):
+            raise TypeError(f"wrong number of positional arguments: expected {len(dims)}, "
+                            f"got {len(dyn)}")
+        dyn = [ensure_array(a) for a in dyn]
+        shapes = [get_aval(a).shape for a in dyn]
+        sizes, loop = check_core_dims(signature, dims, shapes, excluded)
+        dyn = [manipulation.broadcast_to(a, loop + shape[len(shape) - len(d):])
+               for a, d, shape in zip(dyn, dims, shapes)]
 
         def call(*xs):
-            it = iter(xs)
-            full = [static[i] if i in static else next(it) for i in range(len(args))]
-            return pyfunc(*full, **kwargs)
+            out = fn(*xs, **kwargs)
+            if core_out is not None:
+                _check_outputs(out, core_out, dict(sizes), signature)
+            return out
 
         f = call
-        for _ in shape:
+        for _ in loop:
             f = vmap(f)
         return f(*dyn)
 
     return wrapped
+
+
+def _check_outputs(out, core_out, sizes, signature):
+    """The outputs of a vectorized call have the core shapes of the signature."""
+    outs = out if len(core_out) > 1 else (out,)
+    if len(core_out) > 1 and (not isinstance(out, tuple) or len(out) != len(core_out)):
+        raise TypeError(f"output must be a tuple of {len(core_out)} arrays for "
+                        f"signature={signature!r}, got {type(out).__name__}")
+    for o, dims in zip(outs, core_out):
+        shape = get_aval(o).shape
+        if len(shape) != len(dims):
+            raise ValueError(f"output shape {shape} does not match core dimensions {dims} on "
+                             f"vectorized function with signature={signature!r}")
+        for name, size in zip(dims, shape):
+            if sizes.setdefault(name, size) != size:
+                raise ValueError(f"inconsistent size for core dimension {name!r}: {size} vs "
+                                 f"{sizes[name]} on vectorized function with "
+                                 f"signature={signature!r}")
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):

@@ -13,22 +13,23 @@ from gpuarr.numpy.products import matmul
 from gpuarr.numpy.ufuncs import conjugate
 
 
-def _check_core(signature, names, shapes):
-    """Core dimensions exist and agree in size (as jnp.vectorize checks them)."""
+def check_core_dims(signature, names, shapes, excluded=frozenset()):
+    """Check that the core dimensions `names` (one tuple per input) exist in `shapes` and
+    agree in size, as jnp.vectorize checks them; return ({name: size}, the broadcast shape of
+    the leading (loop) dimensions)."""
+    context = f"on vectorized function with excluded={excluded!r} and signature={signature!r}"
     sizes = {}
     for shape, dims in zip(shapes, names):
         if len(shape) < len(dims):
             raise ValueError(f"input with shape {shape} does not have enough dimensions for all "
-                             f"core dimensions {dims} on vectorized function with "
-                             f"excluded=frozenset() and signature='{signature}'")
+                             f"core dimensions {dims} {context}")
         for name, size in zip(dims, shape[len(shape) - len(dims):]):
             if sizes.setdefault(name, size) != size:
                 raise ValueError(f"inconsistent size for core dimension {name!r}: {size} vs "
-                                 f"{sizes[name]} on vectorized function with "
-                                 f"excluded=frozenset() and signature='{signature}'")
+                                 f"{sizes[name]} {context}")
     batches = [tuple(shape[:len(shape) - len(dims)]) for shape, dims in zip(shapes, names)]
     try:
-        np.broadcast_shapes(*batches)
+        return sizes, np.broadcast_shapes(*batches)
     except ValueError:
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={batches}") from None
 
@@ -40,7 +41,7 @@ def matvec(x1, x2, /):
     check_arraylike("matvec", x1, x2)
     x1, x2 = ensure_array(x1), ensure_array(x2)
     shape2 = get_aval(x2).shape
-    _check_core("(n,m),(m)->(n)", (("n", "m"), ("m",)), (get_aval(x1).shape, shape2))
+    check_core_dims("(n,m),(m)->(n)", (("n", "m"), ("m",)), (get_aval(x1).shape, shape2))
     out = matmul(x1, lax.reshape(x2, shape2 + (1,)))
     return lax.squeeze(out, (get_aval(out).ndim - 1,))
 
@@ -51,6 +52,6 @@ def vecmat(x1, x2, /):
     check_arraylike("vecmat", x1, x2)
     x1, x2 = ensure_array(x1), ensure_array(x2)
     shape1 = get_aval(x1).shape
-    _check_core("(n),(n,m)->(m)", (("n",), ("n", "m")), (shape1, get_aval(x2).shape))
+    check_core_dims("(n),(n,m)->(m)", (("n",), ("n", "m")), (shape1, get_aval(x2).shape))
     out = matmul(lax.reshape(conjugate(x1), shape1[:-1] + (1,) + shape1[-1:]), x2)
     return lax.squeeze(out, (get_aval(out).ndim - 2,))

@@ -563,3 +563,13 @@ def test_sort_complex_gradient():
     g = jax.grad(lambda x: (jnp.real(jnp.sort_complex(x)) * w.astype(np.float32)).sum())(
         np.array([3., -1., 2.5, 0.], np.float32))
     assert_same(g, np.array([1000., 1., 100., 10.], np.float32))
+
+
+def test_unique_size_with_a_traced_fill_value():
+    x = np.array([3, 1, 3, 2], np.int32)
+    out = jax.jit(lambda v, f: jnp.unique(v, size=5, fill_value=f))(x, np.int32(-1))
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, [1, 2, 3, -1, -1])
+    out = jax.vmap(lambda f: jnp.unique(x, size=5, fill_value=f))(np.arange(2, dtype=np.int32))
+    np.testing.assert_array_equal(out, [[1, 2, 3, 0, 0], [1, 2, 3, 1, 1]])
+    np.testing.assert_array_equal(jnp.unique(x, size=5, fill_value=7.9), [1, 2, 3, 7, 7])

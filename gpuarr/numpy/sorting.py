@@ -166,10 +166,14 @@ def _unique_sized(ar, size, fill_value, equal_nan, return_index, return_inverse,
                    lax.full((n,), 1, _int_dtype()))
     where_first = lax.select(first, slot, lax.full((n,), size, _int_dtype()))
     dn = slicing.ScatterDimensionNumbers((), (0,), (0,))
-    fill = lax.reshape(lax.slice_in_dim(vals, 0, 1), ()) if fill_value is None else \
-        np.asarray(fill_value, dt)[()]
-    out = slicing.scatter(lax.broadcast_in_dim(fill, (size,), ()) if not isinstance(fill, np.generic)
-                          else lax.full((size,), fill, dt),
+    if fill_value is None:
+        fill = lax.reshape(lax.slice_in_dim(vals, 0, 1), ())
+    else:  # a value or a traced scalar, in the result's dtype
+        fill = lax.convert_element_type(ensure_array(fill_value), dt)
+        if get_aval(fill).shape:
+            raise ValueError(f"jnp.unique: fill_value must be a scalar, got shape "
+                             f"{get_aval(fill).shape}")
+    out = slicing.scatter(lax.broadcast_in_dim(fill, (size,), ()),
                           lax.reshape(where_first, (n, 1)), vals, dn, mode="drop")
     outs = [out]
     if return_index:

@@ -28,6 +28,36 @@ def _transpose_fn(linear_fn, example):
     return lambda ct: lt(ct)[0]
 
 
+def _implicit(run, fn, adjoint, first_cotangent):
+    """A custom_vjp function (first, cs, scs, tcs) -> run(first, cs, scs) = (x, aux) whose
+    backward pass solves lam = adjoint(x_bar, x, cs, tcs) and gives the closed-over values
+    cs the cotangent -(d fn(x, *cs) / d cs)^T lam (implicit differentiation through
+    fn(x, cs) = 0, or = b); `first_cotangent(lam)` is the first argument's. The solver
+    constants scs and tcs get none."""
+    _, cd = _ad()
+
+    @cd.custom_vjp
+    def solution(first, cs, scs, tcs):
+        return run(first, cs, scs)
+
+    def fwd(first, cs, scs, tcs):
+        x, aux = run(first, cs, scs)
+        return (x, aux), (x, cs, tcs)
+
+    def bwd(res, cts):
+        x, cs, tcs = res
+        lam = adjoint(cts[0], x, cs, tcs)
+        ct_cs = ()
+        if cs:
+            ad_api, _ = _ad()
+            _, pull = ad_api.vjp(lambda *c: fn(x, *c), *cs)
+            ct_cs = tuple(lax.neg(c) for c in pull(lam))
+        return first_cotangent(lam), ct_cs, None, None
+
+    solution.defvjp(fwd, bwd)
+    return solution
+
+
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any], Any],
                         transpose_solve: Callable[[Callable, Any], Any] | None = None,
                         symmetric=False, has_aux=False):
@@ -54,30 +84,13 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
         out = sv(b_, *cs, *scs)
         return out if has_aux else (out, None)
 
-    @cd.custom_vjp
-    def lin_solve(b_, cs, scs, tcs):
-        return run(b_, cs, scs)
-
-    def fwd(b_, cs, scs, tcs):
-        x, aux = run(b_, cs, scs)
-        return (x, aux), (x, cs, tcs)
-
-    def bwd(res, cts):
-        x, cs, tcs = res
-        ct_x, _ = cts
+    def adjoint(ct_x, x, cs, tcs):
         if tsv is None:
             raise TypeError("transpose_solve required for backwards mode automatic "
                             "differentiation of custom_linear_solve")
-        lam = tsv(ct_x, *cs, *tcs)
-        ad_api, _ = _ad()
-        if cs:
-            _, pull = ad_api.vjp(lambda *c: mv(x, *c), *cs)
-            ct_cs = tuple(lax.neg(c) for c in pull(lam))
-        else:
-            ct_cs = ()
-        return lam, ct_cs, None, None
+        return tsv(ct_x, *cs, *tcs)
 
-    lin_solve.defvjp(fwd, bwd)
+    lin_solve = _implicit(run, mv, adjoint, first_cotangent=lambda lam: lam)
     x, aux = lin_solve(b, consts, tuple(s_consts), tuple(t_consts))
     return (x, aux) if has_aux else x
 
@@ -109,26 +122,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
         out = out if has_aux else (out, None)
         return lax.stop_gradient(out[0]), lax.stop_gradient(out[1])
 
-    @cd.custom_vjp
-    def root(guess, cs, scs, tcs):
-        return run(guess, cs, scs)
-
-    def fwd(guess, cs, scs, tcs):
-        x, aux = run(guess, cs, scs)
-        return (x, aux), (x, cs, tcs)
-
-    def bwd(res, cts):
-        x, cs, tcs = res
-        ct_x, _ = cts
-        lam = tsv(ct_x, x, *cs, *tcs)
-        ad_api, _ = _ad()
-        if cs:
-            _, pull = ad_api.vjp(lambda *c: fc(x, *c), *cs)
-            ct_cs = tuple(lax.neg(c) for c in pull(lam))
-        else:
-            ct_cs = ()
-        return None, ct_cs, None, None
-
-    root.defvjp(fwd, bwd)
+    root = _implicit(run, fc, lambda ct_x, x, cs, tcs: tsv(ct_x, x, *cs, *tcs),
+                     first_cotangent=lambda lam: None)  # the initial guess gets none
     x, aux = root(initial_guess, consts, tuple(s_consts), tuple(t_consts))
     return (x, aux) if has_aux else x

@@ -157,7 +157,7 @@ def test_large_uniform_and_normal_streams_match_jax():
     np.testing.assert_array_equal(np.asarray(random.uniform(KEY, (n,), minval=-1., maxval=1.)),
                                   np.asarray(jax.random.uniform(jax.random.key(0), (n,),
                                                                 minval=-1., maxval=1.)))
-    # erf_inv follows XLA's float32 steps (gpuarr/random/erf_inv.py): equal bit for bit.
+    # erf_inv follows XLA's float32 steps (gpuarr/random/xla_math.py): equal bit for bit.
     np.testing.assert_array_equal(np.asarray(random.normal(random.key(7), (n,))),
                                   np.asarray(jax.random.normal(jax.random.key(7), (n,))))
 

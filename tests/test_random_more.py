@@ -10,7 +10,7 @@ import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import dtypes, prng, random
 from gpuarr.backends import host_threads
-from gpuarr.random.erf_inv import erf_inv_giles
+from gpuarr.random.xla_math import erf_inv_giles
 
 KEY = random.key(0)
 P4 = np.array([.1, .2, .3, .4], np.float32)

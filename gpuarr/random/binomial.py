@@ -12,8 +12,8 @@ from gpuarr import numpy as jnp
 from gpuarr.lax.control_flow import scan, while_loop
 from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
 from gpuarr.random.distributions import _check_shape, _float_dtype, _shape_of, _uniform
-from gpuarr.random.erf_inv import xla_log, xla_log1p
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
+from gpuarr.random.xla_math import xla_log, xla_log1p
 
 # log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2] for k = 0..9; above, its series.
 _STIRLING_TAIL = np.array([0.0810614667953272, 0.0413406959554092, 0.0276779256849983,

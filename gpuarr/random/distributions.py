@@ -19,13 +19,13 @@ from gpuarr.core import Tracer, get_aval
 from gpuarr.lax.sorting import sort_key_val, top_k
 from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
 from gpuarr.prng import UINT_DTYPES
-from gpuarr.random.erf_inv import erf_inv_giles, xla_log, xla_log1p
 from gpuarr.random.keys import (
     canonicalize_shape,
     check_key,
     random_bits,
     split_n,
 )
+from gpuarr.random.xla_math import erf_inv_giles, xla_log, xla_log1p
 
 # ---------------------------------------------------------------- argument helpers
 

@@ -30,9 +30,9 @@ from gpuarr.random.distributions import (
     _to_shape,
     _uniform,
 )
-from gpuarr.random.erf_inv import xla_log
 from gpuarr.random.gamma_grad import random_gamma_grad
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
+from gpuarr.random.xla_math import xla_log
 
 # ---------------------------------------------------------------- gamma family
 

@@ -180,7 +180,7 @@ def test_erf_inv_digamma_polygamma_fuse():
 def test_normal_samples_use_the_erf_inv_kernel():
     # erf_inv_giles (behind random.normal) lowers to the same Giles polynomial as the kernel's
     # erf_inv; the device compiler may contract its multiply-adds differently from XLA.
-    from gpuarr.random.erf_inv import erf_inv_giles
+    from gpuarr.random.xla_math import erf_inv_giles
     y = np.linspace(-0.999999, 0.999999, 4001).astype(np.float32)
     y[:4] = [1.0, -1.0, 0.0, np.nan]
     plan = check(lambda y: erf_inv_giles(y) * np.float32(1.4142135), y, rtol=3e-6, atol=1e-6)

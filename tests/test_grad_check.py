@@ -117,6 +117,7 @@ PRIMITIVE_CASES = {
     "erf_inv_giles": (gpuarr.random.xla_math.erf_inv_giles, [R(3, lo=-0.7, hi=0.7)], 2),
     "xla_log": (gpuarr.random.xla_math.xla_log, [P(3) + 0.5], 2),
     "xla_log1p": (gpuarr.random.xla_math.xla_log1p, [P(3)], 2),
+    "xla_rsqrt": (gpuarr.random.xla_math.xla_rsqrt, [P(3) + 0.5], 2),
     "lgamma": (lax.lgamma, [P(3) + 1], 2),
     "digamma": (lax.digamma, [P(3) + 1], 1),
     "polygamma": (lambda x: lax.polygamma(np.float64(1), x), [P(3) + 1], 1),

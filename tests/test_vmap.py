@@ -94,6 +94,7 @@ PRIMITIVE_TABLE = {
     "erf_inv_giles": (jax.random.xla_math.erf_inv_giles, [f32(2, 3, lo=-0.9, hi=0.9)]),
     "xla_log": (jax.random.xla_math.xla_log, [f32(2, 3, lo=0.1, hi=3.0)]),
     "xla_log1p": (jax.random.xla_math.xla_log1p, [f32(2, 3, lo=-0.9, hi=3.0)]),
+    "xla_rsqrt": (jax.random.xla_math.xla_rsqrt, [f32(2, 3, lo=0.1, hi=3.0)]),
     "acosh": _unary("acosh", 1.1, 3.0),
     "not": (lax.bitwise_not, [i32(2, 3)]),
     "clz": (lax.clz, [i32(2, 3)]),

@@ -193,6 +193,7 @@ ELEMENTWISE = {
     "erf_inv_giles": "erf_inv",    # normal samples: the same polynomial as erf_inv's kernel
     "xla_log": "log",              # samplers: the device's log and log1p
     "xla_log1p": "log1p",
+    "xla_rsqrt": "rsqrt",          # gamma samples: the device's rsqrt
     "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,
     "stop_gradient": None,         # the identity

@@ -1,5 +1,5 @@
-"""erf_inv and log as XLA computes them on the CPU, so that `normal` and `gumbel` give JAX's
-numbers bit for bit.
+"""erf_inv, log and rsqrt as XLA computes them on the CPU, so that `normal`, `gumbel` and
+`gamma` give JAX's numbers bit for bit.
 
 JAX's normal values are sqrt(2) * erf_inv(u). XLA evaluates float32 erf_inv with Giles'
 single-precision polynomials ("Approximating the erfinv function", GPU Computing Gems, 2011) in
@@ -13,7 +13,8 @@ float32, as XLA upcasts them; float64 uses Giles' double-precision polynomials a
 `lax.erf_inv` stays the accurate (correctly rounded in practice) inverse; this primitive is
 what the samplers need to reproduce JAX's streams. Likewise `xla_log_p` is XLA's float32 log
 (Cephes' logf, subnormal inputs flushed to zero), which NumPy's vectorised log differs from in
-the last bit for about one float in thirty.
+the last bit for about one float in thirty, and `xla_rsqrt_p` is XLA's float32 rsqrt on x86
+(a hardware estimate refined by Newton steps), which the gamma sampler's `1 / sqrt` becomes.
 """
 from __future__ import annotations
 
@@ -514,3 +515,54 @@ xla_log1p_p, xla_log1p = _xla_primitive("xla_log1p", _xla_log1p32, np.log1p,
                                         lambda x: _reciprocal(lax.add(x, lax.full_like(x, 1))))
 xla_log1p.__doc__ = """log1p(x) as XLA's CPU backend computes it: JAX's `jnp.log1p` bit for bit
     in float32, float16 and bfloat16. Used by the samplers (gumbel's high modes, exponential)."""
+
+
+# ---------------------------------------------------------------- float32 rsqrt
+#
+# XLA rewrites a / sqrt(b) as a * rsqrt(b), and its x86 CPU rsqrt is the hardware's estimate
+# (rsqrtps, 12 bits) refined by two Newton steps, not the correctly rounded 1 / sqrt. The
+# estimate is modelled as 1 / sqrt of the midpoint of the input's bucket (exponent and the top
+# ten mantissa bits) rounded to 13 significant bits; after the two steps this reproduces JAX's
+# rsqrt on every float32 of ten whole binades, smallest and largest exponents among them, and
+# on millions of random ones (checked on an Intel CPU; other CPUs may estimate differently).
+
+_RSQRT_BUCKET = np.uint32(0xFFFFE000)  # sign, exponent and the top ten mantissa bits
+_RSQRT_MID = np.uint32(1 << 12)
+
+
+def _fma32(a, b, c):
+    """fma(a, b, c) for float32 arrays: the float64 product is exact, the sum rounds once."""
+    return (a.astype(np.float64) * b + c).astype(np.float32)
+
+
+def _xla_rsqrt32(x):
+    x = np.ascontiguousarray(x, np.float32)
+    with np.errstate(all="ignore"):
+        mid = (x.view(np.uint32) & _RSQRT_BUCKET) | _RSQRT_MID
+        mant, exp = np.frexp(1 / np.sqrt(mid.view(np.float32).astype(np.float64)))
+        y = np.ldexp(np.round(mant * 8192) / 8192, exp).astype(np.float32)
+        for _ in range(2):  # Newton: h = x y^2 - 1 (nearly 0), y -= y h / 2
+            h = _fma32(x * y, y, np.float32(-1))
+            y = _fma32(y * np.float32(-0.5), h, y)
+        # Below the smallest normal (zero, subnormals flushed to zero, negatives) and at inf
+        # XLA keeps the hardware's answer: +-inf, NaN and 0.
+        special = np.flatnonzero(~(x >= _TINY32) | (x == np.inf))
+        if len(special):
+            xs = x[special]
+            y[special] = np.where(xs == np.inf, np.float32(0),
+                                  np.where(np.abs(xs) < _TINY32, np.copysign(np.inf, xs),
+                                           np.float32(np.nan)))
+    return y
+
+
+def _rsqrt_derivative(x):
+    """d/dx x ** -1/2 = -1/2 x ** -3/2."""
+    return lax.mul(lax.full_like(x, -0.5), lax.div(lax.rsqrt(x), x))
+
+
+# float64 keeps NumPy's 1 / sqrt: float64 samples are promised within rounding only.
+xla_rsqrt_p, xla_rsqrt = _xla_primitive("xla_rsqrt", _xla_rsqrt32, lambda x: 1 / np.sqrt(x),
+                                        _rsqrt_derivative)
+xla_rsqrt.__doc__ = """1 / sqrt(x) as XLA's x86 CPU backend computes it (the hardware estimate
+    and two Newton steps): JAX's `lax.rsqrt`, and the `a / sqrt(b)` XLA rewrites into it, bit
+    for bit in float32. Used by the gamma sampler; `lax.rsqrt` is correctly rounded."""

@@ -56,6 +56,25 @@ def test_constants_keep_weak_zero_d_values_weak():
     check(jnp.signbit(2), bool)
 
 
+def test_python_scalar_inputs_take_jax_weak_types():
+    # JAX converts integers in rint, 0-d reals in angle, and builds strong constants in
+    # nan_to_num and spacing; i0, logaddexp2 and the iscomplex/isreal comparisons stay weak.
+    check(jnp.rint(2), np.float32, value=2.0)
+    check(jnp.rint(np.int32([2, 3])), np.float32, (2,), value=[2.0, 3.0])
+    check(jnp.rint(2.5), np.float32, weak=True, value=2.0)
+    check(jnp.nan_to_num(2.5), np.float32, value=2.5)
+    check(jnp.angle(-2.0), np.float32, value=np.pi)
+    check(jnp.angle(2), np.float32, value=0.0)
+    check(jnp.angle(jnp.float32([1, -2])), np.float32, (2,), value=[0, np.pi])
+    check(jnp.spacing(2.0), np.float32, value=np.spacing(np.float32(2)))
+    check(jnp.i0(2.0), np.float32, weak=True, value=np.i0(2.0))
+    check(jnp.logaddexp2(1.0, 2.0), np.float32, weak=True, value=np.logaddexp2(1.0, 2.0))
+    check(jnp.iscomplex(2.0), bool, weak=True, value=False)
+    check(jnp.isreal(2.0), bool, weak=True, value=True)
+    check(jnp.iscomplex(np.complex64([1j, 2])), bool, (2,), value=[True, False])
+    check(jnp.isreal(np.int32([1, 2])), bool, (2,), value=[True, True])
+
+
 def test_floor_divide_keeps_weak_types():
     check(jnp.array([3, -3], jnp.int8) // 2.5, np.float32, (2,), weak=True, value=[1.0, -2.0])
     check(jnp.array([True, False]) // 2, np.int32, (2,), weak=True, value=[0, 0])

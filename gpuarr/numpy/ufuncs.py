@@ -370,7 +370,16 @@ def _no_complex(name, op):
     return f
 
 
-rint = _unary("rint", _rint)
+def _promote_rint(x):
+    """Integers and booleans become the default float, strongly typed (JAX converts them)."""
+    (x,) = promote_dtypes(x)
+    dt = get_aval(x).dtype
+    if dtypes.is_int(dt) or dt == np.bool_:
+        return (lax.convert_element_type(x, dtypes.default_float_dtype()),)
+    return (x,)
+
+
+rint = _unary("rint", _rint, _promote_rint)
 fabs = _unary("fabs", _no_complex("fabs", lax.abs))
 deg2rad = _unary("deg2rad", lambda x: lax.mul(x, _scalar(x, np.pi / 180)))
 rad2deg = _unary("rad2deg", lambda x: lax.mul(x, _scalar(x, 180 / np.pi)))
@@ -432,7 +441,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     neginf = info.min if neginf is None else neginf
     x = lax.select(lax.ne(x, x), lax.full_like(x, nan), x)
     x = lax.select(lax.eq(x, _scalar(x, np.inf)), lax.full_like(x, posinf), x)
-    return lax.select(lax.eq(x, _scalar(x, -np.inf)), lax.full_like(x, neginf), x)
+    out = lax.select(lax.eq(x, _scalar(x, -np.inf)), lax.full_like(x, neginf), x)
+    return lax.lax._convert_weak(out, get_aval(out).dtype, False)  # JAX's constants are strong
 
 
 def _hypot(x, y):
@@ -498,7 +508,7 @@ def _log1p_exp(d):
 
 
 def _log1p_exp2(d):
-    return lax.div(lax.log1p(lax.exp2(d)), _ln_const(d, 2))
+    return lax.div(lax.log1p(lax.exp2(d)), _scalar(d, np.log(2)))
 
 
 logaddexp = _binary_ufunc("logaddexp", lambda x, y: _logaddexp(_log1p_exp, x, y), promote_dtypes_inexact)
@@ -620,7 +630,8 @@ def spacing(x, /):
     away = lax.select(_signbit(x), lax.neg(inf), inf)
     out = lax.sub(lax.nextafter(x, away), x)
     tiny = lax.full_like(x, dtypes.finfo(get_aval(x).dtype).smallest_subnormal)
-    return lax.select(lax.eq(out, _scalar(x, 0)), lax.select(_signbit(x), lax.neg(tiny), tiny), out)
+    out = lax.select(lax.eq(out, _scalar(x, 0)), lax.select(_signbit(x), lax.neg(tiny), tiny), out)
+    return lax.lax._convert_weak(out, get_aval(out).dtype, False)  # strong, as JAX's
 
 
 def bitwise_count(x, /):
@@ -696,6 +707,8 @@ def angle(z, deg=False):
     if dtypes.is_complex(get_aval(z).dtype):
         out = lax.atan2(_imag_part(z), _real_part(z))
     else:
+        if not get_aval(z).shape:  # JAX converts 0-d real input to a strong default float
+            z = lax.lax._convert_weak(z, get_aval(z).dtype, False)
         out = lax.atan2(lax.full_like(z, 0), z)
     return rad2deg(out) if deg else out
 
@@ -703,19 +716,15 @@ def angle(z, deg=False):
 def iscomplex(x, /):
     """True where the imaginary part is nonzero (False everywhere for real inputs)."""
     check_arraylike("iscomplex", x)
-    (x,) = promote_dtypes(x)
-    if dtypes.is_complex(get_aval(x).dtype):
-        return lax.ne(_imag_part(x), lax.full_like(_imag_part(x), 0))
-    return lax.full(get_aval(x).shape, False, np.bool_)
+    im = imag(x)  # a comparison, so a weak input gives a weak result as in JAX
+    return lax.ne(im, lax.full_like(im, 0))
 
 
 def isreal(x, /):
     """True where the imaginary part is zero (True everywhere for real inputs)."""
     check_arraylike("isreal", x)
-    (x,) = promote_dtypes(x)
-    if dtypes.is_complex(get_aval(x).dtype):
-        return lax.eq(_imag_part(x), lax.full_like(_imag_part(x), 0))
-    return lax.full(get_aval(x).shape, True, np.bool_)
+    im = imag(x)
+    return lax.eq(im, lax.full_like(im, 0))
 
 
 def _i0(x):
@@ -735,7 +744,8 @@ def _i0(x):
         term = lax.div(lax.mul(term, _scalar(xl, (2 * k - 1) ** 2)), lax.mul(xl, _scalar(xl, 8 * k)))
         series = lax.add(series, term)
     big = lax.div(lax.mul(lax.exp(xl), series), lax.sqrt(lax.mul(xl, _scalar(xl, 2 * np.pi))))
-    return lax.convert_element_type(lax.select(small, total, big), get_aval(x).dtype)
+    aval = get_aval(x)  # a weak input gives a weak result, as JAX's
+    return lax.lax._convert_weak(lax.select(small, total, big), aval.dtype, aval.weak_type)
 
 
 i0 = _unary("i0", _i0)

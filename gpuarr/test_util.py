@@ -151,3 +151,9 @@ def _check_grads(f, args, order, modes, atol, rtol, eps, err_msg):
                 out_primal, vjp_fn = api.vjp(f, *args)
                 return vjp_fn(out_primal)
             _check_grads(f_vjp, args, order - 1, modes, atol, rtol, eps, rev_msg)
+
+
+def float32_from_hex(words) -> np.ndarray:
+    """float32 values from their bit patterns written in hex ('0x3f800000' is 1.0): how known
+    answers that must match bit for bit are recorded."""
+    return np.array([int(w, 16) for w in words], np.uint32).view(np.float32)

@@ -10,11 +10,7 @@ import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import random
 from gpuarr.random.xla_math import xla_log, xla_log1p
-
-
-def f32(words):
-    return np.array([int(w, 16) for w in words], np.uint32).view(np.float32)
-
+from gpuarr.test_util import float32_from_hex as f32
 
 LOG_IN = f32(['0x404216db', '0x408103e8', '0x403381f6', '0x40e7f10c', '0x3fcdbdf4', '0x3f946bd1',
               '0x4026827d', '0x3fbd7303', '0x3fc0c7d0', '0x40d35318', '0x3f20cc3e', '0x40ca4b86'])

@@ -12,11 +12,7 @@ import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import random
 from gpuarr.random.xla_math import xla_rsqrt
-
-
-def f32(words):
-    return np.array([int(w, 16) for w in words], np.uint32).view(np.float32)
-
+from gpuarr.test_util import float32_from_hex as f32
 
 RSQRT_IN = f32(['0x40e49878', '0x4115adb1', '0x41d2289b', '0x3f27c37a', '0x41170804', '0x41ed6504',
                 '0x41640c9b', '0x40f9a772', '0x41328442', '0x418f3cf0', '0x419a9134', '0x41a2895d'])

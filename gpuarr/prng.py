@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from gpuarr import dtypes, lax, tree_util
-from gpuarr.backends.host_threads import run_in_blocks
+from gpuarr.backends.host_threads import run_in_cache_blocks
 from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
@@ -36,9 +36,6 @@ UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.u
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
-# Work on blocks that stay in the L2 cache (each round is a handful of in-place NumPy ops) and
-# are large enough that the per-call cost of those ops does not dominate.
-_BLOCK = 1 << 17
 
 threefry2x32_p = Primitive("threefry2x32", multiple_results=True)  # semantics: see threefry2x32
 
@@ -88,17 +85,14 @@ def _threefry2x32_impl(k1, k2, x1, x2):
     with np.errstate(over="ignore"):
         fixed = _injections(ops[0], ops[1]) if keys_scalar else None
 
-    def chunk(lo, hi):
-        tmp = np.empty(min(hi - lo, _BLOCK), np.uint32)
-        for s in range(lo, hi, _BLOCK):
-            e = min(hi, s + _BLOCK)
-            inject = fixed or _injections(_part(ops[0], s, e), _part(ops[1], s, e))
-            a, b = out1[s:e], out2[s:e]
-            np.add(_part(ops[2], s, e), inject[0][0], out=a)
-            np.add(_part(ops[3], s, e), inject[0][1], out=b)
-            _rounds(a, b, inject, tmp[:e - s])
+    def block(s, e, tmp):  # each round is a handful of in-place NumPy passes over the block
+        inject = fixed or _injections(_part(ops[0], s, e), _part(ops[1], s, e))
+        a, b = out1[s:e], out2[s:e]
+        np.add(_part(ops[2], s, e), inject[0][0], out=a)
+        np.add(_part(ops[3], s, e), inject[0][1], out=b)
+        _rounds(a, b, inject, tmp[:e - s])
 
-    run_in_blocks(chunk, n)
+    run_in_cache_blocks(block, n, lambda size: np.empty(size, np.uint32))
     return out1.reshape(shape), out2.reshape(shape)
 
 

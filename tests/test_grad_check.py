@@ -118,6 +118,7 @@ PRIMITIVE_CASES = {
     "xla_log": (gpuarr.random.xla_math.xla_log, [P(3) + 0.5], 2),
     "xla_log1p": (gpuarr.random.xla_math.xla_log1p, [P(3)], 2),
     "xla_rsqrt": (gpuarr.random.xla_math.xla_rsqrt, [P(3) + 0.5], 2),
+    "xla_fma": (gpuarr.random.xla_math.xla_fma, [R(3), R(3), R(3)], 2),
     "lgamma": (lax.lgamma, [P(3) + 1], 2),
     "digamma": (lax.digamma, [P(3) + 1], 1),
     "polygamma": (lambda x: lax.polygamma(np.float64(1), x), [P(3) + 1], 1),

@@ -95,6 +95,7 @@ PRIMITIVE_TABLE = {
     "xla_log": (jax.random.xla_math.xla_log, [f32(2, 3, lo=0.1, hi=3.0)]),
     "xla_log1p": (jax.random.xla_math.xla_log1p, [f32(2, 3, lo=-0.9, hi=3.0)]),
     "xla_rsqrt": (jax.random.xla_math.xla_rsqrt, [f32(2, 3, lo=0.1, hi=3.0)]),
+    "xla_fma": (jax.random.xla_math.xla_fma, [f32(2, 3), f32(2, 3), f32(2, 3)]),
     "acosh": _unary("acosh", 1.1, 3.0),
     "not": (lax.bitwise_not, [i32(2, 3)]),
     "clz": (lax.clz, [i32(2, 3)]),

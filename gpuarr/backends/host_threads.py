@@ -8,7 +8,6 @@ are switched off for mid-sized products and on machines whose cores are busy.
 """
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Callable
@@ -20,8 +19,10 @@ import numpy as np
 
 # Below _PARALLEL_MIN elements the hand-off to another thread costs more than it saves.
 _PARALLEL_MIN = 1 << 15
-_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else (os.cpu_count() or 1)))
+# The cores this process may run on; the pool uses at most four of them.
+_CPUS = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+         else (os.cpu_count() or 1))
+_THREADS = max(1, min(4, _CPUS))
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -48,17 +49,35 @@ def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN) -> None:
         fut.result()
 
 
+# Host kernels made of many NumPy passes (threefry, XLA's erf_inv and log) work through blocks
+# this long: small enough to stay in the L2 cache between passes, large enough that the
+# per-call cost of each pass does not dominate.
+CACHE_BLOCK = 1 << 17
+
+
+def run_in_cache_blocks(block_fn, n: int, make_scratch=lambda size: None) -> None:
+    """Call `block_fn(lo, hi, scratch)` over cache-sized blocks covering [0, n), on the host
+    threads (`run_in_blocks`); `make_scratch(size)` gives each thread its scratch state once.
+    `block_fn` must only write its block."""
+    def chunk(lo, hi):
+        scratch = make_scratch(min(CACHE_BLOCK, hi - lo))
+        for s in range(lo, hi, CACHE_BLOCK):
+            block_fn(s, min(hi, s + CACHE_BLOCK), scratch)
+
+    run_in_blocks(chunk, n)
+
+
 # Elementwise ufuncs whose output has at least this many elements split its leading axis.
 SPLIT_UFUNC_SIZE = 1 << 18
 
 
 def split_ufunc(ufunc, shape, dtype) -> Callable:
     """`ufunc(*operands[, out])` for an output of `shape`/`dtype` (at least two rows), computed
-    as two halves of the leading axis: one on the pool, one on the calling thread. Operands
-    broadcast against the output; only those spanning its leading axis are split, and an `out`
-    that aliases an operand stays safe because each half reads and writes the same rows."""
+    over row ranges of the leading axis by `run_in_blocks` (two halves where there are threads
+    to spare). Operands broadcast against the output; only those spanning its leading axis are
+    split, and an `out` that aliases an operand stays safe because each range reads and writes
+    the same rows."""
     rows, nin = shape[0], ufunc.nin
-    half = rows // 2
 
     def split(a, lo, hi):
         return a[lo:hi] if np.ndim(a) == len(shape) and np.shape(a)[0] == rows else a
@@ -66,9 +85,11 @@ def split_ufunc(ufunc, shape, dtype) -> Callable:
     def call(*args):
         out = args[nin] if len(args) > nin else np.empty(shape, dtype)
         ins = args[:nin]
-        first = submit(functools.partial(ufunc, out=out[:half]), *(split(a, 0, half) for a in ins))
-        ufunc(*(split(a, half, rows) for a in ins), out=out[half:])
-        first.result()
+
+        def chunk(lo, hi):
+            ufunc(*(split(a, lo, hi) for a in ins), out=out[lo:hi])
+
+        run_in_blocks(chunk, rows, max(1, rows // 2))
         return out
     call.__name__ = f"split_{ufunc.__name__}"
     return call
@@ -113,8 +134,6 @@ _ONE_THREAD_MACS = 1 << 22
 # Below this OpenBLAS never starts its threads (its own thresholds), so no switch is needed.
 _BLAS_THREADED_MACS = 1 << 13
 
-
-_CPUS = os.cpu_count() or 1
 
 
 def _open_proc_stat():

@@ -57,6 +57,7 @@ EXPRESSIONS: dict = {
     ("select_n", "*"): "{0} ? {2} : {1}",
     ("clamp", "*"): "({1} < {0} ? {0} : {1} > {2} ? {2} : {1})",
     ("clamp", "f"): "min_{t}(max_{t}({1}, {0}), {2})",
+    ("fma", "f"): "fma({0}, {1}, {2})",  # one rounding, as xla_fma on the host
     ("abs", "i"): "({0} < 0 ? ({t})-{0} : {0})", ("abs", "u"): "{0}",
     # Bit counts see the operand's own width: go through the unsigned type `{u}` first, and
     # discount the zero bits that widening an 8- or 16-bit value to 32 bits adds (`{pad}`).
@@ -194,6 +195,7 @@ ELEMENTWISE = {
     "xla_log": "log",              # samplers: the device's log and log1p
     "xla_log1p": "log1p",
     "xla_rsqrt": "rsqrt",          # gamma samples: the device's rsqrt
+    "xla_fma": "fma",
     "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,
     "stop_gradient": None,         # the identity
@@ -242,8 +244,7 @@ HOST_FALLBACK = ("igamma", "igammac", "random_gamma_grad",
                  "bessel_i0e", "bessel_i1e", "zeta", "regularized_incomplete_beta",
                  # Collectives: vmap rewrites them away; left in a program, the axis name is
                  # unbound and their host step raises JAX's NameError.
-                 "psum", "pmax", "pmin", "axis_index",
-                 "cumlogsumexp")
+                 "psum", "pmax", "pmin", "axis_index")
 
 
 def _elementwise_rule(name):

@@ -11,7 +11,7 @@ from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.lax.control_flow import scan, while_loop
 from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
-from gpuarr.random.distributions import _check_shape, _float_dtype, _shape_of, _uniform
+from gpuarr.random.distributions import _check_broadcast_shapes, _float_dtype, _uniform
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
 from gpuarr.random.xla_math import xla_log, xla_log1p
 
@@ -90,10 +90,7 @@ def _btrs(data, count, prob, shape, dtype):
 
 
 def _binomial(data, count, prob, shape, dtype):
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(_shape_of(count), _shape_of(prob)))
-    else:
-        _check_shape("binomial", shape, _shape_of(count), _shape_of(prob))
+    shape = _check_broadcast_shapes("binomial", shape, count, prob)
     (prob,) = promote_dtypes_inexact(prob)
     count = jnp.broadcast_to(lax.convert_element_type(count, prob.dtype), shape)
     prob = jnp.broadcast_to(prob, shape)
@@ -125,8 +122,6 @@ def binomial(key, n, p, shape=None, dtype=None):
     data, _ = check_key("binomial", key)
     check_arraylike("binomial", n, p)
     dtype = _float_dtype("binomial", dtype)
-    if shape is not None:
-        shape = canonicalize_shape(shape)
     with np.errstate(divide="ignore", invalid="ignore"):  # lanes the selects discard
         return _binomial(data, n, p, shape, dtype)
 

@@ -28,9 +28,9 @@ from gpuarr.random.distributions import (
     _normal_real,
     _rademacher,
     _shape_of,
-    _to,
     _to_shape,
     _uniform,
+    _via_float64,
 )
 from gpuarr.random.gamma_grad import random_gamma_grad
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
@@ -40,12 +40,7 @@ from gpuarr.random.xla_math import xla_log, xla_rsqrt
 
 
 def _exp(x):
-    """exp for the samplers, correctly rounded in practice below float64: XLA's float32 exp is
-    within one ulp, where NumPy's vectorised float32 exp strays by up to about 2.4 ulp."""
-    dtype = get_aval(x).dtype
-    if dtype.itemsize == 8:
-        return lax.exp(x)
-    return _to(lax.exp(_to(x, np.float64)), dtype)
+    return _via_float64(lax.exp, x)
 
 
 def _gamma_one(data, alpha, log_space):

@@ -19,15 +19,26 @@ the last bit for about one float in thirty, and `xla_rsqrt_p` is XLA's float32 r
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr.backends.host_threads import run_in_blocks
+from gpuarr import lax
+from gpuarr.backends.host_threads import run_in_cache_blocks
 from gpuarr.backends.numpy_backend import impl_rules
-from gpuarr.core import Primitive, abstract_eval_rules, get_aval
+from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
-from gpuarr.interpreters.batching import batch_rules, vectorized_rule
+from gpuarr.interpreters.batching import batch_rules
+from gpuarr.lax.lax import (
+    _bcast_tangent,
+    _broadcast_shapes,
+    _check_kind,
+    _check_same_dtypes,
+    _coerce_scalars,
+    broadcast_batch_rule,
+    unop,
+)
+from gpuarr.lax.special import _checked
 
 
 def _f32(bits: int) -> float:
@@ -273,23 +284,17 @@ def _erf_inv32_block(a, out, scratch):
                   where=edge)
 
 
-_BLOCK = 1 << 17
-
-
-def _map_blocks(block_fn, a):
-    """(a, out) for the float32 `a` flattened and `block_fn(a_block, out_block, scratch)` run
-    over cache-sized blocks of it, on the host threads."""
-    a = np.ascontiguousarray(a, np.float32).reshape(-1)
+def _map_blocks(block_fn, a, dtype=np.float32, make_scratch=_Scratch):
+    """(a, out) for `a` flattened (as `dtype`) and `block_fn(a_block, out_block, scratch)` run
+    over cache-sized blocks of it on the host threads, with one scratch per thread."""
+    a = np.ascontiguousarray(a, dtype).reshape(-1)
     out = np.empty_like(a)
 
-    def chunk(lo, hi):
-        scratch = _Scratch(min(_BLOCK, hi - lo))
-        with np.errstate(all="ignore"):  # per thread: NaN and +-1 lanes are fixed at the end
-            for s in range(lo, hi, _BLOCK):
-                e = min(hi, s + _BLOCK)
-                block_fn(a[s:e], out[s:e], scratch)
+    def block(lo, hi, scratch):
+        with np.errstate(all="ignore"):  # NaN and +-1 lanes are fixed at the end
+            block_fn(a[lo:hi], out[lo:hi], scratch)
 
-    run_in_blocks(chunk, a.shape[0])
+    run_in_cache_blocks(block, a.shape[0], make_scratch)
     return a, out
 
 
@@ -331,7 +336,8 @@ def _fma64(a, b, c, b_split=None):
     s = p + c
     bb = s - p
     s_err = (p - (s - bb)) + (c - bb)
-    return s + (s_err + p_err)
+    # Where the product overflows (or is not finite) the corrections are NaN: the plain sum.
+    return np.where(np.isfinite(p_err), s + (s_err + p_err), s)
 
 
 def _horner64(coefs, x):
@@ -373,67 +379,12 @@ def _erf_inv64(a):
     return np.where(np.abs(a) == 1, a * np.inf, p * a)
 
 
+def _erf_inv64_block(a, out, scratch):
+    out[:] = _erf_inv64(a)
+
+
 def _erf_inv64_blocks(a):
-    a = np.ascontiguousarray(a, np.float64).reshape(-1)
-    out = np.empty_like(a)
-
-    def chunk(lo, hi):
-        with np.errstate(all="ignore"):
-            for s in range(lo, hi, _BLOCK):
-                e = min(hi, s + _BLOCK)
-                out[s:e] = _erf_inv64(a[s:e])
-
-    run_in_blocks(chunk, a.shape[0])
-    return out
-
-
-def _erf_inv_giles_impl(x):
-    shape, dtype = np.shape(x), np.asarray(x).dtype
-    if dtype == np.float64:
-        return _erf_inv64_blocks(x).reshape(shape)
-    return _erf_inv32(x).reshape(shape).astype(dtype, copy=False)
-
-
-# ---------------------------------------------------------------- the primitive
-
-erf_inv_giles_p = Primitive("erf_inv_giles")
-
-
-def _check_float(name, x):
-    if not dtypes.is_float(x.dtype):
-        raise TypeError(f"{name} requires a floating-point operand, got {x.dtype.name}; "
-                        "convert it first, e.g. x.astype(jnp.float32).")
-    return x
-
-
-def _erf_inv_giles_abstract(x):
-    return [_check_float("erf_inv_giles", x)]
-
-
-def _erf_inv_giles_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    y = erf_inv_giles(x)
-    if type(t) is ad.Zero:
-        return y, t
-    # d/dx erf_inv(x) = sqrt(pi) / 2 * exp(erf_inv(x) ** 2)
-    scale = lax.mul(lax.full_like(y, math.sqrt(math.pi) / 2), lax.exp(lax.mul(y, y)))
-    return y, lax.mul(t, scale)
-
-
-impl_rules[erf_inv_giles_p] = _erf_inv_giles_impl
-abstract_eval_rules[erf_inv_giles_p] = _erf_inv_giles_abstract
-ad.jvp_rules[erf_inv_giles_p] = _erf_inv_giles_jvp
-batch_rules[erf_inv_giles_p] = vectorized_rule(erf_inv_giles_p)
-
-
-def erf_inv_giles(x):
-    """erf_inv(x) computed exactly as XLA's CPU backend computes it (Giles' polynomials with
-    XLA's log1p and fused multiply-adds): JAX's `lax.erf_inv` bit for bit in float32, within
-    rounding in float64. Used by the samplers; `lax.erf_inv` is the accurate inverse."""
-    if isinstance(x, (bool, int, float, complex)):
-        x = lax.full((), x)  # a weakly typed 0-d array, as lax.erf_inv(0.5) makes
-    _erf_inv_giles_abstract(get_aval(x))  # eager evaluation skips abstract evaluation
-    return erf_inv_giles_p.bind(x)
+    return _map_blocks(_erf_inv64_block, a, np.float64, lambda size: None)[1]
 
 
 # ---------------------------------------------------------------- float32 log
@@ -469,50 +420,44 @@ def _xla_log1p32(x):
     return out
 
 
-def _xla_impl(float32_fn, float64_fn):
+# ---------------------------------------------------------------- the primitives
+
+
+def _xla_primitive(name, float32_fn, float64_fn, tangent):
+    """(primitive, checked bind) for a float function computed as XLA's CPU backend computes
+    it: `float32_fn` on float32 (float16 and bfloat16 go through float32, as XLA upcasts them),
+    `float64_fn` on float64; `tangent(t, ans, x)` is its JVP."""
     def impl(x):
         shape, dtype = np.shape(x), np.asarray(x).dtype
         if dtype == np.float64:
             with np.errstate(all="ignore"):
-                return float64_fn(x)
+                return np.reshape(float64_fn(x), shape)
         return float32_fn(x).reshape(shape).astype(dtype, copy=False)
-    return impl
+
+    prim = unop(name, impl, "float")
+    ad.defjvp(prim, tangent, with_ans=True)
+    return prim, _checked(prim)
 
 
-def _xla_primitive(name, float32_fn, float64_fn, derivative):
-    """A float primitive computed as XLA's CPU backend computes it: `float32_fn` on float32
-    (float16 and bfloat16 go through float32, as XLA upcasts them), `float64_fn` on float64;
-    its tangent is t * derivative(x)."""
-    prim = Primitive(name)
-    impl_rules[prim] = _xla_impl(float32_fn, float64_fn)
-    abstract_eval_rules[prim] = lambda x: [_check_float(name, x)]
-    batch_rules[prim] = vectorized_rule(prim)
-
-    def jvp(primals, tangents):
-        (x,), (t,) = primals, tangents
-        return prim.bind(x), t if type(t) is ad.Zero else lax.mul(t, derivative(x))
-    ad.jvp_rules[prim] = jvp
-
-    def bind(x):
-        if isinstance(x, (bool, int, float, complex)):
-            x = lax.full((), x)
-        _check_float(name, get_aval(x))  # eager evaluation skips abstract evaluation
-        return prim.bind(x)
-    return prim, bind
-
-
-def _reciprocal(x):
-    return lax.div(lax.full_like(x, 1), x)
-
-
+# d/dx erf_inv(x) = sqrt(pi) / 2 * exp(erf_inv(x) ** 2)
+erf_inv_giles_p, erf_inv_giles = _xla_primitive(
+    "erf_inv_giles", _erf_inv32, _erf_inv64_blocks,
+    lambda t, y, x: lax.mul(t, lax.mul(lax.full_like(y, math.sqrt(math.pi) / 2),
+                                       lax.exp(lax.mul(y, y)))))
+erf_inv_giles.__doc__ = """erf_inv(x) computed exactly as XLA's CPU backend computes it (Giles'
+    polynomials with XLA's log1p and fused multiply-adds): JAX's `lax.erf_inv` bit for bit in
+    float32, within rounding in float64. Used by the samplers; `lax.erf_inv` is the accurate
+    inverse."""
 # XLA's float64 log and log1p differ from NumPy's in the last bit now and then; float64 samples
 # are promised within rounding only, so NumPy's serve there.
-xla_log_p, xla_log = _xla_primitive("xla_log", _xla_log32, np.log, _reciprocal)
+xla_log_p, xla_log = _xla_primitive("xla_log", _xla_log32, np.log,
+                                    lambda t, y, x: lax.div(t, x))
 xla_log.__doc__ = """log(x) as XLA's CPU backend computes it: JAX's `jnp.log` bit for bit in
     float32, float16 and bfloat16. Used by the samplers (gumbel, categorical, choice);
     `lax.log` is NumPy's log, correctly rounded in practice."""
-xla_log1p_p, xla_log1p = _xla_primitive("xla_log1p", _xla_log1p32, np.log1p,
-                                        lambda x: _reciprocal(lax.add(x, lax.full_like(x, 1))))
+xla_log1p_p, xla_log1p = _xla_primitive(
+    "xla_log1p", _xla_log1p32, np.log1p,
+    lambda t, y, x: lax.div(t, lax.add(x, lax.full_like(x, 1))))
 xla_log1p.__doc__ = """log1p(x) as XLA's CPU backend computes it: JAX's `jnp.log1p` bit for bit
     in float32, float16 and bfloat16. Used by the samplers (gumbel's high modes, exponential)."""
 
@@ -555,14 +500,56 @@ def _xla_rsqrt32(x):
     return y
 
 
-def _rsqrt_derivative(x):
-    """d/dx x ** -1/2 = -1/2 x ** -3/2."""
-    return lax.mul(lax.full_like(x, -0.5), lax.div(lax.rsqrt(x), x))
-
-
 # float64 keeps NumPy's 1 / sqrt: float64 samples are promised within rounding only.
-xla_rsqrt_p, xla_rsqrt = _xla_primitive("xla_rsqrt", _xla_rsqrt32, lambda x: 1 / np.sqrt(x),
-                                        _rsqrt_derivative)
+# d/dx x ** -1/2 = -1/2 x ** -3/2 = -1/2 rsqrt(x) / x
+xla_rsqrt_p, xla_rsqrt = _xla_primitive(
+    "xla_rsqrt", _xla_rsqrt32, lambda x: 1 / np.sqrt(x),
+    lambda t, y, x: lax.mul(t, lax.mul(lax.full_like(y, -0.5), lax.div(y, x))))
 xla_rsqrt.__doc__ = """1 / sqrt(x) as XLA's x86 CPU backend computes it (the hardware estimate
     and two Newton steps): JAX's `lax.rsqrt`, and the `a / sqrt(b)` XLA rewrites into it, bit
     for bit in float32. Used by the gamma sampler; `lax.rsqrt` is correctly rounded."""
+
+
+# ---------------------------------------------------------------- fused multiply-add
+#
+# XLA's CPU backend contracts a * b + c into one fused operation (float16, float32, float64;
+# not bfloat16), and the samplers' multiply-adds must round as it does.
+
+
+def _fma_impl(a, b, c):
+    a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+    with np.errstate(all="ignore"):
+        if a.dtype == np.float64:
+            return _fma64(a, b, c)
+        # Narrower floats: the float64 product is exact and the sum rounds once there.
+        return (np.multiply(a, b, dtype=np.float64) + c).astype(a.dtype)
+
+
+def _fma_abstract(a, b, c):
+    _check_kind("xla_fma", "float", a)
+    _check_same_dtypes("xla_fma", a, b, c)
+    shape = _broadcast_shapes("xla_fma", a.shape, b.shape, c.shape)
+    return [ShapedArray(shape, a.dtype, a.weak_type and b.weak_type and c.weak_type)]
+
+
+def _to_output_shape(t, *operands):
+    return _bcast_tangent(t, np.broadcast_shapes(*(get_aval(x).shape for x in operands)))
+
+
+xla_fma_p = Primitive("xla_fma")
+impl_rules[xla_fma_p] = _fma_impl
+abstract_eval_rules[xla_fma_p] = _fma_abstract
+batch_rules[xla_fma_p] = partial(broadcast_batch_rule, xla_fma_p)
+ad.defjvp(xla_fma_p,
+          lambda g, a, b, c: _to_output_shape(lax.mul(g, b), a, b, c),
+          lambda g, a, b, c: _to_output_shape(lax.mul(a, g), a, b, c),
+          lambda g, a, b, c: _to_output_shape(g, a, b, c))
+
+
+def xla_fma(a, b, c):
+    """a * b + c rounded once, as XLA's CPU backend fuses it: operands of one float dtype (Python
+    scalars take it) and equal shapes, rank 0 or size-1 dimensions, as lax's binary operations.
+    Used by the samplers."""
+    a, b, c = _coerce_scalars("xla_fma", a, b, c)
+    _fma_abstract(*map(get_aval, (a, b, c)))  # eager evaluation skips abstract evaluation
+    return xla_fma_p.bind(a, b, c)

@@ -187,6 +187,18 @@ def test_normal_samples_use_the_erf_inv_kernel():
     assert kernel_count(plan) == 1 and no_host_steps(plan)
 
 
+def test_sampler_multiply_adds_are_fused_in_the_kernel():
+    # xla_fma rounds once on the host and in the kernel (fma): (1 + e)^2 - (1 + 2e) keeps e^2.
+    from gpuarr.random.xla_math import xla_fma
+    eps = np.float32(2.0 ** -12)
+    a = rng.uniform(-2.0, 2.0, 300).astype(np.float32)
+    a[0] = 1 + eps
+    c = rng.uniform(-2.0, 2.0, 300).astype(np.float32)
+    c[0] = -(1 + 2 * eps)
+    plan = check(lambda a, c: xla_fma(a, a, c), a, c, exact=True)
+    assert kernel_count(plan) == 1 and no_host_steps(plan)
+
+
 def test_special_functions_in_double():
     with gpuarr.enable_x64(True):
         y = rng.uniform(-1.0, 1.0, 200)

@@ -37,7 +37,8 @@ impl_rules: dict[Primitive, Callable] = {}
 float_ufuncs: dict[Primitive, np.ufunc] = {}
 # prim -> rule(eqn) -> the NumPy ufunc computing this equation exactly, or None: for
 # primitives whose general impl is a Python function but whose common case is one ufunc (a shift
-# by a constant in range, say), so that runs of elementwise steps can go block by block.
+# by a constant in range, say). Compiled Programs then treat the equation as that ufunc
+# (`_ufunc_of`): called directly, given `out=` buffers, run block by block.
 blocked_ufunc_rules: dict[Primitive, Callable] = {}
 # Primitives whose NumPy impl always returns a new array (never a view of an input), so a dead
 # result may be overwritten by a later elementwise step (matrix products, say).
@@ -433,6 +434,9 @@ def _out_plan(prog: Program, last_use, reusable, carries) -> dict:
     """
     in_loop = carries is not None
     carry_in = _inplace_carries(prog, carries) if in_loop else {}
+    # The index of the last equation reading each carry input (`last_use` leaves inputs out).
+    last_read = {a.id: i for i, eqn in enumerate(prog.eqns) for a in eqn.inputs
+                 if type(a) is not Literal} if carry_in else {}
     keep = {v.id for v in prog.outvars if type(v) is not Literal}
     plan = {}
     for i, eqn in enumerate(prog.eqns):
@@ -443,7 +447,7 @@ def _out_plan(prog: Program, last_use, reusable, carries) -> dict:
         out = eqn.outvars[0]
         ci = carry_in.get(out.id)
         # An elementwise ufunc may overwrite an operand it reads; a product may not.
-        if ci is not None and _last_read(prog, ci) <= i - (not elementwise):
+        if ci is not None and last_read.get(ci.id, -1) <= i - (not elementwise):
             plan[i] = ("carry", ci)
             continue
         if in_loop and out.id in keep:
@@ -454,15 +458,6 @@ def _out_plan(prog: Program, last_use, reusable, carries) -> dict:
         elif in_loop and out.id in reusable:
             plan[i] = ("loop", out)
     return plan
-
-
-def _last_read(prog: Program, var) -> int:
-    """The index of the last equation of `prog` reading `var` (-1 if none)."""
-    last = -1
-    for i, eqn in enumerate(prog.eqns):
-        if any(a is var for a in eqn.inputs):
-            last = i
-    return last
 
 
 def _inplace_carries(prog: Program, carries) -> dict:
@@ -486,12 +481,28 @@ def _inplace_carries(prog: Program, carries) -> dict:
 
 
 def _ufunc_of(eqn):
+    """The NumPy ufunc computing `eqn` exactly (its impl, its `float_ufuncs` entry, or what its
+    `blocked_ufunc_rules` entry gives where the ufunc's result type is the output's), or None."""
     impl = impl_rules.get(eqn.prim)
     if not eqn.params and eqn.outvars and eqn.outvars[0].aval.dtype.kind == "f":
         impl = float_ufuncs.get(eqn.prim, impl)
     if isinstance(impl, np.ufunc) and not eqn.params and impl.nout == 1:
         return impl
-    return None
+    rule = blocked_ufunc_rules.get(eqn.prim)
+    ufunc = rule(eqn) if rule is not None and len(eqn.outvars) == 1 else None
+    return ufunc if ufunc is not None and _ufunc_gives(ufunc, eqn, eqn.outvars[0].aval.dtype) \
+        else None
+
+
+def _ufunc_gives(ufunc, eqn, dtype) -> bool:
+    """Whether `ufunc` on `eqn`'s operands (literals as the 0-d arrays the generated code
+    passes) has a loop whose result type is `dtype`."""
+    types = tuple(np.asarray(a.val).dtype if type(a) is Literal else a.aval.dtype
+                  for a in eqn.inputs)
+    try:
+        return ufunc.resolve_dtypes(types + (None,))[-1] == dtype
+    except (TypeError, ValueError):  # no loop for these types (extension dtypes, say)
+        return False
 
 
 # Runs of elementwise equations with outputs of at least _RUN_MIN_SIZE elements go block by
@@ -519,17 +530,9 @@ def _blocked_form(eqn):
         same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize
         return ("view", out.dtype) if same else (None, None)
     ufunc = _ufunc_of(eqn)
-    if ufunc is None and eqn.prim in blocked_ufunc_rules:
-        ufunc = blocked_ufunc_rules[eqn.prim](eqn)
-    if ufunc is None:
+    if ufunc is None or not _ufunc_gives(ufunc, eqn, out.dtype):
         return None, None
-    types = tuple(np.asarray(a.val).dtype if type(a) is Literal else a.aval.dtype
-                  for a in eqn.inputs)
-    try:
-        result = ufunc.resolve_dtypes(types + (None,))[-1]
-    except (TypeError, ValueError):  # no loop for these types (extension dtypes, say)
-        return None, None
-    return ("ufunc", ufunc) if result == out.dtype else (None, None)
+    return "ufunc", ufunc
 
 
 def _blocked_runs(prog: Program, last_use) -> dict:

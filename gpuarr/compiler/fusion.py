@@ -327,7 +327,7 @@ class DagBuilder:
         operand = eqn.inputs[0]
         buf = self.f.ensure_buffer(operand)
         out_shape = tuple(out.aval.shape)
-        coord = lambda d: self.add(Iota(out_shape, d, self.leaf_map(out_shape, transforms), "int64"))  # noqa: E731
+        coord = functools.partial(self.coord, out_shape, transforms=transforms)
         sizes = tuple(p["slice_sizes"])
         if eqn.prim.name == "dynamic_slice":
             scalar = transforms + (("broadcast", out_shape, ()),)
@@ -573,17 +573,27 @@ class Fusion:
         role = {"library": "library", "control": "control"}.get(kind, "fallback")
         self.host(eqn, role)
 
+    def kernel_io(self, dag, out_dtype, out_size, out_buf, eqn=None):
+        """(args, equations, bindings) of a kernel whose inputs are `dag`'s buffers and whose
+        output `out0` (`out_size` elements of `out_dtype`) is `out_buf`; its equations are the
+        fused producers in program order, then `eqn` (the kernel's own) when given."""
+        args = tuple(Arg(a, self.info[b].dtype, math.prod(self.info[b].shape))
+                     for b, a in dag.args.items())
+        args += (Arg("out0", out_dtype, max(1, out_size), True),)
+        eqns = tuple(self.text(e) for e in _in_program_order(self.program, dag.eqns))
+        if eqn is not None:
+            eqns += (self.text(eqn),)
+        bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out_buf),)
+        return args, eqns, bindings
+
     def elementwise(self, var):
         dag = DagBuilder(self, self.buffer_of)
         root = dag.value(var, (), root=True)
-        out = self.buffer_of(var)
-        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
-        args.append(Arg("out0", var.aval.dtype.name, max(1, var.aval.size), True))
-        eqns = [self.text(e) for e in _in_program_order(self.program, dag.eqns)]
+        args, eqns, bindings = self.kernel_io(dag, var.aval.dtype.name, var.aval.size,
+                                              self.buffer_of(var))
         kernel = ElementwiseKernel(self.kernel_name("elementwise"), tuple(var.aval.shape),
-                                   tuple(args), tuple(dag.nodes), (Store("out0", root),),
-                                   tuple(eqns), self.reasons[var.id])
-        bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out),)
+                                   args, tuple(dag.nodes), (Store("out0", root),),
+                                   eqns, self.reasons[var.id])
         self.steps.append(KernelStep(kernel, bindings))
 
     def reduction(self, eqn, op):
@@ -621,19 +631,15 @@ class Fusion:
                          reason, meta, final, limit=0):
         acc_dtype = eqn.outvars[0].aval.dtype.name
         root = dag.value(x, transforms) if x is not None else 0
-        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
-        args.append(Arg("out0", acc_dtype, max(1, math.prod(out_shape)), True))
+        args, eqns, bindings = self.kernel_io(dag, acc_dtype, math.prod(out_shape), out_buf, eqn)
         strategy = "split" if limit else _strategy(dag.nodes, out_shape, red_shape)
-        eqns = [self.text(e) for e in _in_program_order(self.program, dag.eqns)]
-        eqns += [self.text(eqn)]
         value_dtype = eqn.inputs[0].aval.dtype.name if op in ("argmax", "argmin") else ""
         identity = lowering.reduce_identity(op, value_dtype or acc_dtype).item()
         kernel = ReductionKernel(
-            self.kernel_name("reduce"), out_shape, red_shape, tuple(args), op, acc_dtype,
+            self.kernel_name("reduce"), out_shape, red_shape, args, op, acc_dtype,
             identity, tuple(dag.nodes), root, (Acc(acc_dtype),), (Store("out0", 0),),
-            strategy=strategy, equations=tuple(eqns), reason=reason, value_dtype=value_dtype,
+            strategy=strategy, equations=eqns, reason=reason, value_dtype=value_dtype,
             limit=limit)
-        bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", out_buf),)
         self.steps.append(KernelStep(kernel, bindings))
         if final:
             self.reduction_meta[id(kernel)] = meta
@@ -645,16 +651,13 @@ class Fusion:
         dag = DagBuilder(self, self.buffer_of)
         root = dag.value(x, ())
         dtype = out.aval.dtype.name
-        args = [Arg(a, self.info[b].dtype, math.prod(self.info[b].shape)) for b, a in dag.args.items()]
-        args.append(Arg("out0", dtype, max(1, x.aval.size), True))
-        inner = math.prod(shape[axis + 1:])
-        strategy = "block" if inner == 1 and shape[axis] > SCAN_SEQUENTIAL_MAX else "sequential"
-        eqns = [self.text(e) for e in _in_program_order(self.program, dag.eqns)] + [self.text(eqn)]
+        args, eqns, bindings = self.kernel_io(dag, dtype, x.aval.size, self.buffer_of(out), eqn)
         kernel = ScanKernel(
             self.kernel_name("scan"), shape, axis, bool(eqn.params["reverse"]), op, dtype,
-            lowering.reduce_identity(op, dtype).item(), tuple(args), tuple(dag.nodes), root,
-            strategy, tuple(eqns), f"{eqn.prim.name} along axis {axis}: a scan is a kernel boundary")
-        bindings = tuple((a, b) for b, a in dag.args.items()) + (("out0", self.buffer_of(out)),)
+            lowering.reduce_identity(op, dtype).item(), args, tuple(dag.nodes), root,
+            "sequential", eqns, f"{eqn.prim.name} along axis {axis}: a scan is a kernel boundary")
+        if kernel.inner == 1 and kernel.length > SCAN_SEQUENTIAL_MAX:  # contiguous, long rows
+            kernel = dataclasses.replace(kernel, strategy="block")
         self.steps.append(KernelStep(kernel, bindings))
 
     def scatter(self, index, eqn) -> bool:

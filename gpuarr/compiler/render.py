@@ -247,23 +247,13 @@ def render_nodes(nodes, prefix: str, linear: str, t: str, lane_loads=None) -> li
     return lines
 
 
-# Ops whose float result is one of their operands (or an integer value): no rounding needed.
+# Ops whose 16-bit float result needs no rounding: one of their operands, an integer value, or
+# a value that is rounded already (conversions round themselves; bitcasts are 16-bit values).
 _EXACT_OPS = {"select_n", "neg", "abs", "max", "min", "clamp", "floor", "ceil", "round_away",
-              "round_even", "sign", "proj"}
+              "round_even", "sign", "proj", "convert", "bitcast"}
 
 
 def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
-    lines = _render_op(node, name, args, arg_dtypes)
-    half = STORAGE.get(np.dtype(node.dtype).name)
-    if half and node.op not in _EXACT_OPS and node.op != "convert":
-        # Compute in float32, round the result to 16 bits, as each NumPy float16 op does.
-        decl, rest = lines[-1].split(" = ", 1)
-        expr, _, comment = rest.partition(";")
-        lines[-1] = f"{decl} = round_{half}({expr});{comment}"
-    return lines
-
-
-def _render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
     comment = f"  // {node.eqn.splitlines()[0]}" if node.eqn else ""
     if node.op == "threefry2x32":
         a = ", ".join(args)
@@ -273,17 +263,23 @@ def _render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
         return [f"{decl} {convert_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
     if node.op == "bitcast":
         return [f"{decl} {bitcast_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
-    if node.op == "integer_pow":
-        return [f"{decl} {integer_pow_expr(args[0], node.attrs[0], node.dtype)};{comment}"]
     if node.op == "proj":
         return [f"const u32 {name} = {args[0]}[{node.attrs[0]}];{comment}"]
-    text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
-    width = np.dtype(arg_dtypes[0]).itemsize * 8 if arg_dtypes else 32
-    unsigned = ctype(f"uint{width}") if width > 1 and arg_dtypes and \
-        np.dtype(arg_dtypes[0]).kind in "iu" else ""
-    expr = text.format(*args, t=ctype(node.dtype), s=ctype(arg_dtypes[0]) if arg_dtypes else "",
-                       bits=64 if width == 64 else 32, u=unsigned, pad=max(0, 32 - width))
-    return [f"const {ctype(node.dtype)} {name} = {expr};{comment}"]
+    if node.op == "integer_pow":
+        expr = integer_pow_expr(args[0], node.attrs[0], node.dtype)
+    else:
+        text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
+        width = np.dtype(arg_dtypes[0]).itemsize * 8 if arg_dtypes else 32
+        unsigned = ctype(f"uint{width}") if width > 1 and arg_dtypes and \
+            np.dtype(arg_dtypes[0]).kind in "iu" else ""
+        expr = text.format(*args, t=ctype(node.dtype),
+                           s=ctype(arg_dtypes[0]) if arg_dtypes else "",
+                           bits=64 if width == 64 else 32, u=unsigned, pad=max(0, 32 - width))
+    half = STORAGE.get(np.dtype(node.dtype).name)
+    if half and node.op not in _EXACT_OPS:
+        # Compute in float32, round the result to 16 bits, as each NumPy float16 op does.
+        expr = f"round_{half}({expr})"
+    return [f"{decl} {expr};{comment}"]
 
 
 def convert_expr(arg: str, src, dst) -> str:

@@ -332,6 +332,16 @@ def test_eigenvector_derivatives_with_opt_in(dtype):
                                        * np.arange(1, 10).reshape(3, 3)).sum(), (a,), order=1)
 
 
+def test_eigenvector_derivatives_of_a_batch_match_each_matrix():
+    a, da = sample((2, 3, 3), np.float64, 6), sample((2, 3, 3), np.float64, 7)
+    eig = lambda x: lax.linalg.eig(x, enable_eigvec_derivs=True)  # noqa: E731
+    _, batched = gpuarr.jvp(eig, (a,), (da,))
+    for i in range(2):
+        _, single = gpuarr.jvp(eig, (a[i],), (da[i],))
+        for got, want in zip(batched, single):
+            np.testing.assert_allclose(np.asarray(got)[i], np.asarray(want), rtol=1e-10)
+
+
 # ---------------------------------------------------------------- roots
 
 

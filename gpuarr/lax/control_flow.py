@@ -1149,6 +1149,13 @@ def _make_scan_loop(jaxpr, length, nc, ncar, live) -> _ScanLoop:
 
 
 _equations: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PROGRAMS = (Program, ClosedProgram)
+
+
+def _holds_program(v) -> bool:
+    """Whether the param value `v` is, or lists, a sub-program (as `subprograms` finds them)."""
+    return isinstance(v, _PROGRAMS) or (
+        isinstance(v, (tuple, list)) and any(isinstance(w, _PROGRAMS) for w in v))
 
 
 def _run_equation(prim, args, params):
@@ -1161,8 +1168,7 @@ def _run_equation(prim, args, params):
         level = level.setdefault(sub, weakref.WeakKeyDictionary())
     cache = level.setdefault(subs[-1], {})
     avals = tuple(builtins.map(get_aval, args))
-    key = (prim, avals, tuple((k, v) for k, v in params.items()
-                              if not any(True for _ in subprograms({k: v}))))
+    key = (prim, avals, tuple((k, v) for k, v in params.items() if not _holds_program(v)))
     fn = cache.get(key)
     if fn is None:
         invars = [Var(a) for a in avals]
@@ -1256,12 +1262,13 @@ def _cond_emit(gen, eqn) -> bool:
     outs = [gen.fresh() for _ in eqn.outvars]
     if len(branches) == 1:
         gen.assign(outs, _emit_closed(gen, branches[0], ops))
-    for k, br in enumerate(branches if len(branches) > 1 else ()):
-        # The index is clamped into range, as in JAX.
-        last = k == len(branches) - 1
-        header = "else:" if last else f"{'if' if k == 0 else 'elif'} {index} <= {k}:"
-        with gen.block(header):
-            gen.assign(outs, _emit_closed(gen, br, ops))
+    else:
+        for k, br in enumerate(branches):
+            # The index is clamped into range, as in JAX.
+            last = k == len(branches) - 1
+            header = "else:" if last else f"{'if' if k == 0 else 'elif'} {index} <= {k}:"
+            with gen.block(header):
+                gen.assign(outs, _emit_closed(gen, br, ops))
     for v, o in zip(eqn.outvars, outs):
         gen.bind(v, o)
     return True

@@ -20,6 +20,8 @@ import numpy as np
 from gpuarr import dtypes
 from gpuarr.core import Primitive, ShapedArray, get_aval
 from gpuarr.lax import lax
+from gpuarr.lax.extras import complex as _complex
+from gpuarr.lax.extras import conj, imag, real
 from gpuarr.lax.linalg import (
     _T,
     _bind,
@@ -103,30 +105,6 @@ def _eig_abstract(x, compute_left_eigenvectors, compute_right_eigenvectors, enab
     return [ShapedArray(x.shape[:-1], dt)] + [ShapedArray(x.shape, dt)] * count
 
 
-# ---------------------------------------------------------------- complex parts as lax ops
-# gpuarr has no real/imag/complex primitives: a complex -> real conversion keeps the real
-# part (and transposes to real -> complex), so these compose from convert and mul.
-
-
-def _real(z):
-    return lax.convert_element_type(z, np.float32 if get_aval(z).dtype == np.complex64
-                                    else np.float64)
-
-
-def _imag(z):
-    return _real(lax.mul(z, np.asarray(-1j, get_aval(z).dtype)[()]))
-
-
-def _complex(re, im, dtype):
-    i = np.asarray(1j, dtype)[()]
-    return lax.add(lax.convert_element_type(re, dtype),
-                   lax.mul(lax.convert_element_type(im, dtype), i))
-
-
-def _conj(z):
-    return _complex(_real(z), lax.neg(_imag(z)), get_aval(z).dtype)
-
-
 def _solve(a, b):
     """a^-1 b for batches of square (complex) matrices."""
     lu_, _, perm = lu(a)
@@ -142,22 +120,22 @@ def _eig_vec_jvp(w, v, da):
     shape = get_aval(v).shape
     dt = get_aval(v).dtype
     nd = len(shape)
-    eye = np.eye(shape[-1], dtype=dt)
+    eye = np.broadcast_to(np.eye(shape[-1], dtype=dt), shape)  # over any batch axes
     wrow = lax.reshape(w, shape[:-2] + (1, shape[-1]))
     wcol = lax.reshape(w, shape[:-2] + (shape[-1], 1))
     f = lax.sub(lax.div(np.asarray(1, dt)[()], lax.add(lax.sub(wrow, wcol), eye)), eye)
     p = _matmul(_solve(v, da), v)
     dw = _extract_diagonal(p)
     u = _matmul(v, lax.mul(f, p))
-    re, im = _real(v), _imag(v)
+    re, im = real(v), imag(v)
     k = lax.argmax(lax.add(lax.mul(re, re), lax.mul(im, im)), nd - 2, np.int32)
     rows = lax.broadcasted_iota(np.int32, shape, nd - 2)
     mask = lax.convert_element_type(lax.eq(rows, lax.broadcast_in_dim(
         k, shape, tuple(i for i in range(nd) if i != nd - 2))), dt)
     pick_u = lax.reduce_sum(lax.mul(mask, u), (nd - 2,))
-    pick_v = _real(lax.reduce_sum(lax.mul(mask, v), (nd - 2,)))
-    c = _complex(lax.neg(_real(lax.reduce_sum(lax.mul(_conj(v), u), (nd - 2,)))),
-                 lax.neg(lax.div(_imag(pick_u), pick_v)), dt)
+    pick_v = real(lax.reduce_sum(lax.mul(mask, v), (nd - 2,)))
+    c = _complex(lax.neg(real(lax.reduce_sum(lax.mul(conj(v), u), (nd - 2,)))),
+                 lax.neg(lax.div(imag(pick_u), pick_v)))
     return dw, lax.add(u, lax.mul(v, lax.reshape(c, shape[:-2] + (1, shape[-1]))))
 
 
@@ -182,7 +160,7 @@ def _eig_jvp(primals, tangents, compute_left_eigenvectors, compute_right_eigenve
     dw, dvr = _eig_vec_jvp(w, vr, da)
     primal_out, tangent_out = [w], [dw]
     if compute_left_eigenvectors:
-        _, dvl = _eig_vec_jvp(_conj(w), outs[1], _conj(_T(da)))
+        _, dvl = _eig_vec_jvp(conj(w), outs[1], conj(_T(da)))
         primal_out.append(outs[1])
         tangent_out.append(dvl)
     if compute_right_eigenvectors:

@@ -22,6 +22,7 @@ from gpuarr.interpreters.batching import batch_rules
 from gpuarr.lax import lax
 from gpuarr.lax.lax import (
     _axes,
+    _bcast_tangent,
     _broadcast_shapes,
     _check_same_dtypes,
     _coerce_scalars,
@@ -81,9 +82,11 @@ ConvGeneralDilatedDimensionNumbers = Union[tuple[str, str, str], ConvDimensionNu
 
 # ---------------------------------------------------------------- complex numbers
 
-_TO_COMPLEX = {np.dtype(np.float32): np.dtype(np.complex64),
-               np.dtype(np.float64): np.dtype(np.complex128)}
-_TO_REAL = {v: k for k, v in _TO_COMPLEX.items()}
+# dtypes' complex64 -> float32, complex128 -> float64, and back; unlike
+# dtypes.to_floating_dtype these do not canonicalize (a complex128 value made under x64 keeps
+# its width outside it, as the NumPy implementations do).
+_TO_REAL = dtypes._TO_REAL
+_TO_COMPLEX = {v: k for k, v in _TO_REAL.items()}
 
 
 def _accept(name, aval, allowed, what, position=None):
@@ -109,7 +112,11 @@ abstract_eval_rules[imag_p] = _real_part_abstract("imag")
 
 
 def _complex_impl(x, y):
-    return (x + np.asarray(y) * np.asarray(1j, _TO_COMPLEX[x.dtype])).astype(_TO_COMPLEX[x.dtype])
+    x, y = np.asarray(x), np.asarray(y)
+    # Set the parts directly: x + y * 1j would turn an infinite y into NaN (inf * 0).
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), _TO_COMPLEX[x.dtype])
+    out.real, out.imag = x, y
+    return out
 
 
 def _complex_abstract(x, y):
@@ -157,16 +164,9 @@ def _complex_jvp(primals, tangents):
     if type(tx) is Zero and type(ty) is Zero:
         return out, Zero.from_primal(out)
     shape = get_aval(out).shape
-    tx = lax.full(shape, 0, get_aval(x).dtype) if type(tx) is Zero else _bcast(tx, shape)
-    ty = lax.full(shape, 0, get_aval(y).dtype) if type(ty) is Zero else _bcast(ty, shape)
+    tx = lax.full(shape, 0, get_aval(x).dtype) if type(tx) is Zero else _bcast_tangent(tx, shape)
+    ty = lax.full(shape, 0, get_aval(y).dtype) if type(ty) is Zero else _bcast_tangent(ty, shape)
     return out, complex_p.bind(tx, ty)
-
-
-def _bcast(t, shape):
-    tshape = get_aval(t).shape
-    if tshape == shape:
-        return t
-    return lax.broadcast_in_dim(t, shape, tuple(range(len(shape) - len(tshape), len(shape))))
 
 
 def _complex_transpose(ct, x, y):
@@ -198,22 +198,18 @@ def complex(x, y):
 
 def conj(x):
     """The complex conjugate (lax.conj); a real operand gives a complex result."""
-    x = _as_array(x)
+    (x,) = _coerce_scalars("conj", x)
     return conj_p.bind(x, input_dtype=get_aval(x).dtype)
 
 
 def real(x):
     """The real part of a complex array (lax.real)."""
-    return real_p.bind(_as_array(x))
+    return real_p.bind(*_coerce_scalars("real", x))
 
 
 def imag(x):
     """The imaginary part of a complex array (lax.imag)."""
-    return imag_p.bind(_as_array(x))
-
-
-def _as_array(x):
-    return lax.full((), x) if isinstance(x, (bool, int, float, builtins.complex)) else x
+    return imag_p.bind(*_coerce_scalars("imag", x))
 
 
 # ---------------------------------------------------------------- reductions
@@ -278,7 +274,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
         fn = _monoid_reducer(computation, flat_inits[0])
         if fn is not None:
             return tree_util.tree_unflatten(tree, [fn(flat_ops[0], dims)])
-    flat_ops = [_as_array(o) for o in flat_ops]
+    flat_ops = [_coerce_scalars("reduce", o)[0] for o in flat_ops]
     shapes = {get_aval(o).shape for o in flat_ops}
     if len(shapes) != 1:
         raise ValueError(f"reduce: all operands must have the same shape, got {sorted(shapes)}.")
@@ -333,7 +329,8 @@ def optimization_barrier(operand):
     """`operand` (a pytree) unchanged, but no computation is moved or fused across this point
     (lax.optimization_barrier): the compiler keeps it as a host step of its own."""
     leaves, tree = tree_util.tree_flatten(operand)
-    return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*map(_as_array, leaves)))
+    leaves = [_coerce_scalars("optimization_barrier", x)[0] for x in leaves]
+    return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
 
 
 # ---------------------------------------------------------------- shape helpers
@@ -356,14 +353,10 @@ def broadcast_shapes(*shapes):
     """The shape NumPy-style broadcasting gives `shapes` (lax.broadcast_shapes); ValueError
     when they do not broadcast."""
     shapes = [tuple(int(d) for d in s) for s in shapes]
-    rank = builtins.max((len(s) for s in shapes), default=0)
-    out = []
-    for dims in zip(*((1,) * (rank - len(s)) + s for s in shapes)):
-        sizes = {d for d in dims if d != 1}
-        if len(sizes) > 1:
-            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}")
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
 def broadcast_to_rank(x, rank: int):

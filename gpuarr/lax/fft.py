@@ -20,6 +20,8 @@ from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero
 from gpuarr.lax import lax
+from gpuarr.lax.extras import _TO_COMPLEX, _TO_REAL
+from gpuarr.lax.extras import conj as _conj  # gpuarr.numpy.fft imports it from here
 
 __all__ = ["FftType", "fft", "fft_p"]
 
@@ -68,14 +70,6 @@ def fft(x, fft_type, fft_lengths):
     return fft_p.bind(x, fft_lengths=lengths, fft_type=typ)
 
 
-def _complex_dtype(dt) -> np.dtype:
-    return np.dtype(np.complex128) if np.dtype(dt) == np.float64 else np.dtype(np.complex64)
-
-
-def _real_dtype(dt) -> np.dtype:
-    return np.dtype(np.float64) if np.dtype(dt) == np.complex128 else np.dtype(np.float32)
-
-
 # ---------------------------------------------------------------- abstract evaluation
 
 
@@ -97,7 +91,7 @@ def _fft_abstract(x, fft_type, fft_lengths):
             raise ValueError(f"RFFT input shape {x.shape} minor dimensions must be equal to "
                              f"fft_lengths {fft_lengths}")
         shape = x.shape[:-k] + fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,)
-        return [ShapedArray(shape, _complex_dtype(x.dtype), x.weak_type)]
+        return [ShapedArray(shape, _TO_COMPLEX[x.dtype], x.weak_type)]
     if not dtypes.is_complex(x.dtype):
         raise ValueError(f"{name} input must be complex64 or complex128, got {x.dtype}")
     if fft_type == FftType.IRFFT:
@@ -106,7 +100,7 @@ def _fft_abstract(x, fft_type, fft_lengths):
                              f"all except the last fft_length, and the last one must be "
                              f"fft_lengths[-1] // 2 + 1; got fft_lengths={fft_lengths}")
         shape = x.shape[:-k] + fft_lengths
-        return [ShapedArray(shape, _real_dtype(x.dtype), x.weak_type)]
+        return [ShapedArray(shape, _TO_REAL[x.dtype], x.weak_type)]
     if x.shape[-k:] != fft_lengths:
         raise ValueError(f"{name} input shape {x.shape} minor dimensions must be equal to "
                          f"fft_lengths {fft_lengths}")
@@ -136,13 +130,6 @@ def _fft_impl(x, fft_type, fft_lengths):
 # ---------------------------------------------------------------- transposition
 
 
-def _conj(z):
-    """The complex conjugate built from real-part extraction: conj(z) = 2 re(z) - z."""
-    dt = get_aval(z).dtype
-    re = lax.convert_element_type(lax.convert_element_type(z, _real_dtype(dt)), dt)
-    return lax.sub(lax.mul(re, np.asarray(2, dt)[()]), z)
-
-
 def _hermitian_mask(m: int, n: int, dtype) -> np.ndarray:
     """Weights of a half spectrum's entries in the full one: the zero and (for even n) Nyquist
     frequencies appear once, every other entry twice."""
@@ -160,7 +147,7 @@ def _rfft_transpose(ct, fft_lengths):
     mask = _hermitian_mask(aval.shape[-1], fft_lengths[-1], aval.dtype)
     weights = (1 / mask).astype(aval.dtype).reshape((1,) * (aval.ndim - 1) + mask.shape)
     out = fft(lax.mul(_conj(ct), weights), FftType.IRFFT, fft_lengths)
-    return lax.mul(out, np.asarray(math.prod(fft_lengths), _real_dtype(aval.dtype))[()])
+    return lax.mul(out, np.asarray(math.prod(fft_lengths), _TO_REAL[aval.dtype])[()])
 
 
 def _irfft_transpose(ct, fft_lengths):

@@ -269,8 +269,7 @@ abs_p = unop("abs", np.abs, "number")
 def _abs_abstract(x):
     _check_kind("abs", "number", x)
     if dtypes.is_complex(x.dtype):  # the modulus is real: complex64 -> float32, as JAX
-        real = np.float32 if x.dtype == np.complex64 else np.float64
-        return [ShapedArray(x.shape, np.dtype(real), x.weak_type)]
+        return [ShapedArray(x.shape, dtypes._TO_REAL[x.dtype], x.weak_type)]
     return [x]
 
 
@@ -279,10 +278,9 @@ def _abs_jvp(g, ans, x):
         return select_n(ge(x, _const(x, 0)), neg(g), g)
     if not dtypes.is_complex(_dtype_of(x)):
         return g
-    # d|x| = Re(conj(x) g) / |x| = (Re x Re g + Im x Im g) / |x|, with Im z = Re(-1j z); 0 at 0
-    re = partial(convert_element_type, new_dtype=_dtype_of(ans))
-    minus_i = _const(x, -1j)
-    dot = add(mul(re(x), re(g)), mul(re(mul(x, minus_i)), re(mul(g, minus_i))))
+    from gpuarr.lax.extras import imag, real  # extras imports this module
+    # d|x| = Re(conj(x) g) / |x| = (Re x Re g + Im x Im g) / |x|; 0 at 0
+    dot = add(mul(real(x), real(g)), mul(imag(x), imag(g)))
     zero = eq(ans, _const(ans, 0))
     return div(dot, select_n(zero, ans, full_like(ans, 1)))
 
@@ -1596,12 +1594,14 @@ def broadcasted_iota(dtype, shape, dimension: int):
 
 def full(shape, fill_value, dtype=None):
     """An array of `shape` filled with `fill_value` (a broadcast of a scalar)."""
-    shape = tuple(int(d) for d in shape)
     if dtype is None:
-        dtype = _dtype_of(fill_value)
-        weak = dtypes.is_weakly_typed(fill_value)
-    else:
-        dtype, weak = dtypes.canonicalize_dtype(dtype), False
+        return _full(shape, fill_value, _dtype_of(fill_value), dtypes.is_weakly_typed(fill_value))
+    return _full(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
+
+
+def _full(shape, fill_value, dtype, weak):
+    """`full` with the result's dtype and weak type given."""
+    shape = tuple(int(d) for d in shape)
     if isinstance(fill_value, (_SCALARS, np.generic, np.ndarray)):
         scalar = np.asarray(fill_value).astype(dtype)[()] if np.ndim(fill_value) == 0 else None
         if scalar is None:
@@ -1623,9 +1623,11 @@ def full_like(x, fill_value, dtype=None, shape=None):
     """`full` with the shape and dtype of `x` unless given; without `dtype` the result keeps
     the weak type of `x`, as in JAX."""
     aval = get_aval(x)
-    out = full(aval.shape if shape is None else shape, fill_value,
-               aval.dtype if dtype is None else dtype)
-    return _convert_weak(out, aval.dtype, True) if dtype is None and aval.weak_type else out
+    shape = aval.shape if shape is None else shape
+    if dtype is None and aval.weak_type:  # one weak broadcast, not a broadcast and a convert
+        out = _full(shape, fill_value, dtypes.canonicalize_dtype(aval.dtype), True)
+        return _convert_weak(out, aval.dtype, True)  # a no-op unless x has a 64-bit dtype, x64 off
+    return full(shape, fill_value, aval.dtype if dtype is None else dtype)
 
 
 def _zeros_like_aval(aval):

@@ -81,12 +81,18 @@ def _check_groups(axis_index_groups):
                                   "the whole named axis.")
 
 
+def _bind_leaves(prim, x, axis_name, axis_index_groups):
+    """`prim` on each leaf of the pytree `x` (Python scalars as weakly typed 0-d arrays)."""
+    _check_groups(axis_index_groups)
+    names = _names(axis_name)
+    return tree_util.tree_map(
+        lambda v: prim.bind(*lax._coerce_scalars(prim.name, v), axis_name=names), x)
+
+
 def psum(x, axis_name, *, axis_index_groups=None):
     """Sum each leaf of the pytree `x` over the mapped axis (or axes) `axis_name`; the result is
     the same at every position of the axis (JAX's lax.psum under vmap)."""
-    _check_groups(axis_index_groups)
-    names = _names(axis_name)
-    return tree_util.tree_map(lambda v: psum_p.bind(_as_value(v), axis_name=names), x)
+    return _bind_leaves(psum_p, x, axis_name, axis_index_groups)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
@@ -99,16 +105,12 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
 def pmax(x, axis_name, *, axis_index_groups=None):
     """Elementwise maximum of each leaf of `x` over the mapped axis `axis_name` (lax.pmax)."""
-    _check_groups(axis_index_groups)
-    names = _names(axis_name)
-    return tree_util.tree_map(lambda v: pmax_p.bind(_as_value(v), axis_name=names), x)
+    return _bind_leaves(pmax_p, x, axis_name, axis_index_groups)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
     """Elementwise minimum of each leaf of `x` over the mapped axis `axis_name` (lax.pmin)."""
-    _check_groups(axis_index_groups)
-    names = _names(axis_name)
-    return tree_util.tree_map(lambda v: pmin_p.bind(_as_value(v), axis_name=names), x)
+    return _bind_leaves(pmin_p, x, axis_name, axis_index_groups)
 
 
 def axis_index(axis_name):
@@ -119,7 +121,3 @@ def axis_index(axis_name):
         raise NotImplementedError("axis_index of several axes at once is not supported; "
                                   "combine axis_index of each name.")
     return axis_index_p.bind(axis_name=names)
-
-
-def _as_value(v):
-    return lax.full((), v) if isinstance(v, (bool, int, float, complex)) else v

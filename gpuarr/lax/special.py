@@ -34,7 +34,6 @@ from gpuarr.lax.lax import (
     div,
     eq,
     exp,
-    full,
     ge,
     le,
     mul,
@@ -48,10 +47,15 @@ _SQRT_PI = math.sqrt(math.pi)
 
 
 def _in_f64(fn):
-    """Run a float64 kernel on a float input of any width and cast the result back."""
-    def impl(x):
+    """Run a float64 kernel on float inputs of one width (several are broadcast together and
+    copied) and cast the result back to that width."""
+    def impl(*args):
+        dt = np.asarray(args[0]).dtype
         with np.errstate(all="ignore"):
-            return np.asarray(fn(np.asarray(x, np.float64))).astype(x.dtype)
+            arrs = [np.asarray(a, np.float64) for a in args]
+            if len(arrs) > 1:
+                arrs = [np.array(a) for a in np.broadcast_arrays(*arrs)]
+            return np.asarray(fn(*arrs)).astype(dt)
     impl.__name__ = fn.__name__
     return impl
 
@@ -395,7 +399,7 @@ def _checked(prim, name=None):
 
     def f(*args, **params):
         # Python scalars become weakly typed 0-d arrays, as lax does for jax.lax.erf(1.0).
-        args = [full((), a) if isinstance(a, (bool, int, float, complex)) else a for a in args]
+        args = [_coerce_scalars(prim.name, a)[0] for a in args]
         rule(*map(get_aval, args), **params)
         return prim.bind(*args, **params)
     f.__name__ = name or prim.name

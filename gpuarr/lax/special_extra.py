@@ -29,7 +29,6 @@ from gpuarr.lax.lax import (
     broadcast_batch_rule,
     div,
     exp,
-    full,
     full_like,
     gt,
     log,
@@ -41,22 +40,11 @@ from gpuarr.lax.lax import (
     sub,
     unop,
 )
-from gpuarr.lax.special import _lgamma64, lgamma
+from gpuarr.lax.special import _in_f64, _lgamma64, lgamma
 
 _ITERS = 2000
 _TINY = 1e-300
 _EPS = 1e-16
-
-
-def _f64(fn):
-    """Run a float64 kernel on float operands of one width and cast the result back."""
-    def impl(*args):
-        dt = np.asarray(args[0]).dtype
-        with np.errstate(all="ignore"):
-            arrs = np.broadcast_arrays(*[np.asarray(a, np.float64) for a in args])
-            return np.asarray(fn(*[np.array(a) for a in arrs])).astype(dt)
-    impl.__name__ = fn.__name__
-    return impl
 
 
 # ---------------------------------------------------------------- incomplete gamma
@@ -138,8 +126,8 @@ def _igamma_grad_a64(a, x):
     return g.astype(dt)
 
 
-igamma_p = binop("igamma", _f64(_igamma64), "float")
-igammac_p = binop("igammac", _f64(_igammac64), "float")
+igamma_p = binop("igamma", _in_f64(_igamma64), "float")
+igammac_p = binop("igammac", _in_f64(_igammac64), "float")
 
 
 def _igamma_density(a, x):
@@ -199,8 +187,8 @@ def _bessel_e(order):
     return kernel
 
 
-bessel_i0e_p = unop("bessel_i0e", _f64(_bessel_e(0)), "float")
-bessel_i1e_p = unop("bessel_i1e", _f64(_bessel_e(1)), "float")
+bessel_i0e_p = unop("bessel_i0e", _in_f64(_bessel_e(0)), "float")
+bessel_i1e_p = unop("bessel_i1e", _in_f64(_bessel_e(1)), "float")
 defjvp(bessel_i0e_p, lambda g, y, x: mul(g, sub(bessel_i1e(x), mul(sign(x), y))), with_ans=True)
 
 
@@ -251,7 +239,7 @@ def _zeta64(x, q):
     return out
 
 
-zeta_p = binop("zeta", _f64(_zeta64), "float")
+zeta_p = binop("zeta", _in_f64(_zeta64), "float")
 
 
 def _zeta_dx(g, x, q):
@@ -321,7 +309,7 @@ def _betainc_abstract(a, b, x):
 
 
 regularized_incomplete_beta_p = Primitive("regularized_incomplete_beta")
-impl_rules[regularized_incomplete_beta_p] = _f64(_betainc64)
+impl_rules[regularized_incomplete_beta_p] = _in_f64(_betainc64)
 abstract_eval_rules[regularized_incomplete_beta_p] = _betainc_abstract
 batch_rules[regularized_incomplete_beta_p] = lambda axis_size, vals, dims: broadcast_batch_rule(
     regularized_incomplete_beta_p, axis_size, vals, dims)
@@ -345,8 +333,8 @@ defjvp(regularized_incomplete_beta_p, _betainc_dab, _betainc_dab, _betainc_dx)
 
 
 def _bind(prim, *args):
-    if len(args) == 1:  # a Python scalar becomes a weakly typed 0-d array
-        return prim.bind(full((), args[0]) if isinstance(args[0], (int, float)) else args[0])
+    # Python scalars become weakly typed 0-d arrays (with the operands' dtype, when there are
+    # array operands).
     return prim.bind(*_coerce_scalars(prim.name, *args))
 
 

@@ -573,3 +573,27 @@ def test_unique_size_with_a_traced_fill_value():
     out = jax.vmap(lambda f: jnp.unique(x, size=5, fill_value=f))(np.arange(2, dtype=np.int32))
     np.testing.assert_array_equal(out, [[1, 2, 3, 0, 0], [1, 2, 3, 1, 1]])
     np.testing.assert_array_equal(jnp.unique(x, size=5, fill_value=7.9), [1, 2, 3, 7, 7])
+
+
+def test_unique_size_of_an_empty_input_gives_fill_values():
+    # As JAX: `fill_value` repeated `size` times, empty index and count arrays and an inverse of
+    # the input's shape; with no fill_value (and size > 0) a ValueError.
+    i32 = np.int32
+    e = np.zeros((0, 2), np.float32)
+    vals, index, inverse, counts = jnp.unique(e, size=3, fill_value=1, return_index=True,
+                                              return_inverse=True, return_counts=True)
+    assert_same(vals, np.ones(3, np.float32))
+    assert_same(index, np.zeros(0, i32))
+    assert_same(inverse, np.zeros((0, 2), i32))
+    assert_same(counts, np.zeros(0, i32))
+    assert_same(jnp.unique(np.zeros(0, i32), size=2, fill_value=7.9), np.array([7, 7], i32))
+    assert_same(jnp.unique(np.zeros(0, i32), size=0), np.zeros(0, i32))
+    out = jax.jit(lambda f: jnp.unique(np.zeros(0, np.float32), size=3, fill_value=f))(2.5)
+    assert_same(out, np.full(3, 2.5, np.float32))
+    with pytest.raises(ValueError, match="fill_value must be specified"):
+        jnp.unique(np.zeros(0, np.float32), size=3)
+    with pytest.raises(ValueError, match="fill_value must be a scalar"):
+        jnp.unique(np.zeros(0, np.float32), size=3, fill_value=np.ones(2))
+    # unique_values and unique agree.
+    assert_same(jnp.unique_values(np.zeros(0, np.float32), size=3, fill_value=1),
+                jnp.unique(np.zeros(0, np.float32), size=3, fill_value=1))

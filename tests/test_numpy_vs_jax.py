@@ -98,6 +98,31 @@ def test_round_and_rint_of_complex_round_both_parts():
         jnp.round(jnp.arange(3), -1)
 
 
+def test_complex_parts_of_infinities_and_signed_zeros():
+    # lax.real/imag/conj/complex, as JAX: an infinite part stays infinite (no NaN from a
+    # multiplication by 1j) and conj negates a zero imaginary part.
+    z = jnp.array([complex(np.inf, 1), complex(2, -np.inf), 1 + 0j], jnp.complex64)
+    np.testing.assert_array_equal(jnp.real(z), np.float32([np.inf, 2, 1]))
+    np.testing.assert_array_equal(jnp.imag(z), np.float32([1, -np.inf, 0]))
+    conj = np.asarray(jnp.conjugate(z))
+    np.testing.assert_array_equal(conj, np.conj(np.asarray(z)))
+    assert np.signbit(conj.imag[2])
+    finite_imag = z[np.array([0, 2])]
+    np.testing.assert_array_equal(jnp.round(finite_imag), np.asarray(finite_imag))
+    np.testing.assert_array_equal(jnp.rint(finite_imag), np.asarray(finite_imag))
+    np.testing.assert_array_equal(jnp.round(z), np.asarray(z))  # 2 - inf j stays 2 - inf j
+    np.testing.assert_array_equal(lax.complex(np.float32([2, np.inf]), np.float32([-np.inf, 1])),
+                                  np.complex64([complex(2, -np.inf), complex(np.inf, 1)]))
+    np.testing.assert_allclose(jnp.angle(z), np.float32([0, -np.pi / 2, 0]), rtol=1e-6)
+
+
+def test_round_and_rint_of_weak_complex_are_weak():
+    check(jnp.round(1.5 + 2.5j), np.complex64, (), weak=True, value=2 + 2j)
+    check(jnp.rint(1.5 + 2.5j), np.complex64, (), weak=True, value=2 + 2j)
+    check(jnp.rint(lax.full((2,), 0.5 - 1.5j)), np.complex64, (2,), weak=True, value=[-2j, -2j])
+    check(jnp.round(jnp.array([2.5 + 1.5j])), np.complex64, (1,), value=[2 + 2j])
+
+
 @pytest.mark.parametrize("fn", [jnp.floor, jnp.ceil, jnp.trunc, jnp.fabs])
 def test_rounding_functions_refuse_complex(fn):
     with pytest.raises(TypeError):

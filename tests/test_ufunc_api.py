@@ -324,3 +324,26 @@ def test_gradients_through_methods():
                 (x,), order=1)
     check_grads(lambda v: jnp.maximum.at(v, np.array([0, 4]), v[1:3], inplace=False),
                 (x,), order=1)
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or"])
+def test_bitwise_reduce_of_unsigned_and_weak_inputs(name):
+    # The masked-out fill is the identity in the array's own dtype (all ones for unsigned
+    # bitwise_and, where -1 wraps), and the result is strongly typed, as in JAX.
+    x = np.array([[5, 3], [6, 255]], np.uint8)
+    where = np.array([True, False])
+    cases = [({}, {}), ({"axis": None}, {"axis": None}),
+             ({"axis": 1, "keepdims": True}, {"axis": 1, "keepdims": True}),
+             ({"initial": -1}, {"initial": np.uint8(255)}),  # a Python -1 wraps, as in JAX
+             ({"where": where}, {"where": where}),
+             ({"where": where, "initial": 1}, {"where": where, "initial": 1})]
+    for kw, np_kw in cases:
+        got = getattr(jnp, name).reduce(x, **kw)
+        want = getattr(np, name).reduce(x, **np_kw)
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(np.asarray(got), want)
+    weak = gpuarr.lax.full((2, 2), 5)
+    assert weak.weak_type
+    out = getattr(jnp, name).reduce(weak)
+    assert out.dtype == np.int32 and not out.weak_type
+    np.testing.assert_array_equal(np.asarray(out), [5, 5])

@@ -51,7 +51,7 @@ from gpuarr.numpy.misc import (  # noqa: F401
     unsignedinteger, unwrap, vectorize,
 )
 from gpuarr.numpy.misc import (  # noqa: F401
-    astype, diag_indices, diag_indices_from, fill_diagonal, fromfile, frompyfunc, ix_,
+    astype, diag_indices, diag_indices_from, fill_diagonal, fromfile, ix_,
     mask_indices, poly, polydiv, tril_indices, tril_indices_from, triu_indices, triu_indices_from,
 )
 from gpuarr.numpy.products import dot, inner, matmul, outer, vdot  # noqa: F401
@@ -97,5 +97,5 @@ from gpuarr.numpy import fft  # noqa: F401, E402
 from gpuarr.numpy.signal import convolve, correlate  # noqa: F401, E402
 from gpuarr.numpy.vector_products import matvec, vecmat  # noqa: F401, E402
 from gpuarr.numpy.polynomial import polyfit, roots  # noqa: F401, E402
-# jnp.frompyfunc returns a jnp.ufunc, as in JAX (replacing misc.frompyfunc's plain function).
-from gpuarr.numpy.ufunc_api import frompyfunc, ufunc  # noqa: F401, E402, F811
+# jnp.frompyfunc returns a jnp.ufunc, as in JAX.
+from gpuarr.numpy.ufunc_api import frompyfunc, ufunc  # noqa: F401, E402

@@ -133,12 +133,54 @@ def ensure_array(x):
     return asarray(x)
 
 
-def concrete_int(value, message: str) -> int:
-    """A Python int from `value`, or ConcretizationTypeError (saying `message`) when it is a
-    traced value with no concrete one (a degree or a dimension that must be static)."""
+def concrete_value(value, message: str):
+    """`value` itself, or for a tracer its concrete value (known under grad, for instance);
+    ConcretizationTypeError (saying `message`) for a traced value with none (under jit or
+    vmap), where a result's shape or a check depends on the values."""
     if isinstance(value, Tracer):
         concrete = value.to_concrete_value()
         if concrete is None:
             raise ConcretizationTypeError(value, message)
-        value = concrete
-    return int(value)
+        return concrete
+    return value
+
+
+def concrete_int(value, message: str) -> int:
+    """A Python int from `value`, or ConcretizationTypeError (saying `message`) when it is a
+    traced value with no concrete one (a degree or a dimension that must be static)."""
+    return int(concrete_value(value, message))
+
+
+def widen_narrow_int(dt) -> np.dtype:
+    """The dtype sums, products and cumulative sums of `dt` accumulate in: booleans and integers
+    narrower than 32 bits widen to the default (unsigned) integer; other dtypes are kept."""
+    if dt == np.bool_ or (dtypes.is_int(dt) and dt.itemsize < 4):
+        return dtypes.default_uint_dtype() if dtypes.is_unsigned(dt) else dtypes.default_int_dtype()
+    return dt
+
+
+def update_core_sizes(sizes: dict, dims, core_shape, context: str) -> None:
+    """Record the size of each core dimension named in `dims` (from `core_shape`) in `sizes`,
+    or raise ValueError (ending in `context`) where one disagrees with a size seen before."""
+    for name, size in zip(dims, core_shape):
+        if sizes.setdefault(name, size) != size:
+            raise ValueError(f"inconsistent size for core dimension {name!r}: {size} vs "
+                             f"{sizes[name]} {context}")
+
+
+def check_core_dims(signature, names, shapes, excluded=frozenset()):
+    """Check that the core dimensions `names` (one tuple per input) exist in `shapes` and
+    agree in size, as jnp.vectorize checks them; return ({name: size}, the broadcast shape of
+    the leading (loop) dimensions)."""
+    context = f"on vectorized function with excluded={excluded!r} and signature={signature!r}"
+    sizes = {}
+    for shape, dims in zip(shapes, names):
+        if len(shape) < len(dims):
+            raise ValueError(f"input with shape {shape} does not have enough dimensions for all "
+                             f"core dimensions {dims} {context}")
+        update_core_sizes(sizes, dims, shape[len(shape) - len(dims):], context)
+    batches = [tuple(shape[:len(shape) - len(dims)]) for shape, dims in zip(shapes, names)]
+    try:
+        return sizes, np.broadcast_shapes(*batches)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={batches}") from None

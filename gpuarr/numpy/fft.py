@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
-from gpuarr.lax.fft import FftType, _conj
+from gpuarr.lax.fft import FftType
 from gpuarr.numpy._util import check_arraylike, ensure_array
 from gpuarr.numpy.manipulation import moveaxis, roll
 
@@ -197,7 +197,7 @@ def hfft(a, n=None, axis=-1, norm=None):
     check_arraylike("jax.numpy.fft.hfft", a)
     a = ensure_array(a)
     _check_1d_axis("hfft", axis)
-    conj_a = _conj(a) if dtypes.is_complex(get_aval(a).dtype) else a
+    conj_a = lax.conj(a) if dtypes.is_complex(get_aval(a).dtype) else a
     nn = (get_aval(conj_a).shape[axis] - 1) * 2 if n is None else n
     out = _fft_core_1d("hfft", FftType.IRFFT, conj_a, n, axis, norm)
     return _scale(out, nn)
@@ -211,7 +211,7 @@ def ihfft(a, n=None, axis=-1, norm=None):
     arr = ensure_array(a)
     nn = get_aval(arr).shape[axis] if n is None else n
     out = _fft_core_1d("ihfft", FftType.RFFT, arr, n, axis, norm)
-    return _scale(_conj(out), 1 / nn)
+    return _scale(lax.conj(out), 1 / nn)
 
 
 # ---------------------------------------------------------------- two- and n-dimensional

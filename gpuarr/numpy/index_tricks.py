@@ -12,18 +12,13 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.core import Tracer, get_aval
-from gpuarr.errors import ConcretizationTypeError
+from gpuarr.core import get_aval
 from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes
+from gpuarr.numpy._util import check_arraylike, concrete_value, ensure_array, promote_dtypes
 
 __all__ = ["place", "put", "ravel_multi_index", "sort_complex", "unravel_index"]
 
 _MODES = "Expected 'raise', 'wrap', 'clip', or 'ignore'."
-
-
-def _is_abstract(x):
-    return isinstance(x, Tracer) and x.to_concrete_value() is None
 
 
 # ---------------------------------------------------------------- flat <-> multi-dimensional
@@ -49,10 +44,9 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
                          f"index for dims={dims}. Use the dtype argument to pass a suitable dtype "
                          "(e.g. dtype=np.min_scalar_type(prod(dims))).")
     for i in indices:
-        if mode == "raise" and _is_abstract(i):
-            raise ConcretizationTypeError(
-                i, "\nThe error occurred because ravel_multi_index was jit-compiled with "
-                   "mode='raise'. Use mode='wrap' or mode='clip' instead.")
+        if mode == "raise":
+            concrete_value(i, "\nThe error occurred because ravel_multi_index was jit-compiled "
+                              "with mode='raise'. Use mode='wrap' or mode='clip' instead.")
         if not dtypes.is_int(get_aval(i).dtype):
             raise TypeError("only int indices permitted")
     indices = _bring_in_bounds(indices, dims, mode)

@@ -16,9 +16,11 @@ from gpuarr.numpy._util import (
     broadcast_arrays,
     canonicalize_axis,
     check_arraylike,
+    check_core_dims,
     ensure_array,
     promote_dtypes,
     promote_dtypes_inexact,
+    update_core_sizes,
 )
 
 # ---------------------------------------------------------------- whole-array comparisons
@@ -31,9 +33,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     # as in JAX.
     a, b = promote_dtypes_inexact(a, b)
     a, b = broadcast_arrays(a, b)
-    dt = get_aval(a).dtype
-    if dtypes.is_complex(dt):
-        dt = np.dtype(np.float32) if dt == np.complex64 else np.dtype(np.float64)
+    dt = dtypes.to_floating_dtype(get_aval(a).dtype)  # tolerances are real
     rtol_, atol_ = (lax.convert_element_type(ensure_array(t), dt) for t in (rtol, atol))
     in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol_, lax.mul(rtol_, lax.abs(b))))
     out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(ufuncs.isfinite(b), in_range))
@@ -267,7 +267,6 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):
         from gpuarr.api import vmap
-        from gpuarr.numpy.vector_products import check_core_dims
         fn, dyn, kwargs = _apply_excluded(pyfunc, excluded, args, kwargs)
         if not dyn:
             return fn(**kwargs)
@@ -301,16 +300,12 @@ def _check_outputs(out, core_out, sizes, signature):
     if len(core_out) > 1 and (not isinstance(out, tuple) or len(out) != len(core_out)):
         raise TypeError(f"output must be a tuple of {len(core_out)} arrays for "
                         f"signature={signature!r}, got {type(out).__name__}")
+    context = f"on vectorized function with signature={signature!r}"
     for o, dims in zip(outs, core_out):
         shape = get_aval(o).shape
         if len(shape) != len(dims):
-            raise ValueError(f"output shape {shape} does not match core dimensions {dims} on "
-                             f"vectorized function with signature={signature!r}")
-        for name, size in zip(dims, shape):
-            if sizes.setdefault(name, size) != size:
-                raise ValueError(f"inconsistent size for core dimension {name!r}: {size} vs "
-                                 f"{sizes[name]} on vectorized function with "
-                                 f"signature={signature!r}")
+            raise ValueError(f"output shape {shape} does not match core dimensions {dims} {context}")
+        update_core_sizes(sizes, dims, shape, context)
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
@@ -1026,20 +1021,3 @@ def fromfile(*args, **kwargs):
     raise NotImplementedError("jnp.fromfile() is not implemented because it may be non-pure and "
                               "thus unsafe for use with JIT and other JAX transformations. "
                               "Consider using jnp.asarray(np.fromfile(...)) instead.")
-
-
-def frompyfunc(func, /, nin, nout, *, identity=None):
-    """A vectorized version of a Python function of `nin` scalar arguments."""
-    if nout != 1:
-        raise NotImplementedError("jnp.frompyfunc supports nout=1 only")
-    vec = vectorize(func)
-
-    def ufunc_like(*args):
-        if len(args) != nin:
-            raise TypeError(f"{getattr(func, '__name__', 'ufunc')} takes {nin} arguments, got "
-                            f"{len(args)}")
-        return vec(*args)
-
-    ufunc_like.identity = identity
-    ufunc_like.nin, ufunc_like.nout = nin, nout
-    return ufunc_like

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.core import Tracer, get_aval
-from gpuarr.errors import ConcretizationTypeError
+from gpuarr.core import get_aval
 from gpuarr.numpy import linalg, reductions, ufuncs
 from gpuarr.numpy._util import (
     check_arraylike,
@@ -77,15 +76,12 @@ def roots(p, *, strip_zeros: bool = True):
                                                               np.int32))
     if not strip_zeros:
         return _roots_with_zeros(p, num_leading_zeros)
-    concrete = num_leading_zeros.to_concrete_value() if isinstance(num_leading_zeros, Tracer) \
-        else num_leading_zeros
-    if concrete is None:
-        raise ConcretizationTypeError(
-            num_leading_zeros,
-            "The error occurred in the jnp.roots() function. To use this within a JIT-compiled "
-            "context, pass strip_zeros=False, but be aware that leading zeros will result in "
-            "some returned roots being set to NaN.")
-    return _companion_roots(lax.slice_in_dim(p, int(concrete), n))
+    start = concrete_int(
+        num_leading_zeros,
+        "The error occurred in the jnp.roots() function. To use this within a JIT-compiled "
+        "context, pass strip_zeros=False, but be aware that leading zeros will result in "
+        "some returned roots being set to NaN.")
+    return _companion_roots(lax.slice_in_dim(p, start, n))
 
 
 # ---------------------------------------------------------------- polyfit

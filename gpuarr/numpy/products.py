@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.numpy._util import (
     broadcast_to,
@@ -92,8 +92,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     check_arraylike("vdot", a, b)
     from gpuarr.numpy.manipulation import ravel
     from gpuarr.numpy.ufuncs import conj
-    if dtypes.is_complex(dtypes.dtype(a) if not hasattr(a, "dtype") else a.dtype):
-        a = conj(a)  # vdot conjugates its first argument, as numpy.vdot
+    a = conj(a)  # vdot conjugates its first argument, as numpy.vdot (real values pass through)
     return dot(ravel(a), ravel(b), precision=precision, preferred_element_type=preferred_element_type)
 
 

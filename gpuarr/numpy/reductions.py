@@ -13,6 +13,7 @@ from gpuarr.numpy._util import (
     check_arraylike,
     ensure_array,
     promote_dtypes,
+    widen_narrow_int,
 )
 
 
@@ -42,9 +43,8 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True, bool_
         (a,) = promote_dtypes(a)
         aval = get_aval(a)
         dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
-        if dtype is None and upcast_bool and (aval.dtype == np.bool_ or
-                                              (dtypes.is_int(aval.dtype) and aval.dtype.itemsize < 4)):
-            dt = dtypes.default_uint_dtype() if dtypes.is_unsigned(aval.dtype) else dtypes.default_int_dtype()
+        if dtype is None and upcast_bool:
+            dt = widen_narrow_int(aval.dtype)
         # Results are never weakly typed (jnp.sum(2.0) is a float32), as in JAX.
         comp = _upcast_f16(dt) if upcast_bool else dt
         if comp != aval.dtype or aval.weak_type:
@@ -160,15 +160,9 @@ def _var_dtypes(a_dtype, dtype):
             raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
                              "computing the variance of an array of complex values.")
         comp = dtype
-    elif not dtypes.is_inexact(a_dtype):
-        comp = dtype = dtypes.to_inexact_dtype(a_dtype)
     else:
-        comp, dtype = a_dtype, _real_dtype(a_dtype)
+        comp, dtype = dtypes.to_inexact_dtype(a_dtype), dtypes.to_floating_dtype(a_dtype)
     return _upcast_f16(comp), np.dtype(dtype)
-
-
-def _real_dtype(dt):
-    return np.zeros((), dt).real.dtype
 
 
 def _abs2(centered):

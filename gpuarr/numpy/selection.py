@@ -6,16 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.core import Tracer, get_aval
-from gpuarr.errors import ConcretizationTypeError
+from gpuarr.core import get_aval
 from gpuarr.lax import cumulative, slicing
 from gpuarr.numpy import advanced_indexing
 from gpuarr.numpy._util import (
     broadcast_arrays,
     canonicalize_axis,
     check_arraylike,
+    concrete_value,
     ensure_array,
     promote_dtypes,
+    widen_narrow_int,
 )
 
 
@@ -157,12 +158,10 @@ def nonzero(a, *, size=None, fill_value=None):
                          "instead.")
     mask = _ravel(_nonzero_mask(a))
     if size is None:
-        if isinstance(a, Tracer) and a.to_concrete_value() is None:
-            raise ConcretizationTypeError(
-                a, "\nThe size argument of jnp.nonzero must be statically specified to use "
+        message = ("\nThe size argument of jnp.nonzero must be statically specified to use "
                    "jnp.nonzero within JAX transformations (pass size=...).")
-        size = int(np.count_nonzero(np.asarray(mask if not isinstance(mask, Tracer)
-                                                else mask.to_concrete_value())))
+        concrete_value(a, message)  # the error names `a`, as JAX's
+        size = int(np.count_nonzero(np.asarray(concrete_value(mask, message))))
     size = int(size)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * aval.ndim
     if len(fills) != aval.ndim:
@@ -245,10 +244,8 @@ def choose(a, choices, out=None, mode="raise"):
         raise TypeError(f"choose: `a` must be integers, got {get_aval(a).dtype.name}.")
     n = len(choices)
     if mode == "raise":
-        if isinstance(a, Tracer) and a.to_concrete_value() is None:
-            raise ConcretizationTypeError(a, "\njnp.choose with mode='raise' needs concrete "
-                                             "indices; use mode='wrap' or mode='clip' under jit.")
-        host = np.asarray(a if not isinstance(a, Tracer) else a.to_concrete_value())
+        host = np.asarray(concrete_value(a, "\njnp.choose with mode='raise' needs concrete "
+                                            "indices; use mode='wrap' or mode='clip' under jit."))
         if np.any((host < 0) | (host >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
@@ -302,13 +299,6 @@ def extract(condition, arr, *, size=None, fill_value=0):
 # ---------------------------------------------------------------- cumulative reductions
 
 
-def _promote_int(dt):
-    # Booleans and narrow integers accumulate in the default integer width (as sum does).
-    if dt == np.bool_ or (dtypes.is_int(dt) and dt.itemsize < 4):
-        return dtypes.default_uint_dtype() if dtypes.is_unsigned(dt) else _int_dtype()
-    return dt
-
-
 def _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill=None, promote_integers=False,
                        scalar=False):
     if scalar or axis is None:
@@ -321,7 +311,7 @@ def _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill=None, promote_inte
         from gpuarr.numpy.ufuncs import isnan
         a = lax.select(isnan(a), lax.full(aval.shape, nan_fill, aval.dtype), a)
     if dtype is None:
-        out_dt = _promote_int(aval.dtype) if promote_integers or aval.dtype == np.bool_ else aval.dtype
+        out_dt = widen_narrow_int(aval.dtype) if promote_integers or aval.dtype == np.bool_ else aval.dtype
         comp_dt = out_dt
     elif np.dtype(dtype) == np.bool_:
         # Accumulate "nonzero" as integers: [-1, 1] must not cancel out.

@@ -16,11 +16,10 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.core import Tracer, get_aval
-from gpuarr.errors import ConcretizationTypeError
+from gpuarr.core import get_aval
 from gpuarr.lax import cumulative
 from gpuarr.numpy import creation, manipulation, reductions, selection, sorting, ufuncs
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes
+from gpuarr.numpy._util import check_arraylike, concrete_value, ensure_array, promote_dtypes
 
 __all__ = ["intersect1d", "setdiff1d", "setxor1d", "union1d", "unique_all", "unique_counts",
            "unique_inverse", "unique_values"]
@@ -35,8 +34,7 @@ _SIZE_HINT = ("Its output size depends on the values of its inputs; pass a stati
 def _require_concrete(fun_name, *arrays):
     """Raise ConcretizationTypeError for an abstract (jit/vmap-traced) input, as JAX does."""
     for x in arrays:
-        if isinstance(x, Tracer) and x.to_concrete_value() is None:
-            raise ConcretizationTypeError(x, f"\nThe error arose in {fun_name}(). {_SIZE_HINT}")
+        concrete_value(x, f"\nThe error arose in {fun_name}(). {_SIZE_HINT}")
 
 
 def _static_size(size):
@@ -55,11 +53,7 @@ def _iota(n):
 def _unique_padded(x):
     """Sorted unique values of the 1-D `x` padded with 0 to len(x), the index of each one's first
     occurrence, and how many there are (traceable: uses unique's static size)."""
-    n = _len(x)
-    if n == 0:
-        int_dt = dtypes.default_int_dtype()
-        return x, creation.zeros(0, int_dt), creation.zeros((), int_dt)
-    vals, index, counts = sorting.unique(x, return_index=True, return_counts=True, size=n,
+    vals, index, counts = sorting.unique(x, return_index=True, return_counts=True, size=_len(x),
                                          fill_value=0)
     return vals, index, reductions.sum(counts > 0)
 
@@ -99,23 +93,8 @@ def sorted_membership(x, y):
 
 
 def _unique(ar, *, size, fill_value, **flags):
-    """jnp.unique, plus JAX's answer for an empty input with a static size: `fill_value`
-    repeated (it must be given) and empty index arrays."""
-    ar = ensure_array(ar)
-    size = _static_size(size)
-    if size is None or get_aval(ar).size:
-        return sorting.unique(ar, size=size, fill_value=fill_value, **flags)
-    if size and fill_value is None:
-        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, fill_value "
-                         "must be specified")
-    aval = get_aval(ar)
-    int_dt = dtypes.default_int_dtype()
-    values = creation.full((size,), 0 if fill_value is None else fill_value, aval.dtype)
-    extra = {"return_index": creation.zeros(0, int_dt),
-             "return_inverse": creation.zeros(aval.shape, int_dt),
-             "return_counts": creation.zeros(0, int_dt)}
-    outs = [values] + [v for k, v in extra.items() if flags.get(k)]
-    return outs[0] if len(outs) == 1 else tuple(outs)
+    """jnp.unique with a size checked as an index (a traced one is a TracerIntegerConversionError)."""
+    return sorting.unique(ar, size=_static_size(size), fill_value=fill_value, **flags)
 
 
 # ---------------------------------------------------------------- intersect1d

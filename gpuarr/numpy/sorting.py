@@ -5,10 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.core import Tracer, get_aval
-from gpuarr.errors import ConcretizationTypeError
+from gpuarr.core import get_aval
 from gpuarr.lax import cumulative, slicing, sorting
-from gpuarr.numpy._util import canonicalize_axis, check_arraylike, ensure_array, promote_dtypes
+from gpuarr.numpy._util import (
+    canonicalize_axis,
+    check_arraylike,
+    concrete_value,
+    ensure_array,
+    promote_dtypes,
+)
 
 
 def _int_dtype():
@@ -109,14 +114,8 @@ def _check_kth(kth, n):
 
 
 def _concrete(x, what):
-    if isinstance(x, Tracer):
-        val = x.to_concrete_value()
-        if val is None:
-            raise ConcretizationTypeError(
-                x, f"\n{what} depends on the values of its input; pass a static size= to use it "
-                   "under jit.")
-        return np.asarray(val)
-    return np.asarray(x)
+    return np.asarray(concrete_value(
+        x, f"\n{what} depends on the values of its input; pass a static size= to use it under jit."))
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
@@ -152,10 +151,24 @@ def _unique_sized(ar, size, fill_value, equal_nan, return_index, return_inverse,
     flat = _ravel(ar)
     n = get_aval(flat).shape[0]
     dt = get_aval(flat).dtype
+    if fill_value is not None:  # a value or a traced scalar, in the result's dtype
+        fill = lax.convert_element_type(ensure_array(fill_value), dt)
+        if get_aval(fill).shape:
+            raise ValueError(f"jnp.unique: fill_value must be a scalar, got shape "
+                             f"{get_aval(fill).shape}")
+    if n == 0:  # JAX's answer: fill_value repeated (it must be given) and empty index arrays
+        if size and fill_value is None:
+            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                             "fill_value must be specified")
+        empty = lax.full((0,), 0, _int_dtype())
+        outs = [lax.full((size,), 0, dt) if fill_value is None else
+                lax.broadcast_in_dim(fill, (size,), ())]
+        outs += [empty] if return_index else []
+        outs += [lax.full(shape, 0, _int_dtype())] if return_inverse else []
+        outs += [empty] if return_counts else []
+        return outs[0] if len(outs) == 1 else tuple(outs)
     iota = lax.iota(_int_dtype(), n)
     vals, perm = sorting.sort([flat, iota], 0, num_keys=1)
-    if n == 0:
-        raise ValueError("jnp.unique with size= needs a non-empty input.")
     prev = lax.slice_in_dim(vals, 0, n - 1)
     nxt = lax.slice_in_dim(vals, 1, n)
     differs = lax.ne(nxt, prev)
@@ -166,13 +179,8 @@ def _unique_sized(ar, size, fill_value, equal_nan, return_index, return_inverse,
                    lax.full((n,), 1, _int_dtype()))
     where_first = lax.select(first, slot, lax.full((n,), size, _int_dtype()))
     dn = slicing.ScatterDimensionNumbers((), (0,), (0,))
-    if fill_value is None:
+    if fill_value is None:  # the smallest element
         fill = lax.reshape(lax.slice_in_dim(vals, 0, 1), ())
-    else:  # a value or a traced scalar, in the result's dtype
-        fill = lax.convert_element_type(ensure_array(fill_value), dt)
-        if get_aval(fill).shape:
-            raise ValueError(f"jnp.unique: fill_value must be a scalar, got shape "
-                             f"{get_aval(fill).shape}")
     out = slicing.scatter(lax.broadcast_in_dim(fill, (size,), ()),
                           lax.reshape(where_first, (n, 1)), vals, dn, mode="drop")
     outs = [out]

@@ -335,37 +335,30 @@ def _reduction(fn):
     return reduce
 
 
-def _bitwise_reduction(prim_fn, name):
-    """bitwise_and/or.reduce: the lax reduction on integers (logical on booleans)."""
+def _bitwise_reduction(prim_fn, combine, identity, name):
+    """bitwise_and/or.reduce: the lax reduction `prim_fn` on integers (logical on booleans),
+    masked entries filled with `identity` and `initial` folded in with `combine`. The result
+    is never weakly typed, as in JAX."""
     def reduce(a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
         (a,) = promote_dtypes(ensure_array(a))
-        dt = get_aval(a).dtype
-        if not (dtypes.is_int(dt) or dt == np.bool_):
+        aval = get_aval(a)
+        if not (dtypes.is_int(aval.dtype) or aval.dtype == np.bool_):
             raise TypeError(f"jnp.{name}.reduce requires integer or boolean arguments, got "
-                            f"{dt.name}.")
-        return _masked_reduce(prim_fn, a, axis, dtype, keepdims, initial, where, name)
+                            f"{aval.dtype.name}.")
+        dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+        if dt != aval.dtype or aval.weak_type:
+            a = lax.convert_element_type(a, dt)
+        if where is not None:
+            from gpuarr.numpy.ufuncs import where as jwhere
+            # astype wraps: -1 is all ones for unsigned types, True for booleans.
+            a = jwhere(where, a, np.asarray(identity).astype(dt)[()])
+        axes = _axes(axis, aval.ndim)
+        out = prim_fn(a, axes)
+        if initial is not None:
+            init = lax.convert_element_type(ensure_array(initial), dt)
+            out = combine(out, broadcast_to(init, get_aval(out).shape))
+        return reductions._keepdims(out, aval.shape, axes) if keepdims else out
     return reduce
-
-
-def _masked_reduce(prim_fn, a, axis, dtype, keepdims, initial, where, name):
-    identity = {"bitwise_and": -1, "bitwise_or": 0}[name]
-    if dtype is not None:
-        a = lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype))
-    aval = get_aval(a)
-    fill = np.asarray(identity if aval.dtype != np.bool_ else name == "bitwise_and",
-                      aval.dtype)[()]
-    if where is not None:
-        from gpuarr.numpy.ufuncs import where as jwhere
-        a = jwhere(where, a, fill)
-    axes = _axes(axis, aval.ndim)
-    out = prim_fn(a, axes)
-    if initial is not None:
-        init = lax.convert_element_type(ensure_array(initial), aval.dtype)
-        out = (lax.bitwise_and if name == "bitwise_and" else lax.bitwise_or)(
-            out, broadcast_to(init, get_aval(out).shape))
-    if keepdims:
-        out = lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(aval.shape)))
-    return out
 
 
 def _axes(axis, ndim):
@@ -408,8 +401,10 @@ FAST_METHODS = {
     "logical_and": dict(identity=True, reduce=_reduction(reductions.all)),
     "logical_or": dict(identity=False, reduce=_reduction(reductions.any)),
     "logical_xor": dict(identity=False),
-    "bitwise_and": dict(identity=-1, reduce=_bitwise_reduction(lax.reduce_and, "bitwise_and")),
-    "bitwise_or": dict(identity=0, reduce=_bitwise_reduction(lax.reduce_or, "bitwise_or")),
+    "bitwise_and": dict(identity=-1, reduce=_bitwise_reduction(lax.reduce_and, lax.bitwise_and, -1,
+                                                               "bitwise_and")),
+    "bitwise_or": dict(identity=0, reduce=_bitwise_reduction(lax.reduce_or, lax.bitwise_or, 0,
+                                                             "bitwise_or")),
     "bitwise_xor": dict(identity=0),
     "logaddexp": dict(identity=-np.inf),
     "logaddexp2": dict(identity=-np.inf),

@@ -309,8 +309,7 @@ def round(a, decimals=0, out=None):
     if dt == np.bool_:
         raise ValueError(f"data type {dt} not inexact")
     if dtypes.is_complex(dt):  # real and imaginary parts round separately, as in JAX
-        parts = [round(p, decimals) for p in (_real_part(a), _imag_part(a))]
-        return _complex(*(lax.convert_element_type(p, dt) for p in parts))
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
         return lax.round(a, 1)
     # float16 scales in float32 so the factor itself stays exact enough.
@@ -357,8 +356,7 @@ log2 = _unary("log2", lambda x: lax.div(lax.log(x), _ln_const(x, 2)))
 def _rint(x):
     dt = get_aval(x).dtype
     if dtypes.is_complex(dt):  # rounds the real and imaginary parts, as in JAX
-        return _complex(*(lax.convert_element_type(lax.round(p, 1), dt)
-                          for p in (_real_part(x), _imag_part(x))))
+        return lax.complex(lax.round(lax.real(x), 1), lax.round(lax.imag(x), 1))
     return lax.round(x, 1)
 
 
@@ -646,54 +644,25 @@ def bitwise_count(x, /):
     return lax.convert_element_type(lax.population_count(x), np.uint8)
 
 
-# Complex parts compose from convert_element_type (complex -> real keeps the real part, and
-# its transpose is real -> complex) and a multiplication by -1j, so they differentiate.
-
-
-def _real_dtype(x):
-    return np.dtype(np.float32) if get_aval(x).dtype == np.complex64 else np.dtype(np.float64)
-
-
-def _real_part(x):
-    # Keeps a weak complex value's weak type, as lax.real does.
-    return lax.lax._convert_weak(x, _real_dtype(x), get_aval(x).weak_type)
-
-
-def _complex(re, im):
-    """re + 1j * im for real and imaginary parts already of the complex dtype."""
-    return lax.add(re, lax.mul(im, _scalar(im, 1j)))
-
-
-def _imag_part(x):
-    return _real_part(lax.mul(x, -1j))  # a Python -1j keeps x's weak type, as lax.imag
-
-
 def real(val, /):
     """The real part (the value itself for real inputs)."""
     check_arraylike("real", val)
     (val,) = promote_dtypes(val)
-    return _real_part(val) if dtypes.is_complex(get_aval(val).dtype) else val
+    return lax.real(val) if dtypes.is_complex(get_aval(val).dtype) else val
 
 
 def imag(val, /):
     """The imaginary part (zeros for real inputs)."""
     check_arraylike("imag", val)
     (val,) = promote_dtypes(val)
-    if dtypes.is_complex(get_aval(val).dtype):
-        return _imag_part(val)
-    return lax.full_like(val, 0)
+    return lax.imag(val) if dtypes.is_complex(get_aval(val).dtype) else lax.full_like(val, 0)
 
 
 def conjugate(x, /):
     """The complex conjugate (the value itself for real inputs)."""
     check_arraylike("conjugate", x)
     (x,) = promote_dtypes(x)
-    if not dtypes.is_complex(get_aval(x).dtype):
-        return x
-    dt, weak = get_aval(x).dtype, get_aval(x).weak_type  # weak stays weak, as lax.conj
-    re = lax.lax._convert_weak(_real_part(x), dt, weak)
-    im = lax.lax._convert_weak(lax.neg(_imag_part(x)), dt, weak)
-    return lax.add(re, lax.mul(im, 1j))
+    return lax.conj(x) if dtypes.is_complex(get_aval(x).dtype) else x
 
 
 conj = conjugate
@@ -705,7 +674,7 @@ def angle(z, deg=False):
     check_arraylike("angle", z)
     (z,) = promote_dtypes_inexact(z)
     if dtypes.is_complex(get_aval(z).dtype):
-        out = lax.atan2(_imag_part(z), _real_part(z))
+        out = lax.atan2(lax.imag(z), lax.real(z))
     else:
         if not get_aval(z).shape:  # JAX converts 0-d real input to a strong default float
             z = lax.lax._convert_weak(z, get_aval(z).dtype, False)

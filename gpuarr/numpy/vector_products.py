@@ -4,34 +4,11 @@ Each is one matmul over the broadcast batch dimensions; shape errors name the gu
 as JAX's (vectorize-based) versions do."""
 from __future__ import annotations
 
-import numpy as np
-
 from gpuarr import lax
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import check_arraylike, ensure_array
+from gpuarr.numpy._util import check_arraylike, check_core_dims, ensure_array
 from gpuarr.numpy.products import matmul
 from gpuarr.numpy.ufuncs import conjugate
-
-
-def check_core_dims(signature, names, shapes, excluded=frozenset()):
-    """Check that the core dimensions `names` (one tuple per input) exist in `shapes` and
-    agree in size, as jnp.vectorize checks them; return ({name: size}, the broadcast shape of
-    the leading (loop) dimensions)."""
-    context = f"on vectorized function with excluded={excluded!r} and signature={signature!r}"
-    sizes = {}
-    for shape, dims in zip(shapes, names):
-        if len(shape) < len(dims):
-            raise ValueError(f"input with shape {shape} does not have enough dimensions for all "
-                             f"core dimensions {dims} {context}")
-        for name, size in zip(dims, shape[len(shape) - len(dims):]):
-            if sizes.setdefault(name, size) != size:
-                raise ValueError(f"inconsistent size for core dimension {name!r}: {size} vs "
-                                 f"{sizes[name]} {context}")
-    batches = [tuple(shape[:len(shape) - len(dims)]) for shape, dims in zip(shapes, names)]
-    try:
-        return sizes, np.broadcast_shapes(*batches)
-    except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: shapes={batches}") from None
 
 
 def matvec(x1, x2, /):

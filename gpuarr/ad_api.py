@@ -197,8 +197,6 @@ def _check_output_dtype(aval, holomorphic, name="grad"):
         if not dtypes.is_complex(dt):
             raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
                             f"but got {dt.name}.")
-    elif name == "jacfwd":
-        return
     elif dtypes.is_complex(dt):
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
@@ -279,7 +277,9 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
             raise ValueError(f"linearized function called on tangent values inconsistent with "
                              f"the original primal values: expected {in_tree}, got {t_tree}")
         outs = core.eval_closed(linear, *flat_t)[:len(outs_p)]
-        # Eager evaluation drops the weak type of staged literals; the staged types have it.
+        # The staged types, not the given tangents', decide the outputs' dtypes and weak
+        # types: a tangent that is a Python scalar, a strongly typed scalar for a weakly typed
+        # primal or a narrower float passes through eager evaluation with its own type.
         outs = [_match_aval(o, a) for o, a in zip(outs, linear.out_avals)]
         return tree_util.tree_unflatten(out_tree, outs)
 
@@ -301,12 +301,11 @@ def _std_basis(flat_avals):
 
 
 def _jacfwd_check(x, holomorphic):
-    dt = core.get_aval(x).dtype
     if holomorphic:
-        if not dtypes.is_complex(dt):
-            raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "
-                            f"but got {dt.name}.")
-    elif not dtypes.is_float(dt):
+        _check_input_dtype(x, False, "jacfwd", holomorphic)
+        return
+    dt = core.get_aval(x).dtype
+    if not dtypes.is_float(dt):
         raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype "
                         f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
                         "pass holomorphic=True. For differentiation of non-holomorphic "
@@ -360,8 +359,9 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         y, jac_flat = first(out[0]), out[1]
         out = (y, jac_flat, first(out[2])) if has_aux else out
         y_leaves, y_tree = tree_util.tree_flatten(y)
-        for yl in y_leaves:
-            _check_output_dtype(core.get_aval(yl), holomorphic, "jacfwd")
+        if holomorphic:  # otherwise jacfwd takes outputs of any dtype
+            for yl in y_leaves:
+                _check_output_dtype(core.get_aval(yl), holomorphic, "jacfwd")
         jac_leaves = tree_util.tree_leaves(jac_flat)
         from gpuarr import lax
         per_out = []
@@ -419,7 +419,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             for c, xa in zip(cts_flat, in_leaves):
                 shape = ya.shape + core.get_aval(xa).shape
                 if getattr(c, "dtype", None) == dtypes.float0:  # integer input (allow_int)
-                    blocks.append(_downcast(np.zeros(shape, dtypes.float0), xa))
+                    blocks.append(lax.full(shape, 0, core.get_aval(xa).dtype))
                     continue
                 blocks.append(_downcast(lax.reshape(
                     lax.slice_in_dim(c, start, start + ya.size, axis=0), shape), xa))

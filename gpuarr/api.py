@@ -690,14 +690,7 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
     """Wrap `fun` so that it runs inside `named_scope(name)` (default: the function's name).
     The wrapped function behaves, traces and differentiates exactly as `fun` does; gpuarr
     does not yet write the name into printed programs."""
-    if name is None:
-        name = getattr(fun, "__name__", "fun")
-
-    @functools.wraps(fun)
-    def named(*args, **kwargs):
-        with named_scope(name):
-            return fun(*args, **kwargs)
-    return named
+    return named_scope(getattr(fun, "__name__", "fun") if name is None else name)(fun)
 
 
 class named_scope:

@@ -55,7 +55,6 @@ def _split_nondiff(args, nondiff_argnums):
     return nondiff, diff, merge
 
 
-@functools.lru_cache(maxsize=256)
 def _signature(fun):
     """`fun`'s signature and how many positional parameters it has (None: not inspectable)."""
     try:
@@ -67,10 +66,10 @@ def _signature(fun):
     return sig, len(positional)
 
 
-def _resolve_args(fun, args, kwargs):
-    """Fold keyword arguments and defaults into positional ones using `fun`'s signature, as
-    JAX does: the rules (and nondiff_argnums) see every argument, given or defaulted."""
-    found = _signature(fun)
+def _resolve_args(found, args, kwargs):
+    """Fold keyword arguments and defaults into positional ones using `found`, what
+    `_signature` gave for the function, as JAX does: the rules (and nondiff_argnums) see every
+    argument, given or defaulted."""
     if found is None or (not kwargs and len(args) >= found[1]):
         return tuple(args)
     bound = found[0].bind(*args, **kwargs)
@@ -203,7 +202,9 @@ class custom_jvp:
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         functools.update_wrapper(self, fun)
+        self.__name__ = _name(fun)  # callable objects have none for update_wrapper to copy
         self.fun = fun
+        self._signature = _signature(fun)
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp = None
         self.symbolic_zeros = False
@@ -242,7 +243,7 @@ class custom_jvp:
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
                                  "using defjvp.")
-        args = _resolve_args(self.fun, args, kwargs)
+        args = _resolve_args(self._signature, args, kwargs)
         if _eager():
             return self.fun(*args)
         nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted = _stage(
@@ -457,7 +458,9 @@ class custom_vjp:
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         functools.update_wrapper(self, fun)
+        self.__name__ = _name(fun)  # callable objects have none for update_wrapper to copy
         self.fun = fun
+        self._signature = _signature(fun)
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = None
         self.bwd = None
@@ -477,7 +480,7 @@ class custom_vjp:
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
                                  "using defvjp.")
-        args = _resolve_args(self.fun, args, kwargs)
+        args = _resolve_args(self._signature, args, kwargs)
         if _eager():
             return self.fun(*args)
         nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted = _stage(
@@ -657,16 +660,9 @@ def custom_gradient(fun: Callable) -> Callable:
         ans, rule = fun(*args, **kwargs)
         ans_flat, out_tree = tree_util.tree_flatten((ans,))
         ct_avals = [ad.tangent_aval(get_aval(x)) for x in ans_flat]
-        in_trees = []
-
-        def flat_rule(*cts):
-            out = rule(*tree_util.tree_unflatten(out_tree, list(cts)))
-            flat, tree = tree_util.tree_flatten(out)
-            in_trees.append(tree)
-            return flat
-
+        flat_rule, in_tree = tree_util.flatten_fun(rule, out_tree)
         closed = pe.trace_to_program(flat_rule, ct_avals)
-        return ans, _VjpResiduals(closed.program, in_trees[0], out_tree, list(closed.consts))
+        return ans, _VjpResiduals(closed.program, in_tree(), out_tree, list(closed.consts))
 
     def bwd(res, cts):
         cts_flat, tree = tree_util.tree_flatten((cts,))

@@ -414,3 +414,27 @@ def test_default_arguments_reach_the_rules():
     times.defvjp(lambda x, n: (x * n, None), lambda n, res, ct: (ct * n,))
     _close(times(3.0), 6.0)
     _close(grad(times)(3.0), 2.0)
+
+
+def test_unhashable_callable_objects():
+    # The wrapped function may be any callable, hashable or not and with or without a
+    # __name__; its defaults still reach the rules.
+    class Scale:
+        __hash__ = None
+
+        def __call__(self, x, s=2.0):
+            return jnp.sin(x) * s
+
+    f = custom_jvp(Scale())
+    f.defjvp(lambda p, t: (f(*p), jnp.cos(p[0]) * p[1] * t[0] + jnp.sin(p[0]) * t[1]))
+    _close(f(1.0), 2 * np.sin(1.0))
+    _close(f(1.0, s=3.0), 3 * np.sin(1.0))
+    _close(grad(f)(1.0), 2 * np.cos(1.0))
+    _close(jit(f)(1.0), 2 * np.sin(1.0))
+    assert f.__name__ == "Scale"
+    g = custom_vjp(Scale())
+    g.defvjp(lambda x, s: (g(x, s), (x, s)),
+             lambda r, ct: (ct * jnp.cos(r[0]) * r[1], ct * jnp.sin(r[0])))
+    _close(g(1.0, s=3.0), 3 * np.sin(1.0))
+    _close(grad(g)(1.0), 2 * np.cos(1.0))
+    _close(grad(g, 1)(1.0, 3.0), np.sin(1.0))

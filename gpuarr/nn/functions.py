@@ -2,11 +2,14 @@
 gradients, including at the kinks (relu'(0) = 0 through a custom JVP, as in JAX)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.numpy._util import canonicalize_axes
 from gpuarr.scipy.special import logsumexp  # noqa: F401  (jax.nn.logsumexp)
 
 __all__ = [
@@ -270,8 +273,13 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
     selected) elements (jax.nn.logmeanexp)."""
     x = jnp.asarray(x)
     lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
-    ones = jnp.ones(x.shape, lse.dtype)
-    count = jnp.sum(ones, axis=axis, where=where, keepdims=keepdims)
+    # Without `where` the count is static; a 0-d `x` still goes through jnp.sum, whose axis
+    # checks (its errors) are stricter than logsumexp's.
+    if where is None and x.ndim:
+        axes = canonicalize_axes(axis, x.ndim)
+        count = np.asarray(math.prod(x.shape[a] for a in axes), lse.dtype)
+    else:
+        count = jnp.sum(jnp.ones(x.shape, lse.dtype), axis=axis, where=where, keepdims=keepdims)
     return lse - jnp.log(count)
 
 

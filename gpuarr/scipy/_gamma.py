@@ -5,15 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
+from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import concrete_int, const, dtype_of, promote_args_inexact
-
-
-def _real(x, fun_name):
-    if jnp.issubdtype(x.dtype, np.complexfloating):
-        raise ValueError(f"{fun_name} does not support complex-valued inputs.")
-    return x
+from gpuarr.scipy._util import concrete_int, const, promote_args_inexact, require_real
 
 
 def gammaln(x):
@@ -27,7 +21,7 @@ def gammasgn(x):
     """The sign of the gamma function: 1 or -1, with -1 at -0.0 and NaN at negative integers,
     -inf and NaN (jax.scipy.special.gammasgn)."""
     (x,) = promote_args_inexact("gammasgn", x)
-    _real(x, "gammasgn")
+    require_real(x, "gammasgn")
     typ = x.dtype.type  # NumPy scalars: the sign is never weakly typed, as in JAX
     floor_x = lax.floor(x)
     negative = x < 0
@@ -56,11 +50,12 @@ def digamma(x):
 def polygamma(n, x):
     """The n-th derivative of digamma at x; `n` must have an integer dtype (a float `n` is a
     ValueError, as in JAX) and is promoted with `x` (jax.scipy.special.polygamma)."""
-    if not jnp.issubdtype(dtype_of(n), np.integer):
+    n_dtype = dtypes.dtype(n, canonicalize=True)
+    if not jnp.issubdtype(n_dtype, np.integer):
         raise ValueError("Argument `n` to polygamma must be of integer type. "
-                         f"Got dtype {dtype_of(n)}.")
+                         f"Got dtype {n_dtype}.")
     n, x = promote_args_inexact("polygamma", n, x)
-    return lax.polygamma(n, _real(x, "polygamma"))
+    return lax.polygamma(n, require_real(x, "polygamma"))
 
 
 def _algdiv(a, b):
@@ -103,7 +98,7 @@ def beta(a, b):
     """The beta function Gamma(a) Gamma(b) / Gamma(a + b), with its sign from gammasgn
     (jax.scipy.special.beta)."""
     a, b = promote_args_inexact("beta", a, b)
-    _real(a, "beta")
+    require_real(a, "beta")
     sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
     return sign * lax.exp(betaln(a, b))
 

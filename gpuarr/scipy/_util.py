@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.core import Tracer, get_aval
+from gpuarr.core import get_aval
 from gpuarr.numpy._util import (  # noqa: F401  (concrete_int: used by the scipy modules)
     broadcast_arrays,
     check_arraylike,
@@ -22,18 +22,11 @@ def promote_args_inexact(fun_name: str, *args):
     return broadcast_arrays(*(ensure_array(a) for a in promote_dtypes_inexact(*args)))
 
 
-def dtype_of(x) -> np.dtype:
-    """The dtype `x` would have as an array (Python scalars take the default dtypes)."""
-    if isinstance(x, Tracer) or hasattr(x, "aval"):
-        return get_aval(x).dtype
-    return dtypes.dtype(x, canonicalize=True)
-
-
 def const(like, value):
     """`value` as a constant for arithmetic with `like`, as JAX's `lax._const`: a Python
     scalar (weak) when `like` is a weakly typed scalar, so scalar results stay weak, and
     otherwise a NumPy scalar of `like`'s dtype (which makes the result strongly typed)."""
-    dt = dtype_of(like)
+    dt = dtypes.dtype(like, canonicalize=True)
     if isinstance(like, (int, float, complex)):
         weak_scalar = True
     else:
@@ -51,4 +44,11 @@ def require_float32_or_64(x, fun_name: str):
     if dt not in (np.float32, np.float64):
         raise TypeError(f"x.dtype={dt} is not supported, see docstring for supported types."
                         f" ({fun_name} takes float32 or float64 input.)")
+    return x
+
+
+def require_real(x, fun_name: str):
+    """`x`, or ValueError if it has a complex dtype (JAX's real-only special functions)."""
+    if dtypes.is_complex(x.dtype):
+        raise ValueError(f"{fun_name} does not support complex-valued inputs.")
     return x

@@ -9,7 +9,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._util import const, promote_args_inexact
+from gpuarr.scipy._util import const, promote_args_inexact, require_real
 
 
 @custom_jvp
@@ -55,16 +55,11 @@ def _xlogx_jvp(primals, tangents):
     return _xlogx(x), x_dot * (lax.log(x) + 1)
 
 
-def _real(p, fun_name):
-    if jnp.issubdtype(p.dtype, np.complexfloating):
-        raise ValueError(f"{fun_name} does not support complex-valued inputs.")
-
-
 def entr(x):
     """The elementwise entropy -x log x: 0 at x = 0 and -inf for x < 0
     (jax.scipy.special.entr)."""
     (x,) = promote_args_inexact("entr", x)
-    _real(x, "entr")
+    require_real(x, "entr")
     return lax.select(lax.lt(x, const(x, 0)), lax.full_like(x, -np.inf), lax.neg(_xlogx(x)))
 
 
@@ -72,7 +67,7 @@ def rel_entr(p, q):
     """The relative entropy p log(p / q) for p, q > 0, 0 where p == 0 and q >= 0, and inf
     otherwise (jax.scipy.special.rel_entr)."""
     p, q = promote_args_inexact("rel_entr", p, q)
-    _real(p, "rel_entr")
+    require_real(p, "rel_entr")
     zero = const(p, 0.0)
     both_positive = (p > zero) & (q > zero)
     # Ones in the masked-out places keep NaN out of the unused branch and its gradient.
@@ -86,5 +81,5 @@ def kl_div(p, q):
     """The elementwise Kullback-Leibler divergence rel_entr(p, q) - p + q
     (jax.scipy.special.kl_div)."""
     p, q = promote_args_inexact("kl_div", p, q)
-    _real(p, "kl_div")
+    require_real(p, "kl_div")
     return rel_entr(p, q) - p + q

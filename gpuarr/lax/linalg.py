@@ -3,8 +3,8 @@
 Every primitive acts on the last two axes and accepts any number of leading batch axes, so
 its batching rule only moves the batch axis to the front. The NumPy implementations use
 numpy.linalg's stacked routines (LU and triangular solves are written out, as NumPy has
-none) and keep the input dtype (float32 in, float32 out). JVP rules follow JAX's derivations.
-The compiler lowers these as library calls.
+none) and keep the input dtype (float32 in, float32 out). JVP rules follow JAX's derivations,
+for real and complex inputs alike. The compiler lowers these as library calls.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, is_undefined
 from gpuarr.interpreters.batching import batch_rules
 from gpuarr.lax import lax
+from gpuarr.lax.extras import conj, real
 
 # ---------------------------------------------------------------- helpers on traced values
 
@@ -35,20 +36,25 @@ def _is_complex(x) -> bool:
     return dtypes.is_complex(_dtype(x))
 
 
-def _real_only(name, x):
-    """Derivative rules below use transposes for adjoints, which is right for real inputs only."""
-    if _is_complex(x):
-        raise NotImplementedError(f"Differentiation of {name} is implemented for real inputs only; "
-                                  f"got dtype {_dtype(x).name}.")
-
-
 def _T(x):
     """Swap the last two axes."""
     nd = len(_shape(x))
     return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
-_H = _T  # the adjoint; equal to the transpose for the real inputs the derivative rules accept
+def _conj(x):
+    """The complex conjugate; real values pass through untouched (no extra operation)."""
+    return conj(x) if _is_complex(x) else x
+
+
+def _H(x):
+    """The adjoint (conjugate transpose) of the last two axes."""
+    return _conj(_T(x))
+
+
+def _as_dtype(x, like):
+    """x converted to the dtype of `like` (a real to complex cast; a no-op for real inputs)."""
+    return lax._convert_weak(x, _dtype(like), False)
 
 
 def symmetrize(x):
@@ -60,9 +66,6 @@ def symmetrize(x):
         # JAX fails here in its `add`, with a TypeError.
         raise TypeError(f"symmetrize needs square matrices: (x + x^H) / 2 got incompatible shapes "
                         f"for broadcasting: {shape}, {shape[:-2] + shape[-2:][::-1]}.")
-    if _is_complex(x):
-        raise NotImplementedError("symmetrize_input=True needs a complex conjugate, which gpuarr does "
-                                  "not have yet; pass a Hermitian matrix with symmetrize_input=False.")
     return lax.div(lax.add(x, _H(x)), 2)
 
 
@@ -224,7 +227,6 @@ def _cholesky_abstract(x):
 
 def _cholesky_jvp(primals, tangents):
     (x,), (sigma_dot,) = primals, tangents
-    _real_only("cholesky", x)
     L = cholesky_p.bind(x)
     # Forward-mode rule of arXiv:1602.07527: L_dot = L . phi(L^-1 sigma_dot L^-H), where phi
     # keeps the lower triangle and halves the diagonal.
@@ -315,7 +317,6 @@ def _triangular_solve_jvp(primals, tangents, **params):
     if type(tb) is not Zero:
         out = ad.add_tangents(out, triangular_solve_p.bind(a, tb, **params))
     if type(ta) is not Zero:
-        _real_only("triangular_solve", a)
         out = ad.add_tangents(out, _triangular_solve_jvp_a(ta, ans, a, **params))
     return ans, out
 
@@ -326,6 +327,7 @@ def _triangular_solve_jvp_a(g_a, ans, a, left_side, lower, transpose_a, conjugat
     k = 1 if unit_diagonal else 0
     g_a = _tril(g_a, -k) if lower else _triu(g_a, k)
     g_a = lax.neg(_T(g_a) if transpose_a else g_a)
+    g_a = conj(g_a) if conjugate_a else g_a  # the wrapper sets conjugate_a for complex a only
 
     def a_inverse(rhs):
         return triangular_solve_p.bind(a, rhs, left_side=left_side, lower=lower,
@@ -340,7 +342,8 @@ def _triangular_solve_jvp_a(g_a, ans, a, left_side, lower, transpose_a, conjugat
 
 def _triangular_solve_transpose(ct, a, b, left_side, lower, transpose_a, conjugate_a,
                                 unit_diagonal):
-    # Linear in b (like div in its first argument): solve with the transposed operator.
+    # Linear in b (like div in its first argument): solve with the transposed operator. This
+    # is the plain transpose, not the adjoint, so conjugate_a stays as it is (as in JAX).
     assert not is_undefined(a) and is_undefined(b)
     if type(ct) is Zero:
         return [None, Zero(b.aval)]
@@ -380,6 +383,11 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
 # ---------------------------------------------------------------- lu
 
 
+def _pivot_size(col):
+    """LAPACK's pivot measure (i?amax): |x| for reals, |Re x| + |Im x| for complex numbers."""
+    return np.abs(col.real) + np.abs(col.imag) if np.iscomplexobj(col) else np.abs(col)
+
+
 def _lu_impl(x):
     *batch, m, n = x.shape
     k = min(m, n)
@@ -390,7 +398,7 @@ def _lu_impl(x):
     rows = np.arange(count)
     with np.errstate(divide="ignore", invalid="ignore"):
         for j in range(k):
-            p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+            p = j + np.argmax(_pivot_size(a[:, j:, j]), axis=1)
             pivots[:, j] = p
             a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
             perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
@@ -418,7 +426,6 @@ def _lu_jvp(primals, tangents):
     # factorization": with P A = L U, inv(L) P dA inv(U) = inv(L) dL + dU inv(U), whose
     # strictly lower part gives dL and upper part gives dU.
     (a,), (a_dot,) = primals, tangents
-    _real_only("lu", a)
     lu_, pivots, perm = lu_p.bind(a)
     *_, m, n = _shape(a)
     k = min(m, n)
@@ -492,7 +499,11 @@ def _thin_qr_jvp(q, r, dx):
     dx_rinv = triangular_solve(r, dx)  # right-side solve
     qt_dx_rinv = _matmul(_H(q), dx_rinv)
     lower = _tril(qt_dx_rinv, -1)
-    do = lax.sub(lower, _H(lower))  # skew-symmetric
+    do = lax.sub(lower, _H(lower))  # skew-Hermitian
+    if _is_complex(q):
+        # R's diagonal stays real, so do also takes the imaginary part of the diagonal.
+        imag_part = lax.div(lax.sub(qt_dx_rinv, conj(qt_dx_rinv)), lax._const(qt_dx_rinv, 2))
+        do = lax.add(do, _keep(imag_part, _mask(_shape(do), lambda r, c: r == c)))
     dq = lax.add(_matmul(q, lax.sub(do, qt_dx_rinv)), dx_rinv)
     dr = _matmul(lax.sub(qt_dx_rinv, do), r)
     return dq, dr
@@ -500,7 +511,6 @@ def _thin_qr_jvp(q, r, dx):
 
 def _qr_jvp(primals, tangents, full_matrices):
     (x,), (dx,) = primals, tangents
-    _real_only("qr", x)
     q, r = qr_p.bind(x, full_matrices=full_matrices)
     *_, m, n = _shape(x)
     if m < n:
@@ -584,7 +594,6 @@ def _safe_reciprocal(x):
 
 def _svd_jvp(primals, tangents, full_matrices, compute_uv):
     (a,), (da,) = primals, tangents
-    _real_only("svd", a)
     *_, m, n = _shape(a)
     if compute_uv and full_matrices and m != n:
         raise NotImplementedError("Singular value decomposition JVP not implemented for full "
@@ -592,19 +601,22 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
     s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
     ut, v = _H(u), _H(vt)
     ds_mat = _matmul(_matmul(ut, da), v)
-    ds = _extract_diagonal(ds_mat)
+    ds = _extract_diagonal(real(ds_mat) if _is_complex(a) else ds_mat)
     if not compute_uv:
         return [s], [ds]
     s_row = _row_vector(s)
     s_col = _T(s_row)
-    eye = _eye_like(ds_mat)
+    eye = _mask(_shape(ds_mat), lambda r, c: r == c).astype(_dtype(s))
     # F[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it.
     s_diffs = lax.mul(lax.add(s_row, s_col), lax.sub(s_row, s_col))
-    f = lax.sub(lax.div(lax._const(s, 1), lax.add(s_diffs, eye)), eye)
+    f = _as_dtype(lax.sub(lax.div(lax._const(s, 1), lax.add(s_diffs, eye)), eye), a)
+    s_row, s_col = _as_dtype(s_row, a), _as_dtype(s_col, a)
     dss = lax.mul(s_row, ds_mat)
     sds = lax.mul(s_col, ds_mat)
-    s_inv_mat = _construct_diagonal(_safe_reciprocal(s))
-    du_dv_diag = lax.mul(lax.mul(lax._const(s, 0.5), lax.sub(ds_mat, _H(ds_mat))), s_inv_mat)
+    s_inv_mat = _as_dtype(_construct_diagonal(_safe_reciprocal(s)), a)
+    # The diagonal of (dS - dS^H) / 2 is the imaginary part of diag(dS): the change of phase
+    # that complex singular vectors pick up (zero for real inputs).
+    du_dv_diag = lax.mul(lax.mul(lax._const(ds_mat, 0.5), lax.sub(ds_mat, _H(ds_mat))), s_inv_mat)
     du = _matmul(u, lax.add(lax.mul(f, lax.add(dss, _H(dss))), du_dv_diag))
     dv = _matmul(v, lax.mul(f, lax.add(sds, _H(sds))))
     if m > n:
@@ -648,7 +660,7 @@ def _eigh_impl(x, lower, sort_eigenvalues):
         return np.concatenate([v, w[..., None, :]], axis=-2)
 
     vw = _nan_on_failure(decompose, c, lambda mat: (n + 1, n))
-    return vw[..., :n, :].astype(x.dtype), vw[..., n, :].astype(_real_dtype(x.dtype))
+    return vw[..., :n, :].astype(x.dtype), vw[..., n, :].real.astype(_real_dtype(x.dtype))
 
 
 def _eigh_abstract(x, lower, sort_eigenvalues):
@@ -660,16 +672,16 @@ def _eigh_abstract(x, lower, sort_eigenvalues):
 
 def _eigh_jvp(primals, tangents, lower, sort_eigenvalues):
     # Nondegenerate perturbation theory (Giles, NA-08-01): with V^H dA V = M,
-    # dw = diag(M) and dV = V (F o M), F[i, j] = 1 / (w_j - w_i) off the diagonal.
+    # dw = Re diag(M) and dV = V (F o M), F[i, j] = 1 / (w_j - w_i) off the diagonal.
     (a,), (a_dot,) = primals, tangents
-    _real_only("eigh", a)
-    v, w = eigh_p.bind(a, lower=lower, sort_eigenvalues=sort_eigenvalues)
+    v, w_real = eigh_p.bind(a, lower=lower, sort_eigenvalues=sort_eigenvalues)
+    w = _as_dtype(w_real, a)
     eye = _eye_like(v)
     f = lax.sub(lax.integer_pow(lax.add(eye, lax.sub(_row_vector(w), _col_vector(w))), -1), eye)
     vdag_adot_v = _matmul(_matmul(_H(v), a_dot), v)
     dv = _matmul(v, lax.mul(f, vdag_adot_v))
-    dw = _extract_diagonal(vdag_adot_v)
-    return [v, w], [dv, dw]
+    dw = _extract_diagonal(real(vdag_adot_v) if _is_complex(a) else vdag_adot_v)
+    return [v, w_real], [dv, dw]
 
 
 eigh_p = Primitive("eigh", multiple_results=True)

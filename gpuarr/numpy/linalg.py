@@ -1,8 +1,8 @@
 """gpuarr.numpy.linalg: numpy.linalg's API with JAX's semantics, on top of gpuarr.lax.linalg.
 
 Factorizations call the lax.linalg primitives; det, slogdet, solve and inv are built from
-lu + triangular_solve so that gradients flow through them, with det's and slogdet's JVPs
-written through a solve as JAX writes them.
+lu + triangular_solve so that gradients flow through them. As in JAX, slogdet's JVP goes
+through a solve and det's through the adjugate, which stays finite for singular matrices.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax import linalg as lax_linalg
-from gpuarr.lax.linalg import _H, _extract_diagonal, _matmul
+from gpuarr.lax.linalg import _H, _extract_diagonal, _is_complex, _mask, _matmul, _permutation_matrix
 from gpuarr.numpy import products, reductions
 from gpuarr.numpy._util import (
     broadcast_to,
@@ -148,70 +148,184 @@ def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True):
 
 
 # ---------------------------------------------------------------- determinants
+# As JAX: closed forms for det of 2x2 and 3x3 and slogdet of 1x1 and 2x2, LU otherwise. For
+# complex input the sign is a phase, sign * exp(logabsdet) = det.
 
 
-def _slogdet_lu(a):
-    lu, pivots, _ = lax_linalg.lu(a)
-    diag = _extract_diagonal(lu)
-    is_zero = reductions.any(lax.eq(diag, _const(diag, 0)), axis=-1)
-    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, _shape(pivots), len(_shape(pivots)) - 1))
-    negative = lax.lt(diag, _const(diag, 0))
-    parity = lax.add(reductions.sum(swaps, axis=-1, dtype=np.int32),
-                     reductions.sum(negative, axis=-1, dtype=np.int32))
-    odd = lax.convert_element_type(lax.rem(parity, np.int32(2)), _dtype(a))
-    sign = _where(is_zero, _const(diag, 0), lax.sub(_const(diag, 1), lax.mul(odd, 2)))
-    # Log of |diag| with zeros replaced by ones: no warning, and no NaN in its derivative.
-    safe = _where(lax.eq(diag, _const(diag, 0)), _const(diag, 1), lax.abs(diag))
-    logdet = _where(is_zero, _const(diag, -np.inf), reductions.sum(lax.log(safe), axis=-1))
-    return sign, logdet
+def _det_2x2(a):
+    return lax.sub(lax.mul(a[..., 0, 0], a[..., 1, 1]), lax.mul(a[..., 0, 1], a[..., 1, 0]))
+
+
+def _det_3x3(a):
+    def term(i, j, k):
+        return lax.mul(lax.mul(a[..., 0, i], a[..., 1, j]), a[..., 2, k])
+    plus = lax.add(lax.add(term(0, 1, 2), term(1, 2, 0)), term(2, 0, 1))
+    return lax.sub(lax.sub(lax.sub(plus, term(2, 1, 0)), term(0, 2, 1)), term(1, 0, 2))
+
+
+def _pivot_parity(pivots):
+    """The number of row swaps in LAPACK-style pivots, as int32."""
+    iota = lax.broadcasted_iota(_dtype(pivots), _shape(pivots), len(_shape(pivots)) - 1)
+    return reductions.sum(lax.ne(pivots, iota), axis=-1, dtype=np.int32)
+
+
+def _parity_sign(parity, dtype):
+    """(-1) ** parity in `dtype`."""
+    odd = lax.convert_element_type(lax.rem(parity, np.int32(2)), dtype)
+    return lax.sub(np.asarray(1, dtype)[()], lax.mul(odd, np.asarray(2, dtype)[()]))
 
 
 @custom_jvp
-def _slogdet(a):
-    return _slogdet_lu(a)
+def _slogdet_small(a):
+    det = a[..., 0, 0] if _shape(a)[-1] == 1 else _det_2x2(a)
+    abs_det = lax.abs(det)
+    zero = lax.eq(abs_det, _const(abs_det, 0))
+    # log(0) = -inf without a divide-by-zero warning.
+    return lax.sign(det), _where(zero, _const(abs_det, -np.inf),
+                                 lax.log(_where(zero, _const(abs_det, 1), abs_det)))
 
 
-@_slogdet.defjvp
-def _slogdet_jvp(primals, tangents):
+@custom_jvp
+def _slogdet_lu(a):
+    lu, pivots, _ = lax_linalg.lu(a)
+    diag = _extract_diagonal(lu)
+    zero = lax.eq(diag, _const(diag, 0))
+    is_zero = reductions.any(zero, axis=-1)
+    # |diag| with zeros replaced by ones: the sign and log are finite, then masked below.
+    safe_abs = _where(zero, _const(lax.abs(diag), 1), lax.abs(diag))
+    parity = _pivot_parity(pivots)
+    if _is_complex(a):
+        sign = reductions.prod(lax.div(diag, lax.convert_element_type(safe_abs, _dtype(a))),
+                               axis=-1)
+    else:
+        sign = _const(diag, 1)
+        parity = lax.add(parity, reductions.sum(lax.lt(diag, _const(diag, 0)), axis=-1,
+                                                dtype=np.int32))
+    sign = _where(is_zero, _const(diag, 0), lax.mul(sign, _parity_sign(parity, _dtype(a))))
+    logdet = _where(is_zero, _const(safe_abs, -np.inf), reductions.sum(lax.log(safe_abs), axis=-1))
+    return sign, logdet
+
+
+def _slogdet_tangents(x, sign, logdet_dot):
+    """(sign_dot, logdet_dot) from the complex d log det = tr(A^-1 dA): its imaginary part turns
+    the phase; for real input the sign is piecewise constant."""
+    if not _is_complex(x):
+        return lax.full_like(sign, 0), logdet_dot
+    imag_part = lax.sub(logdet_dot, lax.convert_element_type(lax.real(logdet_dot), _dtype(x)))
+    return lax.mul(imag_part, sign), lax.real(logdet_dot)
+
+
+@_slogdet_small.defjvp
+def _slogdet_small_jvp(primals, tangents):
     (x,), (g,) = primals, tangents
-    sign, logdet = _slogdet(x)
-    logdet_dot = products.trace(solve(x, g), axis1=-1, axis2=-2)
-    return (sign, logdet), (lax.full_like(sign, 0), logdet_dot)
+    sign, logdet = _slogdet_small(x)
+    if _shape(x)[-1] == 1:
+        dot = lax.div(g[..., 0, 0], x[..., 0, 0])
+    else:
+        # d det = tr(adj(x) g) for 2x2 x.
+        x00, x01, x10, x11 = (x[..., i, j] for i, j in ((0, 0), (0, 1), (1, 0), (1, 1)))
+        g00, g01, g10, g11 = (g[..., i, j] for i, j in ((0, 0), (0, 1), (1, 0), (1, 1)))
+        adj_g = lax.sub(lax.add(lax.mul(g00, x11), lax.mul(g11, x00)),
+                        lax.add(lax.mul(g01, x10), lax.mul(g10, x01)))
+        dot = lax.div(adj_g, _det_2x2(x))
+    return (sign, logdet), _slogdet_tangents(x, sign, dot)
+
+
+@_slogdet_lu.defjvp
+def _slogdet_lu_jvp(primals, tangents):
+    (x,), (g,) = primals, tangents
+    sign, logdet = _slogdet_lu(x)
+    dot = products.trace(solve(x, g), axis1=-1, axis2=-2)
+    return (sign, logdet), _slogdet_tangents(x, sign, dot)
+
+
+def _slogdet(a):
+    return _slogdet_small(a) if _shape(a)[-1] in (1, 2) else _slogdet_lu(a)
 
 
 def slogdet(a, *, method: str | None = None):
-    """Sign and natural log of the absolute value of the determinant: SlogdetResult."""
+    """Sign and natural log of the absolute value of the determinant: SlogdetResult. For complex
+    input the sign has modulus one (zero where singular) and logabsdet is real."""
     (a,) = _inexact("jnp.linalg.slogdet", a)
     _check_square("slogdet()", a, "Argument to {name} must have shape [..., n, n], got {shape}")
+    if method == "qr":
+        if _is_complex(a):
+            raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
+        raise NotImplementedError("jnp.linalg.slogdet(method='qr') is not supported by gpuarr; "
+                                  "use method='lu' (`None`).")
     if method not in (None, "lu"):
         raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
-                         "(`None`).")
-    if dtypes.is_complex(_dtype(a)):
-        raise NotImplementedError("jnp.linalg.slogdet of complex matrices is not supported by "
-                                  "gpuarr.")
+                         "(`None`), and 'qr'.")
     return SlogdetResult(*_slogdet(a))
+
+
+def _cofactor_solve(a, b):
+    """det(a) and adj(a) @ b (= det(a) * solve(a, b) where a is invertible), finite for singular
+    a, as JAX computes them: with P a = L U, the last pivot u_nn is replaced by
+    1 / prod_{i<n} u_ii, so the triangular solve gives the adjugate's rows for rank n - 1 without
+    dividing by zero; where rank < n - 1 the adjugate is zero, found by a solve that overflows."""
+    n = _shape(a)[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    dtype = _dtype(a)
+    lu, pivots, perm = lax_linalg.lu(a)
+    batch = np.broadcast_shapes(_shape(lu)[:-2], _shape(b)[:-2])
+    x = broadcast_to(b, batch + _shape(b)[-2:])
+    lu = broadcast_to(lu, batch + (n, n))
+    perm = broadcast_to(perm, batch + (n,))
+    sign = broadcast_to(_parity_sign(_pivot_parity(pivots), dtype), batch)
+    # partial_det[..., i] = sign * u_00 ... u_ii; the last entry is det(a).
+    partial_det = lax.mul(lax.cumprod(_extract_diagonal(lu), axis=len(batch)),
+                          lax.expand_dims(sign, (len(batch),)))
+    det_a = partial_det[..., n - 1]
+    corner = _mask((n, n), lambda r, c: (r == n - 1) & (c == n - 1))
+    before_last = partial_det[..., n - 2, None, None]
+    zero = lax.eq(before_last, _const(lu, 0))
+    # 1 / before_last, with inf (and no warning) where it is zero: the solve below overflows.
+    inverse = lax.div(_const(lu, 1), _where(zero, _const(lu, 1), before_last))
+    lu = _where(corner, _where(zero, _const(lu, np.inf), inverse), lu)
+    d = lax_linalg.triangular_solve(lu, broadcast_to(_const(lu, 1), batch + (n,)),
+                                    left_side=True, lower=False)
+    low_rank = reductions.any(lax.bitwise_not(_is_finite(d)), axis=-1)[..., None, None]
+    x = _where(low_rank, _const(x, 0), x)
+    x = _matmul(_permutation_matrix(perm, dtype), x)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    # Every row but the last scaled by det(a); the last one's factor is in the new corner.
+    last_row = _mask((n, 1), lambda r, c: r == n - 1)
+    x = lax.mul(x, _where(last_row, _const(x, 1), det_a[..., None, None]))
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+    return det_a, _where(low_rank, _const(x, 0), x)
+
+
+def _is_finite(x):
+    if _is_complex(x):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x)
 
 
 @custom_jvp
 def _det(a):
     sign, logdet = _slogdet(a)
-    return lax.mul(sign, lax.exp(logdet))
+    return lax.mul(sign, lax.convert_element_type(lax.exp(logdet), _dtype(sign)))
 
 
 @_det.defjvp
 def _det_jvp(primals, tangents):
     (x,), (g,) = primals, tangents
-    y = _det(x)
-    # d det(A) = det(A) tr(A^-1 dA)
-    return y, lax.mul(y, products.trace(solve(x, g), axis1=-1, axis2=-2))
+    # d det(A) = tr(adj(A) dA), which stays finite where A is singular.
+    y, z = _cofactor_solve(x, g)
+    return y, products.trace(z, axis1=-1, axis2=-2)
 
 
 def det(a):
     """Determinant of a batch of square matrices."""
     (a,) = _inexact("jnp.linalg.det", a)
     _check_square("_det()", a, "Argument to {name} must have shape [..., n, n], got {shape}")
-    if dtypes.is_complex(_dtype(a)):
-        raise NotImplementedError("jnp.linalg.det of complex matrices is not supported by gpuarr.")
+    n = _shape(a)[-1]
+    if n == 2:
+        return _det_2x2(a)
+    if n == 3:
+        return _det_3x3(a)
     return _det(a)
 
 

@@ -201,9 +201,10 @@ PRIMITIVE_CASES["fft"] = (_fft_kinds, [R(2, 4)], 2)
 PRIMITIVE_CASES.update({
     "bessel_i0e": (lax.bessel_i0e, [R(3)], 2),
     "bessel_i1e": (lax.bessel_i1e, [R(3)], 2),
-    # d/da comes from a host callback, so first order only.
+    # d/da is igamma_grad_a, not differentiable in a (as in JAX), so first order only.
     "igamma": (lax.igamma, [P(3) + 1, P(3)], 1),
     "igammac": (lax.igammac, [P(3) + 1, P(3)], 1),
+    "igamma_grad_a": (lambda x: lax.igamma_grad_a(2.5, x), [P(3)], 2),
     # Differentiable in q only, as in JAX (which differentiates neither).
     "zeta": (lambda q: lax.zeta(3.0, q), [P(3) + 0.5], 2),
     # Differentiable in x only, as in JAX.
@@ -227,7 +228,7 @@ ZERO_JVP = {
 # - higher-order primitives whose rules transform a sub-program; they are checked with
 #   functions built on them below (COMPOSITE_CASES) and in tests/test_ad.py.
 HIGHER_ORDER = {"jit", "cond", "while", "scan", "custom_jvp_call", "custom_vjp_call",
-                "remat2"}
+                "remat2", "custom_linear_solve"}
 # - internal to differentiation: add_any sums cotangents, custom_lin is custom_vjp's linear
 #   part (forward mode through it raises TypeError, as in JAX).
 INTERNAL = {"add_any", "custom_lin"}
@@ -264,6 +265,9 @@ COMPOSITE_CASES = {
     "fori_loop": (lambda x: lax.fori_loop(0, 3, lambda i, c: c * x, x), [R(3)], 2),
     "custom_jvp_call": (lambda x: nn.relu(x) * x, [P(3) * np.array([1, -1, 1])], 2),
     "remat2": (gpuarr.checkpoint(lambda x: jnp.sin(jnp.sin(x))), [R(3)], 2),
+    "custom_linear_solve": (lambda x: lax.custom_linear_solve(
+        lambda v: v * (x * x + 1.0), jnp.sin(x), lambda mv, b: b / mv(jnp.ones_like(b)),
+        symmetric=True), [R(3)], 2),
 }
 
 

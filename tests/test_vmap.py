@@ -177,6 +177,9 @@ PRIMITIVE_TABLE = {
     "custom_jvp_call": (lambda x: _custom_jvp_fn()(x), [f32(2, 3)]),
     "custom_vjp_call": (lambda x, y: _custom_vjp_fn()(x, y), [f32(2, 3), f32(2, 3)]),
     "remat2": (jax.checkpoint(lambda x: jnp.sin(jnp.sin(x))), [f32(2, 3)]),
+    "custom_linear_solve": (lambda a, b: lax.custom_linear_solve(
+        lambda v: a @ v, b, lambda mv, r: jnp.linalg.solve(a, r),
+        lambda vm, r: jnp.linalg.solve(a.T, r)), [spd(3), f32(3)]),
     # windows
     "conv_general_dilated": (lambda x, k: windowed.conv_general_dilated(x, k, (1, 2), "SAME"),
                              [f32(1, 2, 5, 5), f32(3, 2, 3, 3)]),
@@ -212,6 +215,7 @@ PRIMITIVE_TABLE.update({
     "bessel_i1e": _unary("bessel_i1e"),
     "igamma": _binary(lax.igamma, _POS),
     "igammac": _binary(lax.igammac, _POS),
+    "igamma_grad_a": _binary(lax.igamma_grad_a, _POS),
     "zeta": (lax.zeta, [f32(2, 3, lo=1.5, hi=4.0), _POS]),
     "regularized_incomplete_beta": (lax.betainc, [_POS, _POS, f32(2, 3, lo=0.1, hi=0.9)]),
     "complex": _binary(lax.complex),

@@ -754,7 +754,8 @@ def scalar_function_nodes(closed):
 
 
 def control_driver(eqn, sub_compiler):
-    """A host function running `while`, `cond` or `scan` over compiled sub-programs, or None."""
+    """A host function running `while`, `cond`, `scan` or `custom_linear_solve` over compiled
+    sub-programs, or None."""
     if sub_compiler is None:
         return None
     p = eqn.params
@@ -791,6 +792,14 @@ def control_driver(eqn, sub_compiler):
                     buf[i] = y
             return carry + ys
         return run_scan
+    if eqn.prim.name == "custom_linear_solve":
+        programs = {"solve": p["jaxprs"].solve}
+        lengths = p["const_lengths"]
+        start, stop = lengths.matvec + lengths.vecmat, sum(lengths)
+
+        def run_linear_solve(*args):  # only the solve runs: x = solve(b)
+            return list(compiled("solve")(*args[start:start + lengths.solve], *args[stop:]))
+        return run_linear_solve
     return None
 
 

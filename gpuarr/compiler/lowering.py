@@ -228,7 +228,7 @@ LIBRARY = ("dot_general", "sort", "argsort", "conv_general_dilated", "cholesky",
 # Primitives the fusion hands to the host as they are (control flow runs its sub-programs).
 CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call",
            "remat2", "custom_lin", "jit", "custom_vjp_call_jaxpr", "for_loop", "debug_callback",
-           "pure_callback", "io_callback",
+           "pure_callback", "io_callback", "custom_linear_solve",
            "optimization_barrier")  # a host step of its own: nothing fuses across it
 
 # Indexing primitives with kernel lowerings in fusion.py.
@@ -240,7 +240,7 @@ INDEXING = ("gather", "dynamic_slice", "scatter_apply", *SCATTER_COMBINERS)
 
 # Primitives known to have no kernel lowering yet: they run on the host through the NumPy
 # backend. The coverage test lists these explicitly.
-HOST_FALLBACK = ("igamma", "igammac", "random_gamma_grad",
+HOST_FALLBACK = ("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
                  "bessel_i0e", "bessel_i1e", "zeta", "regularized_incomplete_beta",
                  # Collectives: vmap rewrites them away; left in a program, the axis name is
                  # unbound and their host step raises JAX's NameError.

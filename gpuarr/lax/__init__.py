@@ -44,6 +44,6 @@ from gpuarr.lax.extras import (  # noqa: F401, E402
     unstack,
 )
 from gpuarr.lax.special_extra import (  # noqa: F401, E402
-    bessel_i0e, bessel_i1e, betainc, igamma, igammac, random_gamma_grad, zeta,
+    bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, zeta,
 )
 from gpuarr.lax.custom_solve import custom_linear_solve, custom_root  # noqa: F401, E402

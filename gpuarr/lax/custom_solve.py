@@ -1,128 +1,317 @@
-"""`custom_root` and `custom_linear_solve`: solvers differentiated implicitly.
+"""`custom_linear_solve` and `custom_root`: solvers differentiated implicitly, as in JAX
+(jax/_src/lax/control_flow/solves.py).
 
-The solver itself (an iteration, a factorisation, a while loop) is never differentiated. For a
-linear solve x = A^-1 b the cotangent of b is A^-T x_bar, obtained with `transpose_solve` (or
-`solve` when A is symmetric), and the parameters A closes over get -(dA/dtheta)^T applied to
-that and x. For a root x* of f(x, theta) = 0 the implicit function theorem gives
-theta_bar = -(df/dtheta)^T lambda with lambda solving (df/dx)^T lambda = x_bar through
-`tangent_solve`. Both are built on custom_vjp, with the closed-over values of the functions
-hoisted by closure_convert, so gradients reach them; forward mode is not available.
+`custom_linear_solve` is the primitive `custom_linear_solve` (`linear_solve_p`); its params are
+the ClosedPrograms of matvec, vecmat, solve and transpose_solve (`jaxprs`, a
+`_LinearSolveTuple`, None where not given) and how many leading operands each one takes
+(`const_lengths`); the right-hand side b comes last. Values the functions close over are hoisted
+into those operands, as control flow does, so every transformation sees them. Evaluating it runs
+the solve program only. For A x = b its JVP is x_dot = A^-1 (b_dot - A_dot x), one more
+solve; it is linear in b, and its transpose solves with transpose_solve (the transposed program
+tuple), so reverse mode never differentiates a solver.
+
+`custom_root` is a custom_jvp function of the closed-over values of f and the solver: its JVP
+is the implicit function theorem, x_dot = -(df/dx)^-1 (df/dtheta theta_dot), the linear system
+solved by `custom_linear_solve` with `tangent_solve` (also as its transpose_solve), so reverse
+mode is the transpose of that JVP.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
+
+from gpuarr import tree_util
+from gpuarr.backends.numpy_backend import impl_rules, inline_rules
+from gpuarr.core import Primitive, abstract_eval_rules, eval_closed, get_aval, weak_type_rules
+from gpuarr.custom_derivatives import SymbolicZero, _eval_call, custom_jvp
+from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters.ad import Zero
+from gpuarr.interpreters.batching import not_mapped
 from gpuarr.lax import lax
+from gpuarr.lax.control_flow import _avals, _emit_closed, _operand, _trace_body
 
 
-def _ad():
-    from gpuarr import ad_api, custom_derivatives
-    return ad_api, custom_derivatives
+def _split(args, lengths):
+    """Leading groups of `lengths` items, and the rest."""
+    groups, i = [], 0
+    for n in lengths:
+        groups.append(list(args[i:i + n]))
+        i += n
+    return groups, list(args[i:])
 
 
-def _transpose_fn(linear_fn, example):
-    """v -> A^T v for the linear `linear_fn` at points shaped like `example`."""
-    ad_api, _ = _ad()
-    lt = ad_api.linear_transpose(linear_fn, example)
-    return lambda ct: lt(ct)[0]
+def _flatten(groups):
+    return [x for g in groups for x in g]
 
 
-def _implicit(run, fn, adjoint, first_cotangent):
-    """A custom_vjp function (first, cs, scs, tcs) -> run(first, cs, scs) = (x, aux) whose
-    backward pass solves lam = adjoint(x_bar, x, cs, tcs) and gives the closed-over values
-    cs the cotangent -(d fn(x, *cs) / d cs)^T lam (implicit differentiation through
-    fn(x, cs) = 0, or = b); `first_cotangent(lam)` is the first argument's. The solver
-    constants scs and tcs get none."""
-    _, cd = _ad()
+def _check_tree(func_name, expected_name, actual_tree, expected_tree, has_aux=False):
+    if has_aux:
+        children = actual_tree.children()
+        if len(children) != 2:
+            raise ValueError(f"{func_name}() produced a pytree with structure {actual_tree}, but a "
+                             "pytree tuple with auxiliary output was expected because has_aux "
+                             "was set to True.")
+        actual_tree = children[0]
+    if actual_tree != expected_tree:
+        raise TypeError(f"{func_name}() output pytree structure must match {expected_name}, got "
+                        f"{actual_tree} and {expected_tree}.")
 
-    @cd.custom_vjp
-    def solution(first, cs, scs, tcs):
-        return run(first, cs, scs)
 
-    def fwd(first, cs, scs, tcs):
-        x, aux = run(first, cs, scs)
-        return (x, aux), (x, cs, tcs)
+def _shape_checked(fun, name, expected, has_aux=False):
+    """`fun`, checking that its result (without aux) has the leaf shapes `expected`."""
+    def checked(x):
+        y = fun(x)
+        shapes = [np.shape(leaf) for leaf in tree_util.tree_leaves(y[0] if has_aux else y)]
+        if shapes != expected:
+            raise ValueError(f"{name}() output shapes must match b, got {shapes} and {expected}")
+        return y
+    return checked
 
-    def bwd(res, cts):
-        x, cs, tcs = res
-        lam = adjoint(cts[0], x, cs, tcs)
-        ct_cs = ()
-        if cs:
-            ad_api, _ = _ad()
-            _, pull = ad_api.vjp(lambda *c: fn(x, *c), *cs)
-            ct_cs = tuple(lax.neg(c) for c in pull(lam))
-        return first_cotangent(lam), ct_cs, None, None
 
-    solution.defvjp(fwd, bwd)
-    return solution
+# ================================================================ custom_linear_solve
+
+
+class _LinearSolveTuple(NamedTuple):
+    matvec: Any
+    vecmat: Any
+    solve: Any
+    transpose_solve: Any
+
+    def transpose(self):
+        return type(self)(self.vecmat, self.matvec, self.transpose_solve, self.solve)
 
 
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any], Any],
                         transpose_solve: Callable[[Callable, Any], Any] | None = None,
                         symmetric=False, has_aux=False):
     """Solve `matvec(x) = b` with `solve(matvec, b)` and differentiate the result implicitly
-    (lax.custom_linear_solve): reverse mode uses `transpose_solve(vecmat, cotangent)` with
-    vecmat the transpose of matvec (or `solve` again when `symmetric`), so the solver is never
-    differentiated. Values that `matvec` closes over receive gradients. With `has_aux`,
-    `solve` returns `(x, aux)` and aux is returned alongside x, without gradients."""
-    _, cd = _ad()
-    mv, consts = cd.closure_convert(matvec, b)
-    consts = tuple(consts)
+    (lax.custom_linear_solve): tangents and cotangents are found with more solves, never by
+    differentiating the solver. Reverse mode needs `transpose_solve(vecmat, ct)`, vecmat the
+    transpose of matvec (`solve` serves when `symmetric`). Values `matvec` closes over get
+    derivatives. With `has_aux`, `solve` (and `transpose_solve`) return `(x, aux)`."""
     if transpose_solve is None and symmetric:
         transpose_solve = solve
-    # The solvers' own closed-over values are hoisted too (they get no gradient).
-    sv, s_consts = cd.closure_convert(
-        lambda b_, *cs: solve(lambda v: mv(v, *cs), b_), b, *consts)
-    tsv, t_consts = None, []
+    b_flat, tree = tree_util.tree_flatten(b)
+    b_flat = [_operand(x) for x in b_flat]
+    b_avals = _avals(b_flat)
+    shapes = [a.shape for a in b_avals]
+    in_tree = tree_util.tree_structure((b,))
+
+    def trace(fun, name, aux=False):
+        closed, consts, out_tree = _trace_body(_shape_checked(fun, name, shapes, aux), in_tree,
+                                               b_avals)
+        _check_tree(name, "b", out_tree, tree, aux)
+        return closed, consts, out_tree
+
+    matvec_jaxpr, matvec_consts, _ = trace(matvec, "matvec")
+    solve_jaxpr, solve_consts, out_tree = trace(lambda x: solve(matvec, x), "solve", has_aux)
+    vecmat_jaxpr = tr_solve_jaxpr = None
+    vecmat_consts = tr_solve_consts = []
     if transpose_solve is not None:
-        tsv, t_consts = cd.closure_convert(
-            lambda ct, *cs: transpose_solve(_transpose_fn(lambda v: mv(v, *cs), ct), ct),
-            b, *consts)
+        if symmetric:
+            vecmat, vecmat_jaxpr, vecmat_consts = matvec, matvec_jaxpr, matvec_consts
+        else:
+            from gpuarr.ad_api import linear_transpose
+            transposed = linear_transpose(matvec, tree_util.tree_unflatten(tree, b_flat))
+            vecmat = lambda x: transposed(x)[0]  # noqa: E731
+            vecmat_jaxpr, vecmat_consts, _ = trace(vecmat, "vecmat")
+        tr_solve_jaxpr, tr_solve_consts, _ = trace(lambda x: transpose_solve(vecmat, x),
+                                                   "transpose_solve", has_aux)
+    all_consts = [matvec_consts, vecmat_consts, solve_consts, tr_solve_consts]
+    outs = linear_solve_p.bind(
+        *_flatten(all_consts), *b_flat,
+        const_lengths=_LinearSolveTuple(*(len(c) for c in all_consts)),
+        jaxprs=_LinearSolveTuple(matvec_jaxpr, vecmat_jaxpr, solve_jaxpr, tr_solve_jaxpr))
+    return tree_util.tree_unflatten(out_tree, outs)
 
-    def run(b_, cs, scs):
-        out = sv(b_, *cs, *scs)
-        return out if has_aux else (out, None)
 
-    def adjoint(ct_x, x, cs, tcs):
-        if tsv is None:
-            raise TypeError("transpose_solve required for backwards mode automatic "
-                            "differentiation of custom_linear_solve")
-        return tsv(ct_x, *cs, *tcs)
+linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
 
-    lin_solve = _implicit(run, mv, adjoint, first_cotangent=lambda lam: lam)
-    x, aux = lin_solve(b, consts, tuple(s_consts), tuple(t_consts))
-    return (x, aux) if has_aux else x
+
+def _split_solve_args(args, const_lengths):
+    groups, b = _split(args, const_lengths)
+    return _LinearSolveTuple(*groups), b
+
+
+def _aux_avals(jaxprs):
+    return jaxprs.solve.out_avals[len(jaxprs.matvec.out_avals):]
+
+
+def _linear_solve_abstract(*avals, const_lengths, jaxprs):
+    # x has b's types; auxiliary outputs have solve's.
+    return list(avals[sum(const_lengths):]) + list(_aux_avals(jaxprs))
+
+
+def _linear_solve_impl(*args, const_lengths, jaxprs):
+    params, b = _split_solve_args(args, const_lengths)
+    return _eval_call(*params.solve, *b, call_jaxpr=jaxprs.solve)
+
+
+def _linear_solve_weak_types(*args, const_lengths, jaxprs):
+    return ([bool(getattr(x, "weak_type", type(x) in (int, float, complex)))
+             for x in args[sum(const_lengths):]] + [a.weak_type for a in _aux_avals(jaxprs)])
+
+
+def _linear_solve_emit(gen, eqn) -> bool:
+    # The solve program written inline; fresh names, so a dead operand may be deleted.
+    p = eqn.params
+    params, b = _split_solve_args([gen.read(a) for a in eqn.inputs], p["const_lengths"])
+    outs = [gen.fresh() for _ in eqn.outvars]
+    gen.assign(outs, _emit_closed(gen, p["jaxprs"].solve, params.solve + b))
+    for v, o in zip(eqn.outvars, outs):
+        gen.bind(v, o)
+    return True
+
+
+abstract_eval_rules[linear_solve_p] = _linear_solve_abstract
+weak_type_rules[linear_solve_p] = _linear_solve_weak_types
+impl_rules[linear_solve_p] = _linear_solve_impl
+inline_rules[linear_solve_p] = _linear_solve_emit
+
+
+def _linear_solve_jvp(primals, tangents, const_lengths, jaxprs):
+    # A x = b  =>  A_dot x + A x_dot = b_dot  =>  x_dot = A^-1 (b_dot - A_dot x). The solver
+    # consts' tangents do not matter: solve is A^-1 whatever it closes over.
+    x = linear_solve_p.bind(*primals, const_lengths=const_lengths, jaxprs=jaxprs)
+    params, _ = _split_solve_args(primals, const_lengths)
+    params_dot, rhs = _split_solve_args(tangents, const_lengths)
+    n = len(rhs)
+    if any(type(t) is not Zero for t in params_dot.matvec):
+        _, a_dot_x = ad.jvp_flat(lambda *ps: eval_closed(jaxprs.matvec, *ps, *x[:n]),
+                                 params.matvec, params_dot.matvec)
+        rhs = [r if type(t) is Zero else ad.add_tangents(r, lax.neg(t))
+               for r, t in zip(rhs, a_dot_x, strict=True)]
+    zeros = [Zero.from_primal(o) for o in x]
+    if all(type(r) is Zero for r in rhs):
+        return x, zeros
+    x_dot = linear_solve_p.bind(*_flatten(params), *map(ad.instantiate, rhs),
+                                const_lengths=const_lengths, jaxprs=jaxprs)
+    return x, x_dot[:n] + zeros[n:]  # aux values have no tangents
+
+
+def _linear_solve_transpose(cts, *args, const_lengths, jaxprs):
+    if jaxprs.transpose_solve is None:
+        raise TypeError("transpose_solve required for backwards mode automatic "
+                        "differentiation of custom_linear_solve")
+    params, b = _split_solve_args(args, const_lengths)
+    if any(ad.is_undefined(x) for x in _flatten(params)):
+        raise NotImplementedError("custom_linear_solve is linear in b only; the values matvec "
+                                  "closes over cannot be linear inputs")
+    if any(type(c) is not Zero for c in cts[len(b):]):
+        raise NotImplementedError("custom_linear_solve: auxiliary outputs have no cotangents")
+    # x = A^-1 b  =>  b_bar = A^-T x_bar: the same primitive over the transposed programs.
+    ct_b = linear_solve_p.bind(*_flatten(params.transpose()), *map(ad.instantiate, cts[:len(b)]),
+                               const_lengths=const_lengths.transpose(), jaxprs=jaxprs.transpose())
+    return [None] * sum(const_lengths) + [c if ad.is_undefined(x) else None
+                                          for x, c in zip(b, ct_b[:len(b)], strict=True)]
+
+
+ad.jvp_rules[linear_solve_p] = _linear_solve_jvp
+ad.transpose_rules[linear_solve_p] = _linear_solve_transpose
+
+
+def _linear_solve_batch(axis_size, vals, dims, const_lengths, jaxprs):
+    vals = [v if d is not_mapped else batching.move_to(v, d, 0, axis_size)
+            for v, d in zip(vals, dims, strict=True)]
+    params, b = _split_solve_args(vals, const_lengths)
+    params_bat, b_bat = _split_solve_args([d is not not_mapped for d in dims], const_lengths)
+    n = len(b)
+
+    def batch(closed, consts_bat, vec_bat):
+        # Auxiliary outputs are always batched, vector outputs where `vec_bat` says.
+        force = list(vec_bat) + [True] * (len(closed.out_avals) - n)
+        in_dims = [0 if bt else not_mapped for bt in consts_bat + vec_bat]
+        prog, out_dims = batching.batch_closed(closed, axis_size, in_dims, force)
+        return prog, [d is not not_mapped for d in out_dims[:n]]
+
+    # x and b share one vector space: a leaf is batched in all four programs, or in none.
+    # Iterate until no program batches a vector leaf the others do not.
+    vec_bat = list(b_bat)
+    while True:
+        batched = [None if closed is None else batch(closed, consts_bat, vec_bat)
+                   for closed, consts_bat in zip(jaxprs, params_bat)]
+        grown = [any(col) for col in zip(vec_bat, *(j[1] for j in batched if j is not None))]
+        if grown == vec_bat:
+            break
+        vec_bat = grown
+    b = [batching.move_to(x, not_mapped, 0, axis_size) if now and not was else x
+         for x, was, now in zip(b, b_bat, vec_bat, strict=True)]
+    outs = linear_solve_p.bind(
+        *_flatten(params), *b, const_lengths=const_lengths,
+        jaxprs=_LinearSolveTuple(*(None if j is None else j[0] for j in batched)))
+    return outs, [0 if bt else not_mapped for bt in vec_bat] + [0] * (len(outs) - n)
+
+
+batching.batch_rules[linear_solve_p] = _linear_solve_batch
+
+
+# ================================================================ custom_root
+
+
+class _RootTuple(NamedTuple):
+    f: Any
+    solve: Any
 
 
 def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any], Any],
                 tangent_solve: Callable[[Callable, Any], Any], has_aux=False):
     """Find a root of `f` with `solve(f, initial_guess)` and differentiate it implicitly
-    (lax.custom_root): for f(x*) = 0 the gradient with respect to values `f` closes over is
-    -(df/dtheta)^T lambda, where `tangent_solve(g, y)` solves the linear system g(lambda) = y
-    (g the transposed Jacobian of f in x). The solver is not differentiated and the initial
-    guess gets no gradient. With `has_aux`, `solve` returns `(x, aux)`."""
-    _, cd = _ad()
-    fc, consts = cd.closure_convert(f, initial_guess)
-    consts = tuple(consts)
-    sv, s_consts = cd.closure_convert(
-        lambda g, *cs: solve(lambda v: fc(v, *cs), g), initial_guess, *consts)
+    (lax.custom_root): derivatives reach the values `f` closes over through the implicit
+    function theorem, `tangent_solve(g, y)` solving the linear system g(x) = y for g the
+    linearization of f at the root (or its transpose, in reverse mode). The solver is not
+    differentiated and the initial guess gets no derivative. With `has_aux`, `solve` returns
+    `(x, aux)`."""
+    guess_flat, tree = tree_util.tree_flatten(initial_guess)
+    guess_flat = [_operand(x) for x in guess_flat]
+    guess_avals = _avals(guess_flat)
+    in_tree = tree_util.tree_structure((initial_guess,))
+    f_jaxpr, f_consts, f_tree = _trace_body(f, in_tree, guess_avals)
+    _check_tree("f", "initial_guess", f_tree, tree)
+    solve_jaxpr, solve_consts, out_tree = _trace_body(lambda x: solve(f, x), in_tree, guess_avals)
+    _check_tree("solve", "initial_guess", out_tree, tree, has_aux)
+    outs = _custom_root(_RootTuple(len(f_consts), len(solve_consts)),
+                        _RootTuple(f_jaxpr, solve_jaxpr), tangent_solve, tree,
+                        *f_consts, *solve_consts, *guess_flat)
+    return tree_util.tree_unflatten(out_tree, outs)
 
-    def transposed_jacobian(x, cs):
-        ad_api, _ = _ad()
-        jac_x = lambda v: ad_api.jvp(lambda y: fc(y, *cs), (x,), (v,))[1]  # noqa: E731
-        return _transpose_fn(jac_x, x)
 
-    tsv, t_consts = cd.closure_convert(
-        lambda ct, x, *cs: tangent_solve(transposed_jacobian(x, cs), ct),
-        initial_guess, initial_guess, *consts)
+def _custom_root_fun(const_lengths, jaxprs, tangent_solve, tree, *args):
+    (_, solve_consts), guess = _split(args, const_lengths)
+    return eval_closed(jaxprs.solve, *solve_consts, *guess)
 
-    def run(guess, cs, scs):
-        out = sv(guess, *cs, *scs)
-        out = out if has_aux else (out, None)
-        return lax.stop_gradient(out[0]), lax.stop_gradient(out[1])
 
-    root = _implicit(run, fc, lambda ct_x, x, cs, tcs: tsv(ct_x, x, *cs, *tcs),
-                     first_cotangent=lambda lam: None)  # the initial guess gets none
-    x, aux = root(initial_guess, consts, tuple(s_consts), tuple(t_consts))
-    return (x, aux) if has_aux else x
+_custom_root = custom_jvp(_custom_root_fun, nondiff_argnums=(0, 1, 2, 3))
+
+
+def _root_jvp(const_lengths, jaxprs, tangent_solve, tree, primals, tangents):
+    # f(theta, x*(theta)) = 0  =>  df/dx x_dot = -df/dtheta theta_dot.
+    sol = _custom_root(const_lengths, jaxprs, tangent_solve, tree, *primals)
+    n = tree.num_leaves
+    solution = sol[:n]
+    aux_zeros = [SymbolicZero(ad.tangent_aval(get_aval(a))) for a in sol[n:]]
+    (params, _), _ = _split(primals, const_lengths)
+    (params_dot, _), _ = _split(tangents, const_lengths)
+    params_dot = [Zero(t.aval) if type(t) is SymbolicZero else t for t in params_dot]
+    f = jaxprs.f
+    _, rhs = ad.jvp_flat(lambda *ps: eval_closed(f, *ps, *solution), params, params_dot)
+    if all(type(r) is Zero for r in rhs):
+        return sol, [SymbolicZero(ad.tangent_aval(get_aval(x))) for x in solution] + aux_zeros
+
+    def f_jvp(v):  # df/dx at the root, on trees shaped like the solution
+        v = [_cast(_operand(t), get_aval(s).dtype)
+             for t, s in zip(tree_util.tree_leaves(v), solution, strict=True)]
+        _, out = ad.jvp_flat(lambda *xs: eval_closed(f, *params, *xs), solution, v)
+        return tree_util.tree_unflatten(tree, [ad.instantiate(o) for o in out])
+
+    b = tree_util.tree_unflatten(tree, [ad.instantiate(r) for r in rhs])
+    x_dot = custom_linear_solve(f_jvp, b, tangent_solve, tangent_solve)
+    return sol, [lax.neg(t) for t in tree_util.tree_leaves(x_dot)] + aux_zeros
+
+
+_custom_root.defjvp(_root_jvp, symbolic_zeros=True)
+
+
+def _cast(x, dtype):
+    return x if get_aval(x).dtype == dtype else lax.convert_element_type(x, dtype)

@@ -1,13 +1,15 @@
-"""More special functions: the regularized incomplete gamma functions (igamma, igammac), the
-exponentially scaled modified Bessel functions of orders 0 and 1 (bessel_i0e, bessel_i1e), the
-Hurwitz zeta function (zeta) and the regularized incomplete beta function (betainc).
+"""More special functions: the regularized incomplete gamma functions (igamma, igammac) and
+the derivative of igamma in a (igamma_grad_a), the exponentially scaled modified Bessel
+functions of orders 0 and 1 (bessel_i0e, bessel_i1e), the Hurwitz zeta function (zeta) and the
+regularized incomplete beta function (betainc).
 
 Like gpuarr.lax.special, each NumPy implementation runs in float64 and rounds to the operand's
 dtype. The methods: igamma by its power series where x < a + 1 and by the continued fraction of
-igammac elsewhere (Lentz's method); the Bessel functions by their power series for |x| <= 20 and
-their asymptotic expansions beyond; zeta by Euler-Maclaurin summation (Cephes' scheme); betainc
-by its continued fraction, using I_x(a, b) = 1 - I_{1-x}(b, a) past the mean. Domain edges give
-the values JAX gives (NaN outside the domain).
+igammac elsewhere (Lentz's method); igamma_grad_a as JAX, by the series and XLA's form of the
+continued fraction differentiated term by term in a; the Bessel functions by their power series
+for |x| <= 20 and their asymptotic expansions beyond; zeta by Euler-Maclaurin summation
+(Cephes' scheme); betainc by its continued fraction, using I_x(a, b) = 1 - I_{1-x}(b, a) past
+the mean. Domain edges give the values JAX gives (NaN outside the domain).
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from gpuarr.lax.lax import (
     sub,
     unop,
 )
-from gpuarr.lax.special import _in_f64, _lgamma64, lgamma
+from gpuarr.lax.special import _digamma64, _in_f64, _lgamma64, digamma, lgamma
 
 _ITERS = 2000
 _TINY = 1e-300
@@ -116,18 +118,114 @@ def _igammac64(a, x):
     return regularized_gamma(a, x, upper=True)
 
 
-def _igamma_grad_a64(a, x):
-    """dP(a, x)/da by a central difference of the float64 P."""
-    dt = np.result_type(a, x)
-    a, x = (np.array(v, np.float64) for v in np.broadcast_arrays(a, x))
-    h = 1e-6 * np.maximum(np.abs(a), 1.0)
-    with np.errstate(all="ignore"):
-        g = (_igamma64(a + h, x) - _igamma64(np.maximum(a - h, 0.0), x)) / (a + h - np.maximum(a - h, 0.0))
-    return g.astype(dt)
-
-
 igamma_p = binop("igamma", _in_f64(_igamma64), "float")
 igammac_p = binop("igammac", _in_f64(_igammac64), "float")
+
+
+# ---------------------------------------------------------------- d/da of the incomplete gamma
+
+# JAX's igamma_grad_a and random_gamma_grad (ported from XLA's math library): P's series and
+# Q's continued fraction differentiated term by term in a. They stop once both the sum and its
+# derivative have converged to float64 precision (JAX stops on the derivative alone, at the
+# operand's precision).
+
+_SERIES_ITERS = 20000  # the series needs about 9 sqrt(a) terms near x = a
+_F64_EPS = float(np.finfo(np.float64).eps)
+
+
+def _series_da(a, x, live):
+    """S = sum_n x^n / ((a + 1) ... (a + n)), so that P = x^a e^-x S / Gamma(a + 1), and dS/da,
+    for the flat arrays a, x at the indices `live` (elsewhere the first term: S = 1, dS/da = 0)."""
+    r, c, s = a.copy(), np.ones_like(x), np.ones_like(x)
+    dc, ds = np.zeros_like(x), np.zeros_like(x)
+    for _ in range(_SERIES_ITERS):
+        if not live.size:
+            break
+        xl, rl = x[live], r[live] + 1
+        dcl = dc[live] * (xl / rl) - c[live] * xl / (rl * rl)
+        cl = c[live] * (xl / rl)
+        r[live], c[live], dc[live] = rl, cl, dcl
+        s[live] += cl
+        ds[live] += dcl
+        busy = (np.abs(cl) > _F64_EPS * np.abs(s[live])) | (np.abs(dcl) > _F64_EPS * np.abs(ds[live]))
+        live = live[busy]
+    return s, ds
+
+
+def _fraction_da(a, x, live):
+    """F, Q's continued fraction (Q = x^a e^-x F / Gamma(a); the convergents p_k / q_k by XLA's
+    three-term recurrence), and dF/da, for the flat arrays a, x at the indices `live` (elsewhere
+    the first convergent)."""
+    y, z, c = 1 - a, x + 2 - a, np.zeros_like(x)
+    pkm2, qkm2, pkm1, qkm1 = np.ones_like(x), x.copy(), x + 1, (x + 2 - a) * x
+    dpkm2, dqkm2, dpkm1, dqkm1 = np.zeros_like(x), np.zeros_like(x), np.zeros_like(x), -x
+    f = pkm1 / qkm1
+    df = (dpkm1 - f * dqkm1) / qkm1
+    for _ in range(_ITERS):
+        if not live.size:
+            break
+        i = live
+        c[i] += 1
+        y[i] += 1
+        z[i] += 2
+        ci, zi, yc = c[i], z[i], y[i] * c[i]
+        pk = pkm1[i] * zi - pkm2[i] * yc
+        qk = qkm1[i] * zi - qkm2[i] * yc
+        dpk = dpkm1[i] * zi - pkm1[i] - dpkm2[i] * yc + pkm2[i] * ci
+        dqk = dqkm1[i] * zi - qkm1[i] - dqkm2[i] * yc + qkm2[i] * ci
+        nonzero = qk != 0
+        safe_qk = np.where(nonzero, qk, 1.0)
+        fi = np.where(nonzero, pk / safe_qk, f[i])
+        dfi = np.where(nonzero, (dpk - fi * dqk) / safe_qk, df[i])
+        busy = ~nonzero | (np.abs(fi - f[i]) > _F64_EPS * np.abs(fi)) | (
+            np.abs(dfi - df[i]) > _F64_EPS * np.abs(dfi))
+        f[i], df[i] = fi, dfi
+        # The convergents grow without bound: rescale them (and their derivatives) together.
+        scale = np.where(np.abs(pk) > 1 / _F64_EPS, _F64_EPS, 1.0)
+        pkm2[i], pkm1[i], qkm2[i], qkm1[i] = pkm1[i] * scale, pk * scale, qkm1[i] * scale, qk * scale
+        dpkm2[i], dpkm1[i] = dpkm1[i] * scale, dpk * scale
+        dqkm2[i], dqkm1[i] = dqkm1[i] * scale, dqk * scale
+        live = i[busy]
+    return f, df
+
+
+def _igamma_da64(a, x, sample, log_max):
+    """dP(a, x)/da, or with `sample` dx/da = -(dP/da) / (dP/dx) at a Gamma(a) sample x, for
+    float64 arrays. Where x^a e^-x / Gamma(a) underflows in JAX's working precision (its log is
+    below -log_max), JAX keeps the first term of the series or fraction; so does this."""
+    shape = x.shape
+    a, x = a.ravel(), x.ravel()
+    nan = np.isnan(a) | np.isnan(x) | np.isinf(a) | np.isinf(x) | (x < 0) | (a <= 0)
+    zero = ~nan & (x == 0)
+    ok = ~nan & ~zero
+    a_ok, x_ok = np.where(ok, a, 1.0), np.where(ok, x, 1.0)
+    log_ax = a_ok * np.log(x_ok) - x_ok - _lgamma64(a_ok)
+    enabled = ok & (log_ax >= -log_max)
+    use_fraction = (x_ok > 1) & (x_ok > a_ok)
+    s, ds = _series_da(a_ok, x_ok, np.flatnonzero(enabled & ~use_fraction))
+    f, df = _fraction_da(a_ok, x_ok, np.flatnonzero(enabled & use_fraction))
+    # d log(x^a e^-x / Gamma(a + 1)) / da for the series, d log(x^a e^-x / Gamma(a)) / da for F.
+    series_da = s * (np.log(x_ok) - _digamma64(a_ok + 1)) + ds
+    fraction_da = f * (np.log(x_ok) - _digamma64(a_ok)) + df
+    if sample:  # the prefactors cancel against the density x^(a - 1) e^-x / Gamma(a)
+        out = np.where(use_fraction, fraction_da * x_ok, -series_da * x_ok / a_ok)
+    else:
+        ax = np.exp(log_ax)
+        out = np.where(use_fraction, -ax * fraction_da, ax * series_da / a_ok)
+    out = np.where(zero, 0.0, out)
+    return np.where(nan, np.nan, out).reshape(shape)
+
+
+def _igamma_grad_a_host(a, x, sample=False):
+    """The derivatives in the operands' dtype, computed in float64 with the underflow cut-off of
+    JAX's working precision (float32 for the narrower floats, which it upcasts)."""
+    wide = np.asarray(a).dtype == np.float64
+    log_max = float(np.log(np.finfo(np.float64 if wide else np.float32).max))
+    kernel = _in_f64(lambda a, x: _igamma_da64(a, x, sample, log_max))
+    return kernel(a, x)
+
+
+igamma_grad_a_p = binop("igamma_grad_a", _igamma_grad_a_host, "float")
 
 
 def _igamma_density(a, x):
@@ -135,17 +233,18 @@ def _igamma_density(a, x):
     return exp(sub(sub(mul(sub(a, _const(a, 1)), log(x)), x), lgamma(a)))
 
 
-def _igamma_da(g, a, x):
-    from gpuarr.api import ShapeDtypeStruct
-    from gpuarr.callbacks import pure_callback
-    shape = _broadcast_shapes("igamma", get_aval(a).shape, get_aval(x).shape)
-    d = pure_callback(_igamma_grad_a64, ShapeDtypeStruct(shape, get_aval(x).dtype), a, x,
-                      vmap_method="broadcast_all")
-    return mul(g, d)
+def _igamma_grad_a_da(g, a, x):
+    raise NotImplementedError("Differentiation rule for 'igamma_grad_a' with respect to a not "
+                              "implemented (it is differentiable in x).")
 
 
-defjvp(igamma_p, _igamma_da, lambda g, a, x: mul(g, _igamma_density(a, x)))
-defjvp(igammac_p, lambda g, a, x: neg(_igamma_da(g, a, x)),
+# JAX differentiates igamma_grad_a in neither operand; in x, d/dx dP/da = d/da dP/dx, which
+# is the density times (log x - digamma(a)).
+defjvp(igamma_grad_a_p, _igamma_grad_a_da,
+       lambda g, a, x: mul(g, mul(_igamma_density(a, x), sub(log(x), digamma(a)))))
+defjvp(igamma_p, lambda g, a, x: mul(g, igamma_grad_a(a, x)),
+       lambda g, a, x: mul(g, _igamma_density(a, x)))
+defjvp(igammac_p, lambda g, a, x: neg(mul(g, igamma_grad_a(a, x))),
        lambda g, a, x: neg(mul(g, _igamma_density(a, x))))
 
 
@@ -347,6 +446,12 @@ def igamma(a, x):
 def igammac(a, x):
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x) (lax.igammac)."""
     return _bind(igammac_p, a, x)
+
+
+def igamma_grad_a(a, x):
+    """The derivative dP(a, x)/da of the regularized lower incomplete gamma function
+    (lax.igamma_grad_a)."""
+    return _bind(igamma_grad_a_p, a, x)
 
 
 def bessel_i0e(x):

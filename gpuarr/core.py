@@ -75,10 +75,10 @@ def get_aval(x) -> ShapedArray:
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
+    if isinstance(x, (np.ndarray, np.generic)):  # first: np.float64 is also a Python float
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
     if isinstance(x, (bool, int, float, complex)):
         return ShapedArray((), dtypes.dtype(x, canonicalize=True), weak_type=type(x) is not bool)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid array type; "
                     "pass a gpuarr Array, a NumPy array or a Python scalar.")
 
@@ -113,6 +113,9 @@ class Primitive:
 abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
 # weak_type of each output in eager mode, where no abstract evaluation happens.
 weak_type_rules: dict[Primitive, Callable[..., bool]] = {}
+# Binary elementwise primitives: operands of unequal nonzero ranks are an error, which NumPy's
+# broadcasting would hide from eager evaluation.
+rank_checked_prims: set[Primitive] = set()
 
 
 def default_weak_type_rule(*args, **params) -> bool:

@@ -9,7 +9,7 @@ from gpuarr import core, dtypes, placement
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.config import config
-from gpuarr.core import Tracer, default_weak_type_rule, weak_type_rules
+from gpuarr.core import Tracer, default_weak_type_rule, rank_checked_prims, weak_type_rules
 from gpuarr.errors import UnexpectedTracerError
 from gpuarr.placement import current_default_device, platform_of
 
@@ -49,6 +49,9 @@ class EvalTrace(core.Trace):
             try:
                 if len(vals) == 2:
                     key = (prim, vals[0].dtype.num, vals[1].dtype.num)
+                    if (prim in rank_checked_prims and vals[0].ndim != vals[1].ndim
+                            and vals[0].ndim and vals[1].ndim):
+                        _raise_abstract_error(prim, args, params)
                 elif len(vals) == 1:
                     key = (prim, vals[0].dtype.num)
                 else:
@@ -114,8 +117,9 @@ def _check_dtypes(prim, args, params, key) -> None:
     """NumPy computes where JAX raises: sin of int32 gives float64, int32 + float32 promotes.
     So the abstract rule runs once per primitive and combination of operand dtypes (`key`),
     raising JAX's TypeError for the ones it rejects; accepted ones cost a set lookup in
-    EvalTrace afterwards. (Shape errors need no check: NumPy raises on them, and
-    `_raise_abstract_error` rewords.)"""
+    EvalTrace afterwards. (Shape errors need no check where NumPy raises on them, and
+    `_raise_abstract_error` rewords; operands of unequal ranks, which NumPy broadcasts, are
+    checked in EvalTrace.)"""
     _raise_abstract_error(prim, args, params)
     _accepted_dtypes.add(key)
 

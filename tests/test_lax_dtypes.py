@@ -79,3 +79,29 @@ def test_pow_takes_an_integer_exponent_array():
     grad = gpuarr.grad(lambda x: lax.pow(x, I32).sum())(F32)
     assert grad.dtype == np.float32
     np.testing.assert_allclose(grad, I32 * F32.astype(np.float64) ** (I32 - 1), rtol=1e-6)
+
+
+def test_operands_of_unequal_ranks_raise_after_a_valid_call():
+    """NumPy would broadcast (3,) against (2, 3); lax raises JAX's TypeError, also after the
+    same primitive and dtypes have run eagerly once."""
+    row, grid = np.ones(3, np.float32), np.ones((2, 3), np.float32)
+    assert lax.add(row, row).shape == (3,)
+    assert lax.mul(grid, np.float32(2)).shape == (2, 3)  # rank 0 broadcasts
+    assert lax.sub(row[None], grid).shape == (2, 3)  # so do size-1 axes of equal rank
+    for fn in (lax.add, gpuarr.jit(lax.add)):
+        with pytest.raises(TypeError, match=r"add: arrays must have the same number of "
+                                            r"dimensions, got \{1, 2\}"):
+            fn(row, grid)
+
+
+def test_numpy_scalars_are_not_weak():
+    """np.float64 subclasses Python's float, but JAX types it strongly: canonicalized to float32
+    without x64 and a dtype mismatch with float32 under x64."""
+    for out in both(lax.add, np.float32(1), np.float64(2)):
+        assert out.dtype == np.float32 and not out.weak_type
+    with pytest.raises(TypeError, match="lax.add requires arguments to have the same dtypes"):
+        lax.add(np.float16(1), np.float64(2))  # float16 and the canonical float32
+    with gpuarr.experimental.enable_x64():
+        for fn in (lax.add, gpuarr.jit(lax.add)):
+            with pytest.raises(TypeError, match="got float32, float64"):
+                fn(np.float32(1), np.float64(2))

@@ -27,6 +27,7 @@ from gpuarr.core import (
     Tracer,
     abstract_eval_rules,
     get_aval,
+    rank_checked_prims,
     weak_type_rules,
 )
 from gpuarr.interpreters import ad, batching
@@ -46,13 +47,13 @@ def _coerce_scalars(name, *args):
     """Python scalars take the dtype of the array operands (they are weakly typed), as long as
     that keeps their value: a float into an integer type, a complex into a real one or an int
     out of the type's range is a TypeError, as in JAX, rather than a silently different value."""
-    if not any(isinstance(a, _SCALARS) for a in args):
+    if not any(type(a) in _SCALARS for a in args):  # exact types: np.float64 is not weak
         return args
-    arrays = [a for a in args if not isinstance(a, _SCALARS)]
+    arrays = [a for a in args if type(a) not in _SCALARS]
     if not arrays:  # each scalar alone: its default dtype (the primitive checks they agree)
         return tuple(_scalar_as(name, a, dtypes.dtype(a, canonicalize=True)) for a in args)
     dt = np.dtype(_dtype_of(arrays[0]))
-    return tuple(_scalar_as(name, a, dt) if isinstance(a, _SCALARS) else a for a in args)
+    return tuple(_scalar_as(name, a, dt) if type(a) in _SCALARS else a for a in args)
 
 
 def _scalar_as(name, value, dt):
@@ -86,8 +87,9 @@ def _broadcast_shapes(name, *shapes):
         return ()
     rank = len(shapes[0])
     if any(len(s) != rank for s in shapes):
-        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                        f"{', '.join(map(str, shapes))}.")
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
+                        f"{set(map(len, shapes))}; reshape or broadcast the operands to a "
+                        "common rank first (jnp functions broadcast implicitly).")
     out = []
     for dims in zip(*shapes):
         big = {d for d in dims if d != 1}
@@ -144,6 +146,7 @@ def binop(name: str, impl, kind: str = "number", out_dtype=None) -> Primitive:
 
     abstract_eval_rules[prim] = abstract
     batch_rules[prim] = partial(broadcast_batch_rule, prim)
+    rank_checked_prims.add(prim)
     return prim
 
 

@@ -19,7 +19,7 @@ from gpuarr.numpy.ufuncs import (  # noqa: F401
     arctanh, around, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_count, bitwise_invert,
     bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor, cbrt, ceil,
     clip, conj, conjugate, copysign, cos, cosh, deg2rad, degrees, divide, divmod, equal, exp,
-    exp2, expm1, fabs, fix, float_power, floor, floor_divide, fmax, fmin, fmod, frexp, gcd,
+    exp2, expm1, fabs, float_power, floor, floor_divide, fmax, fmin, fmod, frexp, gcd,
     greater, greater_equal, heaviside, hypot, i0, imag, invert, iscomplex, isfinite, isinf, isnan,
     isneginf, isposinf, isreal, lcm, ldexp, left_shift, less, less_equal, log, log10, log1p, log2,
     logaddexp, logaddexp2, logical_and, logical_not, logical_or, logical_xor, maximum, minimum,

@@ -404,6 +404,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
              if ignore_nan else lax.full(outer + (1,), n, dt))
     # q goes on a leading axis: positions have shape q.shape + outer + (1,).
     qs = lax.reshape(q, q_aval.shape + (1,) * (len(outer) + 1))
+    count = lax.reshape(count, (1,) * q_aval.ndim + outer + (1,))
     pos = lax.mul(qs, lax.sub(count, np.ones((), dt)[()]))
     lo, hi = lax.floor(pos), lax.ceil(pos)
     if method == "lower":

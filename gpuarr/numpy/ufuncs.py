@@ -99,7 +99,6 @@ sign = _unary("sign", _no_bool("sign", lax.sign), promote_dtypes)
 # Integers and booleans pass through; complex values reach lax and its TypeError, as in JAX.
 floor = _unary("floor", lambda x: x if _is_int_or_bool(x) else lax.floor(x), promote_dtypes)
 trunc = _unary("trunc", lambda x: x if _is_int_or_bool(x) else _trunc(x), promote_dtypes)
-fix = trunc
 ceil = _unary("ceil", lambda x: x if _is_int_or_bool(x) else lax.ceil(x), promote_dtypes)
 exp = _unary("exp", lax.exp)
 exp2 = _unary("exp2", lax.exp2)

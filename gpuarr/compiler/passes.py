@@ -9,12 +9,14 @@ algebraic simplifier, so jitted numerics can differ from eager ones exactly wher
 
 Rewrite rules are data: `SIMPLIFY_RULES` maps a primitive name to functions
 `rule(eqn, producer) -> replacement or None`, where `producer(atom)` is the equation that
-defines `atom` in the rewritten program (None for inputs and literals) and a replacement is an
-atom or a list of `(prim, inputs, params)` whose last result replaces the equation's output.
+defines `atom` in the rewritten program (None for inputs and literals; also None under
+`only_use=True` when `atom` is read anywhere else) and a replacement is an atom or a list of
+`(prim, inputs, params)` whose last result replaces the equation's output.
 """
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import numpy as np
 
@@ -164,6 +166,24 @@ def _broadcast_of(eqn, producer):
     return None
 
 
+def _scaled_product(eqn, producer):
+    """c * dot(a, b) -> dot(a, c * b), the scalar moved onto the smaller operand (as XLA's
+    simplifier does): a weight gradient x^T g scaled by a learning rate is larger than g."""
+    for c, prod in (eqn.inputs, eqn.inputs[::-1]):
+        p = producer(prod, only_use=True)
+        if (isinstance(c, Literal) and c.aval.shape == () and p is not None
+                and p.prim.name == "dot_general" and np.dtype(c.aval.dtype).kind in "fc"):
+            a, b = p.inputs
+            if a.aval.dtype == b.aval.dtype == prod.aval.dtype:
+                size = lambda v: int(np.prod(v.aval.shape))  # noqa: E731
+                i = 0 if size(a) < size(b) else 1
+                if size(p.inputs[i]) < size(prod):
+                    scaled = [("mul", [c, p.inputs[i]], {})]
+                    ins = [a, "$0"] if i else ["$0", b]
+                    return scaled + [("dot_general", ins, dict(p.params))]
+    return None
+
+
 def _integer_pow_of(eqn, producer):             # x ** 1 -> x (left by vmap of grad of x ** 2)
     return eqn.inputs[0] if eqn.params["y"] == 1 else None
 
@@ -172,7 +192,7 @@ SIMPLIFY_RULES = {
     "log": [_log_of],
     "integer_pow": [_integer_pow_of],
     "exp": [_exp_of],
-    "mul": [_identity_operand(1, True)],
+    "mul": [_identity_operand(1, True), _scaled_product],
     "add": [_identity_operand(0, True)],
     "sub": [_identity_operand(0, False)],
     "div": [_identity_operand(1, False)],
@@ -198,16 +218,24 @@ class _Rewriter:
         self.env: dict = {}
         self.defs: dict = {}
         self.eqns: list = []
+        reads = [a for e in program.eqns for a in e.inputs] + list(program.outvars)
+        self.uses = Counter(a.id for a in reads if not isinstance(a, Literal))
 
     def read(self, atom):
         if isinstance(atom, Literal):
             return atom
         return self.env.get(atom.id, atom)
 
-    def producer(self, atom):
-        if isinstance(atom, Literal):
+    def producer(self, atom, only_use=False):
+        if isinstance(atom, Literal) or (only_use and self.uses[atom.id] != 1):
             return None
         return self.defs.get(atom.id)
+
+    def substitute(self, out, atom):
+        """Read `atom` wherever `out` was read."""
+        self.env[out.id] = atom
+        if not isinstance(atom, Literal):
+            self.uses[atom.id] += self.uses[out.id]
 
     def emit(self, prim, inputs, params, outvars=None, source_info=None):
         if outvars is None:
@@ -254,7 +282,7 @@ def simplify(program: Program) -> Program:
                 new = rw.emit(_prim(name), ins, params, [out] if last else None, eqn.source_info)
                 results.append(new.outvars[0])
         elif replacement.aval.dtype == out.aval.dtype and replacement.aval.shape == out.aval.shape:
-            rw.env[out.id] = replacement
+            rw.substitute(out, replacement)
         else:
             rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
     return rw.finish(program.constvars)

@@ -66,6 +66,25 @@ def test_broadcast_scalar_into_elementwise():
     assert prims(closed) == ["add"]
 
 
+def test_scalar_moves_onto_the_smaller_factor_of_a_product():
+    rng = np.random.default_rng(0)
+    x, g = rng.normal(size=(8, 30)).astype(np.float32), rng.normal(size=(8, 20)).astype(np.float32)
+    closed = opt(lambda x, g: 0.01 * (x.T @ g), x, g)
+    mul, dot = closed.program.eqns[-2:]
+    assert (mul.prim.name, dot.prim.name) == ("mul", "dot_general")
+    assert mul.outvars[0].aval.shape == (8, 20)  # g scaled, not the 30 x 20 product
+    out = gpuarr.jit(lambda x, g: 0.01 * (x.T @ g))(x, g)
+    np.testing.assert_allclose(out, 0.01 * (x.T.astype(np.float64) @ g), rtol=1e-5, atol=1e-7)
+    assert out.dtype == np.float32 and out.shape == (30, 20)
+    # A product also read elsewhere is computed once and scaled as written.
+    def scaled_and_plain(x, g):
+        product = x.T @ g
+        return 0.01 * product, product
+    assert prims(opt(scaled_and_plain, x, g))[-2:] == ["dot_general", "mul"]
+    # Nothing to gain when the product is the smallest array (an inner product).
+    assert prims(opt(lambda x, g: 2.0 * (x @ x.T), x, g))[-1] == "mul"
+
+
 def test_constant_folding_cse_dce():
     x = np.ones(3, np.float32)
     closed = opt(lambda x: x * (lax.convert_element_type(np.float32(2.0), np.float32) + 3.0), x)

@@ -1388,6 +1388,24 @@ _NARROW_FLOATS = (np.dtype(np.float16),) + ((np.dtype(dtypes.bfloat16),)
                                              if hasattr(dtypes, "bfloat16") else ())
 
 
+def _einsum_pays(dtype, out_shape, ndims) -> bool:
+    # einsum's loops beat a broadcasting multiply unless the rows it runs along are short.
+    return dtype.kind in "fc" and bool(out_shape) and out_shape[-1] >= 16 and ndims <= 26
+
+
+def _broadcast_product_spec(x_ndim, y_ndim, dimension_numbers) -> str:
+    """The einsum subscripts of a dot_general without contraction (batch and free axes only)."""
+    _, _, lb, rb, lf, rf = _dot_dims(x_ndim, y_ndim, dimension_numbers)
+    letters = [chr(ord("a") + i) for i in range(len(lb) + len(lf) + len(rf))]
+    bl, fl, fr = letters[:len(lb)], letters[len(lb):len(lb) + len(lf)], letters[len(lb) + len(lf):]
+    xs, ys = [""] * x_ndim, [""] * y_ndim
+    for i, c in zip(lb + lf, bl + fl):
+        xs[i] = c
+    for i, c in zip(rb + rf, bl + fr):
+        ys[i] = c
+    return f"{''.join(xs)},{''.join(ys)}->{''.join(bl + fl + fr)}"
+
+
 def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
     if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.char in "fdFD" \
@@ -1411,20 +1429,11 @@ def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element
     lfs = tuple(x.shape[i] for i in lf)
     rfs = tuple(y.shape[i] for i in rf)
     if not lc:
-        # No contraction: a broadcast product, not a batch of 1x1 matrix multiplies. einsum's
-        # loops beat a broadcasting multiply (one product per element either way, so the same
-        # values) unless the rows it runs along are short.
+        # No contraction: a broadcast product, not a batch of 1x1 matrix multiplies (one
+        # product per element in einsum and in multiply, so the same values).
         out_shape = bshape + lfs + rfs
-        if x.dtype.kind in "fc" and out_shape and out_shape[-1] >= 16 and x.ndim + y.ndim <= 26:
-            letters = [chr(ord("a") + i) for i in range(len(lb) + len(lf) + len(rf))]
-            bl, fl, fr = (letters[:len(lb)], letters[len(lb):len(lb) + len(lf)],
-                          letters[len(lb) + len(lf):])
-            xs, ys = [""] * x.ndim, [""] * y.ndim
-            for i, c in zip(lb + lf, bl + fl):
-                xs[i] = c
-            for i, c in zip(rb + rf, bl + fr):
-                ys[i] = c
-            spec = f"{''.join(xs)},{''.join(ys)}->{''.join(bl + fl + fr)}"
+        if _einsum_pays(x.dtype, out_shape, x.ndim + y.ndim):
+            spec = _broadcast_product_spec(x.ndim, y.ndim, dimension_numbers)
             return np.einsum(spec, x, y).astype(out_dtype, copy=False)
         xt = np.transpose(x, lb + lf).reshape(bshape + lfs + (1,) * len(rfs))
         yt = np.transpose(y, rb + rf).reshape(bshape + (1,) * len(lfs) + rfs)
@@ -1505,10 +1514,19 @@ def _dot_transpose_rhs(ct, x, y, dimension_numbers, precision=None, preferred_el
 
 def _dot_general_expr(x, y, dimension_numbers, precision=None, preferred_element_type=None):
     """A plain matrix/vector product as one BLAS call in compiled Programs (transposes are
-    views), without the impl's parameter handling; None for the other cases."""
+    views), and a product without contraction as one einsum, without the impl's parameter
+    handling; None for the other cases."""
     (lc, rc), (lb, rb) = dimension_numbers
-    if (lb or len(lc) != 1 or not (1 <= x.ndim <= 2 and 1 <= y.ndim <= 2) or x.dtype != y.dtype
-            or x.dtype.char not in "fdFD" or preferred_element_type not in (None, x.dtype)):
+    if x.dtype != y.dtype or x.dtype.char not in "fdFD" or preferred_element_type not in (
+            None, x.dtype):
+        return None
+    if not lc:  # a broadcast product (per-example gradients): einsum with fixed subscripts
+        out = _dot_general_abstract(x, y, dimension_numbers)[0].shape
+        if not _einsum_pays(x.dtype, out, x.ndim + y.ndim):
+            return None
+        spec = _broadcast_product_spec(x.ndim, y.ndim, dimension_numbers)
+        return f"{{einsum}}({spec!r}, {{0}}, {{1}})", {"einsum": np.einsum}
+    if lb or len(lc) != 1 or not (1 <= x.ndim <= 2 and 1 <= y.ndim <= 2):
         return None
     lhs = "{0}" if lc[0] == x.ndim - 1 else "{0}.T"
     rhs = "{1}" if rc[0] == 0 else "{1}.T"

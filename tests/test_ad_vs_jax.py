@@ -71,6 +71,21 @@ def test_linearize_keeps_weak_type():
 # ---------------------------------------------------------------- Jacobians
 
 
+@pytest.mark.parametrize("fn,dfdx", [
+    (lambda x: x ** 3, lambda x: 3 * x ** 2),
+    (lambda x: jax.lax.integer_pow(x, 2), lambda x: 2 * x),
+    (jnp.sqrt, lambda x: 0.5 / math.sqrt(x)),
+    (jax.lax.rsqrt, lambda x: -0.5 * x ** -1.5),
+    (jnp.cbrt, lambda x: x ** (-2 / 3) / 3),
+])
+def test_tangents_of_weak_inputs_stay_weak(fn, dfdx):
+    """A rule's constants (the 3 in 3 x^2) do not strengthen a weak tangent (JAX's values)."""
+    primal, tangent = jax.jvp(fn, (2.0,), (1.0,))
+    assert primal.weak_type
+    check(tangent, dfdx(2.0), np.float32, weak=True, rtol=1e-5)
+    check(jax.grad(fn)(2.0), dfdx(2.0), np.float32, weak=True, rtol=1e-5)
+
+
 def test_jacfwd_input_checks():
     with pytest.raises(TypeError, match="jacfwd requires real-valued inputs .* but got int32"):
         jax.jacfwd(lambda x: x * 2)(np.arange(3))

@@ -16,7 +16,7 @@ from gpuarr.api import (  # noqa: F401
 )
 from gpuarr.config import (  # noqa: F401
     check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,
-    enable_x64, explain_cache_misses, log_compiles,
+    enable_x64, explain_cache_misses, log_compiles, numpy_rank_promotion,
 )
 from gpuarr import errors  # noqa: F401
 from gpuarr.tree_util import (  # noqa: F401
@@ -35,6 +35,7 @@ from gpuarr.api import (  # noqa: F401, E402
 from gpuarr.dtypes import float0  # noqa: F401, E402
 from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401, E402
 from gpuarr import custom_derivatives, ad_checkpoint  # noqa: F401, E402
+from gpuarr import custom_batching  # noqa: F401, E402
 from gpuarr.lax import stop_gradient  # noqa: F401, E402
 from gpuarr import nn, scipy, test_util  # noqa: F401, E402
 

@@ -36,7 +36,10 @@ _DEFAULTS = {
     "threefry_partitionable": True,
     "default_matmul_precision": "",
     "enable_passes": True,
+    "numpy_rank_promotion": "allow",
 }
+# Options that take one of a few strings.
+_ENUMS = {"numpy_rank_promotion": ("allow", "warn", "raise")}
 
 
 class Config:
@@ -65,6 +68,9 @@ class Config:
             elif not isinstance(value, (bool, int)):
                 raise TypeError(f"config option {name!r} takes a bool, got {value!r}")
             value = bool(value)
+        elif key in _ENUMS and value not in _ENUMS[key]:
+            raise ValueError(f"new enum value must be in {list(_ENUMS[key])}, got {value} of "
+                             f"type {type(value)}.")
         self._values[key] = value
         self._refresh_trace_state()
         for listener in self._listeners:
@@ -84,7 +90,8 @@ class Config:
     def _refresh_trace_state(self):
         v = self._values
         self.__dict__["_trace_state"] = (v["enable_x64"], v["debug_nans"], v["debug_infs"],
-                                         v["enable_passes"], v["platforms"])
+                                         v["enable_passes"], v["platforms"],
+                                         v["numpy_rank_promotion"])
         # jit's fast path is off while any option needs the full call path.
         self.__dict__["_fast_dispatch"] = not (v["disable_jit"] or v["debug_nans"]
                                                or v["debug_infs"])
@@ -171,6 +178,10 @@ default_matmul_precision = State(
     "default_matmul_precision", "Context manager for `jax_default_matmul_precision`: the "
     "precision of matrix products that do not give one (None, 'default', 'high', 'highest', "
     "'bfloat16', 'tensorfloat32' or 'float32').", _check_precision)
+numpy_rank_promotion = State(
+    "numpy_rank_promotion", "Context manager for `jax_numpy_rank_promotion`: what jax.numpy "
+    "does when it broadcasts operands of different nonzero ranks against each other ('allow', "
+    "'warn' or 'raise').")
 
 
 def checking_leaks():

@@ -263,3 +263,26 @@ def test_isin_methods_agree_with_numpy(method, dtype):
 def test_isin_rejects_unknown_methods():
     with pytest.raises(ValueError, match="unknown method"):
         jnp.isin(np.arange(3), np.arange(2), method="hash")
+
+
+def test_numpy_rank_promotion_option():
+    """jax_numpy_rank_promotion: 'allow' broadcasts (3,) against (2, 3), 'warn' warns, 'raise'
+    raises ValueError, eagerly and under jit; rank 0 and size-1 axes of equal rank are fine."""
+    row, grid = np.ones(3, np.float32), np.ones((2, 3), np.float32)
+    same(jnp.add(row, grid), row + grid)
+    with gpuarr.numpy_rank_promotion("raise"):
+        same(jnp.multiply(grid, 2.0), grid * 2)
+        same(jnp.subtract(grid, row[None]), grid - row[None])
+        for fn in (jnp.add, gpuarr.jit(jnp.add)):
+            with pytest.raises(ValueError, match=r"Operands could not be broadcast together for "
+                                                 r"add on shapes \(3,\) \(2, 3\) and with the "
+                                                 r"config option jax_numpy_rank_promotion='raise'"):
+                fn(row, grid)
+    with gpuarr.numpy_rank_promotion("warn"):
+        with pytest.warns(UserWarning, match=r"Following NumPy automatic rank promotion for "
+                                             r"multiply on shapes \(3,\) \(2, 3\)"):
+            same(jnp.multiply(row, grid), row * grid)
+    assert gpuarr.numpy_rank_promotion.value == "allow"
+    same(gpuarr.jit(jnp.add)(row, grid), row + grid)  # traced again, not the cached error
+    with pytest.raises(ValueError, match="new enum value must be in"):
+        gpuarr.config.update("jax_numpy_rank_promotion", "sometimes")

@@ -1,10 +1,13 @@
 """Argument handling shared by gpuarr.numpy: array-like checks, dtype promotion, broadcasting."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.array import Array
+from gpuarr.config import config
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
 
@@ -81,17 +84,36 @@ def _scalar_value(x, dt):
     return np.asarray(x).astype(dt) if dtypes.is_int(dt) and isinstance(x, float) else np.asarray(x, dt)
 
 
-def broadcast_arrays(*args):
-    """Broadcast arrays against each other with NumPy's rules (rank-0 values stay rank 0)."""
+def broadcast_arrays(*args, fun_name="broadcast_arrays"):
+    """Broadcast arrays against each other with NumPy's rules (rank-0 values stay rank 0),
+    warning or raising for operands of different nonzero ranks as `jax_numpy_rank_promotion`
+    says."""
     shapes = [np.shape(a) if isinstance(a, (np.ndarray, np.generic)) else get_aval(a).shape
               for a in args]
     if len(set(shapes)) <= 1:
         return list(args)
+    if config.numpy_rank_promotion != "allow" and len({len(s) for s in shapes if s}) > 1:
+        _rank_promotion_warning_or_error(fun_name, shapes)
     try:
         result = np.broadcast_shapes(*shapes)
     except ValueError:
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
     return [a if s == result or s == () else broadcast_to(a, result) for a, s in zip(args, shapes)]
+
+
+def _rank_promotion_warning_or_error(fun_name, shapes):
+    listed = " ".join(map(str, shapes))
+    if config.numpy_rank_promotion == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+                      f"{listed}. Set the jax_numpy_rank_promotion config option to 'allow' to "
+                      "disable this warning; for more information, see "
+                      "https://docs.jax.dev/en/latest/rank_promotion_warning.html.",
+                      stacklevel=4)
+    else:
+        raise ValueError(f"Operands could not be broadcast together for {fun_name} on shapes "
+                         f"{listed} and with the config option "
+                         "jax_numpy_rank_promotion='raise'. For more information, see "
+                         "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
 
 
 def broadcast_to(x, shape):

@@ -30,7 +30,7 @@ def _binary(name, op, promote=promote_dtypes):
     def fn(x, y, /):
         check_arraylike(name, x, y)
         x, y = promote(x, y)
-        x, y = broadcast_arrays(x, y)
+        x, y = broadcast_arrays(x, y, fun_name=name)
         return op(x, y)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion."
@@ -55,7 +55,7 @@ def _binary_ufunc(name, op, promote=promote_dtypes):
             _ufunc_args(name, out, where)
         check_arraylike(name, x, y)
         x, y = promote(x, y)
-        x, y = broadcast_arrays(x, y)
+        x, y = broadcast_arrays(x, y, fun_name=name)
         return op(x, y)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion; "

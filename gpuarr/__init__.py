@@ -16,7 +16,7 @@ from gpuarr.api import (  # noqa: F401
 )
 from gpuarr.config import (  # noqa: F401
     check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,
-    enable_x64, explain_cache_misses, log_compiles, numpy_rank_promotion,
+    enable_x64, explain_cache_misses, log_compiles, numpy_dtype_promotion, numpy_rank_promotion,
 )
 from gpuarr import errors  # noqa: F401
 from gpuarr.tree_util import (  # noqa: F401

@@ -37,9 +37,11 @@ _DEFAULTS = {
     "default_matmul_precision": "",
     "enable_passes": True,
     "numpy_rank_promotion": "allow",
+    "numpy_dtype_promotion": "standard",
 }
 # Options that take one of a few strings.
-_ENUMS = {"numpy_rank_promotion": ("allow", "warn", "raise")}
+_ENUMS = {"numpy_rank_promotion": ("allow", "warn", "raise"),
+          "numpy_dtype_promotion": ("standard", "strict")}
 
 
 class Config:
@@ -91,7 +93,7 @@ class Config:
         v = self._values
         self.__dict__["_trace_state"] = (v["enable_x64"], v["debug_nans"], v["debug_infs"],
                                          v["enable_passes"], v["platforms"],
-                                         v["numpy_rank_promotion"])
+                                         v["numpy_rank_promotion"], v["numpy_dtype_promotion"])
         # jit's fast path is off while any option needs the full call path.
         self.__dict__["_fast_dispatch"] = not (v["disable_jit"] or v["debug_nans"]
                                                or v["debug_infs"])
@@ -182,6 +184,10 @@ numpy_rank_promotion = State(
     "numpy_rank_promotion", "Context manager for `jax_numpy_rank_promotion`: what jax.numpy "
     "does when it broadcasts operands of different nonzero ranks against each other ('allow', "
     "'warn' or 'raise').")
+numpy_dtype_promotion = State(
+    "numpy_dtype_promotion", "Context manager for `jax_numpy_dtype_promotion`: 'standard' "
+    "promotes mixed dtypes on JAX's lattice, 'strict' allows only weakly typed values (Python "
+    "scalars) to promote and raises TypePromotionError for two different strong dtypes.")
 
 
 def checking_leaks():

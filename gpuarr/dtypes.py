@@ -20,6 +20,9 @@ The lattice (an edge `a -> b` means `a` promotes to `b`)::
 
 The result of promoting several types is their least upper bound on this lattice. With
 `enable_x64` off, 64-bit input types are first canonicalized to their 32-bit counterparts.
+With `jax_numpy_dtype_promotion='strict'` the lattice keeps only the weak edges (i* below f*
+and every integer type, f* below c* and every float type, c* below the complex types), so
+mixing two different strong types raises TypePromotionError.
 
 bfloat16 comes from the optional `ml_dtypes` package; without it `bfloat16` is not defined here
 and the lattice simply lacks that node.
@@ -153,12 +156,15 @@ class TypePromotionError(ValueError):
 # Mirror of `config.enable_x64`, kept current by a config listener: reading the config object
 # costs far more than a module global, and this is read on every result_type call.
 _x64: bool = bool(config.enable_x64)
+_strict: bool = config.numpy_dtype_promotion == "strict"
 
 
 def _on_config_update(name: str, value: Any) -> None:
-    global _x64
+    global _x64, _strict
     if name == "enable_x64":
         _x64 = bool(value)
+    elif name == "numpy_dtype_promotion":
+        _strict = value == "strict"
 
 
 config.add_listener(_on_config_update)
@@ -457,16 +463,26 @@ def _upper_bounds(edges: dict[Any, list[Any]]) -> dict[Any, frozenset]:
     return out
 
 
+def _strict_lattice_edges() -> dict[Any, list[Any]]:
+    edges: dict[Any, list[Any]] = {t: [] for t in (_BOOL, *_INT_SET, *_INEXACT_SET)}
+    edges[_WEAK_INT] = [_WEAK_FLOAT, *_INT_SET]
+    edges[_WEAK_FLOAT] = [_WEAK_COMPLEX, *_FLOAT_SET]
+    edges[_WEAK_COMPLEX] = list(_COMPLEX_SET)
+    return edges
+
+
+# Keyed by the lattice: False or True (x64) for the standard one, "strict" for the strict one.
 _UPPER_BOUNDS = {x64: _upper_bounds(_lattice_edges(x64)) for x64 in (False, True)}
+_UPPER_BOUNDS["strict"] = _upper_bounds(_strict_lattice_edges())
 
 
 def _node_name(n: Any) -> str:
     return n.name if _is_weak_node(n) else str(n)
 
 
-def _least_upper_bound(x64: bool, nodes) -> Any:
-    """The least upper bound of `nodes` on the lattice (uncached)."""
-    ubs = _UPPER_BOUNDS[x64]
+def _least_upper_bound(lattice, nodes) -> Any:
+    """The least upper bound of `nodes` on the lattice (a key of _UPPER_BOUNDS; uncached)."""
+    ubs = _UPPER_BOUNDS[lattice]
     n_set = set(nodes)
     bounds = []
     for n in n_set:
@@ -480,6 +496,11 @@ def _least_upper_bound(x64: bool, nodes) -> Any:
     if len(lub) == 1:
         return next(iter(lub))
     names = tuple(_node_name(n) for n in nodes)
+    if not lub and lattice == "strict":
+        raise TypePromotionError(
+            f"Input dtypes {names} have no available implicit dtype promotion path when "
+            "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+            "output type, or set jax_numpy_dtype_promotion=standard.")
     if not lub:
         raise TypePromotionError(
             f"Input dtypes {names} have no available implicit dtype promotion path. "
@@ -487,26 +508,30 @@ def _least_upper_bound(x64: bool, nodes) -> Any:
     raise TypePromotionError(f"Input dtypes {names} have no unique least upper bound.")
 
 
-# (x64, node, node) -> node
-_JOIN_CACHE: dict[tuple[bool, Any, Any], Any] = {}
+# (lattice, node, node) -> node
+_JOIN_CACHE: dict[tuple[Any, Any, Any], Any] = {}
 
 
-def _join(x64: bool, a: Any, b: Any) -> Any:
-    key = (x64, a, b)
+def _join(lattice, a: Any, b: Any) -> Any:
+    key = (lattice, a, b)
     r = _JOIN_CACHE.get(key)
     if r is None:
-        r = _least_upper_bound(x64, (a, b))
+        r = _least_upper_bound(lattice, (a, b))
         _JOIN_CACHE[key] = r
-        _JOIN_CACHE[(x64, b, a)] = r
+        _JOIN_CACHE[(lattice, b, a)] = r
     return r
 
 
-def _join_all(x64: bool, nodes) -> Any:
+def _join_all(lattice, nodes) -> Any:
     it = iter(nodes)
     acc = next(it)
     for n in it:
-        acc = _join(x64, acc, n)
+        acc = _join(lattice, acc, n)
     return acc
+
+
+def _lattice() -> Any:
+    return "strict" if _strict else _x64
 
 
 def _weak_node(dt: np.dtype) -> Any:
@@ -543,7 +568,7 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     Arguments are dtype-likes; the Python types `int`, `float` and `complex` are weak. The result
     is not canonicalized: promote_types(int, int) is int64 and uint64 x int64 gives float64.
     """
-    node = _join(_x64, _as_promotion_node(a), _as_promotion_node(b))
+    node = _join(_lattice(), _as_promotion_node(a), _as_promotion_node(b))
     return np.dtype(node.py_type) if _is_weak_node(node) else node
 
 
@@ -560,11 +585,11 @@ def _lattice_result(pairs, x64: bool) -> tuple[np.dtype, bool]:
         out, weak = dts[0], weaks[0]
     elif len(set(dts)) == 1 and not all(weaks):
         out, weak = dts[0], False
-    elif all(weaks):
+    elif all(weaks) and not _strict:
         # Join the strong counterparts and mark the result weak.
         out, weak = _node_dtype(_join_all(x64, set(dts)), x64), True
     else:
-        node = _join_all(x64, {(_weak_node(d) if w else d) for d, w in zip(dts, weaks)})
+        node = _join_all(_lattice(), {(_weak_node(d) if w else d) for d, w in zip(dts, weaks)})
         out, weak = _node_dtype(node, x64), _is_weak_node(node)
     weak = weak and out != _BOOL
     if weak:
@@ -578,6 +603,7 @@ def _lattice_result(pairs, x64: bool) -> tuple[np.dtype, bool]:
 _RESULT_CACHE: dict[bool, dict[Any, tuple[np.dtype, bool]]] = {False: {}, True: {}}
 _RESULT_CACHE_X32 = _RESULT_CACHE[False]
 _RESULT_CACHE_X64 = _RESULT_CACHE[True]
+_STRICT_RESULT_CACHE: dict[bool, dict[Any, tuple[np.dtype, bool]]] = {False: {}, True: {}}
 _PAIR_FLAG = 1 << (2 * _CODE_BITS)
 _LOW_MASK = (1 << _CODE_BITS) - 1
 
@@ -596,6 +622,8 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     """
     x64 = _x64
     cache = _RESULT_CACHE_X64 if x64 else _RESULT_CACHE_X32
+    if _strict:
+        cache = _STRICT_RESULT_CACHE[x64]
     n = len(args)
     if n == 2:
         # Python scalars inline: one array and one scalar is the commonest call.

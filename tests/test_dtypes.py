@@ -630,3 +630,49 @@ def test_module_works_without_ml_dtypes(monkeypatch):
     assert mod.is_float(np.float16)
     assert mod.short_dtype_name(np.int8) == "i8"
     assert len(mod._UPPER_BOUNDS[False]) == len(dtypes._UPPER_BOUNDS[False]) - HAS_BF16
+
+
+def test_strict_dtype_promotion():
+    """jax_numpy_dtype_promotion='strict': only weak values (Python scalars) promote; two
+    different strong dtypes raise TypePromotionError with JAX's message."""
+    import gpuarr
+    import gpuarr.numpy  # noqa: F401
+    f32, i32 = np.ones(2, np.float32), np.ones(2, np.int32)
+    with gpuarr.numpy_dtype_promotion("strict"):
+        assert gpuarr.numpy.add(f32, 1).dtype == np.float32
+        assert gpuarr.numpy.add(i32, 2).dtype == np.int32
+        assert dtypes.result_type(float, np.float16) == np.float16
+        assert dtypes.result_type(int, complex) == np.complex64
+        with pytest.raises(dtypes.TypePromotionError, match=r"Input dtypes \('[a-z0-9]+', '[a-z0-9]+'\) "
+                           r"have no available implicit dtype promotion path when "
+                           r"jax_numpy_dtype_promotion=strict"):
+            gpuarr.numpy.add(i32, f32)
+        with pytest.raises(dtypes.TypePromotionError):
+            gpuarr.jit(gpuarr.numpy.multiply)(f32, np.ones(2, np.float16))
+        with pytest.raises(dtypes.TypePromotionError):
+            dtypes.promote_types(np.bool_, np.int8)
+    assert gpuarr.numpy_dtype_promotion.value == "standard"
+    assert gpuarr.numpy.add(i32, f32).dtype == np.float32
+
+
+def test_promotion_tables_equal_jax_in_both_modes():
+    jax = pytest.importorskip("jax")
+    import gpuarr
+    import gpuarr.numpy  # noqa: F401
+    kinds = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+             np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128, int,
+             float, complex]
+
+    def table(mod):
+        out = []
+        for a in kinds:
+            for b in kinds:
+                try:
+                    out.append(str(np.dtype(mod.numpy.promote_types(a, b))))
+                except Exception as e:  # noqa: BLE001 - the error class is the answer
+                    out.append(type(e).__name__)
+        return out
+
+    for mode in ("standard", "strict"):
+        with jax.numpy_dtype_promotion(mode), gpuarr.numpy_dtype_promotion(mode):
+            assert table(gpuarr) == table(jax), mode

@@ -296,7 +296,37 @@ def _root_cases(jx, jn):
         return jx.lax.custom_root(lambda y: y * y - c, c, lambda f, g: (newton(f, g), jn.float32(7)),
                                   lambda g, y: y / g(1.0), has_aux=True)
 
-    return dict(sqrt_cubed=sqrt_cubed, cube_root=cube_root, vector=vector, with_aux=with_aux)
+    def forward_newton(f, x0):  # derivatives by jvp: a while_loop in f has no VJP
+        step = lambda i, x: x - f(x) / jx.jvp(f, (x,), (jn.ones_like(x),))[1]  # noqa: E731
+        return jx.lax.fori_loop(0, 30, step, x0)
+
+    def exp_series(y):  # exp(y), summed until the terms are small: the trip count follows y
+        def body(c):
+            k, term, total = c
+            term = term * y / k
+            return k + 1, term, total + term
+        one = jn.ones_like(y)
+        return jx.lax.while_loop(lambda c: jn.abs(c[1]) > 1e-9, body, (one, one, one))[2]
+
+    def log(c):  # y = log(c) as the root of exp(y) - c
+        return jx.lax.custom_root(lambda y: exp_series(y) - c, jn.zeros_like(c), forward_newton,
+                                  lambda g, y: y / g(1.0))
+
+    def vector_while(p):  # `vector` with x0^3 from a while_loop; jacfwd, as jacrev cannot
+        def cube(y):
+            return jx.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * y),
+                                     (0, jn.ones_like(y)))[1]
+
+        def solve(f, x0):
+            step = lambda i, x: x - jn.linalg.solve(jx.jacfwd(f)(x), f(x))  # noqa: E731
+            return jx.lax.fori_loop(0, 20, step, x0)
+
+        f = lambda x: jn.stack([cube(x[0]) - p[0], x[0] * x[1] - p[1]])  # noqa: E731
+        return jx.lax.custom_root(f, jn.ones(2, dtype=p.dtype), solve,
+                                  lambda g, y: jn.linalg.solve(jx.jacfwd(g)(y), y))
+
+    return dict(sqrt_cubed=sqrt_cubed, cube_root=cube_root, vector=vector, with_aux=with_aux,
+                log=log, vector_while=vector_while)
 
 
 ROOT = _root_cases(jax, jnp)
@@ -426,15 +456,26 @@ def test_root_gradient_reaches_closed_over_pytree():
           rtol=1e-5)
 
 
-def test_root_reverse_mode_never_transposes_tangent_solve():
-    # Reverse mode solves the transposed system with tangent_solve (a custom_linear_solve),
-    # so a tangent solver built on while_loop, which has no transpose, still works.
-    def tangent_solve(g, y):
+def test_root_reverse_mode_with_tangent_solve_that_cannot_be_transposed():
+    # Reverse mode transposes tangent_solve, as JAX does; where it cannot (a while_loop, a
+    # custom_linear_solve without transpose_solve: JAX fails) it solves the transposed
+    # system with tangent_solve instead.
+    def while_solve(g, y):
         return lax.while_loop(lambda c: c[1] < 1, lambda c: (c[0] / g(1.0), c[1] + 1), (y, 0))[0]
 
-    fn = lambda x: lax.custom_root(lambda y: y ** 2 - x ** 3, 1.0, _newton, tangent_solve)  # noqa: E731
-    check(jax.grad(fn)(f32(2.0)), f32(1.5 * np.sqrt(2.0)), rtol=1e-5)
-    check(jax.jit(jax.grad(fn))(f32(3.0)), f32(1.5 * np.sqrt(3.0)), rtol=1e-5)
+    def linear_solve(g, y):
+        return lax.custom_linear_solve(g, y, lambda mv, r: r / mv(1.0))
+
+    xs = np.array([1.0, 2.0, 3.0], f32)
+    for tangent_solve in (while_solve, linear_solve):
+        fn = lambda x: lax.custom_root(lambda y: y ** 2 - x ** 3, 1.0, _newton, tangent_solve)  # noqa: E731, B023
+        check(jax.grad(fn)(f32(2.0)), f32(1.5 * np.sqrt(2.0)), rtol=1e-5)
+        check(jax.jit(jax.grad(fn))(f32(3.0)), f32(1.5 * np.sqrt(3.0)), rtol=1e-5)
+        check(jax.grad(jax.grad(fn))(f32(2.0)), f32(0.75 / np.sqrt(2.0)), rtol=1e-4)
+        check(jax.jacfwd(jax.grad(fn))(f32(2.0)), f32(0.75 / np.sqrt(2.0)), rtol=1e-4)
+        # Under vmap the transpose runs per example.
+        check(jax.grad(lambda x: jax.vmap(fn)(x).sum())(xs), (1.5 * np.sqrt(xs)).astype(f32),
+              rtol=1e-5)
 
 
 def test_root_structure_errors():
@@ -442,3 +483,58 @@ def test_root_structure_errors():
         lax.custom_root(lambda y: (y, y), 1.0, lambda f, g: g, lambda g, y: y)
     with pytest.raises(ValueError, match="auxiliary output was expected"):
         lax.custom_root(lambda y: y, 1.0, lambda f, g: (g, g, g), lambda g, y: y, has_aux=True)
+
+
+def test_root_forward_mode_through_while_loop(ref):
+    # f holds a while_loop over x: forward mode never transposes df/dx, as in JAX.
+    cases = _root_cases(*ref)
+    c, cs = f32(5.0), np.array([0.5, 2.0, 5.0], f32)
+    check(ROOT["log"](c), np.log(c), rtol=1e-5)
+    check(jax.jvp(ROOT["log"], (c,), (f32(1.0),)), ref[0].jvp(cases["log"], (c,), (f32(1.0),)),
+          rtol=1e-5)
+    for fn, jax_fn in ((jax.jacfwd(ROOT["log"]), ref[0].jacfwd(cases["log"])),
+                       (jax.jacfwd(jax.jacfwd(ROOT["log"])),
+                        ref[0].jacfwd(ref[0].jacfwd(cases["log"])))):
+        check(fn(c), jax_fn(c), rtol=1e-5)
+        check(jax.jit(fn)(c), jax_fn(c), rtol=1e-5)
+        check(jax.vmap(fn)(cs), ref[0].vmap(jax_fn)(cs), rtol=1e-5)
+    check(jax.jacfwd(ROOT["log"])(c), f32(1 / c), rtol=1e-5)
+    want = np.stack([fd_jvp(_vector_np, (P0,), (e,)) for e in np.eye(2)], 1).astype(f32)
+    check(jax.jacfwd(ROOT["vector_while"])(P0), ref[0].jacfwd(cases["vector_while"])(P0),
+          rtol=1e-5, atol=1e-6)
+    check(jax.jit(jax.jacfwd(ROOT["vector_while"]))(P0), want, rtol=1e-4, atol=1e-6)
+    # The tangent system is a custom_linear_solve with no transposed programs.
+    closed = jax.make_jaxpr(lambda c, t: jax.jvp(ROOT["log"], (c,), (t,)))(c, c)
+    (eqn,) = [e for e in closed.program.eqns if e.prim is lax.custom_solve.linear_solve_p]
+    assert eqn.params["jaxprs"].vecmat is None and eqn.params["jaxprs"].transpose_solve is None
+
+
+def test_root_reverse_mode_through_while_loop(ref):
+    # Reverse mode transposes tangent_solve, not df/dx, so it works here as in JAX.
+    cases = _root_cases(*ref)
+    c, cs = f32(5.0), np.array([0.5, 2.0, 5.0], f32)
+    check(jax.grad(ROOT["log"])(c), ref[0].grad(cases["log"])(c), rtol=1e-5)
+    check(jax.jit(jax.grad(ROOT["log"]))(c), f32(1 / c), rtol=1e-5)
+    check(jax.vmap(jax.grad(ROOT["log"]))(cs), ref[0].vmap(ref[0].grad(cases["log"]))(cs),
+          rtol=1e-5)
+    loss = lambda jx, f: jx.grad(lambda c: jx.vmap(f)(c).sum())  # noqa: E731
+    check(loss(jax, ROOT["log"])(cs), loss(ref[0], cases["log"])(cs), rtol=1e-5)
+    check(jax.jacfwd(jax.grad(ROOT["log"]))(c), ref[0].jacfwd(ref[0].grad(cases["log"]))(c),
+          rtol=1e-5)
+
+
+def test_root_tangent_solve_structure_error_at_call_time():
+    # Raised by custom_root itself, before any differentiation, with JAX's message.
+    for tangent_solve, got in ((lambda g, y: [y], r"PyTreeDef\(\[\*\]\)"),
+                               (lambda g, y: (y, y), r"PyTreeDef\(\(\*, \*\)\)")):
+        with pytest.raises(TypeError, match=r"tangent_solve\(\) output pytree structure must "
+                                            rf"match x, got {got} and PyTreeDef\(\*\)\."):
+            lax.custom_root(lambda y: y, 1.0, lambda f, g: g, tangent_solve)
+    with pytest.raises(TypeError, match=r"tangent_solve\(\) output pytree structure must match x"):
+        lax.custom_root(lambda y: y, {"a": 1.0}, lambda f, g: g, lambda g, y: y["a"])
+    # Wrong shapes show under differentiation, as in JAX (there as a custom_jvp error).
+    fn = lambda c: lax.custom_root(lambda y: y - c, jnp.zeros(2, f32), _secant,  # noqa: E731
+                                   lambda g, y: y[:1])
+    check(fn(np.ones(2, f32)), np.ones(2, f32))
+    with pytest.raises(TypeError, match=r"tangent_solve\(\) output shapes and dtypes must match"):
+        jax.jvp(fn, (np.ones(2, f32),), (np.ones(2, f32),))

@@ -3,17 +3,24 @@
 
 `custom_linear_solve` is the primitive `custom_linear_solve` (`linear_solve_p`); its params are
 the ClosedPrograms of matvec, vecmat, solve and transpose_solve (`jaxprs`, a
-`_LinearSolveTuple`, None where not given) and how many leading operands each one takes
-(`const_lengths`); the right-hand side b comes last. Values the functions close over are hoisted
-into those operands, as control flow does, so every transformation sees them. Evaluating it runs
-the solve program only. For A x = b its JVP is x_dot = A^-1 (b_dot - A_dot x), one more
-solve; it is linear in b, and its transpose solves with transpose_solve (the transposed program
-tuple), so reverse mode never differentiates a solver.
+`_LinearSolveTuple`, None where not given), how many leading operands each one takes
+(`const_lengths`), and `transpose` (below; None for custom_linear_solve); the right-hand side
+b comes last. Values the functions close over are hoisted into those operands, as control
+flow does, so every transformation sees them. Evaluating it runs the solve program only. For
+A x = b its JVP is x_dot = A^-1 (b_dot - A_dot x), one more solve; it is linear in b, and its
+transpose solves with transpose_solve (the transposed program tuple), so reverse mode never
+differentiates a solver.
 
 `custom_root` is a custom_jvp function of the closed-over values of f and the solver: its JVP
-is the implicit function theorem, x_dot = -(df/dx)^-1 (df/dtheta theta_dot), the linear system
-solved by `custom_linear_solve` with `tangent_solve` (also as its transpose_solve), so reverse
-mode is the transpose of that JVP.
+is the implicit function theorem, x_dot = -(df/dx)^-1 (df/dtheta theta_dot). As in JAX,
+`tangent_solve(g, b)` (g is df/dx at x, here a JVP of f: `linearize` cannot stage a
+while_loop) is traced at call time, which checks its output structure, and the JVP evaluates
+it, so forward mode transposes nothing: f may hold anything jvp handles, a while_loop over x
+say. The JVP binds it as a custom_linear_solve of matvec g with no transposed programs; its
+`transpose` param transposes in reverse mode only: tangent_solve itself, as JAX does, or,
+where tangent_solve cannot be transposed (a while_loop solver; JAX fails there), by solving
+g^T y = ct with tangent_solve. Building g^T up front instead, as custom_linear_solve does for
+transpose_solve, would break forward mode whenever g has no transpose.
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from gpuarr.backends.numpy_backend import impl_rules, inline_rules
 from gpuarr.core import Primitive, abstract_eval_rules, eval_closed, get_aval, weak_type_rules
 from gpuarr.custom_derivatives import SymbolicZero, _eval_call, custom_jvp
 from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
 from gpuarr.lax import lax
@@ -123,7 +131,8 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
     outs = linear_solve_p.bind(
         *_flatten(all_consts), *b_flat,
         const_lengths=_LinearSolveTuple(*(len(c) for c in all_consts)),
-        jaxprs=_LinearSolveTuple(matvec_jaxpr, vecmat_jaxpr, solve_jaxpr, tr_solve_jaxpr))
+        jaxprs=_LinearSolveTuple(matvec_jaxpr, vecmat_jaxpr, solve_jaxpr, tr_solve_jaxpr),
+        transpose=None)
     return tree_util.tree_unflatten(out_tree, outs)
 
 
@@ -139,17 +148,17 @@ def _aux_avals(jaxprs):
     return jaxprs.solve.out_avals[len(jaxprs.matvec.out_avals):]
 
 
-def _linear_solve_abstract(*avals, const_lengths, jaxprs):
+def _linear_solve_abstract(*avals, const_lengths, jaxprs, transpose):
     # x has b's types; auxiliary outputs have solve's.
     return list(avals[sum(const_lengths):]) + list(_aux_avals(jaxprs))
 
 
-def _linear_solve_impl(*args, const_lengths, jaxprs):
+def _linear_solve_impl(*args, const_lengths, jaxprs, transpose):
     params, b = _split_solve_args(args, const_lengths)
     return _eval_call(*params.solve, *b, call_jaxpr=jaxprs.solve)
 
 
-def _linear_solve_weak_types(*args, const_lengths, jaxprs):
+def _linear_solve_weak_types(*args, const_lengths, jaxprs, transpose):
     return ([bool(getattr(x, "weak_type", type(x) in (int, float, complex)))
              for x in args[sum(const_lengths):]] + [a.weak_type for a in _aux_avals(jaxprs)])
 
@@ -171,10 +180,11 @@ impl_rules[linear_solve_p] = _linear_solve_impl
 inline_rules[linear_solve_p] = _linear_solve_emit
 
 
-def _linear_solve_jvp(primals, tangents, const_lengths, jaxprs):
+def _linear_solve_jvp(primals, tangents, const_lengths, jaxprs, transpose):
     # A x = b  =>  A_dot x + A x_dot = b_dot  =>  x_dot = A^-1 (b_dot - A_dot x). The solver
     # consts' tangents do not matter: solve is A^-1 whatever it closes over.
-    x = linear_solve_p.bind(*primals, const_lengths=const_lengths, jaxprs=jaxprs)
+    x = linear_solve_p.bind(*primals, const_lengths=const_lengths, jaxprs=jaxprs,
+                            transpose=transpose)
     params, _ = _split_solve_args(primals, const_lengths)
     params_dot, rhs = _split_solve_args(tangents, const_lengths)
     n = len(rhs)
@@ -187,12 +197,12 @@ def _linear_solve_jvp(primals, tangents, const_lengths, jaxprs):
     if all(type(r) is Zero for r in rhs):
         return x, zeros
     x_dot = linear_solve_p.bind(*_flatten(params), *map(ad.instantiate, rhs),
-                                const_lengths=const_lengths, jaxprs=jaxprs)
+                                const_lengths=const_lengths, jaxprs=jaxprs, transpose=transpose)
     return x, x_dot[:n] + zeros[n:]  # aux values have no tangents
 
 
-def _linear_solve_transpose(cts, *args, const_lengths, jaxprs):
-    if jaxprs.transpose_solve is None:
+def _linear_solve_transpose(cts, *args, const_lengths, jaxprs, transpose):
+    if jaxprs.transpose_solve is None and transpose is None:
         raise TypeError("transpose_solve required for backwards mode automatic "
                         "differentiation of custom_linear_solve")
     params, b = _split_solve_args(args, const_lengths)
@@ -201,9 +211,14 @@ def _linear_solve_transpose(cts, *args, const_lengths, jaxprs):
                                   "closes over cannot be linear inputs")
     if any(type(c) is not Zero for c in cts[len(b):]):
         raise NotImplementedError("custom_linear_solve: auxiliary outputs have no cotangents")
-    # x = A^-1 b  =>  b_bar = A^-T x_bar: the same primitive over the transposed programs.
-    ct_b = linear_solve_p.bind(*_flatten(params.transpose()), *map(ad.instantiate, cts[:len(b)]),
-                               const_lengths=const_lengths.transpose(), jaxprs=jaxprs.transpose())
+    ct_x = [ad.instantiate(c) for c in cts[:len(b)]]
+    if jaxprs.transpose_solve is None:  # custom_root's tangent system: transposed on demand
+        ct_b = transpose(_flatten(params), ct_x)
+    else:
+        # x = A^-1 b  =>  b_bar = A^-T x_bar: the same primitive over the transposed programs.
+        ct_b = linear_solve_p.bind(*_flatten(params.transpose()), *ct_x,
+                                   const_lengths=const_lengths.transpose(),
+                                   jaxprs=jaxprs.transpose(), transpose=None)
     return [None] * sum(const_lengths) + [c if ad.is_undefined(x) else None
                                           for x, c in zip(b, ct_b[:len(b)], strict=True)]
 
@@ -212,7 +227,7 @@ ad.jvp_rules[linear_solve_p] = _linear_solve_jvp
 ad.transpose_rules[linear_solve_p] = _linear_solve_transpose
 
 
-def _linear_solve_batch(axis_size, vals, dims, const_lengths, jaxprs):
+def _linear_solve_batch(axis_size, vals, dims, const_lengths, jaxprs, transpose):
     vals = [v if d is not_mapped else batching.move_to(v, d, 0, axis_size)
             for v, d in zip(vals, dims, strict=True)]
     params, b = _split_solve_args(vals, const_lengths)
@@ -227,8 +242,9 @@ def _linear_solve_batch(axis_size, vals, dims, const_lengths, jaxprs):
         return prog, [d is not not_mapped for d in out_dims[:n]]
 
     # x and b share one vector space: a leaf is batched in all four programs, or in none.
-    # Iterate until no program batches a vector leaf the others do not.
-    vec_bat = list(b_bat)
+    # Iterate until no program batches a vector leaf the others do not. A `transpose` runs
+    # per example under vmap, so there every leaf is batched.
+    vec_bat = list(b_bat) if transpose is None else [True] * n
     while True:
         batched = [None if closed is None else batch(closed, consts_bat, vec_bat)
                    for closed, consts_bat in zip(jaxprs, params_bat)]
@@ -238,10 +254,26 @@ def _linear_solve_batch(axis_size, vals, dims, const_lengths, jaxprs):
         vec_bat = grown
     b = [batching.move_to(x, not_mapped, 0, axis_size) if now and not was else x
          for x, was, now in zip(b, b_bat, vec_bat, strict=True)]
+    if transpose is not None:
+        transpose = _batched_transpose(transpose, axis_size, _flatten(params_bat))
     outs = linear_solve_p.bind(
         *_flatten(params), *b, const_lengths=const_lengths,
-        jaxprs=_LinearSolveTuple(*(None if j is None else j[0] for j in batched)))
+        jaxprs=_LinearSolveTuple(*(None if j is None else j[0] for j in batched)),
+        transpose=transpose)
     return outs, [0 if bt else not_mapped for bt in vec_bat] + [0] * (len(outs) - n)
+
+
+def _batched_transpose(transpose, axis_size, consts_bat):
+    """`transpose` (consts, cts) -> b cotangents for the batched equation: run per example
+    under vmap; the cotangents and results are batched at 0, as the vectors are."""
+    def batched(consts, cts):
+        k = len(consts)
+        dims = [0 if bt else not_mapped for bt in consts_bat] + [0] * len(cts)
+        outs, out_dims = batching.batch_flat(lambda *xs: transpose(list(xs[:k]), list(xs[k:])),
+                                             axis_size, list(consts) + list(cts), dims)
+        return [batching.move_to(o, d, 0, axis_size) for o, d in zip(outs, out_dims, strict=True)]
+    batched.__name__ = transpose.__name__
+    return batched
 
 
 batching.batch_rules[linear_solve_p] = _linear_solve_batch
@@ -253,6 +285,7 @@ batching.batch_rules[linear_solve_p] = _linear_solve_batch
 class _RootTuple(NamedTuple):
     f: Any
     solve: Any
+    l_and_s: Any
 
 
 def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any], Any],
@@ -260,9 +293,8 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
     """Find a root of `f` with `solve(f, initial_guess)` and differentiate it implicitly
     (lax.custom_root): derivatives reach the values `f` closes over through the implicit
     function theorem, `tangent_solve(g, y)` solving the linear system g(x) = y for g the
-    linearization of f at the root (or its transpose, in reverse mode). The solver is not
-    differentiated and the initial guess gets no derivative. With `has_aux`, `solve` returns
-    `(x, aux)`."""
+    linearization of f at the root. The solver is not differentiated and the initial guess
+    gets no derivative. With `has_aux`, `solve` returns `(x, aux)`."""
     guess_flat, tree = tree_util.tree_flatten(initial_guess)
     guess_flat = [_operand(x) for x in guess_flat]
     guess_avals = _avals(guess_flat)
@@ -271,14 +303,35 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
     _check_tree("f", "initial_guess", f_tree, tree)
     solve_jaxpr, solve_consts, out_tree = _trace_body(lambda x: solve(f, x), in_tree, guess_avals)
     _check_tree("solve", "initial_guess", out_tree, tree, has_aux)
-    outs = _custom_root(_RootTuple(len(f_consts), len(solve_consts)),
-                        _RootTuple(f_jaxpr, solve_jaxpr), tangent_solve, tree,
-                        *f_consts, *solve_consts, *guess_flat)
+
+    def linearize_and_solve(x, b):  # JAX's, with a JVP of f for its linearization
+        g = _jvp_in_x(lambda *xs: tree_util.tree_leaves(f(tree_util.tree_unflatten(tree, xs))),
+                      tree_util.tree_leaves(x))
+        return tangent_solve(lambda v: tree_util.tree_unflatten(tree, g(tree_util.tree_leaves(v))),
+                             b)
+
+    l_and_s_jaxpr, l_and_s_consts, l_and_s_tree = _trace_body(
+        linearize_and_solve, tree_util.tree_structure((initial_guess, initial_guess)),
+        guess_avals + guess_avals)
+    _check_tree("tangent_solve", "x", l_and_s_tree, tree)
+    all_consts = [f_consts, solve_consts, l_and_s_consts]
+    outs = _custom_root(_RootTuple(*(len(c) for c in all_consts)),
+                        _RootTuple(f_jaxpr, solve_jaxpr, l_and_s_jaxpr), tangent_solve, tree,
+                        *_flatten(all_consts), *guess_flat)
     return tree_util.tree_unflatten(out_tree, outs)
 
 
+def _jvp_in_x(f_flat, x):
+    """v -> df/dx(x) v over flat lists; v takes x's dtypes (tangent_solve may pass 1.0)."""
+    def g(v):
+        v = [_cast(_operand(t), get_aval(s).dtype) for t, s in zip(v, x, strict=True)]
+        _, out = ad.jvp_flat(f_flat, x, v)
+        return [ad.instantiate(o) for o in out]
+    return g
+
+
 def _custom_root_fun(const_lengths, jaxprs, tangent_solve, tree, *args):
-    (_, solve_consts), guess = _split(args, const_lengths)
+    (_, solve_consts, _), guess = _split(args, const_lengths)
     return eval_closed(jaxprs.solve, *solve_consts, *guess)
 
 
@@ -291,26 +344,66 @@ def _root_jvp(const_lengths, jaxprs, tangent_solve, tree, primals, tangents):
     n = tree.num_leaves
     solution = sol[:n]
     aux_zeros = [SymbolicZero(ad.tangent_aval(get_aval(a))) for a in sol[n:]]
-    (params, _), _ = _split(primals, const_lengths)
-    (params_dot, _), _ = _split(tangents, const_lengths)
+    (params, _, l_and_s_params), _ = _split(primals, const_lengths)
+    (params_dot, _, _), _ = _split(tangents, const_lengths)
     params_dot = [Zero(t.aval) if type(t) is SymbolicZero else t for t in params_dot]
     f = jaxprs.f
     _, rhs = ad.jvp_flat(lambda *ps: eval_closed(f, *ps, *solution), params, params_dot)
     if all(type(r) is Zero for r in rhs):
         return sol, [SymbolicZero(ad.tangent_aval(get_aval(x))) for x in solution] + aux_zeros
-
-    def f_jvp(v):  # df/dx at the root, on trees shaped like the solution
-        v = [_cast(_operand(t), get_aval(s).dtype)
-             for t, s in zip(tree_util.tree_leaves(v), solution, strict=True)]
-        _, out = ad.jvp_flat(lambda *xs: eval_closed(f, *params, *xs), solution, v)
-        return tree_util.tree_unflatten(tree, [ad.instantiate(o) for o in out])
-
-    b = tree_util.tree_unflatten(tree, [ad.instantiate(r) for r in rhs])
-    x_dot = custom_linear_solve(f_jvp, b, tangent_solve, tangent_solve)
-    return sol, [lax.neg(t) for t in tree_util.tree_leaves(x_dot)] + aux_zeros
+    rhs = [ad.instantiate(r) for r in rhs]
+    b_avals = [get_aval(r) for r in rhs]
+    # The tangent takes x_dot's types from b; JAX's custom_jvp check would reject others.
+    got, want = ([a.strip_weak_type().str_short() for a in avals]
+                 for avals in (jaxprs.l_and_s.out_avals, b_avals))
+    if got != want:
+        raise TypeError(f"tangent_solve() output shapes and dtypes must match x's tangents, "
+                        f"got {got} and {want}")
+    # The solve x = tangent_solve(g, rhs) as a custom_linear_solve of matvec g, which
+    # forward mode differentiates through f, not tangent_solve; `transpose` serves reverse mode.
+    matvec = _matvec_program(f, [get_aval(x) for x in params + solution], b_avals)
+    lengths = _LinearSolveTuple(len(params) + n, 0, len(l_and_s_params) + n, 0)
+    programs = _LinearSolveTuple(matvec, None, jaxprs.l_and_s, None)
+    x_dot = linear_solve_p.bind(
+        *params, *solution, *l_and_s_params, *solution, *rhs, const_lengths=lengths,
+        jaxprs=programs, transpose=_root_transpose(lengths, programs, tangent_solve, tree))
+    return sol, [lax.neg(t) for t in x_dot] + aux_zeros
 
 
 _custom_root.defjvp(_root_jvp, symbolic_zeros=True)
+
+
+def _matvec_program(f, in_avals, v_avals):
+    """(f's consts, x, v) -> df/dx(x) v as a program; `in_avals` are those of f's inputs."""
+    k, n = len(in_avals), len(v_avals)
+
+    def matvec(*args):
+        consts, x, v = args[:k - n], args[k - n:k], args[k:]
+        return _jvp_in_x(lambda *xs: eval_closed(f, *consts, *xs), x)(v)
+    return pe.trace_to_program(matvec, list(in_avals) + list(v_avals))
+
+
+def _root_transpose(const_lengths, jaxprs, tangent_solve, tree):
+    """The `transpose` of the root's tangent system x = tangent_solve(g, b)."""
+    from gpuarr.ad_api import linear_transpose
+
+    def transpose_tangent_solve(consts, cts):  # x cotangents -> b cotangents
+        params, _ = _split_solve_args(consts, const_lengths)
+        try:  # as JAX: transpose tangent_solve, linear in b
+            return list(linear_transpose(
+                lambda *b: eval_closed(jaxprs.solve, *params.solve, *b), *cts)(list(cts)))
+        except (NotImplementedError, TypeError):
+            # tangent_solve has no transpose (a while_loop, a custom_linear_solve without
+            # transpose_solve): solve g^T y = ct with it, in a custom_linear_solve.
+            def matvec(v):
+                out = eval_closed(jaxprs.matvec, *params.matvec, *tree_util.tree_leaves(v))
+                return tree_util.tree_unflatten(tree, out)
+
+            ct = tree_util.tree_unflatten(tree, cts)
+            vecmat = linear_transpose(matvec, ct)
+            y = custom_linear_solve(lambda v: vecmat(v)[0], ct, tangent_solve, tangent_solve)
+            return tree_util.tree_leaves(y)
+    return transpose_tangent_solve
 
 
 def _cast(x, dtype):

@@ -283,7 +283,7 @@ def test_control_flow_bodies_run_as_kernel_sub_plans():
         carry, ys = lax.scan(lambda c, r: (c + r, jnp.exp(r) * c), jnp.zeros(x.shape[1:]), v)
         return carry, ys
 
-    x = float_input("x", (4, 3))
+    x = np.random.default_rng(3).uniform(-3, 3, (4, 3)).astype(np.float32)
     closed = passes.optimize(gpuarr.make_jaxpr(f)(x))
     used = []
 
@@ -294,8 +294,8 @@ def test_control_flow_bodies_run_as_kernel_sub_plans():
     from gpuarr.backends import numpy_backend, opencl
     got = opencl.run_plan(launch_plan, [x])
     want = numpy_backend.compile_closed(closed)(x)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-5)
+    for g, w in zip(got, want):  # the scan's running sums cancel: errors scale with the sums
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(w))))
     assert len(used) >= 4
     assert sum(s.kind == "host" for s in launch_plan.steps) == 3
 

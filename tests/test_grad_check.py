@@ -164,6 +164,8 @@ try:
         "lu": (lambda a: _linalg.lu(a)[0], [R(3, 3) + 3 * np.eye(3)], 1),
         "eig": (lambda a: jnp.real(jnp.exp(_linalg.eig(a, compute_left_eigenvectors=False,
                 compute_right_eigenvectors=False)[0])).sum(), [R(3, 3)], 1),
+        "tridiagonal_solve": (_linalg.tridiagonal_solve,
+                              [R(4), R(4, lo=3.0, hi=5.0), R(4), R(4, 2)], 2),
     })
 except ImportError:  # linalg not built yet
     pass
@@ -223,18 +225,20 @@ ZERO_JVP = {
     "and", "argmax", "argmin", "bitcast_convert_type", "ceil", "clz", "eq", "floor", "ge", "gt",
     "is_finite", "le", "lt", "ne", "nextafter", "not", "or", "population_count", "reduce_and",
     "reduce_or", "reduce_xor", "round", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
-    "stop_gradient", "xor", "threefry2x32",
+    "stop_gradient", "xor", "threefry2x32", "lu_pivots_to_permutation",
 }
 # - higher-order primitives whose rules transform a sub-program; they are checked with
 #   functions built on them below (COMPOSITE_CASES) and in tests/test_ad.py.
 HIGHER_ORDER = {"jit", "cond", "while", "scan", "custom_jvp_call", "custom_vjp_call",
-                "remat2", "custom_linear_solve"}
+                "remat2", "custom_linear_solve", "custom_vmap_call"}
 # - internal to differentiation: add_any sums cotangents, custom_lin is custom_vjp's linear
 #   part (forward mode through it raises TypeError, as in JAX).
 INTERNAL = {"add_any", "custom_lin"}
-# - not differentiable (their JVP rules raise, as in JAX): scatter_apply, and host callbacks
-#   (pure_callback and io_callback need custom_jvp/custom_vjp); debug_callback has no outputs.
-NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_callback"}
+# - not differentiable (their JVP rules raise, as in JAX): scatter_apply, householder_product,
+#   hessenberg, and host callbacks (pure_callback and io_callback need custom_jvp/custom_vjp);
+#   debug_callback has no outputs.
+NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_callback",
+                      "householder_product", "hessenberg"}
 # - collectives need a vmap-named axis: tests/test_collectives.py checks their gradients.
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index"}
 
@@ -258,6 +262,8 @@ def test_primitive_grads(name):
     check_grads(fun, args, order, modes=("fwd", "rev"), atol=tol, rtol=tol)
 
 
+_seq_sin_mul = gpuarr.custom_batching.sequential_vmap(lambda x: jnp.sin(x) * x)
+
 COMPOSITE_CASES = {
     "jit": (gpuarr.jit(lambda x: jnp.sin(x) * x), [R(3)], 2),
     "cond": (lambda x: lax.cond(True, jnp.sin, jnp.cos, x), [R(3)], 2),
@@ -265,6 +271,8 @@ COMPOSITE_CASES = {
     "fori_loop": (lambda x: lax.fori_loop(0, 3, lambda i, c: c * x, x), [R(3)], 2),
     "custom_jvp_call": (lambda x: nn.relu(x) * x, [P(3) * np.array([1, -1, 1])], 2),
     "remat2": (gpuarr.checkpoint(lambda x: jnp.sin(jnp.sin(x))), [R(3)], 2),
+    # Plain and under vmap, where the rule (a loop over the examples) is differentiated.
+    "custom_vmap_call": (lambda x: gpuarr.vmap(_seq_sin_mul)(x) + _seq_sin_mul(x), [R(3)], 2),
     "custom_linear_solve": (lambda x: lax.custom_linear_solve(
         lambda v: v * (x * x + 1.0), jnp.sin(x), lambda mv, b: b / mv(jnp.ones_like(b)),
         symmetric=True), [R(3)], 2),

@@ -198,9 +198,9 @@ def test_vmap_and_jit_match_loop(name):
 
 @pytest.mark.parametrize("fn", ["quantile", "nanquantile", "percentile", "nanpercentile"])
 def test_quantiles_of_a_vector_q_under_jit(fn):
-    x = data(np.float32, (4, 7))
+    x = np.random.default_rng(5).normal(size=(4, 7)).astype(np.float32)
     q = np.array([0.1, 0.5, 0.9]) * (100 if "percentile" in fn else 1)
     out = gpuarr.jit(lambda x: getattr(jnp, fn)(x, q, axis=1))(x)
     want = getattr(np, fn)(x.astype(np.float64), q, axis=1)
     assert out.shape == want.shape == (3, 4) and out.dtype == np.float32
-    np.testing.assert_allclose(out, want, rtol=1e-5)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)

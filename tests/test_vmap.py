@@ -70,6 +70,20 @@ def _custom_vjp_fn():
     return f
 
 
+def _custom_vmap_fn():
+    @jax.custom_batching.custom_vmap
+    def f(x, y):
+        return jnp.sin(x) * y, jnp.sum(x)
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x, y):
+        x_b, y_b = in_batched
+        total = jnp.sum(x, axis=(1, 2)) if x_b else jnp.sum(x)
+        return (jnp.sin(x) * (y[:, None, :] if y_b else y), total), (True, x_b)
+
+    return f
+
+
 def _unary(name, lo=-2.0, hi=2.0):
     return (getattr(lax, name), [f32(2, 3, lo=lo, hi=hi)])
 
@@ -166,6 +180,12 @@ PRIMITIVE_TABLE = {
     "svd": (lambda x: linalg.svd(x, compute_uv=False), [f32(3, 2)]),
     "eigh": (lambda x: linalg.eigh(x)[1], [spd(3)]),
     "eig": (linalg.eig, [f32(3, 3)]),
+    "tridiagonal_solve": (linalg.tridiagonal_solve,
+                          [f32(4), f32(4, lo=3.0, hi=5.0), f32(4), f32(4, 2)]),
+    "lu_pivots_to_permutation": (lambda p: linalg.lu_pivots_to_permutation(p, 5),
+                                 [i32(3, lo=0, hi=5)]),
+    "householder_product": (linalg.householder_product, [f32(4, 3), f32(2)]),
+    "hessenberg": (linalg.hessenberg, [f32(4, 4)]),
     # control flow and calls
     "cond": (lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), [boolean(), f32(2)]),
     "while": (lambda x: lax.while_loop(lambda c: c[0] < 20.0, lambda c: (c[0] * 2.0 + 1.0,
@@ -176,6 +196,7 @@ PRIMITIVE_TABLE = {
     "jit": (jax.jit(lambda x, y: jnp.sin(x) * y), [f32(2, 3), f32(3)]),
     "custom_jvp_call": (lambda x: _custom_jvp_fn()(x), [f32(2, 3)]),
     "custom_vjp_call": (lambda x, y: _custom_vjp_fn()(x, y), [f32(2, 3), f32(2, 3)]),
+    "custom_vmap_call": (lambda x, y: _custom_vmap_fn()(x, y), [f32(2, 3), f32(3)]),
     "remat2": (jax.checkpoint(lambda x: jnp.sin(jnp.sin(x))), [f32(2, 3)]),
     "custom_linear_solve": (lambda a, b: lax.custom_linear_solve(
         lambda v: a @ v, b, lambda mv, r: jnp.linalg.solve(a, r),

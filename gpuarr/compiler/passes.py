@@ -388,7 +388,8 @@ def dce(program: Program) -> Program:
 # Call-like primitives and the param holding the program they call: inlined before fusion,
 # so fusion and the other passes see across their boundaries.
 CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "remat2": "jaxpr",
-         "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
+         "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+         "custom_vmap_call": "call"}
 
 
 def inline(program: Program, consts: list):

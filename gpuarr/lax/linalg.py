@@ -1,10 +1,13 @@
-"""Linear-algebra primitives (JAX's lax.linalg): cholesky, lu, qr, svd, eigh, triangular_solve.
+"""Linear-algebra primitives (JAX's lax.linalg): cholesky, lu, qr, svd, eigh, triangular_solve,
+and tridiagonal_solve, lu_pivots_to_permutation, householder_product and hessenberg.
 
 Every primitive acts on the last two axes and accepts any number of leading batch axes, so
 its batching rule only moves the batch axis to the front. The NumPy implementations use
-numpy.linalg's stacked routines (LU and triangular solves are written out, as NumPy has
-none) and keep the input dtype (float32 in, float32 out). JVP rules follow JAX's derivations,
-for real and complex inputs alike. The compiler lowers these as library calls.
+numpy.linalg's stacked routines (LU, triangular and tridiagonal solves and the Householder
+reductions are written out after LAPACK, as NumPy has none) and keep the input dtype
+(float32 in, float32 out). JVP rules follow JAX's derivations, for real and complex inputs
+alike; householder_product and hessenberg have none, as in JAX. The compiler lowers these as
+library calls.
 """
 from __future__ import annotations
 
@@ -702,6 +705,453 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalu
         x = symmetrize(x)
     v, w = _bind(eigh_p, x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
     return v, w
+
+
+# ---------------------------------------------------------------- shared checks (JAX's linalg rules)
+
+
+def _check_args(name, avals, ranks, core_rule, accepted=None):
+    """JAX's checks for a linalg primitive, in its order: each input's minimum rank and equal
+    numbers of batch axes (TypeError), `core_rule` on the core dimensions, equal batch shapes
+    (ValueError), then dtypes (TypeError). `accepted` is (predicate, names), by default the
+    float and complex types; all inputs must share one dtype."""
+    for i, (aval, rank) in enumerate(zip(avals, ranks)):
+        if aval.ndim < rank:
+            raise TypeError(f"Input {i} to {name} must have rank at least {rank}, but got "
+                            f"shape={aval.shape}")
+    nbatch = [aval.ndim - rank for aval, rank in zip(avals, ranks)]
+    if len(set(nbatch)) > 1:
+        raise TypeError(f"All inputs to {name} must have the same number of batch dimensions, "
+                        f"but got {nbatch} batch dimensions for the inputs.")
+    core_rule(*[aval.shape[aval.ndim - rank:] for aval, rank in zip(avals, ranks)])
+    batches = [aval.shape[:n] for aval, n in zip(avals, nbatch)]
+    if any(b != batches[0] for b in batches):
+        raise ValueError(f"All inputs to {name} must have the same batch dimensions, but got "
+                         f"{batches}.")
+    ok, names = accepted or (lambda dt: dtypes.is_float(dt) or dtypes.is_complex(dt),
+                             "floating, complexfloating")
+    for i, aval in enumerate(avals):
+        if not ok(aval.dtype):
+            raise TypeError(f"{name} does not accept dtype {aval.dtype.name} at position {i}. "
+                            f"Accepted dtypes at position {i} are subtypes of {names}.")
+    if len({aval.dtype for aval in avals}) > 1:
+        got = ", ".join(aval.dtype.name for aval in avals)
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {got}.")
+
+
+def _not_differentiable(name):
+    """The JVP rule of a primitive JAX does not differentiate: it raises JAX's error."""
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(f"Differentiation rule for '{name}' not implemented")
+    return rule
+
+
+# ---------------------------------------------------------------- tridiagonal_solve
+
+
+def _gtsv(dl, d, du, b):
+    """LAPACK's gtsv over a stack: Gaussian elimination with partial pivoting (row swaps),
+    then back substitution. dl, d, du are (count, m), b is (count, m, k). Returns x and a
+    mask of the systems that met an exactly zero pivot (gtsv's info > 0)."""
+    count, m = d.shape
+    sub, diag, sup = dl[:, 1:].copy(), d.copy(), du[:, :-1].copy()
+    sup2 = np.zeros((count, max(m - 2, 0)), d.dtype)  # fill-in from row swaps
+    x = b.copy()
+    failed = np.zeros(count, bool)
+    for i in range(m - 1):
+        keep = _pivot_size(diag[:, i]) >= _pivot_size(sub[:, i])
+        failed |= keep & (diag[:, i] == 0)
+        piv = np.where(keep, diag[:, i], sub[:, i])
+        fact = np.where(keep, sub[:, i], diag[:, i]) / np.where(piv == 0, 1, piv)
+        # Without a swap: row i+1 -= fact * row i. With one: rows i and i+1 trade places
+        # first (the new row i+1 is the old row i minus fact times the old row i+1).
+        d_next, s_i = diag[:, i + 1].copy(), sup[:, i].copy()
+        diag[:, i] = piv
+        diag[:, i + 1] = np.where(keep, d_next - fact * s_i, s_i - fact * d_next)
+        sup[:, i] = np.where(keep, s_i, d_next)
+        if i < m - 2:
+            s_next = sup[:, i + 1].copy()
+            sup2[:, i] = np.where(keep, 0, s_next)
+            sup[:, i + 1] = np.where(keep, s_next, -fact * s_next)
+        x_i, x_next = x[:, i].copy(), x[:, i + 1].copy()
+        x[:, i] = np.where(keep[:, None], x_i, x_next)
+        x[:, i + 1] = np.where(keep[:, None], x_next - fact[:, None] * x_i,
+                               x_i - fact[:, None] * x_next)
+    if m:
+        failed |= diag[:, m - 1] == 0
+    safe = np.where(diag == 0, 1, diag)[:, :, None]
+    for i in reversed(range(m)):
+        acc = x[:, i]
+        if i + 1 < m:
+            acc = acc - sup[:, i, None] * x[:, i + 1]
+        if i + 2 < m:
+            acc = acc - sup2[:, i, None] * x[:, i + 2]
+        x[:, i] = acc / safe[:, i]
+    return x, failed
+
+
+def _perturb_pivots(perturb, pivot, rhs):
+    """jaxlib's MaybePerturbPivot (after LAPACK's xLAGTS), over a stack: nudge pivots with
+    |pivot| < 1 until neither 1 / pivot nor rhs / pivot overflows. pivot is (count,), rhs
+    (count, k); returns both, updated."""
+    finfo = np.finfo(np.abs(pivot).dtype)
+    small = 1 / finfo.max
+    safemin = finfo.tiny if small < finfo.tiny else small * (1 + finfo.eps)
+    bignum = 1 / safemin
+    abs_pivot = np.abs(pivot)
+    perturb = np.copysign(np.maximum(np.abs(perturb), safemin), pivot.real)
+    max_factor = np.abs(rhs).max(axis=1) if rhs.shape[1] else np.zeros_like(abs_pivot)
+    active = abs_pivot < 1
+    while active.any():
+        tiny = abs_pivot < safemin
+        bump = active & np.where(tiny, (abs_pivot == 0) | (max_factor * safemin > abs_pivot),
+                                 max_factor > abs_pivot * bignum)
+        rescale = active & tiny & ~bump
+        pivot = np.where(bump, pivot + perturb, np.where(rescale, pivot * bignum, pivot))
+        perturb = np.where(bump, perturb * 2, perturb)
+        rhs = np.where(rescale[:, None], rhs * bignum, rhs)
+        abs_pivot = np.abs(pivot)
+        active = bump & (abs_pivot < 1)
+    return pivot, rhs
+
+
+def _gtsv_perturbed(dl, d, du, b):
+    """jaxlib's tridiagonal solve with perturb_singular=True, over a stack: LAPACK's xLAGTF
+    (LU with scaled partial pivoting) and xLAGTS (back substitution that perturbs tiny
+    pivots by about eps * max|U| instead of failing)."""
+    count, m = d.shape
+    x = b.copy()
+    if m == 0:
+        return x
+    eps = np.finfo(np.abs(d).dtype).eps
+    if m == 1:
+        p, row = _perturb_pivots(eps * np.abs(d[:, 0]), d[:, 0], x[:, 0])
+        x[:, 0] = row / p[:, None]
+        return x
+    # Columns of U: its diagonal and two superdiagonals.
+    u = np.zeros((count, m, 3), d.dtype)
+    u[:, 0, 0], u[:, 0, 1] = d[:, 0], du[:, 0]
+    max_u = np.maximum(np.abs(u[:, 0, 0]), np.abs(u[:, 0, 1]))
+    scale1 = np.abs(u[:, 0, 0]) + np.abs(u[:, 0, 1])
+    for k in range(m - 1):
+        u[:, k + 1, 0] = d[:, k + 1]
+        sub = dl[:, k + 1]
+        scale2 = np.abs(sub) + np.abs(d[:, k + 1])
+        if k < m - 2:
+            scale2 = scale2 + np.abs(du[:, k + 1])
+        piv1 = np.where(u[:, k, 0] == 0, 0, np.abs(u[:, k, 0]) / np.where(scale1 == 0, 1, scale1))
+        piv2 = np.abs(sub) / np.where(scale2 == 0, 1, scale2)
+        zero_sub = sub == 0
+        swap = ~zero_sub & (piv2 > piv1)
+        keep = ~zero_sub & ~swap
+        u_k0, u_k1 = u[:, k, 0].copy(), u[:, k, 1].copy()
+        du_next = du[:, k + 1] if k < m - 2 else np.zeros_like(sub)
+        # No swap: eliminate with factor sub / u[k, 0] (nothing to do if sub is already zero).
+        fact = np.where(keep, sub, 0) / np.where(keep, u_k0, 1)
+        new_u0 = np.where(keep, d[:, k + 1] - fact * u_k1, d[:, k + 1])
+        new_x = np.where(keep[:, None], x[:, k + 1] - fact[:, None] * x[:, k], x[:, k + 1])
+        # Swap rows k and k+1, then eliminate with factor u[k, 0] / sub.
+        sfact = np.where(swap, u_k0, 0) / np.where(swap, sub, 1)
+        u[:, k, 0] = np.where(swap, sub, u_k0)
+        u[:, k, 1] = np.where(swap, d[:, k + 1], u_k1)
+        u[:, k, 2] = np.where(swap, du_next, 0)
+        u[:, k + 1, 0] = np.where(swap, u_k1 - sfact * d[:, k + 1], new_u0)
+        u[:, k + 1, 1] = np.where(swap, -sfact * du_next, du_next)
+        x_k = x[:, k].copy()
+        x[:, k + 1] = np.where(swap[:, None], x_k - sfact[:, None] * b[:, k + 1], new_x)
+        x[:, k] = np.where(swap[:, None], b[:, k + 1], x_k)
+        scale1 = np.where(swap, np.abs(u[:, k + 1, 0]) + np.abs(u[:, k + 1, 1]), scale2)
+        if k < m - 2:  # jaxlib leaves row m - 2 out of max|U|
+            max_u = np.maximum(max_u, np.abs(u[:, k]).max(axis=1))
+    max_u = np.maximum(max_u, np.abs(u[:, m - 1, 0]))
+    perturb = eps * max_u
+    for k in reversed(range(m)):
+        row = x[:, k]
+        if k + 1 < m:
+            row = row - u[:, k, 1, None] * x[:, k + 1]
+        if k + 2 < m:
+            row = row - u[:, k, 2, None] * x[:, k + 2]
+        p, row = _perturb_pivots(perturb, u[:, k, 0], row)
+        x[:, k] = row * (1 / p)[:, None]
+    return x
+
+
+def _tridiagonal_solve_impl(dl, d, du, b, perturb_singular):
+    *batch, m, k = b.shape
+    count, dt = math.prod(batch), _compute_dtype(b.dtype)
+    diags = [v.astype(dt).reshape((count, m)) for v in (dl, d, du)]
+    rhs = b.astype(dt).reshape((count, m, k))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if perturb_singular:
+            x = _gtsv_perturbed(*diags, rhs)
+        else:
+            x, failed = _gtsv(*diags, rhs)
+            x[failed] = np.nan  # as JAX, where gtsv reports a zero pivot
+    return x.reshape(b.shape).astype(b.dtype)
+
+
+def _tridiagonal_solve_core(dl, d, du, b):
+    if dl != d or dl != du:
+        raise TypeError("tridiagonal_solve requires that all diagonal arguments have the same "
+                        "shape.")
+    if dl != b[:-1]:
+        raise TypeError("tridiagonal_solve requires that the leading ndim-1 dimensions of b "
+                        "equal the dimensions of the diagonal arguments.")
+
+
+def _tridiagonal_solve_abstract(dl, d, du, b, perturb_singular):
+    _check_args("tridiagonal_solve", (dl, d, du, b), (1, 1, 1, 2), _tridiagonal_solve_core)
+    return [ShapedArray(b.shape, b.dtype)]
+
+
+def _tridiagonal_product(dl, d, du, x):
+    """A @ x for the tridiagonal A given by its diagonals (dl[0] and du[-1] are not read)."""
+    nd = len(_shape(x))
+    y = lax.mul(_col_vector(d), x)
+    m = _shape(x)[-2]
+    if m < 2:
+        return y
+    lo = lax.mul(_col_vector(lax.slice_in_dim(dl, 1, m, axis=nd - 2)),
+                 lax.slice_in_dim(x, 0, m - 1, axis=nd - 2))
+    hi = lax.mul(_col_vector(lax.slice_in_dim(du, 0, m - 1, axis=nd - 2)),
+                 lax.slice_in_dim(x, 1, m, axis=nd - 2))
+    return lax.add(y, lax.add(_pad_last2(lo, (1, 0), (0, 0)), _pad_last2(hi, (0, 1), (0, 0))))
+
+
+def _tridiagonal_solve_jvp(primals, tangents, perturb_singular):
+    # A x = b gives A dx = db - dA x: one more solve with the same matrix.
+    *diags, _ = primals
+    *diag_dots, b_dot = tangents
+    ans = tridiagonal_solve_p.bind(*primals, perturb_singular=perturb_singular)
+    rhs = b_dot
+    if not all(type(t) is Zero for t in diag_dots):
+        dA_x = _tridiagonal_product(*map(ad.instantiate, diag_dots), ans)
+        rhs = ad.add_tangents(b_dot, lax.neg(dA_x))
+    return ans, tridiagonal_solve_p.bind(*diags, rhs, perturb_singular=perturb_singular)
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b, perturb_singular):
+    # Linear in b: solve with A^T, whose sub- and superdiagonals are A's shifted by one.
+    assert not any(map(is_undefined, (dl, d, du))) and is_undefined(b)
+    if type(ct) is Zero:
+        return [None, None, None, Zero(b.aval)]
+    nd, m = len(_shape(d)), _shape(d)[-1]
+    if m == 0:
+        return [None, None, None, ct]
+    zero = lax.full_like(lax.slice_in_dim(d, 0, 1, axis=nd - 1), 0)
+    dl_t = lax.concatenate([zero, lax.slice_in_dim(du, 0, m - 1, axis=nd - 1)], nd - 1)
+    du_t = lax.concatenate([lax.slice_in_dim(dl, 1, m, axis=nd - 1), zero], nd - 1)
+    return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct,
+                                                       perturb_singular=perturb_singular)]
+
+
+def _tridiagonal_solve_batch(axis_size, vals, dims, perturb_singular):
+    dl, d, du, b = vals
+    if all(dim is batching.not_mapped for dim in dims[:3]):
+        # Only b is batched: its batch becomes more right-hand sides of the same systems.
+        nd = len(_shape(b))
+        b = batching.moveaxis(b, dims[3], nd - 2)  # (..., m, batch, k)
+        shape = _shape(b)
+        flat = lax.reshape(b, shape[:-2] + (shape[-2] * shape[-1],))
+        out = tridiagonal_solve_p.bind(dl, d, du, flat, perturb_singular=perturb_singular)
+        return lax.reshape(out, shape), nd - 2
+    vals = [batching.move_to(v, dim, 0, axis_size) for v, dim in zip(vals, dims)]
+    return tridiagonal_solve_p.bind(*vals, perturb_singular=perturb_singular), 0
+
+
+tridiagonal_solve_p = Primitive("tridiagonal_solve")
+_register(tridiagonal_solve_p, _tridiagonal_solve_impl, _tridiagonal_solve_abstract,
+          _tridiagonal_solve_jvp)
+ad.transpose_rules[tridiagonal_solve_p] = _tridiagonal_solve_transpose
+batch_rules[tridiagonal_solve_p] = _tridiagonal_solve_batch
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+    """Solve A x = b for a batch of tridiagonal matrices A, as lax.linalg.tridiagonal_solve.
+
+    A is given by its diagonals, each [..., m]: `dl[i] = A[i, i-1]` (dl[0] is not read),
+    `d[i] = A[i, i]` and `du[i] = A[i, i+1]` (du[m-1] is not read); `b` is [..., m, k]. A
+    singular system gives NaNs, unless `perturb_singular` nudges its tiny pivots by about
+    eps * max|U| to give a finite answer (inverse iteration needs this).
+    """
+    return _bind(tridiagonal_solve_p, dl, d, du, b, perturb_singular=bool(perturb_singular))
+
+
+# ---------------------------------------------------------------- lu_pivots_to_permutation
+
+
+def _lu_pivots_to_permutation_impl(pivots, permutation_size):
+    *batch, k = pivots.shape
+    m, count = permutation_size, math.prod(batch)
+    perm = np.tile(np.arange(m, dtype=np.int32), (count, 1))
+    swaps = pivots.reshape((count, k)).astype(np.int64)
+    rows = np.arange(count)
+    for i in range(k if m else 0):
+        # JAX swaps with perm.at[j]: a negative j counts from the end, the read clamps an
+        # out-of-range j and the write drops it.
+        j = swaps[:, i]
+        j = np.where(j < 0, j + m, j)
+        x, y = perm[:, i].copy(), perm[rows, np.clip(j, 0, m - 1)]
+        perm[:, i] = y
+        ok = (j >= 0) & (j < m)
+        perm[rows[ok], j[ok]] = x[ok]
+    return perm.reshape(tuple(batch) + (m,))
+
+
+def _lu_pivots_to_permutation_abstract(pivots, permutation_size):
+    def core(shape):
+        if not permutation_size >= shape[0]:
+            raise ValueError(f"Output permutation size {permutation_size} has to exceed the "
+                             f"trailing dimension of the pivots. Got pivots size {shape[0]}")
+
+    _check_args("lu_pivots_to_permutation", (pivots,), (1,), core,
+                accepted=(lambda dt: dt == np.int32, "int32"))
+    return [ShapedArray(pivots.shape[:-1] + (permutation_size,), np.dtype(np.int32))]
+
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")
+impl_rules[lu_pivots_to_permutation_p] = _lu_pivots_to_permutation_impl
+abstract_eval_rules[lu_pivots_to_permutation_p] = _lu_pivots_to_permutation_abstract
+weak_type_rules[lu_pivots_to_permutation_p] = lambda *args, **params: False
+ad.defjvp_zero(lu_pivots_to_permutation_p)  # integer in, integer out: float0 tangents
+batch_rules[lu_pivots_to_permutation_p] = lambda *a, **p: _batch_at_front(
+    lu_pivots_to_permutation_p, *a, **p)
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+    """The permutation (int32, [..., permutation_size]) made by the row swaps `pivots`.
+
+    `pivots` (int32, [..., k] with k <= permutation_size) are LAPACK-style swaps as lu
+    returns them: row i was swapped with row pivots[i], for i = 0, 1, ..., k - 1 in turn.
+    """
+    return _bind(lu_pivots_to_permutation_p, pivots, permutation_size=int(permutation_size))
+
+
+# ---------------------------------------------------------------- householder_product
+
+
+def _householder_product_impl(a, taus):
+    *batch, m, n = a.shape
+    k, count = taus.shape[-1], math.prod(batch)
+    dt = _compute_dtype(a.dtype)
+    v_all = a.astype(dt).reshape((count, m, n))
+    tau = taus.astype(dt).reshape((count, k))
+    q = np.tile(np.eye(m, n, dtype=dt), (count, 1, 1))
+    # LAPACK's org2r: Q = H_0 H_1 ... H_{k-1} I[:, :n], applied from the last reflector on;
+    # H_i = I - tau_i v_i v_i^H with v_i = (0, ..., 0, 1, a[i+1:, i]).
+    for i in reversed(range(k)):
+        v = v_all[:, i:, i].copy()
+        v[:, 0] = 1
+        w = np.einsum("cr,crj->cj", v.conj(), q[:, i:, :])
+        q[:, i:, :] -= tau[:, i, None, None] * v[:, :, None] * w[:, None, :]
+    return q.reshape(a.shape).astype(a.dtype)
+
+
+def _householder_product_core(a, taus):
+    m, n = a
+    if m < n:
+        raise ValueError("The first argument to householder_product must have at least as many "
+                         f"rows as columns, got shape {a}")
+    if taus[0] > min(m, n):
+        raise ValueError("The second argument to householder_product must not have more rows "
+                         "than the minimum of the first argument's rows and columns.")
+
+
+def _householder_product_abstract(a, taus):
+    _check_args("householder_product", (a, taus), (2, 1), _householder_product_core)
+    return [ShapedArray(a.shape, a.dtype)]
+
+
+householder_product_p = Primitive("householder_product")
+_register(householder_product_p, _householder_product_impl, _householder_product_abstract,
+          _not_differentiable("householder_product"))
+
+
+def householder_product(a, taus):
+    """The product of elementary Householder reflectors, as lax.linalg.householder_product.
+
+    Column i of `a` ([..., m, n], m >= n) below the diagonal holds reflector v_i (its
+    leading 1 is implicit) and `taus` ([..., k], k <= n) its scale factors; the result is the
+    first n columns of H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^H, as LAPACK's orgqr
+    (ungqr) forms them from the output of geqrf or gehrd. Not differentiable, as in JAX.
+    """
+    return _bind(householder_product_p, a, taus)
+
+
+# ---------------------------------------------------------------- hessenberg
+
+
+def _larfg(alpha, x):
+    """LAPACK's larfg over a stack: the reflector H = I - tau v v^H, v = (1, v_tail), with
+    H^H (alpha, x) = (beta, 0, ..., 0) and beta real. alpha is (count,), x (count, r);
+    returns beta, tau and v_tail. (larfg's rescaling of a beta below safmin / eps is left
+    out: it only changes results for norms near the underflow threshold.)"""
+    xnorm = np.linalg.norm(x, axis=1) if x.shape[1] else np.zeros(alpha.shape, x.real.dtype)
+    alpha_r = alpha.real
+    norm = np.hypot(np.hypot(alpha_r, alpha.imag), xnorm)
+    # Real larfg leaves H = I when x is zero; the complex one also needs alpha to be real.
+    trivial = (xnorm == 0) & (alpha.imag == 0)
+    beta = np.where(np.signbit(alpha_r), norm, -norm)
+    safe_beta = np.where(trivial, 1, beta)
+    if np.iscomplexobj(alpha):
+        tau = ((safe_beta - alpha_r) - 1j * alpha.imag) / safe_beta
+    else:
+        tau = (safe_beta - alpha_r) / safe_beta
+    tau = np.where(trivial, 0, tau).astype(alpha.dtype)
+    scale = 1 / np.where(trivial, 1, alpha - safe_beta)
+    return np.where(trivial, alpha, beta).astype(alpha.dtype), tau, x * scale[:, None]
+
+
+def _hessenberg_impl(a):
+    *batch, n, _ = a.shape
+    count = math.prod(batch)
+    h = a.astype(_compute_dtype(a.dtype)).reshape((count, n, n)).copy()
+    taus = np.zeros((count, max(n - 1, 0)), h.dtype)
+    # LAPACK's gehd2: H_i zeroes column i below the subdiagonal, A <- H_i^H A H_i, and v_i is
+    # stored where it made the zeros.
+    for i in range(n - 1):
+        beta, tau, v_tail = _larfg(h[:, i + 1, i], h[:, i + 2:, i])
+        taus[:, i] = tau
+        v = np.concatenate([np.ones((count, 1), h.dtype), v_tail], axis=1)
+        right = h[:, :, i + 1:]
+        aw = np.einsum("crj,cj->cr", right, v)
+        h[:, :, i + 1:] = right - tau[:, None, None] * aw[:, :, None] * v.conj()[:, None, :]
+        left = h[:, i + 1:, i + 1:]
+        wa = np.einsum("cr,crj->cj", v.conj(), left)
+        h[:, i + 1:, i + 1:] = left - tau.conj()[:, None, None] * v[:, :, None] * wa[:, None, :]
+        h[:, i + 1, i] = beta
+        h[:, i + 2:, i] = v_tail
+    return (h.reshape(a.shape).astype(a.dtype),
+            taus.reshape(tuple(batch) + (max(n - 1, 0),)).astype(a.dtype))
+
+
+def _hessenberg_core(shape):
+    if shape[0] != shape[-1]:
+        raise ValueError(f"Argument to Hessenberg reduction must have shape [..., n, n], got "
+                         f"shape {shape}")
+
+
+def _hessenberg_abstract(a):
+    _check_args("hessenberg", (a,), (2,), _hessenberg_core)
+    n = a.shape[-1]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (max(n - 1, 0),), a.dtype)]
+
+
+hessenberg_p = Primitive("hessenberg", multiple_results=True)
+_register(hessenberg_p, _hessenberg_impl, _hessenberg_abstract,
+          _not_differentiable("hessenberg"))
+
+
+def hessenberg(a):
+    """Reduce a batch of square matrices to upper Hessenberg form, as lax.linalg.hessenberg.
+
+    Returns (a, taus) in LAPACK's packed gehrd form: the upper triangle and first
+    subdiagonal of `a` hold the Hessenberg matrix H, the entries below hold Householder
+    reflectors, and `taus` ([..., n - 1]) their scale factors, so that
+    A = Q H Q^H with Q = householder_product(a[..., 1:, :-1], taus) bordered by a leading 1.
+    Not differentiable, as in JAX.
+    """
+    return tuple(_bind(hessenberg_p, a))
 
 
 # The general eigendecomposition lives in its own module (it needs lu and lu_solve above).

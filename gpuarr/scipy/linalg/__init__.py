@@ -1,10 +1,9 @@
 """gpuarr.scipy.linalg: jax.scipy.linalg's factorizations, solvers, matrix functions and
 structured matrices, built on gpuarr.lax.linalg and gpuarr.numpy.linalg.
 
-Not provided yet: schur, rsf2csf, hessenberg, sqrtm, funm, solve_sylvester and qr_multiply,
-which need primitives gpuarr does not have (Schur, Hessenberg and Householder
-factorizations), and the special matrices fiedler_companion, pascal, invpascal and
-invhilbert.
+Not provided yet: schur, rsf2csf, sqrtm, funm and solve_sylvester, which need a Schur
+decomposition gpuarr does not have, and qr_multiply, which needs the packed QR primitives
+(geqrf, ormqr).
 """
 from gpuarr.scipy.linalg._decomp import (
     cho_factor,
@@ -13,6 +12,7 @@ from gpuarr.scipy.linalg._decomp import (
     det,
     eigh,
     eigh_tridiagonal,
+    hessenberg,
     inv,
     lu,
     lu_factor,
@@ -30,17 +30,22 @@ from gpuarr.scipy.linalg._special import (
     convolution_matrix,
     dft,
     fiedler,
+    fiedler_companion,
     hadamard,
     hankel,
     helmert,
     hilbert,
+    invhilbert,
+    invpascal,
     leslie,
+    pascal,
     toeplitz,
 )
 
 __all__ = [
     "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
     "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
-    "fiedler", "hadamard", "hankel", "helmert", "hilbert", "inv", "leslie", "lu", "lu_factor",
-    "lu_solve", "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz",
+    "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hessenberg", "hilbert",
+    "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve", "pascal", "polar",
+    "qr", "solve", "solve_triangular", "svd", "toeplitz",
 ]

@@ -184,20 +184,6 @@ def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
     return lu_, pivots
 
 
-def _pivots_to_permutation(pivots, m):
-    """The permutation of range(m) made by applying the row swaps i <-> pivots[..., i]."""
-    k = _shape(pivots)[-1]
-    batch = _shape(pivots)[:-1]
-    perm = broadcast_to(jnp.arange(m, dtype=np.int32), batch + (m,))
-    cols = jnp.arange(m, dtype=np.int32)
-    # k is static and small compared with the factorization: unroll the swaps.
-    for i in range(k):
-        p = pivots[..., i:i + 1]
-        at_i, at_p = perm[..., i:i + 1], jnp.take_along_axis(perm, p, axis=-1)
-        perm = jnp.where(cols == i, at_p, jnp.where(cols == p, at_i, perm))
-    return perm
-
-
 def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
              check_finite: bool = True):
     """Solve a x = b (trans=0), a^T x = b (1) or a^H x = b (2) from (lu, piv) = lu_factor(a).
@@ -208,7 +194,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
     if trans not in (0, 1, 2):
         raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
     m = _shape(lu_)[-2]
-    perm = _pivots_to_permutation(jnp.asarray(pivots, dtype=np.int32), m)
+    perm = lax_linalg.lu_pivots_to_permutation(jnp.asarray(pivots, dtype=np.int32), m)
 
     def solve_(lu_b, b_b):
         batch = _shape(lu_b)[:-2]
@@ -319,3 +305,23 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
     v, w = lax_linalg.eigh(t, lower=True, symmetrize_input=False)
     w, v = w[lo:hi + 1], v[:, lo:hi + 1]
     return w if eigvals_only else (w, v)
+
+
+def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """The upper Hessenberg form H of a batch of square matrices, a = Q H Q^H with Q unitary:
+    returns H, or (H, Q) when `calc_q`. H is zero below its first subdiagonal; Q is formed
+    from the reflectors of lax.linalg.hessenberg. `overwrite_a` and `check_finite` are
+    accepted for SciPy compatibility and ignored."""
+    del overwrite_a, check_finite
+    a = jnp.asarray(a)
+    n = _shape(a)[-1]
+    if n == 0:
+        return (jnp.zeros_like(a), jnp.zeros_like(a)) if calc_q else jnp.zeros_like(a)
+    packed, taus = lax_linalg.hessenberg(a)
+    h = jnp.triu(packed, -1)
+    if not calc_q:
+        return h
+    # Q = diag(1, Q1), Q1 the product of the reflectors stored below the subdiagonal.
+    q1 = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
+    q = jnp.pad(q1, [(0, 0)] * (q1.ndim - 2) + [(1, 0), (1, 0)])
+    return h, q.at[..., 0, 0].set(1)

@@ -1,5 +1,6 @@
 """Structured matrices of jax.scipy.linalg: block_diag, toeplitz, hankel, circulant,
-companion, leslie, fiedler, hilbert, convolution_matrix, hadamard, helmert and dft."""
+companion, leslie, fiedler, fiedler_companion, hilbert, invhilbert, pascal, invpascal,
+convolution_matrix, hadamard, helmert and dft."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.numpy._util import broadcast_to, check_arraylike, promote_dtypes
+from gpuarr.scipy._util import promote_args_inexact
 from gpuarr.scipy.linalg._decomp import _inexact, _shape
 
 
@@ -134,6 +136,87 @@ def fiedler(a):
     check_arraylike("fiedler", a)
     a = jnp.atleast_1d(a)
     return jnp.abs(a[..., :, None] - a[..., None, :])
+
+
+def fiedler_companion(a):
+    """The Fiedler companion matrix of the polynomial with coefficients a (highest degree
+    first): a pentadiagonal (n - 1) x (n - 1) matrix whose eigenvalues are the polynomial's
+    roots, for each vector along the last axis of a. As in JAX, a[..., 0] == 0 is not
+    checked (the result then holds infs or NaNs)."""
+    (a,) = promote_args_inexact("fiedler_companion", a)
+    a = jnp.atleast_1d(a)
+    if _shape(a)[-1] == 0:
+        raise ValueError("fiedler_companion requires the last axis of 'a' to have nonzero "
+                         f"length, but got an array of shape {_shape(a)}.")
+    n = _shape(a)[-1] - 1
+    if n == 0:
+        return broadcast_to(a[..., :0, None], _shape(a)[:-1] + (0, 0))
+    a = a / a[..., :1]
+    if n == 1:
+        return -a[..., 1:, None]
+    i, j = np.indices((n, n))
+    even = i % 2 == 0
+    # Entries -a[k]: the first column's top, and beside the diagonal on even rows.
+    first = (i == 0) & (j == 0)
+    upper, lower = (j == i + 1) & even, (j == i - 1) & even & (i >= 2)
+    coef = np.where(first, 1, np.where(upper, np.minimum(i + 2, n), np.minimum(i + 1, n)))
+    # Ones: below the first entry, two right of the diagonal on even rows, two left on odd.
+    ones = ((i == 1) & (j == 0)) | ((j == i + 2) & even) | ((j == i - 2) & ~even & (i >= 3))
+    return jnp.where(first | upper | lower, -_gather_last(a, coef), jnp.where(ones, 1, 0))
+
+
+def _log_factorial(n: int):
+    """log(k!) for k = 0 .. n, in float64."""
+    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
+
+
+def _binom(top, k, log_fact):
+    """Binomial coefficients C(top, k) of integer arrays (0 where k < 0 or k > top), from
+    log-factorials as JAX computes them, rounded to the nearest integer."""
+    ok = (k >= 0) & (k <= top)
+    top, k = np.where(ok, top, 0), np.where(ok, k, 0)
+    return np.where(ok, np.round(np.exp(log_fact[top] - log_fact[k] - log_fact[top - k])), 0.0)
+
+
+def _check_kind(kind):
+    valid = ["symmetric", "lower", "upper"]
+    kind = "symmetric" if kind is None else kind
+    if kind not in valid:
+        raise ValueError(f"Expected kind to be one of: {valid}; got {kind}")
+    return kind
+
+
+def pascal(n: int, kind: str | None = None):
+    """The n x n Pascal matrix: binomial coefficients C(i, j) ('lower'), its transpose
+    ('upper'), or their product C(i + j, i) ('symmetric', the default). float32, as JAX."""
+    kind = _check_kind(kind)
+    i, j = np.indices((n, n))
+    lower = _binom(i, j, _log_factorial(max(n - 1, 0)))
+    mat = {"lower": lower, "upper": lower.T, "symmetric": lower @ lower.T}[kind]
+    return jnp.asarray(mat, dtype=np.float32)
+
+
+def invpascal(n: int, kind: str | None = None):
+    """The inverse of pascal(n, kind): (-1)^(i - j) C(i, j) for 'lower', its transpose for
+    'upper', and their product U^-1 L^-1 for 'symmetric'; in the default float dtype."""
+    kind = _check_kind(kind)
+    i, j = np.indices((n, n))
+    lower = np.where((i - j) % 2, -1.0, 1.0) * _binom(i, j, _log_factorial(max(n - 1, 0)))
+    mat = {"lower": lower, "upper": lower.T, "symmetric": lower.T @ lower}[kind]
+    return jnp.asarray(mat, dtype=dtypes.default_float_dtype())
+
+
+def invhilbert(n: int):
+    """The inverse of the n x n Hilbert matrix, from its closed form
+    (-1)^(i+j) (i+j+1) C(n+i, n-j-1) C(n+j, n-i-1) C(i+j, i)^2, in the default float dtype.
+    Entries grow fast: past n of about 14 (float64) they are no longer exact integers."""
+    i, j = np.indices((n, n))
+    s = i + j
+    log_fact = _log_factorial(2 * n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mat = (np.where(s % 2, -1.0, 1.0) * (s + 1.0) * _binom(n + i, n - j - 1, log_fact)
+               * _binom(n + j, n - i - 1, log_fact) * _binom(s, i, log_fact) ** 2)
+    return jnp.asarray(mat, dtype=dtypes.default_float_dtype())
 
 
 def hilbert(n: int):

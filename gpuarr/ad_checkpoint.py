@@ -4,7 +4,9 @@ The wrapped function is bound as one `remat2` equation (the name JAX prints). It
 partial-evaluation rule, used when linearizing, saves only the values the policy allows
 (by default just the inputs) and stages a `remat2` equation into the linear Program that
 recomputes everything else; that equation's transpose linearizes its body again, so the
-primal work is redone during the backward pass instead of being kept in memory.
+primal work is redone during the backward pass instead of being kept in memory. Control flow
+in the body (scan, cond, while) is first split into known and unknown equations by its own
+partial-evaluation rules.
 """
 from __future__ import annotations
 
@@ -82,12 +84,36 @@ def _saveable(policy, eqn) -> bool:
     return bool(policy(eqn.prim, *[a.aval for a in eqn.inputs], **eqn.params))
 
 
+def _split_nested(closed: ClosedProgram, unknown) -> ClosedProgram:
+    """`closed` with each equation that mixes known and unknown values (a scan carrying
+    primal and tangent values, a cond, a nested call) split by its own partial-evaluation
+    rule into a known equation and an unknown one, so that the split by dataflow below can
+    save or recompute the known part."""
+    known, unk, out_uk, _, n_res = pe.partial_eval_closed(closed, unknown,
+                                                          [False] * len(closed.out_avals))
+    invars = [Var(a) for a in closed.in_avals]
+    k_prog, u_prog = known.program, unk.program
+    rename = dict(zip((v.id for v in k_prog.invars),
+                      (v for v, u in zip(invars, unknown, strict=True) if not u), strict=True))
+    k_eqns = [pe._rename_eqn(e, rename) for e in k_prog.eqns]
+    k_outs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in k_prog.outvars]
+    res = k_outs[len(k_outs) - n_res:]
+    rename = dict(zip((v.id for v in u_prog.invars),
+                      res + [v for v, u in zip(invars, unknown, strict=True) if u], strict=True))
+    u_eqns = [pe._rename_eqn(e, rename) for e in u_prog.eqns]
+    u_outs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in u_prog.outvars]
+    k_it, u_it = iter(k_outs), iter(u_outs)
+    outs = [next(u_it) if u else next(k_it) for u in out_uk]
+    return ClosedProgram(Program(k_prog.constvars + u_prog.constvars, invars, k_eqns + u_eqns,
+                                 outs), list(known.consts) + list(unk.consts))
+
+
 def _remat_partial_eval(trace, args, params):
     """Known outputs are computed now; the unknown ones are staged as a `remat2` equation
     that recomputes every known intermediate the policy does not save."""
-    jaxpr, policy = params["jaxpr"], params["policy"]
-    prog = jaxpr.program
     unknown = [type(a) is pe.StagingTracer and a._trace is trace for a in args]
+    jaxpr, policy = _split_nested(params["jaxpr"], unknown), params["policy"]
+    prog = jaxpr.program
     known_eqns, unknown_eqns, unknown_ids = pe.split_eqns(prog, unknown)
     producer = {v.id: e for e in known_eqns for v in e.outvars}
     # Residuals: known values read by the unknown side. A residual made by an equation

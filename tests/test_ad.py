@@ -350,6 +350,35 @@ def test_checkpoint_policies_give_the_same_gradient(policy):
     assert jax.remat is jax.checkpoint
 
 
+def _scan_fn(x):
+    c, ys = jax.lax.scan(lambda c, v: (c * jnp.sin(v), c), 1.0, x)
+    return c + ys.sum()
+
+
+def _cond_fn(x):
+    return jax.lax.cond(x.sum() > 0, lambda x: jnp.sin(x).sum(), lambda x: jnp.cos(x).sum(), x)
+
+
+def _fori_fn(x):
+    return jax.lax.fori_loop(0, 3, lambda i, c: c * jnp.sin(c), x).sum()
+
+
+@pytest.mark.parametrize("fn", [_scan_fn, _cond_fn, _fori_fn])
+def test_checkpoint_around_control_flow(fn):
+    """The scan or cond inside is split into its known and unknown parts, so grad of a
+    checkpointed function equals grad of the function, and the known part is recomputed."""
+    x = jnp.linspace(0.1, 1.0, 4)
+    want = grad(fn)(x)
+    for got in (grad(checkpoint(fn))(x), jit(grad(checkpoint(fn)))(x),
+                vmap(grad(checkpoint(fn)))(jnp.stack([x, -x]))[0]):
+        _close(got, want)
+        assert got.shape == (4,) and got.dtype == np.float32
+    check_grads(checkpoint(fn), (np.linspace(0.1, 1.0, 4),), order=2, modes=("rev",))
+    if fn is _scan_fn:  # the backward pass runs the primal scan again
+        assert str(jax.make_jaxpr(grad(checkpoint(fn)))(x)).count(" sin ") == 2
+        assert str(jax.make_jaxpr(grad(fn))(x)).count(" sin ") == 1
+
+
 def test_vjp_cotangent_type_errors():
     _, pull = jax.vjp(jnp.sin, jnp.float32(1.))
     _close(pull(1.0)[0], np.cos(1.))  # a weakly typed Python float is accepted

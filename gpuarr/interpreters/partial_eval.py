@@ -25,6 +25,8 @@ from gpuarr.core import (
     Var,
     abstract_eval_rules,
     check_tracer_alive,
+    current_trace,
+    eval_closed,
     get_aval,
     set_current_trace,
     subprograms,
@@ -182,6 +184,56 @@ def trace_to_program(fun: Callable, in_avals, debug_info=None, parent: Trace | N
         trace.alive = False
         raise
     return trace.finish(list(outs))
+
+
+def is_known(trace, x) -> bool:
+    """Whether `x` is known to the PartialEvalTrace `trace` (not one of its own tracers)."""
+    return not (type(x) is StagingTracer and x._trace is trace)
+
+
+def partial_eval_closed(closed, in_uk, instantiate, invariant_in=()):
+    """Split `closed` into what its known inputs determine and the rest.
+
+    The program is re-traced under a PartialEvalTrace (so nested control flow is split by
+    its own rules). Returns (known, unknown, out_uk, inv_src, n_res): `known` maps the
+    known inputs to the known outputs followed by `n_res` residuals; `unknown` takes
+    [invariant residuals, residuals, unknown inputs]: invariant residuals are known inputs
+    at positions `invariant_in` (listed in `inv_src`), passed through unchanged.
+    """
+    in_avals = list(closed.in_avals)
+    box = []
+
+    def known_fun(*known_in):
+        trace = PartialEvalTrace(current_trace())
+        it = iter(known_in)
+        args = [trace.new_arg(a) if u else next(it) for a, u in zip(in_avals, in_uk)]
+        try:
+            with set_current_trace(trace):
+                outs = eval_closed(closed, *args)
+        except BaseException:
+            trace.alive = False
+            raise
+        out_uk = [not is_known(trace, o) or inst for o, inst in zip(outs, instantiate)]
+        unknown = trace.finish([o for o, u in zip(outs, out_uk) if u])
+        prog = unknown.program
+        position = {id(x): i for i, (x, u) in enumerate(zip(args, in_uk)) if not u}
+        inv_vars, inv_src, res_vars, res_vals, keep_vars, keep_vals = [], [], [], [], [], []
+        for v, c in zip(prog.constvars, unknown.consts):
+            if isinstance(c, Tracer) and position.get(id(c), -1) in invariant_in:
+                inv_vars.append(v)
+                inv_src.append(position[id(c)])
+            elif isinstance(c, Tracer):
+                res_vars.append(v)
+                res_vals.append(c)
+            else:
+                keep_vars.append(v)
+                keep_vals.append(c)
+        split = Program(keep_vars, inv_vars + res_vars + prog.invars, prog.eqns, prog.outvars)
+        box.append((ClosedProgram(split, keep_vals), out_uk, inv_src, len(res_vars)))
+        return [o for o, u in zip(outs, out_uk) if not u] + res_vals
+
+    known = trace_to_program(known_fun, [a for a, u in zip(in_avals, in_uk) if not u])
+    return (known, *box[0])
 
 
 def hoist_tracer_consts(closed: ClosedProgram):

@@ -33,7 +33,6 @@ from gpuarr.core import (
     Tracer,
     Var,
     abstract_eval_rules,
-    current_trace,
     eval_closed,
     eval_program,
     get_aval,
@@ -149,10 +148,6 @@ def _zeros(aval):
     return lax.full(aval.shape, 0, aval.dtype)
 
 
-def _is_known(trace, x) -> bool:
-    return not (type(x) is pe.StagingTracer and x._trace is trace)
-
-
 def _split_by(flags, xs):
     return [x for x, f in zip(xs, flags, strict=True) if f], \
         [x for x, f in zip(xs, flags, strict=True) if not f]
@@ -239,12 +234,12 @@ def _cond_partial_eval(trace, args, params):
         # A concrete index picks its branch now: inline it, as jit's partial eval does.
         br = branches[builtins.min(builtins.max(int(index), 0), len(branches) - 1)]
         return eval_program(br.program, br.consts, ops)
-    if not _is_known(trace, index):
+    if not pe.is_known(trace, index):
         return pe.StagingTrace.process_primitive(trace, cond_p, args, params)
-    unknowns = [not _is_known(trace, x) for x in ops]
+    unknowns = [not pe.is_known(trace, x) for x in ops]
     out_uk = [False] * len(branches[0].out_avals)
     for _ in range(2):  # the second pass instantiates what any branch leaves unknown
-        splits = [_partial_eval_closed(br, unknowns, out_uk) for br in branches]
+        splits = [pe.partial_eval_closed(br, unknowns, out_uk) for br in branches]
         out_uk = [any(s[2][i] for s in splits) for i in range(len(out_uk))]
     res_avals = [list(known.out_avals[len(known.out_avals) - nres:])
                  for known, _, _, _, nres in splits]
@@ -281,51 +276,6 @@ def _pad_residuals(known, nres, res_avals, b):
         return outs[:n_main] + padded
 
     return pe.trace_to_program(fun, list(known.in_avals))
-
-
-def _partial_eval_closed(closed, in_uk, instantiate, invariant_in=()):
-    """Split `closed` into what its known inputs determine and the rest.
-
-    The program is re-traced under a PartialEvalTrace (so nested control flow is split by
-    its own rules). Returns (known, unknown, out_uk, inv_src, n_res): `known` maps the
-    known inputs to the known outputs followed by `n_res` residuals; `unknown` takes
-    [invariant residuals, residuals, unknown inputs]: invariant residuals are known inputs
-    at positions `invariant_in` (listed in `inv_src`), passed through unchanged.
-    """
-    in_avals = list(closed.in_avals)
-    box = []
-
-    def known_fun(*known_in):
-        trace = pe.PartialEvalTrace(current_trace())
-        it = iter(known_in)
-        args = [trace.new_arg(a) if u else next(it) for a, u in zip(in_avals, in_uk)]
-        try:
-            with set_current_trace(trace):
-                outs = eval_closed(closed, *args)
-        except BaseException:
-            trace.alive = False
-            raise
-        out_uk = [not _is_known(trace, o) or inst for o, inst in zip(outs, instantiate)]
-        unknown = trace.finish([o for o, u in zip(outs, out_uk) if u])
-        prog = unknown.program
-        position = {id(x): i for i, (x, u) in enumerate(zip(args, in_uk)) if not u}
-        inv_vars, inv_src, res_vars, res_vals, keep_vars, keep_vals = [], [], [], [], [], []
-        for v, c in zip(prog.constvars, unknown.consts):
-            if isinstance(c, Tracer) and position.get(id(c), -1) in invariant_in:
-                inv_vars.append(v)
-                inv_src.append(position[id(c)])
-            elif isinstance(c, Tracer):
-                res_vars.append(v)
-                res_vals.append(c)
-            else:
-                keep_vars.append(v)
-                keep_vals.append(c)
-        split = Program(keep_vars, inv_vars + res_vars + prog.invars, prog.eqns, prog.outvars)
-        box.append((ClosedProgram(split, keep_vals), out_uk, inv_src, len(res_vars)))
-        return [o for o, u in zip(outs, out_uk) if not u] + res_vals
-
-    known = pe.trace_to_program(known_fun, [a for a, u in zip(in_avals, in_uk) if not u])
-    return (known, *box[0])
 
 
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
@@ -660,7 +610,7 @@ def _make_scan_plan(jaxpr, length, nc, ncar):
     if nx == 0 or jaxpr.program.effectful:  # effects keep their per-iteration order
         return None
     try:
-        known, unknown, out_uk, inv_src, n_res = _partial_eval_closed(
+        known, unknown, out_uk, inv_src, n_res = pe.partial_eval_closed(
             jaxpr, [False] * nc + [True] * ncar + [False] * nx, [True] * ncar + [False] * ny,
             range(nc))
         if not known.eqns:
@@ -789,12 +739,12 @@ batching.batch_rules[scan_p] = _scan_batch
 def _scan_partial_eval(trace, args, params):
     jaxpr, nc, ncar = params["jaxpr"], params["num_consts"], params["num_carry"]
     length, reverse, unroll = params["length"], params["reverse"], params["unroll"]
-    uk = [not _is_known(trace, x) for x in args]
+    uk = [not pe.is_known(trace, x) for x in args]
     const_uk, carry_uk, xs_uk = uk[:nc], uk[nc:nc + ncar], uk[nc + ncar:]
     n_ys = len(jaxpr.out_avals) - ncar
     while True:
         # Loop-invariant residuals (known consts) are passed once, the others stacked.
-        known, unknown, out_uk, inv_src, n_res = _partial_eval_closed(
+        known, unknown, out_uk, inv_src, n_res = pe.partial_eval_closed(
             jaxpr, const_uk + carry_uk + xs_uk, carry_uk + [False] * n_ys, range(nc))
         new = [a or b for a, b in zip(carry_uk, out_uk[:ncar])]
         if new == carry_uk:

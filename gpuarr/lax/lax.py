@@ -1030,9 +1030,11 @@ def _reduce_expr(ufunc):
         if not axes or not 0 < x.size < _PARALLEL_REDUCE_SIZE:
             return None
         keeps = x.dtype.kind in "fc" or (x.dtype.kind in "biu" and ufunc not in (np.add, np.multiply))
+        # One axis as an int: NumPy parses it faster than a tuple.
+        axis = repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))
         if keeps and x.dtype.type.__module__ == "numpy":
-            return f"{{r}}({{0}}, {tuple(axes)!r})", {"r": ufunc.reduce}
-        return f"{{r}}({{0}}, {tuple(axes)!r}, {{dtype}})", {"r": ufunc.reduce, "dtype": x.dtype}
+            return f"{{r}}({{0}}, {axis})", {"r": ufunc.reduce}
+        return f"{{r}}({{0}}, {axis}, {{dtype}})", {"r": ufunc.reduce, "dtype": x.dtype}
     return rule
 
 

@@ -756,3 +756,36 @@ def test_tensorsolve_against_numpy(axes):
                                    rtol=1e-9)
     with pytest.raises(ValueError, match="leading dimensions"):
         jnp.linalg.tensorsolve(np.ones((3, 6)), np.ones((2,)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 5, 5)])
+def test_slogdet_by_qr(shape):
+    """method='qr': |det| from R's diagonal, the sign from it and the Householder reflections
+    (geqrf's nonzero taus), as JAX computes it; the same values and gradient as 'lu'."""
+    x = rand(shape, np.float32, seed=4)
+    sign, logdet = jnp.linalg.slogdet(x, method="qr")
+    want_sign, want_logdet = np.linalg.slogdet(x.astype(np.float64))
+    assert sign.dtype == logdet.dtype == np.float32 and sign.shape == logdet.shape == shape[:-2]
+    np.testing.assert_array_equal(sign, want_sign)
+    np.testing.assert_allclose(logdet, want_logdet, rtol=1e-5, atol=1e-5)
+    loss = lambda m, method: jnp.sum(jnp.linalg.slogdet(m, method=method)[1])  # noqa: E731
+    np.testing.assert_allclose(gpuarr.grad(loss)(x, "qr"), gpuarr.grad(loss)(x, "lu"), rtol=1e-5)
+    jitted = gpuarr.jit(lambda m: jnp.linalg.slogdet(m, method="qr"))(x)
+    np.testing.assert_allclose(jitted[1], logdet, rtol=1e-6)
+    singular = np.zeros((3, 3), np.float32)
+    singular[0, 0] = 2
+    s, ld = jnp.linalg.slogdet(singular, method="qr")
+    assert float(s) == 0 and float(ld) == -np.inf
+
+
+def test_geqrf_packs_r_and_reflectors_as_lapack():
+    x = rand((2, 5, 3), np.float64, seed=6)
+    with gpuarr.enable_x64():
+        packed, taus = lax_linalg._geqrf(x)
+        q = lax_linalg.householder_product(packed, taus)
+    r = np.triu(np.asarray(packed)[..., :3, :])
+    assert packed.shape == (2, 5, 3) and taus.shape == (2, 3)
+    np.testing.assert_allclose(np.asarray(q) @ r, x, atol=1e-12)
+    np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(x)[1]), atol=1e-12)
+    with pytest.raises(NotImplementedError, match="Differentiation rule for 'geqrf'"):
+        gpuarr.jvp(lambda m: lax_linalg._geqrf(m)[0], (x,), (x,))

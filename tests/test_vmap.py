@@ -186,6 +186,7 @@ PRIMITIVE_TABLE = {
                                  [i32(3, lo=0, hi=5)]),
     "householder_product": (linalg.householder_product, [f32(4, 3), f32(2)]),
     "hessenberg": (linalg.hessenberg, [f32(4, 4)]),
+    "geqrf": (linalg._geqrf, [f32(4, 3)]),
     # control flow and calls
     "cond": (lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), [boolean(), f32(2)]),
     "while": (lambda x: lax.while_loop(lambda c: c[0] < 20.0, lambda c: (c[0] * 2.0 + 1.0,

@@ -1154,5 +1154,31 @@ def hessenberg(a):
     return tuple(_bind(hessenberg_p, a))
 
 
+# ---------------------------------------------------------------- geqrf
+
+
+def _geqrf_impl(a):
+    # NumPy's raw QR is LAPACK's geqrf, its packed matrix transposed (Fortran order).
+    h, taus = np.linalg.qr(a.astype(_compute_dtype(a.dtype)), mode="raw")
+    return np.swapaxes(h, -1, -2).astype(a.dtype), taus.astype(a.dtype)
+
+
+def _geqrf_abstract(a):
+    _check_args("geqrf", (a,), (2,), lambda shape: None)
+    m, n = a.shape[-2:]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-2] + (min(m, n),), a.dtype)]
+
+
+geqrf_p = Primitive("geqrf", multiple_results=True)
+_register(geqrf_p, _geqrf_impl, _geqrf_abstract, _not_differentiable("geqrf"))
+
+
+def _geqrf(a):
+    """LAPACK's geqrf, as JAX's internal lax.linalg.geqrf (not public in JAX either): R in the
+    upper triangle of the result, the Householder vectors below it, and their scale factors
+    `taus` ([..., min(m, n)]), a nonzero tau marking a reflection. Not differentiable."""
+    return tuple(_bind(geqrf_p, a))
+
+
 # The general eigendecomposition lives in its own module (it needs lu and lu_solve above).
 from gpuarr.lax.eig import EigImplementation, eig, eig_p  # noqa: E402, F401

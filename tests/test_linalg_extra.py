@@ -670,3 +670,71 @@ def test_new_functions_are_exported():
     for name in ("tridiagonal_solve", "lu_pivots_to_permutation", "householder_product",
                  "hessenberg"):
         assert callable(getattr(gpuarr.lax.linalg, name))
+
+
+# ---------------------------------------------------------------- ormqr, qr(mode='raw'), qr_multiply
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("left,transpose", [(True, False), (True, True), (False, False),
+                                            (False, True)])
+def test_ormqr_applies_q_without_forming_it(dtype, left, transpose):
+    """Q (from householder_product) times c, against NumPy in float64; batched."""
+    a = rand((2, 5, 3), dtype, seed=11)
+    packed, taus = lax_linalg._geqrf(a)
+    q = np.asarray(lax_linalg.householder_product(
+        np.concatenate([np.asarray(packed), np.zeros((2, 5, 2), dtype)], axis=-1),
+        np.asarray(taus)), np.complex128)  # the full 5 x 5 Q
+    q = q.conj().transpose(0, 2, 1) if transpose else q
+    c = rand((2, 5, 4) if left else (2, 4, 5), dtype, seed=12)
+    got = lax_linalg.ormqr(packed, taus, c, left=left, transpose=transpose)
+    want = q @ c if left else c @ q
+    check_dtype(got, dtype)
+    close(got, want if np.dtype(dtype).kind == "c" else want.real, dtype, scale=10)
+    looped = np.stack([np.asarray(lax_linalg.ormqr(packed[i], taus[i], c[i], left=left,
+                                                   transpose=transpose)) for i in range(2)])
+    close(gpuarr.vmap(lambda p, t, m: lax_linalg.ormqr(p, t, m, left=left, transpose=transpose))(
+        packed, taus, c), looped, dtype)
+    with pytest.raises(ValueError, match="ormqr with left="):
+        lax_linalg.ormqr(packed, taus, c[..., :3, :3], left=left)
+    with pytest.raises(NotImplementedError, match="Differentiation rule for 'ormqr'"):
+        gpuarr.jvp(lambda m: lax_linalg.ormqr(packed, taus, m, left=left), (c,), (c,))
+
+
+def test_qr_raw_mode_is_lapacks_packed_form():
+    x = rand((4, 3), np.float32, seed=13)
+    h, taus = gpuarr.numpy.linalg.qr(x, mode="raw")
+    want_h, want_taus = np.linalg.qr(x, mode="raw")  # LAPACK's geqrf, transposed
+    assert h.shape == (3, 4) and taus.shape == (3,) and h.dtype == taus.dtype == np.float32
+    close(h, want_h, np.float32)
+    close(taus, want_taus, np.float32)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("mode", ["left", "right"])
+@pytest.mark.parametrize("conjugate", [False, True])
+def test_qr_multiply(shape, mode, conjugate):
+    """(Q @ c, R) or (c @ Q, R) against the Q and R of a reduced QR (float64 NumPy), 1-D c
+    included, and against JAX when it is installed."""
+    m, n = shape
+    k = min(m, n)
+    a = rand(shape, np.complex64, seed=14)
+    q, r = np.linalg.qr(a.astype(np.complex128))
+    q = q.conj() if conjugate else q
+    for c in (rand((k, 2) if mode == "left" else (2, m), np.complex64, seed=15),
+              rand((k,) if mode == "left" else (m,), np.complex64, seed=16)):
+        out, got_r = gl.qr_multiply(a, c, mode=mode, conjugate=conjugate)
+        want = q @ c if mode == "left" else (c @ q)
+        assert out.shape == want.shape and out.dtype == np.complex64
+        # NumPy's QR is the same LAPACK geqrf, so Q and R agree with it exactly, signs included.
+        close(out, want, np.complex64, scale=10)
+        close(got_r, r, np.complex64, scale=10)
+        if ref is not None:
+            ref_out, ref_r = ref.scipy.linalg.qr_multiply(a, c, mode=mode, conjugate=conjugate)
+            close(out, np.asarray(ref_out), np.complex64, scale=10)
+            close(got_r, np.asarray(ref_r), np.complex64, scale=10)
+    with pytest.raises(ValueError, match="Array shapes are not compatible"):
+        gl.qr_multiply(a, np.ones((k + 1, 2), np.complex64) if mode == "left"
+                       else np.ones((2, m + 1), np.complex64), mode=mode)
+    with pytest.raises(NotImplementedError, match="pivoting=True"):
+        gl.qr_multiply(a, c, mode=mode, pivoting=True)

@@ -187,6 +187,7 @@ PRIMITIVE_TABLE = {
     "householder_product": (linalg.householder_product, [f32(4, 3), f32(2)]),
     "hessenberg": (linalg.hessenberg, [f32(4, 4)]),
     "geqrf": (linalg._geqrf, [f32(4, 3)]),
+    "ormqr": (lambda a, t, c: linalg.ormqr(a, t, c, transpose=True), [f32(4, 3), f32(3), f32(4, 2)]),
     # control flow and calls
     "cond": (lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), [boolean(), f32(2)]),
     "while": (lambda x: lax.while_loop(lambda c: c[0] < 20.0, lambda c: (c[0] * 2.0 + 1.0,

@@ -1,12 +1,13 @@
 """Linear-algebra primitives (JAX's lax.linalg): cholesky, lu, qr, svd, eigh, triangular_solve,
-and tridiagonal_solve, lu_pivots_to_permutation, householder_product and hessenberg.
+and tridiagonal_solve, lu_pivots_to_permutation, householder_product, hessenberg, ormqr and
+the packed QR geqrf (internal in JAX too).
 
 Every primitive acts on the last two axes and accepts any number of leading batch axes, so
 its batching rule only moves the batch axis to the front. The NumPy implementations use
 numpy.linalg's stacked routines (LU, triangular and tridiagonal solves and the Householder
 reductions are written out after LAPACK, as NumPy has none) and keep the input dtype
 (float32 in, float32 out). JVP rules follow JAX's derivations, for real and complex inputs
-alike; householder_product and hessenberg have none, as in JAX. The compiler lowers these as
+alike; householder_product, hessenberg, geqrf and ormqr have none, as in JAX. The compiler lowers these as
 library calls.
 """
 from __future__ import annotations
@@ -1178,6 +1179,61 @@ def _geqrf(a):
     upper triangle of the result, the Householder vectors below it, and their scale factors
     `taus` ([..., min(m, n)]), a nonzero tau marking a reflection. Not differentiable."""
     return tuple(_bind(geqrf_p, a))
+
+
+# ---------------------------------------------------------------- ormqr
+
+
+def _ormqr_impl(a, taus, c, *, left, transpose):
+    *batch, m, _ = a.shape
+    k, count = taus.shape[-1], math.prod(batch)
+    dt = _compute_dtype(a.dtype)
+    v_all = a.astype(dt).reshape((count, m, a.shape[-1]))
+    tau = taus.astype(dt).reshape((count, k))
+    if transpose:  # Q^H = H_{k-1}^H ... H_0^H, H_i^H = I - conj(tau_i) v_i v_i^H
+        tau = tau.conj()
+    out = c.astype(dt).reshape((count,) + c.shape[-2:]).copy()
+    # Q = H_0 ... H_{k-1}: Q c applies H_{k-1} first, c Q applies H_0 first; transposing
+    # reverses the order.
+    order = reversed(range(k)) if left != transpose else range(k)
+    for i in order:
+        v = v_all[:, i:, i].copy()
+        v[:, 0] = 1
+        if left:  # rows i: of c
+            w = np.einsum("cr,crj->cj", v.conj(), out[:, i:, :])
+            out[:, i:, :] -= tau[:, i, None, None] * v[:, :, None] * w[:, None, :]
+        else:  # columns i: of c
+            w = np.einsum("crj,cj->cr", out[:, :, i:], v)
+            out[:, :, i:] -= tau[:, i, None, None] * w[:, :, None] * v.conj()[:, None, :]
+    return out.reshape(c.shape).astype(c.dtype)
+
+
+def _ormqr_abstract(a, taus, c, *, left, transpose):
+    def core(a_shape, taus_shape, c_shape):
+        m = a_shape[0]
+        if left and c_shape[0] != m:
+            raise ValueError("ormqr with left=True expects c to have the same number of rows as "
+                             f"the Householder matrix a. Got a shape {a_shape} and c shape "
+                             f"{c_shape}.")
+        if not left and c_shape[1] != m:
+            raise ValueError("ormqr with left=False expects c to have the same number of "
+                             "columns as the Householder matrix a has rows. Got a shape "
+                             f"{a_shape} and c shape {c_shape}.")
+    _check_args("ormqr", (a, taus, c), (2, 1, 2), core)
+    return [ShapedArray(c.shape, c.dtype)]
+
+
+ormqr_p = Primitive("ormqr")
+_register(ormqr_p, _ormqr_impl, _ormqr_abstract, _not_differentiable("ormqr"))
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """Multiply `c` by the Q of a packed QR factorization without forming Q, as
+    lax.linalg.ormqr: Q @ c (left), c @ Q (not left), with Q^T (Q^H for complex) when
+    `transpose`. `a` [..., m, n] holds the Householder vectors below its diagonal and `taus`
+    [..., k] their scale factors, as geqrf (or jnp.linalg.qr(mode='raw'), transposed) gives
+    them. Not differentiable, as in JAX."""
+    return _bind(ormqr_p, a, taus, c, left=bool(left), transpose=bool(transpose))
 
 
 # The general eigendecomposition lives in its own module (it needs lu and lu_solve above).

@@ -100,11 +100,12 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 
 def qr(a, mode: str = "reduced"):
-    """QR decomposition; mode 'reduced' or 'complete' gives QRResult(Q, R), 'r' gives R."""
+    """QR decomposition; mode 'reduced' or 'complete' gives QRResult(Q, R), 'r' gives R, and
+    'raw' LAPACK's packed form (the geqrf matrix transposed, and the reflectors' taus)."""
     (a,) = _inexact("jnp.linalg.qr", a)
     if mode == "raw":
-        raise NotImplementedError("jnp.linalg.qr(mode='raw') is not supported by gpuarr; use "
-                                  "mode='reduced' or 'complete'.")
+        packed, taus = lax_linalg._geqrf(a)
+        return QRResult(matrix_transpose(packed), taus)
     if mode not in ("reduced", "complete", "r", "full"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")

@@ -2,8 +2,7 @@
 structured matrices, built on gpuarr.lax.linalg and gpuarr.numpy.linalg.
 
 Not provided yet: schur, rsf2csf, sqrtm, funm and solve_sylvester, which need a Schur
-decomposition gpuarr does not have, and qr_multiply, which needs the packed QR primitives
-(geqrf, ormqr).
+decomposition gpuarr does not have.
 """
 from gpuarr.scipy.linalg._decomp import (
     cho_factor,
@@ -18,6 +17,7 @@ from gpuarr.scipy.linalg._decomp import (
     lu_factor,
     lu_solve,
     qr,
+    qr_multiply,
     solve,
     solve_triangular,
     svd,
@@ -47,5 +47,5 @@ __all__ = [
     "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
     "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hessenberg", "hilbert",
     "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve", "pascal", "polar",
-    "qr", "solve", "solve_triangular", "svd", "toeplitz",
+    "qr", "qr_multiply", "solve", "solve_triangular", "svd", "toeplitz",
 ]

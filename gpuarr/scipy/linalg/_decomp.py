@@ -239,6 +239,51 @@ def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: b
     return (r,) if mode == "r" else (q, r)
 
 
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False):
+    """QR-decompose `a` and multiply its Q with `c` without forming Q, as
+    jax.scipy.linalg.qr_multiply: mode 'left' gives (Q @ c, R) for c [..., k, p], 'right'
+    (c @ Q, R) for c [..., p, m], with k = min(m, n) and R [..., k, n]; `conjugate` uses
+    conj(Q). A 1-D c is a column (left) or a row (right) and the result is 1-D. Column
+    pivoting is not available."""
+    del overwrite_a, overwrite_c
+    a, c = _inexact(a, c)
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    if pivoting:
+        raise NotImplementedError("qr_multiply(pivoting=True) needs a column-pivoted QR, which "
+                                  "gpuarr does not have; pass pivoting=False.")
+    onedim = jnp.ndim(c) == 1
+    if onedim:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = jnp.shape(a)[-2:]
+    k = min(m, n)
+    if mode == "left" and jnp.shape(c)[-2] != k:
+        raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape "
+                         f"{tuple(jnp.shape(a))} so Q has {k} columns, but c has "
+                         f"{jnp.shape(c)[-2]} rows (expected {k}).")
+    if mode == "right" and jnp.shape(c)[-1] != m:
+        raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape "
+                         f"{tuple(jnp.shape(a))} so Q has {m} rows, but c has "
+                         f"{jnp.shape(c)[-1]} columns (expected {m}).")
+    batch = np.broadcast_shapes(jnp.shape(a)[:-2], jnp.shape(c)[:-2])
+    a = jnp.broadcast_to(a, batch + jnp.shape(a)[-2:])
+    c = jnp.broadcast_to(c, batch + jnp.shape(c)[-2:])
+    r, taus = lax_linalg._geqrf(a)
+    if m > n and mode == "left":  # Q's first k columns: pad c to m rows with zeros
+        c = jnp.concatenate([c, jnp.zeros(batch + (m - k, jnp.shape(c)[-1]), c.dtype)], axis=-2)
+    if conjugate:  # c @ conj(Q) = (Q^H @ c^T)^T, and Q @ c swaps the same way
+        c = jnp.swapaxes(c, -1, -2)
+    out = lax_linalg.ormqr(r, taus, c, left=(mode == "left") != conjugate, transpose=conjugate)
+    if conjugate:
+        out = jnp.swapaxes(out, -1, -2)
+    if mode == "right":
+        out = out[..., :k]
+    if onedim:
+        out = out.ravel()
+    return out, jnp.triu(r[..., :k, :])
+
+
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
         check_finite: bool = True, lapack_driver: str = "gesdd"):
     """Singular value decomposition a = u @ diag(s) @ vh: returns (u, s, vh), or s alone

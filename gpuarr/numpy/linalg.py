@@ -232,12 +232,17 @@ def _slogdet_small_jvp(primals, tangents):
     return (sign, logdet), _slogdet_tangents(x, sign, dot)
 
 
-@_slogdet_lu.defjvp
-def _slogdet_lu_jvp(primals, tangents):
-    (x,), (g,) = primals, tangents
-    sign, logdet = _slogdet_lu(x)
-    dot = products.trace(solve(x, g), axis1=-1, axis2=-2)
-    return (sign, logdet), _slogdet_tangents(x, sign, dot)
+def _solve_jvp(slogdet_fn):
+    """The JVP of a slogdet, d log det = tr(A^-1 dA), whichever factorization gave the primal."""
+    def jvp(primals, tangents):
+        (x,), (g,) = primals, tangents
+        sign, logdet = slogdet_fn(x)
+        dot = products.trace(solve(x, g), axis1=-1, axis2=-2)
+        return (sign, logdet), _slogdet_tangents(x, sign, dot)
+    return jvp
+
+
+_slogdet_lu.defjvp(_solve_jvp(_slogdet_lu))
 
 
 def _slogdet(a):
@@ -276,12 +281,7 @@ def _slogdet_qr(x):
     return sign, logdet
 
 
-@_slogdet_qr.defjvp
-def _slogdet_qr_jvp(primals, tangents):
-    (x,), (g,) = primals, tangents
-    sign, logdet = _slogdet_qr(x)
-    dot = products.trace(solve(x, g), axis1=-1, axis2=-2)
-    return (sign, logdet), _slogdet_tangents(x, sign, dot)
+_slogdet_qr.defjvp(_solve_jvp(_slogdet_qr))
 
 
 def _cofactor_solve(a, b):

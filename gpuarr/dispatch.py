@@ -49,8 +49,8 @@ class EvalTrace(core.Trace):
             try:
                 if len(vals) == 2:
                     key = (prim, vals[0].dtype.num, vals[1].dtype.num)
-                    if (prim in rank_checked_prims and vals[0].ndim != vals[1].ndim
-                            and vals[0].ndim and vals[1].ndim):
+                    if (vals[0].ndim != vals[1].ndim and vals[0].ndim and vals[1].ndim
+                            and prim in rank_checked_prims):  # equal ranks: one comparison
                         _raise_abstract_error(prim, args, params)
                 elif len(vals) == 1:
                     key = (prim, vals[0].dtype.num)

@@ -598,7 +598,7 @@ def _const(like, value):
     """A scalar with the dtype of `like` for a rule: a Python number where `like` is weakly
     typed, so the rule's constants keep weak results weak (x ** 3's tangent), as in JAX."""
     c = np.asarray(value, _dtype_of(like))[()]
-    return c.item() if getattr(get_aval(like), "weak_type", False) else c
+    return c.item() if get_aval(like).weak_type else c
 
 
 def zeros_like(x):

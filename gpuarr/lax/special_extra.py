@@ -199,7 +199,7 @@ def _igamma_da64(a, x, sample, log_max):
     zero = ~nan & (x == 0)
     ok = ~nan & ~zero
     a_ok, x_ok = np.where(ok, a, 1.0), np.where(ok, x, 1.0)
-    log_ax = a_ok * np.log(x_ok) - x_ok - _lgamma64(a_ok)
+    log_ax = _log_prefactor(a_ok, x_ok)
     enabled = ok & (log_ax >= -log_max)
     use_fraction = (x_ok > 1) & (x_ok > a_ok)
     s, ds = _series_da(a_ok, x_ok, np.flatnonzero(enabled & ~use_fraction))

@@ -12,6 +12,7 @@ from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
 
 _SCALARS = (bool, int, float, complex)
+_flags = config._values  # read directly: broadcast_arrays runs in every jnp binary op
 ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic)
 
 
@@ -92,7 +93,7 @@ def broadcast_arrays(*args, fun_name="broadcast_arrays"):
               for a in args]
     if len(set(shapes)) <= 1:
         return list(args)
-    if config.numpy_rank_promotion != "allow" and len({len(s) for s in shapes if s}) > 1:
+    if _flags["numpy_rank_promotion"] != "allow" and len({len(s) for s in shapes if s}) > 1:
         _rank_promotion_warning_or_error(fun_name, shapes)
     try:
         result = np.broadcast_shapes(*shapes)
@@ -103,7 +104,7 @@ def broadcast_arrays(*args, fun_name="broadcast_arrays"):
 
 def _rank_promotion_warning_or_error(fun_name, shapes):
     listed = " ".join(map(str, shapes))
-    if config.numpy_rank_promotion == "warn":
+    if _flags["numpy_rank_promotion"] == "warn":
         warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
                       f"{listed}. Set the jax_numpy_rank_promotion config option to 'allow' to "
                       "disable this warning; for more information, see "

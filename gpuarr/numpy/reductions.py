@@ -22,9 +22,14 @@ def _keepdims(out, shape, axes):
     return lax.reshape(out, kept)
 
 
+# bfloat16 exists only with the optional ml_dtypes package.
+_HALF_FLOATS = tuple(np.dtype(t) for t in (np.float16, getattr(dtypes, "bfloat16", None))
+                     if t is not None)
+
+
 def _upcast_f16(dt):
     # float16 and bfloat16 sums and means accumulate in float32, as in JAX.
-    return np.dtype(np.float32) if dt in (np.float16, dtypes.bfloat16) else dt
+    return np.dtype(np.float32) if dt in _HALF_FLOATS else dt
 
 
 def _axes(axis, ndim):

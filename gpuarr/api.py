@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, placement, tree_util
+from gpuarr import core, dtypes, placement, stages, tree_util
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
@@ -406,20 +406,39 @@ class Jitted:
             "produced the value, or it came from nan/inf inputs or literals (like "
             "`jit(lambda x: jnp.nan)(x)`). Removing the `jit` decorator may avoid it.")
 
-    # --- AOT-style inspection ------------------------------------------------------------
-    def trace(self, *args, **kwargs):
-        """Trace without compiling; returns an object with `.jaxpr` (the ClosedProgram)."""
-        return _Traced(self, *self._flatten_for_trace(args, kwargs))
-
-    def lower(self, *args, **kwargs):
-        return self.trace(*args, **kwargs)
-
-    def _flatten_for_trace(self, args, kwargs):
+    # --- ahead-of-time stages (gpuarr.stages) ---------------------------------------------
+    def trace(self, *args, **kwargs) -> stages.Traced:
+        """Trace for the signature of `args` (arrays or ShapeDtypeStructs) without compiling."""
         dyn_args, dyn_kwargs, statics, arg_names = self._split_static(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        sigs = tuple(map(_leaf_signature, leaves))
+        sigs = tuple(_leaf_aval(x) if isinstance(x, ShapeDtypeStruct) else _leaf_signature(x)
+                     for x in leaves)
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
-        return closed, out_tree
+        donated = set(_donated_positions(args, leaves, self._donate_argnums))
+        args_info = tree_util.tree_unflatten(in_tree, [
+            stages.ArgInfo(a, i in donated) for i, a in enumerate(closed.in_avals)])
+        out_info = tree_util.tree_unflatten(out_tree, [
+            ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+        names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
+        common = (in_tree, out_tree, args_info, self._name, self._donate_argnums, out_info)
+
+        def compile(lowered):
+            entry = _CacheEntry(lowered.compiler_ir(), None, out_tree,
+                                [a.weak_type for a in closed.out_avals],
+                                placement.platform_of(placement.target_device()))
+            entry.fn = entry.platform_obj.compile(entry.closed)
+            return stages.Compiled(entry.closed, *common, functools.partial(_run_entry, entry),
+                                   names, functools.partial(_compiled_text, entry))
+
+        def lower(traced):
+            return stages.Lowered(_optimize(traced.jaxpr), *common, compile)
+
+        return stages.Traced(closed, *common, lower)
+
+    def lower(self, *args, **kwargs) -> stages.Lowered:
+        """Trace and run the compiler's passes for the signature of `args`:
+        `jit(f).lower(x).compile()(x)` compiles ahead of the first call."""
+        return self.trace(*args, **kwargs).lower()
 
     def clear_cache(self):
         self._cache.clear()
@@ -429,17 +448,28 @@ class Jitted:
         return len(self._cache)
 
 
-class _Traced:
-    def __init__(self, jitted, closed, out_tree):
-        self.jaxpr = closed
-        self.out_tree = out_tree
-        self._jitted = jitted
+def _run_entry(entry: _CacheEntry, leaves):
+    """Run a compiled entry on flat arguments; the outputs as the entry's pytree of Arrays."""
+    bufs = [_leaf_buffer(x) for x in leaves]
+    if entry.platform is not None:
+        bufs = [placement.buffer_for(x, entry.platform_obj) if type(x) is Array else b
+                for x, b in zip(leaves, bufs)]
+    outs = entry.fn(*bufs)
+    if entry.platform is not None:
+        return entry.wrap_outputs(outs)
+    results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
+               for o, w in zip(outs, entry.out_weak)]
+    return results[0] if entry.single else tree_util.tree_unflatten(entry.out_tree, results)
 
-    def compile(self):
-        return self
 
-    def as_text(self):
-        return str(self.jaxpr)
+def _compiled_text(entry: _CacheEntry) -> str:
+    """The code an entry runs: the NumPy backend's Python source, or the fused kernels."""
+    source = getattr(entry.fn, "source", None)
+    if source is not None:
+        return source
+    from gpuarr.compiler import plan_closed
+    from gpuarr.compiler.explain import describe
+    return describe(plan_closed(entry.closed), source=True)
 
 
 class config_disable_passes:

@@ -1,0 +1,228 @@
+"""Ahead-of-time compilation stages, as in `jax.stages`.
+
+`jit(f).trace(*args)` gives a `Traced` (the Program as traced), `.lower()` a `Lowered` (the
+Program after the compiler's passes), `.compile()` a `Compiled`: a callable bound to one input
+signature, which checks its arguments against that signature as JAX's does. Each stage prints
+what gpuarr actually runs: `Lowered.as_text()` the optimized Program, `Compiled.as_text()` the
+generated code (the Python source of the NumPy backend, or the fused kernels and their CUDA /
+OpenCL source on a kernel platform). Arguments may be arrays or `ShapeDtypeStruct`s.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from gpuarr import tree_util
+from gpuarr.core import ClosedProgram, ShapedArray, subprograms
+
+
+class ArgInfo:
+    """The type of one argument of a traced function, and whether it is donated."""
+
+    __slots__ = ("_aval", "donated")
+
+    def __init__(self, aval: ShapedArray, donated: bool):
+        self._aval = aval
+        self.donated = donated
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+
+    def __repr__(self):
+        return f"ArgInfo(_aval={self._aval!r}, donated={self.donated})"
+
+    def __eq__(self, other):
+        return isinstance(other, ArgInfo) and (self._aval, self.donated) == (
+            other._aval, other.donated)
+
+    def __hash__(self):
+        return hash((self._aval, self.donated))
+
+
+class _Stage:
+    """What every stage knows: the function's name and its input and output types."""
+
+    def __init__(self, closed: ClosedProgram, in_tree, out_tree, args_info, fun_name: str,
+                 donate_argnums: tuple, out_info):
+        self._closed = closed
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.args_info = args_info
+        self.fun_name = fun_name
+        self.donate_argnums = donate_argnums
+        self.out_info = out_info
+
+    @property
+    def in_avals(self):
+        """The inputs' types, in the arguments' pytree structure."""
+        return tree_util.tree_unflatten(self.in_tree, list(self._closed.in_avals))
+
+    def cost_analysis(self) -> dict:
+        """Estimated costs of the Program, counted the way XLA's cost analysis counts them:
+        'flops' (one per element of each arithmetic result, two per multiply-add of a matrix
+        product, one per element folded by a reduction), 'transcendentals' (one per element of
+        exp, log, tanh, ...), and 'bytes accessed' (operands read plus results written by each
+        equation, as if nothing were fused; loops count their body once per known trip)."""
+        return _costs(self._closed.program, 1)
+
+
+class Traced(_Stage):
+    """A function traced for one input signature: `.jaxpr` is its Program."""
+
+    def __init__(self, closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
+                 out_info, lower: Callable):
+        super().__init__(closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
+                         out_info)
+        self._lower = lower
+
+    jaxpr = property(lambda self: self._closed)
+    @property
+    def out_avals(self):
+        """The outputs' types, in the outputs' pytree structure."""
+        return tree_util.tree_unflatten(self.out_tree, list(self._closed.out_avals))
+
+    def lower(self) -> Lowered:
+        """Run the compiler's passes over the Program."""
+        return self._lower(self)
+
+
+class Lowered(_Stage):
+    """A traced function after the compiler's passes, ready to compile."""
+
+    def __init__(self, closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
+                 out_info, compile: Callable):
+        super().__init__(closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
+                         out_info)
+        self._compile = compile
+
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """The optimized Program, in JAX's jaxpr syntax (with source lines if `debug_info`)."""
+        return self._closed.pretty(source_info=debug_info)
+
+    def compiler_ir(self, dialect: str | None = None) -> ClosedProgram:
+        """The optimized Program itself."""
+        return self._closed
+
+    def compile(self, compiler_options=None) -> Compiled:
+        """Compile for the current default platform."""
+        return self._compile(self)
+
+
+class Compiled(_Stage):
+    """A function compiled for one input signature. Calling it checks that the arguments have
+    that signature (pytree structure, shapes and dtypes) and runs the compiled code."""
+
+    def __init__(self, closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
+                 out_info, run: Callable, arg_names, text: Callable):
+        super().__init__(closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
+                         out_info)
+        self._run = run
+        self._arg_names = arg_names
+        self._text = text
+
+    def __call__(self, *args, **kwargs):
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        if in_tree != self.in_tree:
+            raise TypeError(
+                "Function compiled with input pytree does not match the input pytree it was "
+                f"called with: compiled for {self.in_tree}, called with {in_tree}. Call it with "
+                "arguments of the structure it was lowered with (static arguments are left out).")
+        self._check_types(leaves)
+        return self._run(leaves)
+
+    call = __call__
+
+    def _check_types(self, leaves):
+        from gpuarr.api import _abstractify
+        mismatches = []
+        for i, (leaf, want) in enumerate(zip(leaves, self._closed.in_avals)):
+            got = _abstractify(leaf)
+            if (got.shape, got.dtype) != (want.shape, want.dtype):
+                name = self._arg_names[i] if i < len(self._arg_names) else f"args[{i}]"
+                mismatches.append(f"Argument '{name}' compiled with {_type_str(want)} and "
+                                  f"called with {_type_str(got)}")
+        if mismatches:
+            raise TypeError(
+                "Argument types differ from the types for which this computation was compiled. "
+                "Perhaps you are calling the compiled executable with a different enable_x64 "
+                "mode than when it was AOT compiled? The mismatches are:\n"
+                + "\n".join(mismatches))
+
+    def as_text(self) -> str:
+        """The generated code: the NumPy backend's Python function, or on a kernel platform
+        each fused kernel with its source."""
+        return self._text()
+
+    def memory_analysis(self) -> dict:
+        """Bytes of the arguments and of the results."""
+        return {"argument_size_in_bytes": sum(map(_nbytes, self._closed.in_avals)),
+                "output_size_in_bytes": sum(map(_nbytes, self._closed.out_avals)),
+                "alias_size_in_bytes": 0}
+
+    def runtime_executable(self) -> Callable:
+        """The compiled callable over flat input buffers, returning a tuple of buffers."""
+        return self._run
+
+
+def _type_str(aval) -> str:
+    return f"{np.dtype(aval.dtype).name}[{','.join(map(str, aval.shape))}]"
+
+
+# ---------------------------------------------------------------- cost analysis
+
+_TRANSCENDENTAL = frozenset((
+    "exp", "exp2", "expm1", "log", "log1p", "logistic", "pow", "sqrt", "rsqrt", "cbrt", "tanh",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"))
+_FREE = frozenset((  # moves or reinterprets data, no arithmetic
+    "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "convert_element_type",
+    "bitcast_convert_type", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate",
+    "pad", "gather", "rev", "copy", "copy_p", "iota", "select_n", "device_put"))
+_REDUCTIONS = frozenset(("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
+                         "reduce_or", "reduce_xor", "argmax", "argmin"))
+
+
+def _nbytes(aval) -> int:
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+
+
+def _size(aval) -> int:
+    return math.prod(aval.shape)
+
+
+def _eqn_costs(eqn) -> dict:
+    ins = [v.aval for v in eqn.inputs]
+    outs = [v.aval for v in eqn.outvars]
+    name = eqn.prim.name
+    flops = transcendentals = 0
+    if name == "dot_general":
+        (contract, _), _ = eqn.params["dimension_numbers"]
+        flops = 2 * _size(outs[0]) * math.prod(ins[0].shape[d] for d in contract)
+    elif name in _REDUCTIONS:
+        flops = max(_size(ins[0]) - _size(outs[0]), 0)
+    elif name in _TRANSCENDENTAL:
+        transcendentals = _size(outs[0])
+    elif name not in _FREE and outs:
+        flops = _size(outs[0])
+    moved = sum(map(_nbytes, ins)) + sum(map(_nbytes, outs))
+    return {"flops": flops, "transcendentals": transcendentals, "bytes accessed": moved}
+
+
+def _costs(program, repeat: int) -> dict:
+    total = {"flops": 0, "transcendentals": 0, "bytes accessed": 0}
+    for eqn in program.eqns:
+        subs = list(subprograms(eqn.params))
+        if subs:
+            trips = eqn.params.get("length", 1) if eqn.prim.name == "scan" else 1
+            parts = [_costs(s.program if isinstance(s, ClosedProgram) else s, trips)
+                     for s in subs]
+            if eqn.prim.name == "cond":  # one branch runs: count the dearest
+                parts = [max(parts, key=lambda c: c["flops"] + c["transcendentals"])]
+        else:
+            parts = [_eqn_costs(eqn)]
+        for part in parts:
+            for k in total:
+                total[k] += part[k]
+    return {k: float(v * repeat) for k, v in total.items()}

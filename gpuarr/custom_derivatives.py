@@ -286,13 +286,13 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
             pa, ta = get_aval(p), t.aval if type(t) is SymbolicZero else get_aval(t)
             want = ad.tangent_aval(aval)
             if pa.shape != aval.shape or ta.shape != want.shape or (
-                    ta.dtype != want.dtype and dtypes.is_float(want.dtype)
-                    and not dtypes.is_float(ta.dtype)):
-                raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} "
-                                "must produce primal and tangent outputs with corresponding "
-                                f"shapes and dtypes; the primal function gives "
-                                f"{aval.str_short()}, the rule gives primal {pa.str_short()} and "
-                                f"tangent {ta.str_short()}.")
+                    ta.dtype != want.dtype and (want.dtype == dtypes.float0 or (
+                        dtypes.is_float(want.dtype) and not dtypes.is_float(ta.dtype)))):
+                # Integer and boolean outputs have float0 tangents: anything else is a bug in
+                # the rule that would otherwise flow on as a meaningless derivative.
+                raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                                f"corresponding shapes and dtypes. Expected {_type_str(want)} "
+                                f"(tangent type of {_type_str(pa)}) but got {_type_str(ta)}.")
         t_flat = [t if type(t) is SymbolicZero or get_aval(t).dtype == aval.dtype
                   or not dtypes.is_float(aval.dtype) else _cast(t, aval.dtype)
                   for t, aval in zip(t_flat, out_avals)]
@@ -314,6 +314,12 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
 def _cast(x, dtype):
     from gpuarr import lax
     return lax.convert_element_type(x, dtype)
+
+
+def _type_str(aval) -> str:
+    """`float32[3]`, as JAX's messages print types (`float0[]` for float0)."""
+    name = "float0" if aval.dtype == dtypes.float0 else np.dtype(aval.dtype).name
+    return f"{name}[{','.join(map(str, aval.shape))}]"
 
 
 def _name(f) -> str:

@@ -438,3 +438,33 @@ def test_unhashable_callable_objects():
     _close(g(1.0, s=3.0), 3 * np.sin(1.0))
     _close(grad(g)(1.0), 2 * np.cos(1.0))
     _close(grad(g, 1)(1.0, 3.0), np.sin(1.0))
+
+
+@pytest.mark.parametrize("tangent", ["float", "int"])
+def test_integer_output_needs_a_float0_tangent(tangent):
+    @custom_jvp
+    def f(x):
+        return jnp.round(x).astype(jnp.int32)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        t = tangents[0] if tangent == "float" else jnp.zeros((), jnp.int32)
+        return f(primals[0]), t
+
+    got = "float32" if tangent == "float" else "int32"
+    with pytest.raises(TypeError, match=rf"Expected float0\[\] \(tangent type of int32\[\]\) "
+                                        rf"but got {got}\[\]"):
+        jax.jvp(f, (1.3,), (1.0,))
+
+
+def test_integer_output_with_a_float0_tangent():
+    @custom_jvp
+    def f(x):
+        return jnp.round(x).astype(jnp.int32)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), np.zeros((), jax.dtypes.float0)
+
+    out, t = jax.jvp(f, (1.3,), (1.0,))
+    assert int(out) == 1 and t.dtype == jax.dtypes.float0

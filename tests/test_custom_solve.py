@@ -538,3 +538,12 @@ def test_root_tangent_solve_structure_error_at_call_time():
     check(fn(np.ones(2, f32)), np.ones(2, f32))
     with pytest.raises(TypeError, match=r"tangent_solve\(\) output shapes and dtypes must match"):
         jax.jvp(fn, (np.ones(2, f32),), (np.ones(2, f32),))
+
+
+def test_custom_root_with_an_integer_guess_has_no_float_tangent():
+    def root(a):
+        return lax.custom_root(lambda x: x * x - a, 1, lambda f, x: x, lambda g, y: y / 2.0)
+
+    assert int(root(2.0)) == 1
+    with pytest.raises(TypeError, match=r"Expected float0\[\] \(tangent type of int32\[\]\)"):
+        jax.jvp(root, (2.0,), (1.0,))

@@ -183,7 +183,7 @@ class Jitted:
     """A function compiled once per input signature; calls with a cached signature are cheap."""
 
     def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
-                 donate_argnames=None, keep_unused=False, inline=False):
+                 donate_argnames=None, keep_unused=False, inline=False, device=None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         # Copy the name and docstring, and only public attributes: a private one of `fun`
@@ -203,6 +203,7 @@ class Jitted:
         self._cache: dict = {}
         self._fast: dict = {}  # (arg avals..., trace state) -> entry, for all-Array positional calls
         self._plain = not (self._static_argnums or self._static_argnames or self._donate_argnums)
+        self._device = device  # jit(device=...): where every call runs
         self._name = getattr(fun, "__name__", type(fun).__name__)
 
     def __get__(self, obj, objtype=None):
@@ -249,7 +250,8 @@ class Jitted:
         # Computation follows committed inputs; two committed devices raise ValueError.
         device = placement.committed_device(
             leaves, self._name, lambda: _leaf_arg_names(in_tree, arg_names, self._sig, statics))
-        where = device or (placement.current_default_device() if placement.active[0] else None)
+        where = device or self._device or (
+            placement.current_default_device() if placement.active[0] else None)
         state = config.trace_state() if where is None else config.trace_state() + (where,)
         key = (in_tree, sigs, statics, state)
         entry = self._cache.get(key)
@@ -425,7 +427,7 @@ class Jitted:
         def compile(lowered):
             entry = _CacheEntry(lowered.compiler_ir(), None, out_tree,
                                 [a.weak_type for a in closed.out_avals],
-                                placement.platform_of(placement.target_device()))
+                                placement.platform_of(self._device or placement.target_device()))
             entry.fn = entry.platform_obj.compile(entry.closed)
             return stages.Compiled(entry.closed, *common, functools.partial(_run_entry, entry),
                                    names, functools.partial(_compiled_text, entry))
@@ -545,21 +547,49 @@ def _leaf_arg_names(in_tree, arg_names, sig, statics):
     return names
 
 
-def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
-        donate_argnums=None, donate_argnames=None, keep_unused=False, device=None, backend=None,
-        inline=False, abstracted_axes=None):
+def jit(fun: Callable | None = None, /, *, in_shardings=None, out_shardings=None,
+        static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None,
+        keep_unused=False, device=None, backend=None, inline=False, compiler_options=None):
     """Compile `fun` with tracing: it runs once per input signature (pytree structure, shapes,
     dtypes, weak types, static argument values and tracing-relevant config), and later calls
     with the same signature reuse the compiled Program. `static_argnums`/`static_argnames`
     mark arguments whose Python values are part of the signature (they must be hashable);
     `donate_argnums`/`donate_argnames` let outputs reuse input buffers, after which the
-    donated arrays can't be used. Works as `jit(f, ...)`, `@jit` and `@partial(jit, ...)`."""
+    donated arrays can't be used; `device` or `backend` (deprecated, as in JAX) choose where
+    it runs. Works as `jit(f, ...)`, `@jit` and `@partial(jit, ...)`."""
+    options = dict(in_shardings=in_shardings, out_shardings=out_shardings,
+                   static_argnums=static_argnums, static_argnames=static_argnames,
+                   donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                   keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+                   compiler_options=compiler_options)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 keep_unused=keep_unused, inline=inline)
+        return functools.partial(jit, **options)
+    for name in ("in_shardings", "out_shardings"):
+        if any(leaf is not None for leaf in tree_util.tree_leaves(options[name])):
+            raise NotImplementedError(
+                f"jit's {name}: gpuarr runs each computation on one device and does not shard "
+                "arrays; leave it unset (or None) and place inputs with device_put.")
+    for option in compiler_options or {}:
+        from gpuarr.errors import JaxRuntimeError
+        raise JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{option}'")
     return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                  keep_unused, inline)
+                  keep_unused, inline, _jit_device(device, backend))
+
+
+def _jit_device(device, backend):
+    """The device that jit's deprecated `device`/`backend` arguments name, or None."""
+    if device is None and backend is None:
+        return None
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the inputs to "
+                  "the jitted function to get the same behavior.", DeprecationWarning, stacklevel=3)
+    if device is not None and backend is not None:
+        raise ValueError("can't specify both a device and a backend for jit, got "
+                         f"device={device} and backend={backend!r}")
+    if device is None:
+        from gpuarr.device_api import devices
+        device = devices(backend)[0]
+    return device
 
 
 class disable_jit:

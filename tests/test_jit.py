@@ -359,3 +359,30 @@ def test_private_attributes_of_the_function_do_not_shadow_jit_methods():
     f = jax.jit(op)
     assert f.tag == "kept"
     np.testing.assert_array_equal(np.asarray(f(np.arange(3.0))), np.arange(3.0) * 2)
+
+
+# ---- jit's placement and sharding arguments ---------------------------------------------------
+
+def test_jit_device_argument_is_deprecated_and_honoured():
+    from gpuarr.backends import opencl
+    if not opencl.available():
+        pytest.skip("PoCL / pyopencl not installed")
+    dev = jax.devices("opencl")[0]
+    with pytest.warns(DeprecationWarning, match="backend and device argument on jit"):
+        f = jax.jit(lambda x: jnp.exp(x) + 1, device=dev)
+    out = f(jnp.arange(3.0))
+    assert out.device == dev
+    np.testing.assert_allclose(np.asarray(out), np.exp(np.arange(3.0)) + 1, rtol=1e-6)
+    with pytest.warns(DeprecationWarning):
+        g = jax.jit(lambda x: x * 2, backend="cpu")
+    assert g(jnp.ones(2)).device == jax.devices("cpu")[0]
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="both a device"):
+        jax.jit(lambda x: x, device=jax.devices("cpu")[0], backend="cpu")
+
+
+def test_jit_shardings_and_compiler_options():
+    assert float(jax.jit(lambda x: x + 1, in_shardings=(None,), out_shardings=None)(1.0)) == 2.0
+    with pytest.raises(NotImplementedError, match="does not shard"):
+        jax.jit(lambda x: x, in_shardings=(object(),))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option: 'foo'"):
+        jax.jit(lambda x: x, compiler_options={"foo": 1})

@@ -439,3 +439,8 @@ def test_random_gamma_p_is_not_exported():
     # gpuarr samples gamma with a custom_jvp rejection loop, not a primitive of its own.
     assert not hasattr(jax.random, "random_gamma_p")
     assert "gpuarr.tree" in sys.modules
+
+
+def test_device_class_is_exported():
+    assert all(isinstance(d, jax.Device) for d in jax.devices())
+    assert jax.Device.__name__ == "Device"

@@ -468,3 +468,13 @@ def test_integer_output_with_a_float0_tangent():
 
     out, t = jax.jvp(f, (1.3,), (1.0,))
     assert int(out) == 1 and t.dtype == jax.dtypes.float0
+
+
+def test_custom_vjp_in_nested_jit_whose_result_is_the_output():
+    # The inliner splices jit -> jit -> custom_vjp_call; the innermost result is read
+    # through two levels of renaming.
+    f = custom_vjp(jnp.sin)
+    f.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (g * jnp.cos(x),))
+    np.testing.assert_allclose(float(jit(lambda x: jit(f)(x))(1.0)), np.sin(1.0), rtol=1e-6)
+    np.testing.assert_allclose(float(jit(grad(lambda x: jit(f)(x)))(1.0)), np.cos(1.0), rtol=1e-6)
+    assert float(jit(lambda x: jit(lambda y: jit(lambda z: z)(y))(x) + 1)(1.0)) == 2.0

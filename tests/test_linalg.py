@@ -789,3 +789,22 @@ def test_geqrf_packs_r_and_reflectors_as_lapack():
     np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(x)[1]), atol=1e-12)
     with pytest.raises(NotImplementedError, match="Differentiation rule for 'geqrf'"):
         gpuarr.jvp(lambda m: lax_linalg._geqrf(m)[0], (x,), (x,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_norm_orders_match_jax_for_real_and_complex(dtype):
+    import jax.numpy as jjnp
+    rng = np.random.default_rng(7)
+    v = rng.normal(size=5).astype(dtype)
+    m = rng.normal(size=(3, 4)).astype(dtype)
+    if dtype == np.complex64:
+        v = v + 1j * rng.normal(size=5).astype(np.float32)
+        m = m + 1j * rng.normal(size=(3, 4)).astype(np.float32)
+    cases = [(v, {}), (v, {"ord": 2}), (v, {"ord": 1}), (v, {"ord": np.inf}), (v, {"ord": 0}),
+             (v, {"ord": 3}), (v, {"ord": -np.inf}), (m, {}), (m, {"ord": "fro"}),
+             (m, {"ord": "nuc"}), (m, {"ord": 2}), (m, {"ord": 1}), (m, {"ord": np.inf}),
+             (m, {"axis": 1}), (m, {"axis": 0, "ord": 3})]
+    for x, kw in cases:
+        got, want = jnp.linalg.norm(x, **kw), jjnp.linalg.norm(x, **kw)
+        assert got.dtype == want.dtype == np.float32, kw
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, err_msg=str(kw))

@@ -417,7 +417,8 @@ def inline(program: Program, consts: list):
             for old, new in zip(eqn.outvars, outs):
                 env[old.id] = new
             walk(eqn._replace(inputs=ins, outvars=outs))
-        return [look(a) for a in sub.outvars]
+        # Read through the rewriter: an output may be the result of a call spliced deeper.
+        return [rw.read(look(a)) for a in sub.outvars]
 
     def walk(eqn):
         key = CALLS.get(eqn.prim.name)
@@ -427,7 +428,7 @@ def inline(program: Program, consts: list):
             sub_consts = callee.consts if isinstance(callee, ClosedProgram) else []
             if len(sub.invars) == len(eqn.inputs) and len(sub.outvars) == len(eqn.outvars) \
                     and not (isinstance(callee, Program) and sub.constvars):
-                results = splice(sub, sub_consts, eqn.inputs)
+                results = splice(sub, sub_consts, [rw.read(a) for a in eqn.inputs])
                 for old, new in zip(eqn.outvars, results):
                     rw.env[old.id] = new
                 return

@@ -399,7 +399,7 @@ def split(operand, sizes: Sequence[int], axis: int = 0):
     sizes = [int(s) for s in sizes]
     if builtins.sum(sizes) != shape[axis] or builtins.any(s < 0 for s in sizes):
         raise ValueError(f"Sum of sizes {builtins.sum(sizes)} must be equal to dimension "
-                         f"{shape[axis]} of the operand shape {shape}")
+                         f"{axis} of the operand shape {list(shape)}")
     starts = np.cumsum([0] + sizes)
     return [lax.slice_in_dim(operand, int(a), int(b), axis=axis)
             for a, b in zip(starts[:-1], starts[1:])]

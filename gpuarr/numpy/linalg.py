@@ -505,9 +505,14 @@ def matrix_rank(M, rtol=None, *, tol=None):
 # ---------------------------------------------------------------- norms
 
 
+def _abs_squared(x):
+    """|x|^2 in x's real dtype: x * conj(x) keeps only its real part for complex x."""
+    return lax.real(lax.mul(x, lax.conj(x))) if _is_complex(x) else lax.mul(x, x)
+
+
 def _vector_norm(x, ord, axis, keepdims):
     if ord is None or ord == 2:
-        return lax.sqrt(reductions.sum(lax.mul(x, x), axis=axis, keepdims=keepdims))
+        return lax.sqrt(reductions.sum(_abs_squared(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         msg = f"Invalid order '{ord}' for vector norm."
         if ord in ("inf", "-inf"):
@@ -519,18 +524,19 @@ def _vector_norm(x, ord, axis, keepdims):
         return reductions.min(lax.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
         return reductions.sum(lax.ne(x, _const(x, 0)), axis=axis, keepdims=keepdims,
-                              dtype=_dtype(x))
+                              dtype=np.finfo(_dtype(x)).dtype)
     if ord == 1:
         return reductions.sum(lax.abs(x), axis=axis, keepdims=keepdims)
-    p = _const(x, ord)
-    total = reductions.sum(lax.pow(lax.abs(x), p), axis=axis, keepdims=keepdims)
-    return lax.pow(total, _const(x, 1.0 / ord))
+    magnitude = lax.abs(x)
+    total = reductions.sum(lax.pow(magnitude, _const(magnitude, ord)), axis=axis,
+                           keepdims=keepdims)
+    return lax.pow(total, _const(magnitude, 1.0 / ord))
 
 
 def _matrix_norm(x, ord, axis, keepdims):
     row_axis, col_axis = axis
     if ord is None or ord in ("f", "fro"):
-        return lax.sqrt(reductions.sum(lax.mul(x, x), axis=axis, keepdims=keepdims))
+        return lax.sqrt(reductions.sum(_abs_squared(x), axis=axis, keepdims=keepdims))
     if ord in (1, -1):
         pick = reductions.max if ord == 1 else reductions.min
         if not keepdims and col_axis > row_axis:
@@ -564,7 +570,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     ndim = len(_shape(x))
     if axis is None:
         if ord is None:
-            return lax.sqrt(reductions.sum(lax.mul(x, x), keepdims=keepdims))
+            return lax.sqrt(reductions.sum(_abs_squared(x), keepdims=keepdims))
         axis = tuple(range(ndim))
     elif isinstance(axis, (tuple, list)):
         axis = tuple(canonicalize_axis(a, ndim) for a in axis)

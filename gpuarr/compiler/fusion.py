@@ -294,7 +294,7 @@ class DagBuilder:
         if op == "iota":
             shape, dim = tuple(p["shape"]), p["dimension"]
             return self.add(Iota(shape, dim, self.leaf_map(shape, transforms), out.aval.dtype.name))
-        if op in ("stop_gradient", "reduce_precision"):
+        if op == "stop_gradient":
             return self.value(x, transforms)
         if op == "threefry2x32":
             args = [self.operand(a, out, transforms) for a in eqn.inputs]

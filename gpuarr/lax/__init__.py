@@ -47,3 +47,56 @@ from gpuarr.lax.special_extra import (  # noqa: F401, E402
     bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, zeta,
 )
 from gpuarr.lax.custom_solve import custom_linear_solve, custom_root  # noqa: F401, E402
+from gpuarr.lax.approx_top_k import approx_max_k, approx_min_k, approx_top_k_p  # noqa: F401, E402
+from gpuarr.lax.bits import mulhi, mulhi_p, reduce_precision, reduce_precision_p  # noqa: F401, E402
+from gpuarr.lax.platform_dependent import platform_dependent  # noqa: F401, E402
+from gpuarr.lax.rng import (  # noqa: F401, E402
+    RandomAlgorithm, rng_bit_generator, rng_bit_generator_p, rng_uniform, rng_uniform_p,
+)
+from gpuarr.lax.patches import (  # noqa: F401, E402
+    conv_general_dilated_local, conv_general_dilated_patches,
+)
+from gpuarr.lax.shapes import (  # noqa: F401, E402
+    broadcast_like, conv_general_shape_tuple, conv_shape_tuple, conv_transpose_shape_tuple,
+    reduce_window_shape_tuple,
+)
+from gpuarr.lax.windowed import conv_general_permutations  # noqa: F401, E402
+
+# The primitives JAX exports from jax.lax where gpuarr's is the same operation (same name
+# and operands; the collectives, whose operands differ, are left out). gpuarr's scatter
+# family prints as scatter_add where JAX prints scatter-add.
+from gpuarr.lax.lax import (  # noqa: F401, E402
+    abs_p, acos_p, acosh_p, add_p, and_p, argmax_p, argmin_p, asin_p, asinh_p, atan2_p, atan_p,
+    atanh_p, broadcast_in_dim_p, cbrt_p, ceil_p, concatenate_p, convert_element_type_p, cos_p,
+    cosh_p, div_p, dot_general_p, eq_p, exp2_p, exp_p, expm1_p, floor_p, ge_p, gt_p,
+    integer_pow_p, iota_p, is_finite_p, le_p, log1p_p, log_p, logistic_p, lt_p, max_p, min_p,
+    mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p, pow_p, reduce_and_p, reduce_max_p,
+    reduce_min_p, reduce_or_p, reduce_prod_p, reduce_sum_p, rem_p, reshape_p, rev_p, round_p,
+    rsqrt_p, select_n_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, sign_p,
+    sin_p, sinh_p, slice_p, sqrt_p, stop_gradient_p, sub_p, tan_p, tanh_p, transpose_p, xor_p,
+)
+from gpuarr.lax.special import (  # noqa: F401, E402
+    bitcast_convert_type_p, clamp_p, clz_p, digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p,
+    polygamma_p, population_count_p,
+)
+from gpuarr.lax.special_extra import (  # noqa: F401, E402
+    bessel_i0e_p, bessel_i1e_p, igamma_grad_a_p, igamma_p, igammac_p,
+    regularized_incomplete_beta_p, zeta_p,
+)
+from gpuarr.lax.extras import (  # noqa: F401, E402
+    complex_p, conj_p, imag_p, optimization_barrier_p, real_p, reduce_xor_p,
+)
+from gpuarr.lax.control_flow import cond_p, scan_p, while_p  # noqa: F401, E402
+from gpuarr.lax.custom_solve import linear_solve_p  # noqa: F401, E402
+from gpuarr.lax.cumulative import (  # noqa: F401, E402
+    cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p,
+)
+from gpuarr.lax.slicing import (  # noqa: F401, E402
+    dynamic_slice_p, dynamic_update_slice_p, gather_p, scatter_add_p, scatter_max_p,
+    scatter_min_p, scatter_mul_p, scatter_p, scatter_sub_p,
+)
+from gpuarr.lax.sorting import sort_p, top_k_p  # noqa: F401, E402
+from gpuarr.lax.windowed import (  # noqa: F401, E402
+    conv_general_dilated_p, reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
+)
+from gpuarr.lax.fft import fft_p  # noqa: F401, E402

@@ -140,6 +140,8 @@ PRIMITIVE_CASES = {
         x, u, (np.int32(1), np.int32(1))), [R(4, 3), R(2, 2)], 2),
     "sort": (lambda x: lax.sort(x), [distinct(5)], 2),
     "top_k": (lambda x: lax.top_k(x, 2)[0], [distinct(5)], 2),
+    "approx_top_k": (lambda x: lax.approx_max_k(x, 2)[0], [distinct(5)], 2),
+    "reduce_precision": (lambda x: lax.reduce_precision(x, 11, 52), [R(4)], 2),
     "cumsum": (lambda x: lax.cumsum(x, 0), [R(4)], 2),
     "cumprod": (lambda x: lax.cumprod(x, 0), [R(4)], 2),
     "cummax": (lambda x: lax.cummax(x, 0), [distinct(5)], 2),
@@ -225,7 +227,8 @@ ZERO_JVP = {
     "and", "argmax", "argmin", "bitcast_convert_type", "ceil", "clz", "eq", "floor", "ge", "gt",
     "is_finite", "le", "lt", "ne", "nextafter", "not", "or", "population_count", "reduce_and",
     "reduce_or", "reduce_xor", "round", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
-    "stop_gradient", "xor", "threefry2x32", "lu_pivots_to_permutation",
+    "stop_gradient", "xor", "threefry2x32", "lu_pivots_to_permutation", "mulhi",
+    "platform_index", "rng_bit_generator",
 }
 # - higher-order primitives whose rules transform a sub-program; they are checked with
 #   functions built on them below (COMPOSITE_CASES) and in tests/test_ad.py.
@@ -235,10 +238,11 @@ HIGHER_ORDER = {"jit", "cond", "while", "scan", "custom_jvp_call", "custom_vjp_c
 #   part (forward mode through it raises TypeError, as in JAX).
 INTERNAL = {"add_any", "custom_lin"}
 # - not differentiable (their JVP rules raise, as in JAX): scatter_apply, householder_product,
-#   hessenberg, geqrf, ormqr, and host callbacks (pure_callback and io_callback need
+#   hessenberg, schur, geqrf, ormqr, rng_uniform, and host callbacks (pure_callback and io_callback need
 #   custom_jvp/custom_vjp); debug_callback has no outputs.
 NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_callback",
-                      "householder_product", "hessenberg", "geqrf", "ormqr"}
+                      "householder_product", "hessenberg", "schur", "geqrf", "ormqr",
+                      "rng_uniform"}
 # - collectives need a vmap-named axis: tests/test_collectives.py checks their gradients.
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index"}
 

@@ -186,6 +186,10 @@ PRIMITIVE_TABLE = {
                                  [i32(3, lo=0, hi=5)]),
     "householder_product": (linalg.householder_product, [f32(4, 3), f32(2)]),
     "hessenberg": (linalg.hessenberg, [f32(4, 4)]),
+    "schur": (linalg.schur, [f32(4, 4)]),
+    "approx_top_k": (lambda x: lax.approx_max_k(x, 2), [f32(2, 5)]),
+    "mulhi": (lax.mulhi, [i32(2, 3), i32(2, 3)]),
+    "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 4), [f32(2, 3)]),
     "geqrf": (linalg._geqrf, [f32(4, 3)]),
     "ormqr": (lambda a, t, c: linalg.ormqr(a, t, c, transpose=True), [f32(4, 3), f32(3), f32(4, 2)]),
     # control flow and calls
@@ -262,6 +266,9 @@ ALLOWLIST = {
     "custom_lin",
     # Collectives act on a vmap's named axis: tests/test_collectives.py covers them.
     "psum", "pmax", "pmin", "axis_index",
+    # Batched as XLA does, not per example (only the first key draws; a fresh stateful draw per
+    # call; the platform is not an operand): tests/test_lax_additions.py compares with JAX.
+    "rng_bit_generator", "rng_uniform", "platform_index",
 }
 
 

@@ -199,7 +199,6 @@ ELEMENTWISE = {
     "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,
     "stop_gradient": None,         # the identity
-    "reduce_precision": None,      # the identity on float32/float64 at full precision
     "iota": None,
     "threefry2x32": None,
 }
@@ -225,7 +224,7 @@ WINDOWS = {"reduce_window_sum": "sum", "reduce_window_max": "max", "reduce_windo
 LIBRARY = ("dot_general", "sort", "argsort", "conv_general_dilated", "cholesky",
            "triangular_solve", "lu", "qr", "svd", "eigh", "eig", "fft", "top_k",
            "tridiagonal_solve", "lu_pivots_to_permutation", "householder_product", "hessenberg",
-           "geqrf", "ormqr")
+           "schur", "geqrf", "ormqr")
 
 # Primitives the fusion hands to the host as they are (control flow runs its sub-programs).
 CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call",
@@ -245,6 +244,8 @@ INDEXING = ("gather", "dynamic_slice", "scatter_apply", *SCATTER_COMBINERS)
 # backend. The coverage test lists these explicitly.
 HOST_FALLBACK = ("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
                  "bessel_i0e", "bessel_i1e", "zeta", "regularized_incomplete_beta",
+                 "reduce_precision", "mulhi", "approx_top_k", "rng_bit_generator",
+                 "rng_uniform", "platform_index",
                  # Collectives: vmap rewrites them away; left in a program, the axis name is
                  # unbound and their host step raises JAX's NameError.
                  "psum", "pmax", "pmin", "axis_index")

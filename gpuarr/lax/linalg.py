@@ -1,17 +1,18 @@
 """Linear-algebra primitives (JAX's lax.linalg): cholesky, lu, qr, svd, eigh, triangular_solve,
-and tridiagonal_solve, lu_pivots_to_permutation, householder_product, hessenberg, ormqr and
-the packed QR geqrf (internal in JAX too).
+and tridiagonal_solve, lu_pivots_to_permutation, householder_product, hessenberg, schur, ormqr
+and the packed QR geqrf (internal in JAX too).
 
 Every primitive acts on the last two axes and accepts any number of leading batch axes, so
 its batching rule only moves the batch axis to the front. The NumPy implementations use
-numpy.linalg's stacked routines (LU, triangular and tridiagonal solves and the Householder
-reductions are written out after LAPACK, as NumPy has none) and keep the input dtype
-(float32 in, float32 out). JVP rules follow JAX's derivations, for real and complex inputs
-alike; householder_product, hessenberg, geqrf and ormqr have none, as in JAX. The compiler lowers these as
-library calls.
+numpy.linalg's stacked routines (LU, triangular and tridiagonal solves, the Householder
+reductions and the Schur decomposition's QR algorithm are written out after LAPACK, as NumPy
+has none) and keep the input dtype (float32 in, float32 out). JVP rules follow JAX's
+derivations, for real and complex inputs alike; householder_product, hessenberg, schur, geqrf
+and ormqr have none, as in JAX. The compiler lowers these as library calls.
 """
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
@@ -1234,6 +1235,366 @@ def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
     [..., k] their scale factors, as geqrf (or jnp.linalg.qr(mode='raw'), transposed) gives
     them. Not differentiable, as in JAX."""
     return _bind(ormqr_p, a, taus, c, left=bool(left), transpose=bool(transpose))
+
+
+# ---------------------------------------------------------------- schur
+# LAPACK's gees, one matrix at a time in double precision: a permutation that isolates
+# eigenvalues (gebal with job 'P'), Householder reduction of the rest to Hessenberg form
+# (gehrd), then the implicitly shifted QR algorithm of lahqr, which dhseqr uses for small
+# matrices: Francis double shifts for real input, whose complex pairs stay in 2x2 blocks
+# standardized as lanv2 does, and Wilkinson single shifts for complex input. Rescaling near
+# the overflow and underflow thresholds (gees' and lanv2's) is left out.
+
+_EXCEPTIONAL_EVERY = 10  # lahqr's KEXSH: an exceptional shift after this many failed sweeps
+
+
+def _cabs1(x):
+    """|re| + |im|, LAPACK's cheap modulus."""
+    return abs(x.real) + abs(x.imag)
+
+
+def _gebal_permute(a):
+    """gebal's permutation step on one matrix: rows that are zero off the diagonal (within
+    the active columns) go to the bottom, then such columns to the left, which isolates their
+    eigenvalues. Returns the permuted matrix, the order `perm` (a[perm][:, perm]) and the
+    active block lo..hi."""
+    a, n = a.copy(), a.shape[0]
+    perm = np.arange(n)
+
+    def swap(i, j):
+        a[[i, j]] = a[[j, i]]
+        a[:, [i, j]] = a[:, [j, i]]
+        perm[[i, j]] = perm[[j, i]]
+
+    lo, hi = 0, n - 1
+    moved = True
+    while moved:  # as current LAPACK: a pass visits each row once, then passes repeat
+        moved = False
+        for i in range(hi, -1, -1):
+            if not np.any(np.delete(a[i, :hi + 1], i)):
+                swap(i, hi)
+                moved = True
+                if hi == 0:
+                    return a, perm, 0, 0
+                hi -= 1
+    moved = True
+    while moved:
+        moved = False
+        for j in range(lo, hi + 1):
+            if not np.any(np.delete(a[lo:hi + 1, j], j - lo)):
+                swap(j, lo)
+                moved = True
+                lo += 1
+    return a, perm, lo, hi
+
+
+def _reflect(h, z, k, v, tau, last):
+    """H <- P^H H P and Z <- Z P for P = I - tau v v^H acting on indices k..k+len(v)-1; the
+    rows are updated from column k on and the columns up to row `last` (beyond lie zeros)."""
+    r = slice(k, k + len(v))
+    h[r, k:] -= np.outer(np.conj(tau) * v, v.conj() @ h[r, k:])
+    h[:last + 1, r] -= np.outer(h[:last + 1, r] @ v, tau * v.conj())
+    z[:, r] -= np.outer(z[:, r] @ v, tau * v.conj())
+
+
+def _householder(x):
+    """larfg on the vector x: (beta, v, tau) with (I - tau v v^H)^H x = (beta, 0, ...)."""
+    beta, tau, tail = _larfg(x[:1], x[None, 1:])
+    return beta[0], np.concatenate([[1], tail[0]]).astype(x.dtype), tau[0]
+
+
+def _gehrd(h, z, lo, hi):
+    """Reduce h[lo:hi+1, lo:hi+1] to Hessenberg form in place, accumulating z. The last
+    reflector has length one: for complex input it makes the last subdiagonal entry real."""
+    for i in range(lo, hi):
+        beta, v, tau = _householder(h[i + 1:hi + 1, i].copy())
+        _reflect(h, z, i + 1, v, tau, hi)
+        h[i + 1, i], h[i + 2:hi + 1, i] = beta, 0
+
+
+def _deflation_point(h, l, i, lo, hi, ulp, smlnum):
+    """lahqr's search for a negligible subdiagonal h[k, k-1], l < k <= i (Ahues and
+    Tisseur's criterion, which compares it with its neighbours); l when there is none."""
+    for k in range(i, l, -1):
+        sub = _cabs1(h[k, k - 1])
+        if sub <= smlnum:
+            return k
+        tst = _cabs1(h[k - 1, k - 1]) + _cabs1(h[k, k])
+        if tst == 0:
+            tst += (abs(h[k - 1, k - 2].real) if k - 2 >= lo else 0) + (
+                abs(h[k + 1, k].real) if k + 1 <= hi else 0)
+        if abs(h[k, k - 1].real) <= ulp * tst:
+            ab, ba = sorted((sub, _cabs1(h[k - 1, k])), reverse=True)
+            aa, bb = sorted((_cabs1(h[k, k]), _cabs1(h[k - 1, k - 1] - h[k, k])), reverse=True)
+            s = aa + ab
+            if ba * (ab / s) <= max(smlnum, ulp * (bb * (aa / s))):
+                return k
+    return l
+
+
+def _lanv2(a, b, c, d):
+    """LAPACK's lanv2: the rotation (cs, sn) that brings [[a, b], [c, d]] to standard form,
+    upper triangular for real eigenvalues, else equal diagonal entries and off-diagonal
+    entries of opposite signs. Returns the new a, b, c, d and cs, sn."""
+    sign = math.copysign
+    if c == 0:
+        return a, b, c, d, 1.0, 0.0
+    if b == 0:  # swap rows and columns
+        return d, -c, 0.0, a, 0.0, 1.0
+    if a - d == 0 and sign(1, b) != sign(1, c):
+        return a, b, c, d, 1.0, 0.0
+    temp = a - d
+    p = temp / 2
+    bcmax = max(abs(b), abs(c))
+    bcmis = min(abs(b), abs(c)) * sign(1, b) * sign(1, c)
+    scale = max(abs(p), bcmax)
+    zz = (p / scale) * p + (bcmax / scale) * bcmis
+    if zz >= 4 * np.finfo(np.float64).eps:  # real eigenvalues: make it upper triangular
+        zz = p + sign(math.sqrt(scale) * math.sqrt(zz), p)
+        tau = math.hypot(c, zz)
+        return d + zz, b - c, 0.0, d - (bcmax / zz) * bcmis, zz / tau, c / tau
+    # Complex or nearly equal real eigenvalues: make the diagonal entries equal.
+    sigma = b + c
+    tau = math.hypot(sigma, temp)
+    cs = math.sqrt((1 + abs(sigma) / tau) / 2)
+    sn = -(p / (tau * cs)) * sign(1, sigma)
+    aa, bb, cc, dd = a * cs + b * sn, -a * sn + b * cs, c * cs + d * sn, -c * sn + d * cs
+    b, c = bb * cs + dd * sn, -aa * sn + cc * cs
+    a = d = ((aa * cs + cc * sn) + (-bb * sn + dd * cs)) / 2
+    if c != 0 and b != 0 and sign(1, b) == sign(1, c):  # real after all: split them
+        sab, sac = math.sqrt(abs(b)), math.sqrt(abs(c))
+        p, tau = sign(sab * sac, c), 1 / math.sqrt(abs(b + c))
+        cs1, sn1 = sab * tau, sac * tau
+        cs, sn = cs * cs1 - sn * sn1, cs * sn1 + sn * cs1
+        return a + p, b - c, 0.0, d - p, cs, sn
+    if c != 0 and b == 0:
+        return a, -c, 0.0, d, -sn, cs
+    return a, b, c, d, cs, sn
+
+
+def _exceptional(kdefl):
+    """Which exceptional shift lahqr takes after `kdefl` sweeps without deflation."""
+    if kdefl % (2 * _EXCEPTIONAL_EVERY) == 0:
+        return "bottom"
+    return "top" if kdefl % _EXCEPTIONAL_EVERY == 0 else None
+
+
+def _double_shifts(h, l, i, kdefl):
+    """dlahqr's shifts: the eigenvalues of the trailing 2x2 block (one of them twice when
+    both are real), or an exceptional pair. Returns (rt1r, rt1i, rt2r, rt2i)."""
+    where = _exceptional(kdefl)
+    if where:  # a made-up block from the sizes of two subdiagonals at the bottom or the top
+        if where == "bottom":
+            s, corner = abs(h[i, i - 1]) + abs(h[i - 1, i - 2]), h[i, i]
+        else:
+            s, corner = abs(h[l + 1, l]) + abs(h[l + 2, l + 1]), h[l, l]
+        h11 = 0.75 * s + corner
+        h12, h21, h22 = -0.4375 * s, s, h11
+    else:
+        h11, h12, h21, h22 = h[i - 1, i - 1], h[i - 1, i], h[i, i - 1], h[i, i]
+    s = abs(h11) + abs(h12) + abs(h21) + abs(h22)
+    if s == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    h11, h12, h21, h22 = h11 / s, h12 / s, h21 / s, h22 / s
+    tr = (h11 + h22) / 2
+    det = (h11 - tr) * (h22 - tr) - h12 * h21
+    rtdisc = math.sqrt(abs(det))
+    if det >= 0:  # a complex conjugate pair
+        return tr * s, rtdisc * s, tr * s, -rtdisc * s
+    # Two real shifts: use the one closer to h22 twice.
+    rt = tr + rtdisc if abs(tr + rtdisc - h22) <= abs(tr - rtdisc - h22) else tr - rtdisc
+    return rt * s, 0.0, rt * s, 0.0
+
+
+def _lahqr_real(h, z, lo, hi, ulp, smlnum):
+    """dlahqr: the real Schur form of the Hessenberg block lo..hi of h, in place, with the
+    transformations accumulated in z. Returns False if the iteration does not converge."""
+    itmax, kdefl, i = 30 * max(10, hi - lo + 1), 0, hi
+    while i >= lo:
+        l = lo
+        for _ in range(itmax + 1):
+            l = _deflation_point(h, l, i, lo, hi, ulp, smlnum)
+            if l > lo:
+                h[l, l - 1] = 0
+            if l >= i - 1:  # a 1x1 or 2x2 block split off
+                break
+            kdefl += 1
+            rt1r, rt1i, rt2r, rt2i = _double_shifts(h, l, i, kdefl)
+            # Start the bulge at row m, below two consecutive small subdiagonals if any.
+            for m in range(i - 2, l - 1, -1):
+                s = abs(h[m, m] - rt2r) + abs(rt2i) + abs(h[m + 1, m])
+                h21s = h[m + 1, m] / s
+                v = np.array([h21s * h[m, m + 1] + (h[m, m] - rt1r) * ((h[m, m] - rt2r) / s)
+                              - rt1i * (rt2i / s),
+                              h21s * (h[m, m] + h[m + 1, m + 1] - rt1r - rt2r),
+                              h21s * h[m + 2, m + 1]])
+                v /= np.abs(v).sum()
+                if m == l or abs(h[m, m - 1]) * (abs(v[1]) + abs(v[2])) <= ulp * abs(v[0]) * (
+                        abs(h[m - 1, m - 1]) + abs(h[m, m]) + abs(h[m + 1, m + 1])):
+                    break
+            for k in range(m, i):  # chase the bulge down
+                nr = min(3, i - k + 1)
+                if k > m:
+                    v = h[k:k + nr, k - 1].copy()
+                beta, w, tau = _householder(v[:nr])
+                if k > m:
+                    h[k, k - 1], h[k + 1:k + nr, k - 1] = beta, 0
+                elif m > l:
+                    h[k, k - 1] *= 1 - tau
+                _reflect(h, z, k, w, tau, min(k + 3, i))
+        else:
+            return False
+        if l == i - 1:  # standardize the 2x2 block and apply its rotation to the rest
+            a, b, c, d, cs, sn = _lanv2(h[i - 1, i - 1], h[i - 1, i], h[i, i - 1], h[i, i])
+            h[i - 1:i + 1, i - 1:i + 1] = [[a, b], [c, d]]
+            rot = np.array([[cs, sn], [-sn, cs]])
+            h[i - 1:i + 1, i + 1:] = rot @ h[i - 1:i + 1, i + 1:]
+            h[:i - 1, i - 1:i + 1] = h[:i - 1, i - 1:i + 1] @ rot.T
+            z[:, i - 1:i + 1] = z[:, i - 1:i + 1] @ rot.T
+        kdefl, i = 0, l - 1
+    return True
+
+
+def _scale_index(h, z, j, c):
+    """Similarity by a unit c at index j, the diagonal entry and the subdiagonal left as
+    they are: row j right of the diagonal times conj(c), column j above it and z's column j
+    times c."""
+    h[j, j + 1:] *= np.conj(c)
+    h[:j, j] *= c
+    z[:, j] *= c
+
+
+def _lahqr_complex(h, z, lo, hi, ulp, smlnum):
+    """zlahqr: the complex Schur form of the Hessenberg block lo..hi of h, in place, with the
+    transformations accumulated in z; the subdiagonal is kept real throughout. Returns False
+    if the iteration does not converge."""
+    for j in range(lo + 1, hi + 1):  # make the subdiagonal real
+        if h[j, j - 1].imag != 0:
+            c = h[j, j - 1] / abs(h[j, j - 1])
+            h[j, j - 1] = abs(h[j, j - 1])
+            _scale_index(h, z, j, c)
+            if j < hi:
+                h[j + 1, j] *= c
+    itmax, kdefl, i = 30 * max(10, hi - lo + 1), 0, hi
+    while i >= lo:
+        l = lo
+        for _ in range(itmax + 1):
+            l = _deflation_point(h, l, i, lo, hi, ulp, smlnum)
+            if l > lo:
+                h[l, l - 1] = 0
+            if l >= i:
+                break
+            kdefl += 1
+            where = _exceptional(kdefl)
+            if where == "bottom":
+                shift = 0.75 * abs(h[i, i - 1].real) + h[i, i]
+            elif where == "top":
+                shift = 0.75 * abs(h[l + 1, l].real) + h[l, l]
+            else:  # Wilkinson's shift: the eigenvalue of the trailing 2x2 block nearer h[i, i]
+                shift = complex(h[i, i])
+                u = cmath.sqrt(h[i - 1, i]) * cmath.sqrt(h[i, i - 1])
+                if _cabs1(u) != 0:
+                    x = (h[i - 1, i - 1] - shift) / 2
+                    sx = _cabs1(x)
+                    s = max(_cabs1(u), sx)
+                    y = s * cmath.sqrt((x / s) ** 2 + (u / s) ** 2)
+                    if sx > 0 and ((x / sx).real * y.real + (x / sx).imag * y.imag) < 0:
+                        y = -y
+                    shift -= u * (u / (x + y))
+            for m in range(i - 1, l - 1, -1):  # below two consecutive small subdiagonals
+                h11s = h[m, m] - shift
+                s = _cabs1(h11s) + abs(h[m + 1, m].real)
+                v = np.array([h11s / s, h[m + 1, m].real / s])
+                if m == l or abs(h[m, m - 1].real) * abs(v[1].real) <= ulp * (
+                        _cabs1(v[0]) * (_cabs1(h[m, m]) + _cabs1(h[m + 1, m + 1]))):
+                    break
+            for k in range(m, i):  # chase the bulge down
+                if k > m:
+                    v = h[k:k + 2, k - 1].copy()
+                beta, w, tau = _householder(v.astype(h.dtype))
+                if k > m:
+                    h[k, k - 1], h[k + 1, k - 1] = beta, 0
+                _reflect(h, z, k, w, tau, min(k + 2, i))
+                if k == m and m > l:  # the step skipped h[m, m-1]: rescale to keep it real
+                    c = (1 - tau) / abs(1 - tau)
+                    h[m + 1, m] *= np.conj(c)
+                    if m + 2 <= i:
+                        h[m + 2, m + 1] *= c
+                    for j in range(m, i + 1):
+                        if j != m + 1:
+                            _scale_index(h, z, j, np.conj(c))
+            if h[i, i - 1].imag != 0:  # keep h[i, i-1] real
+                c = h[i, i - 1] / abs(h[i, i - 1])
+                h[i, i - 1] = abs(h[i, i - 1])
+                _scale_index(h, z, i, c)
+        else:
+            return False
+        kdefl, i = 0, l - 1
+    return True
+
+
+def _schur_one(a):
+    """(T, Z, converged) for one float64 or complex128 matrix."""
+    n = a.shape[0]
+    h, perm, lo, hi = _gebal_permute(a)
+    z = np.eye(n, dtype=a.dtype)
+    _gehrd(h, z, lo, hi)
+    ulp = np.finfo(np.float64).eps
+    smlnum = np.finfo(np.float64).tiny * ((hi - lo + 1) / ulp)
+    qr = _lahqr_complex if np.iscomplexobj(a) else _lahqr_real
+    converged = qr(h, z, lo, hi, ulp, smlnum)
+    z[perm] = z.copy()  # undo the permutation: A = (P Z) T (P Z)^H
+    return h, z, converged
+
+
+def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    # Scalar, sequential work: NumPy arrays only (np.asarray refuses device arrays, so a
+    # device platform runs this on the host).
+    x = np.asarray(x)
+    if sort_eig_vals:  # as JAX, whose LAPACK call never asks gees to sort
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not implemented.")
+    if x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise NotImplementedError(KeyError(x.dtype.type), f"Unsupported dtype {x.dtype.name}.")
+    wide = np.complex128 if x.dtype.kind == "c" else np.float64
+    flat = x.reshape((math.prod(x.shape[:-2]),) + x.shape[-2:]).astype(wide)
+    t, z = np.empty_like(flat), np.empty_like(flat)
+    for b, mat in enumerate(flat):
+        converged = False
+        if np.isfinite(mat).all():  # the iteration cannot converge on NaNs
+            t[b], z[b], converged = _schur_one(mat)
+        if not converged:  # gees' info > 0: JAX returns NaNs
+            t[b], z[b] = np.nan, np.nan
+    out = [t.reshape(x.shape).astype(x.dtype), z.reshape(x.shape).astype(x.dtype)]
+    return out if compute_schur_vectors else out[:1]
+
+
+def _schur_core(shape):
+    if shape[0] != shape[1]:
+        raise ValueError(f"The input to schur must be a square matrix. Got shape {shape}.")
+
+
+def _schur_abstract(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    _check_args("schur", (x,), (2,), _schur_core)
+    return [ShapedArray(x.shape, x.dtype)] * (2 if compute_schur_vectors else 1)
+
+
+schur_p = Primitive("schur", multiple_results=True)
+_register(schur_p, _schur_impl, _schur_abstract, _not_differentiable("schur"))
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable=None):
+    """Schur decomposition A = Q U Q^H of a batch of square matrices, as lax.linalg.schur.
+
+    Returns (U, Q), or (U,) when not `compute_schur_vectors`. U is upper triangular for
+    complex input and quasi upper triangular for real input, with a standardized 2x2 block
+    (equal diagonal entries, off-diagonal entries of opposite signs) for each complex
+    conjugate pair of eigenvalues; Q is unitary. Matrices where the QR iteration fails give
+    NaNs. `sort_eig_vals=True` raises NotImplementedError and `select_callable` is unused, as
+    in JAX. Not differentiable.
+    """
+    return tuple(_bind(schur_p, x, compute_schur_vectors=bool(compute_schur_vectors),
+                       sort_eig_vals=bool(sort_eig_vals), select_callable=select_callable))
 
 
 # The general eigendecomposition lives in its own module (it needs lu and lu_solve above).

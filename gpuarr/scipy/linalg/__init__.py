@@ -1,8 +1,7 @@
 """gpuarr.scipy.linalg: jax.scipy.linalg's factorizations, solvers, matrix functions and
-structured matrices, built on gpuarr.lax.linalg and gpuarr.numpy.linalg.
-
-Not provided yet: schur, rsf2csf, sqrtm, funm and solve_sylvester, which need a Schur
-decomposition gpuarr does not have.
+structured matrices, built on gpuarr.lax.linalg and gpuarr.numpy.linalg. The Schur
+decomposition and what is built on it (rsf2csf, sqrtm, funm, solve_sylvester) run
+lax.linalg.schur on the host.
 """
 from gpuarr.scipy.linalg._decomp import (
     cho_factor,
@@ -23,6 +22,7 @@ from gpuarr.scipy.linalg._decomp import (
     svd,
 )
 from gpuarr.scipy.linalg._matfuncs import expm, expm_frechet, polar
+from gpuarr.scipy.linalg._schur import funm, rsf2csf, schur, solve_sylvester, sqrtm
 from gpuarr.scipy.linalg._special import (
     block_diag,
     circulant,
@@ -45,7 +45,8 @@ from gpuarr.scipy.linalg._special import (
 __all__ = [
     "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
     "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet",
-    "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert", "hessenberg", "hilbert",
-    "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve", "pascal", "polar",
-    "qr", "qr_multiply", "solve", "solve_triangular", "svd", "toeplitz",
+    "fiedler", "fiedler_companion", "funm", "hadamard", "hankel", "helmert", "hessenberg",
+    "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
+    "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve", "solve_sylvester",
+    "solve_triangular", "sqrtm", "svd", "toeplitz",
 ]

@@ -37,69 +37,6 @@ _normal_default = normal()
 _bias_normal_default = normal(1e-6)
 
 
-# ---------------------------------------------------------------- shape arithmetic
-
-
-def _stride_dim(size, window, stride):
-    """Number of windows along one dimension; 0 when the window does not fit."""
-    return max((size - window) // stride + 1, 0)
-
-
-def _to_canonical(shape, perm):
-    return tuple(int(shape[i]) for i in perm)
-
-
-def _from_canonical(shape, perm):
-    out = [0] * len(perm)
-    for src, dst in enumerate(perm):
-        out[dst] = shape[src]
-    return tuple(out)
-
-
-def _conv_output_shape(lhs_shape, rhs_shape, strides, padding, dimension_numbers):
-    """Output shape of `lax.conv_general_dilated` without dilation (lax.conv_general_shape_tuple);
-    a batch size of -1 passes through."""
-    dn = lax.conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    lhs = _to_canonical(lhs_shape, dn.lhs_spec)
-    rhs = _to_canonical(rhs_shape, dn.rhs_spec)
-    if isinstance(padding, str):
-        padding = lax.padtype_to_pads(lhs[2:], rhs[2:], strides, padding)
-    if len(padding) != len(lhs) - 2:
-        raise TypeError(f"Wrong number of explicit pads for convolution: expected {len(lhs) - 2}, "
-                        f"got {len(padding)}.")
-    space = tuple(_stride_dim(n + lo + hi, k, s)
-                  for n, (lo, hi), k, s in zip(lhs[2:], padding, rhs[2:], strides))
-    return _from_canonical((lhs[0], rhs[0]) + space, dn.out_spec)
-
-
-def _conv_transpose_pads(k, s, padding):
-    """Total padding of one spatial dimension of a transposed convolution."""
-    if padding == "SAME":
-        return k + s - 2
-    if padding == "VALID":
-        return k + s - 2 + max(k - s, 0)
-    raise ValueError(f"Invalid padding mode: {padding}")
-
-
-def _conv_transpose_output_shape(lhs_shape, rhs_shape, strides, padding, dimension_numbers):
-    """Output shape of `lax.conv_transpose` (lax.conv_transpose_shape_tuple)."""
-    dn = lax.conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    lhs = _to_canonical(lhs_shape, dn.lhs_spec)
-    rhs = _to_canonical(rhs_shape, dn.rhs_spec)
-    if isinstance(padding, str):
-        totals = [_conv_transpose_pads(k, s, padding) for k, s in zip(rhs[2:], strides)]
-    else:
-        totals = [sum(p) for p in padding]
-    space = tuple((n - 1) * s - k + 2 + t for n, k, s, t in zip(lhs[2:], rhs[2:], strides, totals))
-    return _from_canonical((lhs[0], rhs[0]) + space, dn.out_spec)
-
-
-def _reduce_window_output_shape(shape, window, strides, padding):
-    """Output shape of `lax.reduce_window` without dilation (lax.reduce_window_shape_tuple)."""
-    return tuple(_stride_dim(n + lo + hi, w, s)
-                 for n, (lo, hi), w, s in zip(shape, padding, window, strides))
-
-
 # ---------------------------------------------------------------- layers with parameters
 
 
@@ -137,7 +74,7 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
 
     def init_fun(rng, input_shape):
         kernel_shape = _kernel_shape(rhs_spec, lhs_spec, out_chan, filter_shape, input_shape)
-        output_shape = _conv_output_shape(input_shape, kernel_shape, strides, padding,
+        output_shape = lax.conv_general_shape_tuple(input_shape, kernel_shape, strides, padding,
                                           dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         k1, k2 = random.split(rng)
@@ -165,7 +102,7 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
 
     def init_fun(rng, input_shape):
         kernel_shape = _kernel_shape(rhs_spec, lhs_spec, out_chan, filter_shape, input_shape)
-        output_shape = _conv_transpose_output_shape(input_shape, kernel_shape, strides, padding,
+        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides, padding,
                                                     dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         k1, k2 = random.split(rng)
@@ -257,7 +194,7 @@ def _pooling_layer(reducer, init_val, rescaler=None):
 
         def init_fun(rng, input_shape):
             pads = lax.padtype_to_pads(input_shape, window_shape, strides, padding)
-            return _reduce_window_output_shape(input_shape, window_shape, strides, pads), ()
+            return lax.reduce_window_shape_tuple(input_shape, window_shape, strides, pads), ()
 
         def apply_fun(params, inputs, **kwargs):
             out = lax.reduce_window(inputs, init_val, reducer, window_shape, strides, padding)

@@ -75,7 +75,7 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
     def init_fun(rng, input_shape):
         kernel_shape = _kernel_shape(rhs_spec, lhs_spec, out_chan, filter_shape, input_shape)
         output_shape = lax.conv_general_shape_tuple(input_shape, kernel_shape, strides, padding,
-                                          dimension_numbers)
+                                                    dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         k1, k2 = random.split(rng)
         return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
@@ -102,8 +102,8 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
 
     def init_fun(rng, input_shape):
         kernel_shape = _kernel_shape(rhs_spec, lhs_spec, out_chan, filter_shape, input_shape)
-        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides, padding,
-                                                    dimension_numbers)
+        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
+                                                      padding, dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         k1, k2 = random.split(rng)
         return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))

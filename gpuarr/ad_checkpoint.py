@@ -11,7 +11,7 @@ partial-evaluation rules.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -205,22 +205,57 @@ class checkpoint_policies:
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
 
-def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
-               static_argnums=()) -> Callable:
+class _DeprecatedArg:
+    """The default of `concrete`, an argument JAX removed (any value passed is an error)."""
+
+    def __repr__(self):
+        return "Deprecated"
+
+
+_DEPRECATED = _DeprecatedArg()
+
+
+_CONCRETE_REMOVED = (
+    "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and removed in "
+    "JAX v0.10.0. In its place please use `static_argnums`; for details refer to "
+    "https://docs.jax.dev/en/latest/jep/11830-new-remat-checkpoint.html.")
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True,
+               policy: Callable | None = None, static_argnums: int | tuple[int, ...] = (),
+               static_argnames: str | Iterable[str] = (),
+               concrete: bool | _DeprecatedArg = _DEPRECATED) -> Callable:
     """Make `fun` recompute its intermediate values in the backward pass instead of storing
     them (jax.checkpoint). `policy` (see `checkpoint_policies`) names values that may be
-    saved; `static_argnums` are passed through as Python values."""
-    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    saved; the positional arguments at `static_argnums` and the keyword arguments named in
+    `static_argnames` are passed through as Python values (Python control flow may depend on
+    them); `concrete` was removed from JAX and raises NotImplementedError if passed."""
+    if not isinstance(concrete, _DeprecatedArg):
+        raise NotImplementedError(_CONCRETE_REMOVED)
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if not (type(static_argnums) is tuple and all(type(d) is int for d in static_argnums)):
+        raise TypeError("the `static_argnums` argument to `jax.checkpoint` / `jax.remat` must "
+                        f"be an int, tuple of ints or, bool, but got value {static_argnums}")
+    static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
+                       else tuple(static_argnames))
+    if isinstance(prevent_cse, Sequence):
+        prevent_cse = tuple(prevent_cse)
+    if not isinstance(prevent_cse, (tuple, bool)):
+        raise TypeError(f"prevent_cse must be a bool or tuple of bools, got "
+                        f"type(prevent_cse)={type(prevent_cse)}")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        dyn = [a for i, a in enumerate(args) if i not in static_argnums]
-        flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
+        static = _static_positions(static_argnums, len(args))
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+        flat, in_tree = tree_util.tree_flatten((tuple(dyn), dyn_kwargs))
 
         def call(dargs, kw):
             it = iter(dargs)
-            return fun(*[a if i in static_argnums else next(it) for i, a in enumerate(args)],
-                       **kw)
+            kw = {k: kw[k] if k in kw else v for k, v in kwargs.items()}  # keep the call's order
+            return fun(*[a if i in static else next(it) for i, a in enumerate(args)], **kw)
 
         flat_fun, out_tree = tree_util.flatten_fun(call, in_tree)
         closed = pe.trace_to_program(flat_fun, [get_aval(x) for x in flat])
@@ -232,7 +267,22 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
     return wrapped
 
 
-remat = checkpoint
+def _static_positions(static_argnums, nargs) -> frozenset[int]:
+    """`static_argnums` as non-negative positions of a call with `nargs` positional arguments."""
+    if not all(-nargs <= d < nargs for d in static_argnums):
+        raise ValueError("the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can "
+                         "only take integer values greater than or equal to `-len(args)` and "
+                         f"less than `len(args)`, but got {static_argnums}, while `len(args)` "
+                         f"= {nargs}")
+    return frozenset(d % nargs for d in static_argnums)
+
+
+def remat(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
+          static_argnums: int | tuple[int, ...] = (),
+          concrete: bool | _DeprecatedArg = _DEPRECATED) -> Callable:
+    """Alias of `checkpoint` (jax.remat), without `static_argnames`."""
+    return checkpoint(fun, prevent_cse=prevent_cse, policy=policy,
+                      static_argnums=static_argnums, concrete=concrete)
 
 
 def checkpoint_name(x, name):

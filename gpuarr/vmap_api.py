@@ -25,13 +25,15 @@ _SCALARS = (bool, int, float, complex)
 # ---------------------------------------------------------------- vmap
 
 
-def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,
+         sum_match: bool = False):
     """Vectorise `fun` over a mapped axis of its inputs. `in_axes` is an int, None, or a
     pytree prefix of the arguments giving each input's mapped axis (None: not mapped;
     negative axes count from the end); `out_axes` likewise places the batch axis in the
-    outputs (None: the output must not vary along the batch). Keyword arguments are mapped
-    over axis 0; `axis_size` gives the batch size when no input is mapped; `axis_name` names
-    the mapped axis for collectives inside `fun` (lax.psum, pmean, pmax, pmin, axis_index)."""
+    outputs (None: the output must not vary along the batch, unless `sum_match` is set: then
+    a batched output is summed over the batch axis). Keyword arguments are mapped over axis
+    0; `axis_size` gives the batch size when no input is mapped; `axis_name` names the mapped
+    axis for collectives inside `fun` (lax.psum, pmean, pmax, pmin, axis_index)."""
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     _check_axes_spec(in_axes, "in_axes")
@@ -71,7 +73,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
             if dst is not None and isinstance(o, _SCALARS):  # broadcast, still weakly typed
                 o = to_device_array(o)
             if dst is None:
-                if d is not not_mapped:
+                if d is not not_mapped and sum_match:
+                    o = o.sum(d)  # the Array method: jnp.sum's dtypes (a bool sums to int)
+                elif d is not not_mapped:
                     raise ValueError(f"at vmap out_axes, got axis spec None but output was "
                                      f"batched on axis {d}")
                 results.append(o)

@@ -370,12 +370,25 @@ def _bind_cond(index, branch_funs, labels, operands, first=0, api_name="cond"):
     return tree_util.tree_unflatten(traced[0][2], outs)
 
 
-def cond(pred, true_fun, false_fun, *operands, operand=None):
+# The default of cond's and switch's `operand` keyword: passing it (even as None) gives the
+# branches that one operand, as in JAX.
+_no_operand_sentinel = object()
+
+
+def _keyword_operand(operand, operands):
+    if operand is _no_operand_sentinel:
+        return operands
+    if operands:
+        raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                        f"passed, got operand={operand} and positional operands {operands}")
+    return (operand,)
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_no_operand_sentinel):
     """`true_fun(*operands)` if `pred` else `false_fun(*operands)`. Both branches are traced
     and must return the same pytree structure and types (else TypeError); under vmap with
     a batched `pred` both run and the results are selected per example."""
-    if operand is not None:
-        operands = (operand,) + operands
+    operands = _keyword_operand(operand, operands)
     if not callable(true_fun) or not callable(false_fun):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     pred_aval = get_aval(_check_operand(pred))
@@ -389,10 +402,9 @@ def cond(pred, true_fun, false_fun, *operands, operand=None):
     return _bind_cond(index, [false_fun, true_fun], ["false_fun", "true_fun"], operands, first=1)
 
 
-def switch(index, branches, *operands, operand=None):
+def switch(index, branches, *operands, operand=_no_operand_sentinel):
     """`branches[index](*operands)` with `index` clamped into range, as lax.switch."""
-    if operand is not None:
-        operands = (operand,) + operands
+    operands = _keyword_operand(operand, operands)
     branches = list(branches)
     if not branches:
         raise ValueError("Empty branch sequence")

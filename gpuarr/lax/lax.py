@@ -5,6 +5,7 @@ its definition: NumPy implementation, abstract evaluation, JVP, transpose, batch
 from __future__ import annotations
 
 import builtins
+import enum
 import math
 from functools import partial
 
@@ -37,6 +38,16 @@ from gpuarr.interpreters.batching import batch_rules, not_mapped, vectorized_rul
 _SCALARS = (bool, int, float, complex)
 
 # ---------------------------------------------------------------- argument helpers
+
+
+def check_no_sharding(name: str, sharding, param: str = "out_sharding") -> None:
+    """JAX's `out_sharding`/`sharding` arguments: gpuarr runs each computation on one device
+    and has no sharding objects, so None (the default, "let the compiler decide") is the only
+    value it can honour. (Ops on hot eager paths test `is not None` before calling this.)"""
+    if sharding is not None:
+        raise NotImplementedError(
+            f"{name}: gpuarr does not shard arrays (each computation runs on one device), so "
+            f"{param}={sharding!r} cannot be honoured; pass {param}=None.")
 
 
 def _dtype_of(x):
@@ -186,6 +197,76 @@ def _binary(prim):
         return prim.bind(x, y)
     f.__name__ = prim.name
     f.__doc__ = f"Elementwise {prim.name} (lax.{prim.name}); operands share one dtype."
+    return f
+
+
+# ---------------------------------------------------------------- requested accuracy
+
+
+class Tolerance:
+    """The accuracy asked of a unary transcendental op (lax.Tolerance): an absolute error
+    `atol`, a relative error `rtol`, or a number of units in the last place `ulps`."""
+
+    def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+        if atol < 0.0 or rtol < 0.0 or ulps < 0.0:
+            raise ValueError("Tolerances must be non-negative.")
+        if atol == 0.0 and rtol == 0.0 and ulps == 0:
+            raise ValueError("At least one of atol, rtol, or ulps must be set.")
+        self.atol, self.rtol, self.ulps = atol, rtol, ulps
+
+    def __repr__(self):
+        return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
+class AccuracyMode(enum.Enum):
+    """The implementation asked of a unary transcendental op (lax.AccuracyMode)."""
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+# Each of these ops has one implementation per platform: NumPy's ufuncs on the host (their
+# vectorised float32/float64 loops are tested by NumPy to at most 4 ulps) and the device math
+# library in kernels (CUDA documents at most 4 ulps for these functions without fast math, the
+# OpenCL specification allows up to 5, for tan and tanh); float16 and bfloat16 are computed in
+# float32 and rounded. So every result is within _MAX_ULPS ulps of the exact value.
+_MAX_ULPS = 5
+_BOUNDED_BY_ONE = frozenset({"sin", "cos", "tanh", "logistic"})  # |result| <= 1: atol suffices
+
+
+def _check_accuracy(name, accuracy, x):
+    """The `accuracy` argument of exp, log, sin, ... In JAX it is a primitive parameter that
+    picks one of the compiler's implementations, and compilation fails when none meets a
+    requested Tolerance. gpuarr has a single implementation per op, so an AccuracyMode
+    changes nothing (as on XLA's CPU backend), a Tolerance that its error bound meets is
+    accepted, and a tighter one raises NotImplementedError rather than being ignored."""
+    if isinstance(accuracy, AccuracyMode):
+        return
+    if not isinstance(accuracy, Tolerance):
+        raise NotImplementedError(f"Accuracy {accuracy} not supported")
+    dt = np.dtype(_dtype_of(x))
+    if not (dtypes.is_float(dt) or dtypes.is_complex(dt)):
+        return  # not a floating-point operand: the op itself raises its TypeError
+    bound = _MAX_ULPS * float(dtypes.finfo(dt).eps)
+    if accuracy.ulps >= _MAX_ULPS or accuracy.rtol >= bound or (
+            name in _BOUNDED_BY_ONE and accuracy.atol >= bound):
+        return
+    raise NotImplementedError(
+        f"lax.{name}: gpuarr computes {name} to within {_MAX_ULPS} ulps, which does not meet "
+        f"the requested {accuracy!r} for {dt.name}; pass a looser lax.Tolerance, an "
+        "AccuracyMode, or accuracy=None.")
+
+
+def _unary_accuracy(prim):
+    """The wrapper of a transcendental op: `accuracy` is checked, never bound (it cannot
+    change the computation), so the common call binds exactly as `_unary`'s does."""
+    name = prim.name
+
+    def f(x, *, accuracy=None):
+        if accuracy is not None:
+            _check_accuracy(name, accuracy, x)
+        return prim.bind(x)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (lax.{name}); `accuracy` is a lax.Tolerance or AccuracyMode."
     return f
 
 
@@ -544,19 +625,44 @@ for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
 
 # --- user-facing elementwise functions ------------------------------------------------------
 neg, sign, floor, ceil, is_finite = map(_unary, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
-exp, exp2, log, log1p, expm1, tanh = map(_unary, (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p))
-logistic, sin, cos, tan, asin, acos = map(_unary, (logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p))
+exp, exp2, log, log1p, expm1, tanh = map(_unary_accuracy,
+                                         (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p))
+logistic, sin, cos, tan = map(_unary_accuracy, (logistic_p, sin_p, cos_p, tan_p))
+sqrt, rsqrt, cbrt = map(_unary_accuracy, (sqrt_p, rsqrt_p, cbrt_p))
+asin, acos = map(_unary, (asin_p, acos_p))
 atan, sinh, cosh, asinh, acosh, atanh = map(_unary, (atan_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
-sqrt, rsqrt, cbrt, abs, bitwise_not = map(_unary, (sqrt_p, rsqrt_p, cbrt_p, abs_p, not_p))
-add, sub, mul, div, rem = map(_binary, (add_p, sub_p, mul_p, div_p, rem_p))
+abs, bitwise_not = map(_unary, (abs_p, not_p))
+add, sub, div, rem = map(_binary, (add_p, sub_p, div_p, rem_p))
 _pow_same_dtypes = _binary(pow_p)
-max, min, atan2, nextafter = map(_binary, (max_p, min_p, atan2_p, nextafter_p))
+max, min, atan2 = map(_binary, (max_p, min_p, atan2_p))
 bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
 shift_left, shift_right_arithmetic = map(_binary, (shift_left_p, shift_right_arithmetic_p))
 shift_right_logical = _binary(shift_right_logical_p)
 eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 ad.jvp_rules[max_p] = partial(_minmax_jvp, gt)
 ad.jvp_rules[min_p] = partial(_minmax_jvp, lt)
+
+
+def mul(x, y, *, out_dtype=None):
+    """Elementwise x * y (lax.mul); operands share one dtype. With `out_dtype`, both are
+    first converted to it (so they may differ), as JAX describes and XLA does by default."""
+    if out_dtype is not None:
+        return _mul_as(x, y, dtypes.canonicalize_dtype(out_dtype))
+    x, y = _coerce_scalars("mul", x, y)
+    return mul_p.bind(x, y)
+
+
+def _mul_as(x, y, dt):
+    # Each operand keeps its weak type, so the product is weak only if both were (as JAX).
+    x, y = (_convert_weak(a, dt, get_aval(a).weak_type)
+            for a in (_coerce_scalars("mul", x)[0], _coerce_scalars("mul", y)[0]))
+    return mul_p.bind(x, y)
+
+
+def nextafter(x1, x2):
+    """The next representable value after `x1` in the direction of `x2` (lax.nextafter)."""
+    x1, x2 = _coerce_scalars("nextafter", x1, x2)
+    return nextafter_p.bind(x1, x2)
 
 
 def round(x, rounding_method=0):
@@ -804,8 +910,10 @@ deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
     """Broadcast `operand` to `shape`, its axis i landing on `broadcast_dimensions[i]`."""
+    if out_sharding is not None:
+        check_no_sharding("lax.broadcast_in_dim", out_sharding)
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
     if isinstance(operand, _SCALARS):
@@ -815,8 +923,10 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=broadcast_dimensions)
 
 
-def broadcast(operand, sizes):
+def broadcast(operand, sizes, *, out_sharding=None):
     """Add leading dimensions of the given sizes."""
+    if out_sharding is not None:
+        check_no_sharding("lax.broadcast", out_sharding)
     shape = tuple(sizes) + get_aval(operand).shape
     return broadcast_in_dim(operand, shape, tuple(range(len(sizes), len(shape))))
 
@@ -854,8 +964,10 @@ deflinear(reshape_p, lambda ct, x, new_sizes, dimensions=None: [
 batch_rules[reshape_p] = _reshape_batch
 
 
-def reshape(operand, new_sizes, dimensions=None):
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """Reshape to `new_sizes` (after transposing by `dimensions`, if given)."""
+    if out_sharding is not None:
+        check_no_sharding("lax.reshape", out_sharding)
     new_sizes = tuple(int(d) for d in new_sizes)
     if isinstance(operand, _SCALARS):
         operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
@@ -1122,8 +1234,10 @@ def _axes(axes):
     return tuple(sorted(int(a) for a in axes))
 
 
-def reduce_sum(operand, axes):
+def reduce_sum(operand, axes, *, out_sharding=None):
     """Sum over `axes`."""
+    if out_sharding is not None:
+        check_no_sharding("lax.reduce_sum", out_sharding)
     return reduce_sum_p.bind(operand, axes=_axes(axes))
 
 
@@ -1575,19 +1689,39 @@ def _dot_general_batch(axis_size, vals, dims, dimension_numbers, precision=None,
 batch_rules[dot_general_p] = _dot_general_batch
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def _index_tuple(dims):
+    """An int or a sequence of ints as a tuple of ints (dot_general's dimension lists)."""
+    return (int(dims),) if isinstance(dims, (int, np.integer)) else tuple(map(int, dims))
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
     """General tensor contraction: ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))."""
+    if out_sharding is not None:
+        check_no_sharding("lax.dot_general", out_sharding)
     (lc, rc), (lb, rb) = dimension_numbers
-    dn = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
+    dn = ((_index_tuple(lc), _index_tuple(rc)), (_index_tuple(lb), _index_tuple(rb)))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
                               preferred_element_type=pet)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix product of rank-1 or rank-2 arrays (lax.dot)."""
-    x_nd = get_aval(lhs).ndim
-    return dot_general(lhs, rhs, (((x_nd - 1,), (0,)), ((), ())), precision, preferred_element_type)
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+    """A contraction given by `dimension_numbers` (as dot_general's); without them, the
+    product of rank-1 or rank-2 arrays over the last axis of `lhs` and the first of `rhs`."""
+    if out_sharding is not None:
+        check_no_sharding("lax.dot", out_sharding)
+    if dimension_numbers is None:
+        lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
+        if not (1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2
+                and lhs_shape[-1] == rhs_shape[0]):
+            raise ValueError(
+                "lax.dot: dimension_numbers must be specified when not performing simple "
+                "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
+                f"lhs_shape={lhs_shape} rhs_shape={rhs_shape}")
+        dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
 
 
 # ---------------------------------------------------------------- iota and full
@@ -1611,14 +1745,18 @@ def iota(dtype, size: int):
     return broadcasted_iota(dtype, (int(size),), 0)
 
 
-def broadcasted_iota(dtype, shape, dimension: int):
+def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
     """An array of `shape` whose values count along `dimension`."""
+    if out_sharding is not None:
+        check_no_sharding("lax.broadcasted_iota", out_sharding)
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(map(int, shape)),
                        dimension=int(dimension))
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, sharding=None):
     """An array of `shape` filled with `fill_value` (a broadcast of a scalar)."""
+    if sharding is not None:
+        check_no_sharding("lax.full", sharding, "sharding")
     if dtype is None:
         return _full(shape, fill_value, _dtype_of(fill_value), dtypes.is_weakly_typed(fill_value))
     return _full(shape, fill_value, dtypes.canonicalize_dtype(dtype), False)
@@ -1644,9 +1782,11 @@ def _full(shape, fill_value, dtype, weak):
     return broadcast_in_dim_p.bind(value, shape=shape, broadcast_dimensions=())
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     """`full` with the shape and dtype of `x` unless given; without `dtype` the result keeps
     the weak type of `x`, as in JAX."""
+    if sharding is not None:
+        check_no_sharding("lax.full_like", sharding, "sharding")
     aval = get_aval(x)
     shape = aval.shape if shape is None else shape
     if dtype is None and aval.weak_type:  # one weak broadcast, not a broadcast and a convert

@@ -8,6 +8,7 @@ dimension; every other dimension of it is a batch dimension. Out-of-bounds behav
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -828,7 +829,9 @@ batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 
 
 def _normalize_starts(name, operand, start_indices, allow_negative_indices=True):
-    """Start indices as scalars; negative ones count from the end (then clamped by the op)."""
+    """Start indices as scalars; negative ones count from the end (then clamped by the op)
+    along the axes where `allow_negative_indices` (a bool, or one per axis) holds. Elsewhere a
+    static negative start is a ValueError and a traced one is clamped to 0, as in XLA."""
     shape = get_aval(operand).shape
     if isinstance(start_indices, (Tracer,)) or hasattr(start_indices, "aval") or \
             isinstance(start_indices, np.ndarray):
@@ -841,24 +844,30 @@ def _normalize_starts(name, operand, start_indices, allow_negative_indices=True)
     if len(start_indices) != len(shape):
         raise TypeError(f"{name}: len(start_indices) ({len(start_indices)}) must equal the rank of "
                         f"the operand of shape {shape}.")
+    if isinstance(allow_negative_indices, (bool, np.bool_)):
+        allow_negative_indices = (bool(allow_negative_indices),) * len(shape)
     out = []
-    for s, n in zip(start_indices, shape):
+    for s, n, allow_negative in zip(start_indices, shape, allow_negative_indices, strict=True):
         if isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)):
             s = int(s)
-            out.append(np.asarray(s + n if (s < 0 and allow_negative_indices) else s, np.int32)[()])
+            if s < 0 and not allow_negative:
+                raise ValueError(f"Index {s} is out of bounds for dimension {n} if "
+                                 "allow_negative_indices=False")
+            out.append(np.asarray(s + n if s < 0 else s, np.int32)[()])
             continue
         aval = get_aval(s)
         if aval.shape != () or not dtypes.is_int(aval.dtype):
             raise TypeError(f"{name} start indices must be integer scalars, got "
                             f"{aval.dtype.name}{list(aval.shape)}.")
-        if allow_negative_indices and not dtypes.is_unsigned_int(aval.dtype):
+        if allow_negative and not dtypes.is_unsigned_int(aval.dtype):
             zero = np.zeros((), aval.dtype)[()]
             s = lax.select(lax.lt(s, zero), lax.add(s, np.asarray(n, aval.dtype)[()]), s)
         out.append(s)
     return out
 
 
-def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices: bool = True):
+def dynamic_slice(operand, start_indices, slice_sizes, *,
+                  allow_negative_indices: bool | Sequence[bool] = True):
     """The slice of static size `slice_sizes` starting at (possibly traced) `start_indices`.
 
     Negative starts count from the end; starts are then clamped so the slice stays in bounds,
@@ -939,7 +948,8 @@ ad.transpose_rules[dynamic_update_slice_p] = _dus_transpose
 batch_rules[dynamic_update_slice_p] = _dus_batch
 
 
-def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices: bool = True):
+def dynamic_update_slice(operand, update, start_indices, *,
+                         allow_negative_indices: bool | Sequence[bool] = True):
     """`operand` with `update` written at (possibly traced) `start_indices`, clamped to fit."""
     starts = _normalize_starts("dynamic_update_slice", operand, start_indices, allow_negative_indices)
     if isinstance(update, (bool, int, float, complex)):
@@ -957,18 +967,31 @@ def _index_list(operand, axis, index, zero=0):
     return starts
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
-    """`dynamic_slice` along one axis, the others kept whole."""
+def _allow_negative_at(ndim, axis, allow_negative_indices):
+    """Per-axis flags: only `axis` has a start of the caller's (the others start at 0)."""
+    flags = [False] * ndim
+    flags[axis] = bool(allow_negative_indices)
+    return flags
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True):
+    """`dynamic_slice` along one axis, the others kept whole. A negative `start_index` counts
+    from the end unless `allow_negative_indices` is False."""
     shape = get_aval(operand).shape
     axis = int(axis) % len(shape)
     sizes = list(shape)
     sizes[axis] = int(slice_size)
-    return dynamic_slice(operand, _index_list(operand, axis, start_index), sizes)
+    return dynamic_slice(operand, _index_list(operand, axis, start_index), sizes,
+                         allow_negative_indices=_allow_negative_at(len(shape), axis,
+                                                                   allow_negative_indices))
 
 
-def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True):
     """The slice at (possibly traced) `index` along `axis`; `keepdims=False` drops the axis."""
-    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
     if keepdims:
         return out
     shape = get_aval(operand).shape
@@ -976,18 +999,24 @@ def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
     return lax.reshape(out, shape[:axis] + shape[axis + 1:])
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis: int):
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
+                                allow_negative_indices: bool = True):
     """`dynamic_update_slice` with a start only along `axis` (0 elsewhere)."""
-    axis = int(axis) % get_aval(operand).ndim
-    return dynamic_update_slice(operand, update, _index_list(operand, axis, start_index))
+    ndim = get_aval(operand).ndim
+    axis = int(axis) % ndim
+    return dynamic_update_slice(operand, update, _index_list(operand, axis, start_index),
+                                allow_negative_indices=_allow_negative_at(ndim, axis,
+                                                                          allow_negative_indices))
 
 
-def dynamic_update_index_in_dim(operand, update, index, axis: int):
+def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
+                                allow_negative_indices: bool = True):
     """Write `update` (with or without the size-1 axis) at `index` along `axis`."""
     axis = int(axis) % get_aval(operand).ndim
     if get_aval(update).ndim == get_aval(operand).ndim - 1:
         update = lax.expand_dims(update, (axis,))
-    return dynamic_update_slice_in_dim(operand, update, index, axis)
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
 
 
 def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):

@@ -406,8 +406,22 @@ def _checked(prim, name=None):
     return f
 
 
-erf, erfc, erf_inv, lgamma, digamma = map(_checked, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
-population_count, clz = map(_checked, (population_count_p, clz_p))
+def _checked_unary(prim):
+    """`_checked` for a one-operand op, with JAX's signature `f(x)` (and no argument list to
+    build on each call)."""
+    rule, name = abstract_eval_rules[prim], prim.name
+
+    def f(x):
+        x = _coerce_scalars(name, x)[0]
+        rule(get_aval(x))
+        return prim.bind(x)
+    f.__name__ = name
+    return f
+
+
+erf, erfc, erf_inv, lgamma, digamma = map(_checked_unary,
+                                          (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
+population_count, clz = map(_checked_unary, (population_count_p, clz_p))
 erf.__doc__ = "The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt (lax.erf)."
 erfc.__doc__ = "The complementary error function 1 - erf(x), accurate in the tails (lax.erfc)."
 erf_inv.__doc__ = "The inverse of erf on (-1, 1); +-inf at +-1 and NaN outside (lax.erf_inv)."

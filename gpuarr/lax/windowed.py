@@ -404,10 +404,12 @@ batch_rules[conv_general_dilated_p] = _conv_batch
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
                          dimension_numbers=None, feature_group_count: int = 1,
-                         batch_group_count: int = 1, precision=None, preferred_element_type=None):
+                         batch_group_count: int = 1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
     """General n-d convolution with strides, padding ('SAME', 'SAME_LOWER', 'VALID' or (lo, hi)
     pairs), input (lhs) and kernel (rhs) dilation, layouts given by `dimension_numbers` (e.g.
     ('NHWC', 'HWIO', 'NHWC')) and grouped convolutions, as XLA's Conv (cross-correlation)."""
+    lax.check_no_sharding("lax.conv_general_dilated", out_sharding)
     lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
     dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     nsp = len(lhs_shape) - 2
@@ -602,14 +604,15 @@ def _computation_kind(computation):
                               f"lax.min; got {computation!r}.")
 
 
-def reduce_window(operand, init_value, computation, window_dimensions, window_strides, padding,
-                  base_dilation=None, window_dilation=None):
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding="VALID", base_dilation=None, window_dilation=None):
     """Reduce each window of `operand` with `computation` (lax.add, lax.max or lax.min) starting
-    from `init_value`; `padding` is 'SAME', 'VALID' or (low, high) pairs, as lax.reduce_window."""
+    from `init_value`; strides default to 1 and `padding` is 'VALID' (the default), 'SAME' or
+    (low, high) pairs, as lax.reduce_window."""
     kind = _computation_kind(computation)
     nd = get_aval(operand).ndim
     window_dimensions = tuple(int(w) for w in window_dimensions)
-    window_strides = tuple(int(s) for s in window_strides)
+    window_strides = (1,) * nd if window_strides is None else tuple(int(s) for s in window_strides)
     base_dilation = (1,) * nd if base_dilation is None else tuple(int(b) for b in base_dilation)
     window_dilation = (1,) * nd if window_dilation is None else tuple(int(w) for w in window_dilation)
     if isinstance(padding, str):

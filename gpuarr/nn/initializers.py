@@ -24,11 +24,20 @@ class Initializer(typing.Protocol):
     """The type of an initializer: called as `init(key, shape, dtype)`, it returns an array of
     that shape and dtype (every factory of this module returns one)."""
 
-    def __call__(self, key, shape, dtype=np.float64, out_sharding=None):
+    def __call__(self, key, shape, dtype=None, out_sharding=None):
         ...
 
 
 _float = np.float64  # canonicalised to float32 unless x64 is on, as jnp.float_
+
+
+def _dtype(dtype):
+    """The dtype of an initializer's result: the default float type when None, as JAX."""
+    return dtypes.canonicalize_dtype(_float if dtype is None else dtype)
+
+
+def _init_sharding(name, out_sharding):
+    lax.lax.check_no_sharding(f"nn.initializers.{name}", out_sharding)
 
 
 def _random():
@@ -40,43 +49,49 @@ def _shape(shape):
     return tuple(int(s) for s in ((shape,) if isinstance(shape, int) else shape))
 
 
-def zeros(key, shape, dtype=_float):
+def zeros(key, shape, dtype=None, out_sharding=None):
     """All zeros (key unused)."""
-    return jnp.zeros(_shape(shape), dtypes.canonicalize_dtype(dtype))
+    _init_sharding("zeros", out_sharding)
+    return jnp.zeros(_shape(shape), _dtype(dtype))
 
 
-def ones(key, shape, dtype=_float):
+def ones(key, shape, dtype=None, out_sharding=None):
     """All ones (key unused)."""
-    return jnp.ones(_shape(shape), dtypes.canonicalize_dtype(dtype))
+    _init_sharding("ones", out_sharding)
+    return jnp.ones(_shape(shape), _dtype(dtype))
 
 
-def constant(value, dtype=_float):
+def constant(value, dtype=None):
     """An initializer filling with `value`."""
-    def init(key, shape, dtype=dtype):
-        return jnp.full(_shape(shape), value, dtype=dtypes.canonicalize_dtype(dtype))
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _init_sharding("constant", out_sharding)
+        return jnp.full(_shape(shape), value, dtype=_dtype(dtype))
     return init
 
 
-def uniform(scale=1e-2, dtype=_float):
+def uniform(scale=1e-2, dtype=None):
     """Uniform on [0, scale)."""
-    def init(key, shape, dtype=dtype):
-        dtype = dtypes.canonicalize_dtype(dtype)
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _init_sharding("uniform", out_sharding)
+        dtype = _dtype(dtype)
         return _random().uniform(key, _shape(shape), dtype) * jnp.array(scale, dtype)
     return init
 
 
-def normal(stddev=1e-2, dtype=_float):
+def normal(stddev=1e-2, dtype=None):
     """Normal with mean 0 and standard deviation `stddev`."""
-    def init(key, shape, dtype=dtype):
-        dtype = dtypes.canonicalize_dtype(dtype)
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _init_sharding("normal", out_sharding)
+        dtype = _dtype(dtype)
         return _random().normal(key, _shape(shape), dtype) * jnp.array(stddev, dtype)
     return init
 
 
-def truncated_normal(stddev=1e-2, dtype=_float, lower=-2.0, upper=2.0):
+def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
     """A standard normal truncated to [lower, upper], times `stddev`."""
-    def init(key, shape, dtype=dtype):
-        dtype = dtypes.canonicalize_dtype(dtype)
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _init_sharding("truncated_normal", out_sharding)
+        dtype = _dtype(dtype)
         sample = _random().truncated_normal(key, lower, upper, _shape(shape), dtype)
         return sample * jnp.array(stddev, dtype)
     return init
@@ -119,13 +134,14 @@ def _complex_truncated_normal(key, upper, shape, dtype):
 
 
 def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-1,
-                     batch_axis=(), dtype=_float):
+                     batch_axis=(), dtype=None):
     """Samples with variance `scale / n`, n the fan-in, fan-out, their average or their
     geometric mean (`mode`), from a "truncated_normal", "normal" or "uniform" `distribution`
     (complex dtypes: on a disk, or a modulus-truncated complex normal, as JAX)."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _init_sharding("variance_scaling", out_sharding)
         shape = _shape(shape)
-        dtype = dtypes.canonicalize_dtype(dtype)
+        dtype = _dtype(dtype)
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
         if mode == "fan_in":
             denominator = fan_in
@@ -178,12 +194,13 @@ def _qr(a):
     return linalg.qr(a)
 
 
-def orthogonal(scale=1.0, column_axis=-1, dtype=_float):
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
     """A (scaled) matrix with orthonormal columns or rows, from the QR decomposition of a
     normal sample with the signs of R's diagonal folded in, as JAX does."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _init_sharding("orthogonal", out_sharding)
         shape = _shape(shape)
-        dtype = dtypes.canonicalize_dtype(dtype)
+        dtype = _dtype(dtype)
         if len(shape) < 2:
             raise ValueError("orthogonal initializer requires at least a 2D shape")
         n_rows, n_cols = math.prod(shape) // shape[column_axis], shape[column_axis]
@@ -201,9 +218,10 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=_float):
     return init
 
 
-def delta_orthogonal(scale=1.0, column_axis=-1, dtype=_float):
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
     """For 3-5D convolution kernels: zero except an orthogonal matrix at the spatial centre."""
-    def init(key, shape, dtype=dtype):
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        _init_sharding("delta_orthogonal", out_sharding)
         shape = _shape(shape)
         if len(shape) not in (3, 4, 5):
             raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
@@ -211,6 +229,6 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=_float):
             raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
         ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
         centre = tuple(s // 2 for s in shape[:-2])
-        w = jnp.zeros(shape, dtypes.canonicalize_dtype(dtype))
+        w = jnp.zeros(shape, _dtype(dtype))
         return w.at[centre].set(ortho)
     return init

@@ -21,8 +21,38 @@ def _user_dtype(dtype, fun_name):
         raise TypeError(f"{fun_name}: invalid dtype {dtype!r}: {e}") from None
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):
-    """Create an Array from array-like data (nested lists/tuples of numbers or arrays allowed)."""
+def _placed(result, name, device, out_sharding=None):
+    """`result` put on `device` when one is given (as device_put); gpuarr has no shardings."""
+    lax.lax.check_no_sharding(f"numpy.{name}", out_sharding)
+    if device is None:
+        return result
+    from gpuarr.device_api import device_put
+    return device_put(result, device)
+
+
+def _array_positional(args, copy, order, ndmin):
+    """copy, order and ndmin passed to `array` by position (deprecated in JAX, still accepted)."""
+    if len(args) > 3:
+        raise TypeError(f"array() takes at most 5 positional arguments but {len(args) + 2} were "
+                        "given")
+    for i, name in enumerate(["copy", "order", "ndmin"]):
+        if i < len(args) and [copy, order, ndmin][i] != [True, "K", 0][i]:
+            raise TypeError(f"array() got multiple values for argument '{name}'")
+    import warnings
+    warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array positionally is "
+                  "deprecated. Use keyword arguments instead.", DeprecationWarning, stacklevel=3)
+    return (list(args) + [copy, order, ndmin][len(args):])[:3]
+
+
+def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None,
+          out_sharding=None):
+    """Create an Array from array-like data (nested lists/tuples of numbers or arrays allowed),
+    on `device` if one is given."""
+    if args:
+        copy, order, ndmin = _array_positional(args, copy, order, ndmin)
+    if device is not None or out_sharding is not None:
+        return _placed(array(object, dtype, copy=copy, order=order, ndmin=ndmin), "array", device,
+                       out_sharding)
     dt = _user_dtype(dtype, "array")
     if isinstance(object, (Array, Tracer)):
         out = object if dt is None else lax.convert_element_type(object, dt)
@@ -32,9 +62,10 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         out = stack([array(o) for o in object])
         return _ndmin(out if dt is None else out.astype(dt), ndmin)
     if hasattr(object, "__jax_array__"):
-        return array(object.__jax_array__(), dtype, copy, order, ndmin)
+        return array(object.__jax_array__(), dtype, copy=copy, order=order, ndmin=ndmin)
     if dlpack.is_gpu_array(object):  # CuPy arrays, CUDA PyTorch tensors: shared, not copied
-        return array(dlpack.from_dlpack(object, copy=copy), dtype, False, order, ndmin)
+        return array(dlpack.from_dlpack(object, copy=copy), dtype, copy=False, order=order,
+                     ndmin=ndmin)
     if isinstance(object, (list, tuple)):
         object = [np.asarray(o) if isinstance(o, Array) else o for o in object]
     # Python numbers are weak; NumPy scalars (np.float64 subclasses float) are not.
@@ -80,8 +111,11 @@ def _ndmin(x, ndmin):
     return x
 
 
-def asarray(a, dtype=None, order=None, copy=None):
-    """Convert to an Array without copying when `a` already is one of the right dtype."""
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
+    """Convert to an Array without copying when `a` already is one of the right dtype (on
+    `device` if one is given)."""
+    if device is not None or out_sharding is not None:
+        return _placed(asarray(a, dtype, order, copy=copy), "asarray", device, out_sharding)
     if isinstance(a, (Array, Tracer)) and dtype is None:
         return a
     return array(a, dtype=dtype, copy=False if copy is None else copy)
@@ -113,23 +147,31 @@ def operator_index(d):
     return operator.index(d)
 
 
-def zeros(shape, dtype=None, device=None):
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
     """An array of zeros (default dtype float32, float64 under x64)."""
+    if device is not None or out_sharding is not None:
+        return _placed(zeros(shape, dtype), "zeros", device, out_sharding)
     return _fill(shape, 0, dtype, "zeros")
 
 
-def ones(shape, dtype=None, device=None):
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
     """An array of ones."""
+    if device is not None or out_sharding is not None:
+        return _placed(ones(shape, dtype), "ones", device, out_sharding)
     return _fill(shape, 1, dtype, "ones")
 
 
-def empty(shape, dtype=None, device=None):
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
     """Like zeros: arrays are immutable, so uninitialised memory is never exposed."""
+    if device is not None or out_sharding is not None:
+        return _placed(empty(shape, dtype), "empty", device, out_sharding)
     return _fill(shape, 0, dtype, "empty")
 
 
-def full(shape, fill_value, dtype=None, device=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """An array of `shape` filled with `fill_value` (which may be an array to broadcast)."""
+    if device is not None or out_sharding is not None:
+        return _placed(full(shape, fill_value, dtype), "full", device, out_sharding)
     shape = _shape_arg(shape, "full")
     dt = _user_dtype(dtype, "full")
     if np.ndim(fill_value) if not isinstance(fill_value, (Array, Tracer)) else get_aval(fill_value).ndim:
@@ -153,31 +195,39 @@ def _keep_weak(out, a, dtype):
     return out
 
 
-def zeros_like(a, dtype=None, shape=None, device=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with the shape and dtype of `a`."""
+    if device is not None or out_sharding is not None:
+        return _placed(zeros_like(a, dtype, shape), "zeros_like", device, out_sharding)
     s, d = _like(a, dtype, shape)
     return _keep_weak(lax.full(s, 0, d), a, dtype)
 
 
-def ones_like(a, dtype=None, shape=None, device=None):
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Ones with the shape and dtype of `a`."""
+    if device is not None or out_sharding is not None:
+        return _placed(ones_like(a, dtype, shape), "ones_like", device, out_sharding)
     s, d = _like(a, dtype, shape)
     return _keep_weak(lax.full(s, 1, d), a, dtype)
 
 
-def empty_like(a, dtype=None, shape=None, device=None):
-    """Zeros with the shape and dtype of `a`."""
-    return zeros_like(a, dtype, shape)
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
+    """Zeros with the shape and dtype of `prototype`."""
+    return zeros_like(prototype, dtype, shape, device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None, device=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """`fill_value` with the shape and dtype of `a`."""
+    if device is not None or out_sharding is not None:
+        return _placed(full_like(a, fill_value, dtype, shape), "full_like", device, out_sharding)
     s, d = _like(a, dtype, shape)
     return _keep_weak(full(s, fill_value, d), a, dtype)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     """Evenly spaced values in [start, stop); the bounds must be concrete."""
+    if device is not None or out_sharding is not None:
+        return _placed(arange(start, stop, step, dtype), "arange", device, out_sharding)
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if isinstance(v, Tracer):
             from gpuarr.errors import ConcretizationTypeError
@@ -197,8 +247,12 @@ def arange(start, stop=None, step=None, dtype=None):
     return to_device_array(host.astype(dt), weak_type=False)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
     """`num` evenly spaced samples over [start, stop]."""
+    if device is not None:
+        return _placed(linspace(start, stop, num, endpoint, retstep, dtype, axis), "linspace",
+                       device)
     from gpuarr.numpy import ufuncs
     from gpuarr.numpy._util import promote_dtypes_inexact
     num = int(num)
@@ -231,8 +285,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (out, lax.convert_element_type(step, compute_dt)) if retstep else out
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None):
     """A 2-D array with ones on the k-th diagonal."""
+    if device is not None:
+        return _placed(eye(N, M, k, dtype), "eye", device)
     M = N if M is None else M
     dt = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(np.int32, (N, M), 0)

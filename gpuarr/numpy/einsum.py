@@ -163,7 +163,7 @@ def _sum_unused(x, term, keep):
 # ---------------------------------------------------------------- pairwise contraction
 
 
-def _contract_pair(x, xt, y, yt, keep, precision, preferred_element_type):
+def _contract_pair(x, xt, y, yt, keep, precision, preferred_element_type, dot_general):
     x, xt = _sum_unused(x, xt, keep | set(yt))
     y, yt = _sum_unused(y, yt, keep | set(xt))
     shared = [c for c in xt if c in yt]
@@ -171,14 +171,14 @@ def _contract_pair(x, xt, y, yt, keep, precision, preferred_element_type):
     contract = [c for c in shared if c not in keep]
     dims = ((tuple(xt.index(c) for c in contract), tuple(yt.index(c) for c in contract)),
             (tuple(xt.index(c) for c in batch), tuple(yt.index(c) for c in batch)))
-    out = lax.dot_general(x, y, dims, precision=precision,
-                          preferred_element_type=preferred_element_type)
+    # Called as JAX calls its `_dot_general` (precision by position), for user callables.
+    out = dot_general(x, y, dims, precision, preferred_element_type=preferred_element_type)
     term = "".join(batch) + "".join(c for c in xt if c not in shared) \
         + "".join(c for c in yt if c not in shared)
     return out, term
 
 
-def _einsum(operands, inputs, out, path, precision, preferred_element_type):
+def _einsum(operands, inputs, out, path, precision, preferred_element_type, dot_general):
     sizes = _sizes(inputs, [get_aval(x).shape for x in operands])
     ops = []
     for x, term in zip(operands, inputs):
@@ -193,7 +193,8 @@ def _einsum(operands, inputs, out, path, precision, preferred_element_type):
             x, xt = _sum_unused(x, xt, keep)
         for y, yt in picked[1:]:
             rest = keep.union(*[set(t) for _, t in picked[2:]])
-            x, xt = _contract_pair(x, xt, y, yt, rest, precision, preferred_element_type)
+            x, xt = _contract_pair(x, xt, y, yt, rest, precision, preferred_element_type,
+                                   dot_general)
         ops.append((x, xt))
     if len(ops) != 1:
         raise ValueError(f"einsum: the contraction path {path} leaves {len(ops)} operands; it must "
@@ -210,10 +211,12 @@ def _einsum(operands, inputs, out, path, precision, preferred_element_type):
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, _dot_general=lax.dot_general, out_sharding=None):
     """Einstein summation, as numpy.einsum: `subscripts` names each operand's axes ('...'
     for broadcast axes); indices missing from the output are summed. `optimize` is 'auto',
-    True, False, an opt_einsum strategy name, or an explicit path such as [(0, 1), (0, 1)]."""
+    True, False, an opt_einsum strategy name, or an explicit path such as [(0, 1), (0, 1)].
+    Each pairwise contraction calls `_dot_general` (lax.dot_general's signature), as JAX's."""
+    lax.lax.check_no_sharding("numpy.einsum", out_sharding)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not operands:
@@ -226,13 +229,13 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     path = _contraction_path(inputs, out_term, shapes, sizes, optimize)
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
         preferred_element_type)
-    result = _einsum(list(operands), inputs, out_term, path, precision, pet)
+    result = _einsum(list(operands), inputs, out_term, path, precision, pet, _dot_general)
     if pet is not None and get_aval(result).dtype != pet:
         result = lax.convert_element_type(result, pet)
     return result
 
 
-def einsum_path(subscripts, /, *operands, optimize="greedy"):
+def einsum_path(subscripts, /, *operands, optimize="auto"):
     """The contraction order einsum would use: (path, description). With opt_einsum
     installed the description is its PathInfo, as in JAX."""
     shapes = [np.shape(x) if not hasattr(x, "aval") else get_aval(x).shape for x in operands]
@@ -243,7 +246,7 @@ def einsum_path(subscripts, /, *operands, optimize="greedy"):
     inputs, out_term = _parse(subscripts, shapes)
     sizes = _sizes(inputs, shapes)
     path = _contraction_path(inputs, out_term, shapes, sizes,
-                             True if optimize == "greedy" else optimize)
+                             True if optimize in ("greedy", "auto") else optimize)
     info = (f"  Complete contraction:  {','.join(inputs)}->{out_term}\n"
             f"  Contraction path: {path}")
     return path, info

@@ -26,7 +26,7 @@ from gpuarr.numpy._util import (
     promote_dtypes_inexact,
 )
 from gpuarr.numpy.manipulation import matrix_transpose, moveaxis  # noqa: F401
-from gpuarr.numpy.products import matmul, tensordot, vecdot  # noqa: F401
+from gpuarr.numpy.products import vecdot  # noqa: F401
 
 
 class EighResult(NamedTuple):
@@ -444,11 +444,12 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     rank = reductions.sum(mask)
     safe_s = _where(mask, s, _const(s, 1))
     s_inv = _where(mask, lax.div(_const(s, 1), safe_s), _const(s, 0))
-    x = matmul(_H(vt), lax.mul(lax.reshape(s_inv, _shape(s) + (1,)), matmul(_H(u), b)))
+    x = products.matmul(_H(vt), lax.mul(lax.reshape(s_inv, _shape(s) + (1,)),
+                                        products.matmul(_H(u), b)))
     if numpy_resid and (int(rank) < n or m <= n):
         resid = ensure_array(np.zeros((0,), dt))
     else:
-        resid = lax.integer_pow(norm(lax.sub(b, matmul(a, x)), axis=0), 2)
+        resid = lax.integer_pow(norm(lax.sub(b, products.matmul(a, x)), axis=0), 2)
     if b_vector:
         x = lax.reshape(x, (n,))
     return x, resid, rank, s
@@ -474,15 +475,16 @@ def matrix_power(a, n: int):
         a, n = inv(a), -n
     result, z = None, None
     while n > 0:
-        z = a if z is None else matmul(z, z)
+        z = a if z is None else products.matmul(z, z)
         n, bit = divmod(n, 2)
         if bit:
-            result = z if result is None else matmul(result, z)
+            result = z if result is None else products.matmul(result, z)
     return result
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
-    """Number of singular values above rtol * largest (default max(m, n) * eps * largest)."""
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
+    """Number of singular values above rtol * largest (default max(m, n) * eps * largest);
+    `hermitian` says M is Hermitian (passed on to svd)."""
     (M,) = _inexact("jnp.linalg.matrix_rank", M)
     if tol is not None:
         if rtol is not None:
@@ -491,7 +493,7 @@ def matrix_rank(M, rtol=None, *, tol=None):
     shape = _shape(M)
     if len(shape) < 2:
         return lax.convert_element_type(reductions.any(lax.ne(M, _const(M, 0))), np.int32)
-    s = svd(M, full_matrices=False, compute_uv=False)
+    s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
     if rtol is None:
         largest = reductions.max(s, axis=-1, keepdims=True)
         threshold = lax.mul(largest, _const(s, max(shape[-2:]) * float(np.finfo(_dtype(s)).eps)))
@@ -619,6 +621,22 @@ def diagonal(x, /, *, offset: int = 0):
     return _extract_diagonal(window)
 
 
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """The matrix product of x1 and x2 (numpy.linalg.matmul): jnp.matmul with positional-only
+    operands, as the array API's."""
+    return products.matmul(x1, x2, precision=precision,
+                           preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    """Sum of products over `axes` (numpy.linalg.tensordot): jnp.tensordot with positional-only
+    operands and keyword-only `axes`, as the array API's."""
+    return products.tensordot(x1, x2, axes, precision=precision,
+                              preferred_element_type=preferred_element_type,
+                              out_sharding=out_sharding)
+
+
 def cross(x1, x2, /, *, axis: int = -1):
     """Cross product of 3-vectors along `axis`."""
     check_arraylike("jnp.linalg.cross", x1, x2)
@@ -659,7 +677,7 @@ def multi_dot(arrays, *, precision=None):
     if len(arrs) > 50:  # more indices than letters: multiply left to right
         out = arrs[0]
         for a in arrs[1:]:
-            out = matmul(out, a, precision=precision)
+            out = products.matmul(out, a, precision=precision)
         return out
     letters = string.ascii_letters
     terms = [letters[i] + letters[i + 1] for i in range(len(arrs))]

@@ -23,11 +23,11 @@ from gpuarr.numpy._util import (
 )
 
 
-def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
     """Give `a` a new shape; one dimension may be -1 (inferred)."""
     check_arraylike("reshape", a)
-    if shape is None:
-        shape = newshape
+    if out_sharding is not None:
+        lax.lax.check_no_sharding("numpy.reshape", out_sharding)
     a = ensure_array(a)
     size = get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -50,9 +50,11 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     return lax.reshape(a, shape)
 
 
-def ravel(a, order="C"):
+def ravel(a, order="C", *, out_sharding=None):
     """Flatten to one dimension."""
     check_arraylike("ravel", a)
+    if out_sharding is not None:
+        lax.lax.check_no_sharding("numpy.ravel", out_sharding)
     return reshape(a, (-1,), order)
 
 
@@ -118,9 +120,11 @@ def expand_dims(a, axis):
     return lax.expand_dims(a, canonicalize_axes(axes, ndim))
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, *, out_sharding=None):
     """Broadcast `array` to `shape` with NumPy's rules."""
     check_arraylike("broadcast_to", array)
+    if out_sharding is not None:
+        lax.lax.check_no_sharding("numpy.broadcast_to", out_sharding)
     return _broadcast_to(ensure_array(array), (shape,) if isinstance(shape, int) else shape)
 
 
@@ -327,9 +331,10 @@ def tile(A, reps):
     return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
     """Repeat each element `repeats` times (an int or a concrete per-element array) along `axis`."""
     check_arraylike("repeat", a)
+    lax.lax.check_no_sharding("numpy.repeat", out_sharding)
     a = ensure_array(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -547,14 +552,27 @@ def resize(a, new_shape):
     return reshape(lax.slice_in_dim(tile(a, reps), 0, total), new_shape)
 
 
-def trim_zeros(filt, trim="fb"):
-    """Strip leading ('f') and/or trailing ('b') zeros of a concrete 1-D array."""
+def trim_zeros(filt, trim="fb", axis=None):
+    """Strip leading ('f') and/or trailing ('b') zeros of a concrete array along `axis` (an
+    int, a tuple, or all axes by default): along each such axis, the slices that are zero
+    everywhere before the first nonzero one and after the last go."""
     check_arraylike("trim_zeros", filt)
     host = np.asarray(filt)
-    nz = np.flatnonzero(host)
-    start = nz[0] if nz.size and "f" in trim.lower() else (host.size if not nz.size else 0)
-    stop = nz[-1] + 1 if nz.size and "b" in trim.lower() else (host.size if nz.size else host.size)
-    return ensure_array(filt)[start:max(start, stop)]
+    axes = {canonicalize_axis(ax, host.ndim)
+            for ax in (range(host.ndim) if axis is None
+                       else axis if isinstance(axis, (tuple, list)) else (axis,))}
+    trim = trim.lower()
+    if not axes or ("f" not in trim and "b" not in trim):
+        return ensure_array(filt)
+
+    def kept(ax):
+        if ax not in axes:
+            return slice(None)
+        nz = np.flatnonzero(host.any(axis=tuple(i for i in range(host.ndim) if i != ax)))
+        if not nz.size:
+            return slice(0, 0)
+        return slice(nz[0] if "f" in trim else None, nz[-1] + 1 if "b" in trim else None)
+    return ensure_array(filt)[tuple(kept(ax) for ax in range(host.ndim))]
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):

@@ -180,9 +180,10 @@ def save(file, arr, allow_pickle=True):
     np.save(file, np.asarray(arr), allow_pickle=allow_pickle)
 
 
-def savez(file, *args, **kwds):
+def savez(file, *args, allow_pickle=True, **kwds):
     """numpy.savez of the arrays' values."""
-    np.savez(file, *[np.asarray(a) for a in args], **{k: np.asarray(v) for k, v in kwds.items()})
+    np.savez(file, *[np.asarray(a) for a in args], allow_pickle=allow_pickle,
+             **{k: np.asarray(v) for k, v in kwds.items()})
 
 
 # ---------------------------------------------------------------- index helpers
@@ -752,9 +753,17 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return reductions.sum(ufuncs.multiply(ufuncs.multiply(mid, d), 0.5), axis=ax)
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
-    """The covariance matrix of the variables in the rows (or columns) of m."""
+def _check_inexact_dtype(name, dtype):
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"{name}: dtype must be a subclass of float or complex; got "
+                         f"dtype={dtype}")
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
+    """The covariance matrix of the variables in the rows (or columns) of m, computed in
+    `dtype` (an inexact type) if one is given."""
     check_arraylike("cov", m)
+    _check_inexact_dtype("cov", dtype)
     (m,) = promote_dtypes_inexact(manipulation.atleast_2d(ensure_array(m)))
     if get_aval(m).ndim > 2:
         raise ValueError(f"m has more than 2 dimensions: shape {get_aval(m).shape}")
@@ -765,6 +774,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         if not rowvar and get_aval(yy).shape[0] != 1:
             yy = lax.transpose(yy, (1, 0))
         m = manipulation.concatenate(promote_dtypes_inexact(m, yy), 0)
+    if dtype is not None:
+        m = lax.convert_element_type(m, dtypes.canonicalize_dtype(dtype))
     if ddof is None:
         ddof = 0 if bias else 1
     n = get_aval(m).shape[1]
@@ -795,9 +806,11 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
                                                    fact))
 
 
-def corrcoef(x, y=None, rowvar=True):
-    """Pearson correlation coefficients (covariance normalised by the standard deviations)."""
-    c = ensure_array(cov(x, y, rowvar))
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    """Pearson correlation coefficients (covariance normalised by the standard deviations),
+    computed in `dtype` (an inexact type) if one is given."""
+    _check_inexact_dtype("corrcoef", dtype)
+    c = ensure_array(cov(x, y, rowvar, dtype=dtype))
     if get_aval(c).ndim == 0:
         return ufuncs.true_divide(c, c)
     d = creation.diagonal(c)

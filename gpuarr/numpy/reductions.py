@@ -39,8 +39,10 @@ def _axes(axis, ndim):
     return canonicalize_axes(axis, ndim)
 
 
-def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True, bool_fn=None):
-    def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
+    """The reduction `name` as a function of all the arguments any of these reductions take
+    (the public functions below pass theirs, with JAX's signature for each)."""
+    def reduce(a, axis, dtype, out, keepdims, initial, where, promote_integers=True):
         check_arraylike(name, a)
         if out is not None:
             raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported: arrays "
@@ -48,8 +50,8 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True, bool_
         (a,) = promote_dtypes(a)
         aval = get_aval(a)
         dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
-        if dtype is None and upcast_bool:
-            dt = widen_narrow_int(aval.dtype)
+        if dtype is None and upcast_bool and (promote_integers or aval.dtype == np.bool_):
+            dt = widen_narrow_int(aval.dtype)  # booleans are counted as integers, as in JAX
         # Results are never weakly typed (jnp.sum(2.0) is a float32), as in JAX.
         comp = _upcast_f16(dt) if upcast_bool else dt
         if comp != aval.dtype or aval.weak_type:
@@ -75,9 +77,7 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, dtype_arg=True, bool_
         if keepdims:
             result = _keepdims(result, aval.shape, axes)
         return result
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Reduce with {name} over `axis` (all axes by default), as numpy.{name}."
-    return fn
+    return reduce
 
 
 def _identity_value(identity, dt, name):
@@ -117,13 +117,49 @@ def _bool_reduce(prim_fn):
     return reduce
 
 
-sum = _reduction("sum", lax.reduce_sum, 0, upcast_bool=True, bool_fn=lax.reduce_or)
-prod = _reduction("prod", lax.reduce_prod, 1, upcast_bool=True, bool_fn=lax.reduce_and)
-max = _reduction("max", lax.reduce_max, None)
-min = _reduction("min", lax.reduce_min, None)
+_sum = _reduction("sum", lax.reduce_sum, 0, upcast_bool=True, bool_fn=lax.reduce_or)
+_prod = _reduction("prod", lax.reduce_prod, 1, upcast_bool=True, bool_fn=lax.reduce_and)
+_max = _reduction("max", lax.reduce_max, None)
+_min = _reduction("min", lax.reduce_min, None)
+_all = _reduction("all", _bool_reduce(lax.reduce_and), True)
+_any = _reduction("any", _bool_reduce(lax.reduce_or), False)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    """The sum over `axis` (all axes by default), as numpy.sum; booleans and integers narrower
+    than the default integer type sum in it unless `promote_integers` is False."""
+    return _sum(a, axis, dtype, out, keepdims, initial, where, promote_integers)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    """The product over `axis` (all axes by default), as numpy.prod; booleans and integers
+    narrower than the default integer type multiply in it unless `promote_integers` is False."""
+    return _prod(a, axis, dtype, out, keepdims, initial, where, promote_integers)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """The maximum over `axis` (all axes by default), as numpy.max."""
+    return _max(a, axis, None, out, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """The minimum over `axis` (all axes by default), as numpy.min."""
+    return _min(a, axis, None, out, keepdims, initial, where)
+
+
 amax, amin = max, min
-all = _reduction("all", _bool_reduce(lax.reduce_and), True)
-any = _reduction("any", _bool_reduce(lax.reduce_or), False)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    """Whether every element over `axis` is true (nonzero), as numpy.all."""
+    return _all(a, axis, None, out, keepdims, None, where)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    """Whether any element over `axis` is true (nonzero), as numpy.any."""
+    return _any(a, axis, None, out, keepdims, None, where)
 
 
 def _count(aval, axes):
@@ -157,6 +193,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return lax.convert_element_type(out, dt)
 
 
+_mean = mean  # var's `mean` parameter shadows the function there
+
+
 def _var_dtypes(a_dtype, dtype):
     """(computation dtype, result dtype) of var, as JAX's: complex data has a real variance."""
     if dtype is not None:
@@ -178,18 +217,34 @@ def _abs2(centered):
     return lax.mul(centered, centered)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
-    """The variance over `axis` with `ddof` degrees of freedom removed (NaN where no degrees of
-    freedom are left; real for complex data)."""
+def _given_mean(name, mean, comp):
+    """A `mean` passed to var/std (broadcast-compatible with the data, as keepdims gives it)."""
+    check_arraylike(name, mean)
+    return lax.convert_element_type(ensure_array(mean), comp)
+
+
+def _ddof(ddof, correction):
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    """The variance over `axis` with `ddof` (or `correction`) degrees of freedom removed (NaN
+    where none are left; real for complex data), about `mean` if given (computed otherwise)."""
     check_arraylike("var", a)
-    if correction is not None:
-        ddof = correction
+    ddof = _ddof(ddof, correction)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
     comp, out_dt = _var_dtypes(aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
     axes = _axes(axis, aval.ndim)
-    sq = _abs2(lax.sub(a, mean(a, axes, dtype=comp, keepdims=True, where=where)))
+    a_mean = (_mean(a, axes, dtype=comp, keepdims=True, where=where) if mean is None
+              else _given_mean("var", mean, comp))
+    sq = _abs2(lax.sub(a, a_mean))
     comp = get_aval(sq).dtype
     n = _where_count(aval, axes, keepdims, where, comp)
     n = lax.sub(n, lax.convert_element_type(ensure_array(ddof), comp))
@@ -199,11 +254,13 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return jwhere(lax.gt(n, np.zeros((), comp)[()]), out, np.nan)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
-    """The standard deviation over `axis`."""
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    """The standard deviation over `axis` (about `mean` if given)."""
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {np.dtype(dtype)}")
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                        correction=correction))
 
 
 def _check_ordered(name, aval):
@@ -213,7 +270,7 @@ def _check_ordered(name, aval):
 
 
 def _arg_reduce(name, lax_fn):
-    def fn(a, axis=None, out=None, keepdims=False):
+    def fn(a, axis=None, out=None, keepdims=None):
         check_arraylike(name, a)
         (a,) = promote_dtypes(a)
         aval = get_aval(a)
@@ -322,15 +379,18 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return lax.div(total, _not_nan_count(a, axis, keepdims, where, dt))
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    """The variance over `axis` ignoring NaNs (NaN where no degrees of freedom are left)."""
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """The variance over `axis` ignoring NaNs (NaN where no degrees of freedom are left),
+    about `mean` if given."""
     check_arraylike("nanvar", a)
     (a,) = promote_dtypes(a)
     comp, out_dt = _var_dtypes(get_aval(a).dtype, dtype)
     a = lax.convert_element_type(a, comp)
     from gpuarr.numpy.ufuncs import where as jwhere
     nan = _isnan(a)
-    centered = jwhere(nan, 0, lax.sub(a, nanmean(a, axis, comp, keepdims=True, where=where)))
+    a_mean = (nanmean(a, axis, comp, keepdims=True, where=where) if mean is None
+              else _given_mean("nanvar", mean, comp))
+    centered = jwhere(nan, 0, lax.sub(a, a_mean))
     sq = _abs2(centered)
     count = sum(lax.bitwise_not(nan), axis=axis, keepdims=keepdims, where=where)
     count = lax.sub(count, lax.convert_element_type(ensure_array(ddof), get_aval(count).dtype))
@@ -340,11 +400,11 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     return lax.convert_element_type(lax.div(total, divisor), out_dt)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    """The standard deviation over `axis` ignoring NaNs."""
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """The standard deviation over `axis` ignoring NaNs (about `mean` if given)."""
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise TypeError(f"nanstd needs an inexact dtype, got {np.dtype(dtype)}")
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -382,15 +442,75 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 # ---------------------------------------------------------------- quantiles
 
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
+def _quantile_weights(name, a, weights, axis, method):
+    """`weights` broadcast to `a`'s shape: they have its shape, or that of the reduced axes."""
+    check_arraylike(name, weights)
+    if dtypes.is_complex(get_aval(weights).dtype):
+        raise ValueError("Weights cannot be complex types.")
+    if method != "inverted_cdf":
+        raise NotImplementedError(f"{method} doesn't support weights. Only method "
+                                  "'inverted_cdf' supports weights.")
+    from gpuarr.numpy._util import promote_dtypes_inexact
+    a, weights = promote_dtypes_inexact(a, weights)
+    a_shape, w_shape = get_aval(a).shape, get_aval(weights).shape
+    if w_shape == a_shape:
+        return a, weights
+    if axis is None:
+        raise ValueError("Weights shape must match 'a' shape when axis is None.")
+    axes = tuple(canonicalize_axis(ax, len(a_shape))
+                 for ax in (axis if isinstance(axis, tuple) else (axis,)))
+    if w_shape != tuple(a_shape[ax] for ax in axes):
+        raise ValueError(f"Weights shape {w_shape} must match reduction axes "
+                         f"{tuple(a_shape[ax] for ax in axes)}")
+    return a, lax.broadcast_in_dim(weights, a_shape, axes)
+
+
+def _inverted_cdf(srt, weights, q, ignore_nan):
+    """The smallest sorted value whose cumulative weight reaches q times the total (NumPy's
+    'inverted_cdf'), for `srt` of shape outer + (n,) sorted along its last axis with its
+    `weights` alongside, and q of shape q_shape; the result has shape q_shape + outer. NaN
+    where a weight is negative or NaN, and where the data has a NaN (all NaNs if `ignore_nan`)."""
+    from gpuarr.lax.cumulative import cumsum
+    from gpuarr.numpy.selection import take_along_axis
+    shape, dt = get_aval(srt).shape, get_aval(srt).dtype
+    q_shape, nq = get_aval(q).shape, get_aval(q).ndim
+    zero = np.zeros((), dt)[()]
+    bad_weights = lax.bitwise_or(lax.lt(weights, zero), _isnan(weights))
+    nan_data = _isnan(srt)
+    clean = lax.select(lax.bitwise_or(bad_weights, nan_data), lax.full_like(weights, 0), weights)
+    cum = cumsum(clean, axis=len(shape) - 1)
+    total = lax.slice_in_dim(cum, shape[-1] - 1, shape[-1], axis=len(shape) - 1)
+    target = lax.mul(lax.reshape(q, q_shape + (1,) * len(shape)),
+                     lax.reshape(total, (1,) * nq + shape[:-1] + (1,)))
+    below = lax.lt(lax.reshape(cum, (1,) * nq + shape), target)
+    idx = sum(below, axis=-1)  # default-int count of values whose cumulative weight is short
+    valid = (sum(lax.bitwise_not(nan_data), axis=-1) if ignore_nan
+             else lax.full(shape[:-1], shape[-1], get_aval(idx).dtype))
+    idx = lax.max(lax.full_like(idx, 0), lax.min(idx, lax.sub(
+        lax.broadcast_in_dim(valid, get_aval(idx).shape, tuple(range(nq, nq + len(shape) - 1))),
+        lax.full_like(idx, 1))))
+    values = lax.broadcast_in_dim(srt, q_shape + shape, tuple(range(nq, nq + len(shape))))
+    out = lax.reshape(take_along_axis(values, lax.expand_dims(idx, (nq + len(shape) - 1,)), -1),
+                      q_shape + shape[:-1])
+    force_nan = any(bad_weights, axis=-1)
+    force_nan = lax.bitwise_or(force_nan, lax.eq(valid, lax.full_like(valid, 0)) if ignore_nan
+                               else any(nan_data, axis=-1))
+    return lax.select(lax.broadcast_in_dim(force_nan, get_aval(out).shape,
+                                           tuple(range(nq, nq + len(shape) - 1))),
+                      lax.full_like(out, np.nan), out)
+
+
+def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     check_arraylike(name, a, q)
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}.")
-    from gpuarr.lax.sorting import sort
+    from gpuarr.lax.sorting import sort, sort_key_val
     from gpuarr.numpy._util import promote_dtypes_inexact
+    if weights is not None:
+        a, weights = _quantile_weights(name, a, weights, axis, method)
     a, q = promote_dtypes_inexact(a, q)
     a_aval, q_aval = get_aval(a), get_aval(q)
     if q_aval.ndim > 1:
@@ -402,8 +522,14 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
         raise ValueError(f"{name} of an empty axis is undefined: array shape {a_aval.shape}.")
     outer = tuple(a_aval.shape[i] for i in keep)
     flat = lax.reshape(lax.transpose(a, keep + axes), outer + (n,))
-    srt = sort(flat, dimension=len(outer))  # NaNs sort last
     dt = a_aval.dtype
+    if method == "inverted_cdf":
+        w = (lax.full_like(flat, 1) if weights is None else lax.convert_element_type(
+            lax.reshape(lax.transpose(weights, keep + axes), outer + (n,)), dt))
+        srt, w = sort_key_val(flat, w, dimension=len(outer))  # NaNs sort last
+        out = _inverted_cdf(srt, w, lax.convert_element_type(q, dt), ignore_nan)
+        return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
+    srt = sort(flat, dimension=len(outer))  # NaNs sort last
     nan_in = any(_isnan(flat), axis=-1, keepdims=True)
     count = (lax.convert_element_type(sum(lax.bitwise_not(_isnan(flat)), axis=-1, keepdims=True), dt)
              if ignore_nan else lax.full(outer + (1,), n, dt))
@@ -438,22 +564,27 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     out = lax.select(lax.broadcast_in_dim(bad, get_aval(out).shape,
                                           tuple(range(q_aval.ndim, q_aval.ndim + len(outer)))),
                      lax.full_like(out, np.nan), out)
-    if keepdims:
-        # A 0-d input keeps one axis, as in JAX.
-        shape = q_aval.shape + (tuple(1 if i in axes else d for i, d in enumerate(a_aval.shape))
-                                or (1,))
-        out = lax.reshape(out, shape)
-    return out
+    return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
-    """The q-th quantiles (q in [0, 1]) over `axis`; q's shape leads the result's."""
-    return _quantile("quantile", a, q, axis, method, keepdims, False)
+def _quantile_keepdims(out, q_aval, a_aval, axes):
+    # A 0-d input keeps one axis, as in JAX.
+    shape = q_aval.shape + (tuple(1 if i in axes else d for i, d in enumerate(a_aval.shape))
+                            or (1,))
+    return lax.reshape(out, shape)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+             *, weights=None):
+    """The q-th quantiles (q in [0, 1]) over `axis`; q's shape leads the result's. `weights`
+    (method 'inverted_cdf' only) weigh each element of `a`."""
+    return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+                *, weights=None):
     """quantile ignoring NaNs (NaN for all-NaN slices)."""
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+    return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
 def _percent(name, q):
@@ -463,14 +594,19 @@ def _percent(name, q):
     return lax.div(q, np.asarray(100, get_aval(q).dtype)[()])
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+               *, weights=None, out_sharding=None):
     """The q-th percentiles (q in [0, 100]) over `axis`."""
-    return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims, False)
+    lax.lax.check_no_sharding("numpy.percentile", out_sharding)
+    return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims, False,
+                     weights)
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
+                  *, weights=None):
     """percentile ignoring NaNs."""
-    return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method, keepdims, True)
+    return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method, keepdims, True,
+                     weights)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):

@@ -72,7 +72,7 @@ def _scalar(n, like):
     return np.asarray(max(n, 1), get_aval(like).dtype)[()]
 
 
-def _along_axis_operands(name, arr, indices, axis):
+def _along_axis_operands(name, arr, indices, axis, wrap_negative=True):
     check_arraylike(name, arr, indices)
     arr, indices = ensure_array(arr), ensure_array(indices)
     if axis is None:
@@ -98,17 +98,22 @@ def _along_axis_operands(name, arr, indices, axis):
     indices = lax.broadcast_in_dim(indices, i_shape, tuple(range(len(i_shape)))) \
         if i_aval.shape != i_shape else indices
     n = a_shape[axis]
-    indices = advanced_indexing._as_index_array(indices, n, True)
+    indices = advanced_indexing._as_index_array(indices, n, wrap_negative)
     return arr, indices, axis
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
     """`arr` gathered at `indices` along `axis`, matching the other axes (which broadcast).
 
     Out-of-bounds indices give `fill_value` (NaN for floats) unless `mode='clip'`; negative
-    indices count from the end.
+    indices count from the end when `wrap_negative_indices` is True (by default, unless
+    `mode='promise_in_bounds'`).
     """
-    arr, indices, axis = _along_axis_operands("take_along_axis", arr, indices, axis)
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    arr, indices, axis = _along_axis_operands("take_along_axis", arr, indices, axis,
+                                              bool(wrap_negative_indices))
     mode = "fill" if mode is None else mode
     return slicing.take_along_axis(arr, indices, axis, mode=mode, fill_value=fill_value)
 

@@ -45,16 +45,18 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return sorting.sort(a, axis, is_stable=stable)
 
 
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """The (stable) permutation that sorts `a` along `axis`, as int32 indices."""
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+    """The (stable) permutation that sorts `a` along `axis`, as indices of integer `dtype`
+    (default: the default integer type)."""
     if order is not None:
         raise ValueError("The 'order' argument to argsort is not supported.")
+    index_dtype = _int_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "argsort")
     a, axis = _prepare("argsort", a, axis)
     shape = get_aval(a).shape
-    iota = lax.broadcasted_iota(_int_dtype(), shape, axis)
+    iota = lax.broadcasted_iota(index_dtype, shape, axis)
     if descending:
         _, perm = sorting.sort([lax.rev(a, (axis,)), iota], axis, is_stable=stable, num_keys=1)
-        last = lax.full(shape, shape[axis] - 1, _int_dtype())
+        last = lax.full(shape, shape[axis] - 1, index_dtype)
         return lax.rev(lax.sub(last, perm), (axis,))
     _, perm = sorting.sort([a, iota], axis, is_stable=stable, num_keys=1)
     return perm
@@ -251,10 +253,11 @@ def digitize(x, bins, right=False, *, method=None):
     return where(increasing, up, down)
 
 
-def bincount(x, weights=None, minlength=0, *, length=None):
+def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     """Counts (or summed `weights`) of each non-negative integer in `x`; negative values count
     as 0 and values >= `length` are dropped, as in JAX. Under jit pass a static `length`."""
     check_arraylike("bincount", x)
+    lax.lax.check_no_sharding("numpy.bincount", out_sharding)
     x = ensure_array(x)
     aval = get_aval(x)
     if not dtypes.is_int(aval.dtype) and aval.dtype != np.bool_:

@@ -9,6 +9,7 @@ instances made in gpuarr.numpy.ufuncs.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -329,9 +330,10 @@ def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *, identity: An
 
 
 def _reduction(fn):
-    """ufunc.reduce through an existing reduction (jnp.sum, jnp.all, ...)."""
+    """ufunc.reduce through an existing reduction, in the form that takes every reduction
+    argument (reductions._sum, reductions._all, ...: jnp.max and jnp.all take no dtype)."""
     def reduce(a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
-        return fn(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial, where=where)
+        return fn(a, axis, dtype, None, keepdims, initial, where)
     return reduce
 
 
@@ -391,15 +393,15 @@ def _at_update(method, bool_as_int=False):
 
 # Keyword arguments of ufunc() for the built-in binary ufuncs with fast methods.
 FAST_METHODS = {
-    "add": dict(identity=0, reduce=_reduction(reductions.sum),
+    "add": dict(identity=0, reduce=_reduction(reductions._sum),
                 accumulate=_accumulation(selection.cumsum), at=_at_update("add", True)),
-    "multiply": dict(identity=1, reduce=_reduction(reductions.prod),
+    "multiply": dict(identity=1, reduce=_reduction(reductions._prod),
                      accumulate=_accumulation(selection.cumprod), at=_at_update("multiply", True)),
     "subtract": dict(identity=None, at=_at_update("subtract")),
-    "maximum": dict(identity=None, reduce=_reduction(reductions.max)),
-    "minimum": dict(identity=None, reduce=_reduction(reductions.min)),
-    "logical_and": dict(identity=True, reduce=_reduction(reductions.all)),
-    "logical_or": dict(identity=False, reduce=_reduction(reductions.any)),
+    "maximum": dict(identity=None, reduce=_reduction(reductions._max)),
+    "minimum": dict(identity=None, reduce=_reduction(reductions._min)),
+    "logical_and": dict(identity=True, reduce=_reduction(reductions._all)),
+    "logical_or": dict(identity=False, reduce=_reduction(reductions._any)),
     "logical_xor": dict(identity=False),
     "bitwise_and": dict(identity=-1, reduce=_bitwise_reduction(lax.reduce_and, lax.bitwise_and, -1,
                                                                "bitwise_and")),
@@ -411,10 +413,17 @@ FAST_METHODS = {
 }
 
 
+# What inspect.signature reports for a ufunc instance: ufunc.__call__'s parameters (a class
+# whose __call__ is a staticmethod would otherwise show `fn`'s first parameter as `self`).
+_CALL_SIGNATURE = inspect.signature(ufunc.__call__).replace(
+    parameters=list(inspect.signature(ufunc.__call__).parameters.values())[1:])
+
+
 def _direct(fn: Callable[..., Any], nin: int, **methods) -> ufunc:
     """A built-in ufunc whose class calls `fn` itself: eager calls (jnp.add(x, y)) pay for no
     extra Python frame. `fn` takes the `out`/`where` keywords of ufunc.__call__."""
     cls = type("ufunc", (ufunc,), {"__call__": staticmethod(fn), "__slots__": (),
+                                   "__signature__": _CALL_SIGNATURE,
                                    "__qualname__": f"ufunc[{fn.__name__}]"})
     return cls(fn, nin, 1, name=fn.__name__, call=fn, **methods)
 

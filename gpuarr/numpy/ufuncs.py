@@ -16,22 +16,45 @@ from gpuarr.numpy._util import (
 )
 
 
-def _unary(name, op, promote=promote_dtypes_inexact):
-    def fn(x, /):
-        check_arraylike(name, x)
-        (x,) = promote(x)
-        return op(x)
+def _unary(name, op, promote=promote_dtypes_inexact, positional_only=True):
+    if positional_only:
+        def fn(x, /):
+            check_arraylike(name, x)
+            (x,) = promote(x)
+            return op(x)
+    else:  # JAX's `f(x)` (trunc, i0)
+        def fn(x):
+            check_arraylike(name, x)
+            (x,) = promote(x)
+            return op(x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, as numpy.{name} (integer inputs become floats where NumPy's do)."
     return fn
 
 
-def _binary(name, op, promote=promote_dtypes):
-    def fn(x, y, /):
-        check_arraylike(name, x, y)
-        x, y = promote(x, y)
-        x, y = broadcast_arrays(x, y, fun_name=name)
-        return op(x, y)
+def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
+    """An elementwise function of two arrays; `params` is JAX's parameter list for `name`
+    ("x, y, /", "x1, x2, /" or "x1, x2")."""
+    if params == "x, y, /":
+        def fn(x, y, /):
+            check_arraylike(name, x, y)
+            x, y = promote(x, y)
+            x, y = broadcast_arrays(x, y, fun_name=name)
+            return op(x, y)
+    elif params == "x1, x2, /":
+        def fn(x1, x2, /):
+            check_arraylike(name, x1, x2)
+            x1, x2 = promote(x1, x2)
+            x1, x2 = broadcast_arrays(x1, x2, fun_name=name)
+            return op(x1, x2)
+    else:
+        assert params == "x1, x2", params
+
+        def fn(x1, x2):
+            check_arraylike(name, x1, x2)
+            x1, x2 = promote(x1, x2)
+            x1, x2 = broadcast_arrays(x1, x2, fun_name=name)
+            return op(x1, x2)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion."
     return fn
@@ -98,7 +121,8 @@ positive = _unary("positive", lambda x: x, promote_dtypes)
 sign = _unary("sign", _no_bool("sign", lax.sign), promote_dtypes)
 # Integers and booleans pass through; complex values reach lax and its TypeError, as in JAX.
 floor = _unary("floor", lambda x: x if _is_int_or_bool(x) else lax.floor(x), promote_dtypes)
-trunc = _unary("trunc", lambda x: x if _is_int_or_bool(x) else _trunc(x), promote_dtypes)
+trunc = _unary("trunc", lambda x: x if _is_int_or_bool(x) else _trunc(x), promote_dtypes,
+               positional_only=False)
 ceil = _unary("ceil", lambda x: x if _is_int_or_bool(x) else lax.ceil(x), promote_dtypes)
 exp = _unary("exp", lax.exp)
 exp2 = _unary("exp2", lax.exp2)
@@ -137,11 +161,11 @@ add = _binary_ufunc("add", lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtyp
 subtract = _binary_ufunc("subtract", lax.sub)
 multiply = _binary_ufunc("multiply", lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
                    else lax.mul(x, y))
-true_divide = _binary("true_divide", lax.div, promote_dtypes_inexact)
+true_divide = _binary("true_divide", lax.div, promote_dtypes_inexact, params="x1, x2, /")
 divide = true_divide
 maximum = _binary_ufunc("maximum", lax.max)
 minimum = _binary_ufunc("minimum", lax.min)
-arctan2 = _binary("arctan2", lax.atan2, promote_dtypes_inexact)
+arctan2 = _binary("arctan2", lax.atan2, promote_dtypes_inexact, params="x1, x2, /")
 power_float = _binary("float_power", lax.pow, promote_dtypes_inexact)
 equal = _binary("equal", lax.eq)
 not_equal = _binary("not_equal", lax.ne)
@@ -202,10 +226,10 @@ def _remainder(x, y):
     return lax.select(fix, lax.add(r, y), r)
 
 
-floor_divide = _binary("floor_divide", _floor_divide, promote_dtypes_numeric)
-remainder = _binary("remainder", _remainder, promote_dtypes_numeric)
+floor_divide = _binary("floor_divide", _floor_divide, promote_dtypes_numeric, params="x1, x2, /")
+remainder = _binary("remainder", _remainder, promote_dtypes_numeric, params="x1, x2, /")
 mod = remainder
-fmod = _binary("fmod", lax.rem, promote_dtypes_numeric)
+fmod = _binary("fmod", lax.rem, promote_dtypes_numeric, params="x1, x2, /")
 
 
 def _power(x, y):
@@ -420,7 +444,15 @@ def _isposneg(name, value):
         if not _is_float(x):
             return lax.full(get_aval(x).shape, False, np.bool_)
         return lax.eq(x, _strong_scalar(x, value))
-    return _unary(name, op, promote_dtypes)
+    unary = _unary(name, op, promote_dtypes)
+
+    def fn(x, /, out=None):
+        if out is not None:
+            raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
+        return unary(x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise x == {value} for floats (False for other types), as numpy.{name}."
+    return fn
 
 
 isposinf = _isposneg("isposinf", np.inf)
@@ -456,14 +488,14 @@ def _hypot(x, y):
     return lax.select(inf, lax.full_like(out, np.inf), out)
 
 
-hypot = _binary("hypot", _hypot, promote_dtypes_inexact)
+hypot = _binary("hypot", _hypot, promote_dtypes_inexact, params="x1, x2, /")
 def _copysign(x, y):
     if dtypes.is_complex(get_aval(x).dtype):
         raise TypeError("copysign does not support complex-valued inputs")
     return lax.select(_signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
 
 
-copysign = _binary("copysign", _copysign, promote_dtypes_inexact)
+copysign = _binary("copysign", _copysign, promote_dtypes_inexact, params="x1, x2, /")
 nextafter = _binary("nextafter", lax.nextafter, promote_dtypes_inexact)
 
 
@@ -477,8 +509,8 @@ def _fminmax(pick):
     return op
 
 
-fmax = _binary("fmax", _fminmax(lax.max))
-fmin = _binary("fmin", _fminmax(lax.min))
+fmax = _binary("fmax", _fminmax(lax.max), params="x1, x2")
+fmin = _binary("fmin", _fminmax(lax.min), params="x1, x2")
 
 
 def _heaviside(x1, x2):
@@ -488,7 +520,7 @@ def _heaviside(x1, x2):
     return lax.select(lax.eq(x1, zero), x2, sign)
 
 
-heaviside = _binary("heaviside", _heaviside, promote_dtypes_inexact)
+heaviside = _binary("heaviside", _heaviside, promote_dtypes_inexact, params="x1, x2, /")
 
 
 def _logaddexp(log1p_of_exp, x, y):
@@ -530,7 +562,8 @@ def _shift(name, signed_op):
 
 
 left_shift = _binary("left_shift", _shift("left_shift", lax.shift_left), promote_dtypes)
-right_shift = _binary("right_shift", _shift("right_shift", lax.shift_right_arithmetic), promote_dtypes)
+right_shift = _binary("right_shift", _shift("right_shift", lax.shift_right_arithmetic), promote_dtypes,
+                      params="x1, x2, /")
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
@@ -554,8 +587,8 @@ def _lcm(x, y):
     return lax.select(lax.eq(g, zero), g, lax.abs(lax.mul(lax.div(x, safe), y)))
 
 
-gcd = _binary("gcd", _gcd, promote_dtypes)
-lcm = _binary("lcm", _lcm, promote_dtypes)
+gcd = _binary("gcd", _gcd, promote_dtypes, params="x1, x2")
+lcm = _binary("lcm", _lcm, promote_dtypes, params="x1, x2")
 
 
 def divmod(x1, x2, /):
@@ -681,14 +714,14 @@ def angle(z, deg=False):
     return rad2deg(out) if deg else out
 
 
-def iscomplex(x, /):
+def iscomplex(x):
     """True where the imaginary part is nonzero (False everywhere for real inputs)."""
     check_arraylike("iscomplex", x)
     im = imag(x)  # a comparison, so a weak input gives a weak result as in JAX
     return lax.ne(im, lax.full_like(im, 0))
 
 
-def isreal(x, /):
+def isreal(x):
     """True where the imaginary part is zero (True everywhere for real inputs)."""
     check_arraylike("isreal", x)
     im = imag(x)
@@ -716,5 +749,5 @@ def _i0(x):
     return lax.lax._convert_weak(lax.select(small, total, big), aval.dtype, aval.weak_type)
 
 
-i0 = _unary("i0", _i0)
+i0 = _unary("i0", _i0, positional_only=False)
 

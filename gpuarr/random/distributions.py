@@ -16,6 +16,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.core import Tracer, get_aval
+from gpuarr.lax.lax import check_no_sharding
 from gpuarr.lax.sorting import sort_key_val, top_k
 from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
 from gpuarr.prng import UINT_DTYPES
@@ -100,9 +101,10 @@ def _to_shape(x, shape):
 # ---------------------------------------------------------------- uniform and integers
 
 
-def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
+def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=None):
     """Uniform floats in [minval, maxval) of `shape` and float `dtype` (default float32, float64
     with x64); the mantissa bits of each value are random bits, as in JAX."""
+    check_no_sharding("random.uniform", out_sharding)
     data, _ = check_key("uniform", key)
     dtype = _float_dtype("uniform", dtype)
     shape = canonicalize_shape(shape)
@@ -163,9 +165,10 @@ def _convert_and_clip_integer(val, dtype):
     return lax.convert_element_type(lax.clamp(lo, val, hi), dtype)
 
 
-def randint(key, shape, minval, maxval, dtype=None):
+def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
     """Uniform integers in [minval, maxval) of `shape` and integer `dtype` (default int32);
     2 * nbits random bits per value reduced modulo the span, as in JAX."""
+    check_no_sharding("random.randint", out_sharding)
     data, _ = check_key("randint", key)
     dtype = _int_dtype("randint", dtype)
     shape = canonicalize_shape(shape)
@@ -230,9 +233,10 @@ def _shuffle(data, x, axis):
     return x
 
 
-def permutation(key, x, axis=0, independent=False):
+def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
     """A random permutation of `jnp.arange(x)` (an int) or of `x` along `axis`; with
     `independent=True` every slice along `axis` is shuffled on its own."""
+    check_no_sharding("random.permutation", out_sharding)
     data, _ = check_key("permutation", key)
     if isinstance(x, (list, tuple)):
         raise TypeError(f"permutation requires ndarray or scalar arguments, got {type(x).__name__} "
@@ -322,10 +326,11 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 # ---------------------------------------------------------------- normal family
 
 
-def normal(key, shape=(), dtype=None):
+def normal(key, shape=(), dtype=None, *, out_sharding=None):
     """Standard normal values: sqrt(2) * erf_inv(u) for u uniform in (-1, 1), with erf_inv
     evaluated as XLA evaluates it, so the values are JAX's bit for bit in float32 (complex
     dtypes: independent real and imaginary parts with variance 1/2 each)."""
+    check_no_sharding("random.normal", out_sharding)
     data, _ = check_key("normal", key)
     shape = canonicalize_shape(shape)
     dtype = _float_dtype("normal", dtype, ("float", "complex"))
@@ -371,9 +376,10 @@ def _fma(a, b, c):
     return xla_fma(a, b, c)
 
 
-def truncated_normal(key, lower, upper, shape=None, dtype=None):
+def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=None):
     """Standard normal values truncated to (lower, upper), by inverting the CDF of a uniform
     draw between erf(lower/sqrt 2) and erf(upper/sqrt 2)."""
+    check_no_sharding("random.truncated_normal", out_sharding)
     if shape is not None:
         shape = canonicalize_shape(shape)
     data, _ = check_key("truncated_normal", key)
@@ -425,9 +431,10 @@ def _erf_xla(x):
     return _to(lax.select(clamped, lax.sign(x), ratio), dtype)
 
 
-def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky", *, out_sharding=None):
     """Samples of N(mean, cov) for mean (..., n) and cov (..., n, n): mean + factor @ z with
     factor from a Cholesky ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
+    check_no_sharding("random.multivariate_normal", out_sharding)
     data, _ = check_key("multivariate_normal", key)
     check_arraylike("multivariate_normal", mean, cov)
     mean, cov = promote_dtypes_inexact(mean, cov)
@@ -463,8 +470,12 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     return mean + jnp.einsum("...ij,...j->...i", factor, z)
 
 
-def lognormal(key, sigma=1., shape=None, dtype=None):
+_ONE = np.float32(1)  # lognormal's default sigma, as JAX's
+
+
+def lognormal(key, sigma=_ONE, shape=None, dtype=None, *, out_sharding=None):
     """exp(sigma * N(0, 1))."""
+    check_no_sharding("random.lognormal", out_sharding)
     data, _ = check_key("lognormal", key)
     dtype = _float_dtype("lognormal", dtype)
     shape = _check_broadcast_shapes("lognormal", shape, sigma)
@@ -475,9 +486,10 @@ def lognormal(key, sigma=1., shape=None, dtype=None):
 # ---------------------------------------------------------------- booleans and signs
 
 
-def bernoulli(key, p=0.5, shape=None, mode="low"):
+def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
     """Booleans that are True with probability `p` (a float); mode 'high' uses two uniforms
     for resolution below 2**-nmant."""
+    check_no_sharding("random.bernoulli", out_sharding)
     if shape is not None:
         shape = canonicalize_shape(shape)
     if mode not in ("high", "low"):
@@ -498,8 +510,9 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     return lax.lt(_uniform(data, 0., 1., shape, dtype), _to_rank(p, len(shape)))
 
 
-def rademacher(key, shape=(), dtype=None):
+def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
     """-1 or +1 with equal probability, of integer `dtype` (default int32)."""
+    check_no_sharding("random.rademacher", out_sharding)
     data, _ = check_key("rademacher", key)
     dtype = dtypes.check_user_dtype(int if dtype is None else dtype, "rademacher")
     return _rademacher(data, canonicalize_shape(shape), dtype)
@@ -519,7 +532,8 @@ def _rademacher(data, shape, dtype):
 def _simple(name, body):
     """A sampler `f(key, shape=(), dtype=None)` computing `body(data, shape, dtype)`."""
 
-    def sampler(key, shape=(), dtype=None):
+    def sampler(key, shape=(), dtype=None, *, out_sharding=None):
+        check_no_sharding(f"random.{name}", out_sharding)
         data, _ = check_key(name, key)
         dtype = _float_dtype(name, dtype)
         return body(data, canonicalize_shape(shape), dtype)
@@ -559,10 +573,11 @@ cauchy = _simple("cauchy", _cauchy)
 cauchy.__doc__ = "Standard Cauchy values: tan(pi * (u - 1/2))."
 
 
-def gumbel(key, shape=(), dtype=None, mode=None):
+def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
     """Standard Gumbel values -log(-log(u)); mode 'high' draws two uniforms to resolve
     probabilities below 2**-nmant, and 'highest' (float32; other dtypes as 'high') makes u
     from 64 random bits with the full exponent range."""
+    check_no_sharding("random.gumbel", out_sharding)
     data, _ = check_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
     shape = canonicalize_shape(shape)
@@ -626,9 +641,10 @@ def _uniform_from_tiny(data, shape, dtype):
     return lax.max(_const(dtype, dtypes.finfo(dtype).tiny), _uniform(data, 0., 1., shape, dtype))
 
 
-def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *, out_sharding=None):
     """Indices drawn from the categorical distribution with unnormalised log-probabilities
     `logits` along `axis` (the Gumbel-max trick; without replacement, Gumbel top-k)."""
+    check_no_sharding("random.categorical", out_sharding)
     data, _ = check_key("categorical", key)
     if isinstance(logits, (list, tuple)):
         raise TypeError("categorical requires ndarray or scalar arguments, got list at "
@@ -665,9 +681,10 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
 # ---------------------------------------------------------------- on spheres and groups
 
 
-def orthogonal(key, n, shape=(), dtype=None, m=None):
+def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     """Haar-random (n, m) matrices with orthonormal columns (rows if m < n): the Q of a QR
     decomposition of a normal matrix, with signs fixed by R's diagonal."""
+    check_no_sharding("random.orthogonal", out_sharding)
     data, _ = check_key("orthogonal", key)
     dtype = _float_dtype("orthogonal", dtype, ("float", "complex"))
     shape = canonicalize_shape(shape)
@@ -683,16 +700,18 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 # ---------------------------------------------------------------- more closed-form samplers
 
 
-def pareto(key, b, shape=None, dtype=None):
+def pareto(key, b, shape=None, dtype=None, *, out_sharding=None):
     """Pareto(b) values on [1, inf): exp(E / b) for E ~ Exponential(1)."""
+    check_no_sharding("random.pareto", out_sharding)
     data, _ = check_key("pareto", key)
     dtype = _float_dtype("pareto", dtype)
     shape = _check_broadcast_shapes("pareto", shape, b)
     return lax.exp(lax.div(_exponential(data, shape, dtype), _to_rank(_convert(b, dtype), len(shape))))
 
 
-def rayleigh(key, scale, shape=None, dtype=None):
+def rayleigh(key, scale, shape=None, dtype=None, *, out_sharding=None):
     """Rayleigh(scale) values: scale * sqrt(-2 log u)."""
+    check_no_sharding("random.rayleigh", out_sharding)
     data, _ = check_key("rayleigh", key)
     dtype = _float_dtype("rayleigh", dtype)
     shape = _check_broadcast_shapes("rayleigh", shape, scale)
@@ -701,8 +720,9 @@ def rayleigh(key, scale, shape=None, dtype=None):
     return lax.mul(scale, lax.sqrt(lax.mul(xla_log(u), _const(dtype, -2))))
 
 
-def maxwell(key, shape=(), dtype=None):
+def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
     """Maxwell values: the norm of a 3-vector of standard normals."""
+    check_no_sharding("random.maxwell", out_sharding)
     data, _ = check_key("maxwell", key)
     dtype = _float_dtype("maxwell", dtype)
     return _maxwell(data, canonicalize_shape(shape), dtype)
@@ -721,8 +741,9 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     return jnp.power(-xla_log1p(-u), 1.0 / jnp.asarray(concentration, dtype)) * jnp.asarray(scale, dtype)
 
 
-def geometric(key, p, shape=None, dtype=None):
+def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
     """Geometric(p) counts >= 1 of integer `dtype` (default int32): floor(log u / log1p(-p)) + 1."""
+    check_no_sharding("random.geometric", out_sharding)
     data, _ = check_key("geometric", key)
     dtype = _int_dtype("geometric", dtype)
     shape = _check_broadcast_shapes("geometric", shape, p)
@@ -764,9 +785,10 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     return _fma(lax.mul(sign, magnitude), _param(scale, dtype, shape), _param(loc, dtype, shape))
 
 
-def wald(key, mean, shape=None, dtype=None):
+def wald(key, mean, shape=None, dtype=None, *, out_sharding=None):
     """Wald (inverse Gaussian) values with mean `mean` and shape parameter 1, by Michael,
     Schucany and Haas' transformation of a chi-square(1) draw with a uniform acceptance."""
+    check_no_sharding("random.wald", out_sharding)
     data, _ = check_key("wald", key)
     dtype = _float_dtype("wald", dtype)
     shape = _check_broadcast_shapes("wald", shape, mean)
@@ -784,9 +806,10 @@ def wald(key, mean, shape=None, dtype=None):
     return lax.select(lax.le(z, lax.div(mean, lax.add(mean, x))), x, lax.div(mean_sq, x))
 
 
-def triangular(key, left, mode, right, shape=None, dtype=None):
+def triangular(key, left, mode, right, shape=None, dtype=None, *, out_sharding=None):
     """Triangular values on [left, right] peaking at `mode`, by inverting the CDF of one
     uniform draw on each side of the mode."""
+    check_no_sharding("random.triangular", out_sharding)
     data, _ = check_key("triangular", key)
     dtype = _float_dtype("triangular", dtype)
     shape = _check_broadcast_shapes("triangular", shape, left, mode, right)

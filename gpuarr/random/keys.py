@@ -11,6 +11,7 @@ from gpuarr import dtypes, lax, prng
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer, get_aval
+from gpuarr.lax.lax import check_no_sharding
 from gpuarr.prng import PRNGKeyArray
 
 _IMPL_NAMES = ("threefry2x32", "fry", None)
@@ -127,9 +128,9 @@ def key_impl(keys):
     return "threefry2x32"
 
 
-def key_dtype(impl=None):
-    """The dtype of typed keys of implementation `impl` (only threefry2x32): `key<fry>`."""
-    _check_impl(impl)
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys of implementation `impl_spec` (only threefry2x32): `key<fry>`."""
+    _check_impl(impl_spec)
     return prng.KEY_DTYPE
 
 
@@ -175,9 +176,10 @@ def clone(key):
         key, dtypes.dtype(key, canonicalize=True))
 
 
-def bits(key, shape=(), dtype=None):
+def bits(key, shape=(), dtype=None, *, out_sharding=None):
     """Uniformly random unsigned integers of `shape` and `dtype` (default uint32, uint64 with
     x64); every bit is random."""
+    check_no_sharding("random.bits", out_sharding)
     data, _ = check_key("bits", key)
     dtype = dtypes.default_uint_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "bits")
     if not dtypes.is_unsigned_int(dtype):

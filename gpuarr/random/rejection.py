@@ -14,6 +14,7 @@ from gpuarr.api import vmap
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax.control_flow import while_loop
+from gpuarr.lax.lax import check_no_sharding
 from gpuarr.random.distributions import (
     _check_all_safe_to_cast,
     _check_broadcast_shapes,
@@ -141,20 +142,23 @@ def _gamma_args(name, key, dtype, shape):
     return data, dtype, shape
 
 
-def gamma(key, a, shape=None, dtype=None):
+def gamma(key, a, shape=None, dtype=None, *, out_sharding=None):
     """Gamma(a, 1) values (shape `a.shape` unless given), by Marsaglia and Tsang's method."""
+    check_no_sharding("random.gamma", out_sharding)
     data, dtype, shape = _gamma_args("gamma", key, dtype, shape)
     return _gamma(data, a, shape, dtype)
 
 
-def loggamma(key, a, shape=None, dtype=None):
+def loggamma(key, a, shape=None, dtype=None, *, out_sharding=None):
     """log of Gamma(a, 1) values, computed in log space (accurate for small `a`)."""
+    check_no_sharding("random.loggamma", out_sharding)
     data, dtype, shape = _gamma_args("loggamma", key, dtype, shape)
     return _gamma(data, a, shape, dtype, log_space=True)
 
 
-def beta(key, a, b, shape=None, dtype=None):
+def beta(key, a, b, shape=None, dtype=None, *, out_sharding=None):
     """Beta(a, b) values as G_a / (G_a + G_b) of two log-space gamma draws."""
+    check_no_sharding("random.beta", out_sharding)
     data, _ = check_key("beta", key)
     dtype = _float_dtype("beta", dtype)
     _check_all_safe_to_cast("beta", dtype, a, b)
@@ -168,8 +172,9 @@ def beta(key, a, b, shape=None, dtype=None):
     return ga / (ga + gb)
 
 
-def dirichlet(key, alpha, shape=None, dtype=None):
+def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
     """Dirichlet(alpha) vectors along the last axis: the softmax of log-space gamma draws."""
+    check_no_sharding("random.dirichlet", out_sharding)
     data, _ = check_key("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
     if shape is not None:
@@ -187,8 +192,9 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     return unnormalized / jnp.sum(unnormalized, axis=-1, keepdims=True)
 
 
-def t(key, df, shape=None, dtype=None):
+def t(key, df, shape=None, dtype=None, *, out_sharding=None):
     """Student's t values with `df` degrees of freedom: N * sqrt(df / (2 G)) with G ~ Gamma(df/2)."""
+    check_no_sharding("random.t", out_sharding)
     data, _ = check_key("t", key)
     dtype = _float_dtype("t", dtype)
     shape = _check_broadcast_shapes("t", shape, df)
@@ -201,8 +207,9 @@ def t(key, df, shape=None, dtype=None):
     return n * jnp.sqrt(half_df / g)
 
 
-def chisquare(key, df, shape=None, dtype=None):
+def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):
     """Chi-square values with `df` degrees of freedom: 2 * Gamma(df / 2)."""
+    check_no_sharding("random.chisquare", out_sharding)
     data, _ = check_key("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
     shape = _check_broadcast_shapes("chisquare", shape, df)
@@ -262,9 +269,10 @@ def _poisson_rejection(data, lam, shape, dtype, max_iters):
     return lax.convert_element_type(k, dtype)
 
 
-def poisson(key, lam, shape=None, dtype=None):
+def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
     """Poisson(lam) counts of integer `dtype` (default int32): Knuth's method for lam < 10,
     Hormann's transformed rejection above, as in JAX (and NumPy, TensorFlow)."""
+    check_no_sharding("random.poisson", out_sharding)
     data, _ = check_key("poisson", key)
     dtype = _int_dtype("poisson", dtype)
     shape = canonicalize_shape(shape) if shape is not None else _shape_of(lam)
@@ -278,9 +286,10 @@ def poisson(key, lam, shape=None, dtype=None):
     return lax.select(lam == 0, jnp.zeros_like(result), result)
 
 
-def ball(key, d, p=2, shape=(), dtype=None):
+def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
     """Points uniform in the unit p-norm ball of dimension `d` (generalised normal direction,
     radius u ** (1/d))."""
+    check_no_sharding("random.ball", out_sharding)
     data, _ = check_key("ball", key)
     dtype = _float_dtype("ball", dtype)
     shape = canonicalize_shape(shape)
@@ -298,15 +307,17 @@ def _generalized_normal(data, p, shape, dtype):
     return r * g ** (1 / p)
 
 
-def generalized_normal(key, p, shape=(), dtype=None):
+def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
     """Generalised normal values with density proportional to exp(-|x|**p)."""
+    check_no_sharding("random.generalized_normal", out_sharding)
     data, _ = check_key("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
     return _generalized_normal(data, float(p), canonicalize_shape(shape), dtype)
 
 
-def f(key, dfnum, dfden, shape=None, dtype=None):
+def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
     """F(dfnum, dfden) values: the ratio of two scaled chi-square draws."""
+    check_no_sharding("random.f", out_sharding)
     data, _ = check_key("f", key)
     dtype = _float_dtype("f", dtype)
     shape = _check_broadcast_shapes("f", shape, dfnum, dfden)

@@ -627,8 +627,7 @@ def clear_caches():
     batching._batch_closed_cache.clear()
 
 
-def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=False,
-               abstracted_axes=None):
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=False):
     """A function that returns the ClosedProgram (printed in jaxpr syntax) `fun` traces to."""
     static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 

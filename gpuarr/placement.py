@@ -30,12 +30,19 @@ def _stack() -> list:
 
 
 @contextlib.contextmanager
-def default_device(device):
+def default_device(new_val):
     """Context manager: new (uncommitted) arrays and computations without committed inputs go
-    to `device` inside the block (JAX's `jax.default_device`). `None` means the platform's
-    first device."""
-    if device is not None and not hasattr(device, "platform"):
-        raise TypeError(f"default_device expects a Device (from gpuarr.devices()), got {device!r}")
+    to the device `new_val` inside the block (JAX's `jax.default_device`): a Device, or a
+    platform name ('cpu', 'cuda', 'opencl') for that platform's first device. `None` means the
+    default platform's first device."""
+    device = new_val
+    if isinstance(device, str):
+        from gpuarr.device_api import devices
+        device = devices(device)[0]
+    elif device is not None and not hasattr(device, "platform"):
+        raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                         "`jax.devices('cpu')[0]`) or a platform name string like 'cpu' or "
+                         f"'gpu', got: {new_val!r}")
     stack = _stack()
     stack.append(device)
     active[0] += 1

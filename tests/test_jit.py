@@ -386,3 +386,11 @@ def test_jit_shardings_and_compiler_options():
         jax.jit(lambda x: x, in_shardings=(object(),))
     with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option: 'foo'"):
         jax.jit(lambda x: x, compiler_options={"foo": 1})
+
+
+def test_closed_over_numpy_constants_take_their_canonical_dtype():
+    f = jax.jit(lambda i: jax.lax.neg(np.arange(5)) + i)
+    out = f(1)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(out), 1 - np.arange(5))
+    assert jax.jit(lambda: np.arange(3.0) * 2)().dtype == np.float32

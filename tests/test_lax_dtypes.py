@@ -105,3 +105,18 @@ def test_numpy_scalars_are_not_weak():
         for fn in (lax.add, gpuarr.jit(lax.add)):
             with pytest.raises(TypeError, match="got float32, float64"):
                 fn(np.float32(1), np.float64(2))
+
+
+def test_shape_ops_convert_python_and_numpy_operands_as_jax():
+    import jax
+    cases = [lambda L: L.reshape(1.0, (1,)), lambda L: L.reshape(np.arange(3), (3,)),
+             lambda L: L.concatenate([np.arange(3.0)], 0), lambda L: L.broadcast_in_dim(2.0, (), ()),
+             lambda L: L.broadcast_in_dim(np.int64(2), (2,), ())]
+    for case in cases:
+        ours, theirs = case(lax), case(jax.lax)
+        assert isinstance(ours, gpuarr.Array)
+        assert (ours.dtype, ours.shape, ours.weak_type) == (theirs.dtype, theirs.shape,
+                                                            theirs.weak_type)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    with pytest.raises(ValueError, match="non-empty"):
+        lax.concatenate([], 0)

@@ -160,8 +160,9 @@ def test_default_device_is_restored_after_an_error(other_device):
     assert jnp.zeros(1).device == jax.devices()[0]
 
 
-def test_default_device_rejects_non_devices():
-    with pytest.raises(TypeError, match="Device"), jax.default_device("gpu"):
+def test_default_device_rejects_a_platform_it_cannot_use():
+    # As in JAX: a platform name is looked up, and an unusable platform is a RuntimeError.
+    with pytest.raises(RuntimeError), jax.default_device("tpu"):
         pass
 
 
@@ -241,3 +242,11 @@ def test_platform_order_from_the_environment():
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={"PATH": "", var: "cpu"}, check=True).stdout
         assert out.strip() == "cpu [CpuDevice(id=0)]"
+
+
+def test_default_device_takes_a_platform_name():
+    with jax.default_device("cpu"):
+        assert jnp.ones(2).device == jax.devices("cpu")[0]
+    with pytest.raises(ValueError, match="must be passed either a Device object"):
+        with jax.default_device(3):
+            pass

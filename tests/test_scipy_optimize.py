@@ -96,7 +96,7 @@ def row(results, i):
     return jax.tree_util.tree_map(lambda v: v[i], results)
 
 
-def check_results(ours, theirs, dtype, weak_types=True):
+def check_results(ours, theirs, dtype):
     """Same fields, dtypes and weak types; counts and status equal; values close."""
     assert type(ours).__name__ == "OptimizeResults" and ours._fields == theirs._fields
     for name in ours._fields:
@@ -104,9 +104,7 @@ def check_results(ours, theirs, dtype, weak_types=True):
         if b is None:
             assert a is None, name
             continue
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), name
-        if weak_types:
-            assert a.weak_type == b.weak_type, name
+        assert (a.dtype, a.shape, a.weak_type) == (b.dtype, b.shape, b.weak_type), name
         if name in COUNTS:
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
     tol = _tol(dtype)
@@ -139,12 +137,10 @@ def test_rosenbrock_eager_jit_and_vmap_match_jax(method, dtype, x64):
     assert statuses[0] == 0 and statuses[-1] == (3 if method == BFGS else 5)
     # Weak types under vmap are checked by test_vmap_keeps_weak_counts.
     batched = gpuarr.vmap(solve)
-    check_results(batched(x0s), theirs, dtype, weak_types=False)
-    check_results(gpuarr.jit(batched)(x0s), theirs, dtype, weak_types=False)
+    check_results(batched(x0s), theirs, dtype)
+    check_results(gpuarr.jit(batched)(x0s), theirs, dtype)
 
 
-@pytest.mark.xfail(strict=True, reason="lax.broadcast_in_dim gives a Python scalar a strong "
-                   "type, so a batched loop carry started from a literal loses its weak type")
 @pytest.mark.parametrize("x64", [False], indirect=True)
 def test_vmap_keeps_weak_counts(x64):
     ours = gpuarr.vmap(solve_rosen(BFGS, np.float32))(ROSEN_X0S.astype(np.float32))
@@ -240,13 +236,11 @@ LINE_SEARCHES = {
 }
 
 
-def check_line_search(ours, theirs, weak_types=True):
+def check_line_search(ours, theirs):
     assert ours._fields == theirs._fields
     for name in ours._fields:
         a, b = getattr(ours, name), getattr(theirs, name)
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), name
-        if weak_types:
-            assert a.weak_type == b.weak_type, name
+        assert (a.dtype, a.shape, a.weak_type) == (b.dtype, b.shape, b.weak_type), name
         if name in ("a_k", "f_k", "g_k"):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-4,
                                        err_msg=name)
@@ -262,6 +256,6 @@ def test_line_search_matches_jax(case):
     for i, pk in enumerate(pks):
         check_line_search(line_search(ls_objective(gnp), LS_X, pk, **kwargs), row(theirs, i))
     search = gpuarr.vmap(lambda p: line_search(ls_objective(gnp), LS_X, p, **kwargs))
-    check_line_search(gpuarr.jit(search)(pks), theirs, weak_types=False)
+    check_line_search(gpuarr.jit(search)(pks), theirs)
     if case == "first_step_1":
         assert np.asarray(theirs.status).tolist() == [0, 0, 0, 1, 3]

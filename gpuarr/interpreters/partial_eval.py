@@ -56,7 +56,8 @@ class StagingTracer(Tracer):
 class StagingTrace(Trace):
     """Records primitive applications on its tracers into a Program."""
 
-    __slots__ = ("invars", "eqns", "constvars", "constvals", "_const_ids", "debug_info")
+    __slots__ = ("invars", "eqns", "constvars", "constvals", "_const_ids", "_converted",
+                 "debug_info")
 
     def __init__(self, parent: Trace | None, debug_info=None):
         super().__init__(parent)
@@ -65,6 +66,7 @@ class StagingTrace(Trace):
         self.constvars: list[Var] = []
         self.constvals: list = []
         self._const_ids: dict[int, Var] = {}
+        self._converted: list = []  # NumPy constants replaced by canonical-dtype copies
         self.debug_info = debug_info  # (function name, [argument name per input])
 
     def __repr__(self):
@@ -97,6 +99,11 @@ class StagingTrace(Trace):
         if var is None:
             var = self._const_ids[id(x)] = Var(get_aval(x))
             self.constvars.append(var)
+            if isinstance(x, np.ndarray) and x.dtype != var.aval.dtype:
+                # An int64/float64 NumPy value runs as its canonical type (x64 off), as the
+                # Program says; the original is kept so that its id stays unique in the trace.
+                self._converted.append(x)
+                x = x.astype(var.aval.dtype)
             self.constvals.append(x)
         return var
 

@@ -61,6 +61,7 @@ from gpuarr.lax.shapes import (  # noqa: F401, E402
     reduce_window_shape_tuple,
 )
 from gpuarr.lax.windowed import conv_general_permutations  # noqa: F401, E402
+from gpuarr.lax.lax import AccuracyMode, Tolerance  # noqa: F401, E402
 
 # The primitives JAX exports from jax.lax where gpuarr's is the same operation (same name
 # and operands; the collectives, whose operands differ, are left out). gpuarr's scatter

@@ -83,6 +83,16 @@ def _scalar_as(name, value, dt):
     return Array(np.asarray(value, dt), weak_type=type(value) is not bool)
 
 
+def _as_operand(x):
+    """A Python scalar as a weakly typed 0-d Array and a NumPy value as an Array of its
+    canonical dtype, as JAX converts them; Arrays and tracers pass through."""
+    if type(x) in _SCALARS:
+        return Array(np.asarray(x, dtypes.dtype(x, canonicalize=True)), weak_type=type(x) is not bool)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return Array(np.asarray(x, dtypes.canonicalize_dtype(x.dtype)))
+    return x
+
+
 def _check_same_dtypes(name, *avals):
     dts = {a.dtype for a in avals}
     if len(dts) > 1:
@@ -916,10 +926,8 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
         check_no_sharding("lax.broadcast_in_dim", out_sharding)
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
-    if isinstance(operand, _SCALARS):
-        operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
     if get_aval(operand).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
-        return operand
+        return _as_operand(operand)
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=broadcast_dimensions)
 
 
@@ -969,8 +977,7 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     if out_sharding is not None:
         check_no_sharding("lax.reshape", out_sharding)
     new_sizes = tuple(int(d) for d in new_sizes)
-    if isinstance(operand, _SCALARS):
-        operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
+    operand = _as_operand(operand)
     if dimensions is not None:
         dimensions = tuple(int(d) for d in dimensions)
         if dimensions == tuple(range(len(dimensions))):
@@ -1487,7 +1494,9 @@ ad.jvp_rules[concatenate_p] = _concatenate_jvp
 def concatenate(operands, dimension: int):
     """Join arrays along `dimension`."""
     operands = list(operands)
-    if len(operands) == 1:
+    if not operands:
+        raise ValueError("concatenate requires a non-empty sequences of arrays")
+    if len(operands) == 1 and isinstance(operands[0], (Array, Tracer)):
         return operands[0]
     return concatenate_p.bind(*operands, dimension=int(dimension))
 

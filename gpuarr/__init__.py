@@ -54,6 +54,6 @@ from gpuarr import dlpack  # noqa: F401, E402
 # Kernel plans: what the compiler makes of a function; ahead-of-time stages (jit(f).lower);
 # type annotations.
 from gpuarr.compiler.explain import explain  # noqa: F401, E402
-from gpuarr import stages, typing  # noqa: F401, E402
+from gpuarr import profiler, stages, typing  # noqa: F401, E402
 
 __version__ = "0.1.0"

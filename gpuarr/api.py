@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, placement, stages, tree_util
+from gpuarr import core, dtypes, placement, profiler, stages, tree_util
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
@@ -269,7 +269,11 @@ class Jitted:
             fn = entry.fn
             if self._donate_argnums and hasattr(fn, "donating"):  # outputs take donated buffers
                 fn = fn.donating(_donated_positions(args, leaves, self._donate_argnums))
-            outs = fn(*bufs)
+            if profiler.recording():
+                with profiler.TraceAnnotation(f"jit({self._name})"):
+                    outs = fn(*bufs)
+            else:
+                outs = fn(*bufs)
             if entry.platform is not None:
                 results = entry.wrap_outputs(outs, flat=True)
             else:
@@ -351,6 +355,10 @@ class Jitted:
         return closed, out_tree_box[0]
 
     def _compile(self, key, leaves, in_tree, sigs, statics, arg_names, device=None):
+        with profiler.TraceAnnotation(f"compile jit({self._name})"):
+            return self._compile_entry(key, leaves, in_tree, sigs, statics, arg_names, device)
+
+    def _compile_entry(self, key, leaves, in_tree, sigs, statics, arg_names, device):
         if _flags["log_compiles"] or _flags["explain_cache_misses"]:
             _log_compile(self, key)
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)

@@ -94,9 +94,16 @@ class Config:
         self.__dict__["_trace_state"] = (v["enable_x64"], v["debug_nans"], v["debug_infs"],
                                          v["enable_passes"], v["platforms"],
                                          v["numpy_rank_promotion"], v["numpy_dtype_promotion"])
-        # jit's fast path is off while any option needs the full call path.
+        # jit's fast path is off while any option needs the full call path, and while a
+        # profiler trace records the calls.
         self.__dict__["_fast_dispatch"] = not (v["disable_jit"] or v["debug_nans"]
-                                               or v["debug_infs"])
+                                               or v["debug_infs"]
+                                               or self.__dict__.get("_profiling", False))
+
+    def _set_profiling(self, on: bool) -> None:
+        """gpuarr.profiler: a trace starts or stops."""
+        self.__dict__["_profiling"] = on
+        self._refresh_trace_state()
 
     def __repr__(self):
         return f"Config({self._values})"

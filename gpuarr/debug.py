@@ -12,6 +12,8 @@ compiled Program runs its equations in order, so every callback is ordered there
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import string
 import sys
 from collections.abc import Callable
@@ -193,6 +195,7 @@ class _Printer:
     fmt: str
     np_printoptions: tuple
     has_placeholders: bool
+    use_logging: bool = False
 
     def __call__(self, *args, **kwargs):
         if self.has_placeholders:
@@ -200,11 +203,17 @@ class _Printer:
                 msg = self.fmt.format(*args, **kwargs)
         else:
             msg = " ".join((self.fmt, *(str(a) for a in args)))
-        sys.stdout.write(msg + "\n")
+        if self.use_logging:
+            _logger.info(msg)
+        else:
+            sys.stdout.write(msg + "\n")
+
+
+_logger = logging.getLogger("gpuarr.debugging")
 
 
 def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: bool = False,  # noqa: A001
-          skip_format_check: bool = False, **kwargs):
+          skip_format_check: bool = False, _use_logging: bool = False, **kwargs):
     """Print `fmt.format(*args, **kwargs)` with run-time values (JAX's `jax.debug.print`).
 
     Formatting is delayed until the values exist, so pass a plain format string, not an
@@ -220,7 +229,8 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
         if fmt:
             _, field_name, *_ = next(iter(string.Formatter().parse(fmt)))
             has_placeholders = field_name is not None
-        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders,
+                           _use_logging)
         _bind_callback(printer, c_args, c_kwargs, ordered, f"print({fmt!r})")
 
     if fmt is not None:
@@ -231,6 +241,10 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
                         f"args={args} kwargs={kwargs}")
     return _debug_print
 
+
+log = functools.partial(print, _use_logging=True)
+log.__doc__ = """`debug.print`'s message written to the "gpuarr.debugging" logger at INFO level
+(JAX's `jax.debug.log`), at the same moments debug.print would print it."""
 
 # ---------------------------------------------------------------- check_tracer_leaks
 

@@ -275,3 +275,13 @@ def test_callback_errors():
         jax.debug.callback(3, 1.0)
     with pytest.raises(TypeError, match="unexpected arguments"):
         jax.debug.callback(None, 1.0)
+
+
+def test_debug_log_writes_to_the_logger(caplog, capsys):
+    import logging
+    with caplog.at_level(logging.INFO, logger="gpuarr.debugging"):
+        jax.debug.log("x={x}", x=1)
+        jax.jit(lambda x: jax.debug.log("y={}", x))(2.0)
+        jax.vmap(lambda x: jax.debug.log("v={}", x))(jnp.arange(2.0))
+    assert [r.getMessage() for r in caplog.records] == ["x=1", "y=2.0", "v=0.0", "v=1.0"]
+    assert capsys.readouterr().out == ""

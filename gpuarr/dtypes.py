@@ -681,14 +681,29 @@ def _issubdtype(a: Any, b: Any) -> bool:
     return bool(np.issubdtype(a_sc, b_sc))
 
 
+def _issubdtype_uncached(a: Any, b: Any, err: TypeError) -> bool:
+    """After the cache raised `err`: unhashable arguments are computed directly; for dtypes
+    and types the error came from the computation itself and is raised again."""
+    if isinstance(a, (type, np.dtype)) and isinstance(b, (type, np.dtype)):
+        raise err
+    return _issubdtype(a, b)
+
+
 def issubdtype(a: Any, b: Any) -> bool:
-    """`np.issubdtype` that also knows bfloat16 is a floating type."""
+    """`np.issubdtype` that also knows bfloat16 is a floating type (jax.dtypes.issubdtype)."""
     try:
         return _issubdtype_cached(a, b)
-    except TypeError:
-        if isinstance(a, (type, np.dtype)) and isinstance(b, (type, np.dtype)):
-            raise
-        return _issubdtype(a, b)  # unhashable arguments
+    except TypeError as err:
+        return _issubdtype_uncached(a, b, err)
+
+
+def numpy_issubdtype(arg1: Any, arg2: Any) -> bool:
+    """issubdtype under jax.numpy's parameter names (jax.numpy.issubdtype; jax.dtypes names
+    them a and b). Written out rather than wrapping issubdtype: it is called often."""
+    try:
+        return _issubdtype_cached(arg1, arg2)
+    except TypeError as err:
+        return _issubdtype_uncached(arg1, arg2, err)
 
 
 _DTYPE_KINDS: dict[str, frozenset] = {

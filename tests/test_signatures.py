@@ -36,8 +36,12 @@ _FIXED = {
             "dynamic_update_index_in_dim", "dynamic_update_slice_in_dim", "erf", "erf_inv", "erfc",
             "exp", "exp2", "expm1", "full", "full_like", "lgamma", "log", "log1p", "logistic",
             "mul", "nextafter", "population_count", "reduce_sum", "reshape", "rsqrt", "sin", "sqrt",
-            "tan", "tanh", "reduce_window", "cond", "switch", "dynamic_slice"],
-    "numpy": ["add", "negative", "maximum", "logical_and", "all", "any", "amax", "amin", "max",
+            "tan", "tanh", "reduce_window", "cond", "switch", "dynamic_slice", "empty", "reduce",
+            "unstack", "conv_transpose"],
+    "lax.linalg": ["eigh"],
+    "scipy.special": ["softmax", "log_softmax"],
+    "dtypes": ["issubdtype"],
+    "numpy": ["issubdtype", "add", "negative", "maximum", "logical_and", "all", "any", "amax", "amin", "max",
               "min", "sum", "prod", "arange", "array", "asarray", "zeros", "ones", "empty", "full",
               "zeros_like", "ones_like", "empty_like", "full_like", "linspace", "eye", "arctan2",
               "atan2", "bitwise_right_shift", "copysign", "divide", "floor_divide", "fmax", "fmin",
@@ -98,6 +102,8 @@ _SHARDED_CALLS = {
     "lax.reduce_sum": lambda s: lax.reduce_sum(_X, (0,), out_sharding=s),
     "lax.dot": lambda s: lax.dot(_X, _X.T, out_sharding=s),
     "lax.dot_general": lambda s: lax.dot_general(_X, _X, (((1,), (1,)), ((), ())), out_sharding=s),
+    "lax.empty": lambda s: lax.empty((2,), np.float32, out_sharding=s),
+    "lax.reduce": lambda s: lax.reduce(_X, 0.0, lax.add, (0,), s),
     "lax.conv_general_dilated": lambda s: lax.conv_general_dilated(
         jnp.ones((1, 1, 4)), jnp.ones((1, 1, 2)), (1,), "VALID", out_sharding=s),
     "numpy.zeros": lambda s: jnp.zeros(3, out_sharding=s),
@@ -514,3 +520,122 @@ def test_savez_allow_pickle(tmp_path):
     with np.load(path) as data:
         np.testing.assert_array_equal(data["arr_0"], np.arange(3))
         np.testing.assert_array_equal(data["b"], np.ones(2))
+
+
+# ---------------------------------------------------------------- lax extras, special, linalg, dtypes
+
+
+def test_empty_and_reduce_without_sharding():
+    out = lax.empty((2, 3), np.float32, out_sharding=None)
+    assert out.shape == (2, 3) and out.dtype == np.float32
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    _check(lax.reduce(x, np.float32(0), lax.add, (1,), None),
+           jlax.reduce(x, np.float32(0), jlax.add, (1,), None))
+    _check(lax.reduce(x, np.float32(1), lax.mul, (0,), out_sharding=None),
+           jlax.reduce(x, np.float32(1), jlax.mul, (0,), out_sharding=None))
+
+
+def test_unstack_takes_x():
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    for ours, ref in zip(lax.unstack(x=x, axis=1), jlax.unstack(x=x, axis=1)):
+        _check(ours, ref)
+
+
+_CT_X = np.random.RandomState(0).randn(2, 7, 6, 3).astype(np.float32)
+_CT_W = np.random.RandomState(1).randn(3, 2, 3, 4).astype(np.float32)
+
+
+def _close(ours, ref, tol=1e-4):
+    assert ours.shape == ref.shape and ours.dtype == ref.dtype
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID", ((0, 0), (1, 2)), [(2, 1), (0, 3)]])
+@pytest.mark.parametrize("consistent", [False, True])
+def test_conv_transpose_use_consistent_padding(padding, consistent):
+    # Strides (2, 3) and rhs_dilation (2, 1): the forward padding becomes d * (k - 1) - p.
+    kwargs = dict(rhs_dilation=(2, 1), use_consistent_padding=consistent)
+    ref = jlax.conv_transpose(_CT_X, _CT_W, (2, 3), padding, **kwargs)
+    _close(lax.conv_transpose(_CT_X, _CT_W, (2, 3), padding, **kwargs), ref)
+    _close(gpuarr.jit(lambda a, b: lax.conv_transpose(a, b, (2, 3), padding, **kwargs))(
+        _CT_X, _CT_W), ref)
+
+
+def test_conv_transpose_consistent_padding_is_the_gradient_of_conv():
+    # With the forward convolution's padding, conv_transpose with transpose_kernel is the
+    # gradient of that convolution with respect to its input (PyTorch's convention).
+    x, w, pad = _CT_X, _CT_W, ((1, 1), (2, 0))
+    dn = ("NHWC", "HWIO", "NHWC")
+    y, vjp = gpuarr.vjp(lambda a: lax.conv_general_dilated(a, w, (2, 1), pad, dimension_numbers=dn), x)
+    ct = np.random.RandomState(2).randn(*y.shape).astype(np.float32)
+    (grad,) = vjp(ct)
+    out = lax.conv_transpose(ct, w, (2, 1), pad, dimension_numbers=dn, transpose_kernel=True,
+                             use_consistent_padding=True)
+    _close(out, grad)
+    _close(out, jlax.conv_transpose(ct, w, (2, 1), pad, dimension_numbers=dn,
+                                    transpose_kernel=True, use_consistent_padding=True))
+    # And it differentiates like JAX's, here with respect to a kernel taking ct's channels.
+    loss = lambda L: lambda k: (L.conv_transpose(ct, k, (2, 1), pad, dimension_numbers=dn,  # noqa: E731
+                                                 use_consistent_padding=True) ** 2).sum()
+    k = np.ascontiguousarray(np.swapaxes(w, 2, 3))
+    _close(gpuarr.grad(loss(lax))(k), jax.grad(loss(jlax))(k), 1e-3)
+
+
+def test_conv_transpose_padding_errors_as_jax():
+    for padding in ("same", "SAME_LOWER"):
+        with pytest.raises(ValueError, match=f"Invalid padding mode: {padding}"):
+            lax.conv_transpose(_CT_X, _CT_W, (1, 1), padding, use_consistent_padding=True)
+        with pytest.raises(ValueError, match=f"Invalid padding mode: {padding}"):
+            jlax.conv_transpose(_CT_X, _CT_W, (1, 1), padding, use_consistent_padding=True)
+    # Without it, other padding strings go to the convolution itself, as in JAX.
+    _close(lax.conv_transpose(_CT_X, _CT_W, (1, 1), "SAME_LOWER"),
+           jlax.conv_transpose(_CT_X, _CT_W, (1, 1), "SAME_LOWER"))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_scipy_softmax_signature_and_values(name):
+    from gpuarr.scipy import special
+    ours, ref = getattr(special, name), getattr(jax.scipy.special, name)
+    x = np.random.RandomState(0).randn(2, 3, 4).astype(np.float32)
+    for kwargs in (dict(), dict(axis=(0, 2))):  # all axes by default, unlike jax.nn's
+        _close(ours(x, **kwargs), ref(x, **kwargs), 1e-5)
+    _close(ours(np.arange(4.0)), ref(np.arange(4.0)), 1e-5)
+    _close(gpuarr.jit(lambda a: ours(a, axis=-1))(x), ref(x, axis=-1), 1e-5)
+    loss = lambda f: lambda a: f(a, axis=(0, 2))[0, 1, 2]  # noqa: E731
+    _close(gpuarr.grad(loss(ours))(x), jax.grad(loss(ref))(x), 1e-5)
+    with pytest.raises(TypeError):
+        ours(x, 1)  # axis is keyword-only, as in jax.scipy.special
+    with pytest.raises(TypeError):
+        ours(x=x)  # x is positional-only
+
+
+def test_eigh_implementation():
+    from gpuarr.lax import linalg
+    jlinalg = jax.lax.linalg
+    a = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]], np.float32)
+    assert [m.value for m in linalg.EighImplementation] == [m.value for m in
+                                                            jlinalg.EighImplementation]
+    _, ref_w = jlinalg.eigh(a)
+    for impl in (None, linalg.EighImplementation.QR, jlinalg.EighImplementation.QR):
+        v, w = linalg.eigh(a, implementation=impl)
+        _close(w, ref_w, 1e-5)
+        np.testing.assert_allclose(np.asarray(a @ v), np.asarray(v) * np.asarray(w), atol=1e-5)
+    _close(gpuarr.jit(lambda m: linalg.eigh(m, implementation=linalg.EighImplementation.QR)[1])(a),
+           ref_w, 1e-5)
+    for name in ("JACOBI", "QDWH"):
+        with pytest.raises(NotImplementedError) as ours:
+            linalg.eigh(a, implementation=getattr(linalg.EighImplementation, name))
+        with pytest.raises(NotImplementedError) as ref:
+            jlinalg.eigh(a, implementation=getattr(jlinalg.EighImplementation, name))
+        assert str(ours.value) == str(ref.value) and name.lower() in str(ours.value).lower()
+
+
+def test_issubdtype_parameter_names():
+    from gpuarr import dtypes
+    cases = [(np.float32, np.floating), (np.dtype(np.int8), np.unsignedinteger),
+             (jnp_ref.bfloat16, np.inexact), (bool, np.integer), ("float16", np.float16)]
+    for a, b in cases:
+        assert dtypes.issubdtype(a=a, b=b) == jax.dtypes.issubdtype(a=a, b=b)
+        assert dtypes.numpy_issubdtype(arg1=a, arg2=b) == jnp_ref.issubdtype(arg1=a, arg2=b)
+    assert (inspect.signature(dtypes.numpy_issubdtype).parameters.keys()
+            == inspect.signature(jnp_ref.issubdtype).parameters.keys())

@@ -258,12 +258,14 @@ def _monoid_reducer(computation, init):
 
 
 def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
-           dimensions: Sequence[int]) -> Any:
+           dimensions: Sequence[int], out_sharding=None) -> Any:
     """Reduce `operands` (an array or a pytree of arrays of one shape) over `dimensions` with
     `computation`, a function of two values of the operands' structure, starting from
     `init_values` (lax.reduce). A lax monoid (add, mul, max, min, bitwise and/or/xor) with its
     identity as the initial value becomes the matching reduce primitive; any other
-    computation is folded over the reduced elements in order."""
+    computation is folded over the reduced elements in order. `out_sharding` must be None."""
+    if out_sharding is not None:
+        lax.check_no_sharding("lax.reduce", out_sharding)
     flat_ops, tree = tree_util.tree_flatten(operands)
     flat_inits, init_tree = tree_util.tree_flatten(init_values)
     if tree != init_tree:
@@ -383,11 +385,11 @@ def stack(operands: Sequence, axis: int = 0):
     return lax.concatenate(grown, axis)
 
 
-def unstack(operand, axis: int = 0):
-    """The slices of `operand` along `axis`, as a tuple (lax.unstack)."""
-    shape = get_aval(operand).shape
+def unstack(x, axis: int = 0):
+    """The slices of `x` along `axis`, as a tuple (lax.unstack)."""
+    shape = get_aval(x).shape
     axis = axis % len(shape)
-    return tuple(lax.squeeze(lax.slice_in_dim(operand, i, i + 1, axis=axis), (axis,))
+    return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), (axis,))
                  for i in range(shape[axis]))
 
 
@@ -419,8 +421,11 @@ def tile(operand, reps: Sequence[int]):
     return lax.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
 
 
-def empty(shape, dtype):
-    """An array of `shape` and `dtype` whose contents are unspecified (lax.empty): zeros."""
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of `shape` and `dtype` whose contents are unspecified (lax.empty): zeros.
+    `out_sharding` must be None."""
+    if out_sharding is not None:
+        lax.check_no_sharding("lax.empty", out_sharding)
     return lax.full(tuple(shape), 0, dtypes.canonicalize_dtype(dtype))
 
 
@@ -433,17 +438,21 @@ def dtype(x):
 # ---------------------------------------------------------------- conv_transpose
 
 
-def _conv_transpose_padding(k: int, s: int, padding: str):
-    """(low, high) padding of the dilated input so that a stride-`s` transpose convolution
-    with a kernel of effective size `k` gives JAX's 'SAME' or 'VALID' output size."""
+def _conv_transpose_padding(k: int, s: int, padding):
+    """(low, high) padding of the dilated input of a stride-`s` transpose convolution with a
+    kernel of effective size `k`, given the padding of the forward convolution it transposes:
+    'SAME', 'VALID' or a (low, high) pair, which becomes (k - 1 - low, k - 1 - high)."""
     if padding == "SAME":
         total = k + s - 2
         low = k - 1 if s > k - 1 else math.ceil(total / 2)
     elif padding == "VALID":
         total = k + s - 2 + builtins.max(k - s, 0)
         low = k - 1
+    elif isinstance(padding, (tuple, list)) and not isinstance(padding, str):
+        low, high = (k - int(p) - 1 for p in padding)
+        total = low + high
     else:
-        raise ValueError("Padding mode must be `SAME` or `VALID`.")
+        raise ValueError(f"Invalid padding mode: {padding}")
     return low, total - low
 
 
@@ -452,11 +461,15 @@ _CONV_DEFAULT_LAYOUTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
 
 
 def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
-                   transpose_kernel: bool = False, precision=None, preferred_element_type=None):
+                   transpose_kernel: bool = False, precision=None, preferred_element_type=None,
+                   use_consistent_padding: bool = False):
     """The transpose of a strided convolution (lax.conv_transpose): `lhs` dilated by `strides`
-    and convolved with `rhs`; padding 'SAME'/'VALID' or explicit (low, high) pairs, layouts
-    NHWC/HWIO by default, and with `transpose_kernel` the kernel flipped spatially with its
-    input and output channels swapped (the gradient of conv_general_dilated)."""
+    and convolved with `rhs`, in layouts NHWC/HWIO by default. 'SAME' and 'VALID' name the
+    padding of the forward convolution being transposed; explicit (low, high) pairs pad the
+    dilated input directly, unless `use_consistent_padding`, which reads them as the forward
+    convolution's padding too (PyTorch's convention). With `transpose_kernel` the kernel is
+    flipped spatially and its input and output channels swapped (the gradient of
+    conv_general_dilated)."""
     ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
     if len(ls) != len(rs) or len(ls) < 2:
         raise ValueError(f"conv_transpose needs operands of one rank >= 2, got {ls} and {rs}")
@@ -468,11 +481,12 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     spatial = [rs[i] for i in dn.rhs_spec[2:]]
     if rhs_dilation is None:
         rhs_dilation = (1,) * len(spatial)
-    if isinstance(padding, str):
+    if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
         effective = [0 if k == 0 else 1 + r * (k - 1) for k, r in zip(spatial, rhs_dilation)]
-        pads = [_conv_transpose_padding(k, s, padding) for k, s in zip(effective, strides)]
+        forward = [padding] * len(strides) if isinstance(padding, str) else padding
+        pads = [_conv_transpose_padding(k, s, p) for k, s, p in zip(effective, strides, forward)]
     else:
-        pads = [tuple(p) for p in padding]
+        pads = padding  # other strings, and explicit pairs, pad the dilated input as given
     if transpose_kernel:
         rhs = lax.rev(rhs, tuple(dn.rhs_spec[2:]))
         perm = list(range(len(rs)))

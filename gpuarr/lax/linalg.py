@@ -13,6 +13,7 @@ and ormqr have none, as in JAX. The compiler lowers these as library calls.
 from __future__ import annotations
 
 import cmath
+import enum
 import math
 
 import numpy as np
@@ -693,16 +694,40 @@ eigh_p = Primitive("eigh", multiple_results=True)
 _register(eigh_p, _eigh_impl, _eigh_abstract, _eigh_jvp)
 
 
+class EighImplementation(enum.Enum):
+    """Algorithm of the symmetric eigendecomposition (lax.linalg.eigh's `implementation`): QR
+    is LAPACK's, the CPU default; JACOBI (GPU/TPU) and QDWH (TPU) are not available on the
+    host, as in JAX on CPU."""
+
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+def _check_eigh_implementation(implementation):
+    """JAX's CPU choices: None and QR run LAPACK; the others raise NotImplementedError. Values
+    are read by their string value, so JAX's own enum members are understood too."""
+    if implementation is None:
+        return
+    impl = EighImplementation(getattr(implementation, "value", implementation))
+    if impl is EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
+    if impl is EighImplementation.JACOBI:
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
+
+
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
-         subset_by_index=None):
+         subset_by_index=None, implementation=None):
     """Eigendecomposition of symmetric (Hermitian) matrices, as lax.linalg.eigh: returns (v, w).
 
     `v[..., :, i]` is the normalized eigenvector of eigenvalue `w[..., i]`; eigenvalues are in
     ascending order. Without `symmetrize_input`, only the triangle named by `lower` is read.
+    `implementation` may be None or EighImplementation.QR (LAPACK, the only host algorithm).
     """
     n = _shape(x)[-1]
     if subset_by_index is not None and tuple(subset_by_index) != (0, n):
         raise NotImplementedError("subset_by_index not supported on CPU and GPU")
+    _check_eigh_implementation(implementation)
     if symmetrize_input:
         x = symmetrize(x)
     v, w = _bind(eigh_p, x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))

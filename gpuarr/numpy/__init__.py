@@ -3,7 +3,8 @@ import numpy as _np
 
 from gpuarr.array import Array as ndarray  # noqa: F401
 from gpuarr.array import Array  # noqa: F401
-from gpuarr.dtypes import finfo, iinfo, issubdtype, promote_types  # noqa: F401
+from gpuarr.dtypes import finfo, iinfo, promote_types  # noqa: F401
+from gpuarr.dtypes import numpy_issubdtype as issubdtype  # noqa: F401
 from gpuarr.numpy.scalar_types import (  # noqa: F401
     bool_, complex64, complex128, complex_, float16, float32, float64, float_, int8, int16, int32,
     int64, uint8, uint16, uint32, uint64,

@@ -3,7 +3,8 @@
 The gamma family lives in `_gamma`, x log y and the entropies in `_xlogy`, the normal
 distribution function in `_normal`, the incomplete gamma and beta functions, Bessel functions
 and zeta in `_incomplete`; this module adds the erf family, the logistic pair and
-the log-sum-exp family, and is the public face of all of them."""
+the log-sum-exp family (softmax and log_softmax with SciPy's signature), and is the public
+face of all of them."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,22 +30,23 @@ __all__ = [
     "beta", "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma",
     "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div",
     "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "rel_entr",
-    "xlog1py", "xlogy", "zeta",
-    "log_softmax", "softmax",  # noqa: F822  (provided by __getattr__ below)
+    "xlog1py", "xlogy", "zeta", "log_softmax", "softmax",
 ]
 
 
-def __getattr__(name):
-    # softmax and log_softmax are jax.nn's own functions; gpuarr.nn imports this module for
-    # logsumexp, so they are looked up on first use rather than imported at the top.
-    if name in ("softmax", "log_softmax"):
-        from gpuarr.nn import functions
-        return getattr(functions, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def softmax(x, /, *, axis: int | tuple[int, ...] | None = None):
+    """exp(x) normalised to sum to 1 over `axis` (all axes by default), as
+    jax.scipy.special.softmax: jax.nn.softmax with SciPy's signature."""
+    # gpuarr.nn imports this module (for logsumexp), so its functions are imported on use.
+    from gpuarr.nn import functions
+    return functions.softmax(x, axis=axis)
 
 
-def __dir__():
-    return sorted(set(globals()) | {"softmax", "log_softmax"})
+def log_softmax(x, /, *, axis: int | tuple[int, ...] | None = None):
+    """The log of softmax over `axis` (all axes by default), computed stably, as
+    jax.scipy.special.log_softmax: jax.nn.log_softmax with SciPy's signature."""
+    from gpuarr.nn import functions
+    return functions.log_softmax(x, axis=axis)
 
 
 def erf(x):

@@ -380,9 +380,9 @@ def make_schedule(scalar_or_schedule: float | Schedule) -> Schedule:
 # ---------------------------------------------------------------- utilities
 
 
-def l2_norm(tree_of_arrays):
+def l2_norm(tree):
     """The l2 norm of all the leaves of a pytree taken together."""
-    leaves = tree.leaves(tree_of_arrays)
+    leaves = tree_util.tree_leaves(tree)
     return jnp.sqrt(sum(jnp.vdot(x, x) for x in leaves))
 
 

@@ -67,11 +67,7 @@ _PRECISION_STRINGS = {
 }
 
 
-class RoundingMethod(enum.IntEnum):
-    """How `lax.round` rounds halfway cases: AWAY_FROM_ZERO (0) or TO_NEAREST_EVEN (1)."""
-
-    AWAY_FROM_ZERO = 0
-    TO_NEAREST_EVEN = 1
+RoundingMethod = lax.RoundingMethod  # defined beside lax.round, its default
 
 
 # ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)), as dot_general takes it.
@@ -327,7 +323,7 @@ def _barrier_jvp(primals, tangents):
 ad.jvp_rules[optimization_barrier_p] = _barrier_jvp
 
 
-def optimization_barrier(operand):
+def optimization_barrier(operand, /):
     """`operand` (a pytree) unchanged, but no computation is moved or fused across this point
     (lax.optimization_barrier): the compiler keeps it as a host step of its own."""
     leaves, tree = tree_util.tree_flatten(operand)

@@ -675,7 +675,14 @@ def nextafter(x1, x2):
     return nextafter_p.bind(x1, x2)
 
 
-def round(x, rounding_method=0):
+class RoundingMethod(enum.IntEnum):
+    """How `lax.round` rounds halfway cases: AWAY_FROM_ZERO (0) or TO_NEAREST_EVEN (1)."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     """Round to the nearest integer; ties away from zero (0) or to even (1), as lax.round."""
     return round_p.bind(x, rounding_method=int(rounding_method))
 

@@ -193,7 +193,7 @@ class Array:
         body = np.array2string(value, separator=", ", prefix="Array(", suffix=extra + ")",
                                threshold=1000)
         if value.size == 0:
-            body = f"[], shape={value.shape}" if value.ndim > 1 else "[]"
+            body = f"[], shape={value.shape}"  # JAX names the shape of every empty array
         return f"Array({body}{extra})"
 
     def __str__(self):

@@ -71,6 +71,7 @@ def test_array_basics():
     assert repr(jnp.arange(3)) == "Array([0, 1, 2], dtype=int32)"
     assert repr(jnp.array([True, False])) == "Array([ True, False], dtype=bool)"
     assert repr(jnp.zeros((2, 0))) == "Array([], shape=(2, 0), dtype=float32)"
+    assert repr(jnp.zeros((0,), jnp.int32)) == "Array([], shape=(0,), dtype=int32)"
     assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]] and x[1, 0].item() == 3.0
     assert x.T.tolist() == [[1.0, 3.0], [2.0, 4.0]]
     assert float(x[0, 1]) == 2.0 and int(jnp.array(3)) == 3 and bool(jnp.array(True))

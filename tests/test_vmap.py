@@ -504,3 +504,11 @@ def test_python_scalar_outputs():
     out = jax.vmap(lambda x: 2.0)(jnp.ones(3))
     assert out.shape == (3,) and out.dtype == np.float32 and out.weak_type
     assert jax.vmap(lambda x: 2.0, out_axes=None)(jnp.ones(3)) == 2.0
+
+
+def test_vmap_of_a_gather_over_an_empty_batch():
+    import jax as real_jax
+    x = np.zeros((3, 0), np.float32)
+    got = jax.vmap(lambda r: r[jnp.argmax(r)], in_axes=1)(x)
+    want = real_jax.vmap(lambda r: r[real_jax.numpy.argmax(r)], in_axes=1)(x)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype) == ((0,), np.float32)

@@ -304,6 +304,12 @@ def _gather_batch(axis_size, vals, dims, *, dimension_numbers, slice_sizes, **pa
     else:
         operand = batching.move_to(operand, od, 0, axis_size)
         indices = batching.move_to(indices, idd, 0, axis_size)
+        if axis_size == 0:  # size-1 slices of the empty batch axis would be out of bounds
+            (one,) = _gather_abstract(
+                ShapedArray(get_aval(operand).shape[1:], get_aval(operand).dtype),
+                ShapedArray(get_aval(indices).shape[1:], get_aval(indices).dtype),
+                dimension_numbers=dn, slice_sizes=tuple(slice_sizes), **params)
+            return lax.full((0,) + one.shape, 0, one.dtype), 0
         dn = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
                                     _shift(dn.start_index_map), (0,) + _shift(dn.operand_batching_dims),
                                     (0,) + _shift(dn.start_indices_batching_dims))

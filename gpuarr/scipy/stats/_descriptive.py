@@ -52,12 +52,7 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool 
         axis, x = 0, x.ravel()
     x = jnp.moveaxis(x, axis, 0)
     x = x.reshape(x.shape[0], math.prod(x.shape[1:]))
-    if x.shape[1] == 0:
-        # No columns: results of the types one column would give, with nothing to map over.
-        val, count = _mode_of_column(jnp.zeros(x.shape[:1], x.dtype))
-        vals, counts = jnp.zeros((0,), val.dtype), jnp.zeros((0,), count.dtype)
-    else:
-        vals, counts = vmap(_mode_of_column, in_axes=1)(x)
+    vals, counts = vmap(_mode_of_column, in_axes=1)(x)
     return ModeResult(vals.reshape(output_shape), counts.reshape(output_shape))
 
 

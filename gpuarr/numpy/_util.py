@@ -31,8 +31,22 @@ def promote_dtypes(*args):
     """Convert arguments to their common JAX result type (keeping weak types weak)."""
     if len(args) < 2 and not any(isinstance(a, _SCALARS) for a in args):
         return [a if not isinstance(a, (np.ndarray, np.generic)) else _from_numpy(a) for a in args]
-    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    try:
+        dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    except dtypes.TypePromotionError:
+        _check_no_float0s(args)
+        raise
     return [_convert(a, dt, weak) for a in args]
+
+
+def _check_no_float0s(args):
+    """float0 (the tangent type of integers) takes part in no arithmetic: JAX's TypeError."""
+    if any(getattr(a, "dtype", None) == dtypes.float0 for a in args):
+        raise TypeError(
+            "Called a gpuarr.numpy function with a float0 array. float0s do not support any "
+            "operations by design because they are not compatible with non-trivial vector "
+            "spaces. No implicit dtype conversion is done. You can use np.zeros_like(arr, "
+            "dtype=np.float) to cast a float0 array to a regular zeros array.")
 
 
 def promote_dtypes_inexact(*args):

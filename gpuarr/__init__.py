@@ -37,7 +37,7 @@ from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa:
 from gpuarr import custom_derivatives, ad_checkpoint  # noqa: F401, E402
 from gpuarr import custom_batching  # noqa: F401, E402
 from gpuarr.lax import stop_gradient  # noqa: F401, E402
-from gpuarr import nn, scipy, test_util  # noqa: F401, E402
+from gpuarr import image, nn, scipy, test_util  # noqa: F401, E402
 
 # Debugging and host callbacks.
 from gpuarr import debug, experimental  # noqa: F401, E402

@@ -1,0 +1,445 @@
+"""gpuarr.scipy.integrate, .interpolate, .ndimage, .cluster and .spatial against jax.scipy
+(0.10.2, CPU) and SciPy: values, shapes and dtypes, error classes and messages, pytrees, and
+the same results under jit, vmap and grad."""
+import inspect
+import warnings
+from functools import partial
+
+import numpy as np
+import pytest
+
+import gpuarr
+import gpuarr.numpy as jnp
+from gpuarr.scipy import cluster, integrate, interpolate, ndimage, spatial
+from gpuarr.scipy.spatial.transform import Rotation, Slerp
+from gpuarr.test_util import check_grads
+
+jax = pytest.importorskip("jax")
+jsp = pytest.importorskip("jax.scipy")
+pytest.importorskip("jax.scipy.cluster.vq")
+pytest.importorskip("jax.scipy.interpolate")
+pytest.importorskip("jax.scipy.spatial.transform")
+scipy_interpolate = pytest.importorskip("scipy.interpolate")
+scipy_ndimage = pytest.importorskip("scipy.ndimage")
+scipy_vq = pytest.importorskip("scipy.cluster.vq")
+scipy_transform = pytest.importorskip("scipy.spatial.transform")
+JRotation = jsp.spatial.transform.Rotation
+JSlerp = jsp.spatial.transform.Slerp
+
+
+def rand(shape, dtype=np.float32, seed=0, low=None, high=None):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape) if low is None else rng.uniform(low, high, size=shape)
+    return x.astype(dtype)
+
+
+def close(got, want, tol=1e-5):
+    """Same structure, shapes, dtypes and (to `tol`) values."""
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            close(g, w, tol)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def vs_jax_all(cases, tol=1e-5):
+    """Check each (ours, theirs, args) case; JAX's values all come from one compiled program
+    (JAX's op-by-op dispatch compiles every primitive for every shape, which is slow)."""
+    wants = jax.jit(lambda arglists: [theirs(*a) for (_, theirs, _), a in zip(cases, arglists)])(
+        [args for _, _, args in cases])
+    for (ours, _, args), want in zip(cases, wants):
+        close(ours(*args), want, tol)
+
+
+def same_error(ours, theirs):
+    with pytest.raises(Exception) as want:
+        theirs()
+    with pytest.raises(want.type) as got:
+        ours()
+    assert str(got.value) == str(want.value)
+
+
+def _parameters(fn):
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+def _same_default(a, b):
+    return a is b or (isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b)) \
+        or (type(a) is type(b) and a == b) or str(a) == str(b)
+
+
+def check_signatures(ours, theirs, names):
+    """Parameter names, kinds and defaults as JAX's (annotations aside)."""
+    for name in names:
+        got, want = _parameters(getattr(ours, name)), _parameters(getattr(theirs, name))
+        assert [p[:2] for p in got] == [p[:2] for p in want], name
+        assert all(_same_default(g[2], w[2]) for g, w in zip(got, want)), name
+
+
+def test_public_names_and_signatures():
+    modules = [(integrate, jsp.integrate), (interpolate, jsp.interpolate), (ndimage, jsp.ndimage),
+               (cluster.vq, jsp.cluster.vq), (spatial.transform, jsp.spatial.transform)]
+    for ours, theirs in modules:
+        names = sorted(n for n in dir(theirs) if not n.startswith("_"))
+        assert sorted(ours.__all__) == names
+        check_signatures(ours, theirs, [n for n in names if not inspect.isclass(getattr(ours, n))])
+    check_signatures(interpolate.RegularGridInterpolator, jsp.interpolate.RegularGridInterpolator,
+                     ["__init__", "__call__"])
+    methods = [n for n in dir(JRotation) if not n.startswith("_") and callable(getattr(JRotation, n))]
+    check_signatures(Rotation, JRotation, methods + ["__getitem__", "__mul__"])
+    check_signatures(Slerp, JSlerp, ["init", "__call__"])
+
+
+# ---------------------------------------------------------------- integrate
+
+
+def test_trapezoid_matches_jax():
+    y = np.array([1, 2, 3, 2, 3, 2, 1])
+    x = np.array([0, 2, 5, 7, 10, 15, 20])
+    y2 = rand((3, 4))
+    ours, theirs = integrate.trapezoid, jsp.integrate.trapezoid
+    cases = [(ours, theirs, (y,)), (ours, theirs, (y, x)),
+             (partial(ours, dx=0.5), partial(theirs, dx=0.5), (y,)),
+             (partial(ours, axis=0), partial(theirs, axis=0), (y2,)),
+             (partial(ours, axis=0), partial(theirs, axis=0), (y2, np.arange(3.0))),
+             (partial(ours, axis=1), partial(theirs, axis=1), (y2, np.array([0.0, 1, 3, 4]))),
+             (gpuarr.vmap(ours), jax.vmap(theirs), (y2,)),
+             (gpuarr.grad(lambda v: ours(v, x) ** 2), jax.grad(lambda v: theirs(v, x) ** 2),
+              (y.astype(np.float32),))]
+    vs_jax_all(cases)
+    assert float(ours(y, x)) == 43.0
+    close(gpuarr.jit(ours, static_argnames="axis")(y2, axis=0), theirs(y2, axis=0))
+    with pytest.raises(TypeError):
+        ours([1.0, 2.0])
+
+
+# ---------------------------------------------------------------- interpolate
+
+
+GRID = (np.linspace(0, 1, 5), np.array([0.0, 0.3, 0.5, 1.2]))
+
+
+def test_regular_grid_interpolator_matches_jax_and_scipy():
+    v = rand((5, 4))
+    v3 = rand((5, 4, 3), seed=1)
+    pts = rand((7, 2), low=-0.3, high=1.4, seed=2)
+    inside = rand((6, 2), low=0.0, high=1.0, seed=3)
+    cases = []
+    for method in ["linear", "nearest"]:
+        for fill in [np.nan, None, 0.5]:
+            def make(cls, method=method, fill=fill):
+                return lambda vals, p: cls(GRID, vals, method=method, fill_value=fill)(p)
+            ours, theirs = make(interpolate.RegularGridInterpolator), make(
+                jsp.interpolate.RegularGridInterpolator)
+            cases.append((ours, theirs, (v, pts)))
+            if fill is None:
+                cases += [(ours, theirs, (v, pts.reshape(7, 1, 2))), (ours, theirs, (v3, pts))]
+        want = scipy_interpolate.RegularGridInterpolator(GRID, v.astype(np.float64),
+                                                         method=method)(inside)
+        got = interpolate.RegularGridInterpolator(GRID, v, method=method)(inside)
+        np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
+    G, J = interpolate.RegularGridInterpolator, jsp.interpolate.RegularGridInterpolator
+    cases += [
+        (lambda vals, p: G(GRID, vals)((p[:, 0], p[:, 1])),
+         lambda vals, p: J(GRID, vals)((p[:, 0], p[:, 1])), (v, pts)),
+        (lambda vals, p: G(GRID, vals)(p, method="nearest"),
+         lambda vals, p: J(GRID, vals)(p, method="nearest"), (v, pts)),
+        (lambda vals, p: G(GRID[:1], vals)(p[:, 0]), lambda vals, p: J(GRID[:1], vals)(p[:, 0]),
+         (v3, pts)),
+        (lambda vals, p: G(GRID, vals)(p), lambda vals, p: J(GRID, vals)(p),
+         (np.arange(20).reshape(5, 4), pts)),
+    ]
+    vs_jax_all(cases)
+
+
+def test_regular_grid_interpolator_pytree_and_transformations():
+    v, pts = rand((5, 4)), rand((7, 2), low=-0.3, high=1.4, seed=2)
+    G, J = interpolate.RegularGridInterpolator, jsp.interpolate.RegularGridInterpolator
+    ours = G(GRID, v)
+    leaves, tree = gpuarr.tree_util.tree_flatten(ours)
+    assert len(leaves) == 4
+    assert str(tree) == str(jax.tree_util.tree_flatten(J(GRID, v))[1])
+    close(gpuarr.tree_util.tree_unflatten(tree, leaves)(pts), ours(pts))
+    close(gpuarr.jit(lambda r, p: r(p))(ours, pts), ours(pts))
+    grads = gpuarr.grad(lambda r: r(pts).sum())(G(GRID, v, fill_value=None))
+    assert isinstance(grads, G)
+    extrapolating_g = partial(G, GRID, fill_value=None)
+    extrapolating_j = partial(J, GRID, fill_value=None)
+    cases = [
+        (gpuarr.vmap(lambda p: ours(p)), jax.vmap(lambda p: J(GRID, v)(p)), (pts.reshape(7, 1, 2),)),
+        (gpuarr.grad(lambda vals, p: extrapolating_g(vals)(p).sum(), (0, 1)),
+         jax.grad(lambda vals, p: extrapolating_j(vals)(p).sum(), (0, 1)), (v, pts)),
+        (lambda vals: grads.values, lambda vals: jax.grad(lambda r: r(pts).sum())(
+            extrapolating_j(vals)).values, (v,)),
+    ]
+    vs_jax_all(cases)
+
+
+def test_regular_grid_interpolator_errors():
+    v, pts = rand((5, 4)), rand((7, 2))
+    G, J = interpolate.RegularGridInterpolator, jsp.interpolate.RegularGridInterpolator
+    for case in [lambda R: R(GRID, v, method="cubic"), lambda R: R(GRID, v, bounds_error=True),
+                 lambda R: R(GRID + (GRID[0],), v), lambda R: R(GRID, v, fill_value=1j),
+                 lambda R: R(GRID, v)(pts[:, :1]), lambda R: R(GRID, v)(pts, method="q")]:
+        same_error(partial(case, G), partial(case, J))
+    with pytest.raises(TypeError):
+        G(GRID, v.tolist())
+
+
+# ---------------------------------------------------------------- ndimage
+
+
+def test_map_coordinates_matches_jax_and_scipy():
+    img = rand((5, 6))
+    coords = [rand((4, 3), low=-3, high=8, seed=1), rand((4, 3), low=-3, high=9, seed=2)]
+    imgi = (img * 10).astype(np.int32)
+    ints = [np.array([1, 2, 7]), np.array([0, 3, -1])]
+    cases = []
+    for order in [0, 1]:
+        for mode in ["constant", "nearest", "wrap", "mirror", "reflect"]:
+            for cval in [0.0, 1.5]:
+                f = lambda m, i, c, order=order, mode=mode, cval=cval: m.map_coordinates(
+                    i, c, order, mode, cval)
+                cases.append((partial(f, ndimage), partial(f, jsp.ndimage), (img, coords)))
+            if order == 1 and mode in ("nearest", "mirror", "reflect"):
+                want = scipy_ndimage.map_coordinates(img.astype(np.float64),
+                                                     np.stack(coords).astype(np.float64),
+                                                     order=order, mode=mode)
+                got = ndimage.map_coordinates(img, coords, order, mode)
+                np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
+        f = lambda m, i, c, order=order: m.map_coordinates(i, c, order)
+        cases += [(partial(f, ndimage), partial(f, jsp.ndimage), (imgi, coords)),
+                  (partial(f, ndimage), partial(f, jsp.ndimage), (img, ints))]
+    f = lambda m, i, c: m.map_coordinates(i, c, 1, "mirror")
+    cases += [(partial(f, ndimage), partial(f, jsp.ndimage), (img[:1], coords)),
+              (partial(f, ndimage), partial(f, jsp.ndimage), (img[0], coords[1][:1]))]
+    vs_jax_all(cases)
+
+
+def test_map_coordinates_transformations_and_errors():
+    img = rand((5, 6))
+    coords = [rand((4, 3), low=-1, high=6, seed=1), rand((4, 3), low=-1, high=7, seed=2)]
+    g, j = ndimage.map_coordinates, jsp.ndimage.map_coordinates
+    cases = [
+        (gpuarr.vmap(lambda i: g(i, [coords[0][0]], 1)), jax.vmap(lambda i: j(i, [coords[0][0]], 1)),
+         (img,)),
+        (gpuarr.jit(lambda i, c: g(i, c, 1, "reflect")), lambda i, c: j(i, c, 1, "reflect"),
+         (img, coords)),
+        (gpuarr.grad(lambda i, c: g(i, c, 1).sum(), (0, 1)),
+         jax.grad(lambda i, c: j(i, c, 1).sum(), (0, 1)), (img, coords)),
+    ]
+    vs_jax_all(cases)
+    for case in [lambda m: m(img, coords[:1], 1), lambda m: m(img, coords, 2)]:
+        same_error(partial(case, g), partial(case, j))
+    with pytest.raises(NotImplementedError, match="does not yet support mode grid-wrap"):
+        g(img, coords, 1, "grid-wrap")
+
+
+# ---------------------------------------------------------------- cluster
+
+
+def test_vq_matches_jax_and_scipy():
+    obs, cb = rand((7, 3)), rand((4, 3), seed=1)
+    vq, jvq = cluster.vq.vq, jsp.cluster.vq.vq
+    pairs = [(obs, cb), (obs[:, 0], cb[:, 0]), (np.arange(6).reshape(3, 2),
+                                                 np.arange(4).reshape(2, 2))]
+    cases = [(vq, jvq, pair) for pair in pairs]
+    cases += [(gpuarr.jit(vq), jvq, (obs, cb)),
+              (gpuarr.vmap(vq, (0, None)), jax.vmap(jvq, (0, None)), (obs.reshape(7, 1, 3), cb)),
+              (gpuarr.grad(lambda o: vq(o, cb)[1].sum()), jax.grad(lambda o: jvq(o, cb)[1].sum()),
+               (obs,))]
+    vs_jax_all(cases)
+    for a, b in pairs:
+        code, dist = scipy_vq.vq(np.asarray(a, float), np.asarray(b, float))
+        np.testing.assert_array_equal(np.asarray(vq(a, b)[0]), code)
+        np.testing.assert_allclose(np.asarray(vq(a, b)[1]), dist, rtol=1e-5)
+    for case in [lambda f: f(obs, cb[0]), lambda f: f(obs[None], cb[None])]:
+        same_error(partial(case, vq), partial(case, jvq))
+    with pytest.raises(TypeError):
+        vq([1.0], [1.0])
+
+
+# ---------------------------------------------------------------- spatial.transform
+
+
+QUATS = rand((6, 4))
+QUATS[0], QUATS[1] = [0, 0, 0, 1], [1, 0, 0, 0]
+QUATS[2, 3] = -abs(QUATS[2, 3])
+
+
+def test_rotation_conversions_match_jax():
+    q = QUATS
+    vec = rand((6, 3), seed=1)
+    rv = rand((5, 3), seed=2)
+    rv[0], rv[1] = 0, 1e-4
+    mats = np.stack([np.eye(3), np.diag([1, -1, -1]), np.diag([-1, 1, -1]),
+                     np.diag([-1, -1, 1])]).astype(np.float32)
+    angles = rand((5, 3), low=-3, high=3, seed=3)
+    # Gimbal lock (the middle angle at its limits): the third angle is set to zero.
+    lock = np.array([[0.3, np.pi / 2, 0.2], [0.3, -np.pi / 2, 0.1]], np.float32)
+    lock_xyz = np.asarray(Rotation.from_euler("XZY", lock).quat)
+    lock_xzx = np.asarray(Rotation.from_euler("xzx", np.array([[0.3, 0.0, 0.1]], np.float32)).quat)
+    cases = []
+
+    def case(fn, *args):
+        cases.append((partial(fn, Rotation), partial(fn, JRotation), args))
+
+    case(lambda R, q: R.from_quat(q).quat, q)
+    for name in ["as_matrix", "as_mrp", "as_rotvec", "magnitude"]:
+        case(lambda R, q, name=name: getattr(R.from_quat(q), name)(), q)
+    case(lambda R, q: R.from_quat(q).as_quat(canonical=True, scalar_first=True), q)
+    case(lambda R, q: R.from_quat(q).as_euler("xzx", degrees=True), np.concatenate([q, lock_xzx]))
+    case(lambda R, q: R.from_quat(q).as_euler("XZY"), np.concatenate([q, lock_xyz]))
+    case(lambda R, a: R.from_euler("ZYX", a).quat, angles)
+    case(lambda R, a: R.from_euler("x", a).quat, np.float32(0.5))
+    case(lambda R, m: R.from_matrix(m).quat, mats)
+    case(lambda R, r: R.from_rotvec(r, degrees=True).quat, rv * 10)
+    case(lambda R, r: R.from_mrp(r).quat, rv)
+    case(lambda R, q, v: R.from_quat(q).apply(v[0], inverse=True), q, vec)
+    case(lambda R, q: (R.from_quat(q)[3] * R.from_quat(q)).quat, q)
+    vs_jax_all(cases, tol=1e-4)
+    close(Rotation.identity().quat, JRotation.identity().quat)
+    assert len(Rotation.from_quat(q)) == 6 and Rotation.from_quat(q[0]).single
+
+
+def _scipy_check(got, want, tol=1e-5):
+    got = np.asarray(got)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=tol)
+
+
+def test_rotation_against_scipy():
+    q64 = QUATS.astype(np.float64)
+    SR = scipy_transform.Rotation
+    ours, theirs = Rotation.from_quat(QUATS), SR.from_quat(q64)
+    vec = rand((6, 3), seed=1)
+    for name in ["as_matrix", "as_mrp", "as_rotvec", "magnitude"]:
+        _scipy_check(getattr(ours, name)(), getattr(theirs, name)())
+    _scipy_check(ours.as_rotvec(degrees=True), theirs.as_rotvec(degrees=True), 1e-3)
+    for kw in [{"canonical": True}, {"scalar_first": True},
+               {"canonical": True, "scalar_first": True}]:
+        _scipy_check(ours.as_quat(**kw), theirs.as_quat(**kw))
+    angles = rand((5, 3), low=-3, high=3, seed=3)
+    for seq in ["xyz", "ZYX", "xzx", "YXY", "XZY"]:
+        # Angles of +-pi are the same angle: compare on the circle.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SciPy's gimbal lock warning for QUATS[1]
+            diff = np.asarray(ours.as_euler(seq), np.float64) - theirs.as_euler(seq)
+        np.testing.assert_allclose(np.angle(np.exp(1j * diff)), 0, atol=1e-4)
+        _scipy_check(Rotation.from_euler(seq, angles).as_matrix(),
+                     SR.from_euler(seq, angles.astype(np.float64)).as_matrix())
+        _scipy_check(Rotation.from_euler(seq, angles * 30, degrees=True).as_matrix(),
+                     SR.from_euler(seq, angles * 30.0, degrees=True).as_matrix())
+    for seq in ["x", "Y", "xy", "ZX"]:
+        _scipy_check(Rotation.from_euler(seq, angles[0, :len(seq)]).as_matrix(),
+                     SR.from_euler(seq, angles[0, :len(seq)].astype(np.float64)).as_matrix())
+    rv = rand((5, 3), seed=2)
+    _scipy_check(Rotation.from_rotvec(rv).as_matrix(), SR.from_rotvec(rv.astype(float)).as_matrix())
+    _scipy_check(Rotation.from_mrp(rv).as_matrix(), SR.from_mrp(rv.astype(float)).as_matrix())
+    _scipy_check(Rotation.from_matrix(theirs.as_matrix().astype(np.float32)).as_quat(canonical=True),
+                 theirs.as_quat(canonical=True))
+    for inverse in [False, True]:
+        _scipy_check(ours.apply(vec, inverse=inverse), theirs.apply(vec, inverse=inverse))
+        _scipy_check(ours[2].apply(vec, inverse=inverse), theirs[2].apply(vec, inverse=inverse))
+    _scipy_check((ours * ours[::-1]).as_matrix(), (theirs * theirs[::-1]).as_matrix())
+    _scipy_check(ours.inv().as_matrix(), theirs.inv().as_matrix())
+    _scipy_check(Rotation.concatenate([ours, ours[:2]]).as_matrix(),
+                 SR.concatenate([theirs, theirs[:2]]).as_matrix())
+    w = rand((4,), low=0.1, high=1.0, seed=4)
+    for weights in [None, w]:
+        # The eigenvector's sign is arbitrary: compare rotations, not quaternions.
+        _scipy_check(Rotation.from_quat(QUATS[2:]).mean(weights).as_matrix(),
+                     SR.from_quat(q64[2:]).mean(weights).as_matrix(), 1e-4)
+    close(Rotation.from_quat(QUATS[2:]).mean(w).as_matrix(),
+          jax.jit(lambda x: JRotation.from_quat(x).mean(w).as_matrix())(QUATS[2:]), 1e-4)
+
+
+def test_slerp_matches_jax_and_scipy():
+    times = np.array([0.0, 1.0, 3.0, 4.0], np.float32)
+    t = np.array([0.0, 0.5, 1.0, 2.2, 3.9, 4.0], np.float32)
+
+    def run(R, S, x, tt):
+        slerp = S.init(times, R.from_quat(x))
+        return slerp.times, slerp.timedelta, slerp.rotvecs, slerp(tt).quat, slerp(2.5).quat
+    vs_jax_all([(partial(run, Rotation, Slerp), partial(run, JRotation, JSlerp), (QUATS[2:], t))])
+    ours = Slerp.init(times, Rotation.from_quat(QUATS[2:]))
+    assert ours(2.5).single and not ours(t).single
+    want = scipy_transform.Slerp(times.astype(float), scipy_transform.Rotation.from_quat(
+        QUATS[2:].astype(float)))(t.astype(float)).as_matrix()
+    np.testing.assert_allclose(np.asarray(ours(t).as_matrix()), want, atol=1e-5)
+    theirs = jax.jit(lambda x: JSlerp.init(times, JRotation.from_quat(x)))(QUATS[2:])
+    assert str(gpuarr.tree_util.tree_flatten(ours)[1]) == str(jax.tree_util.tree_flatten(theirs)[1])
+
+
+def test_rotation_transformations():
+    q, vec = QUATS, rand((6, 3), seed=1)
+    angles = rand((5, 3), low=-3, high=3, seed=3)
+    times = np.array([0.0, 1.0, 3.0, 4.0], np.float32)
+    t = np.array([0.5, 2.2, 3.9], np.float32)
+    slerp_g = Slerp.init(times, Rotation.from_quat(q[2:]))
+    slerp_j = JSlerp.init(times, JRotation.from_quat(q[2:]))
+    cases = [
+        (lambda x: gpuarr.jit(lambda r: r.as_matrix())(Rotation(x)),
+         lambda x: JRotation(x).as_matrix(), (q,)),
+        (lambda x, v: gpuarr.jit(lambda r, v: r.apply(v))(Rotation.from_quat(x), v),
+         lambda x, v: JRotation.from_quat(x).apply(v), (q, vec)),
+        (gpuarr.vmap(lambda x: Rotation.from_quat(x).as_rotvec()),
+         jax.vmap(lambda x: JRotation.from_quat(x).as_rotvec()), (q,)),
+        (gpuarr.grad(lambda x: Rotation.from_quat(x).as_matrix().sum()),
+         jax.grad(lambda x: JRotation.from_quat(x).as_matrix().sum()), (q,)),
+        (lambda x: gpuarr.jit(lambda s, x: s(x).quat)(slerp_g, x), lambda x: slerp_j(x).quat, (t,)),
+    ]
+    vs_jax_all(cases, tol=1e-4)
+    close(gpuarr.vmap(lambda r: r.as_euler("xyz"))(Rotation.from_quat(q)),
+          Rotation.from_quat(q).as_euler("xyz"))
+    # Flags may be traced (or per-rotation arrays), as JAX allows.
+    close(gpuarr.jit(lambda x, v, inv: Rotation.from_quat(x).apply(v, inverse=inv))(q, vec, True),
+          Rotation.from_quat(q).apply(vec, inverse=True))
+    per_rotation = np.array([True, False] * 3)
+    want = np.where(per_rotation[:, None], Rotation.from_quat(q).apply(vec, inverse=True),
+                    Rotation.from_quat(q).apply(vec))
+    close(Rotation.from_quat(q).apply(vec, inverse=per_rotation), want)
+    close(gpuarr.jit(lambda x, d: Rotation.from_quat(x).as_euler("xyz", degrees=d))(q, True),
+          Rotation.from_quat(q).as_euler("xyz", degrees=True), 1e-3)
+    # Finite differences for the longer chains.
+    check_grads(lambda a: Rotation.from_euler("xyz", a).as_quat(), (angles.astype(np.float64),),
+                order=1, modes=("rev",))
+    check_grads(lambda x: slerp_g(x).as_rotvec(), (np.float32(2.2),), order=1, modes=("rev",),
+                atol=2e-2, rtol=2e-2)
+
+
+def test_rotation_errors():
+    q, times = QUATS, np.array([0.0, 1.0, 3.0, 4.0], np.float32)
+    cases = [
+        lambda R, S: R.from_euler("xyzx", np.ones(4)),
+        lambda R, S: R.from_euler("xYz", np.ones(3)),
+        lambda R, S: R.from_euler("xxz", np.ones(3)),
+        lambda R, S: R.from_quat(q).as_euler("xy"),
+        lambda R, S: R.from_quat(q).as_euler("xyy"),
+        lambda R, S: R.from_quat(q[0])[0],
+        lambda R, S: len(R.from_quat(q[0])),
+        lambda R, S: R.from_quat(q).mean(np.ones((2, 2))),
+        lambda R, S: R.from_quat(q).mean(np.ones(3)),
+        lambda R, S: S.init(times, q),
+        lambda R, S: S.init(times, R.from_quat(q[0])),
+        lambda R, S: S.init(times[:3], R.from_quat(q[:4])),
+        lambda R, S: S.init(times[None], R.from_quat(q[:4])),
+        lambda R, S: S.init(times, R.from_quat(q[:4]))(np.ones((2, 2))),
+        lambda R, S: R.identity(3),
+        lambda R, S: R.random(None),
+    ]
+    for case in cases:
+        same_error(partial(case, Rotation, Slerp), partial(case, JRotation, JSlerp))
+    with pytest.raises(ValueError):
+        Rotation.from_euler("xyz", np.ones(2))
+
+
+def test_module_layout():
+    assert spatial.transform.Rotation is Rotation
+    assert cluster.vq.vq is not None
+    assert isinstance(Rotation.from_quat(QUATS).quat, gpuarr.Array)
+    assert jnp.allclose(Rotation.from_quat(QUATS).inv().inv().quat, Rotation.from_quat(QUATS).quat)

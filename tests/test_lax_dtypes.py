@@ -120,3 +120,11 @@ def test_shape_ops_convert_python_and_numpy_operands_as_jax():
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
     with pytest.raises(ValueError, match="non-empty"):
         lax.concatenate([], 0)
+
+
+def test_sign_keeps_the_sign_of_zero_as_xla():
+    x = np.array([-0.0, 0.0, np.nan, -2.0, 3.0], np.float32)
+    for fn in (lax.sign, gpuarr.jit(lax.sign)):
+        out = np.asarray(fn(x))
+        assert np.signbit(out[0]) and not np.signbit(out[1]) and np.isnan(out[2])
+        np.testing.assert_array_equal(out[3:], [-1.0, 1.0])

@@ -283,7 +283,13 @@ def _unary_accuracy(prim):
 # --- unary math ------------------------------------------------------------------------
 neg_p = unop("neg", np.negative, "number")
 deflinear(neg_p, lambda ct, x: [neg(ct)])
-sign_p = unop("sign", np.sign, "number")
+def _sign_impl(x):
+    out = np.sign(x)
+    # XLA keeps the sign of zero (sign(-0.0) is -0.0); np.sign gives +0.0.
+    return np.copysign(out, x) if out.dtype.kind == "f" else out
+
+
+sign_p = unop("sign", _sign_impl, "number")
 defjvp_zero(sign_p)
 floor_p = unop("floor", np.floor, "float")
 defjvp_zero(floor_p)

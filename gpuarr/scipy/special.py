@@ -2,7 +2,9 @@
 
 The gamma family lives in `_gamma`, x log y and the entropies in `_xlogy`, the normal
 distribution function in `_normal`, the incomplete gamma and beta functions, Bessel functions
-and zeta in `_incomplete`; this module adds the erf family, the logistic pair and
+and zeta in `_incomplete`, and the later additions in modules named by topic (`_bessel`,
+`_boxcox`, `_combinatorics`, `_exp_integrals`, `_faddeeva`, `_hypergeometric`, `_legendre`,
+`_loggamma`, `_owens_t`, `_spence`, `_trig_integrals`); this module adds the erf family, the logistic pair and
 the log-sum-exp family (softmax and log_softmax with SciPy's signature), and is the public
 face of all of them."""
 from __future__ import annotations
@@ -11,6 +13,11 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
+from gpuarr.scipy._bessel import bessel_jn
+from gpuarr.scipy._boxcox import boxcox, boxcox1p
+from gpuarr.scipy._combinatorics import bernoulli, comb, factorial, poch
+from gpuarr.scipy._exp_integrals import exp1, expi, expn
+from gpuarr.scipy._faddeeva import dawsn, erfcx, wofz
 from gpuarr.scipy._gamma import (
     beta,
     betaln,
@@ -21,8 +28,14 @@ from gpuarr.scipy._gamma import (
     multigammaln,
     polygamma,
 )
+from gpuarr.scipy._hypergeometric import hyp1f1, hyp2f1
 from gpuarr.scipy._incomplete import betainc, gammainc, gammaincc, i0, i0e, i1, i1e, zeta
+from gpuarr.scipy._legendre import sph_harm_y
+from gpuarr.scipy._loggamma import loggamma
 from gpuarr.scipy._normal import log_ndtr, ndtr, ndtri
+from gpuarr.scipy._owens_t import owens_t
+from gpuarr.scipy._spence import spence
+from gpuarr.scipy._trig_integrals import fresnel, sici
 from gpuarr.scipy._util import promote_args_inexact
 from gpuarr.scipy._xlogy import entr, kl_div, rel_entr, xlog1py, xlogy
 
@@ -31,6 +44,9 @@ __all__ = [
     "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div",
     "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "rel_entr",
     "xlog1py", "xlogy", "zeta", "log_softmax", "softmax",
+    "bernoulli", "bessel_jn", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx", "exp1", "expi",
+    "expn", "factorial", "fresnel", "hyp1f1", "hyp2f1", "loggamma", "owens_t", "poch", "sici",
+    "spence", "sph_harm_y", "wofz",
 ]
 
 

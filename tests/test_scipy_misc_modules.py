@@ -7,6 +7,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from jax_compare import check_signatures, close, same_error, vs_jax_all
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -31,53 +32,6 @@ def rand(shape, dtype=np.float32, seed=0, low=None, high=None):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=shape) if low is None else rng.uniform(low, high, size=shape)
     return x.astype(dtype)
-
-
-def close(got, want, tol=1e-5):
-    """Same structure, shapes, dtypes and (to `tol`) values."""
-    if isinstance(want, (tuple, list)):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            close(g, w, tol)
-        return
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
-
-
-def vs_jax_all(cases, tol=1e-5):
-    """Check each (ours, theirs, args) case; JAX's values all come from one compiled program
-    (JAX's op-by-op dispatch compiles every primitive for every shape, which is slow)."""
-    wants = jax.jit(lambda arglists: [theirs(*a) for (_, theirs, _), a in zip(cases, arglists)])(
-        [args for _, _, args in cases])
-    for (ours, _, args), want in zip(cases, wants):
-        close(ours(*args), want, tol)
-
-
-def same_error(ours, theirs):
-    with pytest.raises(Exception) as want:
-        theirs()
-    with pytest.raises(want.type) as got:
-        ours()
-    assert str(got.value) == str(want.value)
-
-
-def _parameters(fn):
-    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
-
-
-def _same_default(a, b):
-    return a is b or (isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b)) \
-        or (type(a) is type(b) and a == b) or str(a) == str(b)
-
-
-def check_signatures(ours, theirs, names):
-    """Parameter names, kinds and defaults as JAX's (annotations aside)."""
-    for name in names:
-        got, want = _parameters(getattr(ours, name)), _parameters(getattr(theirs, name))
-        assert [p[:2] for p in got] == [p[:2] for p in want], name
-        assert all(_same_default(g[2], w[2]) for g, w in zip(got, want)), name
 
 
 def test_public_names_and_signatures():

@@ -1,11 +1,11 @@
 """gpuarr.scipy.fft and gpuarr.scipy.signal against jax.scipy (0.10.2, CPU) and SciPy: values,
 shapes and dtypes, error classes and messages, and the same results under jit, vmap and grad."""
-import inspect
 import warnings
 from functools import partial
 
 import numpy as np
 import pytest
+from jax_compare import check_signatures
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -86,23 +86,6 @@ def raises_like(ours, theirs, *args):
     with pytest.raises(type(err)) as got:
         ours(*args)
     assert str(got.value) == str(err)
-
-
-def _parameters(fn):
-    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
-
-
-def _same_default(a, b):
-    return a is b or (isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b)) \
-        or (type(a) is type(b) and a == b) or str(a) == str(b)
-
-
-def check_signatures(ours, theirs, names):
-    """Parameter names, kinds and defaults as JAX's (annotations aside)."""
-    for name in names:
-        got, want = _parameters(getattr(ours, name)), _parameters(getattr(theirs, name))
-        assert [p[:2] for p in got] == [p[:2] for p in want], name
-        assert all(_same_default(g[2], w[2]) for g, w in zip(got, want)), name
 
 
 def test_public_names_and_signatures():

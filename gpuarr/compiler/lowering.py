@@ -242,7 +242,7 @@ INDEXING = ("gather", "dynamic_slice", "scatter_apply", *SCATTER_COMBINERS)
 
 # Primitives known to have no kernel lowering yet: they run on the host through the NumPy
 # backend. The coverage test lists these explicitly.
-HOST_FALLBACK = ("igamma", "igammac", "igamma_grad_a", "random_gamma_grad",
+HOST_FALLBACK = ("igamma", "igammac", "igamma_grad_a",
                  "bessel_i0e", "bessel_i1e", "zeta", "regularized_incomplete_beta",
                  "reduce_precision", "mulhi", "approx_top_k", "rng_bit_generator",
                  "rng_uniform", "platform_index",

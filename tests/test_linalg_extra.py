@@ -736,5 +736,4 @@ def test_qr_multiply(shape, mode, conjugate):
     with pytest.raises(ValueError, match="Array shapes are not compatible"):
         gl.qr_multiply(a, np.ones((k + 1, 2), np.complex64) if mode == "left"
                        else np.ones((2, m + 1), np.complex64), mode=mode)
-    with pytest.raises(NotImplementedError, match="pivoting=True"):
-        gl.qr_multiply(a, c, mode=mode, pivoting=True)
+    assert len(gl.qr_multiply(a, c, mode=mode, pivoting=True)) == 3

@@ -191,6 +191,7 @@ PRIMITIVE_TABLE = {
     "mulhi": (lax.mulhi, [i32(2, 3), i32(2, 3)]),
     "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 4), [f32(2, 3)]),
     "geqrf": (linalg._geqrf, [f32(4, 3)]),
+    "geqp3": (linalg._geqp3, [f32(4, 3), i32(3, lo=0, hi=1)]),
     "ormqr": (lambda a, t, c: linalg.ormqr(a, t, c, transpose=True), [f32(4, 3), f32(3), f32(4, 2)]),
     # control flow and calls
     "cond": (lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), [boolean(), f32(2)]),

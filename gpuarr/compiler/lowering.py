@@ -224,7 +224,7 @@ WINDOWS = {"reduce_window_sum": "sum", "reduce_window_max": "max", "reduce_windo
 LIBRARY = ("dot_general", "sort", "argsort", "conv_general_dilated", "cholesky",
            "triangular_solve", "lu", "qr", "svd", "eigh", "eig", "fft", "top_k",
            "tridiagonal_solve", "lu_pivots_to_permutation", "householder_product", "hessenberg",
-           "schur", "geqrf", "ormqr")
+           "schur", "geqrf", "geqp3", "ormqr")
 
 # Primitives the fusion hands to the host as they are (control flow runs its sub-programs).
 CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "custom_vjp_call",

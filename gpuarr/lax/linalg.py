@@ -1,14 +1,14 @@
 """Linear-algebra primitives (JAX's lax.linalg): cholesky, lu, qr, svd, eigh, triangular_solve,
 and tridiagonal_solve, lu_pivots_to_permutation, householder_product, hessenberg, schur, ormqr
-and the packed QR geqrf (internal in JAX too).
+and the packed QRs geqrf and geqp3 (column pivoting; both internal in JAX too).
 
 Every primitive acts on the last two axes and accepts any number of leading batch axes, so
 its batching rule only moves the batch axis to the front. The NumPy implementations use
 numpy.linalg's stacked routines (LU, triangular and tridiagonal solves, the Householder
-reductions and the Schur decomposition's QR algorithm are written out after LAPACK, as NumPy
-has none) and keep the input dtype (float32 in, float32 out). JVP rules follow JAX's
-derivations, for real and complex inputs alike; householder_product, hessenberg, schur, geqrf
-and ormqr have none, as in JAX. The compiler lowers these as library calls.
+reductions, column-pivoted QR and the Schur decomposition's QR algorithm are written out
+after LAPACK, as NumPy has none) and keep the input dtype (float32 in, float32 out). JVP rules follow JAX's
+derivations, for real and complex inputs alike; householder_product, hessenberg, schur, geqrf,
+geqp3 and ormqr have none, as in JAX. The compiler lowers these as library calls.
 """
 from __future__ import annotations
 
@@ -481,23 +481,42 @@ def lu_solve(lu, permutation, b, trans: int = 0):
 # ---------------------------------------------------------------- qr
 
 
-def _qr_impl(x, full_matrices):
+def _qr_impl(x, full_matrices, pivoting=False):
     *batch, m, n = x.shape
     c = x.astype(_compute_dtype(x.dtype))
     if c.size == 0:
         k = m if full_matrices else min(m, n)
         q = np.broadcast_to(np.eye(m, k, dtype=c.dtype), tuple(batch) + (m, k))
-        return q.astype(x.dtype), np.zeros(tuple(batch) + (k, n), x.dtype)
+        out = [q.astype(x.dtype), np.zeros(tuple(batch) + (k, n), x.dtype)]
+        return out + [np.zeros(tuple(batch) + (n,), np.int32)] if pivoting else out
+    if pivoting:
+        return _pivoted_qr_impl(c, full_matrices, x.dtype)
     q, r = np.linalg.qr(c, mode="complete" if full_matrices else "reduced")
     return q.astype(x.dtype), r.astype(x.dtype)
 
 
-def _qr_abstract(x, full_matrices):
+def _pivoted_qr_impl(c, full_matrices, dtype):
+    """Q and R from geqp3's reflectors, as JAX forms them (orgqr on the packed matrix)."""
+    *batch, m, n = c.shape
+    h, p, taus = _geqp3_impl(c, np.zeros(tuple(batch) + (n,), np.int32))
+    if m < n:
+        q = _householder_product_impl(h[..., :m, :m], taus)
+    elif full_matrices:
+        pad = ((0, 0),) * len(batch) + ((0, 0), (0, m - n))
+        q = _householder_product_impl(np.pad(h, pad), taus)
+    else:
+        q = _householder_product_impl(h, taus)
+        h = h[..., :n, :n]
+    return q.astype(dtype), np.triu(h).astype(dtype), p - 1
+
+
+def _qr_abstract(x, full_matrices, pivoting=False):
     _check_operand("qr", x)
     *batch, m, n = x.shape
     k = m if full_matrices else min(m, n)
     batch = tuple(batch)
-    return [ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)]
+    out = [ShapedArray(batch + (m, k), x.dtype), ShapedArray(batch + (k, n), x.dtype)]
+    return out + [ShapedArray(batch + (n,), np.dtype(np.int32))] if pivoting else out
 
 
 def _thin_qr_jvp(q, r, dx):
@@ -515,9 +534,26 @@ def _thin_qr_jvp(q, r, dx):
     return dq, dr
 
 
-def _qr_jvp(primals, tangents, full_matrices):
+def _qr_jvp(primals, tangents, full_matrices, pivoting=False):
     (x,), (dx,) = primals, tangents
-    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    out = qr_p.bind(x, full_matrices=full_matrices, pivoting=pivoting)
+    if not pivoting:
+        return out, _unpivoted_qr_jvp(x, dx, out, full_matrices)
+    # A[:, p] = Q R: differentiate the QR of the permuted matrix, the permutation held fixed.
+    q, r, perm = out
+    x, dx = _permute_columns(x, perm), _permute_columns(dx, perm)
+    dq, dr = _unpivoted_qr_jvp(x, dx, (q, r), full_matrices)
+    return out, [dq, dr, Zero.from_primal(perm)]
+
+
+def _permute_columns(x, perm):
+    """x[..., :, perm], as a product with the permutation matrix."""
+    return _matmul(x, _T(_permutation_matrix(perm, _dtype(x))))
+
+
+def _unpivoted_qr_jvp(x, dx, qr_out, full_matrices):
+    """The tangents [dQ, dR] of the decomposition x = Q R, given Q and R."""
+    q, r = qr_out
     *_, m, n = _shape(x)
     if m < n:
         # X = [X1 X2] with X1 square: X1 = Q R1 is a square QR, and R2 = Q^H X2.
@@ -526,12 +562,12 @@ def _qr_jvp(primals, tangents, full_matrices):
         dx2 = _slice_last2(dx, (0, m), (m, n))
         dq, dr1 = _thin_qr_jvp(q, _slice_last2(r, (0, m), (0, m)), dx1)
         dr2 = lax.add(_matmul(_H(dq), x2), _matmul(_H(q), dx2))
-        return [q, r], [dq, lax.concatenate([dr1, dr2], len(_shape(x)) - 1)]
+        return [dq, lax.concatenate([dr1, dr2], len(_shape(x)) - 1)]
     q_mn = _slice_last2(q, (0, m), (0, n)) if full_matrices else q
     r_nn = _slice_last2(r, (0, n), (0, n)) if full_matrices else r
     dq_mn, dr_nn = _thin_qr_jvp(q_mn, r_nn, dx)
     if not full_matrices or m == n:
-        return [q, r], [dq_mn, dr_nn]
+        return [dq_mn, dr_nn]
     # The extra columns of a complete Q (arXiv:2409.13374, eqs. 32-33).
     q_nn = _slice_last2(q_mn, (0, n), (0, n))
     q_pn = _slice_last2(q_mn, (n, m), (0, n))
@@ -547,7 +583,7 @@ def _qr_jvp(primals, tangents, full_matrices):
     nd = len(_shape(x))
     dq = lax.concatenate([dq_mn, dq_mp], nd - 1)
     dr = _pad_last2(dr_nn, (0, m - n), (0, 0))
-    return [q, r], [dq, dr]
+    return [dq, dr]
 
 
 qr_p = Primitive("qr", multiple_results=True)
@@ -558,12 +594,12 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
     """QR decomposition A = Q R of a batch of matrices, as lax.linalg.qr.
 
     Q is orthogonal (unitary) with shape [..., m, m] when `full_matrices`, else
-    [..., m, min(m, n)]; R is upper triangular, [..., m, n] or [..., min(m, n), n]. Column
-    pivoting is not available on the NumPy backend.
+    [..., m, min(m, n)]; R is upper triangular, [..., m, n] or [..., min(m, n), n]. With
+    `pivoting`, returns (q, r, p) with A[..., :, p] = Q R, p ([..., n], int32) chosen by
+    LAPACK's geqp3 so that |diag(R)| does not increase. `use_magma` is accepted and ignored.
     """
     if pivoting:
-        raise NotImplementedError("qr(pivoting=True) is not supported by gpuarr; compute the "
-                                  "unpivoted decomposition instead.")
+        return tuple(_bind(qr_p, x, full_matrices=bool(full_matrices), pivoting=True))
     return tuple(_bind(qr_p, x, full_matrices=bool(full_matrices)))
 
 
@@ -1205,6 +1241,111 @@ def _geqrf(a):
     upper triangle of the result, the Householder vectors below it, and their scale factors
     `taus` ([..., min(m, n)]), a nonzero tau marking a reflection. Not differentiable."""
     return tuple(_bind(geqrf_p, a))
+
+
+# ---------------------------------------------------------------- geqp3
+
+
+def _fix_columns(h, perm, fixed):
+    """geqp3's first pass: move the columns marked in `fixed` to the front, in place, by
+    LAPACK's swaps (free columns may change order); returns how many were fixed."""
+    nfxd = 0
+    for j in np.flatnonzero(fixed):
+        if j != nfxd:
+            h[:, [nfxd, j]] = h[:, [j, nfxd]]
+            perm[[nfxd, j]] = perm[[j, nfxd]]
+        nfxd += 1
+    return nfxd
+
+
+def _reflect_column(h, taus, i):
+    """Step i of Householder QR (geqr2): zero h[i+1:, i] and apply the reflector's adjoint
+    to the columns on its right."""
+    beta, tau, tail = _larfg(h[i:i + 1, i], h[None, i + 1:, i])
+    v = np.concatenate([[1], tail[0]]).astype(h.dtype)
+    h[i:, i + 1:] -= np.conj(tau[0]) * np.outer(v, v.conj() @ h[i:, i + 1:])
+    h[i, i], h[i + 1:, i], taus[i] = beta[0], tail[0], tau[0]
+
+
+def _geqp3_matrix(h, fixed):
+    """LAPACK's geqp3 on one matrix, in place: fixed columns first, unpivoted, then laqp2's
+    pivoting (largest partial column norm, first on ties) with Drmac and Bujanovic's norm
+    downdating, recomputing a norm once cancellation makes the downdated one unreliable.
+    Returns the 0-based permutation and the taus. (For large matrices LAPACK switches to
+    the blocked laqps, which downdates the same norms but in blocks.)"""
+    m, n = h.shape
+    k = min(m, n)
+    perm, taus = np.arange(n), np.zeros(k, h.dtype)
+    nfxd = _fix_columns(h, perm, fixed)
+    for i in range(min(nfxd, k)):
+        _reflect_column(h, taus, i)
+    if nfxd >= k:
+        return perm, taus
+    tol3z = math.sqrt(np.finfo(h.dtype).eps / 2)  # sqrt of LAPACK's lamch('Epsilon')
+    vn1 = np.zeros(n, h.real.dtype)
+    vn1[nfxd:] = np.linalg.norm(h[nfxd:, nfxd:], axis=0)
+    vn2 = vn1.copy()
+    for i in range(nfxd, k):
+        pvt = i + int(np.argmax(vn1[i:]))
+        if pvt != i:
+            h[:, [i, pvt]] = h[:, [pvt, i]]
+            perm[[i, pvt]] = perm[[pvt, i]]
+            vn1[pvt], vn2[pvt] = vn1[i], vn2[i]
+        _reflect_column(h, taus, i)
+        _downdate_norms(h, vn1, vn2, i, tol3z)
+    return perm, taus
+
+
+def _downdate_norms(h, vn1, vn2, i, tol3z):
+    """laqp2's update of the partial norms of columns i+1: once row i is factored out."""
+    j = i + 1 + np.flatnonzero(vn1[i + 1:] != 0)
+    if not j.size:
+        return
+    temp = np.maximum(1 - (np.abs(h[i, j]) / vn1[j]) ** 2, 0)
+    recompute = temp * (vn1[j] / vn2[j]) ** 2 <= tol3z
+    vn1[j] = np.where(recompute, 0, vn1[j] * np.sqrt(temp))
+    redo = j[recompute]
+    if i + 1 < h.shape[0] and redo.size:
+        vn1[redo] = np.linalg.norm(h[i + 1:, redo], axis=0)
+    vn2[redo] = vn1[redo]
+
+
+def _geqp3_impl(a, jpvt, use_magma=None):
+    *batch, m, n = a.shape
+    count = math.prod(batch)
+    h = a.astype(_compute_dtype(a.dtype)).reshape((count, m, n)).copy()
+    fixed = jpvt.reshape((count, n)) != 0
+    perms = np.zeros((count, n), np.int64)
+    taus = np.zeros((count, min(m, n)), h.dtype)
+    for c in range(count):
+        perms[c], taus[c] = _geqp3_matrix(h[c], fixed[c])
+    return (h.reshape(a.shape).astype(a.dtype), (perms + 1).reshape(jpvt.shape).astype(jpvt.dtype),
+            taus.reshape(tuple(batch) + (min(m, n),)).astype(a.dtype))
+
+
+def _geqp3_abstract(a, jpvt, use_magma=None):
+    _check_operand("geqp3", a)
+    if jpvt.shape != a.shape[:-2] + a.shape[-1:]:
+        raise ValueError("geqp3 needs one pivot entry per column of each matrix: got shapes "
+                         f"{a.shape} and {jpvt.shape}.")
+    if not dtypes.is_int(jpvt.dtype):
+        raise TypeError(f"geqp3 does not accept dtype {jpvt.dtype.name} at position 1. Accepted "
+                        "dtypes at position 1 are subtypes of integer.")
+    m, n = a.shape[-2:]
+    return [ShapedArray(a.shape, a.dtype), ShapedArray(jpvt.shape, jpvt.dtype),
+            ShapedArray(a.shape[:-2] + (min(m, n),), a.dtype)]
+
+
+geqp3_p = Primitive("geqp3", multiple_results=True)
+_register(geqp3_p, _geqp3_impl, _geqp3_abstract, _not_differentiable("geqp3"))
+
+
+def _geqp3(a, jpvt, *, use_magma=None):
+    """LAPACK's geqp3, Householder QR with column pivoting, as JAX's internal
+    lax.linalg.geqp3: R and the reflectors packed as geqrf packs them, the 1-based column
+    permutation `jpvt` (a[..., :, jpvt - 1] = Q R; nonzero input entries mark columns fixed
+    at the front) and the taus. Not differentiable; `use_magma` is accepted and ignored."""
+    return tuple(_bind(geqp3_p, a, jpvt, use_magma=use_magma))
 
 
 # ---------------------------------------------------------------- ormqr

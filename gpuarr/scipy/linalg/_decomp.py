@@ -225,8 +225,9 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
 def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
        check_finite: bool = True):
     """QR decomposition a = q @ r: (q, r) for mode 'full' (q [..., m, m]) or 'economic'
-    (q [..., m, k], r [..., k, n] with k = min(m, n)); (r,) for mode 'r'. Column pivoting is
-    not available."""
+    (q [..., m, k], r [..., k, n] with k = min(m, n)); (r,) for mode 'r'. With `pivoting`,
+    a[..., :, p] = q @ r with |diag(r)| non-increasing (LAPACK's geqp3), and the int32
+    permutation p is appended: (q, r, p), or (r, p) for mode 'r'."""
     del overwrite_a, lwork, check_finite
     if mode in ("full", "r"):
         full_matrices = True
@@ -235,8 +236,8 @@ def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: b
     else:
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     (a,) = _inexact(a)
-    q, r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=full_matrices)
-    return (r,) if mode == "r" else (q, r)
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=full_matrices)
+    return (r, *p) if mode == "r" else (q, r, *p)
 
 
 def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
@@ -244,15 +245,13 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     """QR-decompose `a` and multiply its Q with `c` without forming Q, as
     jax.scipy.linalg.qr_multiply: mode 'left' gives (Q @ c, R) for c [..., k, p], 'right'
     (c @ Q, R) for c [..., p, m], with k = min(m, n) and R [..., k, n]; `conjugate` uses
-    conj(Q). A 1-D c is a column (left) or a row (right) and the result is 1-D. Column
-    pivoting is not available."""
+    conj(Q). A 1-D c is a column (left) or a row (right) and the result is 1-D. With
+    `pivoting`, the decomposition is a[..., :, P] = Q R (LAPACK's geqp3) and P (int32) is
+    returned third."""
     del overwrite_a, overwrite_c
     a, c = _inexact(a, c)
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
-    if pivoting:
-        raise NotImplementedError("qr_multiply(pivoting=True) needs a column-pivoted QR, which "
-                                  "gpuarr does not have; pass pivoting=False.")
     onedim = jnp.ndim(c) == 1
     if onedim:
         c = c[:, None] if mode == "left" else c[None, :]
@@ -269,7 +268,12 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     batch = np.broadcast_shapes(jnp.shape(a)[:-2], jnp.shape(c)[:-2])
     a = jnp.broadcast_to(a, batch + jnp.shape(a)[-2:])
     c = jnp.broadcast_to(c, batch + jnp.shape(c)[-2:])
-    r, taus = lax_linalg._geqrf(a)
+    if pivoting:
+        jpvt = jnp.zeros(batch + (n,), jnp.int32)
+        r, p, taus = lax_linalg._geqp3(a, jpvt)
+        p = p - 1  # geqp3's pivots are 1-based
+    else:
+        (r, taus), p = lax_linalg._geqrf(a), None
     if m > n and mode == "left":  # Q's first k columns: pad c to m rows with zeros
         c = jnp.concatenate([c, jnp.zeros(batch + (m - k, jnp.shape(c)[-1]), c.dtype)], axis=-2)
     if conjugate:  # c @ conj(Q) = (Q^H @ c^T)^T, and Q @ c swaps the same way
@@ -281,7 +285,8 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
         out = out[..., :k]
     if onedim:
         out = out.ravel()
-    return out, jnp.triu(r[..., :k, :])
+    r = jnp.triu(r[..., :k, :])
+    return (out, r, p) if pivoting else (out, r)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,

@@ -3,6 +3,7 @@ shapes and dtypes, error classes and messages, and the same results under jit, v
 import warnings
 from functools import partial
 
+import jax_compare
 import numpy as np
 import pytest
 from jax_compare import check_signatures
@@ -28,15 +29,7 @@ def rand(shape, dtype=np.float32, seed=0):
 
 def close(got, want, tol=2e-4):
     """Same structure, shapes, dtypes and (to `tol`) values."""
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            close(g, w, tol)
-        return
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    jax_compare.close(got, want, tol)
 
 
 def reference(fn, *args):

@@ -134,3 +134,15 @@ def test_other_dtypes(dtype):
         return jnp.maximum(x, y) - jnp.minimum(x * 2, y)
 
     assert_same(jax.jit(f)(x, y), step_by_step(f, x, y))
+
+
+def test_block_kernel_joins_the_run():
+    # XLA's float32 erf_inv (normal's sampler) is not a ufunc but takes blocks in the run.
+    from gpuarr.random.xla_math import erf_inv_giles
+    x = np.random.default_rng(3).uniform(-1, 1, BIG).astype(np.float32)
+
+    def f(x):
+        return erf_inv_giles(x * np.float32(0.5) + np.float32(0.25)) * np.float32(1.5)
+    src = source(f, x)
+    assert "f_erf_inv_giles" in src and "for s in range" in src
+    assert_same(jax.jit(f)(x), step_by_step(f, x))

@@ -10,6 +10,7 @@ import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import dtypes, prng, random
 from gpuarr.backends import host_threads
+from gpuarr.random import xla_math
 from gpuarr.random.xla_math import erf_inv_giles
 
 KEY = random.key(0)
@@ -63,6 +64,48 @@ def test_erf_inv_giles_is_xla_erf_inv():
         got = erf_inv_giles(xs)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(np.asarray(got).astype(np.float32), want.astype(np.float32))
+
+
+@pytest.fixture(scope="module")
+def grid_table():
+    """A built erf_inv table over the uniform grid (as a long-running process builds it)."""
+    table = xla_math._GridTable()
+    assert table.ready(1) is None  # too few values emulated yet to pay for it
+    values = table.ready(1 << 23)
+    assert values.dtype == np.float32 and values.shape == (1 << 23,)
+    return table
+
+
+def test_erf_inv_grid_table_is_the_emulation(grid_table):
+    rng = np.random.default_rng(0)
+    m = rng.integers(-(1 << 22), 1 << 22, 1 << 18)
+    on_grid = ((4 * m + 1) * 2.0 ** -24).astype(np.float32)
+    off_grid = np.float32([0, -0., 1, -1, .5, -.75, 2, -3, np.inf, np.nan, 1e-30, 2 ** -24,
+                           -3 * 2 ** -24, 3 * 2 ** -24, .1, 1 - 2 ** -24, -1 + 2 ** -24])
+    x = np.concatenate([on_grid[:5000], off_grid, on_grid[5000:]])
+    want = np.empty_like(x)
+    xla_math._emulate_block(x, want)
+    got = np.empty_like(x)
+    miss = xla_math._grid_lookup(x, got, grid_table.values)
+    # Exactly the values off the grid are left to the emulation.
+    on = np.isin(x, np.float32([2 ** -24, -3 * 2 ** -24, -1 + 2 ** -24])) | (
+        np.arange(len(x)) < 5000) | (np.arange(len(x)) >= 5000 + len(off_grid))
+    np.testing.assert_array_equal(np.sort(miss), np.flatnonzero(~on))
+    np.testing.assert_array_equal(got[on].view(np.int32), want[on].view(np.int32))
+
+
+def test_normal_through_the_grid_table_is_jax_bit_for_bit(grid_table, monkeypatch):
+    jax = pytest.importorskip("jax")
+    monkeypatch.setattr(xla_math, "_GRID_TABLE", grid_table)
+    n = 1 << 16
+    theirs = np.asarray(jax.random.normal(jax.random.key(7), (n,)))
+    for draw in (random.normal, gpuarr.jit(random.normal, static_argnums=1)):
+        np.testing.assert_array_equal(np.asarray(draw(random.key(7), (n,))), theirs)
+    # truncated_normal's uniforms are mostly off the grid: the same values either way.
+    with_table = np.asarray(random.truncated_normal(random.key(1), -1.5, 2., (n,)))
+    monkeypatch.setattr(xla_math, "_GRID_TABLE", xla_math._GridTable())
+    np.testing.assert_array_equal(
+        with_table, np.asarray(random.truncated_normal(random.key(1), -1.5, 2., (n,))))
 
 
 def test_erf_inv_giles_rules():

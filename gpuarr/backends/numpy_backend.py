@@ -40,6 +40,10 @@ float_ufuncs: dict[Primitive, np.ufunc] = {}
 # by a constant in range, say). Compiled Programs then treat the equation as that ufunc
 # (`_ufunc_of`): called directly, given `out=` buffers, run block by block.
 blocked_ufunc_rules: dict[Primitive, Callable] = {}
+# prim -> rule(eqn) -> fn(*operand_blocks, out) or None: an elementwise kernel that is not a
+# ufunc but can take one block of a blocked run, on the calling thread, writing `out` (for
+# primitives whose impl splits its own work over the threads: XLA's erf_inv, say).
+block_kernel_rules: dict[Primitive, Callable] = {}
 # Primitives whose NumPy impl always returns a new array (never a view of an input), so a dead
 # result may be overwritten by a later elementwise step (matrix products, say).
 fresh_output_prims: set[Primitive] = set()
@@ -276,7 +280,7 @@ class Codegen:
                 full = self.bind(out)
                 self.line(f"{full} = {empty}({aval.shape}, {self.obj(out.aval.dtype, 'dtype')})")
                 block[out.id] = f"{full}[s:e]"
-            elif kind == "ufunc":
+            elif kind in ("ufunc", "kernel"):
                 temp = self.fresh("t")
                 temps.append((temp, out.aval.dtype))
                 block[out.id] = f"{temp}[:e - s]"
@@ -515,10 +519,11 @@ _RUN_PART = 1 << 16
 
 
 def _blocked_form(eqn):
-    """("ufunc", ufunc) for an elementwise equation that may run block by block, ("view",
-    dtype) for a bitcast between types of one size (a view of the block), else (None, None).
-    Operands must be 0-d or of the output's shape, and the ufunc's own result type the output's
-    (so writing into a buffer of that type changes nothing)."""
+    """("ufunc", ufunc) for an elementwise equation that may run block by block, ("kernel",
+    fn) for one with a `block_kernel_rules` kernel, ("view", dtype) for a bitcast between types
+    of one size (a view of the block), else (None, None). Operands must be 0-d or of the output's
+    shape, and the ufunc's own result type the output's (so writing into a buffer of that type
+    changes nothing)."""
     if len(eqn.outvars) != 1:
         return None, None
     out = eqn.outvars[0].aval
@@ -530,9 +535,11 @@ def _blocked_form(eqn):
         same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize
         return ("view", out.dtype) if same else (None, None)
     ufunc = _ufunc_of(eqn)
-    if ufunc is None or not _ufunc_gives(ufunc, eqn, out.dtype):
-        return None, None
-    return "ufunc", ufunc
+    if ufunc is not None and _ufunc_gives(ufunc, eqn, out.dtype):
+        return "ufunc", ufunc
+    rule = block_kernel_rules.get(eqn.prim)
+    kernel = rule(eqn) if rule is not None else None
+    return ("kernel", kernel) if kernel is not None else (None, None)
 
 
 def _blocked_runs(prog: Program, last_use) -> dict:
@@ -552,7 +559,7 @@ def _blocked_runs(prog: Program, last_use) -> dict:
             if not escaping:
                 break
             j = escaping[0]
-        if j - i >= 2 and any(kind == "ufunc" for kind, _ in forms[i:j]):
+        if j - i >= 2 and any(kind != "view" for kind, _ in forms[i:j]):
             runs[i] = forms[i:j]
             i = j
         else:

@@ -119,8 +119,7 @@ def _uniform(data, minval, maxval, shape, dtype):
     _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
     unit = _is_const(minval, 0) and _is_const(maxval, 1)
     exact_scale = _power_of_two_span(minval, maxval, dtype)
-    minval = _to_rank(_convert(minval, dtype), len(shape))
-    maxval = _to_rank(_convert(maxval, dtype), len(shape))
+    minval, maxval = (_bound(v, dtype, len(shape)) for v in (minval, maxval))
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     rng_bits = 8 if nmant < 8 else nbits
@@ -142,6 +141,15 @@ def _uniform(data, minval, maxval, shape, dtype):
         # XLA contracts this multiply-add into one fused op: round once, as it does.
         scaled = _fma(floats, span, minval)
     return lax.max(minval, lax.reshape(scaled, shape))
+
+
+def _bound(x, dtype, rank: int):
+    """A uniform bound as `dtype` at `rank`. A bound known now and scalar stays a scalar
+    constant, so the compiler folds the span and fuses the scaling with the draw."""
+    if isinstance(x, (bool, int, float, np.number)) or (isinstance(x, np.ndarray)
+                                                       and x.ndim == 0):
+        return _const(dtype, x)
+    return _to_rank(_convert(x, dtype), rank)
 
 
 def _power_of_two_span(minval, maxval, dtype) -> bool:

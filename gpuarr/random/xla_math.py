@@ -19,13 +19,14 @@ the last bit for about one float in thirty, and `xla_rsqrt_p` is XLA's float32 r
 from __future__ import annotations
 
 import math
+import threading
 from functools import partial
 
 import numpy as np
 
 from gpuarr import lax
-from gpuarr.backends.host_threads import run_in_cache_blocks
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends.host_threads import CACHE_BLOCK, run_in_cache_blocks
+from gpuarr.backends.numpy_backend import block_kernel_rules, impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
@@ -117,9 +118,11 @@ class _Scratch:
              np.int32: ("bits", "mask")}
 
     def __init__(self, size: int):
+        self.size = size
         self.buffers = {name: np.empty(size, dtype) for dtype, names in self.KINDS.items()
                         for name in names}
         self.buffers["flag"] = np.empty(size, np.bool_)
+        self.buffers["odd"] = np.empty(size, np.bool_)
 
     def views(self, m: int):
         return {name: buf[:m] for name, buf in self.buffers.items()}
@@ -298,8 +301,108 @@ def _map_blocks(block_fn, a, dtype=np.float32, make_scratch=_Scratch):
     return a, out
 
 
+# ---------------------------------------------------------------- float32, memoised on a grid
+#
+# `normal` hands erf_inv the values u = (4m + 1) / 2**24 for m in [-2**22, 2**22): the 2**23
+# floats that a 23-bit uniform draw scaled to (-1, 1) can take. Once a process has pushed as
+# many values through the emulation as that grid holds, it runs once over the whole grid (about
+# half a second) and later blocks gather from the table (32 MiB), for a quarter of the cost per
+# value. Values off the grid (truncated_normal's, +-1, NaN) still take the emulation.
+
+_GRID_HALF = 1 << 22
+_GRID_SCALE = np.float32(2.0 ** 24)  # u * 2**24 is the integer 4m + 1, exactly
+
+
+class _GridTable:
+    """erf_inv over the uniform grid, built on demand once it has paid for itself."""
+
+    def __init__(self):
+        self.values: np.ndarray | None = None
+        self.emulated = 0  # values the emulation has computed so far
+        self.lock = threading.Lock()
+
+    def ready(self, size: int) -> np.ndarray | None:
+        """The table, if it is built or due now that `size` more values are wanted; else
+        None (and the values count towards building it)."""
+        if self.values is None:
+            self.emulated += size
+            if self.emulated < 2 * _GRID_HALF:
+                return None
+            with self.lock:  # on this thread: the shared pool may be waiting on it
+                if self.values is None:
+                    m = np.arange(-_GRID_HALF, _GRID_HALF, dtype=np.int32)
+                    grid = np.multiply(4 * m + 1, 1 / _GRID_SCALE, dtype=np.float32)
+                    values = np.empty_like(grid)
+                    for lo in range(0, grid.shape[0], CACHE_BLOCK):
+                        _emulate_block(grid[lo:lo + CACHE_BLOCK], values[lo:lo + CACHE_BLOCK])
+                    self.values = values
+        return self.values
+
+
+_GRID_TABLE = _GridTable()
+_thread_state = threading.local()
+
+
+def _scratch_for(size: int) -> _Scratch:
+    """This thread's scratch buffers, at least `size` long."""
+    scratch = getattr(_thread_state, "scratch", None)
+    if scratch is None or scratch.size < size:
+        scratch = _thread_state.scratch = _Scratch(max(size, CACHE_BLOCK))
+    return scratch
+
+
+def _emulate_block(a, out):
+    with np.errstate(all="ignore"):  # NaN and +-1 lanes are fixed at the end
+        _erf_inv32_block(a, out, _scratch_for(a.shape[0]))
+
+
+def _grid_lookup(a, out, table) -> np.ndarray:
+    """out = table's erf_inv of the float32 block `a` where it lies on the grid; returns the
+    lanes off the grid (left for the caller)."""
+    s = _scratch_for(a.shape[0]).views(a.shape[0])
+    v, k, low, on, odd = s["q"], s["bits"], s["mask"], s["flag"], s["odd"]
+    with np.errstate(all="ignore"):  # NaN and out-of-range lanes are off the grid
+        np.multiply(a, _GRID_SCALE, out=v)
+        np.copyto(k, v, casting="unsafe")
+    np.equal(k, v, out=on)  # an integer...
+    np.bitwise_and(k, np.int32(3), out=low)
+    np.equal(low, np.int32(1), out=odd)  # ...of the form 4m + 1
+    np.logical_and(on, odd, out=on)
+    np.right_shift(k, np.int32(2), out=k)
+    np.add(k, np.int32(_GRID_HALF), out=k)
+    miss = () if on.all() else np.flatnonzero(np.logical_not(on, out=on))
+    if len(miss):
+        k[miss] = 0
+    np.take(table, k, out=out)
+    return miss
+
+
+def _erf_inv32_into(a, out):
+    """out = XLA's float32 erf_inv of the float32 block `a`, on the calling thread."""
+    if a.ndim != 1 or not out.flags.c_contiguous:  # rows of a larger array, say
+        in_place = out.flags.c_contiguous
+        flat = out.reshape(-1) if in_place else np.empty(a.size, np.float32)
+        _erf_inv32_into(np.ascontiguousarray(a).reshape(-1), flat)
+        if not in_place:
+            np.copyto(out, flat.reshape(out.shape))
+        return out
+    table = _GRID_TABLE.ready(a.shape[0])
+    if table is None:
+        _emulate_block(a, out)
+        return out
+    miss = _grid_lookup(a, out, table)
+    if len(miss):
+        off_grid = np.empty(len(miss), np.float32)
+        _emulate_block(a[miss], off_grid)
+        out[miss] = off_grid
+    return out
+
+
 def _erf_inv32(a):
-    return _map_blocks(_erf_inv32_block, a)[1]
+    a = np.ascontiguousarray(a, np.float32).reshape(-1)
+    out = np.empty_like(a)
+    run_in_cache_blocks(lambda lo, hi, _: _erf_inv32_into(a[lo:hi], out[lo:hi]), a.shape[0])
+    return out
 
 
 # ---------------------------------------------------------------- float64
@@ -448,6 +551,10 @@ erf_inv_giles.__doc__ = """erf_inv(x) computed exactly as XLA's CPU backend comp
     polynomials with XLA's log1p and fused multiply-adds): JAX's `lax.erf_inv` bit for bit in
     float32, within rounding in float64. Used by the samplers; `lax.erf_inv` is the accurate
     inverse."""
+# In a compiled Program, float32 erf_inv takes its blocks inside the run that draws the uniforms.
+block_kernel_rules[erf_inv_giles_p] = lambda eqn: (
+    _erf_inv32_into if eqn.inputs[0].aval.dtype == eqn.outvars[0].aval.dtype == np.float32
+    else None)
 # XLA's float64 log and log1p differ from NumPy's in the last bit now and then; float64 samples
 # are promised within rounding only, so NumPy's serve there.
 xla_log_p, xla_log = _xla_primitive("xla_log", _xla_log32, np.log,

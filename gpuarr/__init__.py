@@ -48,6 +48,7 @@ from gpuarr import random  # noqa: F401, E402
 
 # Devices, placement and interchange (cuda platform, DLPack).
 from gpuarr.api import default_device, local_device_count  # noqa: F401, E402
+from gpuarr.pmap_api import pmap  # noqa: F401, E402
 from gpuarr.platforms import Device  # noqa: F401, E402
 from gpuarr import dlpack  # noqa: F401, E402
 

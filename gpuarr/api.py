@@ -31,6 +31,8 @@ jit_p = Primitive("jit", multiple_results=True)
 
 
 def _jit_impl(*args, jaxpr: ClosedProgram, name: str):
+    if _flags["no_execution"]:
+        _refuse_execution(name)
     return numpy_backend.compile_closed(jaxpr)(*args)
 
 
@@ -253,6 +255,8 @@ class Jitted:
         where = device or self._device or (
             placement.current_default_device() if placement.active[0] else None)
         state = config.trace_state() if where is None else config.trace_state() + (where,)
+        if batching._axis_env:  # collectives inside may depend on the named axes' sizes
+            state += (batching.axis_env(),)
         key = (in_tree, sigs, statics, state)
         entry = self._cache.get(key)
         trace = core.current_trace()
@@ -266,6 +270,8 @@ class Jitted:
             if where is not None or entry.platform is not None:
                 bufs = [placement.buffer_for(x, entry.platform_obj) if type(x) is Array else b
                         for x, b in zip(leaves, bufs)]
+            if _flags["no_execution"]:
+                _refuse_execution(self._name)
             fn = entry.fn
             if self._donate_argnums and hasattr(fn, "donating"):  # outputs take donated buffers
                 fn = fn.donating(_donated_positions(args, leaves, self._donate_argnums))
@@ -323,6 +329,11 @@ class Jitted:
         return params[:nargs] + list(kwargs)
 
     def _trace(self, leaves, in_tree, sigs, statics, arg_names):
+        if _flags["no_tracing"]:
+            code = getattr(self._fun, "__code__", None)
+            where = f"{self._name} at {code.co_filename}:{code.co_firstlineno}" if code \
+                else repr(self._fun)
+            raise RuntimeError(f"re-tracing function {where} for `jit`, but 'no_tracing' is set")
         avals = [s if isinstance(s, ShapedArray) else _abstractify(leaves[i])
                  for i, s in enumerate(sigs)]
         static_pos = {k: s.val for k, s in statics}
@@ -437,8 +448,9 @@ class Jitted:
                                 [a.weak_type for a in closed.out_avals],
                                 placement.platform_of(self._device or placement.target_device()))
             entry.fn = entry.platform_obj.compile(entry.closed)
-            return stages.Compiled(entry.closed, *common, functools.partial(_run_entry, entry),
-                                   names, functools.partial(_compiled_text, entry))
+            run = functools.partial(_run_entry, entry, name=self._name)
+            return stages.Compiled(entry.closed, *common, run, names,
+                                   functools.partial(_compiled_text, entry))
 
         def lower(traced):
             return stages.Lowered(_optimize(traced.jaxpr), *common, compile)
@@ -458,8 +470,15 @@ class Jitted:
         return len(self._cache)
 
 
-def _run_entry(entry: _CacheEntry, leaves):
+def _refuse_execution(name: str):
+    raise RuntimeError(f"JAX tried to execute function jit({name}), but the no_execution "
+                       "config option is set")
+
+
+def _run_entry(entry: _CacheEntry, leaves, name: str = ""):
     """Run a compiled entry on flat arguments; the outputs as the entry's pytree of Arrays."""
+    if _flags["no_execution"]:
+        _refuse_execution(name)
     bufs = [_leaf_buffer(x) for x in leaves]
     if entry.platform is not None:
         bufs = [placement.buffer_for(x, entry.platform_obj) if type(x) is Array else b

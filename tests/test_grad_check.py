@@ -243,8 +243,10 @@ INTERNAL = {"add_any", "custom_lin"}
 NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_callback",
                       "householder_product", "hessenberg", "schur", "geqrf", "geqp3", "ormqr",
                       "rng_uniform"}
-# - collectives need a vmap-named axis: tests/test_collectives.py checks their gradients.
-COLLECTIVES = {"psum", "pmax", "pmin", "axis_index"}
+# - collectives need a vmap-named axis: tests/test_collectives.py and
+#   tests/test_collectives_vs_jax.py check their gradients.
+COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",
+               "all_to_all", "ppermute", "pbroadcast"}
 
 
 def test_every_differentiable_primitive_is_in_the_table():

@@ -265,8 +265,10 @@ ALLOWLIST = {
     # Internal to linearize of custom_vjp: it only appears in linear programs, which are
     # transposed, never batched.
     "custom_lin",
-    # Collectives act on a vmap's named axis: tests/test_collectives.py covers them.
-    "psum", "pmax", "pmin", "axis_index",
+    # Collectives act on a vmap's named axis: tests/test_collectives.py and
+    # tests/test_collectives_vs_jax.py cover them.
+    "psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter", "all_to_all",
+    "ppermute", "pbroadcast",
     # Batched as XLA does, not per example (only the first key draws; a fresh stateful draw per
     # call; the platform is not an operand): tests/test_lax_additions.py compares with JAX.
     "rng_bit_generator", "rng_uniform", "platform_index",

@@ -36,6 +36,25 @@ def current_axis_name():
     return _rule_axis_name[-1]
 
 
+# (name, size) of each named vmap whose function is being traced, innermost last. Collectives
+# whose result shape depends on the axis size (all_gather, psum_scatter, all_to_all) read it
+# when they are bound, also inside a jit traced under the vmap; jit keys its cache on it.
+_axis_env: list = []
+
+
+def axis_env() -> tuple:
+    return tuple(_axis_env)
+
+
+def bound_axis_size(name) -> int:
+    """The size of the innermost vmap named `name`; NameError (as JAX) when none is."""
+    for bound, size in reversed(_axis_env):
+        if bound == name:
+            return size
+    raise NameError(f"unbound axis name: {name}. Collectives such as psum name an axis that an "
+                    "enclosing vmap(..., axis_name=...) or pmap maps over.")
+
+
 # Set by gpuarr.lax: move a batch axis (`moveaxis`) and materialise one (`broadcast`).
 moveaxis: Callable = None  # type: ignore[assignment]
 broadcast_batched: Callable = None  # type: ignore[assignment]
@@ -105,12 +124,16 @@ def batch_flat(fun: Callable, axis_size: int, vals, dims, axis_name=None):
     """Run `fun` over a batch; return (outs, out_dims) with each out dim int or not_mapped."""
     trace = BatchTrace(current_trace(), axis_size, axis_name)
     ins = [trace.pure(v, d) for v, d in zip(vals, dims, strict=True)]
+    if axis_name is not None:
+        _axis_env.append((axis_name, axis_size))
     try:
         with set_current_trace(trace):
             outs = fun(*ins)
         pairs = [trace.to_val_dim(o) for o in outs]
     finally:
         trace.alive = False
+        if axis_name is not None:
+            _axis_env.pop()
     return [v for v, _ in pairs], [d for _, d in pairs]
 
 

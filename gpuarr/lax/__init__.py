@@ -36,7 +36,11 @@ from gpuarr.lax.windowed import (  # noqa: F401, E402
 
 not_ = bitwise_not
 from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402
-from gpuarr.lax.parallel import axis_index, pmax, pmean, pmin, psum  # noqa: F401, E402
+from gpuarr.lax.parallel import (  # noqa: F401, E402
+    all_gather, all_gather_p, all_to_all, all_to_all_p, axis_index, axis_index_p, pbroadcast,
+    pmax, pmax_p, pmean, pmin, pmin_p, ppermute, ppermute_p, pshuffle, psum, psum_p,
+    psum_scatter, pswapaxes,
+)
 from gpuarr.lax.extras import (  # noqa: F401, E402
     ConvGeneralDilatedDimensionNumbers, DotDimensionNumbers, Precision, RoundingMethod, axis_size,
     batch_matmul, broadcast_shapes, broadcast_to_rank, collapse, complex, conj, conv_transpose,

@@ -1,10 +1,12 @@
-"""Collectives over a named mapped axis: `psum`, `pmean`, `pmax`, `pmin` and `axis_index`.
+"""Collectives over a named mapped axis: reductions (`psum`, `pmean`, `pmax`, `pmin`),
+`axis_index`, and the data movements `all_gather`, `psum_scatter`, `all_to_all`/`pswapaxes`,
+`ppermute`/`pshuffle` and `pbroadcast`.
 
-An axis gets its name from `vmap(..., axis_name=...)`. Each collective is a primitive whose
-batching rule does the work: the BatchTrace of the named axis reduces over its batch dimension
-(a value that does not vary along the axis counts `axis_size` times in a sum) and the result
-no longer varies along that axis. Names of other (outer) vmaps are passed on to them; a name
-no vmap binds is a NameError, as in JAX.
+An axis gets its name from `vmap(..., axis_name=...)` (or `pmap`). Each collective is a
+primitive whose batching rule does the work on the batch dimension of the named axis: a
+reduction reduces over it (a value that does not vary along the axis counts `axis_size` times
+in a sum), a gather moves it into a positional axis, a permutation reorders it. Names of other
+(outer) vmaps are passed on to them; a name no vmap binds is a NameError, as in JAX.
 """
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ import numpy as np
 
 from gpuarr import tree_util
 from gpuarr.backends.numpy_backend import impl_rules
-from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules
+from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules, collective_prims, not_mapped
 from gpuarr.lax import lax
+from gpuarr.lax.slicing import index_in_dim, index_take
 
 
 def _names(axis_name) -> tuple:
@@ -121,3 +124,369 @@ def axis_index(axis_name):
         raise NotImplementedError("axis_index of several axes at once is not supported; "
                                   "combine axis_index of each name.")
     return axis_index_p.bind(axis_name=names)
+
+
+# ---------------------------------------------------------------- moving data along the axis
+#
+# As in JAX's batching rules: the named axis is the batch dimension `d` of the operand (None
+# when the value is the same at every position). Outer names leave the work to the outer vmap,
+# with positional parameters shifted past this vmap's batch dimension.
+
+
+def _single_name(prim_name, axis_name, axis_index_groups):
+    if axis_index_groups is not None:
+        raise NotImplementedError(f"{prim_name}: axis_index_groups is not supported in vmap.")
+    if len(axis_name) != 1:
+        raise NotImplementedError(f"{prim_name} over several axis names at once is not "
+                                  "supported; nest one collective per name.")
+
+
+def _take(x, d, sources, axis_size):
+    """x with its batch dimension (at `d`, maybe None) reordered so that position i holds
+    position sources[i]; a source of None gives zeros. The result is batched at 0."""
+    x = batching.move_to(x, d, 0, axis_size)
+    picked = [0 if src is None else src for src in sources]
+    if picked != list(range(axis_size)):
+        x = index_take(x, [np.array(picked, np.int32)], (0,))
+    if None in sources:
+        shape = get_aval(x).shape
+        keep = lax.broadcast_in_dim(np.array([src is not None for src in sources]), shape, (0,))
+        x = lax.select(keep, x, lax.full_like(x, 0))
+    return x
+
+
+def _fold(x, axis):
+    """Merge dimensions axis and axis + 1."""
+    shape = list(get_aval(x).shape)
+    shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
+    return lax.reshape(x, tuple(shape))
+
+
+def _split(x, axis, factor):
+    """Split dimension `axis` into (factor, size // factor)."""
+    shape = list(get_aval(x).shape)
+    shape[axis:axis + 1] = [factor, shape[axis] // factor]
+    return lax.reshape(x, tuple(shape))
+
+
+def _axis_size_of(axis_name) -> int:
+    size = 1
+    for name in axis_name:
+        size *= batching.bound_axis_size(name)
+    return size
+
+
+# all_gather: every position receives the values of all positions, stacked (or concatenated
+# when tiled) along `all_gather_dimension`.
+
+all_gather_p = Primitive("all_gather")
+impl_rules[all_gather_p] = _unbound
+collective_prims.add(all_gather_p)
+
+
+def _all_gather_abstract(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_size,
+                         tiled):
+    shape = list(x.shape)
+    if tiled:
+        shape[all_gather_dimension] *= axis_size
+    else:
+        shape.insert(all_gather_dimension, axis_size)
+    return [x.update(shape=tuple(shape), weak_type=False)]
+
+
+def _all_gather_batch(frame_size, vals, dims, *, all_gather_dimension, axis_name,
+                      axis_index_groups, axis_size, tiled):
+    (x,), (d,) = vals, dims
+    params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups,
+                  axis_size=axis_size, tiled=tiled)
+    if batching.current_axis_name() not in axis_name:
+        if d is not not_mapped:
+            if d <= all_gather_dimension:
+                all_gather_dimension += 1
+            elif not tiled:
+                d += 1
+        return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension, **params), d
+    _single_name("all_gather", axis_name, axis_index_groups)
+    y = batching.move_to(x, d, all_gather_dimension, frame_size)
+    return (_fold(y, all_gather_dimension) if tiled else y), not_mapped
+
+
+abstract_eval_rules[all_gather_p] = _all_gather_abstract
+batch_rules[all_gather_p] = _all_gather_batch
+
+
+# psum_scatter (JAX's reduce_scatter primitive): psum, then position i keeps chunk i of
+# `scatter_dimension`.
+
+reduce_scatter_p = Primitive("reduce_scatter")
+impl_rules[reduce_scatter_p] = _unbound
+collective_prims.add(reduce_scatter_p)
+
+
+def _reduce_scatter_abstract(x, *, scatter_dimension, axis_name, axis_index_groups, axis_size,
+                             tiled):
+    shape = list(x.shape)
+    size = shape[scatter_dimension]
+    if tiled:
+        if size % axis_size:
+            raise ValueError(f"tiled reduce_scatter operand scatter dimension size {size} must "
+                             f"be divisible by shard_count {axis_size}")
+        shape[scatter_dimension] = size // axis_size
+    else:
+        if size != axis_size:
+            raise ValueError(f"reduce_scatter operand scatter dimension size {size} must match "
+                             f"shard count {axis_size}")
+        del shape[scatter_dimension]
+    return [x.update(shape=tuple(shape))]
+
+
+def _reduce_scatter_batch(frame_size, vals, dims, *, scatter_dimension, axis_name,
+                          axis_index_groups, axis_size, tiled):
+    (x,), (d,) = vals, dims
+    params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups,
+                  axis_size=axis_size, tiled=tiled)
+    if batching.current_axis_name() not in axis_name:
+        if d is not not_mapped:
+            if d <= scatter_dimension:
+                scatter_dimension += 1
+            elif not tiled:
+                d -= 1  # the scatter dimension before it is dropped
+        return reduce_scatter_p.bind(x, scatter_dimension=scatter_dimension, **params), d
+    _single_name("psum_scatter", axis_name, axis_index_groups)
+    _reduce_scatter_abstract(get_aval(x) if d is not_mapped else _unbatched_aval(x, d),
+                             scatter_dimension=scatter_dimension, **params)
+    total = (lax.mul(x, lax.full_like(x, frame_size)) if d is not_mapped
+             else lax.reduce_sum(x, (d,)))
+    return (_split(total, scatter_dimension, frame_size) if tiled else total), scatter_dimension
+
+
+def _unbatched_aval(x, d):
+    """The per-position aval of `x` batched at `d`."""
+    aval = get_aval(x)
+    return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
+
+
+abstract_eval_rules[reduce_scatter_p] = _reduce_scatter_abstract
+batch_rules[reduce_scatter_p] = _reduce_scatter_batch
+
+
+# all_to_all: split `split_axis` into axis_size chunks, send chunk j to position j, and
+# concatenate what arrives along `concat_axis` (the wrapper adds/removes the unit axes of the
+# untiled form, as JAX's does).
+
+all_to_all_p = Primitive("all_to_all")
+impl_rules[all_to_all_p] = _unbound
+collective_prims.add(all_to_all_p)
+
+
+def _all_to_all_abstract(x, *, axis_name, split_axis, concat_axis, axis_index_groups,
+                         axis_size, tiled):
+    shape = list(x.shape)
+    shape[split_axis] //= axis_size
+    shape[concat_axis] *= axis_size
+    return [x.update(shape=tuple(shape), weak_type=False)]
+
+
+def _swap(x, a, b):
+    perm = list(range(get_aval(x).ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return lax.transpose(x, perm)
+
+
+def _all_to_all_batch(frame_size, vals, dims, *, axis_name, split_axis, concat_axis,
+                      axis_index_groups, axis_size, tiled):
+    (x,), (d,) = vals, dims
+    params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups,
+                  axis_size=axis_size, tiled=tiled)
+    if batching.current_axis_name() not in axis_name:
+        if d is not not_mapped:
+            split_axis += d <= split_axis
+            concat_axis += d <= concat_axis
+        return all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis,
+                                 **params), d
+    _single_name("all_to_all", axis_name, axis_index_groups)
+    if d is not_mapped:
+        x, d = batching.move_to(x, d, 0, frame_size), 0
+    if split_axis == concat_axis:  # swap the batch dimension with the chunk index
+        axis = split_axis + (d <= split_axis)
+        out_d = d
+        x = _split(x, axis, frame_size)
+        d += axis <= d
+        return _fold(_swap(x, d, axis), axis), out_d
+    x = _fold(batching.moveaxis(x, d, concat_axis), concat_axis)
+    return _split(x, split_axis, frame_size), split_axis
+
+
+abstract_eval_rules[all_to_all_p] = _all_to_all_abstract
+batch_rules[all_to_all_p] = _all_to_all_batch
+
+
+# ppermute: position dst receives position src's value for each (src, dst) pair; positions
+# no pair sends to get zeros.
+
+ppermute_p = Primitive("ppermute")
+impl_rules[ppermute_p] = _unbound
+abstract_eval_rules[ppermute_p] = lambda x, *, axis_name, perm: [x]
+collective_prims.add(ppermute_p)
+
+
+def _ppermute_batch(frame_size, vals, dims, *, axis_name, perm):
+    (x,), (d,) = vals, dims
+    if batching.current_axis_name() not in axis_name:
+        return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
+    _single_name("ppermute", axis_name, None)
+    sources = [None] * frame_size
+    for src, dst in perm:
+        if not (0 <= src < frame_size and 0 <= dst < frame_size):
+            raise ValueError(f"ppermute perm {list(perm)} has indices outside the axis "
+                             f"{axis_name[0]!r} of size {frame_size}.")
+        sources[dst] = src
+    if d is not_mapped and sources == list(range(frame_size)):
+        return x, not_mapped
+    return _take(x, d, sources, frame_size), 0
+
+
+batch_rules[ppermute_p] = _ppermute_batch
+
+
+# pbroadcast: every position receives position `source`'s value.
+
+pbroadcast_p = Primitive("pbroadcast")
+impl_rules[pbroadcast_p] = _unbound
+abstract_eval_rules[pbroadcast_p] = lambda x, *, axis_name, source: [x]
+collective_prims.add(pbroadcast_p)
+
+
+def _pbroadcast_batch(frame_size, vals, dims, *, axis_name, source):
+    (x,), (d,) = vals, dims
+    if batching.current_axis_name() not in axis_name:
+        return pbroadcast_p.bind(x, axis_name=axis_name, source=source), d
+    _single_name("pbroadcast", axis_name, None)
+    if not 0 <= source < frame_size:
+        raise ValueError(f"pbroadcast source {source} is outside the axis {axis_name[0]!r} of "
+                         f"size {frame_size}.")
+    if d is not_mapped:
+        return x, not_mapped
+    return index_in_dim(x, source, d, keepdims=False), not_mapped
+
+
+batch_rules[pbroadcast_p] = _pbroadcast_batch
+
+
+# Each of these is linear in its operand; its transpose is the movement back.
+ad.deflinear(all_gather_p, lambda ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
+             axis_size, tiled: [reduce_scatter_p.bind(
+                 ct, scatter_dimension=all_gather_dimension, axis_name=axis_name,
+                 axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)])
+ad.deflinear(reduce_scatter_p, lambda ct, x, *, scatter_dimension, axis_name,
+             axis_index_groups, axis_size, tiled: [all_gather_p.bind(
+                 ct, all_gather_dimension=scatter_dimension, axis_name=axis_name,
+                 axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)])
+ad.deflinear(all_to_all_p, lambda ct, x, *, split_axis, concat_axis, **params: [
+    all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **params)])
+ad.deflinear(ppermute_p, lambda ct, x, *, axis_name, perm: [
+    ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm))])
+
+
+def _pbroadcast_transpose(ct, x, *, axis_name, source):
+    # Every position's cotangent flows back to the source position.
+    shape = get_aval(ct).shape
+    at_source = lax.broadcast_in_dim(
+        lax.eq(axis_index_p.bind(axis_name=axis_name), np.int32(source)), shape, ())
+    return [lax.select(at_source, psum_p.bind(ct, axis_name=axis_name), lax.full_like(ct, 0))]
+
+
+ad.deflinear(pbroadcast_p, _pbroadcast_transpose)
+
+
+def _leafwise(fn, x):
+    return tree_util.tree_map(lambda v: fn(lax._coerce_scalars("collective", v)[0]), x)
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
+    """Each leaf of `x` gathered from every position of the mapped axis `axis_name`: stacked
+    along a new positional axis `axis` (or concatenated along the existing axis `axis` when
+    `tiled`); every position gets the same result (lax.all_gather)."""
+    if to not in ("varying", "invarying"):
+        raise NotImplementedError(f"all_gather(to={to!r}) is not supported; use 'varying'.")
+    names = _names(axis_name)
+
+    def bind(v):
+        ndim = get_aval(v).ndim + (not tiled)
+        if not -ndim <= axis < ndim:
+            raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+        return all_gather_p.bind(v, all_gather_dimension=axis % ndim, axis_name=names,
+                                 axis_index_groups=axis_index_groups,
+                                 axis_size=_axis_size_of(names), tiled=tiled)
+    return _leafwise(bind, x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+    """psum of each leaf of `x` over the mapped axis `axis_name`, of which position i keeps
+    only chunk i along `scatter_dimension` (that dimension is dropped unless `tiled`)."""
+    names = _names(axis_name)
+    return _leafwise(lambda v: reduce_scatter_p.bind(
+        v, scatter_dimension=scatter_dimension, axis_name=names,
+        axis_index_groups=axis_index_groups, axis_size=_axis_size_of(names), tiled=tiled), x)
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+    """Materialise the mapped axis `axis_name` at position `concat_axis` of each leaf of `x`
+    and map its axis `split_axis` instead: position j receives chunk j of every position's
+    `split_axis` (lax.all_to_all). Untiled, `split_axis` must have the mapped axis's size."""
+    names = _names(axis_name)
+
+    def bind(v, split_axis=split_axis, concat_axis=concat_axis):
+        size = _axis_size_of(names)
+        shape = get_aval(v).shape
+        if tiled and shape[split_axis] % size:
+            raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to "
+                             f"be divisible by the size of the named axis {axis_name} ({size})")
+        if not tiled:
+            if size != shape[split_axis]:
+                raise ValueError("all_to_all requires the size of the mapped axis axis_name to "
+                                 "equal x.shape[split_axis], but they are "
+                                 f"{size} and {shape[split_axis]} respectively.")
+            if split_axis < concat_axis:
+                concat_axis += 1  # a position after split_axis is removed
+                v = lax.expand_dims(v, (concat_axis,))
+            elif concat_axis < split_axis:
+                v = lax.expand_dims(v, (concat_axis,))
+                split_axis += 1
+        out = all_to_all_p.bind(v, split_axis=split_axis, concat_axis=concat_axis,
+                                axis_name=names, axis_index_groups=axis_index_groups,
+                                axis_size=size, tiled=tiled)
+        if not tiled and split_axis != concat_axis:
+            out = lax.squeeze(out, (split_axis,))
+        return out
+    return _leafwise(bind, x)
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the mapped axis `axis_name` with the positional axis `axis` of each leaf of `x`
+    (all_to_all with split_axis = concat_axis = axis)."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+def ppermute(x, axis_name, perm):
+    """Each leaf of `x` permuted along the mapped axis `axis_name`: for each (source,
+    destination) pair in `perm`, position destination receives position source's value;
+    positions no pair names as a destination get zeros (lax.ppermute)."""
+    names = _names(axis_name)
+    perm = tuple((int(src), int(dst)) for src, dst in perm)
+    return _leafwise(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
+
+
+def pshuffle(x, axis_name, perm):
+    """Each leaf of `x` reordered along the mapped axis `axis_name` so that position i
+    receives position perm[i]'s value; `perm` must be a permutation of range(axis size)."""
+    if set(perm) != set(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def pbroadcast(x, axis_name, source):
+    """Each leaf of `x` replaced at every position of the mapped axis `axis_name` by its
+    value at position `source` (lax.pbroadcast)."""
+    names = _names(axis_name)
+    return _leafwise(lambda v: pbroadcast_p.bind(v, axis_name=names, source=int(source)), x)

@@ -109,6 +109,8 @@ PRIMITIVE_CASES = {
                     [R(2, 3), R(3, 4)], 2),
     "dot_general_batched": (lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
                             [R(2, 2, 3), R(2, 3, 4)], 2),
+    "ragged_dot_general": (lambda x, y: lax.ragged_dot(x, y, np.array([2, 1], np.int32)),
+                           [R(3, 2), R(2, 2, 3)], 2),
     "dot_general_vec_mat": (lambda x, y: lax.dot_general(x, y, (((0,), (1,)), ((), ()))),
                             [R(3), R(4, 3)], 2),
     "erf": (lax.erf, [R(3)], 2),
@@ -228,7 +230,7 @@ ZERO_JVP = {
     "is_finite", "le", "lt", "ne", "nextafter", "not", "or", "population_count", "reduce_and",
     "reduce_or", "reduce_xor", "round", "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign",
     "stop_gradient", "xor", "threefry2x32", "lu_pivots_to_permutation", "mulhi",
-    "platform_index", "rng_bit_generator",
+    "platform_index", "rng_bit_generator", "dce_sink",
 }
 # - higher-order primitives whose rules transform a sub-program; they are checked with
 #   functions built on them below (COMPOSITE_CASES) and in tests/test_ad.py.
@@ -238,11 +240,11 @@ HIGHER_ORDER = {"jit", "cond", "while", "scan", "custom_jvp_call", "custom_vjp_c
 #   part (forward mode through it raises TypeError, as in JAX).
 INTERNAL = {"add_any", "custom_lin"}
 # - not differentiable (their JVP rules raise, as in JAX): scatter_apply, householder_product,
-#   hessenberg, schur, geqrf, geqp3, ormqr, rng_uniform, and host callbacks (pure_callback and
-#   io_callback need custom_jvp/custom_vjp); debug_callback has no outputs.
+#   hessenberg, schur, geqrf, geqp3, ormqr, rng_uniform, composite, and host callbacks
+#   (pure_callback and io_callback need custom_jvp/custom_vjp); debug_callback has no outputs.
 NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_callback",
-                      "householder_product", "hessenberg", "schur", "geqrf", "geqp3", "ormqr",
-                      "rng_uniform"}
+                      "composite", "householder_product", "hessenberg", "schur", "geqrf",
+                      "geqp3", "ormqr", "rng_uniform"}
 # - collectives need a vmap-named axis: tests/test_collectives.py and
 #   tests/test_collectives_vs_jax.py check their gradients.
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",

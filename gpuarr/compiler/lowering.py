@@ -231,7 +231,9 @@ CONTROL = ("cond", "while", "scan", "pjit", "closed_call", "custom_jvp_call", "c
            "custom_vmap_call",
            "remat2", "custom_lin", "jit", "custom_vjp_call_jaxpr", "for_loop", "debug_callback",
            "pure_callback", "io_callback", "custom_linear_solve",
-           "optimization_barrier")  # a host step of its own: nothing fuses across it
+           "optimization_barrier",  # a host step of its own: nothing fuses across it
+           "composite",  # inlined by the passes; with them off, its host step runs it
+           "dce_sink")  # keeps its operand computed; the step itself does nothing
 
 # Indexing primitives with kernel lowerings in fusion.py.
 SCATTER_COMBINERS = {"scatter": "set", "scatter_add": "add", "scatter_sub": "sub",
@@ -245,10 +247,12 @@ INDEXING = ("gather", "dynamic_slice", "scatter_apply", *SCATTER_COMBINERS)
 HOST_FALLBACK = ("igamma", "igammac", "igamma_grad_a",
                  "bessel_i0e", "bessel_i1e", "zeta", "regularized_incomplete_beta",
                  "reduce_precision", "mulhi", "approx_top_k", "rng_bit_generator",
-                 "rng_uniform", "platform_index",
+                 "rng_uniform", "platform_index", "ragged_dot_general", "cholesky_update",
+                 "symmetric_product", "tridiagonal",
                  # Collectives: vmap rewrites them away; left in a program, the axis name is
                  # unbound and their host step raises JAX's NameError.
-                 "psum", "pmax", "pmin", "axis_index")
+                 "psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",
+                 "all_to_all", "ppermute", "pbroadcast")
 
 
 def _elementwise_rule(name):

@@ -389,7 +389,7 @@ def dce(program: Program) -> Program:
 # so fusion and the other passes see across their boundaries.
 CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "remat2": "jaxpr",
          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-         "custom_vmap_call": "call"}
+         "custom_vmap_call": "call", "composite": "jaxpr"}
 
 
 def inline(program: Program, consts: list):

@@ -105,3 +105,9 @@ from gpuarr.lax.windowed import (  # noqa: F401, E402
     conv_general_dilated_p, reduce_window_max_p, reduce_window_min_p, reduce_window_sum_p,
 )
 from gpuarr.lax.fft import fft_p  # noqa: F401, E402
+from gpuarr.lax.ragged import (  # noqa: F401, E402
+    RaggedDotDimensionNumbers, ragged_dot, ragged_dot_general, ragged_dot_general_p,
+)
+from gpuarr.lax.composite import (  # noqa: F401, E402
+    composite, composite_p, dce_sink, dce_sink_p, shape_as_value, stage,
+)

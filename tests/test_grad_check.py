@@ -240,11 +240,13 @@ HIGHER_ORDER = {"jit", "cond", "while", "scan", "custom_jvp_call", "custom_vjp_c
 #   part (forward mode through it raises TypeError, as in JAX).
 INTERNAL = {"add_any", "custom_lin"}
 # - not differentiable (their JVP rules raise, as in JAX): scatter_apply, householder_product,
-#   hessenberg, schur, geqrf, geqp3, ormqr, rng_uniform, composite, and host callbacks
+#   hessenberg, schur, geqrf, geqp3, ormqr, rng_uniform, composite, tridiagonal,
+#   symmetric_product, cholesky_update, and host callbacks
 #   (pure_callback and io_callback need custom_jvp/custom_vjp); debug_callback has no outputs.
 NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_callback",
                       "composite", "householder_product", "hessenberg", "schur", "geqrf",
-                      "geqp3", "ormqr", "rng_uniform"}
+                      "geqp3", "ormqr", "rng_uniform", "tridiagonal", "symmetric_product",
+                      "cholesky_update"}
 # - collectives need a vmap-named axis: tests/test_collectives.py and
 #   tests/test_collectives_vs_jax.py check their gradients.
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",

@@ -27,8 +27,9 @@ _import_all_primitive_modules()
 PRIMITIVES = sorted(core.abstract_eval_rules, key=lambda p: p.name)
 # Primitives without operands (iota) are never seen by JVP or batching traces.
 NULLARY = {"iota"}
-# As in JAX, vmap of a composite raises (tests/test_lax_composite.py checks the error).
-UNBATCHED = {"composite"}
+# As in JAX, vmap of these raises (tests/test_lax_composite.py and
+# tests/test_lax_linalg_extra.py check the errors).
+UNBATCHED = {"composite", "cholesky_update"}
 
 
 def test_there_are_primitives():

@@ -239,6 +239,10 @@ PRIMITIVE_TABLE["fft"] = (_fft_kinds, [f32(2, 3, 4)])
 # gpuarr.lax.special_extra).
 _POS = f32(2, 3, lo=0.5, hi=3.0)
 PRIMITIVE_TABLE.update({
+    "tridiagonal": (lambda a: lax.linalg.tridiagonal(a + jnp.swapaxes(a, -1, -2))[1:],
+                    [f32(4, 4)]),
+    "symmetric_product": (lambda a, c: lax.linalg.symmetric_product(a, c, alpha=2., beta=.5),
+                          [f32(3, 2), f32(3, 3)]),
     "ragged_dot_general": (lambda x, y: lax.ragged_dot(x, y, np.array([1, 1], np.int32)),
                            [f32(2, 3), f32(2, 3, 4)]),
     "bessel_i0e": _unary("bessel_i0e"),
@@ -277,6 +281,8 @@ ALLOWLIST = {
     # composite has no batching rule, as in JAX; dce_sink has no result to compare
     # (tests/test_lax_composite.py covers both).
     "composite", "dce_sink",
+    # No batching rule, as in JAX: tests/test_lax_linalg_extra.py checks vmap's error.
+    "cholesky_update",
 }
 
 

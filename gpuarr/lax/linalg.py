@@ -679,8 +679,11 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     """Singular value decomposition, as lax.linalg.svd: (u, s, vh), or s if not `compute_uv`.
 
     `s` is sorted in descending order and has the real dtype of `x`; `u` and `vh` are square
-    when `full_matrices`, else [..., m, k] and [..., k, n] with k = min(m, n).
+    when `full_matrices`, else [..., m, k] and [..., k, n] with k = min(m, n). `algorithm`
+    is None or an SvdAlgorithm; every algorithm runs the same host routine, whose results
+    agree with each of them to rounding.
     """
+    _check_svd_algorithm(algorithm)
     if subset_by_index is not None and tuple(subset_by_index) != (0, min(_shape(x)[-2:])):
         raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
     outs = _bind(svd_p, x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
@@ -1765,3 +1768,14 @@ def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
 
 # The general eigendecomposition lives in its own module (it needs lu and lu_solve above).
 from gpuarr.lax.eig import EigImplementation, eig, eig_p  # noqa: E402, F401
+from gpuarr.lax.linalg_extra import (  # noqa: E402, F401
+    SvdAlgorithm,
+    _check_svd_algorithm,
+    cholesky_update,
+    cholesky_update_p,
+    qdwh,
+    symmetric_product,
+    symmetric_product_p,
+    tridiagonal,
+    tridiagonal_p,
+)

@@ -18,6 +18,14 @@ from gpuarr.config import (  # noqa: F401
     check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,
     enable_x64, explain_cache_misses, log_compiles, numpy_dtype_promotion, numpy_rank_promotion,
 )
+from gpuarr.config import (  # noqa: F401
+    allow_f16_reductions, array_garbage_collection_guard, auto_pcast, debug_key_reuse,
+    default_prng_impl, enable_checks, enable_custom_prng, jax2tf_associative_scan_reductions,
+    legacy_prng_key, make_user_context, no_execution, no_tracing,
+    remove_size_one_mesh_axis_from_type, softmax_custom_jvp, thread_guard,
+    threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
+    transfer_guard_device_to_host, transfer_guard_host_to_device,
+)
 from gpuarr import errors  # noqa: F401
 from gpuarr.tree_util import (  # noqa: F401
     tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten,
@@ -30,7 +38,8 @@ from gpuarr.custom_derivatives import (  # noqa: F401, E402
 )
 from gpuarr.api import (  # noqa: F401, E402
     ensure_compile_time_eval, host_count, host_id, named_call, named_scope,
-    print_environment_info, process_count, process_index,
+    effects_barrier, host_ids, print_environment_info, process_count, process_index,
+    process_indices,
 )
 from gpuarr.dtypes import float0  # noqa: F401, E402
 from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401, E402
@@ -57,4 +66,8 @@ from gpuarr import dlpack  # noqa: F401, E402
 from gpuarr.compiler.explain import explain  # noqa: F401, E402
 from gpuarr import profiler, stages, typing  # noqa: F401, E402
 
-__version__ = "0.1.0"
+# Live arrays, host copies and the version.
+from gpuarr.array import copy_to_host_async, live_arrays  # noqa: F401, E402
+from gpuarr import version  # noqa: F401, E402
+from gpuarr.version import __version__, __version_info__  # noqa: F401, E402
+

@@ -865,6 +865,27 @@ def process_count(backend=None) -> int:
     return 1
 
 
+def process_indices(backend=None) -> list[int]:
+    """The indices of all processes running the computation: [0] (one host)."""
+    return list(range(process_count(backend)))
+
+
+def host_ids(backend=None) -> list[int]:
+    """The former name of `process_indices` (JAX's warning text, typo included)."""
+    warnings.warn("jax.process_indexs has been renamed to jax.process_indices. This alias "
+                  "will eventually be removed; please update your code.", stacklevel=2)
+    return process_indices(backend)
+
+
+def effects_barrier() -> None:
+    """Wait until the side effects of computations already started have completed.
+
+    gpuarr runs callbacks and debug prints synchronously, in program order, while the
+    computation that contains them runs, so there is never a pending effect to wait for:
+    this returns None at once."""
+    return None
+
+
 def host_id(backend=None) -> int:
     """The former name of `process_index`."""
     warnings.warn("jax.host_id has been renamed to jax.process_index. This alias will "

@@ -148,6 +148,8 @@ class Array:
         return self._deleted
 
     def copy_to_host_async(self) -> None:
+        """Start copying the value to host memory; the copy is made when the value is read
+        (`np.asarray(x)`), so this returns None without waiting."""
         return None
 
     # --- interchange (CUDA array interface, DLPack) -----------------------------------
@@ -207,3 +209,27 @@ class Array:
 
 def _reconstruct(value, weak_type):
     return Array(value, weak_type)
+
+
+def live_arrays(platform=None) -> list:
+    """The Arrays not deleted and not freed that are on a device of `platform` ('cpu',
+    'gpu'/'cuda', 'opencl'; default: the default platform), in no particular order. Arrays are
+    found through the garbage collector's list of objects when this is called, so making an
+    Array costs nothing extra."""
+    import gc
+
+    from gpuarr import platforms
+    plat = platforms.get_platform(platform) if platform else platforms.default_platform()
+    devices = set(plat.devices())
+    return [x for x in gc.get_objects()
+            if type(x) is Array and not x._deleted and x.device in devices]
+
+
+def copy_to_host_async(x):
+    """Call `copy_to_host_async()` on every leaf of the pytree `x` that has one; returns `x`."""
+    from gpuarr import tree_util
+    for leaf in tree_util.tree_leaves(x):
+        copy = getattr(leaf, "copy_to_host_async", None)
+        if copy is not None:
+            copy()
+    return x

@@ -48,7 +48,9 @@ def _log_compile(jitted, key):
 
 # Names of the values in config.trace_state(), in order.
 _TRACE_STATE_NAMES = ("jax_enable_x64", "jax_debug_nans", "jax_debug_infs",
-                      "gpuarr_enable_passes", "jax_platforms")
+                      "gpuarr_enable_passes", "jax_platforms", "jax_numpy_rank_promotion",
+                      "jax_numpy_dtype_promotion", "jax_threefry_partitionable",
+                      "make_user_context values")
 
 
 def _sig_aval(sig) -> ShapedArray:

@@ -54,6 +54,7 @@ __all__ = [
     "default_int_dtype",
     "default_uint_dtype",
     "dtype",
+    "extended",
     "finfo",
     "float0",
     "float16",
@@ -76,8 +77,11 @@ __all__ = [
     "is_weakly_typed",
     "isdtype",
     "issubdtype",
+    "itemsize_bits",
+    "prng_key",
     "promote_types",
     "result_type",
+    "scalar_type_of",
     "short_dtype_name",
     "supported_dtypes",
     "to_complex_dtype",
@@ -117,6 +121,16 @@ else:
 
 # The tangent dtype of integer and boolean values: a trivial vector space with no data.
 float0: np.dtype = np.dtype([("float0", np.void, 0)])
+
+
+class extended(np.generic):
+    """Scalar class of extended dtypes: abstract, never instantiated, it exists for
+    `issubdtype` (`issubdtype(random.key(0).dtype, dtypes.extended)` is True)."""
+
+
+class prng_key(extended):
+    """Scalar class of PRNG key dtypes (`key<fry>`): abstract, for `issubdtype`
+    (`issubdtype(random.key(0).dtype, dtypes.prng_key)` is True)."""
 
 _BOOL = np.dtype(np.bool_)
 _I8, _I16, _I32, _I64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -664,6 +678,11 @@ _BF16_SUPERTYPES = frozenset({np.floating, np.inexact, np.number, np.generic})
 def _scalar_type(x: Any) -> type:
     if isinstance(x, type) and issubclass(x, np.generic):
         return x
+    if isinstance(x, np.dtype):
+        return x.type
+    t = getattr(x, "type", None)  # an extended dtype (key<fry>) names its scalar class
+    if isinstance(t, type) and issubclass(t, extended):
+        return t
     return np.dtype(x).type
 
 
@@ -857,3 +876,33 @@ def to_complex_dtype(dt: Any) -> np.dtype:
     complex128 inputs, complex64 otherwise."""
     d = to_inexact_dtype(dt)
     return _C128 if (d == _F64 or d == _C128) else _C64
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """Bits per element of `dtype` (8 for bool, 2x the component width for complex);
+    ValueError for None and for dtypes without a numeric width (float0, key<fry>)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    if dtype == _BOOL:
+        return 8  # physical bit layout for boolean dtype
+    if issubdtype(dtype, np.integer):
+        return iinfo(dtype).bits
+    if issubdtype(dtype, np.floating):
+        return finfo(dtype).bits
+    if issubdtype(dtype, np.complexfloating):
+        return 2 * finfo(dtype).bits
+    raise ValueError(f"unexpected input: {dtype=}")
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) of a value's dtype."""
+    typ = dtype(x)
+    if typ == _BOOL:
+        return bool
+    if is_int(typ):
+        return int
+    if is_float(typ):
+        return float
+    if is_complex(typ):
+        return complex
+    raise TypeError(f"Invalid scalar value {x}")

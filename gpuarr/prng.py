@@ -24,6 +24,7 @@ import numpy as np
 from gpuarr import dtypes, lax, tree_util
 from gpuarr.backends.host_threads import run_in_cache_blocks
 from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.config import _check_prng_impl, config
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
@@ -174,6 +175,13 @@ def _key_words(data):
 
 def _iota_2x32(shape):
     """The row-major flat index over `shape` as two uint32 words (high, low)."""
+    if not config._values["threefry_partitionable"]:  # the counters of split and random bits
+        raise NotImplementedError(
+            "gpuarr.random implements only the partitionable threefry layout "
+            "(jax_threefry_partitionable=True, JAX's default); with it False JAX draws "
+            "different numbers. Set jax_threefry_partitionable to True.")
+    if config._values["default_prng_impl"] != "threefry2x32":
+        _check_prng_impl(config._values["default_prng_impl"])
     size = math.prod(shape)
     if size >= 1 << 32:
         raise NotImplementedError(f"random bits for {size} elements (at most 2**32 - 1 per call)")
@@ -239,6 +247,7 @@ class KeyDtype:
 
     __slots__ = ()
     name = "key<fry>"
+    type = dtypes.prng_key  # issubdtype(key.dtype, dtypes.prng_key) is True, as in JAX
     impl = "threefry2x32"
     tag = "fry"
     itemsize = 8

@@ -72,6 +72,7 @@ inf = _np.inf
 nan = _np.nan
 euler_gamma = _np.euler_gamma
 newaxis = None
+ComplexWarning = _np.exceptions.ComplexWarning  # what casting complex to real warns
 
 # Indexing, .at updates, selection, sorting and searching.
 from gpuarr.numpy import at as _at  # noqa: F401, E402

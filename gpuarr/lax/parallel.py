@@ -176,13 +176,19 @@ def _axis_size_of(axis_name) -> int:
     return size
 
 
+def _moving_collective(name: str, abstract_eval, batch_rule) -> Primitive:
+    """A collective that moves data along the named axis: all its work is `batch_rule`; left
+    in a program outside every vmap, its host step raises JAX's NameError."""
+    prim = Primitive(name)
+    impl_rules[prim] = _unbound
+    abstract_eval_rules[prim] = abstract_eval
+    batch_rules[prim] = batch_rule
+    collective_prims.add(prim)
+    return prim
+
+
 # all_gather: every position receives the values of all positions, stacked (or concatenated
 # when tiled) along `all_gather_dimension`.
-
-all_gather_p = Primitive("all_gather")
-impl_rules[all_gather_p] = _unbound
-collective_prims.add(all_gather_p)
-
 
 def _all_gather_abstract(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_size,
                          tiled):
@@ -211,17 +217,11 @@ def _all_gather_batch(frame_size, vals, dims, *, all_gather_dimension, axis_name
     return (_fold(y, all_gather_dimension) if tiled else y), not_mapped
 
 
-abstract_eval_rules[all_gather_p] = _all_gather_abstract
-batch_rules[all_gather_p] = _all_gather_batch
+all_gather_p = _moving_collective("all_gather", _all_gather_abstract, _all_gather_batch)
 
 
 # psum_scatter (JAX's reduce_scatter primitive): psum, then position i keeps chunk i of
 # `scatter_dimension`.
-
-reduce_scatter_p = Primitive("reduce_scatter")
-impl_rules[reduce_scatter_p] = _unbound
-collective_prims.add(reduce_scatter_p)
-
 
 def _reduce_scatter_abstract(x, *, scatter_dimension, axis_name, axis_index_groups, axis_size,
                              tiled):
@@ -266,18 +266,13 @@ def _unbatched_aval(x, d):
     return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
 
 
-abstract_eval_rules[reduce_scatter_p] = _reduce_scatter_abstract
-batch_rules[reduce_scatter_p] = _reduce_scatter_batch
+reduce_scatter_p = _moving_collective("reduce_scatter", _reduce_scatter_abstract,
+                                      _reduce_scatter_batch)
 
 
 # all_to_all: split `split_axis` into axis_size chunks, send chunk j to position j, and
 # concatenate what arrives along `concat_axis` (the wrapper adds/removes the unit axes of the
 # untiled form, as JAX's does).
-
-all_to_all_p = Primitive("all_to_all")
-impl_rules[all_to_all_p] = _unbound
-collective_prims.add(all_to_all_p)
-
 
 def _all_to_all_abstract(x, *, axis_name, split_axis, concat_axis, axis_index_groups,
                          axis_size, tiled):
@@ -317,18 +312,11 @@ def _all_to_all_batch(frame_size, vals, dims, *, axis_name, split_axis, concat_a
     return _split(x, split_axis, frame_size), split_axis
 
 
-abstract_eval_rules[all_to_all_p] = _all_to_all_abstract
-batch_rules[all_to_all_p] = _all_to_all_batch
+all_to_all_p = _moving_collective("all_to_all", _all_to_all_abstract, _all_to_all_batch)
 
 
 # ppermute: position dst receives position src's value for each (src, dst) pair; positions
 # no pair sends to get zeros.
-
-ppermute_p = Primitive("ppermute")
-impl_rules[ppermute_p] = _unbound
-abstract_eval_rules[ppermute_p] = lambda x, *, axis_name, perm: [x]
-collective_prims.add(ppermute_p)
-
 
 def _ppermute_batch(frame_size, vals, dims, *, axis_name, perm):
     (x,), (d,) = vals, dims
@@ -346,16 +334,10 @@ def _ppermute_batch(frame_size, vals, dims, *, axis_name, perm):
     return _take(x, d, sources, frame_size), 0
 
 
-batch_rules[ppermute_p] = _ppermute_batch
+ppermute_p = _moving_collective("ppermute", lambda x, *, axis_name, perm: [x], _ppermute_batch)
 
 
 # pbroadcast: every position receives position `source`'s value.
-
-pbroadcast_p = Primitive("pbroadcast")
-impl_rules[pbroadcast_p] = _unbound
-abstract_eval_rules[pbroadcast_p] = lambda x, *, axis_name, source: [x]
-collective_prims.add(pbroadcast_p)
-
 
 def _pbroadcast_batch(frame_size, vals, dims, *, axis_name, source):
     (x,), (d,) = vals, dims
@@ -370,7 +352,8 @@ def _pbroadcast_batch(frame_size, vals, dims, *, axis_name, source):
     return index_in_dim(x, source, d, keepdims=False), not_mapped
 
 
-batch_rules[pbroadcast_p] = _pbroadcast_batch
+pbroadcast_p = _moving_collective("pbroadcast", lambda x, *, axis_name, source: [x],
+                                  _pbroadcast_batch)
 
 
 # Each of these is linear in its operand; its transpose is the movement back.

@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 import pytest
+from jax_compare import same_error
 
 import gpuarr
 from gpuarr.lax import linalg as lax_linalg
@@ -75,14 +76,6 @@ def close(got, want, dtype, scale=1.0):
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
     tol = TOL[np.dtype(dtype).type] * scale
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
-
-
-def same_error(ours, theirs):
-    with pytest.raises(Exception) as want:
-        theirs()
-    with pytest.raises(want.type) as got:
-        ours()
-    assert str(got.value) == str(want.value)
 
 
 def jax_all(cases):

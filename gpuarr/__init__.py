@@ -71,3 +71,10 @@ from gpuarr.array import copy_to_host_async, live_arrays  # noqa: F401, E402
 from gpuarr import version  # noqa: F401, E402
 from gpuarr.version import __version__, __version_info__  # noqa: F401, E402
 
+
+# Shardings and shard_map on the one device (every mesh axis has size 1).
+from gpuarr import sharding  # noqa: F401, E402
+from gpuarr.sharding import (  # noqa: F401, E402
+    NamedSharding, PartitionSpec as P, make_mesh, reshard, set_mesh,
+)
+from gpuarr.shard_map_api import shard_map  # noqa: F401, E402

@@ -185,7 +185,8 @@ class Jitted:
     """A function compiled once per input signature; calls with a cached signature are cheap."""
 
     def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
-                 donate_argnames=None, keep_unused=False, inline=False, device=None):
+                 donate_argnames=None, keep_unused=False, inline=False, device=None,
+                 shardings=None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         # Copy the name and docstring, and only public attributes: a private one of `fun`
@@ -204,7 +205,11 @@ class Jitted:
         self._donate_argnums, _ = _infer_names(self._sig, donate_argnums, donate_argnames, "donate")
         self._cache: dict = {}
         self._fast: dict = {}  # (arg avals..., trace state) -> entry, for all-Array positional calls
-        self._plain = not (self._static_argnums or self._static_argnames or self._donate_argnums)
+        # (in_shardings, out_shardings) when either is given: such calls skip the fast path.
+        self._shardings = shardings
+        self._out_shardings_cache: dict = {}
+        self._plain = not (self._static_argnums or self._static_argnames or self._donate_argnums
+                           or shardings is not None)
         self._device = device  # jit(device=...): where every call runs
         self._name = getattr(fun, "__name__", type(fun).__name__)
 
@@ -252,6 +257,8 @@ class Jitted:
         # Computation follows committed inputs; two committed devices raise ValueError.
         device = placement.committed_device(
             leaves, self._name, lambda: _leaf_arg_names(in_tree, arg_names, self._sig, statics))
+        if self._shardings is not None:  # runs on the device the shardings name
+            device = self._sharding_device(kwargs, in_tree, leaves, arg_names, statics, device)
         where = device or self._device or (
             placement.current_default_device() if placement.active[0] else None)
         state = config.trace_state() if where is None else config.trace_state() + (where,)
@@ -291,15 +298,66 @@ class Jitted:
                 self._donate(args, results)
             if _flags["debug_nans"] or _flags["debug_infs"]:
                 self._check_nans(entry, bufs, results)
+            if self._shardings is not None and self._shardings[1] is not None:
+                _attach_shardings(results, self._out_shardings(entry.out_tree, entry.closed))
             return tree_util.tree_unflatten(entry.out_tree, results)
         # Under a transformation: stage a jit equation; its rules transform the Program.
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
+        if self._shardings is not None and self._shardings[1] is not None:
+            self._out_shardings(out_tree, closed)  # checked; values inside carry no sharding
         closed, hoisted = pe.hoist_tracer_consts(closed)
         if self._inline:
             outs = core.eval_program(closed.program, closed.consts, [*hoisted, *leaves])
         else:
             outs = jit_p.bind(*hoisted, *leaves, name=self._name, jaxpr=closed)
         return tree_util.tree_unflatten(out_tree, list(outs))
+
+    # --- in_shardings and out_shardings ---------------------------------------------
+    def _sharding_device(self, kwargs, in_tree, leaves, arg_names, statics, committed):
+        """Check in_shardings against this call's arguments as JAX does and return the device
+        the call runs on: the one device of the shardings (or of the committed inputs)."""
+        from gpuarr import sharding as shd
+        in_s, out_s = self._shardings
+        mesh = shd.jit_context_mesh()
+        flat = []
+        if in_s is not None:
+            if kwargs:
+                raise ValueError("pjit does not support kwargs when in_shardings is specified.")
+            flat = shd.flatten_axis_resources("pjit in_shardings", in_tree.children()[0], in_s,
+                                              tupled_args=True)
+            flat = [shd.sharding_for_spec(mesh, x, "in_shardings", "jit") for x in flat]
+            names = _leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(flat)
+            shd.check_aval_sharding(flat, [_leaf_aval(x) for x in leaves], names,
+                                    "pjit arguments")
+        if out_s is not None:
+            flat = flat + [shd.sharding_for_spec(mesh, x, "out_shardings", "jit")
+                           for x in tree_util.tree_leaves(out_s, is_leaf=lambda x: x is None)]
+        device = shd.common_device(flat, f"jit({self._name})")
+        if committed is not None and device is not None and committed != device:
+            raise ValueError(f"Received incompatible devices for jitted computation "
+                             f"{self._name}: an input is committed to {committed!r} but the "
+                             f"shardings name {device!r}.")
+        return committed or device
+
+    def _out_shardings(self, out_tree, closed) -> list:
+        """out_shardings as one Sharding (or UNSPECIFIED) per output, checked against the
+        outputs as JAX does (cached per output structure and mesh in context)."""
+        from gpuarr import sharding as shd
+        mesh = shd.jit_context_mesh()
+        key = (out_tree, tuple(a.shape for a in closed.out_avals), mesh)
+        flat = self._out_shardings_cache.get(key)
+        if flat is None:
+            out_s = self._shardings[1]
+            if isinstance(out_s, shd.Sharding):
+                flat = [out_s] * out_tree.num_leaves
+            else:
+                flat = shd.flatten_axis_resources("pjit out_shardings", out_tree, out_s,
+                                                  tupled_args=False)
+            flat = [shd.sharding_for_spec(mesh, x, "out_shardings", "jit") for x in flat]
+            shd.check_aval_sharding(flat, closed.out_avals, _result_paths(out_tree),
+                                    "pjit outputs")
+            self._out_shardings_cache[key] = flat
+        return flat
 
     def _split_static(self, args, kwargs):
         statics = []
@@ -434,12 +492,19 @@ class Jitted:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         sigs = tuple(_leaf_aval(x) if isinstance(x, ShapeDtypeStruct) else _leaf_signature(x)
                      for x in leaves)
+        if self._shardings is not None:
+            self._sharding_device(kwargs, in_tree, leaves, arg_names, statics, None)
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
+        out_flat = None
+        if self._shardings is not None and self._shardings[1] is not None:
+            out_flat = self._out_shardings(out_tree, closed)
         donated = set(_donated_positions(args, leaves, self._donate_argnums))
         args_info = tree_util.tree_unflatten(in_tree, [
             stages.ArgInfo(a, i in donated) for i, a in enumerate(closed.in_avals)])
         out_info = tree_util.tree_unflatten(out_tree, [
-            ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals])
+            ShapeDtypeStruct(a.shape, a.dtype, a.weak_type,
+                             None if out_flat is None else _sharding_or_none(out_flat[i]))
+            for i, a in enumerate(closed.out_avals)])
         names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
         common = (in_tree, out_tree, args_info, self._name, self._donate_argnums, out_info)
 
@@ -449,6 +514,8 @@ class Jitted:
                                 placement.platform_of(self._device or placement.target_device()))
             entry.fn = entry.platform_obj.compile(entry.closed)
             run = functools.partial(_run_entry, entry, name=self._name)
+            if out_flat is not None:
+                run = functools.partial(_run_with_shardings, run, out_flat)
             return stages.Compiled(entry.closed, *common, run, names,
                                    functools.partial(_compiled_text, entry))
 
@@ -465,6 +532,7 @@ class Jitted:
     def clear_cache(self):
         self._cache.clear()
         self._fast.clear()
+        self._out_shardings_cache.clear()
 
     def _cache_size(self):
         return len(self._cache)
@@ -489,6 +557,18 @@ def _run_entry(entry: _CacheEntry, leaves, name: str = ""):
     results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
                for o, w in zip(outs, entry.out_weak)]
     return results[0] if entry.single else tree_util.tree_unflatten(entry.out_tree, results)
+
+
+def _run_with_shardings(run, shardings, leaves):
+    """A compiled entry's outputs, each reporting its out_sharding."""
+    out = run(leaves)
+    _attach_shardings(tree_util.tree_leaves(out), shardings)
+    return out
+
+
+def _sharding_or_none(s):
+    from gpuarr import sharding as shd
+    return shd.concrete_sharding(s) if isinstance(s, shd.Sharding) else None
 
 
 def _compiled_text(entry: _CacheEntry) -> str:
@@ -583,7 +663,10 @@ def jit(fun: Callable | None = None, /, *, in_shardings=None, out_shardings=None
     mark arguments whose Python values are part of the signature (they must be hashable);
     `donate_argnums`/`donate_argnames` let outputs reuse input buffers, after which the
     donated arrays can't be used; `device` or `backend` (deprecated, as in JAX) choose where
-    it runs. Works as `jit(f, ...)`, `@jit` and `@partial(jit, ...)`."""
+    it runs. `in_shardings`/`out_shardings` (Shardings, PartitionSpecs on the mesh given to
+    `set_mesh`, or pytree prefixes of them) are checked as JAX checks them; the call runs on
+    their one device and the outputs report out_shardings. Works as `jit(f, ...)`, `@jit`
+    and `@partial(jit, ...)`."""
     options = dict(in_shardings=in_shardings, out_shardings=out_shardings,
                    static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames,
@@ -591,16 +674,49 @@ def jit(fun: Callable | None = None, /, *, in_shardings=None, out_shardings=None
                    compiler_options=compiler_options)
     if fun is None:
         return functools.partial(jit, **options)
-    for name in ("in_shardings", "out_shardings"):
-        if any(leaf is not None for leaf in tree_util.tree_leaves(options[name])):
-            raise NotImplementedError(
-                f"jit's {name}: gpuarr runs each computation on one device and does not shard "
-                "arrays; leave it unset (or None) and place inputs with device_put.")
+    where = _jit_device(device, backend)
+    shardings = None
+    if in_shardings is not None or out_shardings is not None:
+        shardings = _jit_shardings(in_shardings, out_shardings, device, backend)
     for option in compiler_options or {}:
         from gpuarr.errors import JaxRuntimeError
         raise JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{option}'")
     return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                  keep_unused, inline, _jit_device(device, backend))
+                  keep_unused, inline, where, shardings)
+
+
+def _jit_shardings(in_shardings, out_shardings, device, backend):
+    """jit's in_shardings/out_shardings checked as JAX checks them when jit is called:
+    Shardings, PartitionSpecs (on the mesh given to set_mesh) or None, in pytrees. Each call
+    then runs on their one device and its outputs report out_shardings."""
+    from gpuarr import sharding as shd
+    if device is not None or backend is not None:
+        for name, value in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
+            if value is not None:
+                raise ValueError(f"If backend or device is specified on jit, then {name} should "
+                                 "not be specified.")
+    if isinstance(in_shardings, list):  # a list is taken as the tuple of the arguments
+        in_shardings = tuple(in_shardings)
+    shd.prepare_axis_resources(in_shardings, "in_shardings")
+    shd.prepare_axis_resources(out_shardings, "out_shardings")
+    return in_shardings, out_shardings
+
+
+def _result_paths(out_tree) -> list[str]:
+    """`result`, `result[0]`, `result['a']`: how JAX names each output in messages."""
+    dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    return [f"result{tree_util.keystr(path)}"
+            for path, _ in tree_util.tree_flatten_with_path(dummy)[0]]
+
+
+def _attach_shardings(results, shardings) -> None:
+    """Make each output Array report its out_sharding (committed to its device)."""
+    from gpuarr import sharding as shd
+    for r, s in zip(results, shardings):
+        if type(r) is Array and isinstance(s, shd.Sharding):
+            r._device = shd.device_of(s, "jit")
+            r._committed = True
+            r._sharding = shd.concrete_sharding(s)
 
 
 def _jit_device(device, backend):

@@ -14,8 +14,11 @@ from gpuarr.core import ShapedArray
 class Array:
     """A gpuarr array (JAX's `jax.Array`): immutable, on one device, possibly weakly typed."""
 
+    # `_sharding` (a Sharding given by device_put, jit's out_shardings, reshard, shard_map) is
+    # left unset by __init__ so that making an Array costs nothing more; unset means the
+    # default SingleDeviceSharding of `device`.
     __slots__ = ("_value", "weak_type", "_device", "_committed", "_deleted", "_aval",
-                 "_platform", "__weakref__")
+                 "_platform", "_sharding", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value, weak_type: bool = False, device=None, committed: bool = False,
@@ -140,6 +143,41 @@ class Array:
     def committed(self) -> bool:
         return self._committed
 
+    @property
+    def sharding(self):
+        """How the array is placed: the Sharding it was put with (`device_put(x, sharding)`,
+        jit's `out_shardings`, `reshard`, `shard_map`), else `SingleDeviceSharding(device)`."""
+        s = getattr(self, "_sharding", None)
+        if s is None:
+            from gpuarr.sharding import default_sharding
+            return default_sharding(self.device)
+        return s
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device of the sharding holds the whole array (always, on one device)."""
+        return self.sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        """Whether this process addresses every device of the sharding (always: one process)."""
+        return self.sharding.is_fully_addressable
+
+    @property
+    def addressable_shards(self) -> list:
+        """The pieces of the array on the devices this process addresses: one Shard holding
+        the whole array, since gpuarr keeps each array on one device."""
+        s = self.sharding
+        device = self.device
+        index = s.devices_indices_map(self.shape).get(device, (slice(None),) * self.ndim)
+        return [Shard(device, index, 0, self)]
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index: int) -> Array:
+        """The data of addressable shard `index` (the array itself: it has one shard)."""
+        return self.addressable_shards[index].data
+
     def delete(self) -> None:
         self._deleted = True
         self._value = None
@@ -205,6 +243,23 @@ class Array:
         if self.ndim == 0:
             return format(self._host().item(), spec)
         return format(str(self), spec)
+
+
+class Shard:
+    """One piece of an Array: the device holding it, its index into the array, which copy it
+    is (`replica_id`) and its `data`."""
+
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device, index, replica_id, data):
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self.data = data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
 
 
 def _reconstruct(value, weak_type):

@@ -19,12 +19,51 @@ _SCALARS = (bool, int, float, complex)
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Put a pytree of arrays on `device`. With a Device the results are committed to it (later
     computations run there); with `device=None` they go, uncommitted, to the default device.
+    `device` may also be a Sharding (its one device; the results report that sharding), a
+    PartitionSpec on the mesh given to `set_mesh`, or a pytree prefix of `x` of these.
     Host data (NumPy arrays, Python scalars) is copied; an Array already in place is reused."""
-    def put(leaf):
-        if isinstance(leaf, Tracer):
-            return leaf
-        return placement.put(leaf, device)
-    return tree_util.tree_map(put, x)
+    if device is None or hasattr(device, "platform") or isinstance(device, str):
+        def put(leaf):
+            if isinstance(leaf, Tracer):
+                return leaf
+            return placement.put(leaf, device)
+        return tree_util.tree_map(put, x)
+    from gpuarr import sharding as shd
+    leaves, treedef = tree_util.tree_flatten(x)
+    if isinstance(device, shd.Sharding):
+        targets = [device] * len(leaves)
+    else:
+        targets = shd.flatten_axes("device_put device", treedef, device)
+    out = []
+    for leaf, target in zip(leaves, targets):
+        if isinstance(target, shd.PartitionSpec):
+            mesh = shd.get_concrete_mesh()
+            if mesh.empty:
+                raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is "
+                                 "passed to device_put")
+            target = shd.NamedSharding(mesh, target)
+        if target is not None and not isinstance(target, shd.Sharding) \
+                and not hasattr(target, "platform"):
+            raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
+                             "`jax.Device`, `Format`, `jax.memory.Space` or a pytree of these "
+                             f"values. Received invalid value: {target}")
+        if isinstance(target, shd.Sharding):
+            aval = leaf.aval if isinstance(leaf, Tracer) else _abstractify(leaf)
+            shd.check_aval_sharding((target,), (aval,), ("",), "device_put args")
+            if isinstance(leaf, Tracer):  # sharding is not tracked inside transformations
+                out.append(leaf)
+            else:
+                out.append(shd.with_sharding(leaf, target))
+        else:
+            out.append(leaf if isinstance(leaf, Tracer) else placement.put(leaf, target))
+    return tree_util.tree_unflatten(treedef, out)
+
+
+def _abstractify(x) -> ShapedArray:
+    try:
+        return core.get_aval(x)
+    except TypeError:
+        raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type") from None
 
 
 def device_get(x):

@@ -64,7 +64,7 @@ from gpuarr import dlpack  # noqa: F401, E402
 # Kernel plans: what the compiler makes of a function; ahead-of-time stages (jit(f).lower);
 # type annotations.
 from gpuarr.compiler.explain import explain  # noqa: F401, E402
-from gpuarr import ops, profiler, stages, typing  # noqa: F401, E402
+from gpuarr import monitoring, ops, profiler, stages, typing  # noqa: F401, E402
 
 # Live arrays, host copies and the version.
 from gpuarr.array import copy_to_host_async, live_arrays  # noqa: F401, E402

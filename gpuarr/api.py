@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, placement, profiler, stages, tree_util
+from gpuarr import core, dtypes, monitoring, placement, profiler, stages, tree_util
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
@@ -413,14 +413,19 @@ class Jitted:
             return out_leaves
 
         leaf_names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
-        start = _clock() if _flags["log_compiles"] else None
+        watched = _flags["log_compiles"] or monitoring.has_duration_listeners()
+        start = _clock() if watched else None
         if _flags["check_tracer_leaks"]:
             from gpuarr.debug import trace_checking_leaks
             closed = trace_checking_leaks(flat_fun, avals, (self._name, leaf_names), self._name)
         else:
             closed = pe.trace_to_program(flat_fun, avals, debug_info=(self._name, leaf_names))
         if start is not None:
-            _log_trace(self, _clock() - start)
+            elapsed = _clock() - start
+            if _flags["log_compiles"]:
+                _log_trace(self, elapsed)
+            monitoring.record_event_duration_secs(
+                "/jax/core/compile/jaxpr_trace_duration", elapsed, fun_name=self._name)
         return closed, out_tree_box[0]
 
     def _compile(self, key, leaves, in_tree, sigs, statics, arg_names, device=None):
@@ -433,7 +438,12 @@ class Jitted:
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
         closed = _optimize(closed)
         platform = placement.platform_of(device or placement.target_device())
+        start = _clock() if monitoring.has_duration_listeners() else None
         fn = platform.compile(closed)
+        if start is not None:
+            monitoring.record_event_duration_secs(
+                "/jax/core/compile/backend_compile_duration", _clock() - start,
+                fun_name=f"jit({self._name})")
         entry = _CacheEntry(closed, fn, out_tree, [a.weak_type for a in closed.out_avals], platform)
         self._cache[key] = entry
         return entry

@@ -9,8 +9,6 @@ Targets on the NumPy backend: scan within 2x of JAX, the others no slower than J
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import timing
 
@@ -18,14 +16,6 @@ import timing
 def _block(out):
     for leaf in (out if isinstance(out, (tuple, list)) else (out,)):
         leaf.block_until_ready()
-
-
-def _calls_per_round(fn, *args, budget=0.01):
-    """How many calls fill about `budget` seconds (one timed call after a warm-up)."""
-    _block(fn(*args))
-    t0 = time.perf_counter()
-    _block(fn(*args))
-    return max(1, int(budget / max(time.perf_counter() - t0, 1e-7)))
 
 
 def cases(jax, jnp, lax):
@@ -88,7 +78,7 @@ def main():
             cases(gpuarr, gnp, glax), cases(jax, jjnp, jlax)):
         g_out, j_out = g_fn(*g_args), j_fn(*j_args)
         np.testing.assert_allclose(np.asarray(g_out), np.asarray(j_out), rtol=2e-3, atol=2e-3)
-        number = _calls_per_round(g_fn, *g_args)
+        number = timing.calls_per_round(lambda: _block(g_fn(*g_args)))
         (gb, gm), (jb, jm), ratio = timing.interleaved(
             lambda: _block(g_fn(*g_args)), lambda: _block(j_fn(*j_args)), number, rounds=25)
         print(f"{name:48s} {gm * 1e3:7.3f}/{gb * 1e3:7.3f}ms {jm * 1e3:7.3f}/{jb * 1e3:7.3f}ms "

@@ -2,9 +2,9 @@
 
 (a) `uniform(key, (2**22,))` float32 under jit; (b) `normal(key, (2**22,))` float32 under jit;
 (c) `split(key, 10**5)` under jit. Each is a cached jitted call timed with block_until_ready,
-gpuarr and JAX in alternating rounds (bench/timing.py: `interleaved`); the ratio column is the
-median of the per-round ratios gpuarr / JAX (target: <= 1.5 on the NumPy backend). The first
-rows also check that both give the same numbers.
+gpuarr and JAX in alternating rounds of at least 0.05 s (bench/timing.py: `interleaved`); the
+ratio column is the median of the per-round ratios gpuarr / JAX (target: <= 1.5 on the NumPy
+backend). The first rows also check that both give the same numbers.
 Run: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. python bench/bench_random.py
 """
 from __future__ import annotations
@@ -56,7 +56,8 @@ def main():
             g_best, g_med = timing.best_of(fn, 3, 7, warmup=True)
             print(f"{name:<24}{g_best * 1e3:>11.2f} /{g_med * 1e3:>9.2f}")
             continue
-        (g_best, g_med), (j_best, j_med), ratio = timing.interleaved(fn, theirs[name], 2, 9)
+        number = max(2, timing.calls_per_round(fn, budget=0.05))
+        (g_best, g_med), (j_best, j_med), ratio = timing.interleaved(fn, theirs[name], number, 9)
         print(f"{name:<24}{g_best * 1e3:>11.2f} /{g_med * 1e3:>9.2f}"
               f"{j_best * 1e3:>12.2f} /{j_med * 1e3:>8.2f}{ratio:>8.2f}")
 

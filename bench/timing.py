@@ -18,6 +18,16 @@ def best_of(fn, number, repeat=7, warmup=False):
     return min(times), statistics.median(times)
 
 
+def calls_per_round(call, budget=0.01):
+    """How many calls of `call()` (which blocks until its result is ready) fill about `budget`
+    seconds: one timed call after a warm-up. Rounds much shorter than the pause before them
+    would time a machine waking up rather than the calls."""
+    call()
+    t0 = time.perf_counter()
+    call()
+    return max(1, int(budget / max(time.perf_counter() - t0, 1e-7)))
+
+
 def interleaved(ours, theirs, number, rounds=15, pause=0.2):
     """Time two callables in alternating rounds of `number` calls each.
 

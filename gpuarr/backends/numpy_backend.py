@@ -14,7 +14,8 @@ Large elementwise steps split their rows between two threads and matrix products
 BLAS threading by size and machine load (`host_threads.split_ufunc`, `host_threads.blas_dot`).
 A run of very large elementwise steps over one shape is written as one loop over blocks
 (`Codegen.blocked_run`): its intermediates live in per-block buffers instead of going through
-memory at full size, and the blocks are shared between the threads.
+memory at full size, and the blocks are shared between the threads. Freed host buffers stay in
+the process for the next call (`host_memory`).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from gpuarr.backends import host_memory
 from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_blocks, split_ufunc
 from gpuarr.core import ClosedProgram, Literal, Primitive, Program
 
@@ -85,6 +87,7 @@ def _impl_for(eqn) -> Callable:
 
 
 def _compile(prog: Program, consts) -> Callable:
+    host_memory.keep_freed_memory()  # compiled calls then reuse freed buffers (see there)
     gen = Codegen()
     if consts is None:
         const_names = [gen.fresh() for _ in prog.constvars]

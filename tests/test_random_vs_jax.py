@@ -294,4 +294,10 @@ def test_eager_jit_vmap_agree(name):
     for i, k in enumerate(keys):
         eager = np.asarray(f(k))
         np.testing.assert_array_equal(eager, np.asarray(gpuarr.jit(f)(k)))
-        np.testing.assert_array_equal(eager, batched[i])
+        if name == "multivariate_normal":
+            # Under vmap the factor's matrix-vector products become one matrix product, which
+            # BLAS may sum in another order (as XLA's batched dot may): the draws stay equal
+            # (the other cases), the product within an ulp.
+            np.testing.assert_array_max_ulp(eager, batched[i], 1)
+        else:
+            np.testing.assert_array_equal(eager, batched[i])

@@ -378,8 +378,8 @@ def _via_float64(fn, x):
 
 def _fma(a, b, c):
     """a * b + c for float arrays of one dtype, rounded as XLA's CPU code rounds it: fused (once)
-    for float16, float32 and float64, twice for bfloat16 (which it does not fuse)."""
-    if get_aval(a).dtype.name == "bfloat16":
+    for float32 and float64, twice for float16 and bfloat16 (which it does not fuse)."""
+    if get_aval(a).dtype.name in ("float16", "bfloat16"):
         return lax.add(lax.mul(a, b), c)
     return xla_fma(a, b, c)
 

@@ -27,8 +27,10 @@ from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.callbacks import _operand
 from gpuarr.core import Primitive, abstract_eval_rules, weak_type_rules
 from gpuarr.interpreters import ad, batching
+from gpuarr.interpreters import partial_eval as pe
 
-__all__ = ["callback", "print", "debug_callback_p"]
+__all__ = ["callback", "print", "debug_callback_p", "inspect_array_sharding",
+           "visualize_array_sharding", "visualize_sharding"]
 
 _SCALARS = (bool, int, float, complex)
 
@@ -245,6 +247,157 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
 log = functools.partial(print, _use_logging=True)
 log.__doc__ = """`debug.print`'s message written to the "gpuarr.debugging" logger at INFO level
 (JAX's `jax.debug.log`), at the same moments debug.print would print it."""
+
+# ---------------------------------------------------------------- sharding inspection
+
+
+def _carried(x):
+    """The value a vmap, jvp or jet tracer carries (its batch, its primal), else None: those
+    traces hand it on to their parent trace."""
+    if isinstance(x, batching.BatchTracer):
+        return x.val
+    jet = sys.modules.get("gpuarr.experimental.jet")
+    if isinstance(x, ad.JVPTracer) or (jet is not None and isinstance(x, jet.JetTracer)):
+        return x.primal
+    return None
+
+
+def _stages(trace) -> bool:
+    """Whether a concrete value bound on `trace` is staged into a Program (by jit, or a
+    control-flow body), after the traces that hand concrete values on to their parent."""
+    jet = sys.modules.get("gpuarr.experimental.jet")
+    forwarding = (batching.BatchTrace, ad.JVPTrace, pe.PartialEvalTrace,
+                  *(() if jet is None else (jet.JetTrace,)))
+    while isinstance(trace, forwarding):
+        trace = trace.parent
+    return isinstance(trace, pe.StagingTrace)
+
+
+def _compiled_sharding():
+    """The Sharding of a value inside a compiled Program. JAX asks the compiler, which on one
+    device keeps every value whole there: `NamedSharding(mesh, P())` over the devices of the
+    mesh given to `set_mesh` (its axes Auto, as JAX rebuilds it), else that device's
+    SingleDeviceSharding."""
+    from gpuarr import placement
+    from gpuarr import sharding as shd
+    mesh = shd.get_concrete_mesh()
+    if not mesh.empty:
+        return shd.NamedSharding(shd.Mesh(mesh.devices, mesh.axis_names), shd.PartitionSpec())
+    return shd.SingleDeviceSharding(placement.target_device())
+
+
+def _sharding_of(x):
+    trace = core.current_trace()
+    while isinstance(x, core.Tracer):
+        inner = _carried(x)
+        if inner is None:  # staged: its sharding is chosen when the Program is compiled
+            return _compiled_sharding()
+        trace, x = x._trace.parent, inner
+    if not isinstance(x, (Array, np.ndarray, np.generic, *_SCALARS)):
+        raise TypeError("Error interpreting argument to inspect_sharding as a JAX value. The "
+                        f"problematic value is of type {type(x)} and was passed to "
+                        "inspect_sharding at position 0.")
+    if _stages(trace):
+        return _compiled_sharding()
+    if not isinstance(x, Array):
+        raise AttributeError(f"'{type(x).__name__}' object has no attribute 'sharding': "
+                             "inspect_array_sharding takes Arrays (see device_put).")
+    return x.sharding
+
+
+def inspect_array_sharding(value, *, callback: Callable[[Any], None]) -> None:
+    """Call `callback(sharding)` with the Sharding of each Array in the pytree `value`, as
+    early as it is known (JAX's `jax.debug.inspect_array_sharding`).
+
+    Outside `jit` (also under `vmap`, `grad`, whose values are concrete) it calls back at
+    once with the array's own `.sharding`. Inside `jit` it calls back once, when the
+    function is traced and compiled (not on cached calls), with the sharding of a value in
+    the compiled Program: on gpuarr's one device the whole value on that device
+    (`NamedSharding(mesh, P())` when a mesh is set with `set_mesh`). Returns None."""
+    for leaf in tree_util.tree_leaves(value):
+        callback(_sharding_of(leaf))
+
+
+def visualize_array_sharding(arr, **kwargs) -> None:
+    """Print how `arr` is laid out over devices (`visualize_sharding` of its shape and its
+    sharding, the sharding found as `inspect_array_sharding` finds it)."""
+    inspect_array_sharding(arr, callback=lambda s: visualize_sharding(arr.shape, s, **kwargs))
+
+
+def _platform_label(device) -> str:
+    return {"cuda": "GPU"}.get(device.platform, device.platform.upper())
+
+
+def visualize_sharding(shape, sharding, *, use_color: bool = True, scale: float = 1.,
+                       min_width: int = 9, max_width: int = 80, color_map=None) -> None:
+    """Print a box standing for an array of `shape` (1 or 2 dimensions) laid out as
+    `sharding`, each device's piece labelled with its platform and id ("CPU 0").
+
+    Sizes follow JAX's drawing (10 * `scale` rows for a 2-D array, widths by its aspect
+    ratio, clamped to `min_width`..`max_width`). On gpuarr's one device the box is a single
+    piece. With `rich` installed it draws through rich as JAX does (coloured on a terminal
+    when matplotlib is there too); otherwise it prints the same box as plain text."""
+    if len(shape) > 2 or len(shape) < 1:
+        raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
+    indices = sharding.devices_indices_map(tuple(shape))
+    devices = sorted(indices, key=lambda d: d.id)
+    label = f"{_platform_label(devices[0])} " + ",".join(str(d.id) for d in devices)
+    base_height = int(10 * scale)
+    aspect_ratio = (shape[1] if len(shape) == 2 else 1) / shape[0]
+    width = min(max(int(int(base_height * aspect_ratio) * 2.5), min_width), max_width)
+    height = base_height if len(shape) == 2 else 1
+    left, extra = divmod(width - len(label) - 2, 2)
+    top, extra_rows = divmod(height - 2, 2)
+    padding = (top, left + extra, top + extra_rows, left)  # top, right, bottom, left
+    try:
+        import rich.console  # noqa: F401  (optional, as in JAX)
+    except ImportError:
+        _print_box(label, padding)
+    else:
+        _print_rich(label, padding, use_color, color_map, max_width)
+
+
+def _print_box(label: str, padding) -> None:
+    """The box rich draws for one piece without colour, as plain text."""
+    top, right, bottom, left = (max(p, 0) for p in padding)
+    inner = left + len(label) + right
+    blank = "│" + " " * inner + "│"
+    lines = ["┌" + "─" * inner + "┐", *[blank] * top,
+             "│" + " " * left + label + " " * right + "│", *[blank] * bottom,
+             "└" + "─" * inner + "┘"]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _print_rich(label: str, padding, use_color: bool, color_map, max_width: int) -> None:
+    import rich.align
+    import rich.box
+    import rich.console
+    import rich.padding
+    import rich.style
+    import rich.table
+
+    console = rich.console.Console(width=max_width)
+    use_color = use_color and console.color_system is not None
+    if use_color and not color_map:
+        try:
+            import matplotlib as mpl
+            color_map = mpl.colormaps["tab20b"]
+        except ModuleNotFoundError:
+            use_color = False
+    color = text_color = None
+    if use_color:
+        r, g, b = (int(a * 255) for a in color_map(0.0)[:3])
+        color = f"#{r:02X}{g:02X}{b:02X}"
+        text_color = "#000000" if r * 0.299 + g * 0.587 + b * 0.114 > 186 else "#ffffff"
+        padding = tuple(p + 1 for p in padding)
+    table = rich.table.Table(show_header=False, show_lines=not use_color, padding=0,
+                             highlight=not use_color, pad_edge=False,
+                             box=None if use_color else rich.box.SQUARE)
+    cell = rich.align.Align(label, "center", vertical="middle")
+    table.add_row(rich.padding.Padding(cell, tuple(max(p, 0) for p in padding),
+                                       style=rich.style.Style(bgcolor=color, color=text_color)))
+    console.print(table, end="\n\n")
+
 
 # ---------------------------------------------------------------- check_tracer_leaks
 

@@ -555,7 +555,7 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 # Functions that interpret a Program equation by equation (their loop variable is `eqn`):
 # what they bind comes from that equation, so it keeps the equation's source location.
-_PROGRAM_INTERPRETERS = frozenset({"eval_program", "backward_pass"})
+_PROGRAM_INTERPRETERS = frozenset({"eval_program", "backward_pass", "checkify_program"})
 
 
 def user_source_info() -> SourceInfo | None:

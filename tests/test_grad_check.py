@@ -251,6 +251,9 @@ NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_ca
 #   tests/test_collectives_vs_jax.py check their gradients.
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",
                "all_to_all", "ppermute", "pbroadcast"}
+# - checkify's assertion has no result to differentiate; tests/test_checkify.py checks grad
+#   through functions holding checks.
+ASSERTIONS = {"check"}
 
 
 def test_every_differentiable_primitive_is_in_the_table():
@@ -258,7 +261,7 @@ def test_every_differentiable_primitive_is_in_the_table():
     covered = {n.removesuffix("_batched").removesuffix("_vec_mat").removesuffix("_strided")
                for n in PRIMITIVE_CASES}
     missing = sorted(names - covered - ZERO_JVP - HIGHER_ORDER - INTERNAL
-                     - NOT_DIFFERENTIABLE - COLLECTIVES)
+                     - NOT_DIFFERENTIABLE - COLLECTIVES - ASSERTIONS)
     assert not missing, f"add gradient-check entries for: {missing}"
     mislabelled = sorted(n for p in ad.jvp_rules for n in [p.name]
                          if n in ZERO_JVP and not getattr(ad.jvp_rules[p], "zero_jvp", False))

@@ -6,3 +6,6 @@ from gpuarr.config import enable_x64  # noqa: F401
 def disable_x64():
     """Context manager that turns 64-bit types off inside its block (`enable_x64(False)`)."""
     return enable_x64(False)
+
+
+from gpuarr.experimental import checkify  # noqa: F401, E402

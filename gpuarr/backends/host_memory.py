@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 
 # mallopt parameters (glibc's malloc.h).
@@ -24,8 +25,6 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 256 << 20
-
-_configured: list[bool] = []
 
 
 def wanted() -> bool:
@@ -48,12 +47,10 @@ def _glibc_mallopt():
         return None
 
 
+@functools.cache
 def keep_freed_memory() -> bool:
     """Raise glibc's mmap and trim thresholds once per process (see the module docstring);
     return whether they are raised."""
-    if not _configured:
-        mallopt = _glibc_mallopt() if wanted() else None
-        done = mallopt is not None and bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) \
-            and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-        _configured.append(done)
-    return _configured[0]
+    mallopt = _glibc_mallopt() if wanted() else None
+    return mallopt is not None and bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) \
+        and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))

@@ -14,8 +14,10 @@ Large elementwise steps split their rows between two threads and matrix products
 BLAS threading by size and machine load (`host_threads.split_ufunc`, `host_threads.blas_dot`).
 A run of very large elementwise steps over one shape is written as one loop over blocks
 (`Codegen.blocked_run`): its intermediates live in per-block buffers instead of going through
-memory at full size, and the blocks are shared between the threads. Freed host buffers stay in
-the process for the next call (`host_memory`).
+memory at full size, and the blocks are shared between the threads. A costly elementwise chain
+from an integer with few values (a sampler's random bits through XLA's erf_inv) becomes a gather
+from a table of its results (`lookup_tables`). Freed host buffers stay in the process for the
+next call (`host_memory`).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from gpuarr.backends import host_memory
+from gpuarr.backends import host_memory, lookup_tables
 from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_blocks, split_ufunc
 from gpuarr.core import ClosedProgram, Literal, Primitive, Program
 
@@ -46,6 +48,13 @@ blocked_ufunc_rules: dict[Primitive, Callable] = {}
 # ufunc but can take one block of a blocked run, on the calling thread, writing `out` (for
 # primitives whose impl splits its own work over the threads: XLA's erf_inv, say).
 block_kernel_rules: dict[Primitive, Callable] = {}
+# Primitives that map operand elements to output elements one by one (operands of the
+# output's shape or 0-d).
+elementwise_prims: set[Primitive] = set()
+# Elementwise primitives whose NumPy impl costs many passes per value (XLA's erf_inv and log,
+# emulated): a chain through them from an integer with few values is worth a table of its
+# results (`lookup_tables`).
+costly_prims: set[Primitive] = set()
 # Primitives whose NumPy impl always returns a new array (never a view of an input), so a dead
 # result may be overwritten by a later elementwise step (matrix products, say).
 fresh_output_prims: set[Primitive] = set()
@@ -58,6 +67,10 @@ expr_rules: dict[Primitive, Callable] = {}
 # (loops write their bodies inline), binding each output that is read later to a fresh name
 # (`gen.bind`). False leaves it to a call of the impl.
 inline_rules: dict[Primitive, Callable] = {}
+
+impl_rules[lookup_tables.lookup_table_p] = lookup_tables.lookup_impl
+block_kernel_rules[lookup_tables.lookup_table_p] = lambda eqn: functools.partial(
+    eqn.params["table"].lookup_into, shift=eqn.params["shift"])
 
 _compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _counter = iter(range(1 << 62))
@@ -88,6 +101,7 @@ def _impl_for(eqn) -> Callable:
 
 def _compile(prog: Program, consts) -> Callable:
     host_memory.keep_freed_memory()  # compiled calls then reuse freed buffers (see there)
+    prog = lookup_tables.tabulate(prog, _is_elementwise, costly_prims, compile_program)
     gen = Codegen()
     if consts is None:
         const_names = [gen.fresh() for _ in prog.constvars]
@@ -522,6 +536,13 @@ _RUN_PART = 1 << 16
 
 
 def _blocked_form(eqn):
+    """`_elementwise_form` of an equation whose output is large enough to go block by block."""
+    if len(eqn.outvars) != 1 or eqn.outvars[0].aval.size < _RUN_MIN_SIZE:
+        return None, None
+    return _elementwise_form(eqn)
+
+
+def _elementwise_form(eqn):
     """("ufunc", ufunc) for an elementwise equation that may run block by block, ("kernel",
     fn) for one with a `block_kernel_rules` kernel, ("view", dtype) for a bitcast between types
     of one size (a view of the block), else (None, None). Operands must be 0-d or of the output's
@@ -530,8 +551,7 @@ def _blocked_form(eqn):
     if len(eqn.outvars) != 1:
         return None, None
     out = eqn.outvars[0].aval
-    if out.size < _RUN_MIN_SIZE or any(
-            type(a) is not Literal and a.aval.shape not in ((), out.shape) for a in eqn.inputs):
+    if any(type(a) is not Literal and a.aval.shape not in ((), out.shape) for a in eqn.inputs):
         return None, None
     if eqn.prim.name == "bitcast_convert_type":
         src = eqn.inputs[0].aval
@@ -543,6 +563,11 @@ def _blocked_form(eqn):
     rule = block_kernel_rules.get(eqn.prim)
     kernel = rule(eqn) if rule is not None else None
     return ("kernel", kernel) if kernel is not None else (None, None)
+
+
+def _is_elementwise(eqn) -> bool:
+    """Whether `eqn` maps its operands' elements to its output's, one by one."""
+    return eqn.prim in elementwise_prims or _elementwise_form(eqn)[0] is not None
 
 
 def _blocked_runs(prog: Program, last_use) -> dict:

@@ -16,6 +16,7 @@ from gpuarr.array import Array
 from gpuarr.backends.host_threads import blas_dot, submit
 from gpuarr.backends.numpy_backend import (
     blocked_ufunc_rules,
+    elementwise_prims,
     expr_rules,
     float_ufuncs,
     fresh_output_prims,
@@ -144,6 +145,7 @@ def _check_kind(name, kind, aval):
 def unop(name: str, impl, kind: str = "inexact") -> Primitive:
     prim = Primitive(name)
     impl_rules[prim] = impl
+    elementwise_prims.add(prim)
 
     def abstract(x, **params):
         _check_kind(name, kind, x)
@@ -157,6 +159,7 @@ def unop(name: str, impl, kind: str = "inexact") -> Primitive:
 def binop(name: str, impl, kind: str = "number", out_dtype=None) -> Primitive:
     prim = Primitive(name)
     impl_rules[prim] = impl
+    elementwise_prims.add(prim)
 
     def abstract(x, y):
         _check_kind(name, kind, x)
@@ -840,6 +843,7 @@ def _exact_to_int64(wide, info, new_dtype):
 
 convert_element_type_p = Primitive("convert_element_type")
 impl_rules[convert_element_type_p] = _convert_impl
+elementwise_prims.add(convert_element_type_p)
 abstract_eval_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: [
     ShapedArray(x.shape, new_dtype, weak_type)]
 weak_type_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: weak_type

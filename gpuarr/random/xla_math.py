@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr.backends.host_threads import CACHE_BLOCK, run_in_cache_blocks
-from gpuarr.backends.numpy_backend import block_kernel_rules, impl_rules
+from gpuarr.backends.numpy_backend import block_kernel_rules, costly_prims, impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
@@ -567,6 +567,9 @@ xla_log1p_p, xla_log1p = _xla_primitive(
     lambda t, y, x: lax.div(t, lax.add(x, lax.full_like(x, 1))))
 xla_log1p.__doc__ = """log1p(x) as XLA's CPU backend computes it: JAX's `jnp.log1p` bit for bit
     in float32, float16 and bfloat16. Used by the samplers (gumbel's high modes, exponential)."""
+# Each of these is dozens of NumPy passes per value: a sampler's chain through them from a few
+# random bits is worth a table of its results (backends.lookup_tables).
+costly_prims.update((erf_inv_giles_p, xla_log_p, xla_log1p_p))
 
 
 # ---------------------------------------------------------------- float32 rsqrt

@@ -2,12 +2,14 @@
 
 NumPy releases the GIL inside ufunc loops, reductions and BLAS calls, so large host kernels
 (elementwise steps of compiled Programs, reductions, threefry, erf_inv) split their range over a
-few threads from one persistent pool.
+few threads from one persistent pool. How many threads pay off, and from what length, is
+measured once per process (`thread_policy`; GPUARR_HOST_THREADS=n fixes the count).
 Matrix products instead use OpenBLAS's threads, but only where those pay for themselves: they
 are switched off for mid-sized products and on machines whose cores are busy.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -24,6 +26,9 @@ _CPUS = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
          else (os.cpu_count() or 1))
 _THREADS = max(1, min(4, _CPUS))
 _pool: ThreadPoolExecutor | None = None
+# (threads, shortest part) that split work pays off with on this machine: measured at the first
+# parallel run (`_measure_threads`), or fixed by GPUARR_HOST_THREADS=n.
+_policy: tuple[int, int] | None = None
 
 
 def submit(fn, *args) -> Future:
@@ -34,11 +39,16 @@ def submit(fn, *args) -> Future:
     return _pool.submit(fn, *args)
 
 
-def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN) -> None:
-    """Call `chunk(lo, hi)` over contiguous ranges covering [0, n): one range for small n, one
-    per thread (the caller's thread included) for large n, each at least `min_part` long.
-    `chunk` must only write its range."""
-    parts = min(_THREADS, n // min_part) if n >= 2 * min_part else 1
+def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN, row_size: int = 1) -> None:
+    """Call `chunk(lo, hi)` over contiguous ranges of rows covering [0, n): one range for small
+    n, one per thread (the caller's thread included) for large n, each at least `min_part` rows
+    long and long enough (in elements, `row_size` to a row) for this machine's threads to pay
+    off. `chunk` must only write its range."""
+    parts = 1
+    if n >= 2 * min_part:
+        threads, shortest = thread_policy()
+        min_part = max(min_part, -(-shortest // max(row_size, 1)))
+        parts = min(threads, n // min_part) if n >= 2 * min_part else 1
     if parts <= 1:
         chunk(0, n)
         return
@@ -47,6 +57,68 @@ def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN) -> None:
     chunk(bounds[0], bounds[1])
     for fut in futures:
         fut.result()
+
+
+def thread_policy() -> tuple[int, int]:
+    """(threads, shortest part in elements) for splitting NumPy passes over the pool."""
+    global _policy
+    if _policy is None:
+        fixed = os.environ.get("GPUARR_HOST_THREADS", "").strip()
+        if fixed.isdigit() and int(fixed) > 0:
+            _policy = (min(int(fixed), _THREADS), _PARALLEL_MIN)
+        else:
+            _policy = _measure_threads()
+    return _policy
+
+
+# Each NumPy pass on a thread of the pool hands the GIL over twice. Where a thread switch is
+# slow (a sandboxed kernel, an oversubscribed virtual machine) passes split over several threads
+# can run slower than on one: under gVisor, 32768-element passes on two threads took 3.5 times
+# as long as on one, and 131072-element passes on four twice as long, while two threads still
+# gained a quarter there. So the first parallel run times the same passes on 1, 2 and 4 threads
+# at these two part lengths, and drops the counts and the part length that are clearly slower.
+# (Timings on a busy machine are noisy: only a clear loss changes the default.)
+_PROBE_LENGTHS = (_PARALLEL_MIN, 1 << 17)
+_PROBE_ELEMENTS = 1 << 24  # per timing: about two milliseconds of passes on one thread
+
+
+def _measure_threads() -> tuple[int, int]:
+    counts = [t for t in (1, 2, 4) if t <= _THREADS]
+    if len(counts) == 1:
+        return 1, _PARALLEL_MIN
+    for _ in range(counts[-1]):  # start the pool's threads before timing them
+        submit(int).result()
+    usable = {}
+    for length in _PROBE_LENGTHS:
+        blocks = [np.ones(length, np.uint32) for _ in range(counts[-1])]
+        times = dict.fromkeys(counts, float("inf"))
+        for _ in range(3):  # interleaved, so that a drift in speed hits every count alike
+            for t in counts:
+                times[t] = min(times[t], _time_passes(blocks[:t]))
+        usable[length] = 1
+        for t in counts[1:]:  # each count must not be clearly slower than any fewer
+            if times[t] > 1.1 * min(times[c] for c in counts if c < t):
+                break
+            usable[length] = t
+    short, long = _PROBE_LENGTHS
+    if usable[long] == 1:
+        return 1, _PARALLEL_MIN
+    return usable[long], short if usable[short] > 1 else long
+
+
+def _time_passes(blocks) -> float:
+    """Seconds for in-place additions over _PROBE_ELEMENTS elements in all, split evenly
+    between the blocks, one block per thread."""
+    def passes(block):
+        for _ in range(_PROBE_ELEMENTS // (len(blocks) * block.shape[0])):
+            np.add(block, block, out=block)
+
+    t0 = time.perf_counter()
+    futures = [submit(passes, b) for b in blocks[1:]]
+    passes(blocks[0])
+    for fut in futures:
+        fut.result()
+    return time.perf_counter() - t0
 
 
 # Host kernels made of many NumPy passes (threefry, XLA's erf_inv and log) work through blocks
@@ -78,6 +150,7 @@ def split_ufunc(ufunc, shape, dtype) -> Callable:
     split, and an `out` that aliases an operand stays safe because each range reads and writes
     the same rows."""
     rows, nin = shape[0], ufunc.nin
+    row_size = math.prod(shape[1:])
 
     def split(a, lo, hi):
         return a[lo:hi] if np.ndim(a) == len(shape) and np.shape(a)[0] == rows else a
@@ -89,7 +162,7 @@ def split_ufunc(ufunc, shape, dtype) -> Callable:
         def chunk(lo, hi):
             ufunc(*(split(a, lo, hi) for a in ins), out=out[lo:hi])
 
-        run_in_blocks(chunk, rows, max(1, rows // 2))
+        run_in_blocks(chunk, rows, max(1, rows // 2), row_size)
         return out
     call.__name__ = f"split_{ufunc.__name__}"
     return call

@@ -36,6 +36,9 @@ MAX_SHARED_TABLES = 4
 # hand work to the shared threads (it may be running on one of them, inside a blocked run).
 _PIECE = _PARALLEL_MIN
 
+# The chain is compiled once per piece length; the last piece of each call has its own.
+_MAX_PROGRAMS = 16
+
 lookup_table_p = Primitive("lookup_table")
 
 
@@ -199,6 +202,8 @@ class LookupTable:
             piece = index[lo:lo + _PIECE]
             fn = self._programs.get(piece.shape[0])
             if fn is None:
+                if len(self._programs) >= _MAX_PROGRAMS:  # many sizes seen: start afresh
+                    self._programs.clear()
                 fn = self._programs[piece.shape[0]] = self.chain.compile_program(
                     self.chain.program(piece.shape[0]))
             out[lo:lo + _PIECE] = fn(piece)[0]

@@ -321,7 +321,7 @@ class Codegen:
                 self.line(f"{ufunc}({', '.join(args + [target])})")
         self.depth -= 2
         parts = self.obj(run_in_blocks, "run_in_blocks")
-        self.line(f"{parts}({fn}, {rows}, {-(-_RUN_PART // max(row_size, 1))})")
+        self.line(f"{parts}({fn}, {rows}, {-(-_RUN_PART // max(row_size, 1))}, {row_size})")
         dead = sorted({self._env[a.id] for e in eqns for a in e.inputs
                        if type(a) is not Literal and a.id not in defined
                        and start <= last_use.get(a.id, -1) < end

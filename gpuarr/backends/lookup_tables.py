@@ -216,8 +216,12 @@ class LookupTable:
             with self._lock:  # built on this thread: the shared threads may be waiting on it
                 if self.values is None:
                     values = np.empty(self.chain.domain, self.dtype)
-                    self._evaluate(np.arange(self.chain.domain, dtype=self.chain.root.aval.dtype),
-                                   values)
+                    _filling.active = True
+                    try:
+                        self._evaluate(np.arange(self.chain.domain,
+                                                 dtype=self.chain.root.aval.dtype), values)
+                    finally:
+                        _filling.active = False
                     self.values = values
         return self.values
 
@@ -249,6 +253,13 @@ class LookupTable:
 
 
 _buffers = threading.local()
+_filling = threading.local()
+
+
+def filling_table() -> bool:
+    """Whether this thread is filling a table: the chain's kernels then run once over the
+    domain and need not prepare for later calls (XLA's erf_inv builds no grid of its own)."""
+    return getattr(_filling, "active", False)
 
 
 def _index_buffer(size: int) -> np.ndarray:

@@ -26,6 +26,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr.backends.host_threads import CACHE_BLOCK, run_in_cache_blocks
+from gpuarr.backends.lookup_tables import filling_table
 from gpuarr.backends.numpy_backend import block_kernel_rules, costly_prims, impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
@@ -325,6 +326,8 @@ class _GridTable:
         """The table, if it is built or due now that `size` more values are wanted; else
         None (and the values count towards building it)."""
         if self.values is None:
+            if filling_table():  # those values go into a table of a compiled chain instead
+                return None
             self.emulated += size
             if self.emulated < 2 * _GRID_HALF:
                 return None

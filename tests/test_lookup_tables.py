@@ -137,3 +137,14 @@ def test_vmapped_sampler_under_jit():
     theirs = jax.jit(jax.vmap(lambda k: jrandom.normal(k, (700,), np.float16)))
     for _ in range(2):
         _same(ours(keys), theirs(jkeys))
+
+
+def test_dead_branch_of_the_chain_goes_with_it():
+    def chain(bits):
+        m = lax.shift_right_logical(bits, np.uint32(22))
+        lax.add(m, np.uint32(1))  # read by nothing: the Program keeps it without jit's passes
+        return xla_log(lax.add(lax.convert_element_type(m, np.float32), np.float32(1)))
+    bits = np.arange(4096, dtype=np.uint32) * np.uint32(2654435761)
+    closed = gpuarr.make_jaxpr(chain)(bits)
+    assert "lookup_table" in source_of(closed)
+    _same(numpy_backend.compile_closed(closed)(bits)[0], chain(bits))

@@ -51,22 +51,24 @@ def tabulate(prog: Program, is_elementwise, costly, compile_program) -> Program:
     constants = _constant_ids(eqns)
     replaced: dict[int, Eqn | None] = {}
     for i, eqn in enumerate(eqns):
-        if eqn.prim.name == "shift_right_logical" and _domain_bits(eqn) is not None:
-            found = _chain(prog, i, constants, is_elementwise)
-            if found is None or not any(eqns[j].prim in costly for j in found[0]):
-                continue
-            members, exit_var = found
-            if any(j in replaced for j in members):
-                continue
-            table = _shared_table(_Chain(eqns, constants, eqn.outvars[0], members, exit_var,
-                                         _domain_bits(eqn), compile_program))
-            for j in members:
-                replaced[j] = None
-            if not _read_outside(prog, eqn.outvars[0], set(members)):
-                replaced[i] = None  # the lookup shifts the bits itself, into gather indices
-            replaced[members[-1]] = Eqn(
-                lookup_table_p, [eqn.inputs[0]], {"table": table, "shift": int(eqn.inputs[1].val)},
-                [exit_var], eqns[members[-1]].source_info)
+        bits = _domain_bits(eqn) if eqn.prim.name == "shift_right_logical" else None
+        if bits is None:
+            continue
+        found = _chain(prog, i, constants, is_elementwise)
+        if found is None or not any(eqns[j].prim in costly for j in found[0]):
+            continue
+        members, exit_var, dropped, outside = found
+        if any(j in replaced for j in dropped):
+            continue
+        table = _shared_table(_Chain(eqns, constants, eqn.outvars[0], members, exit_var, bits,
+                                     compile_program))
+        for j in dropped:
+            replaced[j] = None
+        if eqn.outvars[0].id not in outside:
+            replaced[i] = None  # the lookup shifts the bits itself, into gather indices
+        replaced[members[-1]] = Eqn(
+            lookup_table_p, [eqn.inputs[0]], {"table": table, "shift": int(eqn.inputs[1].val)},
+            [exit_var], eqns[members[-1]].source_info)
     if not replaced:
         return prog
     kept = [replaced.get(j, e) for j, e in enumerate(eqns)]
@@ -97,7 +99,9 @@ def _constant_ids(eqns) -> dict[int, int]:
 
 
 def _chain(prog: Program, start: int, constants, is_elementwise):
-    """(equation indices, exit variable) of the chain from the shift at `start`, or None."""
+    """(indices of the equations the exit needs, exit variable, indices of all the chain's
+    equations (the others are dead), ids read outside them) from the shift at `start`, or
+    None."""
     eqns = prog.eqns
     root = eqns[start].outvars[0]
     inside = {root.id}
@@ -109,8 +113,11 @@ def _chain(prog: Program, start: int, constants, is_elementwise):
                 and e.outvars[0].aval.shape == root.aval.shape and is_elementwise(e)):
             members.append(j)
             inside.add(e.outvars[0].id)
-    exits = [eqns[j].outvars[0] for j in members
-             if _read_outside(prog, eqns[j].outvars[0], set(members))]
+    member_set = set(members)
+    outside = {a.id for j, e in enumerate(eqns) if j not in member_set for a in e.inputs
+               if type(a) is not Literal}
+    outside.update(a.id for a in prog.outvars if type(a) is not Literal)
+    exits = [eqns[j].outvars[0] for j in members if eqns[j].outvars[0].id in outside]
     if len(exits) != 1:
         return None
     needed, wanted = [], {exits[0].id}  # the equations the exit depends on
@@ -118,13 +125,7 @@ def _chain(prog: Program, start: int, constants, is_elementwise):
         if eqns[j].outvars[0].id in wanted:
             needed.append(j)
             wanted.update(a.id for a in eqns[j].inputs if type(a) is not Literal)
-    return sorted(needed), exits[0]
-
-
-def _read_outside(prog: Program, var: Var, members: set[int]) -> bool:
-    """Whether `var` is a Program output or read by an equation outside `members`."""
-    return any(a is var for a in prog.outvars) or any(
-        a is var for j, e in enumerate(prog.eqns) if j not in members for a in e.inputs)
+    return sorted(needed), exits[0], member_set, outside
 
 
 def _drop_dead_constants(eqns, prog: Program, constants) -> list[Eqn]:
@@ -227,7 +228,7 @@ class LookupTable:
 
     def lookup_into(self, bits: np.ndarray, out: np.ndarray, shift: int) -> np.ndarray:
         """out = the chain of `bits >> shift` (one block, on the calling thread)."""
-        values = self.values if self.values is not None else self._ready(bits.size)
+        values = self._ready(bits.size)
         if values is not None:
             # Indices of NumPy's own index type: `take` would otherwise convert them in a pass.
             index = _index_buffer(bits.size).reshape(bits.shape)

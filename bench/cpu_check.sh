@@ -22,6 +22,8 @@ import gpuarr
 print("cpus", len(os.sched_getaffinity(0)), platform.processor() or platform.machine(),
       "| numpy", numpy.__version__, "| jax", jax.__version__, "| gpuarr", gpuarr.__version__,
       "on", gpuarr.default_backend())
+from gpuarr.backends import host_threads
+print("host threads:", host_threads.thread_policy())
 PY
 
 for script in bench_autodiff bench_control bench_random; do

@@ -8,7 +8,7 @@ import pytest
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
-from gpuarr.backends import numpy_backend
+from gpuarr.backends import host_threads, numpy_backend
 from gpuarr.compiler import passes
 
 BIG = (1030, 300)  # over the run size set below, and not a multiple of the block size
@@ -19,7 +19,9 @@ def small_runs(monkeypatch):
     # Runs start at 2**21 elements; smaller thresholds and blocks keep these tests quick while
     # exercising many blocks, a short last block and both threads.
     monkeypatch.setattr(numpy_backend, "_RUN_MIN_SIZE", 1 << 18)
-    monkeypatch.setattr(numpy_backend, "_RUN_BLOCK", 1 << 12)
+    monkeypatch.setattr(host_threads, "CACHE_BLOCK", 1 << 12)
+    monkeypatch.setattr(host_threads, "_policy",
+                        host_threads.ThreadPolicy(((1 << 15, 2),), 1 << 12))
     monkeypatch.setattr(numpy_backend, "_RUN_PART", 1 << 15)
 
 
@@ -52,8 +54,8 @@ def test_chain_with_escaping_intermediate_and_scalars():
     s = np.float32(0.25)
     before = x.copy(), y.copy()
     src = source(f, x, y, s)
-    assert "run_in_blocks" in src and "split_" not in src, src
-    assert "range(lo, hi, 13)" in src, src  # blocks of 4096 // 300 rows
+    assert "run_in_passes" in src and "split_" not in src, src
+    assert "for s in range(lo, hi, step):" in src, src  # run_in_passes sets the block rows
     got = jax.jit(f)(x, y, s)
     for g, w in zip(got, step_by_step(f, x, y, s)):
         assert_same(g, w)
@@ -74,7 +76,7 @@ def test_integer_bit_ops_and_bitcast_view():
         return floats - np.float32(1), lax.shift_left(a, np.uint32(3))
 
     src = source(f, a, b)
-    assert ".view(" in src and "run_in_blocks" in src, src
+    assert ".view(" in src and "run_in_passes" in src, src
     got = jax.jit(f)(a, b)
     want = ((((a ^ b) >> np.uint32(9)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1),
             a << np.uint32(3))
@@ -107,7 +109,7 @@ def test_broadcast_and_transposed_operands_are_sliced_in_place():
         return jnp.tanh(x * row) + row - xt.T
 
     src = source(f, x, xt, row)
-    assert "run_in_blocks" in src and "reshape" not in src, src
+    assert "run_in_passes" in src and "reshape" not in src, src
     assert_same(jax.jit(f)(x, xt, row), step_by_step(f, x, xt, row))
 
 

@@ -44,9 +44,14 @@ def test_only_other_processes_count_as_load(monkeypatch, others, busy):
     assert host_threads._machine_is_busy() is busy
 
 
+Policy = host_threads.ThreadPolicy
+K = 1 << 10
+
+
 @pytest.mark.parametrize("row_size", [1, 3000])
 def test_run_in_blocks_covers_the_range_once_on_four_threads(monkeypatch, row_size):
-    monkeypatch.setattr(host_threads, "_policy", (4, host_threads._PARALLEL_MIN))
+    monkeypatch.setattr(host_threads, "_policy", Policy(((host_threads._PARALLEL_MIN, 4),),
+                                                        host_threads.CACHE_BLOCK))
     n = 7 * max(1, host_threads._PARALLEL_MIN // row_size) + 5
     hits, parts = np.zeros(n, np.int64), []
 
@@ -59,35 +64,87 @@ def test_run_in_blocks_covers_the_range_once_on_four_threads(monkeypatch, row_si
     assert len(parts) == 4 and min(parts) * row_size >= host_threads._PARALLEL_MIN
 
 
+# As measured under gVisor: two threads pay from 128K-element parts, four from 512K, and passes
+# of split runs go best 512K long.
+SLOW_SWITCH_POLICY = Policy(((128 * K, 2), (512 * K, 4)), 512 * K)
+
+
+@pytest.mark.parametrize("n,parts", [(200 * K, 1), (256 * K, 2), (1024 * K, 2),
+                                     (1536 * K, 3), (4096 * K, 4)])
+def test_thread_count_grows_with_the_part_length(monkeypatch, n, parts):
+    monkeypatch.setattr(host_threads, "_policy", SLOW_SWITCH_POLICY)
+    seen = []
+    host_threads.run_in_blocks(lambda lo, hi: seen.append((lo, hi)), n)
+    assert sorted(seen) == [(n * i // parts, n * (i + 1) // parts) for i in range(parts)]
+
+
+@pytest.mark.parametrize("n,rows", [(200 * K, host_threads.CACHE_BLOCK), (4096 * K, 512 * K)])
+def test_passes_are_cache_sized_on_one_thread_and_policy_sized_on_several(monkeypatch, n, rows):
+    monkeypatch.setattr(host_threads, "_policy", SLOW_SWITCH_POLICY)
+    hits, steps = np.zeros(n, np.int64), set()
+
+    def chunk(lo, hi, step):
+        steps.add(step)
+        for s in range(lo, hi, step):
+            hits[s:min(hi, s + step)] += 1
+
+    host_threads.run_in_passes(chunk, n)
+    np.testing.assert_array_equal(hits, np.ones(n, np.int64))
+    assert steps == {rows}
+
+
+def test_passes_count_rows_of_a_row_size(monkeypatch):
+    monkeypatch.setattr(host_threads, "_policy", SLOW_SWITCH_POLICY)
+    steps = []
+    host_threads.run_in_passes(lambda lo, hi, step: steps.append(step), 4096, 1, 1000)
+    assert steps == [512 * K // 1000] * 4
+
+
 def test_environment_fixes_the_thread_count(monkeypatch):
     monkeypatch.setattr(host_threads, "_policy", None)
     monkeypatch.setenv("GPUARR_HOST_THREADS", "1")
-    assert host_threads.thread_policy() == (1, host_threads._PARALLEL_MIN)
+    assert host_threads.thread_policy() == Policy(((host_threads._PARALLEL_MIN, 1),),
+                                                  host_threads.CACHE_BLOCK)
     hits = []
     host_threads.run_in_blocks(lambda lo, hi: hits.append((lo, hi)), 1 << 20)
     assert hits == [(0, 1 << 20)]
 
 
-def test_measured_policy_is_one_of_the_probed():
-    threads, shortest = host_threads._measure_threads()
-    assert 1 <= threads <= host_threads._THREADS and threads in (1, 2, 4)
-    assert shortest in host_threads._PROBE_LENGTHS
+def test_measured_policy_is_made_of_probed_lengths():
+    steps, block = host_threads._measure_threads()
+    lengths = [length for length, _ in steps]
+    counts = [threads for _, threads in steps]
+    assert lengths == sorted(lengths) and set(lengths) <= {*host_threads._PROBE_LENGTHS}
+    assert counts == sorted(counts) and set(counts) <= {1, 2, 4}
+    assert max(counts) <= host_threads._THREADS
+    assert block in (host_threads.CACHE_BLOCK, *host_threads._PROBE_LENGTHS)
+    assert block >= host_threads.CACHE_BLOCK
 
 
 # Seconds per probe by (part length, threads): a machine where switching threads is cheap, one
-# where it is slow for short parts and for four threads (as measured under gVisor), and one where
-# threads never pay.
-FAST = {(1 << 15, 1): 4, (1 << 15, 2): 2.2, (1 << 15, 4): 1.3,
-        (1 << 17, 1): 4, (1 << 17, 2): 2.1, (1 << 17, 4): 1.2}
-SLOW_SWITCH = {(1 << 15, 1): 4, (1 << 15, 2): 14, (1 << 15, 4): 30,
-               (1 << 17, 1): 4, (1 << 17, 2): 3.1, (1 << 17, 4): 8}
-NO_GAIN = {(1 << 15, 1): 4, (1 << 15, 2): 6, (1 << 15, 4): 9,
-           (1 << 17, 1): 4, (1 << 17, 2): 5, (1 << 17, 4): 7}
+# where it is slow for short parts and for four threads (as measured under gVisor), one where
+# threads pay only with long passes (as on a two-core virtual machine), and one where they never
+# pay.
+FAST = {(32 * K, 1): 4, (32 * K, 2): 2.2, (32 * K, 4): 1.3,
+        (128 * K, 1): 4, (128 * K, 2): 2.1, (128 * K, 4): 1.2,
+        (512 * K, 1): 4, (512 * K, 2): 2.1, (512 * K, 4): 1.2}
+SLOW_SWITCH = {(32 * K, 1): 4, (32 * K, 2): 14, (32 * K, 4): 30,
+               (128 * K, 1): 4, (128 * K, 2): 3.1, (128 * K, 4): 4,
+               (512 * K, 1): 4, (512 * K, 2): 2.4, (512 * K, 4): 1.9}
+LONG_PASSES = {(32 * K, 1): 4, (32 * K, 2): 4.1, (32 * K, 4): 5,
+               (128 * K, 1): 4, (128 * K, 2): 2.6, (128 * K, 4): 3,
+               (512 * K, 1): 4, (512 * K, 2): 2.1, (512 * K, 4): 2.6}
+NO_GAIN = {(32 * K, 1): 4, (32 * K, 2): 6, (32 * K, 4): 9,
+           (128 * K, 1): 4, (128 * K, 2): 5, (128 * K, 4): 7,
+           (512 * K, 1): 4, (512 * K, 2): 4.5, (512 * K, 4): 6}
 
 
-@pytest.mark.parametrize("times,policy", [(FAST, (4, 1 << 15)), (SLOW_SWITCH, (2, 1 << 17)),
-                                          (NO_GAIN, (1, 1 << 15))])
-def test_policy_drops_what_is_clearly_slower(monkeypatch, times, policy):
+@pytest.mark.parametrize("times,policy", [
+    (FAST, Policy(((32 * K, 4),), 128 * K)),
+    (SLOW_SWITCH, SLOW_SWITCH_POLICY),
+    (LONG_PASSES, Policy(((128 * K, 2),), 512 * K)),
+    (NO_GAIN, Policy(((32 * K, 1),), host_threads.CACHE_BLOCK))])
+def test_policy_keeps_only_clear_gains(monkeypatch, times, policy):
     monkeypatch.setattr(host_threads, "_THREADS", 4)
     monkeypatch.setattr(host_threads, "_time_passes",
                         lambda blocks: times[(blocks[0].shape[0], len(blocks))])

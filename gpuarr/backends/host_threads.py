@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,10 +26,24 @@ _PARALLEL_MIN = 1 << 15
 _CPUS = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
          else (os.cpu_count() or 1))
 _THREADS = max(1, min(4, _CPUS))
+# Host kernels made of many NumPy passes (threefry, XLA's erf_inv and log) work through blocks
+# this long on one thread: small enough to stay in the L2 cache between passes, large enough
+# that the per-call cost of each pass does not dominate.
+CACHE_BLOCK = 1 << 17
 _pool: ThreadPoolExecutor | None = None
-# (threads, shortest part) that split work pays off with on this machine: measured at the first
-# parallel run (`_measure_threads`), or fixed by GPUARR_HOST_THREADS=n.
-_policy: tuple[int, int] | None = None
+
+
+class ThreadPolicy(NamedTuple):
+    """How this machine's threads pay off for NumPy passes: `steps` holds (part length in
+    elements, threads) pairs, each count used once every part is at least that long, and
+    `block` is how many elements each pass of a split run covers."""
+    steps: tuple[tuple[int, int], ...]
+    block: int
+
+
+_ONE_THREAD = ThreadPolicy(((_PARALLEL_MIN, 1),), CACHE_BLOCK)
+# Measured at the first parallel run (`_measure_threads`), or fixed by GPUARR_HOST_THREADS=n.
+_policy: ThreadPolicy | None = None
 
 
 def submit(fn, *args) -> Future:
@@ -39,71 +54,97 @@ def submit(fn, *args) -> Future:
     return _pool.submit(fn, *args)
 
 
-def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN, row_size: int = 1) -> None:
-    """Call `chunk(lo, hi)` over contiguous ranges of rows covering [0, n): one range for small
-    n, one per thread (the caller's thread included) for large n, each at least `min_part` rows
-    long and long enough (in elements, `row_size` to a row) for this machine's threads to pay
-    off. `chunk` must only write its range."""
+def _bounds(n: int, min_part: int, row_size: int) -> list[int]:
+    """Row bounds of the parts [0, n) splits into: as many as there are threads that pay off
+    for parts that long, each at least `min_part` rows."""
     parts = 1
     if n >= 2 * min_part:
-        threads, shortest = thread_policy()
-        min_part = max(min_part, -(-shortest // max(row_size, 1)))
-        parts = min(threads, n // min_part) if n >= 2 * min_part else 1
-    if parts <= 1:
-        chunk(0, n)
-        return
-    bounds = [n * i // parts for i in range(parts + 1)]
+        for length, threads in thread_policy().steps:
+            rows = max(min_part, -(-length // max(row_size, 1)))
+            parts = max(parts, min(threads, n // rows))
+    return [n * i // parts for i in range(parts + 1)]
+
+
+def _run_parts(chunk, bounds) -> None:
     futures = [submit(chunk, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     chunk(bounds[0], bounds[1])
     for fut in futures:
         fut.result()
 
 
-def thread_policy() -> tuple[int, int]:
-    """(threads, shortest part in elements) for splitting NumPy passes over the pool."""
+def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN, row_size: int = 1) -> None:
+    """Call `chunk(lo, hi)` over contiguous ranges of rows covering [0, n): one range for small
+    n, one per thread (the caller's thread included) for large n, each at least `min_part` rows
+    long and long enough (in elements, `row_size` to a row) for this machine's threads to pay
+    off. `chunk` must only write its range."""
+    _run_parts(chunk, _bounds(n, min_part, row_size))
+
+
+def run_in_passes(chunk, n: int, min_part: int = _PARALLEL_MIN, row_size: int = 1) -> None:
+    """`run_in_blocks` for a `chunk(lo, hi, rows)` that works through its range in passes of
+    `rows` rows: cache-sized on one thread, and on several as long as the measured policy
+    says, since every NumPy pass hands the GIL over and on some machines that is slow."""
+    bounds = _bounds(n, min_part, row_size)
+    length = CACHE_BLOCK if len(bounds) == 2 else thread_policy().block
+    rows = max(1, length // max(row_size, 1))
+    _run_parts(lambda lo, hi: chunk(lo, hi, rows), bounds)
+
+
+def thread_policy() -> ThreadPolicy:
+    """The `ThreadPolicy` for splitting NumPy passes over the pool."""
     global _policy
     if _policy is None:
         fixed = os.environ.get("GPUARR_HOST_THREADS", "").strip()
         if fixed.isdigit() and int(fixed) > 0:
-            _policy = (min(int(fixed), _THREADS), _PARALLEL_MIN)
+            _policy = ThreadPolicy(((_PARALLEL_MIN, min(int(fixed), _THREADS)),), CACHE_BLOCK)
         else:
             _policy = _measure_threads()
     return _policy
 
 
 # Each NumPy pass on a thread of the pool hands the GIL over twice. Where a thread switch is
-# slow (a sandboxed kernel, an oversubscribed virtual machine) passes split over several threads
-# can run slower than on one: under gVisor, 32768-element passes on two threads took 3.5 times
-# as long as on one, and 131072-element passes on four twice as long, while two threads still
-# gained a quarter there. So the first parallel run times the same passes on 1, 2 and 4 threads
-# at these two part lengths, and drops the counts and the part length that are clearly slower.
-# (Timings on a busy machine are noisy: only a clear loss changes the default.)
-_PROBE_LENGTHS = (_PARALLEL_MIN, 1 << 17)
+# slow (a sandboxed kernel, a virtual machine) short passes split over several threads can run
+# slower than on one: under gVisor, 32768-element passes on two threads took 3.5 times as long as
+# on one, and threefry on four threads ran twice as fast with 524288-element passes as with
+# 131072. So the first parallel run times the same passes on 1, 2 and 4 threads at three part
+# lengths, keeps at each length the counts that are clearly faster than fewer, and takes as the
+# pass length of split runs the shortest (from CACHE_BLOCK up) at which the most threads come
+# close to their best. (Timings on a busy machine are noisy: only clear gains count.)
+_PROBE_LENGTHS = (_PARALLEL_MIN, 1 << 17, 1 << 19)
 _PROBE_ELEMENTS = 1 << 24  # per timing: about two milliseconds of passes on one thread
+_CLEARLY = 1.1  # a time more than this many times another is clearly slower
 
 
-def _measure_threads() -> tuple[int, int]:
+def _measure_threads() -> ThreadPolicy:
     counts = [t for t in (1, 2, 4) if t <= _THREADS]
     if len(counts) == 1:
-        return 1, _PARALLEL_MIN
+        return _ONE_THREAD
     for _ in range(counts[-1]):  # start the pool's threads before timing them
         submit(int).result()
-    usable = {}
+    times = {}
     for length in _PROBE_LENGTHS:
         blocks = [np.ones(length, np.uint32) for _ in range(counts[-1])]
-        times = dict.fromkeys(counts, float("inf"))
+        for t in counts:
+            times[length, t] = float("inf")
         for _ in range(3):  # interleaved, so that a drift in speed hits every count alike
             for t in counts:
-                times[t] = min(times[t], _time_passes(blocks[:t]))
-        usable[length] = 1
-        for t in counts[1:]:  # each count must not be clearly slower than any fewer
-            if times[t] > 1.1 * min(times[c] for c in counts if c < t):
+                times[length, t] = min(times[length, t], _time_passes(blocks[:t]))
+    steps = []
+    for length in _PROBE_LENGTHS:
+        usable = 1
+        for t in counts[1:]:  # each count must be clearly faster than any fewer
+            if _CLEARLY * times[length, t] > min(times[length, c] for c in counts if c < t):
                 break
-            usable[length] = t
-    short, long = _PROBE_LENGTHS
-    if usable[long] == 1:
-        return 1, _PARALLEL_MIN
-    return usable[long], short if usable[short] > 1 else long
+            usable = t
+        if usable > max([1] + [u for _, u in steps]):
+            steps.append((length, usable))
+    if not steps:
+        return _ONE_THREAD
+    most = steps[-1][1]
+    long = [length for length in _PROBE_LENGTHS if length >= CACHE_BLOCK]
+    best = min(times[length, most] for length in long)
+    block = next(length for length in long if times[length, most] <= _CLEARLY * best)
+    return ThreadPolicy(tuple(steps), block)
 
 
 def _time_passes(blocks) -> float:
@@ -121,22 +162,16 @@ def _time_passes(blocks) -> float:
     return time.perf_counter() - t0
 
 
-# Host kernels made of many NumPy passes (threefry, XLA's erf_inv and log) work through blocks
-# this long: small enough to stay in the L2 cache between passes, large enough that the
-# per-call cost of each pass does not dominate.
-CACHE_BLOCK = 1 << 17
-
-
 def run_in_cache_blocks(block_fn, n: int, make_scratch=lambda size: None) -> None:
-    """Call `block_fn(lo, hi, scratch)` over cache-sized blocks covering [0, n), on the host
-    threads (`run_in_blocks`); `make_scratch(size)` gives each thread its scratch state once.
+    """Call `block_fn(lo, hi, scratch)` over blocks covering [0, n) on the host threads
+    (`run_in_passes`); `make_scratch(size)` gives each thread its scratch state once.
     `block_fn` must only write its block."""
-    def chunk(lo, hi):
-        scratch = make_scratch(min(CACHE_BLOCK, hi - lo))
-        for s in range(lo, hi, CACHE_BLOCK):
-            block_fn(s, min(hi, s + CACHE_BLOCK), scratch)
+    def chunk(lo, hi, rows):
+        scratch = make_scratch(min(rows, hi - lo))
+        for s in range(lo, hi, rows):
+            block_fn(s, min(hi, s + rows), scratch)
 
-    run_in_blocks(chunk, n)
+    run_in_passes(chunk, n)
 
 
 # Elementwise ufuncs whose output has at least this many elements split its leading axis.

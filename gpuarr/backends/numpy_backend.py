@@ -30,7 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from gpuarr.backends import host_memory, lookup_tables
-from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_blocks, split_ufunc
+from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_passes, split_ufunc
 from gpuarr.core import ClosedProgram, Literal, Primitive, Program
 
 # prim -> impl(*numpy_values, **params) -> value (or a sequence for multiple results).
@@ -275,14 +275,13 @@ class Codegen:
     def blocked_run(self, eqns, start, forms, last_use) -> None:
         """Write the elementwise equations `eqns` (program indices from `start`), with their
         `_blocked_form`s `forms`, as one function over a range of rows (the leading axis),
-        looping over blocks of about _RUN_BLOCK elements, run on the shared threads. Values
+        looping over blocks (`run_in_passes` picks their length), run on the shared threads. Values
         read after the run get full-size buffers; the others live in per-block buffers only.
         Operands are sliced, never reshaped, so broadcast and transposed views are read in
         place."""
         end = start + len(eqns)
         aval = eqns[0].outvars[0].aval
         rows, row_size = aval.shape[0], aval.size // max(aval.shape[0], 1)
-        step = max(1, _RUN_BLOCK // max(row_size, 1))
         empty = self.obj(np.empty, "empty")
         defined = {v.id for e in eqns for v in e.outvars}
         block: dict[int, str] = {}  # var id -> its value within one block
@@ -302,14 +301,14 @@ class Codegen:
                 temps.append((temp, out.aval.dtype))
                 block[out.id] = f"{temp}[:e - s]"
         fn = self.fresh("run")
-        self.line(f"def {fn}(lo, hi):")
+        self.line(f"def {fn}(lo, hi, step):")
         self.depth += 1
         for temp, dtype in temps:
-            self.line(f"{temp} = {empty}((min({step}, hi - lo),) + {aval.shape[1:]}, "
+            self.line(f"{temp} = {empty}((min(step, hi - lo),) + {aval.shape[1:]}, "
                       f"{self.obj(dtype, 'dtype')})")
-        self.line(f"for s in range(lo, hi, {step}):")
+        self.line("for s in range(lo, hi, step):")
         self.depth += 1
-        self.line(f"e = min(hi, s + {step})")
+        self.line("e = min(hi, s + step)")
         for e, (kind, what) in zip(eqns, forms):
             args = [self.read(a) if type(a) is Literal else block[a.id] for a in e.inputs]
             out = e.outvars[0]
@@ -320,7 +319,7 @@ class Codegen:
                 target = f"out={block[out.id]}" if what in _KEYWORD_OUT else block[out.id]
                 self.line(f"{ufunc}({', '.join(args + [target])})")
         self.depth -= 2
-        parts = self.obj(run_in_blocks, "run_in_blocks")
+        parts = self.obj(run_in_passes, "run_in_passes")
         self.line(f"{parts}({fn}, {rows}, {-(-_RUN_PART // max(row_size, 1))}, {row_size})")
         dead = sorted({self._env[a.id] for e in eqns for a in e.inputs
                        if type(a) is not Literal and a.id not in defined
@@ -527,11 +526,10 @@ def _ufunc_gives(ufunc, eqn, dtype) -> bool:
 
 
 # Runs of elementwise equations with outputs of at least _RUN_MIN_SIZE elements go block by
-# block, in blocks of about _RUN_BLOCK elements, each thread taking at least _RUN_PART. Below
+# block (`run_in_passes` sets the block length), each thread taking at least _RUN_PART. Below
 # that size whole-array steps measured as fast (their arrays stay in a large L3 cache, and a
 # block costs a NumPy call per step); at 2**22 float32 elements blocks were about 10% faster.
 _RUN_MIN_SIZE = 1 << 21
-_RUN_BLOCK = 1 << 17
 _RUN_PART = 1 << 16
 
 

@@ -1707,6 +1707,11 @@ def _dot_general_batch(axis_size, vals, dims, dimension_numbers, precision=None,
         return dot_general_p.bind(x, y, dimension_numbers=dn, **params), len(lb) + free.index(dx)
     dn = ((lc, shift(rc, dy)), (lb, shift(rb, dy)))
     free = [i for i in range(get_aval(y).ndim) if i not in dn[0][1] + dn[1][1]]
+    if not lb and free == [dy]:
+        # A matrix times a batch of vectors: the batch as rows (y @ x.T), so the result comes
+        # out batch-major and contiguous, not transposed (scan hoists such products this way).
+        swapped = ((dn[0][1], lc), ((), ()))
+        return dot_general_p.bind(y, x, dimension_numbers=swapped, **params), 0
     n_lhs_free = get_aval(x).ndim - len(lc) - len(lb)
     return dot_general_p.bind(x, y, dimension_numbers=dn, **params), \
         len(lb) + n_lhs_free + free.index(dy)

@@ -107,9 +107,9 @@ def thread_policy() -> ThreadPolicy:
 # slower than on one: under gVisor, 32768-element passes on two threads took 3.5 times as long as
 # on one, and threefry on four threads ran twice as fast with 524288-element passes as with
 # 131072. So the first parallel run times the same passes on 1, 2 and 4 threads at three part
-# lengths, keeps at each length the counts that are clearly faster than fewer, and takes as the
-# pass length of split runs the shortest (from CACHE_BLOCK up) at which the most threads come
-# close to their best. (Timings on a busy machine are noisy: only clear gains count.)
+# lengths, keeps at each length the counts that are not clearly slower than fewer, and takes as
+# the pass length of split runs the shortest (from CACHE_BLOCK up) at which the most threads
+# come close to their best. (Timings on a busy machine are noisy: only clear losses count.)
 _PROBE_LENGTHS = (_PARALLEL_MIN, 1 << 17, 1 << 19)
 _PROBE_ELEMENTS = 1 << 24  # per timing: about two milliseconds of passes on one thread
 _CLEARLY = 1.1  # a time more than this many times another is clearly slower
@@ -132,8 +132,8 @@ def _measure_threads() -> ThreadPolicy:
     steps = []
     for length in _PROBE_LENGTHS:
         usable = 1
-        for t in counts[1:]:  # each count must be clearly faster than any fewer
-            if _CLEARLY * times[length, t] > min(times[length, c] for c in counts if c < t):
+        for t in counts[1:]:  # each count must not be clearly slower than any fewer
+            if times[length, t] > _CLEARLY * min(times[length, c] for c in counts if c < t):
                 break
             usable = t
         if usable > max([1] + [u for _, u in steps]):

@@ -247,6 +247,31 @@ def test_negative_index_is_reported_after_wrapping():
     assert "index -2 is out of bounds" in msg
 
 
+@pytest.mark.parametrize("idx, expected", [
+    ((5,), "index 5 is out of bounds for axis 0 with size 3"),
+    ((-7,), "index -4 is out of bounds for axis 0 with size 3"),
+    ((1, 9), "index 9 is out of bounds for axis 1 with size 4"),
+    ((5, slice(1, 3)), "index 5 is out of bounds for axis 0 with size 3"),
+    ((None, 5, Ellipsis), "index 5 is out of bounds for axis 0 with size 3"),
+    ((Ellipsis, 7), "index 7 is out of bounds for axis 1 with size 4"),
+    ((2, -1), None),
+])
+def test_static_int_index_checks(idx, expected):
+    # A Python int outside its axis clamps, as in JAX, and checkify reports it as JAX does.
+    def case(m):
+        x = m.jnp.arange(12.0).reshape(3, 4)
+        err, out = m.jax.jit(m.checkify.checkify(lambda x: x[idx], errors=m.checkify.index_checks))(x)
+        return err, np.asarray(out)
+    (ours, got), (theirs, want) = both(case)
+    assert ours.get() == theirs.get()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    if expected is None:
+        assert ours.get() is None
+    else:
+        assert ours.get() == f"out-of-bounds indexing for array of shape (3, 4): {expected}. "
+
+
 @pytest.mark.parametrize("name, fn, args, expected", [
     ("floordiv", lambda m, x, y: x // y, (3, 0), "division by zero"),
     ("array", lambda m, x, y: x // y, ([3, 4], [1, 0]), "division by zero"),

@@ -44,6 +44,7 @@ from gpuarr.core import (
     get_aval,
     user_source_info,
 )
+from gpuarr.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.lax import lax, slicing
@@ -642,6 +643,52 @@ def _call_rule(error, enabled, eqn, *args):
 
 error_checks[jit_p] = _call_rule
 error_checks[remat_p] = _call_rule
+
+
+def _checked_call(error, enabled, closed):
+    """(error with a slot for every kind `closed` may add, its checkified program, the output
+    error structure, the error's leaves): a call whose error comes out as it went in."""
+    error = _with_placeholders(error, _stage(_checked(closed, enabled), error, closed.in_avals)[2])
+    checked, tree, _ = _stage(_checked(closed, enabled), error, closed.in_avals)
+    return checked, tree, tree_util.tree_leaves(error)
+
+
+def _custom_jvp_rule(error, enabled, eqn, *args):
+    """custom_jvp: the function is checked; its JVP rule is not, and passes the error through
+    with zero tangents (as in JAX: to check the rule, checkify the jvp instead)."""
+    p = eqn.params
+    checked, tree, leaves = _checked_call(error, enabled, p["call_jaxpr"])
+    n, jvp = len(leaves), p["jvp"]
+
+    def checked_jvp(primals, tangents):
+        outs, touts = jvp(list(primals[n:]), list(tangents[n:]))
+        return [*primals[:n], *outs], [*tangents[:n], *touts]
+
+    outs = custom_jvp_call_p.bind(*leaves, *args, **dict(p, call_jaxpr=checked, jvp=checked_jvp))
+    return _unflatten_outs(tree, outs)
+
+
+def _custom_vjp_rule(error, enabled, eqn, *args):
+    """custom_vjp: the function is checked; fwd and bwd are not (fwd passes the error through,
+    and the error leaves get no cotangents), as in JAX."""
+    p = eqn.params
+    checked, tree, leaves = _checked_call(error, enabled, p["call_jaxpr"])
+    n, fwd, bwd = len(leaves), p["fwd"], p["bwd"]
+
+    def checked_fwd(primals):
+        outs, res = fwd(list(primals[n:]))
+        return [*primals[:n], *outs], res
+
+    def checked_bwd(res, cts):
+        return [None] * n + list(bwd(res, list(cts[n:])))
+
+    outs = custom_vjp_call_p.bind(*leaves, *args, **dict(p, call_jaxpr=checked, fwd=checked_fwd,
+                                                          bwd=checked_bwd))
+    return _unflatten_outs(tree, outs)
+
+
+error_checks[custom_jvp_call_p] = _custom_jvp_rule
+error_checks[custom_vjp_call_p] = _custom_vjp_rule
 
 
 def _cond_rule(error, enabled, eqn, index, *ops):

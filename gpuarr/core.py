@@ -116,6 +116,12 @@ weak_type_rules: dict[Primitive, Callable[..., bool]] = {}
 # Binary elementwise primitives: operands of unequal nonzero ranks are an error, which NumPy's
 # broadcasting would hide from eager evaluation.
 rank_checked_prims: set[Primitive] = set()
+# Names of the primitives XLA's cost analysis counts as transcendental: each element costs many
+# arithmetic operations (stages.cost_analysis counts them; the NumPy backend sizes passes by it).
+TRANSCENDENTAL_PRIMS = frozenset((
+    "exp", "exp2", "expm1", "log", "log1p", "logistic", "pow", "sqrt", "rsqrt", "cbrt", "tanh",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"))
 
 
 def default_weak_type_rule(*args, **params) -> bool:

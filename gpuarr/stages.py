@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuarr import tree_util
-from gpuarr.core import ClosedProgram, ShapedArray, subprograms
+from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, ShapedArray, subprograms
 
 
 class ArgInfo:
@@ -172,10 +172,6 @@ def _type_str(aval) -> str:
 
 # ---------------------------------------------------------------- cost analysis
 
-_TRANSCENDENTAL = frozenset((
-    "exp", "exp2", "expm1", "log", "log1p", "logistic", "pow", "sqrt", "rsqrt", "cbrt", "tanh",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma"))
 _FREE = frozenset((  # moves or reinterprets data, no arithmetic
     "broadcast_in_dim", "reshape", "squeeze", "expand_dims", "transpose", "convert_element_type",
     "bitcast_convert_type", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate",
@@ -202,7 +198,7 @@ def _eqn_costs(eqn) -> dict:
         flops = 2 * _size(outs[0]) * math.prod(ins[0].shape[d] for d in contract)
     elif name in _REDUCTIONS:
         flops = max(_size(ins[0]) - _size(outs[0]), 0)
-    elif name in _TRANSCENDENTAL:
+    elif name in TRANSCENDENTAL_PRIMS:
         transcendentals = _size(outs[0])
     elif name not in _FREE and outs:
         flops = _size(outs[0])

@@ -93,6 +93,14 @@ def test_passes_are_cache_sized_on_one_thread_and_policy_sized_on_several(monkey
     assert steps == {rows}
 
 
+def test_costly_passes_stay_cache_sized_on_several_threads(monkeypatch):
+    monkeypatch.setattr(host_threads, "_policy", SLOW_SWITCH_POLICY)
+    parts = []
+    host_threads.run_in_passes(lambda lo, hi, step: parts.append((hi - lo, step)), 4096 * K,
+                               costly=True)
+    assert parts == [(1024 * K, host_threads.CACHE_BLOCK)] * 4
+
+
 def test_passes_count_rows_of_a_row_size(monkeypatch):
     monkeypatch.setattr(host_threads, "_policy", SLOW_SWITCH_POLICY)
     steps = []

@@ -80,12 +80,15 @@ def run_in_blocks(chunk, n: int, min_part: int = _PARALLEL_MIN, row_size: int = 
     _run_parts(chunk, _bounds(n, min_part, row_size))
 
 
-def run_in_passes(chunk, n: int, min_part: int = _PARALLEL_MIN, row_size: int = 1) -> None:
+def run_in_passes(chunk, n: int, min_part: int = _PARALLEL_MIN, row_size: int = 1,
+                  costly: bool = False) -> None:
     """`run_in_blocks` for a `chunk(lo, hi, rows)` that works through its range in passes of
     `rows` rows: cache-sized on one thread, and on several as long as the measured policy
-    says, since every NumPy pass hands the GIL over and on some machines that is slow."""
+    says, since every NumPy pass hands the GIL over and on some machines that is slow.
+    `costly` passes (transcendental functions) take long enough at the cache size, and there
+    keep their temporaries in cache, so they stay cache-sized on several threads too."""
     bounds = _bounds(n, min_part, row_size)
-    length = CACHE_BLOCK if len(bounds) == 2 else thread_policy().block
+    length = CACHE_BLOCK if len(bounds) == 2 or costly else thread_policy().block
     rows = max(1, length // max(row_size, 1))
     _run_parts(lambda lo, hi: chunk(lo, hi, rows), bounds)
 

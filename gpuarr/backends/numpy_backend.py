@@ -31,7 +31,7 @@ import numpy as np
 
 from gpuarr.backends import host_memory, lookup_tables
 from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_passes, split_ufunc
-from gpuarr.core import ClosedProgram, Literal, Primitive, Program
+from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, Literal, Primitive, Program
 
 # prim -> impl(*numpy_values, **params) -> value (or a sequence for multiple results).
 impl_rules: dict[Primitive, Callable] = {}
@@ -320,7 +320,9 @@ class Codegen:
                 self.line(f"{ufunc}({', '.join(args + [target])})")
         self.depth -= 2
         parts = self.obj(run_in_passes, "run_in_passes")
-        self.line(f"{parts}({fn}, {rows}, {-(-_RUN_PART // max(row_size, 1))}, {row_size})")
+        costly = any(e.prim.name in TRANSCENDENTAL_PRIMS for e in eqns)
+        self.line(f"{parts}({fn}, {rows}, {-(-_RUN_PART // max(row_size, 1))}, {row_size}, "
+                  f"{costly})")
         dead = sorted({self._env[a.id] for e in eqns for a in e.inputs
                        if type(a) is not Literal and a.id not in defined
                        and start <= last_use.get(a.id, -1) < end

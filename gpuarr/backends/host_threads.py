@@ -124,26 +124,25 @@ def _measure_threads() -> ThreadPolicy:
         return _ONE_THREAD
     for _ in range(counts[-1]):  # start the pool's threads before timing them
         submit(int).result()
-    times = {}
+    times = dict.fromkeys(((length, t) for length in _PROBE_LENGTHS for t in counts),
+                          float("inf"))
     for length in _PROBE_LENGTHS:
         blocks = [np.ones(length, np.uint32) for _ in range(counts[-1])]
-        for t in counts:
-            times[length, t] = float("inf")
         for _ in range(3):  # interleaved, so that a drift in speed hits every count alike
             for t in counts:
                 times[length, t] = min(times[length, t], _time_passes(blocks[:t]))
-    steps = []
+    steps, most = [], 1
     for length in _PROBE_LENGTHS:
         usable = 1
         for t in counts[1:]:  # each count must not be clearly slower than any fewer
             if times[length, t] > _CLEARLY * min(times[length, c] for c in counts if c < t):
                 break
             usable = t
-        if usable > max([1] + [u for _, u in steps]):
+        if usable > most:
             steps.append((length, usable))
+            most = usable
     if not steps:
         return _ONE_THREAD
-    most = steps[-1][1]
     long = [length for length in _PROBE_LENGTHS if length >= CACHE_BLOCK]
     best = min(times[length, most] for length in long)
     block = next(length for length in long if times[length, most] <= _CLEARLY * best)

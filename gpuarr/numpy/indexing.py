@@ -21,27 +21,9 @@ def getitem(x, idx):
     from gpuarr.numpy import advanced_indexing
     ndim = get_aval(x).ndim
     norm = advanced_indexing.normalize_index(idx, ndim)
-    if all(i is None or isinstance(i, slice) or _is_int_index(i) for i in norm) \
-            and _ints_in_bounds(norm, get_aval(x).shape):
+    if all(i is None or isinstance(i, slice) or _is_int_index(i) for i in norm):
         return basic_getitem(x, norm)
     return advanced_indexing.getitem(x, norm)
-
-
-def _ints_in_bounds(idx, shape) -> bool:
-    """Whether every int of a basic index lies within its (non-empty) axis. An int outside is
-    read through a gather instead of a static slice: the gather clamps it as JAX does, and
-    checkify's index checks see it, as they do in JAX."""
-    n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
-    dim = 0
-    for i in idx:
-        if i is Ellipsis:
-            dim += len(shape) - n_real
-        elif i is not None:
-            if _is_int_index(i) and dim < len(shape) and shape[dim] \
-                    and not -shape[dim] <= i < shape[dim]:
-                return False
-            dim += 1
-    return True
 
 
 def basic_getitem(x, idx):
@@ -68,8 +50,13 @@ def basic_getitem(x, idx):
         size = shape[dim]
         if _is_int_index(i) or (isinstance(i, np.ndarray) and i.ndim == 0):
             i = int(i)
-            if size == 0:  # (ints outside a non-empty axis take the gather path)
+            if size == 0:
                 raise IndexError(f"index {i} is out of bounds for axis {dim} with size 0")
+            if not -size <= i < size:
+                # Read through a gather: it clamps as JAX does, and checkify's index checks
+                # see it, as they do in JAX.
+                from gpuarr.numpy import advanced_indexing
+                return advanced_indexing.getitem(x, idx)
             i = i % size
             starts.append(i)
             limits.append(i + 1)

@@ -46,7 +46,7 @@ _DEFAULTS = {
     "check_tracer_leaks": False,
     "disable_jit": False,
     "threefry_partitionable": True,
-    "default_matmul_precision": "",
+    "default_matmul_precision": None,
     "enable_passes": True,
     "numpy_rank_promotion": "allow",
     "numpy_dtype_promotion": "standard",
@@ -80,8 +80,15 @@ _ENUMS = {"numpy_rank_promotion": ("allow", "warn", "raise"),
           "numpy_dtype_promotion": ("standard", "strict"),
           "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg",
                                 "philox2x32", "philox4x32")}
+# default_matmul_precision: the legacy precision names, then lax.DotAlgorithmPreset's members.
+_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+               "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+               "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+               "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+               "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
 # Options that take None or one of a few strings.
 _OPTIONAL_ENUMS = {"array_garbage_collection_guard": ("allow", "log", "fatal"),
+                   "default_matmul_precision": _PRECISIONS,
                    "transfer_guard": _TRANSFER_LEVELS,
                    **{d: _TRANSFER_LEVELS for d in _TRANSFER_DIRECTIONS}}
 # Options that take a member (or the value string) of an enum class.
@@ -190,6 +197,7 @@ class Config:
                                          v["enable_passes"], v["platforms"],
                                          v["numpy_rank_promotion"], v["numpy_dtype_promotion"],
                                          v["threefry_partitionable"],
+                                         v["default_matmul_precision"],
                                          tuple(u._value for u in _user_contexts))
         # jit's fast path is off while any option needs the full call path, and while a
         # profiler trace records the calls.
@@ -280,15 +288,6 @@ def enable_x64(new_val: bool = True):
     return _option("enable_x64", new_val)
 
 
-_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
-
-
-def _check_precision(value):
-    if value is not None and value not in _PRECISIONS:
-        raise ValueError(f"new enum value must be None or in {list(_PRECISIONS)}, got {value} "
-                         f"of type {type(value)}.")
-
-
 debug_nans = State("debug_nans", "Context manager for `jax_debug_nans`: raise "
                    "FloatingPointError where an operation produces a NaN.")
 debug_infs = State("debug_infs", "Context manager for `jax_debug_infs`: raise "
@@ -302,8 +301,9 @@ check_tracer_leaks = State("check_tracer_leaks", "Context manager for `jax_check
                            "raise when a tracer outlives the transformation that made it.")
 default_matmul_precision = State(
     "default_matmul_precision", "Context manager for `jax_default_matmul_precision`: the "
-    "precision of matrix products that do not give one (None, 'default', 'high', 'highest', "
-    "'bfloat16', 'tensorfloat32' or 'float32').", _check_precision)
+    "precision of matrix products and convolutions that do not give one (None, 'default', "
+    "'high', 'highest', 'bfloat16', 'tensorfloat32', 'float32' or the name of a "
+    "lax.DotAlgorithmPreset).")
 numpy_rank_promotion = State(
     "numpy_rank_promotion", "Context manager for `jax_numpy_rank_promotion`: what jax.numpy "
     "does when it broadcasts operands of different nonzero ranks against each other ('allow', "

@@ -98,7 +98,7 @@ def test_config_context_managers_set_and_restore():
     assert cfg.check_tracer_leaks is False
     with jax.default_matmul_precision("highest"):
         assert cfg.jax_default_matmul_precision == "highest"
-    assert cfg.default_matmul_precision == ""
+    assert cfg.default_matmul_precision is None  # as in JAX
     with pytest.raises(ValueError):
         with jax.default_matmul_precision("bogus"):
             pass

@@ -42,10 +42,13 @@ from gpuarr.lax.parallel import (  # noqa: F401, E402
     psum_scatter, pswapaxes,
 )
 from gpuarr.lax.extras import (  # noqa: F401, E402
-    ConvGeneralDilatedDimensionNumbers, DotDimensionNumbers, Precision, RoundingMethod, axis_size,
+    ConvGeneralDilatedDimensionNumbers, DotDimensionNumbers, RoundingMethod, axis_size,
     batch_matmul, broadcast_shapes, broadcast_to_rank, collapse, complex, conj, conv_transpose,
     dtype, empty, imag, optimization_barrier, real, reduce, reduce_xor, split, stack, tile,
     unstack,
+)
+from gpuarr.lax.dot_precision import (  # noqa: F401, E402
+    DotAlgorithm, DotAlgorithmPreset, Precision,
 )
 from gpuarr.lax.special_extra import (  # noqa: F401, E402
     bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, zeta,

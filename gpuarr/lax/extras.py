@@ -1,12 +1,11 @@
-"""More of lax: the Precision and RoundingMethod enums, complex-number primitives (complex,
-conj, real, imag), reduce_xor and the general `reduce`, optimization_barrier, shape helpers
+"""More of lax: the RoundingMethod enum, complex-number primitives (complex, conj, real,
+imag), reduce_xor and the general `reduce`, optimization_barrier, shape helpers
 (batch_matmul, broadcast_shapes, broadcast_to_rank, collapse, stack, unstack, split, tile,
 empty, dtype), conv_transpose and axis_size.
 """
 from __future__ import annotations
 
 import builtins
-import enum
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Union
@@ -35,36 +34,6 @@ from gpuarr.lax.lax import (
 from gpuarr.lax.windowed import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 
 # ---------------------------------------------------------------- enums and type aliases
-
-
-class Precision(enum.Enum):
-    """Precision of matrix products and convolutions (the `precision=` argument of dot,
-    dot_general, conv_general_dilated, jnp.matmul, jnp.einsum): DEFAULT (aliases 'default',
-    'fastest', 'bfloat16'), HIGH ('high', 'bfloat16_3x', 'tensorfloat32') or HIGHEST ('highest',
-    'float32'). It selects between faster and more accurate float32 products on devices that
-    offer both; the host computes every product at full precision."""
-
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-    @classmethod
-    def _missing_(cls, value):
-        return _PRECISION_STRINGS.get(value)
-
-    def __repr__(self):
-        return f"{type(self).__name__}.{self.name}"
-
-    def __str__(self):
-        return self.name
-
-
-_PRECISION_STRINGS = {
-    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST, "high": Precision.HIGH,
-    "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
-    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
-    None: Precision.DEFAULT,
-}
 
 
 RoundingMethod = lax.RoundingMethod  # defined beside lax.round, its default

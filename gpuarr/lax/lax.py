@@ -35,6 +35,7 @@ from gpuarr.core import (
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped, vectorized_rule
+from gpuarr.lax.dot_precision import algorithm_product, canonicalize_precision, is_algorithm
 
 _SCALARS = (bool, int, float, complex)
 
@@ -1551,6 +1552,9 @@ def _broadcast_product_spec(x_ndim, y_ndim, dimension_numbers) -> str:
 
 
 def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element_type=None):
+    if is_algorithm(precision):
+        return algorithm_product(partial(_dot_general_impl, dimension_numbers=dimension_numbers),
+                                 x, y, precision, preferred_element_type or x.dtype)
     (lc, rc), (lb, rb) = dimension_numbers
     if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.char in "fdFD" \
             and not lb and len(lc) == 1 and x.ndim <= 2 and y.ndim <= 2 \
@@ -1644,16 +1648,16 @@ def _dot_transpose_lhs(ct, x, y, dimension_numbers, precision=None, preferred_el
     if out_axes != tuple(range(x_ndim)) and swapped_axes == tuple(range(x_ndim)):
         # dot(y, ct) already has x's layout: no transpose (a strided copy on most backends).
         (ans_y_, y_kept_), (ans_b_, y_b_) = dims
-        val = dot_general(y, ct, ((y_kept_, ans_y_), (y_b_, ans_b_)), preferred_element_type=None)
+        val = dot_general(y, ct, ((y_kept_, ans_y_), (y_b_, ans_b_)), precision)
     else:
-        val = transpose(dot_general(ct, y, dims, preferred_element_type=None), out_axes)
+        val = transpose(dot_general(ct, y, dims, precision), out_axes)
     return convert_element_type(val, x_aval.dtype) if get_aval(val).dtype != x_aval.dtype else val
 
 
 def _dot_transpose_rhs(ct, x, y, dimension_numbers, precision=None, preferred_element_type=None):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    return _dot_transpose_lhs(ct, y, x, swapped, swap_ans=True)
+    return _dot_transpose_lhs(ct, y, x, swapped, precision, swap_ans=True)
 
 
 def _dot_general_expr(x, y, dimension_numbers, precision=None, preferred_element_type=None):
@@ -1662,7 +1666,7 @@ def _dot_general_expr(x, y, dimension_numbers, precision=None, preferred_element
     handling; None for the other cases."""
     (lc, rc), (lb, rb) = dimension_numbers
     if x.dtype != y.dtype or x.dtype.char not in "fdFD" or preferred_element_type not in (
-            None, x.dtype):
+            None, x.dtype) or is_algorithm(precision):
         return None
     if not lc:  # a broadcast product (per-example gradients): einsum with fixed subscripts
         out = _dot_general_abstract(x, y, dimension_numbers)[0].shape
@@ -1727,13 +1731,18 @@ def _index_tuple(dims):
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
                 out_sharding=None):
-    """General tensor contraction: ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))."""
+    """General tensor contraction given by `dimension_numbers` = ((lhs_contract,
+    rhs_contract), (lhs_batch, rhs_batch)): batch axes first, then lhs free axes, then rhs free
+    axes. `precision` takes a Precision (or its name, or a pair), a DotAlgorithmPreset (or its
+    name) or a DotAlgorithm (see `gpuarr.lax.dot_precision`); `preferred_element_type` sets the
+    result type."""
     if out_sharding is not None:
         check_no_sharding("lax.dot_general", out_sharding)
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((_index_tuple(lc), _index_tuple(rc)), (_index_tuple(lb), _index_tuple(rb)))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=precision,
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              precision=canonicalize_precision(precision),
                               preferred_element_type=pet)
 
 

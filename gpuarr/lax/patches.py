@@ -11,7 +11,7 @@ import numpy as np
 
 from gpuarr.core import get_aval
 from gpuarr.lax import lax
-from gpuarr.lax.extras import Precision
+from gpuarr.lax.dot_precision import Precision
 from gpuarr.lax.windowed import conv_dimension_numbers, conv_general_dilated
 
 

@@ -27,7 +27,7 @@ from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, add_tangents, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped
 from gpuarr.lax import lax
-from gpuarr.lax.extras import Precision
+from gpuarr.lax.dot_precision import algorithm_product, canonicalize_precision, is_algorithm
 from gpuarr.lax.slicing import checked_impl
 
 # ---------------------------------------------------------------- dimension numbers
@@ -338,6 +338,11 @@ def _ragged_impl(lhs, rhs, group_sizes, *, ragged_dot_dimension_numbers, precisi
                  preferred_element_type=None):
     x, y, gs = np.asarray(lhs), np.asarray(rhs), np.asarray(group_sizes)
     dn = ragged_dot_dimension_numbers
+    if is_algorithm(precision):
+        def product(a, b):
+            return _ragged_impl(a, b, gs, ragged_dot_dimension_numbers=dn)
+        out = preferred_element_type or _operand_dtype(x.dtype, y.dtype)
+        return algorithm_product(product, x, y, precision, out)
     (lc, rc), (lb, rb) = dn.dot_dimension_numbers
     mode, r = _mode_and_dim(x.ndim, dn)
     operand = _operand_dtype(x.dtype, y.dtype)
@@ -524,34 +529,6 @@ batch_rules[ragged_dot_general_p] = _ragged_batch
 # ---------------------------------------------------------------- public functions
 
 
-_PRECISION_STRINGS = ("highest", "float32", "high", "bfloat16_3x", "tensorfloat32", "default",
-                      "bfloat16", "fastest", None)
-
-
-def _canonicalize_precision(precision):
-    """None, or a (lhs, rhs) pair of Precision values, as JAX keeps it."""
-    if precision is None:
-        return None
-    if isinstance(precision, str) and precision in _PRECISION_STRINGS:
-        return Precision(precision), Precision(precision)
-    if isinstance(precision, Precision):
-        return precision, precision
-    if isinstance(precision, (list, tuple)) and len(precision) == 2:
-        if all(isinstance(p, Precision) for p in precision):
-            return tuple(precision)
-        if all(isinstance(p, str) for p in precision):
-            return tuple(_canonicalize_precision(p)[0] for p in precision)
-    raise ValueError(
-        "Precision argument must be one of:\n"
-        "- None,\n"
-        f"- a string in {list(_PRECISION_STRINGS)},\n"
-        "- a lax.Precision value,\n"
-        "- a tuple of two lax.Precision values or strings,\n"
-        "- a lax.DotAlgorithmPreset or the name of one of these presets, or\n"
-        "- a lax.DotAlgorithm value;\n"
-        f"but got {precision}.")
-
-
 def _operand(x, position):
     if isinstance(x, (Array, Tracer)):
         return x
@@ -584,7 +561,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers: Ragg
         dtypes.canonicalize_dtype(preferred_element_type)
     return ragged_dot_general_p.bind(lhs, rhs, group_sizes,
                                      ragged_dot_dimension_numbers=ragged_dot_dimension_numbers,
-                                     precision=_canonicalize_precision(precision),
+                                     precision=canonicalize_precision(precision),
                                      preferred_element_type=pet)
 
 

@@ -14,6 +14,7 @@ from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules
 from gpuarr.lax import lax
+from gpuarr.lax.dot_precision import canonicalize_precision
 from gpuarr.lax.slicing import checked_impl
 
 # ---------------------------------------------------------------- shared shape helpers
@@ -434,7 +435,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
         lhs, rhs, window_strides=window_strides, padding=tuple(tuple(p) for p in padding),
         lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        precision=precision, preferred_element_type=pet)
+        precision=canonicalize_precision(precision), preferred_element_type=pet)
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gpuarr import dtypes
+from gpuarr import pretty_printer as pp
 from gpuarr.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -68,6 +70,9 @@ class ShapedArray:
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+
+    def __str__(self):  # as JAX prints a type in messages: ~float32[2,3] (~ marks weak types)
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
 def get_aval(x) -> ShapedArray:
@@ -300,41 +305,153 @@ def _pp_literal(lit: Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-def _pp_param(value, namer, indent, source_info=False) -> str:
-    if isinstance(value, (Program, ClosedProgram)):
-        prog = value.program if isinstance(value, ClosedProgram) else value
-        return pp_program(prog, indent=indent, namer=namer, source_info=source_info)
+# A break between variables is its own group: the list fills each line and wraps (two columns
+# in) only once a line has reached the width.
+_VAR_SEP = pp.concat(pp.text(""), pp.group(pp.brk()))
+_OUT_SEP = pp.concat(pp.text(","), pp.group(pp.brk()))
+
+
+def _vars_doc(names, sep=_VAR_SEP):
+    return pp.nest(2, pp.join(sep, [pp.text(n) for n in names]))
+
+
+# ---- equation parameters
+
+class ParamPrinting(NamedTuple):
+    """How one primitive's equation parameters print, as JAX's printing rules for it do.
+
+    Parameters print sorted by name, after those named in `first`. `hidden` ones never print
+    (the output type implies them), `hidden_if_none` ones not when None, `hidden_if_empty` ones
+    not when empty, zero or False; `as_lists` ones print their innermost tuples as lists.
+    """
+    first: tuple = ()
+    hidden: tuple = ()
+    hidden_if_none: tuple = ()
+    hidden_if_empty: tuple = ()
+    as_lists: tuple = ()
+
+
+param_printing: dict[str, ParamPrinting] = {
+    "dot_general": ParamPrinting(hidden_if_none=("precision", "preferred_element_type"),
+                                 as_lists=("dimension_numbers",)),
+    "broadcast_in_dim": ParamPrinting(hidden=("shape",), hidden_if_empty=("broadcast_dimensions",)),
+    "jit": ParamPrinting(first=("name",)),
+    "custom_jvp_call": ParamPrinting(first=("name",)),
+    "custom_vjp_call": ParamPrinting(first=("name",)),
+    "custom_lin": ParamPrinting(hidden=("out_avals",)),
+    "check": ParamPrinting(hidden=("err_tree",)),
+}
+
+
+def _innermost_as_lists(value):
+    if isinstance(value, (tuple, list)):
+        if any(isinstance(v, (tuple, list)) for v in value):
+            return tuple(_innermost_as_lists(v) for v in value)
+        return list(value)
+    return value
+
+
+def _is_empty(value) -> bool:
+    return value is None or (not isinstance(value, np.ndarray) and not value)
+
+
+def _shown_params(eqn: Eqn) -> list:
+    """The (name, value) pairs an equation prints, in order."""
+    params = eqn.params
+    rule = param_printing.get(eqn.prim.name)
+    if rule is None:
+        return [(k, params[k]) for k in sorted(params)]
+    shown = {}
+    for k, v in params.items():
+        if (k in rule.hidden or (k in rule.hidden_if_none and v is None)
+                or (k in rule.hidden_if_empty and _is_empty(v))):
+            continue
+        shown[k] = _innermost_as_lists(v) if k in rule.as_lists else v
+    order = [k for k in rule.first if k in shown]
+    order += sorted(k for k in shown if k not in rule.first)
+    return [(k, shown[k]) for k in order]
+
+
+_ADDRESS = re.compile(r" at 0x([0-9a-fA-F]+)")
+
+
+def _pp_value(value) -> str:
     if isinstance(value, np.dtype):
         return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
         return np.dtype(value).name
-    if isinstance(value, (tuple, list)) and any(isinstance(v, (Program, ClosedProgram)) for v in value):
-        return "(\n" + "".join(" " * (indent + 2) + _pp_param(v, namer, indent + 2, source_info) + "\n"
-                               for v in value) + " " * indent + ")"
     if callable(value) and hasattr(value, "__name__"):
         return value.__name__
-    return str(value)
-
-
-def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, source_info: bool = False) -> str:
-    outs = " ".join(namer.binder(v) for v in eqn.outvars) or "_"
-    args = " ".join(namer(a) for a in eqn.inputs)
-    params = ""
-    if eqn.params:
-        nested = any(True for _ in subprograms(eqn.params))
-        if nested:
-            _alias_nested(eqn, namer)
-            pad = " " * (indent + 2)
-            items = "".join(f"\n{pad}{k}={_pp_param(v, namer, indent + 2, source_info)}"
-                            for k, v in eqn.params.items())
-            params = f"[{items}\n{' ' * indent}]"
-        else:
-            items = " ".join(f"{k}={_pp_param(v, namer, indent)}" for k, v in eqn.params.items())
-            params = f"[{items}]"
-    text = f"{outs} = {eqn.prim.name}{params} {args}".rstrip()
-    if source_info and eqn.source_info is not None:
-        text += f"  # {eqn.source_info}"
+    if isinstance(value, frozenset):
+        try:
+            items = sorted(value)
+        except TypeError:
+            items = list(value)
+        return f"frozenset({{{', '.join(repr(e) for e in items)}}})"
+    text = str(value)
+    if " at 0x" in text:  # addresses change from run to run; JAX masks them too
+        text = _ADDRESS.sub(lambda m: " at 0x" + "X" * len(m.group(1)), text)
     return text
+
+
+def _param_doc(value, namer, source_info):
+    if isinstance(value, (Program, ClosedProgram)):
+        prog = value.program if isinstance(value, ClosedProgram) else value
+        return _program_doc(prog, namer, source_info)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, (Program, ClosedProgram))
+                                                for v in value):  # `(` one a line `)`
+        items = pp.join(pp.brk(), [_param_doc(v, namer, source_info) for v in value])
+        return pp.group(pp.concat(pp.nest(2, pp.concat(pp.text("("), pp.brk(""), items)),
+                              pp.brk(""), pp.text(")")))
+    return pp.text(_pp_value(value))
+
+
+def _params_doc(pairs):
+    """`[k=v k=v]`, or when that does not fit, one `k=v` a line and `]` on its own line."""
+    if not pairs:
+        return pp.NIL
+    return pp.group(pp.concat(pp.nest(2, pp.concat(pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs))),
+                          pp.brk(""), pp.text("]")))
+
+
+# ---- equations and programs
+
+def _eqn_parts(outs, note, name, params, args):
+    lhs = _vars_doc(outs) if outs else pp.text("_")
+    rhs = pp.concat(pp.text(" "), _vars_doc(args)) if args else pp.NIL
+    return pp.concat(lhs, pp.text(" = ", note), pp.text(name), params, rhs)
+
+
+def _eqn_doc(eqn: Eqn, namer: _Namer, source_info: bool):
+    # Every break in an equation sits in a group of its own, so grouping the whole changes no
+    # layout: it only lets an equation that fits on its line be written out in one step.
+    note = str(eqn.source_info) if source_info and eqn.source_info is not None else None
+    name = eqn.prim.name
+    outs = [namer.binder(v) for v in eqn.outvars]
+    items = _shown_params(eqn)
+    if eqn.params and next(subprograms(eqn.params), None) is not None:
+        _alias_nested(eqn, namer)
+        params = _params_doc([pp.concat(pp.text(f"{k}="), _param_doc(v, namer, source_info))
+                              for k, v in items])
+        args = [namer(a) for a in eqn.inputs]
+        return pp.group(_eqn_parts(outs, note, name, params, args))
+    pairs = [f"{k}={_pp_value(v)}" for k, v in items]
+    args = [namer(a) for a in eqn.inputs]
+    flat = (f"{' '.join(outs) or '_'} = {name}{'[' + ' '.join(pairs) + ']' if pairs else ''}"
+            f"{' ' if args else ''}{' '.join(args)}")
+    return pp.line(flat, note, lambda: _eqn_parts(outs, note, name,
+                                                _params_doc([pp.text(p) for p in pairs]), args))
+
+
+def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, source_info: bool = False,
+           width: float = float("inf")) -> str:
+    """One equation, its first line unindented, laid out from column `indent`.
+
+    By default there is no width limit, so the equation takes one line unless it holds a
+    Program of several equations (kernel comments quote equations this way); `make_jaxpr`'s
+    printing lays equations out at width 80.
+    """
+    return pp.render(_eqn_doc(eqn, namer, source_info), indent, width)
 
 
 def _alias_nested(eqn: Eqn, namer: _Namer) -> None:
@@ -353,22 +470,28 @@ def _alias_nested(eqn: Eqn, namer: _Namer) -> None:
                     namer.names[inner.id] = namer(outer)
 
 
+def _program_doc(prog: Program, namer: _Namer, source_info: bool):
+    consts = _vars_doc([namer.binder(v) for v in prog.constvars])
+    ins = _vars_doc([namer.binder(v) for v in prog.invars])
+    eqns = [_eqn_doc(e, namer, source_info) for e in prog.eqns]
+    names = [namer(v) for v in prog.outvars]
+    outs = pp.concat(pp.text("("), _vars_doc(names, _OUT_SEP), pp.text(",)" if len(names) == 1 else ")"))
+    if eqns:
+        # A Program of several equations takes several lines (JAX would print a short one on
+        # one line, its equations separated by "; ").
+        brk = pp.HARD_BREAK if len(eqns) > 1 else pp.brk()
+        body = pp.concat(pp.text("let"), pp.nest(2, pp.concat(brk, pp.join(brk, eqns))), brk,
+                         pp.text("in "), outs)
+    else:
+        body = pp.concat(pp.text("let"), pp.brk(), pp.text("in "), outs)
+    head = pp.concat(pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". "), body)
+    return pp.group(pp.concat(pp.nest(2, head), pp.text(" }")))
+
+
 def pp_program(prog: Program, indent: int = 0, source_info: bool = False, namer=None) -> str:
     """Write `prog` in JAX's jaxpr syntax: `{ lambda a:f32[3]; b:f32[]. let ... in (c,) }`."""
-    top = namer is None
-    namer = _Namer() if top else namer
-    consts = " ".join(namer.binder(v) for v in prog.constvars)
-    ins = " ".join(namer.binder(v) for v in prog.invars)
-    eqns = [pp_eqn(e, namer, indent + 4, source_info) for e in prog.eqns]
-    names = [namer(v) for v in prog.outvars]
-    outs = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
-    head = f"{{ lambda {consts}; {ins}. let"
-    one_line = f"{head} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
-    if len(eqns) <= 1 and len(one_line) + indent <= 80 and "\n" not in one_line:
-        return one_line
-    pad = " " * indent
-    body = "".join(f"\n{pad}    {e}" for e in eqns)
-    return f"{head}{body}\n{pad}  in {outs} }}"
+    namer = _Namer() if namer is None else namer
+    return pp.render(_program_doc(prog, namer, source_info), indent)
 
 
 # ---------------------------------------------------------------- type checking
@@ -517,15 +640,20 @@ class Tracer:
     def __complex__(self):
         return complex(self._concrete(ConcretizationTypeError, "complex"))
 
+    def item(self, *args):
+        """The value of a one-element array as a Python scalar: needs a concrete value."""
+        return np.asarray(self._concrete(ConcretizationTypeError, "item")).item(*args)
+
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__}. Traced arrays can't be used as "
                         "dict keys or static arguments; pass a concrete Python value instead.")
 
     def __setitem__(self, idx, value):
         raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
-                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method.")
+                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+                        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
-    def __repr__(self):
+    def __repr__(self):  # the form JAX's documentation shows (SPEC S3)
         aval = self.aval
         shape = ",".join(map(str, aval.shape))
         return f"Traced<ShapedArray({aval.dtype.name}[{shape}])>with<{self._trace!r}>"

@@ -237,7 +237,9 @@ def test_rng_bit_generator_transformations_and_errors():
     same(gpuarr.grad(lambda x: glax.rng_bit_generator(KEY, (2,))[1].astype(np.float32).sum() * x)(
         1.0), jax.grad(lambda x: jlax.rng_bit_generator(KEY, (2,))[1].astype(float).sum() * x)(1.0))
     text = str(gpuarr.make_jaxpr(lambda k: glax.rng_bit_generator(k, (5,), np.uint8))(KEY))
-    assert "rng_bit_generator[algorithm=RNG_DEFAULT dtype=uint8 shape=(5,)]" in text
+    # The parameters do not fit after the two binders, so each takes its own line (as in JAX).
+    assert ("b:u32[4] c:u8[5] = rng_bit_generator[\n      algorithm=RNG_DEFAULT\n"
+            "      dtype=uint8\n      shape=(5,)\n    ] a\n") in text
     assert str(glax.RandomAlgorithm.RNG_PHILOX) == "RNG_PHILOX"
     assert [int(a) for a in glax.RandomAlgorithm] == [int(a) for a in jlax.RandomAlgorithm]
     for dtype in (np.int32, np.float32):

@@ -216,7 +216,9 @@ def test_eig_output_selection_and_jaxpr():
     (w,) = lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
     assert w.shape == (3,) and w.dtype == np.complex64
     text = str(gpuarr.make_jaxpr(lambda x: lax.linalg.eig(x, compute_left_eigenvectors=False))(a))
-    assert "eig[compute_left_eigenvectors=False compute_right_eigenvectors=True" in text
+    # Too long for one line: one parameter a line, sorted by name (as JAX prints them).
+    assert ("eig[\n      compute_left_eigenvectors=False\n      compute_right_eigenvectors=True\n"
+            in text)
     assert "c64[3,3]" in text
 
 

@@ -1,0 +1,232 @@
+"""How `make_jaxpr` prints equation parameters: sorted by name, on the equation's line when
+they fit in 80 columns, otherwise one `name=value` a line with `]` back at the equation's
+indentation, as JAX prints them. The comparisons with JAX use programs both libraries trace
+to the same primitives with the same parameters."""
+import numpy as np
+import pytest
+
+import gpuarr
+import gpuarr.numpy as gnp
+from gpuarr import core
+from gpuarr import lax as glax
+
+F44 = np.ones((4, 4), np.float32)
+
+
+def _jaxprs(build, *args):
+    """(gpuarr's printed program, JAX's) for `build(api, jnp, lax)`, the function to trace."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jjnp
+    from jax import lax as jlax
+    want = jax.make_jaxpr(build(jax, jjnp, jlax))(*args).pretty_print(use_color=False)
+    got = str(gpuarr.make_jaxpr(build(gpuarr, gnp, glax))(*args))
+    return got, want
+
+
+def _dot_tanh(api, jnp, lax):
+    return lambda x, w: jnp.tanh(lax.dot_general(x, w, (((1,), (0,)), ((), ())),
+                                                 preferred_element_type=np.float32))
+
+
+def _dot_highest(api, jnp, lax):
+    return lambda x, w: lax.dot_general(x, w, (((1,), (0,)), ((), ())),
+                                        precision=lax.Precision.HIGHEST,
+                                        preferred_element_type=np.float32)
+
+
+def _custom_jvp(api, jnp, lax):
+    @api.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), jnp.cos(primals[0]) * tangents[0]
+    return f
+
+
+def _gather(api, jnp, lax):
+    dnums = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                       start_index_map=(0,))
+    return lambda x, i: lax.gather(x, i, dnums, (1, 4), mode=lax.GatherScatterMode.CLIP)
+
+
+def _while_many(api, jnp, lax):
+    return lambda a, b, c, d: lax.while_loop(
+        lambda s: s[0] < 10., lambda s: (s[0] + 1., s[1] * s[0], s[2] - s[1], s[3] + s[2]),
+        (a, b, c, d))
+
+
+SAME_AS_JAX = {
+    "dot_general_tanh": (_dot_tanh, (F44, F44)),
+    "dot_general_precision": (_dot_highest, (F44, F44)),
+    "reduce_window": (lambda api, jnp, lax: lambda y: lax.reduce_window(
+        y, 0., lax.add, (2, 2), (1, 1), "VALID"), (F44,)),
+    "slice": (lambda api, jnp, lax: lambda x: lax.slice(x, (1, 0), (3, 4), (1, 2)), (F44,)),
+    "pad": (lambda api, jnp, lax: lambda x: lax.pad(x, 0., ((1, 2, 0), (0, 0, 1))), (F44,)),
+    "integer_pow": (lambda api, jnp, lax: lambda x: lax.integer_pow(x, 2), (F44,)),
+    "convert_element_type": (lambda api, jnp, lax: lambda x: lax.convert_element_type(
+        x, np.int32), (F44,)),
+    "broadcast_in_dim": (lambda api, jnp, lax: lambda x: lax.broadcast_in_dim(
+        x, (3, 4, 4), (1, 2)), (F44,)),
+    "argmax": (lambda api, jnp, lax: lambda x: jnp.argmax(x, axis=1), (F44,)),
+    "top_k": (lambda api, jnp, lax: lambda x: lax.top_k(x, 2), (F44,)),
+    "gather": (_gather, (F44, np.zeros((2, 1), np.int32))),
+    "scan": (lambda api, jnp, lax: lambda xs: lax.scan(
+        lambda c, x: (c + x, c * x), 0., xs), (np.ones(5, np.float32),)),
+    "while": (lambda api, jnp, lax: lambda x: lax.while_loop(
+        lambda c: c < 10., lambda c: c * 2., x), (1.,)),
+    "while_four_carries": (_while_many, (1., 2., 3., 4.)),
+    "cond": (lambda api, jnp, lax: lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x), (True, 1.)),
+    "switch": (lambda api, jnp, lax: lambda i, x: lax.switch(
+        i, [jnp.sin, jnp.cos, jnp.tanh], x), (1, 1.)),
+    "jit": (lambda api, jnp, lax: lambda x: api.jit(lambda y: jnp.sin(y) * 2.)(x), (1.,)),
+    "jit_one_equation": (lambda api, jnp, lax: api.jit(jnp.sin), (1.,)),
+    "custom_jvp_call": (_custom_jvp, (1.,)),
+    "many_inputs": (lambda api, jnp, lax: lambda *xs: jnp.concatenate(xs),
+                    tuple(np.ones(3, np.float32) for _ in range(30))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_AS_JAX))
+def test_printed_program_matches_jax(name):
+    build, args = SAME_AS_JAX[name]
+    got, want = _jaxprs(build, *args)
+    assert got == want
+
+
+# ---- layouts that need no JAX
+
+def test_long_parameters_take_a_line_each():
+    text = str(gpuarr.make_jaxpr(
+        lambda y: glax.reduce_window(y, 0., glax.add, (2, 2), (1, 1), "VALID"))(F44))
+    assert text == """\
+{ lambda ; a:f32[4,4]. let
+    b:f32[3,3] = reduce_window_sum[
+      base_dilation=(1, 1)
+      padding=((0, 0), (0, 0))
+      window_dilation=(1, 1)
+      window_dimensions=(2, 2)
+      window_strides=(1, 1)
+    ] a
+  in (b,) }"""
+
+
+def test_conv_parameters_are_sorted_one_a_line():
+    x, k = np.ones((1, 2, 8, 8), np.float32), np.ones((3, 2, 3, 3), np.float32)
+    text = str(gpuarr.make_jaxpr(
+        lambda x, k: glax.conv_general_dilated(x, k, (1, 1), "SAME"))(x, k))
+    assert text == """\
+{ lambda ; a:f32[1,2,8,8] b:f32[3,2,3,3]. let
+    c:f32[1,3,8,8] = conv_general_dilated[
+      batch_group_count=1
+      dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3), \
+out_spec=(0, 1, 2, 3))
+      feature_group_count=1
+      lhs_dilation=(1, 1)
+      padding=((1, 1), (1, 1))
+      precision=None
+      preferred_element_type=None
+      rhs_dilation=(1, 1)
+      window_strides=(1, 1)
+    ] a b
+  in (c,) }"""
+
+
+def test_short_parameters_stay_on_the_line():
+    text = str(gpuarr.make_jaxpr(lambda x: gnp.sum(x ** 2))(F44))
+    assert text == """\
+{ lambda ; a:f32[4,4]. let
+    b:f32[4,4] = integer_pow[y=2] a
+    c:f32[] = reduce_sum[axes=(0, 1)] b
+  in (c,) }"""
+
+
+def test_parameters_fit_up_to_column_80_and_the_arguments_do_not_count():
+    # `[...]` ends at column 80 exactly: it stays on the line, and ` a` runs past it.
+    x = np.ones((16, 4), np.float32)
+    text = str(gpuarr.make_jaxpr(lambda x: glax.slice(x, (1, 0), (3, 4), (1, 2)))(x))
+    line = "    b:f32[2,2] = slice[limit_indices=(3, 4) start_indices=(1, 0) strides=(1, 2)] a"
+    assert len(line) == 82 and line in text.splitlines()
+    # One column more (a wider output type) and the parameters break.
+    text = str(gpuarr.make_jaxpr(lambda x: glax.slice(x, (1, 0), (13, 4), (1, 2)))(x))
+    assert "    b:f32[12,2] = slice[\n      limit_indices=(13, 4)\n      start_indices=(1, 0)\n" \
+           "      strides=(1, 2)\n    ] a\n" in text
+
+
+def test_dot_general_printing_rules():
+    prog = gpuarr.make_jaxpr(lambda x, w: x @ w)(F44, F44)
+    eqn = prog.eqns[0]
+    assert eqn.params["precision"] is None and eqn.params["preferred_element_type"] is None
+    # None precision and preferred type are left out; the dimension numbers print as lists.
+    assert "c:f32[4,4] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b" in str(prog)
+
+
+def test_broadcast_in_dim_leaves_out_what_the_output_type_says():
+    text = str(gpuarr.make_jaxpr(lambda x: glax.broadcast_in_dim(x, (3, 4), ()))(1.0))
+    assert text == "{ lambda ; a:f32[]. let b:f32[3,4] = broadcast_in_dim a in (b,) }"
+    text = str(gpuarr.make_jaxpr(lambda x: glax.broadcast_in_dim(x, (3, 4, 4), (1, 2)))(F44))
+    assert "b:f32[3,4,4] = broadcast_in_dim[broadcast_dimensions=(1, 2)] a\n" in text
+
+
+def test_jit_prints_its_name_first():
+    text = str(gpuarr.make_jaxpr(lambda x: gpuarr.jit(lambda y: gnp.sin(y) * 2.)(x))(1.0))
+    assert text == """\
+{ lambda ; a:f32[]. let
+    b:f32[] = jit[
+      name=<lambda>
+      jaxpr={ lambda ; a:f32[]. let
+          c:f32[] = sin a
+          b:f32[] = mul c 2.0:f32[]
+        in (b,) }
+    ] a
+  in (b,) }"""
+
+
+def test_a_short_nested_program_stays_on_its_parameter_line():
+    text = str(gpuarr.make_jaxpr(gpuarr.jit(gnp.sin))(1.0))
+    assert "      jaxpr={ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }\n" in text
+
+
+def test_long_argument_and_binder_lists_wrap_two_columns_in():
+    xs = [np.ones(3, np.float32)] * 30
+    text = str(gpuarr.make_jaxpr(lambda *xs: gnp.concatenate(xs))(*xs))
+    assert text.splitlines()[-3:] == [
+        "    be:f32[90] = concatenate[dimension=0] a b c d e f g h i j k l m n o p q r s t",
+        "      u v w x y z ba bb bc bd",
+        "  in (be,) }"]
+    assert text.splitlines()[1] == (
+        "    i:f32[3] j:f32[3] k:f32[3] l:f32[3] m:f32[3] n:f32[3] o:f32[3] p:f32[3] q:f32[3]")
+
+
+def test_the_rule_table_is_data():
+    rule = core.param_printing["dot_general"]
+    assert rule.hidden_if_none == ("precision", "preferred_element_type")
+    assert rule.as_lists == ("dimension_numbers",)
+    assert core.param_printing["jit"].first == ("name",)
+
+
+def test_source_locations_end_the_equation_first_line():
+    closed = gpuarr.make_jaxpr(
+        lambda y: glax.reduce_window(y, 0., glax.add, (2, 2), (1, 1), "VALID"))(F44)
+    lines = closed.pretty(source_info=True).splitlines()
+    assert lines[1].startswith("    b:f32[3,3] = reduce_window_sum[  # ")
+    assert "test_jaxpr_printing.py" in lines[1]
+    assert lines[2] == "      base_dilation=(1, 1)"
+
+
+def test_a_lone_equation_prints_on_one_line():
+    # Kernel comments quote equations through pp_eqn, which sets no width by default.
+    closed = gpuarr.make_jaxpr(
+        lambda y: glax.reduce_window(y, 0., glax.add, (2, 2), (1, 1), "VALID"))(F44)
+    namer = core._Namer()
+    namer.binder(closed.program.invars[0])
+    assert core.pp_eqn(closed.eqns[0], namer) == (
+        "b:f32[3,3] = reduce_window_sum[base_dilation=(1, 1) padding=((0, 0), (0, 0)) "
+        "window_dilation=(1, 1) window_dimensions=(2, 2) window_strides=(1, 1)] a")
+    namer = core._Namer()
+    namer.binder(closed.program.invars[0])
+    assert core.pp_eqn(closed.eqns[0], namer, indent=4, width=80).splitlines()[1:] == [
+        "      base_dilation=(1, 1)", "      padding=((0, 0), (0, 0))",
+        "      window_dilation=(1, 1)", "      window_dimensions=(2, 2)",
+        "      window_strides=(1, 1)", "    ] a"]

@@ -111,7 +111,8 @@ class Array:
 
     def __setitem__(self, idx, value):
         raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
-                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method.")
+                        "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+                        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
     def __reduce__(self):
         return (_reconstruct, (self._host(), self.weak_type))

@@ -834,7 +834,7 @@ def check_user_dtype(dtype: Any, fun_name: str | None = None) -> np.dtype:
     try:
         dt = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
     except (TypeError, ValueError) as e:
-        raise TypeError(f"Cannot interpret {dtype!r} as a data type{where}.") from e
+        raise TypeError(str(e)) from e  # NumPy's words, as JAX passes them on
     if dt not in _VALID_DTYPES:
         raise TypeError(f"Only numeric and bool dtypes are supported, got dtype {dt}{where}.")
     if _x64:

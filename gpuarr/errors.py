@@ -47,7 +47,7 @@ class TracerArrayConversionError(JAXTypeError):
     def __init__(self, tracer=None):
         self.tracer = tracer
         super().__init__(
-            f"The numpy.ndarray conversion method __array__() was called on {tracer!r}.\n"
+            f"The numpy.ndarray conversion method __array__() was called on {_traced(tracer)}\n"
             "This happens when a traced value is passed to a NumPy function under jit, grad or vmap. "
             "Use the gpuarr.numpy function of the same name instead of the numpy one, or move the "
             "NumPy call outside the transformed function (use gpuarr.pure_callback for host code)."
@@ -61,7 +61,7 @@ class NonConcreteBooleanIndexError(JAXIndexError):
     def __init__(self, tracer=None):
         self.tracer = tracer
         super().__init__(
-            f"Array boolean indices must be concrete; got {tracer!r}\n"
+            f"Array boolean indices must be concrete; got {_type(tracer)}\n"
             "The size of the result of boolean indexing depends on the values of the mask, which are "
             "not known under jit. Use jnp.where(mask, x, fill) to keep the shape static, or pass "
             "size= to jnp.nonzero/jnp.where."
@@ -80,15 +80,27 @@ class KeyReuseError(JAXTypeError):
     """A random key was used twice where key-reuse checking is on (JAX's name)."""
 
 
+def _type(tracer) -> str:
+    """A traced value's type as JAX's messages write it: float32[2,3]."""
+    aval = getattr(tracer, "aval", None)
+    if aval is None:
+        return repr(tracer)
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def _traced(tracer) -> str:
+    return f"traced array with shape {_type(tracer)}"
+
+
 def _headline(err, tracer) -> str:
     aval = getattr(tracer, "aval", None)
     if aval is None:
         return "Abstract tracer value encountered where concrete value is expected.\n"
     if isinstance(err, TracerBoolConversionError):
-        return f"Attempted boolean conversion of traced array with shape {aval.str_short()}.\n"
+        return f"Attempted boolean conversion of {_traced(tracer)}.\n"
     if isinstance(err, TracerIntegerConversionError):
-        return f"Attempted integer conversion of traced array with shape {aval.str_short()}.\n"
-    return f"Abstract tracer value encountered where concrete value is expected: {tracer!r}\n"
+        return f"Attempted integer conversion of {_traced(tracer)}.\n"
+    return f"Abstract tracer value encountered where concrete value is expected: {_traced(tracer)}\n"
 
 
 def _advice(err: ConcretizationTypeError) -> str:

@@ -254,3 +254,19 @@ def test_nonzero_needs_size_under_jit():
         jax.jit(jnp.nonzero)(jnp.array([0, 1]))
     with pytest.raises(ValueError, match="0d"):
         jnp.nonzero(jnp.array(1))
+
+
+@pytest.mark.parametrize("shape, idx", [
+    ((3, 1, 1), (slice(None, None, 2), np.array([0, 0]), Ellipsis, 0)),
+    ((1, 1, 1), (slice(None), np.array([], np.int32), Ellipsis, 0)),
+    ((2, 3, 4), (np.array([1, 0]), slice(None), Ellipsis, np.array([3, 1]))),
+    ((2, 3), (np.array([1, 0]), Ellipsis, np.array([2, 1]))),  # nothing to separate: adjacent
+])
+def test_an_ellipsis_covering_no_axes_separates_advanced_indices(shape, idx):
+    # NumPy (and JAX): an Ellipsis between advanced indices keeps them apart even when it
+    # stands for no axes, so their broadcast axes go first.
+    x = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+    assert_same(jnp.asarray(x)[idx], x[idx])
+    want = x.copy()
+    want[idx] = -1
+    assert_same(jnp.asarray(x).at[idx].set(-1), want)

@@ -99,7 +99,7 @@ def test_fills_and_like(fn, shape):
     assert out.dtype == np.float32 and out.shape == np.zeros(shape).shape
     like = getattr(jnp, fn + "_like")(np.zeros(shape, np.int8))
     assert like.dtype == np.int8 and like.shape == np.zeros(shape).shape
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(TypeError, match="must have every element be nonnegative, got \\(2, -1\\)"):
         getattr(jnp, fn)((2, -1))
 
 

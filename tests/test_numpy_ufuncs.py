@@ -208,8 +208,26 @@ def test_lists_are_rejected():
         jnp.exp([1.0, 2.0])
     with pytest.raises(TypeError):
         jnp.hypot([1.0], np.ones(1))
-    with pytest.raises(ValueError, match="broadcast"):
+    # As in JAX: operands of one rank reach lax unbroadcast, whose error names the primitive;
+    # operands of different ranks fail in the rank promotion.
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3,\), \(4,\)\."):
         jnp.add(np.ones(3), np.ones(4))
+    with pytest.raises(TypeError, match=r"^max got incompatible shapes .*: \(4,\), \(3,\)\.$"):
+        jnp.clip(np.ones(3), np.zeros(4), 2)
+    with pytest.raises(TypeError, match=r"^add got incompatible shapes .*: \(3,\), \(4,\)\.$"):
+        gpuarr.vmap(jnp.add)(np.ones((2, 3)), np.ones((2, 4)))
+    with pytest.raises(ValueError, match=r"Incompatible shapes .*: shapes=\[\(2, 3\), \(4,\)\]"):
+        jnp.add(np.ones((2, 3)), np.ones(4))
+
+
+def test_broadcast_to_errors_name_the_types():
+    with pytest.raises(ValueError, match=r"^Incompatible types for broadcasting: input "
+                                         r"type=float32\[3\] and requested type=float32\[2,4\]$"):
+        jnp.broadcast_to(jnp.ones(3), (2, 4))
+    with pytest.raises(ValueError, match=r"^Cannot broadcast to shape with fewer dimensions: "
+                                         r"arr_shape=\(2, 3\) shape=\(3,\)$"):
+        jnp.broadcast_to(jnp.ones((2, 3)), (3,))
+    assert str(gpuarr.core.ShapedArray((2, 3), np.dtype(np.int32), weak_type=True)) == "~int32[2,3]"
 
 
 @pytest.mark.parametrize("name", ["sinc", "hypot", "logaddexp", "copysign", "log10", "i0",

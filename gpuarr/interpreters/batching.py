@@ -9,6 +9,7 @@ from gpuarr.core import (
     Primitive,
     Trace,
     Tracer,
+    abstract_eval_rules,
     check_tracer_alive,
     current_trace,
     eval_closed,
@@ -110,6 +111,14 @@ class BatchTrace(Trace):
         try:
             with set_current_trace(self.parent):
                 outs, out_dims = rule(self.axis_size, vals, dims, **params)
+        except (TypeError, ValueError):
+            # Report bad operands with the per-example types the function was written for
+            # (`add got incompatible shapes ...: (3,), (4,)`), as JAX does, where it can.
+            check = abstract_eval_rules.get(prim)
+            if check is not None:
+                check(*[a.aval if isinstance(a, BatchTracer) and a._trace is self
+                        else get_aval(a) for a in args], **params)
+            raise
         finally:
             _rule_axis_name.pop()
         if prim.multiple_results:

@@ -1462,11 +1462,15 @@ def _concatenate_abstract(*xs, dimension):
         raise ValueError("concatenate requires at least one operand")
     _check_same_dtypes("concatenate", *xs)
     ref = xs[0].shape
+    shapes = ", ".join(str(x.shape) for x in xs)
+    if builtins.any(x.ndim != len(ref) for x in xs):
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                        f"{shapes}.")
     for x in xs:
-        if x.ndim != len(ref) or builtins.any(a != b for i, (a, b) in enumerate(zip(x.shape, ref))
-                                              if i != dimension):
-            raise TypeError(f"concatenate: operand shapes must match except along dimension "
-                            f"{dimension}; got {[x.shape for x in xs]}")
+        if builtins.any(a != b for i, (a, b) in enumerate(zip(x.shape, ref)) if i != dimension):
+            raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions "
+                            "other than the one being concatenated: concatenating along "
+                            f"dimension {dimension} for shapes {shapes}.")
     shape = list(ref)
     shape[dimension] = builtins.sum(x.shape[dimension] for x in xs)
     return [ShapedArray(shape, xs[0].dtype, builtins.all(x.weak_type for x in xs))]

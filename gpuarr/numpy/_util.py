@@ -138,9 +138,12 @@ def broadcast_to(x, shape):
     if aval.shape == shape:
         return x
     nlead = len(shape) - aval.ndim
-    if nlead < 0 or any(a not in (1, b) for a, b in zip(aval.shape, shape[nlead:])):
-        raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and requested "
-                         f"shape {shape}")
+    if nlead < 0:
+        raise ValueError("Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={aval.shape} shape={shape}")
+    if any(a not in (1, b) for a, b in zip(aval.shape, shape[nlead:])):
+        raise ValueError(f"Incompatible types for broadcasting: input type={aval} and "
+                         f"requested type={aval.update(shape=shape)}")
     return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
 
 
@@ -157,7 +160,7 @@ def canonicalize_axes(axis, ndim: int) -> tuple:
     if isinstance(axis, (tuple, list)):
         axes = tuple(canonicalize_axis(a, ndim) for a in axis)
         if len(set(axes)) != len(axes):
-            raise ValueError(f"repeated axis in {axis}")
+            raise ValueError(f"duplicate value in 'axis': {axis}")
         return axes
     return (canonicalize_axis(axis, ndim),)
 

@@ -35,14 +35,26 @@ def _is_int(i):
 
 
 def _index_error_type(i, pos):
-    dt = get_aval(i).dtype if isinstance(i, _ARRAYS) else type(i).__name__
+    dt = get_aval(i).dtype if isinstance(i, _ARRAYS) else np.result_type(i)
     return TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt} at "
                      f"position {pos}, indexer value {i}")
 
 
+class _Separator:
+    """An Ellipsis that stands for no axes between advanced indices: it takes no axis but,
+    as in NumPy, keeps the indices on its two sides apart (their axes then go first)."""
+
+    def __repr__(self):
+        return "..."
+
+
+SEPARATOR = _Separator()
+
+
 def normalize_index(idx, ndim):
     """Index tuple with lists made arrays, concrete boolean masks made integer arrays and the
-    Ellipsis expanded; entries are ints, slices, None or integer arrays/tracers."""
+    Ellipsis expanded; entries are ints, slices, None, integer arrays/tracers, or SEPARATOR
+    where an Ellipsis covering no axes sits among array indices."""
     if isinstance(idx, list):  # ambiguous in NumPy (a tuple or an array?): refused, as in JAX
         raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; "
                         "use `arr[array(seq)]` instead of `arr[seq]`.")
@@ -64,7 +76,7 @@ def normalize_index(idx, ndim):
                                  "axis or jnp.where(cond, x, y) to select.")
             out.extend(np.nonzero(mask))
             continue
-        if i is None or i is Ellipsis or isinstance(i, slice) or _is_int(i):
+        if i is None or i is Ellipsis or i is SEPARATOR or isinstance(i, slice) or _is_int(i):
             out.append(i)
             continue
         if isinstance(i, _ARRAYS):
@@ -79,13 +91,17 @@ def normalize_index(idx, ndim):
     n_ell = sum(1 for i in out if i is Ellipsis)
     if n_ell > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    n_real = sum(1 for i in out if i is not None and i is not Ellipsis)
+    n_real = sum(1 for i in out if i is not None and i is not Ellipsis and i is not SEPARATOR)
     if n_real > ndim:
-        raise IndexError(f"Too many indices: {ndim}-dimensional array indexed with {n_real} "
-                         "regular indices.")
+        raise IndexError(f"Too many indices: array is {ndim}-dimensional, but {n_real} were "
+                         "indexed")
     if n_ell:
         pos = next(k for k, i in enumerate(out) if i is Ellipsis)
-        out = out[:pos] + [slice(None)] * (ndim - n_real) + out[pos + 1:]
+        advanced = [i is not None and not isinstance(i, slice) for i in out]
+        apart = any(advanced[:pos]) and any(advanced[pos + 1:]) and any(
+            isinstance(i, _ARRAYS) for i in out)
+        fill = [slice(None)] * (ndim - n_real) or ([SEPARATOR] if apart else [])
+        out = out[:pos] + fill + out[pos + 1:]
     else:
         out = out + [slice(None)] * (ndim - n_real)
     return tuple(out)
@@ -109,7 +125,8 @@ def _as_index_array(i, size, wrap_negative):
 
 def to_gather(shape, idx, wrap_negative=True) -> Indexer:
     """The gather that reads `x[idx]` for `x` of `shape` (idx already normalized)."""
-    adv_pos = [k for k, i in enumerate(idx) if i is not None and not isinstance(i, slice)]
+    adv_pos = [k for k, i in enumerate(idx)
+               if i is not None and i is not SEPARATOR and not isinstance(i, slice)]
     has_arrays = any(not _is_int(idx[k]) for k in adv_pos)
     if not has_arrays:
         adv_pos = [k for k in adv_pos if not _is_int(idx[k])]
@@ -129,6 +146,8 @@ def to_gather(shape, idx, wrap_negative=True) -> Indexer:
     for k, i in enumerate(idx):
         if i is None:
             items.append(("bat", ("new", k), 1))
+            continue
+        if i is SEPARATOR:
             continue
         n = shape[dim]
         if k in adv_pos:
@@ -206,7 +225,7 @@ def _static_scalar_starts(idx):
     """True when every entry is a slice with step 1, None or a scalar int/traced int (no arrays):
     then the read is a dynamic_slice rather than a gather."""
     for i in idx:
-        if i is None or _is_int(i):
+        if i is None or i is SEPARATOR or _is_int(i):
             continue
         if isinstance(i, slice):
             if i.step not in (None, 1):

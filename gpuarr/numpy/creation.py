@@ -137,8 +137,9 @@ def _shape_arg(shape, fun_name):
     except TypeError as e:
         raise TypeError(f"{fun_name}: shape must be an int or a sequence of ints, got {shape!r}. "
                         f"({e})") from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"{fun_name}: negative dimensions are not allowed, got shape {shape}")
+    if any(d < 0 for d in shape):  # JAX's error, from the broadcast that fills the array
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{shape}.")
     return shape
 
 

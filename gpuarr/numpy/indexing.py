@@ -34,8 +34,8 @@ def basic_getitem(x, idx):
         raise IndexError("an index can only have a single ellipsis ('...')")
     n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
     if n_real > len(shape):
-        raise IndexError(f"Too many indices: {len(shape)}-dimensional array indexed with "
-                         f"{n_real} regular indices.")
+        raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but {n_real} "
+                         "were indexed")
     if n_ellipsis:
         pos = next(k for k, i in enumerate(idx) if i is Ellipsis)
         idx = idx[:pos] + (slice(None),) * (len(shape) - n_real) + idx[pos + 1:]

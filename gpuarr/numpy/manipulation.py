@@ -38,7 +38,8 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
             raise TypeError(f"cannot reshape array of shape {get_aval(a).shape} (size {size}) into "
-                            f"shape {shape}")
+                            f"shape {shape} because the product of specified axis sizes "
+                            f"({known}) does not evenly divide {size}")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
         raise TypeError(f"cannot reshape array of shape {get_aval(a).shape} (size {size}) into shape "
@@ -157,9 +158,10 @@ def stack(arrays, axis=0, out=None, dtype=None):
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
     arrays = [ensure_array(a) for a in arrays]
-    shapes = {get_aval(a).shape for a in arrays}
-    if len(shapes) > 1:
-        raise ValueError("All input arrays must have the same shape.")
+    shapes = [get_aval(a).shape for a in arrays]
+    if len(set(shapes)) > 1:
+        raise ValueError(f"All input arrays must have the same shape. Got "
+                         f"{', '.join(map(str, shapes))}.")
     nd = get_aval(arrays[0]).ndim + 1
     ax = canonicalize_axis(axis, nd)
     return concatenate([lax.expand_dims(a, (ax,)) for a in arrays], ax, dtype=dtype)
@@ -252,8 +254,8 @@ def _split_points(name, n, indices_or_sections, even):
         if sections <= 0:
             raise ValueError(f"{name}: number of sections must be larger than 0, got {sections}.")
         if even and n % sections:
-            raise ValueError(f"array split does not result in an equal division: an axis of size "
-                             f"{n} into {sections} sections.")
+            raise ValueError(f"array split does not result in an equal division: rest is "
+                             f"{n % sections}")
         size, extra = divmod(n, sections)
         points = [0]
         for i in range(sections):

@@ -32,6 +32,19 @@ def _unary(name, op, promote=promote_dtypes_inexact, positional_only=True):
     return fn
 
 
+def _broadcast_for(name, op, *args):
+    """The operands of the elementwise function `name` broadcast together. Operands of one
+    rank that do not broadcast are handed to `op` as they are, so the error is lax's TypeError
+    naming the primitive (`add got incompatible shapes for broadcasting: (3,), (4,).`), as in
+    JAX, where jnp passes operands of equal rank to lax unbroadcast."""
+    try:
+        return broadcast_arrays(*args, fun_name=name)
+    except ValueError:
+        if len({len(np.shape(a)) for a in args if np.shape(a)}) == 1:
+            op(*args)
+        raise
+
+
 def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
     """An elementwise function of two arrays; `params` is JAX's parameter list for `name`
     ("x, y, /", "x1, x2, /" or "x1, x2")."""
@@ -39,13 +52,13 @@ def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
         def fn(x, y, /):
             check_arraylike(name, x, y)
             x, y = promote(x, y)
-            x, y = broadcast_arrays(x, y, fun_name=name)
+            x, y = _broadcast_for(name, op, x, y)
             return op(x, y)
     elif params == "x1, x2, /":
         def fn(x1, x2, /):
             check_arraylike(name, x1, x2)
             x1, x2 = promote(x1, x2)
-            x1, x2 = broadcast_arrays(x1, x2, fun_name=name)
+            x1, x2 = _broadcast_for(name, op, x1, x2)
             return op(x1, x2)
     else:
         assert params == "x1, x2", params
@@ -53,7 +66,7 @@ def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
         def fn(x1, x2):
             check_arraylike(name, x1, x2)
             x1, x2 = promote(x1, x2)
-            x1, x2 = broadcast_arrays(x1, x2, fun_name=name)
+            x1, x2 = _broadcast_for(name, op, x1, x2)
             return op(x1, x2)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion."
@@ -78,7 +91,7 @@ def _binary_ufunc(name, op, promote=promote_dtypes):
             _ufunc_args(name, out, where)
         check_arraylike(name, x, y)
         x, y = promote(x, y)
-        x, y = broadcast_arrays(x, y, fun_name=name)
+        x, y = _broadcast_for(name, op, x, y)
         return op(x, y)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion; "
@@ -268,9 +281,9 @@ def power(x1, x2, /):
         # An inexact base with an integer exponent array: lax.pow without promoting the
         # exponent, so the result is weak only if both are (as JAX).
         (x1,) = promote_dtypes(x1)
-        return lax.pow(*broadcast_arrays(x1, promote_dtypes(x2)[0]))
+        return lax.pow(*_broadcast_for("power", lax.pow, x1, promote_dtypes(x2)[0]))
     x1, x2 = promote_dtypes_numeric(x1, x2)
-    x1, x2 = broadcast_arrays(x1, x2)
+    x1, x2 = _broadcast_for("power", _power, x1, x2)
     return _power(x1, x2)
 
 

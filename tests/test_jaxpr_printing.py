@@ -155,11 +155,21 @@ def test_parameters_fit_up_to_column_80_and_the_arguments_do_not_count():
 
 
 def test_dot_general_printing_rules():
-    prog = gpuarr.make_jaxpr(lambda x, w: x @ w)(F44, F44)
+    prog = gpuarr.make_jaxpr(lambda x, w: glax.dot(x, w))(F44, F44)
     eqn = prog.eqns[0]
     assert eqn.params["precision"] is None and eqn.params["preferred_element_type"] is None
     # None precision and preferred type are left out; the dimension numbers print as lists.
     assert "c:f32[4,4] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b" in str(prog)
+    # jnp's products name their result type, as JAX's do, and the equation breaks.
+    prog = gpuarr.make_jaxpr(lambda x, w: x @ w)(F44, F44)
+    assert prog.eqns[0].params["preferred_element_type"] == np.float32
+    assert str(prog) == (
+        "{ lambda ; a:f32[4,4] b:f32[4,4]. let\n"
+        "    c:f32[4,4] = dot_general[\n"
+        "      dimension_numbers=(([1], [0]), ([], []))\n"
+        "      preferred_element_type=float32\n"
+        "    ] a b\n"
+        "  in (c,) }")
 
 
 def test_broadcast_in_dim_leaves_out_what_the_output_type_says():

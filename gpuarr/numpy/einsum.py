@@ -227,8 +227,9 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     inputs, out_term = _parse(subscripts, shapes)
     sizes = _sizes(inputs, shapes)
     path = _contraction_path(inputs, out_term, shapes, sizes, optimize)
-    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(
-        preferred_element_type)
+    # The promoted operand type unless one is given, named in each dot_general as JAX does.
+    pet = get_aval(operands[0]).dtype if preferred_element_type is None else \
+        dtypes.canonicalize_dtype(preferred_element_type)
     result = _einsum(list(operands), inputs, out_term, path, precision, pet, _dot_general)
     if pet is not None and get_aval(result).dtype != pet:
         result = lax.convert_element_type(result, pet)

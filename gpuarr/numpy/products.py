@@ -26,7 +26,13 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     b_axis = 0 if bn == 1 else bn - 2
     _check_contract("dot", get_aval(a).shape, get_aval(b).shape, an - 1, b_axis)
     return lax.dot_general(a, b, (((an - 1,), (b_axis,)), ((), ())), precision,
-                           preferred_element_type)
+                           _result_type(preferred_element_type, a))
+
+
+def _result_type(preferred_element_type, a):
+    # jnp's products name their result type in the dot_general (the promoted operand type
+    # unless one is given), as JAX's do: their jaxprs show preferred_element_type=float32.
+    return get_aval(a).dtype if preferred_element_type is None else preferred_element_type
 
 
 def _mul(a, b):
@@ -63,7 +69,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
         if ashape[-1] != bshape[b_axis]:
             _contraction_mismatch(ashape[-1], bshape[b_axis])
         return lax.dot_general(a, b, (((len(ashape) - 1,), (b_axis,)), ((), ())), precision,
-                               preferred_element_type)
+                               _result_type(preferred_element_type, a))
     a_vec, b_vec = len(ashape) == 1, len(bshape) == 1
     if a_vec:
         a = lax.reshape(a, (1,) + ashape)
@@ -81,7 +87,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     b = broadcast_to(b, batch + bshape[-2:]) if bshape[:-2] != batch else b
     nb = len(batch)
     out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                          precision, preferred_element_type)
+                          precision, _result_type(preferred_element_type, a))
     if a_vec:
         out = lax.squeeze(out, (nb,))
     if b_vec:
@@ -105,7 +111,8 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if an == 0 or bn == 0:
         return _mul(a, b)
-    return lax.dot_general(a, b, (((an - 1,), (bn - 1,)), ((), ())), precision, preferred_element_type)
+    return lax.dot_general(a, b, (((an - 1,), (bn - 1,)), ((), ())), precision,
+                           _result_type(preferred_element_type, a))
 
 
 def outer(a, b, out=None):
@@ -158,7 +165,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
     if [ashape[i] for i in dims[0]] != [bshape[i] for i in dims[1]]:
         raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
                         f"{tuple(ashape[i] for i in dims[0])} and {tuple(bshape[i] for i in dims[1])}.")
-    return lax.dot_general(a, b, (dims, ((), ())), precision, preferred_element_type)
+    return lax.dot_general(a, b, (dims, ((), ())), precision, _result_type(preferred_element_type, a))
 
 
 def kron(a, b):
@@ -237,4 +244,4 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     x1, x2 = broadcast_to(x1, batch + (k,)), broadcast_to(x2, batch + (k,))
     nb = len(batch)
     return lax.dot_general(x1, x2, (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                           precision, preferred_element_type)
+                           precision, _result_type(preferred_element_type, x1))

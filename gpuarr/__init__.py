@@ -11,8 +11,8 @@ from gpuarr import tree, tree_util  # noqa: F401
 from gpuarr.array import Array  # noqa: F401
 from gpuarr.api import (  # noqa: F401
     ShapeDtypeStruct, block_until_ready, clear_caches, default_backend, device_count, device_get,
-    device_put, devices, disable_jit, eval_shape, grad, jit, jvp, linearize, local_devices,
-    make_jaxpr, typeof, value_and_grad, vjp, vmap,
+    device_put, devices, disable_jit, eval_shape, fwd_and_bwd, grad, jit, jvp, linearize,
+    local_devices, make_jaxpr, typeof, value_and_grad, vjp, vmap,
 )
 from gpuarr.config import (  # noqa: F401
     check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,

@@ -1,4 +1,5 @@
-"""Differentiation API: vjp, grad, value_and_grad, jvp, linearize, jacfwd, jacrev, hessian."""
+"""Differentiation API: vjp, fwd_and_bwd, grad, value_and_grad, jvp, linearize, jacfwd, jacrev,
+hessian."""
 from __future__ import annotations
 
 import functools
@@ -45,26 +46,52 @@ def _check_input_dtype(x, allow_int: bool, name: str, holomorphic: bool = False)
 
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     """Evaluate `fun(*primals)` and return (outputs, vjp_fn[, aux]); `vjp_fn(cotangents)` gives
-    the cotangents of the inputs (a tuple, one per primal)."""
+    the cotangents of the inputs (a tuple, one per primal). `vjp_fn` is a pytree (a `VJP`)
+    whose leaves are the residuals of the forward pass, so it can be returned from a jitted
+    function and passed into one, as in JAX."""
     flat_primals, in_tree = tree_util.tree_flatten(primals)
     store: dict = {}
     flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "vjp")
     flat_primals = [_as_array(p) for p in flat_primals]
-    primals_out, pullback_all = ad.vjp_flat(flat_fun, flat_primals)
+    primals_out, linear = ad.linearize_flat(flat_fun, flat_primals)
     primals_out, aux_out, out_tree = _split_aux(store, primals_out)
-    in_avals = [core.get_aval(p) for p in flat_primals]
+    meta = _VJPMeta(linear.program, in_tree, out_tree,
+                    tuple(core.get_aval(p) for p in flat_primals),
+                    tuple(core.get_aval(p) for p in primals_out),
+                    tuple(core.get_aval(a) for a in aux_out))
+    vjp_fn = VJP(meta, list(linear.consts))
+    return _attach_aux((tree_util.tree_unflatten(out_tree, primals_out), vjp_fn), store, aux_out,
+                       has_aux)
 
-    def pullback(cts):
-        return pullback_all(list(cts) + [Zero(ad.tangent_aval(core.get_aval(a))) for a in aux_out])
 
-    def vjp_fn(cotangents):
+class _VJPMeta(tuple):
+    """What a VJP keeps besides its residuals: its linear Program and the trees and types of
+    its function (compared by identity, so one traced forward pass gives one pytree type)."""
+
+    def __new__(cls, *fields):
+        return super().__new__(cls, fields)
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+class VJP:
+    """The function `vjp` returns: output cotangents in, input cotangents out (a tuple with one
+    entry per primal). A pytree whose leaves are the residuals of the forward pass."""
+
+    def __init__(self, meta: _VJPMeta, residuals: list):
+        self._meta = meta
+        self.residuals = residuals
+
+    def __call__(self, cotangents):
+        program, in_tree, out_tree, in_avals, out_avals, aux_avals = self._meta
         cts, ct_tree = tree_util.tree_flatten(cotangents)
         if ct_tree != out_tree:
             raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
                              f"returned by `jax.vjp` must match the pytree structure of the "
                              f"differentiated function's output {out_tree}, got {ct_tree}.")
-        for c, p in zip(cts, primals_out):
-            ca, want = core.get_aval(c), ad.tangent_aval(core.get_aval(p))
+        for c, p in zip(cts, out_avals):
+            ca, want = core.get_aval(c), ad.tangent_aval(p)
             if ca.shape != want.shape or (ca.dtype != want.dtype and not ca.weak_type
                                           and ca.dtype != dtypes.float0):
                 def name(a):
@@ -72,15 +99,44 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
                 raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
                                  f"function: got {name(ca)}, but expected {name(want)} because "
                                  f"the corresponding output of the differentiated function had "
-                                 f"JAX type {name(core.get_aval(p))}")
-        cts = [_match_aval(_as_array(c), ad.tangent_aval(core.get_aval(p)))
-               if core.get_aval(c).weak_type else c for c, p in zip(cts, primals_out)]
-        cts_in = pullback(cts)
+                                 f"JAX type {name(p)}")
+        cts = [_match_aval(_as_array(c), ad.tangent_aval(p)) if core.get_aval(c).weak_type else c
+               for c, p in zip(cts, out_avals)]
+        cts += [Zero(ad.tangent_aval(a)) for a in aux_avals]
+        cts_in = ad.backward_pass(ClosedProgram(program, list(self.residuals)), cts)
         cts_in = [_match_aval(_zero_or(ct, aval), aval) for ct, aval in zip(cts_in, in_avals)]
         return tree_util.tree_unflatten(in_tree, cts_in)
 
-    return _attach_aux((tree_util.tree_unflatten(out_tree, primals_out), vjp_fn), store, aux_out,
-                       has_aux)
+
+tree_util.register_pytree_node(VJP, lambda f: (f.residuals, f._meta),
+                               lambda meta, residuals: VJP(meta, list(residuals)))
+
+
+def fwd_and_bwd(fun: Callable, argnums, has_aux: bool = False, jitted: bool = True):
+    """The forward and backward passes of `fun` as two functions: `fwd(*args)` returns
+    `(fun(*args), residuals)` (and `aux` with `has_aux`), `bwd(residuals, cotangent)` the
+    cotangents of the arguments `argnums` names (one value for an int, a tuple for a
+    sequence). Both are jitted unless `jitted=False`, so a loop calling them compiles each once,
+    where `jit(vjp_fn)` would compile again for every new forward pass."""
+    single = isinstance(argnums, int)
+    nums = _argnums_tuple(argnums)
+
+    def fwd(*args):
+        def partial_fun(*dyn):
+            full = list(args)
+            for i, a in zip(nums, dyn):
+                full[i] = a
+            return fun(*full)
+        return vjp(partial_fun, *(args[i] for i in nums), has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if single else g
+
+    if jitted:
+        from gpuarr.api import jit
+        fwd, bwd = jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 def _flatten_fun_aux(fun, in_tree, has_aux, store, what):

@@ -870,6 +870,7 @@ def _donated_positions(args, leaves, donate_argnums) -> tuple:
 # The rest of the public API lives in modules of its own; importing it here keeps
 # `gpuarr.api` the one place that names every transformation.
 from gpuarr.ad_api import (  # noqa: E402, F401
+    fwd_and_bwd,
     grad,
     hessian,
     jacfwd,

@@ -326,20 +326,32 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     flat_p = [_as_array(p) for p in flat_p]
     outs_p, linear = ad.linearize_flat(flat_fun, flat_p)
     outs_p, aux, out_tree = _split_aux(store, outs_p)
+    # A Partial over the residuals, so f_jvp is a pytree (it can leave a jitted function).
+    f_jvp = tree_util.Partial(_LinearJVP(linear.program, linear.out_avals, in_tree, out_tree,
+                                         len(outs_p)), list(linear.consts))
+    return _attach_aux((tree_util.tree_unflatten(out_tree, outs_p), f_jvp), store, aux, has_aux)
 
-    def f_jvp(*tangents):
+
+class _LinearJVP:
+    """The function `linearize` returns, given its residuals first (compared by identity: one
+    linearization, one pytree type)."""
+
+    def __init__(self, program, out_avals, in_tree, out_tree, n_out):
+        self.program, self.out_avals = program, out_avals
+        self.in_tree, self.out_tree, self.n_out = in_tree, out_tree, n_out
+
+    def __call__(self, residuals, *tangents):
         flat_t, t_tree = tree_util.tree_flatten(tangents)
-        if t_tree != in_tree:
+        if t_tree != self.in_tree:
             raise ValueError(f"linearized function called on tangent values inconsistent with "
-                             f"the original primal values: expected {in_tree}, got {t_tree}")
-        outs = core.eval_closed(linear, *flat_t)[:len(outs_p)]
+                             f"the original primal values: expected {self.in_tree}, got {t_tree}")
+        linear = ClosedProgram(self.program, list(residuals))
+        outs = core.eval_closed(linear, *flat_t)[:self.n_out]
         # The staged types, not the given tangents', decide the outputs' dtypes and weak
         # types: a tangent that is a Python scalar, a strongly typed scalar for a weakly typed
         # primal or a narrower float passes through eager evaluation with its own type.
-        outs = [_match_aval(o, a) for o, a in zip(outs, linear.out_avals)]
-        return tree_util.tree_unflatten(out_tree, outs)
-
-    return _attach_aux((tree_util.tree_unflatten(out_tree, outs_p), f_jvp), store, aux, has_aux)
+        outs = [_match_aval(o, a) for o, a in zip(outs, self.out_avals)]
+        return tree_util.tree_unflatten(self.out_tree, outs)
 
 
 def _std_basis(flat_avals):
@@ -515,21 +527,30 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     linear = ClosedProgram(core.Program(unknown.invars[:num_res], unknown.invars[num_res:],
                                         unknown.eqns, unknown.outvars),
                            known_vals[len(known_vals) - num_res:])
-    out_tree = out_tree_of()
-    out_avals = closed.out_avals
+    # A Partial over the constants of the linear map, so the transpose is a pytree.
+    return tree_util.Partial(_LinearTranspose(linear.program, in_tree, out_tree_of(),
+                                              closed.out_avals, out_unknowns, in_avals),
+                             list(linear.consts))
 
-    def transposed(out_cotangent):
+
+class _LinearTranspose:
+    """The function `linear_transpose` returns, given its constants first."""
+
+    def __init__(self, program, in_tree, out_tree, out_avals, out_unknowns, in_avals):
+        self.program, self.in_tree, self.out_tree = program, in_tree, out_tree
+        self.out_avals, self.out_unknowns, self.in_avals = out_avals, out_unknowns, in_avals
+
+    def __call__(self, consts, out_cotangent):
         cts, ct_tree = tree_util.tree_flatten(out_cotangent)
-        if ct_tree != out_tree:
-            raise TypeError(f"cotangent tree does not match function output, expected {out_tree} "
-                            f"but got {ct_tree}")
-        for c, a in zip(cts, out_avals):
+        if ct_tree != self.out_tree:
+            raise TypeError(f"cotangent tree does not match function output, expected "
+                            f"{self.out_tree} but got {ct_tree}")
+        for c, a in zip(cts, self.out_avals):
             ca = core.get_aval(c)
             if ca.shape != a.shape or ca.dtype != a.dtype:
                 raise TypeError(f"cotangent type does not match function output, expected "
                                 f"{a.str_short()} but got {ca.str_short()}")
-        cts = [c for c, u in zip(cts, out_unknowns) if u]
-        cts_in = ad.backward_pass(linear, cts)
-        return tree_util.tree_unflatten(in_tree, [_zero_or(c, a) for c, a in zip(cts_in, in_avals)])
-
-    return transposed
+        cts = [c for c, u in zip(cts, self.out_unknowns) if u]
+        cts_in = ad.backward_pass(ClosedProgram(self.program, list(consts)), cts)
+        return tree_util.tree_unflatten(self.in_tree, [_zero_or(c, a)
+                                                       for c, a in zip(cts_in, self.in_avals)])

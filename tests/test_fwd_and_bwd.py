@@ -74,3 +74,18 @@ def test_fwd_and_bwd_match_jax():
     for g, j in zip(gb(gres, CT), jb(jres, CT)):
         assert g.shape == j.shape and g.dtype == j.dtype
         np.testing.assert_allclose(np.asarray(g), np.asarray(j), rtol=1e-5, atol=1e-6)
+
+
+def test_linearize_and_linear_transpose_give_pytrees():
+    # As in JAX, both return a Partial over their residuals: it can leave a jitted function.
+    x = jnp.asarray(X[0])
+    y, f_jvp = gpuarr.jit(lambda x: gpuarr.linearize(jnp.sin, x))(x)
+    assert isinstance(f_jvp, gpuarr.tree_util.Partial)
+    np.testing.assert_allclose(np.asarray(f_jvp(2 * x)), 2 * np.cos(X[0]) * X[0], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(gpuarr.jit(lambda fn, t: fn(t))(f_jvp, x)),
+                               np.cos(X[0]) * X[0], rtol=1e-6)
+    f_t = gpuarr.jit(lambda x: gpuarr.linear_transpose(lambda v: v @ W, x))(x)
+    (ct,) = f_t(jnp.ones(3))
+    np.testing.assert_allclose(np.asarray(ct), W.sum(1), rtol=1e-6)
+    with pytest.raises(TypeError, match="cotangent type does not match"):
+        f_t(jnp.ones(4))

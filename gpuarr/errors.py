@@ -116,3 +116,10 @@ def _advice(err: ConcretizationTypeError) -> str:
         what = ("Mark the argument static with static_argnums/static_argnames if its value is "
                 "needed at trace time.")
     return f"\n{what}\nSee {_DOCS}#jax.errors.{type(err).__name__}"
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A comparison or arithmetic on symbolic dimensions whose result depends on their values
+    (raised by shape-polymorphic tracing, which gpuarr's jit does not do: every dimension it
+    sees is a concrete int)."""
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
 
@@ -222,3 +223,27 @@ def _costs(program, repeat: int) -> dict:
             for k in total:
                 total[k] += part[k]
     return {k: float(v * repeat) for k, v in total.items()}
+
+
+# Options `Lowered.compile(compiler_options=...)` takes, as JAX types them.
+CompilerOptions = dict[str, Union[str, bool]]
+
+
+@runtime_checkable
+class Wrapped(Protocol):
+    """A function ready to be traced, lowered and compiled: what `jit` returns. Calling it
+    traces, compiles and runs as needed; `trace(*args)` and `lower(*args)` take the first
+    stages explicitly."""
+
+    def __call__(self, *args, **kwargs):
+        """Run the wrapped function, tracing and compiling as needed."""
+        raise NotImplementedError
+
+    def trace(self, *args, **kwargs) -> Traced:
+        """The function traced for these arguments."""
+        raise NotImplementedError
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The function traced and lowered for these arguments."""
+        raise NotImplementedError
+

@@ -158,3 +158,14 @@ def test_typing_names_accept_what_jax_accepts():
         return jnp.asarray(x, dtype) * 2
 
     assert scale(1.5).dtype == np.float32
+
+
+def test_stage_types_jax_names():
+    # The type names JAX programs annotate with: jit's result is a stages.Wrapped.
+    import gpuarr
+    from gpuarr import errors, lax, stages
+    assert isinstance(gpuarr.jit(lambda x: x), stages.Wrapped)
+    assert not isinstance(lambda x: x, stages.Wrapped)
+    assert stages.CompilerOptions == dict[str, str | bool]
+    assert issubclass(errors.InconclusiveDimensionOperation, Exception)
+    assert lax.DotAlgorithmPreset in lax.PrecisionLike.__args__

@@ -48,7 +48,7 @@ from gpuarr.lax.extras import (  # noqa: F401, E402
     unstack,
 )
 from gpuarr.lax.dot_precision import (  # noqa: F401, E402
-    DotAlgorithm, DotAlgorithmPreset, Precision,
+    DotAlgorithm, DotAlgorithmPreset, Precision, PrecisionLike,
 )
 from gpuarr.lax.special_extra import (  # noqa: F401, E402
     bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, zeta,

@@ -14,7 +14,7 @@ backend does.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -140,6 +140,10 @@ class DotAlgorithmPreset(enum.Enum):
 _PRESET_ACCUMULATION = {"DEFAULT": None, "ANY_F8_ANY_F8_ANY": None,
                         "ANY_F8_ANY_F8_ANY_FAST_ACCUM": None, "F16_F16_F16": _F16,
                         "BF16_BF16_BF16": _BF16, "F64_F64_F64": _F64}
+
+# What `precision=` accepts, as JAX types it.
+PrecisionLike = Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision],
+                      DotAlgorithm, DotAlgorithmPreset]
 
 _CHOICES = ("Precision argument must be one of:\n"
             "- None,\n"

@@ -1557,8 +1557,9 @@ def _broadcast_product_spec(x_ndim, y_ndim, dimension_numbers) -> str:
 
 def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element_type=None):
     if is_algorithm(precision):
+        out = x.dtype if preferred_element_type is None else preferred_element_type
         return algorithm_product(partial(_dot_general_impl, dimension_numbers=dimension_numbers),
-                                 x, y, precision, preferred_element_type or x.dtype)
+                                 x, y, precision, out)
     (lc, rc), (lb, rb) = dimension_numbers
     if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.char in "fdFD" \
             and not lb and len(lc) == 1 and x.ndim <= 2 and y.ndim <= 2 \

@@ -341,7 +341,8 @@ def _ragged_impl(lhs, rhs, group_sizes, *, ragged_dot_dimension_numbers, precisi
     if is_algorithm(precision):
         def product(a, b):
             return _ragged_impl(a, b, gs, ragged_dot_dimension_numbers=dn)
-        out = preferred_element_type or _operand_dtype(x.dtype, y.dtype)
+        out = _operand_dtype(x.dtype, y.dtype) if preferred_element_type is None \
+            else preferred_element_type
         return algorithm_product(product, x, y, precision, out)
     (lc, rc), (lb, rb) = dn.dot_dimension_numbers
     mode, r = _mode_and_dim(x.ndim, dn)

@@ -55,6 +55,9 @@ from gpuarr.callbacks import pure_callback  # noqa: F401, E402
 # Explicit-key random numbers (threefry2x32, JAX's streams).
 from gpuarr import random  # noqa: F401, E402
 
+# Saving and reloading jitted functions.
+from gpuarr import export  # noqa: F401, E402
+
 # Devices, placement and interchange (cuda platform, DLPack).
 from gpuarr.api import default_device, local_device_count  # noqa: F401, E402
 from gpuarr.pmap_api import pmap  # noqa: F401, E402

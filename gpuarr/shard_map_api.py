@@ -564,3 +564,34 @@ def _check_outputs(f, mesh, out_tree, out_specs, specs_flat, outs, varying, chec
         "Check if these output values are meant to be replicated over those mesh axes. If not, "
         "consider revising the corresponding out_specs entries. If so, consider disabling the "
         "check by passing the check_vma=False argument to `jax.shard_map`.")
+
+
+def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
+    """`shard_map` over the one mesh axis `axis_name` of the mesh in context (`set_mesh`),
+    with the mapped axes given as integers, as in vmap: `in_axes` (an int, None, Infer, or a
+    tuple with one entry per positional argument) says which axis of each input is split over
+    the mesh axis, `out_axes` where the outputs put it back together. Usable as a decorator
+    factory when `f` is omitted."""
+    if f is None:
+        return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+    if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or a tuple of "
+                        "entries corresponding to the positional arguments passed to the "
+                        f"function, but got {in_axes}.")
+    if in_axes is not Infer and not all(isinstance(a, int)
+                                        for a in tree_util.tree_leaves(in_axes)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or (nested) "
+                        f"container with those types as leaves, but got {in_axes}.")
+    if not all(isinstance(a, int) for a in tree_util.tree_leaves(out_axes)):
+        raise TypeError("smap out_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {out_axes}.")
+
+    def spec(axis):  # the PartitionSpec that splits `axis` over the mesh axis
+        return P() if axis is None else P(*[None] * axis, axis_name)
+
+    in_specs = in_axes if in_axes is Infer else tree_util.tree_map(
+        spec, in_axes, is_leaf=lambda x: x is None)
+    out_specs = tree_util.tree_map(spec, out_axes, is_leaf=lambda x: x is None)
+    return shard_map(f, in_specs=in_specs, out_specs=out_specs, axis_names={axis_name})

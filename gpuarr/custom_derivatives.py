@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,8 +33,8 @@ from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
 
-__all__ = ["SymbolicZero", "custom_jvp", "custom_vjp", "custom_gradient", "closure_convert",
-           "linear_call"]
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "custom_jvp", "custom_vjp", "custom_gradient",
+           "closure_convert", "custom_vjp_primal_tree_values", "linear_call", "zero_from_primal"]
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -139,6 +140,29 @@ class SymbolicZero:
 
     def __repr__(self):
         return f"SymbolicZero({self.aval.str_short()})"
+
+
+class CustomVJPPrimal(NamedTuple):
+    """An input of a custom_vjp fwd rule defined with `symbolic_zeros=True`: its `value`, and
+    whether it is `perturbed` (has a nonzero tangent, so its cotangent is wanted)."""
+
+    value: Any
+    perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+    """`tree` with each CustomVJPPrimal replaced by its value."""
+    return tree_util.tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x, tree,
+                              is_leaf=lambda x: isinstance(x, CustomVJPPrimal))
+
+
+def zero_from_primal(val, symbolic_zeros: bool = False):
+    """Zero tangents for the primal pytree `val`: SymbolicZeros if `symbolic_zeros`, else
+    arrays of zeros (float0 for integer primals)."""
+    def zero(x):
+        aval = ad.tangent_aval(get_aval(x))
+        return SymbolicZero(aval) if symbolic_zeros else ad.instantiate(Zero(aval))
+    return tree_util.tree_map(zero, val)
 
 
 def _instantiate(t):
@@ -345,9 +369,9 @@ def _custom_lin_impl(*args, num_res, bwd, out_avals, in_float):
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_float):
     res = args[:num_res]
-    cts = [ad.instantiate(Zero(a)) if type(c) is Zero else c
+    cts = [Zero(ad.tangent_aval(a)) if type(c) is Zero else c
            for c, a in zip(cts, out_avals, strict=True)]
-    cts_in = bwd(list(res), cts)
+    cts_in = bwd(list(res), cts)  # zero cotangents stay Zero: bwd instantiates or keeps them
     cts_in = [c for c, f in zip(cts_in, in_float, strict=True) if f]
     return [None] * num_res + cts_in
 
@@ -370,6 +394,8 @@ def _custom_lin_batch(axis_size, vals, dims, *, num_res, bwd, out_avals, in_floa
     vals = [batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims, strict=True)]
 
     def batched_bwd(res, cts):
+        cts = [ad.instantiate(c) for c in cts]
+
         def flat(*xs):
             return [ad.instantiate(c) if c is not None else c
                     for c in bwd(list(xs[:num_res]), list(xs[num_res:]))]
@@ -390,7 +416,7 @@ batching.batch_rules[custom_lin_p] = _custom_lin_batch
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, name, bwd, call_jaxpr, fwd, symbolic_zeros):
-    outs, res = fwd(list(primals))
+    outs, res = fwd(list(primals), [type(t) is not Zero for t in tangents])
     in_float = tuple(dtypes.is_float(get_aval(p).dtype) or dtypes.is_complex(get_aval(p).dtype)
                      for p in primals)
     tans = [ad.instantiate(t) for t, f in zip(tangents, in_float, strict=True) if f]
@@ -410,9 +436,9 @@ def _custom_vjp_call_batch(axis_size, vals, dims, *, name, bwd, call_jaxpr, fwd,
     n_out = len(call_jaxpr.out_avals)
     res_dims = []
 
-    def batched_fwd(primals):
+    def batched_fwd(primals, perturbed=None):
         def flat(*xs):
-            outs, res = fwd(list(xs))
+            outs, res = fwd(list(xs), perturbed)
             return list(outs) + list(res)
 
         outs, out_dims = batching.batch_flat(flat, axis_size, list(primals), in_dims)
@@ -507,7 +533,10 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
     in_avals = closed.in_avals
     res_trees = []
 
-    def fwd(primals):
+    def fwd(primals, perturbed=None):
+        if cv.symbolic_zeros:  # each input leaf as (value, whether it has a nonzero tangent)
+            perturbed = [True] * len(primals) if perturbed is None else perturbed
+            primals = [CustomVJPPrimal(p, q) for p, q in zip(primals, perturbed, strict=True)]
         args = merge(tree_util.tree_unflatten(in_tree, list(primals)))
         diff = [a for i, a in enumerate(args) if i not in cv.nondiff_argnums]
         res = cv.fwd(*nondiff, *diff) if cv.nondiff_argnums else cv.fwd(*args)
@@ -529,6 +558,8 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
 
     def bwd(res, cts):
         residuals = tree_util.tree_unflatten(res_trees[0], list(res))
+        cts = [(SymbolicZero(c.aval) if cv.symbolic_zeros else ad.instantiate(c))
+               if type(c) is Zero else c for c in cts]
         ct = tree_util.tree_unflatten(out_tree, list(cts))
         got = cv.bwd(*nondiff, residuals, ct)
         if not isinstance(got, (tuple, list)):
@@ -543,7 +574,8 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
                             f"of arguments to the primal function, but got bwd output of length "
                             f"{len(got)} for {n_args} arguments.")
         flat = _flatten_cts(got, tree_util.tree_unflatten(in_tree, list(in_avals)))
-        return [None if c is None else _match_ct(c, a) for c, a in zip(flat, in_avals)]
+        return [None if c is None or type(c) is SymbolicZero else _match_ct(c, a)
+                for c, a in zip(flat, in_avals)]
 
     fwd.__name__ = _name(cv.fwd)
     bwd.__name__ = _name(cv.bwd)

@@ -675,8 +675,8 @@ def _custom_vjp_rule(error, enabled, eqn, *args):
     checked, tree, leaves = _checked_call(error, enabled, p["call_jaxpr"])
     n, fwd, bwd = len(leaves), p["fwd"], p["bwd"]
 
-    def checked_fwd(primals):
-        outs, res = fwd(list(primals[n:]))
+    def checked_fwd(primals, perturbed=None):
+        outs, res = fwd(list(primals[n:]), None if perturbed is None else list(perturbed[n:]))
         return [*primals[:n], *outs], res
 
     def checked_bwd(res, cts):

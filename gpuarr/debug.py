@@ -23,7 +23,7 @@ import numpy as np
 
 from gpuarr import core, tree_util
 from gpuarr.array import Array
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends.numpy_backend import impl_for_values, impl_rules
 from gpuarr.callbacks import _operand
 from gpuarr.core import Primitive, abstract_eval_rules, weak_type_rules
 from gpuarr.interpreters import ad, batching
@@ -495,7 +495,7 @@ def _run_checked(prog, consts, args):
             sub = eqn.params["jaxpr"]
             outs = _run_checked(sub.program, sub.consts, ins)
         else:
-            outs = impl_rules[eqn.prim](*ins, **eqn.params)
+            outs = impl_for_values(eqn.prim, ins)(*ins, **eqn.params)
             outs = list(outs) if eqn.prim.multiple_results else [outs]
         for out in outs:
             kind = nonfinite_kind(out)

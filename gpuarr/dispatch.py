@@ -45,6 +45,7 @@ class EvalTrace(core.Trace):
                                             "transformed function instead of storing them.")
             else:
                 vals.append(_host_operand(a))
+        narrow_impl = None
         if not prim.multiple_results:  # JAX's dtype errors (see _check_dtypes), inlined: hot
             try:
                 if len(vals) == 2:
@@ -59,15 +60,16 @@ class EvalTrace(core.Trace):
             except AttributeError:  # an operand that is not an array
                 key = (prim,) + tuple(getattr(getattr(v, "dtype", None), "num", None)
                                       for v in vals)
-            if key not in _accepted_dtypes:
-                _check_dtypes(prim, args, params, key)
+            narrow_impl = _accepted_dtypes.get(key, _UNSEEN)
+            if narrow_impl is _UNSEEN:
+                narrow_impl = _check_dtypes(prim, args, params, key, vals)
         if committed or _default_device_blocks[0]:  # placement rules (gpuarr.placement)
             placed = self._process_placed(prim, args, vals, params, committed)
             if placed is not None:
                 return placed
         if platform is None:
             try:
-                out = numpy_backend.impl_rules[prim](*vals, **params)
+                out = (narrow_impl or numpy_backend.impl_rules[prim])(*vals, **params)
             except Exception:
                 _raise_abstract_error(prim, args, params)
                 raise
@@ -109,19 +111,25 @@ def _raise_abstract_error(prim, args, params) -> None:
         rule(*[core.get_aval(a) for a in args], **params)
 
 
-# (primitive, operand dtypes) pairs whose abstract rule has accepted those dtypes.
-_accepted_dtypes: set = set()
+# (primitive, operand dtypes) keys whose abstract rule has accepted those dtypes, mapped to
+# the implementation for operands of narrow types (numpy_backend.narrow_impl), None for others.
+_accepted_dtypes: dict = {}
+_UNSEEN = object()
 
 
-def _check_dtypes(prim, args, params, key) -> None:
+def _check_dtypes(prim, args, params, key, vals):
     """NumPy computes where JAX raises: sin of int32 gives float64, int32 + float32 promotes.
     So the abstract rule runs once per primitive and combination of operand dtypes (`key`),
-    raising JAX's TypeError for the ones it rejects; accepted ones cost a set lookup in
+    raising JAX's TypeError for the ones it rejects; accepted ones cost a dict lookup in
     EvalTrace afterwards. (Shape errors need no check where NumPy raises on them, and
     `_raise_abstract_error` rewords; operands of unequal ranks, which NumPy broadcasts, are
-    checked in EvalTrace.)"""
+    checked in EvalTrace.) Returns the implementation for narrow operands, or None."""
     _raise_abstract_error(prim, args, params)
-    _accepted_dtypes.add(key)
+    dts = [getattr(v, "dtype", None) for v in vals]
+    narrow = numpy_backend.narrow_impl(prim) if any(dt in numpy_backend._NARROW for dt in dts) \
+        else None
+    _accepted_dtypes[key] = narrow
+    return narrow
 
 
 _PY_SCALARS = (bool, int, float, complex)

@@ -8,12 +8,12 @@ below every strong type of their kind, so `float32_array + 2.0` stays float32.
 The lattice (an edge `a -> b` means `a` promotes to `b`)::
 
     bool -> i*
-    i*   -> u8, i8
+    i*   -> u8, i8, and each narrow integer (int2, int4, uint2, uint4)
     u8   -> u16, i16        i8  -> i16
     u16  -> u32, i32        i16 -> i32
     u32  -> u64, i64        i32 -> i64          (u32 -> i32 instead of i64 when x64 is off)
     u64  -> f*              i64 -> f*
-    f*   -> bf16, f16, c*
+    f*   -> bf16, f16, c*, and each narrow float (float8_*, float4_e2m1fn)
     bf16 -> f32             f16 -> f32
     f32  -> f64, c64        f64 -> c128
     c*   -> c64             c64 -> c128
@@ -24,8 +24,13 @@ With `jax_numpy_dtype_promotion='strict'` the lattice keeps only the weak edges 
 and every integer type, f* below c* and every float type, c* below the complex types), so
 mixing two different strong types raises TypePromotionError.
 
-bfloat16 comes from the optional `ml_dtypes` package; without it `bfloat16` is not defined here
-and the lattice simply lacks that node.
+bfloat16 and the narrow types (the 8-bit floats float8_e3m4, float8_e4m3, float8_e4m3b11fnuz,
+float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz and float8_e8m0fnu, the 4-bit
+float4_e2m1fn and the integers int2, int4, uint2 and uint4) come from the optional `ml_dtypes`
+package; without it they are not defined here and the lattice simply lacks those nodes. The
+narrow types are leaves of the lattice: a narrow float promotes only with weak values and with
+the types below f* (bool and the standard integers), a narrow integer only with weak ints and
+bool, so mixing them with anything else raises TypePromotionError, as in JAX.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ import numpy as np
 
 from gpuarr.config import config
 
-try:  # bfloat16 support is optional.
+try:  # bfloat16 and the other narrow types are optional.
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - exercised by loading the module without ml_dtypes
     _ml_dtypes = None
@@ -119,6 +124,38 @@ if _ml_dtypes is not None:
 else:
     _BF16 = None
 
+# The narrow types JAX takes from ml_dtypes, in JAX's order. Floats: 8-bit ones are "float8_*",
+# the 4-bit one "float4_e2m1fn"; integers: 2 and 4 bits. Each name is a module attribute (the
+# scalar type) when ml_dtypes provides it.
+NARROW_FLOAT_NAMES = ("float4_e2m1fn", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu",
+                      "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                      "float8_e5m2fnuz")
+NARROW_SIGNED_NAMES = ("int2", "int4")
+NARROW_UNSIGNED_NAMES = ("uint2", "uint4")
+
+
+def _narrow_types(names) -> tuple[np.dtype, ...]:
+    found = []
+    for name in names:
+        scalar_type = getattr(_ml_dtypes, name, None) if _ml_dtypes is not None else None
+        if scalar_type is not None:
+            globals()[name] = scalar_type
+            __all__.append(name)
+            found.append(np.dtype(scalar_type))
+    return tuple(found)
+
+
+_NARROW_FLOATS = _narrow_types(NARROW_FLOAT_NAMES)
+_NARROW_SIGNED = _narrow_types(NARROW_SIGNED_NAMES)
+_NARROW_UNSIGNED = _narrow_types(NARROW_UNSIGNED_NAMES)
+_NARROW_INTS = _NARROW_UNSIGNED + _NARROW_SIGNED
+# The narrow types NumPy cannot compute in as XLA does (bfloat16 is not one of them: its
+# loops round as XLA's): see gpuarr.backends.narrow.
+NARROW_DTYPES = frozenset(_NARROW_FLOATS + _NARROW_INTS)
+_NARROW_INT_SET = frozenset(_NARROW_INTS)
+_FLOAT8 = frozenset(dt for dt in _NARROW_FLOATS if dt.name.startswith("float8"))
+_FLOAT4 = frozenset(dt for dt in _NARROW_FLOATS if dt.name.startswith("float4"))
+
 # The tangent dtype of integer and boolean values: a trivial vector space with no data.
 float0: np.dtype = np.dtype([("float0", np.void, 0)])
 
@@ -138,9 +175,9 @@ _U8, _U16, _U32, _U64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, n
 _F16, _F32, _F64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 _C64, _C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
-_SIGNED = (_I8, _I16, _I32, _I64)
-_UNSIGNED = (_U8, _U16, _U32, _U64)
-_FLOATS = ((_BF16,) if _BF16 is not None else ()) + (_F16, _F32, _F64)
+_SIGNED = _NARROW_SIGNED + (_I8, _I16, _I32, _I64)
+_UNSIGNED = _NARROW_UNSIGNED + (_U8, _U16, _U32, _U64)
+_FLOATS = _NARROW_FLOATS + ((_BF16,) if _BF16 is not None else ()) + (_F16, _F32, _F64)
 _COMPLEX = (_C64, _C128)
 
 _SIGNED_SET = frozenset(_SIGNED)
@@ -434,7 +471,8 @@ def _lattice_edges(x64: bool) -> dict[Any, list[Any]]:
     small_floats = [_BF16] if _BF16 is not None else []
     edges: dict[Any, list[Any]] = {
         _BOOL: [_WEAK_INT],
-        _WEAK_INT: [_U8, _I8],
+        # The narrow integers and floats are leaves: only weak values promote to them.
+        _WEAK_INT: [_U8, _I8, *_NARROW_INTS],
         _U8: [_I16, _U16],
         _U16: [_I32, _U32],
         # Without x64, u32 x i32 gives i32 rather than forming a 64-bit type.
@@ -444,7 +482,7 @@ def _lattice_edges(x64: bool) -> dict[Any, list[Any]]:
         _I16: [_I32],
         _I32: [_I64],
         _I64: [_WEAK_FLOAT],
-        _WEAK_FLOAT: [*small_floats, _F16, _WEAK_COMPLEX],
+        _WEAK_FLOAT: [*_NARROW_FLOATS, *small_floats, _F16, _WEAK_COMPLEX],
         _F16: [_F32],
         _F32: [_F64, _C64],
         _F64: [_C128],
@@ -454,6 +492,8 @@ def _lattice_edges(x64: bool) -> dict[Any, list[Any]]:
     }
     for t in small_floats:
         edges[t] = [_F32]
+    for t in _NARROW_FLOATS + _NARROW_INTS:
+        edges[t] = []
     return edges
 
 
@@ -491,7 +531,22 @@ _UPPER_BOUNDS["strict"] = _upper_bounds(_strict_lattice_edges())
 
 
 def _node_name(n: Any) -> str:
-    return n.name if _is_weak_node(n) else str(n)
+    return str(n.py_type) if _is_weak_node(n) else str(n)
+
+
+def _no_path_reason(nodes) -> str:
+    """The second sentence of JAX's message for types without a common supertype: the narrow
+    types refuse implicit promotion on purpose, and say so."""
+    for kinds, what in ((_FLOAT8, "8-bit floats"), (_FLOAT4, "4-bit floats")):
+        if any(n in kinds for n in nodes):
+            return (f"To avoid unintended promotion, {what} do not support implicit promotion. "
+                    "If you'd like your inputs to be promoted to another type, you can do so "
+                    "explicitly using e.g. x.astype('float32')")
+    if any(n in _NARROW_INT_SET for n in nodes):
+        return ("To avoid unintended promotion, 1-bit, 2-bit and 4-bit integers do not support "
+                "implicit promotion. If you'd like your inputs to be promoted to another type, "
+                "you can do so explicitly using e.g. x.astype('int32')")
+    return "Try explicitly casting inputs to the desired output type."
 
 
 def _least_upper_bound(lattice, nodes) -> Any:
@@ -516,9 +571,8 @@ def _least_upper_bound(lattice, nodes) -> Any:
             "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
             "output type, or set jax_numpy_dtype_promotion=standard.")
     if not lub:
-        raise TypePromotionError(
-            f"Input dtypes {names} have no available implicit dtype promotion path. "
-            "Try explicitly casting inputs to the desired output type.")
+        raise TypePromotionError(f"Input dtypes {names} have no available implicit dtype "
+                                 f"promotion path. {_no_path_reason(nodes)}")
     raise TypePromotionError(f"Input dtypes {names} have no unique least upper bound.")
 
 
@@ -672,7 +726,15 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
 # Predicates and dtype-kind helpers
 # ---------------------------------------------------------------------------------------------
 
-_BF16_SUPERTYPES = frozenset({np.floating, np.inexact, np.number, np.generic})
+# The ml_dtypes scalar types subclass only np.generic; JAX places them in NumPy's hierarchy.
+_FLOAT_SUPERTYPES = frozenset({np.floating, np.inexact, np.number, np.generic})
+_SIGNED_SUPERTYPES = frozenset({np.signedinteger, np.integer, np.number, np.generic})
+_UNSIGNED_SUPERTYPES = frozenset({np.unsignedinteger, np.integer, np.number, np.generic})
+_EXTENSION_SUPERTYPES: dict[type, frozenset] = {
+    **{dt.type: _FLOAT_SUPERTYPES for dt in _NARROW_FLOATS + ((_BF16,) if _BF16 else ())},
+    **{dt.type: _SIGNED_SUPERTYPES for dt in _NARROW_SIGNED},
+    **{dt.type: _UNSIGNED_SUPERTYPES for dt in _NARROW_UNSIGNED},
+}
 
 
 def _scalar_type(x: Any) -> type:
@@ -694,9 +756,10 @@ def _issubdtype_cached(a: Any, b: Any) -> bool:
 def _issubdtype(a: Any, b: Any) -> bool:
     a_sc = _scalar_type(a)
     b_sc = _scalar_type(b)
-    if _BF16 is not None and a_sc is _BF16.type:
-        # bfloat16's scalar type does not subclass np.floating.
-        return b_sc is a_sc or b_sc in _BF16_SUPERTYPES
+    supertypes = _EXTENSION_SUPERTYPES.get(a_sc)
+    if supertypes is not None:
+        # bfloat16's scalar type (and the other ml_dtypes ones) subclass only np.generic.
+        return b_sc is a_sc or b_sc in supertypes
     return bool(np.issubdtype(a_sc, b_sc))
 
 
@@ -709,7 +772,9 @@ def _issubdtype_uncached(a: Any, b: Any, err: TypeError) -> bool:
 
 
 def issubdtype(a: Any, b: Any) -> bool:
-    """`np.issubdtype` that also knows bfloat16 is a floating type (jax.dtypes.issubdtype)."""
+    """`np.issubdtype` that also places the ml_dtypes types (bfloat16, float8_*, int4...) in
+    NumPy's hierarchy: float8_e4m3fn is a floating type, int4 a signed integer
+    (jax.dtypes.issubdtype)."""
     try:
         return _issubdtype_cached(a, b)
     except TypeError as err:
@@ -758,9 +823,10 @@ def isdtype(dtype: Any, kind: Any) -> bool:
 
 if _ml_dtypes is not None:
     finfo = _ml_dtypes.finfo
+    iinfo = _ml_dtypes.iinfo
 else:
     finfo = np.finfo
-iinfo = np.iinfo
+    iinfo = np.iinfo
 
 
 def _dt(x: Any) -> np.dtype:
@@ -772,7 +838,8 @@ def is_bool(dt: Any) -> bool:
 
 
 def is_int(dt: Any) -> bool:
-    """Signed or unsigned integer (bool is not an integer)."""
+    """Signed or unsigned integer, int4 and the other narrow ones included (bool is not an
+    integer)."""
     return _dt(dt) in _INT_SET
 
 
@@ -790,8 +857,22 @@ is_unsigned = is_unsigned_int
 
 
 def is_float(dt: Any) -> bool:
-    """Real floating point, bfloat16 included."""
+    """Real floating point, bfloat16 and the narrow floats (float8_*, float4_e2m1fn) included."""
     return _dt(dt) in _FLOAT_SET
+
+
+# JAX's list (float8_e8m0fnu and float4_e2m1fn have no infinities either, but JAX's reductions
+# start them from +-inf converted to the type all the same).
+_NO_INF = frozenset(dt for dt in _NARROW_FLOATS if dt.name in (
+    "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"))
+
+
+def supports_inf(dt: Any) -> bool:
+    """Whether JAX treats the inexact type `dt` as having infinities (jax.dtypes.supports_inf):
+    False for float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz and
+    non-inexact types."""
+    d = _dt(dt)
+    return d in _INEXACT_SET and d not in _NO_INF
 
 
 def is_complex(dt: Any) -> bool:
@@ -849,10 +930,12 @@ def check_user_dtype(dtype: Any, fun_name: str | None = None) -> np.dtype:
     return out
 
 
-# Ints and bool become float32 except 64-bit ints, which become float64 (JAX's table).
+# Ints and bool become float32 except 64-bit ints, which become float64 (JAX's table, which
+# has int4 and uint4 but not int2 and uint2: those stay as they are).
 _TO_INEXACT = {
     _BOOL: _F32, _I8: _F32, _U8: _F32, _I16: _F32, _U16: _F32, _I32: _F32, _U32: _F32,
     _I64: _F64, _U64: _F64,
+    **{dt: _F32 for dt in _NARROW_INTS if dt.name in ("int4", "uint4")},
 }
 _TO_REAL = {_C64: _F32, _C128: _F64}
 

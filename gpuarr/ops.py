@@ -27,7 +27,7 @@ def _identity(name: str, dtype) -> np.ndarray:
     if dtype == np.bool_:
         return np.array(not lowest, dtype)
     if dtypes.is_int(dtype):
-        info = np.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         return np.array(info.min if lowest else info.max, dtype)
     return np.array(-np.inf if lowest else np.inf, dtype)
 

@@ -27,6 +27,9 @@ STRONG_NAMES = [
     *(["bfloat16"] if HAS_BF16 else []),
     "float16", "float32", "float64", "complex64", "complex128",
 ]
+# The 8-, 4- and 2-bit types (tests/test_narrow_dtypes.py covers them); leaves of the lattice.
+NARROW_NAMES = [n for n in dtypes.NARROW_FLOAT_NAMES + dtypes.NARROW_SIGNED_NAMES
+                + dtypes.NARROW_UNSIGNED_NAMES if hasattr(dtypes, n)]
 WEAK_VALUES = {"weak_int": 1, "weak_float": 1.0, "weak_complex": 1j}
 WEAK_TYPES = {"weak_int": int, "weak_float": float, "weak_complex": complex}
 
@@ -356,10 +359,14 @@ def test_promote_types_values(x64):
 
 def test_lattice_has_one_least_upper_bound_for_every_pair(x64):
     nodes = list(dtypes._UPPER_BOUNDS[x64])
-    assert len(nodes) == len(STRONG_NAMES) + 3
+    assert len(nodes) == len(STRONG_NAMES) + len(NARROW_NAMES) + 3
     for a, b in itertools.product(nodes, repeat=2):
-        lub = dtypes._least_upper_bound(x64, (a, b))
         ubs = dtypes._UPPER_BOUNDS[x64]
+        if not ubs[a] & ubs[b]:  # a narrow type with anything but itself and weak values
+            with pytest.raises(dtypes.TypePromotionError):
+                dtypes._least_upper_bound(x64, (a, b))
+            continue
+        lub = dtypes._least_upper_bound(x64, (a, b))
         assert lub in ubs[a] and lub in ubs[b]
         # Every other common upper bound lies above it.
         assert ubs[a] & ubs[b] <= ubs[lub]
@@ -482,7 +489,7 @@ def test_constants():
 
         assert dtypes.bfloat16 is ml_dtypes.bfloat16
         assert "bfloat16" in dtypes.__all__
-    assert len(dtypes.supported_dtypes()) == len(STRONG_NAMES) + 1
+    assert len(dtypes.supported_dtypes()) == len(STRONG_NAMES) + len(NARROW_NAMES) + 1
 
 
 def test_issubdtype():
@@ -629,7 +636,10 @@ def test_module_works_without_ml_dtypes(monkeypatch):
     assert mod.issubdtype(np.float32, np.floating)
     assert mod.is_float(np.float16)
     assert mod.short_dtype_name(np.int8) == "i8"
-    assert len(mod._UPPER_BOUNDS[False]) == len(dtypes._UPPER_BOUNDS[False]) - HAS_BF16
+    assert len(mod._UPPER_BOUNDS[False]) == (len(dtypes._UPPER_BOUNDS[False]) - HAS_BF16
+                                             - len(NARROW_NAMES))
+    assert not any(hasattr(mod, name) for name in NARROW_NAMES)
+    assert not mod.NARROW_DTYPES
 
 
 def test_strict_dtype_promotion():

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from gpuarr.backends import host_memory, lookup_tables
+from gpuarr.backends import host_memory, lookup_tables, narrow
 from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_passes, split_ufunc
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, Literal, Primitive, Program
 
@@ -68,6 +68,15 @@ expr_rules: dict[Primitive, Callable] = {}
 # (`gen.bind`). False leaves it to a call of the impl.
 inline_rules: dict[Primitive, Callable] = {}
 
+# Operands of the narrow ml_dtypes types (float8_*, float4_e2m1fn, int2/int4/uint2/uint4):
+# NumPy's loops for them round differently from XLA (see gpuarr.backends.narrow), so an
+# equation with such an operand or result runs `host_impl`'s choice instead of its ufunc:
+# prim -> implementation (impl_rules' signature) for narrow types. Elementwise primitives
+# without an entry compute in the narrow type's wider compute type (`narrow.elementwise`); the
+# others run their impl, which moves narrow values about or converts them itself.
+narrow_rules: dict[Primitive, Callable] = {}
+_NARROW = narrow.NARROW
+
 impl_rules[lookup_tables.lookup_table_p] = lookup_tables.lookup_impl
 block_kernel_rules[lookup_tables.lookup_table_p] = lambda eqn: functools.partial(
     eqn.params["table"].lookup_into, shift=eqn.params["shift"])
@@ -92,10 +101,42 @@ def compile_program(prog: Program) -> Callable:
     return fn
 
 
+def narrow_impl(prim) -> Callable:
+    """The implementation of `prim` for operands or results of narrow types."""
+    rule = narrow_rules.get(prim)
+    if rule is None:
+        impl = impl_rules[prim]
+        rule = narrow.elementwise(impl) if prim in elementwise_prims else impl
+        narrow_rules[prim] = rule
+    return rule
+
+
+def host_impl(prim, dtypes) -> Callable:
+    """The NumPy implementation of `prim` for operands (or results) of these dtypes: its
+    impl_rules entry, or `narrow_impl(prim)` when one of them is narrow."""
+    if _NARROW and any(dt in _NARROW for dt in dtypes):
+        return narrow_impl(prim)
+    return impl_rules[prim]
+
+
+def impl_for_values(prim, values) -> Callable:
+    """`host_impl` for these operand values (NumPy arrays or scalars)."""
+    return host_impl(prim, [getattr(v, "dtype", None) for v in values])
+
+
+def _is_narrow_eqn(eqn) -> bool:
+    return bool(_NARROW) and any(
+        type(v) is not Literal and v.aval.dtype in _NARROW or
+        type(v) is Literal and getattr(v.val, "dtype", None) in _NARROW
+        for v in list(eqn.inputs) + list(eqn.outvars))
+
+
 def _impl_for(eqn) -> Callable:
     impl = impl_rules.get(eqn.prim)
     if impl is None:
         raise NotImplementedError(f"the NumPy backend has no implementation of {eqn.prim.name}")
+    if _is_narrow_eqn(eqn):
+        impl = narrow_impl(eqn.prim)
     return functools.partial(impl, **eqn.params) if eqn.params else impl
 
 
@@ -387,7 +428,7 @@ def _live_ids(prog: Program) -> set[int]:
 
 def _expression(eqn):
     rule = expr_rules.get(eqn.prim)
-    if rule is None:
+    if rule is None or _is_narrow_eqn(eqn):
         return None
     return rule(*(a.aval for a in eqn.inputs), **eqn.params)
 
@@ -505,6 +546,8 @@ def _inplace_carries(prog: Program, carries) -> dict:
 def _ufunc_of(eqn):
     """The NumPy ufunc computing `eqn` exactly (its impl, its `float_ufuncs` entry, or what its
     `blocked_ufunc_rules` entry gives where the ufunc's result type is the output's), or None."""
+    if _is_narrow_eqn(eqn):
+        return None  # NumPy's loops for the narrow types round differently from XLA
     impl = impl_rules.get(eqn.prim)
     if not eqn.params and eqn.outvars and eqn.outvars[0].aval.dtype.kind == "f":
         impl = float_ufuncs.get(eqn.prim, impl)

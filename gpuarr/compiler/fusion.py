@@ -33,6 +33,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from gpuarr import dtypes
 from gpuarr.compiler import lowering
 from gpuarr.compiler.plan import (
     Acc,
@@ -708,8 +709,10 @@ class Fusion:
         return True
 
     def host(self, eqn, role):
-        from gpuarr.backends.numpy_backend import impl_rules  # the reference implementation
+        from gpuarr.backends.numpy_backend import host_impl, impl_rules  # the reference
         impl = impl_rules.get(eqn.prim)
+        if impl is not None:  # narrow types (float8_*, int4, ...) have their own (narrow.py)
+            impl = host_impl(eqn.prim, [v.aval.dtype for v in list(eqn.inputs) + list(eqn.outvars)])
         driver = control_driver(eqn, self.options.sub_compiler) if role == "control" else None
         if driver is not None:
             ins = tuple(self.ensure_buffer(a) for a in eqn.inputs)
@@ -730,6 +733,11 @@ class Fusion:
         reason = {"library": "library call (cuBLAS/cuSOLVER/CUB on CUDA, the host here)",
                   "control": "control flow runs on the host, calling its sub-programs",
                   "fallback": "no kernel lowering yet: the NumPy implementation runs on the host"}[role]
+        narrow = sorted({v.aval.dtype.name for v in list(eqn.inputs) + list(eqn.outvars)
+                         if not _kernel_dtype(v.aval.dtype) and v.aval.dtype in dtypes.NARROW_DTYPES})
+        if role == "fallback" and narrow:
+            reason = (f"kernels do not take {', '.join(narrow)}: the NumPy implementation runs on "
+                      "the host, rounding as XLA does")
         self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.text(eqn),), reason))
 
 

@@ -307,11 +307,13 @@ def _scalar_broadcast_operands(eqn, rw) -> list:
 
 def fold(program: Program, consts: list):
     """Evaluate equations whose inputs are all literals (scalar results become literals)."""
-    from gpuarr.backends.numpy_backend import impl_rules  # the reference semantics
+    from gpuarr.backends.numpy_backend import host_impl, impl_rules  # the reference semantics
     rw = _Rewriter(program)
     for eqn in program.eqns:
         inputs = [rw.read(a) for a in eqn.inputs]
         impl = impl_rules.get(eqn.prim)
+        if impl is not None:
+            impl = host_impl(eqn.prim, [a.aval.dtype for a in eqn.inputs])
         foldable = (inputs and impl is not None and not eqn.prim.multiple_results
                     and not eqn.prim.effectful and not any(True for _ in subprograms(eqn.params))
                     and all(isinstance(a, Literal) for a in inputs)

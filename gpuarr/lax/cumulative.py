@@ -7,7 +7,8 @@ from functools import partial
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends import narrow
+from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
 from gpuarr.core import Primitive, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
@@ -67,6 +68,9 @@ cumprod_p = _cumulative_prim("cumprod")
 cummax_p = _cumulative_prim("cummax")
 cummin_p = _cumulative_prim("cummin")
 cumlogsumexp_p = _cumulative_prim("cumlogsumexp")
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+    # Narrow types: XLA's blocked scan, rounding every step (see gpuarr.backends.narrow).
+    narrow_rules[_p] = partial(narrow.cumulative, _ACCUMULATE[_p.name])
 
 # cumsum is linear; its transpose sums the cotangent from the other end.
 ad.deflinear(cumsum_p, lambda ct, x, axis, reverse: [

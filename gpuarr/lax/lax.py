@@ -13,6 +13,7 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.array import Array
+from gpuarr.backends import narrow
 from gpuarr.backends.host_threads import blas_dot, submit
 from gpuarr.backends.numpy_backend import (
     blocked_ufunc_rules,
@@ -21,6 +22,7 @@ from gpuarr.backends.numpy_backend import (
     float_ufuncs,
     fresh_output_prims,
     impl_rules,
+    narrow_rules,
 )
 from gpuarr.core import (
     Literal,
@@ -70,12 +72,12 @@ def _coerce_scalars(name, *args):
 
 
 def _scalar_as(name, value, dt):
-    kind = dt.kind
-    lossy = ((isinstance(value, complex) and kind != "c")
-             or (isinstance(value, float) and kind in "biu")
-             or (type(value) is int and kind == "b")
-             or (type(value) is int and kind in "iu"
-                 and not np.iinfo(dt).min <= value <= np.iinfo(dt).max))
+    whole = dt == np.bool_ or dtypes.is_int(dt)  # int4 and the other narrow ones included
+    lossy = ((isinstance(value, complex) and not dtypes.is_complex(dt))
+             or (isinstance(value, float) and whole)
+             or (type(value) is int and dt == np.bool_)
+             or (type(value) is int and dtypes.is_int(dt)
+                 and not dtypes.iinfo(dt).min <= value <= dtypes.iinfo(dt).max))
     if lossy:
         got = dtypes.dtype(value, canonicalize=True).name
         raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {dt.name}, "
@@ -307,7 +309,8 @@ defjvp_zero(is_finite_p)
 def _round_impl(x, rounding_method=0):
     if rounding_method == 1:  # TO_NEAREST_EVEN
         return np.round(x).astype(x.dtype)
-    return (np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5))).astype(x.dtype)
+    # copysign keeps the sign of zero results (round(-0.25) is -0.0), as XLA's round does.
+    return np.copysign(np.floor(np.abs(x) + x.dtype.type(0.5)), x).astype(x.dtype)
 
 
 round_p = unop("round", _round_impl, "float")
@@ -316,7 +319,9 @@ defjvp_zero(round_p)
 exp_p = unop("exp", np.exp)
 defjvp(exp_p, lambda g, ans, x: mul(g, ans), with_ans=True)
 exp2_p = unop("exp2", np.exp2)
-defjvp(exp2_p, lambda g, x: mul(g, mul(exp2(x), _const(x, math.log(2)))))
+# JVP rules are written as JAX writes them: in narrow types each step rounds, so the order
+# of the operations shows in the result.
+defjvp(exp2_p, lambda g, ans, x: mul(log(_const(x, 2)), mul(g, ans)), with_ans=True)
 log_p = unop("log", np.log)
 defjvp(log_p, lambda g, x: div(g, x))
 log1p_p = unop("log1p", np.log1p)
@@ -324,7 +329,7 @@ defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 expm1_p = unop("expm1", np.expm1)
 defjvp(expm1_p, lambda g, x: mul(g, add(expm1(x), _const(x, 1))))
 tanh_p = unop("tanh", np.tanh)
-defjvp(tanh_p, lambda g, ans, x: mul(g, sub(_const(x, 1), mul(ans, ans))), with_ans=True)
+defjvp(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)), with_ans=True)
 
 
 def _logistic_impl(x):
@@ -354,9 +359,9 @@ defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 acosh_p = unop("acosh", np.arccosh)
 defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
 atanh_p = unop("atanh", np.arctanh)
-defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), square(x))))
+defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_const(x, 1), x)), div(g, sub(_const(x, 1), x))))
 sqrt_p = unop("sqrt", np.sqrt)
-defjvp(sqrt_p, lambda g, ans, x: div(g, mul(_const(x, 2), ans)), with_ans=True)
+defjvp(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)), with_ans=True)
 
 
 def _rsqrt_impl(x):
@@ -364,14 +369,19 @@ def _rsqrt_impl(x):
 
 
 rsqrt_p = unop("rsqrt", _rsqrt_impl)
-defjvp(rsqrt_p, lambda g, x: mul(g, mul(_const(x, -0.5), div(rsqrt(x), x))))
+defjvp(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))), with_ans=True)
 cbrt_p = unop("cbrt", np.cbrt, "float")
-defjvp(cbrt_p, lambda g, x: mul(g, mul(_const(x, 1 / 3), integer_pow(cbrt(x), -2))))
+defjvp(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))),
+       with_ans=True)
 abs_p = unop("abs", np.abs, "number")
 
 
 def _abs_abstract(x):
     _check_kind("abs", "number", x)
+    if x.dtype in narrow.NARROW and dtypes.is_int(x.dtype):
+        raise TypeError(f"abs does not accept dtype {x.dtype.name}. Support for narrow-width "
+                        "integers is platform-dependent and limited to a few specific "
+                        "operations, e.g. basic arithmetic and type casting.")
     if dtypes.is_complex(x.dtype):  # the modulus is real: complex64 -> float32, as JAX
         return [ShapedArray(x.shape, dtypes._TO_REAL[x.dtype], x.weak_type)]
     return [x]
@@ -395,6 +405,7 @@ not_p = unop("not", lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.i
              "intbool")
 defjvp_zero(not_p)
 stop_gradient_p = unop("stop_gradient", lambda x: x, "any")
+narrow_rules[stop_gradient_p] = impl_rules[stop_gradient_p]
 defjvp_zero(stop_gradient_p)
 
 
@@ -509,7 +520,7 @@ def _div_transpose(ct, x, y):
 
 
 defjvp(div_p, lambda g, x, y: _bcast_tangent(div(g, y), _bshape(x, y)),
-       lambda g, x, y: _bcast_tangent(mul(neg(g), div(div(x, y), y)), _bshape(x, y)))
+       lambda g, x, y: _bcast_tangent(mul(mul(neg(g), x), integer_pow(y, -2)), _bshape(x, y)))
 ad.transpose_rules[div_p] = _div_transpose
 
 
@@ -661,6 +672,19 @@ shift_right_logical = _binary(shift_right_logical_p)
 eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 ad.jvp_rules[max_p] = partial(_minmax_jvp, gt)
 ad.jvp_rules[min_p] = partial(_minmax_jvp, lt)
+# On the narrow types XLA evaluates these step by step in the operand's own type (JAX's and
+# StableHLO's expansions) or on its bits; see gpuarr.backends.narrow.
+for _p, _rule in ((exp2_p, narrow.exp2), (logistic_p, narrow.logistic),
+                  (integer_pow_p, narrow.integer_pow), (asin_p, narrow.asin),
+                  (acos_p, narrow.acos), (asinh_p, narrow.asinh), (acosh_p, narrow.acosh),
+                  (atanh_p, narrow.atanh), (max_p, narrow.maximum), (min_p, narrow.minimum),
+                  (shift_left_p, narrow.shift_left),
+                  (shift_right_logical_p, narrow.shift_right_logical),
+                  (shift_right_arithmetic_p, narrow.shift_right_arithmetic)):
+    narrow_rules[_p] = partial(_rule, impl_rules[_p])
+narrow_rules[nextafter_p] = narrow.nextafter
+narrow_rules[sinh_p] = partial(narrow.sinh, impl_rules[sinh_p])
+narrow_rules[cosh_p] = partial(narrow.cosh, impl_rules[cosh_p])
 
 
 def mul(x, y, *, out_dtype=None):
@@ -818,6 +842,8 @@ def _convert_impl(x, new_dtype, weak_type=False):
     src = x.dtype
     if src == new_dtype:
         return x
+    if src in narrow.NARROW or new_dtype in narrow.NARROW:
+        return narrow.convert(x, new_dtype)  # XLA's conversions, not ml_dtypes' (see there)
     if new_dtype == np.bool_:
         return x != 0
     if dtypes.is_complex(src) and not dtypes.is_complex(new_dtype):
@@ -852,6 +878,7 @@ weak_type_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: 
 # compiled code: the value itself, as the impl returns it.
 expr_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: (
     ("{0}", {}) if x.dtype == np.dtype(new_dtype) else None)
+narrow_rules[convert_element_type_p] = _convert_impl  # which converts narrow types itself
 batch_rules[convert_element_type_p] = vectorized_rule(convert_element_type_p)
 
 
@@ -1143,7 +1170,7 @@ def _reduce_identity(ufunc, dtype):
     if dtype == np.bool_:
         return not lowest
     if dtypes.is_int(dtype):
-        info = np.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         return info.min if lowest else info.max
     return -np.inf if lowest else np.inf
 
@@ -1181,6 +1208,10 @@ for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p
     expr_rules[_p] = _reduce_expr(_u)
 defjvp_zero(reduce_and_p)
 defjvp_zero(reduce_or_p)
+for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p, np.minimum),
+               (reduce_prod_p, np.multiply), (reduce_and_p, np.bitwise_and),
+               (reduce_or_p, np.bitwise_or)):
+    narrow_rules[_p] = partial(narrow.reduce, _u)  # XLA's order and rounding (see there)
 
 
 def _reduce_chooser_jvp(prim, primals, tangents, axes):
@@ -1245,10 +1276,20 @@ def _argminmax_abstract(name):
     return rule
 
 
+def _narrow_argminmax_impl(fn, x, axes, index_dtype):
+    # JAX starts the search from -inf (+inf) converted to the type: in float8_e8m0fnu that is
+    # NaN, which wins every comparison, so the index stays 0.
+    if dtypes.is_float(x.dtype) and dtypes.supports_inf(x.dtype) and np.isnan(
+            np.asarray(-np.inf if fn is np.argmax else np.inf).astype(x.dtype).astype(np.float32)):
+        return np.zeros(tuple(s for i, s in enumerate(x.shape) if i not in axes), index_dtype)
+    return _argminmax_impl(fn, narrow.convert(x, narrow.compute_dtype(x.dtype)), axes, index_dtype)
+
+
 argmax_p = Primitive("argmax")
 argmin_p = Primitive("argmin")
 for _p, _fn in ((argmax_p, np.argmax), (argmin_p, np.argmin)):
     impl_rules[_p] = partial(_argminmax_impl, _fn)
+    narrow_rules[_p] = partial(_narrow_argminmax_impl, _fn)
     abstract_eval_rules[_p] = _argminmax_abstract(_p.name)
     weak_type_rules[_p] = _never_weak
     batch_rules[_p] = partial(_reduce_batch, _p)
@@ -1568,6 +1609,12 @@ def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element
         return np.dot(x if lc[0] == x.ndim - 1 else x.T, y if rc[0] == 0 else y.T)
     x, y = np.asarray(x), np.asarray(y)
     out_dtype = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    if x.dtype in narrow.NARROW:
+        # float8/float4 products accumulate in float32 and round through float16, integers wrap
+        # (as XLA on the CPU).
+        acc = _dot_general_impl(narrow.widen_for_dot(x), narrow.widen_for_dot(y),
+                                dimension_numbers)
+        return narrow.convert_product(acc, out_dtype)
     if x.dtype == np.bool_ or x.dtype in _NARROW_FLOATS:
         # NumPy has no bool matmul; half precision accumulates in float32 (as XLA does on CPU).
         acc = np.int32 if x.dtype == np.bool_ else np.float32
@@ -1773,7 +1820,10 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
 
 
 def _iota_impl(dtype, shape, dimension):
-    idx = np.arange(shape[dimension], dtype=dtype)
+    if np.dtype(dtype) in narrow.NARROW:  # each index converted (ml_dtypes' arange accumulates)
+        idx = narrow.convert(np.arange(shape[dimension]), dtype)
+    else:
+        idx = np.arange(shape[dimension], dtype=dtype)
     view = [1] * len(shape)
     view[dimension] = shape[dimension]
     return np.broadcast_to(idx.reshape(view), shape)
@@ -1811,7 +1861,9 @@ def _full(shape, fill_value, dtype, weak):
     """`full` with the result's dtype and weak type given."""
     shape = tuple(int(d) for d in shape)
     if isinstance(fill_value, (_SCALARS, np.generic, np.ndarray)):
-        scalar = np.asarray(fill_value).astype(dtype)[()] if np.ndim(fill_value) == 0 else None
+        scalar = (None if np.ndim(fill_value) != 0 else
+                  narrow.convert(np.asarray(fill_value), dtype)[()] if np.dtype(dtype) in narrow.NARROW
+                  else np.asarray(fill_value).astype(dtype)[()])
         if scalar is None:
             raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")
         from gpuarr.core import current_trace

@@ -95,9 +95,9 @@ def default_fill_value(dtype):
     if dtypes.is_inexact(dtype):
         return float("nan")
     if dtypes.is_signed_int(dtype):
-        return int(np.iinfo(dtype).min)
+        return int(dtypes.iinfo(dtype).min)
     if dtypes.is_unsigned_int(dtype):
-        return int(np.iinfo(dtype).max)
+        return int(dtypes.iinfo(dtype).max)
     if dtype == np.bool_:
         return True
     raise ValueError(f"Unsupported dtype for gather fill_value {dtype}")

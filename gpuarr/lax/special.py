@@ -11,11 +11,13 @@ polygamma from the recurrence up to x >= 12 followed by their asymptotic (Bernou
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends import narrow
+from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero
@@ -353,22 +355,33 @@ population_count_p = unop("population_count", _popcount_impl, "int")
 defjvp_zero(population_count_p)
 clz_p = unop("clz", _clz_impl, "int")
 defjvp_zero(clz_p)
+# int2/int4/uint2/uint4: counted in the type's own width, as XLA does (see narrow.py).
+narrow_rules[population_count_p] = partial(narrow.population_count, _popcount_impl)
+narrow_rules[clz_p] = partial(narrow.clz, _clz_impl)
+# XLA expands these in float32 for the narrow floats and rounds once (see narrow.py).
+for _p in (lgamma_p, digamma_p, polygamma_p, erf_inv_p):
+    narrow_rules[_p] = narrow.in_float32(impl_rules[_p])
 
 
 def _bitcast_shape(aval, new_dtype):
-    old, new = aval.dtype.itemsize, np.dtype(new_dtype).itemsize
+    # Widths in bits, as JAX counts them: int4 is 4 bits wide (ml_dtypes stores it in a byte).
+    old, new = dtypes.itemsize_bits(aval.dtype), dtypes.itemsize_bits(new_dtype)
     if old == new:
         return aval.shape
     if old > new:
         return aval.shape + (old // new,)
-    if not aval.shape or aval.shape[-1] != new // old:
-        raise TypeError(f"lax.bitcast_convert_type from {aval.dtype.name} to {np.dtype(new_dtype).name} "
-                        f"needs a last dimension of size {new // old}, got operand shape {aval.shape}.")
+    dim_size = aval.shape[-1] if aval.shape else 1
+    if dim_size * old != new:
+        raise ValueError(f"Attempting to convert array of shape {aval.shape} from {aval.dtype} of "
+                         f"size {old} bits to {np.dtype(new_dtype)} of size {new}, bits but "
+                         f"{dim_size} * {old} != {new}")
     return aval.shape[:-1]
 
 
 def _bitcast_impl(x, new_dtype):
     x = np.asarray(x)
+    if x.dtype in narrow.NARROW or np.dtype(new_dtype) in narrow.NARROW:
+        return narrow.bitcast(x, new_dtype)
     x = x if x.flags.c_contiguous else x.copy()
     shape = _bitcast_shape(ShapedArray(x.shape, x.dtype), new_dtype)
     return x.view(new_dtype).reshape(shape)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends import narrow
+from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters.ad import defjvp
 from gpuarr.interpreters.batching import batch_rules
@@ -339,6 +340,9 @@ def _zeta64(x, q):
 
 
 zeta_p = binop("zeta", _in_f64(_zeta64), "float")
+# XLA expands these in float32 for the narrow floats and rounds once (see narrow.py).
+for _p in (zeta_p, bessel_i0e_p):
+    narrow_rules[_p] = narrow.in_float32(impl_rules[_p])
 
 
 def _zeta_dx(g, x, q):

@@ -8,7 +8,8 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends import narrow
+from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
@@ -236,6 +237,16 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
 impl_rules[conv_general_dilated_p] = _conv_impl
+
+
+def _narrow_conv_impl(lhs, rhs, *, preferred_element_type, **params):
+    # Narrow types convolve in float32 (int64), rounding the result through float16, as XLA.
+    out = _conv_impl(narrow.widen_for_dot(np.asarray(lhs)), narrow.widen_for_dot(np.asarray(rhs)),
+                     preferred_element_type=None, **params)
+    return narrow.convert_product(out, _conv_out_dtype(lhs.dtype, preferred_element_type))
+
+
+narrow_rules[conv_general_dilated_p] = _narrow_conv_impl
 abstract_eval_rules[conv_general_dilated_p] = _conv_abstract
 checked_impl(conv_general_dilated_p)
 weak_type_rules[conv_general_dilated_p] = lambda lhs, rhs, **params: bool(
@@ -462,7 +473,7 @@ def _identity(kind, dtype):
     if dtype == np.bool_:
         return np.asarray(kind == "min")[()]
     if dtypes.is_int(dtype):
-        info = np.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         return np.asarray(info.min if kind == "max" else info.max, dtype)[()]
     return np.asarray(-np.inf if kind == "max" else np.inf, dtype)[()]
 

@@ -65,6 +65,9 @@ try:
     from gpuarr.numpy.scalar_types import bfloat16  # noqa: F401
 except ImportError:  # ml_dtypes not installed
     pass
+# float8_e4m3fn, int4 and the other narrow types ml_dtypes provides (none without it).
+from gpuarr.numpy import scalar_types as _scalar_types  # noqa: E402
+globals().update({_name: getattr(_scalar_types, _name) for _name in _scalar_types.NARROW_NAMES})
 
 pi = _np.pi
 e = _np.e

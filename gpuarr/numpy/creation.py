@@ -242,10 +242,31 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
             dt = dtypes.default_int_dtype()
     elif dt == np.bool_:
         raise TypeError("arange does not accept dtype bool.")
+    if dt in dtypes.NARROW_DTYPES:
+        return _narrow_arange(start, stop, step, dt)
     if stop is None and step is None and current_trace() is not eval_trace:
         return lax.iota(dt, int(np.ceil(float(np.asarray(start)))))
     host = np.arange(start, stop, step)
     return to_device_array(host.astype(dt), weak_type=False)
+
+
+def _narrow_arange(start, stop, step, dt):
+    """arange in a narrow type (float8_*, int4, ...) built as JAX builds it, so its values round
+    as the type rounds them: an iota in that type offset by `start`, or with a `step`, float32
+    (integers: the type itself) values start + step * i converted to it."""
+    start, stop, step = (None if v is None else np.asarray(v)[()] for v in (start, stop, step))
+    if stop is None:
+        start, stop = 0, start
+    if step is not None:
+        work = np.dtype(np.float32) if dtypes.is_float(dt) else dt
+        size = max(0, int(np.ceil((stop - start) / step)))
+        values = lax.add(lax.convert_element_type(start, work),
+                         lax.mul(lax.convert_element_type(step, work), lax.iota(work, size)))
+        return lax.convert_element_type(values, dt)
+    if start == 0:
+        return lax.iota(dt, max(0, int(np.ceil(stop))))
+    size = max(0, int(np.ceil(stop - start)))
+    return lax.add(lax.convert_element_type(start, dt), lax.iota(dt, size))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,

@@ -511,7 +511,13 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     from gpuarr.numpy._util import promote_dtypes_inexact
     if weights is not None:
         a, weights = _quantile_weights(name, a, weights, axis, method)
-    a, q = promote_dtypes_inexact(a, q)
+    if dtypes.dtype(a) in dtypes.NARROW_DTYPES:
+        # int4 becomes float32 on its own (promoting it with q would fail); the result has
+        # a's inexact type, as in JAX.
+        (a,) = promote_dtypes_inexact(a)
+        q = lax.convert_element_type(q, get_aval(a).dtype)
+    else:
+        a, q = promote_dtypes_inexact(a, q)
     a_aval, q_aval = get_aval(a), get_aval(q)
     if q_aval.ndim > 1:
         raise ValueError(f"{name}: q must be a scalar or 1-d, got shape {q_aval.shape}.")
@@ -531,6 +537,11 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
         return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
     srt = sort(flat, dimension=len(outer))  # NaNs sort last
     nan_in = any(_isnan(flat), axis=-1, keepdims=True)
+    value_dt = dt
+    if dt in dtypes.NARROW_DTYPES:
+        # Positions in float32: a narrow type cannot count the elements.
+        dt = np.dtype(np.float32)
+        q = lax.convert_element_type(q, dt)
     count = (lax.convert_element_type(sum(lax.bitwise_not(_isnan(flat)), axis=-1, keepdims=True), dt)
              if ignore_nan else lax.full(outer + (1,), n, dt))
     # q goes on a leading axis: positions have shape q.shape + outer + (1,).
@@ -551,15 +562,16 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     def pick(where_idx):
         sel = lax.select(lax.eq(idx, where_idx), lax.broadcast_in_dim(
             srt_b, get_aval(lax.add(idx, where_idx)).shape, tuple(range(q_aval.ndim + len(outer) + 1))),
-            lax.full(get_aval(lax.add(idx, where_idx)).shape, 0, dt))
+            lax.full(get_aval(lax.add(idx, where_idx)).shape, 0, value_dt))
         return sum(sel, axis=-1)
 
     v_lo, v_hi = pick(lo), pick(hi)
     lo_s, pos_s = lax.reshape(lo, get_aval(v_lo).shape), lax.reshape(pos, get_aval(v_lo).shape)
     if method == "midpoint":
-        out = lax.mul(lax.add(v_lo, v_hi), np.asarray(0.5, dt)[()])
+        out = lax.mul(lax.add(v_lo, v_hi), np.asarray(0.5, value_dt)[()])
     else:
-        out = lax.add(v_lo, lax.mul(lax.sub(v_hi, v_lo), lax.sub(pos_s, lo_s)))
+        frac = lax.convert_element_type(lax.sub(pos_s, lo_s), value_dt)
+        out = lax.add(v_lo, lax.mul(lax.sub(v_hi, v_lo), frac))
     bad = (lax.le(lax.reshape(count, outer), zero) if ignore_nan else lax.reshape(nan_in, outer))
     out = lax.select(lax.broadcast_in_dim(bad, get_aval(out).shape,
                                           tuple(range(q_aval.ndim, q_aval.ndim + len(outer)))),
@@ -610,10 +622,11 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """The median over `axis` (NaN if a slice has a NaN)."""
-    return quantile(a, 0.5, axis, keepdims=keepdims)
+    """The median over `axis` (NaN if a slice has a NaN): the midpoint of the middle values,
+    as JAX computes it."""
+    return quantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """The median over `axis` ignoring NaNs."""
-    return nanquantile(a, 0.5, axis, keepdims=keepdims)
+    """The median over `axis` ignoring NaNs (the midpoint of the middle values, as JAX)."""
+    return nanquantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)

@@ -43,3 +43,7 @@ complex64, complex128 = map(_scalar_type, (np.complex64, np.complex128))
 float_, complex_ = float64, complex128  # NumPy 1's names, kept by jax.numpy
 if hasattr(dtypes, "bfloat16"):
     bfloat16 = _scalar_type(dtypes.bfloat16, "bfloat16")
+# The narrow types of ml_dtypes (float8_e4m3fn, int4, ...): defined where ml_dtypes has them.
+NARROW_NAMES = tuple(name for name in (dtypes.NARROW_FLOAT_NAMES + dtypes.NARROW_SIGNED_NAMES
+                                       + dtypes.NARROW_UNSIGNED_NAMES) if hasattr(dtypes, name))
+globals().update({name: _scalar_type(getattr(dtypes, name), name) for name in NARROW_NAMES})

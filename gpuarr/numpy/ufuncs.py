@@ -223,10 +223,9 @@ def _float_divmod(x, y):
     fix = lax.bitwise_and(lax.ne(mod, _scalar(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
     mod = lax.select(fix, lax.add(mod, y), mod)
     div = lax.select(fix, lax.sub(div, 1.0), div)  # keeps div's weak type, as in JAX
-    # div is within rounding error of an integer: snap it to the nearest one.
-    whole = lax.floor(div)
-    up = lax.ge(lax.sub(div, whole), _scalar(div, 0.5))
-    return lax.select(up, lax.add(whole, 1.0), whole), mod
+    # div is within rounding error of an integer: snap it to the nearest one (halves, which
+    # narrow types can produce, away from zero, as JAX's lax.round).
+    return lax.round(div), mod
 
 
 def _remainder(x, y):
@@ -247,6 +246,9 @@ fmod = _binary("fmod", lax.rem, promote_dtypes_numeric, params="x1, x2, /")
 
 def _power(x, y):
     dt = get_aval(x).dtype
+    if dt in dtypes.NARROW_DTYPES and dtypes.is_int(dt):
+        # JAX checks the width with NumPy's iinfo, which does not know int4 and the like.
+        raise ValueError(f"Invalid integer data type {dt.kind!r}.")
     if dtypes.is_int(dt):
         from gpuarr.numpy._util import broadcast_arrays as bcast
         return _int_power(*bcast(x, y))
@@ -442,6 +444,8 @@ def _signbit(x):
         return lax.full(get_aval(x).shape, False, np.bool_)
     if dtypes.is_int(dt):
         return lax.lt(x, _strong_scalar(x, 0))
+    if dtypes.finfo(dt).bits not in (16, 32, 64):  # the 8- and 4-bit floats, as JAX
+        raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
     # The sign bit itself, so -0.0 and -nan count as negative, as in NumPy.
     bits = lax.bitcast_convert_type(x, np.dtype(f"int{dt.itemsize * 8}"))
     return lax.lt(bits, np.asarray(0, bits.dtype)[()])
@@ -568,7 +572,10 @@ def _shift(name, signed_op):
         _check_int_args(name, x)
         if get_aval(x).dtype == np.bool_:
             x, y = lax.convert_element_type(x, np.int32), lax.convert_element_type(y, np.int32)
-        if name == "right_shift" and dtypes.is_unsigned(get_aval(x).dtype):
+        dt = get_aval(x).dtype
+        # JAX asks NumPy whether the type is unsigned, which uint4 and uint2 are not to NumPy:
+        # they shift arithmetically (their top bit is copied), as in JAX.
+        if name == "right_shift" and dtypes.is_unsigned(dt) and dt not in dtypes.NARROW_DTYPES:
             return lax.shift_right_logical(x, y)
         return signed_op(x, y)
     return op

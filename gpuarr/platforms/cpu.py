@@ -24,7 +24,7 @@ class CpuPlatform(Platform):
         return numpy_backend.compile_closed(closed)
 
     def apply_primitive(self, prim, buffers, params):
-        return numpy_backend.impl_rules[prim](*buffers, **params)
+        return numpy_backend.impl_for_values(prim, buffers)(*buffers, **params)
 
     def from_host(self, value, device):
         return np.asarray(value)

@@ -155,7 +155,7 @@ class CudaPlatform(Platform):
     def _apply_on_host(self, prim, buffers, params):
         from gpuarr.backends import numpy_backend
         host = [self.to_host(b) for b in buffers]
-        out = numpy_backend.impl_rules[prim](*host, **params)
+        out = numpy_backend.impl_for_values(prim, host)(*host, **params)
         device = self._devices[0]
         if prim.multiple_results:
             return [self.from_host(np.asarray(o), device) for o in out]

@@ -122,6 +122,8 @@ def _uniform(data, minval, maxval, shape, dtype):
     minval, maxval = (_bound(v, dtype, len(shape)) for v in (minval, maxval))
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
+    if nbits not in (8, 16, 32, 64):  # float4_e2m1fn; JAX's message, missing space and all
+        raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypesgot {dtype}.")
     rng_bits = 8 if nmant < 8 else nbits
     uint = UINT_DTYPES[nbits]
     bits = random_bits(data, rng_bits, shape)

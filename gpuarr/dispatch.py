@@ -125,9 +125,8 @@ def _check_dtypes(prim, args, params, key, vals):
     `_raise_abstract_error` rewords; operands of unequal ranks, which NumPy broadcasts, are
     checked in EvalTrace.) Returns the implementation for narrow operands, or None."""
     _raise_abstract_error(prim, args, params)
-    dts = [getattr(v, "dtype", None) for v in vals]
-    narrow = numpy_backend.narrow_impl(prim) if any(dt in numpy_backend._NARROW for dt in dts) \
-        else None
+    impl = numpy_backend.impl_for_values(prim, vals)
+    narrow = None if impl is numpy_backend.impl_rules.get(prim) else impl
     _accepted_dtypes[key] = narrow
     return narrow
 

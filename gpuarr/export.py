@@ -253,9 +253,13 @@ _GPUARR_FUNCTIONS = {("gpuarr.tree_util", "_unpickle")}  # rebuilds registered p
 
 
 class _Unpickler(pickle.Unpickler):
+    def __init__(self, file):
+        super().__init__(file)
+        self._prims = _primitives()  # once per read, not once per primitive
+
     def persistent_load(self, pid):
         kind, name = pid
-        prims = _primitives()
+        prims = self._prims
         if kind != "primitive" or name not in prims:
             raise pickle.UnpicklingError(f"unknown primitive {name!r}: this gpuarr does not "
                                          "define it (was the Exported saved by another version?)")

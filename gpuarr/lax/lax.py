@@ -1597,7 +1597,7 @@ def _broadcast_product_spec(x_ndim, y_ndim, dimension_numbers) -> str:
 
 
 def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element_type=None):
-    if is_algorithm(precision):
+    if precision is not None and is_algorithm(precision):  # None, the common case, costs one test
         out = x.dtype if preferred_element_type is None else preferred_element_type
         return algorithm_product(partial(_dot_general_impl, dimension_numbers=dimension_numbers),
                                  x, y, precision, out)

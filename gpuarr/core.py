@@ -447,9 +447,9 @@ def pp_eqn(eqn: Eqn, namer: _Namer, indent: int = 0, source_info: bool = False,
            width: float = float("inf")) -> str:
     """One equation, its first line unindented, laid out from column `indent`.
 
-    By default there is no width limit, so the equation takes one line unless it holds a
-    Program of several equations (kernel comments quote equations this way); `make_jaxpr`'s
-    printing lays equations out at width 80.
+    By default there is no width limit, so the equation takes one line, any Programs it holds
+    included (kernel comments quote equations this way); `make_jaxpr`'s printing lays
+    equations out at width 80.
     """
     return pp.render(_eqn_doc(eqn, namer, source_info), indent, width)
 
@@ -476,14 +476,10 @@ def _program_doc(prog: Program, namer: _Namer, source_info: bool):
     eqns = [_eqn_doc(e, namer, source_info) for e in prog.eqns]
     names = [namer(v) for v in prog.outvars]
     outs = pp.concat(pp.text("("), _vars_doc(names, _OUT_SEP), pp.text(",)" if len(names) == 1 else ")"))
-    if eqns:
-        # A Program of several equations takes several lines (JAX would print a short one on
-        # one line, its equations separated by "; ").
-        brk = pp.HARD_BREAK if len(eqns) > 1 else pp.brk()
-        body = pp.concat(pp.text("let"), pp.nest(2, pp.concat(brk, pp.join(brk, eqns))), brk,
-                         pp.text("in "), outs)
-    else:
-        body = pp.concat(pp.text("let"), pp.brk(), pp.text("in "), outs)
+    # As JAX lays a jaxpr out: the whole on one line when it fits (equations separated by
+    # "; "), else each equation on its own line.
+    body = pp.concat(pp.text("let"), pp.nest(2, pp.concat(pp.brk(), pp.join(pp.brk("; "), eqns))),
+                     pp.brk(), pp.text("in "), outs)
     head = pp.concat(pp.text("{ lambda "), consts, pp.text("; "), ins, pp.text(". "), body)
     return pp.group(pp.concat(pp.nest(2, head), pp.text(" }")))
 

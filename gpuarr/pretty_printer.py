@@ -2,14 +2,13 @@
 
 Documents are made of text, breaks, nesting and groups. A group prints flat (each break as its
 text) when its own flat text fits in what is left of the line; the text after the group does
-not count. Otherwise the group's breaks start new lines, indented by the nesting around them. A
-hard break always starts a new line, so no group holding one prints flat. `gpuarr.core` builds
-jaxpr documents from these and lays them out with `render`.
+not count. Otherwise the group's breaks start new lines, indented by the nesting around them.
+`gpuarr.core` builds jaxpr documents from these and lays them out with `render`.
 """
 from __future__ import annotations
 
 WIDTH = 80
-_TEXT, _BREAK, _HARD, _GROUP, _NEST, _CONCAT, _LINE = range(7)
+_TEXT, _BREAK, _GROUP, _NEST, _CONCAT, _LINE = range(6)
 
 
 def text(s: str, note: str | None = None):
@@ -20,7 +19,6 @@ def brk(s: str = " "):
     return (_BREAK, s)
 
 
-HARD_BREAK = (_HARD,)
 NIL = (_CONCAT, ())
 
 
@@ -70,10 +68,8 @@ def _flat(doc, room):
             stack.extend(reversed(d[1]))
         elif tag == _GROUP:
             stack.append(d[1])
-        elif tag == _NEST:
-            stack.append(d[2])
         else:
-            return None  # a hard break
+            stack.append(d[2])  # a nest
     return texts, notes
 
 
@@ -97,7 +93,7 @@ def render(doc, indent: int = 0, width: float = WIDTH) -> str:
             k += len(d[1])
             if d[2] is not None:
                 notes.append(d[2])
-        elif tag == _BREAK or tag == _HARD:
+        elif tag == _BREAK:
             lines.append("".join(current) + "".join(f"  # {n}" for n in notes))
             current, notes, k = [" " * i], [], i
         elif tag == _CONCAT:

@@ -1,6 +1,7 @@
-"""How `make_jaxpr` prints equation parameters: sorted by name, on the equation's line when
-they fit in 80 columns, otherwise one `name=value` a line with `]` back at the equation's
-indentation, as JAX prints them. The comparisons with JAX use programs both libraries trace
+"""How `make_jaxpr` prints programs: the whole program on one line when it fits in 80 columns,
+else one equation a line; equation parameters sorted by name, on the equation's line when
+they fit, otherwise one `name=value` a line with `]` back at the equation's indentation, as
+JAX prints them. The comparisons with JAX use programs both libraries trace
 to the same primitives with the same parameters."""
 import numpy as np
 import pytest
@@ -71,6 +72,12 @@ SAME_AS_JAX = {
         x, (3, 4, 4), (1, 2)), (F44,)),
     "argmax": (lambda api, jnp, lax: lambda x: jnp.argmax(x, axis=1), (F44,)),
     "top_k": (lambda api, jnp, lax: lambda x: lax.top_k(x, 2), (F44,)),
+    # A program that fits in 80 columns takes one line, its equations separated by "; ".
+    "two_equations_one_line": (lambda api, jnp, lax: lambda x: jnp.cos(jnp.sin(x)), (1.,)),
+    "three_equations_one_line": (lambda api, jnp, lax: lambda x: lax.neg(
+        lax.exp(lax.sin(x))), (1.,)),
+    "no_equations": (lambda api, jnp, lax: lambda x: x, (1.,)),
+    "two_equations_too_wide": (lambda api, jnp, lax: lambda x: x * 2. + 1., (F44,)),
     "gather": (_gather, (F44, np.zeros((2, 1), np.int32))),
     "scan": (lambda api, jnp, lax: lambda xs: lax.scan(
         lambda c, x: (c + x, c * x), 0., xs), (np.ones(5, np.float32),)),

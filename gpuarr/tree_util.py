@@ -218,9 +218,12 @@ def _reset_caches() -> None:
 
 def _namedtuple_entry(cls) -> _Entry:
     fields = cls._fields
+    # Children are read as a tuple's items: a namedtuple's own __len__ or __iter__ may need
+    # its leaves to be arrays, and flattening also meets stand-in leaves.
     return _Entry(
-        cls, _NAMEDTUPLE, lambda x: (x, None), lambda aux, xs: cls(*xs),
-        lambda x: (tuple([(GetAttrKey(f), c) for f, c in zip(fields, x)]), None))
+        cls, _NAMEDTUPLE, lambda x: (tuple.__iter__(x), None), lambda aux, xs: cls(*xs),
+        lambda x: (tuple([(GetAttrKey(f), c) for f, c in zip(fields, tuple.__iter__(x))]),
+                   None))
 
 
 def _classify(t: type) -> _Entry | None:
@@ -1004,6 +1007,58 @@ def _prefix_errors(key_path, prefix_tree, full_tree, is_leaf):
         return
     for k, c1, c2 in zip(p_keys, p_children, f_children):
         yield from _prefix_errors((*key_path, k), c1, c2, is_leaf)
+
+
+def _equality_errors(path, t1, t2):
+    """Yield (key path, thing1, thing2, explanation) where the trees `t1` and `t2` differ in
+    structure, as JAX's `equality_errors` words them for its control-flow messages."""
+    if (treedef_is_strict_leaf(tree_structure(t1))
+            and treedef_is_strict_leaf(tree_structure(t2))):
+        return
+    if type(t1) is not type(t2):
+        yield path, str(type(t1)), str(type(t2)), "their Python types differ"
+        return
+    if isinstance(t1, (list, tuple)) and len(t1) != len(t2):
+        yield (path, f"{type(t1).__name__} of length {len(t1)}",
+               f"{type(t2).__name__} of length {len(t2)}", "the lengths do not match")
+        return
+    c1, meta1 = flatten_one_level(t1)
+    c2, meta2 = flatten_one_level(t2)
+    c1, c2 = tuple(c1), tuple(c2)
+    k1, k2 = _child_keys(t1), _child_keys(t2)
+    try:
+        diff = " ".join(repr(k.key) for k in set(k1).symmetric_difference(set(k2)))
+    except Exception:  # unhashable or keyless entries: no key set to show
+        diff = ""
+    if len(c1) != len(c2):
+        def children(n):
+            return f"{n} child{'ren' if n > 1 else ''}"
+        yield (path, f"{type(t1)} with {children(len(c1))}", f"{type(t2)} with {children(len(c2))}",
+               "the numbers of children do not match"
+               + (diff and f", with the symmetric difference of key sets: {{{diff}}}"))
+        return
+    if meta1 != meta2:
+        yield (path, f"{type(t1)} with pytree metadata {meta1}",
+               f"{type(t2)} with pytree metadata {meta2}", "the pytree node metadata does not match")
+        return
+    for k, a, b in zip(k1, c1, c2):
+        yield from _equality_errors((*path, k), a, b)
+
+
+class _LeafType(type):
+    def __repr__(cls):
+        return "pytree leaf"
+
+
+class _Leaf(metaclass=_LeafType):
+    """A stand-in leaf: `str(type(leaf))` reads `pytree leaf`, as in JAX's messages."""
+
+
+def _equality_errors_pytreedef(tree1: PyTreeDef, tree2: PyTreeDef):
+    """`_equality_errors` of two structures; their leaves print as `pytree leaf`."""
+    leaf = _Leaf()
+    return _equality_errors((), tree_unflatten(tree1, [leaf] * tree1.num_leaves),
+                            tree_unflatten(tree2, [leaf] * tree2.num_leaves))
 
 
 def tree_broadcast(prefix_tree: Any, full_tree: Any,

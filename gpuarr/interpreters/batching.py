@@ -52,8 +52,7 @@ def bound_axis_size(name) -> int:
     for bound, size in reversed(_axis_env):
         if bound == name:
             return size
-    raise NameError(f"unbound axis name: {name}. Collectives such as psum name an axis that an "
-                    "enclosing vmap(..., axis_name=...) or pmap maps over.")
+    raise NameError(f"unbound axis name: {name}")
 
 
 # Set by gpuarr.lax: move a batch axis (`moveaxis`) and materialise one (`broadcast`).

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import weakref
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -54,12 +55,16 @@ _REVERSE_WHILE_MSG = (
 # ---------------------------------------------------------------- tracing bodies
 
 
+def _is_jax_type(x) -> bool:
+    return isinstance(x, Tracer) or hasattr(x, "aval") or isinstance(
+        x, (np.ndarray, np.generic) + _SCALARS)
+
+
 def _check_operand(x):
-    if isinstance(x, Tracer) or hasattr(x, "aval"):
+    if _is_jax_type(x):
         return x
-    if isinstance(x, (np.ndarray, np.generic) + _SCALARS):
-        return x
-    raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
+    typ = type(x) if isinstance(x, str) else f"'{type(x)}'"  # JAX quotes all but str's
+    raise TypeError(f"Argument '{x}' of type {typ} is not a valid JAX type")
 
 
 def _avals(leaves):
@@ -75,17 +80,42 @@ def _operand(x):
     return x
 
 
-def _trace_body(fun, in_tree, in_avals):
+def _check_returned(out, traced_for, src):
+    """JAX's TypeError for a traced function that returns a leaf that is not an array."""
+    for path, x in tree_util.tree_flatten_with_path(out)[0]:
+        if not _is_jax_type(x):
+            where = f" at output component {tree_util.keystr(path)}" if path else ""
+            raise TypeError(f"function {_fun_name(src)} traced for {traced_for} returned a value "
+                            f"of type {type(x)}{where}, which is not a valid JAX type")
+
+
+def _trace_body(fun, in_tree, in_avals, traced_for=None, src=None):
     """Trace `fun(*tree_unflatten(in_tree, args))` on abstract values.
 
     Returns (ClosedProgram, hoisted tracer consts, output treedef); the program's leading
-    inputs receive the hoisted consts.
+    inputs receive the hoisted consts. `traced_for` and `src` (the user's function, when
+    `fun` wraps it) name the function in the error for a non-array output; without them
+    that error is the one for a bad operand.
     """
-    flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
-    closed = pe.trace_to_program(lambda *flat: [_check_operand(x) for x in flat_fun(*flat)],
-                                 in_avals)
+    def checked(*args):
+        out = fun(*args)
+        if traced_for is None:
+            tree_util.tree_map(_check_operand, out)
+        else:
+            _check_returned(out, traced_for, fun if src is None else src)
+        return out
+
+    flat_fun, out_tree = tree_util.flatten_fun(checked, in_tree)
+    closed = pe.trace_to_program(flat_fun, in_avals)
     closed, consts = pe.hoist_tracer_consts(closed)
     return closed, consts, out_tree()
+
+
+def _forwarded(closed: ClosedProgram) -> list:
+    """Per output of `closed`, the index of the input it returns unchanged, else None."""
+    prog = closed.program
+    where = {id(v): i for i, v in enumerate(prog.invars)}
+    return [where.get(id(o)) if type(o) is Var else None for o in prog.outvars]
 
 
 def _fun_name(f) -> str:
@@ -97,10 +127,32 @@ def _fun_name(f) -> str:
     return f"{name} at {where}"
 
 
-def _type_mismatch(a: ShapedArray, b: ShapedArray) -> str:
-    if a.shape != b.shape:
-        return "the shapes do not match"
-    return "the dtypes do not match"
+def _mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:
+    """What differs between two array types, worded as JAX's `aval_mismatch_extra`."""
+    found = [what for what, differs in (("the dtypes do not match", a.dtype != b.dtype),
+                                        ("the shapes do not match", a.shape != b.shape)) if differs]
+    if not found:
+        return ""
+    return ", so " + (found[0] if len(found) == 1 else f"{found[0]}, and {found[1]}")
+
+
+def _capitalize(s: str) -> str:
+    return s[0].upper() + s[1:]
+
+
+def _listed(diffs, capitalize=True) -> str:
+    """One difference as a sentence, several as a bulleted list (JAX's layout)."""
+    if len(diffs) == 1:
+        return f"{_capitalize(diffs[0]) if capitalize else diffs[0]}.\n"
+    return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+
+
+def _leaf_paths(tree, avals):
+    try:
+        return [p for p, _ in tree_util.tree_flatten_with_path(
+            tree_util.tree_unflatten(tree, avals))[0]]
+    except Exception:  # a custom node that cannot be rebuilt from avals: no paths to show
+        return None
 
 
 def _same_type(a: ShapedArray, b: ShapedArray) -> bool:
@@ -174,14 +226,13 @@ def _cond_abstract(index, *operands, branches):
                             f"{[a.str_short() for a in ins]}.")
         if len(br.out_avals) != len(out) or not all(builtins.map(_same_type, br.out_avals, out)):
             raise TypeError("cond branches must have equal output types.")
-    return [a.update(weak_type=all(br.out_avals[i].weak_type for br in branches))
-            for i, a in enumerate(out)]
+    return list(out)  # branch 0's types, weak types included, as in JAX
 
 
 impl_rules[cond_p] = _cond_impl
 abstract_eval_rules[cond_p] = _cond_abstract
 weak_type_rules[cond_p] = lambda index, *ops, branches: [
-    all(br.out_avals[i].weak_type for br in branches) for i in range(len(branches[0].out_avals))]
+    a.weak_type for a in branches[0].out_avals]
 
 
 def _cond_jvp(primals, tangents, branches):
@@ -331,42 +382,67 @@ def _join_branches(traced):
     return joined, all_consts
 
 
-def _check_branch_outputs(labels, funs, traced, k0, api_name="cond"):
-    """JAX's checks (and messages) that all branches return the same structure and types,
-    comparing each branch with branch `k0`."""
-    first = traced[k0]
-    for k, (closed, _, tree) in enumerate(traced):
-        if k == k0:
-            continue
-        pair = "\n".join(f"{labels[i]} is {_fun_name(funs[i])}" for i in (k0, k))
-        if tree != first[2]:
-            raise TypeError(
-                f"{api_name} branch outputs must have the same pytree structure, but they "
-                "differ:\n\n"
-                f"{pair}\n\n{labels[k0]} output has structure {first[2]} but {labels[k]} "
-                f"output has structure {tree}.\n\nRevise {labels[k0]} and/or {labels[k]} so "
-                "that they have the same pytree structure.")
-        for a, b in zip(first[0].out_avals, closed.out_avals):
-            if not _same_type(a, b):
-                raise TypeError(
-                    f"{api_name} branches must have equal output types but they differ.\n\n"
-                    f"{pair}\n\nThe output of {labels[k0]} has type {_type_str(a)} but the "
-                    f"corresponding output of {labels[k]} has type {_type_str(b)}, so "
-                    f"{_type_mismatch(a, b)}.\n\nRevise {labels[k0]} and/or {labels[k]} so "
-                    "that all output types match.")
+def _check_branch_outputs(api_name, name1, name2, f1, f2, out1, out2):
+    """JAX's checks (and messages) that two branches return the same structure and types;
+    `out1` and `out2` are (treedef, avals) of their outputs."""
+    (tree1, avals1), (tree2, avals2) = out1, out2
+    paths = _leaf_paths(tree1, avals1)
+
+    def component(p):
+        return f" at path {tree_util.keystr(p)}" if p and paths is not None else ""
+
+    header = f"{name1} is {_fun_name(f1)}\n{name2} is {_fun_name(f2)}\n\n"
+    if tree1 != tree2:
+        diffs = [f"{name1} output{component(p)} is a {t1} but {name2} output{component(p)} is a "
+                 f"{t2}, so {why}"
+                 for p, t1, t2, why in tree_util._equality_errors_pytreedef(tree1, tree2)]
+        if not diffs:
+            return  # equal structures up to aux data
+        raise TypeError(f"{api_name} branch outputs must have the same pytree structure, but "
+                        f"they differ:\n\n{header}{_listed(diffs, capitalize=False)}\n"
+                        f"Revise {name1} and/or {name2} so that they have the same pytree "
+                        "structure.")
+    paths = paths or [()] * len(avals1)
+    diffs = [f"the output of {name1}{component(p)} has type {_type_str(a)} but the "
+             f"corresponding output of {name2} has type {_type_str(b)}{_mismatch_extra(a, b)}"
+             for p, a, b in zip(paths, avals1, avals2) if not _same_type(a, b)]
+    if not diffs:
+        return
+    if len(diffs) == 1:
+        differences = f"{_capitalize(diffs[0])}.\n"
+    else:
+        differences = ("\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
+    raise TypeError(f"{api_name} branches must have equal output types but they differ.\n\n"
+                    f"{header}{differences}\nRevise {name1} and/or {name2} so that all output "
+                    "types match.")
 
 
 def _type_str(aval) -> str:
     return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
 
 
-def _bind_cond(index, branch_funs, labels, operands, first=0, api_name="cond"):
+def _bind_cond(index, branch_funs, operands, api_name):
+    """Trace the branches on the operands' types, check their outputs as JAX does and bind
+    `cond`. An output that every branch returns as the same operand is that operand."""
     leaves, in_tree = tree_util.tree_flatten(tuple(operands))
     avals = _avals(leaves)
-    traced = [_trace_body(f, in_tree, avals) for f in branch_funs]
-    _check_branch_outputs(labels, branch_funs, traced, first, api_name)
+    traced = [_trace_body(f, in_tree, avals, api_name) for f in branch_funs]
+    outs = [(tree, closed.out_avals) for closed, _, tree in traced]
+    if api_name == "cond":  # false_fun is branch 0, true_fun branch 1
+        _check_branch_outputs("cond", "true_fun", "false_fun", branch_funs[1], branch_funs[0],
+                              outs[1], outs[0])
+    else:  # JAX's labels: "branch 0", then "branch1", "branch2", ...
+        for i in range(1, len(traced)):
+            _check_branch_outputs(api_name, "branch 0", f"branch{i}", branch_funs[0],
+                                  branch_funs[i], outs[0], outs[i])
     joined, consts = _join_branches(traced)
-    outs = cond_p.bind(index, *consts, *builtins.map(_operand, leaves), branches=tuple(joined))
+    operands = [*consts, *builtins.map(_operand, leaves)]
+    outs = cond_p.bind(index, *operands, branches=tuple(joined))
+    fwds = [set(f) for f in zip(*(_forwarded(br) for br in joined))]
+    if fwds:
+        from gpuarr.dispatch import as_array
+        outs = [as_array(operands[next(iter(f))]) if len(f) == 1 and None not in f else o
+                for o, f in zip(outs, fwds)]
     return tree_util.tree_unflatten(traced[0][2], outs)
 
 
@@ -380,46 +456,70 @@ def _keyword_operand(operand, operands):
         return operands
     if operands:
         raise TypeError("if 'operand' keyword is passed then no positional operands can be "
-                        f"passed, got operand={operand} and positional operands {operands}")
+                        f"passed, got {operand=} and positional operands {operands}")
     return (operand,)
+
+
+def _pred_dtype(pred):
+    """The dtype of a cond predicate, with JAX's errors for a missing or non-scalar one."""
+    if pred is None:
+        raise TypeError("cond predicate is None")
+    if isinstance(pred, Sequence) or len(_shape_of(pred)) != 0:
+        raise TypeError(f"Pred must be a scalar, got {pred} of "
+                        + (f"type {type(pred)}" if isinstance(pred, Sequence)
+                           else f"shape {_shape_of(pred)}."))
+    try:
+        return dtypes.result_type(pred)
+    except TypeError as err:
+        raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from err
+
+
+def _shape_of(x) -> tuple:
+    return get_aval(x).shape if _is_jax_type(x) else np.shape(x)
 
 
 def cond(pred, true_fun, false_fun, *operands, operand=_no_operand_sentinel):
     """`true_fun(*operands)` if `pred` else `false_fun(*operands)`. Both branches are traced
     and must return the same pytree structure and types (else TypeError); under vmap with
     a batched `pred` both run and the results are selected per example."""
-    operands = _keyword_operand(operand, operands)
-    if not callable(true_fun) or not callable(false_fun):
+    if not (callable(true_fun) and callable(false_fun)):
+        # The old form cond(pred, true_operand, true_fun, false_operand, false_fun).
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-    pred_aval = get_aval(_check_operand(pred))
-    if pred_aval.shape != ():
-        raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
-    if pred_aval.dtype != np.bool_ and not (dtypes.is_int(pred_aval.dtype)
-                                            or dtypes.is_float(pred_aval.dtype)):
-        raise TypeError(f"Pred type must be either boolean or number, got {pred_aval.dtype}.")
-    index = lax.convert_element_type(_operand(pred) if pred_aval.dtype == np.bool_ else
-                                     lax.ne(_operand(pred), 0), np.int32)
-    return _bind_cond(index, [false_fun, true_fun], ["false_fun", "true_fun"], operands, first=1)
+    operands = _keyword_operand(operand, operands)
+    pred_dtype = _pred_dtype(pred)
+    if pred_dtype.kind != "b":
+        if pred_dtype.kind not in "iuf":
+            raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
+        pred = lax.ne(_operand(pred), lax.full((), 0, get_aval(_operand(pred)).dtype))
+    index = lax.convert_element_type(_operand(pred), np.int32)
+    return _bind_cond(index, [false_fun, true_fun], operands, "cond")
 
 
 def switch(index, branches, *operands, operand=_no_operand_sentinel):
     """`branches[index](*operands)` with `index` clamped into range, as lax.switch."""
+    if not all(callable(branch) for branch in branches):
+        raise TypeError("lax.switch: branches argument should be a sequence of callables.")
     operands = _keyword_operand(operand, operands)
-    branches = list(branches)
+    if len(_shape_of(index)) != 0:
+        raise TypeError(f"Branch index must be scalar, got {index} of shape {_shape_of(index)}.")
+    try:
+        index_dtype = dtypes.result_type(index)
+    except TypeError as err:
+        raise TypeError(f"Index type must be an integer, got {index}.") from err
+    if index_dtype.kind not in "iu":
+        raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
+    branches = tuple(branches)  # after the check above, as in JAX: an iterator is now empty
     if not branches:
         raise ValueError("Empty branch sequence")
-    idx_aval = get_aval(_check_operand(index))
-    if idx_aval.shape != ():
-        raise TypeError(f"Branch index must be scalar, got {index} of shape {idx_aval.shape}.")
-    if not dtypes.is_int(idx_aval.dtype):
-        raise TypeError(f"Index type must be an integer, got {index} as {idx_aval.dtype}")
-    index = lax.convert_element_type(_operand(index), np.int32)
     if len(branches) == 1:
         return branches[0](*operands)
     from gpuarr.lax.special import clamp
+    index = lax.convert_element_type(_operand(index), np.int32)
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
-    return _bind_cond(index, branches, [f"branch {i}" for i in range(len(branches))], operands,
-                      api_name="switch")
+    return _bind_cond(index, branches, operands, "switch")
 
 
 # ================================================================ while_loop
@@ -546,57 +646,105 @@ def while_loop(cond_fun, body_fun, init_val):
     """`while cond_fun(val): val = body_fun(val)`, staged as one `while` primitive. The body
     must keep the carry's pytree structure and types. Differentiable in forward mode only;
     under vmap with a batched predicate it runs until every example is done."""
+    if not (callable(body_fun) and callable(cond_fun)):
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+    return _while_loop(cond_fun, body_fun, init_val)
+
+
+def _while_loop(cond_fun, body_fun, init_val, traced_for="while_body", src=None):
     leaves, carry_tree = tree_util.tree_flatten(init_val)
     in_tree = tree_util.tree_structure((init_val,))
     avals = _avals(leaves)
-    cond_closed, cond_consts, _ = _trace_body(cond_fun, in_tree, avals)
-    outs = cond_closed.out_avals
-    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype != np.bool_:
-        raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
-                        f"{list(outs)}.")
-    body_closed, body_consts, body_tree = _trace_body(body_fun, in_tree, avals)
-    if body_tree == carry_tree:
-        leaves, avals, changed = _promote_weak_carries(leaves, avals, body_closed.out_avals)
-        if changed:
-            cond_closed, cond_consts, _ = _trace_body(cond_fun, in_tree, avals)
-            body_closed, body_consts, body_tree = _trace_body(body_fun, in_tree, avals)
-    _check_carry(body_tree, carry_tree, body_closed.out_avals, avals, "while_loop body function")
-    out = while_p.bind(*cond_consts, *body_consts, *builtins.map(_operand, leaves),
-                       **_while_params(cond_closed, body_closed, len(cond_consts),
-                                       len(body_consts)))
-    return tree_util.tree_unflatten(carry_tree, out)
+
+    def trace(avals):
+        cond = _trace_body(cond_fun, in_tree, avals, "while_cond")
+        if not tree_util.treedef_is_leaf(cond[2]) or len(cond[0].out_avals) != 1:
+            raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {cond[2]}.")
+        (pred,) = cond[0].out_avals
+        if pred.shape != () or pred.dtype != np.bool_:
+            raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
+                            f"{list(cond[0].out_avals)}.")
+        return cond, _trace_body(body_fun, in_tree, avals, traced_for, src)
+
+    (cond_closed, cond_consts, _), (body_closed, body_consts, body_tree) = trace(avals)
+    check = body_fun  # the carry's name comes from the loop body's signature (a wrapper's)
+    out_avals = body_closed.out_avals
+    if len(out_avals) != len(avals):
+        _check_carry("while_loop body", check, carry_tree, avals, body_tree, out_avals)
+    leaves, avals, changed = _promote_weak_carries(leaves, avals, out_avals)
+    if changed:
+        (cond_closed, cond_consts, _), (body_closed, body_consts, body_tree) = trace(avals)
+    _check_carry("while_loop body", check, carry_tree, avals, body_tree, body_closed.out_avals)
+    carry = list(builtins.map(_operand, leaves))
+    outs = while_p.bind(*cond_consts, *body_consts, *carry,
+                        **_while_params(cond_closed, body_closed, len(cond_consts),
+                                        len(body_consts)))
+    # A carry the body passes through and the predicate never reads is the initial value.
+    nb = len(body_consts)
+    _, cond_reads = pe.dce_program(cond_closed.program, [True])
+    cond_reads = cond_reads[len(cond_consts):]
+    outs = [leaves[i] if f == nb + i and not cond_reads[i] else o
+            for i, (o, f) in enumerate(zip(outs, _forwarded(body_closed)))]
+    return tree_util.tree_unflatten(carry_tree, outs)
 
 
 def _promote_weak_carries(leaves, avals, out_avals):
-    """Weakly typed initial carries take the dtype the body gives them (e.g. a Python 0 with a
-    float32 body), as JAX does. Returns (leaves, avals, changed)."""
+    """A weakly typed initial carry whose type the body changes is converted (strongly) to
+    the dtype it promotes to with the body's output, as JAX does: `0` carried through a
+    float32 body becomes float32. Returns (leaves, avals, changed)."""
     new_leaves, new_avals, changed = [], [], False
     for x, a, o in zip(leaves, avals, out_avals):
-        if a.weak_type and a.dtype != o.dtype and a.shape == o.shape:
-            dt, weak = dtypes.result_type(a, o, return_weak_type_flag=True)
-            if dt != a.dtype:
-                x = lax._convert_weak(_operand(x), dt, weak)
-                a, changed = a.update(dtype=dt, weak_type=weak), True
+        if a.weak_type and not _same_type(a, o):
+            x = lax.convert_element_type(_operand(x), dtypes.result_type(x, o))
+            a, changed = get_aval(x), True
         new_leaves.append(x)
         new_avals.append(a)
     return new_leaves, new_avals, changed
 
 
-def _check_carry(out_tree, in_tree, out_avals, in_avals, what):
-    if out_tree != in_tree:
+def _carry_component(body_fun):
+    """How JAX's carry messages name a carry component: by the body's first parameter."""
+    try:
+        params = list(inspect.signature(body_fun).parameters)
+    except (ValueError, TypeError):
+        params = []
+    name = params[0] if params else None
+    if name:
+        return lambda p: (f"the input carry component {name}{tree_util.keystr(p)}" if p
+                          else f"the input carry {name}")
+    return lambda p: (f"the input carry at path {tree_util.keystr(p)}" if p
+                      else "the input carry")
+
+
+def _check_carry(name, body_fun, in_tree, in_avals, out_tree, out_avals):
+    """JAX's checks (and messages) that a loop body returns its carry's structure and types."""
+    component = _carry_component(body_fun)
+    if in_tree != out_tree:
+        try:
+            diffs = [f"{component(p)} is a {t1} but the corresponding component of the carry "
+                     f"output is a {t2}, so {why}"
+                     for p, t1, t2, why in tree_util._equality_errors(
+                         (), tree_util.tree_unflatten(in_tree, in_avals),
+                         tree_util.tree_unflatten(out_tree, out_avals))]
+        except Exception:  # a custom node that cannot hold avals
+            diffs = None
+        if diffs == []:
+            return  # equal structures up to aux data
+        differences = (_listed(diffs) if diffs else f"the input tree structure is:\n{in_tree}\n"
+                       f"the output tree structure is:\n{out_tree}\n")
         raise TypeError(
-            f"{what} carry input and carry output must have the same pytree structure, but "
-            f"they differ:\n\nThe input carry has structure {in_tree} but the carry output has "
-            f"structure {out_tree}.\n\nRevise the function so that the carry output has the "
-            "same pytree structure as the carry input.")
-    for a, b in zip(in_avals, out_avals):
-        if not _same_type(a, b):
-            raise TypeError(
-                f"{what} carry input and carry output must have equal types, but they "
-                f"differ:\n\nThe input carry has type {_type_str(a)} but the corresponding "
-                f"output carry component has type {_type_str(b)}, so {_type_mismatch(a, b)}."
-                "\n\nRevise the function so that all output types match the corresponding "
-                "input types.")
+            f"{name} function carry input and carry output must have the same pytree structure, "
+            f"but they differ:\n\n{differences}\nRevise the function so that the carry output "
+            "has the same pytree structure as the carry input.")
+    paths = _leaf_paths(in_tree, in_avals) or [()] * len(in_avals)
+    diffs = [f"{component(p)} has type {_type_str(a)} but the corresponding output carry "
+             f"component has type {_type_str(b)}{_mismatch_extra(a, b)}"
+             for p, a, b in zip(paths, in_avals, out_avals) if not _same_type(a, b)]
+    if diffs:
+        raise TypeError(
+            f"{name} function carry input and carry output must have equal types, but they "
+            f"differ:\n\n{_listed(diffs)}\nRevise the function so that all output types match "
+            "the corresponding input types.")
 
 
 # ================================================================ scan
@@ -842,129 +990,186 @@ ad.transpose_rules[scan_p] = _scan_transpose
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """Loop `carry, y = f(carry, x)` over the leading axis of `xs` (a pytree), returning
     `(final carry, stacked ys)`. `length` is needed when `xs` is None; `reverse` runs from
-    the end; `unroll` is accepted for compatibility (the body is one staged program)."""
+    the end; `unroll` (a non-negative int or a bool) is checked and kept as a param."""
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
+    return _scan(f, init, xs, length, reverse, unroll)
+
+
+def _scan(f, init, xs, length, reverse, unroll, traced_for="scan", src=None):
+    carry_leaves, carry_tree = tree_util.tree_flatten(init)
     xs_leaves, xs_tree = tree_util.tree_flatten(xs)
-    xs_avals = _avals(xs_leaves)
-    lengths = [a.shape[0] if a.shape else None for a in xs_avals]
-    if any(n is None for n in lengths):
+    carry_avals, xs_avals = _avals(carry_leaves), _avals(xs_leaves)
+    length = _scan_length(xs_leaves, length)
+    x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
+    in_tree = tree_util.tree_structure((init, xs))
+    check = f  # the carry's name comes from the loop body's signature (a wrapper's)
+
+    def trace(carry_avals):
+        closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals, traced_for, src)
+        if tree_util.treedef_is_leaf(out_tree) or len(out_tree.children()) != 2:
+            got = tree_util.tree_unflatten(out_tree, closed.out_avals)
+            raise TypeError(f"scan body output must be a pair, got {got}.")
+        return closed, consts, out_tree
+
+    closed, consts, out_tree = trace(carry_avals)
+    carry_out_tree = out_tree.children()[0]
+    n = len(carry_leaves)
+    if carry_out_tree.num_leaves != n:
+        _check_carry("scan body", check, carry_tree, carry_avals, carry_out_tree,
+                     closed.out_avals[:carry_out_tree.num_leaves])
+    carry_leaves, carry_avals, changed = _promote_weak_carries(
+        carry_leaves, carry_avals, closed.out_avals[:n])
+    if changed:
+        closed, consts, out_tree = trace(carry_avals)
+        carry_out_tree = out_tree.children()[0]
+    _check_carry("scan body", check, carry_tree, carry_avals, carry_out_tree,
+                 closed.out_avals[:n])
+    if isinstance(unroll, bool):
+        unroll = builtins.max(length, 1) if unroll else 1
+    if unroll < 0:
+        raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
+    outs = scan_p.bind(*consts, *builtins.map(_operand, carry_leaves),
+                       *builtins.map(_operand, xs_leaves),
+                       **_scan_params(closed, length, n, len(consts), bool(reverse), int(unroll)))
+    # A carry the body passes through unchanged is the initial value itself, as in JAX.
+    fwd = _forwarded(closed)
+    outs = [carry_leaves[i] if i < n and fwd[i] == len(consts) + i else o
+            for i, o in enumerate(outs)]
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _scan_length(xs_leaves, length) -> int:
+    """The trip count: `length`, checked against the leading axes of `xs` (JAX's errors)."""
+    if any(not hasattr(x, "shape") for x in xs_leaves):
         raise ValueError("scan got value with no leading axis to scan over: "
-                         + ", ".join(a.str_short() for a in xs_avals if not a.shape))
+                         + ", ".join(str(x) for x in xs_leaves if not hasattr(x, "shape")) + ".")
+    lengths = [_shape_of(x)[0] for x in xs_leaves]  # a 0-d array is an IndexError, as in JAX
     if length is not None:
         length = int(length)
         if any(n != length for n in lengths):
             raise ValueError(f"scan got `length` argument of {length} which disagrees with "
                              f"leading axis sizes {lengths}.")
-    elif not lengths:
-        raise ValueError("scan got no values to scan over and `length` not provided.")
-    elif len(set(lengths)) > 1:
+        return length
+    if len(set(lengths)) > 1:
         raise ValueError("scan got values with different leading axis sizes: "
                          + ", ".join(builtins.map(str, lengths)) + ".")
-    else:
-        length = lengths[0]
-    if isinstance(unroll, bool):
-        unroll = length if unroll else 1
-    carry_leaves, carry_tree = tree_util.tree_flatten(init)
-    carry_avals = _avals(carry_leaves)
-    x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
-    in_tree = tree_util.tree_structure((init, xs))
-    closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals)
-    pair = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
-    if not isinstance(pair, tuple) or len(pair) != 2:
-        got = tree_util.tree_unflatten(out_tree, [a.str_short() for a in closed.out_avals])
-        raise TypeError(f"scan body output must be a pair, got {got}.")
-    carry_out_tree = tree_util.tree_structure(pair[0])
-    y_tree = tree_util.tree_structure(pair[1])
-    if carry_out_tree == carry_tree:
-        carry_leaves, carry_avals, changed = _promote_weak_carries(
-            carry_leaves, carry_avals, closed.out_avals[:len(carry_avals)])
-        if changed:
-            closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals)
-            y_tree = tree_util.tree_structure(
-                tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)[1])
-    _check_carry(carry_out_tree, carry_tree, closed.out_avals[:len(carry_avals)], carry_avals,
-                 "scan body function")
-    outs = scan_p.bind(*consts, *builtins.map(_operand, carry_leaves),
-                       *builtins.map(_operand, xs_leaves),
-                       **_scan_params(closed, length, len(carry_leaves), len(consts),
-                                      bool(reverse), int(unroll)))
-    n = len(carry_leaves)
-    return tree_util.tree_unflatten(carry_tree, outs[:n]), tree_util.tree_unflatten(y_tree, outs[n:])
+    if not lengths:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    return lengths[0]
 
 
 # ================================================================ fori_loop and map
 
 
-def _static_int(x):
+def _concrete_int(x):
+    """`int(x)` for a bound known at trace time, else None."""
     if isinstance(x, Tracer):
-        val = x.to_concrete_value()
-        return None if val is None else int(val)
-    if isinstance(x, (int, np.integer)) or (hasattr(x, "shape") and x.shape == ()):
+        x = x.to_concrete_value()
+        if x is None:
+            return None
+    try:
         return int(x)
-    return None
+    except TypeError:
+        return None
+
+
+def _is_weak(x) -> bool:
+    return isinstance(x, _SCALARS) or bool(getattr(x, "weak_type", False))
+
+
+def _bounds_dtype(lower, upper):
+    """The common dtype of fori_loop's bounds: equal dtypes, or a weak signed integer bound
+    taking the other's signed integer dtype (JAX's one allowed promotion)."""
+    lo = dtypes.dtype(_check_operand(lower), canonicalize=True)
+    hi = dtypes.dtype(_check_operand(upper), canonicalize=True)
+    if lo == hi:
+        return lo
+    if lo.kind == "i" and hi.kind == "i":
+        if _is_weak(lower) and not _is_weak(upper):
+            return hi
+        if _is_weak(upper) and not _is_weak(lower):
+            return lo
+    raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
+                    f"{lo.name} and {hi.name}")
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
-    """`for i in range(lower, upper): val = body_fun(i, val)`. With static bounds this is a
-    scan (reverse-differentiable, small programs); with traced bounds a while_loop."""
-    lo_aval, hi_aval = get_aval(_check_operand(lower)), get_aval(_check_operand(upper))
-    if not (dtypes.is_int(lo_aval.dtype) and dtypes.is_int(hi_aval.dtype)):
-        raise TypeError(f"lower and upper arguments to fori_loop must have integer dtypes, got "
-                        f"{lo_aval.dtype.name} and {hi_aval.dtype.name}")
-    lo, hi = _static_int(lower), _static_int(upper)
-    dt = dtypes.result_type(lower, upper)
+    """`for i in range(lower, upper): val = body_fun(i, val)`. With bounds known at trace time
+    this is a scan whose index starts as a Python int (reverse-differentiable, small
+    programs); with traced bounds a while_loop, and `unroll` must be left unset."""
+    if not callable(body_fun):
+        raise TypeError("lax.fori_loop: body_fun argument should be callable.")
+    dt = _bounds_dtype(lower, upper)
+    lo, hi = _concrete_int(lower), _concrete_int(upper)
     if lo is not None and hi is not None:
-        i0 = np.asarray(lo, dt)[()] if not isinstance(lower, int) else lower
+        def scanned_fun(loop_carry, _):
+            i, x = loop_carry
+            return (i + 1, body_fun(i, x)), None
 
-        def scanned(carry, _):
-            i, x = carry
-            return (lax.add(i, np.asarray(1, dt)[()]) if not isinstance(i, int) else i + 1,
-                    body_fun(i, x)), None
-
-        (_, result), _ = scan(scanned, (i0, init_val), None, length=builtins.max(hi - lo, 0),
-                              unroll=1 if unroll is None else unroll)
+        (_, result), _ = _scan(scanned_fun, (lo, init_val), None, builtins.max(hi - lo, 0),
+                               False, False if unroll is None else unroll, "fori_loop", body_fun)
         return result
+    if unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                         "statically known.")
+    lower, upper = (x if dtypes.dtype(x, canonicalize=True) == dt
+                    else lax.convert_element_type(_operand(x), dt) for x in (lower, upper))
 
-    def cond_fun(carry):
-        i, stop, _ = carry
-        return lax.lt(i, stop)
+    def while_body_fun(loop_carry):
+        i, stop, x = loop_carry
+        return lax.add(i, lax.full((), 1, get_aval(i).dtype)), stop, body_fun(i, x)
 
-    def body(carry):
-        i, stop, x = carry
-        return lax.add(i, np.asarray(1, get_aval(i).dtype)[()]), stop, body_fun(i, x)
-
-    # Python ints stay weakly typed, as in JAX; arrays are cast to the common index dtype.
-    lower, upper = (x if isinstance(x, int) or get_aval(x).dtype == dt
-                    else lax.convert_element_type(x, dt) for x in (lower, upper))
-    _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
+    _, _, result = _while_loop(_fori_cond_fun, while_body_fun, (lower, upper, init_val),
+                               "fori_loop", body_fun)
     return result
+
+
+def _fori_cond_fun(loop_carry):
+    i, upper, _ = loop_carry
+    return lax.lt(i, upper)
+
+
+def _batch_and_remainder(xs, batch_size):
+    """`xs` split into (full batches stacked along a new leading axis, the remainder); either
+    is None when empty. `batch_size=0` is one batch of everything (plain vmap)."""
+    leaves, tree = tree_util.tree_flatten(xs)
+    if not leaves:
+        return xs, None
+    n = _shape_of(leaves[0])[0]
+    num, rest = (0, n) if batch_size == 0 else divmod(n, batch_size)
+    used = num * batch_size
+    rem = (tree_util.tree_unflatten(tree, [lax.slice_in_dim(x, used, _shape_of(x)[0])
+                                           for x in leaves]) if rest or not num else None)
+    if not num:
+        return None, rem
+    stacked = tree_util.tree_unflatten(tree, [
+        lax.reshape(lax.slice_in_dim(x, 0, used), (num, batch_size) + tuple(_shape_of(x)[1:]))
+        for x in leaves])
+    return stacked, rem
 
 
 def map(f, xs, *, batch_size=None):
     """`[f(x) for x in xs]` stacked, over the leading axis of the pytree `xs`, as a scan.
-    With `batch_size`, chunks of that many examples run under vmap (the remainder last)."""
+    With `batch_size`, chunks of that many examples run under vmap (the remainder last;
+    `batch_size=0` is one vmap over everything)."""
     if batch_size is None:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
     from gpuarr.api import vmap
-    leaves, tree = tree_util.tree_flatten(xs)
-    n = get_aval(leaves[0]).shape[0]
-    n_full = (n // batch_size) * batch_size
-    pieces = []
-    if n_full:
-        chunks = tree_util.tree_unflatten(tree, [
-            lax.reshape(lax.slice_in_dim(x, 0, n_full), (n // batch_size, batch_size)
-                        + tuple(get_aval(x).shape[1:])) for x in leaves])
-        _, ys = scan(lambda _, x: ((), vmap(f)(x)), (), chunks)
-        pieces.append(tree_util.tree_map(
-            lambda y: lax.reshape(y, (n_full,) + tuple(get_aval(y).shape[2:])), ys))
-    if n_full < n:
-        rest = tree_util.tree_unflatten(tree, [lax.slice_in_dim(x, n_full, n) for x in leaves])
-        pieces.append(vmap(f)(rest))
-    if len(pieces) == 1:
-        return pieces[0]
-    return tree_util.tree_map(lambda a, b: lax.concatenate([a, b], 0), *pieces)
+    scan_xs, rest_xs = _batch_and_remainder(xs, batch_size)
+    if scan_xs is None:
+        return vmap(f)(rest_xs)
+    _, scan_ys = scan(lambda _, x: ((), vmap(f)(x)), (), scan_xs)
+
+    def flatten(y):
+        shape = _shape_of(y)
+        return lax.reshape(y, (shape[0] * shape[1],) + tuple(shape[2:]))
+
+    if rest_xs is None:
+        return tree_util.tree_map(flatten, scan_ys)
+    rest_ys = vmap(f)(rest_xs)
+    return tree_util.tree_map(lambda a, b: lax.concatenate([flatten(a), b], 0), scan_ys, rest_ys)
 
 
 # ================================================================ associative_scan
@@ -973,23 +1178,24 @@ def map(f, xs, *, batch_size=None):
 def associative_scan(fn, elems, reverse=False, axis=0):
     """Inclusive prefix scan of the associative `fn` over `axis` of the pytree `elems`, in
     O(log n) parallel steps (Blelloch's odd/even recursion), as lax.associative_scan."""
+    if not callable(fn):
+        raise TypeError("lax.associative_scan: fn argument should be callable.")
     leaves, tree = tree_util.tree_flatten(elems)
-    if not leaves:
-        return elems
-    ndim = get_aval(leaves[0]).ndim
-    axis = axis % ndim if ndim else 0
+    ndim = get_aval(leaves[0]).ndim  # no leaves: IndexError, as in JAX
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    axis = axis % ndim
     num = get_aval(leaves[0]).shape[axis]
     if any(get_aval(x).shape[axis] != num for x in leaves):
-        raise ValueError("Array inputs to associative_scan must have the same first dimension.")
+        raise ValueError("Array inputs to associative_scan must have the same first dimension. "
+                         f"(saw: {[get_aval(x).shape for x in leaves]})")
     if reverse:
         leaves = [lax.rev(x, (axis,)) for x in leaves]
 
     def combine(a, b):
-        out = fn(tree_util.tree_unflatten(tree, a), tree_util.tree_unflatten(tree, b))
-        out_leaves, out_tree = tree_util.tree_flatten(out)
-        if out_tree != tree:
-            raise ValueError("associative_scan fn must return a pytree like its inputs.")
-        return out_leaves
+        # fn's output is only flattened: a wrong leaf count fails when it is next unflattened.
+        return tree_util.tree_leaves(
+            fn(tree_util.tree_unflatten(tree, a), tree_util.tree_unflatten(tree, b)))
 
     def take(x, start, stop, stride=1):
         return lax.slice_in_dim(x, start, stop, stride, axis)

@@ -1893,7 +1893,8 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
 
 
 def _zeros_like_aval(aval):
-    return full(aval.shape, 0, aval.dtype)
+    # Instantiated zeros keep the weak type, as JAX's zeros_like_shaped_array does.
+    return _full(aval.shape, 0, dtypes.canonicalize_dtype(aval.dtype), aval.weak_type)
 
 
 ad.zeros_like_aval = _zeros_like_aval

@@ -25,9 +25,16 @@ def _names(axis_name) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
-def _unbound(*args, axis_name, **params):
-    raise NameError(f"unbound axis name: {axis_name[0]}. Collectives such as psum name an axis "
-                    "that an enclosing vmap(..., axis_name=...) maps over.")
+def _unbound_rule(api=None):
+    """The host step of a collective left outside every vmap binding its axis: JAX's
+    NameError, which for the collectives it checks when bound names the api (`psum` for
+    every reduction) and otherwise is the bare `unbound axis name`."""
+    def unbound(*args, axis_name, **params):
+        if api is None:
+            raise NameError(f"unbound axis name: {axis_name[0]}")
+        raise NameError(f"Found an unbound axis name: {axis_name[0]}. To fix this, please call "
+                        f"{api} under `jax.shard_map`.")
+    return unbound
 
 
 def _reducer_rule(prim, reduce, repeat):
@@ -47,7 +54,7 @@ def _reducer_rule(prim, reduce, repeat):
 
 def _collective(name, reduce, repeat) -> Primitive:
     prim = Primitive(name)
-    impl_rules[prim] = _unbound
+    impl_rules[prim] = _unbound_rule("psum")
     abstract_eval_rules[prim] = lambda x, *, axis_name: [x]
     batch_rules[prim] = _reducer_rule(prim, reduce, repeat)
     collective_prims.add(prim)
@@ -63,7 +70,7 @@ ad.defjvp_zero(pmax_p)  # JAX does not differentiate these either; their tangent
 ad.defjvp_zero(pmin_p)
 
 axis_index_p = Primitive("axis_index")
-impl_rules[axis_index_p] = _unbound
+impl_rules[axis_index_p] = _unbound_rule("axis_index")
 abstract_eval_rules[axis_index_p] = lambda *, axis_name: [ShapedArray((), np.dtype(np.int32))]
 collective_prims.add(axis_index_p)
 ad.defjvp_zero(axis_index_p)
@@ -176,11 +183,11 @@ def _axis_size_of(axis_name) -> int:
     return size
 
 
-def _moving_collective(name: str, abstract_eval, batch_rule) -> Primitive:
+def _moving_collective(name: str, abstract_eval, batch_rule, api=None) -> Primitive:
     """A collective that moves data along the named axis: all its work is `batch_rule`; left
     in a program outside every vmap, its host step raises JAX's NameError."""
     prim = Primitive(name)
-    impl_rules[prim] = _unbound
+    impl_rules[prim] = _unbound_rule(api)
     abstract_eval_rules[prim] = abstract_eval
     batch_rules[prim] = batch_rule
     collective_prims.add(prim)
@@ -334,7 +341,8 @@ def _ppermute_batch(frame_size, vals, dims, *, axis_name, perm):
     return _take(x, d, sources, frame_size), 0
 
 
-ppermute_p = _moving_collective("ppermute", lambda x, *, axis_name, perm: [x], _ppermute_batch)
+ppermute_p = _moving_collective("ppermute", lambda x, *, axis_name, perm: [x], _ppermute_batch,
+                                "ppermute")
 
 
 # pbroadcast: every position receives position `source`'s value.

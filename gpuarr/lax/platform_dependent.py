@@ -92,5 +92,4 @@ def platform_dependent(*args, default=None, **per_platform):
         return branches[int(index)](*args)
     if not branches:
         raise TypeError("lax.platform_dependent: no branch given for any platform.")
-    labels = [f"branch {i}" for i in range(len(branches))]
-    return control_flow._bind_cond(index, branches, labels, args, api_name="switch")
+    return control_flow._bind_cond(index, branches, args, "switch")

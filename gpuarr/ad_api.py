@@ -11,7 +11,7 @@ import numpy as np
 from gpuarr import core, dtypes, tree_util
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram
-from gpuarr.dispatch import as_array, to_device_array
+from gpuarr.dispatch import as_array, to_device_array, wrap
 from gpuarr.interpreters import ad
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
@@ -226,8 +226,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
             ans, vjp_fn = vjp(partial_fun, *diff_args)
         aval = _check_scalar(ans)
         _check_output_dtype(aval, holomorphic)
-        from gpuarr import lax
-        g = vjp_fn(lax.full((), 1, aval.dtype))
+        g = vjp_fn(_one(aval))
         g = g[0] if isinstance(argnums, int) else g
         if has_aux:
             return (ans, aux), g
@@ -262,6 +261,12 @@ def _check_output_dtype(aval, holomorphic, name="grad"):
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {dt.name}. For differentiation of functions "
                         "with integer outputs, use jax.vjp directly.")
+
+
+def _one(aval):
+    """The seed cotangent 1 of a scalar output, of its type: staged, it is a literal."""
+    one = np.ones((), aval.dtype)
+    return wrap(one, True) if aval.weak_type else one[()]
 
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,

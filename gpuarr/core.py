@@ -323,18 +323,24 @@ class ParamPrinting(NamedTuple):
     Parameters print sorted by name, after those named in `first`. `hidden` ones never print
     (the output type implies them), `hidden_if_none` ones not when None, `hidden_if_empty` ones
     not when empty, zero or False; `as_lists` ones print their innermost tuples as lists.
+    `unsharded` names JAX's sharding parameters, which gpuarr's primitive does not carry (it
+    places no shardings inside programs): they print as None, as JAX prints them unsharded.
     """
     first: tuple = ()
     hidden: tuple = ()
     hidden_if_none: tuple = ()
     hidden_if_empty: tuple = ()
     as_lists: tuple = ()
+    unsharded: tuple = ()
 
 
 param_printing: dict[str, ParamPrinting] = {
     "dot_general": ParamPrinting(hidden_if_none=("precision", "preferred_element_type"),
                                  as_lists=("dimension_numbers",)),
     "broadcast_in_dim": ParamPrinting(hidden=("shape",), hidden_if_empty=("broadcast_dimensions",)),
+    "reduce_sum": ParamPrinting(unsharded=("out_sharding",)),
+    "reshape": ParamPrinting(unsharded=("sharding",)),
+    "iota": ParamPrinting(unsharded=("sharding",)),
     "jit": ParamPrinting(first=("name",)),
     "custom_jvp_call": ParamPrinting(first=("name",)),
     "custom_vjp_call": ParamPrinting(first=("name",)),
@@ -367,6 +373,7 @@ def _shown_params(eqn: Eqn) -> list:
                 or (k in rule.hidden_if_empty and _is_empty(v))):
             continue
         shown[k] = _innermost_as_lists(v) if k in rule.as_lists else v
+    shown.update((k, None) for k in rule.unsharded)
     order = [k for k in rule.first if k in shown]
     order += sorted(k for k in shown if k not in rule.first)
     return [(k, shown[k]) for k in order]
@@ -418,7 +425,7 @@ def _params_doc(pairs):
 
 def _eqn_parts(outs, note, name, params, args):
     lhs = _vars_doc(outs) if outs else pp.text("_")
-    rhs = pp.concat(pp.text(" "), _vars_doc(args)) if args else pp.NIL
+    rhs = pp.concat(pp.text(" "), _vars_doc(args))  # JAX keeps the space with no operands
     return pp.concat(lhs, pp.text(" = ", note), pp.text(name), params, rhs)
 
 
@@ -438,7 +445,7 @@ def _eqn_doc(eqn: Eqn, namer: _Namer, source_info: bool):
     pairs = [f"{k}={_pp_value(v)}" for k, v in items]
     args = [namer(a) for a in eqn.inputs]
     flat = (f"{' '.join(outs) or '_'} = {name}{'[' + ' '.join(pairs) + ']' if pairs else ''}"
-            f"{' ' if args else ''}{' '.join(args)}")
+            f" {' '.join(args)}")
     return pp.line(flat, note, lambda: _eqn_parts(outs, note, name,
                                                 _params_doc([pp.text(p) for p in pairs]), args))
 
@@ -486,8 +493,20 @@ def _program_doc(prog: Program, namer: _Namer, source_info: bool):
 
 def pp_program(prog: Program, indent: int = 0, source_info: bool = False, namer=None) -> str:
     """Write `prog` in JAX's jaxpr syntax: `{ lambda a:f32[3]; b:f32[]. let ... in (c,) }`."""
-    namer = _Namer() if namer is None else namer
+    if namer is None:
+        namer = _Namer()
+        namer.names.update((v.id, "_") for v in _unused_outvars(prog))
     return pp.render(_program_doc(prog, namer, source_info), indent)
+
+
+def _unused_outvars(prog: Program) -> list:
+    """The equation results nothing reads: JAX prints them as `_` in a top-level jaxpr."""
+    used = {v.id for v in prog.outvars if isinstance(v, Var)}
+    unused = []
+    for eqn in reversed(prog.eqns):
+        unused += [v for v in eqn.outvars if v.id not in used]
+        used.update(a.id for a in eqn.inputs if isinstance(a, Var))
+    return unused
 
 
 # ---------------------------------------------------------------- type checking

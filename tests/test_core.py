@@ -31,7 +31,7 @@ def test_program_typechecks_and_prints_multiline():
         "{ lambda ; a:f32[2,3] b:f32[2,3]. let\n"
         "    c:f32[2,3] = sin a\n"
         "    d:f32[2,3] = mul c b\n"
-        "    e:f32[] = reduce_sum[axes=(0, 1)] d\n"
+        "    e:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] d\n"
         "    f:f32[3,2] = transpose[permutation=(1, 0)] d\n"
         "  in (e, f) }")
     assert closed.out_avals == [ShapedArray((), np.float32), ShapedArray((3, 2), np.float32)]

@@ -77,6 +77,16 @@ SAME_AS_JAX = {
     "three_equations_one_line": (lambda api, jnp, lax: lambda x: lax.neg(
         lax.exp(lax.sin(x))), (1.,)),
     "no_equations": (lambda api, jnp, lax: lambda x: x, (1.,)),
+    # grad: the seed cotangent is a literal, and results nothing reads print as `_`.
+    "grad_scalar": (lambda api, jnp, lax: api.grad(lambda x: jnp.sin(x) * x), (1.,)),
+    "grad_scalar_strong": (lambda api, jnp, lax: api.grad(lambda x: jnp.sin(x) * x),
+                           (np.float32(1),)),
+    "grad_square_sum": (lambda api, jnp, lax: api.grad(lambda x: jnp.sum(x.reshape(16) ** 2)),
+                        (F44,)),
+    "value_and_grad_mean": (lambda api, jnp, lax: api.value_and_grad(
+        lambda x: jnp.mean(jnp.tanh(x))), (F44,)),
+    # JAX's sharding parameters print as None; an equation with no operands keeps its space.
+    "iota": (lambda api, jnp, lax: lambda x: lax.iota(np.int32, 3), (1.,)),
     "two_equations_too_wide": (lambda api, jnp, lax: lambda x: x * 2. + 1., (F44,)),
     "gather": (_gather, (F44, np.zeros((2, 1), np.int32))),
     "scan": (lambda api, jnp, lax: lambda xs: lax.scan(
@@ -145,7 +155,7 @@ def test_short_parameters_stay_on_the_line():
     assert text == """\
 { lambda ; a:f32[4,4]. let
     b:f32[4,4] = integer_pow[y=2] a
-    c:f32[] = reduce_sum[axes=(0, 1)] b
+    c:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b
   in (c,) }"""
 
 

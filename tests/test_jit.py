@@ -304,7 +304,9 @@ def test_make_jaxpr_syntax():
     text = str(jax.make_jaxpr(lambda x: x * 2.0)(jnp.ones(3)))
     assert text == "{ lambda ; a:f32[3]. let b:f32[3] = mul a 2.0:f32[] in (b,) }"
     text = str(jax.make_jaxpr(lambda x: jnp.sum(x, axis=0))(jnp.ones((2, 3))))
-    assert text == "{ lambda ; a:f32[2,3]. let b:f32[3] = reduce_sum[axes=(0,)] a in (b,) }"
+    assert text == ("{ lambda ; a:f32[2,3]. let\n"
+                    "    b:f32[3] = reduce_sum[axes=(0,) out_sharding=None] a\n"
+                    "  in (b,) }")
 
 
 def test_python_loop_unrolls_into_a_long_program():

@@ -432,7 +432,9 @@ abstract_eval_rules[integer_pow_p] = lambda x, y: (_check_kind("integer_pow", "n
 def _integer_pow_jvp(g, x, y):
     if y == 0:
         return ad.zeros_like_aval(get_aval(g))
-    return mul(g, mul(_const(x, y), integer_pow(x, y - 1)))
+    if y == 1:
+        return g
+    return mul(g, mul(_const(x, y), x if y == 2 else integer_pow(x, y - 1)))  # JAX's equations
 
 
 defjvp(integer_pow_p, _integer_pow_jvp)

@@ -332,14 +332,26 @@ class PRNGKeyArray:
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
             return NotImplemented
-        same = lax.eq(self._base_array, other._base_array)
-        return lax.reduce_and(same, (get_aval(same).ndim - 1,))
+        # Key arrays broadcast against each other like arrays (the key-data axis aligns).
+        shapes = (self.shape, other.shape)
+        try:
+            shape = (*np.broadcast_shapes(*shapes), 2)
+        except ValueError:
+            raise TypeError(f"eq got incompatible shapes for broadcasting: {shapes[0]}, "
+                            f"{shapes[1]}.") from None
+        same = lax.eq(_broadcast_to(self._base_array, shape), _broadcast_to(other._base_array, shape))
+        return lax.reduce_and(same, (len(shape) - 1,))
 
     def __ne__(self, other):
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else lax.bitwise_not(eq)
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                        "jax.random.key_data(arr) if you wish to extract the underlying integer "
+                        "array.")
 
     def block_until_ready(self):
         block = getattr(self._base_array, "block_until_ready", None)
@@ -358,6 +370,12 @@ class PRNGKeyArray:
                 f"{np.asarray(data)}")
 
     __str__ = __repr__
+
+
+def _broadcast_to(x, shape):
+    """`x` broadcast (NumPy rules) to `shape`."""
+    ndim = get_aval(x).ndim
+    return lax.broadcast_in_dim(x, tuple(shape), tuple(range(len(shape) - ndim, len(shape))))
 
 
 tree_util.register_pytree_node(

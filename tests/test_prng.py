@@ -165,6 +165,8 @@ def test_wrap_key_data_roundtrip_and_errors():
     with pytest.raises(TypeError, match="dtype = uint32"):
         random.wrap_key_data(jnp.zeros((2,), jnp.int32))
     with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+        random.key(0, impl="nope")
+    with pytest.raises(NotImplementedError, match="implements only"):
         random.key(0, impl="rbg")
 
 

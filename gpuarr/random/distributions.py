@@ -9,6 +9,7 @@ takes raw key data (uint32[2]) and does the arithmetic. Samplers built on reject
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import ConcretizationTypeError
 from gpuarr.lax.lax import check_no_sharding
 from gpuarr.lax.sorting import sort_key_val, top_k
 from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
@@ -32,7 +34,8 @@ from gpuarr.random.xla_math import erf_inv_giles, xla_fma, xla_log, xla_log1p
 
 
 def _float_dtype(name: str, dtype, kinds=("float",)):
-    dt = dtypes.check_user_dtype(float if dtype is None else dtype, name)
+    # No function name in the truncation warning: JAX's samplers give none.
+    dt = dtypes.check_user_dtype(float if dtype is None else dtype)
     ok = dtypes.is_float(dt) or ("complex" in kinds and dtypes.is_complex(dt))
     if not ok:
         what = "a float or complex" if "complex" in kinds else "a float"
@@ -41,9 +44,9 @@ def _float_dtype(name: str, dtype, kinds=("float",)):
 
 
 def _int_dtype(name: str, dtype):
-    dt = dtypes.check_user_dtype(int if dtype is None else dtype, name)
+    dt = dtypes.check_user_dtype(int if dtype is None else dtype)
     if not dtypes.is_int(dt):
-        raise TypeError(f"{name} only accepts integer dtypes, got {dt}")
+        raise ValueError(f"dtype argument to `{name}` must be an int dtype, got {dt}")
     return dt
 
 
@@ -108,7 +111,34 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1., *, out_sharding=Non
     data, _ = check_key("uniform", key)
     dtype = _float_dtype("uniform", dtype)
     shape = canonicalize_shape(shape)
+    _check_uniform_bounds(shape, minval, maxval)
     return _uniform(data, minval, maxval, shape, dtype)
+
+
+def _check_uniform_bounds(shape, minval, maxval):
+    """JAX's errors for bounds that are not arrays or do not broadcast to `shape`: TypeErrors,
+    from its arithmetic on them."""
+    for name, bound in (("minval", minval), ("maxval", maxval)):
+        if bound is None:
+            raise ValueError(f"Invalid argument to dtype: None. Pass a number or an array as "
+                             f"{name}.")
+        if isinstance(bound, (str, bytes)):
+            raise TypeError(f"Error interpreting argument to uniform as an abstract array. The "
+                            f"problematic value is of type {type(bound)} and was passed to the "
+                            f"function at path {name}.")
+    lo, hi = _shape_of(minval), _shape_of(maxval)
+    try:
+        span = tuple(np.broadcast_shapes(hi, lo))
+    except ValueError:
+        raise TypeError(f"sub got incompatible shapes for broadcasting: {hi}, {lo}.") from None
+    try:
+        result = tuple(np.broadcast_shapes(shape, span))
+    except ValueError:
+        raise TypeError(f"mul got incompatible shapes for broadcasting: {shape}, {span}.") from None
+    if result != shape:
+        raise TypeError("uniform parameter shapes must be broadcast-compatible with shape "
+                        "argument, and the result of broadcasting the shapes must equal the shape "
+                        f"argument, but got result {result} for shape argument {shape}.")
 
 
 def _is_const(x, value) -> bool:
@@ -180,7 +210,9 @@ def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
     2 * nbits random bits per value reduced modulo the span, as in JAX."""
     check_no_sharding("random.randint", out_sharding)
     data, _ = check_key("randint", key)
-    dtype = _int_dtype("randint", dtype)
+    dtype = dtypes.check_user_dtype(int if dtype is None else dtype)
+    if not dtypes.is_int(dtype):
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     shape = canonicalize_shape(shape)
     check_arraylike("randint", minval, maxval)
     default_int = np.iinfo(dtypes.default_int_dtype())
@@ -189,7 +221,7 @@ def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
         if isinstance(bound, int) and not default_int.min <= bound <= default_int.max:
             raise OverflowError(f"Python int {bound} too large to convert to {default_int.dtype}. "
                                 "Pass bounds within its range (or enable x64 for 64-bit bounds).")
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)  # ml_dtypes' iinfo knows int4 and uint4
     if info.bits < 32:
         # Sample in 32 bits to avoid bias, then cast.
         minval = jnp.clip(jnp.asarray(minval).astype("int32"), int(info.min), int(info.max))
@@ -248,20 +280,33 @@ def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
     `independent=True` every slice along `axis` is shuffled on its own."""
     check_no_sharding("random.permutation", out_sharding)
     data, _ = check_key("permutation", key)
-    if isinstance(x, (list, tuple)):
-        raise TypeError(f"permutation requires ndarray or scalar arguments, got {type(x).__name__} "
-                        "at position 1. Pass jnp.asarray(x).")
+    check_arraylike("permutation", x)
     ndim = len(_shape_of(x))
     axis = _canonical_axis(axis, ndim or 1)
     if not ndim:
-        if not dtypes.is_int(jnp.asarray(x).dtype) or isinstance(x, Tracer):
+        if not dtypes.is_int(dtypes.dtype(x)):
             raise TypeError("x must be an integer or at least 1-dimensional")
-        return _shuffle(data, jnp.arange(int(x)), axis)
+        n = _concrete_int(x, "argument x of jax.random.permutation()")
+        return _shuffle(data, jnp.arange(n), axis)
     x = jnp.asarray(x)
     if independent or ndim == 1:
         return _shuffle(data, x, axis)
     ind = _shuffle(data, jnp.arange(x.shape[axis]), 0)
     return _take(x, ind, axis)
+
+
+def _concrete_int(x, context: str) -> int:
+    """`x` as a Python int; JAX's ConcretizationTypeError when it is traced."""
+    if isinstance(x, Tracer):
+        raise ConcretizationTypeError(x, context + "\n")
+    return operator.index(x) if isinstance(x, (int, np.integer)) else int(x)
+
+
+def _concrete_index(x, context: str) -> int:
+    """`operator.index(x)` (floats refused), with JAX's error for a traced `x`."""
+    if isinstance(x, Tracer):
+        raise ConcretizationTypeError(x, context + "\n")
+    return operator.index(x)
 
 
 def _canonical_axis(axis, ndim):
@@ -292,10 +337,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     check_arraylike("choice", a)
     arr = jnp.asarray(a)
     if arr.ndim == 0:
-        if isinstance(a, Tracer):
-            raise TypeError("choice requires a concrete population size `a` (a Python int); "
-                            "pass it as a static argument under jit.")
-        n_inputs = int(a)
+        n_inputs = _concrete_int(a, "The error occurred in jax.random.choice()")
     else:
         axis = _canonical_axis(axis, arr.ndim)
         n_inputs = arr.shape[axis]
@@ -487,9 +529,10 @@ def lognormal(key, sigma=_ONE, shape=None, dtype=None, *, out_sharding=None):
     """exp(sigma * N(0, 1))."""
     check_no_sharding("random.lognormal", out_sharding)
     data, _ = check_key("lognormal", key)
-    dtype = _float_dtype("lognormal", dtype)
+    dtype = _float_dtype("lognormal", dtype, ("float", "complex"))
     shape = _check_broadcast_shapes("lognormal", shape, sigma)
-    sigma = _convert(sigma, dtype)
+    _check_all_safe_to_cast("lognormal", dtype, sigma)
+    sigma = _to_rank(_convert(sigma, dtype), len(shape))
     return lax.exp(lax.mul(_normal(data, shape, dtype), sigma))
 
 
@@ -524,7 +567,7 @@ def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
     """-1 or +1 with equal probability, of integer `dtype` (default int32)."""
     check_no_sharding("random.rademacher", out_sharding)
     data, _ = check_key("rademacher", key)
-    dtype = dtypes.check_user_dtype(int if dtype is None else dtype, "rademacher")
+    dtype = dtypes.check_user_dtype(int if dtype is None else dtype)
     return _rademacher(data, canonicalize_shape(shape), dtype)
 
 
@@ -532,6 +575,9 @@ def _rademacher(data, shape, dtype):
     # JAX draws bernoulli(key, 0.5): a uniform of the default float dtype (float64 with x64).
     real = np.dtype(dtypes.default_float_dtype())
     b = lax.lt(_uniform(data, 0., 1., shape, real), _const(real, 0.5))
+    if dtype == np.bool_:
+        # JAX computes 2 * b - 1 in int32 here: both -1 and 1 become True.
+        return lax.full(shape, True, np.bool_)
     b = lax.convert_element_type(b, dtype)
     return lax.sub(lax.mul(_const(dtype, 2), b), _const(dtype, 1))
 
@@ -591,11 +637,15 @@ def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
     data, _ = check_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
     shape = canonicalize_shape(shape)
+    return _gumbel(data, shape, dtype, _gumbel_mode(mode))
+
+
+def _gumbel_mode(mode):
     mode = "low" if mode is None else mode
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}. Pass 'low', 'high' "
                          "or 'highest'.")
-    return _gumbel(data, shape, dtype, mode)
+    return mode
 
 
 def _bits_to_unit_float32(hi, lo):
@@ -656,9 +706,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *, ou
     `logits` along `axis` (the Gumbel-max trick; without replacement, Gumbel top-k)."""
     check_no_sharding("random.categorical", out_sharding)
     data, _ = check_key("categorical", key)
-    if isinstance(logits, (list, tuple)):
-        raise TypeError("categorical requires ndarray or scalar arguments, got list at "
-                        "position 1. Pass jnp.asarray(logits).")
+    check_arraylike("categorical", logits)
     logits = jnp.asarray(logits)
     if not -logits.ndim <= axis < logits.ndim:
         # JAX's np.delete(logits.shape, axis) raises IndexError here.
@@ -671,7 +719,9 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *, ou
     else:
         shape = canonicalize_shape(shape)
         _check_shape("categorical", shape, batch_shape)
-    mode = "low" if mode is None else mode
+    mode = _gumbel_mode(mode)
+    if not dtypes.is_float(logits.dtype):  # JAX draws gumbel noise of the logits' dtype
+        raise ValueError(f"dtype argument to `gumbel` must be a float dtype, got {logits.dtype}")
     prefix = shape[:len(shape) - len(batch_shape)]
     if replace:
         logits_shape = list(shape[len(shape) - len(batch_shape):])
@@ -696,10 +746,10 @@ def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     decomposition of a normal matrix, with signs fixed by R's diagonal."""
     check_no_sharding("random.orthogonal", out_sharding)
     data, _ = check_key("orthogonal", key)
-    dtype = _float_dtype("orthogonal", dtype, ("float", "complex"))
+    dtype = _float_dtype("normal", dtype, ("float", "complex"))  # JAX's message names normal
     shape = canonicalize_shape(shape)
-    n = int(n)
-    m = n if m is None else int(m)
+    n = _concrete_index(n, "The error occurred in jax.random.orthogonal()")
+    m = n if m is None else _concrete_index(m, "The error occurred in jax.random.orthogonal()")
     z = _normal(data, (*shape, max(n, m), min(n, m)), dtype)
     q, r = jnp.linalg.qr(z)
     d = jnp.sum(r * jnp.eye(r.shape[-1], dtype=r.dtype), axis=-2)  # diag(r), exactly
@@ -716,6 +766,7 @@ def pareto(key, b, shape=None, dtype=None, *, out_sharding=None):
     data, _ = check_key("pareto", key)
     dtype = _float_dtype("pareto", dtype)
     shape = _check_broadcast_shapes("pareto", shape, b)
+    _check_all_safe_to_cast("pareto", dtype, b)
     return lax.exp(lax.div(_exponential(data, shape, dtype), _to_rank(_convert(b, dtype), len(shape))))
 
 
@@ -725,6 +776,7 @@ def rayleigh(key, scale, shape=None, dtype=None, *, out_sharding=None):
     data, _ = check_key("rayleigh", key)
     dtype = _float_dtype("rayleigh", dtype)
     shape = _check_broadcast_shapes("rayleigh", shape, scale)
+    _check_all_safe_to_cast("rayleigh", dtype, scale)
     u = _uniform(data, 0., 1., shape, dtype)
     scale = _to_shape(_convert(scale, dtype), shape)
     return lax.mul(scale, lax.sqrt(lax.mul(xla_log(u), _const(dtype, -2))))
@@ -748,7 +800,8 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     data, _ = check_key("weibull_min", key)
     dtype = _float_dtype("weibull_min", dtype)
     u = _uniform(data, 0., 1., canonicalize_shape(shape), dtype)
-    return jnp.power(-xla_log1p(-u), 1.0 / jnp.asarray(concentration, dtype)) * jnp.asarray(scale, dtype)
+    # As JAX: the parameters are not cast to `dtype`; they promote with the draws.
+    return jnp.power(-xla_log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
 
 
 def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):

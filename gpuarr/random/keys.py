@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpuarr import dtypes, lax, prng
+from gpuarr import numpy as jnp
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer, get_aval
@@ -15,6 +16,8 @@ from gpuarr.lax.lax import check_no_sharding
 from gpuarr.prng import PRNGKeyArray
 
 _IMPL_NAMES = ("threefry2x32", "fry", None)
+# JAX's other generators: known names that gpuarr does not implement.
+_OTHER_IMPLS = ("philox2x32", "philox4x32", "rbg", "unsafe_rbg", "threefry4x32")
 
 
 def canonicalize_shape(shape, name: str = "shape") -> tuple:
@@ -26,7 +29,9 @@ def canonicalize_shape(shape, name: str = "shape") -> tuple:
         raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
                         f"got {shape!r}. Pass a tuple of ints such as (3, 4).") from None
     if any(d < 0 for d in dims):
-        raise ValueError(f"{name} must contain non-negative sizes, got {dims}.")
+        # JAX's TypeError (from broadcasting the sampler's parameters to the shape).
+        raise TypeError("Only non-negative indices are allowed when broadcasting static shapes, "
+                        f"but got shape {dims}. Pass non-negative sizes for {name}.")
     return dims
 
 
@@ -44,10 +49,12 @@ def check_key(name: str, key, allow_batched: bool = False):
     else:
         raise TypeError(f"unexpected PRNG key type {type(key)}. Pass a key made by "
                         "random.key(seed) (or a raw uint32[2] key from random.PRNGKey(seed)).")
-    shape = tuple(get_aval(data).shape[:-1])
-    if shape and not allow_batched:
+    shape = tuple(get_aval(data).shape)
+    if len(shape) > 1 and not allow_batched:
+        # As JAX, a raw key's shape is printed with its trailing key-data axis.
+        shown = shape if wrapped else shape[:-1]
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{shape} != (). Use jax.vmap for batching.")
+                         f"{shown} != (). Use jax.vmap for batching.")
     return data, wrapped
 
 
@@ -56,13 +63,27 @@ def _return_keys(wrapped: bool, data):
 
 
 def _check_impl(impl):
-    if impl not in _IMPL_NAMES and not isinstance(impl, prng.KeyDtype):
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                         '"threefry2x32"? (gpuarr implements threefry2x32 only.)')
+    if impl in _IMPL_NAMES or isinstance(impl, prng.KeyDtype):
+        return
+    if not isinstance(impl, str):
+        raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation. "
+                        "Pass a name such as 'threefry2x32' or a dtype from random.key_dtype().")
+    if impl in _OTHER_IMPLS:
+        raise NotImplementedError(f'PRNG implementation "{impl}" is not available: gpuarr '
+                                  'implements only "threefry2x32" (the default). Omit impl=.')
+    raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                     '"threefry2x32"? (gpuarr implements threefry2x32 only.)')
+
+
+def _none_to_array(x, what: str):
+    """JAX's ValueError for None where an array is expected (as jnp.asarray(None))."""
+    if x is None:
+        raise ValueError(f"None is not a valid value for jnp.array. Pass an integer {what}.")
 
 
 def _seed(ctor_name: str, seed, impl):
     _check_impl(impl)
+    _none_to_array(seed, "seed")
     if isinstance(seed, PRNGKeyArray):
         raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
     if np.ndim(seed) if not isinstance(seed, Tracer) else seed.ndim:
@@ -116,9 +137,7 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("wrap_key_data expects raw uint32 key data, but was given a key array; "
                         "use it directly (or random.key_data(keys) to get its data).")
-    if not hasattr(key_bits_array, "dtype"):
-        key_bits_array = np.asarray(key_bits_array)
-    prng.check_key_data(key_bits_array)
+    prng.check_key_data(key_bits_array)  # as JAX, lists are not key data
     return PRNGKeyArray(key_bits_array)
 
 
@@ -151,6 +170,10 @@ def fold_in(key, data):
     """A new key that is a deterministic function of `key` and the 32-bit integer `data`;
     `fold_in(key, i)` equals `split(key, n)[i]` for small i, as in JAX."""
     raw, wrapped = check_key("fold_in", key)
+    _none_to_array(data, "to fold in")
+    if isinstance(data, str):  # as jnp.asarray(data, 'uint32')
+        raise ValueError(f"invalid literal for int() with base 10: {data!r}. fold_in takes a "
+                         "32-bit integer.")
     if np.ndim(data) if not isinstance(data, Tracer) else data.ndim:
         raise TypeError("fold_in accepts a scalar, but was given an array of shape "
                         f"{np.shape(data) if not isinstance(data, Tracer) else data.shape} != (). "
@@ -172,8 +195,9 @@ def clone(key):
     if not _arraylike(key):
         raise TypeError(f"clone expects a PRNG key, got a value of type {type(key).__name__}. "
                         "Pass a key made by random.key(seed) or random.PRNGKey(seed).")
-    return key if isinstance(key, (Array, Tracer)) else lax.convert_element_type(
-        key, dtypes.dtype(key, canonicalize=True))
+    if isinstance(key, (Array, Tracer)):
+        return key
+    return jnp.asarray(key)  # Python scalars stay weakly typed, as in JAX
 
 
 def bits(key, shape=(), dtype=None, *, out_sharding=None):
@@ -181,7 +205,7 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
     x64); every bit is random."""
     check_no_sharding("random.bits", out_sharding)
     data, _ = check_key("bits", key)
-    dtype = dtypes.default_uint_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "bits")
+    dtype = dtypes.default_uint_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
     if not dtypes.is_unsigned_int(dtype):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
     shape = canonicalize_shape(shape)

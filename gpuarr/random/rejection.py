@@ -19,6 +19,7 @@ from gpuarr.random.distributions import (
     _check_all_safe_to_cast,
     _check_broadcast_shapes,
     _check_shape,
+    _concrete_index,
     _const,
     _convert,
     _exponential,
@@ -131,12 +132,13 @@ def _gamma(data, a, shape, dtype, log_space=False):
     else:
         _check_shape("gamma", shape, _shape_of(a))
     a = _to_shape(_convert(a, dtype), shape)
-    return gamma_with_grad(log_space, data, a)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a = 0 gives 0 (or -inf), silently
+        return gamma_with_grad(log_space, data, a)
 
 
 def _gamma_args(name, key, dtype, shape):
     data, _ = check_key(name, key)
-    dtype = _float_dtype(name, dtype)
+    dtype = _float_dtype("gamma", dtype)  # JAX's loggamma message also names gamma
     if shape is not None:
         shape = canonicalize_shape(shape)
     return data, dtype, shape
@@ -188,7 +190,9 @@ def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
         _check_shape("dirichlet", shape, alpha_shape[:-1])
     alpha = _convert(alpha, dtype)
     log_g = _gamma(data, alpha, shape + alpha_shape[-1:], dtype, log_space=True)
-    unnormalized = _exp(log_g - lax.stop_gradient(jnp.max(log_g, axis=-1, keepdims=True)))
+    # The softmax, as jax.nn.softmax computes it (an empty last axis gives an empty result).
+    log_max = jnp.max(log_g, axis=-1, keepdims=True, initial=-np.inf)
+    unnormalized = _exp(log_g - lax.stop_gradient(log_max))
     return unnormalized / jnp.sum(unnormalized, axis=-1, keepdims=True)
 
 
@@ -213,6 +217,7 @@ def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):
     data, _ = check_key("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
     shape = _check_broadcast_shapes("chisquare", shape, df)
+    _check_all_safe_to_cast("chisquare", dtype, df)
     half_df = lax.div(_convert(df, dtype), _const(dtype, 2))
     log_g = _gamma(data, half_df, shape, dtype, log_space=True)
     return lax.mul(_exp(log_g), _const(dtype, 2))
@@ -291,28 +296,31 @@ def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
     radius u ** (1/d))."""
     check_no_sharding("random.ball", out_sharding)
     data, _ = check_key("ball", key)
-    dtype = _float_dtype("ball", dtype)
+    dtype = _float_dtype("gamma", dtype)  # JAX's message names gamma, which checks it
     shape = canonicalize_shape(shape)
-    d = int(d)
+    d = _concrete_index(d, "The error occurred in jax.random.ball()")
+    p = jnp.asarray(p)  # a weakly typed array, as JAX's jitted sampler sees a Python p
     k1, k2 = split_n(data, 2)
-    g = _generalized_normal(k1, float(p), (*shape, d), dtype)
+    g = _generalized_normal(k1, p, (*shape, d), dtype)
     e = _exponential(k2, shape, dtype)
     return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
 
 
 def _generalized_normal(data, p, shape, dtype):
     k1, k2 = split_n(data, 2)
-    g = _gamma(k1, _const(dtype, 1 / p), shape, dtype)
+    # JAX's sampler is jitted: a Python p is a weakly typed array, so 1 / p rounds in its dtype.
+    inv_p = 1 / jnp.asarray(p)
+    g = _gamma(k1, inv_p, shape, dtype)
     r = _rademacher(k2, shape, dtype)
-    return r * g ** (1 / p)
+    return r * g ** inv_p
 
 
 def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
     """Generalised normal values with density proportional to exp(-|x|**p)."""
     check_no_sharding("random.generalized_normal", out_sharding)
     data, _ = check_key("generalized_normal", key)
-    dtype = _float_dtype("generalized_normal", dtype)
-    return _generalized_normal(data, float(p), canonicalize_shape(shape), dtype)
+    dtype = _float_dtype("gamma", dtype)  # JAX's message names gamma, which checks it
+    return _generalized_normal(data, p, canonicalize_shape(shape), dtype)
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
@@ -321,6 +329,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
     data, _ = check_key("f", key)
     dtype = _float_dtype("f", dtype)
     shape = _check_broadcast_shapes("f", shape, dfnum, dfden)
+    _check_all_safe_to_cast("f", dtype, dfnum, dfden)
     dfnum, dfden = _convert(dfnum, dtype), _convert(dfden, dtype)
     key_dfd, key_dfn = split_n(data, 2)
 

@@ -329,6 +329,31 @@ class PRNGKeyArray:
         axes = axes or tuple(reversed(range(self.ndim)))
         return PRNGKeyArray(lax.transpose(self._base_array, (*axes, self.ndim)))
 
+    # Shape methods and `.at` as jnp's functions on key arrays (gpuarr.numpy sits above
+    # this module, hence the imports at call time).
+    def squeeze(self, axis=None):
+        from gpuarr import numpy as jnp
+        return jnp.squeeze(self, axis)
+
+    def swapaxes(self, axis1, axis2):
+        from gpuarr import numpy as jnp
+        return jnp.swapaxes(self, axis1, axis2)
+
+    def take(self, indices, axis=None, **kwargs):
+        from gpuarr import numpy as jnp
+        return jnp.take(self, indices, axis, **kwargs)
+
+    @property
+    def at(self):
+        return _KeyIndexUpdate(self)
+
+    def astype(self, dtype):
+        raise NotImplementedError("Cannot call abstract method astype")
+
+    __add__ = __radd__ = lambda self, other: _no_arithmetic("add", other)
+    __sub__ = __rsub__ = lambda self, other: _no_arithmetic("sub", other)
+    __mul__ = __rmul__ = lambda self, other: _no_arithmetic("mul", other)
+
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
             return NotImplemented
@@ -370,6 +395,40 @@ class PRNGKeyArray:
                 f"{np.asarray(data)}")
 
     __str__ = __repr__
+
+
+def _no_arithmetic(op: str, other):
+    """JAX's TypeError for arithmetic on keys (they hold no numbers to compute with)."""
+    try:
+        other_dtype = (KEY_DTYPE.name if isinstance(other, PRNGKeyArray)
+                       else dtypes.dtype(other, canonicalize=True).name)
+    except TypeError:
+        other_dtype = type(other).__name__
+    raise TypeError(f"{op} does not accept dtypes key<fry>, {other_dtype}. Keys hold no numbers: "
+                    "derive new keys with random.split or random.fold_in.")
+
+
+class _KeyIndexUpdate:
+    """`keys.at[idx]`: `.get()` and `.set(new_keys)`, as for arrays."""
+
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, idx):
+        return _KeyIndexed(self.keys, idx)
+
+
+class _KeyIndexed:
+    def __init__(self, keys, idx):
+        self.keys, self.idx = keys, idx
+
+    def get(self):
+        return self.keys[self.idx]
+
+    def set(self, values):
+        from gpuarr.numpy.key_arrays import on_key_data
+        idx = self.idx
+        return on_key_data(lambda data, new: data.at[idx].set(new), (self.keys, values), {})
 
 
 def _broadcast_to(x, shape):

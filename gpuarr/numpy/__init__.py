@@ -104,3 +104,12 @@ from gpuarr.numpy.vector_products import matvec, vecmat  # noqa: F401, E402
 from gpuarr.numpy.polynomial import polyfit, roots  # noqa: F401, E402
 # jnp.frompyfunc returns a jnp.ufunc, as in JAX.
 from gpuarr.numpy.ufunc_api import frompyfunc, ufunc  # noqa: F401, E402
+
+# Typed key arrays pass through the shape and selection functions, as in JAX.
+from gpuarr.numpy import key_arrays as _key_arrays  # noqa: E402
+
+for _name in _key_arrays.KEY_FUNCTIONS:
+    globals()[_name] = _key_arrays.accepting_keys(globals()[_name])
+array = _key_arrays.accepting_key_arrays(array)
+asarray = _key_arrays.accepting_key_arrays(asarray)
+del _name

@@ -127,7 +127,7 @@ def test_arrays_are_immutable():
 
 def test_lists_are_not_arrays():
     # SPEC S8
-    with pytest.raises(TypeError, match="jnp.array"):
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
         jnp.sum([1, 2, 3])
     assert int(jnp.sum(jnp.array([1, 2, 3]))) == 6
     closed = jax.make_jaxpr(lambda xs: sum(xs))([1, 2, 3])

@@ -526,7 +526,7 @@ def test_error_messages():
         jnp.linalg.qr(np.ones((2, 2), np.float32), mode="bogus")
     with pytest.raises(ValueError, match="UPLO must be one of None, 'L', or 'U'"):
         jnp.linalg.eigh(np.eye(2, dtype=np.float32), UPLO="X")
-    with pytest.raises(TypeError, match="jnp.array"):
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
         jnp.linalg.det([[1.0, 2.0], [3.0, 4.0]])
 
 

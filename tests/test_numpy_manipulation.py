@@ -120,7 +120,7 @@ def test_append_delete_insert():
                             (np.array([1, 1, 3]), np.array([5.0, 6.0, 7.0]), 2),
                             (0, np.array([[1.0], [2.0]]), 2), (-1, 5.0, 0)]:
         same(jnp.insert(X, obj, vals, axis), np.insert(X, obj, vals, axis))
-    with pytest.raises(TypeError, match="jnp.array"):
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
         jnp.delete(X, [0, 1])
     with pytest.raises(IndexError):
         jnp.delete(X, 5, 0)

@@ -239,7 +239,7 @@ def test_unsupported_arguments_raise():
         jnp.copyto(A, A)
     with pytest.raises(NotImplementedError):
         jnp.fromfile("x")
-    with pytest.raises(TypeError, match="jnp.array"):
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
         jnp.isclose([1.0], A)
 
 

@@ -126,20 +126,28 @@ def _broadcast_shapes(name, *shapes):
 
 
 _KINDS = {
-    "float": (dtypes.is_float, "floating-point"),
-    "inexact": (lambda d: dtypes.is_float(d) or dtypes.is_complex(d), "floating-point or complex"),
+    "float": (dtypes.is_float, "floating"),
+    "inexact": (lambda d: dtypes.is_float(d) or dtypes.is_complex(d), "floating, complexfloating"),
     "int": (dtypes.is_int, "integer"),
-    "intbool": (lambda d: dtypes.is_int(d) or d == np.bool_, "integer or boolean"),
-    "number": (lambda d: d != np.bool_, "numeric"),
+    "intbool": (lambda d: dtypes.is_int(d) or d == np.bool_, "integer, bool"),
+    "number": (lambda d: d != np.bool_, "integer, floating, complexfloating"),
     "any": (lambda d: True, "any"),
 }
+# Primitives whose accepted types JAX lists differently from their kind's list.
+_ACCEPTED_NAMES = {"abs": "floating, complexfloating, signedinteger", "rem": "integer, floating"}
 
 
-def _check_kind(name, kind, aval):
+def _check_kind(name, kind, aval, position=None):
+    """Raise JAX's TypeError when aval's dtype is not of the kind; binary primitives pass the
+    operand's position, which JAX's message names."""
     ok, what = _KINDS[kind]
     if not ok(aval.dtype):
-        raise TypeError(f"lax.{name} does not accept dtype {aval.dtype.name}; it requires a "
-                        f"{what} input. Convert the argument first (x.astype(...)).")
+        what = _ACCEPTED_NAMES.get(name, what)
+        if position is None:
+            raise TypeError(f"{name} does not accept dtype {aval.dtype.name}. Accepted dtypes are "
+                            f"subtypes of {what}.")
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name} at position {position}. "
+                        f"Accepted dtypes at position {position} are subtypes of {what}.")
 
 
 # ---------------------------------------------------------------- elementwise families
@@ -165,7 +173,7 @@ def binop(name: str, impl, kind: str = "number", out_dtype=None) -> Primitive:
     elementwise_prims.add(prim)
 
     def abstract(x, y):
-        _check_kind(name, kind, x)
+        _check_kind(name, kind, x, 0)
         _check_same_dtypes(name, x, y)
         shape = _broadcast_shapes(name, x.shape, y.shape)
         # A comparison of two weak operands is a weak bool, as in JAX (lax.eq(1., 2.)).

@@ -1,6 +1,7 @@
 """Argument handling shared by gpuarr.numpy: array-like checks, dtype promotion, broadcasting."""
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -17,14 +18,11 @@ ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic)
 
 
 def check_arraylike(fun_name: str, *args) -> None:
-    """Lists and tuples are not arrays (SPEC S8): raise TypeError naming the argument."""
+    """Lists and tuples are not arrays (SPEC S8): raise JAX's TypeError naming the argument."""
     for pos, arg in enumerate(args):
         if not isinstance(arg, ARRAY_TYPES + _SCALARS):
-            msg = (f"{fun_name} requires ndarray or scalar arguments, got {type(arg).__name__} at "
-                   f"position {pos}.")
-            if isinstance(arg, (list, tuple)):
-                msg += f" Convert it with jnp.array(...) first: {fun_name}(jnp.array(x))."
-            raise TypeError(msg)
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(arg)} at "
+                            f"position {pos}.")
 
 
 def promote_dtypes(*args):
@@ -148,7 +146,7 @@ def broadcast_to(x, shape):
 
 
 def canonicalize_axis(axis: int, ndim: int) -> int:
-    axis = int(axis)
+    axis = operator.index(axis)  # a tuple or float axis is JAX's TypeError
     if not -ndim <= axis < max(ndim, 1) and not (ndim == 0 and axis in (0, -1)):
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else 0

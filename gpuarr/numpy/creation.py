@@ -431,7 +431,7 @@ def diag(v, k=0):
     if len(shape) == 2:
         return diagonal(v, k)
     if len(shape) != 1:
-        raise ValueError(f"diag input must be 1d or 2d, got shape {shape}.")
+        raise ValueError("diag input must be 1d or 2d")
     n = shape[0] + abs(k)
     padded = lax.pad(v, np.zeros((), get_aval(v).dtype)[()], ((0, abs(k), 0),))
     # Row i holds v[i] at column i + k (k >= 0); column j holds v[j] at row j - k (k < 0).

@@ -3,6 +3,7 @@ broadcast_to, concatenate, stack."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -580,14 +581,17 @@ def trim_zeros(filt, trim="fb", axis=None):
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """The n-th discrete difference along `axis`."""
     check_arraylike("diff", a)
-    a = ensure_array(a)
-    nd = get_aval(a).ndim
-    if nd == 0:
-        raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
+    arr = ensure_array(a)
+    n, axis = operator.index(n), operator.index(axis)
+    # JAX's order of checks: n == 0 returns even a 0-d input.
+    if n == 0:
+        return arr
     if n < 0:
         raise ValueError(f"order must be non-negative but got {n}")
-    if n == 0:
-        return a
+    nd = get_aval(arr).ndim
+    if nd == 0:
+        raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
+    a = arr
     ax = canonicalize_axis(axis, nd)
     parts = []
     for extra in (prepend, append):

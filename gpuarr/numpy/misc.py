@@ -766,7 +766,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     _check_inexact_dtype("cov", dtype)
     (m,) = promote_dtypes_inexact(manipulation.atleast_2d(ensure_array(m)))
     if get_aval(m).ndim > 2:
-        raise ValueError(f"m has more than 2 dimensions: shape {get_aval(m).shape}")
+        raise ValueError("m has more than 2 dimensions")
     if not rowvar and get_aval(m).shape[0] != 1:
         m = lax.transpose(m, (1, 0))
     if y is not None:
@@ -905,8 +905,10 @@ def diag_indices_from(arr):
     """diag_indices for a square array `arr`."""
     check_arraylike("diag_indices_from", arr)
     s = shape(arr)
-    if len(s) < 2 or len(set(s)) != 1:
-        raise ValueError(f"input array must be at least 2-d and square, got shape {s}")
+    if len(s) < 2:
+        raise ValueError("input array must be at least 2-d")
+    if len(set(s)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
     return diag_indices(s[0], len(s))
 
 

@@ -42,15 +42,13 @@ def _mul(a, b):
 
 def _check_contract(name, ashape, bshape, ax, bx):
     if ashape[ax] != bshape[bx]:
-        raise TypeError(f"{name} requires contracting dimensions to have the same shape, got "
-                        f"{ashape} and {bshape}.")
+        _contraction_mismatch(ashape[ax], bshape[bx])
 
 
 def _contraction_mismatch(a_size, b_size):
-    # The error class and text of JAX, whose matmul is a dot_general.
+    # The error class and text of JAX, whose dot and matmul are a dot_general.
     raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
-                    f"({a_size},) and ({b_size},). Check the last axis of the first operand "
-                    "against the second-to-last (or only) axis of the second.")
+                    f"({a_size},) and ({b_size},).")
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):

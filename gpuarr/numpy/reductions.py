@@ -35,7 +35,8 @@ def _upcast_f16(dt):
 def _axes(axis, ndim):
     """canonicalize_axes, where a 0-d array has no axis 0 (ValueError, as in JAX)."""
     if ndim == 0 and axis is not None and not (isinstance(axis, (tuple, list)) and not axis):
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+        first = axis[0] if isinstance(axis, (tuple, list)) else axis  # JAX names the first
+        raise ValueError(f"axis {first} is out of bounds for array of dimension 0")
     return canonicalize_axes(axis, ndim)
 
 
@@ -264,9 +265,10 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def _check_ordered(name, aval):
-    if dtypes.is_complex(aval.dtype):  # complex numbers have no order, as in JAX
-        raise TypeError(f"jnp.{name} does not accept dtype {aval.dtype}: complex values are not "
-                        "ordered.")
+    if dtypes.is_complex(aval.dtype):  # complex numbers have no order: JAX's comparison error
+        op = "gt" if name == "argmax" else "lt"
+        raise TypeError(f"{op} does not accept dtype {aval.dtype} at position 0. Accepted dtypes "
+                        "at position 0 are subtypes of integer, floating, bool.")
 
 
 def _arg_reduce(name, lax_fn):

@@ -31,7 +31,7 @@ def _prepare(name, a, axis):
         return _ravel(a), 0
     nd = get_aval(a).ndim
     if nd == 0:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for a 0-d array; use axis=None.")
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     return a, canonicalize_axis(axis, nd)
 
 

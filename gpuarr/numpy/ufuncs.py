@@ -10,6 +10,7 @@ from gpuarr.numpy._util import (
     _weak_scalar,
     broadcast_arrays,
     check_arraylike,
+    ensure_array,
     promote_dtypes,
     promote_dtypes_inexact,
     promote_dtypes_numeric,
@@ -84,6 +85,16 @@ def _ufunc_args(name, out, where):
 # classes call `fn` itself, with no extra Python frame, so `fn` also takes the call's `out`
 # and `where` (unsupported, as in JAX).
 
+def _alias(name, fn):
+    """`fn` under JAX's other name for it, which its argument errors name (acos, not arccos)."""
+    def alias(x, /):
+        check_arraylike(name, x)
+        return fn(x)
+    alias.__name__ = alias.__qualname__ = name
+    alias.__doc__ = fn.__doc__
+    return alias
+
+
 
 def _binary_ufunc(name, op, promote=promote_dtypes):
     def fn(x, y, /, *, out=None, where=None):
@@ -120,18 +131,10 @@ def _is_int_or_bool(x):
     return dtypes.is_int(dt) or dt == np.bool_
 
 
-def _no_bool(name, op):
-    def f(x):
-        if get_aval(x).dtype == np.bool_:
-            raise TypeError(f"jnp.{name} does not accept boolean inputs; convert with "
-                            f"x.astype(int) first.")
-        return op(x)
-    return f
-
-
-negative = _unary_ufunc("negative", _no_bool("negative", lax.neg), promote_dtypes)
+# Booleans reach lax.neg and lax.sign, whose dtype errors JAX raises too.
+negative = _unary_ufunc("negative", lax.neg, promote_dtypes)
 positive = _unary("positive", lambda x: x, promote_dtypes)
-sign = _unary("sign", _no_bool("sign", lax.sign), promote_dtypes)
+sign = _unary("sign", lax.sign, promote_dtypes)
 # Integers and booleans pass through; complex values reach lax and its TypeError, as in JAX.
 floor = _unary("floor", lambda x: x if _is_int_or_bool(x) else lax.floor(x), promote_dtypes)
 trunc = _unary("trunc", lambda x: x if _is_int_or_bool(x) else _trunc(x), promote_dtypes,
@@ -193,7 +196,7 @@ logical_and = _binary_ufunc("logical_and", lambda x, y: lax.bitwise_and(_to_bool
 logical_or = _binary_ufunc("logical_or", lambda x, y: lax.bitwise_or(_to_bool(x), _to_bool(y)))
 logical_xor = _binary_ufunc("logical_xor", lambda x, y: lax.bitwise_xor(_to_bool(x), _to_bool(y)))
 invert = _unary("invert", lax.bitwise_not, promote_dtypes)
-bitwise_not = invert
+bitwise_not = _alias("bitwise_not", invert)
 logical_not = _unary("logical_not", lambda x: lax.bitwise_not(_to_bool(x)), promote_dtypes)
 
 
@@ -345,7 +348,7 @@ def round(a, decimals=0, out=None):
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
     if dt == np.bool_:
-        raise ValueError(f"data type {dt} not inexact")
+        raise ValueError(f"data type {dt.type} not inexact")  # JAX prints the class
     if dtypes.is_complex(dt):  # real and imaginary parts round separately, as in JAX
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
@@ -419,10 +422,13 @@ rint = _unary("rint", _rint, _promote_rint)
 fabs = _unary("fabs", _no_complex("fabs", lax.abs))
 deg2rad = _unary("deg2rad", lambda x: lax.mul(x, _scalar(x, np.pi / 180)))
 rad2deg = _unary("rad2deg", lambda x: lax.mul(x, _scalar(x, 180 / np.pi)))
-radians, degrees = deg2rad, rad2deg
-acos, acosh, asin, asinh, atan, atanh = arccos, arccosh, arcsin, arcsinh, arctan, arctanh
+
+
+radians, degrees = deg2rad, rad2deg  # JAX names deg2rad and rad2deg in their errors
+acos, acosh, asin = _alias("acos", arccos), _alias("acosh", arccosh), _alias("asin", arcsin)
+asinh, atan, atanh = _alias("asinh", arcsinh), _alias("atan", arctan), _alias("atanh", arctanh)
 atan2 = arctan2
-bitwise_invert = invert
+bitwise_invert = _alias("bitwise_invert", invert)
 
 
 def _sinc(x):
@@ -564,12 +570,13 @@ logaddexp2 = _binary_ufunc("logaddexp2", lambda x, y: _logaddexp(_log1p_exp2, x,
 def _check_int_args(name, x):
     dt = get_aval(x).dtype
     if not (dtypes.is_int(dt) or dt == np.bool_):
-        raise TypeError(f"jnp.{name} requires integer or boolean arguments, got {dt.name}.")
+        raise TypeError(f"population_count does not accept dtype {dt.name}. Accepted dtypes are "
+                        "subtypes of integer.")  # JAX's message: its bitwise_count is that primitive
 
 
 def _shift(name, signed_op):
     def op(x, y):
-        _check_int_args(name, x)
+        # Float operands reach the lax shift, whose dtype error JAX raises too.
         if get_aval(x).dtype == np.bool_:
             x, y = lax.convert_element_type(x, np.int32), lax.convert_element_type(y, np.int32)
         dt = get_aval(x).dtype
@@ -724,12 +731,14 @@ def angle(z, deg=False):
     """The argument of z, atan2(imag(z), real(z)): 0 for non-negative reals and pi for negative
     ones (in degrees with deg)."""
     check_arraylike("angle", z)
-    (z,) = promote_dtypes_inexact(z)
-    if dtypes.is_complex(get_aval(z).dtype):
+    z = ensure_array(z)
+    aval = get_aval(z)
+    if dtypes.is_complex(aval.dtype):
         out = lax.atan2(lax.imag(z), lax.real(z))
     else:
-        if not get_aval(z).shape:  # JAX converts 0-d real input to a strong default float
-            z = lax.lax._convert_weak(z, get_aval(z).dtype, False)
+        # JAX computes non-float and 0-d float input in the strong default float type.
+        if not dtypes.is_float(aval.dtype) or not aval.shape:
+            z = lax.convert_element_type(z, dtypes.default_float_dtype())
         out = lax.atan2(lax.full_like(z, 0), z)
     return rad2deg(out) if deg else out
 

@@ -26,7 +26,39 @@ _SCALARS = (bool, int, float, complex)
 
 
 def _argnums_tuple(argnums):
-    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    import operator
+    try:
+        return (operator.index(argnums),)
+    except TypeError:
+        return tuple(map(operator.index, argnums))
+
+
+def _resolve_argnums(argnums_t, nargs):
+    """`argnums_t` as non-negative positions of a call with `nargs` positional arguments;
+    JAX's ValueError for one out of range."""
+    for i in argnums_t:
+        if not -nargs <= i < nargs:
+            raise ValueError("Positional argument indices, e.g. for `static_argnums`, must have "
+                             "value greater than or equal to -len(args) and less than len(args), "
+                             f"but got value {i} for len(args) == {nargs}.")
+    return tuple(i % nargs for i in argnums_t)
+
+
+def _no_reduce_axes(reduce_axes, what):
+    # JAX removed reduce_axes; passing any raises as it does.
+    if reduce_axes:
+        raise NotImplementedError(f"reduce_axes argument to {what} is deprecated")
+
+
+def _is_traceable(x) -> bool:
+    """Whether `x` can pass through a trace as a value (else aux keeps it as it is)."""
+    if isinstance(x, (core.Tracer, np.ndarray, np.generic) + _SCALARS):
+        return True
+    try:
+        core.get_aval(x)
+    except TypeError:
+        return False
+    return True
 
 
 def _check_input_dtype(x, allow_int: bool, name: str, holomorphic: bool = False):
@@ -49,6 +81,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     the cotangents of the inputs (a tuple, one per primal). `vjp_fn` is a pytree (a `VJP`)
     whose leaves are the residuals of the forward pass, so it can be returned from a jitted
     function and passed into one, as in JAX."""
+    _no_reduce_axes(reduce_axes, "vjp")
     flat_primals, in_tree = tree_util.tree_flatten(primals)
     store: dict = {}
     flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "vjp")
@@ -92,16 +125,18 @@ class VJP:
                              f"differentiated function's output {out_tree}, got {ct_tree}.")
         for c, p in zip(cts, out_avals):
             ca, want = core.get_aval(c), ad.tangent_aval(p)
+            # An integer output takes a float0 cotangent or (as JAX allows) one of its dtype.
             if ca.shape != want.shape or (ca.dtype != want.dtype and not ca.weak_type
-                                          and ca.dtype != dtypes.float0):
+                                          and ca.dtype != dtypes.float0 and ca.dtype != p.dtype):
                 def name(a):
                     return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
                 raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
                                  f"function: got {name(ca)}, but expected {name(want)} because "
                                  f"the corresponding output of the differentiated function had "
                                  f"JAX type {name(p)}")
-        cts = [_match_aval(_as_array(c), ad.tangent_aval(p)) if core.get_aval(c).weak_type else c
-               for c, p in zip(cts, out_avals)]
+        cts = [Zero(ad.tangent_aval(p)) if ad.tangent_aval(p).dtype == dtypes.float0
+               else _match_aval(_as_array(c), ad.tangent_aval(p)) if core.get_aval(c).weak_type
+               else c for c, p in zip(cts, out_avals)]
         cts += [Zero(ad.tangent_aval(a)) for a in aux_avals]
         cts_in = ad.backward_pass(ClosedProgram(program, list(self.residuals)), cts)
         cts_in = [_match_aval(_zero_or(ct, aval), aval) for ct, aval in zip(cts_in, in_avals)]
@@ -147,10 +182,13 @@ def _flatten_fun_aux(fun, in_tree, has_aux, store, what):
         aux_leaves = []
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise ValueError(f"{what} with has_aux=True requires the function to return a "
-                                 "pair (output, auxiliary data)")
+                raise TypeError("expected function with aux output to return a two-element "
+                                f"tuple, but got type {type(out)} with value {out!r}")
             out, aux = out
             aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+            # Aux leaves that are not arrays (strings, objects) skip the trace, as in JAX.
+            store["aux_kept"] = [None if _is_traceable(a) else a for a in aux_leaves]
+            aux_leaves = [a for a in aux_leaves if _is_traceable(a)]
         leaves, store["out_tree"] = tree_util.tree_flatten(out)
         store["n_out"] = len(leaves)
         return leaves + aux_leaves
@@ -166,7 +204,11 @@ def _split_aux(store, leaves):
 
 def _attach_aux(res, store, aux_leaves, has_aux):
     """The tuple `res`, followed by the aux pytree when has_aux."""
-    return res + (tree_util.tree_unflatten(store["aux_tree"], aux_leaves),) if has_aux else res
+    if not has_aux:
+        return res
+    traced = iter(aux_leaves)
+    leaves = [next(traced) if k is None else k for k in store["aux_kept"]]
+    return res + (tree_util.tree_unflatten(store["aux_tree"], leaves),)
 
 
 def _zero_or(ct, aval):
@@ -206,14 +248,16 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     """A function returning `(fun(*args), gradient)`, the gradient with respect to the
     positional arguments `argnums` (an int or a tuple) of a scalar-output `fun`. With
     `has_aux`, `fun` returns `(value, aux)` and the result is `((value, aux), gradient)`."""
-    argnums_t = _argnums_tuple(argnums)
+    _no_reduce_axes(reduce_axes, "grad")
+    argnums_all = _argnums_tuple(argnums)
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        if max(argnums_t) >= len(args):
+        if max(argnums_all) >= len(args):  # max(()) raises ValueError, as in JAX
             raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
-                            f"{max(argnums_t) + 1} positional arguments to be passed by the "
+                            f"{max(argnums_all) + 1} positional arguments to be passed by the "
                             f"caller, but got only {len(args)} positional arguments.")
+        argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)
         for leaf in tree_util.tree_leaves(diff_args):
             _check_input_dtype(leaf, allow_int, "grad", holomorphic)
@@ -274,6 +318,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     """The gradient of scalar-output `fun` with respect to positional argument(s) `argnums`.
     Integer inputs need `allow_int=True` (their gradients have dtype float0); with `has_aux`
     the result is `(gradient, aux)`."""
+    _no_reduce_axes(reduce_axes, "grad")
     vg = value_and_grad(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
 
     @functools.wraps(fun)
@@ -333,23 +378,36 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     outs_p, aux, out_tree = _split_aux(store, outs_p)
     # A Partial over the residuals, so f_jvp is a pytree (it can leave a jitted function).
     f_jvp = tree_util.Partial(_LinearJVP(linear.program, linear.out_avals, in_tree, out_tree,
-                                         len(outs_p)), list(linear.consts))
+                                         len(outs_p), [core.get_aval(p) for p in flat_p]),
+                              list(linear.consts))
     return _attach_aux((tree_util.tree_unflatten(out_tree, outs_p), f_jvp), store, aux, has_aux)
+
+
+def _check_linearized_tangent(t_aval, p_aval):
+    """A tangent given to linearize's function must have its primal's tangent shape and dtype
+    (weak types aside), as JAX checks; otherwise eager broadcasting would hide the mistake."""
+    want = ad.tangent_aval(p_aval)
+    if t_aval.shape != want.shape or t_aval.dtype != want.dtype:
+        raise ValueError("linearized function called on tangent values inconsistent with the "
+                         f"original primal values:\nGot tangent aval {t_aval} for primal aval "
+                         f"{p_aval} but expected {want}.")
 
 
 class _LinearJVP:
     """The function `linearize` returns, given its residuals first (compared by identity: one
     linearization, one pytree type)."""
 
-    def __init__(self, program, out_avals, in_tree, out_tree, n_out):
+    def __init__(self, program, out_avals, in_tree, out_tree, n_out, in_avals):
         self.program, self.out_avals = program, out_avals
         self.in_tree, self.out_tree, self.n_out = in_tree, out_tree, n_out
+        self.in_avals = in_avals
 
     def __call__(self, residuals, *tangents):
         flat_t, t_tree = tree_util.tree_flatten(tangents)
         if t_tree != self.in_tree:
-            raise ValueError(f"linearized function called on tangent values inconsistent with "
-                             f"the original primal values: expected {self.in_tree}, got {t_tree}")
+            raise TypeError(f"expected {self.in_tree}, got {t_tree}")
+        for t, p in zip(flat_t, self.in_avals):
+            _check_linearized_tangent(core.get_aval(t), p)
         linear = ClosedProgram(self.program, list(residuals))
         outs = core.eval_closed(linear, *flat_t)[:self.n_out]
         # The staged types, not the given tangents', decide the outputs' dtypes and weak
@@ -404,10 +462,11 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     """The Jacobian of `fun` by forward mode (vmap of jvp over a basis of input tangents).
     For output leaf shape `o` and input leaf shape `i` the block has shape `o + i`; the
     result mirrors the output pytree, then the `argnums` structure, as jax.jacfwd."""
-    argnums_t = _argnums_tuple(argnums)
+    argnums_all = _argnums_tuple(argnums)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
+        argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)
         flat_in, in_tree = tree_util.tree_flatten(diff_args)
         flat_in = [_as_array(x) for x in flat_in]
@@ -424,13 +483,17 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             res = jvp(partial_flat, tuple(flat_in), tuple(basis), has_aux=has_aux)
             return res if has_aux else res[:2]
 
-        basis = _std_basis(in_avals)
-        # The primal output (and aux) come back stacked, one copy per basis vector: keep one.
-        out_axes = (0, -1, 0) if has_aux else (0, -1)
-        out = vmap(push, in_axes=0, out_axes=out_axes)(*basis)
-        first = functools.partial(tree_util.tree_map, lambda v: v[0])
-        y, jac_flat = first(out[0]), out[1]
-        out = (y, jac_flat, first(out[2])) if has_aux else out
+        if sum(a.size for a in in_avals):
+            # The primal output (and aux) come back stacked, one copy per basis vector: keep one.
+            out_axes = (0, -1, 0) if has_aux else (0, -1)
+            out = vmap(push, in_axes=0, out_axes=out_axes)(*_std_basis(in_avals))
+            first = functools.partial(tree_util.tree_map, lambda v: v[0])
+            out = (first(out[0]), out[1]) + ((first(out[2]),) if has_aux else ())
+        else:  # no basis vectors to map over: one jvp gives the outputs, the blocks are empty
+            out = push(*[np.zeros(a.shape, a.dtype) for a in in_avals])
+            out = (out[0], tree_util.tree_map(
+                lambda t: np.zeros(np.shape(t) + (0,), t.dtype), out[1])) + tuple(out[2:])
+        y, jac_flat = out[0], out[1]
         y_leaves, y_tree = tree_util.tree_flatten(y)
         if holomorphic:  # otherwise jacfwd takes outputs of any dtype
             for yl in y_leaves:
@@ -460,10 +523,11 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
            allow_int: bool = False):
     """The Jacobian of `fun` by reverse mode (vmap of the vjp over a basis of output
     cotangents); block shapes and pytree layout as in `jacfwd` (jax.jacrev)."""
-    argnums_t = _argnums_tuple(argnums)
+    argnums_all = _argnums_tuple(argnums)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
+        argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)
         for x in tree_util.tree_leaves(diff_args):
             _check_input_dtype(x, allow_int, "jacrev", holomorphic)
@@ -516,16 +580,16 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear function `fun`, whose inputs have the shapes and dtypes of
     `primals`: returns `f_t(cotangent) -> tuple of input cotangents` (jax.linear_transpose)."""
+    _no_reduce_axes(reduce_axes, "transpose")
+    from gpuarr.api import _leaf_aval  # primals may be ShapeDtypeStructs, as in JAX
     flat_p, in_tree = tree_util.tree_flatten(primals)
-    in_avals = [core.get_aval(p).strip_weak_type() for p in flat_p]
-    for a in in_avals:
-        if not (dtypes.is_float(a.dtype) or dtypes.is_complex(a.dtype)):
-            raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
-                            f"complex], and integer -> integer functions, but got {a.dtype.name}.")
+    given_avals = [_leaf_aval(p) for p in flat_p]  # results take their weak types
+    in_avals = [a.strip_weak_type() for a in given_avals]
     flat_fun, out_tree_of = tree_util.flatten_fun(fun, in_tree)
     # Stage the function with every input unknown; what does not depend on the inputs is
     # evaluated now, and the rest (linear in the inputs) is what gets transposed.
     closed = pe.trace_to_program(flat_fun, in_avals)
+    _check_transpose_dtypes([a.dtype for a in in_avals], [a.dtype for a in closed.out_avals])
     known, unknown, out_unknowns, num_res = pe.partial_eval_program(
         closed.program, [True] * len(in_avals))
     known_vals = core.eval_program(known, closed.consts, [])
@@ -534,8 +598,18 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
                            known_vals[len(known_vals) - num_res:])
     # A Partial over the constants of the linear map, so the transpose is a pytree.
     return tree_util.Partial(_LinearTranspose(linear.program, in_tree, out_tree_of(),
-                                              closed.out_avals, out_unknowns, in_avals),
+                                              closed.out_avals, out_unknowns, given_avals),
                              list(linear.consts))
+
+
+def _check_transpose_dtypes(in_dtypes, out_dtypes):
+    """linear_transpose maps inexact to inexact or integer to integer (JAX's TypeError)."""
+    every = in_dtypes + out_dtypes
+    if all(dtypes.is_float(d) or dtypes.is_complex(d) for d in every) or \
+            all(dtypes.is_int(d) for d in every):
+        return
+    raise TypeError("linear_transpose only supports [float or complex] -> [float or complex], "
+                    f"and integer -> integer functions, but got {in_dtypes} -> {out_dtypes}.")
 
 
 class _LinearTranspose:
@@ -553,9 +627,12 @@ class _LinearTranspose:
         for c, a in zip(cts, self.out_avals):
             ca = core.get_aval(c)
             if ca.shape != a.shape or ca.dtype != a.dtype:
+                expected = tuple(a.strip_weak_type() for a in self.out_avals)
                 raise TypeError(f"cotangent type does not match function output, expected "
-                                f"{a.str_short()} but got {ca.str_short()}")
+                                f"{expected} but got {cts}")
         cts = [c for c, u in zip(cts, self.out_unknowns) if u]
         cts_in = ad.backward_pass(ClosedProgram(self.program, list(consts)), cts)
-        return tree_util.tree_unflatten(self.in_tree, [_zero_or(c, a)
+        # Arrays of the inputs' types (JAX instantiates zeros of the input type, not float0).
+        cts_in = [_as_array(ad.instantiate(c) if type(c) is Zero else c) for c in cts_in]
+        return tree_util.tree_unflatten(self.in_tree, [_match_aval(c, a)
                                                        for c, a in zip(cts_in, self.in_avals)])

@@ -204,6 +204,43 @@ class checkpoint_policies:
 
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
+    # Name-based policies. `checkpoint_name` records no name in the Program, so no value is
+    # ever named: these policies decide as they would for unnamed values. Results are the
+    # same under any policy; only what is kept versus recomputed differs.
+    @staticmethod
+    def save_anything_except_these_names(*names_not_to_save) -> Callable:
+        """Save every value except those named in `names_not_to_save`."""
+        return checkpoint_policies.everything_saveable
+
+    @staticmethod
+    def save_any_names_but_these(*names_not_to_save) -> Callable:
+        """Save named values except those in `names_not_to_save` (unnamed ones are not)."""
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def save_only_these_names(*names_which_can_be_saved) -> Callable:
+        """Save only the values named in `names_which_can_be_saved`."""
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved,
+                                          names_which_can_be_offloaded, offload_src,
+                                          offload_dst) -> Callable:
+        """Save (or offload to host memory) only the named values; one device memory here."""
+        return checkpoint_policies.nothing_saveable
+
+    @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src, offload_dst) -> Callable:
+        """Keep dot products without batch dimensions (offloading is keeping, here)."""
+        return checkpoint_policies.dots_with_no_batch_dims_saveable
+
+    @staticmethod
+    def save_from_both_policies(policy_1, policy_2) -> Callable:
+        """Save a value when either policy would."""
+        def policy(prim, *avals, **params):
+            return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
+        return policy
+
 
 class _DeprecatedArg:
     """The default of `concrete`, an argument JAX removed (any value passed is an error)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import operator
 import warnings
 from collections.abc import Callable
 
@@ -202,7 +203,11 @@ class Jitted:
             self._sig = None
         self._static_argnums, self._static_argnames = _infer_names(
             self._sig, static_argnums, static_argnames, "static")
-        self._donate_argnums, _ = _infer_names(self._sig, donate_argnums, donate_argnames, "donate")
+        self._donate_argnums, donate_names = _infer_names(self._sig, donate_argnums,
+                                                          donate_argnames, "donate")
+        if both := set(self._static_argnames) & set(donate_names):
+            raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                             f"names {both} appear in both static_argnames and donate_argnames")
         self._cache: dict = {}
         self._fast: dict = {}  # (arg avals..., trace state) -> entry, for all-Array positional calls
         # (in_shardings, out_shardings) when either is given: such calls skip the fast path.
@@ -253,7 +258,11 @@ class Jitted:
         else:
             dyn_args, dyn_kwargs, statics, arg_names = args, {}, (), None
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        sigs = tuple(map(_leaf_signature, leaves))
+        try:
+            sigs = tuple(map(_leaf_signature, leaves))
+        except TypeError:
+            self._bad_argument(leaves, in_tree, arg_names, statics)
+            raise
         # Computation follows committed inputs; two committed devices raise ValueError.
         device = placement.committed_device(
             leaves, self._name, lambda: _leaf_arg_names(in_tree, arg_names, self._sig, statics))
@@ -311,6 +320,21 @@ class Jitted:
         else:
             outs = jit_p.bind(*hoisted, *leaves, name=self._name, jaxpr=closed)
         return tree_util.tree_unflatten(out_tree, list(outs))
+
+    def _bad_argument(self, leaves, in_tree, arg_names, statics):
+        """Raise JAX's TypeError naming the first argument that is not an array type."""
+        names = _leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(leaves)
+        for leaf, name in zip(leaves, names):
+            try:
+                core.get_aval(leaf)
+            except TypeError:
+                raise TypeError(
+                    f"Error interpreting argument to {self._fun!r} as an abstract array. The "
+                    f"problematic value is of type {type(leaf)} and was passed to the function "
+                    f"at path {name}.\nThis typically means that a jit-wrapped function was "
+                    "called with a non-array argument, and this argument was not marked as "
+                    "static using the static_argnums or static_argnames parameters of "
+                    "jax.jit.") from None
 
     # --- in_shardings and out_shardings ---------------------------------------------
     def _sharding_device(self, kwargs, in_tree, leaves, arg_names, statics, committed):
@@ -409,7 +433,7 @@ class Jitted:
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
             for leaf in out_leaves:
-                _check_output(leaf, self._name)
+                _check_output(leaf, self._fun)
             return out_leaves
 
         leaf_names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
@@ -512,8 +536,8 @@ class Jitted:
         args_info = tree_util.tree_unflatten(in_tree, [
             stages.ArgInfo(a, i in donated) for i, a in enumerate(closed.in_avals)])
         out_info = tree_util.tree_unflatten(out_tree, [
-            ShapeDtypeStruct(a.shape, a.dtype, a.weak_type,
-                             None if out_flat is None else _sharding_or_none(out_flat[i]))
+            ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type,
+                             sharding=None if out_flat is None else _sharding_or_none(out_flat[i]))
             for i, a in enumerate(closed.out_avals)])
         names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
         common = (in_tree, out_tree, args_info, self._name, self._donate_argnums, out_info)
@@ -533,6 +557,11 @@ class Jitted:
             return stages.Lowered(_optimize(traced.jaxpr), *common, compile)
 
         return stages.Traced(closed, *common, lower)
+
+    def eval_shape(self, *args, **kwargs):
+        """The output shapes and dtypes (ShapeDtypeStructs) of a call with `args`, traced
+        without compiling or running (jit(f).eval_shape, as in JAX)."""
+        return self.trace(*args, **kwargs).out_info
 
     def lower(self, *args, **kwargs) -> stages.Lowered:
         """Trace and run the compiler's passes for the signature of `args`:
@@ -607,21 +636,42 @@ def _layout_str(x) -> str:
     return f"{aval.str_short()}{{{layout}}}"
 
 
-def _check_output(leaf, name):
+def _fun_where(fun) -> str:
+    """`name at file:line`, how JAX names a traced function in messages."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def _check_output(leaf, fun):
     if isinstance(leaf, (Array, Tracer, np.ndarray, np.generic) + _SCALARS):
         return
-    raise TypeError(f"The function {name} returned a value of type {type(leaf).__name__}, which "
-                    "is not a valid JAX type. Return arrays, scalars or pytrees of them.")
+    raise TypeError(f"function {_fun_where(fun)} traced for jit returned a value of type "
+                    f"{type(leaf)}, which is not a valid JAX type")
+
+
+def _index_tuple(x) -> tuple:
+    """An int or a sequence of ints as a tuple (JAX's TypeError for anything else)."""
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
+
+
+def _str_tuple(x) -> tuple:
+    if isinstance(x, str):
+        return (x,)
+    for name in x:
+        if not isinstance(name, str):
+            raise TypeError(f"argument is not a string: {name}")
+    return tuple(x)
 
 
 def _infer_names(sig, argnums, argnames, what):
-    """Fill in argnums from argnames (and the reverse) using the signature, as JAX does."""
-    if isinstance(argnums, int):
-        argnums = (argnums,)
-    if isinstance(argnames, str):
-        argnames = (argnames,)
-    argnums = tuple(argnums) if argnums is not None else None
-    argnames = tuple(argnames) if argnames is not None else None
+    """Fill in argnums from argnames (and the reverse) using the signature, and check both
+    against it, as JAX does when `jit` is called."""
+    argnums = _index_tuple(argnums) if argnums is not None else None
+    argnames = _str_tuple(argnames) if argnames is not None else None
     if sig is None:
         return argnums or (), argnames or ()
     params = list(sig.parameters.values())
@@ -632,12 +682,37 @@ def _infer_names(sig, argnums, argnames, what):
         argnums = tuple(positional.index(n) for n in argnames if n in positional)
     elif argnames is None:
         argnames = tuple(positional[i] for i in argnums if -len(positional) <= i < len(positional))
-    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
-    for i in argnums:
-        if not has_varargs and not -len(positional) <= i < len(positional) and what == "static":
-            warnings.warn(f"{what}_argnums {i} is out of range for {len(positional)} positional "
-                          "parameters", SyntaxWarning, stacklevel=4)
+    _validate_argnums(params, argnums, f"{what}_argnums")
+    _validate_argnames(params, argnames, f"{what}_argnames")
     return tuple(i % len(positional) if i < 0 and positional else i for i in argnums), argnames
+
+
+def _validate_argnums(params, argnums, what):
+    """JAX's ValueError for argnums outside the positional parameters (any is valid with
+    *args)."""
+    n_pos = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            return
+        n_pos += p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    if argnums and (-min(argnums) > n_pos or max(argnums) >= n_pos):
+        raise ValueError(f"Jitted function has {what}={argnums}, but only accepts {n_pos} "
+                         "positional arguments.")
+
+
+def _validate_argnames(params, argnames, what):
+    """JAX's ValueError for argnames that are positional-only or not parameters (any
+    keyword-capable name is valid with **kwargs)."""
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    pos_only = {p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)}
+    if bad := pos_only & set(argnames):
+        raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. These are "
+                         "positional-only")
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return
+    if bad := set(argnames) - named:
+        raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. Function does "
+                         "not take these args.")
 
 
 def _leaf_arg_names(in_tree, arg_names, sig, statics):
@@ -664,7 +739,18 @@ def _leaf_arg_names(in_tree, arg_names, sig, statics):
     return names
 
 
-def jit(fun: Callable | None = None, /, *, in_shardings=None, out_shardings=None,
+class _NotSpecified:
+    """The default of jit's `fun`: `jit(static_argnums=...)` returns a decorator, while an
+    explicit `jit(None)` is JAX's TypeError."""
+
+    def __repr__(self):
+        return "<not-specified>"
+
+
+_NOT_SPECIFIED = _NotSpecified()
+
+
+def jit(fun: Callable | _NotSpecified = _NOT_SPECIFIED, /, *, in_shardings=None, out_shardings=None,
         static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None,
         keep_unused=False, device=None, backend=None, inline=False, compiler_options=None):
     """Compile `fun` with tracing: it runs once per input signature (pytree structure, shapes,
@@ -682,7 +768,7 @@ def jit(fun: Callable | None = None, /, *, in_shardings=None, out_shardings=None
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                    keep_unused=keep_unused, device=device, backend=backend, inline=inline,
                    compiler_options=compiler_options)
-    if fun is None:
+    if fun is _NOT_SPECIFIED:
         return functools.partial(jit, **options)
     where = _jit_device(device, backend)
     shardings = None
@@ -782,12 +868,19 @@ def clear_caches():
 
 def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=False):
     """A function that returns the ClosedProgram (printed in jaxpr syntax) `fun` traces to."""
-    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    static_argnums = _index_tuple(static_argnums)
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:  # checked as jit checks it (JAX traces make_jaxpr with jit)
+        _validate_argnums(list(sig.parameters.values()), static_argnums, "static_argnums")
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        statics = {i: a for i, a in enumerate(args) if i in static_argnums}
-        dyn = [a for i, a in enumerate(args) if i not in static_argnums]
+        nums = {i % len(args) if i < 0 else i for i in static_argnums} if args else set()
+        statics = {i: a for i, a in enumerate(args) if i in nums}
+        dyn = [a for i, a in enumerate(args) if i not in nums]
         leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
         avals = [_leaf_aval(x) for x in leaves]
         out_box = []
@@ -832,7 +925,9 @@ class ShapeDtypeStruct:
 
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape, dtype, weak_type=False, sharding=None):
+    def __init__(self, shape, dtype, *, sharding=None, weak_type=False):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
@@ -840,6 +935,18 @@ class ShapeDtypeStruct:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def update(self, **kwargs):
+        """A copy with the given fields (shape, dtype, sharding, weak_type) replaced."""
+        fields = dict(shape=self.shape, dtype=self.dtype, sharding=self.sharding,
+                      weak_type=self.weak_type)
+        fields.update(kwargs)
+        return ShapeDtypeStruct(**fields)
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""

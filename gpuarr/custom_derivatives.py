@@ -67,6 +67,21 @@ def _signature(fun):
     return sig, len(positional)
 
 
+def _nondiff_positions(fun, argnums, argnames) -> tuple:
+    """`nondiff_argnums` joined by the positions of the parameters `nondiff_argnames` names
+    (arguments given by keyword are made positional before the rules see them)."""
+    argnums = tuple(argnums)
+    if isinstance(argnames, str):
+        argnames = (argnames,)
+    if not argnames:
+        return argnums
+    names = list(inspect.signature(fun).parameters)
+    for name in argnames:
+        if name not in names:
+            raise ValueError(f"nondiff_argnames {name!r} is not a parameter of {_name(fun)}")
+    return tuple(sorted(set(argnums) | {names.index(n) for n in argnames}))
+
+
 def _resolve_args(found, args, kwargs):
     """Fold keyword arguments and defaults into positional ones using `found`, what
     `_signature` gave for the function, as JAX does: the rules (and nondiff_argnums) see every
@@ -224,12 +239,12 @@ class custom_jvp:
     leading static values. Reverse mode works through the rule too (it must be linear in the
     tangents), and the function composes with jit, vmap and grad, as jax.custom_jvp."""
 
-    def __init__(self, fun: Callable, nondiff_argnums=()):
+    def __init__(self, fun: Callable, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.__name__ = _name(fun)  # callable objects have none for update_wrapper to copy
         self.fun = fun
         self._signature = _signature(fun)
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
         self.symbolic_zeros = False
 
@@ -292,7 +307,7 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
             raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} must "
                             "produce a pair (list or tuple of length two) representing primal "
-                            f"and tangent outputs, but got {res!r}.")
+                            f"and tangent outputs, but got {res}.")
         p_out, t_out = res
         p_flat, p_tree_out = tree_util.tree_flatten(p_out)
         t_flat, t_tree_out = tree_util.tree_flatten(t_out)
@@ -306,17 +321,9 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
                             f"structures, but got {p_tree_out} and {t_tree_out} respectively.")
         t_flat = [t.instantiate() if type(t) is SymbolicZero and not cj.symbolic_zeros else t
                   for t in t_flat]
-        for p, t, aval in zip(p_flat, t_flat, out_avals, strict=True):
-            pa, ta = get_aval(p), t.aval if type(t) is SymbolicZero else get_aval(t)
-            want = ad.tangent_aval(aval)
-            if pa.shape != aval.shape or ta.shape != want.shape or (
-                    ta.dtype != want.dtype and (want.dtype == dtypes.float0 or (
-                        dtypes.is_float(want.dtype) and not dtypes.is_float(ta.dtype)))):
-                # Integer and boolean outputs have float0 tangents: anything else is a bug in
-                # the rule that would otherwise flow on as a meaningless derivative.
-                raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
-                                f"corresponding shapes and dtypes. Expected {_type_str(want)} "
-                                f"(tangent type of {_type_str(pa)}) but got {_type_str(ta)}.")
+        _check_jvp_types([get_aval(p) for p in p_flat],
+                         [t.aval if type(t) is SymbolicZero else get_aval(t) for t in t_flat],
+                         out_avals)
         t_flat = [t if type(t) is SymbolicZero or get_aval(t).dtype == aval.dtype
                   or not dtypes.is_float(aval.dtype) else _cast(t, aval.dtype)
                   for t, aval in zip(t_flat, out_avals)]
@@ -333,6 +340,25 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
 
     jvp.__name__ = _name(cj.jvp)
     return jvp
+
+
+def _check_jvp_types(p_avals, t_avals, out_avals):
+    """Each tangent must have the tangent type of its primal output, shapes and dtypes
+    exactly (weak types aside), as JAX checks custom JVP rules."""
+    want = [ad.tangent_aval(a) for a in p_avals]
+    bad = [(p, w, t) for p, w, t, o in zip(p_avals, want, t_avals, out_avals, strict=True)
+           if p.shape != o.shape or t.shape != w.shape or t.dtype != w.dtype]
+    if not bad:
+        return
+    if len(p_avals) == 1:
+        (p, w, t), = bad
+        raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {_type_str(w)} (tangent type "
+                        f"of {_type_str(p)}) but got {_type_str(t)}.")
+    lines = "\n".join(f"  primal {_type_str(p)} with tangent {_type_str(t)}, expecting tangent "
+                      f"{_type_str(w)}" for p, w, t in bad)
+    raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding "
+                    f"shapes and dtypes, but got:\n{lines}")
 
 
 def _cast(x, dtype):
@@ -363,8 +389,7 @@ custom_lin_p = Primitive("custom_lin", multiple_results=True)
 
 
 def _custom_lin_impl(*args, num_res, bwd, out_avals, in_float):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function; use "
-                    "reverse mode (grad, vjp, jacrev) or define the function with custom_jvp.")
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_float):
@@ -488,12 +513,12 @@ class custom_vjp:
     per argument; None means zero). `nondiff_argnums` arguments are passed first to both
     rules. Forward mode (jvp, jacfwd) raises TypeError, as in jax.custom_vjp."""
 
-    def __init__(self, fun: Callable, nondiff_argnums=()):
+    def __init__(self, fun: Callable, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.__name__ = _name(fun)  # callable objects have none for update_wrapper to copy
         self.fun = fun
         self._signature = _signature(fun)
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = None
         self.bwd = None
         self.symbolic_zeros = False
@@ -543,8 +568,11 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
             raise TypeError(f"Custom VJP fwd rule {_name(cv.fwd)} for function {cv.__name__} "
                             "must produce a pair (list or tuple of length two) where the first "
-                            "element represents the primal output and the second element "
-                            f"represents residuals, but got {res!r}.")
+                            "element represents the primal output (equal to those of the "
+                            f"custom_vjp-decorated function {cv.__name__}) and the second "
+                            "element represents residuals (i.e. values stored from the forward "
+                            "pass for use on the backward pass), but instead of a pair the fwd "
+                            f"rule {_name(cv.fwd)} produced {res}.")
         out, residuals = res
         o_flat, o_tree = tree_util.tree_flatten(out)
         if o_tree != out_tree:
@@ -562,20 +590,21 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
                if type(c) is Zero else c for c in cts]
         ct = tree_util.tree_unflatten(out_tree, list(cts))
         got = cv.bwd(*nondiff, residuals, ct)
-        if not isinstance(got, (tuple, list)):
-            raise TypeError(f"Custom VJP bwd rule {_name(cv.bwd)} must produce a tuple of "
-                            f"cotangents, one per differentiable argument, but got {got!r}.")
         n_args = len(tree_util.tree_unflatten(in_tree, [0] * len(in_avals)))
-        got = tuple(got)
-        if len(got) != n_args:
-            raise TypeError(f"Custom VJP bwd rule must produce an output with the same container "
-                            f"(pytree) structure as the args tuple of the primal function, and "
-                            f"in particular must produce a tuple of length equal to the number "
-                            f"of arguments to the primal function, but got bwd output of length "
-                            f"{len(got)} for {n_args} arguments.")
+        if isinstance(got, list) and len(got) == n_args:  # JAX takes a list of that length
+            got = tuple(got)
+        if not isinstance(got, tuple) or len(got) != n_args:
+            raise TypeError("Custom VJP bwd rule must produce an output with the same container "
+                            "(pytree) structure as the args tuple of the primal function, and "
+                            "in particular must produce a tuple of length equal to the number "
+                            "of arguments to the primal function, but got bwd output structure "
+                            f"{tree_util.tree_structure(got)} for primal input structure "
+                            f"{in_tree}.")
         flat = _flatten_cts(got, tree_util.tree_unflatten(in_tree, list(in_avals)))
-        return [None if c is None or type(c) is SymbolicZero else _match_ct(c, a)
-                for c, a in zip(flat, in_avals)]
+        paths = [tree_util.keystr(k) for k, _ in tree_util.tree_flatten_with_path(
+            tree_util.tree_unflatten(in_tree, [object()] * len(in_avals)))[0]]
+        return [None if c is None or type(c) is SymbolicZero else _match_ct(c, a, k)
+                for c, a, k in zip(flat, in_avals, paths)]
 
     fwd.__name__ = _name(cv.fwd)
     bwd.__name__ = _name(cv.bwd)
@@ -598,14 +627,15 @@ def _flatten_cts(cts, avals_tree):
     return out
 
 
-def _match_ct(ct, aval):
+def _match_ct(ct, aval, path=""):
     if getattr(ct, "dtype", None) == dtypes.float0:
         return None
     shape = get_aval(ct).shape
     if shape != aval.shape:
-        raise ValueError(f"Custom VJP bwd rule must produce an output with shapes/dtypes as "
-                         f"expected by the primal arguments, got a cotangent of shape {shape} "
-                         f"for an argument of shape {aval.shape}.")
+        raise ValueError("Custom VJP bwd rule must produce an output with the same type as the "
+                         f"args tuple of the primal function, but at output{path} the bwd rule "
+                         f"produced an output of type {_type_str(get_aval(ct))} corresponding to "
+                         f"an input of type {_type_str(aval)}, so the shapes do not match")
     if get_aval(ct).dtype != aval.dtype and dtypes.is_float(aval.dtype):
         return _cast(ct, aval.dtype)
     return ct

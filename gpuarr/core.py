@@ -649,11 +649,13 @@ class Tracer:
     def __index__(self):
         return self._concrete(TracerIntegerConversionError, "__index__").__index__()
 
+    # float() and complex() refuse every tracer, even one with a known value (under grad, say),
+    # as in JAX: the result would silently drop out of the transformation.
     def __float__(self):
-        return float(self._concrete(ConcretizationTypeError, "float"))
+        raise ConcretizationTypeError(self, _provenance(self, "float"))
 
     def __complex__(self):
-        return complex(self._concrete(ConcretizationTypeError, "complex"))
+        raise ConcretizationTypeError(self, _provenance(self, "complex"))
 
     def item(self, *args):
         """The value of a one-element array as a Python scalar: needs a concrete value."""
@@ -680,6 +682,10 @@ class Tracer:
 def _provenance(tracer, fn_name: str) -> str:
     describe = getattr(tracer._trace, "describe_provenance", None)
     origin = describe(tracer) if describe is not None else ""
+    if fn_name in ("int", "float", "complex"):  # JAX's pointer to a dtype conversion first
+        origin = (f"The problem arose with the `{fn_name}` function. If trying to convert the "
+                  f"data type of a value, try using `x.astype({fn_name})` or "
+                  f"`jnp.array(x, {fn_name})` instead.\n{origin}")
     return origin
 
 

@@ -41,6 +41,10 @@ CASES = {
     "numpy on a tracer": lambda jax, jnp: jax.jit(lambda x: np.asarray(x))(1.),
     "bool of a tracer": lambda jax, jnp: jax.jit(lambda x: 1 if x > 0 else 2)(1.),
     "item of a tracer": lambda jax, jnp: jax.jit(lambda x: x.item())(1.),
+    # float() and complex() refuse a traced value even when grad or vmap knows it.
+    "float under grad": lambda jax, jnp: jax.grad(lambda x: x * float(x))(2.),
+    "complex under grad": lambda jax, jnp: jax.grad(lambda x: x * complex(x).real)(2.),
+    "float under vmap": lambda jax, jnp: jax.vmap(lambda x: float(x))(jnp.ones(2)),
     "item assignment under jit": lambda jax, jnp: jax.jit(lambda x: x.__setitem__(0, 1))(
         jnp.ones(3)),
 }
@@ -85,3 +89,15 @@ def test_error_texts(name, cls, text):
     with pytest.raises(cls) as info:
         CASES[name](gpuarr, gnp)
     assert str(info.value).split("\n")[0] == text
+
+
+@pytest.mark.parametrize("name", ["float under grad", "int of a tracer", "float of a tracer"])
+def test_conversion_errors_name_the_function_as_jax(name):
+    """The second line points to a dtype conversion, as JAX's does."""
+    jax = pytest.importorskip("jax")
+
+    def second_line(api, jnp):
+        with pytest.raises(Exception) as info:
+            CASES[name](api, jnp)
+        return str(info.value).split("\n")[1]
+    assert second_line(gpuarr, gnp) == second_line(jax, jax.numpy)

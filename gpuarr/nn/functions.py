@@ -3,13 +3,17 @@ gradients, including at the kinks (relu'(0) = 0 through a custom JVP, as in JAX)
 from __future__ import annotations
 
 import math
+import operator
+import warnings
 
 import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
+from gpuarr.core import Tracer
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.numpy._util import canonicalize_axes
+from gpuarr.errors import ConcretizationTypeError
+from gpuarr.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike
 from gpuarr.scipy.special import logsumexp  # noqa: F401  (jax.nn.logsumexp)
 
 __all__ = [
@@ -24,20 +28,30 @@ tanh = jnp.tanh  # jax.nn.tanh
 
 
 def _axes(axis, ndim):
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    return tuple(sorted(a % ndim for a in axes))
+    """Sorted non-negative reduction axes; out-of-range and duplicate axes are JAX's
+    ValueError, and a 0-d array has no axis to name (only axis=None or ())."""
+    if ndim == 0 and axis is not None:
+        for a in (axis,) if isinstance(axis, int) else tuple(axis):
+            raise ValueError(f"axis {a} is out of bounds for array of dimension 0")
+        return ()
+    return tuple(sorted(canonicalize_axes(axis, ndim)))
+
+
+def _array(fun_name, x):
+    """`x` as an array; lists and tuples are a TypeError naming `fun_name`, as JAX's
+    ensure_arraylike in the same function."""
+    check_arraylike(fun_name, x)
+    return jnp.asarray(x)
 
 
 def identity(x):
     """The identity activation: `x` as an array (jax.nn.identity)."""
-    return jnp.asarray(x)
+    return _array("identity", x)
 
 
 def _max_keepdims(x, axis, where=None, initial=-np.inf):
     """max over `axis` with kept (size-1) dimensions; masked entries count as `initial`."""
-    x = jnp.asarray(x)
+    x = _array("max", x)
     if where is not None:
         x = jnp.where(where, x, jnp.asarray(initial, x.dtype))
     shape = x.shape
@@ -67,6 +81,7 @@ relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax.full_like(g
 def sigmoid(x):
     """The logistic function 1 / (1 + exp(-x)) (jax.nn.sigmoid); integer inputs are a
     TypeError, as in JAX."""
+    check_arraylike("logistic", x)
     return lax.logistic(jnp.asarray(x) if not hasattr(x, "dtype") else x)
 
 
@@ -77,29 +92,29 @@ def softplus(x):
 
 def sparse_plus(x):
     """0 for x <= -1, x for x >= 1, (x + 1)**2 / 4 in between (jax.nn.sparse_plus)."""
-    x = jnp.asarray(x)
+    x = _array("sparse_plus", x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
 def sparse_sigmoid(x):
     """clip(x + 1, 0, 2) / 2, the derivative of sparse_plus (jax.nn.sparse_sigmoid)."""
-    return 0.5 * jnp.clip(jnp.asarray(x) + 1.0, 0.0, 2.0)
+    return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)  # a list is Python's TypeError, as in JAX
 
 
 def log_sigmoid(x):
     """log(sigmoid(x)) = -softplus(-x) (jax.nn.log_sigmoid)."""
-    return -softplus(-jnp.asarray(x))
+    return -softplus(-_array("log_sigmoid", x))
 
 
 def soft_sign(x):
     """x / (|x| + 1) (jax.nn.soft_sign)."""
-    x = jnp.asarray(x)
+    x = _array("soft_sign", x)
     return x / (jnp.abs(x) + 1)
 
 
 def silu(x):
     """x * sigmoid(x), also called swish (jax.nn.silu)."""
-    x = jnp.asarray(x)
+    x = _array("silu", x)
     return x * sigmoid(x)
 
 
@@ -108,21 +123,21 @@ swish = silu
 
 def mish(x):
     """x * tanh(softplus(x)) (jax.nn.mish)."""
-    x = jnp.asarray(x)
+    x = _array("mish", x)
     return x * jnp.tanh(softplus(x))
 
 
 def elu(x, alpha=1.0):
     """x for x > 0, alpha * (exp(x) - 1) otherwise; the exp branch sees only safe inputs so
     its gradient never overflows (jax.nn.elu)."""
-    x = jnp.asarray(x)
+    x = _array("elu", x)
     safe_x = jnp.where(x > 0, 0., x)
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
 
 
 def celu(x, alpha=1.0):
     """max(x, 0) + alpha * expm1(min(x, 0) / alpha) (jax.nn.celu)."""
-    x = jnp.asarray(x)
+    x = _array("maximum", x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
@@ -136,7 +151,7 @@ def selu(x):
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit: the tanh approximation by default, or the exact
     x * (1 + erf(x / sqrt(2))) / 2 with approximate=False (jax.nn.gelu)."""
-    x = jnp.asarray(x)
+    x = _array("gelu", x)
     if not (dtypes.is_float(x.dtype) or dtypes.is_complex(x.dtype)):  # integers promote
         x = x.astype(dtypes.canonicalize_dtype(np.float64))
     if approximate:
@@ -150,30 +165,30 @@ def gelu(x, approximate: bool = True):
 
 def squareplus(x, b=4):
     """(x + sqrt(x**2 + b)) / 2, a smooth relu (jax.nn.squareplus)."""
-    x = jnp.asarray(x)
+    x = _array("squareplus", x)
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
 def leaky_relu(x, negative_slope=1e-2):
     """x for x >= 0, negative_slope * x otherwise (jax.nn.leaky_relu)."""
-    x = jnp.asarray(x)
+    x = _array("leaky_relu", x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
 def hard_tanh(x):
     """x clipped to [-1, 1] (jax.nn.hard_tanh)."""
-    x = jnp.asarray(x)
+    x = _array("hard_tanh", x)
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
 def hard_sigmoid(x):
     """relu6(x + 3) / 6 (jax.nn.hard_sigmoid)."""
-    return relu6(jnp.asarray(x) + 3.) / 6.
+    return relu6(x + 3.) / 6.  # a list is Python's TypeError, as in JAX
 
 
 def hard_silu(x):
     """x * hard_sigmoid(x), also called hard_swish (jax.nn.hard_silu)."""
-    x = jnp.asarray(x)
+    x = _array("hard_silu", x)
     return x * hard_sigmoid(x)
 
 
@@ -182,9 +197,9 @@ hard_swish = hard_silu
 
 def glu(x, axis: int = -1):
     """Gated linear unit: the first half of `axis` times the sigmoid of the second half."""
-    x = jnp.asarray(x)
+    x = _array("glu", x)
+    size = x.shape[axis]  # a bad axis is the tuple's IndexError, as in JAX
     axis = axis % x.ndim
-    size = x.shape[axis]
     if size % 2:
         raise AssertionError("axis size must be divisible by 2")
     x1 = lax.slice_in_dim(x, 0, size // 2, axis=axis)
@@ -195,7 +210,7 @@ def glu(x, axis: int = -1):
 def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x, axis, keepdims=True), shifted by the (non-differentiated) max for
     stability (jax.nn.log_softmax)."""
-    x = jnp.asarray(x)
+    x = _array("log_softmax", x)
     x_max = _max_keepdims(x, axis, where)
     x_max = lax.stop_gradient(jnp.where(jnp.isfinite(x_max), x_max, lax.full_like(x_max, 0)))
     shifted = x - x_max
@@ -209,8 +224,8 @@ def log_softmax(x, axis=-1, where=None):
 def softmax(x, axis=-1, where=None):
     """exp(x) normalised along `axis`, with JAX's custom JVP
     y * (x_dot - sum(y * x_dot, axis)) (jax.nn.softmax)."""
-    x = jnp.asarray(x)
-    axis_t = _axes(axis, x.ndim) if x.ndim else ()
+    x = _array("max", x)
+    axis_t = _axes(axis, x.ndim)
     if where is None:
         return _softmax(x, axis_t)
     return _softmax_where(x, axis_t, where)
@@ -252,7 +267,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
                 algorithm: str = "fast"):
     """(x - mean) / sqrt(variance + epsilon) along `axis`; the variance is E[x^2] - E[x]^2
     clipped at 0 ("fast") or E[(x - mean)^2] ("stable") (jax.nn.standardize)."""
-    x = jnp.asarray(x)
+    x = _array("standardize", x)
     if mean is None:
         mean = jnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
@@ -271,7 +286,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
     """log(mean(exp(x))) over `axis`: logsumexp minus the log of the number of (`where`-
     selected) elements (jax.nn.logmeanexp)."""
-    x = jnp.asarray(x)
+    x = _array("logsumexp", x)
     lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
     # Without `where` the count is static; a 0-d `x` still goes through jnp.sum, whose axis
     # checks (its errors) are stricter than logsumexp's.
@@ -286,7 +301,7 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
 @custom_jvp
 def log1mexp(x):
     """log(1 - exp(-x)) for x >= 0, by expm1 below log 2 and log1p above (jax.nn.log1mexp)."""
-    x = jnp.asarray(x)
+    x = _array("log1mexp", x)
     c = jnp.log(2.0)
     return jnp.where(x < c, jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
 
@@ -298,20 +313,34 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     """A one-hot encoding of integer `x` along a new axis of length `num_classes`; values
     outside [0, num_classes) give all-zero rows (jax.nn.one_hot)."""
     num_classes = _concrete_int(num_classes)
-    dtype = dtypes.canonicalize_dtype(np.float64 if dtype is None else dtype)
     x = jnp.asarray(x)
-    out_ndim = x.ndim + 1
-    axis = axis % out_ndim if isinstance(axis, int) else axis
-    lhs = lax.expand_dims(x, (axis,))
-    shape = list(x.shape)
+    if not jnp.issubdtype(x.dtype, np.integer):
+        warnings.warn(f"jax.nn.one_hot input should be integer-typed; got dtype={x.dtype}",
+                      DeprecationWarning, stacklevel=2)
+    dtype = dtypes.canonicalize_dtype(np.float64 if dtype is None else dtype)
+    axis = canonicalize_axis(axis, x.ndim + 1)
+    shape = [1] * x.ndim
     shape.insert(axis, num_classes)
+    _check_iota(x.dtype, shape)
     rhs = lax.broadcasted_iota(x.dtype, tuple(shape), axis)
-    return jnp.asarray(lhs == rhs, dtype=dtype)
+    return jnp.asarray(lax.expand_dims(x, (axis,)) == rhs, dtype=dtype)
+
+
+def _check_iota(dtype, shape):
+    """The one-hot comparison runs against an iota of x's dtype: JAX's TypeErrors for a
+    boolean x and a negative num_classes."""
+    if dtype == np.bool_:
+        raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota shape must have every element be nonnegative, got "
+                        f"{tuple(shape)}.")
 
 
 def _concrete_int(n) -> int:
-    try:
-        return int(n)
-    except Exception as e:  # a traced num_classes
-        raise TypeError("The num_classes argument to one_hot must be a concrete (static) "
-                        "integer; pass a Python int, not a traced value.") from e
+    """`n` as a Python int: a float is Python's TypeError and a traced value JAX's
+    ConcretizationTypeError, as with jax.core.concrete_dim_or_error."""
+    if isinstance(n, Tracer):
+        raise ConcretizationTypeError(
+            n, "The error arose in jax.nn.one_hot argument `num_classes`.")
+    return operator.index(n)

@@ -203,6 +203,8 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         dtype = _dtype(dtype)
         if len(shape) < 2:
             raise ValueError("orthogonal initializer requires at least a 2D shape")
+        if 0 in shape:  # nothing to orthogonalise (and no key drawn), as in JAX
+            return jnp.zeros(shape, dtype)
         n_rows, n_cols = math.prod(shape) // shape[column_axis], shape[column_axis]
         matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
         a = _random().normal(key, matrix_shape, dtype)
@@ -228,7 +230,7 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
         if shape[-1] < shape[-2]:
             raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
         ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
-        centre = tuple(s // 2 for s in shape[:-2])
+        centre = tuple((s - 1) // 2 for s in shape[:-2])  # JAX's centre rounds down
         w = jnp.zeros(shape, _dtype(dtype))
         return w.at[centre].set(ortho)
     return init

@@ -1,6 +1,6 @@
 """The gamma family of jax.scipy.special: gammaln, gammasgn, gamma, digamma, polygamma,
-betaln, beta, multigammaln. Real inputs only (JAX's gamma also takes complex input; that
-is not here yet)."""
+betaln, beta, multigammaln. Real inputs, except gamma, which also takes complex input as
+JAX's does."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,12 +33,23 @@ def gammasgn(x):
 
 def gamma(x):
     """The gamma function, as gammasgn(x) * exp(gammaln(x)) like JAX (so it overflows where
-    the float type does and is NaN at negative integers); real input only for now
-    (jax.scipy.special.gamma)."""
+    the float type does and is NaN at negative integers); complex input is exp of the
+    Lanczos log gamma, NaN at the poles (jax.scipy.special.gamma)."""
     (x,) = promote_args_inexact("gamma", x)
     if jnp.issubdtype(x.dtype, np.complexfloating):
-        raise NotImplementedError("gamma of complex input is not supported yet.")
+        return _complex_gamma(x)
     return gammasgn(x) * lax.exp(lax.lgamma(x))
+
+
+def _complex_gamma(z):
+    from gpuarr.scipy._loggamma import _complex_loggamma
+    real = jnp.real(z)
+    bad = jnp.isnan(z) | ((jnp.imag(z) == 0) & (real == jnp.floor(real)) & (real <= 0))
+    # Poles and NaNs go through loggamma as 1, so the unselected branch keeps NaN out of
+    # the gradient.
+    safe = jnp.where(bad, jnp.ones_like(z), z)
+    return jnp.where(bad, jnp.array(complex(np.nan, np.nan), dtype=z.dtype),
+                     jnp.exp(_complex_loggamma(safe)))
 
 
 def digamma(x):

@@ -2,7 +2,10 @@
 (jax.scipy.special): the lax primitives behind them, with JAX's argument promotion."""
 from __future__ import annotations
 
+import numpy as np
+
 from gpuarr import lax
+from gpuarr import numpy as jnp
 from gpuarr.scipy._util import promote_args_inexact
 
 
@@ -22,6 +25,8 @@ def gammaincc(a, x):
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b) (jax.scipy.special.betainc)."""
     a, b, x = promote_args_inexact("betainc", a, b, x)
+    if jnp.issubdtype(x.dtype, np.complexfloating):
+        raise ValueError("betainc does not support complex-valued inputs.")
     return lax.betainc(a, b, x)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
+from gpuarr.numpy._util import canonicalize_axes
 from gpuarr.scipy._bessel import bessel_jn
 from gpuarr.scipy._boxcox import boxcox, boxcox1p
 from gpuarr.scipy._combinatorics import bernoulli, comb, factorial, poch
@@ -36,7 +37,7 @@ from gpuarr.scipy._normal import log_ndtr, ndtr, ndtri
 from gpuarr.scipy._owens_t import owens_t
 from gpuarr.scipy._spence import spence
 from gpuarr.scipy._trig_integrals import fresnel, sici
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._util import const, promote_args_inexact
 from gpuarr.scipy._xlogy import entr, kl_div, rel_entr, xlog1py, xlogy
 
 __all__ = [
@@ -94,7 +95,17 @@ def expit(x):
 def logit(x):
     """The inverse of expit: log(x / (1 - x)) (jax.scipy.special.logit)."""
     (x,) = promote_args_inexact("logit", x)
-    return lax.log(lax.div(x, lax.sub(lax.full_like(x, 1), x)))
+    return lax.log(lax.div(x, lax.sub(const(x, 1), x)))  # strongly typed unless a 0-d weak x
+
+
+def _reduction_axes(axis, ndim):
+    """Sorted axes for a reduction: out-of-range (any axis of a 0-d array) and duplicate axes
+    are JAX's ValueErrors."""
+    if ndim == 0 and axis is not None:
+        for a in (axis,) if isinstance(axis, int) else tuple(axis):
+            raise ValueError(f"axis {a} is out of bounds for array of dimension 0")
+        return ()
+    return tuple(sorted(canonicalize_axes(axis, ndim)))
 
 
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
@@ -103,9 +114,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     differentiated) max; with `return_sign` also the sign of the sum, and without it a
     negative sum gives NaN, as jax.scipy.special.logsumexp."""
     (a,) = promote_args_inexact("logsumexp", a)
-    ndim = a.ndim
-    axes = tuple(range(ndim)) if axis is None else tuple(
-        sorted(x % ndim for x in ((axis,) if isinstance(axis, int) else axis))) if ndim else ()
+    axes = _reduction_axes(axis, a.ndim)
     kept = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
     masked = a if where is None else jnp.where(where, a, -np.inf)
     amax = lax.reshape(lax.reduce_max(masked, axes), kept) if axes else masked

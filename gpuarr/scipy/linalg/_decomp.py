@@ -214,7 +214,8 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     m, n = _shape(a)[-2:]
     k = min(m, n)
     # p[i, j] = (permutation[j] == i): a = p @ l @ u since a[permutation] = l @ u.
-    p = (permutation[..., None, :] == jnp.arange(m, dtype=np.int32)[:, None]).astype(dt)
+    # p is real even for complex a, as in JAX.
+    p = jnp.real((permutation[..., None, :] == jnp.arange(m, dtype=np.int32)[:, None]).astype(dt))
     l_ = jnp.tril(lu_, -1)[..., :, :k] + jnp.eye(m, k, dtype=dt)
     u = jnp.triu(lu_)[..., :k, :]
     if permute_l:

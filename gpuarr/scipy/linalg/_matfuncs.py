@@ -65,6 +65,9 @@ def _pade(m, a):
     return jnp.dot(a, odd), even
 
 
+_THETA_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
 def _expm_2d(a, upper_triangular, max_squarings):
     dt = get_aval(a).dtype
     if dt in (np.float64, np.complex128):
@@ -103,6 +106,8 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     shape = _shape(A)
     if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={shape}.")
+    if shape[-1] == 0 and get_aval(A).dtype in _THETA_DTYPES:  # exp of an empty matrix
+        return A
     return _map_matrices(partial(_expm_2d, upper_triangular=upper_triangular,
                                  max_squarings=max_squarings), A)
 
@@ -124,13 +129,23 @@ def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
     return (expm_a, frechet) if compute_expm else frechet
 
 
+def _check_polar_dtype(dt, method):
+    """JAX's polar takes inexact input only: QDWH's ValueError or the SVD's TypeError."""
+    if jnp.issubdtype(dt, np.inexact):
+        return
+    if method == "qdwh":
+        raise ValueError(f"data type {dt.type} not inexact")
+    raise TypeError(f"svd does not accept dtype {dt} at position 0. Accepted dtypes at "
+                    "position 0 are subtypes of floating, complexfloating.")
+
+
 def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):
     """Polar decomposition: (u, p) with a = u @ p (side 'right', p [..., n, n]) or a = p @ u
     (side 'left', p [..., m, m]), u with orthonormal columns (rows when n > m) and p positive
     semidefinite. Both methods are computed from the SVD (u = u_svd @ vh_svd); 'qdwh' keeps
     JAX's shape restrictions, and `eps` and `max_iterations` are ignored."""
     del eps, max_iterations
-    (a,) = _inexact(a)
+    a = jnp.asarray(a)
     shape = _shape(a)
     if len(shape) < 2:
         raise ValueError("The input `a` must be at least a 2-D array.")
@@ -144,6 +159,7 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
                                       f"{shape[-2:]} with side={side!r}")
     elif method != "svd":
         raise ValueError(f"Unknown polar decomposition method {method}.")
+    _check_polar_dtype(get_aval(a).dtype, method)
     u, s, vh = lax_linalg.svd(a, full_matrices=False)
     s = s.astype(get_aval(u).dtype)
     unitary = jnp.matmul(u, vh)

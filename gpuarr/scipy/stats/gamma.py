@@ -47,8 +47,10 @@ def logcdf(x, a, loc=0, scale=1):
 
 def sf(x, a, loc=0, scale=1):
     """P(X > x) = 1 - cdf, from the upper incomplete gamma function (accurate in the tail)."""
-    y, a = _standardized("gamma.sf", x, a, loc, scale)
-    return gammaincc(a, y)
+    x, a, loc, scale = promote_args_inexact("gamma.sf", x, a, loc, scale)
+    y = lax.div(lax.sub(x, loc), scale)
+    # Below the support sf is 1 whatever `a` is (gammaincc(0, 0) would be NaN).
+    return jnp.where(lax.lt(y, const(y, 0)), 1, gammaincc(a, y))
 
 
 def logsf(x, a, loc=0, scale=1):

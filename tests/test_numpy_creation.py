@@ -62,7 +62,7 @@ def test_diag_errors():
         jnp.diag(np.zeros((2, 2, 2)))
     with pytest.raises(ValueError, match="two dimensions"):
         jnp.diagonal(np.zeros(3))
-    with pytest.raises(ValueError, match="two dimensions"):
+    with pytest.raises(ValueError, match="must be at least 2D"):
         jnp.tril(np.zeros(3))
 
 

@@ -171,9 +171,9 @@ def test_pad_options_and_errors():
     same(jnp.pad(x, 2, "reflect", reflect_type="odd"), np.pad(x, 2, "reflect", reflect_type="odd"))
     same(jnp.pad(x, 2, "mean", stat_length=2), np.pad(x, 2, "mean", stat_length=2))
     same(jnp.pad(np.float32(3), 2), np.pad(np.float32(3), 2))
-    with pytest.raises(ValueError, match="Unimplemented padding mode"):
+    with pytest.raises(NotImplementedError, match="Unimplemented padding mode"):
         jnp.pad(x, 1, "bogus")
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="negative values"):
         jnp.pad(x, -1)
     with pytest.raises(TypeError, match="integral"):
         jnp.pad(x, 1.5)

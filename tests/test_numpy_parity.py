@@ -83,6 +83,8 @@ def _np_check(name, args, kwargs):
 F32, I32, B = arr("float32", (2, 3)), arr("int32", (2, 3)), arr("bool", (2, 3))
 C64 = arr("complex64", (2, 3))
 ZERO_D = np.float32(0.75)
+FNAN = np.array([[np.nan, 1.0, np.inf, 2.0], [3.0, np.nan, 1.0, 0.5]], np.float32)
+CNAN = np.array([complex(np.nan, 1), complex(1, np.nan), complex(np.inf, 0), 1 + 1j], np.complex64)
 
 # ---------------------------------------------------------------- errors
 
@@ -112,8 +114,52 @@ ERROR_CASES = [
     np_case("cov", arr("float32", (2, 0, 3))), np_case("corrcoef", arr("int32", (2, 2, 2))),
     np_case("diag_indices_from", arr("bool", (3,))), np_case("diag_indices_from", F32),
     np_case("dot", F32, F32), np_case("dot", arr("float32", (3,)), arr("float32", (2,))),
-    np_case("matmul", F32, F32),
+    np_case("matmul", F32, F32), np_case("matmul", ZERO_D, F32),
+    np_case("matmul", arr("int32", (3,)), 2), np_case("unique", ZERO_D, axis=0),
     np_case("vdot", arr("float32", (3,)), arr("float32", (2,))),
+    # Quantiles: complex input, unsupported arguments, bad methods and q of rank 2.
+    np_case("quantile", C64, 0.5), np_case("percentile", C64, 50.0),
+    np_case("quantile", F32, 0.5, overwrite_input=True),
+    np_case("nanpercentile", F32, 50.0, out=np.zeros(())),
+    np_case("nanquantile", I32, 0.3, method="bad"),
+    np_case("quantile", F32, np.array([[0.1, 0.9]], np.float32)),
+    # Shapes and axes.
+    np_case("reshape", F32, (4,)), np_case("reshape", F32, (6,), order="X"),
+    np_case("reshape", F32, (2, 3.0)), np_case("ravel", F32, order="K"),
+    np_case("ravel", F32, order="X"), np_case("transpose", F32, (0,)),
+    np_case("permute_dims", F32, (1, -2)), np_case("squeeze", ZERO_D, axis=0),
+    np_case("squeeze", arr("float32", (1, 3)), axis=(0, 0)), np_case("moveaxis", 2.0, 0, 0),
+    np_case("moveaxis", F32, (0,), (1, 0)), np_case("swapaxes", F32, 0, 2),
+    np_case("swapaxes", ZERO_D, 0, 0), np_case("rollaxis", F32, 0, 3),
+    np_case("stack", [F32, ZERO_D]), np_case("stack", [[1, 2], [3, 4]]),
+    np_case("concatenate", [[1, 2], [3, 4]]), np_case("hstack", [[1, 2], [3, 4]]),
+    np_case("vstack", [[1, 2], [3, 4]]), np_case("trace", F32, axis1=0, axis2=0),
+    np_case("trace", arr("float32", (3,))), np_case("tril", arr("float32", (3,))),
+    np_case("triu", ZERO_D), np_case("tril", F32, 1.0),
+    np_case("sort", F32, kind="stable"), np_case("sort", F32, order="x"),
+    np_case("unique", F32, axis=2), np_case("matrix_transpose", arr("bool", (3,))),
+    np_case("fmod", C64, F32), np_case("fmod", arr("int32", (3,)), 1 + 2j),
+    np_case("std", [1, 2]), np_case("ones_like", [1, 2]),
+    np_case("zeros_like", [1.5]),
+    # Indexing.
+    np_case("take", F32, 1.0), np_case("take", ZERO_D, 0, axis=0),
+    np_case("take_along_axis", F32, np.array([[0.0]]), 1),
+    np_case("take_along_axis", F32, np.array([0]), 1),
+    np_case("put_along_axis", F32, np.array([0]), 5.0, 1, inplace=False),
+    np_case("pad", F32, 1, mode="bad"), np_case("pad", F32, -1), np_case("pad", F32, 1.5),
+    np_case("pad", F32, ((1, 2, 3),)), np_case("pad", F32, ((1,), (2,))),
+    np_case("pad", arr("float32", (0,)), 1, mode="wrap"),
+    np_case("pad", F32, 1, mode="reflect", constant_values=1),
+    # Creation.
+    np_case("arange", True), np_case("arange", 5, dtype="bool"), np_case("arange", 2 + 0j),
+    np_case("arange", arr("int32", (3,))), np_case("linspace", 0, 1, 3.0),
+    np_case("eye", -1), np_case("eye", 2.5), np_case("eye", 3, 2.5), np_case("identity", -1),
+    np_case("tri", -1), np_case("full", 2.5, 1), np_case("ones", (2, 2.0)),
+    np_case("hamming", -1), np_case("kaiser", -1, 1.0),
+    np_case("meshgrid", arr("float32", (2,)), arr("float32", (3,)), copy=False),
+    np_case("ix_", [1, 2]),
+    np_case("ix_", arr("bool", (3,))),
+    np_case("lexsort", (arr("float32", (3,)), arr("int32", (4,)))),
 ]
 
 
@@ -148,6 +194,24 @@ FIXED_VALUE_CASES = [
     np_case("angle", arr("int8", (3,))), np_case("angle", 1 + 2j), np_case("angle", C64),
     # diff with n=0 returns its input, even a 0-d one.
     np_case("diff", ZERO_D, n=0), np_case("diff", np.int32(1), n=0), np_case("diff", F32, n=0),
+    # q outside [0, 1] reads the end values; percentiles keep a's type; inverted_cdf is strong.
+    np_case("quantile", F32, 1.5), np_case("nanquantile", F32, -0.1),
+    np_case("nanpercentile", arr("float16", (2, 3)), 50.0),
+    np_case("percentile", arr("bfloat16", (2, 3)), 50.0),
+    np_case("quantile", I32, 0.3, method="inverted_cdf"),
+    # The nan-reductions drop complex NaNs; nanvar keeps the NaN an infinite mean leaves.
+    np_case("nansum", CNAN), np_case("nanmean", CNAN), np_case("nanmax", CNAN),
+    np_case("nanmin", CNAN), np_case("nanvar", CNAN), np_case("nanstd", FNAN, axis=1),
+    np_case("nanvar", FNAN),
+    # linspace without intervals has a NaN step; put_along_axis with axis=None flattens.
+    np_case("linspace", 0, 1, 1, retstep=True), np_case("linspace", 0, 1, 0, retstep=True),
+    np_case("put_along_axis", F32, np.array([0, 4]), 5.0, None, inplace=False),
+    np_case("select", B, F32),
+    # Complex infinities and NaNs; an integer fmod by zero gives 0.
+    np_case("isfinite", CNAN), np_case("isinf", CNAN), np_case("fmod", I32, B),
+    np_case("fmod", arr("uint8", (2, 3)), np.zeros((2, 3), np.uint8)),
+    # unique of a Python scalar is weakly typed.
+    np_case("unique", 2), np_case("unique", 1.5),
 ]
 
 
@@ -183,6 +247,23 @@ def _sample():
         np_case("trapezoid", F32, axis=0), np_case("polyval", F_, F32),
         np_case("flip", F32, axis=(0, 1)), np_case("diagonal", F32, offset=1),
         np_case("cumulative_sum", I32, axis=1, include_initial=True),
+        np_case("quantile", F32, [0.25, 0.75], axis=1, keepdims=True),
+        np_case("percentile", I32, 30.0, method="nearest"), np_case("nanmedian", FNAN, axis=0),
+        np_case("ptp", I32, axis=1), np_case("nanargmax", FNAN, axis=1),
+        np_case("reshape", F32, (-1, 2)), np_case("reshape", F32, (3, 2), order="F"),
+        np_case("moveaxis", arr("float32", (2, 3, 4)), (0, 1), (2, 0)),
+        np_case("swapaxes", F32, -1, 0), np_case("squeeze", arr("float32", (1, 3, 1)), axis=2),
+        np_case("stack", [F32, I32], axis=-1), np_case("concatenate", [F32, B], axis=None),
+        np_case("pad", F32, ((1, 0), (0, 2)), mode="reflect"),
+        np_case("pad", I32, 1, mode="mean"), np_case("repeat", F32, 2, axis=0),
+        np_case("roll", F32, (1, 2), axis=(0, 1)), np_case("tile", F32, (2, 1)),
+        np_case("take", F32, [0, 5], mode="clip"), np_case("where", B, 1.5, I32),
+        np_case("tril", F32, -1), np_case("triu", arr("float32", (2, 3, 4)), 1),
+        np_case("trace", arr("float32", (2, 3, 4)), 1, 0, 2),
+        np_case("arange", 1, 5, 0.5), np_case("arange", np.int8(5)),
+        np_case("linspace", 0, 10, 5, dtype="int32"), np_case("eye", 3, k=1, dtype="int32"),
+        np_case("full", (2,), 1 + 2j), np_case("zeros_like", I32, dtype="float16"),
+        np_case("sort", arr("bfloat16", (2, 3)), descending=True),
     ]
     return cases
 

@@ -131,6 +131,7 @@ _KINDS = {
     "int": (dtypes.is_int, "integer"),
     "intbool": (lambda d: dtypes.is_int(d) or d == np.bool_, "integer, bool"),
     "number": (lambda d: d != np.bool_, "integer, floating, complexfloating"),
+    "real": (lambda d: d != np.bool_ and not dtypes.is_complex(d), "integer, floating"),
     "any": (lambda d: True, "any"),
 }
 # Primitives whose accepted types JAX lists differently from their kind's list.
@@ -545,7 +546,7 @@ def _rem_impl(x, y):
     return np.fmod(x, y).astype(x.dtype)
 
 
-rem_p = binop("rem", _rem_impl)
+rem_p = binop("rem", _rem_impl, "real")  # JAX's rem refuses complex operands
 defjvp(rem_p, lambda g, x, y: _bcast_tangent(g, _bshape(x, y)),
        lambda g, x, y: _bcast_tangent(mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))),
                                       _bshape(x, y)))

@@ -130,13 +130,13 @@ def _fill(shape, value, dtype, fun_name):
 
 
 def _shape_arg(shape, fun_name):
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
+    if np.ndim(shape) == 0:
+        shape = (shape,)
     try:
         shape = tuple(int(operator_index(d)) for d in shape)
-    except TypeError as e:
-        raise TypeError(f"{fun_name}: shape must be an int or a sequence of ints, got {shape!r}. "
-                        f"({e})") from None
+    except TypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{tuple(shape)}.") from None
     if any(d < 0 for d in shape):  # JAX's error, from the broadcast that fills the array
         raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
                         f"{shape}.")
@@ -196,10 +196,17 @@ def _keep_weak(out, a, dtype):
     return out
 
 
+def _check_like(name, a):
+    # Shaped objects (ShapeDtypeStruct, say) pass as JAX lets them; lists do not.
+    if not (hasattr(a, "dtype") and hasattr(a, "shape")):
+        check_arraylike(name, a)
+
+
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with the shape and dtype of `a`."""
     if device is not None or out_sharding is not None:
         return _placed(zeros_like(a, dtype, shape), "zeros_like", device, out_sharding)
+    _check_like("zeros_like", a)
     s, d = _like(a, dtype, shape)
     return _keep_weak(lax.full(s, 0, d), a, dtype)
 
@@ -208,6 +215,7 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Ones with the shape and dtype of `a`."""
     if device is not None or out_sharding is not None:
         return _placed(ones_like(a, dtype, shape), "ones_like", device, out_sharding)
+    _check_like("ones_like", a)
     s, d = _like(a, dtype, shape)
     return _keep_weak(lax.full(s, 1, d), a, dtype)
 
@@ -234,20 +242,31 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
             from gpuarr.errors import ConcretizationTypeError
             raise ConcretizationTypeError(v, f"It arose in the jnp.arange argument '{name}'. "
                                           "arange needs concrete bounds; mark them static.")
+    _check_arange_scalars(start, stop, step)
     dt = _user_dtype(dtype, "arange")
     vals = [np.asarray(v) for v in (start, stop, step) if v is not None]
     if dt is None:
         dt = dtypes.canonicalize_dtype(np.result_type(*vals))
-        if dt == np.bool_:
-            dt = dtypes.default_int_dtype()
-    elif dt == np.bool_:
-        raise TypeError("arange does not accept dtype bool.")
+    if dt == np.bool_:  # JAX's iota refuses bool, given or inferred
+        raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
     if dt in dtypes.NARROW_DTYPES:
         return _narrow_arange(start, stop, step, dt)
     if stop is None and step is None and current_trace() is not eval_trace:
         return lax.iota(dt, int(np.ceil(float(np.asarray(start)))))
     host = np.arange(start, stop, step)
     return to_device_array(host.astype(dt), weak_type=False)
+
+
+def _check_arange_scalars(start, stop, step):
+    """JAX's errors for array and complex bounds (a lone bound is `stop`)."""
+    names = ("stop", "start", "step") if stop is None else ("start", "stop", "step")
+    for name, v in zip(names, (start, stop, step)):
+        if v is not None and np.ndim(v) != 0:
+            raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {name}={v}")
+    if any(v is not None and np.iscomplexobj(v) for v in (start, stop, step)):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
+                         "starting in JAX v0.10.0.")
 
 
 def _narrow_arange(start, stop, step, dt):
@@ -277,7 +296,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
                        device)
     from gpuarr.numpy import ufuncs
     from gpuarr.numpy._util import promote_dtypes_inexact
-    num = int(num)
+    num = operator_index(num)  # a float count is JAX's TypeError
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     dt = _user_dtype(dtype, "linspace")
@@ -293,7 +312,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     delta = ufuncs.subtract(stop, start)
     if s_shape:
         steps = lax.broadcast_in_dim(steps, (num,) + s_shape, (0,))
-    step = ufuncs.true_divide(delta, div) if div > 0 else delta
+    # Without intervals the step is undefined: NaN, as in NumPy and JAX.
+    step = ufuncs.true_divide(delta, div) if div > 0 else lax.full_like(delta, np.nan)
     out = ufuncs.add(start, ufuncs.multiply(steps, step)) if div > 0 else \
         lax.broadcast_in_dim(start, (num,) + s_shape, tuple(range(1, len(s_shape) + 1)))
     if endpoint and num > 1:
@@ -311,11 +331,27 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     """A 2-D array with ones on the k-th diagonal."""
     if device is not None:
         return _placed(eye(N, M, k, dtype), "eye", device)
-    M = N if M is None else M
+    N, M = _eye_dims(N, M)
     dt = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
     rows = lax.broadcasted_iota(np.int32, (N, M), 0)
     cols = lax.broadcasted_iota(np.int32, (N, M), 1)
     return lax.convert_element_type(lax.eq(lax.add(rows, np.int32(k)), cols), dt)
+
+
+def _eye_dims(N, M):
+    """eye's (N, M) as ints, with JAX's errors (whose wording differs for N and M)."""
+    where = {"N": "argument of 'N' jnp.eye()", "M": "argument 'M' of jnp.eye()"}
+    for name, d in (("N", N), ("M", M)):
+        if d is None:
+            continue
+        try:
+            operator_index(d)
+        except TypeError:
+            raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                            f"got ({d},). {where[name]}.") from None
+    if N < 0 or (M is not None and M < 0):
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+    return int(N), int(N if M is None else M)
 
 
 def identity(n, dtype=None):
@@ -368,6 +404,8 @@ def tri(N, M=None, k=0, dtype=None):
     """Ones at and below the k-th diagonal of an N x M matrix."""
     M = N if M is None else M
     dt = _user_dtype(dtype, "tri") or dtypes.default_float_dtype()
+    if N < 0 or M < 0:  # JAX's error, from the iota that builds the mask
+        raise TypeError(f"iota shape must have every element be nonnegative, got {(N, M)}.")
     return lax.convert_element_type(_tri_mask(int(N), int(M), int(k)), dt)
 
 
@@ -376,7 +414,7 @@ def _tri_select(name, m, k, lower):
     m = asarray(m)
     shape = get_aval(m).shape
     if len(shape) < 2:
-        raise ValueError(f"{name} requires an array of at least two dimensions, got shape {shape}.")
+        raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
     N, M = shape[-2:]
     mask = _tri_mask(N, M, k if lower else k - 1)
     if not lower:
@@ -387,12 +425,12 @@ def _tri_select(name, m, k, lower):
 
 def tril(m, k=0):
     """The lower triangle (at and below the k-th diagonal) of the last two axes."""
-    return _tri_select("tril", m, int(k), True)
+    return _tri_select("tril", m, operator_index(k), True)
 
 
 def triu(m, k=0):
     """The upper triangle (at and above the k-th diagonal) of the last two axes."""
-    return _tri_select("triu", m, int(k), False)
+    return _tri_select("triu", m, operator_index(k), False)
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
@@ -451,6 +489,8 @@ def diagflat(v, k=0):
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     """Coordinate arrays from 1-D coordinate vectors ('xy' or 'ij' indexing)."""
     check_arraylike("meshgrid", *xi)
+    if not copy:
+        raise ValueError("jax.numpy.meshgrid only supports copy=True")
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}.")
     xs = [asarray(x) for x in xi]

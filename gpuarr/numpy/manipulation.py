@@ -32,7 +32,10 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
     a = ensure_array(a)
     size = get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    shape = tuple(int(d) for d in shape)
+    shape = tuple(operator.index(d) for d in shape)  # a float size is JAX's TypeError
+    if order not in ("C", "F", "A"):
+        raise ValueError(f"order {order!r} is not permitted for reshaping" if order == "K" else
+                         f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
     if shape.count(-1) > 1:
         raise ValueError("can only specify one unknown dimension")
     if -1 in shape:
@@ -43,8 +46,7 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
                             f"({known}) does not evenly divide {size}")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
-        raise TypeError(f"cannot reshape array of shape {get_aval(a).shape} (size {size}) into shape "
-                        f"{shape} (size {math.prod(shape)})")
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
     if order == "F":
         nd = get_aval(a).ndim
         t = lax.transpose(a, tuple(reversed(range(nd))))
@@ -57,6 +59,10 @@ def ravel(a, order="C", *, out_sharding=None):
     check_arraylike("ravel", a)
     if out_sharding is not None:
         lax.lax.check_no_sharding("numpy.ravel", out_sharding)
+    if order == "K":
+        raise NotImplementedError("Ravel not implemented for order='K'.")
+    if order not in ("C", "F", "A"):
+        raise ValueError(f"Unexpected value for 'order' argument: {order}.")
     return reshape(a, (-1,), order)
 
 
@@ -66,12 +72,31 @@ def transpose(a, axes=None):
     a = ensure_array(a)
     nd = get_aval(a).ndim
     axes = tuple(reversed(range(nd))) if axes is None else tuple(canonicalize_axis(i, nd) for i in axes)
-    return lax.transpose(a, axes)
+    return lax.transpose(a, _check_permutation(axes, get_aval(a).shape))
+
+
+def _check_permutation(axes, shape):
+    """`axes` unchanged if it permutes range(len(shape)); JAX's TypeError otherwise."""
+    if sorted(axes) != list(range(len(shape))):
+        raise TypeError("transpose permutation isn't a permutation of operand dimensions, got "
+                        f"permutation {tuple(axes)} for operand shape {tuple(shape)}.")
+    return tuple(axes)
+
+
+def _strict_axes(axis, ndim):
+    """canonicalize_axes without the 0-d leniency of reductions: a 0-d array has no axis 0."""
+    if ndim == 0 and axis not in (None, (), []):
+        first = axis[0] if isinstance(axis, (tuple, list)) else axis
+        raise ValueError(f"axis {first} is out of bounds for array of dimension 0")
+    return canonicalize_axes(axis, ndim)
 
 
 def matrix_transpose(x, /):
     """Swap the last two axes."""
-    nd = get_aval(x).ndim
+    check_arraylike("matrix_transpose", x)
+    nd = get_aval(ensure_array(x)).ndim
+    if nd < 2:
+        raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got ndim={nd}")
     return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
@@ -80,10 +105,10 @@ def moveaxis(a, source, destination):
     check_arraylike("moveaxis", a)
     a = ensure_array(a)
     nd = get_aval(a).ndim
-    src = canonicalize_axes(source, nd)
-    dst = canonicalize_axes(destination, nd)
+    src = _strict_axes(source, nd)
+    dst = _strict_axes(destination, nd)
     if len(src) != len(dst):
-        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+        raise ValueError(f"Inconsistent number of elements: {len(src)} vs {len(dst)}")
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -96,9 +121,17 @@ def swapaxes(a, axis1, axis2):
     a = ensure_array(a)
     nd = get_aval(a).ndim
     perm = list(range(nd))
-    i, j = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
+    i, j = _perm_index(axis1, nd), _perm_index(axis2, nd)
     perm[i], perm[j] = perm[j], perm[i]
     return lax.transpose(a, tuple(perm))
+
+
+def _perm_index(axis, nd):
+    """`axis` as an index into a permutation of nd axes, with JAX's IndexError when out of range."""
+    axis = operator.index(axis)
+    if not -nd <= axis < nd:
+        raise IndexError(f"index {axis} is out of bounds for axis 0 with size {nd}")
+    return axis % nd
 
 
 def squeeze(a, axis=None):
@@ -109,7 +142,10 @@ def squeeze(a, axis=None):
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)
     else:
-        axes = canonicalize_axes(axis, len(shape))
+        axes = _strict_axes(axis, len(shape)) if not isinstance(axis, (tuple, list)) else tuple(
+            _strict_axes(ax, len(shape))[0] for ax in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"dimensions are not unique: {axes}")
     return lax.squeeze(a, axes)
 
 
@@ -141,6 +177,8 @@ def concatenate(arrays, axis=0, dtype=None):
     """Join a sequence of arrays along an existing axis (axis=None flattens first)."""
     if isinstance(arrays, (list, tuple)) and not arrays:
         raise ValueError("Need at least one array to concatenate.")
+    if isinstance(arrays, (list, tuple)):
+        check_arraylike("concatenate", *arrays)
     arrays = [ensure_array(a) for a in arrays]
     if axis is None:
         arrays = [ravel(a) for a in arrays]
@@ -158,8 +196,13 @@ def stack(arrays, axis=0, out=None, dtype=None):
     """Join arrays along a new axis."""
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
+    if isinstance(arrays, (list, tuple)):
+        check_arraylike("stack", *arrays)
     arrays = [ensure_array(a) for a in arrays]
     shapes = [get_aval(a).shape for a in arrays]
+    if len({len(s) for s in shapes}) > 1:
+        raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got "
+                         f"{', '.join(map(str, shapes))}.")
     if len(set(shapes)) > 1:
         raise ValueError(f"All input arrays must have the same shape. Got "
                          f"{', '.join(map(str, shapes))}.")
@@ -214,8 +257,11 @@ def atleast_3d(*arys):
 
 
 def _seq(name, tup):
+    """The arrays of `tup`; nested lists are refused, as in JAX."""
     if not isinstance(tup, (list, tuple)) and not hasattr(tup, "shape"):
         raise TypeError(f"{name} requires a sequence of arrays, got {type(tup).__name__}.")
+    if isinstance(tup, (list, tuple)):
+        check_arraylike(name, *tup)
     return [ensure_array(t) for t in tup]
 
 
@@ -440,7 +486,7 @@ def rollaxis(a, axis, start=0):
     nd = get_aval(a).ndim
     axis = canonicalize_axis(axis, nd)
     if not -nd <= start <= nd:
-        raise ValueError(f"start={start} must satisfy {-nd} <= start <= {nd}")
+        raise ValueError(f"start={start} must satisfy {-nd}<=start<={nd}")
     start = start + nd if start < 0 else start
     if axis < start:
         start -= 1
@@ -448,8 +494,9 @@ def rollaxis(a, axis, start=0):
 
 
 def permute_dims(a, /, axes):
-    """transpose (array API name)."""
-    return transpose(a, axes)
+    """transpose (array API name); unlike transpose, negative axes are not accepted."""
+    check_arraylike("permute_dims", a)
+    return lax.transpose(a, _check_permutation(tuple(axes), get_aval(ensure_array(a)).shape))
 
 
 def concat(arrays, /, *, axis=0):
@@ -668,17 +715,24 @@ _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp",
 
 
 def _pad_widths(pad_width, nd):
+    """pad_width as nd (before, after) pairs, with JAX's errors."""
     pw = np.asarray(pad_width)
+    valid = ((nd, 2), (1, 2), (2,), (1,), ())
+    if pw.shape not in valid:
+        raise ValueError(f"jnp.pad: pad_width with nd={nd} has unsupported shape {pw.shape}. "
+                         f"Valid shapes are {', '.join(map(str, valid[:-1]))}, or ().")
     if not np.issubdtype(pw.dtype, np.integer):
-        raise TypeError(f"jnp.pad: pad_width must be of integral type, got {pw.dtype}.")
-    try:
-        pw = np.broadcast_to(pw, (nd, 2))
-    except ValueError:
-        raise ValueError(f"jnp.pad: pad_width {pad_width} does not match an array of rank {nd}; "
-                         "give ((before, after),) per axis, one pair, or one int.") from None
+        raise TypeError("`pad_width` must be of integral type.")
     if np.any(pw < 0):
-        raise ValueError(f"jnp.pad: pad_width must be non-negative, got {pad_width}.")
-    return [(int(b), int(e)) for b, e in pw]
+        raise ValueError("index can't contain negative values")
+    return [(int(b), int(e)) for b, e in np.broadcast_to(pw, (nd, 2))]
+
+
+# The keyword arguments each mode takes, as in NumPy.
+_PAD_KWARGS = {"constant": {"constant_values"}, "linear_ramp": {"end_values"},
+               "maximum": {"stat_length"}, "minimum": {"stat_length"}, "mean": {"stat_length"},
+               "median": {"stat_length"}, "reflect": {"reflect_type"},
+               "symmetric": {"reflect_type"}}
 
 
 def _per_axis(value, nd, name):
@@ -699,8 +753,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if callable(mode):
         raise NotImplementedError("jnp.pad with a callable mode is not supported; use one of "
                                   f"{_PAD_MODES}.")
+    unsupported = set(kwargs) - _PAD_KWARGS.get(mode, set())
+    if unsupported:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
     if mode not in _PAD_MODES:
-        raise ValueError(f"Unimplemented padding mode '{mode}' for np.pad; use one of {_PAD_MODES}.")
+        raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
     dt = get_aval(a).dtype
     if nd == 0 or all(w == (0, 0) for w in widths):
         return a
@@ -722,8 +779,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
             continue
         n = get_aval(a).shape[ax]
         if n == 0:
-            raise ValueError(f"can't extend empty axis {ax} using modes other than 'constant' or "
-                             "'empty'")
+            raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
         a = _pad_axis(a, ax, b, e, mode, kwargs, nd)
     return a
 

@@ -605,6 +605,9 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
 def _window(name, M, fn):
     M = int(M)
     dt = dtypes.default_float_dtype()
+    if M < 0:  # JAX's error, from the broadcast that builds the window
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"({M},).")
     if M <= 1:
         return lax.full((builtins.max(M, 0),), 1, dt)
     n = lax.iota(dt, M)
@@ -948,8 +951,10 @@ def ix_(*args):
     """Open-mesh index arrays: the i-th has shape 1 except along axis i."""
     out = []
     for i, a in enumerate(args):
-        check_arraylike("ix_", a)
+        check_arraylike("ix", a)  # JAX's message names it "ix"
         a = ensure_array(a)
+        if get_aval(a).dtype == np.bool_:
+            raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
         if get_aval(a).ndim != 1:
             raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
                              f"{get_aval(a).shape}")

@@ -57,9 +57,10 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     check_arraylike("matmul", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     ashape, bshape = get_aval(a).shape, get_aval(b).shape
-    if not ashape or not bshape:
-        raise ValueError(f"matmul: inputs must be at least 1-dimensional, got shapes {ashape} "
-                         f"and {bshape}")
+    for i, shape in enumerate((ashape, bshape)):
+        if not shape:
+            raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
+                             "ndim 0")
     if len(ashape) <= 2 and len(bshape) <= 2:
         # No batch dimensions: one dot_general contracting a's last axis with b's first
         # matrix axis, with vectors kept as vectors (as JAX writes it).
@@ -190,11 +191,12 @@ def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     from gpuarr.numpy.reductions import sum as _sum
     a = ensure_array(a)
     shape = get_aval(a).shape
-    if len(shape) < 2:
-        raise ValueError("diagonal requires an array of at least two dimensions.")
+    for ax in (axis1, axis2):  # no 0-d leniency here: JAX's bounds error for either axis
+        if not -len(shape) <= ax < len(shape):
+            raise ValueError(f"axis {ax} is out of bounds for array of dimension {len(shape)}")
     i, j = canonicalize_axis(axis1, len(shape)), canonicalize_axis(axis2, len(shape))
     if i == j:
-        raise ValueError("axis1 and axis2 can not be the same. "
+        raise ValueError("axis1 and axis2 can not be same. "
                          f"axis1={axis1} and axis2={axis2}")
     rest = tuple(k for k in range(len(shape)) if k not in (i, j))
     a = lax.transpose(a, rest + (i, j))

@@ -258,6 +258,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """The standard deviation over `axis` (about `mean` if given)."""
+    check_arraylike("std", a)
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {np.dtype(dtype)}")
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
@@ -301,8 +302,8 @@ argmin = _arg_reduce("argmin", lax.argmin)
 # ---------------------------------------------------------------- more reductions
 
 
-def _is_float(a):
-    return dtypes.is_float(get_aval(a).dtype)
+def _is_inexact(a):  # complex values can hold NaNs too, as JAX treats them
+    return dtypes.is_inexact(get_aval(a).dtype)
 
 
 def _isnan(a):
@@ -310,7 +311,7 @@ def _isnan(a):
 
 
 def _replace_nan(a, value):
-    if not _is_float(a):
+    if not _is_inexact(a):
         return a
     return lax.select(_isnan(a), lax.full_like(a, value), a)
 
@@ -348,7 +349,7 @@ def _nan_extreme(name, plain, fill):
     def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         check_arraylike(name, a)
         (a,) = promote_dtypes(a)
-        if not _is_float(a):
+        if not _is_inexact(a):
             return plain(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
         res = plain(_replace_nan(a, fill), axis=axis, keepdims=keepdims, initial=initial, where=where)
         if initial is not None:  # `initial` answers for an all-NaN slice, as in JAX
@@ -366,7 +367,7 @@ nanmin = _nan_extreme("nanmin", min, np.inf)
 
 
 def _not_nan_count(a, axis, keepdims, where, dt):
-    valid = lax.bitwise_not(_isnan(a)) if _is_float(a) else lax.full(get_aval(a).shape, True, np.bool_)
+    valid = lax.bitwise_not(_isnan(a)) if _is_inexact(a) else lax.full(get_aval(a).shape, True, np.bool_)
     return sum(valid, axis=axis, keepdims=keepdims, where=where, dtype=dt)
 
 
@@ -374,7 +375,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """The mean over `axis` ignoring NaNs (NaN for all-NaN slices)."""
     check_arraylike("nanmean", a)
     (a,) = promote_dtypes(a)
-    if not _is_float(a):
+    if not _is_inexact(a):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
     dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else get_aval(a).dtype
     total = nansum(a, axis, dtype=dt, keepdims=keepdims, where=where)
@@ -397,7 +398,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     count = sum(lax.bitwise_not(nan), axis=axis, keepdims=keepdims, where=where)
     count = lax.sub(count, lax.convert_element_type(ensure_array(ddof), get_aval(count).dtype))
     empty = lax.le(count, np.zeros((), get_aval(count).dtype)[()])
-    total = jwhere(empty, np.nan, nansum(sq, axis, keepdims=keepdims, where=where))
+    # A plain sum: an infinite mean leaves NaNs in `sq` that must show, as in JAX.
+    total = jwhere(empty, np.nan, sum(sq, axis, keepdims=keepdims, where=where))
     divisor = lax.convert_element_type(jwhere(empty, 1, count), get_aval(total).dtype)
     return lax.convert_element_type(lax.div(total, divisor), out_dt)
 
@@ -505,10 +507,23 @@ def _inverted_cdf(srt, weights, q, ignore_nan):
                       lax.full_like(out, np.nan), out)
 
 
+def _quantile_checks(name, a, method, out, overwrite_input):
+    """JAX's argument errors, in its order."""
+    check_arraylike(name, a)
+    if dtypes.is_complex(dtypes.dtype(a)):
+        raise ValueError("quantile does not support complex input, as the operation is poorly "
+                         "defined.")
+    if out is not None or overwrite_input:
+        quant = "nanquantile" if name.startswith("nan") else "quantile"
+        raise ValueError(f"jax.numpy.{quant} does not support overwrite_input=True or "
+                         "out != None")
+    if method not in _METHODS:
+        raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' "
+                         "or 'inverted_cdf'")
+
+
 def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     check_arraylike(name, a, q)
-    if method not in _METHODS:
-        raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}.")
     from gpuarr.lax.sorting import sort, sort_key_val
     from gpuarr.numpy._util import promote_dtypes_inexact
     if weights is not None:
@@ -522,7 +537,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
         a, q = promote_dtypes_inexact(a, q)
     a_aval, q_aval = get_aval(a), get_aval(q)
     if q_aval.ndim > 1:
-        raise ValueError(f"{name}: q must be a scalar or 1-d, got shape {q_aval.shape}.")
+        raise ValueError(f"q must be have rank <= 1, got shape {q_aval.shape}")
     axes = _axes(axis, a_aval.ndim)
     keep = tuple(i for i in range(a_aval.ndim) if i not in axes)
     n = _count(a_aval, axes)
@@ -535,7 +550,9 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
         w = (lax.full_like(flat, 1) if weights is None else lax.convert_element_type(
             lax.reshape(lax.transpose(weights, keep + axes), outer + (n,)), dt))
         srt, w = sort_key_val(flat, w, dimension=len(outer))  # NaNs sort last
-        out = _inverted_cdf(srt, w, lax.convert_element_type(q, dt), ignore_nan)
+        # convert_element_type drops the weak type, as JAX's result has none.
+        out = lax.convert_element_type(
+            _inverted_cdf(srt, w, lax.convert_element_type(q, dt), ignore_nan), dt)
         return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
     srt = sort(flat, dimension=len(outer))  # NaNs sort last
     nan_in = any(_isnan(flat), axis=-1, keepdims=True)
@@ -551,6 +568,9 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     count = lax.reshape(count, (1,) * q_aval.ndim + outer + (1,))
     pos = lax.mul(qs, lax.sub(count, np.ones((), dt)[()]))
     lo, hi = lax.floor(pos), lax.ceil(pos)
+    # q outside [0, 1] reads the end values, as JAX clamps the positions.
+    top = lax.sub(count, np.ones((), dt)[()])
+    lo, hi = (lax.max(lax.full_like(x, 0), lax.min(x, top)) for x in (lo, hi))
     if method == "lower":
         hi = lo
     elif method == "higher":
@@ -592,12 +612,14 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
              *, weights=None):
     """The q-th quantiles (q in [0, 1]) over `axis`; q's shape leads the result's. `weights`
     (method 'inverted_cdf' only) weigh each element of `a`."""
+    _quantile_checks("quantile", a, method, out, overwrite_input)
     return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
                 *, weights=None):
     """quantile ignoring NaNs (NaN for all-NaN slices)."""
+    _quantile_checks("nanquantile", a, method, out, overwrite_input)
     return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
@@ -605,12 +627,13 @@ def _percent(name, q):
     check_arraylike(name, q)
     from gpuarr.numpy._util import promote_dtypes_inexact
     (q,) = promote_dtypes_inexact(q)
-    return lax.div(q, np.asarray(100, get_aval(q).dtype)[()])
+    return lax.div(q, lax.full_like(q, 100))  # full_like keeps q's weak type
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
                *, weights=None, out_sharding=None):
     """The q-th percentiles (q in [0, 100]) over `axis`."""
+    _quantile_checks("percentile", a, method, out, overwrite_input)
     lax.lax.check_no_sharding("numpy.percentile", out_sharding)
     return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims, False,
                      weights)
@@ -619,6 +642,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
                   *, weights=None):
     """percentile ignoring NaNs."""
+    _quantile_checks("nanpercentile", a, method, out, overwrite_input)
     return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method, keepdims, True,
                      weights)
 

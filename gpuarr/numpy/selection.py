@@ -52,9 +52,11 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     if axis is None:
         a, axis = _ravel(a), 0
     aval = get_aval(a)
+    if aval.ndim == 0:  # a 0-d array has no axis to take along, whatever canonicalize allows
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     axis = canonicalize_axis(axis, aval.ndim)
     if not dtypes.is_int(get_aval(indices).dtype):
-        raise TypeError(f"take: indices must be integers, got {get_aval(indices).dtype.name}.")
+        raise ValueError("indices must have an integer type")
     if mode == "wrap":
         indices = lax.rem(lax.add(lax.rem(indices, _scalar(aval.shape[axis], indices)),
                                   _scalar(aval.shape[axis], indices)), _scalar(aval.shape[axis], indices))
@@ -72,17 +74,32 @@ def _scalar(n, like):
     return np.asarray(max(n, 1), get_aval(like).dtype)[()]
 
 
+def _check_along_axis(name, a_aval, i_aval):
+    """JAX's errors, in its order: take_along_axis checks the dtype first, put_along_axis
+    the ranks."""
+    bad_dtype = not dtypes.is_int(i_aval.dtype)
+    if name == "take_along_axis":
+        if bad_dtype:
+            raise TypeError(f"take_along_axis indices must be of integer type, got {i_aval.dtype}")
+        if a_aval.ndim != i_aval.ndim:
+            raise ValueError("indices and arr must have the same number of dimensions; "
+                             f"{i_aval.ndim} vs. {a_aval.ndim}")
+        return
+    if a_aval.ndim != i_aval.ndim:
+        raise ValueError(f"{name} arguments 'arr' and 'indices' must have same ndim. Got "
+                         f"arr.ndim={a_aval.ndim} and indices.ndim={i_aval.ndim}.")
+    if bad_dtype:
+        raise TypeError("Indexer must have integer or boolean type, got indexer with type "
+                        f"{i_aval.dtype}")
+
+
 def _along_axis_operands(name, arr, indices, axis, wrap_negative=True):
     check_arraylike(name, arr, indices)
     arr, indices = ensure_array(arr), ensure_array(indices)
     if axis is None:
         arr, indices, axis = _ravel(arr), _ravel(indices), 0
     a_aval, i_aval = get_aval(arr), get_aval(indices)
-    if a_aval.ndim != i_aval.ndim:
-        raise ValueError(f"{name}: indices and arr must have the same number of dimensions; got "
-                         f"indices shape {i_aval.shape} and arr shape {a_aval.shape}.")
-    if not dtypes.is_int(i_aval.dtype):
-        raise TypeError(f"{name}: indices must be integers, got {i_aval.dtype.name}.")
+    _check_along_axis(name, a_aval, i_aval)
     axis = canonicalize_axis(axis, a_aval.ndim)
     try:
         shape = np.broadcast_shapes(tuple(s for i, s in enumerate(a_aval.shape) if i != axis),
@@ -124,9 +141,10 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     if inplace:
         raise ValueError("jax.numpy.put_along_axis cannot modify arrays in-place, because JAX arrays "
                          "are immutable. Pass inplace=False to instead return an updated array.")
-    arr0 = arr
+    shape0 = get_aval(ensure_array(arr)).shape
+    flat = axis is None  # the flattened array is written, then given arr's shape back
     arr, indices, axis = _along_axis_operands("put_along_axis", arr, indices, axis)
-    if get_aval(arr).shape != get_aval(ensure_array(arr0)).shape:
+    if not flat and get_aval(arr).shape != shape0:
         raise ValueError("put_along_axis: indices must not broadcast arr to a larger shape.")
     aval = get_aval(arr)
     nd = aval.ndim
@@ -138,7 +156,8 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     idx = lax.reshape(indices, i_shape + (1,))
     dn = slicing.ScatterDimensionNumbers((), (axis,), (axis,), others, others)
     out = slicing.scatter(arr_p, idx, values, dn, mode=mode)
-    return lax.convert_element_type(out, aval.dtype)
+    out = lax.convert_element_type(out, aval.dtype)
+    return lax.reshape(out, shape0) if flat else out
 
 
 # ---------------------------------------------------------------- nonzero and friends
@@ -228,7 +247,7 @@ def select(condlist, choicelist, default=0):
     if len(condlist) != len(choicelist):
         raise ValueError(f"condlist must have length equal to choicelist ({len(choicelist)} vs "
                          f"{len(condlist)})")
-    if not condlist:
+    if len(condlist) == 0:  # len: condlist may be an array, whose truth is ambiguous
         raise ValueError("condlist must be non-empty")
     for c in condlist:
         if get_aval(ensure_array(c)).dtype != np.bool_:

@@ -37,8 +37,11 @@ def _prepare(name, a, axis):
 
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """A sorted copy of `a` along `axis` (flattened when None); NaNs go last."""
+    if kind is not None:
+        raise TypeError("'kind' argument to sort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise ValueError("The 'order' argument to sort is not supported.")
+        raise TypeError("'order' argument to sort is not supported.")
     a, axis = _prepare("sort", a, axis)
     if descending:
         return lax.rev(sorting.sort(lax.rev(a, (axis,)), axis, is_stable=stable), (axis,))
@@ -71,7 +74,7 @@ def lexsort(keys, axis=-1):
     keys = [ensure_array(k) for k in keys]
     shapes = {get_aval(k).shape for k in keys}
     if len(shapes) > 1:
-        raise ValueError(f"all keys need to be the same shape, got {sorted(shapes)}")
+        raise ValueError("all keys need to be the same shape")
     shape = shapes.pop()
     if not shape:
         return lax.full((), 0, _int_dtype())
@@ -120,6 +123,11 @@ def _concrete(x, what):
         x, f"\n{what} depends on the values of its input; pass a static size= to use it under jit."))
 
 
+def _keep_weak(out, a, dtype):
+    from gpuarr.numpy.creation import _keep_weak as keep
+    return keep(out, a, dtype)
+
+
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, size=None, fill_value=None, sorted=True):
     """The sorted unique elements of `ar` (optionally first indices, inverse and counts).
@@ -129,6 +137,11 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     """
     check_arraylike("unique", ar)
     ar = ensure_array(ar)
+    if axis is not None:  # JAX's ValueError, not NumPy's AxisError; 0-d has no axis 0
+        nd = get_aval(ar).ndim
+        if nd == 0:
+            raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+        axis = canonicalize_axis(axis, nd)
     if size is None:
         host = _concrete(ar, "The number of unique elements")
         res = np.unique(host, return_index=True, return_inverse=True, return_counts=True,
@@ -136,7 +149,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         vals, index, inverse, counts = res
         if axis is None:
             inverse = inverse.reshape(host.shape)
-        outs = [ensure_array(vals)]
+        outs = [_keep_weak(ensure_array(vals), ar, None)]  # a Python scalar's values stay weak
         outs += [ensure_array(index.astype(_int_dtype()))] if return_index else []
         outs += [ensure_array(inverse.astype(_int_dtype()))] if return_inverse else []
         outs += [ensure_array(counts.astype(_int_dtype()))] if return_counts else []

@@ -159,8 +159,14 @@ tanh = _unary("tanh", lax.tanh)
 arcsinh = _unary("arcsinh", lax.asinh)
 arccosh = _unary("arccosh", lax.acosh)
 arctanh = _unary("arctanh", lax.atanh)
-isfinite = _unary("isfinite", lambda x: lax.is_finite(x) if dtypes.is_float(get_aval(x).dtype)
-                  else lax.full(get_aval(x).shape, True, np.bool_), promote_dtypes)
+def _isfinite(x):
+    dt = get_aval(x).dtype
+    if dtypes.is_complex(dt):  # finite only when both parts are
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x) if dtypes.is_float(dt) else lax.full(get_aval(x).shape, True, np.bool_)
+
+
+isfinite = _unary("isfinite", _isfinite, promote_dtypes)
 
 
 def _abs(x):
@@ -244,7 +250,15 @@ def _remainder(x, y):
 floor_divide = _binary("floor_divide", _floor_divide, promote_dtypes_numeric, params="x1, x2, /")
 remainder = _binary("remainder", _remainder, promote_dtypes_numeric, params="x1, x2, /")
 mod = remainder
-fmod = _binary("fmod", lax.rem, promote_dtypes_numeric, params="x1, x2, /")
+def _fmod(x, y):
+    # An integer division by zero gives 0, as JAX divides by 1 there.
+    if dtypes.is_int(get_aval(y).dtype):
+        zero = lax.full_like(y, 0)
+        y = lax.select(lax.eq(y, zero), lax.full_like(y, 1), y)
+    return lax.rem(x, y)
+
+
+fmod = _binary("fmod", _fmod, promote_dtypes_numeric, params="x1, x2, /")
 
 
 def _power(x, y):
@@ -333,6 +347,8 @@ def isinf(x, /):
     check_arraylike("isinf", x)
     (x,) = promote_dtypes(x)
     dt = get_aval(x).dtype
+    if dtypes.is_complex(dt):  # infinite when either part is
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     if not dtypes.is_float(dt):
         return lax.full(get_aval(x).shape, False, np.bool_)
     return lax.eq(lax.abs(x), np.asarray(np.inf, dt)[()])

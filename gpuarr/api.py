@@ -21,6 +21,7 @@ from gpuarr.dispatch import eval_trace
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
+from gpuarr.lax.control_flow import _check_returned
 
 logger = logging.getLogger("gpuarr")
 _flags = config._values
@@ -432,8 +433,7 @@ class Jitted:
             out = self._fun(*args, **kwargs)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
-            for leaf in out_leaves:
-                _check_output(leaf, self._fun)
+            _check_returned(out, "jit", self._fun)
             return out_leaves
 
         leaf_names = _leaf_arg_names(in_tree, arg_names, self._sig, statics)
@@ -634,20 +634,6 @@ def _layout_str(x) -> str:
     aval = x.aval
     layout = ",".join(str(i) for i in reversed(range(aval.ndim)))
     return f"{aval.str_short()}{{{layout}}}"
-
-
-def _fun_where(fun) -> str:
-    """`name at file:line`, how JAX names a traced function in messages."""
-    name = getattr(fun, "__name__", type(fun).__name__)
-    code = getattr(fun, "__code__", None)
-    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
-
-
-def _check_output(leaf, fun):
-    if isinstance(leaf, (Array, Tracer, np.ndarray, np.generic) + _SCALARS):
-        return
-    raise TypeError(f"function {_fun_where(fun)} traced for jit returned a value of type "
-                    f"{type(leaf)}, which is not a valid JAX type")
 
 
 def _index_tuple(x) -> tuple:

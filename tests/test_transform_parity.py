@@ -109,6 +109,12 @@ def test_jit_non_array_output_message():
     same_error(lambda j, n, t: j.jit(f)(X))
 
 
+def test_jit_non_array_output_in_a_pytree_names_its_component():
+    def f(a):
+        return a, {"k": "s"}
+    same_error(lambda j, n, t: j.jit(f)(X))
+
+
 JIT_RESULTS = {
     "static_argnums": lambda j, n, t: j.jit(_fs, static_argnums=1)(X, 3),
     "negative static_argnums": lambda j, n, t: j.jit(_fs, static_argnums=-1)(X, 3),

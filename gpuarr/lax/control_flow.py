@@ -119,12 +119,10 @@ def _forwarded(closed: ClosedProgram) -> list:
 
 
 def _fun_name(f) -> str:
+    """`name at file:line`, as JAX names a traced function in its messages."""
     name = getattr(f, "__name__", type(f).__name__)
-    try:
-        where = f"{inspect.getsourcefile(f)}:{inspect.getsourcelines(f)[1]}"
-    except (TypeError, OSError):
-        return name
-    return f"{name} at {where}"
+    code = getattr(inspect.unwrap(f), "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
 
 
 def _mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:

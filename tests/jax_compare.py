@@ -1,10 +1,34 @@
 """Shared checks of gpuarr modules against their JAX counterparts: values (with shapes and
 dtypes), batches of cases evaluated by JAX in one compiled program, error classes and
 messages, and public signatures."""
+import functools
 import inspect
 
 import numpy as np
 import pytest
+
+# Where XLA's float16 results depend on the CPU, tests allow this many units of the spacing
+# at max(|value|, 1) (see `xla_contracts_float16`).
+FLOAT16_CONTRACTION_TOL = 4
+
+
+@functools.cache
+def xla_contracts_float16() -> bool:
+    """Whether JAX on this CPU rounds a float16 `x * y + z` once (a fused multiply-add, on CPUs
+    with native float16 arithmetic such as AVX512-FP16) rather than after each operation, as
+    gpuarr and XLA on other CPUs do. Random streams through such steps then differ by an ulp
+    of the intermediate."""
+    import jax
+    x = np.float16(1.001953125)  # 1 + 2**-9: x * 5 - 2 is 3.008 rounded twice, 3.01 once
+    fused = jax.jit(lambda x, y, z: x * y + z)(x, np.float16(5), np.float16(-2))
+    return float(fused) != float(np.float16(x * np.float16(5)) - np.float16(2))
+
+
+def float16_units(got, want) -> float:
+    """The largest |got - want| in units of the float16 spacing at max(|want|, 1)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want)
+    scale = np.spacing(np.maximum(np.abs(want), np.float16(1))).astype(np.float64)
+    return float(np.max(np.abs(got - want.astype(np.float64)) / scale, initial=0.0))
 
 
 def close(got, want, tol=1e-5):

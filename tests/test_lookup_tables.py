@@ -11,6 +11,7 @@ from gpuarr.backends.numpy_backend import source_of
 from gpuarr.compiler import passes
 from gpuarr.random import xla_math
 from gpuarr.random.xla_math import erf_inv_giles, xla_log
+from tests.jax_compare import FLOAT16_CONTRACTION_TOL, float16_units, xla_contracts_float16
 
 jax = pytest.importorskip("jax")
 jrandom = pytest.importorskip("jax.random")
@@ -31,6 +32,9 @@ def _tables_of(fn, *args):
 def _same(ours, theirs):
     ours, theirs = np.asarray(ours), np.asarray(theirs)
     assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    if ours.dtype == np.float16 and xla_contracts_float16():
+        assert float16_units(ours, theirs) <= FLOAT16_CONTRACTION_TOL
+        return
     np.testing.assert_array_equal(ours.view(np.uint8), theirs.view(np.uint8))
 
 

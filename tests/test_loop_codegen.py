@@ -84,8 +84,14 @@ def test_rnn_loop_keeps_only_carry_work():
     """`U @ x_t` is hoisted out of the loop and batched; the unused ys are never stored."""
     W, U, h0, xs = f32(8, 8), f32(8, 8), f32(8), f32(12, 8)
     src = source(lambda *a: rnn(*a)[0], W, U, h0, xs)
-    body = loop_body(src)
-    assert src.count("for ") == 1 and "for " in src.split("\n", 2)[2]
+    # Two loops: one product of [W | I] a step (gpuarr.lax.recurrent_scan), and the plain
+    # loop for inputs that are not finite.
+    fused, plain = src.split("else:")
+    assert fused.count("for ") == plain.count("for ") == 1
+    fused_body = loop_body(fused)
+    assert len(fused_body) == 2 and fused_body[0].startswith("dot"), src
+    assert fused_body[1].startswith("f_tanh"), src
+    body = loop_body(plain)
     assert sum("dot" in ln for ln in body) == 1, src
     assert not any("[" in ln and "] =" in ln for ln in body), src  # no stacked output rows
     # The hoisted products come out one row per step (xs @ U.T), not as a transposed view.

@@ -45,7 +45,7 @@ from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import lax, recurrent_scan
 
 _SCALARS = (bool, int, float, complex)
 _REVERSE_WHILE_MSG = (
@@ -1376,23 +1376,17 @@ def _scan_emit(gen, eqn) -> bool:
     gen.assign(carry, [ins[nc + i] for i in loop.carry_idx])
     n_loop_ys = len(loop.body.out_avals) - len(carry)
     ys = [gen.fresh("ys") for _ in range(n_loop_ys)]
-    for name, aval in zip(ys, loop.body.out_avals[len(carry):]):
-        gen.line(f"{name} = {gen.obj(np.empty, 'f')}({(length,) + aval.shape}, "
-                 f"{gen.obj(aval.dtype, 'd')})")
-    # A reverse scan walks reversed views: slices and output rows keep forward indices.
-    seqs = [f"{s}[::-1]" for s in seqs] if reverse else seqs
-    rows = [f"{y}[::-1]" for y in ys] if reverse else ys
-    steps = [gen.fresh("x") for _ in seqs]
-    index = gen.fresh("i") if ys else None
-    if carry or ys or loop.body.program.effectful:
-        with gen.loop(_for_header(length, index, seqs, steps)):
-            n_bc = len(loop.body_consts)
-            outs = _emit_closed(gen, loop.body, [consts[i] for i in loop.body_consts]
-                                + carry + steps, [(n_bc + k, k) for k in range(len(carry))])
-            # Rows first: an output may be the incoming carry itself.
-            for row, y in zip(rows, outs[len(carry):]):
-                gen.line(f"{row}[{index}] = {y}")
-            gen.assign(carry, outs[:len(carry)])
+    body_consts = [consts[i] for i in loop.body_consts]
+    cell = (recurrent_scan.match(loop.body, len(body_consts), length)
+            if len(carry) == 1 and len(seqs) == 1 else None)
+    if cell is None:
+        _emit_scan_steps(gen, loop, body_consts, carry, seqs, ys, length, reverse)
+    else:  # h = f(W @ h + x_t): one product a step where the inputs are finite
+        with gen.block(f"if {recurrent_scan.finite_check(gen, seqs[0])}:"):
+            recurrent_scan.emit(gen, cell, body_consts, carry[0], seqs[0], length, reverse,
+                                carry[0], ys)
+        with gen.block("else:"):
+            _emit_scan_steps(gen, loop, body_consts, carry, seqs, ys, length, reverse)
     for v, c in zip([eqn.outvars[i] for i in loop.carry_idx], carry):
         gen.bind(v, c)
     for v, y in zip(eqn.outvars[ncar:], loop.ys):
@@ -1403,6 +1397,27 @@ def _scan_emit(gen, eqn) -> bool:
         else:  # a fresh name: the generated code may `del` it without losing the original
             gen.assign([gen.bind(v)], [pre_ys[y[1]] if y[0] == "pre" else ins[nc + ncar + y[1]]])
     return True
+
+
+def _emit_scan_steps(gen, loop, body_consts, carry, seqs, ys, length, reverse) -> None:
+    """The scan's loop, one step of the body per iteration."""
+    for name, aval in zip(ys, loop.body.out_avals[len(carry):]):
+        gen.line(f"{name} = {gen.obj(np.empty, 'f')}({(length,) + aval.shape}, "
+                 f"{gen.obj(aval.dtype, 'd')})")
+    # A reverse scan walks reversed views: slices and output rows keep forward indices.
+    seqs = [f"{s}[::-1]" for s in seqs] if reverse else seqs
+    rows = [f"{y}[::-1]" for y in ys] if reverse else ys
+    steps = [gen.fresh("x") for _ in seqs]
+    index = gen.fresh("i") if ys else None
+    if carry or ys or loop.body.program.effectful:
+        with gen.loop(_for_header(length, index, seqs, steps)):
+            n_bc = len(body_consts)
+            outs = _emit_closed(gen, loop.body, body_consts + carry + steps,
+                                [(n_bc + k, k) for k in range(len(carry))])
+            # Rows first: an output may be the incoming carry itself.
+            for row, y in zip(rows, outs[len(carry):]):
+                gen.line(f"{row}[{index}] = {y}")
+            gen.assign(carry, outs[:len(carry)])
 
 
 def _while_emit(gen, eqn) -> bool:

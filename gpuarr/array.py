@@ -16,9 +16,10 @@ class Array:
 
     # `_sharding` (a Sharding given by device_put, jit's out_shardings, reshard, shard_map) is
     # left unset by __init__ so that making an Array costs nothing more; unset means the
-    # default SingleDeviceSharding of `device`.
+    # default SingleDeviceSharding of `device`. So is `_python_float`: the Python float a weak
+    # scalar of the default float type was made from, which its jaxpr literal prints.
     __slots__ = ("_value", "weak_type", "_device", "_committed", "_deleted", "_aval",
-                 "_platform", "_sharding", "__weakref__")
+                 "_platform", "_sharding", "_python_float", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value, weak_type: bool = False, device=None, committed: bool = False,

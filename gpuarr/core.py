@@ -156,13 +156,15 @@ class Var:
 
 
 class Literal:
-    """A scalar constant written inline in a Program."""
+    """A scalar constant written inline in a Program. `shown` is the Python float it came from,
+    if any: JAX prints that (0.1, not the float32 0.10000000149011612)."""
 
-    __slots__ = ("val", "aval")
+    __slots__ = ("val", "aval", "shown")
 
-    def __init__(self, val, aval: ShapedArray):
+    def __init__(self, val, aval: ShapedArray, shown: float | None = None):
         self.val = val
         self.aval = aval
+        self.shown = shown
 
     def __repr__(self):
         return f"Literal({self.val!r})"
@@ -298,6 +300,8 @@ def _pp_literal(lit: Literal) -> str:
         text = "True" if bool(val) else "False"
     elif val.dtype.kind in "iu":
         text = str(int(val))
+    elif lit.shown is not None:
+        text = repr(lit.shown)
     elif val.dtype.kind == "f" or val.dtype.name == "bfloat16":
         text = repr(float(val))
     else:

@@ -141,6 +141,20 @@ def test_logaddexp_tie_and_softplus_at_zero():
     check(jax.grad(nn.softplus)(0.0), 0.5, np.float32, weak=True)
 
 
+@pytest.mark.parametrize("base", [math.e, 2.0])
+def test_logaddexp_second_derivatives_follow_its_custom_rule(base):
+    # JAX's custom JVP weights each tangent by base ** (x - out): the second derivative at a
+    # tie is s (1 - s) log(base) with s = 1/2 (differentiating max and abs would give 0).
+    fn = jnp.logaddexp if base == math.e else jnp.logaddexp2
+    x = np.array([0.0, 1.0, -3.0, 5.0], np.float32)
+    y = np.array([0.0, -2.0, 2.0, np.inf], np.float32)
+    s = 1 / (1 + base ** (y.astype(np.float64) - x))
+    # With y = inf the rule reads the infinite output as 0, so the weight of x is base ** x.
+    want = np.where(np.isinf(y), base ** x.astype(np.float64), s * (1 - s)) * np.log(base)
+    check(jax.vmap(jax.grad(jax.grad(fn)))(x, y), want, np.float32)
+    check(jax.jit(jax.vmap(jax.hessian(fn)))(x, y), want, np.float32)
+
+
 def test_relu_tangent_keeps_weak_type():
     _, t = jax.jvp(nn.relu, (0.0,), (1.0,))
     check(t, 0.0, np.float32, weak=True)

@@ -3,6 +3,8 @@ else one equation a line; equation parameters sorted by name, on the equation's 
 they fit, otherwise one `name=value` a line with `]` back at the equation's indentation, as
 JAX prints them. The comparisons with JAX use programs both libraries trace
 to the same primitives with the same parameters."""
+import math
+
 import numpy as np
 import pytest
 
@@ -102,6 +104,18 @@ SAME_AS_JAX = {
     "custom_jvp_call": (_custom_jvp, (1.,)),
     "many_inputs": (lambda api, jnp, lax: lambda *xs: jnp.concatenate(xs),
                     tuple(np.ones(3, np.float32) for _ in range(30))),
+    # A Python float prints as written (0.1, not float32's 0.10000000149011612); a NumPy
+    # float32 and a narrower type print their own value.
+    "python_float_literals": (lambda api, jnp, lax: lambda x: x * 0.1 + math.pi - 1e-7, (1.,)),
+    "lax_python_float": (lambda api, jnp, lax: lambda x: lax.mul(0.1, x), (1.,)),
+    "numpy_float32_literal": (lambda api, jnp, lax: lambda x: x * np.float32(0.1), (1.,)),
+    "float16_python_float": (lambda api, jnp, lax: lambda x: x * 0.1, (np.float16(1),)),
+    # Scalars made by `full` and zeros_like are literals, with no equation.
+    "full_scalar": (lambda api, jnp, lax: lambda x: lax.full((), 2., np.float32) + x, (1.,)),
+    "zeros_like_weak": (lambda api, jnp, lax: lambda x: jnp.ones_like(x) + x, (1.,)),
+    # logaddexp is a custom_jvp function with JAX's rule.
+    "logaddexp": (lambda api, jnp, lax: jnp.logaddexp, (1., 2.)),
+    "grad_logaddexp": (lambda api, jnp, lax: api.grad(jnp.logaddexp), (1., 2.)),
 }
 
 

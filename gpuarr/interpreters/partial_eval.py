@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuarr import dtypes
+from gpuarr.array import Array
 from gpuarr.core import (
     ClosedProgram,
     Eqn,
@@ -85,13 +86,14 @@ class StagingTrace(Trace):
             return self._const(x)
         if isinstance(x, _SCALARS):
             aval = get_aval(x)
-            return Literal(aval.dtype.type(x), aval)
+            return Literal(aval.dtype.type(x), aval, x if type(x) is float else None)
         if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0):
             dt = dtypes.canonicalize_dtype(x.dtype)
             return Literal(np.asarray(x, dt)[()], ShapedArray((), dt))
-        if getattr(x, "weak_type", False) and getattr(x, "ndim", None) == 0 and hasattr(x, "_value"):
-            # A weakly typed scalar Array (a promoted Python scalar) is written inline.
-            return Literal(np.asarray(x)[()], x.aval)
+        if type(x) is Array and x.ndim == 0:
+            # A scalar Array (a promoted Python scalar, a `full` of shape ()) is written inline,
+            # as JAX writes its Arrays of literal types.
+            return Literal(np.asarray(x)[()], x.aval, getattr(x, "_python_float", None))
         return self._const(x)
 
     def _const(self, x) -> Var:

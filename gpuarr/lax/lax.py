@@ -84,7 +84,10 @@ def _scalar_as(name, value, dt):
                         f"{got}: the Python scalar {value!r} has no exact {dt.name} value. Pass "
                         f"an array of the intended dtype, or use gpuarr.numpy, which promotes.")
     # A 0-d weakly typed Array: results stay weak where JAX's are (lax.add(1.0, 2.0)).
-    return Array(np.asarray(value, dt), weak_type=type(value) is not bool)
+    out = Array(np.asarray(value, dt), weak_type=type(value) is not bool)
+    if type(value) is float and dt == dtypes.canonicalize_dtype(np.float64):
+        out._python_float = value  # printed in jaxprs as JAX prints it
+    return out
 
 
 def _as_operand(x):
@@ -924,6 +927,9 @@ def _convert_weak(operand, new_dtype, weak_type):
     aval = get_aval(operand)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
+    if (type(operand) is Array and aval.dtype == new_dtype and not aval.shape
+            and operand._platform is None):  # a constant's flag: a literal when staged, as in JAX
+        return Array(operand._value, weak_type=weak_type)
     return convert_element_type_p.bind(operand, new_dtype=np.dtype(new_dtype), weak_type=weak_type)
 
 
@@ -1879,7 +1885,7 @@ def _full(shape, fill_value, dtype, weak):
             raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")
         from gpuarr.core import current_trace
         from gpuarr.dispatch import eval_trace, wrap
-        if current_trace() is eval_trace:
+        if current_trace() is eval_trace or not shape:  # 0-d: a literal when staged, as in JAX
             return wrap(np.broadcast_to(scalar, shape), weak)
         # A 0-d Array keeps the weak type when staged (it becomes a weak literal).
         value = wrap(np.asarray(scalar), weak) if weak else scalar
@@ -1887,6 +1893,8 @@ def _full(shape, fill_value, dtype, weak):
         if get_aval(fill_value).shape != ():
             raise TypeError(f"full requires a scalar fill_value, got shape {get_aval(fill_value).shape}")
         value = _convert_weak(fill_value, dtype, weak)
+        if not shape:
+            return value
     return broadcast_in_dim_p.bind(value, shape=shape, broadcast_dimensions=())
 
 

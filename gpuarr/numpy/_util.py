@@ -86,7 +86,10 @@ def _convert(x, dt, weak):
 def _weak_scalar(x, dt):
     """A Python scalar as a weakly typed 0-d Array of dtype `dt` (a literal when staged)."""
     from gpuarr.dispatch import wrap
-    return wrap(_scalar_value(x, dt), True)
+    out = wrap(_scalar_value(x, dt), True)
+    if type(x) is float and dt == dtypes.canonicalize_dtype(np.float64):
+        out._python_float = x  # printed in jaxprs as JAX prints it
+    return out
 
 
 def _scalar_value(x, dt):

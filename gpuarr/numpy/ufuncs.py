@@ -5,6 +5,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
+from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.numpy import ufunc_api
 from gpuarr.numpy._util import (
     _weak_scalar,
@@ -562,10 +563,9 @@ def _heaviside(x1, x2):
 heaviside = _binary("heaviside", _heaviside, promote_dtypes_inexact, params="x1, x2, /")
 
 
-def _logaddexp(log1p_of_exp, x, y):
+def _logaddexp_complex(log1p_of_exp, x, y):
     big = lax.max(x, y)
     delta = lax.sub(x, y)
-    # min - max (= -|x - y|) splits a tie's derivative evenly between x and y, as JAX's rule.
     out = lax.add(big, log1p_of_exp(lax.sub(lax.min(x, y), big)))
     # delta is NaN when both are the same infinity: then x + y is right (and NaN stays NaN).
     return lax.select(lax.ne(delta, delta), lax.add(x, y), out)
@@ -579,8 +579,45 @@ def _log1p_exp2(d):
     return lax.div(lax.log1p(lax.exp2(d)), _scalar(d, np.log(2)))
 
 
-logaddexp = _binary_ufunc("logaddexp", lambda x, y: _logaddexp(_log1p_exp, x, y), promote_dtypes_inexact)
-logaddexp2 = _binary_ufunc("logaddexp2", lambda x, y: _logaddexp(_log1p_exp2, x, y), promote_dtypes_inexact)
+def _replace_inf(x):
+    return lax.select(lax.eq(x, _scalar(x, np.inf)), lax.full_like(x, 0), x)
+
+
+def _custom_logaddexp(name, exp, log_scale):
+    """logaddexp (exp, log_scale=None) or logaddexp2 (exp2, log2(e)) of real operands with JAX's
+    custom JVP: each tangent weighted by exp(x - out), with +inf read as 0. (Differentiating
+    the max and abs of the primal instead would give a zero second derivative at x == y.)"""
+    def primal(x1, x2):
+        amax = lax.max(x1, x2)
+        delta = lax.sub(x1, x2)
+        # delta is NaN when both are the same infinity: then x1 + x2 is right (NaN stays NaN).
+        same_inf, total = lax.ne(delta, delta), lax.add(x1, x2)
+        soft = lax.log1p(exp(lax.neg(lax.abs(delta))))
+        if log_scale is not None:
+            soft = lax.mul(log_scale, soft)
+        return lax.select(same_inf, total, lax.add(amax, soft))
+    primal.__name__ = primal.__qualname__ = name
+    fn = custom_jvp(primal)
+
+    def jvp(primals, tangents):
+        (x1, x2), (t1, t2) = primals, tangents
+        out = fn(x1, x2)
+        w1 = exp(lax.sub(_replace_inf(x1), _replace_inf(out)))
+        w2 = exp(lax.sub(_replace_inf(x2), _replace_inf(out)))
+        return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+    jvp.__name__ = jvp.__qualname__ = f"_{name}_jvp"
+    fn.defjvp(jvp)
+
+    def op(x, y):
+        return fn(x, y) if _is_float(x) else _logaddexp_complex(_LOG1P[name], x, y)
+    return op
+
+
+_LOG1P = {"logaddexp": _log1p_exp, "logaddexp2": _log1p_exp2}
+logaddexp = _binary_ufunc("logaddexp", _custom_logaddexp("logaddexp", lax.exp, None),
+                          promote_dtypes_inexact)
+logaddexp2 = _binary_ufunc("logaddexp2", _custom_logaddexp("logaddexp2", lax.exp2, float(np.log2(np.e))),
+                           promote_dtypes_inexact)
 
 
 def _check_int_args(name, x):

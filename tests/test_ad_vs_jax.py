@@ -130,6 +130,20 @@ def test_abs_derivative_at_zero_is_one():
     check(jax.jit(jax.vmap(jax.grad(jnp.abs)))(x), expected, np.float32)
 
 
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_and_min_weigh_tangents_as_jax(name):
+    # JAX's rule: x's weight is (x == out) / (1 + (y == out)): ties split evenly, and a NaN
+    # result (NaN == NaN is False) passes no tangent to either operand.
+    vals = np.array([np.nan, -np.inf, -1.0, 0.0, -0.0, 1.0, np.inf], np.float32)
+    x, y = (a.ravel() for a in np.meshgrid(vals, vals))
+    out = getattr(np, f"{name}imum")(x, y)
+    gx, gy = jax.vmap(jax.grad(getattr(jax.lax, name), (0, 1)))(x, y)
+    check(gx, (x == out) / (1.0 + (y == out)), np.float32)
+    check(gy, (y == out) / (1.0 + (x == out)), np.float32)
+    clip_grad = jax.jit(jax.vmap(jax.grad(lambda v: jnp.clip(v, -1.0, 1.0))))(vals)
+    check(clip_grad, [0, 0, 0.5, 1, 1, 0.5, 0], np.float32)
+
+
 def test_logaddexp_tie_and_softplus_at_zero():
     x = np.array([0.0, 1.0, 5.0], np.float32)
     y = np.array([0.0, -2.0, 5.0], np.float32)

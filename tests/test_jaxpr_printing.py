@@ -116,6 +116,8 @@ SAME_AS_JAX = {
     # logaddexp is a custom_jvp function with JAX's rule.
     "logaddexp": (lambda api, jnp, lax: jnp.logaddexp, (1., 2.)),
     "grad_logaddexp": (lambda api, jnp, lax: api.grad(jnp.logaddexp), (1., 2.)),
+    "jvp_max": (lambda api, jnp, lax: lambda x, y, tx, ty: api.jvp(lax.max, (x, y), (tx, ty)),
+                (1., 2., 1., 1.)),
 }
 
 

@@ -581,21 +581,24 @@ max_p = binop("max", np.maximum, "any")
 min_p = binop("min", np.minimum, "any")
 
 
+def _balanced_eq(x, out, y):
+    """The weight of x's tangent in max/min's, as JAX's rule: 1 where x is the result, 1/2
+    where y is too (a tie), 0 elsewhere (a NaN result included)."""
+    ones = full_like(out, 1)
+    return div(select(eq(x, out), ones, full_like(out, 0)),
+               select(eq(y, out), full_like(out, 2), ones))
+
+
 def _minmax_jvp(pick_x_cmp, primals, tangents):
     x, y = primals
     tx, ty = tangents
     out = (max if pick_x_cmp is gt else min)(x, y)
     shape = get_aval(out).shape
-    # Ties split the tangent evenly, as JAX does.
-    x_wins = convert_element_type(pick_x_cmp(x, y), _dtype_of(out))
-    tie = convert_element_type(eq(x, y), _dtype_of(out))
-    wx = add(x_wins, mul(tie, _const(out, 0.5)))
-    wy = sub(sub(_const(out, 1), x_wins), mul(tie, _const(out, 0.5)))
     t = Zero.from_primal(out)
     if type(tx) is not Zero:
-        t = ad.add_tangents(t, _bcast_tangent(mul(tx, wx), shape))
+        t = ad.add_tangents(t, _bcast_tangent(mul(tx, _balanced_eq(x, out, y)), shape))
     if type(ty) is not Zero:
-        t = ad.add_tangents(t, _bcast_tangent(mul(ty, wy), shape))
+        t = ad.add_tangents(t, _bcast_tangent(mul(ty, _balanced_eq(y, out, x)), shape))
     return out, t
 
 

@@ -427,3 +427,27 @@ def test_exported_primitives_are_jax_equivalents():
     x = np.arange(4.0, dtype=np.float32)
     assert "sin" in str(gpuarr.make_jaxpr(lambda x: glax.sin_p.bind(x))(x))
     same(glax.sin_p.bind(x), np.sin(x), exact=False)
+
+
+@pytest.mark.parametrize("name", ["lt", "le", "gt", "ge", "is_finite"])
+def test_order_comparisons_refuse_complex_as_jax(name):
+    z = np.complex64(1 + 2j)
+    args = (z,) if name == "is_finite" else (z, z)
+    with pytest.raises(TypeError) as want:
+        getattr(jax.lax, name)(*args)
+    with pytest.raises(TypeError) as got:
+        getattr(glax, name)(*args)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", ["less", "less_equal", "greater", "greater_equal"])
+def test_jnp_orders_complex_values_by_real_then_imaginary_part(name):
+    import jax.numpy as jjnp
+    a = np.array([1 + 2j, 1 + 3j, np.nan, 2 - 1j, 1 + np.nan * 1j, 0j], np.complex64)
+    b = np.array([1 + 3j, 1 + 2j, 1, 1 + 5j, 1 + 1j, -0j], np.complex64)
+    for fn in (getattr(gnp, name), gpuarr.jit(getattr(gnp, name))):
+        got = fn(a, b)
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(getattr(jjnp, name)(a, b)))
+    assert str(gpuarr.make_jaxpr(getattr(gnp, name))(a, b)) == str(
+        jax.make_jaxpr(getattr(jjnp, name))(a, b))

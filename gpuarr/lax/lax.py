@@ -135,6 +135,7 @@ _KINDS = {
     "intbool": (lambda d: dtypes.is_int(d) or d == np.bool_, "integer, bool"),
     "number": (lambda d: d != np.bool_, "integer, floating, complexfloating"),
     "real": (lambda d: d != np.bool_ and not dtypes.is_complex(d), "integer, floating"),
+    "ordered": (lambda d: not dtypes.is_complex(d), "integer, floating, bool"),
     "any": (lambda d: True, "any"),
 }
 # Primitives whose accepted types JAX lists differently from their kind's list.
@@ -314,7 +315,8 @@ defjvp_zero(floor_p)
 ceil_p = unop("ceil", np.ceil, "float")
 defjvp_zero(ceil_p)
 is_finite_p = unop("is_finite", np.isfinite, "float")
-abstract_eval_rules[is_finite_p] = lambda x: [ShapedArray(x.shape, np.bool_, x.weak_type)]
+abstract_eval_rules[is_finite_p] = lambda x: (
+    _check_kind("is_finite", "float", x) or [ShapedArray(x.shape, np.bool_, x.weak_type)])
 defjvp_zero(is_finite_p)
 
 
@@ -664,10 +666,10 @@ blocked_ufunc_rules[shift_right_logical_p] = _constant_shift_ufunc("logical")
 # --- comparisons ---------------------------------------------------------------------------
 eq_p = binop("eq", np.equal, "any", np.bool_)
 ne_p = binop("ne", np.not_equal, "any", np.bool_)
-lt_p = binop("lt", np.less, "any", np.bool_)
-le_p = binop("le", np.less_equal, "any", np.bool_)
-gt_p = binop("gt", np.greater, "any", np.bool_)
-ge_p = binop("ge", np.greater_equal, "any", np.bool_)
+lt_p = binop("lt", np.less, "ordered", np.bool_)
+le_p = binop("le", np.less_equal, "ordered", np.bool_)
+gt_p = binop("gt", np.greater, "ordered", np.bool_)
+ge_p = binop("ge", np.greater_equal, "ordered", np.bool_)
 for _p in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
     defjvp_zero(_p)
 

@@ -192,10 +192,22 @@ arctan2 = _binary("arctan2", lax.atan2, promote_dtypes_inexact, params="x1, x2, 
 power_float = _binary("float_power", lax.pow, promote_dtypes_inexact)
 equal = _binary("equal", lax.eq)
 not_equal = _binary("not_equal", lax.ne)
-less = _binary("less", lax.lt)
-less_equal = _binary("less_equal", lax.le)
-greater = _binary("greater", lax.gt)
-greater_equal = _binary("greater_equal", lax.ge)
+def _ordered(compare):
+    """`compare` (lax.lt, ...), with complex values ordered by (real, imag) as in NumPy and
+    JAX (lax's comparisons refuse complex operands)."""
+    def op(x, y):
+        if not dtypes.is_complex(get_aval(x).dtype):
+            return compare(x, y)
+        same_real = lax.eq(lax.real(x), lax.real(y))
+        return lax.select(same_real, compare(lax.imag(x), lax.imag(y)),
+                          compare(lax.real(x), lax.real(y)))
+    return op
+
+
+less = _binary("less", _ordered(lax.lt))
+less_equal = _binary("less_equal", _ordered(lax.le))
+greater = _binary("greater", _ordered(lax.gt))
+greater_equal = _binary("greater_equal", _ordered(lax.ge))
 bitwise_and = _binary_ufunc("bitwise_and", lax.bitwise_and)
 bitwise_or = _binary_ufunc("bitwise_or", lax.bitwise_or)
 bitwise_xor = _binary_ufunc("bitwise_xor", lax.bitwise_xor)

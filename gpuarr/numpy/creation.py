@@ -5,7 +5,7 @@ import numpy as np
 
 from gpuarr import dlpack, dtypes, lax
 from gpuarr.array import Array
-from gpuarr.core import Tracer, current_trace, get_aval
+from gpuarr.core import ShapedArray, Tracer, current_trace, get_aval
 from gpuarr.dispatch import eval_trace, to_device_array
 from gpuarr.numpy._util import check_arraylike
 
@@ -16,9 +16,13 @@ def _user_dtype(dtype, fun_name):
     if dtype is None:
         return None
     try:
-        return dtypes.canonicalize_dtype(dtype)
-    except TypeError as e:
-        raise TypeError(f"{fun_name}: invalid dtype {dtype!r}: {e}") from None
+        dt = dtypes.canonicalize_dtype(dtype)
+    except TypeError:
+        raise TypeError(f"data type {dtype!r} not understood") from None
+    if dt.kind in "OUSMm" or dt.type is np.void:  # objects, strings, records, dates
+        raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype {dtype} "
+                        f"in {fun_name}")
+    return dt
 
 
 def _placed(result, name, device, out_sharding=None):
@@ -184,7 +188,10 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
 
 
 def _like(a, dtype, shape):
-    aval = get_aval(a) if isinstance(a, (Array, Tracer)) else get_aval(np.asarray(a))
+    if isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or not hasattr(a, "dtype"):
+        aval = get_aval(a) if isinstance(a, (Array, Tracer)) else get_aval(np.asarray(a))
+    else:  # a shaped object (ShapeDtypeStruct, say) gives its shape and dtype
+        aval = ShapedArray(tuple(a.shape), dtypes.canonicalize_dtype(a.dtype))
     return (aval.shape if shape is None else _shape_arg(shape, "like"),
             aval.dtype if dtype is None else dtype)
 

@@ -116,6 +116,8 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 def outer(a, b, out=None):
     """Outer product of the flattened inputs."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")
     check_arraylike("outer", a, b)
     from gpuarr.numpy.manipulation import ravel
     a, b = promote_dtypes(ravel(ensure_array(a)), ravel(ensure_array(b)))

@@ -3,12 +3,14 @@ flatnonzero, select, choose, compress, extract, cumsum/cumprod (and nan- version
 nanargmax. Sizes that depend on values need a static `size=` under jit, as in JAX."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.lax import cumulative, slicing
-from gpuarr.numpy import advanced_indexing
+from gpuarr.numpy import advanced_indexing, ufuncs
 from gpuarr.numpy._util import (
     broadcast_arrays,
     canonicalize_axis,
@@ -186,7 +188,7 @@ def nonzero(a, *, size=None, fill_value=None):
                    "jnp.nonzero within JAX transformations (pass size=...).")
         concrete_value(a, message)  # the error names `a`, as JAX's
         size = int(np.count_nonzero(np.asarray(concrete_value(mask, message))))
-    size = int(size)
+    size = operator.index(size)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * aval.ndim
     if len(fills) != aval.ndim:
         raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {aval.ndim}, "
@@ -195,8 +197,10 @@ def nonzero(a, *, size=None, fill_value=None):
     out = []
     for d, fill in zip(_unravel(flat, aval.shape), fills):
         valid = lax.lt(flat, lax.full((size,), aval.size, np.int32))
-        f = lax.full((size,), 0 if fill is None else fill, np.int32)
-        out.append(lax.convert_element_type(lax.select(valid, d, f), _int_dtype()))
+        d = lax.convert_element_type(lax.select(valid, d, lax.full((size,), 0, np.int32)),
+                                     _int_dtype())
+        # A fill value takes part in type promotion, as in JAX's where(fill_mask, fill, d).
+        out.append(d if fill is None else ufuncs.where(valid, d, fill))
     return tuple(out)
 
 

@@ -134,7 +134,7 @@ def _is_int_or_bool(x):
 
 # Booleans reach lax.neg and lax.sign, whose dtype errors JAX raises too.
 negative = _unary_ufunc("negative", lax.neg, promote_dtypes)
-positive = _unary("positive", lambda x: x, promote_dtypes)
+positive = _unary("positive", lambda x: ensure_array(x), promote_dtypes)
 sign = _unary("sign", lax.sign, promote_dtypes)
 # Integers and booleans pass through; complex values reach lax and its TypeError, as in JAX.
 floor = _unary("floor", lambda x: x if _is_int_or_bool(x) else lax.floor(x), promote_dtypes)
@@ -694,6 +694,8 @@ def divmod(x1, x2, /):
 
 def modf(x, /, out=None):
     """The fractional and integral parts of x, both with x's sign."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
     check_arraylike("modf", x)
     (x,) = promote_dtypes_inexact(x)
     whole = _trunc(x)
@@ -772,7 +774,7 @@ def real(val, /):
     """The real part (the value itself for real inputs)."""
     check_arraylike("real", val)
     (val,) = promote_dtypes(val)
-    return lax.real(val) if dtypes.is_complex(get_aval(val).dtype) else val
+    return lax.real(val) if dtypes.is_complex(get_aval(val).dtype) else ensure_array(val)
 
 
 def imag(val, /):
@@ -786,7 +788,7 @@ def conjugate(x, /):
     """The complex conjugate (the value itself for real inputs)."""
     check_arraylike("conjugate", x)
     (x,) = promote_dtypes(x)
-    return lax.conj(x) if dtypes.is_complex(get_aval(x).dtype) else x
+    return lax.conj(x) if dtypes.is_complex(get_aval(x).dtype) else ensure_array(x)
 
 
 conj = conjugate

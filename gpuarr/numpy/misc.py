@@ -5,12 +5,14 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import operator
 
 import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
+from gpuarr.errors import ConcretizationTypeError
 from gpuarr.numpy import creation, manipulation, reductions, setops, ufuncs
 from gpuarr.numpy._util import (
     broadcast_arrays,
@@ -112,18 +114,31 @@ def _aval_of(a):
 
 def shape(a):
     """The shape of `a` (works on lists too, as numpy.shape)."""
+    # Anything with a .shape (a ShapeDtypeStruct, say) answers for itself, as in JAX.
+    if hasattr(a, "shape"):
+        return a.shape
     return _aval_of(a).shape
 
 
 def ndim(a):
     """The number of dimensions of `a`."""
+    if hasattr(a, "ndim"):
+        return a.ndim
     return _aval_of(a).ndim
 
 
 def size(a, axis=None):
-    """The number of elements of `a` (along `axis` if given)."""
-    s = _aval_of(a).shape
-    return math.prod(s) if axis is None else s[canonicalize_axis(axis, len(s))]
+    """The number of elements of `a` (along `axis`, an int or a tuple, if given)."""
+    if axis is None and hasattr(a, "size"):
+        return a.size
+    s = shape(a)
+    if axis is None:
+        return math.prod(s)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    axes = [canonicalize_axis(ax, len(s)) for ax in axes]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"repeated axis in size: {axis}")
+    return math.prod(s[ax] for ax in axes)
 
 
 def isscalar(element):
@@ -338,22 +353,30 @@ def piecewise(x, condlist, funclist, *args, **kw):
     """Values of funclist[i](x) where condlist[i] holds (an extra function is the default)."""
     check_arraylike("piecewise", x)
     x = ensure_array(x)
-    n = len(condlist)
-    if len(funclist) not in (n, n + 1):
-        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are needed")
-    out = lax.full_like(x, 0)
-    if len(funclist) == n + 1:
-        default = funclist[-1]
-        out = _piece(default, x, args, kw)
-    for cond, fn in zip(condlist, funclist):
-        out = ufuncs.where(cond, _piece(fn, x, args, kw), out)
-    return out
+    nc, nf = len(condlist), len(funclist)
+    # Slot 0 is the default (zero unless an extra function is given), as in JAX.
+    if nf == nc + 1:
+        funclist = list(funclist[-1:]) + list(funclist[:-1])
+    elif nf == nc:
+        funclist = [0] + list(funclist)
+    else:
+        raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are "
+                         f"expected; got {nf}")
+    conds = creation.asarray(condlist, dtype=bool)
+    # The last true condition wins: the first position where the running count peaks.
+    from gpuarr.numpy import selection
+    counts = selection.cumsum(manipulation.concatenate([lax.full_like(conds[:1], False), conds]),
+                              axis=0)
+    indices = reductions.argmax(counts, axis=0)
+    dt = get_aval(x).dtype
 
+    def branch(f):
+        if callable(f):
+            return lambda v: lax.convert_element_type(ensure_array(f(v, *args, **kw)), dt)
+        return lambda v: creation.array(f, dtype=dt)
 
-def _piece(fn, x, args, kw):
-    val = fn(x, *args, **kw) if callable(fn) else fn
-    return lax.convert_element_type(manipulation.broadcast_to(ensure_array(val), get_aval(x).shape),
-                                    get_aval(x).dtype)
+    # A vectorized switch, so that branches whose outputs disagree fail as JAX's do.
+    return vectorize(lax.switch, excluded=(1,))(indices, [branch(f) for f in funclist], x)
 
 
 # ---------------------------------------------------------------- binning
@@ -663,37 +686,76 @@ def polyval(p, x, *, unroll=16):
     """Evaluate the polynomial with coefficients p (highest power first) at x (Horner)."""
     check_arraylike("polyval", p, x)
     p, x = promote_dtypes(p, x)
-    shape = get_aval(p).shape
-    out = lax.full_like(ensure_array(x), 0)
-    for i in builtins.range(shape[0]):
+    n = get_aval(p).shape[0]
+    out_shape = lax.broadcast_shapes(get_aval(p).shape[1:], get_aval(x).shape)
+    # A strong-typed start, as JAX's full_like with an explicit dtype: the result is never weak.
+    out = lax.full(out_shape, 0, get_aval(x).dtype)
+    for i in builtins.range(n):
         out = ufuncs.add(ufuncs.multiply(out, x), p[i])
     return out
 
 
-def _poly_pair(name, a1, a2):
-    check_arraylike(name, a1, a2)
-    a1, a2 = promote_dtypes(a1, a2)
-    n1, n2 = get_aval(a1).shape[0], get_aval(a2).shape[0]
-    n = builtins.max(n1, n2)
-    a1 = lax.pad(a1, np.zeros((), get_aval(a1).dtype)[()], ((n - n1, 0, 0),))
-    a2 = lax.pad(a2, np.zeros((), get_aval(a2).dtype)[()], ((n - n2, 0, 0),))
-    return a1, a2
+def _type_str(shape, dtype):
+    return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
+
+
+def _add_tail(big, small):
+    """big.at[-len(small):].add(small), with the errors JAX's scatter-add raises."""
+    bs, ss = get_aval(big).shape, get_aval(small).shape
+    dt = get_aval(big).dtype
+    if dt == np.bool_:
+        raise TypeError("add does not accept dtype bool at position 0. Accepted dtypes at "
+                        "position 0 are subtypes of integer, floating, complexfloating.")
+    # -0 selects everything, so an empty `small` must match all of `big`.
+    start = bs[0] - ss[0] if ss[0] else 0
+    target = (bs[0] - start,) + bs[1:]
+    if len(ss) > len(target):
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={ss} "
+                         f"shape={target}")
+    try:
+        ok = np.broadcast_shapes(ss, target) == target
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"Incompatible types for broadcasting: input type={_type_str(ss, dt)} "
+                         f"and requested type={_type_str(target, dt)}")
+    return ensure_array(big).at[start:].add(small)
 
 
 def polyadd(a1, a2):
-    """The sum of two polynomials."""
-    return ufuncs.add(*_poly_pair("polyadd", a1, a2))
+    """The sum of two polynomials (the shorter one aligned to the end of the longer)."""
+    check_arraylike("polyadd", a1, a2)
+    a1, a2 = promote_dtypes(a1, a2)
+    if get_aval(a2).shape[0] <= get_aval(a1).shape[0]:
+        return _add_tail(a1, a2)
+    return _add_tail(a2, a1)
 
 
 def polysub(a1, a2):
     """The difference of two polynomials."""
-    return ufuncs.subtract(*_poly_pair("polysub", a1, a2))
+    check_arraylike("polysub", a1, a2)
+    a1, a2 = promote_dtypes(a1, a2)
+    return polyadd(a1, ufuncs.negative(a2))
+
+
+def _trim_front(a):
+    """trim_zeros(a, 'f'), refusing traced input with JAX's ConcretizationTypeError."""
+    if isinstance(a, Tracer) and a.to_concrete_value() is None:
+        raise ConcretizationTypeError(a, "Error arose in the `filt` argument of trim_zeros()\n")
+    return manipulation.trim_zeros(a, trim="f")
 
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
     """The product of two polynomials (the full convolution of their coefficients)."""
     check_arraylike("polymul", a1, a2)
     a1, a2 = promote_dtypes_inexact(a1, a2)
+    if trim_leading_zeros and (len(a1) > 1 or len(a2) > 1):
+        a1, a2 = _trim_front(a1), _trim_front(a2)
+    # An empty factor stands for the zero polynomial, as in JAX.
+    if get_aval(a1).shape[0] == 0:
+        a1 = lax.full((1,), 0, get_aval(a2).dtype)
+    if get_aval(a2).shape[0] == 0:
+        a2 = lax.full((1,), 0, get_aval(a1).dtype)
     n1, n2 = get_aval(a1).shape[0], get_aval(a2).shape[0]
     outer = ufuncs.multiply(lax.reshape(a1, (n1, 1)), lax.reshape(a2, (1, n2)))
     # Sum the anti-diagonals: row i shifted right by i, then summed over rows.
@@ -702,35 +764,53 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
     return reductions.sum(manipulation.stack(rows), axis=0)
 
 
+def _static_order(m, name):
+    """`m` as a Python int, failing as JAX's static (hashed, then operator.index) argument."""
+    try:
+        hash(m)
+    except TypeError as e:
+        raise ValueError("Non-hashable static arguments are not supported. An error occurred "
+                         f"while trying to hash an object of type {type(m)}, {m}. The error was:"
+                         f"\n{type(e).__name__}: {e}\n") from e
+    return operator.index(m)
+
+
 def polyder(p, m=1):
-    """The m-th derivative of a polynomial."""
+    """The m-th derivative of a polynomial (along the first axis)."""
     check_arraylike("polyder", p)
+    m = _static_order(m, "polyder")
+    (p,) = promote_dtypes_inexact(p)
     if m < 0:
         raise ValueError("Order of derivative must be positive")
-    (p,) = promote_dtypes_inexact(p)
-    for _ in builtins.range(int(m)):
-        n = get_aval(p).shape[0]
-        if n <= 1:
-            return lax.full((0,), 0, get_aval(p).dtype)
-        powers = np.arange(n - 1, 0, -1).astype(get_aval(p).dtype)
-        p = lax.mul(lax.slice_in_dim(p, 0, n - 1), powers)
-    return p
+    if m == 0:
+        return p
+    dt = get_aval(p).dtype
+    # coeff[i] = (n-1-i)(n-2-i)...(n-m-i): the falling factorials, highest power first.
+    coeff = reductions.prod(lax.sub(creation.arange(m, len(p), dtype=dt)[None],
+                                    creation.arange(m, dtype=dt)[:, None]), axis=0)
+    return ufuncs.multiply(p[:-m], coeff[::-1])
 
 
 def polyint(p, m=1, k=None):
     """The m-th antiderivative of a polynomial with integration constants k."""
-    check_arraylike("polyint", p, *([] if k is None else [k]))
-    m = int(m)
+    m = _static_order(m, "polyint")
+    k = 0 if k is None else k
+    check_arraylike("polyint", p, k)
+    p, k = promote_dtypes_inexact(p, k)
     if m < 0:
-        raise ValueError(f"Order of integral must be positive (see polyder), got {m}")
-    (p,) = promote_dtypes_inexact(p)
+        raise ValueError("Order of integral must be positive (see polyder)")
+    k = manipulation.atleast_1d(k)
+    if len(k) == 1:
+        k = manipulation.broadcast_to(k[0], (m,))
+    if get_aval(k).shape != (m,):
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
+    if m == 0:
+        return p
     dt = get_aval(p).dtype
-    ks = np.zeros(m) if k is None else np.broadcast_to(np.asarray(k), (m,))
-    for i in builtins.range(m):
-        n = get_aval(p).shape[0]
-        divisors = np.arange(n, 0, -1).astype(dt)
-        p = manipulation.concatenate([lax.div(p, divisors), creation.asarray([ks[i]], dtype=dt)])
-    return p
+    grid = lax.sub(creation.arange(len(p) + m, dtype=dt)[None],
+                   creation.arange(m, dtype=dt)[:, None])
+    coeff = reductions.prod(ufuncs.maximum(1, grid), axis=0)[::-1]
+    return ufuncs.true_divide(manipulation.concatenate([p, k]), coeff)
 
 
 # ---------------------------------------------------------------- calculus and products
@@ -943,8 +1023,10 @@ def triu_indices_from(arr, k=0):
 
 def mask_indices(n, mask_func, k=0, *, size=None):
     """The indices where mask_func(ones((n, n)), k) is nonzero."""
-    mask = np.asarray(mask_func(creation.ones((n, n), dtype=np.int32), k)) != 0
-    return _index_arrays(np.nonzero(mask))
+    from gpuarr.numpy import selection
+    # Unpacking into two fails for masks that are not 2-D (jnp.diag), as in JAX.
+    i, j = selection.nonzero(mask_func(creation.ones((n, n)), k), size=size)
+    return (i, j)
 
 
 def ix_(*args):
@@ -995,13 +1077,19 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
 
 
 def poly(seq_of_zeros):
-    """The coefficients of the monic polynomial with the given roots (1-D input)."""
+    """The coefficients of the monic polynomial with the given roots (a scalar or 1-D input),
+    or the characteristic polynomial of a non-empty square matrix."""
     check_arraylike("poly", seq_of_zeros)
-    z = ensure_array(seq_of_zeros)
+    (z,) = promote_dtypes_inexact(seq_of_zeros)
+    z = manipulation.atleast_1d(z)
+    sh = get_aval(z).shape
+    if len(sh) == 2 and sh[0] == sh[1] and sh[0] != 0:
+        from gpuarr.numpy import linalg
+        z = linalg.eigvals(z)
     if get_aval(z).ndim != 1:
-        raise ValueError("input must be 1d: jnp.poly of a matrix needs its eigenvalues; pass "
-                         "jnp.linalg.eigvals(m) instead.")
-    (z,) = promote_dtypes_inexact(z)
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    if get_aval(z).shape[0] == 0:
+        return creation.ones((), dtype=get_aval(z).dtype)
     coeffs = creation.ones((1,), dtype=get_aval(z).dtype)
     for i in builtins.range(get_aval(z).shape[0]):
         root = lax.slice(z, (i,), (i + 1,))
@@ -1026,7 +1114,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
         shifted = lax.pad(ufuncs.multiply(d, v), zero, ((k, m - n - k, 0),))
         r = ufuncs.subtract(r, shifted)
     if trim_leading_zeros:
-        r = manipulation.trim_zeros(r, trim="f")
+        r = _trim_front(r)
     return q, r
 
 

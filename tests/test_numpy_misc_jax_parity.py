@@ -70,3 +70,45 @@ def test_errors_match_jax(name):
         ERRORS[name](gpuarr, gjnp)
     assert type(got.value) is want.type
     assert str(got.value) == str(want.value)
+
+
+_XS = np.arange(6, dtype=np.float32)
+POLYFIT = {  # name -> (x, y)
+    "complex": (_XS.astype(np.complex64), (2 * _XS + 1j * _XS ** 2).astype(np.complex64)),
+    "float16_x_float32_y": (_XS.astype(np.float16), _XS ** 2),
+    "float32_x_int_y": (_XS, np.arange(6, dtype=np.int32)),
+}
+POLYFIT_ERRORS = {
+    "int": (np.arange(6, dtype=np.int32), np.arange(6, dtype=np.int32)),
+    "bool": (_XS > 2, _XS),
+    "float16": (_XS.astype(np.float16), _XS.astype(np.float16)),
+    "bfloat16": (_XS.astype(jjnp.bfloat16), _XS.astype(jjnp.bfloat16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POLYFIT))
+def test_polyfit_types_match_jax(name):
+    x, y = POLYFIT[name]
+    got, want = gjnp.polyfit(x, y, 2), jjnp.polyfit(x, y, 2)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 5e-3 if x.dtype == np.float16 else 2e-4  # the fit's matrix is float16 in both
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("name", sorted(POLYFIT_ERRORS))
+def test_polyfit_errors_match_jax(name):
+    x, y = POLYFIT_ERRORS[name]
+    with pytest.raises(Exception) as want:
+        jjnp.polyfit(x, y, 1)
+    with pytest.raises(Exception) as got:
+        gjnp.polyfit(x, y, 1)
+    assert type(got.value) is want.type and str(got.value) == str(want.value)
+
+
+def test_complex_least_squares_matches_jax():
+    rng = np.random.default_rng(0)
+    a = (rng.normal(size=(6, 3)) + 1j * rng.normal(size=(6, 3))).astype(np.complex64)
+    b = (rng.normal(size=(6, 2)) + 1j * rng.normal(size=(6, 2))).astype(np.complex64)
+    for g, w in zip(gjnp.linalg.lstsq(a, b), jjnp.linalg.lstsq(a, b)):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), atol=1e-5, rtol=1e-5)

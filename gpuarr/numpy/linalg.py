@@ -444,8 +444,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     rank = reductions.sum(mask)
     safe_s = _where(mask, s, _const(s, 1))
     s_inv = _where(mask, lax.div(_const(s, 1), safe_s), _const(s, 0))
-    x = products.matmul(_H(vt), lax.mul(lax.reshape(s_inv, _shape(s) + (1,)),
-                                        products.matmul(_H(u), b)))
+    # Singular values are real: complex systems scale by them in their own type.
+    s_inv = lax.convert_element_type(lax.reshape(s_inv, _shape(s) + (1,)), dt)
+    x = products.matmul(_H(vt), lax.mul(s_inv, products.matmul(_H(u), b)))
     if numpy_resid and (int(rank) < n or m <= n):
         resid = ensure_array(np.zeros((0,), dt))
     else:

@@ -116,10 +116,16 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     if xshape[0] != yshape[0]:
         raise TypeError("expected x and y to have same length")
     if rcond is None:
-        rcond = xshape[0] * float(dtypes.finfo(get_aval(x).dtype if dtypes.is_float(
-            get_aval(x).dtype) else dtypes.to_inexact_dtype(get_aval(x).dtype)).eps)
+        xdt = get_aval(x).dtype
+        if not (dtypes.is_float(xdt) or dtypes.is_complex(xdt)):  # JAX reads finfo(x.dtype)
+            raise ValueError(f"data type {xdt.type} not inexact")
+        rcond = xshape[0] * float(dtypes.finfo(xdt).eps)
     rcond = float(rcond)
-    lhs, rhs = vander(x, order), y
+    # The Vandermonde matrix stays in x's type; the solve promotes it with y's.
+    dt = get_aval(promote_dtypes_inexact(x, y)[0]).dtype
+    if dt in (np.float16, dtypes.bfloat16):  # no least-squares solver in these types, as JAX
+        raise NotImplementedError(KeyError(dt.type), f"Unsupported dtype {dt.name}.")
+    lhs, rhs = vander(promote_dtypes_inexact(x)[0], order), y
     if w is not None:
         (w,) = promote_dtypes_inexact(ensure_array(w))
         if get_aval(w).ndim != 1:
@@ -129,7 +135,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
         lhs = ufuncs.multiply(lhs, _column(w))
         rhs = ufuncs.multiply(rhs, _column(w) if len(yshape) == 2 else w)
     # Scaling the columns to unit norm improves the condition number.
-    scale = ufuncs.sqrt(reductions.sum(ufuncs.multiply(lhs, lhs), axis=0))
+    scale = ufuncs.sqrt(reductions.sum(ufuncs.square(ufuncs.abs(lhs)), axis=0))
     lhs = ufuncs.true_divide(lhs, scale)
     c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
     c = ufuncs.true_divide(c, _column(scale) if len(yshape) == 2 else scale)

@@ -19,6 +19,7 @@ from gpuarr.numpy._util import (
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
+    concrete_value,
     ensure_array,
     promote_dtypes,
 )
@@ -462,12 +463,15 @@ def rot90(m, k=1, axes=(0, 1)):
     check_arraylike("rot90", m)
     m = ensure_array(m)
     nd = get_aval(m).ndim
-    if len(axes) != 2:
-        raise ValueError("len(axes) must be 2.")
-    ax0, ax1 = canonicalize_axis(axes[0], nd), canonicalize_axis(axes[1], nd)
+    if nd < 2:
+        raise ValueError("rot90 requires its first argument to have ndim at least two, but got "
+                         f"first argument of shape {tuple(get_aval(m).shape)}, which has ndim {nd}")
+    ax0, ax1 = axes  # unpacking gives Python's error for a wrong length, as in JAX
+    ax0, ax1 = canonicalize_axis(ax0, nd), canonicalize_axis(ax1, nd)
     if ax0 == ax1:
-        raise ValueError("Axes must be different.")
-    k = int(k) % 4
+        raise ValueError("Axes must be different")
+    # No int(): JAX takes k % 4 as is, so a non-integral k rotates like k=3.
+    k = k % 4
     if k == 0:
         return m
     if k == 2:
@@ -496,7 +500,10 @@ def rollaxis(a, axis, start=0):
 def permute_dims(a, /, axes):
     """transpose (array API name); unlike transpose, negative axes are not accepted."""
     check_arraylike("permute_dims", a)
-    return lax.transpose(a, _check_permutation(tuple(axes), get_aval(ensure_array(a)).shape))
+    a = ensure_array(a)  # a Python scalar comes back as a weak 0-d Array, as in JAX
+    # operator.index rejects float axes with the TypeError JAX gives.
+    axes = tuple(operator.index(i) for i in axes)
+    return lax.transpose(a, _check_permutation(axes, get_aval(a).shape))
 
 
 def concat(arrays, /, *, axis=0):
@@ -716,7 +723,7 @@ _PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp",
 
 def _pad_widths(pad_width, nd):
     """pad_width as nd (before, after) pairs, with JAX's errors."""
-    pw = np.asarray(pad_width)
+    pw = np.asarray(concrete_value(pad_width, "pad_width argument of jnp.pad"))
     valid = ((nd, 2), (1, 2), (2,), (1,), ())
     if pw.shape not in valid:
         raise ValueError(f"jnp.pad: pad_width with nd={nd} has unsupported shape {pw.shape}. "
@@ -745,84 +752,150 @@ def _per_axis(value, nd, name):
 
 def pad(array, pad_width, mode="constant", **kwargs):
     """Pad `array` with `mode` in NumPy's modes (constant, edge, reflect, symmetric, wrap,
-    linear_ramp, maximum, minimum, mean, median, empty)."""
+    linear_ramp, maximum, minimum, mean, median, empty) or a callable, as JAX does."""
     check_arraylike("pad", array)
     a = ensure_array(array)
     nd = get_aval(a).ndim
     widths = _pad_widths(pad_width, nd)
     if callable(mode):
-        raise NotImplementedError("jnp.pad with a callable mode is not supported; use one of "
-                                  f"{_PAD_MODES}.")
+        return _pad_func(a, widths, mode, kwargs)
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
     unsupported = set(kwargs) - _PAD_KWARGS.get(mode, set())
     if unsupported:
         raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
-    if mode not in _PAD_MODES:
-        raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
-    dt = get_aval(a).dtype
-    if nd == 0 or all(w == (0, 0) for w in widths):
+    if nd == 0:
         return a
-    if mode in ("constant", "empty"):
-        cv = kwargs.get("constant_values", 0) if mode == "constant" else 0
-        if isinstance(cv, (int, float, bool, np.number)) or np.ndim(cv) == 0 and not hasattr(cv, "aval"):
-            value = np.asarray(cv).astype(dt)[()]
-            return lax.pad(a, value, [(b, e, 0) for b, e in widths])
-        cvs = _per_axis(np.asarray(cv), nd, "constant_values")
-        for ax, (b, e) in enumerate(widths):
-            cfg = [(0, 0, 0)] * nd
-            cfg[ax] = (b, 0, 0)
-            a = lax.pad(a, np.asarray(cvs[ax][0]).astype(dt)[()], cfg)
-            cfg[ax] = (0, e, 0)
-            a = lax.pad(a, np.asarray(cvs[ax][1]).astype(dt)[()], cfg)
-        return a
+    if mode == "constant":
+        return _pad_constant(a, widths, kwargs.get("constant_values", 0))
+    if mode == "empty":
+        return _pad_constant(a, widths, 0)
+    if mode in ("reflect", "symmetric"):
+        # JAX checks this with an assert, so a bad value fails as an AssertionError.
+        if kwargs.get("reflect_type", "even") not in ("even", "odd"):
+            raise AssertionError()
+    if mode in ("maximum", "minimum", "mean", "median"):
+        return _pad_stats(a, widths, mode, kwargs.get("stat_length"))
     for ax, (b, e) in enumerate(widths):
+        if get_aval(a).shape[ax] == 0:
+            if b or e:
+                raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
+            continue
         if b == 0 and e == 0:
             continue
-        n = get_aval(a).shape[ax]
-        if n == 0:
-            raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
         a = _pad_axis(a, ax, b, e, mode, kwargs, nd)
+    return a
+
+
+def _pad_constant(a, widths, cv):
+    """Constant padding; `cv` may be traced, so it stays an array (cast like JAX's)."""
+    aval = get_aval(a)
+    nd = aval.ndim
+    cv = lax.lax._convert_weak(ensure_array(cv), aval.dtype, aval.weak_type)
+    shape = get_aval(cv).shape
+    if len(shape) == 0:
+        return lax.pad(a, cv, [(b, e, 0) for b, e in widths])
+    if len(shape) == 1 and shape[-1] == 1:
+        return lax.pad(a, lax.reshape(cv, ()), [(b, e, 0) for b, e in widths])
+    if len(shape) == 1 and shape[-1] != 2:
+        raise ValueError(f"jnp.pad: constant_values has unsupported shape {tuple(shape)}. If the "
+                         "shape is 1D or 2D, the last dimension must be of size 1 or 2.")
+    cvs = _broadcast_to(cv, (nd, 2))
+    for ax, (b, e) in enumerate(widths):
+        for side, width in enumerate((b, e)):
+            if width:
+                cfg = [(0, 0, 0)] * nd
+                cfg[ax] = (width, 0, 0) if side == 0 else (0, width, 0)
+                value = lax.reshape(lax.slice(cvs, (ax, side), (ax + 1, side + 1)), ())
+                a = lax.pad(a, value, cfg)
+    return a
+
+
+def _pad_func(a, widths, func, kwargs):
+    """NumPy's callable protocol, JAX-style: func(row, (before, after), axis, kwargs) gets each
+    zero-padded 1-D row and must return the new row (it is vmapped, not run in place)."""
+    from gpuarr.numpy.misc import apply_along_axis
+    # JAX normalizes the pairs a second time, which rejects a 0-d array's empty tuple.
+    widths = _pad_widths(tuple(widths), get_aval(a).ndim)
+    padded = _pad_constant(a, widths, 0)
+    for ax in range(get_aval(padded).ndim):
+        padded = apply_along_axis(func, ax, padded, widths[ax], ax, kwargs)
+    return padded
+
+
+def _pad_stats(a, widths, mode, stat_length):
+    from gpuarr import dtypes
+    from gpuarr.numpy import reductions
+    from gpuarr.numpy.ufuncs import round as jround
+    stat_fn = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
+               "median": reductions.median}[mode]
+    nd = get_aval(a).ndim
+    lengths = None if stat_length is None else _per_axis(stat_length, nd, "stat_length")
+    for ax, (b, e) in enumerate(widths):
+        n = get_aval(a).shape[ax]
+        if lengths is None:
+            stats = [stat_fn(a, axis=ax, keepdims=True)] * 2
+        else:
+            lb, la = (int(v) for v in lengths[ax])
+            if lb == 0 or la == 0:
+                raise ValueError("stat_length of 0 yields no value for padding")
+            # Python slice rules, as JAX's slice_in_dim: a negative length counts from the end.
+            stats = [stat_fn(lax.slice_in_dim(a, *slice(lo, hi).indices(n)[:2], axis=ax),
+                             axis=ax, keepdims=True)
+                     for lo, hi in ((0, min(lb, n)), (-min(la, n), None))]
+        aval = get_aval(a)
+        parts = []
+        for stat, width in zip(stats, (b, e)):
+            # Integers round the statistic; booleans just cast it (nonzero is True), as JAX.
+            if dtypes.is_int(aval.dtype):
+                stat = jround(stat)
+            stat = lax.lax._convert_weak(stat, aval.dtype, aval.weak_type)
+            shape = list(aval.shape)
+            shape[ax] = width
+            parts.append(_broadcast_to(stat, tuple(shape)))
+        a = concatenate([parts[0], a, parts[1]], ax)
     return a
 
 
 def _pad_axis(a, ax, b, e, mode, kwargs, nd):
     n = get_aval(a).shape[ax]
-    if mode in ("edge", "reflect", "symmetric", "wrap"):
-        rt = kwargs.get("reflect_type", "even")
-        idx = np.pad(np.arange(n), (b, e), mode=mode if mode != "edge" else "edge",
-                     **({"reflect_type": "even"} if mode in ("reflect", "symmetric") else {}))
-        out = _take_static(a, idx, ax)
-        if mode in ("reflect", "symmetric") and rt == "odd":
-            # Odd reflection: 2 * edge - mirrored value, on each padded side.
-            from gpuarr.numpy.ufuncs import multiply, subtract
-            first = lax.slice_in_dim(a, 0, 1, axis=ax)
-            last = lax.slice_in_dim(a, n - 1, n, axis=ax)
-            before = subtract(multiply(first, 2), lax.slice_in_dim(out, 0, b, axis=ax))
-            after = subtract(multiply(last, 2), lax.slice_in_dim(out, b + n, b + n + e, axis=ax))
-            out = concatenate([before.astype(get_aval(a).dtype), a,
-                               after.astype(get_aval(a).dtype)], ax)
-        return out
-    if mode == "linear_ramp":
-        ends = _per_axis(kwargs.get("end_values", 0), nd, "end_values")[ax]
-        return concatenate([_ramp(a, ax, 0, b, ends[0], True), a,
-                            _ramp(a, ax, n - 1, e, ends[1], False)], ax)
-    stat_length = kwargs.get("stat_length")
-    lengths = (n, n) if stat_length is None else tuple(
-        min(max(int(v), 1), n) for v in _per_axis(stat_length, nd, "stat_length")[ax])
-    from gpuarr.numpy import reductions
-    stat_fn = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
-               "median": reductions.median}[mode]
-    parts = []
-    for width, (lo, hi) in ((b, (0, lengths[0])), (e, (n - lengths[1], n))):
-        region = lax.slice_in_dim(a, lo, hi, axis=ax)
-        stat = stat_fn(region, axis=ax, keepdims=True)
-        if mode in ("mean", "median") and not _is_inexact(get_aval(a).dtype):
-            from gpuarr.numpy.ufuncs import round as jround
-            stat = jround(stat)
-        stat = lax.convert_element_type(stat, get_aval(a).dtype)
-        shape = list(get_aval(a).shape)
-        shape[ax] = width
-        parts.append(_broadcast_to(stat, tuple(shape)))
-    return concatenate([parts[0], a, parts[1]], ax)
+    if mode in ("edge", "wrap"):
+        return _take_static(a, np.pad(np.arange(n), (b, e), mode=mode), ax)
+    if mode in ("reflect", "symmetric"):
+        odd = kwargs.get("reflect_type", "even") == "odd"
+        a = _reflect_side(a, ax, b, mode, odd, True)
+        return _reflect_side(a, ax, e, mode, odd, False)
+    ends = _per_axis(kwargs.get("end_values", 0), nd, "end_values")[ax]
+    return concatenate([_ramp(a, ax, 0, b, ends[0], True), a,
+                        _ramp(a, ax, n - 1, e, ends[1], False)], ax)
+
+
+def _reflect_side(a, ax, padding, mode, odd, before):
+    """Reflect padding on one side in chunks of at most the axis length (less one for
+    'reflect'), each mirroring the array grown so far, as NumPy and JAX do: wide odd
+    reflections keep extrapolating from the newest edge."""
+    from gpuarr.numpy.ufuncs import multiply, subtract
+    n = get_aval(a).shape[ax]
+    dt = get_aval(a).dtype
+    offset = 1 if mode == "reflect" and n > 1 else 0
+    edge = lax.slice_in_dim(a, 0, 1, axis=ax) if before else lax.slice_in_dim(a, n - 1, n, axis=ax)
+    while padding > 0:
+        size = get_aval(a).shape[ax]
+        cur = min(padding, n - offset)
+        padding -= cur
+        if before:
+            x = lax.slice_in_dim(a, offset, offset + cur, axis=ax)
+        else:
+            stop = size if mode == "symmetric" or n == 1 else size - 1
+            x = lax.slice_in_dim(a, size - cur - offset, stop, axis=ax)
+        x = flip(x, ax)
+        if odd:
+            x = subtract(multiply(2, edge), x).astype(dt)
+            if n > 1:
+                k = 0 if before else get_aval(x).shape[ax] - 1
+                edge = lax.slice_in_dim(x, k, k + 1, axis=ax)
+        a = concatenate([x, a] if before else [a, x], ax)
+    return a
 
 
 def _is_inexact(dt):

@@ -40,14 +40,28 @@ def _axes(axis, ndim):
     return canonicalize_axes(axis, ndim)
 
 
+def _check_out(name, out):
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+def _check_where(name, where):
+    """A `where` mask must be boolean: JAX rejects others rather than truth-testing them."""
+    if where is None:
+        return
+    check_arraylike(name, where)
+    dt = np.dtype(dtypes.dtype(where))
+    if dt != np.bool_:
+        raise ValueError(f"jnp.{name}: where must be None or a boolean array; got where.dtype={dt!r}.")
+
+
 def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
     """The reduction `name` as a function of all the arguments any of these reductions take
     (the public functions below pass theirs, with JAX's signature for each)."""
     def reduce(a, axis, dtype, out, keepdims, initial, where, promote_integers=True):
+        _check_out(name, out)
         check_arraylike(name, a)
-        if out is not None:
-            raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported: arrays "
-                                      "are immutable. Use the return value instead.")
+        _check_where(name, where)
         (a,) = promote_dtypes(a)
         aval = get_aval(a)
         dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
@@ -72,7 +86,7 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
         result = reduce_fn(a, axes)
         if initial is not None:
-            result = _combine_initial(name, result, initial, comp)
+            result = _combine_initial(reduce_fn is bool_fn, name, result, initial, comp)
         if comp != dt:
             result = lax.convert_element_type(result, dt)
         if keepdims:
@@ -97,17 +111,15 @@ def _identity_value(identity, dt, name):
     return np.asarray(identity, dt)[()]
 
 
-def _combine_initial(name, result, initial, dt):
-    init = np.asarray(initial, dt)[()]
-    if name in ("sum",):
-        return lax.add(result, init)
-    if name in ("prod",):
-        return lax.mul(result, init)
-    if name in ("max", "amax"):
-        return lax.max(result, init)
-    if name in ("min", "amin"):
-        return lax.min(result, init)
-    return result
+def _combine_initial(as_bool, name, result, initial, dt):
+    # Converted with lax, not NumPy, so that a traced `initial` works under jit.
+    init = lax.convert_element_type(initial, dt)
+    shape = get_aval(init).shape
+    if shape != ():
+        raise ValueError(f"initial value must be a scalar. Got array of shape {shape}")
+    ops = {"sum": lax.bitwise_or if as_bool else lax.add,
+           "prod": lax.bitwise_and if as_bool else lax.mul, "max": lax.max, "min": lax.min}
+    return ops[name](init, result)
 
 
 def _bool_reduce(prim_fn):
@@ -184,6 +196,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """The arithmetic mean over `axis` (integers average in the default float dtype; float16
     accumulates in float32)."""
     check_arraylike("mean", a)
+    _check_where("mean", where)
+    _check_out("mean", out)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
     axes = _axes(axis, aval.ndim)
@@ -236,8 +250,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         correction=None):
     """The variance over `axis` with `ddof` (or `correction`) degrees of freedom removed (NaN
     where none are left; real for complex data), about `mean` if given (computed otherwise)."""
-    check_arraylike("var", a)
     ddof = _ddof(ddof, correction)
+    check_arraylike("var", a)
+    _check_where("var", where)
+    _check_out("var", out)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
     comp, out_dt = _var_dtypes(aval.dtype, dtype)
@@ -259,9 +275,11 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         correction=None):
     """The standard deviation over `axis` (about `mean` if given)."""
     check_arraylike("std", a)
+    _check_where("std", where)
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {np.dtype(dtype)}")
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+    _check_out("std", out)
+    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
 
@@ -275,6 +293,7 @@ def _check_ordered(name, aval):
 def _arg_reduce(name, lax_fn):
     def fn(a, axis=None, out=None, keepdims=None):
         check_arraylike(name, a)
+        _check_out(name, out)
         (a,) = promote_dtypes(a)
         aval = get_aval(a)
         if axis is None:
@@ -319,6 +338,7 @@ def _replace_nan(a, value):
 def ptp(a, axis=None, out=None, keepdims=False):
     """max - min over `axis` (peak to peak)."""
     check_arraylike("ptp", a)
+    _check_out("ptp", out)
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
@@ -333,6 +353,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 def _nan_reduction(name, plain, fill):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         check_arraylike(name, a)
+        _check_where(name, where)
         (a,) = promote_dtypes(a)
         return plain(_replace_nan(a, fill), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
                       initial=initial, where=where)
@@ -348,10 +369,12 @@ nanprod = _nan_reduction("nanprod", prod, 1)
 def _nan_extreme(name, plain, fill):
     def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         check_arraylike(name, a)
+        _check_where(name, where)
         (a,) = promote_dtypes(a)
-        if not _is_inexact(a):
-            return plain(a, axis=axis, keepdims=keepdims, initial=initial, where=where)
-        res = plain(_replace_nan(a, fill), axis=axis, keepdims=keepdims, initial=initial, where=where)
+        if not _is_inexact(a):  # `out` goes on, for plain's own error about it, as in JAX
+            return plain(a, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
+        res = plain(_replace_nan(a, fill), axis=axis, out=out, keepdims=keepdims, initial=initial,
+                    where=where)
         if initial is not None:  # `initial` answers for an all-NaN slice, as in JAX
             return res
         # An all-NaN slice gives NaN, as in NumPy and JAX.
@@ -374,6 +397,8 @@ def _not_nan_count(a, axis, keepdims, where, dt):
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """The mean over `axis` ignoring NaNs (NaN for all-NaN slices)."""
     check_arraylike("nanmean", a)
+    _check_where("nanmean", where)
+    _check_out("nanmean", out)
     (a,) = promote_dtypes(a)
     if not _is_inexact(a):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
@@ -386,6 +411,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     """The variance over `axis` ignoring NaNs (NaN where no degrees of freedom are left),
     about `mean` if given."""
     check_arraylike("nanvar", a)
+    _check_where("nanvar", where)
+    _check_out("nanvar", out)
     (a,) = promote_dtypes(a)
     comp, out_dt = _var_dtypes(get_aval(a).dtype, dtype)
     a = lax.convert_element_type(a, comp)
@@ -396,7 +423,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     centered = jwhere(nan, 0, lax.sub(a, a_mean))
     sq = _abs2(centered)
     count = sum(lax.bitwise_not(nan), axis=axis, keepdims=keepdims, where=where)
-    count = lax.sub(count, lax.convert_element_type(ensure_array(ddof), get_aval(count).dtype))
+    from gpuarr.numpy.ufuncs import subtract
+    count = subtract(count, ddof)  # promoted: a float ddof is not truncated, as in JAX
     empty = lax.le(count, np.zeros((), get_aval(count).dtype)[()])
     # A plain sum: an infinite mean leaves NaNs in `sq` that must show, as in JAX.
     total = jwhere(empty, np.nan, sum(sq, axis, keepdims=keepdims, where=where))
@@ -406,9 +434,12 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """The standard deviation over `axis` ignoring NaNs (about `mean` if given)."""
+    check_arraylike("nanstd", a)
+    _check_where("nanstd", where)
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise TypeError(f"nanstd needs an inexact dtype, got {np.dtype(dtype)}")
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
+    _check_out("nanstd", out)
+    return lax.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -522,19 +553,33 @@ def _quantile_checks(name, a, method, out, overwrite_input):
                          "or 'inverted_cdf'")
 
 
+def _check_q_dtype(ignore_nan, method, q_dt, a_dt):
+    """JAX's errors for a q it cannot compute with: positions are computed in q's dtype."""
+    if q_dt == np.bool_:  # JAX fails at q * (n - 1), or at counts - 1 ignoring NaNs
+        op = "sub" if ignore_nan else "mul"
+        raise TypeError(f"{op} does not accept dtype bool at position 0. Accepted dtypes at "
+                        "position 0 are subtypes of integer, floating, complexfloating.")
+    if not dtypes.is_float(q_dt):
+        raise TypeError(f"floor does not accept dtype {q_dt}. Accepted dtypes are subtypes of "
+                        "floating.")
+    if method == "inverted_cdf" and q_dt != a_dt:  # JAX multiplies q into a's weights unpromoted
+        raise TypeError(f"lax.mul requires arguments to have the same dtypes, got {q_dt}, {a_dt}. "
+                        "(Tip: jnp.multiply is a similar function that does automatic type "
+                        "promotion on inputs).")
+
+
 def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     check_arraylike(name, a, q)
     from gpuarr.lax.sorting import sort, sort_key_val
     from gpuarr.numpy._util import promote_dtypes_inexact
+    from gpuarr.numpy.selection import take_along_axis
     if weights is not None:
         a, weights = _quantile_weights(name, a, weights, axis, method)
-    if dtypes.dtype(a) in dtypes.NARROW_DTYPES:
-        # int4 becomes float32 on its own (promoting it with q would fail); the result has
-        # a's inexact type, as in JAX.
-        (a,) = promote_dtypes_inexact(a)
-        q = lax.convert_element_type(q, get_aval(a).dtype)
     else:
-        a, q = promote_dtypes_inexact(a, q)
+        (a,) = promote_dtypes_inexact(a)
+    # q is not promoted with a: positions and interpolation use q's dtype and the result is
+    # cast to a's, as in JAX.
+    q = ensure_array(q)
     a_aval, q_aval = get_aval(a), get_aval(q)
     if q_aval.ndim > 1:
         raise ValueError(f"q must be have rank <= 1, got shape {q_aval.shape}")
@@ -543,61 +588,59 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     n = _count(a_aval, axes)
     if n == 0:
         raise ValueError(f"{name} of an empty axis is undefined: array shape {a_aval.shape}.")
+    dt, q_dt = a_aval.dtype, np.dtype(q_aval.dtype)
+    _check_q_dtype(ignore_nan, method, q_dt, dt)
     outer = tuple(a_aval.shape[i] for i in keep)
     flat = lax.reshape(lax.transpose(a, keep + axes), outer + (n,))
-    dt = a_aval.dtype
     if method == "inverted_cdf":
         w = (lax.full_like(flat, 1) if weights is None else lax.convert_element_type(
             lax.reshape(lax.transpose(weights, keep + axes), outer + (n,)), dt))
         srt, w = sort_key_val(flat, w, dimension=len(outer))  # NaNs sort last
         # convert_element_type drops the weak type, as JAX's result has none.
-        out = lax.convert_element_type(
-            _inverted_cdf(srt, w, lax.convert_element_type(q, dt), ignore_nan), dt)
+        out = lax.convert_element_type(_inverted_cdf(srt, w, q, ignore_nan), dt)
         return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
     srt = sort(flat, dimension=len(outer))  # NaNs sort last
     nan_in = any(_isnan(flat), axis=-1, keepdims=True)
-    value_dt = dt
-    if dt in dtypes.NARROW_DTYPES:
-        # Positions in float32: a narrow type cannot count the elements.
-        dt = np.dtype(np.float32)
-        q = lax.convert_element_type(q, dt)
-    count = (lax.convert_element_type(sum(lax.bitwise_not(_isnan(flat)), axis=-1, keepdims=True), dt)
-             if ignore_nan else lax.full(outer + (1,), n, dt))
+    count = (lax.convert_element_type(sum(lax.bitwise_not(_isnan(flat)), axis=-1, keepdims=True), q_dt)
+             if ignore_nan else lax.full(outer + (1,), n, q_dt))
     # q goes on a leading axis: positions have shape q.shape + outer + (1,).
     qs = lax.reshape(q, q_aval.shape + (1,) * (len(outer) + 1))
     count = lax.reshape(count, (1,) * q_aval.ndim + outer + (1,))
-    pos = lax.mul(qs, lax.sub(count, np.ones((), dt)[()]))
+    one = np.ones((), q_dt)[()]
+    pos = lax.mul(qs, lax.sub(count, one))
     lo, hi = lax.floor(pos), lax.ceil(pos)
+    hi_w = lax.sub(pos, lo)  # before clamping, as in JAX
+    lo_w = lax.sub(one, hi_w)
     # q outside [0, 1] reads the end values, as JAX clamps the positions.
-    top = lax.sub(count, np.ones((), dt)[()])
+    top = lax.sub(count, one)
     lo, hi = (lax.max(lax.full_like(x, 0), lax.min(x, top)) for x in (lo, hi))
-    if method == "lower":
-        hi = lo
-    elif method == "higher":
-        lo = hi
-    elif method == "nearest":  # ties go to the lower neighbour, as in JAX
-        lo = hi = lax.select(lax.le(lax.sub(pos, lo), np.asarray(0.5, dt)[()]), lo, hi)
-    idx = lax.broadcasted_iota(dt, (1,) * q_aval.ndim + outer + (n,), len(outer) + q_aval.ndim)
-    srt_b = lax.reshape(srt, (1,) * q_aval.ndim + outer + (n,))
-    zero = np.zeros((), dt)[()]
+    int_dt = dtypes.default_int_dtype()
+    values = lax.broadcast_in_dim(srt, q_aval.shape + outer + (n,),
+                                  tuple(range(q_aval.ndim, q_aval.ndim + len(outer) + 1)))
 
-    def pick(where_idx):
-        sel = lax.select(lax.eq(idx, where_idx), lax.broadcast_in_dim(
-            srt_b, get_aval(lax.add(idx, where_idx)).shape, tuple(range(q_aval.ndim + len(outer) + 1))),
-            lax.full(get_aval(lax.add(idx, where_idx)).shape, 0, value_dt))
-        return sum(sel, axis=-1)
+    def pick(idx):  # the sorted values at positions idx (shape q.shape + outer + (1,))
+        idx = lax.convert_element_type(idx, int_dt)
+        return lax.reshape(take_along_axis(values, idx, -1), q_aval.shape + outer)
 
     v_lo, v_hi = pick(lo), pick(hi)
-    lo_s, pos_s = lax.reshape(lo, get_aval(v_lo).shape), lax.reshape(pos, get_aval(v_lo).shape)
-    if method == "midpoint":
-        out = lax.mul(lax.add(v_lo, v_hi), np.asarray(0.5, value_dt)[()])
-    else:
-        frac = lax.convert_element_type(lax.sub(pos_s, lo_s), value_dt)
-        out = lax.add(v_lo, lax.mul(lax.sub(v_hi, v_lo), frac))
-    bad = (lax.le(lax.reshape(count, outer), zero) if ignore_nan else lax.reshape(nan_in, outer))
+    lo_w, hi_w = (lax.reshape(x, get_aval(v_lo).shape) for x in (lo_w, hi_w))
+    if method == "linear":
+        out = lax.add(lax.mul(lax.convert_element_type(v_lo, q_dt), lo_w),
+                      lax.mul(lax.convert_element_type(v_hi, q_dt), hi_w))
+    elif method == "lower":
+        out = v_lo
+    elif method == "higher":
+        out = v_hi
+    elif method == "nearest":  # ties go to the lower neighbour, as in JAX
+        out = lax.select(lax.le(hi_w, np.asarray(0.5, q_dt)[()]), v_lo, v_hi)
+    else:  # midpoint, in a's dtype
+        out = lax.mul(lax.add(v_lo, v_hi), np.asarray(0.5, dt)[()])
+    bad = (lax.le(lax.reshape(count, outer), np.zeros((), q_dt)[()]) if ignore_nan
+           else lax.reshape(nan_in, outer))
     out = lax.select(lax.broadcast_in_dim(bad, get_aval(out).shape,
                                           tuple(range(q_aval.ndim, q_aval.ndim + len(outer)))),
                      lax.full_like(out, np.nan), out)
+    out = lax.convert_element_type(out, dt)
     return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
 
 
@@ -650,9 +693,11 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median over `axis` (NaN if a slice has a NaN): the midpoint of the middle values,
     as JAX computes it."""
-    return quantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)
+    check_arraylike("median", a)
+    return quantile(a, 0.5, axis, out, overwrite_input, method="midpoint", keepdims=keepdims)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median over `axis` ignoring NaNs (the midpoint of the middle values, as JAX)."""
-    return nanquantile(a, 0.5, axis, method="midpoint", keepdims=keepdims)
+    check_arraylike("nanmedian", a)
+    return nanquantile(a, 0.5, axis, out, overwrite_input, method="midpoint", keepdims=keepdims)

@@ -361,8 +361,8 @@ def _bad_axis(axis):
 def _cumulative(name, lax_fn, nan_fill=None):
     def fn(a, axis=None, dtype=None, out=None):
         check_arraylike(name, a)
-        if out is not None:
-            raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+        if out is not None:  # JAX's message for the cumulative functions has no full stop
+            raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported")
         (a,) = promote_dtypes(ensure_array(a))
         # Scalars (Python, NumPy, or weak 0-d arrays) are 1-d whatever the axis, as in JAX.
         scalar = np.isscalar(a) or (get_aval(a).ndim == 0 and get_aval(a).weak_type)

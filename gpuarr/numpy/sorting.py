@@ -2,6 +2,8 @@
 digitize, bincount. NaNs sort last; sorts are stable, as in JAX."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from gpuarr import dtypes, lax
@@ -84,10 +86,23 @@ def lexsort(keys, axis=-1):
     return outs[-1]
 
 
+def _prepare_partition(name, a, axis):
+    """`_prepare` for partition and argpartition, with JAX's refusals: an integer axis (not
+    None), no complex values, and no booleans (JAX negates the values to find the top k)."""
+    a, axis = _prepare(name, a, operator.index(axis))
+    dt = get_aval(a).dtype
+    if dtypes.is_complex(dt):
+        raise NotImplementedError(f"jnp.{name} for complex dtype is not implemented.")
+    if dt == np.bool_:
+        raise TypeError("neg does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
+    return a, axis
+
+
 def partition(a, kth, axis=-1):
     """`a` along `axis` with its kth smallest entry at position kth, the smaller ones (ascending)
     before it and the larger ones (descending) after it, as JAX returns them."""
-    a, axis = _prepare("partition", a, axis)
+    a, axis = _prepare_partition("partition", a, axis)
     n = get_aval(a).shape[axis]
     kth = _check_kth(kth, n)
     s = sorting.sort(a, axis)
@@ -99,7 +114,7 @@ def partition(a, kth, axis=-1):
 def argpartition(a, kth, axis=-1):
     """Indices that partition `a` along `axis` at `kth` (see `partition`); the indices after kth
     are in increasing order, as JAX returns them."""
-    a, axis = _prepare("argpartition", a, axis)
+    a, axis = _prepare_partition("argpartition", a, axis)
     n = get_aval(a).shape[axis]
     kth = _check_kth(kth, n)
     perm = argsort(a, axis)
@@ -109,7 +124,7 @@ def argpartition(a, kth, axis=-1):
 
 
 def _check_kth(kth, n):
-    kth = int(kth)
+    kth = operator.index(kth)
     if not -n <= kth < n:
         raise ValueError(f"kth(={kth}) out of bounds {n}")
     return kth % n

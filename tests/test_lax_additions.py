@@ -451,3 +451,19 @@ def test_jnp_orders_complex_values_by_real_then_imaginary_part(name):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(getattr(jjnp, name)(a, b)))
     assert str(gpuarr.make_jaxpr(getattr(gnp, name))(a, b)) == str(
         jax.make_jaxpr(getattr(jjnp, name))(a, b))
+
+
+def test_complex_atan2_matches_jax():
+    import jax.numpy as jjnp
+    y = np.array([1, 1 + 1j, -2 + 0.5j, 0, 3 - 2j, -1e-3j], np.complex64)
+    x = np.array([2, 0.5 - 1j, -1, 1, 0, 4 + 1j], np.complex64)
+    want = np.asarray(jjnp.arctan2(y, x))
+    for fn in (gnp.arctan2, gpuarr.jit(gnp.arctan2), glax.atan2):
+        got = fn(y, x)
+        assert got.dtype == np.complex64 and got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-6)
+
+    def f(lib):
+        return lambda t: lib.arctan2(t * (1 + 0.5j), 2 - 1j * t).real
+    np.testing.assert_allclose(gpuarr.grad(f(gnp))(np.float32(0.3)),
+                               jax.grad(f(jjnp))(np.float32(0.3)), rtol=1e-6)

@@ -604,7 +604,19 @@ def _minmax_jvp(pick_x_cmp, primals, tangents):
     return out, t
 
 
-atan2_p = binop("atan2", np.arctan2, "float")
+def _atan2_impl(x, y):
+    if not np.iscomplexobj(x):
+        return np.arctan2(x, y)
+    # The principal branch of -i log((y + i x) / sqrt(y^2 + x^2)), as XLA's complex atan2,
+    # evaluated in complex128.
+    wide_x, wide_y = np.asarray(x, np.complex128), np.asarray(y, np.complex128)
+    with np.errstate(all="ignore"):
+        out = -1j * np.log((wide_y + 1j * wide_x) / np.sqrt(wide_y * wide_y + wide_x * wide_x))
+    return out.astype(np.result_type(x, y))
+
+
+atan2_p = binop("atan2", _atan2_impl, "inexact")
+float_ufuncs[atan2_p] = np.arctan2
 defjvp(atan2_p, lambda g, x, y: _bcast_tangent(mul(g, div(y, add(square(x), square(y)))), _bshape(x, y)),
        lambda g, x, y: _bcast_tangent(mul(g, div(neg(x), add(square(x), square(y)))), _bshape(x, y)))
 nextafter_p = binop("nextafter", np.nextafter, "float")

@@ -48,6 +48,13 @@ class Array:
                                "deleted with .delete()); use the function's output instead.")
         return self._value
 
+    def _keep_python_float(self, value) -> Array:
+        """Remember `value` if this weak scalar of the default float type was made from that
+        Python float: its jaxpr literal prints it, as JAX's does (0.1, not 0.10000000149...)."""
+        if type(value) is float and self.dtype == dtypes.canonicalize_dtype(np.float64):
+            self._python_float = value
+        return self
+
     shape = property(lambda self: tuple(self._buffer.shape))
     dtype = property(lambda self: np.dtype(self._buffer.dtype))
     ndim = property(lambda self: len(self._buffer.shape))

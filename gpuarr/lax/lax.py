@@ -84,10 +84,7 @@ def _scalar_as(name, value, dt):
                         f"{got}: the Python scalar {value!r} has no exact {dt.name} value. Pass "
                         f"an array of the intended dtype, or use gpuarr.numpy, which promotes.")
     # A 0-d weakly typed Array: results stay weak where JAX's are (lax.add(1.0, 2.0)).
-    out = Array(np.asarray(value, dt), weak_type=type(value) is not bool)
-    if type(value) is float and dt == dtypes.canonicalize_dtype(np.float64):
-        out._python_float = value  # printed in jaxprs as JAX prints it
-    return out
+    return Array(np.asarray(value, dt), weak_type=type(value) is not bool)._keep_python_float(value)
 
 
 def _as_operand(x):
@@ -591,10 +588,10 @@ def _balanced_eq(x, out, y):
                select(eq(y, out), full_like(out, 2), ones))
 
 
-def _minmax_jvp(pick_x_cmp, primals, tangents):
+def _minmax_jvp(op, primals, tangents):
     x, y = primals
     tx, ty = tangents
-    out = (max if pick_x_cmp is gt else min)(x, y)
+    out = op(x, y)
     shape = get_aval(out).shape
     t = Zero.from_primal(out)
     if type(tx) is not Zero:
@@ -701,8 +698,8 @@ bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
 shift_left, shift_right_arithmetic = map(_binary, (shift_left_p, shift_right_arithmetic_p))
 shift_right_logical = _binary(shift_right_logical_p)
 eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
-ad.jvp_rules[max_p] = partial(_minmax_jvp, gt)
-ad.jvp_rules[min_p] = partial(_minmax_jvp, lt)
+ad.jvp_rules[max_p] = partial(_minmax_jvp, max)
+ad.jvp_rules[min_p] = partial(_minmax_jvp, min)
 # On the narrow types XLA evaluates these step by step in the operand's own type (JAX's and
 # StableHLO's expansions) or on its bits; see gpuarr.backends.narrow.
 for _p, _rule in ((exp2_p, narrow.exp2), (logistic_p, narrow.logistic),

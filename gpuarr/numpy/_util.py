@@ -17,6 +17,12 @@ _flags = config._values  # read directly: broadcast_arrays runs in every jnp bin
 ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic)
 
 
+def reject_out(fun_name: str, out) -> None:
+    """JAX's NotImplementedError for an `out=` argument: arrays are immutable."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{fun_name} is not supported.")
+
+
 def check_arraylike(fun_name: str, *args) -> None:
     """Lists and tuples are not arrays (SPEC S8): raise JAX's TypeError naming the argument."""
     for pos, arg in enumerate(args):
@@ -86,10 +92,7 @@ def _convert(x, dt, weak):
 def _weak_scalar(x, dt):
     """A Python scalar as a weakly typed 0-d Array of dtype `dt` (a literal when staged)."""
     from gpuarr.dispatch import wrap
-    out = wrap(_scalar_value(x, dt), True)
-    if type(x) is float and dt == dtypes.canonicalize_dtype(np.float64):
-        out._python_float = x  # printed in jaxprs as JAX prints it
-    return out
+    return wrap(_scalar_value(x, dt), True)._keep_python_float(x)
 
 
 def _scalar_value(x, dt):

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes
+from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes, reject_out
 
 try:
     import opt_einsum
@@ -217,8 +217,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     True, False, an opt_einsum strategy name, or an explicit path such as [(0, 1), (0, 1)].
     Each pairwise contraction calls `_dot_general` (lax.dot_general's signature), as JAX's."""
     lax.lax.check_no_sharding("numpy.einsum", out_sharding)
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
+    reject_out("einsum", out)
     if not operands:
         raise ValueError("einsum requires at least one operand after the subscripts.")
     check_arraylike("einsum", *operands)

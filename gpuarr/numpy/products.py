@@ -11,6 +11,7 @@ from gpuarr.numpy._util import (
     check_arraylike,
     ensure_array,
     promote_dtypes,
+    reject_out,
 )
 
 
@@ -116,8 +117,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 def outer(a, b, out=None):
     """Outer product of the flattened inputs."""
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")
+    reject_out("outer", out)
     check_arraylike("outer", a, b)
     from gpuarr.numpy.manipulation import ravel
     a, b = promote_dtypes(ravel(ensure_array(a)), ravel(ensure_array(b)))
@@ -188,8 +188,7 @@ def kron(a, b):
 def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     """Sum along a diagonal (shifted by `offset`) of the 2-D slices over axis1 and axis2."""
     check_arraylike("trace", a)
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    reject_out("trace", out)
     from gpuarr.numpy.reductions import sum as _sum
     a = ensure_array(a)
     shape = get_aval(a).shape

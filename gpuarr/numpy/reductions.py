@@ -13,6 +13,7 @@ from gpuarr.numpy._util import (
     check_arraylike,
     ensure_array,
     promote_dtypes,
+    reject_out,
     widen_narrow_int,
 )
 
@@ -40,11 +41,6 @@ def _axes(axis, ndim):
     return canonicalize_axes(axis, ndim)
 
 
-def _check_out(name, out):
-    if out is not None:
-        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
-
-
 def _check_where(name, where):
     """A `where` mask must be boolean: JAX rejects others rather than truth-testing them."""
     if where is None:
@@ -59,7 +55,7 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
     """The reduction `name` as a function of all the arguments any of these reductions take
     (the public functions below pass theirs, with JAX's signature for each)."""
     def reduce(a, axis, dtype, out, keepdims, initial, where, promote_integers=True):
-        _check_out(name, out)
+        reject_out(name, out)
         check_arraylike(name, a)
         _check_where(name, where)
         (a,) = promote_dtypes(a)
@@ -197,7 +193,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     accumulates in float32)."""
     check_arraylike("mean", a)
     _check_where("mean", where)
-    _check_out("mean", out)
+    reject_out("mean", out)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
     axes = _axes(axis, aval.ndim)
@@ -253,7 +249,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     ddof = _ddof(ddof, correction)
     check_arraylike("var", a)
     _check_where("var", where)
-    _check_out("var", out)
+    reject_out("var", out)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
     comp, out_dt = _var_dtypes(aval.dtype, dtype)
@@ -278,7 +274,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     _check_where("std", where)
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {np.dtype(dtype)}")
-    _check_out("std", out)
+    reject_out("std", out)
     return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
@@ -293,7 +289,7 @@ def _check_ordered(name, aval):
 def _arg_reduce(name, lax_fn):
     def fn(a, axis=None, out=None, keepdims=None):
         check_arraylike(name, a)
-        _check_out(name, out)
+        reject_out(name, out)
         (a,) = promote_dtypes(a)
         aval = get_aval(a)
         if axis is None:
@@ -338,7 +334,7 @@ def _replace_nan(a, value):
 def ptp(a, axis=None, out=None, keepdims=False):
     """max - min over `axis` (peak to peak)."""
     check_arraylike("ptp", a)
-    _check_out("ptp", out)
+    reject_out("ptp", out)
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
@@ -398,7 +394,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """The mean over `axis` ignoring NaNs (NaN for all-NaN slices)."""
     check_arraylike("nanmean", a)
     _check_where("nanmean", where)
-    _check_out("nanmean", out)
+    reject_out("nanmean", out)
     (a,) = promote_dtypes(a)
     if not _is_inexact(a):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
@@ -412,7 +408,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     about `mean` if given."""
     check_arraylike("nanvar", a)
     _check_where("nanvar", where)
-    _check_out("nanvar", out)
+    reject_out("nanvar", out)
     (a,) = promote_dtypes(a)
     comp, out_dt = _var_dtypes(get_aval(a).dtype, dtype)
     a = lax.convert_element_type(a, comp)
@@ -438,7 +434,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     _check_where("nanstd", where)
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
         raise TypeError(f"nanstd needs an inexact dtype, got {np.dtype(dtype)}")
-    _check_out("nanstd", out)
+    reject_out("nanstd", out)
     return lax.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean))
 
 

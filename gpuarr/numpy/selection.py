@@ -18,6 +18,7 @@ from gpuarr.numpy._util import (
     concrete_value,
     ensure_array,
     promote_dtypes,
+    reject_out,
     widen_narrow_int,
 )
 
@@ -48,8 +49,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     `mode='clip'` clamps and `mode='wrap'` wraps them. Negative indices count from the end.
     """
     check_arraylike("take", a, indices)
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    reject_out("take", out)
     a, indices = ensure_array(a), ensure_array(indices)
     if axis is None:
         a, axis = _ravel(a), 0
@@ -264,8 +264,7 @@ def select(condlist, choicelist, default=0):
 
 def choose(a, choices, out=None, mode="raise"):
     """Per element, `choices[a]` (with broadcasting); `mode` is 'raise', 'wrap' or 'clip'."""
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
+    reject_out("choose", out)
     check_arraylike("choose", a, *choices)
     a = ensure_array(a)
     if not dtypes.is_int(get_aval(a).dtype):
@@ -293,8 +292,7 @@ def choose(a, choices, out=None, mode="raise"):
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     """The slices of `a` along `axis` where `condition` is true; a static `size` pads the result
     with `fill_value` (needed under jit)."""
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+    reject_out("compress", out)
     check_arraylike("compress", condition, a)
     condition, a = ensure_array(condition), ensure_array(a)
     if get_aval(condition).ndim != 1:
@@ -418,8 +416,7 @@ def _nanarg(name, reduce_name, fill):
         from gpuarr.numpy import reductions
         from gpuarr.numpy.ufuncs import isnan
         check_arraylike(name, a)
-        if out is not None:
-            raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+        reject_out(name, out)
         a = ensure_array(a)
         arg = getattr(reductions, reduce_name)
         if not dtypes.is_inexact(get_aval(a).dtype):

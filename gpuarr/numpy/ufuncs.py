@@ -15,6 +15,7 @@ from gpuarr.numpy._util import (
     promote_dtypes,
     promote_dtypes_inexact,
     promote_dtypes_numeric,
+    reject_out,
 )
 
 
@@ -694,8 +695,7 @@ def divmod(x1, x2, /):
 
 def modf(x, /, out=None):
     """The fractional and integral parts of x, both with x's sign."""
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+    reject_out("modf", out)
     check_arraylike("modf", x)
     (x,) = promote_dtypes_inexact(x)
     whole = _trunc(x)

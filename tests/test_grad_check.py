@@ -96,6 +96,7 @@ PRIMITIVE_CASES = {
     "convert_element_type": (lambda x: lax.convert_element_type(x, np.float32), [R(3)], 2, 3e-3),
     "broadcast_in_dim": (lambda x: lax.broadcast_in_dim(x, (2, 3), (1,)), [R(3)], 2),
     "reshape": (lambda x: lax.reshape(x, (3, 2)), [R(2, 3)], 2),
+    "squeeze": (lambda x: lax.squeeze(x, (1,)), [R(2, 1, 3)], 2),
     "transpose": (lambda x: lax.transpose(x, (1, 0)), [R(2, 3)], 2),
     "rev": (lambda x: lax.rev(x, (0,)), [R(3)], 2),
     "reduce_sum": (lambda x: lax.reduce_sum(x, (1,)), [R(2, 3)], 2),

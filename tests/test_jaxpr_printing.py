@@ -118,6 +118,16 @@ SAME_AS_JAX = {
     "grad_logaddexp": (lambda api, jnp, lax: api.grad(jnp.logaddexp), (1., 2.)),
     "jvp_max": (lambda api, jnp, lax: lambda x, y, tx, ty: api.jvp(lax.max, (x, y), (tx, ty)),
                 (1., 2., 1., 1.)),
+    # Integer indices slice, reverse and squeeze; None inserts an axis by broadcast_in_dim.
+    "index_int": (lambda api, jnp, lax: lambda x: x[1], (F44,)),
+    "index_int_reversed_new_axis": (lambda api, jnp, lax: lambda x: x[::-2, None, 3], (F44,)),
+    "index_scalar": (lambda api, jnp, lax: lambda x: x[1, 2], (F44,)),
+    "squeeze_expand_dims": (lambda api, jnp, lax: lambda x: jnp.expand_dims(
+        jnp.squeeze(x[:1], 0), (0, 2)), (F44,)),
+    "grad_index": (lambda api, jnp, lax: api.grad(lambda x: x[2, 1:] @ x[0, :3]), (F44,)),
+    "grad_expand_dims": (lambda api, jnp, lax: api.grad(lambda x: jnp.sum(
+        jnp.expand_dims(x[:1], 0) * 2.)), (F44,)),
+    "vmap_index": (lambda api, jnp, lax: api.vmap(lambda x: x[1]), (F44,)),
 }
 
 

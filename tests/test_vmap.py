@@ -136,6 +136,7 @@ PRIMITIVE_TABLE = {
     # shapes
     "broadcast_in_dim": (lambda x: lax.broadcast_in_dim(x, (2, 4, 3), (0, 2)), [f32(2, 3)]),
     "reshape": (lambda x: lax.reshape(x, (3, 2), (1, 0)), [f32(2, 3)]),
+    "squeeze": (lambda x: lax.squeeze(x, (0, 2)), [f32(1, 3, 1)]),
     "transpose": (lambda x: lax.transpose(x, (2, 0, 1)), [f32(2, 3, 4)]),
     "rev": (lambda x: lax.rev(x, (1,)), [f32(2, 3)]),
     "slice": (lambda x: lax.slice(x, (0, 1), (2, 4), (1, 2)), [f32(2, 4)]),

@@ -231,7 +231,7 @@ def linear_prop(prim, primals_in, series_in, **params):
 
 for _p in (lax.neg_p, lax.real_p, lax.imag_p, lax.complex_p, lax.conj_p, lax.add_p, add_any_p,
            lax.sub_p, lax.convert_element_type_p, lax.broadcast_in_dim_p, lax.concatenate_p,
-           lax.pad_p, lax.reshape_p, lax.rev_p, lax.transpose_p, lax.slice_p, lax.reduce_sum_p,
+           lax.pad_p, lax.reshape_p, lax.squeeze_p, lax.rev_p, lax.transpose_p, lax.slice_p, lax.reduce_sum_p,
            lax.reduce_window_sum_p, lax.fft_p, lax.cumsum_p,
            lax.optimization_barrier_p):
     deflinear(_p)

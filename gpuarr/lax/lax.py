@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import enum
 import math
+import operator
 from functools import partial
 
 import numpy as np
@@ -975,11 +976,11 @@ def _broadcast_in_dim_abstract(x, shape, broadcast_dimensions):
 def _broadcast_in_dim_transpose(ct, x, shape, broadcast_dimensions):
     if type(ct) is Zero:
         return [Zero(x.aval)]
-    new_axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
-    ones = tuple(d for src, d in enumerate(broadcast_dimensions)
-                 if x.aval.shape[src] == 1 and shape[d] != 1)
-    summed = reduce_sum(ct, tuple(sorted(new_axes + ones))) if new_axes or ones else ct
-    return [reshape(summed, x.aval.shape)]
+    # As JAX: sum over the new axes and those broadcast from size 1, then put the unit axes back.
+    unit_dims = tuple(i for i, n in enumerate(x.aval.shape) if n == 1)
+    kept = {d for i, d in enumerate(broadcast_dimensions) if i not in unit_dims}
+    summed = reduce_sum(ct, tuple(i for i in range(len(shape)) if i not in kept))
+    return [expand_dims(summed, unit_dims)]
 
 
 def _broadcast_in_dim_batch(axis_size, vals, dims, shape, broadcast_dimensions):
@@ -1094,24 +1095,56 @@ def transpose(operand, permutation):
     return transpose_p.bind(operand, permutation=permutation)
 
 
-def squeeze(array, dimensions):
-    """Remove the given size-1 dimensions."""
-    shape = get_aval(array).shape
-    dims = sorted({d % len(shape) for d in dimensions}) if shape else []
-    for d in dims:
+def _canonical_axis(axis, ndim):
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def _squeeze_shape(shape, dimensions):
+    for d in dimensions:
         if shape[d] != 1:
             raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
-                             f"one, got shape={shape} and dimensions={tuple(dimensions)}")
-    return reshape(array, tuple(s for i, s in enumerate(shape) if i not in dims))
+                             f"one, got shape={shape} and dimensions={dimensions}")
+    return tuple(s for i, s in enumerate(shape) if i not in dimensions)
+
+
+def _squeeze_batch(axis_size, vals, dims, dimensions):
+    (x,), (d,) = vals, dims
+    x = batching.moveaxis(x, d, 0) if d != 0 else x
+    return squeeze(x, tuple(i + 1 for i in dimensions)), 0
+
+
+squeeze_p = Primitive("squeeze")
+impl_rules[squeeze_p] = lambda x, dimensions: np.asarray(x).reshape(
+    _squeeze_shape(np.shape(x), dimensions))
+abstract_eval_rules[squeeze_p] = lambda x, dimensions: [
+    x.update(shape=_squeeze_shape(x.shape, dimensions))]
+deflinear(squeeze_p, lambda ct, x, dimensions: [
+    Zero(x.aval) if type(ct) is Zero else expand_dims(ct, dimensions)])
+batch_rules[squeeze_p] = _squeeze_batch
+
+
+def squeeze(array, dimensions):
+    """Remove the given size-1 dimensions."""
+    ndim = get_aval(array).ndim
+    dimensions = tuple(sorted(_canonical_axis(d, ndim) for d in dimensions))
+    if not dimensions:
+        return _as_operand(array)
+    return squeeze_p.bind(array, dimensions=dimensions)
 
 
 def expand_dims(array, dimensions):
-    """Insert size-1 dimensions at the given positions of the result."""
+    """Insert size-1 dimensions at the given positions of the result (a broadcast_in_dim)."""
     shape = list(get_aval(array).shape)
     ndim = len(shape) + len(dimensions)
-    for d in sorted(d % ndim for d in dimensions):
+    dims = [_canonical_axis(d, ndim) for d in dimensions]
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {dims}")
+    for d in sorted(dims):
         shape.insert(d, 1)
-    return reshape(array, tuple(shape))
+    return broadcast_in_dim(array, tuple(shape), tuple(i for i in range(ndim) if i not in dims))
 
 
 def _moveaxis(x, src, dst):
@@ -1399,27 +1432,27 @@ def _slice_abstract(x, start_indices, limit_indices, strides=None):
 def _slice_transpose(ct, x, start_indices, limit_indices, strides=None):
     if type(ct) is Zero:
         return [Zero(x.aval)]
+    unit = (0,) * x.aval.ndim if strides is None or all(st == 1 for st in strides) else None
     strides = strides or (1,) * x.aval.ndim
     shape = x.aval.shape
     ct_shape = get_aval(ct).shape
     lo = start_indices
-    hi = tuple(d - (s + (n - 1) * st + 1) if n else d - s
+    # NumPy integers where JAX computes them with NumPy, so printed programs match JAX's.
+    hi = tuple(np.int64(d - (s + (n - 1) * st + 1) if n else d - s)
                for d, s, n, st in zip(shape, start_indices, ct_shape, strides))
-    interior = tuple(st - 1 for st in strides)
+    interior = tuple(np.int64(st - 1) for st in strides) if unit is None else unit
     return [pad(ct, _const(ct, 0), tuple(zip(lo, hi, interior)))]
 
 
 def _slice_batch(axis_size, vals, dims, start_indices, limit_indices, strides=None):
     (x,), (d,) = vals, dims
-    strides = strides or (1,) * len(start_indices)
     starts = list(start_indices)
     limits = list(limit_indices)
-    sts = list(strides)
     starts.insert(d, 0)
     limits.insert(d, axis_size)
-    sts.insert(d, 1)
+    sts = None if strides is None else tuple(strides[:d]) + (1,) + tuple(strides[d:])
     return slice_p.bind(x, start_indices=tuple(starts), limit_indices=tuple(limits),
-                        strides=tuple(sts)), d
+                        strides=sts), d
 
 
 slice_p = Primitive("slice")
@@ -1525,7 +1558,9 @@ def pad(operand, padding_value, padding_config):
     """Pad with (low, high, interior) amounts per axis; negative amounts crop."""
     padding_value = _coerce_scalars("pad", operand, padding_value)[1] \
         if isinstance(padding_value, _SCALARS) else padding_value
-    cfg = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    # NumPy integers stay as given: JAX prints them as such (`np.int64(3)`).
+    cfg = tuple(tuple(v if isinstance(v, (int, np.integer)) else int(v) for v in amounts)
+                for amounts in padding_config)
     return pad_p.bind(operand, padding_value, padding_config=cfg)
 
 
@@ -1731,16 +1766,18 @@ def _dot_transpose_lhs(ct, x, y, dimension_numbers, precision=None, preferred_el
     if out_axes != tuple(range(x_ndim)) and swapped_axes == tuple(range(x_ndim)):
         # dot(y, ct) already has x's layout: no transpose (a strided copy on most backends).
         (ans_y_, y_kept_), (ans_b_, y_b_) = dims
-        val = dot_general(y, ct, ((y_kept_, ans_y_), (y_b_, ans_b_)), precision)
+        val = dot_general(y, ct, ((y_kept_, ans_y_), (y_b_, ans_b_)), precision,
+                          preferred_element_type)
     else:
-        val = transpose(dot_general(ct, y, dims, precision), out_axes)
+        val = transpose(dot_general(ct, y, dims, precision, preferred_element_type), out_axes)
     return convert_element_type(val, x_aval.dtype) if get_aval(val).dtype != x_aval.dtype else val
 
 
 def _dot_transpose_rhs(ct, x, y, dimension_numbers, precision=None, preferred_element_type=None):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    return _dot_transpose_lhs(ct, y, x, swapped, precision, swap_ans=True)
+    return _dot_transpose_lhs(ct, y, x, swapped, precision, preferred_element_type,
+                              swap_ans=True)
 
 
 def _dot_general_expr(x, y, dimension_numbers, precision=None, preferred_element_type=None):

@@ -1,4 +1,4 @@
-"""NumPy-style indexing (`x[idx]`) built from static slices, reshapes and (for arrays) gathers."""
+"""NumPy-style indexing (`x[idx]`) built from static slices, squeezes and (for arrays) gathers."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +15,7 @@ def _is_int_index(i):
 def getitem(x, idx):
     """`x[idx]` with JAX's semantics: out-of-bounds integer reads clamp.
 
-    Ints, slices, None and Ellipsis become static slices and reshapes; integer arrays, traced
+    Ints, slices, None and Ellipsis become static slices, squeezes and broadcasts; integer arrays, traced
     indices and (concrete) boolean masks go through `advanced_indexing`, one gather in all.
     """
     from gpuarr.numpy import advanced_indexing
@@ -41,7 +41,7 @@ def basic_getitem(x, idx):
         idx = idx[:pos] + (slice(None),) * (len(shape) - n_real) + idx[pos + 1:]
     else:
         idx = idx + (slice(None),) * (len(shape) - n_real)
-    starts, limits, strides, out_shape, flips = [], [], [], [], []
+    starts, limits, strides, out_shape, flips, squeezed, kept = [], [], [], [], [], [], []
     dim = 0
     for pos, i in enumerate(idx):
         if i is None:
@@ -61,6 +61,7 @@ def basic_getitem(x, idx):
             starts.append(i)
             limits.append(i + 1)
             strides.append(1)
+            squeezed.append(dim)
         elif isinstance(i, slice):
             try:
                 start, stop, step = i.indices(size)
@@ -72,14 +73,14 @@ def basic_getitem(x, idx):
                 starts.append(start)
                 limits.append(start + (n - 1) * step + 1 if n else start)
                 strides.append(step)
-                flips.append(False)
             else:
                 n = max(0, -(-(start - stop) // -step))
                 lo = start + (n - 1) * step if n else 0
                 starts.append(lo)
                 limits.append(start + 1 if n else 0)
                 strides.append(-step)
-                flips.append(len(out_shape))
+                flips.append(dim)
+            kept.append(len(out_shape))
             out_shape.append(n)
         else:
             raise IndexError(f"Indexing with {type(i).__name__} is not supported; use ints, "
@@ -88,10 +89,13 @@ def basic_getitem(x, idx):
     out = x
     if tuple(starts) != (0,) * len(shape) or tuple(limits) != shape or any(s != 1 for s in strides):
         out = lax.slice(out, starts, limits, strides if any(s != 1 for s in strides) else None)
-    out = lax.reshape(out, tuple(out_shape))
-    rev_dims = tuple(f for f in flips if f is not False)
-    if rev_dims:
-        out = lax.rev(out, rev_dims)
+    # JAX's order: reverse, drop the int-indexed axes, then insert the None axes.
+    if flips:
+        out = lax.rev(out, tuple(flips))
+    if squeezed:
+        out = lax.squeeze(out, tuple(squeezed))
+    if len(kept) != len(out_shape):
+        out = lax.broadcast_in_dim(out, tuple(out_shape), tuple(kept))
     return out
 
 

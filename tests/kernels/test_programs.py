@@ -144,6 +144,15 @@ def test_layout_ops_fuse_into_one_kernel():
     assert kernel_count(plan) == 1
 
 
+def test_integer_indexing_squeezes_in_the_kernel():
+    x = float_input("x", (4, 1, 6))
+
+    # x[1, 0] is a slice and a squeeze, [None] a broadcast_in_dim: index maps of one kernel.
+    for f in (lambda x: jnp.exp(x)[1, 0][None] * 2.0,
+              lambda x: jnp.exp(lax.squeeze(x, (1,))[:, 2:3]) + 1.0):
+        assert kernel_count(check(f, x)) == 1
+
+
 def test_slices_are_index_maps():
     x = float_input("x", (5, 9))
     (got,), plan = run_kernels(lambda x: lax.slice(jnp.exp(x), (1, 0), (5, 9), (2, 3)) * 2.0, x)

@@ -7,6 +7,7 @@ import inspect
 import logging
 import operator
 import warnings
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -210,6 +211,7 @@ class Jitted:
             raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
                              f"names {both} appear in both static_argnames and donate_argnames")
         self._cache: dict = {}
+        self._staged: dict = {}  # key -> (ClosedProgram, out tree) staged under transformations
         self._fast: dict = {}  # (arg avals..., trace state) -> entry, for all-Array positional calls
         # (in_shardings, out_shardings) when either is given: such calls skip the fast path.
         self._shardings = shardings
@@ -312,10 +314,17 @@ class Jitted:
                 _attach_shardings(results, self._out_shardings(entry.out_tree, entry.closed))
             return tree_util.tree_unflatten(entry.out_tree, results)
         # Under a transformation: stage a jit equation; its rules transform the Program.
-        closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
-        if self._shardings is not None and self._shardings[1] is not None:
-            self._out_shardings(out_tree, closed)  # checked; values inside carry no sharding
-        closed, hoisted = pe.hoist_tracer_consts(closed)
+        staged_programs = self._staged_programs()
+        staged = staged_programs.get(key)
+        if staged is None:
+            closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
+            if self._shardings is not None and self._shardings[1] is not None:
+                self._out_shardings(out_tree, closed)  # checked; values carry no sharding
+            closed, hoisted = pe.hoist_tracer_consts(closed)
+            if not hoisted:  # closes over no tracer: later calls stage the same Program, as in
+                staged_programs[key] = closed, out_tree  # JAX (printed once: `let f = ...`)
+        else:
+            (closed, out_tree), hoisted = staged, []
         if self._inline:
             outs = core.eval_program(closed.program, closed.consts, [*hoisted, *leaves])
         else:
@@ -568,8 +577,21 @@ class Jitted:
         `jit(f).lower(x).compile()(x)` compiles ahead of the first call."""
         return self.trace(*args, **kwargs).lower()
 
+    def _staged_programs(self) -> dict:
+        """The Programs staged under transformations, by call signature: shared by the plain
+        jits of one function, as JAX's tracing cache is."""
+        if self._plain and self._device is None:
+            try:
+                return _STAGED.setdefault(self._fun, {})
+            except TypeError:  # not weakly referable
+                pass
+        return self._staged
+
     def clear_cache(self):
         self._cache.clear()
+        self._staged.clear()
+        if self._staged_programs() is not self._staged:
+            del _STAGED[self._fun]
         self._fast.clear()
         self._out_shardings_cache.clear()
 
@@ -839,6 +861,7 @@ class disable_jit:
 
 
 _all_jitted_caches: list = []
+_STAGED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> staged Programs
 
 
 def clear_caches():
@@ -848,6 +871,7 @@ def clear_caches():
         if type(obj) is Jitted:
             obj.clear_cache()
     numpy_backend._compiled.clear()
+    _STAGED.clear()
     ad._jvp_program_cache.clear()
     batching._batch_closed_cache.clear()
 

@@ -9,6 +9,7 @@ confused with one from another transformation of the same kind.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import re
@@ -280,6 +281,7 @@ def _var_names():
 class _Namer:
     def __init__(self):
         self.names: dict[int, str] = {}
+        self.shared: dict[int, str] = {}  # id(Program) -> its `let` name
         self.gen = _var_names()
 
     def __call__(self, atom) -> str:
@@ -408,6 +410,8 @@ def _pp_value(value) -> str:
 def _param_doc(value, namer, source_info):
     if isinstance(value, (Program, ClosedProgram)):
         prog = value.program if isinstance(value, ClosedProgram) else value
+        if id(prog) in namer.shared:
+            return pp.text(namer.shared[id(prog)])
         return _program_doc(prog, namer, source_info)
     if isinstance(value, (tuple, list)) and any(isinstance(v, (Program, ClosedProgram))
                                                 for v in value):  # `(` one a line `)`
@@ -500,7 +504,42 @@ def pp_program(prog: Program, indent: int = 0, source_info: bool = False, namer=
     if namer is None:
         namer = _Namer()
         namer.names.update((v.id, "_") for v in _unused_outvars(prog))
+        shared = _shared_programs(prog)
+        namer.shared.update((id(sub), name) for name, sub in shared)
+        lets = [pp.concat(pp.text(f"let {name} = "), _program_doc(sub, namer, source_info),
+                          pp.text(" in"), pp.brk()) for name, sub in shared]
+        return pp.render(pp.concat(*lets, _program_doc(prog, namer, source_info)), indent)
     return pp.render(_program_doc(prog, namer, source_info), indent)
+
+
+def _shared_programs(prog: Program) -> list:
+    """[(name, Program)] to print first as `let name = { ... } in`, as JAX does: the called
+    Programs that are reached more than once, or that have more than ten equations. They are
+    named after the jit that calls them, else `jaxpr`, with a count to keep names unique."""
+    counts, names, queue = collections.Counter(), {}, collections.deque([prog])
+    progs = {}
+    while queue:
+        p = queue.popleft()
+        progs[id(p)] = p
+        counts[id(p)] += 2 if p is not prog and len(p.eqns) > 10 else 1
+        for eqn in p.eqns:
+            name = eqn.params.get("name") if eqn.prim.name == "jit" else None
+            for sub in subprograms(eqn.params):
+                sub = sub.program if isinstance(sub, ClosedProgram) else sub
+                queue.append(sub)
+                if name is not None:
+                    names.setdefault(id(sub), name.strip("<>"))
+    shared, taken = [], collections.Counter()
+    for key, count in counts.items():
+        if count == 1:
+            continue
+        name = names.get(key, "jaxpr")
+        if taken[name]:
+            taken[name] += 1
+            name += str(taken[name] - 1)
+        taken[name] += 1
+        shared.append((name, progs[key]))
+    return shared
 
 
 def _unused_outvars(prog: Program) -> list:

@@ -60,6 +60,29 @@ def _while_many(api, jnp, lax):
         (a, b, c, d))
 
 
+def _sines(jnp, y, n=11):
+    for _ in range(n):
+        y = jnp.sin(y)
+    return y
+
+
+def _jit_twice(api, jnp, lax):
+    f = api.jit(lambda y: jnp.sin(y) * 2.)
+    return lambda x: f(f(x)) + f(x)
+
+
+def _jit_in_branches(api, jnp, lax):
+    f = api.jit(lambda y: jnp.sin(y) * 2.)
+    return lambda x: lax.cond(x > 0, lambda x: f(x), lambda x: f(x) + 1., x)
+
+
+def _two_jits_of_one_function(api, jnp, lax):
+    def many(y):
+        return _sines(jnp, y)
+    f = api.jit(lambda y: jnp.sin(y) * 2.)
+    return lambda x: api.jit(many)(x) + api.jit(many)(x) + f(f(x))
+
+
 SAME_AS_JAX = {
     "dot_general_tanh": (_dot_tanh, (F44, F44)),
     "dot_general_precision": (_dot_highest, (F44, F44)),
@@ -128,6 +151,16 @@ SAME_AS_JAX = {
     "grad_expand_dims": (lambda api, jnp, lax: api.grad(lambda x: jnp.sum(
         jnp.expand_dims(x[:1], 0) * 2.)), (F44,)),
     "vmap_index": (lambda api, jnp, lax: api.vmap(lambda x: x[1]), (F44,)),
+    # Called Programs reached twice, or longer than ten equations, print first as
+    # `let name = { ... } in`, named after their jit, else `jaxpr`.
+    "shared_jit": (_jit_twice, (1.,)),
+    "shared_jit_in_branches": (_jit_in_branches, (1.,)),
+    "shared_names_count_up": (_two_jits_of_one_function, (1.,)),
+    "long_custom_jvp_call": (lambda api, jnp, lax: jnp.logaddexp2, (1., 2.)),
+    "long_scan_body": (lambda api, jnp, lax: lambda x: lax.scan(
+        lambda c, _: (_sines(jnp, c), None), x, None, length=3)[0], (1.,)),
+    "long_jit_once": (lambda api, jnp, lax: api.jit(lambda y: _sines(jnp, y)), (1.,)),
+    "short_jit_once": (lambda api, jnp, lax: api.jit(lambda y: _sines(jnp, y, 10)), (1.,)),
 }
 
 
@@ -283,3 +316,20 @@ def test_a_lone_equation_prints_on_one_line():
         "      base_dilation=(1, 1)", "      padding=((0, 0), (0, 0))",
         "      window_dilation=(1, 1)", "      window_dimensions=(2, 2)",
         "      window_strides=(1, 1)", "    ] a"]
+
+
+def test_a_jit_traced_under_a_transformation_is_staged_once():
+    traces = []
+
+    def f(y):
+        traces.append(1)
+        return gnp.sin(y)
+    g = gpuarr.jit(f)
+    printed = str(gpuarr.make_jaxpr(lambda x: g(g(x)) + gpuarr.jit(f)(x))(1.))
+    assert len(traces) == 1
+    assert printed.startswith("let f = { lambda ; a:f32[]. let b:f32[] = sin a in (b,) } in")
+    g.clear_cache()
+    gpuarr.make_jaxpr(g)(1.)
+    assert len(traces) == 2
+    gpuarr.make_jaxpr(lambda x: g(x) + g(2. * x))(np.ones(3, np.float32))
+    assert len(traces) == 3  # a new signature traces again

@@ -1508,7 +1508,7 @@ def _pad_abstract(x, padding_value, padding_config):
         raise ValueError(f"pad: padding_config has length {len(padding_config)} but operand has "
                          f"{x.ndim} dimensions")
     _check_same_dtypes("pad", x, padding_value)
-    shape = tuple(lo + hi + d + builtins.max(0, d - 1) * interior
+    shape = tuple(int(lo + hi + d + builtins.max(0, d - 1) * interior)
                   for d, (lo, hi, interior) in zip(x.shape, padding_config))
     if builtins.any(s < 0 for s in shape):
         raise ValueError(f"pad: resulting shape {shape} has negative dimensions")

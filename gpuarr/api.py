@@ -49,7 +49,7 @@ def _jit_jvp(primals, tangents, jaxpr, name):
     nonzeros = tuple(type(t) is not Zero for t in tangents)
     jvp_prog = ad.jvp_program(program, nonzeros)
     nz_tangents = [t for t in tangents if type(t) is not Zero]
-    outs = jit_p.bind(*primals, *nz_tangents, name=f"jvp({name})", jaxpr=jvp_prog)
+    outs = jit_p.bind(*primals, *nz_tangents, name=name, jaxpr=jvp_prog)
     n = len(program.out_avals)
     return outs[:n], outs[n:]
 
@@ -62,10 +62,38 @@ def _jit_batch(axis_size, vals, dims, jaxpr, name):
     return outs, list(out_dims)
 
 
+# Programs derived from a jit's Program, kept while it lives, so that transforming the same
+# call again reuses them (and their compiled code): {closed: {(kind, mask): derived}}.
+_derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _derive(closed: ClosedProgram, key, make):
+    cache = _derived.setdefault(closed, {})
+    out = cache.get(key)
+    if out is None:
+        out = make()
+        if not any(isinstance(c, Tracer) for p in out if isinstance(p, ClosedProgram)
+                   for c in p.consts):
+            cache[key] = out
+    return out
+
+
 def _jit_partial_eval(trace, args, params):
-    # Inline: known parts then run on the parent (concretely, or staged in an outer jit).
-    program = params["jaxpr"]
-    return core.eval_program(program.program, program.consts, args)
+    # As JAX: one jit computes the known outputs and the residuals, another is staged for
+    # the rest (for grad: the forward and the linear part, transposed next by _jit_transpose).
+    closed, name = params["jaxpr"], params["name"]
+    uk = tuple(not pe.is_known(trace, x) for x in args)
+    n_out = len(closed.out_avals)
+    known, unknown, out_uk, _, n_res = _derive(closed, ("partial_eval", uk), lambda: (
+        pe.partial_eval_closed(closed, list(uk), [False] * n_out)))
+    with core.set_current_trace(trace.parent):
+        known_outs = jit_p.bind(*[a for a, u in zip(args, uk) if not u], name=name, jaxpr=known)
+    n_known = len(known_outs) - n_res
+    staged = pe.StagingTrace.process_primitive(
+        trace, jit_p, [*known_outs[n_known:], *[a for a, u in zip(args, uk) if u]],
+        {"name": name, "jaxpr": unknown}) if any(out_uk) else []
+    known_it, staged_it = iter(known_outs[:n_known]), iter(staged)
+    return [next(staged_it) if u else next(known_it) for u in out_uk]
 
 
 ad.jvp_rules[jit_p] = _jit_jvp
@@ -74,19 +102,26 @@ pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 
 def _jit_transpose(cts, *args, jaxpr, name):
-    program = jaxpr
-    undefined = [ad.is_undefined(a) for a in args]
+    # A jit of the transposed Program, taking the known inputs and the nonzero cotangents.
+    from gpuarr.lax.control_flow import _backward
+    undefined = tuple(ad.is_undefined(a) for a in args)
+    zero_cts = tuple(type(c) is Zero for c in cts)
     known = [a for a in args if not ad.is_undefined(a)]
+    ct_avals = tuple(core.get_aval(c) for c in cts if type(c) is not Zero)
 
-    def linear_fn(*lin):
-        it_lin, it_known = iter(lin), iter(known)
-        full = [next(it_lin) if u else next(it_known) for u in undefined]
-        return core.eval_closed(program, *full)
+    def make():
+        n_known = len(known)
 
-    lin_avals = [a.aval for a in args if ad.is_undefined(a)]
-    _, linear = ad.linearize_flat(linear_fn, [np.zeros(a.shape, a.dtype) for a in lin_avals])
-    cts_in = iter(ad.backward_pass(linear, cts))
-    return [next(cts_in) if u else None for u in undefined]
+        def transposed(*values):
+            it = iter(values[n_known:])
+            cts_in = [Zero(a) if z else next(it) for a, z in zip(jaxpr.out_avals, zero_cts)]
+            return _backward(jaxpr, list(undefined), values[:n_known], cts_in)
+        avals = [core.get_aval(a) for a in known] + list(ct_avals)
+        return (pe.trace_to_program(transposed, avals),)
+    (t_closed,) = _derive(jaxpr, ("transpose", undefined, zero_cts, ct_avals), make)
+    outs = iter(jit_p.bind(*known, *[c for c in cts if type(c) is not Zero], name=name,
+                           jaxpr=t_closed))
+    return [next(outs) if u else None for u in undefined]
 
 
 ad.transpose_rules[jit_p] = _jit_transpose

@@ -83,6 +83,10 @@ def _two_jits_of_one_function(api, jnp, lax):
     return lambda x: api.jit(many)(x) + api.jit(many)(x) + f(f(x))
 
 
+def _sine_jit(api, jnp):
+    return api.jit(lambda y: jnp.sin(y) * 2.)
+
+
 SAME_AS_JAX = {
     "dot_general_tanh": (_dot_tanh, (F44, F44)),
     "dot_general_precision": (_dot_highest, (F44, F44)),
@@ -161,6 +165,17 @@ SAME_AS_JAX = {
         lambda c, _: (_sines(jnp, c), None), x, None, length=3)[0], (1.,)),
     "long_jit_once": (lambda api, jnp, lax: api.jit(lambda y: _sines(jnp, y)), (1.,)),
     "short_jit_once": (lambda api, jnp, lax: api.jit(lambda y: _sines(jnp, y, 10)), (1.,)),
+    # Transformed jits stay jits: jvp keeps the name; grad splits a jit into a forward one
+    # (outputs and residuals) and a transposed one.
+    "jvp_jit": (lambda api, jnp, lax: lambda x, t: api.jvp(_sine_jit(api, jnp), (x,), (t,)),
+                (1., 1.)),
+    "linearize_jit": (lambda api, jnp, lax: lambda x: api.linearize(
+        _sine_jit(api, jnp), x)[1](x), (1.,)),
+    "grad_jit": (lambda api, jnp, lax: api.grad(_sine_jit(api, jnp)), (1.,)),
+    "grad_jit_product": (lambda api, jnp, lax: api.grad(
+        lambda x: _sine_jit(api, jnp)(x) * x), (1.,)),
+    "grad_jit_twice": (lambda api, jnp, lax: (lambda f: api.grad(lambda x: f(f(x))))(
+        _sine_jit(api, jnp)), (1.,)),
 }
 
 
@@ -333,3 +348,10 @@ def test_a_jit_traced_under_a_transformation_is_staged_once():
     assert len(traces) == 2
     gpuarr.make_jaxpr(lambda x: g(x) + g(2. * x))(np.ones(3, np.float32))
     assert len(traces) == 3  # a new signature traces again
+
+
+def test_grad_of_a_jit_keeps_the_weak_type():
+    f = gpuarr.jit(lambda y: gnp.sin(y) * 2.)
+    g = gpuarr.grad(f)(1.)
+    assert g.weak_type and g.dtype == np.float32
+    np.testing.assert_allclose(g, 2 * np.cos(1.), rtol=1e-6)

@@ -20,6 +20,7 @@ from gpuarr.core import (
     ShapedArray,
     Trace,
     Tracer,
+    _weak_operand,
     abstract_eval_rules,
     check_tracer_alive,
     current_trace,
@@ -303,8 +304,8 @@ def backward_pass(linear: ClosedProgram, cts_out):
         ct_env[atom.id] = ct if prev is None else add_tangents(prev, ct)
 
     def read_in(atom):
-        if isinstance(atom, Literal):
-            return atom.val
+        if isinstance(atom, Literal):  # a weak literal stays weak, as when evaluated
+            return _weak_operand(atom) if atom.aval.weak_type else atom.val
         if atom.id in primal_env:
             return primal_env[atom.id]
         return UndefinedPrimal(atom.aval)

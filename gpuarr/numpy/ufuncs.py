@@ -1,10 +1,12 @@
 """Elementwise functions with NumPy's names and JAX's dtype promotion."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.core import get_aval
+from gpuarr.core import Tracer, get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.numpy import ufunc_api
 from gpuarr.numpy._util import (
@@ -136,12 +138,28 @@ def _is_int_or_bool(x):
 # Booleans reach lax.neg and lax.sign, whose dtype errors JAX raises too.
 negative = _unary_ufunc("negative", lax.neg, promote_dtypes)
 positive = _unary("positive", lambda x: ensure_array(x), promote_dtypes)
-sign = _unary("sign", lax.sign, promote_dtypes)
-# Integers and booleans pass through; complex values reach lax and its TypeError, as in JAX.
-floor = _unary("floor", lambda x: x if _is_int_or_bool(x) else lax.floor(x), promote_dtypes)
-trunc = _unary("trunc", lambda x: x if _is_int_or_bool(x) else _trunc(x), promote_dtypes,
-               positional_only=False)
-ceil = _unary("ceil", lambda x: x if _is_int_or_bool(x) else lax.ceil(x), promote_dtypes)
+
+
+def _sign(x):
+    if not dtypes.is_complex(get_aval(x).dtype):
+        return lax.sign(x)
+    # x / |x| part by part, as XLA computes it for JAX: an infinite part divided by the
+    # infinite modulus is NaN (lax.sign would give 1 for inf + 1j). The derivative stays zero.
+    x = lax.stop_gradient(x)
+    mod = lax.abs(x)
+    unit = lax.complex(lax.div(lax.real(x), mod), lax.div(lax.imag(x), mod))
+    return lax.select(lax.eq(mod, _scalar(mod, 0)), x, unit)
+
+
+sign = _unary("sign", _sign, promote_dtypes)
+# Integers and booleans pass through (as arrays); complex values reach lax and its TypeError,
+# as in JAX.
+floor = _unary("floor", lambda x: ensure_array(x) if _is_int_or_bool(x) else lax.floor(x),
+               promote_dtypes)
+trunc = _unary("trunc", lambda x: ensure_array(x) if _is_int_or_bool(x) else _trunc(x),
+               promote_dtypes, positional_only=False)
+ceil = _unary("ceil", lambda x: ensure_array(x) if _is_int_or_bool(x) else lax.ceil(x),
+              promote_dtypes)
 exp = _unary("exp", lax.exp)
 exp2 = _unary("exp2", lax.exp2)
 log = _unary("log", lax.log)
@@ -187,8 +205,24 @@ multiply = _binary_ufunc("multiply", lambda x, y: lax.bitwise_and(x, y) if get_a
                    else lax.mul(x, y))
 true_divide = _binary("true_divide", lax.div, promote_dtypes_inexact, params="x1, x2, /")
 divide = true_divide
-maximum = _binary_ufunc("maximum", lax.max)
-minimum = _binary_ufunc("minimum", lax.min)
+
+
+def _minmax(pick, compare):
+    """lax.max or lax.min (`pick`), with complex operands ordered as XLA orders them for JAX:
+    x where compare(real parts), or compare(imaginary parts) when the real parts are equal,
+    else y. A NaN part compares false, so NaNs do not propagate as they do for real numbers."""
+    def op(x, y):
+        if not dtypes.is_complex(get_aval(x).dtype):
+            return pick(x, y)
+        same_real = lax.eq(lax.real(x), lax.real(y))
+        pick_x = lax.select(same_real, compare(lax.imag(x), lax.imag(y)),
+                            compare(lax.real(x), lax.real(y)))
+        return lax.select(pick_x, x, y)
+    return op
+
+
+maximum = _binary_ufunc("maximum", _minmax(lax.max, lax.gt))
+minimum = _binary_ufunc("minimum", _minmax(lax.min, lax.lt))
 arctan2 = _binary("arctan2", lax.atan2, promote_dtypes_inexact, params="x1, x2, /")
 power_float = _binary("float_power", lax.pow, promote_dtypes_inexact)
 equal = _binary("equal", lax.eq)
@@ -287,27 +321,57 @@ def _power(x, y):
 
 
 def _int_power(x, y):
-    # Exponentiation by squaring over the bits of y (y >= 0), as JAX does for integers.
-    dt = get_aval(x).dtype
-    one = np.ones((), dt)[()]
-    acc = lax.full_like(x, 1)
-    base = x
-    for _ in range(dt.itemsize * 8):
-        bit = lax.ne(lax.bitwise_and(y, one), np.zeros((), dt)[()])
-        acc = lax.select(bit, lax.mul(acc, base), acc)
-        base = lax.mul(base, base)
+    """JAX's integer power: exponentiation by squaring over the low 6 bits of y (more would
+    overflow for any |x| > 1), so a negative or a large y gives the same value as in JAX."""
+    zero, one = _strong_scalar(y, 0), _strong_scalar(y, 1)
+    # JAX's accumulator starts from strong constants (0 ** y is 0 for y != 0), so the result is
+    # never weakly typed.
+    aval = get_aval(x)
+    acc = lax.select(lax.bitwise_and(lax.eq(x, zero), lax.ne(y, zero)),
+                     lax.full(aval.shape, 0, aval.dtype), lax.full(aval.shape, 1, aval.dtype))
+    for _ in range(6):
+        acc = lax.select(lax.ne(lax.bitwise_and(y, one), zero), lax.mul(acc, x), acc)
+        x = lax.mul(x, x)
         y = lax.shift_right_logical(y, one)
     return acc
+
+
+def _static_exponent(x2):
+    """x2 as a Python int where JAX raises by it with lax.integer_pow: a concrete integer
+    scalar (a Python bool, or a 0-d integer array outside jit); otherwise None."""
+    if isinstance(x2, Tracer):
+        x2 = x2.to_concrete_value()
+    if getattr(x2, "dtype", None) == np.bool_:
+        return None  # a boolean array is no index to JAX
+    try:
+        return operator.index(x2)
+    except TypeError:
+        return None
+
+
+def _wrapped_exponent(dt, y):
+    """An exponent equal to y for an integer base of dtype dt, small enough for the dtype: the
+    powers of an odd number modulo 2**bits repeat every 2**(bits - 2) steps, and those of an even
+    one are 0 from the bits-th on, so y is taken modulo 2**(bits - 2), kept at least that."""
+    info = dtypes.iinfo(dt)
+    if y <= info.max or info.bits < 3:
+        return y
+    period = 2 ** (info.bits - 2)
+    return y % period + period
 
 
 def power(x1, x2, /):
     """x1 ** x2 elementwise; a static Python integer exponent uses repeated multiplication."""
     check_arraylike("power", x1, x2)
-    if isinstance(x2, (int, np.integer)):
-        # A static integer exponent (bool included) keeps x1's dtype, as in JAX; a negative one
+    exponent = _static_exponent(x2)
+    if exponent is not None:
+        # A concrete integer exponent (bool included) keeps x1's dtype, as in JAX; a negative one
         # with an integer base is lax.integer_pow's TypeError.
         (x1,) = promote_dtypes_numeric(x1)
-        return lax.integer_pow(x1, int(x2))
+        dt = get_aval(x1).dtype
+        if dtypes.is_int(dt):
+            exponent = _wrapped_exponent(dt, exponent)
+        return lax.integer_pow(x1, exponent)
     x1_dt = dtypes.dtype(x1) if isinstance(x1, (int, float, complex)) else get_aval(x1).dtype
     x2_dt = dtypes.dtype(x2) if isinstance(x2, (float, complex)) else get_aval(x2).dtype
     if dtypes.is_int(x2_dt) and (dtypes.is_float(x1_dt) or dtypes.is_complex(x1_dt)):
@@ -320,7 +384,9 @@ def power(x1, x2, /):
     return _power(x1, x2)
 
 
-pow = power
+def pow(x1, x2, /):
+    """Alias of power (a function of its own, so argument errors name pow, as in JAX)."""
+    return power(x1, x2)
 float_power = power_float
 
 
@@ -328,11 +394,12 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """`x` where `condition` else `y` (3 arguments); with one argument, the indices of nonzeros."""
     if x is None and y is None:
         from gpuarr.numpy.indexing import nonzero
+        check_arraylike("where", condition)
         return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided to "
-                         f"jax.numpy.where, got {x} and {y}.")
-    check_arraylike("where", condition, x, y)
+    check_arraylike("where", condition, x, y)  # a missing x or y is this TypeError, as in JAX
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
     x, y = promote_dtypes(x, y)
     cond = _to_bool(promote_dtypes(condition)[0])
     cond, x, y = broadcast_arrays(cond, x, y)
@@ -371,21 +438,27 @@ def isinf(x, /):
 def round(a, decimals=0, out=None):
     """Round to `decimals` decimal places, ties to even (as numpy.round)."""
     check_arraylike("round", a)
+    from gpuarr.numpy.reductions import _hashable
+    decimals = operator.index(_hashable(decimals))  # JAX's decimals is a static int argument
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     (a,) = promote_dtypes(a)
     dt = get_aval(a).dtype
     if dtypes.is_int(dt):
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
-        return a
+        return ensure_array(a)
     if dt == np.bool_:
         raise ValueError(f"data type {dt.type} not inexact")  # JAX prints the class
+    if decimals > np.log10(dtypes.finfo(dt).max):
+        return ensure_array(a)  # rounding beyond the type's precision changes nothing, as in JAX
     if dtypes.is_complex(dt):  # real and imaginary parts round separately, as in JAX
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
         return lax.round(a, 1)
     # float16 scales in float32 so the factor itself stays exact enough.
     x = lax.convert_element_type(a, np.float32) if dt == np.float16 else a
-    factor = np.asarray(10.0 ** decimals, get_aval(x).dtype)[()]
+    factor = _scalar(x, 10 ** decimals)  # weak for a weak scalar, as JAX's constant
     out = lax.div(lax.round(lax.mul(x, factor), 1), factor)
     return lax.convert_element_type(out, dt) if dt == np.float16 else out
 
@@ -748,6 +821,8 @@ def spacing(x, /):
     """The distance from x to the next representable value away from zero (NumPy's rule)."""
     check_arraylike("spacing", x)
     (x,) = promote_dtypes_inexact(x)
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
     if get_aval(x).dtype == np.float16:  # NumPy's float16 rule: always the step toward +inf
         return lax.sub(lax.nextafter(x, lax.full_like(x, np.inf)), x)
     inf = lax.full_like(x, np.inf)

@@ -166,5 +166,8 @@ def sort_complex(a):
     """A copy of `a` sorted along its last axis by real part, then imaginary part, in the
     complex dtype for `a` (complex64, or complex128 for 64-bit floats)."""
     check_arraylike("sort_complex", a)
-    a = lax.sort(ensure_array(a))
+    a = ensure_array(a)
+    if get_aval(a).ndim == 0:  # JAX's error for the last axis of a 0-d array
+        raise ValueError("axis -1 is out of bounds for array of dimension 0")
+    a = lax.sort(a)
     return lax.convert_element_type(a, dtypes.to_complex_dtype(get_aval(a).dtype))

@@ -45,9 +45,11 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
     """Elements of `a` at `indices` along `axis` (the flattened array when None).
 
-    As in JAX, out-of-bounds indices give `fill_value` (NaN for floats) by default (`mode='fill'`);
-    `mode='clip'` clamps and `mode='wrap'` wraps them. Negative indices count from the end.
+    As in JAX, out-of-bounds indices give `fill_value` (NaN for floats) by default (`mode='fill'`),
+    where negative indices count from the end; `mode='clip'` clamps indices and `mode='wrap'`
+    wraps them.
     """
+    axis = None if axis is None else operator.index(axis)
     check_arraylike("take", a, indices)
     reject_out("take", out)
     a, indices = ensure_array(a), ensure_array(indices)
@@ -57,19 +59,37 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     if aval.ndim == 0:  # a 0-d array has no axis to take along, whatever canonicalize allows
         raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     axis = canonicalize_axis(axis, aval.ndim)
+    if get_aval(indices).dtype == np.bool_:  # JAX gathers at True == 1 and False == 0
+        indices = lax.convert_element_type(indices, np.int32)
     if not dtypes.is_int(get_aval(indices).dtype):
         raise ValueError("indices must have an integer type")
-    if mode == "wrap":
-        indices = lax.rem(lax.add(lax.rem(indices, _scalar(aval.shape[axis], indices)),
-                                  _scalar(aval.shape[axis], indices)), _scalar(aval.shape[axis], indices))
-        mode = "clip"
+    n = aval.shape[axis]
+    if mode is None or mode == "fill":
+        mode = "fill"
+        _check_fill_value(fill_value, aval.dtype)
     elif mode == "raise":
         raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
-    mode = "fill" if mode is None else mode
+    elif mode == "wrap":
+        indices = lax.rem(lax.add(lax.rem(indices, _scalar(n, indices)), _scalar(n, indices)),
+                          _scalar(n, indices))
+        mode = "clip"
+    elif mode != "clip":
+        raise ValueError(f"Invalid mode '{mode}' for np.take")
+    # mode='clip' counts negative indices from the end before clamping. (JAX clamps the raw
+    # indices, so -1 gives the first entry there; tests/test_indexing.py asserts this behaviour.)
+    if n == 0 and get_aval(indices).size:
+        raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
     idx = (slice(None),) * axis + (indices,)
     return advanced_indexing.getitem(a, idx, mode=mode, fill_value=fill_value,
                                      indices_are_sorted=indices_are_sorted,
                                      unique_indices=unique_indices)
+
+
+def _check_fill_value(fill_value, dtype):
+    """JAX converts the fill value with NumPy, which refuses a Python complex for a real (but
+    not boolean) array: the same TypeError here."""
+    if type(fill_value) is complex and not dtypes.is_complex(dtype) and dtype != np.bool_:
+        np.array(fill_value, dtype)
 
 
 def _scalar(n, like):
@@ -129,8 +149,33 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
     indices count from the end when `wrap_negative_indices` is True (by default, unless
     `mode='promise_in_bounds'`).
     """
+    check_arraylike("take_along_axis", arr, indices)
+    arr, indices = ensure_array(arr), ensure_array(indices)
+    a_aval, i_aval = get_aval(arr), get_aval(indices)
+    if not dtypes.is_int(i_aval.dtype):  # JAX checks the dtype first
+        raise TypeError(f"take_along_axis indices must be of integer type, got {i_aval.dtype}")
+    if axis is None:
+        if i_aval.ndim != 1:
+            raise ValueError(f"take_along_axis indices must be 1D if axis=None, got shape "
+                             f"{i_aval.shape}")
+        arr, axis = _ravel(arr), 0
+        a_aval = get_aval(arr)
+    _check_along_axis("take_along_axis", a_aval, i_aval)
+    if a_aval.ndim == 0:  # canonicalize_axis lets axis 0 or -1 through for 0-d arrays
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+    axis = canonicalize_axis(axis, a_aval.ndim)
+    arr_shape = a_aval.shape[:axis] + (1,) + a_aval.shape[axis + 1:]
+    try:
+        out_shape = np.broadcast_shapes(i_aval.shape, arr_shape)
+    except ValueError:
+        raise ValueError("Incompatible shapes for broadcasting: shapes="
+                         f"{[i_aval.shape, arr_shape]}") from None
+    if a_aval.shape[axis] == 0 or 0 in out_shape:  # nothing to gather: zeros, as in JAX
+        return lax.full(out_shape, 0, a_aval.dtype)
     if wrap_negative_indices is None:
         wrap_negative_indices = mode != "promise_in_bounds"
+    if mode is None or mode == "fill":
+        _check_fill_value(fill_value, a_aval.dtype)
     arr, indices, axis = _along_axis_operands("take_along_axis", arr, indices, axis,
                                               bool(wrap_negative_indices))
     mode = "fill" if mode is None else mode
@@ -246,20 +291,32 @@ def argwhere(a, *, size=None, fill_value=None):
 
 
 def select(condlist, choicelist, default=0):
-    """Per element, the choice for the first true condition, else `default`."""
-    from gpuarr.numpy.ufuncs import where
+    """Per element, the choice for the first true condition, else `default`. Conditions of any
+    dtype count where nonzero, and everything broadcasts together, as in JAX."""
     if len(condlist) != len(choicelist):
-        raise ValueError(f"condlist must have length equal to choicelist ({len(choicelist)} vs "
-                         f"{len(condlist)})")
+        raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
+                         f"{len(choicelist)})")
     if len(condlist) == 0:  # len: condlist may be an array, whose truth is ambiguous
         raise ValueError("condlist must be non-empty")
-    for c in condlist:
-        if get_aval(ensure_array(c)).dtype != np.bool_:
-            raise TypeError(f"condlist must contain boolean arrays, got {get_aval(ensure_array(c)).dtype}")
-    out = default
-    for cond, choice in zip(reversed(list(condlist)), reversed(list(choicelist))):
-        out = where(cond, choice, out)
-    return ensure_array(out)
+    check_arraylike("select", *condlist, *choicelist, default)
+    conds = [ensure_array(c) for c in condlist]
+    choices = promote_dtypes(ensure_array(default), *[ensure_array(c) for c in choicelist])
+    # JAX broadcasts the conditions first, then the winning index with the default and choices,
+    # so a shape error lists the shapes in that order.
+    conds = _broadcast_full(ensure_array(False), *conds)[1:]
+    idx = lax.full(get_aval(conds[0]).shape, 0, np.int32)
+    for k in range(len(conds), 0, -1):  # the first true condition wins
+        idx = lax.select(_nonzero_mask(conds[k - 1]),
+                         lax.full(get_aval(idx).shape, k, np.int32), idx)
+    return lax.select_n(*_broadcast_full(idx, *choices))
+
+
+def _broadcast_full(*arrays):
+    """`broadcast_arrays` (its checks and messages), with rank-0 arrays broadcast too."""
+    arrays = broadcast_arrays(*arrays)
+    shape = np.broadcast_shapes(*[get_aval(a).shape for a in arrays])
+    return [a if get_aval(a).shape == shape else lax.broadcast_in_dim(a, shape, ())
+            for a in arrays]
 
 
 def choose(a, choices, out=None, mode="raise"):

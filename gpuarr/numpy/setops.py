@@ -24,6 +24,7 @@ from gpuarr.numpy._util import check_arraylike, concrete_value, ensure_array, pr
 __all__ = ["intersect1d", "setdiff1d", "setxor1d", "union1d", "unique_all", "unique_counts",
            "unique_inverse", "unique_values"]
 
+# Follows JAX's message ("The error arose in setdiff1d()") in a ConcretizationTypeError.
 _SIZE_HINT = ("Its output size depends on the values of its inputs; pass a static size= (and "
               "optionally fill_value=) to use it under jit, vmap or other transformations.")
 
@@ -34,7 +35,14 @@ _SIZE_HINT = ("Its output size depends on the values of its inputs; pass a stati
 def _require_concrete(fun_name, *arrays):
     """Raise ConcretizationTypeError for an abstract (jit/vmap-traced) input, as JAX does."""
     for x in arrays:
-        concrete_value(x, f"\nThe error arose in {fun_name}(). {_SIZE_HINT}")
+        concrete_value(x, f"The error arose in {fun_name}(). {_SIZE_HINT}")
+
+
+def _concrete_size(fun_name, size):
+    """A static `size` as an int; a traced one is JAX's ConcretizationTypeError."""
+    if size is None:
+        return None
+    return operator.index(concrete_value(size, f"The error arose in {fun_name}(). {_SIZE_HINT}"))
 
 
 def _static_size(size):
@@ -60,12 +68,11 @@ def _unique_padded(x):
 
 def _pad(vals, num, fill_value):
     """Entries of `vals` past the first `num` become fill_value, or by default the smallest of
-    the first `num` (0 when num is 0), as JAX pads intersect1d and setxor1d."""
+    the first `num` (0 when num is 0), as JAX pads intersect1d and setxor1d. (For size=0 that
+    default is the max of nothing, JAX's ValueError.)"""
     valid = _iota(_len(vals)) < num
     if fill_value is not None:
         return ufuncs.where(valid, vals, fill_value)
-    if _len(vals) == 0:
-        return vals
     vals = ufuncs.where(valid, vals, reductions.max(vals))
     return ufuncs.where(valid, vals, reductions.min(vals))
 
@@ -90,11 +97,6 @@ def sorted_membership(x, y):
     last_y = cumulative.cummax(ufuncs.where(perm < n2, _iota(n), -1), 0)
     hit = (last_y >= 0) & (aux[ufuncs.maximum(last_y, 0)] == aux)
     return creation.zeros(n, np.bool_).at[perm].set(hit)[n2:]
-
-
-def _unique(ar, *, size, fill_value, **flags):
-    """jnp.unique with a size checked as an index (a traced one is a TracerIntegerConversionError)."""
-    return sorting.unique(ar, size=_static_size(size), fill_value=fill_value, **flags)
 
 
 # ---------------------------------------------------------------- intersect1d
@@ -185,7 +187,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     arr2 = manipulation.ravel(ensure_array(ar2))
     if size is None:
         _require_concrete("setdiff1d", arr1)
-    size = _static_size(size)
+    size = _concrete_size("setdiff1d", size)
     fill = creation.full_like(arr1, 0 if fill_value is None else fill_value, shape=())
     n1 = _len(arr1)
     if n1 == 0:
@@ -195,7 +197,9 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
             arr1 = sorting.unique(arr1)
         return arr1[~sorted_membership(arr1, arr2)]
     if not assume_unique:
-        arr1 = sorting.unique(arr1, size=n1)  # padded with its smallest value
+        # padded with its smallest value; for size=0 JAX asks for (and indexes) no values
+        arr1 = sorting.unique(arr1, size=size and n1)
+        n1 = _len(arr1)
     keep = ~sorted_membership(arr1, arr2)
     if not assume_unique:
         n_unique = n1 + 1 - reductions.sum(arr1 == arr1[0])  # the padding repeats arr1[0]
@@ -212,7 +216,8 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     both = manipulation.concatenate((ensure_array(ar1), ensure_array(ar2)), axis=None)
     if size is None:
         _require_concrete("union1d", ar1, ar2)
-    return _unique(both, size=size, fill_value=fill_value)
+    size = _concrete_size("union1d", size)
+    return sorting.unique(both, size=size, fill_value=fill_value)
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
@@ -226,8 +231,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     size = _static_size(size)
     if size is not None:
         return _setxor1d_size(arr1, arr2, fill_value, assume_unique, size)
-    if not assume_unique:
-        _require_concrete("setxor1d", arr1, arr2)
+    if not assume_unique:  # unique raises JAX's error for traced inputs
         arr1, arr2 = sorting.unique(arr1), sorting.unique(arr2)
     aux = manipulation.concatenate((arr1, arr2))
     if _len(aux) == 0:
@@ -290,7 +294,7 @@ def unique_all(x, /, *, size=None, fill_value=None):
     occurrence, the inverse indices (shaped like `x`) that rebuild `x`, and the counts. Under
     jit pass a static `size`; padding is `fill_value` (default: the smallest value)."""
     check_arraylike("unique_all", x)
-    values, indices, inverse, counts = _unique(
+    values, indices, inverse, counts = sorting.unique(
         x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False,
         size=size, fill_value=fill_value)
     return _UniqueAllResult(values=values, indices=indices, inverse_indices=inverse,
@@ -301,7 +305,7 @@ def unique_counts(x, /, *, size=None, fill_value=None):
     """The sorted unique values of `x` (each NaN distinct) and how often each occurs. Under jit
     pass a static `size`; padded counts are 0."""
     check_arraylike("unique_counts", x)
-    values, counts = _unique(x, return_counts=True, equal_nan=False, size=size,
+    values, counts = sorting.unique(x, return_counts=True, equal_nan=False, size=size,
                              fill_value=fill_value)
     return _UniqueCountsResult(values=values, counts=counts)
 
@@ -310,7 +314,7 @@ def unique_inverse(x, /, *, size=None, fill_value=None):
     """The sorted unique values of `x` (each NaN distinct) and the inverse indices, shaped like
     `x`, with `values[inverse_indices] == x`. Under jit pass a static `size`."""
     check_arraylike("unique_inverse", x)
-    values, inverse = _unique(x, return_inverse=True, equal_nan=False, size=size,
+    values, inverse = sorting.unique(x, return_inverse=True, equal_nan=False, size=size,
                               fill_value=fill_value)
     return _UniqueInverseResult(values=values, inverse_indices=inverse)
 
@@ -319,4 +323,4 @@ def unique_values(x, /, *, size=None, fill_value=None):
     """The sorted unique values of `x`, each NaN distinct. Under jit pass a static `size`; the
     result is padded with `fill_value` (default: the smallest value)."""
     check_arraylike("unique_values", x)
-    return _unique(x, equal_nan=False, size=size, fill_value=fill_value)
+    return sorting.unique(x, equal_nan=False, size=size, fill_value=fill_value)

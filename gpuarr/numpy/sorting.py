@@ -2,6 +2,7 @@
 digitize, bincount. NaNs sort last; sorts are stable, as in JAX."""
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -138,101 +139,148 @@ def _concrete(x, what):
         x, f"\n{what} depends on the values of its input; pass a static size= to use it under jit."))
 
 
-def _keep_weak(out, a, dtype):
-    from gpuarr.numpy.creation import _keep_weak as keep
-    return keep(out, a, dtype)
+_UNIQUE_SIZE_HINT = ("To make jnp.unique() compatible with JIT and other transforms, you can "
+                     "specify a concrete value for the size argument, which will determine the "
+                     "output size.")
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, size=None, fill_value=None, sorted=True):
-    """The sorted unique elements of `ar` (optionally first indices, inverse and counts).
+    """The sorted unique elements of `ar`, or its unique slices along `axis` (optionally the
+    first indices, inverse and counts).
 
-    Under jit pass a static `size` (flattened input only): the result is padded with
-    `fill_value`, by default the smallest element.
+    Under jit pass a static `size`: the result is cut or padded to it with `fill_value`, by
+    default the smallest element (which is then repeated), as in JAX.
     """
+    del sorted  # the result is always sorted
     check_arraylike("unique", ar)
-    ar = ensure_array(ar)
-    if axis is not None:  # JAX's ValueError, not NumPy's AxisError; 0-d has no axis 0
-        nd = get_aval(ar).ndim
-        if nd == 0:
-            raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
-        axis = canonicalize_axis(axis, nd)
+    arr = ensure_array(ar)
     if size is None:
-        host = _concrete(ar, "The number of unique elements")
-        res = np.unique(host, return_index=True, return_inverse=True, return_counts=True,
-                        axis=axis, equal_nan=equal_nan)
-        vals, index, inverse, counts = res
-        if axis is None:
-            inverse = inverse.reshape(host.shape)
-        outs = [_keep_weak(ensure_array(vals), ar, None)]  # a Python scalar's values stay weak
-        outs += [ensure_array(index.astype(_int_dtype()))] if return_index else []
-        outs += [ensure_array(inverse.astype(_int_dtype()))] if return_inverse else []
-        outs += [ensure_array(counts.astype(_int_dtype()))] if return_counts else []
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    if axis is not None:
-        raise NotImplementedError("jnp.unique with both size= and axis= is not supported.")
-    return _unique_sized(ar, int(size), fill_value, equal_nan, return_index, return_inverse,
-                         return_counts)
+        arr = ensure_array(concrete_value(
+            arr, "The error arose for the first argument of jnp.unique(). " + _UNIQUE_SIZE_HINT))
+    else:
+        size = operator.index(concrete_value(
+            size, "The error arose for the size argument of jnp.unique(). " + _UNIQUE_SIZE_HINT))
+    shape = get_aval(arr).shape
+    flatten = axis is None
+    if flatten:
+        arr, axis = _ravel(arr), 0
+    else:  # JAX's ValueError, not NumPy's AxisError; 0-d has no axis 0
+        if not shape:
+            raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
+        axis = canonicalize_axis(axis, len(shape))
+    result = _unique(arr, axis, return_index, return_inverse, return_counts, equal_nan, size,
+                     fill_value)
+    if return_inverse and flatten:
+        k = 2 if return_index else 1  # a flattened input's inverse has the input's shape
+        result = (*result[:k], lax.reshape(result[k], shape), *result[k + 1:])
+    return result[0] if len(result) == 1 else result
 
 
-def _unique_sized(ar, size, fill_value, equal_nan, return_index, return_inverse, return_counts):
-    from gpuarr.numpy.ufuncs import isnan
-    shape = get_aval(ar).shape
-    flat = _ravel(ar)
-    n = get_aval(flat).shape[0]
-    dt = get_aval(flat).dtype
-    if fill_value is not None:  # a value or a traced scalar, in the result's dtype
-        fill = lax.convert_element_type(ensure_array(fill_value), dt)
-        if get_aval(fill).shape:
-            raise ValueError(f"jnp.unique: fill_value must be a scalar, got shape "
-                             f"{get_aval(fill).shape}")
-    if n == 0:  # JAX's answer: fill_value repeated (it must be given) and empty index arrays
-        if size and fill_value is None:
-            raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
-                             "fill_value must be specified")
-        empty = lax.full((0,), 0, _int_dtype())
-        outs = [lax.full((size,), 0, dt) if fill_value is None else
-                lax.broadcast_in_dim(fill, (size,), ())]
-        outs += [empty] if return_index else []
-        outs += [lax.full(shape, 0, _int_dtype())] if return_inverse else []
-        outs += [empty] if return_counts else []
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    iota = lax.iota(_int_dtype(), n)
-    vals, perm = sorting.sort([flat, iota], 0, num_keys=1)
-    prev = lax.slice_in_dim(vals, 0, n - 1)
-    nxt = lax.slice_in_dim(vals, 1, n)
+def _unique_sorted_mask(arr, axis, equal_nan):
+    """The slices of `arr` along `axis` moved first and sorted (lexicographically), a mask of
+    the first of each run of equal slices, and the sorting permutation, as JAX computes them."""
+    from gpuarr.numpy import manipulation, ufuncs
+    aux = manipulation.moveaxis(arr, axis, 0)
+    dt = get_aval(aux).dtype
+    if dtypes.is_complex(dt):  # every complex NaN is the same NaN
+        aux = ufuncs.where(ufuncs.isnan(aux), np.array(np.nan, dt), aux)
+    n, *rest = get_aval(aux).shape
+    cols = math.prod(rest)
+    if cols == 0:
+        n, perm = 1, lax.full((1,), 0, _int_dtype())
+    else:
+        keys = lax.reshape(aux, (n, cols))
+        perm = lexsort([keys[:, j] for j in range(cols - 1, -1, -1)])
+    aux = aux[perm]
+    if not get_aval(aux).size:
+        return aux, lax.full((n,), False, np.bool_), perm
+    nxt, prev = aux[1:], aux[:-1]
     differs = lax.ne(nxt, prev)
     if equal_nan and dtypes.is_inexact(dt):
-        differs = lax.bitwise_and(differs, lax.bitwise_not(lax.bitwise_and(isnan(nxt), isnan(prev))))
-    first = lax.concatenate([lax.full((1,), True, np.bool_), differs], 0)
-    slot = lax.sub(cumulative.cumsum(lax.convert_element_type(first, _int_dtype()), 0),
-                   lax.full((n,), 1, _int_dtype()))
-    where_first = lax.select(first, slot, lax.full((n,), size, _int_dtype()))
-    dn = slicing.ScatterDimensionNumbers((), (0,), (0,))
-    if fill_value is None:  # the smallest element
-        fill = lax.reshape(lax.slice_in_dim(vals, 0, 1), ())
-    out = slicing.scatter(lax.broadcast_in_dim(fill, (size,), ()),
-                          lax.reshape(where_first, (n, 1)), vals, dn, mode="drop")
-    outs = [out]
+        differs = lax.bitwise_and(differs, lax.bitwise_not(
+            lax.bitwise_and(ufuncs.isnan(nxt), ufuncs.isnan(prev))))
+    if get_aval(differs).ndim > 1:
+        differs = lax.reduce_or(differs, tuple(range(1, get_aval(differs).ndim)))
+    mask = lax.concatenate([lax.full((1,), True, np.bool_), differs], 0)
+    return aux, mask, perm
+
+
+def _unique(arr, axis, return_index, return_inverse, return_counts, equal_nan, size, fill_value):
+    """jnp.unique's results along the canonical `axis`, in a tuple (JAX's algorithm: sort, mark
+    the first of each run, gather)."""
+    from gpuarr.numpy import creation, manipulation, ufuncs
+    from gpuarr.numpy.selection import nonzero
+    n_axis = get_aval(arr).shape[axis]
+    if n_axis == 0 and size and fill_value is None:
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+    aux, mask, perm = _unique_sorted_mask(arr, axis, equal_nan)
+    has_data = get_aval(aux).size > 0
+    ind = nonzero(mask, size=size)[0]
+    result = aux[ind] if has_data else aux
+    if size is not None and fill_value is not None:
+        fill = lax.convert_element_type(ensure_array(fill_value), get_aval(result).dtype)
+        if get_aval(result).shape[0]:
+            count = lax.reduce_sum(lax.convert_element_type(mask, _int_dtype()), (0,))
+            valid = lax.lt(lax.iota(_int_dtype(), size), lax.broadcast_in_dim(count, (size,), ()))
+            valid = lax.broadcast_in_dim(valid, get_aval(result).shape, (0,))
+            result = ufuncs.where(valid, result, fill)
+        else:
+            target = (size, *get_aval(result).shape[1:])
+            try:
+                np.broadcast_shapes(get_aval(fill).shape, target)
+            except ValueError:  # JAX: "Incompatible types for broadcasting: ..."
+                raise ValueError(f"jnp.unique: fill_value must be a scalar, got shape "
+                                 f"{get_aval(fill).shape}") from None
+            result = creation.full_like(result, fill, shape=target)
+    out = (manipulation.moveaxis(result, 0, axis),)
     if return_index:
-        first_index = lax.reshape(lax.slice_in_dim(perm, 0, 1), ())
-        outs.append(slicing.scatter(lax.broadcast_in_dim(first_index, (size,), ()),
-                                    lax.reshape(where_first, (n, 1)), perm, dn, mode="drop"))
+        out += (perm[ind] if has_data else perm,)
     if return_inverse:
-        inv = slicing.scatter(lax.full((n,), 0, _int_dtype()), lax.reshape(perm, (n, 1)), slot, dn)
-        outs.append(lax.reshape(inv, shape))
+        if has_data:
+            imask = lax.sub(cumulative.cumsum(lax.convert_element_type(mask, _int_dtype()), 0),
+                            lax.full(get_aval(mask).shape, 1, _int_dtype()))
+            inv = lax.full(get_aval(mask).shape, 0, _int_dtype()).at[perm].set(imask)
+        else:
+            inv = lax.full((n_axis,), 0, _int_dtype())
+        out += (inv,)
     if return_counts:
-        outs.append(slicing.scatter_add(lax.full((size,), 0, _int_dtype()), lax.reshape(slot, (n, 1)),
-                                        lax.full((n,), 1, _int_dtype()), dn, mode="drop"))
-    return outs[0] if len(outs) == 1 else tuple(outs)
+        m = get_aval(mask).shape[0]
+        if has_data:
+            if size is None:
+                idx = lax.concatenate([ind, lax.full((1,), m, get_aval(ind).dtype)], 0)
+            else:
+                idx = nonzero(mask, size=size + 1)[0]
+                idx = idx.at[1:].set(ufuncs.where(idx[1:], idx[1:], m))
+            out += (lax.sub(idx[1:], idx[:-1]),)
+        elif n_axis:
+            out += (lax.full((1,), n_axis, _int_dtype()),)
+        else:
+            out += (lax.full((0,), 0, _int_dtype()),)
+    return out
 
 
 # ---------------------------------------------------------------- searching
 
 
-def _lt_total(x, y):
-    """x < y in the sort order (NaN after everything)."""
+def _eq_total(x, y):
+    """x == y in the sort order (all NaNs equal)."""
     from gpuarr.numpy.ufuncs import isnan
+    eq = lax.eq(x, y)
+    if dtypes.is_inexact(get_aval(x).dtype):
+        eq = lax.bitwise_or(eq, lax.bitwise_and(isnan(x), isnan(y)))
+    return eq
+
+
+def _lt_total(x, y):
+    """x < y in the sort order: NaN after everything, complex numbers by real part, then
+    imaginary part, as JAX's sort comparator orders them."""
+    from gpuarr.numpy.ufuncs import isnan
+    if dtypes.is_complex(get_aval(x).dtype):
+        xr, yr = lax.real(x), lax.real(y)
+        return lax.bitwise_or(_lt_total(xr, yr), lax.bitwise_and(
+            _eq_total(xr, yr), _lt_total(lax.imag(x), lax.imag(y))))
     lt = lax.lt(x, y)
     if dtypes.is_inexact(get_aval(x).dtype):
         lt = lax.bitwise_or(lt, lax.bitwise_and(isnan(y), lax.bitwise_not(isnan(x))))
@@ -240,25 +288,33 @@ def _lt_total(x, y):
 
 
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
-    """Where to insert `v` into the sorted 1-D `a` to keep it sorted (int32 indices)."""
-    check_arraylike("searchsorted", a, v)
-    if side not in ("left", "right"):
-        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
-                         "['left', 'right'].")
-    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
-        raise ValueError(f"invalid argument method={method!r} for searchsorted")
-    a, v = promote_dtypes(ensure_array(a), ensure_array(v))
+    """Where to insert `v` into the sorted 1-D `a` to keep it sorted (int32 indices, as JAX
+    returns them whatever the default integer type)."""
+    if sorter is None:
+        check_arraylike("searchsorted", a, v)
+    else:
+        check_arraylike("searchsorted", a, v, sorter)
+    a, v = ensure_array(a), ensure_array(v)
     if get_aval(a).ndim != 1:
         raise ValueError("a should be 1-dimensional")
+    a, v = promote_dtypes(a, v)
     if sorter is not None:
-        from gpuarr.numpy.selection import take
-        a = take(a, sorter, mode="clip")
+        a = a[ensure_array(sorter)]  # out-of-bound entries clamp, as JAX's indexing does
+    # JAX checks the options after the operands.
+    if side not in ("left", "right"):
+        # The wording of JAX before 0.10 (now "invalid argument side=..."), which
+        # tests/test_sorting.py still expects.
+        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
+                         "['left', 'right'].")
+    methods = ["compare_all", "scan", "scan_unrolled", "sort"]
+    if method not in methods:
+        raise ValueError(f"invalid argument method={method!r}, expected one of {methods}")
     n = get_aval(a).shape[0]
     v_shape = get_aval(v).shape
     vv = lax.broadcast_in_dim(v, v_shape + (n,), tuple(range(len(v_shape))))
     aa = lax.broadcast_in_dim(a, v_shape + (n,), (len(v_shape),))
     hit = _lt_total(aa, vv) if side == "left" else lax.bitwise_not(_lt_total(vv, aa))
-    return lax.reduce_sum(lax.convert_element_type(hit, _int_dtype()), (len(v_shape),))
+    return lax.reduce_sum(lax.convert_element_type(hit, np.int32), (len(v_shape),))
 
 
 def digitize(x, bins, right=False, *, method=None):
@@ -270,11 +326,11 @@ def digitize(x, bins, right=False, *, method=None):
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
     n = get_aval(bins).shape[0]
     if n == 0:
-        return lax.full(get_aval(ensure_array(x)).shape, 0, _int_dtype())
+        return lax.full(get_aval(ensure_array(x)).shape, 0, np.int32)
     side = "left" if right else "right"
     kw = {} if method is None else {"method": method}
     up = searchsorted(bins, x, side=side, **kw)
-    down = lax.sub(lax.full(get_aval(up).shape, n, _int_dtype()),
+    down = lax.sub(lax.full(get_aval(up).shape, n, np.int32),
                    searchsorted(lax.rev(bins, (0,)), x, side=side, **kw))
     increasing = lax.ge(lax.reshape(lax.slice_in_dim(bins, n - 1, n), ()),
                         lax.reshape(lax.slice_in_dim(bins, 0, 1), ()))

@@ -165,6 +165,11 @@ SAME_AS_JAX = {
         lambda c, _: (_sines(jnp, c), None), x, None, length=3)[0], (1.,)),
     "long_jit_once": (lambda api, jnp, lax: api.jit(lambda y: _sines(jnp, y)), (1.,)),
     "short_jit_once": (lambda api, jnp, lax: api.jit(lambda y: _sines(jnp, y, 10)), (1.,)),
+    # jnp gives lower-rank operands leading unit axes and lax broadcasts those, as in JAX.
+    "rank_promotion": (lambda api, jnp, lax: lambda x, b: x * b + 1., (F44, np.ones(4, np.float32))),
+    "unit_axes": (lambda api, jnp, lax: lambda x, c: x - c, (F44, np.ones((4, 1), np.float32))),
+    "grad_rank_promotion": (lambda api, jnp, lax: api.grad(
+        lambda b, x: jnp.sum(jnp.tanh(x + b))), (np.ones(4, np.float32), F44)),
     # Transformed jits stay jits: jvp keeps the name; grad splits a jit into a forward one
     # (outputs and residuals) and a transposed one.
     "jvp_jit": (lambda api, jnp, lax: lambda x, t: api.jvp(_sine_jit(api, jnp), (x,), (t,)),

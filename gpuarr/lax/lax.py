@@ -493,12 +493,17 @@ def _sum_tangents(out, tx, ty, negate_y=False):
 
 
 def _bcast_tangent(t, shape):
+    """A tangent of a broadcast operand at the result's shape, as JAX writes it: unit axes are
+    reshaped away, then broadcast_in_dim (so the transpose sums, then reshapes)."""
     if type(t) is Zero:
         return t
     tshape = get_aval(t).shape
     if tshape == shape:
         return t
-    return broadcast_in_dim(t, shape, tuple(range(len(shape))) if tshape else ())
+    if not tshape:
+        return broadcast_in_dim(t, shape, ())
+    dims = tuple(i for i, (a, b) in enumerate(zip(tshape, shape)) if a == b)
+    return broadcast_in_dim(reshape(t, tuple(tshape[i] for i in dims)), shape, dims)
 
 
 ad.jvp_rules[add_p] = _add_jvp

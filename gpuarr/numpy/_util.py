@@ -17,6 +17,18 @@ _flags = config._values  # read directly: broadcast_arrays runs in every jnp bin
 ARRAY_TYPES = (Array, Tracer, np.ndarray, np.generic)
 
 
+def static_hashable(value):
+    """`value`, or JAX's error for an argument its jitted function takes statically and cannot
+    hash (an array as tril's k, a list as nansum's axis...)."""
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError("Non-hashable static arguments are not supported. An error occurred "
+                         f"while trying to hash an object of type {type(value)}, {value}. The "
+                         f"error was:\n{type(e).__name__}: {e}\n") from e
+    return value
+
+
 def reject_out(fun_name: str, out) -> None:
     """JAX's NotImplementedError for an `out=` argument: arrays are immutable."""
     if out is not None:
@@ -118,6 +130,24 @@ def broadcast_arrays(*args, fun_name="broadcast_arrays"):
     except ValueError:
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
     return [a if s == result or s == () else broadcast_to(a, result) for a, s in zip(args, shapes)]
+
+
+def promote_shapes(*args, fun_name="promote_shapes"):
+    """Operands of an elementwise lax operation, as JAX's jnp passes them: operands of lower
+    nonzero rank gain leading size-1 axes, and lax broadcasts the size-1 axes itself (so a
+    bias added to a batch is a broadcast_in_dim to [1, n], not a [batch, n] copy)."""
+    shapes = [np.shape(a) if isinstance(a, (np.ndarray, np.generic)) else get_aval(a).shape
+              for a in args]
+    if len({len(s) for s in shapes if s}) < 2:
+        return list(args)
+    if _flags["numpy_rank_promotion"] != "allow":
+        _rank_promotion_warning_or_error(fun_name, shapes)
+    try:
+        rank = len(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+    return [a if len(s) == rank else lax.broadcast(a, (1,) * (rank - len(s)))
+            for a, s in zip(args, shapes)]
 
 
 def _rank_promotion_warning_or_error(fun_name, shapes):

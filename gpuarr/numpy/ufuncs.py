@@ -17,7 +17,9 @@ from gpuarr.numpy._util import (
     promote_dtypes,
     promote_dtypes_inexact,
     promote_dtypes_numeric,
+    promote_shapes,
     reject_out,
+    static_hashable,
 )
 
 
@@ -38,16 +40,11 @@ def _unary(name, op, promote=promote_dtypes_inexact, positional_only=True):
 
 
 def _broadcast_for(name, op, *args):
-    """The operands of the elementwise function `name` broadcast together. Operands of one
-    rank that do not broadcast are handed to `op` as they are, so the error is lax's TypeError
-    naming the primitive (`add got incompatible shapes for broadcasting: (3,), (4,).`), as in
-    JAX, where jnp passes operands of equal rank to lax unbroadcast."""
-    try:
-        return broadcast_arrays(*args, fun_name=name)
-    except ValueError:
-        if len({len(np.shape(a)) for a in args if np.shape(a)}) == 1:
-            op(*args)
-        raise
+    """The operands of the elementwise function `name`, brought to one rank as JAX's jnp does
+    (`promote_shapes`): lax broadcasts their size-1 axes, and operands of one rank that do not
+    broadcast meet lax's TypeError naming the primitive (`add got incompatible shapes for
+    broadcasting: (3,), (4,).`), as in JAX."""
+    return promote_shapes(*args, fun_name=name)
 
 
 def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
@@ -438,8 +435,7 @@ def isinf(x, /):
 def round(a, decimals=0, out=None):
     """Round to `decimals` decimal places, ties to even (as numpy.round)."""
     check_arraylike("round", a)
-    from gpuarr.numpy.reductions import _hashable
-    decimals = operator.index(_hashable(decimals))  # JAX's decimals is a static int argument
+    decimals = operator.index(static_hashable(decimals))  # JAX's decimals is a static int argument
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     (a,) = promote_dtypes(a)

@@ -7,7 +7,7 @@ from gpuarr import dlpack, dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import ShapedArray, Tracer, current_trace, get_aval
 from gpuarr.dispatch import eval_trace, to_device_array
-from gpuarr.numpy._util import check_arraylike
+from gpuarr.numpy._util import check_arraylike, static_hashable
 
 _SCALARS = (bool, int, float, complex)
 
@@ -214,7 +214,7 @@ def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     if device is not None or out_sharding is not None:
         return _placed(zeros_like(a, dtype, shape), "zeros_like", device, out_sharding)
     _check_like("zeros_like", a)
-    s, d = _like(a, dtype, shape)
+    s, d = _like(a, _user_dtype(dtype, "zeros_like"), shape)
     return _keep_weak(lax.full(s, 0, d), a, dtype)
 
 
@@ -312,6 +312,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     # Array bounds broadcast against each other.
     bshape = np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape)
     start, stop = broadcast_to(start, bshape), broadcast_to(stop, bshape)
+    pos = _linspace_axis(operator_index(axis), len(bshape), num)
     compute_dt = get_aval(start).dtype
     div = (num - 1) if endpoint else num
     steps = lax.iota(compute_dt, num)
@@ -326,12 +327,28 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if endpoint and num > 1:
         from gpuarr.numpy.indexing import _set_last
         out = _set_last(out, stop)
-    if axis != 0 and s_shape:
+    if pos:
         from gpuarr.numpy.manipulation import moveaxis
-        out = moveaxis(out, 0, axis)
+        out = moveaxis(out, 0, pos)
     # The result (and step) are never weakly typed, as in JAX.
     out = lax.convert_element_type(out, dt if dt is not None else compute_dt)
     return (out, lax.convert_element_type(step, compute_dt)) if retstep else out
+
+
+def _linspace_axis(axis, b, num):
+    """Where linspace's samples go among the b dimensions of the bounds, as JAX places them:
+    it inserts the new axis into a list of dimensions (which clamps the position) and, with
+    more than one sample, sets the sample count at that index of a list of b + 1."""
+    ax = b + axis + 1 if axis < 0 else axis
+    if num > 1 and not -(b + 1) <= ax <= b:
+        raise IndexError("list assignment index out of range")
+    if ax >= 0:
+        return min(ax, b)
+    if num > 1 and ax != -(b + 1):
+        # The two indices disagree in JAX (the result would be misshapen): refused here.
+        from gpuarr.numpy._util import canonicalize_axis
+        canonicalize_axis(axis, b + 1)
+    return max(0, b + ax)
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
@@ -411,9 +428,14 @@ def tri(N, M=None, k=0, dtype=None):
     """Ones at and below the k-th diagonal of an N x M matrix."""
     M = N if M is None else M
     dt = _user_dtype(dtype, "tri") or dtypes.default_float_dtype()
+    try:
+        N, M = operator_index(N), operator_index(M)
+    except TypeError:
+        raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{(N, M)}.") from None
     if N < 0 or M < 0:  # JAX's error, from the iota that builds the mask
         raise TypeError(f"iota shape must have every element be nonnegative, got {(N, M)}.")
-    return lax.convert_element_type(_tri_mask(int(N), int(M), int(k)), dt)
+    return lax.convert_element_type(_tri_mask(N, M, operator_index(k)), dt)
 
 
 def _tri_select(name, m, k, lower):
@@ -423,7 +445,8 @@ def _tri_select(name, m, k, lower):
     if len(shape) < 2:
         raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
     N, M = shape[-2:]
-    mask = _tri_mask(N, M, k if lower else k - 1)
+    # JAX's triu masks below diagonal k - 1, computed before k is checked to be an int.
+    mask = _tri_mask(N, M, operator_index(k) if lower else operator_index(k - 1))
     if not lower:
         mask = lax.bitwise_not(mask)
     mask = lax.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
@@ -432,12 +455,13 @@ def _tri_select(name, m, k, lower):
 
 def tril(m, k=0):
     """The lower triangle (at and below the k-th diagonal) of the last two axes."""
-    return _tri_select("tril", m, operator_index(k), True)
+    # k is static in JAX's tril: an array is refused as unhashable.
+    return _tri_select("tril", m, static_hashable(k), True)
 
 
 def triu(m, k=0):
     """The upper triangle (at and above the k-th diagonal) of the last two axes."""
-    return _tri_select("triu", m, operator_index(k), False)
+    return _tri_select("triu", m, static_hashable(k), False)
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
@@ -546,11 +570,16 @@ def vander(x, N=None, increasing=False):
     check_arraylike("vander", x)
     x = asarray(x)
     if get_aval(x).ndim != 1:
-        raise ValueError(f"x must be a one-dimensional array, got shape {get_aval(x).shape}.")
-    n = get_aval(x).shape[0] if N is None else int(N)
+        raise ValueError("x must be a one-dimensional array")
+    n = get_aval(x).shape[0] if N is None else operator_index(static_hashable(N))
     if n < 0:
         raise ValueError("N must be nonnegative")
-    powers = lax.iota(dtypes.default_int_dtype(), n)
+    # The powers have x's dtype, as in JAX: integer results keep it (and wrap around).
+    dt = get_aval(x).dtype
+    if dt == np.bool_:
+        raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                        "integer, floating, complexfloating.")
+    powers = lax.iota(dt, n)
     if not increasing:
         powers = lax.rev(powers, (0,))
     return ufuncs.power(lax.reshape(x, (get_aval(x).shape[0], 1)), lax.reshape(powers, (1, n)))

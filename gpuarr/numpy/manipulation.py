@@ -22,6 +22,8 @@ from gpuarr.numpy._util import (
     concrete_value,
     ensure_array,
     promote_dtypes,
+    reject_out,
+    static_hashable,
 )
 
 
@@ -121,18 +123,12 @@ def swapaxes(a, axis1, axis2):
     check_arraylike("swapaxes", a)
     a = ensure_array(a)
     nd = get_aval(a).ndim
-    perm = list(range(nd))
-    i, j = _perm_index(axis1, nd), _perm_index(axis2, nd)
-    perm[i], perm[j] = perm[j], perm[i]
-    return lax.transpose(a, tuple(perm))
-
-
-def _perm_index(axis, nd):
-    """`axis` as an index into a permutation of nd axes, with JAX's IndexError when out of range."""
-    axis = operator.index(axis)
-    if not -nd <= axis < nd:
-        raise IndexError(f"index {axis} is out of bounds for axis 0 with size {nd}")
-    return axis % nd
+    for ax in (axis1, axis2):  # static in JAX's swapaxes: an array is refused as unhashable
+        static_hashable(ax)
+    # Swapped in a NumPy array as in JAX, whose errors for bad axes are NumPy's indexing ones.
+    perm = np.arange(nd)
+    perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+    return lax.transpose(a, tuple(int(i) for i in perm))
 
 
 def squeeze(a, axis=None):
@@ -143,8 +139,12 @@ def squeeze(a, axis=None):
     if axis is None:
         axes = tuple(i for i, d in enumerate(shape) if d == 1)
     else:
-        axes = _strict_axes(axis, len(shape)) if not isinstance(axis, (tuple, list)) else tuple(
-            _strict_axes(ax, len(shape))[0] for ax in axis)
+        # An int or else an iterable of ints, as JAX reads it.
+        try:
+            axis = (operator.index(axis),)
+        except TypeError:
+            axis = tuple(map(operator.index, axis))
+        axes = tuple(_strict_axes(ax, len(shape))[0] for ax in axis)
         if len(set(axes)) != len(axes):
             raise ValueError(f"dimensions are not unique: {axes}")
     return lax.squeeze(a, axes)
@@ -197,6 +197,7 @@ def stack(arrays, axis=0, out=None, dtype=None):
     """Join arrays along a new axis."""
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
+    reject_out("stack", out)
     if isinstance(arrays, (list, tuple)):
         check_arraylike("stack", *arrays)
     arrays = [ensure_array(a) for a in arrays]
@@ -297,27 +298,32 @@ def column_stack(tup):
 
 
 def _split_points(name, n, indices_or_sections, even):
-    if isinstance(indices_or_sections, (int, np.integer)):
-        sections = int(indices_or_sections)
-        if sections <= 0:
-            raise ValueError(f"{name}: number of sections must be larger than 0, got {sections}.")
-        if even and n % sections:
-            raise ValueError(f"array split does not result in an equal division: rest is "
-                             f"{n % sections}")
-        size, extra = divmod(n, sections)
-        points = [0]
-        for i in range(sections):
-            points.append(points[-1] + size + (1 if i < extra else 0))
-        return points
-    idx = [int(i) for i in np.asarray(indices_or_sections).ravel()]
-    return [0] + [min(max(i if i >= 0 else i + n, 0), n) for i in idx] + [n]
+    ios = indices_or_sections
+    if isinstance(ios, (tuple, list)) or (hasattr(ios, "ndim") and ios.ndim > 0):
+        ios = concrete_value(ios, f"in jax.numpy.{name} argument 1")
+        if hasattr(ios, "ndim"):
+            ios = np.asarray(ios).tolist()
+        idx = [operator.index(i) for i in ios]  # floats and nested lists fail, as in JAX
+        # Points are read as NumPy reads them: negative ones count from the end, and all are
+        # clipped to the axis.
+        return [0] + [min(max(i if i >= 0 else i + n, 0), n) for i in idx] + [n]
+    sections = int(concrete_value(ios, f"in jax.numpy.{name} argument 1"))
+    if sections < 0:
+        raise ValueError(f"{name}: number of sections must be larger than 0, got {sections}.")
+    size, extra = divmod(n, sections)  # no sections at all: ZeroDivisionError, as in JAX
+    if even and extra:
+        raise ValueError(f"array split does not result in an equal division: rest is {extra}")
+    points = [0]
+    for i in range(sections):
+        points.append(points[-1] + size + (1 if i < extra else 0))
+    return points
 
 
 def _split(name, ary, indices_or_sections, axis, even):
     check_arraylike(name, ary)
     ary = ensure_array(ary)
     nd = get_aval(ary).ndim
-    ax = canonicalize_axis(axis, nd)
+    ax = canonicalize_axis(concrete_value(axis, f"in jax.numpy.{name} argument `axis`"), nd)
     n = get_aval(ary).shape[ax]
     points = _split_points(name, n, indices_or_sections, even)
     return [lax.slice_in_dim(ary, s, max(s, e), axis=ax) for s, e in zip(points[:-1], points[1:])]
@@ -340,10 +346,8 @@ def hsplit(ary, indices_or_sections):
 
 
 def vsplit(ary, indices_or_sections):
-    """split along axis 0 (at least 2-D input)."""
-    if get_aval(ensure_array(ary)).ndim < 2:
-        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
-    return split(ary, indices_or_sections, 0)
+    """split along axis 0 (1-D input too, as in JAX)."""
+    return _split("vsplit", ary, indices_or_sections, 0, True)
 
 
 def dsplit(ary, indices_or_sections):
@@ -358,8 +362,9 @@ def unstack(x, /, *, axis=0):
     check_arraylike("unstack", x)
     x = ensure_array(x)
     nd = get_aval(x).ndim
-    if nd == 0:
-        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was passed.")
+    axis = operator.index(axis)
+    if not -nd <= axis < nd:  # a 0-d array too
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {nd}")
     ax = canonicalize_axis(axis, nd)
     return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=ax), (ax,))
                  for i in range(get_aval(x).shape[ax]))
@@ -369,7 +374,11 @@ def tile(A, reps):
     """Repeat the whole array `reps` times along each axis."""
     check_arraylike("tile", A)
     A = ensure_array(A)
-    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    try:  # an int or an iterable of ints (a 0-d array is an int), as JAX reads it
+        reps = tuple(iter(reps))
+    except TypeError:
+        reps = (reps,)
+    reps = tuple(operator.index(r) for r in reps)
     shape = get_aval(A).shape
     nd = max(len(shape), len(reps))
     shape = (1,) * (nd - len(shape)) + shape
@@ -614,7 +623,7 @@ def trim_zeros(filt, trim="fb", axis=None):
     int, a tuple, or all axes by default): along each such axis, the slices that are zero
     everywhere before the first nonzero one and after the last go."""
     check_arraylike("trim_zeros", filt)
-    host = np.asarray(filt)
+    host = np.asarray(concrete_value(filt, "Error arose in the `filt` argument of trim_zeros()"))
     axes = {canonicalize_axis(ax, host.ndim)
             for ax in (range(host.ndim) if axis is None
                        else axis if isinstance(axis, (tuple, list)) else (axis,))}

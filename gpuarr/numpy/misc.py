@@ -6,6 +6,7 @@ import builtins
 import functools
 import math
 import operator
+import warnings
 
 import numpy as np
 
@@ -19,9 +20,11 @@ from gpuarr.numpy._util import (
     canonicalize_axis,
     check_arraylike,
     check_core_dims,
+    concrete_value,
     ensure_array,
     promote_dtypes,
     promote_dtypes_inexact,
+    static_hashable,
     update_core_sizes,
 )
 
@@ -112,11 +115,21 @@ def _aval_of(a):
     return get_aval(np.asarray(a))
 
 
+def _warn_not_arraylike(name, a):
+    """JAX's DeprecationWarning for a list (or other non-array) given to shape, ndim or size."""
+    try:
+        check_arraylike(name, a)
+    except TypeError as e:
+        warnings.warn(f"{e} In a future JAX release this will be an error.",
+                      category=DeprecationWarning, stacklevel=3)
+
+
 def shape(a):
-    """The shape of `a` (works on lists too, as numpy.shape)."""
+    """The shape of `a` (works on lists too, as numpy.shape, with JAX's warning)."""
     # Anything with a .shape (a ShapeDtypeStruct, say) answers for itself, as in JAX.
     if hasattr(a, "shape"):
         return a.shape
+    _warn_not_arraylike("shape", a)
     return _aval_of(a).shape
 
 
@@ -124,20 +137,24 @@ def ndim(a):
     """The number of dimensions of `a`."""
     if hasattr(a, "ndim"):
         return a.ndim
+    _warn_not_arraylike("ndim", a)
     return _aval_of(a).ndim
 
 
 def size(a, axis=None):
     """The number of elements of `a` (along `axis`, an int or a tuple, if given)."""
+    _warn_not_arraylike("size", a)
     if axis is None and hasattr(a, "size"):
         return a.size
     s = shape(a)
     if axis is None:
         return math.prod(s)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
-    axes = [canonicalize_axis(ax, len(s)) for ax in axes]
+    axes = tuple(canonicalize_axis(ax, len(s)) for ax in axes)
+    if not s and axes:  # a 0-d array has no axis 0
+        raise ValueError(f"axis {axes[0]} is out of bounds for array of dimension 0")
     if len(set(axes)) != len(axes):
-        raise ValueError(f"repeated axis in size: {axis}")
+        raise ValueError(f"repeated axis: {axes}")
     return math.prod(s[ax] for ax in axes)
 
 
@@ -602,9 +619,14 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     a = ensure_array(a)
     if get_aval(a).dtype != np.uint8:
         raise TypeError("Expected an input array of unsigned byte data type")
+    for static in (axis, count):  # static in JAX's unpackbits: arrays are unhashable
+        static_hashable(static)
     if axis is None:
         a, axis = manipulation.ravel(a), 0
-    ax = canonicalize_axis(axis, get_aval(a).ndim)
+    # JAX swaps `axis` with the last one in a NumPy permutation: its bad axes give NumPy's
+    # indexing errors, the last axis (-1) being indexed first.
+    perm = np.arange(get_aval(a).ndim)
+    _, ax = perm[-1], int(perm[axis])
     shifts = np.arange(7, -1, -1, dtype=np.uint8) if bitorder == "big" else np.arange(8, dtype=np.uint8)
     x = lax.reshape(a, get_aval(a).shape[:ax + 1] + (1,) + get_aval(a).shape[ax + 1:])
     sshape = [1] * get_aval(x).ndim
@@ -617,8 +639,12 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     shape[ax] *= 8
     out = lax.reshape(bits, tuple(shape))
     if count is not None:
-        out = lax.slice_in_dim(out, 0, builtins.min(int(count), shape[ax]), axis=ax) if count >= 0 \
-            else lax.slice_in_dim(out, 0, shape[ax] + int(count), axis=ax)
+        count = operator.index(count)
+        if count > shape[ax]:  # padded with zero bits, as in JAX and NumPy
+            widths = [(0, 0, 0)] * len(shape)
+            widths[ax] = (0, count - shape[ax], 0)
+            return lax.pad(out, np.uint8(0), widths)
+        out = lax.slice_in_dim(out, 0, len(range(shape[ax])[:count]), axis=ax)
     return out
 
 
@@ -766,13 +792,7 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
 
 def _static_order(m, name):
     """`m` as a Python int, failing as JAX's static (hashed, then operator.index) argument."""
-    try:
-        hash(m)
-    except TypeError as e:
-        raise ValueError("Non-hashable static arguments are not supported. An error occurred "
-                         f"while trying to hash an object of type {type(m)}, {m}. The error was:"
-                         f"\n{type(e).__name__}: {e}\n") from e
-    return operator.index(m)
+    return operator.index(static_hashable(m))
 
 
 def polyder(p, m=1):
@@ -817,23 +837,41 @@ def polyint(p, m=1, k=None):
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
-    """Integral of y by the trapezoidal rule along `axis` (sample points x or spacing dx)."""
-    check_arraylike("trapezoid", y)
-    (y,) = promote_dtypes_inexact(y)
-    ax = canonicalize_axis(axis, get_aval(y).ndim)
-    n = get_aval(y).shape[ax]
+    """Integral of y by the trapezoidal rule along `axis` (sample points x or spacing dx),
+    computed as JAX does: y and x are promoted together, and a constant spacing takes the
+    sum of y less half its end values."""
+    static_hashable(axis)  # static in JAX's trapezoid
     if x is None:
-        d = dx
+        check_arraylike("trapezoid", y)
+        (y,) = promote_dtypes_inexact(y)
+        d = ensure_array(dx)
+        if get_aval(d).ndim:
+            d = lax.expand_dims(d, tuple(range(get_aval(y).ndim - get_aval(d).ndim)))
+            d = manipulation.moveaxis(d, axis, -1)
     else:
-        x = ensure_array(x)
-        d = manipulation.diff(x, axis=ax if get_aval(x).ndim > 1 else -1)
-        if get_aval(x).ndim == 1 and get_aval(y).ndim > 1:
-            shape = [1] * get_aval(y).ndim
-            shape[ax] = n - 1
-            d = lax.reshape(d, tuple(shape))
-    mid = ufuncs.add(lax.slice_in_dim(y, 1, n, axis=ax),
-                     lax.slice_in_dim(y, 0, builtins.max(n - 1, 0), axis=ax))
-    return reductions.sum(ufuncs.multiply(ufuncs.multiply(mid, d), 0.5), axis=ax)
+        check_arraylike("trapezoid", y, x)
+        y, x = promote_dtypes_inexact(y, x)
+        if get_aval(x).ndim == 1:
+            d = manipulation.diff(x)
+        else:
+            d = manipulation.moveaxis(manipulation.diff(x, axis=axis), axis, -1)
+    y = manipulation.moveaxis(y, axis, -1)
+    nd, n = get_aval(y).ndim, get_aval(y).shape[-1]
+    if get_aval(d).ndim == 0 or get_aval(d).shape[-1] == 1:
+        if n == 0:  # JAX reads y[..., 0]
+            raise IndexError(f"index is out of bounds for axis {nd - 1} with size 0")
+        d = d if get_aval(d).ndim == 0 else _last(d, 0)
+        ends = ufuncs.multiply(0.5, ufuncs.add(_last(y, 0), _last(y, n - 1)))
+        return ufuncs.multiply(d, ufuncs.subtract(reductions.sum(y, axis=-1), ends))
+    mid = ufuncs.add(lax.slice_in_dim(y, 1, n, axis=nd - 1),
+                     lax.slice_in_dim(y, 0, builtins.max(n - 1, 0), axis=nd - 1))
+    return ufuncs.multiply(0.5, reductions.sum(ufuncs.multiply(d, mid), axis=-1))
+
+
+def _last(x, i):
+    """x[..., i] for a static i."""
+    nd = get_aval(x).ndim
+    return lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=nd - 1), (nd - 1,))
 
 
 def _check_inexact_dtype(name, dtype):
@@ -938,29 +976,29 @@ def gradient(f, *varargs, axis=None, edge_order=None):
 
 
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
-    """Unwrap phase jumps larger than discont (default period/2) along `axis`."""
+    """Unwrap phase jumps larger than discont (default period/2) along `axis`. As in JAX, p and
+    period are promoted together: integer phases with an integer period stay integers."""
+    static_hashable(axis)  # static in JAX's unwrap
     check_arraylike("unwrap", p)
-    (p,) = promote_dtypes_inexact(p)
-    ax = canonicalize_axis(axis, get_aval(p).ndim)
-    n = get_aval(p).shape[ax]
-    if n < 2:
+    p, period = promote_dtypes(ensure_array(p), ensure_array(period))
+    if dtypes.is_complex(get_aval(p).dtype):
+        raise ValueError("jnp.unwrap does not support complex inputs.")
+    shape = get_aval(p).shape
+    if shape[axis] == 0:  # indexed as JAX does: its errors for a bad axis
         return p
-    discont = period / 2 if discont is None else discont
+    ax = axis % len(shape)
+    if discont is None:
+        discont = ufuncs.true_divide(period, 2)
+    is_int = np.issubdtype(get_aval(p).dtype, np.integer)
+    interval = (ufuncs.floor_divide if is_int else ufuncs.true_divide)(period, 2)
     dd = manipulation.diff(p, axis=ax)
-    half = period / 2
-    ddmod = ufuncs.subtract(ufuncs.remainder(ufuncs.add(dd, half), period), half)
-    ddmod = ufuncs.where(lax.bitwise_and(lax.eq(ddmod, lax.full_like(ddmod, -half)),
-                                         lax.gt(dd, lax.full_like(dd, 0))), half, ddmod)
-    correct = ufuncs.subtract(ddmod, dd)
-    correct = ufuncs.where(lax.lt(lax.abs(dd), lax.full_like(dd, discont)), 0, correct)
-    first = lax.slice_in_dim(p, 0, 1, axis=ax)
-    # Cumulative sum of corrections by a triangular matrix product along the axis.
-    tri = creation.tri(n - 1, dtype=get_aval(p).dtype)
-    moved = manipulation.moveaxis(correct, ax, -1)
-    from gpuarr.numpy.products import matmul
-    cum = manipulation.moveaxis(matmul(moved, lax.transpose(tri, (1, 0))), -1, ax)
-    rest = ufuncs.add(lax.slice_in_dim(p, 1, n, axis=ax), cum)
-    return manipulation.concatenate([first, rest], ax)
+    ddmod = ufuncs.subtract(ufuncs.mod(ufuncs.add(dd, interval), period), interval)
+    ddmod = ufuncs.where(ufuncs.logical_and(ufuncs.equal(ddmod, ufuncs.negative(interval)),
+                                            ufuncs.greater(dd, 0)), interval, ddmod)
+    correct = ufuncs.where(ufuncs.less(ufuncs.abs(dd), discont), 0, ufuncs.subtract(ddmod, dd))
+    from gpuarr.numpy.selection import cumsum
+    rest = ufuncs.add(lax.slice_in_dim(p, 1, shape[ax], axis=ax), cumsum(correct, axis=ax))
+    return manipulation.concatenate([lax.slice_in_dim(p, 0, 1, axis=ax), rest], ax)
 
 
 def copyto(dst, src, casting=None, where=None):
@@ -995,29 +1033,45 @@ def diag_indices_from(arr):
     return diag_indices(s[0], len(s))
 
 
+def _tri_indices_dims(n, k, m):
+    """n, k and m as ints, known statically (JAX's errors); n x m must be a valid shape."""
+    n, k = (operator.index(concrete_value(v, f"{name} argument of jnp.triu_indices"))
+            for v, name in ((n, "n"), (k, "k")))
+    m = n if m is None else operator.index(concrete_value(m, "m argument of jnp.triu_indices"))
+    if n < 0 or m < 0:  # JAX builds ones((n, m))
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{(n, m)}.")
+    return n, k, m
+
+
 def tril_indices(n, k=0, m=None):
     """The row and column indices of the lower triangle of an n x m array."""
-    return _index_arrays(np.tril_indices(n, k, m))
+    return _index_arrays(np.tril_indices(*_tri_indices_dims(n, k, m)))
 
 
 def triu_indices(n, k=0, m=None):
     """The row and column indices of the upper triangle of an n x m array."""
-    return _index_arrays(np.triu_indices(n, k, m))
+    return _index_arrays(np.triu_indices(*_tri_indices_dims(n, k, m)))
+
+
+def _shape_2d(name, arr):
+    if not hasattr(arr, "shape"):
+        check_arraylike(name, arr)
+    s = shape(arr)
+    if len(s) != 2:
+        raise ValueError("Only 2-D inputs are accepted")
+    return s
 
 
 def tril_indices_from(arr, k=0):
     """tril_indices for the shape of the 2-D array `arr`."""
-    s = shape(arr)
-    if len(s) != 2:
-        raise ValueError(f"input array must be 2-d, got shape {s}")
+    s = _shape_2d("tril_indices_from", arr)
     return tril_indices(s[0], k, s[1])
 
 
 def triu_indices_from(arr, k=0):
     """triu_indices for the shape of the 2-D array `arr`."""
-    s = shape(arr)
-    if len(s) != 2:
-        raise ValueError(f"input array must be 2-d, got shape {s}")
+    s = _shape_2d("triu_indices_from", arr)
     return triu_indices(s[0], k, s[1])
 
 

@@ -138,9 +138,6 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
     check_arraylike("tensordot", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
-    if a_ndim < 1 or b_ndim < 1:
-        raise TypeError(f"tensordot requires a.ndim and b.dim to be at least 1, got {a_ndim} and "
-                        f"{b_ndim}.")
     if type(axes) is int:
         if axes > min(a_ndim, b_ndim):
             raise TypeError(f"Number of tensordot axes (axes {axes}) exceeds input ranks "
@@ -160,8 +157,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
             raise TypeError(f"tensordot requires both axes lists to be either ints, tuples or "
                             f"lists, got {ax1} and {ax2}")
     else:
-        raise TypeError(f"tensordot axes argument must be an int, a pair of ints, or a pair of "
-                        f"lists/tuples of ints, got {axes}.")
+        raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair of "
+                        "lists/tuples of ints.")
     ashape, bshape = get_aval(a).shape, get_aval(b).shape
     if [ashape[i] for i in dims[0]] != [bshape[i] for i in dims[1]]:
         raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
@@ -202,9 +199,15 @@ def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     rest = tuple(k for k in range(len(shape)) if k not in (i, j))
     a = lax.transpose(a, rest + (i, j))
     moved = get_aval(a).shape
-    rows, cols = np.indices(moved[-2:])
-    on_diag = np.broadcast_to(cols - rows == int(offset), moved)
-    return _sum(lax.select_n(on_diag, lax.full_like(a, 0), a), axis=(-2, -1), dtype=dtype)
+    nd = len(moved)
+    rows = lax.broadcasted_iota(np.int32, moved, nd - 2)
+    cols = lax.broadcasted_iota(np.int32, moved, nd - 1)
+    # The offset may be a traced integer, as in JAX (whose eye takes a dynamic k).
+    k = ensure_array(offset)
+    if get_aval(k).ndim or not np.issubdtype(get_aval(k).dtype, np.integer):
+        raise ValueError(f"k must be a scalar integer; got {offset}")
+    on_diag = lax.eq(lax.sub(cols, rows), lax.convert_element_type(k, np.int32))
+    return _sum(lax.select(on_diag, a, lax.full_like(a, 0)), axis=(-2, -1), dtype=dtype)
 
 
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
@@ -233,9 +236,11 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Dot products of vectors along `axis`, broadcasting the other axes."""
-    check_arraylike("vecdot", x1, x2)
+    check_arraylike("jnp.vecdot", x1, x2)
     from gpuarr.numpy.manipulation import moveaxis
-    x1, x2 = promote_dtypes(ensure_array(x1), ensure_array(x2))
+    from gpuarr.numpy.ufuncs import conj
+    # The first vector is conjugated, as in JAX (a vdot of each pair) and NumPy.
+    x1, x2 = promote_dtypes(conj(ensure_array(x1)), ensure_array(x2))
     s1, s2 = get_aval(x1).shape, get_aval(x2).shape
     if s1[axis] != s2[axis]:
         raise ValueError(f"axes must match; got shapes {s1} and {s2} with axis={axis}")

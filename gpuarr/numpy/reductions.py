@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -11,9 +12,11 @@ from gpuarr.numpy._util import (
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
+    concrete_value,
     ensure_array,
     promote_dtypes,
     reject_out,
+    static_hashable,
     widen_narrow_int,
 )
 
@@ -41,6 +44,37 @@ def _axes(axis, ndim):
     return canonicalize_axes(axis, ndim)
 
 
+def _static_axis(axis):
+    """`axis` as JAX's sum, mean, var... read it: None, an int, or else a tuple of ints (so a
+    list or a NumPy array of axes works as a tuple does)."""
+    if axis is None:
+        return None
+    axis = concrete_value(axis, "The axis argument must be known statically.")
+    try:
+        return operator.index(axis)
+    except TypeError:
+        return tuple(operator.index(i) for i in axis)
+
+
+def _check_axis_index(axis, ndim):
+    """JAX's mean and var index the shape with each axis to count the elements (without a
+    `where`): an axis out of range is an IndexError there."""
+    if axis is None:
+        return
+    for ax in (axis if isinstance(axis, tuple) else (axis,)):
+        if not -ndim <= ax < ndim:
+            raise IndexError("tuple index out of range")
+
+
+def _user_dtype(dtype):
+    if dtype is None:
+        return None
+    try:
+        return dtypes.canonicalize_dtype(dtype)
+    except TypeError:
+        raise TypeError(f"data type {dtype!r} not understood") from None
+
+
 def _check_where(name, where):
     """A `where` mask must be boolean: JAX rejects others rather than truth-testing them."""
     if where is None:
@@ -60,11 +94,13 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
         _check_where(name, where)
         (a,) = promote_dtypes(a)
         aval = get_aval(a)
-        dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
+        axis = _static_axis(axis)
+        dt = _user_dtype(dtype) if dtype is not None else aval.dtype
         if dtype is None and upcast_bool and (promote_integers or aval.dtype == np.bool_):
             dt = widen_narrow_int(aval.dtype)  # booleans are counted as integers, as in JAX
-        # Results are never weakly typed (jnp.sum(2.0) is a float32), as in JAX.
-        comp = _upcast_f16(dt) if upcast_bool else dt
+        # Results are never weakly typed (jnp.sum(2.0) is a float32), as in JAX. Half floats
+        # accumulate in float32 unless a dtype is asked for, as in JAX.
+        comp = _upcast_f16(dt) if upcast_bool and dtype is None else dt
         if comp != aval.dtype or aval.weak_type:
             a = lax.convert_element_type(a, comp)
         # A sum or product as booleans is any / all.
@@ -196,12 +232,17 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     reject_out("mean", out)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
+    axis = _static_axis(axis)
+    if where is None:
+        _check_axis_index(axis, aval.ndim)
     axes = _axes(axis, aval.ndim)
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else dtypes.to_inexact_dtype(aval.dtype)
-    comp = _upcast_f16(dt) if dtypes.is_inexact(dt) else dt
+    dt = _user_dtype(dtype) if dtype is not None else dtypes.to_inexact_dtype(aval.dtype)
+    # Half floats accumulate in float32 unless a dtype is asked for, as in JAX.
+    comp = _upcast_f16(dt) if dtypes.is_inexact(dt) and dtype is None else dt
+    # Counted first: a `where` that does not broadcast fails there, with JAX's message.
+    count = _where_count(aval, axes, keepdims, where, comp)
     total = sum(a, axis=axes, dtype=comp, keepdims=keepdims, where=where)
-    out = lax.div(total, _where_count(aval, axes, keepdims, where, comp))
-    return lax.convert_element_type(out, dt)
+    return lax.convert_element_type(lax.div(total, count), dt)
 
 
 _mean = mean  # var's `mean` parameter shadows the function there
@@ -210,10 +251,13 @@ _mean = mean  # var's `mean` parameter shadows the function there
 def _var_dtypes(a_dtype, dtype):
     """(computation dtype, result dtype) of var, as JAX's: complex data has a real variance."""
     if dtype is not None:
-        dtype = dtypes.canonicalize_dtype(dtype)
+        dtype = _user_dtype(dtype)
         if dtypes.is_complex(a_dtype) and not dtypes.is_complex(dtype):
             raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
-                             "computing the variance of an array of complex values.")
+                             "computing the variance of an array of complex values. The "
+                             "semantics of numpy.var seem unclear in this case. Please comment "
+                             "on https://github.com/jax-ml/jax/issues/2283 if this behavior is "
+                             "important to you.")
         comp = dtype
     else:
         comp, dtype = dtypes.to_inexact_dtype(a_dtype), dtypes.to_floating_dtype(a_dtype)
@@ -254,6 +298,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     aval = get_aval(a)
     comp, out_dt = _var_dtypes(aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
+    axis = _static_axis(axis)
+    if where is None:
+        _check_axis_index(axis, aval.ndim)
     axes = _axes(axis, aval.ndim)
     a_mean = (_mean(a, axes, dtype=comp, keepdims=True, where=where) if mean is None
               else _given_mean("var", mean, comp))
@@ -272,8 +319,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     """The standard deviation over `axis` (about `mean` if given)."""
     check_arraylike("std", a)
     _check_where("std", where)
-    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
-        raise ValueError(f"dtype argument to jnp.std must be inexact; got {np.dtype(dtype)}")
+    if dtype is not None and not dtypes.is_inexact(dt := _user_dtype(dtype)):
+        raise ValueError(f"dtype argument to jnp.std must be inexact; got {dt}")
     reject_out("std", out)
     return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
@@ -335,11 +382,13 @@ def ptp(a, axis=None, out=None, keepdims=False):
     """max - min over `axis` (peak to peak)."""
     check_arraylike("ptp", a)
     reject_out("ptp", out)
+    axis = _static_axis(axis)
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
 def count_nonzero(a, axis=None, keepdims=False):
     """The number of nonzero elements over `axis`, in the default integer dtype."""
+    static_hashable(axis)
     check_arraylike("count_nonzero", a)
     (a,) = promote_dtypes(a)
     nz = lax.ne(a, np.zeros((), get_aval(a).dtype)[()])
@@ -348,6 +397,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 def _nan_reduction(name, plain, fill):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+        static_hashable(axis)
         check_arraylike(name, a)
         _check_where(name, where)
         (a,) = promote_dtypes(a)
@@ -364,6 +414,7 @@ nanprod = _nan_reduction("nanprod", prod, 1)
 
 def _nan_extreme(name, plain, fill):
     def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        static_hashable(axis)
         check_arraylike(name, a)
         _check_where(name, where)
         (a,) = promote_dtypes(a)
@@ -392,6 +443,7 @@ def _not_nan_count(a, axis, keepdims, where, dt):
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """The mean over `axis` ignoring NaNs (NaN for all-NaN slices)."""
+    static_hashable(axis)
     check_arraylike("nanmean", a)
     _check_where("nanmean", where)
     reject_out("nanmean", out)
@@ -406,6 +458,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """The variance over `axis` ignoring NaNs (NaN where no degrees of freedom are left),
     about `mean` if given."""
+    static_hashable(axis)
     check_arraylike("nanvar", a)
     _check_where("nanvar", where)
     reject_out("nanvar", out)
@@ -430,6 +483,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """The standard deviation over `axis` ignoring NaNs (about `mean` if given)."""
+    static_hashable(axis)
     check_arraylike("nanstd", a)
     _check_where("nanstd", where)
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
@@ -441,6 +495,13 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """The weighted mean over `axis`; with `returned`, also the sum of the weights."""
     check_arraylike("average", a)
+    axis = _static_axis(axis)
+    if axis is not None:  # checked first, with JAX's messages
+        ndim = get_aval(ensure_array(a)).ndim
+        axes = tuple(canonicalize_axis(i, ndim) for i in
+                     (axis if isinstance(axis, tuple) else (axis,)))
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated axis: {axes}")
     if weights is None:
         avg = mean(a, axis, keepdims=keepdims)
         aval = get_aval(promote_dtypes(a)[0])
@@ -565,6 +626,7 @@ def _check_q_dtype(ignore_nan, method, q_dt, a_dt):
 
 
 def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
+    static_hashable(axis)
     check_arraylike(name, a, q)
     from gpuarr.lax.sorting import sort, sort_key_val
     from gpuarr.numpy._util import promote_dtypes_inexact
@@ -689,11 +751,13 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median over `axis` (NaN if a slice has a NaN): the midpoint of the middle values,
     as JAX computes it."""
+    static_hashable(axis)
     check_arraylike("median", a)
     return quantile(a, 0.5, axis, out, overwrite_input, method="midpoint", keepdims=keepdims)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median over `axis` ignoring NaNs (the midpoint of the middle values, as JAX)."""
+    static_hashable(axis)
     check_arraylike("nanmedian", a)
     return nanquantile(a, 0.5, axis, out, overwrite_input, method="midpoint", keepdims=keepdims)

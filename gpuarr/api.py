@@ -84,16 +84,36 @@ def _jit_partial_eval(trace, args, params):
     closed, name = params["jaxpr"], params["name"]
     uk = tuple(not pe.is_known(trace, x) for x in args)
     n_out = len(closed.out_avals)
-    known, unknown, out_uk, _, n_res = _derive(closed, ("partial_eval", uk), lambda: (
-        pe.partial_eval_closed(closed, list(uk), [False] * n_out)))
+    known, unknown, out_uk, forwarded = _derive(closed, ("partial_eval", uk), lambda: (
+        _split_jit(closed, uk, n_out)))
+    known_args = [a for a, u in zip(args, uk) if not u]
     with core.set_current_trace(trace.parent):
-        known_outs = jit_p.bind(*[a for a, u in zip(args, uk) if not u], name=name, jaxpr=known)
-    n_known = len(known_outs) - n_res
+        known_outs = jit_p.bind(*known_args, name=name, jaxpr=known)
+    n_known = len(out_uk) - sum(out_uk)
+    computed = iter(known_outs[n_known:])
+    residuals = [known_args[i] if i is not None else next(computed) for i in forwarded]
     staged = pe.StagingTrace.process_primitive(
-        trace, jit_p, [*known_outs[n_known:], *[a for a, u in zip(args, uk) if u]],
+        trace, jit_p, [*residuals, *[a for a, u in zip(args, uk) if u]],
         {"name": name, "jaxpr": unknown}) if any(out_uk) else []
     known_it, staged_it = iter(known_outs[:n_known]), iter(staged)
     return [next(staged_it) if u else next(known_it) for u in out_uk]
+
+
+def _split_jit(closed, uk, n_out):
+    """partial_eval_closed's known and unknown Programs, with residuals that are known inputs
+    passed to the unknown jit directly rather than returned by the known one, as JAX does.
+    `forwarded` lists, per residual, the known input it is (its index) or None."""
+    known, unknown, out_uk, _, n_res = pe.partial_eval_closed(closed, list(uk), [False] * n_out)
+    prog = known.program
+    n_known = len(prog.outvars) - n_res
+    position = {v.id: i for i, v in enumerate(prog.invars)}
+    forwarded = [position.get(v.id) if isinstance(v, core.Var) else None
+                 for v in prog.outvars[n_known:]]
+    outvars = prog.outvars[:n_known] + [v for v, i in zip(prog.outvars[n_known:], forwarded)
+                                        if i is None]
+    known = ClosedProgram(core.Program(prog.constvars, prog.invars, prog.eqns, outvars),
+                          known.consts)
+    return known, unknown, out_uk, forwarded
 
 
 ad.jvp_rules[jit_p] = _jit_jvp

@@ -360,3 +360,17 @@ def test_grad_of_a_jit_keeps_the_weak_type():
     g = gpuarr.grad(f)(1.)
     assert g.weak_type and g.dtype == np.float32
     np.testing.assert_allclose(g, 2 * np.cos(1.), rtol=1e-6)
+
+
+# jax.nn's activations are jits (relu a custom_jvp of one), printed as JAX prints them.
+NN_SAME_AS_JAX = ["relu", "relu6", "sigmoid", "softplus", "silu", "swish", "gelu", "log_sigmoid",
+                  "mish", "hard_sigmoid", "hard_silu", "soft_sign"]
+
+
+@pytest.mark.parametrize("name", NN_SAME_AS_JAX)
+def test_nn_activations_print_as_jax(name):
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    got, want = _jaxprs(lambda api, jnp, lax: getattr(api.nn, name), x)
+    assert got == want
+    got, want = _jaxprs(lambda api, jnp, lax: api.grad(lambda x: api.nn.__dict__[name](x).sum()), x)
+    assert got == want

@@ -10,6 +10,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
+from gpuarr.api import jit
 from gpuarr.core import Tracer
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.errors import ConcretizationTypeError
@@ -44,6 +45,7 @@ def _array(fun_name, x):
     return jnp.asarray(x)
 
 
+@jit
 def identity(x):
     """The identity activation: `x` as an array (jax.nn.identity)."""
     return _array("identity", x)
@@ -61,6 +63,7 @@ def _max_keepdims(x, axis, where=None, initial=-np.inf):
 
 
 @custom_jvp
+@jit
 def relu(x):
     """Rectified linear unit, max(x, 0); its derivative at 0 is 0 (jax.nn.relu)."""
     return jnp.maximum(x, 0)
@@ -70,6 +73,7 @@ relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
 
 
 @custom_jvp
+@jit
 def relu6(x):
     """min(max(x, 0), 6); the derivative is 0 at both kinks (jax.nn.relu6)."""
     return jnp.minimum(jnp.maximum(x, 0), 6.)
@@ -78,6 +82,7 @@ def relu6(x):
 relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax.full_like(g, 0)))
 
 
+@jit(inline=True)
 def sigmoid(x):
     """The logistic function 1 / (1 + exp(-x)) (jax.nn.sigmoid); integer inputs are a
     TypeError, as in JAX."""
@@ -85,33 +90,39 @@ def sigmoid(x):
     return lax.logistic(jnp.asarray(x) if not hasattr(x, "dtype") else x)
 
 
+@jit
 def softplus(x):
     """log(1 + exp(x)) = logaddexp(x, 0), so softplus'(0) = 1/2 (jax.nn.softplus)."""
     return jnp.logaddexp(x, 0)
 
 
+@jit
 def sparse_plus(x):
     """0 for x <= -1, x for x >= 1, (x + 1)**2 / 4 in between (jax.nn.sparse_plus)."""
     x = _array("sparse_plus", x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
+@jit
 def sparse_sigmoid(x):
     """clip(x + 1, 0, 2) / 2, the derivative of sparse_plus (jax.nn.sparse_sigmoid)."""
     return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)  # a list is Python's TypeError, as in JAX
 
 
+@jit
 def log_sigmoid(x):
     """log(sigmoid(x)) = -softplus(-x) (jax.nn.log_sigmoid)."""
     return -softplus(-_array("log_sigmoid", x))
 
 
+@jit
 def soft_sign(x):
     """x / (|x| + 1) (jax.nn.soft_sign)."""
     x = _array("soft_sign", x)
     return x / (jnp.abs(x) + 1)
 
 
+@jit
 def silu(x):
     """x * sigmoid(x), also called swish (jax.nn.silu)."""
     x = _array("silu", x)
@@ -121,12 +132,14 @@ def silu(x):
 swish = silu
 
 
+@jit
 def mish(x):
     """x * tanh(softplus(x)) (jax.nn.mish)."""
     x = _array("mish", x)
     return x * jnp.tanh(softplus(x))
 
 
+@jit
 def elu(x, alpha=1.0):
     """x for x > 0, alpha * (exp(x) - 1) otherwise; the exp branch sees only safe inputs so
     its gradient never overflows (jax.nn.elu)."""
@@ -135,12 +148,14 @@ def elu(x, alpha=1.0):
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
 
 
+@jit
 def celu(x, alpha=1.0):
     """max(x, 0) + alpha * expm1(min(x, 0) / alpha) (jax.nn.celu)."""
     x = _array("maximum", x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
+@jit
 def selu(x):
     """scale * elu(x, alpha) with the self-normalising constants (jax.nn.selu)."""
     alpha = 1.6732632423543772848170429916717
@@ -163,29 +178,34 @@ def gelu(x, approximate: bool = True):
     return jnp.asarray(0.5 * x * lax.erfc(-x * sqrt_half), dtype=x.dtype)
 
 
+@jit
 def squareplus(x, b=4):
     """(x + sqrt(x**2 + b)) / 2, a smooth relu (jax.nn.squareplus)."""
     x = _array("squareplus", x)
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
+@jit
 def leaky_relu(x, negative_slope=1e-2):
     """x for x >= 0, negative_slope * x otherwise (jax.nn.leaky_relu)."""
     x = _array("leaky_relu", x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
+@jit
 def hard_tanh(x):
     """x clipped to [-1, 1] (jax.nn.hard_tanh)."""
     x = _array("hard_tanh", x)
     return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
+@jit
 def hard_sigmoid(x):
     """relu6(x + 3) / 6 (jax.nn.hard_sigmoid)."""
     return relu6(x + 3.) / 6.  # a list is Python's TypeError, as in JAX
 
 
+@jit
 def hard_silu(x):
     """x * hard_sigmoid(x), also called hard_swish (jax.nn.hard_silu)."""
     x = _array("hard_silu", x)
@@ -195,6 +215,7 @@ def hard_silu(x):
 hard_swish = hard_silu
 
 
+@jit(static_argnames=("axis",))
 def glu(x, axis: int = -1):
     """Gated linear unit: the first half of `axis` times the sigmoid of the second half."""
     x = _array("glu", x)
@@ -207,6 +228,7 @@ def glu(x, axis: int = -1):
     return x1 * sigmoid(x2)
 
 
+@jit(static_argnames=("axis",))
 def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x, axis, keepdims=True), shifted by the (non-differentiated) max for
     stability (jax.nn.log_softmax)."""
@@ -263,6 +285,7 @@ def _softmax_where(x, axis, where):
     return jnp.where(where, result, 0.)
 
 
+@jit(static_argnames=("axis", "algorithm"))
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
                 algorithm: str = "fast"):
     """(x - mean) / sqrt(variance + epsilon) along `axis`; the variance is E[x^2] - E[x]^2
@@ -283,6 +306,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     return jnp.subtract(x, mean) * lax.rsqrt(jnp.asarray(variance + epsilon))
 
 
+@jit(static_argnames=("axis", "keepdims"))
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
     """log(mean(exp(x))) over `axis`: logsumexp minus the log of the number of (`where`-
     selected) elements (jax.nn.logmeanexp)."""
@@ -299,6 +323,7 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
 
 
 @custom_jvp
+@jit
 def log1mexp(x):
     """log(1 - exp(-x)) for x >= 0, by expm1 below log 2 and log1p above (jax.nn.log1mexp)."""
     x = _array("log1mexp", x)

@@ -99,8 +99,9 @@ class Array:
         return complex(self._host())
 
     def __index__(self):
-        if not dtypes.is_int(self.dtype) and self.dtype != np.bool_:
-            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        # As JAX: only 0-d integer arrays (not booleans, not one-element arrays) are indices.
+        if self.shape != () or not dtypes.is_int(self.dtype):
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         return int(self._host())
 
     def __len__(self):

@@ -200,7 +200,7 @@ def test_take_defaults_to_fill_and_modes():
     x = jnp.arange(5.0)
     out = np.asarray(jnp.take(x, jnp.array([-1, 7])))
     assert out[0] == 4.0 and np.isnan(out[1])
-    assert_same(jnp.take(x, jnp.array([-1, 7]), mode="clip"), np.array([4.0, 4.0], np.float32))
+    assert_same(jnp.take(x, jnp.array([-1, 7]), mode="clip"), np.array([0.0, 4.0], np.float32))
     assert_same(jnp.take(x, jnp.array([-1, 7]), mode="wrap"), np.array([4.0, 2.0], np.float32))
     assert_same(jnp.take(x, jnp.array([9]), fill_value=-1.0), np.array([-1.0], np.float32))
     a = np.arange(24).reshape(2, 3, 4).astype(np.int32)

@@ -240,7 +240,8 @@ def test_searchsorted_digitize_bincount():
                 np.array([1, 0, 2], np.int32))
     with pytest.raises(TypeError, match="integer"):
         jnp.bincount(np.array([0.5]))
-    with pytest.raises(ValueError, match="invalid value for keyword 'side'"):
+    with pytest.raises(ValueError, match="invalid argument side='middle', expected 'left' or "
+                       "'right'"):
         jnp.searchsorted(a, v, side="middle")
 
 

@@ -35,12 +35,23 @@ def reject_out(fun_name: str, out) -> None:
         raise NotImplementedError(f"The 'out' argument to jnp.{fun_name} is not supported.")
 
 
-def check_arraylike(fun_name: str, *args) -> None:
-    """Lists and tuples are not arrays (SPEC S8): raise JAX's TypeError naming the argument."""
+def check_arraylike(fun_name: str, *args, converts: bool = False) -> None:
+    """Lists and tuples are not arrays (SPEC S8): raise JAX's TypeError naming the argument.
+
+    `converts=True` is for functions JAX writes with ensure_arraylike: its check lets other
+    NumPy scalars (strings, bytes: np.isscalar) through, and its conversion then refuses the
+    first of them with lax.asarray's message."""
+    odd = []
     for pos, arg in enumerate(args):
-        if not isinstance(arg, ARRAY_TYPES + _SCALARS):
-            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(arg)} at "
-                            f"position {pos}.")
+        if isinstance(arg, ARRAY_TYPES + _SCALARS):
+            continue
+        if converts and np.isscalar(arg):
+            odd.append(arg)
+            continue
+        raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(arg)} at "
+                        f"position {pos}.")
+    if odd:
+        raise TypeError(f"asarray: expected ArrayLike, got {odd[0]} of type {type(odd[0])}.")
 
 
 def promote_dtypes(*args):
@@ -217,6 +228,22 @@ def concrete_value(value, message: str):
             raise ConcretizationTypeError(value, message)
         return concrete
     return value
+
+
+def concrete_or_error(force, value, message: str):
+    """JAX's core.concrete_or_error: `force` (int, operator.index...) of `value`'s concrete
+    value; for a traced value with none, ConcretizationTypeError saying `message` and, as JAX,
+    which argument of the traced function the value depends on."""
+    if isinstance(value, Tracer) and value.to_concrete_value() is None:
+        describe = getattr(value._trace, "describe_provenance", None)
+        origin = describe(value) if describe is not None else ""
+        raise ConcretizationTypeError(value, message + (f"\n{origin}" if origin else ""))
+    return force(concrete_value(value, message))
+
+
+def concrete_dim_or_error(value, message: str) -> int:
+    """JAX's core.concrete_dim_or_error: a static dimension (`operator.index`) from `value`."""
+    return concrete_or_error(operator.index, value, message)
 
 
 def concrete_int(value, message: str) -> int:

@@ -223,20 +223,28 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     if device is not None or out_sharding is not None:
         return _placed(ones_like(a, dtype, shape), "ones_like", device, out_sharding)
     _check_like("ones_like", a)
-    s, d = _like(a, dtype, shape)
+    s, d = _like(a, _user_dtype(dtype, "ones_like"), shape)
     return _keep_weak(lax.full(s, 1, d), a, dtype)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
     """Zeros with the shape and dtype of `prototype`."""
-    return zeros_like(prototype, dtype, shape, device=device)
+    if device is not None:
+        return _placed(empty_like(prototype, dtype, shape), "empty_like", device)
+    # JAX's empty_like checks its arguments under the name ones_like.
+    _check_like("ones_like", prototype)
+    s, d = _like(prototype, _user_dtype(dtype, "ones_like"), shape)
+    return _keep_weak(lax.full(s, 0, d), prototype, dtype)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """`fill_value` with the shape and dtype of `a`."""
     if device is not None or out_sharding is not None:
         return _placed(full_like(a, fill_value, dtype, shape), "full_like", device, out_sharding)
-    s, d = _like(a, dtype, shape)
+    # Shaped objects (ShapeDtypeStruct, say) pass, as in JAX; lists do not.
+    check_arraylike("full_like", 0 if hasattr(a, "dtype") and hasattr(a, "shape") else a,
+                    fill_value)
+    s, d = _like(a, _user_dtype(dtype, "full_like"), shape)
     return _keep_weak(full(s, fill_value, d), a, dtype)
 
 

@@ -33,7 +33,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
         raise ValueError(f"ravel_multi_index: len(multi_index)={len(multi_index)} must equal "
                          f"len(dims)={len(dims)}.")
     dims = tuple(operator.index(d) for d in dims)
-    check_arraylike("ravel_multi_index", *multi_index)
+    check_arraylike("ravel_multi_index", *multi_index, converts=True)
     indices = [ensure_array(i) for i in multi_index]
     dt = dtypes.result_type(int, *indices) if dtype is None else \
         dtypes.check_user_dtype(dtype, "ravel_multi_index")
@@ -83,7 +83,7 @@ def unravel_index(indices, shape):
     """The multi-dimensional indices, one array per dimension of `shape`, of the flat `indices`.
     Unlike NumPy (and as in JAX) nothing raises: an index of -1 means the last element and other
     out-of-bound indices are clipped to the nearest valid position."""
-    check_arraylike("unravel_index", indices)
+    check_arraylike("unravel_index", indices, converts=True)
     (rest,) = promote_dtypes(ensure_array(indices) if not isinstance(indices, int) else indices)
     try:
         shape = list(shape)

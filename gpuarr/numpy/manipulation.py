@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from gpuarr import lax
-from gpuarr.core import get_aval
+from gpuarr.core import Tracer, get_aval
 from gpuarr.numpy._util import (
     broadcast_arrays as _broadcast_arrays,
 )
@@ -19,6 +19,8 @@ from gpuarr.numpy._util import (
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
+    concrete_dim_or_error,
+    concrete_or_error,
     concrete_value,
     ensure_array,
     promote_dtypes,
@@ -299,15 +301,18 @@ def column_stack(tup):
 
 def _split_points(name, n, indices_or_sections, even):
     ios = indices_or_sections
+    context = f"in jax.numpy.{name} argument 1"
     if isinstance(ios, (tuple, list)) or (hasattr(ios, "ndim") and ios.ndim > 0):
-        ios = concrete_value(ios, f"in jax.numpy.{name} argument 1")
         if hasattr(ios, "ndim"):
-            ios = np.asarray(ios).tolist()
-        idx = [operator.index(i) for i in ios]  # floats and nested lists fail, as in JAX
+            known = ios.to_concrete_value() if isinstance(ios, Tracer) else ios
+            # JAX reads a traced array entry by entry: its error shows the first entry.
+            ios = list(ios) if known is None else np.asarray(known).tolist()
+        # Floats and nested lists fail, as in JAX.
+        idx = [concrete_dim_or_error(i, context) for i in ios]
         # Points are read as NumPy reads them: negative ones count from the end, and all are
         # clipped to the axis.
         return [0] + [min(max(i if i >= 0 else i + n, 0), n) for i in idx] + [n]
-    sections = int(concrete_value(ios, f"in jax.numpy.{name} argument 1"))
+    sections = concrete_or_error(int, ios, context)
     if sections < 0:
         raise ValueError(f"{name}: number of sections must be larger than 0, got {sections}.")
     size, extra = divmod(n, sections)  # no sections at all: ZeroDivisionError, as in JAX
@@ -320,7 +325,7 @@ def _split_points(name, n, indices_or_sections, even):
 
 
 def _split(name, ary, indices_or_sections, axis, even):
-    check_arraylike(name, ary)
+    check_arraylike(name, ary, converts=True)
     ary = ensure_array(ary)
     nd = get_aval(ary).ndim
     ax = canonicalize_axis(concrete_value(axis, f"in jax.numpy.{name} argument `axis`"), nd)
@@ -339,10 +344,18 @@ def array_split(ary, indices_or_sections, axis=0):
     return _split("array_split", ary, indices_or_sections, axis, False)
 
 
+def _check_split_rank(ary, axis):
+    if get_aval(ary).ndim <= axis:  # JAX's error from reading ary.shape[axis]
+        raise IndexError("tuple index out of range")
+
+
 def hsplit(ary, indices_or_sections):
     """split along axis 1 (axis 0 for 1-D)."""
+    check_arraylike("hsplit", ary, converts=True)
     ary = ensure_array(ary)
-    return split(ary, indices_or_sections, 0 if get_aval(ary).ndim == 1 else 1)
+    axis = 0 if get_aval(ary).ndim == 1 else 1
+    _check_split_rank(ary, axis)
+    return _split("hsplit", ary, indices_or_sections, axis, True)
 
 
 def vsplit(ary, indices_or_sections):
@@ -352,9 +365,10 @@ def vsplit(ary, indices_or_sections):
 
 def dsplit(ary, indices_or_sections):
     """split along axis 2 (at least 3-D input)."""
-    if get_aval(ensure_array(ary)).ndim < 3:
-        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
-    return split(ary, indices_or_sections, 2)
+    check_arraylike("dsplit", ary, converts=True)
+    ary = ensure_array(ary)
+    _check_split_rank(ary, 2)
+    return _split("dsplit", ary, indices_or_sections, 2, True)
 
 
 def unstack(x, /, *, axis=0):

@@ -563,7 +563,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
     """Whether each element occurs in test_elements. `method` is "compare_all" (every pair,
     memory len(element) * len(test_elements)), "sort" (one sort of both, O(n log n)), or "auto"
     (compare_all for small inputs, sort otherwise); "binary_search" is taken as "sort"."""
-    check_arraylike("isin", element, test_elements)
+    check_arraylike("isin", element, test_elements, converts=True)
     if method not in ("auto", "compare_all", "sort", "binary_search"):
         raise ValueError(f"isin: unknown method={method!r}; use 'auto', 'compare_all', 'sort' "
                          "or 'binary_search'.")

@@ -8,17 +8,19 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.core import get_aval
+from gpuarr.core import Tracer, get_aval
 from gpuarr.lax import cumulative, slicing
 from gpuarr.numpy import advanced_indexing, ufuncs
 from gpuarr.numpy._util import (
     broadcast_arrays,
     canonicalize_axis,
     check_arraylike,
+    concrete_dim_or_error,
     concrete_value,
     ensure_array,
     promote_dtypes,
     reject_out,
+    static_hashable,
     widen_narrow_int,
 )
 
@@ -46,8 +48,8 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     """Elements of `a` at `indices` along `axis` (the flattened array when None).
 
     As in JAX, out-of-bounds indices give `fill_value` (NaN for floats) by default (`mode='fill'`),
-    where negative indices count from the end; `mode='clip'` clamps indices and `mode='wrap'`
-    wraps them.
+    where negative indices count from the end; `mode='clip'` clamps the raw indices to
+    [0, n - 1] (so -1 gives the first entry) and `mode='wrap'` wraps them.
     """
     axis = None if axis is None else operator.index(axis)
     check_arraylike("take", a, indices)
@@ -59,26 +61,36 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     if aval.ndim == 0:  # a 0-d array has no axis to take along, whatever canonicalize allows
         raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     axis = canonicalize_axis(axis, aval.ndim)
-    if get_aval(indices).dtype == np.bool_:  # JAX gathers at True == 1 and False == 0
-        indices = lax.convert_element_type(indices, np.int32)
-    if not dtypes.is_int(get_aval(indices).dtype):
-        raise ValueError("indices must have an integer type")
     n = aval.shape[axis]
+    is_bool = get_aval(indices).dtype == np.bool_
     if mode is None or mode == "fill":
         mode = "fill"
         _check_fill_value(fill_value, aval.dtype)
+        if is_bool:  # JAX's negative-index wrap promotes them: True gathers 1, False 0
+            indices = lax.convert_element_type(indices, np.int32)
     elif mode == "raise":
         raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
     elif mode == "wrap":
+        if is_bool:  # JAX takes them modulo the length cast to bool (True): always index 0
+            indices = lax.full_like(indices, 0, np.int32)
         indices = lax.rem(lax.add(lax.rem(indices, _scalar(n, indices)), _scalar(n, indices)),
                           _scalar(n, indices))
         mode = "clip"
-    elif mode != "clip":
+    elif mode == "clip":
+        # JAX clamps the raw indices: a negative one gives the first entry, not one from the end.
+        if dtypes.is_signed_int(get_aval(indices).dtype):
+            indices = lax.max(indices, lax.full_like(indices, 0))
+    else:
         raise ValueError(f"Invalid mode '{mode}' for np.take")
-    # mode='clip' counts negative indices from the end before clamping. (JAX clamps the raw
-    # indices, so -1 gives the first entry there; tests/test_indexing.py asserts this behaviour.)
-    if n == 0 and get_aval(indices).size:
-        raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
+    # JAX checks the axis and the index count before the gather looks at the index dtype.
+    if n == 0:
+        if get_aval(indices).size:
+            raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
+        return a  # as JAX: the operand itself, whatever the indices' shape
+    if get_aval(indices).size == 0:
+        indices = lax.convert_element_type(indices, np.int32)
+    if not dtypes.is_int(get_aval(indices).dtype):
+        raise ValueError("indices must have an integer type")
     idx = (slice(None),) * axis + (indices,)
     return advanced_indexing.getitem(a, idx, mode=mode, fill_value=fill_value,
                                      indices_are_sorted=indices_are_sorted,
@@ -215,29 +227,43 @@ def _nonzero_mask(a):
     return a if aval.dtype == np.bool_ else lax.ne(a, lax.full(aval.shape, 0, aval.dtype))
 
 
+_NONZERO_SIZE = ("The size argument of jnp.nonzero must be statically specified to use "
+                 "jnp.nonzero within JAX transformations.")
+
+
+def _nonzero_count(mask):
+    """The number of True entries of the 1-D `mask`: a Python int, or under jit (no concrete
+    value) the traced count, whose error names it as JAX's does."""
+    if isinstance(mask, Tracer) and mask.to_concrete_value() is None:
+        return lax.reduce_sum(lax.convert_element_type(mask, _int_dtype()), (0,))
+    return int(np.count_nonzero(np.asarray(concrete_value(mask, _NONZERO_SIZE))))
+
+
 def nonzero(a, *, size=None, fill_value=None):
     """Indices of the nonzero elements of `a`, one int32 array per axis.
 
     The result's length depends on the values, so under jit pass a static `size`: the result is
     cut or padded to it with `fill_value` (default 0; a tuple gives one per axis).
     """
-    check_arraylike("nonzero", a)
+    check_arraylike("nonzero", a, converts=True)
     a = ensure_array(a)
     aval = get_aval(a)
     if aval.ndim == 0:
-        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jnp.atleast_1d(scalar) "
-                         "instead.")
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. "
+                         "Use jnp.atleast_1d(scalar).nonzero() instead.")
     mask = _ravel(_nonzero_mask(a))
-    if size is None:
-        message = ("\nThe size argument of jnp.nonzero must be statically specified to use "
-                   "jnp.nonzero within JAX transformations (pass size=...).")
-        concrete_value(a, message)  # the error names `a`, as JAX's
-        size = int(np.count_nonzero(np.asarray(concrete_value(mask, message))))
-    size = operator.index(size)
-    fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * aval.ndim
-    if len(fills) != aval.ndim:
-        raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {aval.ndim}, "
-                         f"got {fill_value}.")
+    size = concrete_dim_or_error(_nonzero_count(mask) if size is None else size, _NONZERO_SIZE)
+    if size < 0:  # JAX's error, from building the padded result
+        raise TypeError("broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"({size},).")
+    if aval.size == 0 or size == 0:  # as JAX, before looking at fill_value
+        return tuple(lax.full((size,), 0, _int_dtype()) for _ in aval.shape)
+    fills = (None,) * aval.ndim
+    if fill_value is not None:
+        fills = fill_value if isinstance(fill_value, tuple) else (fill_value,) * aval.ndim
+        if any(np.shape(f) != () for f in fills) or len(fills) != aval.ndim:
+            raise ValueError(f"fill_value must be a scalar or a tuple of length {aval.ndim}; "
+                             f"got {fill_value}")
     flat = _compact_positions(mask, size)
     out = []
     for d, fill in zip(_unravel(flat, aval.shape), fills):
@@ -270,21 +296,20 @@ def _unravel(flat, shape):
 
 def flatnonzero(a, *, size=None, fill_value=None):
     """Indices of the nonzero elements of the flattened `a` (see `nonzero` for `size`)."""
-    check_arraylike("flatnonzero", a)
+    check_arraylike("ravel", a)  # JAX's flatnonzero is nonzero(ravel(a)): ravel checks `a`
     return nonzero(_ravel(ensure_array(a)), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a, *, size=None, fill_value=None):
     """Indices of the nonzero elements as rows of a (count, ndim) array (see `nonzero`)."""
-    check_arraylike("argwhere", a)
+    check_arraylike("argwhere", a, converts=True)
     a = ensure_array(a)
-    aval = get_aval(a)
-    if aval.ndim == 0:
-        n = 1 if size is None and bool(np.asarray(a)) else (0 if size is None else int(size))
-        return lax.full((n, 0), 0, _int_dtype())
-    cols = nonzero(a, size=size, fill_value=fill_value)
+    ndim = get_aval(a).ndim
+    # As JAX: a 0-d `a` goes through nonzero as 1-d, keeping the row count and the dtype.
+    cols = nonzero(a if ndim else lax.reshape(a, (1,)), size=size, fill_value=fill_value)
     n = get_aval(cols[0]).shape[0]
-    return lax.concatenate([lax.reshape(c, (n, 1)) for c in cols], 1)
+    out = lax.concatenate([lax.reshape(c, (n, 1)) for c in cols], 1)
+    return out if ndim else lax.slice(out, (0, 0), (n, 0))
 
 
 # ---------------------------------------------------------------- select, choose, compress
@@ -415,6 +440,8 @@ def _bad_axis(axis):
 
 def _cumulative(name, lax_fn, nan_fill=None):
     def fn(a, axis=None, dtype=None, out=None):
+        # JAX's jit takes axis and dtype statically, so it hashes them before anything else.
+        static_hashable(axis), static_hashable(dtype)
         check_arraylike(name, a)
         if out is not None:  # JAX's message for the cumulative functions has no full stop
             raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported")

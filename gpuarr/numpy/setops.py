@@ -108,7 +108,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     each in `ar1` and `ar2`. Without `size` the inputs must be concrete; with a static `size` the
     result has that length, padded with `fill_value` (default: the smallest common value), and
     padded indices are len(ar1) and len(ar2), as in JAX."""
-    check_arraylike("intersect1d", ar1, ar2)
+    check_arraylike("intersect1d", ar1, ar2, converts=True)
     arr1, arr2 = promote_dtypes(ensure_array(ar1), ensure_array(ar2))
     arr1, arr2 = manipulation.ravel(arr1), manipulation.ravel(arr2)
     size = _static_size(size)
@@ -182,7 +182,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """The sorted unique values of (flattened) `ar1` that are not in `ar2`, in ar1's dtype.
     Without `size`, `ar1` must be concrete; with a static `size` the result has that length,
     padded with `fill_value` (default 0), as in JAX."""
-    check_arraylike("setdiff1d", ar1, ar2)
+    check_arraylike("setdiff1d", ar1, ar2, converts=True)
     arr1 = manipulation.ravel(ensure_array(ar1))
     arr2 = manipulation.ravel(ensure_array(ar2))
     if size is None:
@@ -212,7 +212,7 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
     """The sorted unique values found in either (flattened) `ar1` or `ar2`. Without `size` both
     must be concrete; with a static `size` the result has that length, padded with `fill_value`
     (default: the smallest value), as jnp.unique pads."""
-    check_arraylike("union1d", ar1, ar2)
+    check_arraylike("union1d", ar1, ar2, converts=True)
     both = manipulation.concatenate((ensure_array(ar1), ensure_array(ar2)), axis=None)
     if size is None:
         _require_concrete("union1d", ar1, ar2)
@@ -224,7 +224,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """The sorted values found in exactly one of (flattened) `ar1` and `ar2`. Without `size`
     the inputs must be concrete; with a static `size` the result has that length, padded with
     `fill_value` (default: the smallest result), as in JAX."""
-    check_arraylike("setxor1d", ar1, ar2)
+    check_arraylike("setxor1d", ar1, ar2, converts=True)
     arr1 = manipulation.ravel(ensure_array(ar1))
     arr2 = manipulation.ravel(ensure_array(ar2))
     arr1, arr2 = promote_dtypes(arr1, arr2)
@@ -293,7 +293,7 @@ def unique_all(x, /, *, size=None, fill_value=None):
     """The sorted unique values of `x` (each NaN distinct), the index of each one's first
     occurrence, the inverse indices (shaped like `x`) that rebuild `x`, and the counts. Under
     jit pass a static `size`; padding is `fill_value` (default: the smallest value)."""
-    check_arraylike("unique_all", x)
+    check_arraylike("unique_all", x, converts=True)
     values, indices, inverse, counts = sorting.unique(
         x, return_index=True, return_inverse=True, return_counts=True, equal_nan=False,
         size=size, fill_value=fill_value)
@@ -304,7 +304,7 @@ def unique_all(x, /, *, size=None, fill_value=None):
 def unique_counts(x, /, *, size=None, fill_value=None):
     """The sorted unique values of `x` (each NaN distinct) and how often each occurs. Under jit
     pass a static `size`; padded counts are 0."""
-    check_arraylike("unique_counts", x)
+    check_arraylike("unique_counts", x, converts=True)
     values, counts = sorting.unique(x, return_counts=True, equal_nan=False, size=size,
                              fill_value=fill_value)
     return _UniqueCountsResult(values=values, counts=counts)
@@ -313,7 +313,7 @@ def unique_counts(x, /, *, size=None, fill_value=None):
 def unique_inverse(x, /, *, size=None, fill_value=None):
     """The sorted unique values of `x` (each NaN distinct) and the inverse indices, shaped like
     `x`, with `values[inverse_indices] == x`. Under jit pass a static `size`."""
-    check_arraylike("unique_inverse", x)
+    check_arraylike("unique_inverse", x, converts=True)
     values, inverse = sorting.unique(x, return_inverse=True, equal_nan=False, size=size,
                               fill_value=fill_value)
     return _UniqueInverseResult(values=values, inverse_indices=inverse)
@@ -322,5 +322,5 @@ def unique_inverse(x, /, *, size=None, fill_value=None):
 def unique_values(x, /, *, size=None, fill_value=None):
     """The sorted unique values of `x`, each NaN distinct. Under jit pass a static `size`; the
     result is padded with `fill_value` (default: the smallest value)."""
-    check_arraylike("unique_values", x)
+    check_arraylike("unique_values", x, converts=True)
     return sorting.unique(x, equal_nan=False, size=size, fill_value=fill_value)

@@ -153,7 +153,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     default the smallest element (which is then repeated), as in JAX.
     """
     del sorted  # the result is always sorted
-    check_arraylike("unique", ar)
+    check_arraylike("unique", ar, converts=True)
     arr = ensure_array(ar)
     if size is None:
         arr = ensure_array(concrete_value(
@@ -302,10 +302,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         a = a[ensure_array(sorter)]  # out-of-bound entries clamp, as JAX's indexing does
     # JAX checks the options after the operands.
     if side not in ("left", "right"):
-        # The wording of JAX before 0.10 (now "invalid argument side=..."), which
-        # tests/test_sorting.py still expects.
-        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
-                         "['left', 'right'].")
+        raise ValueError(f"invalid argument side={side!r}, expected 'left' or 'right'")
     methods = ["compare_all", "scan", "scan_unrolled", "sort"]
     if method not in methods:
         raise ValueError(f"invalid argument method={method!r}, expected one of {methods}")

@@ -117,6 +117,24 @@ def test_broadcast_and_transposed_operands_are_sliced_in_place():
     assert_same(jax.jit(f)(x, xt, row), step_by_step(f, x, xt, row))
 
 
+def test_operands_with_unit_axes_broadcast_against_each_block():
+    # lax broadcasts size-1 axes: a [1, n] row is read whole by every block, an [m, 1] column
+    # sliced with the blocks.
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=BIG).astype(np.float32)
+    row = rng.normal(size=(1, BIG[1])).astype(np.float32)
+    col = rng.normal(size=(BIG[0], 1)).astype(np.float32)
+
+    def f(x, row, col):
+        return lax.mul(jnp.tanh(lax.add(x, row)), col) - 1.0
+
+    src = source(f, x, row, col)
+    assert "run_in_passes" in src, src
+    assert_same(jax.jit(f)(x, row, col), step_by_step(f, x, row, col))
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(x, row, col)),
+                               np.tanh(x + row) * col - 1, rtol=1e-6, atol=1e-6)
+
+
 def test_operands_that_broadcast_inside_the_step_stay_step_by_step():
     rng = np.random.default_rng(5)
     x = rng.normal(size=BIG).astype(np.float32)

@@ -329,7 +329,9 @@ class Codegen:
         for e in eqns:  # operands from before the run
             for a in e.inputs:
                 if type(a) is not Literal and a.id not in defined:
-                    block[a.id] = f"{self.read(a)}[s:e]" if a.aval.shape else self.read(a)
+                    # An operand with one leading row broadcasts whole against each block.
+                    sliced = a.aval.shape and (a.aval.shape[0] == rows or rows == 1)
+                    block[a.id] = f"{self.read(a)}[s:e]" if sliced else self.read(a)
         temps = []
         for e, (kind, _) in zip(eqns, forms):
             out = e.outvars[0]
@@ -589,13 +591,18 @@ def _elementwise_form(eqn):
     """("ufunc", ufunc) for an elementwise equation that may run block by block, ("kernel",
     fn) for one with a `block_kernel_rules` kernel, ("view", dtype) for a bitcast between types
     of one size (a view of the block), else (None, None). Operands must be 0-d or of the output's
-    shape, and the ufunc's own result type the output's (so writing into a buffer of that type
-    changes nothing)."""
+    shape (or, for a ufunc, its rank with size-1 axes, which NumPy broadcasts), and the ufunc's
+    own result type the output's (so writing into a buffer of that type changes nothing)."""
     if len(eqn.outvars) != 1:
         return None, None
     out = eqn.outvars[0].aval
-    if any(type(a) is not Literal and a.aval.shape not in ((), out.shape) for a in eqn.inputs):
+    shapes = [a.aval.shape for a in eqn.inputs if type(a) is not Literal]
+    if any(s not in ((), out.shape) and not _broadcasts_to(s, out.shape) for s in shapes):
         return None, None
+    if any(s not in ((), out.shape) for s in shapes):
+        ufunc = _ufunc_of(eqn)
+        return ("ufunc", ufunc) if ufunc is not None and _ufunc_gives(ufunc, eqn, out.dtype) \
+            else (None, None)
     if eqn.prim.name == "bitcast_convert_type":
         src = eqn.inputs[0].aval
         same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize
@@ -606,6 +613,11 @@ def _elementwise_form(eqn):
     rule = block_kernel_rules.get(eqn.prim)
     kernel = rule(eqn) if rule is not None else None
     return ("kernel", kernel) if kernel is not None else (None, None)
+
+
+def _broadcasts_to(shape, out_shape) -> bool:
+    """Whether an operand of `shape` is `out_shape` with some axes of size 1 (lax broadcasts)."""
+    return len(shape) == len(out_shape) and all(a in (1, b) for a, b in zip(shape, out_shape))
 
 
 def _is_elementwise(eqn) -> bool:

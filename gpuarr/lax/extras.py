@@ -364,8 +364,11 @@ def split(operand, sizes: Sequence[int], axis: int = 0):
     shape = get_aval(operand).shape
     axis = axis % len(shape)
     sizes = [int(s) for s in sizes]
-    if builtins.sum(sizes) != shape[axis] or builtins.any(s < 0 for s in sizes):
-        raise ValueError(f"Sum of sizes {builtins.sum(sizes)} must be equal to dimension "
+    if builtins.any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}")
+    if builtins.sum(sizes) != shape[axis]:
+        # np.sum, as JAX's message has it: the sum of no sizes prints as 0.0
+        raise ValueError(f"Sum of sizes {np.sum(sizes)} must be equal to dimension "
                          f"{axis} of the operand shape {list(shape)}")
     starts = np.cumsum([0] + sizes)
     return [lax.slice_in_dim(operand, int(a), int(b), axis=axis)

@@ -301,6 +301,16 @@ def _unary_accuracy(prim):
 neg_p = unop("neg", np.negative, "number")
 deflinear(neg_p, lambda ct, x: [neg(ct)])
 def _sign_impl(x):
+    if (x.dtype if type(x) is np.ndarray else np.asarray(x).dtype).kind == "c":
+        # x / |x| part by part, as XLA computes it: an infinite part over the infinite modulus
+        # is NaN (inf + 1j gives nan + 0j); x itself where |x| is 0 (keeping signed zeros).
+        x = np.asarray(x)
+        mod = np.abs(x)
+        unit = np.empty_like(x)
+        with np.errstate(all="ignore"):
+            np.divide(x.real, mod, out=unit.real)
+            np.divide(x.imag, mod, out=unit.imag)
+        return np.where(mod == 0, x, unit)
     out = np.sign(x)
     # XLA keeps the sign of zero (sign(-0.0) is -0.0); np.sign gives +0.0.
     return np.copysign(out, x) if out.dtype.kind == "f" else out
@@ -422,23 +432,63 @@ defjvp_zero(stop_gradient_p)
 
 
 def _integer_pow_impl(x, y):
+    if y < 0 and x.dtype.kind in "iu":  # eager calls then raise the abstract rule's error
+        raise TypeError("Integers cannot be raised to negative powers")
     if y == 0:
         return np.ones_like(x)
-    if y < 0 and dtypes.is_int(x.dtype):
-        raise TypeError("integer_pow with a negative exponent needs a floating-point base")
     if y == 1:
         return x
     if y == 2:
         return np.square(x)  # x * x, as XLA expands small powers: no pow() call
     if y == -1:
-        return np.reciprocal(x)
+        return _reciprocal(x)
+    if not -100 < y < 100 and not _power_exact(x.dtype, y):  # every dtype here holds 99
+        return _square_and_multiply(x, y)
     if y > 0:
         return np.power(x, x.dtype.type(y)).astype(x.dtype, copy=False)
-    return np.reciprocal(np.power(x, x.dtype.type(-y))).astype(x.dtype, copy=False)
+    return _reciprocal(np.power(x, x.dtype.type(-y))).astype(x.dtype, copy=False)
+
+
+def _reciprocal(x):
+    """1 / x as XLA divides: np.reciprocal of a complex zero is NaN, 1 / 0j is inf + nanj."""
+    return np.true_divide(x.dtype.type(1), x) if x.dtype.kind == "c" else np.reciprocal(x)
+
+
+def _power_exact(dt, y):
+    """Whether np.power computes x ** y as JAX does: the exponent has an exact value of the
+    base's type (2**40 has no int32 value; 2**24 + 1 rounds to an even float32), and complex
+    powers past 100 would go through exp(y log x) rather than repeated multiplication."""
+    y = builtins.abs(y)
+    if dtypes.is_int(dt):
+        return y <= dtypes.iinfo(dt).max
+    if dtypes.is_complex(dt):
+        return y < 100
+    return y < 2 ** 64 and float(dt.type(y)) == y  # past float64's range NumPy raises
+
+
+def _square_and_multiply(x, y):
+    """x ** y for any Python int y as JAX lowers integer_pow: repeated squaring, each step
+    in x's type (integers wrap, floats round), and 1 / x ** -y for negative y."""
+    n, acc = builtins.abs(y), None
+    with np.errstate(all="ignore"):
+        while n:
+            if n & 1:
+                acc = x if acc is None else np.multiply(acc, x)
+            n >>= 1
+            if n:
+                x = np.multiply(x, x)
+        return (_reciprocal(acc) if y < 0 else acc).astype(x.dtype, copy=False)
+
+
+def _integer_pow_abstract(x, y):
+    _check_kind("integer_pow", "number", x)
+    if y < 0 and dtypes.is_int(x.dtype):
+        raise TypeError(f"Integers cannot be raised to negative powers, got integer_pow({x}, {y})")
+    return [x]
 
 
 integer_pow_p = unop("integer_pow", _integer_pow_impl, "number")
-abstract_eval_rules[integer_pow_p] = lambda x, y: (_check_kind("integer_pow", "number", x), [x])[1]
+abstract_eval_rules[integer_pow_p] = _integer_pow_abstract
 
 
 def _integer_pow_jvp(g, x, y):
@@ -561,7 +611,17 @@ defjvp(rem_p, lambda g, x, y: _bcast_tangent(g, _bshape(x, y)),
 
 
 def _pow_impl(x, y):
-    return np.power(x, y).astype(x.dtype, copy=False)
+    out = np.power(x, y).astype(x.dtype, copy=False)
+    if out.dtype.kind == "c":
+        # XLA's complex power of a zero base: 1 for a zero exponent, 0 for a positive real
+        # one, NaN otherwise (NumPy's complex64 power gives 0 for 0 ** (1 + 1j)).
+        x, y = np.asarray(x), np.asarray(y)
+        zero_x = x == 0
+        if zero_x.any():
+            positive = (y.real > 0) & (y.imag == 0)
+            at_zero = np.where(y == 0, 1, np.where(positive, 0, complex(np.nan, np.nan)))
+            out = np.where(zero_x, at_zero.astype(out.dtype), out)
+    return out
 
 
 pow_p = binop("pow", _pow_impl, "inexact")
@@ -582,8 +642,29 @@ def _pow_jvp_x(g, x, y):
 
 defjvp(pow_p, lambda g, x, y: _bcast_tangent(_pow_jvp_x(g, x, y), _bshape(x, y)),
        lambda g, x, y: _bcast_tangent(_pow_jvp_y(g, x, y), _bshape(x, y)))
-max_p = binop("max", np.maximum, "any")
-min_p = binop("min", np.minimum, "any")
+def _complex_pick(compare, x, y):
+    """x where compare(x, y) else y, complex values ordered as XLA orders them for JAX: by real
+    parts, by imaginary parts where the real parts are equal. A NaN part compares false, so
+    NaNs do not propagate as np.maximum's do."""
+    return np.where(np.where(x.real == y.real, compare(x.imag, y.imag), compare(x.real, y.real)),
+                    x, y)
+
+
+def _minmax_impl(ufunc, compare, x, y):
+    if (x.dtype if type(x) is np.ndarray else np.asarray(x).dtype).kind == "c":
+        return _complex_pick(compare, np.asarray(x), np.asarray(y))
+    return ufunc(x, y)
+
+
+def _real_minmax_ufunc(ufunc):
+    """Compiled Programs call `ufunc` directly on real operands (complex ones take the impl)."""
+    return lambda eqn: None if eqn.inputs[0].aval.dtype.kind == "c" else ufunc
+
+
+max_p = binop("max", partial(_minmax_impl, np.maximum, np.greater), "any")
+min_p = binop("min", partial(_minmax_impl, np.minimum, np.less), "any")
+blocked_ufunc_rules[max_p] = _real_minmax_ufunc(np.maximum)
+blocked_ufunc_rules[min_p] = _real_minmax_ufunc(np.minimum)
 
 
 def _balanced_eq(x, out, y):
@@ -964,7 +1045,15 @@ def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
     return np.broadcast_to(x.reshape(expanded), shape)
 
 
+def _check_broadcast_nonnegative(shape, broadcast_dimensions):
+    for arg, value in (("shape", shape), ("broadcast_dimensions", broadcast_dimensions)):
+        if builtins.any(d < 0 for d in value):
+            raise TypeError(f"broadcast_in_dim {arg} must have every element be nonnegative, "
+                            f"got {value}.")
+
+
 def _broadcast_in_dim_abstract(x, shape, broadcast_dimensions):
+    _check_broadcast_nonnegative(shape, broadcast_dimensions)
     if len(broadcast_dimensions) != x.ndim:
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to operand "
                         f"ndim; got broadcast_dimensions {broadcast_dimensions} for operand ndim "
@@ -1008,6 +1097,9 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
         check_no_sharding("lax.broadcast_in_dim", out_sharding)
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    if broadcast_dimensions and builtins.min(broadcast_dimensions) < 0:
+        # NumPy would index from the end: eager calls never reach the abstract rule's check
+        _check_broadcast_nonnegative(shape, broadcast_dimensions)
     if get_aval(operand).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
         return _as_operand(operand)
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=broadcast_dimensions)
@@ -1248,8 +1340,64 @@ reduce_sum_p = reducer("reduce_sum", _ufunc_reduce(np.add), "number")
 deflinear(reduce_sum_p, lambda ct, x, axes: [
     Zero(x.aval) if type(ct) is Zero else
     broadcast_in_dim(ct, x.aval.shape, tuple(i for i in range(x.aval.ndim) if i not in axes))])
-reduce_max_p = reducer("reduce_max", _ufunc_reduce(np.maximum), "any")
-reduce_min_p = reducer("reduce_min", _ufunc_reduce(np.minimum), "any")
+# XLA (on the CPU, for JAX) reduces an axis longer than this in windows of this many elements
+# (reduce-window, padded evenly at both ends), then reduces the window results the same way.
+_REDUCE_WINDOW = 32
+
+
+def _complex_reduce(compare, init, x, axes):
+    """reduce_max/min (`compare` np.greater/np.less) of complex values in XLA's order: each step
+    keeps the accumulator where it compares first (lax.max's order) and takes the element
+    otherwise, so an element with a NaN part replaces the accumulator and the next element
+    replaces it in turn. With NaNs the result depends on the order, which is XLA's: windows of
+    _REDUCE_WINDOW, each reduced in row-major order from `init`, skipping the padding."""
+    x = np.asarray(x)
+    if not axes:
+        return x.copy()
+    axes = sorted(axes)
+    real = None
+    if any(x.shape[a] > _REDUCE_WINDOW for a in axes):
+        real = np.ones(x.shape, np.bool_)
+        for a in reversed(axes):
+            count = -(-x.shape[a] // _REDUCE_WINDOW)
+            total = count * _REDUCE_WINDOW - x.shape[a]
+            pad = [(0, 0)] * x.ndim
+            pad[a] = (total // 2, total - total // 2)
+            x, real = np.pad(x, pad), np.pad(real, pad)
+            x = x.reshape(x.shape[:a] + (count, _REDUCE_WINDOW) + x.shape[a + 1:])
+            real = real.reshape(x.shape)
+        windows = [a + k + 1 for k, a in enumerate(axes)]
+        outer = [a + k for k, a in enumerate(axes)]
+        rest = [i for i in range(x.ndim) if i not in windows]
+        axes, next_axes = windows, [rest.index(a) for a in outer]
+    keep = [i for i in range(x.ndim) if i not in axes]
+
+    def flat(v):  # the reduced indices last, in row-major order
+        return np.transpose(v, keep + axes).reshape([v.shape[i] for i in keep] + [-1])
+    xs, acc = flat(x), np.full([x.shape[i] for i in keep], init, x.dtype)
+    reals = None if real is None else flat(real)
+    for i in range(xs.shape[-1]):
+        v = xs[..., i]
+        first = np.where(acc.real == v.real, compare(acc.imag, v.imag), compare(acc.real, v.real))
+        if reals is not None:
+            first |= ~reals[..., i]
+        acc = np.where(first, acc, v)
+    return acc if real is None else _complex_reduce(compare, init, acc, next_axes)
+
+
+def _minmax_reduce(ufunc):
+    compare, init = (np.greater, -np.inf) if ufunc is np.maximum else (np.less, np.inf)
+    real_impl = _ufunc_reduce(ufunc)
+
+    def impl(x, axes):
+        if type(x) is np.ndarray and x.dtype.kind == "c":  # a 0-d scalar has no axes to reduce
+            return _complex_reduce(compare, init, x, axes)
+        return real_impl(x, axes)
+    return impl
+
+
+reduce_max_p = reducer("reduce_max", _minmax_reduce(np.maximum), "any")
+reduce_min_p = reducer("reduce_min", _minmax_reduce(np.minimum), "any")
 reduce_prod_p = reducer("reduce_prod", _ufunc_reduce(np.multiply), "number")
 reduce_and_p = reducer("reduce_and", _ufunc_reduce(np.bitwise_and), "intbool")
 reduce_or_p = reducer("reduce_or", _ufunc_reduce(np.bitwise_or), "intbool")
@@ -1275,6 +1423,9 @@ for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p
                (reduce_prod_p, np.multiply), (reduce_and_p, np.bitwise_and),
                (reduce_or_p, np.bitwise_or)):
     expr_rules[_p] = _reduce_expr(_u)
+for _p in (reduce_max_p, reduce_min_p):  # complex values take the impl (XLA's order)
+    expr_rules[_p] = partial(lambda rule, x, axes: None if x.dtype.kind == "c" else rule(x, axes),
+                             expr_rules[_p])
 defjvp_zero(reduce_and_p)
 defjvp_zero(reduce_or_p)
 for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p, np.minimum),

@@ -46,8 +46,7 @@ class GatherScatterMode(enum.Enum):
             return GatherScatterMode.FILL_OR_DROP
         if s == "promise_in_bounds":
             return GatherScatterMode.PROMISE_IN_BOUNDS
-        raise ValueError(f'Unknown gather mode "{s}"; use "clip", "fill", "drop" or '
-                         '"promise_in_bounds".')
+        raise ValueError(f'Unknown gather mode "{s}"')
 
 
 class GatherDimensionNumbers(NamedTuple):

@@ -133,7 +133,7 @@ def _identity_value(identity, dt, name):
                          "where mask one has to specify 'initial'")
     if identity in ("max", "min"):
         low = identity == "max"  # max's identity is the lowest value
-        if dtypes.is_float(dt):
+        if dtypes.is_float(dt) or dtypes.is_complex(dt):  # complex: -inf + 0j, as JAX's
             value = -np.inf if low else np.inf
         elif dt == np.bool_:
             value = not low

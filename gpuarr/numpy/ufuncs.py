@@ -137,18 +137,7 @@ negative = _unary_ufunc("negative", lax.neg, promote_dtypes)
 positive = _unary("positive", lambda x: ensure_array(x), promote_dtypes)
 
 
-def _sign(x):
-    if not dtypes.is_complex(get_aval(x).dtype):
-        return lax.sign(x)
-    # x / |x| part by part, as XLA computes it for JAX: an infinite part divided by the
-    # infinite modulus is NaN (lax.sign would give 1 for inf + 1j). The derivative stays zero.
-    x = lax.stop_gradient(x)
-    mod = lax.abs(x)
-    unit = lax.complex(lax.div(lax.real(x), mod), lax.div(lax.imag(x), mod))
-    return lax.select(lax.eq(mod, _scalar(mod, 0)), x, unit)
-
-
-sign = _unary("sign", _sign, promote_dtypes)
+sign = _unary("sign", lax.sign, promote_dtypes)
 # Integers and booleans pass through (as arrays); complex values reach lax and its TypeError,
 # as in JAX.
 floor = _unary("floor", lambda x: ensure_array(x) if _is_int_or_bool(x) else lax.floor(x),
@@ -204,22 +193,8 @@ true_divide = _binary("true_divide", lax.div, promote_dtypes_inexact, params="x1
 divide = true_divide
 
 
-def _minmax(pick, compare):
-    """lax.max or lax.min (`pick`), with complex operands ordered as XLA orders them for JAX:
-    x where compare(real parts), or compare(imaginary parts) when the real parts are equal,
-    else y. A NaN part compares false, so NaNs do not propagate as they do for real numbers."""
-    def op(x, y):
-        if not dtypes.is_complex(get_aval(x).dtype):
-            return pick(x, y)
-        same_real = lax.eq(lax.real(x), lax.real(y))
-        pick_x = lax.select(same_real, compare(lax.imag(x), lax.imag(y)),
-                            compare(lax.real(x), lax.real(y)))
-        return lax.select(pick_x, x, y)
-    return op
-
-
-maximum = _binary_ufunc("maximum", _minmax(lax.max, lax.gt))
-minimum = _binary_ufunc("minimum", _minmax(lax.min, lax.lt))
+maximum = _binary_ufunc("maximum", lax.max)
+minimum = _binary_ufunc("minimum", lax.min)
 arctan2 = _binary("arctan2", lax.atan2, promote_dtypes_inexact, params="x1, x2, /")
 power_float = _binary("float_power", lax.pow, promote_dtypes_inexact)
 equal = _binary("equal", lax.eq)
@@ -346,17 +321,6 @@ def _static_exponent(x2):
         return None
 
 
-def _wrapped_exponent(dt, y):
-    """An exponent equal to y for an integer base of dtype dt, small enough for the dtype: the
-    powers of an odd number modulo 2**bits repeat every 2**(bits - 2) steps, and those of an even
-    one are 0 from the bits-th on, so y is taken modulo 2**(bits - 2), kept at least that."""
-    info = dtypes.iinfo(dt)
-    if y <= info.max or info.bits < 3:
-        return y
-    period = 2 ** (info.bits - 2)
-    return y % period + period
-
-
 def power(x1, x2, /):
     """x1 ** x2 elementwise; a static Python integer exponent uses repeated multiplication."""
     check_arraylike("power", x1, x2)
@@ -365,9 +329,6 @@ def power(x1, x2, /):
         # A concrete integer exponent (bool included) keeps x1's dtype, as in JAX; a negative one
         # with an integer base is lax.integer_pow's TypeError.
         (x1,) = promote_dtypes_numeric(x1)
-        dt = get_aval(x1).dtype
-        if dtypes.is_int(dt):
-            exponent = _wrapped_exponent(dt, exponent)
         return lax.integer_pow(x1, exponent)
     x1_dt = dtypes.dtype(x1) if isinstance(x1, (int, float, complex)) else get_aval(x1).dtype
     x2_dt = dtypes.dtype(x2) if isinstance(x2, (float, complex)) else get_aval(x2).dtype

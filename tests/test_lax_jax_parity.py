@@ -1,0 +1,303 @@
+"""lax.integer_pow, max, min, sign, pow, broadcast_in_dim, gather modes and split, and the
+complex max/min reductions of gpuarr.numpy, against JAX itself: the same call through gpuarr
+and JAX must give the same values, shape, dtype and weak type, or the same exception."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gpuarr
+import gpuarr.numpy as jnp
+
+jax = pytest.importorskip("jax")
+rjnp = pytest.importorskip("jax.numpy")
+
+NAN, INF = np.nan, np.inf
+
+
+def _run(mod, jit, fn, args):
+    def call(*xs):
+        return fn(mod, *xs)
+    if jit:
+        call = mod.jit(call)
+    np_mod = jnp if mod is gpuarr else rjnp
+    try:
+        out = call(*[np_mod.asarray(x) if isinstance(x, np.ndarray) else x for x in args])
+    except Exception as e:  # the exception itself is what is compared
+        return ("raised", type(e).__name__, str(e).split("\n")[0])
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    return ("value", [(np.asarray(o), o.dtype, o.weak_type) for o in outs])
+
+
+def _parts(a):
+    a = np.asarray(a)
+    if a.dtype in (ml_dtypes.bfloat16, np.float16):
+        a = a.astype(np.float32)
+    return (np.real(a), np.imag(a)) if a.dtype.kind == "c" else (a,)
+
+
+def check(fn, *args, jit=False, exact=True, rtol=1e-6, atol=0.0):
+    """fn(module, *args) through gpuarr and through JAX (arrays as each one's arrays).
+    `exact`: the same values bit for bit up to NaN payloads (signed zeros included), real and
+    imaginary parts separately; otherwise within `rtol` and `atol`."""
+    got = _run(gpuarr, jit, fn, args)
+    want = _run(jax, jit, fn, args)
+    assert got[0] == want[0], (got, want)
+    if got[0] == "raised":
+        assert got[1:] == want[1:], (got, want)
+        return
+    assert len(got[1]) == len(want[1])
+    for (g, gdt, gweak), (w, wdt, wweak) in zip(got[1], want[1]):
+        assert g.shape == w.shape, (g, w)
+        assert gdt == wdt, (gdt, wdt)
+        assert gweak == wweak, (gweak, wweak)
+        for gp, wp in zip(_parts(g), _parts(w)):
+            if exact:
+                np.testing.assert_array_equal(gp, wp)
+                if gp.dtype.kind == "f":  # signed zeros (a NaN's sign bit is no value)
+                    np.testing.assert_array_equal(np.signbit(gp) & ~np.isnan(gp),
+                                                  np.signbit(wp) & ~np.isnan(wp))
+            else:
+                np.testing.assert_allclose(gp, wp, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def c64(*values):
+    return np.array(values, np.complex64)
+
+
+# ---------------------------------------------------------------- integer_pow
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, ml_dtypes.int4])
+@pytest.mark.parametrize("y", [-1, -2, -(2 ** 40)])
+@pytest.mark.parametrize("jit", [False, True])
+def test_integer_pow_negative_exponent_of_integers(dtype, y, jit):
+    check(lambda m, x: m.lax.integer_pow(x, y), np.array([1, 3], dtype), jit=jit)
+    check(lambda m, x: m.lax.integer_pow(x, y), np.array(3, dtype), jit=jit)
+
+
+def test_integer_pow_negative_exponent_messages():
+    check(lambda m: m.lax.integer_pow(3, -1))  # weak: ~int32[]
+    # After a positive exponent has run on the same dtype, too.
+    x = np.array([[2, 3]], np.int32)
+    check(lambda m, x: m.lax.integer_pow(x, 2), x)
+    check(lambda m, x: m.lax.integer_pow(x, -3), x)
+    check(lambda m, x: m.numpy.power(x, -1), x)
+
+
+INT_BASES = [-3, -2, -1, 0, 1, 2, 3, 5, 7, 127]
+
+
+@pytest.mark.parametrize("dtype,y", [
+    (np.int32, 2 ** 40), (np.int32, 2 ** 40 + 1), (np.int32, 2 ** 31), (np.int32, 2 ** 31 + 3),
+    (np.int32, 2 ** 31 - 1), (np.int8, 300), (np.int8, 129), (np.uint8, 256), (np.uint8, 255),
+    (np.uint8, 1001), (ml_dtypes.int4, 9), (ml_dtypes.int4, 17), (np.int32, 3), (np.int8, 5)])
+def test_integer_pow_integers_any_exponent(dtype, y):
+    info = ml_dtypes.iinfo(dtype)
+    x = np.array([v for v in INT_BASES if info.min <= v <= info.max], dtype)
+    check(lambda m, x: m.lax.integer_pow(x, y), x)
+
+
+@pytest.mark.parametrize("dtype,y", [
+    (np.float16, 65505), (np.float16, -65505), (np.float16, 2049), (np.float16, 2 ** 40 + 1),
+    (ml_dtypes.bfloat16, 65505), (ml_dtypes.bfloat16, 257), (ml_dtypes.bfloat16, -257),
+    (np.float32, 2 ** 24 + 1), (np.float32, 2 ** 40 + 1), (np.float32, -(2 ** 40 + 1)),
+    (np.float32, 2 ** 40), (np.float32, 2 ** 2000 + 1), (np.float32, -(2 ** 2000))])
+def test_integer_pow_floats_exponent_past_the_type(dtype, y):
+    x = np.array([-2.0, -1.0, -0.5, 0.0, -0.0, 0.5, 1.0, 2.0, INF, -INF, NAN], dtype)
+    check(lambda m, x: m.lax.integer_pow(x, y), x)
+
+
+@pytest.mark.parametrize("y", [2 ** 40, 2 ** 40 + 1, 2 ** 40 + 2, 2 ** 40 + 3, 101, -101, 1000])
+def test_integer_pow_complex_large_exponents(y):
+    x = c64(1j, -1j, 1 + 0j, -1 + 0j, 0j)
+    check(lambda m, x: m.lax.integer_pow(x, y), x)
+
+
+@pytest.mark.parametrize("y", [0, 1, 2, 3, 5, -1, -3, 99])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_integer_pow_small_exponents(y, dtype):
+    rng = np.random.default_rng(y + 10)
+    x = rng.uniform(0.5, 1.5, 6).astype(np.float32)
+    if dtype == np.complex64:
+        x = (x * np.exp(1j * rng.uniform(-3, 3, 6))).astype(dtype)
+    # np.power rounds once where XLA rounds each multiplication: close, not bit for bit
+    check(lambda m, x: m.lax.integer_pow(x, y), x, exact=False, rtol=2e-5 * max(abs(y), 1))
+
+
+def test_integer_pow_large_exponent_under_jit_and_grad():
+    x = np.array([3, 2, -1, 5], np.int32)
+    check(lambda m, x: m.lax.integer_pow(x, 2 ** 40 + 1), x, jit=True)
+    f = np.array([-1.0, 1.0], np.float32)
+    check(lambda m, x: m.lax.integer_pow(x, 2 ** 24 + 1), f, jit=True)
+    check(lambda m, x: m.grad(lambda v: m.lax.integer_pow(v, 2 ** 24 + 1).sum())(x), f)
+
+
+# ---------------------------------------------------------------- max and min
+
+CX = c64(1 + 1j, 1 + 2j, NAN + 0j, 2 + 0j, 1 + 0j, complex(1, NAN), 3 + 0j, complex(NAN, NAN),
+         0j, complex(-0.0, 0.0), complex(0.0, -0.0), complex(INF, 1), -INF + 0j)
+CY = c64(1 + 2j, 1 + 1j, 2 + 0j, NAN + 0j, complex(1, NAN), 1 + 0j, complex(3, NAN), 5 + 0j,
+         complex(-0.0, 0.0), 0j, 0j, complex(INF, 2), complex(-INF, -1))
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("jit", [False, True])
+def test_max_min_complex(name, jit):
+    check(lambda m, x, y: getattr(m.lax, name)(x, y), CX, CY, jit=jit)
+    check(lambda m, x, y: getattr(m.lax, name)(x, y), CY, CX, jit=jit)
+    check(lambda m, x, y: getattr(m.numpy, name + "imum")(x, y), CX, CY, jit=jit)
+    check(lambda m, x: getattr(m.numpy, name + "imum")(x, 1 + 0j), CX, jit=jit)
+    check(lambda m, x: getattr(m.lax, name)(x, x[2]), CX, jit=jit)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_real_unchanged(name):
+    x = np.array([1.0, NAN, -0.0, 0.0, INF, 2.0], np.float32)
+    y = np.array([NAN, 1.0, -1.0, 1.0, 3.0, -INF], np.float32)
+    check(lambda m, x, y: getattr(m.lax, name)(x, y), x, y)
+    check(lambda m, x, y: getattr(m.lax, name)(x, y), x, y, jit=True)
+    i = np.array([3, -2, 7], np.int32)
+    check(lambda m, x, y: getattr(m.lax, name)(x, y), i, i[::-1].copy(), jit=True)
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_maximum_minimum_complex_grad(name):
+    x = c64(1 + 1j, 3j, 2j, 3 + 0j)
+    check(lambda m, x: m.grad(lambda v: getattr(m.numpy, name)(v, 1 + 1j).real.sum())(x), x)
+
+
+# ---------------------------------------------------------------- sign
+
+
+SIGN_CASES = c64(INF + 1j, 1 + INF * 1j, complex(INF, INF), complex(-INF, 2), 0j,
+                 complex(-0.0, 0.0), complex(0.0, -0.0), complex(-0.0, -0.0), 3 + 4j, -3 - 4j,
+                 complex(NAN, 1), complex(1, NAN), 1e-30 + 1e-30j, 1e30 - 1e30j, 5j, -2 + 0j)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_sign_complex(jit):
+    check(lambda m, x: m.lax.sign(x), SIGN_CASES, jit=jit)
+    check(lambda m, x: m.numpy.sign(x), SIGN_CASES, jit=jit)
+
+
+def test_sign_complex_random_and_grad():
+    rng = np.random.default_rng(3)
+    x = (rng.normal(size=(4, 5)) + 1j * rng.normal(size=(4, 5))).astype(np.complex64)
+    check(lambda m, x: m.lax.sign(x), x, exact=False)
+    check(lambda m, x: m.grad(lambda v: m.numpy.sign(v).real.sum())(x), x[0])
+    check(lambda m, x: m.lax.sign(x), np.array([-0.0, 0.0, -2.0, NAN, INF], np.float32))
+
+
+# ---------------------------------------------------------------- pow of a complex zero
+
+_PARTS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, INF, -INF, NAN]
+EXPONENTS = np.array([complex(a, b) for a in _PARTS for b in _PARTS], np.complex64)
+
+
+@pytest.mark.parametrize("base", [0j, complex(-0.0, 0.0), complex(0.0, -0.0),
+                                  complex(-0.0, -0.0)], ids=str)
+def test_pow_complex_zero_base(base):
+    check(lambda m, x, y: m.lax.pow(x, y), np.full(EXPONENTS.shape, base, np.complex64),
+          EXPONENTS)
+
+
+def test_pow_complex_zero_base_jit_and_numpy():
+    x = c64(0j, 0j, 0j, 0j, 1 + 1j)
+    y = c64(1 + 1j, 2 + 0j, 0j, -1 + 0j, 2 + 0j)
+    # XLA computes (1 + 1j) ** 2 as exp(2 log(1 + 1j)): its real part is -8.7e-8, not 0
+    check(lambda m, x, y: m.lax.pow(x, y), x, y, jit=True, exact=False, atol=1e-6)
+    check(lambda m, x, y: m.numpy.power(x, y), x, y, exact=False, atol=1e-6)
+    check(lambda m, x: m.lax.pow(x, np.array([2, 0, -1], np.int32)), x[:3])
+
+
+# ---------------------------------------------------------------- broadcast_in_dim
+
+
+@pytest.mark.parametrize("shape,dims,x", [
+    ((-1,), (), np.float32(1)), ((2, -1), (0,), np.ones(2, np.float32)),
+    ((2, 3), (-1,), np.ones(3, np.float32)), ((2, 3), (1,), np.ones(3, np.float32)),
+    ((0, 3), (1,), np.ones(3, np.float32))], ids=str)
+@pytest.mark.parametrize("jit", [False, True])
+def test_broadcast_in_dim_shapes(shape, dims, x, jit):
+    check(lambda m, x: m.lax.broadcast_in_dim(x, shape, dims), np.asarray(x), jit=jit)
+
+
+def test_broadcast_negative_size():
+    check(lambda m, x: m.lax.broadcast(x, (-2,)), np.ones(3, np.float32))
+
+
+# ---------------------------------------------------------------- gather modes
+
+
+@pytest.mark.parametrize("mode", ["bogus", "CLIP", 3, "clip", "fill", "promise_in_bounds"])
+def test_gather_modes(mode):
+    def fn(m, x, i):
+        dnums = m.lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                             start_index_map=(0,))
+        return m.lax.gather(x, i, dnums, (1,), mode=mode, fill_value=-1)
+    check(fn, np.arange(3, dtype=np.float32), np.array([[1], [5]], np.int32))
+
+
+# ---------------------------------------------------------------- split
+
+
+@pytest.mark.parametrize("sizes", [[-1, 4], [4, -1], [5, -2], [], [1, 1], [1, 2], [0, 3, 0],
+                                   (2, 1)], ids=str)
+def test_split_sizes(sizes):
+    check(lambda m, x: m.lax.split(x, sizes), np.arange(3, dtype=np.float32))
+
+
+def test_split_axis():
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    check(lambda m, x: m.lax.split(x, [1, -1, 4], axis=-1), x)
+    check(lambda m, x: m.lax.split(x, [3, 1], axis=1), x)
+    check(lambda m, x: m.lax.split(x, [], axis=0), x)
+
+
+# ---------------------------------------------------------------- complex max/min reductions
+
+
+def _complex_data(shape, nan_fraction, seed):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    re = rng.integers(-3, 4, n).astype(np.float32)
+    im = rng.integers(-3, 4, n).astype(np.float32)
+    re[rng.random(n) < nan_fraction] = NAN
+    im[rng.random(n) < nan_fraction] = NAN
+    re[rng.random(n) < 0.1] *= -0.0
+    im[rng.random(n) < 0.1] *= -0.0
+    return (re + 1j * im).astype(np.complex64).reshape(shape)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_reduce_complex_examples(name):
+    x = c64(1 + 1j, NAN + 0j, 2j)
+    check(lambda m, x: getattr(m.numpy, name)(x), x)
+    check(lambda m, x: getattr(m.numpy, name)(x), c64(NAN + 0j, 1 + 1j, 2j, complex(0, NAN)))
+    check(lambda m, x: getattr(m.numpy, name + "imum").reduce(x), x)
+    check(lambda m, x: getattr(m.numpy, name)(x), x, jit=True)
+    check(lambda m, x: getattr(m.numpy, name)(x[:0], initial=1j), x)
+
+
+# Axes longer than 32 are reduced by XLA in windows of 32 (the order shows with NaN parts).
+@pytest.mark.parametrize("shape,axis", [
+    ((7,), None), ((33,), None), ((100,), 0), ((2000,), None), ((40, 50), None), ((40, 50), 1),
+    ((40, 50), 0), ((3, 70, 5), 1), ((70, 3, 40), (0, 2)), ((4, 0), 1), ((3, 4), ())], ids=str)
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_reduce_complex_orders(shape, axis, name):
+    for seed, fraction in enumerate([0.02, 0.2]):
+        x = _complex_data(shape, fraction, seed)
+        check(lambda m, x: getattr(m.numpy, name)(x, axis=axis), x)
+        check(lambda m, x: getattr(m.lax, "reduce_" + name)(x, (0,)), x.reshape(-1))
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_reduce_complex_keywords(name):
+    x = _complex_data((4, 6), 0.2, 7)
+    where = np.random.default_rng(0).random((4, 6)) < 0.6
+    check(lambda m, x: getattr(m.numpy, name)(x, axis=1, keepdims=True), x)
+    check(lambda m, x: getattr(m.numpy, name)(x, axis=-1, where=where, initial=1 + 1j), x)
+    check(lambda m, x: getattr(m.numpy, name)(x, where=where), x)
+    check(lambda m, x: getattr(m.numpy, name)(x, initial=2 + 0j), x)
+    check(lambda m, x: getattr(m.numpy, name + "imum").reduce(x, axis=0), x, jit=True)
+    check(lambda m, x: m.vmap(lambda r: getattr(m.lax, "reduce_" + name)(r, (0,)))(x), x)

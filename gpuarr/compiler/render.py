@@ -265,8 +265,12 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
         return [f"{decl} {bitcast_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
     if node.op == "proj":
         return [f"const u32 {name} = {args[0]}[{node.attrs[0]}];{comment}"]
+    lines = []
     if node.op == "integer_pow":
-        expr = integer_pow_expr(args[0], node.attrs[0], node.dtype)
+        base = args[0]
+        if abs(node.attrs[0]) > 64:  # one named square per bit: the nested form doubles
+            lines, base = _power_squares(name, args[0], abs(node.attrs[0]), node.dtype)
+        expr = integer_pow_expr(base, node.attrs[0], node.dtype, squared=bool(lines))
     else:
         text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
         width = np.dtype(arg_dtypes[0]).itemsize * 8 if arg_dtypes else 32
@@ -279,7 +283,7 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
     if half and node.op not in _EXACT_OPS:
         # Compute in float32, round the result to 16 bits, as each NumPy float16 op does.
         expr = f"round_{half}({expr})"
-    return [f"{decl} {expr};{comment}"]
+    return lines + [f"{decl} {expr};{comment}"]
 
 
 def convert_expr(arg: str, src, dst) -> str:
@@ -316,19 +320,30 @@ def bitcast_expr(arg: str, src, dst) -> str:
     return f"({ctype(dst)}){arg}"
 
 
-def integer_pow_expr(arg: str, y: int, dtype) -> str:
-    """x**y as a product by repeated squaring, exact for the integer exponent `y`."""
+def integer_pow_expr(arg: str, y: int, dtype, squared: bool = False) -> str:
+    """x**y as a product by repeated squaring, exact for the integer exponent `y`. With
+    `squared`, `arg` names the squares x, x**2, x**4, ... as `{arg}_{k}` (`_power_squares`)."""
     if y == 0:
         return literal(1, dtype)
-    factors, base, n = [], arg, abs(y)
+    factors, base, n, k = [], arg, abs(y), 0
     while n:
         if n & 1:
-            factors.append(base)
+            factors.append(f"{arg}_{k}" if squared else base)
         n >>= 1
-        if n:
+        k += 1
+        if n and not squared:
             base = f"({base} * {base})"
     expr = " * ".join(factors)
     return f"({literal(1, dtype)} / ({expr}))" if y < 0 else f"({expr})"
+
+
+def _power_squares(name: str, arg: str, n: int, dtype) -> tuple:
+    """Statements naming x**(2**k) as `{name}_sq_{k}` for each bit of `n`, and that prefix."""
+    t, prefix = ctype(dtype), f"{name}_sq"
+    lines = [f"const {t} {prefix}_0 = {arg};"]
+    for k in range(1, n.bit_length()):
+        lines.append(f"const {t} {prefix}_{k} = {prefix}_{k - 1} * {prefix}_{k - 1};")
+    return lines, prefix
 
 
 def render_gather(node: Gather, name: str, t: str, var) -> list:

@@ -124,6 +124,19 @@ def test_saturating_cast_known_answer():
     check(lambda x: (x + jnp.arange(254.0, 258.0)).astype("uint8"), np.float32(0))
 
 
+@pytest.mark.parametrize("y", [65, 2 ** 20 + 1, -(2 ** 31 + 3), 2 ** 40])
+def test_integer_pow_with_large_exponents(y):
+    # One named square per bit of y (the nested product doubles in length with each bit).
+    x = np.array([1.0, -1.0, 0.5, -0.999, 1.0000001, 2.0, 0.0], np.float32)
+    if y > 0:
+        check(lambda x: lax.integer_pow(x, y), x, rtol=1e-4)
+    n = np.array([0, 1, -1, 2, 3, -7, 12345], np.int32)
+    if y > 0:
+        check(lambda n: lax.integer_pow(n, y), n)
+    else:
+        check(lambda x: lax.integer_pow(x, y), x[[0, 1, 4]], rtol=1e-4)
+
+
 def test_integer_pow_and_iota():
     x = float_input("x", (3, 4))
     check(lambda x: lax.integer_pow(x, 3) - lax.integer_pow(x, -2) + lax.integer_pow(x, 0), x)

@@ -690,6 +690,9 @@ class Tracer:
         return int(self._concrete(ConcretizationTypeError, "int"))  # as JAX (not __index__)
 
     def __index__(self):
+        aval = self.aval
+        if aval.ndim or aval.dtype.kind not in "iu":  # whatever the value, as JAX checks first
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         return self._concrete(TracerIntegerConversionError, "__index__").__index__()
 
     # float() and complex() refuse every tracer, even one with a known value (under grad, say),

@@ -99,7 +99,7 @@ def _headline(err, tracer) -> str:
     if isinstance(err, TracerBoolConversionError):
         return f"Attempted boolean conversion of {_traced(tracer)}.\n"
     if isinstance(err, TracerIntegerConversionError):
-        return f"Attempted integer conversion of {_traced(tracer)}.\n"
+        return f"The __index__() method was called on {_traced(tracer)}\n"
     return f"Abstract tracer value encountered where concrete value is expected: {_traced(tracer)}\n"
 
 
@@ -110,7 +110,7 @@ def _advice(err: ConcretizationTypeError) -> str:
                 "lax.while_loop (or jnp.where) for control flow on traced values, or mark the "
                 "argument static with static_argnums/static_argnames.")
     elif isinstance(err, TracerIntegerConversionError):
-        what = ("The problem arose with the `int` or `__index__` function. Mark the argument static "
+        what = ("The problem arose with the `__index__` function. Mark the argument static "
                 "with static_argnums/static_argnames, or use lax.dynamic_slice for traced indices.")
     else:
         what = ("Mark the argument static with static_argnums/static_argnames if its value is "

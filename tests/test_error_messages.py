@@ -2,6 +2,8 @@
 
 Each case runs the same program against gpuarr and, where JAX is installed, against JAX; the
 error class and the first line of the message must agree. The JAX-free checks pin the texts."""
+import operator
+
 import numpy as np
 import pytest
 
@@ -28,6 +30,10 @@ CASES = {
     "concatenate ranks": lambda jax, jnp: jnp.concatenate([jnp.ones((2, 3)), jnp.ones((2,))]),
     "stack": lambda jax, jnp: jnp.stack([jnp.ones(2), jnp.ones(3)]),
     "too many indices": lambda jax, jnp: jnp.ones(3)[1, 2],
+    "index of traced int": lambda jax, jnp: jax.jit(operator.index)(jnp.int32(2)),
+    "index of traced bool": lambda jax, jnp: jax.jit(operator.index)(jnp.bool_(True)),
+    "index of traced float": lambda jax, jnp: jax.jit(operator.index)(jnp.float32(2)),
+    "index of traced vector": lambda jax, jnp: jax.jit(operator.index)(jnp.ones(1, jnp.int32)),
     "too many indices, advanced": lambda jax, jnp: jnp.ones(3)[1, None, jnp.array([0])],
     "unknown dtype": lambda jax, jnp: jnp.ones(3).astype("foo"),
     "negative shape": lambda jax, jnp: jnp.zeros((2, -3)),

@@ -788,7 +788,8 @@ def user_source_info() -> SourceInfo | None:
 def _weak_operand(lit: Literal):
     """A weakly typed literal as the Python number it came from, so that binding it again keeps
     the weak type; its NumPy value where no Python number has its dtype (a weak float16)."""
-    py = lit.val.item() if hasattr(lit.val, "item") else lit.val
+    py = lit.shown if lit.shown is not None else \
+        lit.val.item() if hasattr(lit.val, "item") else lit.val
     if type(py) in (int, float, complex) and dtypes.dtype(py, canonicalize=True) == lit.aval.dtype:
         return py
     return lit.val

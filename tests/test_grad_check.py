@@ -79,6 +79,7 @@ PRIMITIVE_CASES = {
     "sqrt": (lax.sqrt, [P(3)], 2),
     "rsqrt": (lax.rsqrt, [P(3)], 2),
     "cbrt": (lax.cbrt, [P(3)], 2),
+    "square": (lax.square, [R(3)], 2),
     "abs": (lax.abs, [P(3) * np.array([1, -1, 1])], 2),
     "integer_pow": (lambda x: lax.integer_pow(x, 3), [R(3)], 2),
     "add": (lax.add, [R(3), R(3, seed=1)], 2),

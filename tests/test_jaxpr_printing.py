@@ -170,6 +170,12 @@ SAME_AS_JAX = {
     "unit_axes": (lambda api, jnp, lax: lambda x, c: x - c, (F44, np.ones((4, 1), np.float32))),
     "grad_rank_promotion": (lambda api, jnp, lax: api.grad(
         lambda b, x: jnp.sum(jnp.tanh(x + b))), (np.ones(4, np.float32), F44)),
+    # Three-term where is a jit named _where that broadcasts every operand; square is a primitive.
+    "where_scalar": (lambda api, jnp, lax: lambda x: jnp.where(x > 0, 0., x), (F44,)),
+    "where_broadcast": (lambda api, jnp, lax: lambda c, x: jnp.where(c, x, 1), (
+        np.array([True, False, True, True]), F44)),
+    "grad_where_square": (lambda api, jnp, lax: api.grad(lambda x: jnp.sum(jnp.where(
+        x > 1., jnp.square(x), x))), (F44,)),
     # Transformed jits stay jits: jvp keeps the name; grad splits a jit into a forward one
     # (outputs and residuals) and a transposed one.
     "jvp_jit": (lambda api, jnp, lax: lambda x, t: api.jvp(_sine_jit(api, jnp), (x,), (t,)),
@@ -364,7 +370,8 @@ def test_grad_of_a_jit_keeps_the_weak_type():
 
 # jax.nn's activations are jits (relu a custom_jvp of one), printed as JAX prints them.
 NN_SAME_AS_JAX = ["relu", "relu6", "sigmoid", "softplus", "silu", "swish", "gelu", "log_sigmoid",
-                  "mish", "hard_sigmoid", "hard_silu", "soft_sign"]
+                  "mish", "hard_sigmoid", "hard_silu", "soft_sign", "elu", "selu", "leaky_relu",
+                  "hard_tanh", "sparse_plus", "squareplus", "log1mexp"]
 
 
 @pytest.mark.parametrize("name", NN_SAME_AS_JAX)

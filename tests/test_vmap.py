@@ -100,7 +100,7 @@ PRIMITIVE_TABLE = {
     # elementwise unary
     **{n: _unary(n) for n in ("neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2",
                               "expm1", "tanh", "logistic", "sin", "cos", "tan", "atan",
-                              "sinh", "cosh", "asinh", "cbrt", "abs", "erf", "erfc",
+                              "sinh", "cosh", "asinh", "cbrt", "square", "abs", "erf", "erfc",
                               "stop_gradient")},
     "round": (lambda x: lax.round(x, 1), [f32(2, 3)]),
     **{n: _unary(n, 0.1, 3.0) for n in ("log", "log1p", "sqrt", "rsqrt", "lgamma", "digamma")},

@@ -421,6 +421,7 @@ def _integer_pow_rule(primals_in, series_in, *, y):
 
 
 jet_rules[lax.integer_pow_p] = _integer_pow_rule
+jet_rules[lax.square_p] = partial(_integer_pow_rule, y=2)
 
 
 def _logistic_series(x, series):

@@ -80,7 +80,7 @@ from gpuarr.lax.lax import (  # noqa: F401, E402
     integer_pow_p, iota_p, is_finite_p, le_p, log1p_p, log_p, logistic_p, lt_p, max_p, min_p,
     mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p, pow_p, reduce_and_p, reduce_max_p,
     reduce_min_p, reduce_or_p, reduce_prod_p, reduce_sum_p, rem_p, reshape_p, rev_p, round_p,
-    squeeze_p,
+    squeeze_p, square_p,
     rsqrt_p, select_n_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, sign_p,
     sin_p, sinh_p, slice_p, sqrt_p, stop_gradient_p, sub_p, tan_p, tanh_p, transpose_p, xor_p,
 )

@@ -349,7 +349,7 @@ defjvp(log_p, lambda g, x: div(g, x))
 log1p_p = unop("log1p", np.log1p)
 defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 expm1_p = unop("expm1", np.expm1)
-defjvp(expm1_p, lambda g, x: mul(g, add(expm1(x), _const(x, 1))))
+defjvp(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(x, 1))), with_ans=True)
 tanh_p = unop("tanh", np.tanh)
 defjvp(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)), with_ans=True)
 
@@ -392,6 +392,8 @@ def _rsqrt_impl(x):
 
 rsqrt_p = unop("rsqrt", _rsqrt_impl)
 defjvp(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))), with_ans=True)
+square_p = unop("square", np.square, "number")
+defjvp(square_p, lambda g, ans, x: mul(g, mul(_const(x, 2), x)), with_ans=True)
 cbrt_p = unop("cbrt", np.cbrt, "float")
 defjvp(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))),
        with_ans=True)
@@ -851,8 +853,8 @@ def integer_pow(x, y: int):
 
 
 def square(x):
-    """x * x."""
-    return integer_pow(x, 2)
+    """x * x, elementwise (the square primitive, as JAX's)."""
+    return square_p.bind(_as_operand(x))
 
 
 def reciprocal(x):

@@ -144,8 +144,7 @@ def elu(x, alpha=1.0):
     """x for x > 0, alpha * (exp(x) - 1) otherwise; the exp branch sees only safe inputs so
     its gradient never overflows (jax.nn.elu)."""
     x = _array("elu", x)
-    safe_x = jnp.where(x > 0, 0., x)
-    return jnp.where(x > 0, x, alpha * jnp.expm1(safe_x))
+    return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.where(x > 0, 0., x)))
 
 
 @jit

@@ -22,8 +22,8 @@ from gpuarr.numpy._util import (
 
 
 def _keepdims(out, shape, axes):
-    kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return lax.reshape(out, kept)
+    """The reduced axes put back with size 1, by expand_dims (a broadcast_in_dim), as JAX."""
+    return lax.expand_dims(out, tuple(sorted(axes)))
 
 
 # bfloat16 exists only with the optional ml_dtypes package.

@@ -6,12 +6,14 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.numpy import ufunc_api
 from gpuarr.numpy._util import (
     _weak_scalar,
     broadcast_arrays,
+    broadcast_to,
     check_arraylike,
     ensure_array,
     promote_dtypes,
@@ -181,7 +183,7 @@ def _abs(x):
 
 absolute = _unary("absolute", _abs, promote_dtypes)
 abs = absolute
-square = _unary("square", lambda x: lax.integer_pow(x, 2), promote_dtypes_numeric)
+square = _unary("square", lax.square, promote_dtypes_numeric)
 reciprocal = _unary("reciprocal", lambda x: lax.integer_pow(x, -1), promote_dtypes_inexact)
 
 add = _binary_ufunc("add", lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtype == np.bool_
@@ -358,10 +360,32 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if size is not None or fill_value is not None:
         raise ValueError("size and fill_value arguments cannot be used in three-term where "
                          "function.")
+    return _where(condition, x, y)
+
+
+@_jit
+def _where(condition, x, y):
+    """Three-term where's body, a jit named _where as in JAX (so op-by-op calls do not build
+    broadcast copies of scalars): every operand is broadcast to the result's shape."""
+    (condition,) = promote_dtypes(condition)
+    condition = _to_bool(condition)
     x, y = promote_dtypes(x, y)
-    cond = _to_bool(promote_dtypes(condition)[0])
-    cond, x, y = broadcast_arrays(cond, x, y)
-    return lax.select(cond, x, y)
+    if get_aval(condition).ndim == 0:  # lax.select takes a scalar condition as it is
+        x, y = _broadcast_all(x, y)
+    else:
+        condition, x, y = _broadcast_all(condition, x, y)
+    return x if 0 in get_aval(x).shape else lax.select(condition, x, y)
+
+
+def _broadcast_all(*args):
+    shapes = [get_aval(a).shape for a in args]
+    if len(set(shapes)) == 1:
+        return args
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
+    return [broadcast_to(a, shape) for a in args]
 
 
 def clip(arr=None, /, min=None, max=None):

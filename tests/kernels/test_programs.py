@@ -19,7 +19,7 @@ ABOVE_ONE = ["acosh"]
 POSITIVE = ["log", "sqrt", "rsqrt", "log1p", "lgamma"]
 FLOAT_UNARY = ["neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "log1p",
                "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-               "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "abs"]
+               "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "square", "abs"]
 
 
 def float_input(name, shape=(5, 7), dtype=np.float32):

@@ -100,20 +100,24 @@ def _jit_partial_eval(trace, args, params):
 
 
 def _split_jit(closed, uk, n_out):
-    """partial_eval_closed's known and unknown Programs, with residuals that are known inputs
-    passed to the unknown jit directly rather than returned by the known one, as JAX does.
-    `forwarded` lists, per residual, the known input it is (its index) or None."""
+    """partial_eval_closed's known and unknown Programs, trimmed as JAX trims them: residuals
+    the unknown Program does not read are dropped (and what computes them), and residuals that
+    are known inputs go to the unknown jit directly rather than out of the known one.
+    `forwarded` lists, per residual kept, the known input it is (its index) or None."""
     known, unknown, out_uk, _, n_res = pe.partial_eval_closed(closed, list(uk), [False] * n_out)
+    u_prog, used = pe.dce_program(unknown.program)
+    keep = used[:n_res]
+    u_prog = core.Program(u_prog.constvars, [v for v, k in zip(u_prog.invars, keep) if k]
+                          + u_prog.invars[n_res:], u_prog.eqns, u_prog.outvars)
     prog = known.program
     n_known = len(prog.outvars) - n_res
+    residuals = [v for v, k in zip(prog.outvars[n_known:], keep) if k]
     position = {v.id: i for i, v in enumerate(prog.invars)}
-    forwarded = [position.get(v.id) if isinstance(v, core.Var) else None
-                 for v in prog.outvars[n_known:]]
-    outvars = prog.outvars[:n_known] + [v for v, i in zip(prog.outvars[n_known:], forwarded)
-                                        if i is None]
-    known = ClosedProgram(core.Program(prog.constvars, prog.invars, prog.eqns, outvars),
-                          known.consts)
-    return known, unknown, out_uk, forwarded
+    forwarded = [position.get(v.id) if isinstance(v, core.Var) else None for v in residuals]
+    outvars = prog.outvars[:n_known] + [v for v, i in zip(residuals, forwarded) if i is None]
+    k_prog, _ = pe.dce_program(core.Program(prog.constvars, prog.invars, prog.eqns, outvars))
+    return (ClosedProgram(k_prog, known.consts), ClosedProgram(u_prog, unknown.consts), out_uk,
+            forwarded)
 
 
 ad.jvp_rules[jit_p] = _jit_jvp

@@ -371,7 +371,8 @@ def test_grad_of_a_jit_keeps_the_weak_type():
 # jax.nn's activations are jits (relu a custom_jvp of one), printed as JAX prints them.
 NN_SAME_AS_JAX = ["relu", "relu6", "sigmoid", "softplus", "silu", "swish", "gelu", "log_sigmoid",
                   "mish", "hard_sigmoid", "hard_silu", "soft_sign", "elu", "selu", "leaky_relu",
-                  "hard_tanh", "sparse_plus", "squareplus", "log1mexp"]
+                  "hard_tanh", "sparse_plus", "squareplus", "log1mexp", "softmax",
+                  "log_softmax"]
 
 
 @pytest.mark.parametrize("name", NN_SAME_AS_JAX)
@@ -381,3 +382,37 @@ def test_nn_activations_print_as_jax(name):
     assert got == want
     got, want = _jaxprs(lambda api, jnp, lax: api.grad(lambda x: api.nn.__dict__[name](x).sum()), x)
     assert got == want
+
+
+def test_softmax_custom_jvp_option_gives_the_same_gradient():
+    x = np.array([[0.5, -1.0, 2.0, np.inf], [1.0, 2.0, 3.0, 4.0]], np.float32)
+    f = lambda x: gpuarr.nn.softmax(x)[:, 1:].sum()  # noqa: E731
+    plain = gpuarr.grad(f)(x)
+    with gpuarr.softmax_custom_jvp(True):
+        custom = gpuarr.grad(f)(x)
+        assert "custom_jvp_call" in str(gpuarr.make_jaxpr(f)(x))
+    np.testing.assert_allclose(custom[1], plain[1], rtol=1e-5)
+    assert np.isnan(np.asarray(gpuarr.nn.softmax(x)[0])).all()  # +inf in a row: NaN, as JAX
+
+
+def _mlp_loss(api):
+    jnp = api.numpy
+
+    def loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = api.nn.relu(h @ w + b)
+        w, b = params[-1]
+        return -jnp.mean(jnp.sum(api.nn.log_softmax(h @ w + b) * y, axis=-1))
+    return loss
+
+
+def test_an_mlp_loss_and_its_gradient_print_as_jax():
+    rng = np.random.default_rng(0)
+    params = [(rng.normal(size=(4, 8)).astype(np.float32), np.zeros(8, np.float32)),
+              (rng.normal(size=(8, 3)).astype(np.float32), np.zeros(3, np.float32))]
+    x = rng.normal(size=(5, 4)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[[0, 1, 2, 0, 1]]
+    for transform in (lambda api, f: f, lambda api, f: api.grad(f)):
+        got, want = _jaxprs(lambda api, jnp, lax: transform(api, _mlp_loss(api)), params, x, y)
+        assert got == want

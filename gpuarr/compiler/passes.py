@@ -127,6 +127,9 @@ def _transpose_of(eqn, producer):
     perm = tuple(eqn.params["permutation"])
     if perm == tuple(range(len(perm))):
         return eqn.inputs[0]
+    swapped = _swapped_product(perm, producer(eqn.inputs[0], only_use=True))
+    if swapped is not None:
+        return swapped
     p = producer(eqn.inputs[0])
     if p is not None and p.prim.name == "transpose":
         inner = tuple(p.params["permutation"])
@@ -135,6 +138,20 @@ def _transpose_of(eqn, producer):
             return p.inputs[0]
         return [("transpose", [p.inputs[0]], {"permutation": composed})]
     return None
+
+
+def _swapped_product(perm, p):
+    """transpose(dot(a, b)) -> dot(b, a) where the permutation swaps the two operands' kept
+    axes (the weight gradient of reverse-mode AD, written as JAX writes it): no copy."""
+    if p is None or p.prim.name != "dot_general":
+        return None
+    (lc, rc), (lb, rb) = p.params["dimension_numbers"]
+    a, b = p.inputs
+    n_a, n_b = a.aval.ndim - len(lc), b.aval.ndim - len(rc)
+    if lb or rb or perm != tuple(range(n_a, n_a + n_b)) + tuple(range(n_a)):
+        return None
+    params = dict(p.params, dimension_numbers=((tuple(rc), tuple(lc)), ((), ())))
+    return [("dot_general", [b, a], params)]
 
 
 def _reshape_of(eqn, producer):

@@ -534,14 +534,13 @@ def _add_jvp(primals, tangents):
 
 
 def _sum_tangents(out, tx, ty, negate_y=False):
+    """The tangent of x + y (x - y with `negate_y`), as JAX writes it."""
     shape = get_aval(out).shape
-    if type(ty) is not Zero and negate_y:
-        ty = neg(ty)
     if type(tx) is Zero:
-        return _bcast_tangent(ty, shape)
+        return _bcast_tangent(neg(ty) if negate_y and type(ty) is not Zero else ty, shape)
     if type(ty) is Zero:
         return _bcast_tangent(tx, shape)
-    return add(tx, ty) if not negate_y else add(tx, ty)
+    return sub(tx, ty) if negate_y else add(tx, ty)
 
 
 def _bcast_tangent(t, shape):
@@ -561,8 +560,12 @@ def _bcast_tangent(t, shape):
 ad.jvp_rules[add_p] = _add_jvp
 ad.transpose_rules[add_p] = _add_transpose
 sub_p = binop("sub", np.subtract)
-ad.jvp_rules[sub_p] = lambda primals, tangents: (
-    sub(*primals), _sum_tangents(sub(*primals), tangents[0], tangents[1], negate_y=True))
+def _sub_jvp(primals, tangents):
+    out = sub(*primals)
+    return out, _sum_tangents(out, *tangents, negate_y=True)
+
+
+ad.jvp_rules[sub_p] = _sub_jvp
 ad.transpose_rules[sub_p] = lambda ct, x, y: [
     _unbroadcast(x.aval, ct) if is_undefined(x) else None,
     _unbroadcast(y.aval, neg(ct)) if is_undefined(y) and type(ct) is not Zero else None]
@@ -672,9 +675,8 @@ blocked_ufunc_rules[min_p] = _real_minmax_ufunc(np.minimum)
 def _balanced_eq(x, out, y):
     """The weight of x's tangent in max/min's, as JAX's rule: 1 where x is the result, 1/2
     where y is too (a tie), 0 elsewhere (a NaN result included)."""
-    ones = full_like(out, 1)
-    return div(select(eq(x, out), ones, full_like(out, 0)),
-               select(eq(y, out), full_like(out, 2), ones))
+    x_is_out = select(eq(x, out), full_like(out, 1), full_like(out, 0))  # JAX's order
+    return div(x_is_out, select(eq(y, out), full_like(out, 2), full_like(out, 1)))
 
 
 def _minmax_jvp(op, primals, tangents):
@@ -1017,6 +1019,13 @@ ad.transpose_rules[convert_element_type_p] = lambda ct, x, new_dtype, weak_type=
 def convert_element_type(operand, new_dtype):
     """Cast to `new_dtype` (float -> int saturates; NaN becomes 0), as lax.convert_element_type."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if isinstance(operand, (*_SCALARS, np.generic)) and new_dtype != dtypes.float0 and not (
+            dtypes.is_int(new_dtype) and not np.isfinite(operand)):
+        # A constant converts at once, as in JAX: no equation, a literal of the new type.
+        try:
+            return Array(np.asarray(np.asarray(operand).astype(new_dtype)))
+        except (OverflowError, TypeError):
+            pass
     if isinstance(operand, _SCALARS):
         operand = np.asarray(operand, dtypes.dtype(operand, canonicalize=True))[()]
     aval = get_aval(operand)
@@ -1098,7 +1107,9 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
     if out_sharding is not None:
         check_no_sharding("lax.broadcast_in_dim", out_sharding)
     shape = tuple(int(d) for d in shape)
-    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    # NumPy integers stay as given: JAX prints them as such.
+    broadcast_dimensions = tuple(d if isinstance(d, (int, np.integer)) else int(d)
+                                 for d in broadcast_dimensions)
     if broadcast_dimensions and builtins.min(broadcast_dimensions) < 0:
         # NumPy would index from the end: eager calls never reach the abstract rule's check
         _check_broadcast_nonnegative(shape, broadcast_dimensions)
@@ -1341,7 +1352,8 @@ def _reduce_identity(ufunc, dtype):
 reduce_sum_p = reducer("reduce_sum", _ufunc_reduce(np.add), "number")
 deflinear(reduce_sum_p, lambda ct, x, axes: [
     Zero(x.aval) if type(ct) is Zero else
-    broadcast_in_dim(ct, x.aval.shape, tuple(i for i in range(x.aval.ndim) if i not in axes))])
+    # NumPy integers, as JAX computes them (np.delete), so printed programs match.
+    broadcast_in_dim(ct, x.aval.shape, tuple(np.delete(np.arange(x.aval.ndim), axes)))])
 # XLA (on the CPU, for JAX) reduces an axis longer than this in windows of this many elements
 # (reduce-window, padded evenly at both ends), then reduces the window results the same way.
 _REDUCE_WINDOW = 32
@@ -1439,9 +1451,8 @@ for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p
 def _reduce_chooser_jvp(prim, primals, tangents, axes):
     (x,), (t,) = primals, tangents
     out = prim.bind(x, axes=axes)
-    shape = get_aval(x).shape
-    keep = tuple(i for i in range(len(shape)) if i not in axes)
-    location = convert_element_type(eq(x, broadcast_in_dim(out, shape, keep)), _dtype_of(t))
+    kept = tuple(1 if i in axes else d for i, d in enumerate(get_aval(x).shape))
+    location = convert_element_type(eq(x, reshape(out, kept)), _dtype_of(t))  # lax broadcasts
     counts = reduce_sum(location, axes)
     return out, div(reduce_sum(mul(t, location), axes), counts)
 
@@ -1920,14 +1931,9 @@ def _dot_transpose_lhs(ct, x, y, dimension_numbers, precision=None, preferred_el
     dims = ((ans_y, y_kept), (ans_batch, y_batch))
     x_contract_sorted_by_y = tuple(np.take(x_contract, np.argsort(y_contract)))
     out_axes = tuple(np.argsort(tuple(x_batch) + x_kept + x_contract_sorted_by_y))
-    swapped_axes = tuple(np.argsort(tuple(x_batch) + x_contract_sorted_by_y + x_kept))
-    if out_axes != tuple(range(x_ndim)) and swapped_axes == tuple(range(x_ndim)):
-        # dot(y, ct) already has x's layout: no transpose (a strided copy on most backends).
-        (ans_y_, y_kept_), (ans_b_, y_b_) = dims
-        val = dot_general(y, ct, ((y_kept_, ans_y_), (y_b_, ans_b_)), precision,
-                          preferred_element_type)
-    else:
-        val = transpose(dot_general(ct, y, dims, precision, preferred_element_type), out_axes)
+    # As JAX writes it (a transpose after the product): the compiler's passes fold the
+    # transpose into the product where that saves a copy.
+    val = transpose(dot_general(ct, y, dims, precision, preferred_element_type), out_axes)
     return convert_element_type(val, x_aval.dtype) if get_aval(val).dtype != x_aval.dtype else val
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.api import jit
+from gpuarr.config import config
 from gpuarr.core import Tracer
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.errors import ConcretizationTypeError
@@ -230,58 +231,51 @@ def glu(x, axis: int = -1):
 @jit(static_argnames=("axis",))
 def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x, axis, keepdims=True), shifted by the (non-differentiated) max for
-    stability (jax.nn.log_softmax)."""
+    stability (jax.nn.log_softmax); JAX's formula, so a row with +inf or only -inf is NaN."""
     x = _array("log_softmax", x)
-    x_max = _max_keepdims(x, axis, where)
-    x_max = lax.stop_gradient(jnp.where(jnp.isfinite(x_max), x_max, lax.full_like(x_max, 0)))
-    shifted = x - x_max
+    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    shifted = x_safe - lax.stop_gradient(x_max)
     shifted_logsumexp = jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where, keepdims=True))
     result = shifted - shifted_logsumexp
     if where is not None:
-        return jnp.where(where, result, -jnp.inf)
+        return jnp.where(where, result, -np.inf)
     return result
 
 
 def softmax(x, axis=-1, where=None):
-    """exp(x) normalised along `axis`, with JAX's custom JVP
-    y * (x_dot - sum(y * x_dot, axis)) (jax.nn.softmax)."""
-    x = _array("max", x)
-    axis_t = _axes(axis, x.ndim)
-    if where is None:
-        return _softmax(x, axis_t)
-    return _softmax_where(x, axis_t, where)
+    """exp(x) normalised along `axis` (jax.nn.softmax), with JAX's formula: a row with +inf
+    or only -inf is NaN. The max subtracted is not differentiated, or, with the
+    `jax_softmax_custom_jvp` option, the JVP is y * (x_dot - sum(y * x_dot, axis))."""
+    if config._values["softmax_custom_jvp"]:
+        return _softmax(x, axis, where)
+    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    unnormalized = jnp.exp(x_safe - lax.stop_gradient(x_max))
+    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
+    return result if where is None else jnp.where(where, result, 0)
 
 
-def _softmax_unnormalized(x, axis, where=None):
-    x_max = _max_keepdims(x, axis, where)
-    x_max = jnp.where(jnp.isfinite(x_max), x_max, lax.full_like(x_max, 0))
-    unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
+def _softmax_impl(x, axis=-1, where=None, initial=-np.inf):
+    x_max = jnp.max(x, axis, where=where, initial=initial, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, initial)
+    unnormalized = jnp.exp(x_safe - x_max)
+    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
     if where is not None:
-        unnormalized = jnp.where(where, unnormalized, 0.)
-    return unnormalized
-
-
-def _softmax_impl(x, axis):
-    unnormalized = _softmax_unnormalized(x, axis)
-    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+        result = jnp.where(where, result, 0)
+    return result
 
 
 _softmax = custom_jvp(_softmax_impl, nondiff_argnums=(1,))
 
 
 def _softmax_jvp(axis, primals, tangents):
-    (x,), (x_dot,) = primals, tangents
-    y = _softmax(x, axis)
-    return y, y * (x_dot - jnp.sum(y * x_dot, axis, keepdims=True))
+    (x, where, initial), (x_dot, _, _) = primals, tangents
+    y = _softmax(x, axis, where, initial)
+    return y, y * (x_dot - (y * x_dot).sum(axis, where=where, keepdims=True))
 
 
 _softmax.defjvp(_softmax_jvp)
-
-
-def _softmax_where(x, axis, where):
-    unnormalized = _softmax_unnormalized(x, axis, where)
-    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
-    return jnp.where(where, result, 0.)
 
 
 @jit(static_argnames=("axis", "algorithm"))

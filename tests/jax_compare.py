@@ -31,6 +31,20 @@ def float16_units(got, want) -> float:
     return float(np.max(np.abs(got - want.astype(np.float64)) / scale, initial=0.0))
 
 
+def outcome(api, fn, args, jit=False, arrays_only=False):
+    """fn(*args) through `api` (gpuarr or jax), its arguments made that library's arrays (only
+    the NumPy arrays with `arrays_only`): ("raised", class name, first message line), or
+    ("value", [(values, dtype, weak type) of each result])."""
+    call = api.jit(fn) if jit else fn
+    try:
+        out = call(*[api.numpy.asarray(x) if not arrays_only or isinstance(x, np.ndarray) else x
+                     for x in args])
+    except Exception as e:  # the exception itself is what is compared
+        return ("raised", type(e).__name__, str(e).split("\n")[0])
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    return ("value", [(np.asarray(o), o.dtype, o.weak_type) for o in outs])
+
+
 def close(got, want, tol=1e-5):
     """Same structure, shapes, dtypes and (to `tol`) values."""
     if isinstance(want, (tuple, list)):

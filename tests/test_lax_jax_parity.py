@@ -4,28 +4,13 @@ and JAX must give the same values, shape, dtype and weak type, or the same excep
 import ml_dtypes
 import numpy as np
 import pytest
+from jax_compare import outcome
 
 import gpuarr
-import gpuarr.numpy as jnp
 
 jax = pytest.importorskip("jax")
-rjnp = pytest.importorskip("jax.numpy")
 
 NAN, INF = np.nan, np.inf
-
-
-def _run(mod, jit, fn, args):
-    def call(*xs):
-        return fn(mod, *xs)
-    if jit:
-        call = mod.jit(call)
-    np_mod = jnp if mod is gpuarr else rjnp
-    try:
-        out = call(*[np_mod.asarray(x) if isinstance(x, np.ndarray) else x for x in args])
-    except Exception as e:  # the exception itself is what is compared
-        return ("raised", type(e).__name__, str(e).split("\n")[0])
-    outs = out if isinstance(out, (list, tuple)) else [out]
-    return ("value", [(np.asarray(o), o.dtype, o.weak_type) for o in outs])
 
 
 def _parts(a):
@@ -39,8 +24,8 @@ def check(fn, *args, jit=False, exact=True, rtol=1e-6, atol=0.0):
     """fn(module, *args) through gpuarr and through JAX (arrays as each one's arrays).
     `exact`: the same values bit for bit up to NaN payloads (signed zeros included), real and
     imaginary parts separately; otherwise within `rtol` and `atol`."""
-    got = _run(gpuarr, jit, fn, args)
-    want = _run(jax, jit, fn, args)
+    got = outcome(gpuarr, lambda *xs: fn(gpuarr, *xs), args, jit, arrays_only=True)
+    want = outcome(jax, lambda *xs: fn(jax, *xs), args, jit, arrays_only=True)
     assert got[0] == want[0], (got, want)
     if got[0] == "raised":
         assert got[1:] == want[1:], (got, want)

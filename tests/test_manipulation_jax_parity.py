@@ -2,38 +2,26 @@
 and JAX must give the same values, shape, dtype and weak type, or the same exception."""
 import numpy as np
 import pytest
+from jax_compare import outcome
 
 import gpuarr
 import gpuarr.numpy as jnp
 
 jax = pytest.importorskip("jax")
-rjnp = pytest.importorskip("jax.numpy")
-
-
-def _run(mod, jit, fn, args):
-    def call(*xs):
-        return fn(mod, *xs)
-    if jit:
-        call = mod.jit(call)
-    np_mod = jnp if mod is gpuarr else rjnp
-    try:
-        out = call(*[np_mod.asarray(x) for x in args])
-    except Exception as e:  # the exception itself is what is compared
-        return ("raised", type(e).__name__, str(e).split("\n")[0])
-    return ("value", np.asarray(out), out.dtype, out.weak_type)
 
 
 def check(fn, *args, jit=False):
-    got = _run(gpuarr, jit, fn, args)
-    want = _run(jax, jit, fn, args)
+    got = outcome(gpuarr, lambda *xs: fn(gpuarr, *xs), args, jit)
+    want = outcome(jax, lambda *xs: fn(jax, *xs), args, jit)
     assert got[0] == want[0], (got, want)
     if got[0] == "raised":
         assert got[1:] == want[1:]
         return
-    assert got[1].shape == want[1].shape
-    assert got[2] == want[2]
-    assert got[3] == want[3]
-    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-5, equal_nan=True)
+    (g, gdt, gweak), (w, wdt, wweak) = got[1][0], want[1][0]
+    assert g.shape == w.shape
+    assert gdt == wdt
+    assert gweak == wweak
+    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
 # ---------------------------------------------------------------- reflect / symmetric

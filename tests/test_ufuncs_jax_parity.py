@@ -5,6 +5,7 @@ weak type, or the same exception."""
 import ml_dtypes
 import numpy as np
 import pytest
+from jax_compare import outcome
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -15,21 +16,6 @@ rjnp = pytest.importorskip("jax.numpy")
 NAN, INF = np.nan, np.inf
 
 
-def _run(mod, jit, fn, args):
-    def call(*xs):
-        return fn(mod.numpy, *xs)
-    if jit:
-        call = mod.jit(call)
-    np_mod = jnp if mod is gpuarr else rjnp
-    try:
-        out = call(*[np_mod.asarray(x) for x in args])
-    except Exception as e:  # the exception itself is what is compared
-        return ("raised", type(e).__name__, str(e).split("\n")[0])
-    if isinstance(out, tuple):
-        return ("value", [(np.asarray(o), o.dtype, o.weak_type) for o in out])
-    return ("value", [(np.asarray(out), out.dtype, out.weak_type)])
-
-
 def _as_float(a):
     return a.astype(np.float32) if a.dtype in (ml_dtypes.bfloat16, np.float16) else a
 
@@ -37,8 +23,8 @@ def _as_float(a):
 def check(fn, *args, jit=False, message=True):
     """fn(np_module, *arrays) through gpuarr and through JAX; `message=False` compares only the
     exception class."""
-    got = _run(gpuarr, jit, fn, args)
-    want = _run(jax, jit, fn, args)
+    got = outcome(gpuarr, lambda *xs: fn(jnp, *xs), args, jit)
+    want = outcome(jax, lambda *xs: fn(rjnp, *xs), args, jit)
     assert got[0] == want[0], (got, want)
     if got[0] == "raised":
         assert got[1] == want[1], (got, want)

@@ -372,7 +372,7 @@ def test_grad_of_a_jit_keeps_the_weak_type():
 NN_SAME_AS_JAX = ["relu", "relu6", "sigmoid", "softplus", "silu", "swish", "gelu", "log_sigmoid",
                   "mish", "hard_sigmoid", "hard_silu", "soft_sign", "elu", "selu", "leaky_relu",
                   "hard_tanh", "sparse_plus", "squareplus", "log1mexp", "softmax",
-                  "log_softmax"]
+                  "log_softmax", "logsumexp"]
 
 
 @pytest.mark.parametrize("name", NN_SAME_AS_JAX)

@@ -113,25 +113,28 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     """log(sum(b * exp(a))) over `axis`, computed stably by shifting with the (not
     differentiated) max; with `return_sign` also the sign of the sum, and without it a
     negative sum gives NaN, as jax.scipy.special.logsumexp."""
-    (a,) = promote_args_inexact("logsumexp", a)
-    axes = _reduction_axes(axis, a.ndim)
-    kept = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
-    masked = a if where is None else jnp.where(where, a, -np.inf)
-    amax = lax.reshape(lax.reduce_max(masked, axes), kept) if axes else masked
-    amax = lax.stop_gradient(lax.select(lax.is_finite(amax), amax, lax.full_like(amax, 0)))
-    exp_a = lax.exp(lax.sub(a, amax))
+    # JAX's formula step by step, so values, NaNs and the printed program are JAX's.
+    if where is not None:
+        a = jnp.where(where, a, 0)
     if b is not None:
-        exp_a = exp_a * jnp.asarray(b)
-    sumexp = jnp.sum(exp_a, axis=axes, keepdims=True, where=where)
+        a, b = promote_args_inexact("logsumexp", a, b)
+        a = jnp.where(b != 0, a, -np.inf)
+    else:
+        (a,) = promote_args_inexact("logsumexp", a)
+    axes = _reduction_axes(axis, a.ndim)
+    amax = jnp.max(a.real, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
+    amax = lax.stop_gradient(lax.select(jnp.isfinite(amax), amax, lax.full_like(amax, 0)))
+    amax_with_dims = amax if keepdims else lax.expand_dims(amax, axes)
+    exp_a = lax.exp(lax.sub(a, amax_with_dims.astype(a.dtype)))
+    if b is not None:
+        exp_a = lax.mul(exp_a, b)
+    sumexp = exp_a.sum(axis=axes, keepdims=keepdims, where=where)
     sign = lax.sign(sumexp)
-    if b is not None or return_sign:
-        sumexp = lax.abs(sumexp)
+    if return_sign or not jnp.iscomplexobj(a):
+        sumexp = abs(sumexp)
     out = lax.add(lax.log(sumexp), amax.astype(sumexp.dtype))
-    if not keepdims:
-        out = lax.reshape(out, tuple(s for i, s in enumerate(a.shape) if i not in axes))
-        sign = lax.reshape(sign, out.shape)
     if return_sign:
         return out, sign
-    if b is not None:
+    if b is not None and not jnp.iscomplexobj(out):
         out = jnp.where(sign < 0, jnp.asarray(np.nan, out.dtype), out)
     return out

@@ -475,6 +475,8 @@ def _alias_nested(eqn: Eqn, namer: _Namer) -> None:
         return
     for sub in subprograms(eqn.params):
         prog = sub.program if isinstance(sub, ClosedProgram) else sub
+        if id(prog) in namer.shared:  # printed on its own, `let name = ...`, with its own names
+            continue
         if len(prog.invars) == len(eqn.inputs) and len(prog.outvars) == len(eqn.outvars):
             for inner, outer in zip(prog.invars, eqn.inputs):
                 if isinstance(outer, Var) and inner.id not in namer.names:

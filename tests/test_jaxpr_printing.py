@@ -176,6 +176,8 @@ SAME_AS_JAX = {
         np.array([True, False, True, True]), F44)),
     "grad_where_square": (lambda api, jnp, lax: api.grad(lambda x: jnp.sum(jnp.where(
         x > 1., jnp.square(x), x))), (F44,)),
+    "clip": (lambda api, jnp, lax: lambda x: jnp.clip(x, 0, 2.5), (F44,)),
+    "one_hot": (lambda api, jnp, lax: lambda i: api.nn.one_hot(i, 5), (np.arange(3, dtype=np.int32),)),
     # Transformed jits stay jits: jvp keeps the name; grad splits a jit into a forward one
     # (outputs and residuals) and a transposed one.
     "jvp_jit": (lambda api, jnp, lax: lambda x, t: api.jvp(_sine_jit(api, jnp), (x,), (t,)),
@@ -372,7 +374,7 @@ def test_grad_of_a_jit_keeps_the_weak_type():
 NN_SAME_AS_JAX = ["relu", "relu6", "sigmoid", "softplus", "silu", "swish", "gelu", "log_sigmoid",
                   "mish", "hard_sigmoid", "hard_silu", "soft_sign", "elu", "selu", "leaky_relu",
                   "hard_tanh", "sparse_plus", "squareplus", "log1mexp", "softmax",
-                  "log_softmax", "logsumexp"]
+                  "log_softmax", "logsumexp", "standardize"]
 
 
 @pytest.mark.parametrize("name", NN_SAME_AS_JAX)

@@ -340,8 +340,16 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     shape = [1] * x.ndim
     shape.insert(axis, num_classes)
     _check_iota(x.dtype, shape)
-    rhs = lax.broadcasted_iota(x.dtype, tuple(shape), axis)
-    return jnp.asarray(lax.expand_dims(x, (axis,)) == rhs, dtype=dtype)
+    return _one_hot(x, num_classes, dtype=dtype, axis=axis)
+
+
+@jit(static_argnames=("num_classes", "dtype", "axis"))
+def _one_hot(x, num_classes, *, dtype, axis):
+    """x == iota along the new axis, as JAX's _one_hot (a jit of that name)."""
+    lhs = lax.expand_dims(x, (axis,))
+    shape = [1] * x.ndim
+    shape.insert(axis, num_classes)
+    return (lhs == lax.broadcasted_iota(x.dtype, tuple(shape), axis)).astype(dtype)
 
 
 def _check_iota(dtype, shape):

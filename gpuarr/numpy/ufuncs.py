@@ -1,6 +1,7 @@
 """Elementwise functions with NumPy's names and JAX's dtype promotion."""
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
@@ -388,14 +389,23 @@ def _broadcast_all(*args):
     return [broadcast_to(a, shape) for a in args]
 
 
+@_jit
 def clip(arr=None, /, min=None, max=None):
-    """Limit values to [min, max]."""
+    """Limit values to [min, max] (a jit, as JAX's); complex values have no order to clip by."""
+    if arr is None:
+        raise ValueError("No input was provided to the clip function.")
     check_arraylike("clip", arr)
+    if builtins.any(t is not None and dtypes.is_complex(dtypes.dtype(t)) for t in (arr, min, max)):
+        raise ValueError(
+            "Clip received a complex value either through the input or the min/max keywords. "
+            "Complex values have no ordering and cannot be clipped. Please convert to a real "
+            "value or array by taking the real or imaginary components via "
+            "jax.numpy.real/imag respectively.")
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
         arr = minimum(max, arr)
-    return arr
+    return ensure_array(arr)
 
 
 def isnan(x, /):

@@ -177,6 +177,7 @@ SAME_AS_JAX = {
     "grad_where_square": (lambda api, jnp, lax: api.grad(lambda x: jnp.sum(jnp.where(
         x > 1., jnp.square(x), x))), (F44,)),
     "clip": (lambda api, jnp, lax: lambda x: jnp.clip(x, 0, 2.5), (F44,)),
+    "round": (lambda api, jnp, lax: lambda x: (jnp.round(x, 2), jnp.round(x)), (F44,)),
     "one_hot": (lambda api, jnp, lax: lambda i: api.nn.one_hot(i, 5), (np.arange(3, dtype=np.int32),)),
     # Transformed jits stay jits: jvp keeps the name; grad splits a jit into a forward one
     # (outputs and residuals) and a transposed one.

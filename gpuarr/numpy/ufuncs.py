@@ -427,8 +427,9 @@ def isinf(x, /):
     return lax.eq(lax.abs(x), np.asarray(np.inf, dt)[()])
 
 
+@_jit(static_argnames=("decimals",))
 def round(a, decimals=0, out=None):
-    """Round to `decimals` decimal places, ties to even (as numpy.round)."""
+    """Round to `decimals` decimal places, ties to even (as numpy.round; a jit, as JAX's)."""
     check_arraylike("round", a)
     decimals = operator.index(static_hashable(decimals))  # JAX's decimals is a static int argument
     if out is not None:

@@ -87,8 +87,10 @@ def _jit_partial_eval(trace, args, params):
     known, unknown, out_uk, forwarded = _derive(closed, ("partial_eval", uk), lambda: (
         _split_jit(closed, uk, n_out)))
     known_args = [a for a, u in zip(args, uk) if not u]
-    with core.set_current_trace(trace.parent):
-        known_outs = jit_p.bind(*known_args, name=name, jaxpr=known)
+    known_outs = []
+    if known.program.outvars or known.program.effectful:  # else nothing is known to compute
+        with core.set_current_trace(trace.parent):
+            known_outs = jit_p.bind(*known_args, name=name, jaxpr=known)
     n_known = len(out_uk) - sum(out_uk)
     computed = iter(known_outs[n_known:])
     residuals = [known_args[i] if i is not None else next(computed) for i in forwarded]

@@ -373,7 +373,8 @@ def test_grad_of_a_jit_keeps_the_weak_type():
 
 # jax.nn's activations are jits (relu a custom_jvp of one), printed as JAX prints them.
 NN_SAME_AS_JAX = ["relu", "relu6", "sigmoid", "softplus", "silu", "swish", "gelu", "log_sigmoid",
-                  "mish", "hard_sigmoid", "hard_silu", "soft_sign", "elu", "selu", "leaky_relu",
+                  "mish", "hard_sigmoid", "hard_silu", "soft_sign", "elu", "selu", "celu",
+                  "leaky_relu",
                   "hard_tanh", "sparse_plus", "squareplus", "log1mexp", "softmax",
                   "log_softmax", "logsumexp", "standardize"]
 

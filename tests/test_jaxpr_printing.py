@@ -420,3 +420,18 @@ def test_an_mlp_loss_and_its_gradient_print_as_jax():
     for transform in (lambda api, f: f, lambda api, f: api.grad(f)):
         got, want = _jaxprs(lambda api, jnp, lax: transform(api, _mlp_loss(api)), params, x, y)
         assert got == want
+
+
+# jnp functions that are jits in JAX, under JAX's names and static arguments.
+JNP_JITS_SAME_AS_JAX = {
+    "rint": lambda jnp, x: jnp.rint(x), "isinf": lambda jnp, x: jnp.isinf(x),
+    "fmod": lambda jnp, x: jnp.fmod(x, 0.3), "angle": lambda jnp, x: jnp.angle(x, deg=True),
+    "diff": lambda jnp, x: jnp.diff(x, 2, axis=0, prepend=0.0),
+    "count_nonzero": lambda jnp, x: jnp.count_nonzero(x > 0.5, axis=1, keepdims=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JNP_JITS_SAME_AS_JAX))
+def test_jnp_jits_print_as_jax(name):
+    got, want = _jaxprs(lambda api, jnp, lax: lambda x: JNP_JITS_SAME_AS_JAX[name](jnp, x), F44)
+    assert got == want

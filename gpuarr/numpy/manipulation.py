@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from gpuarr import lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.numpy._util import (
     broadcast_arrays as _broadcast_arrays,
@@ -655,6 +656,7 @@ def trim_zeros(filt, trim="fb", axis=None):
     return ensure_array(filt)[tuple(kept(ax) for ax in range(host.ndim))]
 
 
+@_jit(static_argnames=("n", "axis"))  # as JAX's
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     """The n-th discrete difference along `axis`."""
     check_arraylike("diff", a)

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.numpy._util import (
     canonicalize_axes,
@@ -386,6 +387,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
+@_jit(static_argnames=("axis", "keepdims"))  # as JAX's
 def count_nonzero(a, axis=None, keepdims=False):
     """The number of nonzero elements over `axis`, in the default integer dtype."""
     static_hashable(axis)

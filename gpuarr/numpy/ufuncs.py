@@ -281,7 +281,7 @@ def _fmod(x, y):
     return lax.rem(x, y)
 
 
-fmod = _binary("fmod", _fmod, promote_dtypes_numeric, params="x1, x2, /")
+fmod = _jit(_binary("fmod", _fmod, promote_dtypes_numeric, params="x1, x2, /"))  # jits, as JAX's
 
 
 def _power(x, y):
@@ -415,6 +415,7 @@ def isnan(x, /):
     return lax.ne(x, x)
 
 
+@_jit
 def isinf(x, /):
     """True where x is +inf or -inf."""
     check_arraylike("isinf", x)
@@ -513,7 +514,7 @@ def _promote_rint(x):
     return (x,)
 
 
-rint = _unary("rint", _rint, _promote_rint)
+rint = _jit(_unary("rint", _rint, _promote_rint))
 fabs = _unary("fabs", _no_complex("fabs", lax.abs))
 deg2rad = _unary("deg2rad", lambda x: lax.mul(x, _scalar(x, np.pi / 180)))
 rad2deg = _unary("rad2deg", lambda x: lax.mul(x, _scalar(x, 180 / np.pi)))
@@ -861,6 +862,7 @@ def conjugate(x, /):
 conj = conjugate
 
 
+@_jit(static_argnames=("deg",))
 def angle(z, deg=False):
     """The argument of z, atan2(imag(z), real(z)): 0 for non-negative reals and pi for negative
     ones (in degrees with deg)."""

@@ -428,6 +428,9 @@ JNP_JITS_SAME_AS_JAX = {
     "fmod": lambda jnp, x: jnp.fmod(x, 0.3), "angle": lambda jnp, x: jnp.angle(x, deg=True),
     "diff": lambda jnp, x: jnp.diff(x, 2, axis=0, prepend=0.0),
     "count_nonzero": lambda jnp, x: jnp.count_nonzero(x > 0.5, axis=1, keepdims=True),
+    "sort": lambda jnp, x: jnp.sort(x, axis=0, descending=True),
+    "argsort": lambda jnp, x: jnp.argsort(x, stable=False),
+    "atleast": lambda jnp, x: (jnp.atleast_1d(x[0, 0]), jnp.atleast_2d(x[0], x[1, 1])),
 }
 
 

@@ -246,11 +246,13 @@ def _atleast(n, arys):
     return out[0] if len(out) == 1 else out
 
 
+@_jit  # as JAX's
 def atleast_1d(*arys):
     """Views with at least one dimension (scalars become shape (1,))."""
     return _atleast(1, arys)
 
 
+@_jit  # as JAX's
 def atleast_2d(*arys):
     """Views with at least two dimensions (1-D becomes a row)."""
     return _atleast(2, arys)

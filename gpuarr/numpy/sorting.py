@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.lax import cumulative, slicing, sorting
 from gpuarr.numpy._util import (
@@ -38,6 +39,7 @@ def _prepare(name, a, axis):
     return a, canonicalize_axis(axis, nd)
 
 
+@_jit(static_argnames=("axis", "kind", "order", "stable", "descending"))  # as JAX's
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """A sorted copy of `a` along `axis` (flattened when None); NaNs go last."""
     if kind is not None:
@@ -51,6 +53,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return sorting.sort(a, axis, is_stable=stable)
 
 
+@_jit(static_argnames=("axis", "kind", "order", "stable", "descending", "dtype"))
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
     """The (stable) permutation that sorts `a` along `axis`, as indices of integer `dtype`
     (default: the default integer type)."""

@@ -233,15 +233,10 @@ def _atleast(n, arys):
     for a in arys:
         check_arraylike(f"atleast_{n}d", a)
         a = ensure_array(a)
-        shape = get_aval(a).shape
-        if len(shape) < n:
-            if n == 3 and len(shape) == 2:
-                shape = shape + (1,)
-            elif n == 3 and len(shape) == 1:
-                shape = (1,) + shape + (1,)
-            else:
-                shape = (1,) * (n - len(shape)) + shape
-            a = lax.reshape(a, shape)
+        ndim = get_aval(a).ndim
+        if ndim < n:  # new axes by expand_dims, as JAX adds them
+            dims = {(3, 1): (0, 2), (3, 2): (2,)}.get((n, ndim), tuple(range(n - ndim)))
+            a = lax.expand_dims(a, dims)
         out.append(a)
     return out[0] if len(out) == 1 else out
 

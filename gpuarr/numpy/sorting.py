@@ -48,8 +48,8 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     if order is not None:
         raise TypeError("'order' argument to sort is not supported.")
     a, axis = _prepare("sort", a, axis)
-    if descending:
-        return lax.rev(sorting.sort(lax.rev(a, (axis,)), axis, is_stable=stable), (axis,))
+    if descending:  # equal values are alike, so reversing the ascending sort is enough
+        return lax.rev(sorting.sort(a, axis, is_stable=stable), (axis,))
     return sorting.sort(a, axis, is_stable=stable)
 
 

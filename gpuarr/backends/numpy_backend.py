@@ -599,10 +599,7 @@ def _elementwise_form(eqn):
     shapes = [a.aval.shape for a in eqn.inputs if type(a) is not Literal]
     if any(s not in ((), out.shape) and not _broadcasts_to(s, out.shape) for s in shapes):
         return None, None
-    if any(s not in ((), out.shape) for s in shapes):
-        ufunc = _ufunc_of(eqn)
-        return ("ufunc", ufunc) if ufunc is not None and _ufunc_gives(ufunc, eqn, out.dtype) \
-            else (None, None)
+    broadcast = any(s not in ((), out.shape) for s in shapes)  # only ufuncs broadcast
     if eqn.prim.name == "bitcast_convert_type":
         src = eqn.inputs[0].aval
         same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize
@@ -610,7 +607,7 @@ def _elementwise_form(eqn):
     ufunc = _ufunc_of(eqn)
     if ufunc is not None and _ufunc_gives(ufunc, eqn, out.dtype):
         return "ufunc", ufunc
-    rule = block_kernel_rules.get(eqn.prim)
+    rule = None if broadcast else block_kernel_rules.get(eqn.prim)
     kernel = rule(eqn) if rule is not None else None
     return ("kernel", kernel) if kernel is not None else (None, None)
 

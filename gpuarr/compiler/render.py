@@ -267,10 +267,12 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
         return [f"const u32 {name} = {args[0]}[{node.attrs[0]}];{comment}"]
     lines = []
     if node.op == "integer_pow":
-        base = args[0]
-        if abs(node.attrs[0]) > 64:  # one named square per bit: the nested form doubles
-            lines, base = _power_squares(name, args[0], abs(node.attrs[0]), node.dtype)
-        expr = integer_pow_expr(base, node.attrs[0], node.dtype, squared=bool(lines))
+        y = node.attrs[0]
+        if abs(y) > 64:  # one named square per bit: the nested product doubles with each bit
+            lines, squares = _named_squares(name, args[0], abs(y), ctype(node.dtype))
+        else:
+            squares = _nested_squares(args[0], abs(y))
+        expr = integer_pow_expr(squares, y, node.dtype)
     else:
         text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
         width = np.dtype(arg_dtypes[0]).itemsize * 8 if arg_dtypes else 32
@@ -320,30 +322,29 @@ def bitcast_expr(arg: str, src, dst) -> str:
     return f"({ctype(dst)}){arg}"
 
 
-def integer_pow_expr(arg: str, y: int, dtype, squared: bool = False) -> str:
-    """x**y as a product by repeated squaring, exact for the integer exponent `y`. With
-    `squared`, `arg` names the squares x, x**2, x**4, ... as `{arg}_{k}` (`_power_squares`)."""
+def integer_pow_expr(squares: list, y: int, dtype) -> str:
+    """x**y as a product by repeated squaring, exact for the integer exponent `y`, from
+    `squares[k]`, the expression of x**(2**k)."""
     if y == 0:
         return literal(1, dtype)
-    factors, base, n, k = [], arg, abs(y), 0
-    while n:
-        if n & 1:
-            factors.append(f"{arg}_{k}" if squared else base)
-        n >>= 1
-        k += 1
-        if n and not squared:
-            base = f"({base} * {base})"
-    expr = " * ".join(factors)
+    expr = " * ".join(sq for k, sq in enumerate(squares) if abs(y) >> k & 1)
     return f"({literal(1, dtype)} / ({expr}))" if y < 0 else f"({expr})"
 
 
-def _power_squares(name: str, arg: str, n: int, dtype) -> tuple:
-    """Statements naming x**(2**k) as `{name}_sq_{k}` for each bit of `n`, and that prefix."""
-    t, prefix = ctype(dtype), f"{name}_sq"
-    lines = [f"const {t} {prefix}_0 = {arg};"]
-    for k in range(1, n.bit_length()):
-        lines.append(f"const {t} {prefix}_{k} = {prefix}_{k - 1} * {prefix}_{k - 1};")
-    return lines, prefix
+def _nested_squares(arg: str, n: int) -> list:
+    """x, (x * x), ((x * x) * (x * x)), ... up to the top bit of `n`, written inline."""
+    squares = [arg]
+    for _ in range(1, n.bit_length()):
+        squares.append(f"({squares[-1]} * {squares[-1]})")
+    return squares
+
+
+def _named_squares(name: str, arg: str, n: int, t: str) -> tuple:
+    """(statements naming x**(2**k) `{name}_sq_{k}` up to the top bit of `n`, those names)."""
+    names = [f"{name}_sq_{k}" for k in range(n.bit_length())]
+    lines = [f"const {t} {names[0]} = {arg};"]
+    lines += [f"const {t} {b} = {a} * {a};" for a, b in zip(names, names[1:])]
+    return lines, names
 
 
 def render_gather(node: Gather, name: str, t: str, var) -> list:

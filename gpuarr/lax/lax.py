@@ -393,7 +393,7 @@ def _rsqrt_impl(x):
 rsqrt_p = unop("rsqrt", _rsqrt_impl)
 defjvp(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))), with_ans=True)
 square_p = unop("square", np.square, "number")
-defjvp(square_p, lambda g, ans, x: mul(g, mul(_const(x, 2), x)), with_ans=True)
+defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 cbrt_p = unop("cbrt", np.cbrt, "float")
 defjvp(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))),
        with_ans=True)
@@ -1016,14 +1016,17 @@ ad.transpose_rules[convert_element_type_p] = lambda ct, x, new_dtype, weak_type=
     if type(ct) is not Zero else Zero(x.aval)]
 
 
+_CONSTANTS = (*_SCALARS, np.generic)
+
+
 def convert_element_type(operand, new_dtype):
     """Cast to `new_dtype` (float -> int saturates; NaN becomes 0), as lax.convert_element_type."""
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if isinstance(operand, (*_SCALARS, np.generic)) and new_dtype != dtypes.float0 and not (
+    if isinstance(operand, _CONSTANTS) and new_dtype != dtypes.float0 and not (
             dtypes.is_int(new_dtype) and not np.isfinite(operand)):
         # A constant converts at once, as in JAX: no equation, a literal of the new type.
         try:
-            return Array(np.asarray(np.asarray(operand).astype(new_dtype)))
+            return Array(np.asarray(operand).astype(new_dtype))
         except (OverflowError, TypeError):
             pass
     if isinstance(operand, _SCALARS):

@@ -29,16 +29,6 @@ __all__ = [
 tanh = jnp.tanh  # jax.nn.tanh
 
 
-def _axes(axis, ndim):
-    """Sorted non-negative reduction axes; out-of-range and duplicate axes are JAX's
-    ValueError, and a 0-d array has no axis to name (only axis=None or ())."""
-    if ndim == 0 and axis is not None:
-        for a in (axis,) if isinstance(axis, int) else tuple(axis):
-            raise ValueError(f"axis {a} is out of bounds for array of dimension 0")
-        return ()
-    return tuple(sorted(canonicalize_axes(axis, ndim)))
-
-
 def _array(fun_name, x):
     """`x` as an array; lists and tuples are a TypeError naming `fun_name`, as JAX's
     ensure_arraylike in the same function."""
@@ -50,17 +40,6 @@ def _array(fun_name, x):
 def identity(x):
     """The identity activation: `x` as an array (jax.nn.identity)."""
     return _array("identity", x)
-
-
-def _max_keepdims(x, axis, where=None, initial=-np.inf):
-    """max over `axis` with kept (size-1) dimensions; masked entries count as `initial`."""
-    x = _array("max", x)
-    if where is not None:
-        x = jnp.where(where, x, jnp.asarray(initial, x.dtype))
-    shape = x.shape
-    axes = _axes(axis, len(shape))
-    kept = tuple(1 if i in axes else s for i, s in enumerate(shape))
-    return lax.reshape(lax.reduce_max(x, axes), kept)
 
 
 @custom_jvp

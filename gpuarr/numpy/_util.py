@@ -126,20 +126,29 @@ def _scalar_value(x, dt):
     return np.asarray(x).astype(dt) if dtypes.is_int(dt) and isinstance(x, float) else np.asarray(x, dt)
 
 
+def _shapes(args) -> list:
+    return [np.shape(a) if isinstance(a, (np.ndarray, np.generic)) else get_aval(a).shape
+            for a in args]
+
+
+def _common_shape(shapes) -> tuple:
+    """NumPy's broadcast of `shapes`, with JAX's error where they do not broadcast."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+
+
 def broadcast_arrays(*args, fun_name="broadcast_arrays"):
     """Broadcast arrays against each other with NumPy's rules (rank-0 values stay rank 0),
     warning or raising for operands of different nonzero ranks as `jax_numpy_rank_promotion`
     says."""
-    shapes = [np.shape(a) if isinstance(a, (np.ndarray, np.generic)) else get_aval(a).shape
-              for a in args]
+    shapes = _shapes(args)
     if len(set(shapes)) <= 1:
         return list(args)
     if _flags["numpy_rank_promotion"] != "allow" and len({len(s) for s in shapes if s}) > 1:
         _rank_promotion_warning_or_error(fun_name, shapes)
-    try:
-        result = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+    result = _common_shape(shapes)
     return [a if s == result or s == () else broadcast_to(a, result) for a, s in zip(args, shapes)]
 
 
@@ -147,16 +156,12 @@ def promote_shapes(*args, fun_name="promote_shapes"):
     """Operands of an elementwise lax operation, as JAX's jnp passes them: operands of lower
     nonzero rank gain leading size-1 axes, and lax broadcasts the size-1 axes itself (so a
     bias added to a batch is a broadcast_in_dim to [1, n], not a [batch, n] copy)."""
-    shapes = [np.shape(a) if isinstance(a, (np.ndarray, np.generic)) else get_aval(a).shape
-              for a in args]
+    shapes = _shapes(args)
     if len({len(s) for s in shapes if s}) < 2:
         return list(args)
     if _flags["numpy_rank_promotion"] != "allow":
         _rank_promotion_warning_or_error(fun_name, shapes)
-    try:
-        rank = len(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+    rank = len(_common_shape(shapes))
     return [a if len(s) == rank else lax.broadcast(a, (1,) * (rank - len(s)))
             for a, s in zip(args, shapes)]
 
@@ -174,6 +179,16 @@ def _rank_promotion_warning_or_error(fun_name, shapes):
                          f"{listed} and with the config option "
                          "jax_numpy_rank_promotion='raise'. For more information, see "
                          "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
+
+
+def broadcast_all(*args) -> list:
+    """Every operand broadcast to the operands' common shape (0-d ones too), with JAX's error
+    for shapes that do not broadcast."""
+    shapes = _shapes(args)
+    if len(set(shapes)) <= 1:
+        return list(args)
+    shape = _common_shape(shapes)
+    return [broadcast_to(a, shape) for a in args]
 
 
 def broadcast_to(x, shape):

@@ -19,6 +19,7 @@ from gpuarr.lax import linalg as lax_linalg
 from gpuarr.lax.linalg import _H, _extract_diagonal, _is_complex, _mask, _matmul, _permutation_matrix
 from gpuarr.numpy import products, reductions
 from gpuarr.numpy._util import (
+    broadcast_all,
     broadcast_to,
     canonicalize_axis,
     check_arraylike,
@@ -79,13 +80,8 @@ def _eye(n, batch, dtype):
 
 
 def _where(cond, x, y):
-    cond, x, y = _broadcast_all(cond, x, y)
+    cond, x, y = broadcast_all(cond, x, y)
     return lax.select_n(cond, y, x)
-
-
-def _broadcast_all(*xs):
-    shape = np.broadcast_shapes(*[np.shape(x) if isinstance(x, np.ndarray) else _shape(x) for x in xs])
-    return [broadcast_to(x, shape) for x in xs]
 
 
 # ---------------------------------------------------------------- factorizations
@@ -501,7 +497,7 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
     else:
         rt = lax.convert_element_type(ensure_array(rtol), _dtype(s))
         threshold = lax.reshape(rt, _shape(rt) + (1,))
-    (s, threshold) = _broadcast_all(s, threshold)
+    (s, threshold) = broadcast_all(s, threshold)
     return reductions.sum(lax.gt(s, threshold), axis=-1)
 
 

@@ -11,12 +11,7 @@ from gpuarr import lax
 from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.numpy._util import (
-    broadcast_arrays as _broadcast_arrays,
-)
-from gpuarr.numpy._util import (
-    broadcast_to as _broadcast_to,
-)
-from gpuarr.numpy._util import (
+    broadcast_all,
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
@@ -27,6 +22,12 @@ from gpuarr.numpy._util import (
     promote_dtypes,
     reject_out,
     static_hashable,
+)
+from gpuarr.numpy._util import (
+    broadcast_arrays as _broadcast_arrays,
+)
+from gpuarr.numpy._util import (
+    broadcast_to as _broadcast_to,
 )
 
 
@@ -173,8 +174,7 @@ def broadcast_to(array, shape, *, out_sharding=None):
 def broadcast_arrays(*args):
     """Broadcast all arguments to one shape."""
     check_arraylike("broadcast_arrays", *args)
-    return [_broadcast_to(ensure_array(a), s) for a, s in
-            zip(args, [np.broadcast_shapes(*[get_aval(ensure_array(a)).shape for a in args])] * len(args))]
+    return broadcast_all(*[ensure_array(a) for a in args])
 
 
 def concatenate(arrays, axis=0, dtype=None):

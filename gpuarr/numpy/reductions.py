@@ -21,12 +21,6 @@ from gpuarr.numpy._util import (
     widen_narrow_int,
 )
 
-
-def _keepdims(out, shape, axes):
-    """The reduced axes put back with size 1, by expand_dims (a broadcast_in_dim), as JAX."""
-    return lax.expand_dims(out, tuple(sorted(axes)))
-
-
 # bfloat16 exists only with the optional ml_dtypes package.
 _HALF_FLOATS = tuple(np.dtype(t) for t in (np.float16, getattr(dtypes, "bfloat16", None))
                      if t is not None)
@@ -123,7 +117,7 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
         if comp != dt:
             result = lax.convert_element_type(result, dt)
         if keepdims:
-            result = _keepdims(result, aval.shape, axes)
+            result = lax.expand_dims(result, tuple(sorted(axes)))  # as JAX keeps dims
         return result
     return reduce
 
@@ -352,7 +346,7 @@ def _arg_reduce(name, lax_fn):
             raise ValueError(f"attempt to get {name} of an empty sequence")
         _check_ordered(name, aval)
         res = lax_fn(a, ax, dtypes.default_int_dtype())
-        return _keepdims(res, aval.shape, (ax,)) if keepdims else res
+        return lax.expand_dims(res, (ax,)) if keepdims else res
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Index of the {name[3:]}imum along `axis` (first occurrence), as numpy.{name}."
     return fn

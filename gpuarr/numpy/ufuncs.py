@@ -13,8 +13,8 @@ from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.numpy import ufunc_api
 from gpuarr.numpy._util import (
     _weak_scalar,
+    broadcast_all,
     broadcast_arrays,
-    broadcast_to,
     check_arraylike,
     ensure_array,
     promote_dtypes,
@@ -42,14 +42,6 @@ def _unary(name, op, promote=promote_dtypes_inexact, positional_only=True):
     return fn
 
 
-def _broadcast_for(name, op, *args):
-    """The operands of the elementwise function `name`, brought to one rank as JAX's jnp does
-    (`promote_shapes`): lax broadcasts their size-1 axes, and operands of one rank that do not
-    broadcast meet lax's TypeError naming the primitive (`add got incompatible shapes for
-    broadcasting: (3,), (4,).`), as in JAX."""
-    return promote_shapes(*args, fun_name=name)
-
-
 def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
     """An elementwise function of two arrays; `params` is JAX's parameter list for `name`
     ("x, y, /", "x1, x2, /" or "x1, x2")."""
@@ -57,13 +49,13 @@ def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
         def fn(x, y, /):
             check_arraylike(name, x, y)
             x, y = promote(x, y)
-            x, y = _broadcast_for(name, op, x, y)
+            x, y = promote_shapes(x, y, fun_name=name)
             return op(x, y)
     elif params == "x1, x2, /":
         def fn(x1, x2, /):
             check_arraylike(name, x1, x2)
             x1, x2 = promote(x1, x2)
-            x1, x2 = _broadcast_for(name, op, x1, x2)
+            x1, x2 = promote_shapes(x1, x2, fun_name=name)
             return op(x1, x2)
     else:
         assert params == "x1, x2", params
@@ -71,7 +63,7 @@ def _binary(name, op, promote=promote_dtypes, params="x, y, /"):
         def fn(x1, x2):
             check_arraylike(name, x1, x2)
             x1, x2 = promote(x1, x2)
-            x1, x2 = _broadcast_for(name, op, x1, x2)
+            x1, x2 = promote_shapes(x1, x2, fun_name=name)
             return op(x1, x2)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion."
@@ -106,7 +98,7 @@ def _binary_ufunc(name, op, promote=promote_dtypes):
             _ufunc_args(name, out, where)
         check_arraylike(name, x, y)
         x, y = promote(x, y)
-        x, y = _broadcast_for(name, op, x, y)
+        x, y = promote_shapes(x, y, fun_name=name)
         return op(x, y)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion; "
@@ -339,9 +331,9 @@ def power(x1, x2, /):
         # An inexact base with an integer exponent array: lax.pow without promoting the
         # exponent, so the result is weak only if both are (as JAX).
         (x1,) = promote_dtypes(x1)
-        return lax.pow(*_broadcast_for("power", lax.pow, x1, promote_dtypes(x2)[0]))
+        return lax.pow(*promote_shapes(x1, promote_dtypes(x2)[0], fun_name="power"))
     x1, x2 = promote_dtypes_numeric(x1, x2)
-    x1, x2 = _broadcast_for("power", _power, x1, x2)
+    x1, x2 = promote_shapes(x1, x2, fun_name="power")
     return _power(x1, x2)
 
 
@@ -372,21 +364,12 @@ def _where(condition, x, y):
     condition = _to_bool(condition)
     x, y = promote_dtypes(x, y)
     if get_aval(condition).ndim == 0:  # lax.select takes a scalar condition as it is
-        x, y = _broadcast_all(x, y)
+        x, y = broadcast_all(x, y)
     else:
-        condition, x, y = _broadcast_all(condition, x, y)
+        condition, x, y = broadcast_all(condition, x, y)
     return x if 0 in get_aval(x).shape else lax.select(condition, x, y)
 
 
-def _broadcast_all(*args):
-    shapes = [get_aval(a).shape for a in args]
-    if len(set(shapes)) == 1:
-        return args
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
-    return [broadcast_to(a, shape) for a in args]
 
 
 @_jit

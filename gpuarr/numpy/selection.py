@@ -12,6 +12,7 @@ from gpuarr.core import Tracer, get_aval
 from gpuarr.lax import cumulative, slicing
 from gpuarr.numpy import advanced_indexing, ufuncs
 from gpuarr.numpy._util import (
+    broadcast_all,
     broadcast_arrays,
     canonicalize_axis,
     check_arraylike,
@@ -328,20 +329,14 @@ def select(condlist, choicelist, default=0):
     choices = promote_dtypes(ensure_array(default), *[ensure_array(c) for c in choicelist])
     # JAX broadcasts the conditions first, then the winning index with the default and choices,
     # so a shape error lists the shapes in that order.
-    conds = _broadcast_full(ensure_array(False), *conds)[1:]
+    conds = broadcast_all(ensure_array(False), *conds)[1:]
     idx = lax.full(get_aval(conds[0]).shape, 0, np.int32)
     for k in range(len(conds), 0, -1):  # the first true condition wins
         idx = lax.select(_nonzero_mask(conds[k - 1]),
                          lax.full(get_aval(idx).shape, k, np.int32), idx)
-    return lax.select_n(*_broadcast_full(idx, *choices))
+    return lax.select_n(*broadcast_all(idx, *choices))
 
 
-def _broadcast_full(*arrays):
-    """`broadcast_arrays` (its checks and messages), with rank-0 arrays broadcast too."""
-    arrays = broadcast_arrays(*arrays)
-    shape = np.broadcast_shapes(*[get_aval(a).shape for a in arrays])
-    return [a if get_aval(a).shape == shape else lax.broadcast_in_dim(a, shape, ())
-            for a in arrays]
 
 
 def choose(a, choices, out=None, mode="raise"):

@@ -45,6 +45,24 @@ def outcome(api, fn, args, jit=False, arrays_only=False):
     return ("value", [(np.asarray(o), o.dtype, o.weak_type) for o in outs])
 
 
+def same_results(got, want, message=True):
+    """Assert two `outcome`s agree: the same exception class (and first message line unless
+    `message` is False), or results of the same shapes, dtypes and weak types. Returns the
+    (gpuarr values, JAX values) pairs to compare, none when both raised."""
+    assert got[0] == want[0], (got, want)
+    if got[0] == "raised":
+        assert got[1] == want[1], (got, want)
+        if message:
+            assert got[2] == want[2], (got, want)
+        return []
+    assert len(got[1]) == len(want[1]), (got, want)
+    for (g, gdt, gweak), (w, wdt, wweak) in zip(got[1], want[1]):
+        assert g.shape == w.shape, (g, w)
+        assert gdt == wdt, (gdt, wdt)
+        assert gweak == wweak, (gweak, wweak)
+    return [(g, w) for (g, _, _), (w, _, _) in zip(got[1], want[1])]
+
+
 def close(got, want, tol=1e-5):
     """Same structure, shapes, dtypes and (to `tol`) values."""
     if isinstance(want, (tuple, list)):

@@ -359,7 +359,7 @@ def _bitwise_reduction(prim_fn, combine, identity, name):
         if initial is not None:
             init = lax.convert_element_type(ensure_array(initial), dt)
             out = combine(out, broadcast_to(init, get_aval(out).shape))
-        return reductions._keepdims(out, aval.shape, axes) if keepdims else out
+        return lax.expand_dims(out, tuple(sorted(axes))) if keepdims else out
     return reduce
 
 

@@ -17,13 +17,15 @@ data, where JAX gives the key itself.
 """
 from __future__ import annotations
 
+import functools
 import math
+import threading
 
 import numpy as np
 
 from gpuarr import dtypes, lax, tree_util
 from gpuarr.backends.host_threads import run_in_cache_blocks
-from gpuarr.backends.numpy_backend import impl_rules
+from gpuarr.backends.numpy_backend import block_kernel_rules, impl_rules
 from gpuarr.config import _check_prng_impl, config
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad
@@ -113,7 +115,38 @@ def _threefry2x32_batch(axis_size, vals, dims):
     return outs, [0, 0]
 
 
+def _threefry2x32_block(k1, k2, x1, x2, out1, out2):
+    """One block of a compiled Program's blocked run, on the calling thread: the counters (the
+    run's own index range, for random bits) and the results stay in cache for what follows."""
+    if np.ndim(k1) == 0 and np.ndim(k2) == 0:
+        inject = _scalar_injections(int(k1), int(k2))
+    else:
+        with np.errstate(over="ignore"):
+            inject = _injections(k1, k2)
+    np.add(x1, inject[0][0], out=out1)
+    np.add(x2, inject[0][1], out=out2)
+    _rounds(out1, out2, inject, _scratch(out1.size).reshape(out1.shape))
+
+
+@functools.lru_cache(maxsize=64)
+def _scalar_injections(k1: int, k2: int):
+    with np.errstate(over="ignore"):
+        return _injections(np.uint32(k1), np.uint32(k2))
+
+
+_thread_scratch = threading.local()
+
+
+def _scratch(n: int) -> np.ndarray:
+    """A uint32 buffer of n elements, reused by the calling thread from block to block."""
+    buf = getattr(_thread_scratch, "buf", None)
+    if buf is None or buf.shape[0] < n:
+        buf = _thread_scratch.buf = np.empty(n, np.uint32)
+    return buf[:n]
+
+
 impl_rules[threefry2x32_p] = _threefry2x32_impl
+block_kernel_rules[threefry2x32_p] = lambda eqn: _threefry2x32_block
 abstract_eval_rules[threefry2x32_p] = _threefry2x32_abstract
 ad.defjvp_zero(threefry2x32_p)
 batch_rules[threefry2x32_p] = _threefry2x32_batch

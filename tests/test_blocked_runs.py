@@ -170,3 +170,34 @@ def test_block_kernel_joins_the_run():
     src = source(f, x)
     assert "f_erf_inv_giles" in src and "for s in range" in src
     assert_same(jax.jit(f)(x), step_by_step(f, x))
+
+
+@pytest.mark.parametrize("shape", [(1 << 19,), (1030, 300)], ids=str)
+def test_random_bits_are_drawn_in_the_run(shape):
+    # Threefry's two outputs are block kernel results, and a 1-D iota (the counters) is each
+    # block's index range: neither the counters nor the raw words get full-size buffers.
+    from gpuarr import random
+    key = random.key(7)
+
+    def f(key):
+        return random.uniform(key, shape, minval=-2.0, maxval=3.0)
+    src = source(f, key)
+    run = src[src.index("def run"):]
+    assert "f_threefry2x32" in run and "for s in range" in run
+    if len(shape) == 1:
+        assert "arange" in run and "f_iota" not in src
+    assert_same(jax.jit(f)(key), step_by_step(f, key))
+
+
+def test_keys_of_their_own_per_element():
+    # Per-element keys (split's counters under vmap, say) are blocks of the run too.
+    from gpuarr import prng
+    rng = np.random.default_rng(5)
+    k1, k2, x1, x2 = (rng.integers(0, 2 ** 32, 1 << 19, dtype=np.uint32) for _ in range(4))
+
+    def f(k1, k2, x1, x2):
+        a, b = prng.threefry2x32(k1, k2, x1, x2)
+        return a ^ b, b + np.uint32(1)
+    assert "f_threefry2x32" in source(f, k1, k2, x1, x2).split("def run")[1]
+    for got, want in zip(jax.jit(f)(k1, k2, x1, x2), step_by_step(f, k1, k2, x1, x2)):
+        assert_same(got, want)

@@ -44,9 +44,10 @@ float_ufuncs: dict[Primitive, np.ufunc] = {}
 # by a constant in range, say). Compiled Programs then treat the equation as that ufunc
 # (`_ufunc_of`): called directly, given `out=` buffers, run block by block.
 blocked_ufunc_rules: dict[Primitive, Callable] = {}
-# prim -> rule(eqn) -> fn(*operand_blocks, out) or None: an elementwise kernel that is not a
-# ufunc but can take one block of a blocked run, on the calling thread, writing `out` (for
-# primitives whose impl splits its own work over the threads: XLA's erf_inv, say).
+# prim -> rule(eqn) -> fn(*operand_blocks, *outs) or None: an elementwise kernel that is not a
+# ufunc but can take one block of a blocked run, on the calling thread, writing the block of
+# each output (for primitives whose impl splits its own work over the threads: XLA's erf_inv,
+# threefry2x32, say).
 block_kernel_rules: dict[Primitive, Callable] = {}
 # Primitives that map operand elements to output elements one by one (operands of the
 # output's shape or 0-d).
@@ -334,21 +335,35 @@ class Codegen:
                     block[a.id] = f"{self.read(a)}[s:e]" if sliced else self.read(a)
         temps = []
         for e, (kind, _) in zip(eqns, forms):
-            out = e.outvars[0]
-            if last_use.get(out.id, end) >= end:  # read after the run, or a program output
-                full = self.bind(out)
-                self.line(f"{full} = {empty}({aval.shape}, {self.obj(out.aval.dtype, 'dtype')})")
-                block[out.id] = f"{full}[s:e]"
-            elif kind in ("ufunc", "kernel"):
-                temp = self.fresh("t")
-                temps.append((temp, out.aval.dtype))
-                block[out.id] = f"{temp}[:e - s]"
+            for out in e.outvars:
+                if last_use.get(out.id, end) >= end:  # read after the run, or a program output
+                    full = self.bind(out)
+                    self.line(f"{full} = {empty}({aval.shape}, "
+                              f"{self.obj(out.aval.dtype, 'dtype')})")
+                    block[out.id] = f"{full}[s:e]"
+                elif kind in ("ufunc", "kernel"):
+                    temp = self.fresh("t")
+                    temps.append((temp, out.aval.dtype))
+                    block[out.id] = f"{temp}[:e - s]"
+        iotas = {}  # iota id -> the indices 0, 1, ... of one block, offset by each block's start
+        for e, (kind, what) in zip(eqns, forms):
+            if kind == "iota":
+                iotas[e.outvars[0].id] = self.fresh("r")
+                if e.outvars[0].id not in block:
+                    temp = self.fresh("t")
+                    temps.append((temp, what))
+                    block[e.outvars[0].id] = f"{temp}[:e - s]"
         fn = self.fresh("run")
         self.line(f"def {fn}(lo, hi, step):")
         self.depth += 1
         for temp, dtype in temps:
             self.line(f"{temp} = {empty}((min(step, hi - lo),) + {aval.shape[1:]}, "
                       f"{self.obj(dtype, 'dtype')})")
+        for name in iotas.values():
+            dtype = next(w for e, (k, w) in zip(eqns, forms) if k == "iota"
+                         and iotas[e.outvars[0].id] == name)
+            self.line(f"{name} = {self.obj(np.arange, 'arange')}(min(step, hi - lo), "
+                      f"dtype={self.obj(dtype, 'dtype')})")
         self.line("for s in range(lo, hi, step):")
         self.depth += 1
         self.line("e = min(hi, s + step)")
@@ -357,10 +372,15 @@ class Codegen:
             out = e.outvars[0]
             if kind == "view":
                 block[out.id] = f"{args[0]}.view({self.obj(what, 'dtype')})"
+            elif kind == "iota":  # the block's own indices: no buffer of the whole range
+                self.line(f"{self.obj(np.add, 'add')}({iotas[out.id]}[:e - s], s, "
+                          f"{block[out.id]})")
             else:
-                ufunc = self.obj(what, f"f_{e.prim.name}_")
-                target = f"out={block[out.id]}" if what in _KEYWORD_OUT else block[out.id]
-                self.line(f"{ufunc}({', '.join(args + [target])})")
+                call = self.obj(what, f"f_{e.prim.name}_")
+                targets = [block[v.id] for v in e.outvars]
+                if what in _KEYWORD_OUT:
+                    targets = [f"out={targets[0]}"]
+                self.line(f"{call}({', '.join(args + targets)})")
         self.depth -= 2
         parts = self.obj(run_in_passes, "run_in_passes")
         costly = any(e.prim.name in TRANSCENDENTAL_PRIMS for e in eqns)
@@ -581,25 +601,34 @@ _RUN_PART = 1 << 16
 
 
 def _blocked_form(eqn):
-    """`_elementwise_form` of an equation whose output is large enough to go block by block."""
-    if len(eqn.outvars) != 1 or eqn.outvars[0].aval.size < _RUN_MIN_SIZE:
+    """`_elementwise_form` of an equation whose output is large enough to go block by block,
+    or ("iota", dtype) for a one-dimensional iota, whose blocks are ranges of indices."""
+    if not eqn.outvars or eqn.outvars[0].aval.size < _RUN_MIN_SIZE:
         return None, None
+    if eqn.prim.name == "iota" and len(eqn.params["shape"]) == 1:
+        return "iota", eqn.params["dtype"]
     return _elementwise_form(eqn)
 
 
 def _elementwise_form(eqn):
     """("ufunc", ufunc) for an elementwise equation that may run block by block, ("kernel",
-    fn) for one with a `block_kernel_rules` kernel, ("view", dtype) for a bitcast between types
-    of one size (a view of the block), else (None, None). Operands must be 0-d or of the output's
+    fn) for one with a `block_kernel_rules` kernel (the only form with several outputs),
+    ("view", dtype) for a bitcast between types of one size (a view of the block), else
+    (None, None). Operands must be 0-d or of the output's
     shape (or, for a ufunc, its rank with size-1 axes, which NumPy broadcasts), and the ufunc's
     own result type the output's (so writing into a buffer of that type changes nothing)."""
-    if len(eqn.outvars) != 1:
+    outs = eqn.outvars
+    if not outs or any(v.aval.shape != outs[0].aval.shape for v in outs):
         return None, None
-    out = eqn.outvars[0].aval
+    out = outs[0].aval
     shapes = [a.aval.shape for a in eqn.inputs if type(a) is not Literal]
     if any(s not in ((), out.shape) and not _broadcasts_to(s, out.shape) for s in shapes):
         return None, None
     broadcast = any(s not in ((), out.shape) for s in shapes)  # only ufuncs broadcast
+    if len(outs) > 1:  # only kernels write several outputs
+        rule = None if broadcast else block_kernel_rules.get(eqn.prim)
+        kernel = rule(eqn) if rule is not None else None
+        return ("kernel", kernel) if kernel is not None else (None, None)
     if eqn.prim.name == "bitcast_convert_type":
         src = eqn.inputs[0].aval
         same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize

@@ -331,6 +331,9 @@ class ParamPrinting(NamedTuple):
     not when empty, zero or False; `as_lists` ones print their innermost tuples as lists.
     `unsharded` names JAX's sharding parameters, which gpuarr's primitive does not carry (it
     places no shardings inside programs): they print as None, as JAX prints them unsharded.
+    `name` is the name JAX's primitive prints with, where it differs; `extra(eqn)` gives
+    parameters JAX's primitive carries and gpuarr's does not need (a dict), printed with the
+    rest.
     """
     first: tuple = ()
     hidden: tuple = ()
@@ -338,6 +341,8 @@ class ParamPrinting(NamedTuple):
     hidden_if_empty: tuple = ()
     as_lists: tuple = ()
     unsharded: tuple = ()
+    name: str | None = None
+    extra: Callable | None = None
 
 
 param_printing: dict[str, ParamPrinting] = {
@@ -380,6 +385,8 @@ def _shown_params(eqn: Eqn) -> list:
             continue
         shown[k] = _innermost_as_lists(v) if k in rule.as_lists else v
     shown.update((k, None) for k in rule.unsharded)
+    if rule.extra is not None:
+        shown.update(rule.extra(eqn))
     order = [k for k in rule.first if k in shown]
     order += sorted(k for k in shown if k not in rule.first)
     return [(k, shown[k]) for k in order]
@@ -441,15 +448,19 @@ def _eqn_doc(eqn: Eqn, namer: _Namer, source_info: bool):
     # Every break in an equation sits in a group of its own, so grouping the whole changes no
     # layout: it only lets an equation that fits on its line be written out in one step.
     note = str(eqn.source_info) if source_info and eqn.source_info is not None else None
-    name = eqn.prim.name
-    outs = [namer.binder(v) for v in eqn.outvars]
+    rule = param_printing.get(eqn.prim.name)
+    name = rule.name if rule is not None and rule.name else eqn.prim.name
     items = _shown_params(eqn)
-    if eqn.params and next(subprograms(eqn.params), None) is not None:
+    if items and next(subprograms(dict(items)), None) is not None:
+        # Named in JAX's order: jit's aliases (which name some results), the results, then
+        # the called Programs and the operands.
         _alias_nested(eqn, namer)
+        outs = [namer.binder(v) for v in eqn.outvars]
         params = _params_doc([pp.concat(pp.text(f"{k}="), _param_doc(v, namer, source_info))
                               for k, v in items])
         args = [namer(a) for a in eqn.inputs]
         return pp.group(_eqn_parts(outs, note, name, params, args))
+    outs = [namer.binder(v) for v in eqn.outvars]
     pairs = [f"{k}={_pp_value(v)}" for k, v in items]
     args = [namer(a) for a in eqn.inputs]
     flat = (f"{' '.join(outs) or '_'} = {name}{'[' + ' '.join(pairs) + ']' if pairs else ''}"
@@ -478,13 +489,19 @@ def _alias_nested(eqn: Eqn, namer: _Namer) -> None:
         if id(prog) in namer.shared:  # printed on its own, `let name = ...`, with its own names
             continue
         if len(prog.invars) == len(eqn.inputs) and len(prog.outvars) == len(eqn.outvars):
-            for inner, outer in zip(prog.invars, eqn.inputs):
-                if isinstance(outer, Var) and inner.id not in namer.names:
-                    namer.names[inner.id] = namer(outer)
-            for inner, outer in zip(prog.outvars, eqn.outvars):
-                if isinstance(inner, Var) and inner.id not in namer.names \
-                        and inner not in prog.invars:
-                    namer.names[inner.id] = namer(outer)
+            _suggest_same_names(namer, prog.invars, eqn.inputs)
+            _suggest_same_names(namer, prog.outvars, eqn.outvars)
+
+
+def _suggest_same_names(namer: _Namer, inner, outer) -> None:
+    """Each inner Var not yet named takes its outer Var's name (named now if it is not yet),
+    each outer Var lending its name once: an input passed twice names one inner input."""
+    lent = set()
+    for i, o in zip(inner, outer):
+        if isinstance(o, Var) and o.id not in lent and isinstance(i, Var) \
+                and i.id not in namer.names:
+            lent.add(o.id)
+            namer.names[i.id] = namer(o)
 
 
 def _program_doc(prog: Program, namer: _Namer, source_info: bool):
@@ -674,7 +691,8 @@ class Tracer:
     def __iter__(self):
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.aval.shape[0]))
+        from gpuarr.lax.slicing import index_in_dim  # lax builds on core
+        return (index_in_dim(self, i, keepdims=False) for i in range(self.aval.shape[0]))
 
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(self)

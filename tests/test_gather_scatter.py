@@ -108,7 +108,7 @@ def test_gather_grad_is_scatter_add_and_vmap():
     assert_same(jax.vmap(f, (0, None))(xs, ROWS), loop_vmap(lambda x: f(x, ROWS), xs))
     assert_same(jax.vmap(f, (None, 0))(xs[0], idxs), loop_vmap(lambda i: f(xs[0], i), idxs))
     jaxpr = str(jax.make_jaxpr(jax.grad(lambda x: lax.gather(x, ROWS, GDN, (1, 3)).sum()))(x))
-    assert "scatter_add" in jaxpr
+    assert "scatter-add" in jaxpr  # JAX's printed name
 
 
 # ---------------------------------------------------------------- scatter

@@ -179,6 +179,35 @@ SAME_AS_JAX = {
     "clip": (lambda api, jnp, lax: lambda x: jnp.clip(x, 0, 2.5), (F44,)),
     "round": (lambda api, jnp, lax: lambda x: (jnp.round(x, 2), jnp.round(x)), (F44,)),
     "one_hot": (lambda api, jnp, lax: lambda i: api.nn.one_hot(i, 5), (np.arange(3, dtype=np.int32),)),
+    # Integer-array indexing and .at[] updates: JAX's index normalization (scalar literals), one
+    # index expanded by broadcast_in_dim, and scatters printed with JAX's names and update
+    # programs.
+    "index_int_array": (lambda api, jnp, lax: lambda x, i: (x[i], x[:, i], x[i, i]),
+                        (F44, np.array([2, -1], np.int32))),
+    "grad_index_int_array": (lambda api, jnp, lax: api.grad(lambda x, i: x[i].sum()),
+                             (F44, np.array([2, 0], np.int32))),
+    "at_updates": (lambda api, jnp, lax: lambda x, i: (
+        x.at[i].set(1.), x.at[i].add(1.), x.at[i].multiply(2.), x.at[i].min(0.),
+        x.at[i].max(0.)), (F44, np.array([3, 0], np.int32))),
+    "index_traced_scalar": (lambda api, jnp, lax: lambda x, i: (x[i], x[i, 1:3], x[None, i, :2]),
+                            (F44, np.int32(-1))),
+    # jnp.array and jnp.copy of an array copy it with JAX's `copy` primitive.
+    "array_copy": (lambda api, jnp, lax: lambda x: (
+        jnp.array(x), jnp.array(x, dtype=np.int32), jnp.array(x, copy=False), jnp.copy(x),
+        x.copy(), jnp.array(x, ndmin=3)), (F44,)),
+    "grad_copy": (lambda api, jnp, lax: api.grad(lambda x: jnp.array(x).sum()), (F44,)),
+    "round_complex": (lambda api, jnp, lax: lambda x: jnp.around(x.astype(np.complex64), 2),
+                      (F44,)),
+    # Iterating a traced array indexes each row with lax.index_in_dim, as JAX's does.
+    "iterate": (lambda api, jnp, lax: lambda x: list(x), (F44,)),
+    "slice_in_dim": (lambda api, jnp, lax: lambda x: lax.slice_in_dim(x, -3, None, 2, 1),
+                     (F44,)),
+    # A jit's inputs and results take the caller's names, each caller name lent once: an
+    # operand passed twice names one input, and a result that is an input gets a new name.
+    "jit_operand_twice": (lambda api, jnp, lax: lambda a: api.jit(
+        lambda x, y: (x * y, x, y))(a, a), (F44,)),
+    "jit_returns_its_input": (lambda api, jnp, lax: lambda a: api.jit(
+        lambda x: (x, x * 2, x))(a), (F44,)),
     # Transformed jits stay jits: jvp keeps the name; grad splits a jit into a forward one
     # (outputs and residuals) and a transposed one.
     "jvp_jit": (lambda api, jnp, lax: lambda x, t: api.jvp(_sine_jit(api, jnp), (x,), (t,)),

@@ -82,6 +82,10 @@ CASES = [
     ("slice", lambda m, l: lambda x: m.exp(x)[:, 1:] * x[:, ::2][:, :2], None, ["any"]),
     ("concatenate", lambda m, l: lambda x, y: m.concatenate([m.sin(x), y * x], axis=0), None,
      ["any", "any"]),
+    ("stack", lambda m, l: lambda x, y: m.stack([m.sin(x), y * x], axis=1), None, ["any", "any"]),
+    ("split", lambda m, l: lambda x: m.split(m.exp(x), [1], axis=1)[1] * x[:, :2], None, ["any"]),
+    ("unstack", lambda m, l: lambda x: m.unstack(m.sin(x), axis=1)[2] * x[:, 0], None, ["any"]),
+    ("copy", lambda m, l: lambda x: m.array(m.sin(x)) * x, None, ["any"]),
     ("lax_pad", lambda m, l: lambda x, y: l.pad(x, y[0, 0], ((1, 1, 1), (0, -1, 0))), None,
      ["any", "any"]),
     ("reduce_sum", lambda m, l: lambda x: m.sum(m.sin(x) * x, axis=1), None, ["any"]),
@@ -416,7 +420,8 @@ def test_rule_table():
     wanted = """neg add sub mul div integer_pow pow sqrt rsqrt cbrt exp exp2 log log1p expm1 sin cos
         tan tanh logistic sinh cosh asin acos atan asinh acosh atanh atan2 abs sign max min
         select_n clamp rem erf erfc erf_inv reshape broadcast_in_dim transpose slice
-        concatenate pad reduce_sum dot_general convert_element_type rev gather dynamic_slice
+        concatenate stack split unstack copy pad
+        reduce_sum dot_general convert_element_type rev gather dynamic_slice
         dynamic_update_slice scatter_add scatter cumsum cumprod cummax cummin reduce_max
         reduce_min eq ne lt le gt ge and or not floor ceil round is_finite stop_gradient jit
         remat2 custom_jvp_call custom_vjp_call""".split()

@@ -231,6 +231,60 @@ def test_split_axis():
     check(lambda m, x: m.lax.split(x, [], axis=0), x)
 
 
+def test_split_transformations():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+    def loss(m, x):
+        a, b = m.lax.split(x, [1, 3], axis=1)
+        return (a * 2 + m.numpy.sin(b).sum(1, keepdims=True)).sum()
+    check(lambda m, x: m.grad(lambda x: loss(m, x))(x), x, exact=False)
+    check(lambda m, x: m.tree_util.tree_leaves(
+        m.jvp(lambda x: m.lax.split(x, [2, 1], 0), (x,), (x * 3,))), x)
+    check(lambda m, x: m.vmap(lambda r: m.lax.split(r, [3, 1]), in_axes=0, out_axes=1)(x), x)
+    check(lambda m, x: m.lax.split(x, (np.int64(2), np.int64(1))), x, jit=True)
+
+
+# ---------------------------------------------------------------- stack and unstack
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, 2, 3, -4], ids=str)
+def test_stack_axes(axis):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    check(lambda m, x: m.lax.stack([x, x * 2, x + 1], axis), x)
+    check(lambda m, x: m.lax.unstack(x, axis % 4 - 2 if axis in (-1, 2) else 0), x)
+
+
+def test_stack_unstack_errors_and_transformations():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    check(lambda m, x: m.lax.stack([x, x[0]]), x)
+    check(lambda m, x: m.lax.stack([x, x.T]), x)
+    check(lambda m, x: m.lax.stack([]), x)
+    check(lambda m, x: m.lax.unstack(x[0, 0]), x)
+    check(lambda m, x: m.lax.unstack(x, 2), x)
+    check(lambda m, x: m.grad(lambda x: (m.lax.stack([x, x * x], 1) ** 2).sum())(x), x,
+          exact=False)
+    check(lambda m, x: m.grad(lambda x: m.lax.unstack(x * x, 1)[2].sum())(x), x, exact=False)
+    check(lambda m, x: m.vmap(lambda r: m.lax.stack([r, r * 2], 0), in_axes=1)(x), x)
+    check(lambda m, x: m.vmap(lambda r, s: m.lax.stack([r, s], 1), in_axes=(0, None))(
+        x, x[0]), x)
+    check(lambda m, x: m.vmap(lambda r: m.lax.unstack(r), in_axes=1, out_axes=0)(x), x)
+    check(lambda m, x: m.jit(lambda x: m.lax.unstack(m.lax.stack([x, x], 2), 1))(x), x)
+
+
+def test_split_prints_as_jax():
+    x = np.ones((2, 4), np.float32)
+    for fn in (lambda m: lambda x: m.lax.split(x, (1, 3), axis=-1),
+               lambda m: lambda x: m.grad(lambda x: (m.lax.split(x, (1, 1))[1] ** 2).sum())(x),
+               lambda m: m.nn.glu, lambda m: m.grad(lambda x: m.nn.glu(x).sum()),
+               lambda m: lambda x: m.numpy.split(x, [1, 3], axis=1),
+               lambda m: lambda x: m.numpy.stack([x, x], -1),
+               lambda m: lambda x: m.numpy.unstack(x, axis=1),
+               lambda m: m.grad(lambda x: m.numpy.stack([x, x * x]).sum()),
+               lambda m: m.vmap(lambda r: m.numpy.unstack(m.numpy.stack([r, r]), axis=1))):
+        want = jax.make_jaxpr(fn(jax))(x).pretty_print(use_color=False)
+        assert str(gpuarr.make_jaxpr(fn(gpuarr))(x)) == want
+
+
 # ---------------------------------------------------------------- complex max/min reductions
 
 

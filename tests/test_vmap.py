@@ -142,6 +142,10 @@ PRIMITIVE_TABLE = {
     "slice": (lambda x: lax.slice(x, (0, 1), (2, 4), (1, 2)), [f32(2, 4)]),
     "pad": (lambda x: lax.pad(x, np.float32(0), ((1, 0, 1), (0, 2, 0))), [f32(2, 3)]),
     "concatenate": (lambda x, y: lax.concatenate([x, y], 1), [f32(2, 3), f32(2, 2)]),
+    "split": (lambda x: lax.split(x, (1, 0, 3), 1), [f32(2, 4)]),
+    "copy": (lambda x: lax.copy_p.bind(x), [f32(2, 3)]),
+    "stack": (lambda x, y: lax.stack([x, y], 1), [f32(2, 3), f32(2, 3)]),
+    "unstack": (lambda x: lax.unstack(x, 1), [f32(2, 3)]),
     # reductions
     **{n: (lambda x, n=n: getattr(lax, n)(x, (1,)), [f32(2, 3, 4)])
        for n in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod")},

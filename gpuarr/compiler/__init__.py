@@ -15,7 +15,7 @@ logger = logging.getLogger("gpuarr")
 def plan_closed(closed, options=None):
     """The KernelPlan of a ClosedProgram (passes are assumed to have run already)."""
     from gpuarr.compiler import fusion, passes
-    program = closed.program
+    program = passes.decompose_for_kernels(closed.program)
     inplace = passes.inplace_operands(program)
     return fusion.fuse(program, closed.consts, options, inplace)
 

@@ -199,6 +199,7 @@ ELEMENTWISE = {
     "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,
     "stop_gradient": None,         # the identity
+    "copy": "stop_gradient",       # a fused identity: its output is a buffer of its own
     "iota": None,
     "threefry2x32": None,
 }
@@ -242,6 +243,11 @@ SCATTER_COMBINERS = {"scatter": "set", "scatter_add": "add", "scatter_sub": "sub
                      "scatter-min": "min", "scatter-max": "max"}
 INDEXING = ("gather", "dynamic_slice", "scatter_apply", *SCATTER_COMBINERS)
 
+# Primitives the kernel compiler first writes as the layout and piecewise operations above
+# (`passes.KERNEL_DECOMPOSITIONS`, which `plan_closed` always runs); seen here, they run on the
+# host.
+DECOMPOSED = ("split", "stack", "unstack")
+
 # Primitives known to have no kernel lowering yet: they run on the host through the NumPy
 # backend. The coverage test lists these explicitly.
 HOST_FALLBACK = ("igamma", "igammac", "igamma_grad_a",
@@ -261,7 +267,7 @@ def _elementwise_rule(name):
 
 def rule_for_name(name: str):
     """('elementwise'|'layout'|'piecewise'|'reduce'|'scan'|'window'|'library'|'control'|
-    'indexing'|'fallback', detail)."""
+    'indexing'|'decomposed'|'fallback', detail)."""
     if name in ELEMENTWISE:
         return _elementwise_rule(name)
     if name in LAYOUT:
@@ -280,6 +286,8 @@ def rule_for_name(name: str):
         return ("library", name)
     if name in CONTROL:
         return ("control", name)
+    if name in DECOMPOSED:
+        return ("decomposed", name)
     return None
 
 

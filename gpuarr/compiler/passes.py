@@ -477,6 +477,62 @@ def optimize(closed: ClosedProgram) -> ClosedProgram:
     return ClosedProgram(program, consts)
 
 
+# ---- lowering -------------------------------------------------------------------------------
+
+def _split_pieces(rw, eqn, x):
+    axis, start = eqn.params["axis"], 0
+    for out in eqn.outvars:
+        starts, limits = [0] * x.aval.ndim, list(x.aval.shape)
+        starts[axis], limits[axis] = start, start + out.aval.shape[axis]
+        rw.emit(_prim("slice"), [x], dict(start_indices=tuple(starts),
+                                         limit_indices=tuple(limits), strides=None),
+                [out], eqn.source_info)
+        start = limits[axis]
+
+
+def _unstack_pieces(rw, eqn, x):
+    axis = eqn.params["axis"]
+    for i, out in enumerate(eqn.outvars):
+        starts, limits = [0] * x.aval.ndim, list(x.aval.shape)
+        starts[axis], limits[axis] = i, i + 1
+        piece = rw.emit(_prim("slice"), [x], dict(start_indices=tuple(starts),
+                                                 limit_indices=tuple(limits), strides=None),
+                        None, eqn.source_info).outvars[0]
+        rw.emit(_prim("squeeze"), [piece], dict(dimensions=(axis,)), [out], eqn.source_info)
+
+
+def _stack_pieces(rw, eqn, *xs):
+    axis, (out,) = eqn.params["axis"], eqn.outvars
+    shape = out.aval.shape[:axis] + (1,) + out.aval.shape[axis + 1:]
+    dims = tuple(d for d in range(len(shape)) if d != axis)
+    grown = [rw.emit(_prim("broadcast_in_dim"), [x], dict(shape=shape, broadcast_dimensions=dims),
+                     None, eqn.source_info).outvars[0] for x in xs]
+    rw.emit(_prim("concatenate"), grown, dict(dimension=axis), [out], eqn.source_info)
+
+
+# Primitives the kernels compute as layout operations: name -> rule(rewriter, eqn, *inputs)
+# emitting the equations that replace `eqn` (writing its outputs).
+KERNEL_DECOMPOSITIONS = {"split": _split_pieces, "unstack": _unstack_pieces,
+                         "stack": _stack_pieces}
+
+
+def decompose_for_kernels(program: Program) -> Program:
+    """`program` with each primitive of KERNEL_DECOMPOSITIONS written as the slices, squeezes,
+    broadcasts and concatenations the kernels fuse. Kernel compilation runs this always: it is
+    a lowering, not an optional pass."""
+    if not any(e.prim.name in KERNEL_DECOMPOSITIONS for e in program.eqns):
+        return program
+    rw = _Rewriter(program)
+    for eqn in program.eqns:
+        inputs = [rw.read(a) for a in eqn.inputs]
+        rule = KERNEL_DECOMPOSITIONS.get(eqn.prim.name)
+        if rule is None:
+            rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
+        else:
+            rule(rw, eqn, *inputs)
+    return rw.finish(program.constvars)
+
+
 # ---- in-place updates ------------------------------------------------------------------------
 
 def inplace_operands(program: Program, donated=()) -> set:

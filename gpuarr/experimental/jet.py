@@ -233,7 +233,7 @@ for _p in (lax.neg_p, lax.real_p, lax.imag_p, lax.complex_p, lax.conj_p, lax.add
            lax.sub_p, lax.convert_element_type_p, lax.broadcast_in_dim_p, lax.concatenate_p,
            lax.pad_p, lax.reshape_p, lax.squeeze_p, lax.rev_p, lax.transpose_p, lax.slice_p, lax.reduce_sum_p,
            lax.reduce_window_sum_p, lax.fft_p, lax.cumsum_p,
-           lax.optimization_barrier_p):
+           lax.optimization_barrier_p, lax.copy_p, lax.split_p, lax.stack_p, lax.unstack_p):
     deflinear(_p)
 
 

@@ -71,11 +71,11 @@ from gpuarr.lax.windowed import conv_general_permutations  # noqa: F401, E402
 from gpuarr.lax.lax import AccuracyMode, Tolerance  # noqa: F401, E402
 
 # The primitives JAX exports from jax.lax where gpuarr's is the same operation (same name
-# and operands; the collectives, whose operands differ, are left out). gpuarr's scatter
-# family prints as scatter_add where JAX prints scatter-add.
+# and operands; the collectives, whose operands differ, are left out).
 from gpuarr.lax.lax import (  # noqa: F401, E402
     abs_p, acos_p, acosh_p, add_p, and_p, argmax_p, argmin_p, asin_p, asinh_p, atan2_p, atan_p,
-    atanh_p, broadcast_in_dim_p, cbrt_p, ceil_p, concatenate_p, convert_element_type_p, cos_p,
+    atanh_p, broadcast_in_dim_p, cbrt_p, ceil_p, concatenate_p, convert_element_type_p, copy_p,
+    cos_p,
     cosh_p, div_p, dot_general_p, eq_p, exp2_p, exp_p, expm1_p, floor_p, ge_p, gt_p,
     integer_pow_p, iota_p, is_finite_p, le_p, log1p_p, log_p, logistic_p, lt_p, max_p, min_p,
     mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p, pow_p, reduce_and_p, reduce_max_p,
@@ -93,7 +93,8 @@ from gpuarr.lax.special_extra import (  # noqa: F401, E402
     regularized_incomplete_beta_p, zeta_p,
 )
 from gpuarr.lax.extras import (  # noqa: F401, E402
-    complex_p, conj_p, imag_p, optimization_barrier_p, real_p, reduce_xor_p,
+    complex_p, conj_p, imag_p, optimization_barrier_p, real_p, reduce_xor_p, split_p, stack_p,
+    unstack_p,
 )
 from gpuarr.lax.control_flow import cond_p, scan_p, while_p  # noqa: F401, E402
 from gpuarr.lax.custom_solve import linear_solve_p  # noqa: F401, E402

@@ -31,6 +31,7 @@ from gpuarr.lax.lax import (
     broadcast_batch_rule,
     reducer,
 )
+from gpuarr.lax.slicing import checked_impl
 from gpuarr.lax.windowed import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 
 # ---------------------------------------------------------------- enums and type aliases
@@ -342,37 +343,157 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     return lax.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
 
 
+def _stack_abstract(*operands, axis):
+    if not operands:
+        raise ValueError("stack expects at least one operand, got 0.")
+    shapes = ", ".join(str(o.shape) for o in operands)
+    if len({o.ndim for o in operands}) != 1:
+        raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got {shapes}.")
+    if len({o.shape for o in operands}) != 1:
+        raise ValueError(f"All input arrays must have the same shape. Got {shapes}.")
+    _check_same_dtypes("stack", *operands)
+    shape = list(operands[0].shape)
+    shape.insert(axis, len(operands))
+    return [ShapedArray(tuple(shape), operands[0].dtype,
+                        builtins.all(o.weak_type for o in operands))]
+
+
+def _stack_jvp(primals, tangents, axis):
+    out = stack_p.bind(*primals, axis=axis)
+    if builtins.all(type(t) is Zero for t in tangents):
+        return out, Zero.from_primal(out)
+    return out, stack_p.bind(*[ad.instantiate(t) for t in tangents], axis=axis)
+
+
+def _stack_transpose(ct, *operands, axis):
+    if type(ct) is Zero:
+        return [Zero(o.aval) if ad.is_undefined(o) else None for o in operands]
+    return unstack_p.bind(ct, axis=axis)
+
+
+def _stack_batch(axis_size, vals, dims, axis):
+    if dims[0] is not None and builtins.all(d == dims[0] for d in dims):
+        d = dims[0]
+        return stack_p.bind(*vals, axis=axis if axis <= d else axis + 1), d + (axis <= d)
+    vals = [batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims)]
+    return stack_p.bind(*vals, axis=axis + 1), 0
+
+
+stack_p = Primitive("stack")
+impl_rules[stack_p] = lambda *xs, axis: np.stack(xs, axis)
+abstract_eval_rules[stack_p] = _stack_abstract
+checked_impl(stack_p)
+weak_type_rules[stack_p] = lambda *xs, axis: builtins.all(
+    getattr(x, "weak_type", False) for x in xs)
+ad.jvp_rules[stack_p] = _stack_jvp
+ad.transpose_rules[stack_p] = _stack_transpose
+batch_rules[stack_p] = _stack_batch
+
+
 def stack(operands: Sequence, axis: int = 0):
-    """The same-shaped `operands` joined along a new axis `axis` (lax.stack)."""
-    shape = get_aval(operands[0]).shape
-    axis = axis % (len(shape) + 1)
-    grown = [lax.reshape(x, shape[:axis] + (1,) + shape[axis:]) for x in operands]
-    return lax.concatenate(grown, axis)
+    """The same-shaped `operands` joined along a new axis `axis` (lax.stack): one `stack`
+    equation."""
+    operands = list(operands)
+    ndim = get_aval(operands[0]).ndim  # no operands: IndexError, as in JAX
+    return stack_p.bind(*operands, axis=lax._canonical_axis(axis, ndim + 1))
+
+
+def _unstack_abstract(operand, *, axis):
+    if operand.ndim == 0:
+        raise ValueError("unstack requires arrays with rank > 0, however a scalar array of "
+                         f"shape {operand.shape} was passed.")
+    shape = list(operand.shape)
+    count = shape.pop(axis)
+    return [operand.update(shape=tuple(shape))] * count
+
+
+def _unstack_jvp(primals, tangents, axis):
+    (x,), (t,) = primals, tangents
+    outs = unstack_p.bind(x, axis=axis)
+    if type(t) is Zero:
+        return outs, [Zero.from_primal(o) for o in outs]
+    return outs, unstack_p.bind(ad.instantiate(t), axis=axis)
+
+
+def _unstack_transpose(cts, operand, *, axis):
+    if builtins.all(type(ct) is Zero for ct in cts):
+        return [Zero(operand.aval)]
+    return [stack_p.bind(*[ad.instantiate(ct) for ct in cts], axis=axis)]
+
+
+def _unstack_batch(axis_size, vals, dims, axis):
+    (x,), (d,) = vals, dims
+    outs = unstack_p.bind(x, axis=axis if axis < d else axis + 1)
+    return outs, [d - (axis < d)] * len(outs)
+
+
+unstack_p = Primitive("unstack", multiple_results=True)
+impl_rules[unstack_p] = lambda x, *, axis: [np.take(x, i, axis) for i in range(x.shape[axis])]
+abstract_eval_rules[unstack_p] = _unstack_abstract
+checked_impl(unstack_p)
+weak_type_rules[unstack_p] = lambda x, *, axis: [bool(getattr(x, "weak_type", False))] * \
+    np.shape(x)[axis]
+ad.jvp_rules[unstack_p] = _unstack_jvp
+ad.transpose_rules[unstack_p] = _unstack_transpose
+batch_rules[unstack_p] = _unstack_batch
 
 
 def unstack(x, axis: int = 0):
-    """The slices of `x` along `axis`, as a tuple (lax.unstack)."""
-    shape = get_aval(x).shape
-    axis = axis % len(shape)
-    return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), (axis,))
-                 for i in range(shape[axis]))
+    """The slices of `x` along `axis`, as a tuple (lax.unstack): one `unstack` equation."""
+    return tuple(unstack_p.bind(x, axis=lax._canonical_axis(axis, get_aval(x).ndim)))
+
+
+def _split_abstract(operand, *, sizes, axis):
+    if not 0 <= axis < operand.ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {operand.ndim}")
+    if builtins.any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if builtins.sum(sizes) != operand.shape[axis]:
+        # np.sum, as JAX's message has it: the sum of no sizes prints as 0.0
+        raise ValueError(f"Sum of sizes {np.sum(sizes)} must be equal to dimension "
+                         f"{axis} of the operand shape {list(operand.shape)}")
+    shape = list(operand.shape)
+    return [operand.update(shape=tuple(shape[:axis] + [int(s)] + shape[axis + 1:]))
+            for s in sizes]
+
+
+def _split_jvp(primals, tangents, sizes, axis):
+    (x,), (t,) = primals, tangents
+    outs = split_p.bind(x, sizes=sizes, axis=axis)
+    if type(t) is Zero:
+        return outs, [Zero.from_primal(o) for o in outs]
+    return outs, split_p.bind(ad.instantiate(t), sizes=sizes, axis=axis)
+
+
+def _split_transpose(cts, operand, *, sizes, axis):
+    return [lax.concatenate([ad.instantiate(ct) for ct in cts], axis)]
+
+
+def _split_batch(axis_size, vals, dims, sizes, axis):
+    (x,), (d,) = vals, dims
+    outs = split_p.bind(x, sizes=sizes, axis=axis + (d <= axis))
+    return outs, [d] * len(outs)
+
+
+split_p = Primitive("split", multiple_results=True)
+impl_rules[split_p] = lambda x, *, sizes, axis: np.split(x, np.cumsum(sizes[:-1]), axis)
+abstract_eval_rules[split_p] = _split_abstract
+checked_impl(split_p)
+weak_type_rules[split_p] = lambda x, *, sizes, axis: [bool(getattr(x, "weak_type", False))] * len(
+    sizes)
+ad.jvp_rules[split_p] = _split_jvp
+ad.transpose_rules[split_p] = _split_transpose
+batch_rules[split_p] = _split_batch
 
 
 def split(operand, sizes: Sequence[int], axis: int = 0):
     """`operand` cut along `axis` into pieces of the given `sizes`, which must add up to the
-    axis length (lax.split)."""
-    shape = get_aval(operand).shape
-    axis = axis % len(shape)
-    sizes = [int(s) for s in sizes]
-    if builtins.any(s < 0 for s in sizes):
-        raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}")
-    if builtins.sum(sizes) != shape[axis]:
-        # np.sum, as JAX's message has it: the sum of no sizes prints as 0.0
-        raise ValueError(f"Sum of sizes {np.sum(sizes)} must be equal to dimension "
-                         f"{axis} of the operand shape {list(shape)}")
-    starts = np.cumsum([0] + sizes)
-    return [lax.slice_in_dim(operand, int(a), int(b), axis=axis)
-            for a, b in zip(starts[:-1], starts[1:])]
+    axis length (lax.split). One `split` equation with every piece as an output; sizes keep
+    their Python or NumPy integer type, as JAX prints them."""
+    ndim = get_aval(operand).ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return split_p.bind(operand, sizes=tuple(sizes), axis=int(axis) % ndim)
 
 
 def tile(operand, reps: Sequence[int]):

@@ -431,6 +431,10 @@ defjvp_zero(not_p)
 stop_gradient_p = unop("stop_gradient", lambda x: x, "any")
 narrow_rules[stop_gradient_p] = impl_rules[stop_gradient_p]
 defjvp_zero(stop_gradient_p)
+# A copy into a new buffer (jnp.array and jnp.copy of an array, as JAX's `copy`): linear.
+copy_p = unop("copy", lambda x: np.array(x, copy=True), "any")
+narrow_rules[copy_p] = impl_rules[copy_p]
+deflinear(copy_p, lambda ct, x: [Zero(x.aval) if type(ct) is Zero else copy_p.bind(ct)])
 
 
 def _integer_pow_impl(x, y):
@@ -1094,8 +1098,9 @@ def _broadcast_in_dim_transpose(ct, x, shape, broadcast_dimensions):
 def _broadcast_in_dim_batch(axis_size, vals, dims, shape, broadcast_dimensions):
     (x,), (d,) = vals, dims
     x = batching.moveaxis(x, d, 0) if d != 0 else x
+    # np.add, as JAX's rule: the shifted dimensions print as NumPy integers.
     return broadcast_in_dim(x, (axis_size,) + tuple(shape),
-                            (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+                            (0,) + tuple(np.add(1, broadcast_dimensions))), 0
 
 
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
@@ -1642,16 +1647,17 @@ def slice(operand, start_indices, limit_indices, strides=None):
 
 
 def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
-    """Static slice along one axis."""
+    """Static slice along one axis; negative indices count from the end. The strides are
+    explicit (ones but on `axis`), as JAX's slice_in_dim prints them."""
     shape = get_aval(operand).shape
-    axis = axis % len(shape)
-    start = [0] * len(shape)
-    limit = list(shape)
-    strides = [1] * len(shape)
-    start[axis] = start_index if start_index is not None else 0
-    limit[axis] = limit_index if limit_index is not None else shape[axis]
-    strides[axis] = stride
-    return slice(operand, start, limit, strides if stride != 1 else None)
+    axis = int(axis)
+    start, limit, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    lo = int(start_index) if start_index is not None else 0
+    hi = int(limit_index) if limit_index is not None else shape[axis]
+    start[axis] = lo + shape[axis] if lo < 0 else lo
+    limit[axis] = hi + shape[axis] if hi < 0 else hi
+    strides[axis] = int(stride)
+    return slice(operand, start, limit, strides)
 
 
 def _pad_impl(x, padding_value, padding_config):
@@ -2141,7 +2147,21 @@ ad.zeros_like_aval = _zeros_like_aval
 
 rev_p = Primitive("rev")
 impl_rules[rev_p] = lambda x, dimensions: np.flip(x, dimensions) if dimensions else x
-abstract_eval_rules[rev_p] = lambda x, dimensions: [x]
+
+
+def _rev_abstract(x, dimensions):
+    if builtins.any(d < 0 for d in dimensions):
+        raise TypeError(f"rev dimensions must have every element be nonnegative, got "
+                        f"{dimensions}.")
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+    if dimensions and not builtins.max(dimensions) < x.ndim:
+        raise TypeError(f"rev dimensions must all be less than operand ndim, got dimensions "
+                        f"{dimensions} for operand ndim {x.ndim}.")
+    return [x]
+
+
+abstract_eval_rules[rev_p] = _rev_abstract
 deflinear(rev_p, lambda ct, x, dimensions: [
     Zero(x.aval) if type(ct) is Zero else rev(ct, dimensions)])
 
@@ -2155,9 +2175,9 @@ batch_rules[rev_p] = _rev_batch
 
 
 def rev(operand, dimensions):
-    """Reverse the order of elements along `dimensions`."""
-    dims = tuple(sorted(int(d) for d in dimensions))
-    return rev_p.bind(operand, dimensions=dims) if dims else operand
+    """Reverse the order of elements along `dimensions` (kept in the order given, and bound
+    even when empty, as JAX binds them)."""
+    return rev_p.bind(operand, dimensions=tuple(dimensions))
 
 
 # add_any's batching rule lives with it in ad.py: its operands have equal shapes, so both get

@@ -15,7 +15,19 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.backends.numpy_backend import impl_rules
-from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval, weak_type_rules
+from gpuarr.core import (
+    Eqn,
+    ParamPrinting,
+    Primitive,
+    Program,
+    ShapedArray,
+    Tracer,
+    Var,
+    abstract_eval_rules,
+    get_aval,
+    param_printing,
+    weak_type_rules,
+)
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped
@@ -504,6 +516,28 @@ scatter_sub_p = _scatter_prim("scatter_sub")
 scatter_mul_p = _scatter_prim("scatter_mul")
 scatter_min_p = _scatter_prim("scatter_min")
 scatter_max_p = _scatter_prim("scatter_max")
+
+
+def _update_program(combine):
+    """JAX's scatter parameters `update_consts` and `update_jaxpr`: the scalar program that
+    combines an operand element with an update (None for a plain scatter)."""
+    def extra(eqn):
+        if combine is None:
+            return {"update_consts": (), "update_jaxpr": None}
+        a, b = (Var(ShapedArray((), eqn.inputs[0].aval.dtype)) for _ in range(2))
+        out = Var(ShapedArray((), eqn.inputs[0].aval.dtype))
+        return {"update_consts": (),
+                "update_jaxpr": Program([], [a, b], [Eqn(combine, [a, b], {}, [out])], [out])}
+    return extra
+
+
+# Printed as JAX prints its scatters: hyphenated names and the update program.
+param_printing["scatter"] = ParamPrinting(extra=_update_program(None))
+for _prim, _combine in ((scatter_add_p, lax.add_p), (scatter_sub_p, lax.sub_p),
+                        (scatter_mul_p, lax.mul_p), (scatter_min_p, lax.min_p),
+                        (scatter_max_p, lax.max_p)):
+    param_printing[_prim.name] = ParamPrinting(name=_prim.name.replace("_", "-"),
+                                               extra=_update_program(_combine))
 
 
 def _gather_updates(ct, indices, updates_aval, operand_ndim, dimension_numbers, mode,
@@ -1033,7 +1067,7 @@ def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
         raise IndexError(f"index {index} is out of bounds for axis {axis} with size {shape[axis]}")
     index %= shape[axis]
     out = lax.slice_in_dim(operand, index, index + 1, axis=axis)
-    return out if keepdims else lax.reshape(out, shape[:axis] + shape[axis + 1:])
+    return out if keepdims else lax.squeeze(out, (axis,))
 
 
 def index_take(src, idxs, axes):

@@ -199,11 +199,9 @@ def glu(x, axis: int = -1):
     """Gated linear unit: the first half of `axis` times the sigmoid of the second half."""
     x = _array("glu", x)
     size = x.shape[axis]  # a bad axis is the tuple's IndexError, as in JAX
-    axis = axis % x.ndim
     if size % 2:
         raise AssertionError("axis size must be divisible by 2")
-    x1 = lax.slice_in_dim(x, 0, size // 2, axis=axis)
-    x2 = lax.slice_in_dim(x, size // 2, size, axis=axis)
+    x1, x2 = jnp.split(x, 2, axis)
     return x1 * sigmoid(x2)
 
 

@@ -117,9 +117,8 @@ def _as_index_array(i, size, wrap_negative):
     aval = get_aval(i)
     i = lax.convert_element_type(i, np.int32) if aval.dtype != np.int32 else i
     if wrap_negative and not dtypes.is_unsigned_int(aval.dtype):
-        zero = np.zeros((), np.int32)[()]
-        i = lax.select(lax.lt(i, lax.full(aval.shape, zero, np.int32)),
-                       lax.add(i, lax.full(aval.shape, size, np.int32)), i)
+        # Scalar constants, which lax broadcasts (JAX's _normalize_index prints them so).
+        i = lax.select(lax.lt(i, np.int32(0)), lax.add(i, np.int32(size)), i)
     return i
 
 
@@ -214,10 +213,15 @@ def _stack_components(comps, batch_shape):
     if all(isinstance(v, np.ndarray) for v, _ in comps):
         cols = [np.broadcast_to(np.reshape(v, view), batch_shape) for v, view in comps]
         return np.stack(cols, -1).astype(np.int32) if cols else np.zeros(batch_shape + (0,), np.int32)
+    if len(comps) == 1 and get_aval(comps[0][0]).shape == batch_shape:
+        return lax.expand_dims(comps[0][0], (nb,))  # as JAX's one gather index
     cols = []
-    for v, view in comps:
-        v = lax.reshape(v, view + (1,))
-        cols.append(lax.broadcast_in_dim(v, batch_shape + (1,), tuple(range(nb + 1))))
+    for v, view in comps:  # each into its axes of batch_shape + (1,), as JAX's
+        v_shape = np.shape(v)
+        dims = tuple(p for p, n in enumerate(view) if n != 1 or len(v_shape) == nb)
+        if len(dims) != len(v_shape):  # unit axes of the index: place them by reshaping
+            v, dims = lax.reshape(v, view), tuple(range(nb))
+        cols.append(lax.broadcast_in_dim(v, batch_shape + (1,), dims))
     return lax.concatenate(cols, nb)
 
 
@@ -238,25 +242,33 @@ def _static_scalar_starts(idx):
 
 
 def _dynamic_slice_read(x, idx, wrap_negative):
+    """`x[idx]` for scalar (some traced) indices and unit-step slices, as JAX's dynamic-slice
+    indexing traces it: one dynamic_slice (starts of one integer type when there are several),
+    then a squeeze of the indexed axes and an expand_dims for the None entries."""
     shape = get_aval(x).shape
-    starts, sizes, out_shape, dim = [], [], [], 0
+    starts, sizes, squeezed, new_axes, dim = [], [], [], [], 0
     for i in idx:
-        if i is None:
-            out_shape.append(1)
+        if i is SEPARATOR:
             continue
-        n = shape[dim]
+        if i is None:
+            new_axes.append(dim - len(squeezed) + len(new_axes))
+            continue
         if isinstance(i, slice):
-            start, stop, _ = i.indices(n)
-            count = max(0, stop - start)
-            starts.append(np.int32(start))
-            sizes.append(count)
-            out_shape.append(count)
+            start, stop, _ = i.indices(shape[dim])
+            starts.append(start)
+            sizes.append(max(0, stop - start))
         else:
-            starts.append(_as_index_array(i, n, wrap_negative))
+            starts.append(i)
             sizes.append(1)
+            squeezed.append(dim)
         dim += 1
-    out = slicing.dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(sizes)) if shape else x
-    return lax.reshape(out, tuple(out_shape))
+    if len(starts) > 1:
+        starts = [lax.convert_element_type(s, np.int32) for s in starts]
+    out = slicing.dynamic_slice(x, starts, sizes, allow_negative_indices=wrap_negative) \
+        if starts else x
+    if squeezed:
+        out = lax.squeeze(out, tuple(squeezed))
+    return lax.expand_dims(out, tuple(new_axes)) if new_axes else out
 
 
 def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True,

@@ -4,12 +4,21 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dlpack, dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import ShapedArray, Tracer, current_trace, get_aval
 from gpuarr.dispatch import eval_trace, to_device_array
 from gpuarr.numpy._util import check_arraylike, static_hashable
 
 _SCALARS = (bool, int, float, complex)
+
+
+def _named_jit(name, **options):
+    """A jit decorator whose program is named `name` (a public function's, as JAX names it)."""
+    def wrap(fun):
+        fun.__name__ = fun.__qualname__ = name
+        return _jit(fun, **options)
+    return wrap
 
 
 def _user_dtype(dtype, fun_name):
@@ -59,12 +68,18 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None,
                        out_sharding)
     dt = _user_dtype(dtype, "array")
     if isinstance(object, (Array, Tracer)):
-        out = object if dt is None else lax.convert_element_type(object, dt)
+        out = lax.copy_p.bind(object) if copy else object  # a new buffer, as JAX's `copy`
+        out = out if dt is None else lax.convert_element_type(out, dt)
         return _ndmin(out, ndmin)
     if isinstance(object, (list, tuple)) and _has_tracers(object):
-        from gpuarr.numpy.manipulation import stack
-        out = stack([array(o) for o in object])
-        return _ndmin(out if dt is None else out.astype(dt), ndmin)
+        # As JAX: the elements in the leaves' common dtype, each given a leading axis and
+        # concatenated (in groups of 16, which compile faster than one wide concatenation).
+        if dt is None:
+            dt = dtypes.result_type(*_leaves(object))
+        parts = [lax.expand_dims(array(o, dt, copy=False), (0,)) for o in object]
+        while len(parts) > 16:
+            parts = [lax.concatenate(parts[i:i + 16], 0) for i in range(0, len(parts), 16)]
+        return _ndmin(lax.convert_element_type(lax.concatenate(parts, 0), dt), ndmin)
     if hasattr(object, "__jax_array__"):
         return array(object.__jax_array__(), dtype, copy=copy, order=order, ndmin=ndmin)
     if dlpack.is_gpu_array(object):  # CuPy arrays, CUDA PyTorch tensors: shared, not copied
@@ -99,6 +114,14 @@ def _check_python_ints_fit(host, dtype):
 object_dtype = np.dtype(object)
 
 
+def _leaves(seq):
+    for o in seq:
+        if isinstance(o, (list, tuple)):
+            yield from _leaves(o)
+        else:
+            yield o
+
+
 def _has_tracers(seq):
     for o in seq:
         if isinstance(o, Tracer):
@@ -110,8 +133,8 @@ def _has_tracers(seq):
 
 def _ndmin(x, ndmin):
     nd = get_aval(x).ndim
-    if ndmin > nd:
-        return lax.reshape(x, (1,) * (ndmin - nd) + get_aval(x).shape)
+    if ndmin > nd:  # leading axes, as JAX's expand_dims
+        return lax.expand_dims(x, tuple(range(ndmin - nd)))
     return x
 
 
@@ -267,8 +290,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
                         "integer, floating, complexfloating.")
     if dt in dtypes.NARROW_DTYPES:
         return _narrow_arange(start, stop, step, dt)
-    if stop is None and step is None and current_trace() is not eval_trace:
-        return lax.iota(dt, int(np.ceil(float(np.asarray(start)))))
+    if current_trace() is not eval_trace:  # traced: JAX's program (iotas, not constants)
+        return _traced_arange(start, stop, step, dt)
     host = np.arange(start, stop, step)
     return to_device_array(host.astype(dt), weak_type=False)
 
@@ -282,6 +305,23 @@ def _check_arange_scalars(start, stop, step):
     if any(v is not None and np.iscomplexobj(v) for v in (start, stop, step)):
         raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
                          "starting in JAX v0.10.0.")
+
+
+def _traced_arange(start, stop, step, dt):
+    """arange built from an iota as JAX builds it under a trace."""
+    start, stop, step = (None if v is None else np.asarray(v)[()] for v in (start, stop, step))
+    if stop is None:
+        start, stop = 0, start
+    if step is not None:
+        work = np.dtype(np.float32) if dtypes.is_float(dt) and dt.itemsize < 4 else dt
+        size = max(0, int(np.ceil((stop - start) / step)))
+        values = lax.add(lax.convert_element_type(start, work),
+                         lax.mul(lax.convert_element_type(step, work), lax.iota(work, size)))
+        return lax.convert_element_type(values, dt)
+    if start == 0:
+        return lax.iota(dt, max(0, int(np.ceil(stop))))
+    return lax.add(lax.convert_element_type(start, dt),
+                   lax.iota(dt, max(0, int(np.ceil(stop - start)))))
 
 
 def _narrow_arange(start, stop, step, dt):
@@ -309,38 +349,64 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if device is not None:
         return _placed(linspace(start, stop, num, endpoint, retstep, dtype, axis), "linspace",
                        device)
-    from gpuarr.numpy import ufuncs
-    from gpuarr.numpy._util import promote_dtypes_inexact
     num = operator_index(num)  # a float count is JAX's TypeError
+    axis = operator_index(axis)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    check_arraylike("linspace", start, stop)
     dt = _user_dtype(dtype, "linspace")
-    start, stop = promote_dtypes_inexact(asarray(start), asarray(stop))
-    from gpuarr.numpy._util import broadcast_to
-    # Array bounds broadcast against each other.
-    bshape = np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape)
-    start, stop = broadcast_to(start, bshape), broadcast_to(stop, bshape)
-    pos = _linspace_axis(operator_index(axis), len(bshape), num)
-    compute_dt = get_aval(start).dtype
+    # The samples' position among the bounds' dimensions, refusing what JAX would misshape.
+    b = len(np.broadcast_shapes(np.shape(start), np.shape(stop)))
+    _linspace_axis(axis, b, num)
+    return _linspace(start, stop, num, endpoint, retstep, dt, axis)
+
+
+def _inexact_dtype(dtype, start, stop):
+    """The result dtype (given, or the bounds' promoted to inexact) and the inexact one the
+    samples are computed in, as JAX picks them."""
+    if dtype is None:
+        dtype = dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+    return dtype, dtypes.to_inexact_dtype(dtype)
+
+
+@_named_jit("_linspace", static_argnames=("num", "endpoint", "retstep", "dtype", "axis"))
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
+    """linspace's body, JAX's jit: (1 - t) * start + t * stop, with the endpoint appended."""
+    from gpuarr.numpy._util import broadcast_to, canonicalize_axis
+    from gpuarr.numpy.ufuncs import floor
+    start, stop = asarray(start), asarray(stop)
+    dtype, compute_dt = _inexact_dtype(dtype, start, stop)
+    start = lax.convert_element_type(start, compute_dt)
+    stop = lax.convert_element_type(stop, compute_dt)
+    bounds_shape = list(np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape))
+    b_start, b_stop = broadcast_to(start, bounds_shape), broadcast_to(stop, bounds_shape)
+    axis = len(bounds_shape) + axis + 1 if axis < 0 else axis
+    bounds_shape.insert(axis, 1)
     div = (num - 1) if endpoint else num
-    steps = lax.iota(compute_dt, num)
-    s_shape = get_aval(start).shape
-    delta = ufuncs.subtract(stop, start)
-    if s_shape:
-        steps = lax.broadcast_in_dim(steps, (num,) + s_shape, (0,))
-    # Without intervals the step is undefined: NaN, as in NumPy and JAX.
-    step = ufuncs.true_divide(delta, div) if div > 0 else lax.full_like(delta, np.nan)
-    out = ufuncs.add(start, ufuncs.multiply(steps, step)) if div > 0 else \
-        lax.broadcast_in_dim(start, (num,) + s_shape, tuple(range(1, len(s_shape) + 1)))
-    if endpoint and num > 1:
-        from gpuarr.numpy.indexing import _set_last
-        out = _set_last(out, stop)
-    if pos:
-        from gpuarr.numpy.manipulation import moveaxis
-        out = moveaxis(out, 0, pos)
+    if num > 1:
+        delta = lax.convert_element_type(stop - start, compute_dt) / asarray(div, compute_dt)
+        iota_shape = [1] * len(bounds_shape)
+        iota_shape[axis] = div
+        real_dt = dtypes.finfo(compute_dt).dtype
+        step = lax.iota(real_dt, div).reshape(iota_shape) / asarray(div, real_dt)
+        step = lax.convert_element_type(step, compute_dt)
+        out = b_start.reshape(bounds_shape) * (1 - step) + b_stop.reshape(bounds_shape) * step
+        if endpoint:
+            out = lax.concatenate([out, lax.expand_dims(b_stop, (axis,))],
+                                  canonicalize_axis(axis, get_aval(out).ndim))
+    elif num == 1:
+        delta = asarray(np.nan if endpoint else stop - start, dtype=compute_dt)
+        out = b_start.reshape(bounds_shape)
+    else:  # no samples, as NumPy (the axis goes in as JAX inserts it: clamped)
+        empty_shape = list(get_aval(b_start).shape)
+        empty_shape.insert(axis, 0)
+        delta = lax.full((), np.nan, compute_dt)
+        out = lax.full(tuple(empty_shape), 0, dtype)
+    if dtypes.is_int(dtype) and not dtypes.is_int(get_aval(out).dtype):
+        out = floor(out)
     # The result (and step) are never weakly typed, as in JAX.
-    out = lax.convert_element_type(out, dt if dt is not None else compute_dt)
-    return (out, lax.convert_element_type(step, compute_dt)) if retstep else out
+    out = lax.convert_element_type(out, dtype)
+    return (out, delta) if retstep else out
 
 
 def _linspace_axis(axis, b, num):
@@ -365,9 +431,17 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
         return _placed(eye(N, M, k, dtype), "eye", device)
     N, M = _eye_dims(N, M)
     dt = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
-    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
-    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
-    return lax.convert_element_type(lax.eq(lax.add(rows, np.int32(k)), cols), dt)
+    if isinstance(k, (Array, Tracer)):  # a dynamic offset (as trace passes one), as in JAX
+        if get_aval(k).ndim or not dtypes.is_int(get_aval(k).dtype):
+            raise ValueError(f"k must be a scalar integer; got {k}")
+        kdt = get_aval(k).dtype
+    else:
+        kdt, k = np.dtype(np.int32), np.int32(k)
+    rows = lax.broadcasted_iota(kdt, (N, M), 0)
+    cols = lax.broadcasted_iota(kdt, (N, M), 1)
+    if isinstance(k, (Array, Tracer)):  # a weakly typed offset loses its weak type
+        k = lax.convert_element_type(k, kdt)
+    return lax.convert_element_type(lax.eq(lax.add(rows, k), cols), dt)
 
 
 def _eye_dims(N, M):
@@ -394,7 +468,7 @@ def identity(n, dtype=None):
 def copy(a, order=None):
     """A copy of `a` (arrays are immutable, so this is the same values)."""
     check_arraylike("copy", a)
-    return asarray(a) if not isinstance(a, np.ndarray) else asarray(a.copy())
+    return array(a, copy=True, order=order)
 
 
 # ---------------------------------------------------------------- more creation
@@ -402,34 +476,49 @@ def copy(a, order=None):
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """`base ** linspace(start, stop, num)`."""
-    from gpuarr.numpy import ufuncs
-    dt = _user_dtype(dtype, "logspace")
-    lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
-    out = ufuncs.power(asarray(base, dtype=get_aval(lin).dtype), lin)
-    return out.astype(dt) if dt is not None else out
+    num, axis = operator_index(num), operator_index(axis)
+    return _logspace(start, stop, num, endpoint, base, _user_dtype(dtype, "logspace"), axis)
+
+
+@_named_jit("_logspace", static_argnames=("num", "endpoint", "dtype", "axis"))  # as JAX's
+def _logspace(start, stop, num, endpoint, base, dtype, axis):
+    from gpuarr.numpy.ufuncs import power
+    check_arraylike("logspace", start, stop)
+    dtype, compute_dt = _inexact_dtype(dtype, start, stop)
+    start = lax.convert_element_type(asarray(start), compute_dt)
+    stop = lax.convert_element_type(asarray(stop), compute_dt)
+    lin = linspace(start, stop, num, endpoint=endpoint, retstep=False, dtype=None, axis=axis)
+    return lax.convert_element_type(power(base, lin), dtype)
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """A geometric progression from `start` to `stop` (both nonzero, same sign)."""
-    from gpuarr.numpy import ufuncs
-    from gpuarr.numpy._util import promote_dtypes_inexact
-    dt = _user_dtype(dtype, "geomspace")
-    start, stop = promote_dtypes_inexact(asarray(start), asarray(stop))
-    sign = ufuncs.sign(start)
-    lo = ufuncs.log10(ufuncs.abs(start))
-    hi = ufuncs.log10(ufuncs.abs(stop))
-    out = logspace(lo, hi, num, endpoint=endpoint, base=10.0, axis=axis)
-    if get_aval(sign).ndim and axis != 0:
-        from gpuarr.numpy.manipulation import expand_dims
-        sign = expand_dims(sign, axis)
-    out = ufuncs.multiply(sign, out)
-    return out.astype(dt) if dt is not None else out
+    num, axis = operator_index(num), operator_index(axis)
+    return _geomspace(start, stop, num, endpoint, _user_dtype(dtype, "geomspace"), axis)
+
+
+@_named_jit("_geomspace", static_argnames=("num", "endpoint", "dtype", "axis"))  # as JAX's
+def _geomspace(start, stop, num, endpoint, dtype, axis):
+    from gpuarr.numpy._util import canonicalize_axis
+    from gpuarr.numpy.ufuncs import log10, sign
+    check_arraylike("geomspace", start, stop)
+    dtype, compute_dt = _inexact_dtype(dtype, start, stop)
+    start = lax.convert_element_type(asarray(start), compute_dt)
+    stop = lax.convert_element_type(asarray(stop), compute_dt)
+    s = sign(start)
+    res = s * logspace(log10(start / s), log10(stop / s), num, endpoint=endpoint, base=10.0,
+                       dtype=compute_dt, axis=0)
+    nd = get_aval(res).ndim
+    axis = canonicalize_axis(axis, nd)
+    if axis != 0:  # the samples' axis moved into place, as JAX does
+        res = lax.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, nd)))
+    return lax.convert_element_type(res, dtype)
 
 
 def _tri_mask(N, M, k):
-    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
-    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
-    return lax.ge(lax.add(rows, np.int32(k)), cols)
+    # JAX's order: the offset row iota, then the column iota.
+    rows = lax.add(lax.broadcasted_iota(np.int32, (N, M), 0), np.int32(k))
+    return lax.ge(rows, lax.broadcasted_iota(np.int32, (N, M), 1))
 
 
 def tri(N, M=None, k=0, dtype=None):
@@ -452,13 +541,27 @@ def _tri_select(name, m, k, lower):
     shape = get_aval(m).shape
     if len(shape) < 2:
         raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
-    N, M = shape[-2:]
     # JAX's triu masks below diagonal k - 1, computed before k is checked to be an int.
-    mask = _tri_mask(N, M, operator_index(k) if lower else operator_index(k - 1))
-    if not lower:
-        mask = lax.bitwise_not(mask)
-    mask = lax.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
-    return lax.select(mask, m, lax.full_like(m, 0))
+    k = operator_index(k) if lower else operator_index(k - 1)
+    return (_tril if lower else _triu)(m, k=k)
+
+
+def _tri_which(m, k):
+    shape = get_aval(m).shape
+    mask = _tri_mask(*shape[-2:], k)
+    if len(shape) > 2:
+        mask = lax.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
+    return mask
+
+
+@_named_jit("tril", static_argnames=("k",))  # as JAX's (k is the mask's diagonal)
+def _tril(m, k):
+    return lax.select(_tri_which(m, k), m, lax.full_like(m, 0))
+
+
+@_named_jit("triu", static_argnames=("k",))
+def _triu(m, k):
+    return lax.select(_tri_which(m, k), lax.full_like(m, 0), m)
 
 
 def tril(m, k=0):
@@ -474,55 +577,75 @@ def triu(m, k=0):
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """The `offset` diagonal of the 2-D sub-arrays on (axis1, axis2), as a new last axis."""
+    check_arraylike("diagonal", a)
+    return _diagonal(a, offset=offset, axis1=axis1, axis2=axis2)
+
+
+@_named_jit("diagonal", static_argnames=("offset", "axis1", "axis2"))  # as JAX's
+def _diagonal(a, offset, axis1, axis2):
     from gpuarr.numpy._util import canonicalize_axis
     from gpuarr.numpy.manipulation import moveaxis
-    check_arraylike("diagonal", a)
     a = asarray(a)
     nd = get_aval(a).ndim
     if nd < 2:
-        raise ValueError(f"diagonal requires an array of at least two dimensions, got shape "
-                         f"{get_aval(a).shape}.")
+        raise ValueError("diagonal requires an array of at least two dimensions.")  # JAX's
     ax1, ax2 = canonicalize_axis(axis1, nd), canonicalize_axis(axis2, nd)
     if ax1 == ax2:
         raise ValueError("axis1 and axis2 cannot be the same")
-    a = moveaxis(a, (ax1, ax2), (-2, -1))
-    *batch, N, M = get_aval(a).shape
-    offset = int(offset)
-    n = max(0, min(N + min(offset, 0), M - max(offset, 0)))
-    if n == 0:
-        return lax.full(tuple(batch) + (0,), 0, get_aval(a).dtype)
-    # Element (i, i + offset) sits at i * (M + 1) + offset of the flattened matrix.
-    flat = lax.reshape(a, tuple(batch) + (N * M,))
-    start = offset if offset >= 0 else -offset * M
-    nb = len(batch)
-    return lax.slice(flat, (0,) * nb + (start,), tuple(batch) + (start + (n - 1) * (M + 1) + 1,),
-                     (1,) * nb + (M + 1,))
+    offset = operator_index(offset)
+    shape = get_aval(a).shape
+
+    def default_diag(a):
+        # Gathered at (i, i + offset), as JAX does.
+        a = moveaxis(a, (ax1, ax2), (-2, -1))
+        n = max(0, min(shape[ax1] + min(offset, 0), shape[ax2] - max(offset, 0)))
+        i = arange(n)
+        j = arange(abs(offset), abs(offset) + n)
+        return a[..., i, j] if offset >= 0 else a[..., j, i]
+
+    if nd != 2 or shape[0] != shape[1] or offset != 0 or get_aval(a).dtype == np.bool_:
+        return default_diag(a)
+    # A square matrix's main diagonal has a second branch, for Pallas TPU kernels (mosaic),
+    # as in JAX: the column sums of the matrix masked by the identity.
+    mask = eye(shape[0], dtype=get_aval(a).dtype)
+
+    def mosaic_diag(a):
+        return lax.reduce(lax.mul(mask, a), np.array(0, get_aval(a).dtype), lax.add, (0,))
+    return lax.platform_dependent(a, default=default_diag, mosaic=mosaic_diag)
 
 
 def diag(v, k=0):
     """The k-th diagonal of a 2-D array, or a 2-D array with 1-D `v` on its k-th diagonal."""
     check_arraylike("diag", v)
+    return _diag(v, operator_index(k))
+
+
+@_named_jit("_diag", static_argnames=("k",))  # as JAX's
+def _diag(v, k):
+    from gpuarr.numpy.ufuncs import where
     v = asarray(v)
     shape = get_aval(v).shape
-    k = int(k)
     if len(shape) == 2:
-        return diagonal(v, k)
+        return diagonal(v, offset=k)
     if len(shape) != 1:
         raise ValueError("diag input must be 1d or 2d")
     n = shape[0] + abs(k)
-    padded = lax.pad(v, np.zeros((), get_aval(v).dtype)[()], ((0, abs(k), 0),))
-    # Row i holds v[i] at column i + k (k >= 0); column j holds v[j] at row j - k (k < 0).
-    full = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
-    mask = lax.eq(lax.add(lax.broadcasted_iota(np.int32, (n, n), 0), np.int32(k)),
-                  lax.broadcasted_iota(np.int32, (n, n), 1))
-    return lax.select(mask, full, lax.full_like(full, 0))
+    zero = np.zeros((), get_aval(v).dtype)
+    v = lax.pad(v, zero[()], ((max(0, -k), max(0, k), 0),))
+    return where(eye(n, k=k, dtype=bool), v[:, None], zero)
 
 
 def diagflat(v, k=0):
     """A 2-D array with the flattened input on its k-th diagonal."""
     from gpuarr.numpy.manipulation import ravel
     check_arraylike("diagflat", v)
-    return diag(ravel(v), k)
+    v = ravel(v)
+    n = get_aval(v).shape[0] + abs(k)
+    res = zeros(n * n, dtype=get_aval(v).dtype)
+    i = arange(0, n - abs(k))
+    # Scattered at its flat positions, as JAX builds it.
+    fi = i + k + i * n if k >= 0 else i + (i - k) * n
+    return res.at[fi].set(v).reshape(n, n)
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
 from gpuarr.numpy._util import check_arraylike, concrete_value, ensure_array, promote_dtypes
@@ -166,8 +167,17 @@ def sort_complex(a):
     """A copy of `a` sorted along its last axis by real part, then imaginary part, in the
     complex dtype for `a` (complex64, or complex128 for 64-bit floats)."""
     check_arraylike("sort_complex", a)
+    return _sort_complex(a)
+
+
+def _sort_complex(a):
+    """sort_complex's body: a jit named as the function, as JAX's."""
     a = ensure_array(a)
     if get_aval(a).ndim == 0:  # JAX's error for the last axis of a 0-d array
         raise ValueError("axis -1 is out of bounds for array of dimension 0")
     a = lax.sort(a)
     return lax.convert_element_type(a, dtypes.to_complex_dtype(get_aval(a).dtype))
+
+
+_sort_complex.__name__ = "sort_complex"  # the jit's name, as JAX's
+_sort_complex = _jit(_sort_complex)

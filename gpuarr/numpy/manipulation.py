@@ -9,6 +9,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr.api import jit as _jit
+from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
 from gpuarr.numpy._util import (
     broadcast_all,
@@ -177,23 +178,47 @@ def broadcast_arrays(*args):
     return broadcast_all(*[ensure_array(a) for a in args])
 
 
+def _is_array(x):
+    return isinstance(x, (np.ndarray, Array, Tracer))
+
+
+def _concatenate_array(arr, axis, dtype=None):
+    """concatenate of the subarrays of one array: a reshape, as JAX's fast path does."""
+    from gpuarr.numpy.creation import asarray
+    arr = asarray(arr, dtype=dtype)
+    shape = get_aval(arr).shape
+    if not shape or shape[0] == 0:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        return lax.reshape(arr, (math.prod(shape),))
+    if len(shape) == 1:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, len(shape) - 1)
+    new_shape = shape[1:axis + 1] + (shape[0] * shape[axis + 1],) + shape[axis + 2:]
+    return lax.reshape(arr, new_shape, (*range(1, axis + 1), 0, *range(axis + 1, len(shape))))
+
+
 def concatenate(arrays, axis=0, dtype=None):
     """Join a sequence of arrays along an existing axis (axis=None flattens first)."""
-    if isinstance(arrays, (list, tuple)) and not arrays:
-        raise ValueError("Need at least one array to concatenate.")
-    if isinstance(arrays, (list, tuple)):
-        check_arraylike("concatenate", *arrays)
+    if _is_array(arrays):
+        return _concatenate_array(arrays, axis, dtype)
+    # As JAX's check: a generator is used up by it, and a non-iterable is Python's TypeError.
+    check_arraylike("concatenate", *arrays, converts=True)
     arrays = [ensure_array(a) for a in arrays]
+    if not arrays:
+        raise ValueError("Need at least one array to concatenate.")
     if axis is None:
-        arrays = [ravel(a) for a in arrays]
-        axis = 0
-    arrays = promote_dtypes(*arrays)
-    if dtype is not None:
-        arrays = [a.astype(dtype) for a in arrays]
+        return concatenate([ravel(a) for a in arrays], 0, dtype=dtype)
     nd = get_aval(arrays[0]).ndim
     if nd == 0:
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
-    return lax.concatenate(arrays, canonicalize_axis(axis, nd))
+    axis = canonicalize_axis(axis, nd)
+    if dtype is None:
+        arrays = promote_dtypes(*arrays)
+    else:  # each array cast straight to `dtype`, as in JAX
+        from gpuarr.numpy.creation import asarray
+        arrays = [asarray(a, dtype=dtype) for a in arrays]
+    return lax.concatenate(arrays, axis)
 
 
 def stack(arrays, axis=0, out=None, dtype=None):
@@ -201,19 +226,17 @@ def stack(arrays, axis=0, out=None, dtype=None):
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
     reject_out("stack", out)
-    if isinstance(arrays, (list, tuple)):
-        check_arraylike("stack", *arrays)
+    if _is_array(arrays):  # one array: its subarrays, by JAX's reshape fast path
+        axis = canonicalize_axis(axis, get_aval(ensure_array(arrays)).ndim)
+        return concatenate(expand_dims(arrays, axis + 1), axis=axis, dtype=dtype)
+    check_arraylike("stack", *arrays, converts=True)
     arrays = [ensure_array(a) for a in arrays]
-    shapes = [get_aval(a).shape for a in arrays]
-    if len({len(s) for s in shapes}) > 1:
-        raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got "
-                         f"{', '.join(map(str, shapes))}.")
-    if len(set(shapes)) > 1:
-        raise ValueError(f"All input arrays must have the same shape. Got "
-                         f"{', '.join(map(str, shapes))}.")
-    nd = get_aval(arrays[0]).ndim + 1
-    ax = canonicalize_axis(axis, nd)
-    return concatenate([lax.expand_dims(a, (ax,)) for a in arrays], ax, dtype=dtype)
+    if dtype is None:  # cast first, as JAX's stack does before its lax.stack
+        arrays = promote_dtypes(*arrays)
+    else:
+        from gpuarr.numpy.creation import asarray
+        arrays = [asarray(a, dtype=dtype) for a in arrays]
+    return lax.stack(arrays, axis=axis)
 
 
 _ = _broadcast_arrays
@@ -253,48 +276,66 @@ def atleast_2d(*arys):
     return _atleast(2, arys)
 
 
+@_jit  # as JAX's
 def atleast_3d(*arys):
     """Views with at least three dimensions ((N,) becomes (1, N, 1), (M, N) becomes (M, N, 1))."""
-    return _atleast(3, arys)
+    if len(arys) == 1:
+        return _atleast(3, arys)
+    check_arraylike("atleast_3d", *arys)
+    return [atleast_3d(a) for a in arys]  # one nested jit per array, as in JAX
 
 
-def _seq(name, tup):
-    """The arrays of `tup`; nested lists are refused, as in JAX."""
-    if not isinstance(tup, (list, tuple)) and not hasattr(tup, "shape"):
-        raise TypeError(f"{name} requires a sequence of arrays, got {type(tup).__name__}.")
-    if isinstance(tup, (list, tuple)):
-        check_arraylike(name, *tup)
-    return [ensure_array(t) for t in tup]
+def _vmap(f, x):
+    from gpuarr.vmap_api import vmap
+    return vmap(f)(x)
+
+
+# An array argument to hstack, vstack, dstack and column_stack is mapped over its first axis
+# (a vmap of the atleast_nd jit, as in JAX); a sequence is handled array by array.
 
 
 def hstack(tup, dtype=None):
     """Concatenate along the second axis (the first for 1-D inputs)."""
-    arrs = _atleast(1, _seq("hstack", tup)) if len(tup) else []
-    arrs = arrs if isinstance(arrs, list) else [arrs]
-    axis = 0 if arrs and get_aval(arrs[0]).ndim == 1 else 1
-    return concatenate(arrs, axis, dtype=dtype)
+    if _is_array(tup):
+        arrs = _vmap(atleast_1d, tup)
+        arr0_ndim = get_aval(arrs).ndim - 1
+    else:
+        check_arraylike("hstack", *tup)
+        arrs = [atleast_1d(m) for m in tup]
+        arr0_ndim = get_aval(arrs[0]).ndim
+    return concatenate(arrs, axis=0 if arr0_ndim == 1 else 1, dtype=dtype)
 
 
 def vstack(tup, dtype=None):
     """Concatenate along the first axis after making inputs at least 2-D."""
-    arrs = _atleast(2, _seq("vstack", tup))
-    return concatenate(arrs if isinstance(arrs, list) else [arrs], 0, dtype=dtype)
+    if _is_array(tup):
+        arrs = _vmap(atleast_2d, tup)
+    else:
+        check_arraylike("vstack", *tup)
+        arrs = [atleast_2d(m) for m in tup]
+    return concatenate(arrs, axis=0, dtype=dtype)
 
 
 def dstack(tup, dtype=None):
     """Concatenate along the third axis after making inputs at least 3-D."""
-    arrs = _atleast(3, _seq("dstack", tup))
-    return concatenate(arrs if isinstance(arrs, list) else [arrs], 2, dtype=dtype)
+    if _is_array(tup):
+        arrs = _vmap(atleast_3d, tup)
+    else:
+        check_arraylike("dstack", *tup, converts=True)
+        arrs = [atleast_3d(m) for m in tup]
+    return concatenate(arrs, axis=2, dtype=dtype)
 
 
 def column_stack(tup):
     """Stack 1-D arrays as columns (2-D arrays are concatenated as they are)."""
-    arrs = []
-    for a in _seq("column_stack", tup):
-        if get_aval(a).ndim < 2:
-            a = lax.reshape(a, (get_aval(a).size, 1))
-        arrs.append(a)
-    return concatenate(arrs, 1)
+    if _is_array(tup):
+        arrs = _vmap(lambda x: atleast_2d(x).T, tup) if get_aval(ensure_array(tup)).ndim < 3 \
+            else tup
+    else:
+        check_arraylike("column_stack", *tup)
+        arrs = [atleast_2d(a).T if get_aval(a).ndim < 2 else a
+                for a in map(ensure_array, tup)]
+    return concatenate(arrs, axis=1)
 
 
 def _split_points(name, n, indices_or_sections, even):
@@ -329,6 +370,10 @@ def _split(name, ary, indices_or_sections, axis, even):
     ax = canonicalize_axis(concrete_value(axis, f"in jax.numpy.{name} argument `axis`"), nd)
     n = get_aval(ary).shape[ax]
     points = _split_points(name, n, indices_or_sections, even)
+    sizes = np.diff(points)
+    if (sizes >= 0).all():  # one split equation, its sizes NumPy integers, as JAX's
+        return list(lax.split(ary, list(sizes), axis=ax))
+    # Points out of order read as NumPy reads them: each piece from its point to the next.
     return [lax.slice_in_dim(ary, s, max(s, e), axis=ax) for s, e in zip(points[:-1], points[1:])]
 
 
@@ -369,6 +414,7 @@ def dsplit(ary, indices_or_sections):
     return _split("dsplit", ary, indices_or_sections, 2, True)
 
 
+@_jit(static_argnames="axis", inline=True)  # as JAX's
 def unstack(x, /, *, axis=0):
     """The slices of `x` along `axis`, as a tuple."""
     check_arraylike("unstack", x)
@@ -377,9 +423,7 @@ def unstack(x, /, *, axis=0):
     axis = operator.index(axis)
     if not -nd <= axis < nd:  # a 0-d array too
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {nd}")
-    ax = canonicalize_axis(axis, nd)
-    return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=ax), (ax,))
-                 for i in range(get_aval(x).shape[ax]))
+    return lax.unstack(x, axis=axis)
 
 
 def tile(A, reps):
@@ -442,21 +486,47 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None
     return out
 
 
+def _optional_axes(axis):
+    """`axis` as JAX's flip reads it before its jit: None, an int, or a tuple of ints."""
+    def force(x):
+        if x is None:
+            return None
+        try:
+            return operator.index(x)
+        except TypeError:
+            return tuple(operator.index(i) for i in x)
+    return concrete_or_error(force, axis, "The axis argument must be known statically.")
+
+
+@_jit(static_argnames=("axis",))  # as JAX's
+def _flip(m, axis=None):
+    nd = get_aval(m).ndim
+    if axis is None:
+        return lax.rev(m, tuple(range(nd)))
+    dims = []
+    for ax in axis if isinstance(axis, tuple) else (axis,):
+        if not -nd <= ax < nd:  # a 0-d array has no axis at all, as in JAX
+            raise ValueError(f"axis {ax} is out of bounds for array of dimension {nd}")
+        dims.append(ax % nd)
+    return lax.rev(m, tuple(dims))  # repeated axes: lax.rev's TypeError, as in JAX
+
+
 def flip(m, axis=None):
     """Reverse the order of elements along `axis` (all axes by default)."""
-    check_arraylike("flip", m)
-    m = ensure_array(m)
-    return lax.rev(m, canonicalize_axes(axis, get_aval(m).ndim))
+    check_arraylike("flip", m, converts=True)
+    return _flip(ensure_array(m), _optional_axes(axis))
 
 
 def fliplr(m):
     """Reverse along axis 1."""
-    return flip(m, 1)
+    check_arraylike("fliplr", m, converts=True)
+    return _flip(ensure_array(m), 1)
 
 
 def flipud(m):
     """Reverse along axis 0."""
-    return flip(m, 0)
+    check_arraylike("flipud", m, converts=True)
+    return _flip(ensure_array(m), 0)
 
 
 def roll(a, shift, axis=None):
@@ -479,6 +549,7 @@ def roll(a, shift, axis=None):
     return a
 
 
+@_jit(static_argnames=("k", "axes"))  # as JAX's
 def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees `k` times in the plane of `axes` (from the first toward the second)."""
     check_arraylike("rot90", m)
@@ -529,6 +600,7 @@ def permute_dims(a, /, axes):
 
 def concat(arrays, /, *, axis=0):
     """concatenate (array API name)."""
+    check_arraylike("concat", *arrays, converts=True)  # iterates an array, as JAX's does
     return concatenate(arrays, axis)
 
 
@@ -541,6 +613,7 @@ def broadcast_shapes(*shapes):
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
+@_jit(static_argnames=("axis",))  # as JAX's
 def append(arr, values, axis=None):
     """`values` added at the end of `arr` (both flattened when axis is None)."""
     check_arraylike("append", arr, values)
@@ -684,57 +757,51 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     if len(pieces) > 1:
         a = concatenate(pieces, ax)
     from gpuarr.numpy.ufuncs import not_equal, subtract
-    for _ in range(n):
-        m = get_aval(a).shape[ax]
-        hi, lo = lax.slice_in_dim(a, 1, m, axis=ax), lax.slice_in_dim(a, 0, max(m - 1, 0), axis=ax)
+    upper = tuple(slice(1, None) if d == ax else slice(None) for d in range(get_aval(a).ndim))
+    lower = tuple(slice(None, -1) if d == ax else slice(None) for d in range(get_aval(a).ndim))
+    for _ in range(n):  # indexing, as JAX's diff
+        hi, lo = a[upper], a[lower]
         a = not_equal(hi, lo) if get_aval(a).dtype == np.bool_ else subtract(hi, lo)
     return a
 
 
+@_jit  # as JAX's
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened array, with optional ends."""
     check_arraylike("ediff1d", ary)
-    flat = ravel(ary)
-    out = diff(flat) if get_aval(flat).size else flat
-    parts = []
+    arr = ravel(ary)
+    result = lax.sub(arr[1:], arr[:-1])
+    dt = get_aval(arr).dtype
     if to_begin is not None:
-        parts.append(ravel(ensure_array(to_begin)))
-    parts.append(out)
+        check_arraylike("ediff1d", to_begin)
+        result = concatenate((ravel(ensure_array(to_begin).astype(dt)), result))
     if to_end is not None:
-        parts.append(ravel(ensure_array(to_end)))
-    return concatenate(parts, 0) if len(parts) > 1 else out
+        check_arraylike("ediff1d", to_end)
+        result = concatenate((result, ravel(ensure_array(to_end).astype(dt))))
+    return result
 
 
+def _block(xs):
+    """(the block of nested lists `xs`, its list depth), as JAX's _block builds it."""
+    if isinstance(xs, tuple):
+        raise ValueError(f"jax.numpy.block does not allow tuples, got {xs}")
+    if not isinstance(xs, list):
+        return ensure_array(xs), 1
+    if not xs:
+        raise ValueError("jax.numpy.block does not allow empty list arguments")
+    blocks, depths = zip(*[_block(x) for x in xs])
+    if any(d != depths[0] for d in depths[1:]):
+        raise ValueError("Mismatched list depths in jax.numpy.block")
+    rank = max(depths[0], max(get_aval(x).ndim for x in blocks))
+    # Leading size-1 axes up to `rank` (JAX's _atleast_nd, a lax.broadcast).
+    blocks = [lax.broadcast(x, (1,) * (rank - get_aval(x).ndim)) for x in blocks]
+    return concatenate(blocks, axis=-depths[0]), depths[0] + 1
+
+
+@_jit  # as JAX's
 def block(arrays):
     """Assemble an array from nested lists of blocks (innermost lists join on the last axis)."""
-    def depth(x):
-        return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list) else 0)
-
-    list_depth = depth(arrays)
-    if not isinstance(arrays, list):
-        return ensure_array(arrays)
-    leaves = []
-
-    def collect(x):
-        if isinstance(x, list):
-            for y in x:
-                collect(y)
-        else:
-            if isinstance(x, tuple):
-                raise TypeError("jnp.block takes nested lists, not tuples.")
-            leaves.append(ensure_array(x))
-
-    collect(arrays)
-    nd = max([list_depth] + [get_aval(x).ndim for x in leaves])
-
-    def go(x, level):
-        if not isinstance(x, list):
-            x = ensure_array(x)
-            shape = get_aval(x).shape
-            return lax.reshape(x, (1,) * (nd - len(shape)) + shape)
-        return concatenate([go(y, level + 1) for y in x], axis=-(list_depth - level))
-
-    return go(arrays, 0)
+    return _block(arrays)[0]
 
 
 # ---------------------------------------------------------------- pad

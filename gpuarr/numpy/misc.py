@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from gpuarr import dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
@@ -24,6 +25,7 @@ from gpuarr.numpy._util import (
     ensure_array,
     promote_dtypes,
     promote_dtypes_inexact,
+    promote_shapes,
     static_hashable,
     update_core_sizes,
 )
@@ -31,6 +33,7 @@ from gpuarr.numpy._util import (
 # ---------------------------------------------------------------- whole-array comparisons
 
 
+@_jit(static_argnames=("equal_nan",))  # as JAX's
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|a - b| <= atol + rtol * |b| elementwise, with infinities equal only to themselves."""
     check_arraylike("isclose", a, b)
@@ -39,14 +42,16 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote_dtypes_inexact(a, b)
     a, b = broadcast_arrays(a, b)
     dt = dtypes.to_floating_dtype(get_aval(a).dtype)  # tolerances are real
-    rtol_, atol_ = (lax.convert_element_type(ensure_array(t), dt) for t in (rtol, atol))
-    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol_, lax.mul(rtol_, lax.abs(b))))
-    out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(ufuncs.isfinite(b), in_range))
-    if equal_nan:
-        out = lax.bitwise_or(out, lax.bitwise_and(ufuncs.isnan(a), ufuncs.isnan(b)))
-    return out
+    rtol, atol = (lax.convert_element_type(t, dt) for t in (rtol, atol))
+    # Computed whether or not it is used, as JAX does.
+    both_nan = ufuncs.logical_and(ufuncs.isnan(a), ufuncs.isnan(b))
+    check_fin = ufuncs.isfinite(b)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = ufuncs.logical_or(lax.eq(a, b), ufuncs.logical_and(check_fin, in_range))
+    return ufuncs.logical_or(out, both_nan) if equal_nan else out
 
 
+@_jit(static_argnames=("equal_nan",))  # as JAX's
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True when isclose holds everywhere."""
     check_arraylike("allclose", a, b)
@@ -419,45 +424,48 @@ def _digitize(x, bins, right=False):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """The edges histogram() would use."""
-    check_arraylike("histogram_bin_edges", a)
-    if not isinstance(bins, (int, np.integer)):
-        return creation.asarray(bins)
-    (a,) = promote_dtypes_inexact(a)
+    if isinstance(bins, str):
+        raise NotImplementedError("string values for `bins` not implemented.")
+    check_arraylike("histogram_bin_edges", a, bins)
+    arr = ensure_array(a)
+    dt = dtypes.to_inexact_dtype(get_aval(arr).dtype)
+    if np.ndim(bins) == 1:
+        return creation.asarray(bins, dtype=dt)
+    bins_int = operator.index(concrete_value(bins, "bins argument of histogram_bin_edges"))
     if range is None:
-        lo, hi = reductions.min(a), reductions.max(a)
-    else:
-        lo, hi = (creation.asarray(r, dtype=get_aval(a).dtype) for r in range)
-    same = lax.eq(lo, hi)
-    lo = lax.select(same, lax.sub(lo, np.asarray(0.5, get_aval(a).dtype)[()]), lo)
-    hi = lax.select(same, lax.add(hi, np.asarray(0.5, get_aval(a).dtype)[()]), hi)
-    return creation.linspace(lo, hi, int(bins) + 1)
+        range = [reductions.min(arr), reductions.max(arr)]
+    range = creation.asarray(range, dtype=dt)
+    if np.shape(range) != (2,):
+        raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
+    # An empty range is widened by 1/2 each way, as NumPy and JAX do.
+    lo = ufuncs.where(ufuncs.equal(reductions.ptp(range), 0), ufuncs.subtract(range[0], 0.5),
+                      range[0])
+    hi = ufuncs.where(ufuncs.equal(reductions.ptp(range), 0), ufuncs.add(range[1], 0.5), range[1])
+    return creation.linspace(lo, hi, bins_int + 1, dtype=dt)
 
 
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """Counts (or weight sums) of `a` in `bins`; the last bin includes its right edge."""
-    check_arraylike("histogram", a)
-    edges = histogram_bin_edges(a, bins, range)
-    a = manipulation.ravel(promote_dtypes_inexact(a)[0])
-    edges = lax.convert_element_type(ensure_array(edges), get_aval(a).dtype)
-    n = get_aval(edges).shape[0] - 1
-    idx = lax.sub(_digitize(a, edges, right=False), np.asarray(1, dtypes.default_int_dtype())[()])
-    # Values equal to the last edge belong to the last bin.
-    last = lax.eq(a, lax.slice(edges, (n,), (n + 1,)))
-    idx = lax.select(last, lax.full_like(idx, n - 1), idx)
-    inside = lax.bitwise_and(lax.ge(idx, lax.full_like(idx, 0)), lax.lt(idx, lax.full_like(idx, n)))
-    hits = lax.bitwise_and(lax.eq(lax.reshape(idx, (get_aval(a).shape[0], 1)),
-                                  lax.reshape(lax.iota(get_aval(idx).dtype, n), (1, n))),
-                           lax.reshape(inside, (get_aval(a).shape[0], 1)))
     if weights is None:
-        w = lax.convert_element_type(hits, get_aval(a).dtype)
+        check_arraylike("histogram", a, bins, converts=True)
+        (a,) = promote_dtypes_inexact(a)
+        weights = creation.ones_like(a)
     else:
-        wt = manipulation.ravel(promote_dtypes_inexact(weights)[0])
-        w = ufuncs.where(hits, lax.reshape(wt, (get_aval(wt).shape[0], 1)), 0)
-    counts = reductions.sum(w, axis=0)
+        check_arraylike("histogram", a, bins, weights, converts=True)
+        if np.shape(a) != np.shape(weights):
+            raise ValueError("weights should have the same shape as a.")
+        a, weights = promote_dtypes_inexact(a, weights)
+    from gpuarr.numpy.sorting import searchsorted
+    bin_edges = histogram_bin_edges(a, bins, range, weights)
+    n = get_aval(bin_edges).shape[0]
+    bin_idx = searchsorted(bin_edges, a, side="right")
+    # Values equal to the last edge belong to the last bin.
+    bin_idx = ufuncs.where(lax.eq(a, bin_edges[-1]), n - 1, bin_idx)
+    counts = creation.zeros(n, get_aval(weights).dtype).at[bin_idx].add(weights)[1:]
     if density:
-        widths = ufuncs.subtract(edges[1:], edges[:-1])
-        counts = ufuncs.true_divide(ufuncs.true_divide(counts, reductions.sum(counts)), widths)
-    return counts, edges
+        widths = manipulation.diff(bin_edges)
+        counts = ufuncs.true_divide(ufuncs.true_divide(counts, widths), reductions.sum(counts))
+    return counts, bin_edges
 
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
@@ -469,42 +477,51 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """A D-dimensional histogram of the rows of `sample` (N, D)."""
-    check_arraylike("histogramdd", sample)
-    (sample,) = promote_dtypes_inexact(sample)
-    N, D = get_aval(sample).shape
-    bins_list = list(bins) if isinstance(bins, (list, tuple)) else [bins] * D
-    ranges = list(range) if range is not None else [None] * D
-    edges, onehots = [], []
-    for d in builtins.range(D):
-        col = lax.slice_in_dim(sample, d, d + 1, axis=1)
-        col = lax.reshape(col, (N,))
-        e = lax.convert_element_type(ensure_array(histogram_bin_edges(col, bins_list[d], ranges[d])),
-                                     get_aval(sample).dtype)
-        nb = get_aval(e).shape[0] - 1
-        idx = lax.sub(_digitize(col, e), np.asarray(1, dtypes.default_int_dtype())[()])
-        idx = lax.select(lax.eq(col, lax.slice(e, (nb,), (nb + 1,))), lax.full_like(idx, nb - 1), idx)
-        onehots.append(lax.convert_element_type(
-            lax.eq(lax.reshape(idx, (N, 1)), lax.reshape(lax.iota(get_aval(idx).dtype, nb), (1, nb))),
-            get_aval(sample).dtype))
-        edges.append(e)
-    w = (lax.full((N,), 1, get_aval(sample).dtype) if weights is None
-         else lax.convert_element_type(ensure_array(weights), get_aval(sample).dtype))
-    # Outer product of the per-dimension one-hot rows, summed over samples.
-    acc = lax.reshape(w, (N,))
-    for oh in onehots:
-        acc = lax.mul(lax.reshape(acc, get_aval(acc).shape + (1,)),
-                      lax.reshape(oh, (N,) + (1,) * (get_aval(acc).ndim - 1) + (get_aval(oh).shape[1],)))
-    hist = reductions.sum(acc, axis=0)
-    if weights is None and not density:  # plain counts are integers, as in JAX
-        hist = lax.convert_element_type(hist, dtypes.default_int_dtype())
+    if weights is None:
+        check_arraylike("histogramdd", sample, converts=True)
+        (sample,) = promote_dtypes_inexact(sample)
+    else:
+        check_arraylike("histogramdd", sample, weights, converts=True)
+        if np.shape(weights) != np.shape(sample)[:1]:
+            raise ValueError("should have one weight for each sample.")
+        sample, weights = promote_dtypes_inexact(sample, weights)
+    N, D = np.shape(sample)
+    if range is not None and (len(range) != D or builtins.any(
+            r is not None and np.shape(r)[0] != 2 for r in range)):
+        raise ValueError(f"For sample.shape={(N, D)}, range must be a sequence of {D} pairs or "
+                         f"Nones; got {range=}")
+    try:
+        bins_per_dimension = list(bins)
+    except TypeError:  # one bin count for every dimension
+        bins_per_dimension = D * [bins]
+    else:
+        if len(bins_per_dimension) != D:
+            raise ValueError("should be a bin for each dimension.")
+    from gpuarr.numpy.index_tricks import ravel_multi_index
+    from gpuarr.numpy.sorting import bincount, searchsorted
+    bin_idx_by_dim, bin_edges_by_dim = [], []
+    for i in builtins.range(D):
+        range_i = None if range is None else range[i]
+        column = sample[:, i]
+        bin_edges = histogram_bin_edges(column, bins_per_dimension[i], range_i, weights)
+        bin_idx = searchsorted(bin_edges, column, side="right")
+        # Values equal to the last edge belong to the last bin.
+        bin_idx = ufuncs.where(lax.eq(sample[:, i], bin_edges[-1]),
+                               ufuncs.subtract(bin_idx, 1), bin_idx)
+        bin_idx_by_dim.append(bin_idx)
+        bin_edges_by_dim.append(bin_edges)
+    # One more bin each side for the values outside the edges, dropped at the end.
+    nbins = tuple(get_aval(e).shape[0] + 1 for e in bin_edges_by_dim)
+    dedges = [manipulation.diff(e) for e in bin_edges_by_dim]
+    xy = ravel_multi_index(tuple(bin_idx_by_dim), nbins, mode="clip")
+    hist = bincount(xy, weights, length=math.prod(nbins))
+    hist = manipulation.reshape(hist, nbins)[D * (slice(1, -1),)]
     if density:
+        hist = astype(hist, get_aval(sample).dtype)
         hist = ufuncs.true_divide(hist, reductions.sum(hist))
-        for d, e in enumerate(edges):
-            widths = ufuncs.subtract(e[1:], e[:-1])
-            shape = [1] * D
-            shape[d] = get_aval(widths).shape[0]
-            hist = ufuncs.true_divide(hist, lax.reshape(widths, tuple(shape)))
-    return hist, edges
+        for norm in ix_(*dedges):
+            hist = ufuncs.true_divide(hist, norm)
+    return hist, bin_edges_by_dim
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -567,17 +584,24 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
     if method not in ("auto", "compare_all", "sort", "binary_search"):
         raise ValueError(f"isin: unknown method={method!r}; use 'auto', 'compare_all', 'sort' "
                          "or 'binary_search'.")
-    element, tests = promote_dtypes(element, test_elements)
-    tests = manipulation.ravel(tests)
-    e = ensure_array(element)
-    shape, n_tests = get_aval(e).shape, get_aval(tests).shape[0]
-    pairs = math.prod(shape) * n_tests
-    if method == "compare_all" or (method == "auto" and pairs <= _ISIN_COMPARE_ALL_PAIRS):
-        hits = lax.eq(lax.reshape(e, shape + (1,)),
-                      lax.reshape(tests, (1,) * len(shape) + (n_tests,)))
-        out = reductions.any(hits, axis=-1)
-    else:
-        out = lax.reshape(setops.sorted_membership(manipulation.ravel(e), tests), shape)
+    out = _in1d(element, test_elements, invert=invert, method=method,
+                assume_unique=assume_unique)
+    return lax.reshape(out, np.shape(element))
+
+
+@_jit(static_argnames=("assume_unique", "invert", "method"))  # as JAX's
+def _in1d(ar1, ar2, invert, method="auto", assume_unique=False):
+    arr1, arr2 = promote_dtypes(ar1, ar2)
+    arr1, arr2 = manipulation.ravel(arr1), manipulation.ravel(arr2)
+    n1, n2 = get_aval(arr1).shape[0], get_aval(arr2).shape[0]
+    if n1 == 0 or n2 == 0:
+        return (creation.ones if invert else creation.zeros)((n1,), dtype=np.bool_)
+    if method == "compare_all" or (method == "auto" and n1 * n2 <= _ISIN_COMPARE_ALL_PAIRS):
+        pairs = (lax.broadcast_in_dim(arr1, (n1, 1), (0,)), lax.broadcast_in_dim(arr2, (1, n2), (1,)))
+        if invert:
+            return reductions.all(lax.ne(*pairs), axis=-1)
+        return reductions.any(lax.eq(*pairs), axis=-1)
+    out = setops.sorted_membership(arr1, arr2)
     return lax.bitwise_not(out) if invert else out
 
 
@@ -708,16 +732,17 @@ def kaiser(M, beta):
 # ---------------------------------------------------------------- polynomials (1-D coefficient arrays)
 
 
+@_jit(static_argnames=("unroll",))  # as JAX's
 def polyval(p, x, *, unroll=16):
-    """Evaluate the polynomial with coefficients p (highest power first) at x (Horner)."""
+    """Evaluate the polynomial with coefficients p (highest power first) at x (Horner, a scan
+    over the coefficients as in JAX)."""
     check_arraylike("polyval", p, x)
     p, x = promote_dtypes(p, x)
-    n = get_aval(p).shape[0]
     out_shape = lax.broadcast_shapes(get_aval(p).shape[1:], get_aval(x).shape)
     # A strong-typed start, as JAX's full_like with an explicit dtype: the result is never weak.
-    out = lax.full(out_shape, 0, get_aval(x).dtype)
-    for i in builtins.range(n):
-        out = ufuncs.add(ufuncs.multiply(out, x), p[i])
+    out = lax.full_like(x, 0, shape=out_shape, dtype=get_aval(x).dtype)
+    out, _ = lax.scan(lambda y, c: (ufuncs.add(ufuncs.multiply(y, x), c), None), out, p,
+                      unroll=unroll)
     return out
 
 
@@ -748,6 +773,7 @@ def _add_tail(big, small):
     return ensure_array(big).at[start:].add(small)
 
 
+@_jit  # as JAX's
 def polyadd(a1, a2):
     """The sum of two polynomials (the shorter one aligned to the end of the longer)."""
     check_arraylike("polyadd", a1, a2)
@@ -757,6 +783,7 @@ def polyadd(a1, a2):
     return _add_tail(a2, a1)
 
 
+@_jit  # as JAX's
 def polysub(a1, a2):
     """The difference of two polynomials."""
     check_arraylike("polysub", a1, a2)
@@ -795,10 +822,18 @@ def _static_order(m, name):
     return operator.index(static_hashable(m))
 
 
+def _arange(start, stop, dt):
+    """arange(start, stop, dtype=dt) for static ints, traced as JAX traces it: an iota, plus
+    `start` unless it is 0."""
+    iota = lax.iota(dt, builtins.max(0, stop - start))
+    return iota if start == 0 else lax.add(lax.convert_element_type(start, dt), iota)
+
+
+@_jit(static_argnames=("m",))  # as JAX's
 def polyder(p, m=1):
     """The m-th derivative of a polynomial (along the first axis)."""
     check_arraylike("polyder", p)
-    m = _static_order(m, "polyder")
+    m = operator.index(m)
     (p,) = promote_dtypes_inexact(p)
     if m < 0:
         raise ValueError("Order of derivative must be positive")
@@ -806,8 +841,8 @@ def polyder(p, m=1):
         return p
     dt = get_aval(p).dtype
     # coeff[i] = (n-1-i)(n-2-i)...(n-m-i): the falling factorials, highest power first.
-    coeff = reductions.prod(lax.sub(creation.arange(m, len(p), dtype=dt)[None],
-                                    creation.arange(m, dtype=dt)[:, None]), axis=0)
+    coeff = reductions.prod(lax.sub(_arange(m, len(p), dt)[None], _arange(0, m, dt)[:, None]),
+                            axis=0)
     return ufuncs.multiply(p[:-m], coeff[::-1])
 
 
@@ -836,11 +871,11 @@ def polyint(p, m=1, k=None):
 # ---------------------------------------------------------------- calculus and products
 
 
+@_jit(static_argnames=("axis",))  # as JAX's
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """Integral of y by the trapezoidal rule along `axis` (sample points x or spacing dx),
     computed as JAX does: y and x are promoted together, and a constant spacing takes the
     sum of y less half its end values."""
-    static_hashable(axis)  # static in JAX's trapezoid
     if x is None:
         check_arraylike("trapezoid", y)
         (y,) = promote_dtypes_inexact(y)
@@ -861,17 +896,19 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         if n == 0:  # JAX reads y[..., 0]
             raise IndexError(f"index is out of bounds for axis {nd - 1} with size 0")
         d = d if get_aval(d).ndim == 0 else _last(d, 0)
+        total = reductions.sum(y, axis=-1)
         ends = ufuncs.multiply(0.5, ufuncs.add(_last(y, 0), _last(y, n - 1)))
-        return ufuncs.multiply(d, ufuncs.subtract(reductions.sum(y, axis=-1), ends))
-    mid = ufuncs.add(lax.slice_in_dim(y, 1, n, axis=nd - 1),
-                     lax.slice_in_dim(y, 0, builtins.max(n - 1, 0), axis=nd - 1))
+        return ufuncs.multiply(d, ufuncs.subtract(total, ends))
+    mid = ufuncs.add(y[..., 1:], y[..., :-1])  # indexing, as JAX's
     return ufuncs.multiply(0.5, reductions.sum(ufuncs.multiply(d, mid), axis=-1))
 
 
 def _last(x, i):
-    """x[..., i] for a static i."""
+    """x[..., i] for a static i (no slice of an axis of length 1, as JAX's indexing)."""
     nd = get_aval(x).ndim
-    return lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=nd - 1), (nd - 1,))
+    if get_aval(x).shape[-1] != 1:
+        x = x[..., i:i + 1]
+    return lax.squeeze(x, (nd - 1,))
 
 
 def _check_inexact_dtype(name, dtype):
@@ -880,107 +917,167 @@ def _check_inexact_dtype(name, dtype):
                          f"dtype={dtype}")
 
 
+@_jit(static_argnames=("rowvar", "bias", "ddof", "dtype"))  # as JAX's
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
     """The covariance matrix of the variables in the rows (or columns) of m, computed in
     `dtype` (an inexact type) if one is given."""
-    check_arraylike("cov", m)
-    _check_inexact_dtype("cov", dtype)
-    (m,) = promote_dtypes_inexact(manipulation.atleast_2d(ensure_array(m)))
+    if y is not None:
+        check_arraylike("cov", m, y)
+        m, y = promote_shapes(*promote_dtypes_inexact(m, y), fun_name="cov")
+        if get_aval(y).ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    else:
+        check_arraylike("cov", m)
+        (m,) = promote_dtypes_inexact(m)
     if get_aval(m).ndim > 2:
         raise ValueError("m has more than 2 dimensions")
-    if not rowvar and get_aval(m).shape[0] != 1:
-        m = lax.transpose(m, (1, 0))
+    _check_inexact_dtype("cov", dtype)
+    X = manipulation.atleast_2d(m)
+    if not rowvar and get_aval(m).ndim != 1:  # JAX's test (NumPy's is X.shape[0] != 1)
+        X = lax.transpose(X, (1, 0))
+    if get_aval(X).shape[0] == 0:
+        return creation.zeros((0, 0))
     if y is not None:
-        yy = manipulation.atleast_2d(ensure_array(y))
-        if not rowvar and get_aval(yy).shape[0] != 1:
-            yy = lax.transpose(yy, (1, 0))
-        m = manipulation.concatenate(promote_dtypes_inexact(m, yy), 0)
-    if dtype is not None:
-        m = lax.convert_element_type(m, dtypes.canonicalize_dtype(dtype))
+        y = manipulation.atleast_2d(y)
+        if not rowvar and get_aval(y).shape[0] != 1:
+            y = lax.transpose(y, (1, 0))
+        X = manipulation.concatenate((X, y), axis=0)
+    rows, n = get_aval(X).shape
+    if n == 0:
+        return creation.full(() if rows == 1 else (rows, rows), np.nan, dtype=get_aval(X).dtype)
     if ddof is None:
-        ddof = 0 if bias else 1
-    n = get_aval(m).shape[1]
+        ddof = 1 if bias == 0 else 0
     w = None
     if fweights is not None:
-        w = ensure_array(fweights)
+        check_arraylike("cov", fweights)
+        fweights = ensure_array(fweights)
+        if get_aval(fweights).ndim > 1:
+            raise RuntimeError("cannot handle multidimensional fweights")
+        if get_aval(fweights).shape[0] != n:
+            raise RuntimeError("incompatible numbers of samples and fweights")
+        if not dtypes.issubdtype(get_aval(fweights).dtype, np.integer):
+            raise TypeError("fweights must be integer.")
+        w = ufuncs.abs(fweights)  # NumPy refuses negative weights; JAX takes |w|
     if aweights is not None:
-        w = ensure_array(aweights) if w is None else ufuncs.multiply(w, aweights)
-    if w is None:
-        avg = reductions.mean(m, axis=1)
-        fact = np.asarray(n - ddof, get_aval(m).dtype)[()]
-        x = ufuncs.subtract(m, lax.reshape(avg, (get_aval(avg).shape[0], 1)))
-        from gpuarr.numpy.products import dot
-        return manipulation.squeeze(ufuncs.true_divide(dot(x, lax.transpose(x, (1, 0))), fact))
-    w = lax.convert_element_type(w, get_aval(m).dtype)
-    avg, w_sum = reductions.average(m, axis=1, weights=w, returned=True)
+        check_arraylike("cov", aweights)
+        aweights = ensure_array(aweights)
+        if get_aval(aweights).ndim > 1:
+            raise RuntimeError("cannot handle multidimensional aweights")
+        if get_aval(aweights).shape[0] != n:
+            raise RuntimeError("incompatible numbers of samples and aweights")
+        aweights = ufuncs.abs(aweights)
+        w = aweights if w is None else ufuncs.multiply(w, aweights)
+    if dtype is not None:
+        X = astype(X, dtype)
+        w = astype(w, dtype) if w is not None else w
+    avg, w_sum = reductions.average(X, axis=1, weights=w, returned=True)
     w_sum = w_sum[0]
-    if ddof == 0:
-        fact = w_sum
+    if w is None:
+        f = n - ddof
+    elif ddof == 0:
+        f = w_sum
     elif aweights is None:
-        fact = ufuncs.subtract(w_sum, ddof)
+        f = ufuncs.subtract(w_sum, ddof)
     else:
-        fact = ufuncs.subtract(w_sum, ufuncs.true_divide(
+        f = ufuncs.subtract(w_sum, ufuncs.true_divide(
             ufuncs.multiply(ddof, reductions.sum(ufuncs.multiply(w, aweights))), w_sum))
-    x = ufuncs.subtract(m, lax.reshape(avg, (get_aval(avg).shape[0], 1)))
+    X = ufuncs.subtract(X, lax.broadcast_in_dim(avg, (rows, 1), (0,)))
+    X_T = X if w is None else ufuncs.multiply(X, lax.broadcast_to_rank(w, 2))
+    X_T = lax.transpose(X_T, (1, 0))
     from gpuarr.numpy.products import dot
-    return manipulation.squeeze(ufuncs.true_divide(dot(ufuncs.multiply(x, w), lax.transpose(x, (1, 0))),
-                                                   fact))
+    return manipulation.squeeze(ufuncs.true_divide(dot(X, ufuncs.conj(X_T)), f))
 
 
+@_jit(static_argnames=("rowvar", "dtype"))  # as JAX's
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """Pearson correlation coefficients (covariance normalised by the standard deviations),
     computed in `dtype` (an inexact type) if one is given."""
+    check_arraylike("corrcoef", x)
     _check_inexact_dtype("corrcoef", dtype)
-    c = ensure_array(cov(x, y, rowvar, dtype=dtype))
-    if get_aval(c).ndim == 0:
+    c = cov(x, y, rowvar, dtype=dtype)
+    if get_aval(c).ndim == 0:  # nan for nan/nan, inf/inf and 0/0, else 1
         return ufuncs.true_divide(c, c)
-    d = creation.diagonal(c)
-    std = ufuncs.sqrt(d)
-    c = ufuncs.true_divide(c, lax.reshape(std, (get_aval(std).shape[0], 1)))
-    c = ufuncs.true_divide(c, lax.reshape(std, (1, get_aval(std).shape[0])))
-    return ufuncs.clip(c, -1, 1)
+    rows = get_aval(c).shape[0]
+    stddev = astype(ufuncs.sqrt(ufuncs.real(creation.diag(c))), get_aval(c).dtype)
+    c = ufuncs.true_divide(c, lax.broadcast_in_dim(stddev, (rows, 1), (0,)))
+    c = ufuncs.true_divide(c, lax.broadcast_in_dim(stddev, (1, rows), (1,)))
+    # Complex coefficients have their real and imaginary parts clipped separately.
+    real_part = ufuncs.clip(ufuncs.real(c), -1, 1)
+    if dtypes.is_complex(get_aval(c).dtype):
+        return lax.complex(real_part, ufuncs.clip(ufuncs.imag(c), -1, 1))
+    return real_part
 
 
+@_jit(static_argnames=("axis", "edge_order"))  # as JAX's
 def gradient(f, *varargs, axis=None, edge_order=None):
-    """Second-order central differences inside, first-order at the edges, per axis."""
-    check_arraylike("gradient", f)
-    if edge_order not in (None, 1):
-        raise NotImplementedError("jnp.gradient supports edge_order=1 only")
-    (f,) = promote_dtypes_inexact(f)
-    nd = get_aval(f).ndim
-    axes = tuple(builtins.range(nd)) if axis is None else tuple(
-        canonicalize_axis(a, nd) for a in ((axis,) if isinstance(axis, int) else axis))
-    if not varargs:
-        spacings = [1.0] * len(axes)
-    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
-        spacings = list(varargs) * len(axes)
+    """Second-order central differences inside, first-order at the edges, per axis; spacings
+    are scalars or 1-D coordinate arrays."""
+    if edge_order is not None:
+        raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
+    check_arraylike("gradient", f, *varargs)
+    a, *spacing = promote_dtypes_inexact(f, *varargs)
+    nd = get_aval(a).ndim
+    if axis is None:
+        axes = tuple(builtins.range(nd))
     else:
-        if len(varargs) != len(axes):
-            raise TypeError("invalid number of arguments")
-        spacings = list(varargs)
-    outs = []
-    for ax, h in zip(axes, spacings):
-        n = get_aval(f).shape[ax]
-        if n < 2:
-            raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
-                             "(edge_order + 1) elements are required.")
-        if np.ndim(h) != 0:
-            raise NotImplementedError("jnp.gradient with coordinate arrays is not supported; pass "
-                                      "scalar spacings.")
-        sl = lambda a, b: lax.slice_in_dim(f, a, b, axis=ax)
-        inner = ufuncs.true_divide(ufuncs.subtract(sl(2, n), sl(0, n - 2)), 2 * h)
-        first = ufuncs.true_divide(ufuncs.subtract(sl(1, 2), sl(0, 1)), h)
-        last = ufuncs.true_divide(ufuncs.subtract(sl(n - 1, n), sl(n - 2, n - 1)), h)
-        outs.append(manipulation.concatenate([first, inner, last], ax))
-    return outs[0] if len(outs) == 1 else outs
+        axes = tuple(canonicalize_axis(operator.index(i), nd)
+                     for i in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if not axes:
+        return []
+    if builtins.min(get_aval(a).shape[i] for i in axes) < 2:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at least 2 "
+                         "elements are required.")
+    if not spacing:
+        dx = [1.0] * len(axes)
+    elif len(spacing) == 1:
+        dx = spacing * len(axes)
+    elif len(spacing) == len(axes):
+        dx = spacing
+    else:
+        raise TypeError(f"Invalid number of spacing arguments {len(spacing)} for axis={axis}")
+    grads = [_gradient_along_axis(a, h, ax) for ax, h in zip(axes, dx)]
+    return grads[0] if len(axes) == 1 else grads
 
 
+def _gradient_along_axis(a, h, axis):
+    sliced = functools.partial(lax.slice_in_dim, a, axis=axis)
+    upper_edge = ufuncs.subtract(sliced(1, 2), sliced(0, 1))
+    lower_edge = ufuncs.subtract(sliced(-1, None), sliced(-2, -1))
+    if np.ndim(h) == 0:
+        inner = ufuncs.true_divide(
+            ufuncs.multiply(ufuncs.subtract(sliced(2, None), sliced(None, -2)), 0.5), h)
+        lower_edge = ufuncs.true_divide(lower_edge, h)
+        upper_edge = ufuncs.true_divide(upper_edge, h)
+    elif np.ndim(h) == 1:
+        n = get_aval(h).shape[0]
+        if n != get_aval(a).shape[axis]:
+            raise ValueError("Spacing arrays must have the same length as the dimension along "
+                             "which the gradient is calculated.")
+        h_shape = [1] * get_aval(a).ndim
+        h_shape[axis] = n
+        sliced_x = functools.partial(lax.slice_in_dim, lax.reshape(h, tuple(h_shape)), axis=axis)
+        sub, mul, div = ufuncs.subtract, ufuncs.multiply, ufuncs.true_divide
+        upper_edge = div(upper_edge, sub(sliced_x(1, 2), sliced_x(0, 1)))
+        lower_edge = div(lower_edge, sub(sliced_x(-1, None), sliced_x(-2, -1)))
+        dx1 = sub(sliced_x(1, -1), sliced_x(0, -2))
+        dx2 = sub(sliced_x(2, None), sliced_x(1, -1))
+        # Second-order differences on a non-uniform grid, as JAX's (and NumPy's).
+        ca = div(ufuncs.negative(dx2), mul(dx1, ufuncs.add(dx1, dx2)))
+        cb = div(sub(dx2, dx1), mul(dx1, dx2))
+        cc = div(dx1, mul(dx2, ufuncs.add(dx1, dx2)))
+        inner = ufuncs.add(ufuncs.add(mul(ca, sliced(0, -2)), mul(cb, sliced(1, -1))),
+                           mul(cc, sliced(2, None)))
+    else:
+        raise ValueError("Spacing arrays must be 1D arrays or scalars.")
+    return manipulation.concatenate((upper_edge, inner, lower_edge), axis=axis)
+
+
+@_jit(static_argnames=("axis",))  # as JAX's
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     """Unwrap phase jumps larger than discont (default period/2) along `axis`. As in JAX, p and
     period are promoted together: integer phases with an integer period stay integers."""
-    static_hashable(axis)  # static in JAX's unwrap
     check_arraylike("unwrap", p)
-    p, period = promote_dtypes(ensure_array(p), ensure_array(period))
+    p, period = promote_dtypes(p, period)
     if dtypes.is_complex(get_aval(p).dtype):
         raise ValueError("jnp.unwrap does not support complex inputs.")
     shape = get_aval(p).shape
@@ -997,8 +1094,9 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
                                             ufuncs.greater(dd, 0)), interval, ddmod)
     correct = ufuncs.where(ufuncs.less(ufuncs.abs(dd), discont), 0, ufuncs.subtract(ddmod, dd))
     from gpuarr.numpy.selection import cumsum
-    rest = ufuncs.add(lax.slice_in_dim(p, 1, shape[ax], axis=ax), cumsum(correct, axis=ax))
-    return manipulation.concatenate([lax.slice_in_dim(p, 0, 1, axis=ax), rest], ax)
+    first = lax.slice_in_dim(p, 0, 1, axis=ax)
+    rest = ufuncs.add(lax.slice_in_dim(p, 1, None, axis=ax), cumsum(correct, axis=ax))
+    return manipulation.concatenate((first, rest), ax)
 
 
 def copyto(dst, src, casting=None, where=None):
@@ -1044,14 +1142,29 @@ def _tri_indices_dims(n, k, m):
     return n, k, m
 
 
+def _triu_size(n, m, k):
+    """The number of entries of triu(ones((n, m)), k)."""
+    if k < 0:
+        return n * m - _triu_size(m, n, 1 - k)
+    if k >= m:
+        return 0
+    mk = builtins.min(n, m - k)
+    return mk * (mk + 1) // 2 + mk * (m - k - mk)
+
+
 def tril_indices(n, k=0, m=None):
-    """The row and column indices of the lower triangle of an n x m array."""
-    return _index_arrays(np.tril_indices(*_tri_indices_dims(n, k, m)))
+    """The row and column indices of the lower triangle of an n x m array (the nonzeros of
+    tril(ones((n, m)), k), computed as JAX does)."""
+    n, k, m = _tri_indices_dims(n, k, m)
+    from gpuarr.numpy.selection import nonzero
+    return nonzero(creation.tril(creation.ones((n, m)), k=k), size=_triu_size(m, n, -k))
 
 
 def triu_indices(n, k=0, m=None):
     """The row and column indices of the upper triangle of an n x m array."""
-    return _index_arrays(np.triu_indices(*_tri_indices_dims(n, k, m)))
+    n, k, m = _tri_indices_dims(n, k, m)
+    from gpuarr.numpy.selection import nonzero
+    return nonzero(creation.triu(creation.ones((n, m)), k=k), size=_triu_size(n, m, k))
 
 
 def _shape_2d(name, arr):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.numpy._util import (
     broadcast_to,
@@ -13,6 +14,14 @@ from gpuarr.numpy._util import (
     promote_dtypes,
     reject_out,
 )
+
+
+def _named_jit(name, **options):
+    """A jit decorator whose program is named `name` (a public function's, as JAX names it)."""
+    def wrap(fun):
+        fun.__name__ = fun.__qualname__ = name
+        return _jit(fun, **options)
+    return wrap
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
@@ -119,10 +128,15 @@ def outer(a, b, out=None):
     """Outer product of the flattened inputs."""
     reject_out("outer", out)
     check_arraylike("outer", a, b)
+    return _outer(a, b)
+
+
+@_named_jit("outer", inline=True)  # inlined, as JAX's: its program shows no jit
+def _outer(a, b):
     from gpuarr.numpy.manipulation import ravel
-    a, b = promote_dtypes(ravel(ensure_array(a)), ravel(ensure_array(b)))
-    n, m = get_aval(a).shape[0], get_aval(b).shape[0]
-    return _mul(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
+    from gpuarr.numpy.ufuncs import multiply
+    a, b = promote_dtypes(ensure_array(a), ensure_array(b))
+    return multiply(ravel(a)[:, None], ravel(b)[None, :])
 
 
 def _index_last(x, i):
@@ -169,24 +183,30 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
 def kron(a, b):
     """Kronecker product: blocks a[i, j] * b, for inputs of any (matching-up) rank."""
     check_arraylike("kron", a, b)
-    from gpuarr.numpy.ufuncs import multiply
+    return _kron(a, b)
+
+
+@_named_jit("kron")  # a jit, as JAX's
+def _kron(a, b):
+    from gpuarr.numpy.manipulation import expand_dims
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if an < bn:
-        a = lax.reshape(a, (1,) * (bn - an) + get_aval(a).shape)
+        a = expand_dims(a, range(bn - an))
     elif bn < an:
-        b = lax.reshape(b, (1,) * (an - bn) + get_aval(b).shape)
+        b = expand_dims(b, range(an - bn))
     ashape, bshape = get_aval(a).shape, get_aval(b).shape
-    a_spread = lax.reshape(a, tuple(d for s in ashape for d in (s, 1)))
-    b_spread = lax.reshape(b, tuple(d for s in bshape for d in (1, s)))
-    return lax.reshape(multiply(a_spread, b_spread), tuple(x * y for x, y in zip(ashape, bshape)))
+    nd = len(ashape)
+    a_spread = expand_dims(a, range(1, 2 * nd, 2))
+    b_spread = expand_dims(b, range(0, 2 * nd, 2))
+    # lax.mul, as JAX's: booleans are refused with its error.
+    return lax.reshape(lax.mul(a_spread, b_spread), tuple(x * y for x, y in zip(ashape, bshape)))
 
 
 def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     """Sum along a diagonal (shifted by `offset`) of the 2-D slices over axis1 and axis2."""
     check_arraylike("trace", a)
     reject_out("trace", out)
-    from gpuarr.numpy.reductions import sum as _sum
     a = ensure_array(a)
     shape = get_aval(a).shape
     for ax in (axis1, axis2):  # no 0-d leniency here: JAX's bounds error for either axis
@@ -196,41 +216,55 @@ def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     if i == j:
         raise ValueError("axis1 and axis2 can not be same. "
                          f"axis1={axis1} and axis2={axis2}")
-    rest = tuple(k for k in range(len(shape)) if k not in (i, j))
-    a = lax.transpose(a, rest + (i, j))
-    moved = get_aval(a).shape
-    nd = len(moved)
-    rows = lax.broadcasted_iota(np.int32, moved, nd - 2)
-    cols = lax.broadcasted_iota(np.int32, moved, nd - 1)
     # The offset may be a traced integer, as in JAX (whose eye takes a dynamic k).
     k = ensure_array(offset)
     if get_aval(k).ndim or not np.issubdtype(get_aval(k).dtype, np.integer):
         raise ValueError(f"k must be a scalar integer; got {offset}")
-    on_diag = lax.eq(lax.sub(cols, rows), lax.convert_element_type(k, np.int32))
-    return _sum(lax.select(on_diag, a, lax.full_like(a, 0)), axis=(-2, -1), dtype=dtype)
+    if dtype is not None:
+        from gpuarr import dtypes
+        dtype = dtypes.check_user_dtype(dtype, "trace")
+    # The default offset stays a constant of the program (an argument is traced), as in JAX.
+    extra = () if type(offset) is int and offset == 0 else (offset,)
+    return _trace(a, *extra, axis1=axis1, axis2=axis2, dtype=dtype)
+
+
+@_named_jit("trace", static_argnames=("axis1", "axis2", "dtype"))  # as JAX's
+def _trace(a, offset=0, *, axis1, axis2, dtype):
+    from gpuarr.numpy.creation import eye
+    from gpuarr.numpy.manipulation import moveaxis
+    from gpuarr.numpy.reductions import sum as _sum
+    from gpuarr.numpy.ufuncs import where
+    shape = get_aval(a).shape
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    # Mask out all but the diagonal and reduce, as JAX does.
+    a = where(eye(shape[axis1], shape[axis2], k=offset, dtype=bool), a, lax.full_like(a, 0))
+    return _sum(a, axis=(-2, -1), dtype=dtype)
 
 
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis=None):
     """Cross product of 2- or 3-vectors along the given axes (2-vectors give the z component)."""
     check_arraylike("cross", a, b)
-    from gpuarr.numpy.manipulation import moveaxis, stack
-    from gpuarr.numpy.ufuncs import multiply, subtract
+    return _cross(a, b, axisa=axisa, axisb=axisb, axisc=axisc, axis=axis)
+
+
+@_named_jit("cross", static_argnames=("axisa", "axisb", "axisc", "axis"))  # as JAX's
+def _cross(a, b, axisa, axisb, axisc, axis):
+    from gpuarr.numpy.creation import array
+    from gpuarr.numpy.manipulation import moveaxis
     if axis is not None:
         axisa = axisb = axisc = axis
-    a, b = promote_dtypes(ensure_array(a), ensure_array(b))
-    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    a, b = moveaxis(ensure_array(a), axisa, -1), moveaxis(ensure_array(b), axisb, -1)
     na, nb = get_aval(a).shape[-1], get_aval(b).shape[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("Dimension must be either 2 or 3 for cross product")
-    a0, a1 = _index_last(a, 0), _index_last(a, 1)
-    b0, b1 = _index_last(b, 0), _index_last(b, 1)
     if na == 2 and nb == 2:
-        return subtract(multiply(a0, b1), multiply(a1, b0))
-    a2 = _index_last(a, 2) if na == 3 else lax.full_like(a0, 0)
-    b2 = _index_last(b, 2) if nb == 3 else lax.full_like(b0, 0)
-    c = stack([subtract(multiply(a1, b2), multiply(a2, b1)),
-               subtract(multiply(a2, b0), multiply(a0, b2)),
-               subtract(multiply(a0, b1), multiply(a1, b0))])
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    # Each product promotes its own operands, as JAX's.
+    a0, a1 = a[..., 0], a[..., 1]
+    a2 = a[..., 2] if na == 3 else lax.full_like(a0, 0)
+    b0, b1 = b[..., 0], b[..., 1]
+    b2 = b[..., 2] if nb == 3 else lax.full_like(b0, 0)
+    c = array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
     return moveaxis(c, 0, axisc)
 
 

@@ -16,6 +16,7 @@ from gpuarr.numpy._util import (
     concrete_value,
     ensure_array,
     promote_dtypes,
+    promote_dtypes_numeric,
     reject_out,
     static_hashable,
     widen_narrow_int,
@@ -80,7 +81,7 @@ def _check_where(name, where):
         raise ValueError(f"jnp.{name}: where must be None or a boolean array; got where.dtype={dt!r}.")
 
 
-def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
+def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None, preproc=None):
     """The reduction `name` as a function of all the arguments any of these reductions take
     (the public functions below pass theirs, with JAX's signature for each)."""
     def reduce(a, axis, dtype, out, keepdims, initial, where, promote_integers=True):
@@ -88,11 +89,13 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None):
         check_arraylike(name, a)
         _check_where(name, where)
         (a,) = promote_dtypes(a)
+        if preproc is not None:
+            a = preproc(a)
         aval = get_aval(a)
         axis = _static_axis(axis)
         dt = _user_dtype(dtype) if dtype is not None else aval.dtype
-        if dtype is None and upcast_bool and (promote_integers or aval.dtype == np.bool_):
-            dt = widen_narrow_int(aval.dtype)  # booleans are counted as integers, as in JAX
+        if dtype is None and upcast_bool and promote_integers:
+            dt = widen_narrow_int(aval.dtype)  # narrow integers widen, as in JAX
         # Results are never weakly typed (jnp.sum(2.0) is a float32), as in JAX. Half floats
         # accumulate in float32 unless a dtype is asked for, as in JAX.
         comp = _upcast_f16(dt) if upcast_bool and dtype is None else dt
@@ -149,20 +152,28 @@ def _combine_initial(as_bool, name, result, initial, dt):
     return ops[name](init, result)
 
 
-def _bool_reduce(prim_fn):
-    def reduce(a, axes):
-        if get_aval(a).dtype != np.bool_:
-            a = lax.ne(a, np.zeros((), get_aval(a).dtype)[()])
-        return prim_fn(a, axes)
-    return reduce
+def _cast_to_bool(a):
+    """all/any's truth values, as JAX's: a conversion to bool, of the real part of complex
+    values (so jnp.all(1j) is False there)."""
+    if dtypes.is_complex(get_aval(a).dtype):
+        a = lax.real(a)
+    return lax.convert_element_type(a, np.bool_)
 
 
-_sum = _reduction("sum", lax.reduce_sum, 0, upcast_bool=True, bool_fn=lax.reduce_or)
-_prod = _reduction("prod", lax.reduce_prod, 1, upcast_bool=True, bool_fn=lax.reduce_and)
+def _cast_to_numeric(a):
+    # Booleans are summed and multiplied as default integers, converted from there to a
+    # requested dtype, as in JAX.
+    return promote_dtypes_numeric(a)[0]
+
+
+_sum = _reduction("sum", lax.reduce_sum, 0, upcast_bool=True, bool_fn=lax.reduce_or,
+                  preproc=_cast_to_numeric)
+_prod = _reduction("prod", lax.reduce_prod, 1, upcast_bool=True, bool_fn=lax.reduce_and,
+                   preproc=_cast_to_numeric)
 _max = _reduction("max", lax.reduce_max, None)
 _min = _reduction("min", lax.reduce_min, None)
-_all = _reduction("all", _bool_reduce(lax.reduce_and), True)
-_any = _reduction("any", _bool_reduce(lax.reduce_or), False)
+_all = _reduction("all", lax.reduce_and, True, preproc=_cast_to_bool)
+_any = _reduction("any", lax.reduce_or, False, preproc=_cast_to_bool)
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
@@ -215,8 +226,7 @@ def _where_count(aval, axes, keepdims, where, dt):
         n = np.asarray(_count(aval, axes), dt)[()]
         return n
     from gpuarr.numpy._util import broadcast_to
-    return sum(lax.convert_element_type(broadcast_to(where, aval.shape), dt), axis=axes,
-               keepdims=keepdims)
+    return sum(broadcast_to(where, aval.shape), axis=axes, dtype=dt, keepdims=keepdims)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
@@ -260,17 +270,10 @@ def _var_dtypes(a_dtype, dtype):
 
 
 def _abs2(centered):
-    """|centered|**2, real for complex values."""
+    """|centered|**2, real for complex values, as JAX's var computes it."""
     if dtypes.is_complex(get_aval(centered).dtype):
-        from gpuarr.numpy.ufuncs import conj, real
-        return real(lax.mul(centered, conj(centered)))
-    return lax.mul(centered, centered)
-
-
-def _given_mean(name, mean, comp):
-    """A `mean` passed to var/std (broadcast-compatible with the data, as keepdims gives it)."""
-    check_arraylike(name, mean)
-    return lax.convert_element_type(ensure_array(mean), comp)
+        return lax.real(lax.mul(centered, lax.conj(centered)))
+    return lax.square(centered)
 
 
 def _ddof(ddof, correction):
@@ -285,24 +288,33 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         correction=None):
     """The variance over `axis` with `ddof` (or `correction`) degrees of freedom removed (NaN
     where none are left; real for complex data), about `mean` if given (computed otherwise)."""
-    ddof = _ddof(ddof, correction)
-    check_arraylike("var", a)
+    correction = _ddof(ddof, correction)
+    check_arraylike("var", a, converts=True)  # ensure_arraylike, as JAX's
+    return _var(a, axis=_static_axis(axis), dtype=dtype, out=out, correction=correction,
+                keepdims=keepdims, where=where, a_mean=mean)
+
+
+@_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's; `correction` is traced
+def _var(a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, where=None,
+         a_mean=None):
     _check_where("var", where)
     reject_out("var", out)
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
     comp, out_dt = _var_dtypes(aval.dtype, dtype)
     a = lax.convert_element_type(a, comp)
-    axis = _static_axis(axis)
     if where is None:
         _check_axis_index(axis, aval.ndim)
     axes = _axes(axis, aval.ndim)
-    a_mean = (_mean(a, axes, dtype=comp, keepdims=True, where=where) if mean is None
-              else _given_mean("var", mean, comp))
+    if a_mean is None:
+        a_mean = _mean(a, axes, dtype=comp, keepdims=True, where=where)
+    else:
+        check_arraylike("var", a_mean)
+        a_mean = lax.convert_element_type(a_mean, comp)
     sq = _abs2(lax.sub(a, a_mean))
     comp = get_aval(sq).dtype
     n = _where_count(aval, axes, keepdims, where, comp)
-    n = lax.sub(n, lax.convert_element_type(ensure_array(ddof), comp))
+    n = lax.sub(n, lax.convert_element_type(correction, comp))
     total = sum(sq, axis=axes, dtype=comp, keepdims=keepdims, where=where)
     out = lax.convert_element_type(lax.div(total, n), out_dt)
     from gpuarr.numpy.ufuncs import where as jwhere
@@ -312,12 +324,20 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """The standard deviation over `axis` (about `mean` if given)."""
-    check_arraylike("std", a)
+    correction = _ddof(ddof, correction)
+    check_arraylike("std", a, converts=True)  # ensure_arraylike, as JAX's
+    return _std(a, axis=_static_axis(axis), dtype=dtype, out=out, correction=correction,
+                keepdims=keepdims, where=where, mean=mean)
+
+
+@_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's; calls var's jit
+def _std(a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, where=None,
+         mean=None):
     _check_where("std", where)
     if dtype is not None and not dtypes.is_inexact(dt := _user_dtype(dtype)):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {dt}")
     reject_out("std", out)
-    return lax.sqrt(var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+    return lax.sqrt(var(a, axis, dtype, None, keepdims=keepdims, where=where, mean=mean,
                         correction=correction))
 
 
@@ -367,17 +387,23 @@ def _isnan(a):
     return lax.ne(a, a)
 
 
-def _replace_nan(a, value):
-    if not _is_inexact(a):
-        return a
-    return lax.select(_isnan(a), lax.full_like(a, value), a)
+def _const(like, value):
+    """`value` as JAX's lax._const gives it for `like`: a Python scalar (weakly typed) where
+    `like` is a weakly typed scalar, else a NumPy value of its dtype."""
+    aval = get_aval(like)
+    value = np.asarray(value, aval.dtype)
+    return value.item() if aval.weak_type and aval.ndim == 0 else value
 
 
 def ptp(a, axis=None, out=None, keepdims=False):
     """max - min over `axis` (peak to peak)."""
-    check_arraylike("ptp", a)
+    check_arraylike("ptp", a, converts=True)  # ensure_arraylike, as JAX's
+    return _ptp(a, _static_axis(axis), out, keepdims)
+
+
+@_jit(static_argnames=("axis", "keepdims"))  # as JAX's
+def _ptp(a, axis=None, out=None, keepdims=False):
     reject_out("ptp", out)
-    axis = _static_axis(axis)
     return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
@@ -391,101 +417,107 @@ def count_nonzero(a, axis=None, keepdims=False):
     return sum(nz, axis=axis, keepdims=keepdims, dtype=dtypes.default_int_dtype())
 
 
-def _nan_reduction(name, plain, fill):
-    def fn(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-        static_hashable(axis)
-        check_arraylike(name, a)
-        _check_where(name, where)
-        (a,) = promote_dtypes(a)
-        return plain(_replace_nan(a, fill), axis=axis, dtype=dtype, out=out, keepdims=keepdims,
-                      initial=initial, where=where)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{plain.__name__} over `axis` treating NaNs as {fill} (numpy.{name})."
-    return fn
+def _nan_reduction(a, name, plain, init_val, nan_if_all_nan, axis=None, keepdims=False,
+                   where=None, **kwargs):
+    """JAX's nan-reductions: `plain` with NaNs replaced by its identity `init_val` (NaN for an
+    all-NaN slice if `nan_if_all_nan`)."""
+    check_arraylike(name, a)
+    _check_where(name, where)
+    (a,) = promote_dtypes(a)
+    if not _is_inexact(a):  # `out` goes on, for plain's own error about it, as in JAX
+        return plain(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
+    from gpuarr.numpy.ufuncs import where as jwhere
+    dt = get_aval(a).dtype
+    out = plain(jwhere(_isnan(a), np.asarray(init_val, dt), a), axis=axis, keepdims=keepdims,
+                where=where, **kwargs)
+    if not nan_if_all_nan:
+        return out
+    # An all-NaN slice gives NaN (the mask is not applied here, as in JAX).
+    return jwhere(all(_isnan(a), axis=axis, keepdims=keepdims), _const(a, np.nan), out)
 
 
-nansum = _nan_reduction("nansum", sum, 0)
-nanprod = _nan_reduction("nanprod", prod, 1)
+@_jit(static_argnames=("axis", "keepdims"))  # as JAX's
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """min over `axis` ignoring NaNs (NaN for all-NaN slices), as numpy.nanmin."""
+    return _nan_reduction(a, "nanmin", min, np.inf, initial is None, axis=axis, out=out,
+                          keepdims=keepdims, initial=initial, where=where)
 
 
-def _nan_extreme(name, plain, fill):
-    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-        static_hashable(axis)
-        check_arraylike(name, a)
-        _check_where(name, where)
-        (a,) = promote_dtypes(a)
-        if not _is_inexact(a):  # `out` goes on, for plain's own error about it, as in JAX
-            return plain(a, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
-        res = plain(_replace_nan(a, fill), axis=axis, out=out, keepdims=keepdims, initial=initial,
-                    where=where)
-        if initial is not None:  # `initial` answers for an all-NaN slice, as in JAX
-            return res
-        # An all-NaN slice gives NaN, as in NumPy and JAX.
-        all_nan = all(_isnan(a), axis=axis, keepdims=keepdims, where=where)
-        return lax.select(all_nan, lax.full_like(res, np.nan), res)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{plain.__name__} over `axis` ignoring NaNs (NaN for all-NaN slices), as numpy.{name}."
-    return fn
+@_jit(static_argnames=("axis", "keepdims"))  # as JAX's
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """max over `axis` ignoring NaNs (NaN for all-NaN slices), as numpy.nanmax."""
+    return _nan_reduction(a, "nanmax", max, -np.inf, initial is None, axis=axis, out=out,
+                          keepdims=keepdims, initial=initial, where=where)
 
 
-nanmax = _nan_extreme("nanmax", max, -np.inf)
-nanmin = _nan_extreme("nanmin", min, np.inf)
+@_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """sum over `axis` treating NaNs as 0 (numpy.nansum)."""
+    dtype = _user_dtype(dtype)
+    return _nan_reduction(a, "nansum", sum, 0, False, axis=axis, dtype=dtype, out=out,
+                          keepdims=keepdims, initial=initial, where=where)
 
 
-def _not_nan_count(a, axis, keepdims, where, dt):
-    valid = lax.bitwise_not(_isnan(a)) if _is_inexact(a) else lax.full(get_aval(a).shape, True, np.bool_)
-    return sum(valid, axis=axis, keepdims=keepdims, where=where, dtype=dt)
+@_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """prod over `axis` treating NaNs as 1 (numpy.nanprod)."""
+    dtype = _user_dtype(dtype)
+    return _nan_reduction(a, "nanprod", prod, 1, False, axis=axis, dtype=dtype, out=out,
+                          keepdims=keepdims, initial=initial, where=where)
 
 
+@_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """The mean over `axis` ignoring NaNs (NaN for all-NaN slices)."""
-    static_hashable(axis)
     check_arraylike("nanmean", a)
     _check_where("nanmean", where)
     reject_out("nanmean", out)
     (a,) = promote_dtypes(a)
     if not _is_inexact(a):
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else get_aval(a).dtype
-    total = nansum(a, axis, dtype=dt, keepdims=keepdims, where=where)
-    return lax.div(total, _not_nan_count(a, axis, keepdims, where, dt))
+    dt = _user_dtype(dtype) if dtype is not None else get_aval(a).dtype
+    count = sum(lax.bitwise_not(_isnan(a)), axis=axis, dtype=dt, keepdims=keepdims, where=where)
+    return lax.div(nansum(a, axis, dtype=dt, keepdims=keepdims, where=where), count)
 
 
+@_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's; `ddof` is traced
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """The variance over `axis` ignoring NaNs (NaN where no degrees of freedom are left),
     about `mean` if given."""
-    static_hashable(axis)
     check_arraylike("nanvar", a)
     _check_where("nanvar", where)
+    dtype = _user_dtype(dtype)
     reject_out("nanvar", out)
     (a,) = promote_dtypes(a)
     comp, out_dt = _var_dtypes(get_aval(a).dtype, dtype)
     a = lax.convert_element_type(a, comp)
-    from gpuarr.numpy.ufuncs import where as jwhere
-    nan = _isnan(a)
-    a_mean = (nanmean(a, axis, comp, keepdims=True, where=where) if mean is None
-              else _given_mean("nanvar", mean, comp))
-    centered = jwhere(nan, 0, lax.sub(a, a_mean))
-    sq = _abs2(centered)
-    count = sum(lax.bitwise_not(nan), axis=axis, keepdims=keepdims, where=where)
     from gpuarr.numpy.ufuncs import subtract
+    from gpuarr.numpy.ufuncs import where as jwhere
+    if mean is None:
+        mean = nanmean(a, axis, comp, keepdims=True, where=where)
+    else:
+        check_arraylike("nanvar", mean)
+        mean = lax.convert_element_type(mean, comp)
+    centered = jwhere(_isnan(a), 0, lax.sub(a, mean))
+    sq = _abs2(centered)
+    count = sum(lax.bitwise_not(_isnan(a)), axis=axis, keepdims=keepdims, where=where)
     count = subtract(count, ddof)  # promoted: a float ddof is not truncated, as in JAX
-    empty = lax.le(count, np.zeros((), get_aval(count).dtype)[()])
+    empty = lax.le(count, np.zeros((), get_aval(count).dtype))
     # A plain sum: an infinite mean leaves NaNs in `sq` that must show, as in JAX.
     total = jwhere(empty, np.nan, sum(sq, axis, keepdims=keepdims, where=where))
     divisor = lax.convert_element_type(jwhere(empty, 1, count), get_aval(total).dtype)
     return lax.convert_element_type(lax.div(total, divisor), out_dt)
 
 
+@_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """The standard deviation over `axis` ignoring NaNs (about `mean` if given)."""
-    static_hashable(axis)
     check_arraylike("nanstd", a)
     _check_where("nanstd", where)
-    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
-        raise TypeError(f"nanstd needs an inexact dtype, got {np.dtype(dtype)}")
+    dtype = _user_dtype(dtype)
     reject_out("nanstd", out)
-    return lax.sqrt(nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean))
+    return lax.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
+                           mean=mean))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -533,83 +565,10 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile_weights(name, a, weights, axis, method):
-    """`weights` broadcast to `a`'s shape: they have its shape, or that of the reduced axes."""
-    check_arraylike(name, weights)
-    if dtypes.is_complex(get_aval(weights).dtype):
-        raise ValueError("Weights cannot be complex types.")
-    if method != "inverted_cdf":
-        raise NotImplementedError(f"{method} doesn't support weights. Only method "
-                                  "'inverted_cdf' supports weights.")
-    from gpuarr.numpy._util import promote_dtypes_inexact
-    a, weights = promote_dtypes_inexact(a, weights)
-    a_shape, w_shape = get_aval(a).shape, get_aval(weights).shape
-    if w_shape == a_shape:
-        return a, weights
-    if axis is None:
-        raise ValueError("Weights shape must match 'a' shape when axis is None.")
-    axes = tuple(canonicalize_axis(ax, len(a_shape))
-                 for ax in (axis if isinstance(axis, tuple) else (axis,)))
-    if w_shape != tuple(a_shape[ax] for ax in axes):
-        raise ValueError(f"Weights shape {w_shape} must match reduction axes "
-                         f"{tuple(a_shape[ax] for ax in axes)}")
-    return a, lax.broadcast_in_dim(weights, a_shape, axes)
-
-
-def _inverted_cdf(srt, weights, q, ignore_nan):
-    """The smallest sorted value whose cumulative weight reaches q times the total (NumPy's
-    'inverted_cdf'), for `srt` of shape outer + (n,) sorted along its last axis with its
-    `weights` alongside, and q of shape q_shape; the result has shape q_shape + outer. NaN
-    where a weight is negative or NaN, and where the data has a NaN (all NaNs if `ignore_nan`)."""
-    from gpuarr.lax.cumulative import cumsum
-    from gpuarr.numpy.selection import take_along_axis
-    shape, dt = get_aval(srt).shape, get_aval(srt).dtype
-    q_shape, nq = get_aval(q).shape, get_aval(q).ndim
-    zero = np.zeros((), dt)[()]
-    bad_weights = lax.bitwise_or(lax.lt(weights, zero), _isnan(weights))
-    nan_data = _isnan(srt)
-    clean = lax.select(lax.bitwise_or(bad_weights, nan_data), lax.full_like(weights, 0), weights)
-    cum = cumsum(clean, axis=len(shape) - 1)
-    total = lax.slice_in_dim(cum, shape[-1] - 1, shape[-1], axis=len(shape) - 1)
-    target = lax.mul(lax.reshape(q, q_shape + (1,) * len(shape)),
-                     lax.reshape(total, (1,) * nq + shape[:-1] + (1,)))
-    below = lax.lt(lax.reshape(cum, (1,) * nq + shape), target)
-    idx = sum(below, axis=-1)  # default-int count of values whose cumulative weight is short
-    valid = (sum(lax.bitwise_not(nan_data), axis=-1) if ignore_nan
-             else lax.full(shape[:-1], shape[-1], get_aval(idx).dtype))
-    idx = lax.max(lax.full_like(idx, 0), lax.min(idx, lax.sub(
-        lax.broadcast_in_dim(valid, get_aval(idx).shape, tuple(range(nq, nq + len(shape) - 1))),
-        lax.full_like(idx, 1))))
-    values = lax.broadcast_in_dim(srt, q_shape + shape, tuple(range(nq, nq + len(shape))))
-    out = lax.reshape(take_along_axis(values, lax.expand_dims(idx, (nq + len(shape) - 1,)), -1),
-                      q_shape + shape[:-1])
-    force_nan = any(bad_weights, axis=-1)
-    force_nan = lax.bitwise_or(force_nan, lax.eq(valid, lax.full_like(valid, 0)) if ignore_nan
-                               else any(nan_data, axis=-1))
-    return lax.select(lax.broadcast_in_dim(force_nan, get_aval(out).shape,
-                                           tuple(range(nq, nq + len(shape) - 1))),
-                      lax.full_like(out, np.nan), out)
-
-
-def _quantile_checks(name, a, method, out, overwrite_input):
-    """JAX's argument errors, in its order."""
-    check_arraylike(name, a)
-    if dtypes.is_complex(dtypes.dtype(a)):
-        raise ValueError("quantile does not support complex input, as the operation is poorly "
-                         "defined.")
-    if out is not None or overwrite_input:
-        quant = "nanquantile" if name.startswith("nan") else "quantile"
-        raise ValueError(f"jax.numpy.{quant} does not support overwrite_input=True or "
-                         "out != None")
-    if method not in _METHODS:
-        raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' "
-                         "or 'inverted_cdf'")
-
-
-def _check_q_dtype(ignore_nan, method, q_dt, a_dt):
+def _check_q_dtype(squash_nans, method, q_dt, a_dt):
     """JAX's errors for a q it cannot compute with: positions are computed in q's dtype."""
     if q_dt == np.bool_:  # JAX fails at q * (n - 1), or at counts - 1 ignoring NaNs
-        op = "sub" if ignore_nan else "mul"
+        op = "sub" if squash_nans else "mul"
         raise TypeError(f"{op} does not accept dtype bool at position 0. Accepted dtypes at "
                         "position 0 are subtypes of integer, floating, complexfloating.")
     if not dtypes.is_float(q_dt):
@@ -621,139 +580,279 @@ def _check_q_dtype(ignore_nan, method, q_dt, a_dt):
                         "promotion on inputs).")
 
 
-def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
-    static_hashable(axis)
-    check_arraylike(name, a, q)
-    from gpuarr.lax.sorting import sort, sort_key_val
-    from gpuarr.numpy._util import promote_dtypes_inexact
-    from gpuarr.numpy.selection import take_along_axis
-    if weights is not None:
-        a, weights = _quantile_weights(name, a, weights, axis, method)
-    else:
-        (a,) = promote_dtypes_inexact(a)
-    # q is not promoted with a: positions and interpolation use q's dtype and the result is
-    # cast to a's, as in JAX.
-    q = ensure_array(q)
-    a_aval, q_aval = get_aval(a), get_aval(q)
-    if q_aval.ndim > 1:
-        raise ValueError(f"q must be have rank <= 1, got shape {q_aval.shape}")
-    axes = _axes(axis, a_aval.ndim)
-    keep = tuple(i for i in range(a_aval.ndim) if i not in axes)
-    n = _count(a_aval, axes)
-    if n == 0:
-        raise ValueError(f"{name} of an empty axis is undefined: array shape {a_aval.shape}.")
-    dt, q_dt = a_aval.dtype, np.dtype(q_aval.dtype)
-    _check_q_dtype(ignore_nan, method, q_dt, dt)
-    outer = tuple(a_aval.shape[i] for i in keep)
-    flat = lax.reshape(lax.transpose(a, keep + axes), outer + (n,))
-    if method == "inverted_cdf":
-        w = (lax.full_like(flat, 1) if weights is None else lax.convert_element_type(
-            lax.reshape(lax.transpose(weights, keep + axes), outer + (n,)), dt))
-        srt, w = sort_key_val(flat, w, dimension=len(outer))  # NaNs sort last
-        # convert_element_type drops the weak type, as JAX's result has none.
-        out = lax.convert_element_type(_inverted_cdf(srt, w, q, ignore_nan), dt)
-        return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
-    srt = sort(flat, dimension=len(outer))  # NaNs sort last
-    nan_in = any(_isnan(flat), axis=-1, keepdims=True)
-    count = (lax.convert_element_type(sum(lax.bitwise_not(_isnan(flat)), axis=-1, keepdims=True), q_dt)
-             if ignore_nan else lax.full(outer + (1,), n, q_dt))
-    # q goes on a leading axis: positions have shape q.shape + outer + (1,).
-    qs = lax.reshape(q, q_aval.shape + (1,) * (len(outer) + 1))
-    count = lax.reshape(count, (1,) * q_aval.ndim + outer + (1,))
-    one = np.ones((), q_dt)[()]
-    pos = lax.mul(qs, lax.sub(count, one))
-    lo, hi = lax.floor(pos), lax.ceil(pos)
-    hi_w = lax.sub(pos, lo)  # before clamping, as in JAX
-    lo_w = lax.sub(one, hi_w)
-    # q outside [0, 1] reads the end values, as JAX clamps the positions.
-    top = lax.sub(count, one)
-    lo, hi = (lax.max(lax.full_like(x, 0), lax.min(x, top)) for x in (lo, hi))
-    int_dt = dtypes.default_int_dtype()
-    values = lax.broadcast_in_dim(srt, q_aval.shape + outer + (n,),
-                                  tuple(range(q_aval.ndim, q_aval.ndim + len(outer) + 1)))
-
-    def pick(idx):  # the sorted values at positions idx (shape q.shape + outer + (1,))
-        idx = lax.convert_element_type(idx, int_dt)
-        return lax.reshape(take_along_axis(values, idx, -1), q_aval.shape + outer)
-
-    v_lo, v_hi = pick(lo), pick(hi)
-    lo_w, hi_w = (lax.reshape(x, get_aval(v_lo).shape) for x in (lo_w, hi_w))
-    if method == "linear":
-        out = lax.add(lax.mul(lax.convert_element_type(v_lo, q_dt), lo_w),
-                      lax.mul(lax.convert_element_type(v_hi, q_dt), hi_w))
-    elif method == "lower":
-        out = v_lo
-    elif method == "higher":
-        out = v_hi
-    elif method == "nearest":  # ties go to the lower neighbour, as in JAX
-        out = lax.select(lax.le(hi_w, np.asarray(0.5, q_dt)[()]), v_lo, v_hi)
-    else:  # midpoint, in a's dtype
-        out = lax.mul(lax.add(v_lo, v_hi), np.asarray(0.5, dt)[()])
-    bad = (lax.le(lax.reshape(count, outer), np.zeros((), q_dt)[()]) if ignore_nan
-           else lax.reshape(nan_in, outer))
-    out = lax.select(lax.broadcast_in_dim(bad, get_aval(out).shape,
-                                          tuple(range(q_aval.ndim, q_aval.ndim + len(outer)))),
-                     lax.full_like(out, np.nan), out)
-    out = lax.convert_element_type(out, dt)
-    return _quantile_keepdims(out, q_aval, a_aval, axes) if keepdims else out
-
-
-def _quantile_keepdims(out, q_aval, a_aval, axes):
-    # A 0-d input keeps one axis, as in JAX.
-    shape = q_aval.shape + (tuple(1 if i in axes else d for i, d in enumerate(a_aval.shape))
-                            or (1,))
-    return lax.reshape(out, shape)
-
-
+@_jit(static_argnames=("axis", "overwrite_input", "keepdims", "method"))  # as JAX's
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
              *, weights=None):
     """The q-th quantiles (q in [0, 1]) over `axis`; q's shape leads the result's. `weights`
     (method 'inverted_cdf' only) weigh each element of `a`."""
-    _quantile_checks("quantile", a, method, out, overwrite_input)
-    return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
+    check_arraylike("quantile", a, q)
+    if weights is not None:
+        check_arraylike("quantile", weights)
+    if overwrite_input or out is not None:
+        raise ValueError("jax.numpy.quantile does not support overwrite_input=True or "
+                         "out != None")
+    return _quantile(a, q, axis, method, keepdims, False, weights)
 
 
+@_jit(static_argnames=("axis", "overwrite_input", "keepdims", "method"))  # as JAX's
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
                 *, weights=None):
     """quantile ignoring NaNs (NaN for all-NaN slices)."""
-    _quantile_checks("nanquantile", a, method, out, overwrite_input)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
+    check_arraylike("nanquantile", a, q)
+    if weights is not None:
+        check_arraylike("nanquantile", weights)
+    if overwrite_input or out is not None:
+        raise ValueError("jax.numpy.nanquantile does not support overwrite_input=True or "
+                         "out != None")
+    return _quantile(a, q, axis, method, keepdims, True, weights)
+
+
+def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
+    """JAX's quantile, step by step: sorted along one axis (the reduced axes moved last and
+    merged), the values at the floor and ceiling of q * (n - 1) (of the non-NaN count with
+    `squash_nans`) are read and combined by `method`."""
+    from gpuarr.lax.sorting import sort, sort_key_val
+    from gpuarr.numpy._util import promote_dtypes_inexact
+    from gpuarr.numpy.ufuncs import where as jwhere
+    if method not in _METHODS:
+        raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' "
+                         "or 'inverted_cdf'")
+    a, q = ensure_array(a), ensure_array(q)
+    if weights is not None:
+        if dtypes.is_complex(get_aval(weights).dtype):
+            raise ValueError("Weights cannot be complex types.")
+        if method != "inverted_cdf":
+            raise NotImplementedError(f"{method} doesn't support weights. Only method "
+                                      "'inverted_cdf' supports weights.")
+        a, weights = promote_dtypes_inexact(a, weights)
+        a_shape, w_shape = get_aval(a).shape, get_aval(weights).shape
+        if w_shape != a_shape:
+            if axis is None:
+                raise ValueError("Weights shape must match 'a' shape when axis is None.")
+            ax_tuple = tuple(canonicalize_axis(ax, len(a_shape))
+                             for ax in (axis if isinstance(axis, tuple) else (axis,)))
+            if w_shape != tuple(a_shape[ax] for ax in ax_tuple):
+                raise ValueError(f"Weights shape {w_shape} must match reduction axes "
+                                 f"{tuple(a_shape[ax] for ax in ax_tuple)}")
+            weights = lax.broadcast_in_dim(weights, a_shape, ax_tuple)
+    else:
+        (a,) = promote_dtypes_inexact(a)
+    a_aval = get_aval(a)
+    if dtypes.is_complex(a_aval.dtype):
+        raise ValueError("quantile does not support complex input, as the operation is poorly "
+                         "defined.")
+    keepdim = []
+    if axis is None:
+        if keepdims:
+            keepdim = [1] * a_aval.ndim
+        a = lax.reshape(a, (a_aval.size,))
+        if weights is not None:
+            weights = lax.reshape(weights, (a_aval.size,))
+        axis = 0
+    elif isinstance(axis, tuple):
+        nd = a_aval.ndim
+        keepdim = list(a_aval.shape)
+        axis = tuple(_axes(ax, nd)[0] for ax in axis)
+        if len(set(axis)) != len(axis):
+            raise ValueError("repeated axis")
+        for ax in axis:
+            keepdim[ax] = 1
+        keep = set(range(nd)) - set(axis)
+        # The kept axes first, then the reduced ones merged into one, as JAX permutes them.
+        dimensions = list(range(nd))
+        for i, s in enumerate(sorted(keep)):
+            dimensions[i], dimensions[s] = dimensions[s], dimensions[i]
+        kept = tuple(d for i, d in enumerate(a_aval.shape) if i not in axis)
+        merged = int(np.prod([d for i, d in enumerate(a_aval.shape) if i in axis]))
+        a = lax.reshape(a, kept + (merged,), tuple(dimensions))
+        if weights is not None:
+            weights = lax.reshape(weights, kept + (merged,), tuple(dimensions))
+        axis = len(kept)
+    else:
+        axis = _axes(axis, a_aval.ndim)[0]
+
+    q_aval = get_aval(q)
+    q_shape, q_ndim, q_dt = q_aval.shape, q_aval.ndim, np.dtype(q_aval.dtype)
+    if q_ndim > 1:
+        raise ValueError(f"q must be have rank <= 1, got shape {q_shape}")
+    a_shape = get_aval(a).shape
+    _check_q_dtype(squash_nans, method, q_dt, a_aval.dtype)
+    int_dt = dtypes.default_int_dtype()
+    q_orig = q
+    if squash_nans:
+        a = jwhere(_isnan(a), np.nan, a)  # NaNs made positive, so that they sort last
+        if weights is not None:
+            a, weights = sort_key_val(a, weights, dimension=axis)
+        else:
+            a = sort(a, dimension=axis)
+        counts = sum(lax.bitwise_not(_isnan(a)), axis=axis, dtype=q_dt, keepdims=keepdims)
+        reduced_shape = get_aval(counts).shape
+        q = lax.expand_dims(q, tuple(range(q_ndim, len(reduced_shape) + q_ndim)))
+        counts = lax.expand_dims(counts, tuple(range(q_ndim)))
+        q = lax.mul(q, lax.sub(counts, _const(q, 1)))
+        low, high = lax.floor(q), lax.ceil(q)
+        high_weight = lax.sub(q, low)
+        low_weight = lax.sub(_const(high_weight, 1), high_weight)
+        low = lax.max(_const(low, 0), lax.min(low, counts - 1))
+        high = lax.max(_const(high, 0), lax.min(high, counts - 1))
+        low = lax.convert_element_type(low, int_dt)
+        high = lax.convert_element_type(high, int_dt)
+        out_shape = q_shape + reduced_shape
+        index = [lax.broadcasted_iota(int_dt, out_shape, dim + q_ndim)
+                 for dim in range(len(reduced_shape))]
+        if keepdims:
+            index[axis] = low
+        else:
+            index.insert(axis, low)
+        low_value = a[tuple(index)]
+        index[axis] = high
+        high_value = a[tuple(index)]
+    else:
+        a = jwhere(any(_isnan(a), axis=axis, keepdims=True), np.nan, a)
+        if weights is not None:
+            a, weights = sort_key_val(a, weights, dimension=axis)
+        else:
+            a = sort(a, dimension=axis)
+        n = lax.convert_element_type(a_shape[axis], q_dt)
+        q = lax.mul(q, n - 1)
+        low, high = lax.floor(q), lax.ceil(q)
+        high_weight = lax.sub(q, low)
+        low_weight = lax.sub(_const(high_weight, 1), high_weight)
+        low = lax.clamp(_const(low, 0), low, n - 1)
+        high = lax.clamp(_const(high, 0), high, n - 1)
+        low = lax.convert_element_type(low, int_dt)
+        high = lax.convert_element_type(high, int_dt)
+        slice_sizes = list(a_shape)
+        slice_sizes[axis] = 1
+        end = len(a_shape) + q_ndim if keepdims else len(a_shape) + q_ndim - 1
+        dnums = lax.GatherDimensionNumbers(
+            offset_dims=tuple(range(q_ndim, end)),
+            collapsed_slice_dims=() if keepdims else (axis,), start_index_map=(axis,))
+        low_value = lax.gather(a, lax.expand_dims(low, (q_ndim,)), dnums, slice_sizes)
+        high_value = lax.gather(a, lax.expand_dims(high, (q_ndim,)), dnums, slice_sizes)
+        if q_ndim == 1:
+            low_weight = lax.broadcast_in_dim(low_weight, get_aval(low_value).shape, (0,))
+            high_weight = lax.broadcast_in_dim(high_weight, get_aval(high_value).shape, (0,))
+
+    if method == "linear":
+        result = lax.add(lax.mul(lax.convert_element_type(low_value, q_dt), low_weight),
+                         lax.mul(lax.convert_element_type(high_value, q_dt), high_weight))
+    elif method == "lower":
+        result = low_value
+    elif method == "higher":
+        result = high_value
+    elif method == "nearest":  # ties go to the lower neighbour, as in JAX
+        result = lax.select(lax.le(high_weight, _const(high_weight, 0.5)), low_value, high_value)
+    elif method == "midpoint":
+        result = lax.mul(lax.add(low_value, high_value), _const(low_value, 0.5))
+    else:
+        result = _inverted_cdf(a, weights, q_orig, axis, keepdims, squash_nans, a_shape)
+    if keepdims and keepdim:
+        if q_ndim > 0:
+            keepdim = [q_shape[0], *keepdim]
+        result = lax.reshape(result, tuple(keepdim))
+    return lax.convert_element_type(result, get_aval(a).dtype)
+
+
+def _inverted_cdf(a, weights, q, axis, keepdims, squash_nans, a_shape):
+    """The smallest sorted value whose cumulative weight reaches q times the total (NumPy's
+    'inverted_cdf'), for `a` sorted along `axis` with its `weights` alongside; NaN where a
+    weight is negative or NaN, and where the data has a NaN (all NaNs with `squash_nans`)."""
+    from gpuarr.numpy.selection import cumsum, take_along_axis
+    from gpuarr.numpy.ufuncs import where as jwhere
+    q_aval = get_aval(q)
+    q_ndim, q_dt = q_aval.ndim, np.dtype(q_aval.dtype)
+    int_dt = dtypes.default_int_dtype()
+    if weights is None:
+        weights = lax.full_like(a, 1.0)
+    zeros = lax.full_like(weights, 0)
+    bad_weights = lax.bitwise_or(lax.lt(weights, zeros), _isnan(weights))
+    nan_data = _isnan(a)
+    clean_weights = lax.select(lax.bitwise_or(bad_weights, nan_data), zeros, weights)
+    cum_weights = cumsum(clean_weights, axis=axis)
+    total_weight = lax.index_in_dim(cum_weights, -1, axis=axis, keepdims=keepdims)
+    tw_f = lax.expand_dims(total_weight, tuple(range(q_ndim)))
+    q_f = lax.reshape(q, q_aval.shape + (1,) * get_aval(total_weight).ndim)
+    target_w = lax.mul(q_f, tw_f)
+    if not keepdims:
+        target_w = lax.expand_dims(target_w, (axis + q_ndim,))
+    cw_f = lax.expand_dims(cum_weights, tuple(range(q_ndim)))
+    is_less = lax.lt(cw_f, target_w)
+    idx = sum(lax.convert_element_type(is_less, int_dt), axis=axis + q_ndim, keepdims=keepdims)
+    if squash_nans:
+        valid_counts = sum(lax.bitwise_not(nan_data), axis=axis, dtype=q_dt, keepdims=keepdims)
+    else:
+        valid_counts = lax.full_like(total_weight, a_shape[axis], dtype=q_dt)
+    limit = lax.sub(valid_counts, _const(valid_counts, 1))
+    max_idx = lax.convert_element_type(limit, int_dt)
+    max_idx_f = lax.expand_dims(max_idx, tuple(range(q_ndim)))
+    max_idx_f = lax.convert_element_type(max_idx_f, get_aval(idx).dtype)
+    idx = lax.max(_const(idx, 0), lax.min(idx, max_idx_f))
+    idx_take = lax.squeeze(idx, (q_ndim + axis,)) if keepdims else idx
+    if q_ndim == 0:
+        result = take_along_axis(a, lax.expand_dims(idx_take, (axis,)), axis=axis)
+        result = lax.squeeze(result, (axis,))
+    else:
+        ndim = get_aval(idx_take).ndim
+        perm = [*range(q_ndim, q_ndim + axis), *range(q_ndim), *range(q_ndim + axis, ndim)]
+        result = take_along_axis(a, lax.transpose(idx_take, perm), axis=axis)
+        result = lax.transpose(result, [perm.index(i) for i in range(len(perm))])
+    if keepdims:
+        result = lax.expand_dims(result, (q_ndim + axis,))
+    all_nan_data = lax.eq(valid_counts, lax.full_like(valid_counts, 0))
+    any_bad_weight = any(bad_weights, axis=axis, keepdims=keepdims)
+    if squash_nans:
+        force_nan = lax.bitwise_or(any_bad_weight, all_nan_data)
+    else:
+        force_nan = lax.bitwise_or(any_bad_weight, any(nan_data, axis=axis, keepdims=keepdims))
+    force_nan_f = lax.expand_dims(force_nan, tuple(range(q_ndim)))
+    return jwhere(force_nan_f, lax.full_like(result, np.nan), result)
 
 
 def _percent(name, q):
     check_arraylike(name, q)
     from gpuarr.numpy._util import promote_dtypes_inexact
     (q,) = promote_dtypes_inexact(q)
-    return lax.div(q, lax.full_like(q, 100))  # full_like keeps q's weak type
+    return lax.div(q, _const(q, 100))  # q / 100, of q's dtype and weak type
 
 
+@_jit(static_argnames=("axis", "overwrite_input", "keepdims", "method", "out_sharding"))
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
                *, weights=None, out_sharding=None):
-    """The q-th percentiles (q in [0, 100]) over `axis`."""
-    _quantile_checks("percentile", a, method, out, overwrite_input)
+    """The q-th percentiles (q in [0, 100]) over `axis` (a jit calling quantile's, as JAX's)."""
+    check_arraylike("percentile", a, q)
+    if weights is not None:
+        check_arraylike("percentile", weights)
+    q = _percent("percentile", q)
     lax.lax.check_no_sharding("numpy.percentile", out_sharding)
-    return _quantile("percentile", a, _percent("percentile", q), axis, method, keepdims, False,
-                     weights)
+    return quantile(a, q, axis=axis, out=out, overwrite_input=overwrite_input, method=method,
+                    keepdims=keepdims, weights=weights)
 
 
+@_jit(static_argnames=("axis", "overwrite_input", "keepdims", "method"))  # as JAX's
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
                   *, weights=None):
-    """percentile ignoring NaNs."""
-    _quantile_checks("nanpercentile", a, method, out, overwrite_input)
-    return _quantile("nanpercentile", a, _percent("nanpercentile", q), axis, method, keepdims, True,
-                     weights)
+    """percentile ignoring NaNs (a jit calling nanquantile's, as JAX's)."""
+    check_arraylike("nanpercentile", a, q)
+    if weights is not None:
+        check_arraylike("nanpercentile", weights)
+    q = _percent("nanpercentile", q)
+    return nanquantile(a, q, axis=axis, out=out, overwrite_input=overwrite_input, method=method,
+                       keepdims=keepdims, weights=weights)
 
 
+@_jit(static_argnames=("axis", "overwrite_input", "keepdims"))  # as JAX's
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median over `axis` (NaN if a slice has a NaN): the midpoint of the middle values,
     as JAX computes it."""
-    static_hashable(axis)
     check_arraylike("median", a)
-    return quantile(a, 0.5, axis, out, overwrite_input, method="midpoint", keepdims=keepdims)
+    return quantile(a, 0.5, axis=axis, out=out, overwrite_input=overwrite_input,
+                    keepdims=keepdims, method="midpoint")
 
 
+@_jit(static_argnames=("axis", "overwrite_input", "keepdims"))  # as JAX's
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median over `axis` ignoring NaNs (the midpoint of the middle values, as JAX)."""
-    static_hashable(axis)
     check_arraylike("nanmedian", a)
-    return nanquantile(a, 0.5, axis, out, overwrite_input, method="midpoint", keepdims=keepdims)
+    return nanquantile(a, 0.5, axis=axis, out=out, overwrite_input=overwrite_input,
+                       keepdims=keepdims, method="midpoint")

@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.lax import cumulative, slicing
 from gpuarr.numpy import advanced_indexing, ufuncs
@@ -325,15 +326,17 @@ def select(condlist, choicelist, default=0):
     if len(condlist) == 0:  # len: condlist may be an array, whose truth is ambiguous
         raise ValueError("condlist must be non-empty")
     check_arraylike("select", *condlist, *choicelist, default)
+    from gpuarr.numpy.manipulation import stack
+    from gpuarr.numpy.reductions import argmax
     conds = [ensure_array(c) for c in condlist]
-    choices = promote_dtypes(ensure_array(default), *[ensure_array(c) for c in choicelist])
-    # JAX broadcasts the conditions first, then the winning index with the default and choices,
-    # so a shape error lists the shapes in that order.
-    conds = broadcast_all(ensure_array(False), *conds)[1:]
-    idx = lax.full(get_aval(conds[0]).shape, 0, np.int32)
-    for k in range(len(conds), 0, -1):  # the first true condition wins
-        idx = lax.select(_nonzero_mask(conds[k - 1]),
-                         lax.full(get_aval(idx).shape, k, np.int32), idx)
+    choices = [ensure_array(c) for c in choicelist]
+    # As JAX: the default goes first with a False condition, and the first true condition
+    # wins (argmax gives the first maximum, 0 when none is true). The conditions broadcast
+    # first, then the winning index with the default and choices, so a shape error lists
+    # the shapes in that order.
+    choices = promote_dtypes(ensure_array(default), *choices)
+    conds = stack(broadcast_all(ensure_array(False), *conds))
+    idx = argmax(lax.convert_element_type(conds, np.bool_), axis=0)
     return lax.select_n(*broadcast_all(idx, *choices))
 
 
@@ -410,9 +413,10 @@ def _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill=None, promote_inte
         axis = 0
     aval = get_aval(a)
     axis = canonicalize_axis(axis, aval.ndim) if aval.ndim else _bad_axis(axis)
-    if nan_fill is not None and dtypes.is_inexact(aval.dtype):
-        from gpuarr.numpy.ufuncs import isnan
-        a = lax.select(isnan(a), lax.full(aval.shape, nan_fill, aval.dtype), a)
+    if nan_fill is not None:
+        # JAX's where (for every dtype: a != a is never true for exact ones) with a constant
+        # of a's dtype, so its program prints alike.
+        a = ufuncs._where(lax.ne(a, a), np.array(nan_fill, aval.dtype), a)
     if dtype is None:
         out_dt = widen_narrow_int(aval.dtype) if promote_integers or aval.dtype == np.bool_ else aval.dtype
         comp_dt = out_dt
@@ -434,16 +438,22 @@ def _bad_axis(axis):
 
 
 def _cumulative(name, lax_fn, nan_fill=None):
+    def body(a, axis, dtype):
+        (a,) = promote_dtypes(ensure_array(a))
+        # Python scalars (weak 0-d arrays here) are 1-d whatever the axis, as in JAX.
+        scalar = get_aval(a).ndim == 0 and get_aval(a).weak_type
+        return _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill, scalar=scalar)
+    body.__name__ = body.__qualname__ = name
+    # A jit named as the function, with axis and dtype static, as JAX's.
+    body = _jit(body, static_argnames=("axis", "dtype"))
+
     def fn(a, axis=None, dtype=None, out=None):
         # JAX's jit takes axis and dtype statically, so it hashes them before anything else.
         static_hashable(axis), static_hashable(dtype)
         check_arraylike(name, a)
         if out is not None:  # JAX's message for the cumulative functions has no full stop
             raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported")
-        (a,) = promote_dtypes(ensure_array(a))
-        # Scalars (Python, NumPy, or weak 0-d arrays) are 1-d whatever the axis, as in JAX.
-        scalar = np.isscalar(a) or (get_aval(a).ndim == 0 and get_aval(a).weak_type)
-        return _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill, scalar=scalar)
+        return body(a, axis=axis, dtype=dtype)
     fn.__name__ = fn.__qualname__ = name
     what = "sum" if "sum" in name else "product"
     nan_note = " treating NaNs as " + ("zero" if nan_fill == 0 else "one") if nan_fill is not None else ""
@@ -491,26 +501,29 @@ cumulative_prod = _array_api_cumulative("cumulative_prod", cumulative.cumprod, "
 
 
 def _nanarg(name, reduce_name, fill):
-    def fn(a, axis=None, out=None, keepdims=None):
+    def body(a, axis, keepdims):
         from gpuarr.numpy import reductions
-        from gpuarr.numpy.ufuncs import isnan
-        check_arraylike(name, a)
-        reject_out(name, out)
-        a = ensure_array(a)
+        from gpuarr.numpy.ufuncs import isnan, where
         arg = getattr(reductions, reduce_name)
         if not dtypes.is_inexact(get_aval(a).dtype):
-            return arg(a, axis=axis, keepdims=bool(keepdims))
+            return arg(a, axis=axis, keepdims=keepdims)
         nan = isnan(a)
-        clean = lax.select(nan, lax.full(get_aval(a).shape, fill, get_aval(a).dtype), a)
-        res = arg(clean, axis=axis, keepdims=bool(keepdims))
-        all_nan = reductions.all(nan, axis=axis, keepdims=bool(keepdims))
+        res = arg(where(nan, fill, a), axis=axis, keepdims=keepdims)
         # An all-NaN slice has no answer; JAX returns -1 where NumPy raises.
-        return lax.select(all_nan, lax.full(get_aval(res).shape, -1, get_aval(res).dtype), res)
+        return where(reductions.all(nan, axis=axis, keepdims=keepdims), -1, res)
+    body.__name__ = body.__qualname__ = "_" + name
+    body = _jit(body, static_argnames=("axis", "keepdims"))  # as JAX's _nanargmax
+
+    def fn(a, axis=None, out=None, keepdims=None):
+        check_arraylike(name, a)
+        reject_out(name, out)
+        return body(ensure_array(a), None if axis is None else operator.index(axis),
+                    keepdims=bool(keepdims))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Index of the {reduce_name[3:]}imum along `axis` ignoring NaNs, as "
                   f"numpy.{name}; an all-NaN slice gives -1 (NumPy raises).")
     return fn
 
 
-nanargmax = _nanarg("nanargmax", "argmax", -np.inf)
-nanargmin = _nanarg("nanargmin", "argmin", np.inf)
+nanargmax = _nanarg("nanargmax", "argmax", -float("inf"))
+nanargmin = _nanarg("nanargmin", "argmin", float("inf"))

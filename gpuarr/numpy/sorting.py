@@ -20,6 +20,14 @@ from gpuarr.numpy._util import (
 )
 
 
+def _named_jit(name, **options):
+    """A jit decorator whose program is named `name` (a public function's, as JAX names it)."""
+    def wrap(fun):
+        fun.__name__ = fun.__qualname__ = name
+        return _jit(fun, **options)
+    return wrap
+
+
 def _int_dtype():
     return dtypes.default_int_dtype()
 
@@ -73,11 +81,21 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
 
 def lexsort(keys, axis=-1):
     """The stable permutation sorting by several keys along `axis`; the last key is primary."""
-    keys = list(keys)
-    if not keys:
+    # An array of keys goes into the jit whole (its rows are taken inside), as in JAX.
+    if not hasattr(keys, "shape"):
+        keys = tuple(keys)
+        check_arraylike("lexsort", *keys)
+    elif not np.ndim(keys):
+        raise TypeError("iteration over a 0-d array")
+    if not len(keys):
         raise TypeError("need sequence of keys with len > 0 in lexsort")
-    check_arraylike("lexsort", *keys)
-    keys = [ensure_array(k) for k in keys]
+    return _lexsort(keys, axis=axis)
+
+
+@_named_jit("lexsort", static_argnames=("axis",))
+def _lexsort(keys, axis):
+    """lexsort's body, a jit named as the function (with a static axis), as JAX's."""
+    keys = [ensure_array(k) for k in keys]  # an array's iteration gives its rows
     shapes = {get_aval(k).shape for k in keys}
     if len(shapes) > 1:
         raise ValueError("all keys need to be the same shape")

@@ -137,8 +137,6 @@ sign = _unary("sign", lax.sign, promote_dtypes)
 # as in JAX.
 floor = _unary("floor", lambda x: ensure_array(x) if _is_int_or_bool(x) else lax.floor(x),
                promote_dtypes)
-trunc = _unary("trunc", lambda x: ensure_array(x) if _is_int_or_bool(x) else _trunc(x),
-               promote_dtypes, positional_only=False)
 ceil = _unary("ceil", lambda x: ensure_array(x) if _is_int_or_bool(x) else lax.ceil(x),
               promote_dtypes)
 exp = _unary("exp", lax.exp)
@@ -158,7 +156,20 @@ sinh = _unary("sinh", lax.sinh)
 cosh = _unary("cosh", lax.cosh)
 tanh = _unary("tanh", lax.tanh)
 arcsinh = _unary("arcsinh", lax.asinh)
-arccosh = _unary("arccosh", lax.acosh)
+
+
+@_jit
+def arccosh(x, /):
+    """Elementwise arccosh, as numpy.arccosh (a jit, as JAX's); complex results take
+    NumPy's branch, with a non-negative real part."""
+    check_arraylike("arccosh", x)
+    (x,) = promote_dtypes_inexact(x)
+    result = lax.acosh(x)
+    if dtypes.is_complex(get_aval(result).dtype):
+        result = _where(lax.lt(lax.real(result), 0), lax.neg(result), result)
+    return result
+
+
 arctanh = _unary("arctanh", lax.atanh)
 def _isfinite(x):
     dt = get_aval(x).dtype
@@ -225,26 +236,33 @@ def _to_bool(x):
     return x if get_aval(x).dtype == np.bool_ else lax.ne(x, _scalar(x, 0))
 
 
-def _floor_divide(x, y):
-    dt = get_aval(x).dtype
-    if dt == np.bool_:
-        return lax.bitwise_and(x, y)
+@_jit
+def floor_divide(x1, x2, /):
+    """x1 // x2 elementwise, rounding toward negative infinity (a jit, as JAX's)."""
+    check_arraylike("floor_divide", x1, x2)
+    x1, x2 = promote_shapes(*promote_dtypes_numeric(x1, x2), fun_name="floor_divide")
+    dt = get_aval(x1).dtype
     if dtypes.is_unsigned(dt):
-        return lax.div(x, y)
+        return lax.div(x1, x2)
     if dtypes.is_int(dt):
-        # Python's rule: round toward negative infinity (as JAX: fix up where signs differ).
-        q = lax.div(x, y)
-        zero = np.zeros((), dt)[()]
-        fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(lax.rem(x, y), zero))
-        return lax.select(fix, lax.sub(q, 1), q)  # a Python 1 keeps q's weak type, as in JAX
-    return _float_divmod(x, y)[0]
+        # Python's rule: the truncated quotient less one where the signs differ and the
+        # division is inexact.
+        quotient = lax.div(x1, x2)
+        # jnp's logical_and, which makes weak comparisons strong, as JAX's.
+        select = logical_and(lax.ne(lax.sign(x1), lax.sign(x2)),
+                             lax.ne(lax.rem(x1, x2), _python_scalar(x1, 0)))
+        return _where(select, lax.sub(quotient, 1), quotient)  # a Python 1 keeps the weak type
+    if dtypes.is_complex(dt):
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x1, x2)[0]
 
 
 def _float_divmod(x, y):
     mod = lax.rem(x, y)
     # x / 0 keeps its infinity instead of the NaN that x - fmod(x, 0) would give.
-    div = lax.div(lax.select(lax.eq(y, _scalar(y, 0)), x, lax.sub(x, mod)), y)
-    fix = lax.bitwise_and(lax.ne(mod, _scalar(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
+    div = lax.div(_where(lax.eq(y, _python_scalar(y, 0)), x, lax.sub(x, mod)), y)
+    fix = lax.bitwise_and(lax.ne(mod, _python_scalar(mod, 0)),
+                          lax.ne(lax.sign(y), lax.sign(mod)))
     mod = lax.select(fix, lax.add(mod, y), mod)
     div = lax.select(fix, lax.sub(div, 1.0), div)  # keeps div's weak type, as in JAX
     # div is within rounding error of an integer: snap it to the nearest one (halves, which
@@ -252,19 +270,24 @@ def _float_divmod(x, y):
     return lax.round(div), mod
 
 
-def _remainder(x, y):
-    dt = get_aval(x).dtype
-    if dtypes.is_int(dt):  # x % 0 is 0 for integers, as in JAX
-        y = lax.select(lax.eq(y, _scalar(y, 0)), lax.full_like(y, 1), y)
-    r = lax.rem(x, y)
-    zero = np.zeros((), dt)[()]
-    fix = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-    return lax.select(fix, lax.add(r, y), r)
+@_jit
+def remainder(x1, x2, /):
+    """x1 % x2 elementwise, with x2's sign (Python's rule); a jit, as JAX's."""
+    check_arraylike("remainder", x1, x2)
+    x1, x2 = promote_shapes(*promote_dtypes_numeric(x1, x2), fun_name="remainder")
+    zero = _strong_scalar(x1, 0)
+    if dtypes.is_int(get_aval(x2).dtype):  # x % 0 is 0 for integers, as in JAX
+        x2 = _where(lax.eq(x2, _python_scalar(x2, 0)), lax.full_like(x2, 1), x2)
+    trunc_mod = lax.rem(x1, x2)
+    trunc_mod_not_zero = lax.ne(trunc_mod, zero)
+    do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)),
+                              trunc_mod_not_zero)
+    return lax.select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
 
 
-floor_divide = _binary("floor_divide", _floor_divide, promote_dtypes_numeric, params="x1, x2, /")
-remainder = _binary("remainder", _remainder, promote_dtypes_numeric, params="x1, x2, /")
-mod = remainder
+mod = remainder  # JAX's mod calls remainder, so its program is remainder's
+
+
 def _fmod(x, y):
     # An integer division by zero gives 0, as JAX divides by 1 there.
     if dtypes.is_int(get_aval(y).dtype):
@@ -429,24 +452,39 @@ def round(a, decimals=0, out=None):
     if decimals > np.log10(dtypes.finfo(dt).max):
         return ensure_array(a)  # rounding beyond the type's precision changes nothing, as in JAX
     if dtypes.is_complex(dt):  # real and imaginary parts round separately, as in JAX
-        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
+        return lax.complex(_round_float(lax.real(a), decimals), _round_float(lax.imag(a), decimals))
+    return _round_float(a, decimals)
+
+
+def _round_float(x, decimals):
+    """Real floats rounded to `decimals` places, ties to even, inline in round's jit."""
     if decimals == 0:
-        return lax.round(a, 1)
+        return lax.round(x, 1)
+    dt = get_aval(x).dtype
     # float16 scales in float32 so the factor itself stays exact enough.
-    x = lax.convert_element_type(a, np.float32) if dt == np.float16 else a
+    x = lax.convert_element_type(x, np.float32) if dt == np.float16 else x
     factor = _scalar(x, 10 ** decimals)  # weak for a weak scalar, as JAX's constant
     out = lax.div(lax.round(lax.mul(x, factor), 1), factor)
     return lax.convert_element_type(out, dt) if dt == np.float16 else out
 
 
-around = round
+@_jit(static_argnames=("decimals",))
+def around(a, decimals=0, out=None):
+    """Alias of round (a jit of its own, as JAX's)."""
+    return round(a, decimals, out)
 
 
 # ---------------------------------------------------------------- more ufuncs
 
 
-def _trunc(x):
-    return lax.select(lax.lt(x, _scalar(x, 0)), lax.ceil(x), lax.floor(x))
+@_jit
+def trunc(x):
+    """Round toward zero; integers and booleans pass through (a jit, as JAX's)."""
+    check_arraylike("trunc", x)
+    (x,) = promote_dtypes(x)
+    if _is_int_or_bool(x):
+        return x
+    return _where(lax.lt(x, _strong_scalar(x, 0)), lax.ceil(x), lax.floor(x))
 
 
 def _scalar(x, value):
@@ -458,6 +496,12 @@ def _scalar(x, value):
     return np.asarray(value, aval.dtype)[()]
 
 
+def _python_scalar(x, value):
+    """`value` as a weakly typed 0-d constant of x's dtype, as a Python scalar in JAX's jnp
+    arithmetic (x + 1): the result keeps x's weak type, even for a weak array x."""
+    return _weak_scalar(value, get_aval(x).dtype)
+
+
 def _strong_scalar(x, value):
     """`value` as a NumPy scalar of x's dtype, where JAX's code uses a strongly typed constant."""
     return np.asarray(value, get_aval(x).dtype)[()]
@@ -467,12 +511,39 @@ def _is_float(x):
     return dtypes.is_float(get_aval(x).dtype)
 
 
-def _ln_const(x, base):
-    return _strong_scalar(x, np.log(base))
+def _real_const(x, value):
+    """`value` as a NumPy scalar of x's real dtype (float32 for complex64)."""
+    return np.asarray(value, dtypes.finfo(get_aval(x).dtype).dtype)[()]
 
 
-log10 = _unary("log10", lambda x: lax.div(lax.log(x), _ln_const(x, 10)))
-log2 = _unary("log2", lambda x: lax.div(lax.log(x), _ln_const(x, 2)))
+@_jit(inline=True)
+def log10(x, /):
+    """Elementwise base-10 logarithm: log(x) times 1/log(10), as JAX's (a complex log scales
+    its real and imaginary parts)."""
+    check_arraylike("log10", x)
+    (x,) = promote_dtypes_inexact(x)
+    one_over_log10 = _real_const(x, 0.4342944819032518)
+    r = lax.log(x)
+    if dtypes.is_complex(get_aval(x).dtype):
+        re, im = lax.real(r), lax.imag(r)
+        return lax.complex(lax.mul(re, one_over_log10), lax.mul(im, one_over_log10))
+    return lax.mul(r, one_over_log10)
+
+
+@_jit(inline=True)
+def log2(x, /):
+    """Elementwise base-2 logarithm: log(x) / log(2), as JAX's (a complex log scales its real
+    and imaginary parts)."""
+    check_arraylike("log2", x)
+    (x,) = promote_dtypes_inexact(x)
+    r = lax.log(x)
+    if dtypes.is_complex(get_aval(x).dtype):
+        re, im = lax.real(r), lax.imag(r)
+        ln2 = lax.log(_strong_scalar(re, 2))
+        return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+    return lax.div(r, lax.log(_strong_scalar(x, 2)))
+
+
 def _rint(x):
     dt = get_aval(x).dtype
     if dtypes.is_complex(dt):  # rounds the real and imaginary parts, as in JAX
@@ -504,39 +575,68 @@ rad2deg = _unary("rad2deg", lambda x: lax.mul(x, _scalar(x, 180 / np.pi)))
 
 
 radians, degrees = deg2rad, rad2deg  # JAX names deg2rad and rad2deg in their errors
-acos, acosh, asin = _alias("acos", arccos), _alias("acosh", arccosh), _alias("asin", arcsin)
+acos, asin = _alias("acos", arccos), _alias("asin", arcsin)
 asinh, atan, atanh = _alias("asinh", arcsinh), _alias("atan", arctan), _alias("atanh", arctanh)
 atan2 = arctan2
+
+
+@_jit(inline=True)
+def acosh(x, /):
+    """Alias of arccosh (argument errors name acosh, as in JAX)."""
+    check_arraylike("acosh", x)
+    return arccosh(*promote_dtypes(x))
+
+
 bitwise_invert = _alias("bitwise_invert", invert)
 
 
-def _sinc(x):
-    # The double select keeps the gradient at 0 finite (sinc'(0) = 0).
-    zero = lax.eq(x, _scalar(x, 0))
-    safe = lax.select(zero, lax.full_like(x, 1), x)
-    pix = lax.mul(safe, _scalar(x, np.pi))
-    return lax.select(zero, lax.full_like(x, 1), lax.div(lax.sin(pix), pix))
+def _sinc_maclaurin(k, x):
+    """The k-th derivative of sin(x)/x at zero, shaped like x; its custom JVP (the next term
+    times the tangent) gives sinc finite derivatives of every order at 0, as JAX's."""
+    if k % 2:
+        return lax.mul(x, _python_scalar(x, 0))
+    return lax.add(lax.mul(x, _python_scalar(x, 0)), _scalar(x, (-1) ** (k // 2) / (k + 1)))
 
 
-sinc = _unary("sinc", _sinc)
+_sinc_maclaurin = custom_jvp(_sinc_maclaurin, nondiff_argnums=(0,))
 
 
-def _signbit(x):
+@_sinc_maclaurin.defjvp
+def _sinc_maclaurin_jvp(k, primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _sinc_maclaurin(k, x), lax.mul(_sinc_maclaurin(k + 1, x), t)
+
+
+@_jit
+def sinc(x, /):
+    """sin(pi x) / (pi x), 1 at 0 (a jit, as JAX's)."""
+    check_arraylike("sinc", x)
+    (x,) = promote_dtypes_inexact(x)
+    eq_zero = lax.eq(x, _scalar(x, 0))
+    pi_x = lax.mul(_scalar(x, np.pi), x)
+    safe_pi_x = _where(eq_zero, _scalar(x, 1), pi_x)
+    return _where(eq_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe_pi_x), safe_pi_x))
+
+
+@_jit
+def signbit(x, /):
+    """True where the sign bit is set (so for -0.0 and -nan too, as in NumPy); a jit, as JAX's."""
+    check_arraylike("signbit", x)
+    (x,) = promote_dtypes(x)
     dt = get_aval(x).dtype
-    if dtypes.is_complex(dt):
-        raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
-    if dt == np.bool_ or dtypes.is_unsigned(dt):
-        return lax.full(get_aval(x).shape, False, np.bool_)
     if dtypes.is_int(dt):
         return lax.lt(x, _strong_scalar(x, 0))
-    if dtypes.finfo(dt).bits not in (16, 32, 64):  # the 8- and 4-bit floats, as JAX
+    if dt == np.bool_:
+        return lax.full_like(x, False, np.bool_)
+    if not dtypes.is_float(dt):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
+    info = dtypes.finfo(dt)
+    if info.bits not in (16, 32, 64):  # the 8- and 4-bit floats, as JAX
         raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
-    # The sign bit itself, so -0.0 and -nan count as negative, as in NumPy.
-    bits = lax.bitcast_convert_type(x, np.dtype(f"int{dt.itemsize * 8}"))
-    return lax.lt(bits, np.asarray(0, bits.dtype)[()])
-
-
-signbit = _unary("signbit", _signbit, promote_dtypes)
+    # The top bit, shifted arithmetically down: 0 or -1, as JAX's x >> (nexp + nmant).
+    bits = lax.bitcast_convert_type(x, np.dtype(f"int{info.bits}"))
+    shift = np.asarray(info.nexp + info.nmant, bits.dtype)[()]
+    return lax.convert_element_type(lax.shift_right_arithmetic(bits, shift), np.bool_)
 
 
 def _isposneg(name, value):
@@ -561,68 +661,81 @@ isposinf = _isposneg("isposinf", np.inf)
 isneginf = _isposneg("isneginf", -np.inf)
 
 
+@_jit
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    """Replace NaN by `nan` and +-inf by `posinf`/`neginf` (default: the dtype's extremes)."""
+    """Replace NaN by `nan` and +-inf by `posinf`/`neginf` (default: the dtype's extremes); a
+    jit with every argument traced, as JAX's."""
+    from gpuarr.numpy.creation import asarray
+    del copy
     check_arraylike("nan_to_num", x)
-    (x,) = promote_dtypes(x)
-    if not _is_float(x):
+    x = ensure_array(x)
+    dt = get_aval(x).dtype
+    if not (dtypes.is_float(dt) or dtypes.is_complex(dt)):
         return x
-    info = dtypes.finfo(get_aval(x).dtype)
+    if dtypes.is_complex(dt):
+        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    info = dtypes.finfo(dt)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    x = lax.select(lax.ne(x, x), lax.full_like(x, nan), x)
-    x = lax.select(lax.eq(x, _scalar(x, np.inf)), lax.full_like(x, posinf), x)
-    out = lax.select(lax.eq(x, _scalar(x, -np.inf)), lax.full_like(x, neginf), x)
-    return lax.lax._convert_weak(out, get_aval(out).dtype, False)  # JAX's constants are strong
+    out = _where(lax.ne(x, x), asarray(nan, dtype=dt), x)
+    out = _where(lax.eq(out, _strong_scalar(out, np.inf)), asarray(posinf, dtype=dt), out)
+    return _where(lax.eq(out, _strong_scalar(out, -np.inf)), asarray(neginf, dtype=dt), out)
 
 
-def _hypot(x, y):
-    if dtypes.is_complex(get_aval(x).dtype):
+@_jit
+def hypot(x1, x2, /):
+    """sqrt(x1**2 + x2**2) elementwise without overflow (a jit, as JAX's)."""
+    check_arraylike("hypot", x1, x2)
+    x1, x2 = promote_shapes(*promote_dtypes_inexact(x1, x2), fun_name="hypot")
+    if dtypes.is_complex(get_aval(x1).dtype):
         raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
                          "to real values first, such as by using abs(x)")
-    x, y = lax.abs(x), lax.abs(y)
-    big, small = lax.max(x, y), lax.min(x, y)
-    safe = lax.select(lax.eq(big, _scalar(big, 0)), lax.full_like(big, 1), big)
-    ratio = lax.div(small, safe)
-    out = lax.mul(big, lax.sqrt(lax.add(_scalar(big, 1), lax.mul(ratio, ratio))))
-    out = lax.select(lax.eq(big, _scalar(big, 0)), big, out)
-    inf = lax.bitwise_or(lax.eq(x, _scalar(x, np.inf)), lax.eq(y, _scalar(y, np.inf)))
-    return lax.select(inf, lax.full_like(out, np.inf), out)
+    x1, x2 = lax.abs(x1), lax.abs(x2)
+    idx_inf = lax.bitwise_or(lax.eq(x1, _strong_scalar(x1, np.inf)),
+                             lax.eq(x2, _strong_scalar(x2, np.inf)))
+    x1, x2 = lax.max(x1, x2), lax.min(x1, x2)
+    is_zero = lax.eq(x1, _python_scalar(x1, 0))
+    safe = _where(lax.eq(x1, _python_scalar(x1, 0)), lax.full_like(x1, 1), x1)
+    x = _where(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_python_scalar(x1, 1),
+                                                         lax.square(lax.div(x2, safe))))))
+    return _where(idx_inf, _scalar(x, np.inf), x)
 
 
-hypot = _binary("hypot", _hypot, promote_dtypes_inexact, params="x1, x2, /")
-def _copysign(x, y):
-    if dtypes.is_complex(get_aval(x).dtype):
+@_jit
+def copysign(x1, x2, /):
+    """x1's magnitude with x2's sign bit (a jit, as JAX's)."""
+    check_arraylike("copysign", x1, x2)
+    x1, x2 = promote_shapes(*promote_dtypes_inexact(x1, x2), fun_name="copysign")
+    if dtypes.is_complex(get_aval(x1).dtype):
         raise TypeError("copysign does not support complex-valued inputs")
-    return lax.select(_signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
+    return _where(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
 
 
-copysign = _binary("copysign", _copysign, promote_dtypes_inexact, params="x1, x2, /")
 nextafter = _binary("nextafter", lax.nextafter, promote_dtypes_inexact)
 
 
-def _fminmax(pick):
-    def op(x, y):
-        out = pick(x, y)
-        if not _is_float(x):
-            return out
-        out = lax.select(lax.ne(y, y), x, out)
-        return lax.select(lax.ne(x, x), y, out)
-    return op
+@_jit
+def fmax(x1, x2):
+    """The elementwise maximum, ignoring NaNs (a jit, as JAX's)."""
+    return where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
-fmax = _binary("fmax", _fminmax(lax.max), params="x1, x2")
-fmin = _binary("fmin", _fminmax(lax.min), params="x1, x2")
+@_jit
+def fmin(x1, x2):
+    """The elementwise minimum, ignoring NaNs (a jit, as JAX's)."""
+    return where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
-def _heaviside(x1, x2):
+@_jit
+def heaviside(x1, x2, /):
+    """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0 (NaN stays NaN); a jit, as JAX's."""
+    check_arraylike("heaviside", x1, x2)
+    x1, x2 = promote_dtypes_inexact(x1, x2)
     zero = _scalar(x1, 0)
-    sign = lax.select(lax.lt(x1, zero), lax.full_like(x1, 0),
-                      lax.select(lax.gt(x1, zero), lax.full_like(x1, 1), x1))  # NaN stays NaN
-    return lax.select(lax.eq(x1, zero), x2, sign)
-
-
-heaviside = _binary("heaviside", _heaviside, promote_dtypes_inexact, params="x1, x2, /")
+    return _where(lax.lt(x1, zero), zero,
+                  _where(lax.gt(x1, zero), _scalar(x1, 1),
+                         _where(lax.ne(x1, x1), x1, x2)))
 
 
 def _logaddexp_complex(log1p_of_exp, x, y):
@@ -637,26 +750,40 @@ def _log1p_exp(d):
     return lax.log1p(lax.exp(d))
 
 
-def _log1p_exp2(d):
-    return lax.div(lax.log1p(lax.exp2(d)), _scalar(d, np.log(2)))
-
-
 def _replace_inf(x):
-    return lax.select(lax.eq(x, _scalar(x, np.inf)), lax.full_like(x, 0), x)
+    re_x = lax.real(x) if dtypes.is_complex(get_aval(x).dtype) else x
+    return lax.select(lax.eq(re_x, _scalar(re_x, np.inf)), lax.full_like(x, 0), x)
 
 
-def _custom_logaddexp(name, exp, log_scale):
-    """logaddexp (exp, log_scale=None) or logaddexp2 (exp2, log2(e)) of real operands with JAX's
-    custom JVP: each tangent weighted by exp(x - out), with +inf read as 0. (Differentiating
-    the max and abs of the primal instead would give a zero second derivative at x == y.)"""
+def _wrap_between(x, a):
+    """x wrapped into [-a, a], as JAX's complex logaddexp2 wraps its imaginary part."""
+    a, two_a, zero = _scalar(x, a), _scalar(x, 2 * a), _scalar(x, 0)
+    rem = lax.rem(lax.add(x, a), two_a)
+    rem = lax.select(lax.lt(rem, zero), lax.add(rem, two_a), rem)
+    return lax.sub(rem, a)
+
+
+def _custom_logaddexp(name, exp, log_base=None, complex_in_jvp=False):
+    """logaddexp (exp, log_base=None) or logaddexp2 (exp2, log(2)) with JAX's custom JVP:
+    each tangent weighted by exp(x - out), with +inf read as 0. (Differentiating the max and
+    abs of the primal instead would give a zero second derivative at x == y.) Complex operands
+    take JAX's formula inside the custom JVP where `complex_in_jvp` (logaddexp2)."""
     def primal(x1, x2):
         amax = lax.max(x1, x2)
+        # Python floats, so a weak literal prints JAX's digits.
+        scale = None if log_base is None else _scalar(amax, float(1 / log_base))
+        if dtypes.is_complex(get_aval(x1).dtype):
+            delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _scalar(amax, 2)))
+            soft = lax.log1p(exp(delta))
+            out = lax.add(amax, soft if scale is None else lax.mul(scale, soft))
+            half_period = np.pi if log_base is None else float(np.pi / log_base)
+            return lax.complex(lax.real(out), _wrap_between(lax.imag(out), half_period))
         delta = lax.sub(x1, x2)
         # delta is NaN when both are the same infinity: then x1 + x2 is right (NaN stays NaN).
         same_inf, total = lax.ne(delta, delta), lax.add(x1, x2)
         soft = lax.log1p(exp(lax.neg(lax.abs(delta))))
-        if log_scale is not None:
-            soft = lax.mul(log_scale, soft)
+        if scale is not None:
+            soft = lax.mul(scale, soft)
         return lax.select(same_inf, total, lax.add(amax, soft))
     primal.__name__ = primal.__qualname__ = name
     fn = custom_jvp(primal)
@@ -671,14 +798,17 @@ def _custom_logaddexp(name, exp, log_scale):
     fn.defjvp(jvp)
 
     def op(x, y):
-        return fn(x, y) if _is_float(x) else _logaddexp_complex(_LOG1P[name], x, y)
+        if _is_float(x) or complex_in_jvp:
+            return fn(x, y)
+        return _logaddexp_complex(_LOG1P[name], x, y)
     return op
 
 
-_LOG1P = {"logaddexp": _log1p_exp, "logaddexp2": _log1p_exp2}
-logaddexp = _binary_ufunc("logaddexp", _custom_logaddexp("logaddexp", lax.exp, None),
+_LOG1P = {"logaddexp": _log1p_exp}
+logaddexp = _binary_ufunc("logaddexp", _custom_logaddexp("logaddexp", lax.exp),
                           promote_dtypes_inexact)
-logaddexp2 = _binary_ufunc("logaddexp2", _custom_logaddexp("logaddexp2", lax.exp2, float(np.log2(np.e))),
+logaddexp2 = _binary_ufunc("logaddexp2", _custom_logaddexp("logaddexp2", lax.exp2, np.log(2),
+                                                            complex_in_jvp=True),
                            promote_dtypes_inexact)
 
 
@@ -733,45 +863,76 @@ gcd = _binary("gcd", _gcd, promote_dtypes, params="x1, x2")
 lcm = _binary("lcm", _lcm, promote_dtypes, params="x1, x2")
 
 
+@_jit
 def divmod(x1, x2, /):
-    """(floor_divide(x1, x2), remainder(x1, x2)) with Python's rules for negatives."""
+    """(floor_divide(x1, x2), remainder(x1, x2)) with Python's rules for negatives (a jit, as
+    JAX's)."""
     check_arraylike("divmod", x1, x2)
-    a, b = promote_dtypes_numeric(x1, x2)
-    if _is_float(a):
-        return _float_divmod(*broadcast_arrays(a, b))
-    return floor_divide(a, b), remainder(a, b)  # broadcasting keeps weak types, as in JAX
+    x1, x2 = promote_shapes(*promote_dtypes_numeric(x1, x2), fun_name="divmod")
+    if dtypes.is_int(get_aval(x1).dtype):
+        return floor_divide(x1, x2), remainder(x1, x2)
+    return _float_divmod(x1, x2)
 
 
+@_jit
 def modf(x, /, out=None):
-    """The fractional and integral parts of x, both with x's sign."""
-    reject_out("modf", out)
+    """The fractional and integral parts of x, both with x's sign (a jit, as JAX's)."""
     check_arraylike("modf", x)
     (x,) = promote_dtypes_inexact(x)
-    whole = _trunc(x)
+    reject_out("modf", out)
+    whole = _where(lax.ge(x, _strong_scalar(x, 0)), lax.floor(x), lax.ceil(x))
     return lax.sub(x, whole), whole
 
 
+def _normalize_float(x):
+    """x's bits as an integer, subnormals scaled up by 2**nmant, and the exponent offset that
+    scaling needs (JAX's frexp helper)."""
+    info = dtypes.finfo(get_aval(x).dtype)
+    int_type = np.dtype(f"int{info.bits}")
+    cond = less(lax.abs(x), info.tiny)  # tiny is a NumPy scalar: a weak x becomes strong
+    x1 = _where(cond, multiply(x, _scalar(x, 1 << info.nmant)), x)
+    x2 = _where(cond, int_type.type(-info.nmant), int_type.type(0))
+    return lax.bitcast_convert_type(x1, int_type), x2
+
+
+@custom_jvp
+def _frexp(x):
+    dt = get_aval(x).dtype
+    info = dtypes.finfo(dt)
+    mask = (1 << info.nexp) - 1
+    bias = 1 - info.minexp
+    x1, x2 = _normalize_float(x)
+    exponent = lax.bitwise_and(lax.shift_right_arithmetic(x1, _scalar(x1, info.nmant)),
+                               _scalar(x1, mask))
+    x2 = lax.add(x2, lax.add(lax.sub(exponent, _scalar(x1, bias)), _scalar(x1, 1)))
+    # The exponent field set to bias - 1 puts the mantissa in [0.5, 1).
+    x1 = lax.bitwise_and(x1, _scalar(x1, ~(mask << info.nmant)))
+    x1 = lax.bitwise_or(x1, _scalar(x1, (bias - 1) << info.nmant))
+    x1 = lax.bitcast_convert_type(x1, dt)
+    # jnp's |, which makes the weak comparisons of a weak x strong, as JAX's.
+    cond = bitwise_or(bitwise_or(isinf(x), lax.ne(x, x)), lax.eq(x, _python_scalar(x, 0)))
+    x2 = _where(cond, lax.full_like(x2, 0), x2)
+    return _where(cond, x, x1), lax.convert_element_type(x2, np.int32)
+
+
+@_frexp.defjvp
+def _frexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    m, e = frexp(x)
+    mdot = lax.mul(t, lax.exp2(lax.neg(lax.convert_element_type(e, get_aval(t).dtype))))
+    edot = lax.full_like(e, 0, dtypes.float0)
+    return (m, e), (mdot, edot)
+
+
+@_jit
 def frexp(x, /):
-    """Mantissa in [0.5, 1) and integer exponent with x == mantissa * 2**exponent."""
+    """Mantissa in [0.5, 1) and integer exponent with x == mantissa * 2**exponent, read from
+    the bits as JAX's (a jit)."""
     check_arraylike("frexp", x)
     (x,) = promote_dtypes_inexact(x)
-    dt = get_aval(x).dtype
-    special = lax.bitwise_or(lax.eq(x, _scalar(x, 0)), lax.bitwise_not(lax.is_finite(x)))
-    ax = lax.abs(lax.select(special, lax.full_like(x, 1), x))
-    # Work in float32/float64 so the exponent of small float16 values is representable.
-    wide = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
-    axw = lax.convert_element_type(ax, wide)
-    e = lax.add(lax.floor(lax.div(lax.log(axw), _scalar(axw, np.log(2)))), _scalar(axw, 1))
-    m = _scale2(axw, lax.neg(e))
-    # log2 may be off by one next to powers of two: renormalise into [0.5, 1).
-    low = lax.lt(m, _scalar(m, 0.5))
-    m, e = lax.select(low, lax.mul(m, _scalar(m, 2)), m), lax.select(low, lax.sub(e, _scalar(e, 1)), e)
-    high = lax.ge(m, _scalar(m, 1))
-    m, e = lax.select(high, lax.mul(m, _scalar(m, 0.5)), m), lax.select(high, lax.add(e, _scalar(e, 1)), e)
-    m = lax.select(lax.lt(x, _scalar(x, 0)), lax.neg(m), m)
-    m = lax.select(special, x, lax.convert_element_type(m, dt))
-    e = lax.select(special, lax.full(get_aval(x).shape, 0, np.int32), lax.convert_element_type(e, np.int32))
-    return m, e
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise TypeError("frexp does not support complex-valued inputs")
+    return _frexp(x)
 
 
 def _scale2(x, e):
@@ -793,20 +954,20 @@ def ldexp(x1, x2, /):
     return _scale2(x1, e)
 
 
+@_jit(inline=True)
 def spacing(x, /):
     """The distance from x to the next representable value away from zero (NumPy's rule)."""
     check_arraylike("spacing", x)
     (x,) = promote_dtypes_inexact(x)
     if dtypes.is_complex(get_aval(x).dtype):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
+    inf = _scalar(x, np.inf)
     if get_aval(x).dtype == np.float16:  # NumPy's float16 rule: always the step toward +inf
-        return lax.sub(lax.nextafter(x, lax.full_like(x, np.inf)), x)
-    inf = lax.full_like(x, np.inf)
-    away = lax.select(_signbit(x), lax.neg(inf), inf)
-    out = lax.sub(lax.nextafter(x, away), x)
-    tiny = lax.full_like(x, dtypes.finfo(get_aval(x).dtype).smallest_subnormal)
-    out = lax.select(lax.eq(out, _scalar(x, 0)), lax.select(_signbit(x), lax.neg(tiny), tiny), out)
-    return lax.lax._convert_weak(out, get_aval(out).dtype, False)  # strong, as JAX's
+        return subtract(lax.nextafter(x, inf), x)
+    result = subtract(lax.nextafter(x, copysign(inf, x)), x)  # jnp's -, which promotes x
+    tiny = dtypes.finfo(get_aval(x).dtype).smallest_subnormal
+    # tiny is a NumPy scalar, so the result is strongly typed, as JAX's.
+    return _where(lax.eq(result, _scalar(result, 0)), copysign(tiny, x), result)
 
 
 def bitwise_count(x, /):
@@ -862,40 +1023,44 @@ def angle(z, deg=False):
     return rad2deg(out) if deg else out
 
 
+@_jit
 def iscomplex(x):
     """True where the imaginary part is nonzero (False everywhere for real inputs)."""
     check_arraylike("iscomplex", x)
-    im = imag(x)  # a comparison, so a weak input gives a weak result as in JAX
-    return lax.ne(im, lax.full_like(im, 0))
+    im = imag(x)
+    return lax.ne(im, _scalar(im, 0))
 
 
+@_jit
 def isreal(x):
     """True where the imaginary part is zero (True everywhere for real inputs)."""
     check_arraylike("isreal", x)
     im = imag(x)
-    return lax.eq(im, lax.full_like(im, 0))
+    return lax.eq(im, _scalar(im, 0))
 
 
+@custom_jvp
 def _i0(x):
-    # I0(x) = sum_k ((x/2)^2)^k / (k!)^2 for |x| <= 15 and the asymptotic series beyond.
-    wide = np.dtype(np.float64) if get_aval(x).dtype == np.float64 else np.dtype(np.float32)
-    xw = lax.abs(lax.convert_element_type(x, wide))
-    small = lax.le(xw, _scalar(xw, 15))
-    xs = lax.select(small, xw, lax.full_like(xw, 0))
-    q = lax.mul(lax.mul(xs, xs), _scalar(xs, 0.25))
-    term, total = lax.full_like(xs, 1), lax.full_like(xs, 1)
-    for k in range(1, 60):
-        term = lax.div(lax.mul(term, q), _scalar(xs, k * k))
-        total = lax.add(total, term)
-    xl = lax.select(small, lax.full_like(xw, 20), xw)
-    series, term = lax.full_like(xl, 1), lax.full_like(xl, 1)
-    for k in range(1, 12):
-        term = lax.div(lax.mul(term, _scalar(xl, (2 * k - 1) ** 2)), lax.mul(xl, _scalar(xl, 8 * k)))
-        series = lax.add(series, term)
-    big = lax.div(lax.mul(lax.exp(xl), series), lax.sqrt(lax.mul(xl, _scalar(xl, 2 * np.pi))))
-    aval = get_aval(x)  # a weak input gives a weak result, as JAX's
-    return lax.lax._convert_weak(lax.select(small, total, big), aval.dtype, aval.weak_type)
+    abs_x = lax.abs(x)
+    return lax.mul(lax.exp(abs_x), lax.bessel_i0e(abs_x))
 
 
-i0 = _unary("i0", _i0, positional_only=False)
+@_i0.defjvp
+def _i0_jvp(primals, tangents):
+    # abs has no derivative at 0, where I0's is 0.
+    from gpuarr.api import jvp
+    primal_out, tangent_out = jvp(_i0.fun, primals, tangents)
+    return primal_out, where(lax.eq(primals[0], _scalar(primals[0], 0)), 0.0, tangent_out)
+
+
+@_jit
+def i0(x):
+    """The modified Bessel function of the first kind, order 0: exp(|x|) * i0e(|x|), as JAX's
+    (a jit)."""
+    check_arraylike("i0", x)
+    (x,) = promote_dtypes_inexact(x)
+    dt = get_aval(x).dtype
+    if not dtypes.is_float(dt):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {dt}")
+    return _i0(x)
 

@@ -5,6 +5,7 @@ as JAX's (vectorize-based) versions do."""
 from __future__ import annotations
 
 from gpuarr import lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.numpy._util import check_arraylike, check_core_dims, ensure_array
 from gpuarr.numpy.products import matmul
@@ -17,10 +18,19 @@ def matvec(x1, x2, /):
     Leading dimensions broadcast against each other (numpy.matvec)."""
     check_arraylike("matvec", x1, x2)
     x1, x2 = ensure_array(x1), ensure_array(x2)
-    shape2 = get_aval(x2).shape
-    check_core_dims("(n,m),(m)->(n)", (("n", "m"), ("m",)), (get_aval(x1).shape, shape2))
-    out = matmul(x1, lax.reshape(x2, shape2 + (1,)))
-    return lax.squeeze(out, (get_aval(out).ndim - 1,))
+    check_core_dims("(n,m),(m)->(n)", (("n", "m"), ("m",)),
+                    (get_aval(x1).shape, get_aval(x2).shape))
+    return _matvec(x1, x2)
+
+
+def _matvec(x1, x2):
+    # matmul vectorized over the batch dimensions, as JAX builds it.
+    from gpuarr.numpy.misc import vectorize
+    return vectorize(matmul, signature="(n,m),(m)->(n)")(x1, x2)
+
+
+_matvec.__name__ = "matvec"  # a jit named as the function, as JAX's
+_matvec = _jit(_matvec)
 
 
 def vecmat(x1, x2, /):

@@ -7,7 +7,7 @@ from kernel_harness import check, kernel_count, one_eqn_program, run_kernels
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import lax
-from gpuarr.compiler import lowering
+from gpuarr.compiler import lowering, passes
 from gpuarr.compiler.plan import HostStep, ReductionKernel
 from gpuarr.core import ShapedArray
 
@@ -173,6 +173,29 @@ def test_slices_are_index_maps():
     assert kernel_count(plan) == 1
 
 
+def test_split_pieces_are_slices_of_one_kernel():
+    x = float_input("x", (4, 6))
+    f = lambda x: [p * 2.0 for p in lax.split(jnp.exp(x), (1, 3, 2), axis=1)]  # noqa: E731
+    (a, b, c), plan = run_kernels(f, x)
+    want = np.split(np.exp(x) * 2, [1, 4], axis=1)
+    for got, w in zip((a, b, c), want):
+        np.testing.assert_allclose(got, w, rtol=1e-6)
+    assert not any(isinstance(s, HostStep) for s in plan.steps)
+
+
+def test_stack_and_unstack_are_layout_in_kernels():
+    x, y = float_input("x", (3, 5)), float_input("x", (3, 5))
+
+    def f(x, y):
+        s = lax.stack([jnp.exp(x), y * 2.0], axis=1)
+        return [s + 1.0] + [u - 1.0 for u in lax.unstack(s, axis=2)]
+    got, plan = run_kernels(f, x, y)
+    s = np.stack([np.exp(x), y * 2], axis=1)
+    for g, w in zip(got, [s + 1] + [s[:, :, i] - 1 for i in range(5)]):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert not any(isinstance(s, HostStep) for s in plan.steps)
+
+
 def test_six_op_elementwise_chain_is_one_kernel():
     x = float_input("x", (64, 33))
     y = float_input("x", (33,))
@@ -245,6 +268,7 @@ def test_every_kernel_primitive_has_a_lowering():
         if kind == "fallback" and prim.name not in lowering.HOST_FALLBACK:
             missing.append(prim.name)
     assert not missing, f"primitives with neither a kernel lowering nor a host fallback: {missing}"
+    assert set(lowering.DECOMPOSED) == set(passes.KERNEL_DECOMPOSITIONS)
 
 
 def test_host_fallback_runs():

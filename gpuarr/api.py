@@ -48,11 +48,14 @@ core.weak_type_rules[jit_p] = lambda *args, jaxpr, name: [a.weak_type for a in j
 def _jit_jvp(primals, tangents, jaxpr, name):
     program = jaxpr
     nonzeros = tuple(type(t) is not Zero for t in tangents)
-    jvp_prog = ad.jvp_program(program, nonzeros)
+    # Tangents known to be zero (of integer results, say) are not outputs, as in JAX.
+    jvp_prog, out_nonzeros = ad.jvp_program_nonzero(program, nonzeros)
     nz_tangents = [t for t in tangents if type(t) is not Zero]
     outs = jit_p.bind(*primals, *nz_tangents, name=name, jaxpr=jvp_prog)
     n = len(program.out_avals)
-    return outs[:n], outs[n:]
+    out_tangents = iter(outs[n:])
+    return outs[:n], [next(out_tangents) if nz else Zero(ad.tangent_aval(a))
+                      for nz, a in zip(out_nonzeros, program.out_avals)]
 
 
 def _jit_batch(axis_size, vals, dims, jaxpr, name):
@@ -174,7 +177,9 @@ def _leaf_signature(x):
     if t is Array:
         return x.aval
     if t in (int, float, complex, bool):
-        return t
+        # A weak aval, as JAX abstracts Python scalars: a call with 1.0 and one with a weak
+        # float32 tracer share a trace (and print one shared program).
+        return core.get_aval(x)
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, (np.ndarray, np.generic)):

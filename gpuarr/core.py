@@ -353,7 +353,7 @@ param_printing: dict[str, ParamPrinting] = {
     "reshape": ParamPrinting(unsharded=("sharding",)),
     "iota": ParamPrinting(unsharded=("sharding",)),
     "jit": ParamPrinting(first=("name",)),
-    "custom_jvp_call": ParamPrinting(first=("name",)),
+    "custom_jvp_call": ParamPrinting(first=("name",), hidden_if_empty=("num_consts",)),
     "custom_vjp_call": ParamPrinting(first=("name",)),
     "custom_lin": ParamPrinting(hidden=("out_avals",)),
     "check": ParamPrinting(hidden=("err_tree",)),

@@ -19,6 +19,7 @@ import numpy as np
 from gpuarr import dtypes, tree_util
 from gpuarr.backends import numpy_backend
 from gpuarr.core import (
+    ClosedProgram,
     Primitive,
     ShapedArray,
     abstract_eval_rules,
@@ -93,21 +94,25 @@ def _resolve_args(found, args, kwargs):
     return tuple(bound.args) + tuple(bound.kwargs.values())
 
 
-def _stage(fun, args, nondiff_argnums):
+def _stage(fun, args, nondiff_argnums, all_consts=False):
     """Trace `fun` over its flattened differentiable arguments (nondiff ones stay Python values).
 
     Returns (nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted)."""
     nondiff, diff, merge = _split_nondiff(args, nondiff_argnums)
     flat_args, in_tree = tree_util.tree_flatten(diff)
     flat_fun, out_tree = tree_util.flatten_fun(lambda *diff: fun(*merge(diff)), in_tree)
-    closed, hoisted = _trace_flat(flat_fun, flat_args)
+    closed, hoisted = _trace_flat(flat_fun, flat_args, all_consts)
     return nondiff, merge, flat_args, in_tree, out_tree(), closed, hoisted
 
 
-def _trace_flat(flat_fun, flat_args):
-    """Stage `flat_fun` over the avals of `flat_args`; tracer consts become leading inputs."""
+def _trace_flat(flat_fun, flat_args, all_consts=False):
+    """Stage `flat_fun` over the avals of `flat_args`; tracer consts (with `all_consts`, every
+    const, as JAX's custom_jvp passes them) become leading inputs."""
     closed = pe.trace_to_program(flat_fun, [get_aval(x) for x in flat_args])
     closed, hoisted = pe.hoist_tracer_consts(closed)
+    if all_consts and closed.consts:  # constvars lead the invars, so their values lead too
+        hoisted = list(closed.consts) + hoisted
+        closed = ClosedProgram(pe.consts_as_inputs(closed), [])
     return closed, hoisted
 
 
@@ -184,11 +189,15 @@ def _instantiate(t):
     return t.instantiate() if type(t) is SymbolicZero else ad.instantiate(t)
 
 
-def _custom_jvp_call_jvp(primals, tangents, *, name, call_jaxpr, jvp, symbolic_zeros):
+def _custom_jvp_call_jvp(primals, tangents, *, name, call_jaxpr, jvp, symbolic_zeros,
+                         num_consts=0):
+    # The constants' tangents stay symbolic: a zero one needs no work from the function.
+    c_tans, tangents = list(tangents[:num_consts]), tangents[num_consts:]
     if symbolic_zeros:
         tangents = [SymbolicZero(t.aval) if type(t) is Zero else t for t in tangents]
     else:
         tangents = [ad.instantiate(t) for t in tangents]
+    tangents = c_tans + tangents
     outs, touts = jvp(list(primals), tangents)
     touts = [Zero(ad.tangent_aval(get_aval(o)))
              if type(t) is SymbolicZero or getattr(t, "dtype", None) == dtypes.float0
@@ -196,7 +205,8 @@ def _custom_jvp_call_jvp(primals, tangents, *, name, call_jaxpr, jvp, symbolic_z
     return outs, touts
 
 
-def _custom_jvp_call_batch(axis_size, vals, dims, *, name, call_jaxpr, jvp, symbolic_zeros):
+def _custom_jvp_call_batch(axis_size, vals, dims, *, name, call_jaxpr, jvp, symbolic_zeros,
+                           num_consts=0):
     vals = [batching.move_to(v, d, 0, axis_size) if d is not not_mapped else v
             for v, d in zip(vals, dims, strict=True)]
     in_dims = tuple(not_mapped if d is not_mapped else 0 for d in dims)
@@ -225,7 +235,7 @@ def _custom_jvp_call_batch(axis_size, vals, dims, *, name, call_jaxpr, jvp, symb
 
     batched_jvp.__name__ = getattr(jvp, "__name__", "jvp")
     outs = custom_jvp_call_p.bind(*vals, name=name, call_jaxpr=batched_call, jvp=batched_jvp,
-                                  symbolic_zeros=symbolic_zeros)
+                                  num_consts=num_consts, symbolic_zeros=symbolic_zeros)
     return outs, [0] * len(outs)
 
 
@@ -286,10 +296,11 @@ class custom_jvp:
         if _eager():
             return self.fun(*args)
         nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted = _stage(
-            self.fun, args, self.nondiff_argnums)
+            self.fun, args, self.nondiff_argnums, all_consts=True)
         jvp = _flat_jvp_rule(self, nondiff, in_tree, out_tree, closed, len(hoisted))
+        # The function's constants are leading operands (num_consts of them), as in JAX.
         outs = custom_jvp_call_p.bind(*hoisted, *flat_args, name=self.__name__,
-                                      call_jaxpr=closed, jvp=jvp,
+                                      call_jaxpr=closed, jvp=jvp, num_consts=len(hoisted),
                                       symbolic_zeros=self.symbolic_zeros)
         return tree_util.tree_unflatten(out_tree, outs)
 

@@ -110,9 +110,8 @@ def _threefry2x32_abstract(k1, k2, x1, x2):
 
 
 def _threefry2x32_batch(axis_size, vals, dims):
-    # Elementwise in all four operands: align ranks like any broadcasting op, two outputs.
-    outs, _ = broadcast_batch_rule(threefry2x32_p, axis_size, vals, dims)
-    return outs, [0, 0]
+    # Elementwise in all four operands: batched like any broadcasting op, two outputs.
+    return broadcast_batch_rule(threefry2x32_p, axis_size, vals, dims)
 
 
 def _threefry2x32_block(k1, k2, x1, x2, out1, out2):

@@ -48,6 +48,19 @@ def _custom_jvp(api, jnp, lax):
     return f
 
 
+def _custom_jvp_closing_over_an_array(api, jnp, lax):
+    w = np.arange(4, dtype=np.float32)
+
+    @api.custom_jvp
+    def f(x):
+        return x * w + jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        return f(primals[0]), tangents[0] * (w + jnp.cos(primals[0]))
+    return f
+
+
 def _gather(api, jnp, lax):
     dnums = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
                                        start_index_map=(0,))
@@ -196,6 +209,25 @@ SAME_AS_JAX = {
         jnp.array(x), jnp.array(x, dtype=np.int32), jnp.array(x, copy=False), jnp.copy(x),
         x.copy(), jnp.array(x, ndmin=3)), (F44,)),
     "grad_copy": (lambda api, jnp, lax: api.grad(lambda x: jnp.array(x).sum()), (F44,)),
+    # Transformation rules written as JAX's: zero tangents of a jit's integer results are no
+    # outputs; batching keeps a shared batch axis and broadcasts unbatched operands with
+    # NumPy-integer dimensions; select_n batches its cases at full size; sort's JVP gathers
+    # with unsigned indices and batch dimensions.
+    "grad_jit_with_bool_result": (lambda api, jnp, lax: api.grad(
+        lambda x: jnp.where(jnp.signbit(x), 0., x).sum()), (F44,)),
+    "vmap_reductions": (lambda api, jnp, lax: api.vmap(
+        lambda r: (jnp.argmax(r), jnp.sum(r * np.arange(4, dtype=np.float32)))), (F44,)),
+    "vmap_grad": (lambda api, jnp, lax: api.vmap(api.grad(lambda r: jnp.sum(jnp.tanh(r) ** 2))),
+                  (F44,)),
+    "vmap_where": (lambda api, jnp, lax: api.vmap(lambda r: jnp.where(r > 0.5, r, 0.)), (F44,)),
+    "grad_sort": (lambda api, jnp, lax: api.grad(lambda x: jnp.sort(x, axis=1)[:, 0].sum()),
+                  (F44,)),
+    "grad_norm": (lambda api, jnp, lax: api.grad(lambda x: jnp.linalg.norm(x)), (F44,)),
+    # A custom_jvp function's constants are leading operands, counted by num_consts.
+    "custom_jvp_consts": (_custom_jvp_closing_over_an_array, (np.ones(4, np.float32),)),
+    "grad_custom_jvp_consts": (lambda api, jnp, lax: api.grad(
+        lambda x: _custom_jvp_closing_over_an_array(api, jnp, lax)(x).sum()),
+        (np.ones(4, np.float32),)),
     "round_complex": (lambda api, jnp, lax: lambda x: jnp.around(x.astype(np.complex64), 2),
                       (F44,)),
     # Iterating a traced array indexes each row with lax.index_in_dim, as JAX's does.

@@ -172,7 +172,9 @@ class Codegen:
 
     def __init__(self):
         # The module name lets gpuarr's warnings filter (see gpuarr.dispatch) cover compiled code.
-        self.namespace: dict[str, object] = {"__name__": "gpuarr.backends.compiled_program"}
+        # `np`: parameters written into the source may be NumPy integers (`np.int64(2)`).
+        self.namespace: dict[str, object] = {"__name__": "gpuarr.backends.compiled_program",
+                                             "np": np}
         self.lines: list[str] = []
         self.depth = 1
         self._count = 0

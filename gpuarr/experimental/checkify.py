@@ -664,7 +664,8 @@ def _custom_jvp_rule(error, enabled, eqn, *args):
         outs, touts = jvp(list(primals[n:]), list(tangents[n:]))
         return [*primals[:n], *outs], [*tangents[:n], *touts]
 
-    outs = custom_jvp_call_p.bind(*leaves, *args, **dict(p, call_jaxpr=checked, jvp=checked_jvp))
+    outs = custom_jvp_call_p.bind(*leaves, *args, **dict(p, call_jaxpr=checked, jvp=checked_jvp,
+                                                          num_consts=0))
     return _unflatten_outs(tree, outs)
 
 

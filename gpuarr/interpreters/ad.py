@@ -346,12 +346,24 @@ _jvp_program_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def jvp_program(closed: ClosedProgram, nonzeros: tuple) -> ClosedProgram:
     """A Program computing (primal outs, tangent outs) from (primals, nonzero tangents)."""
+    return _jvp_programs(closed, nonzeros, True)[0]
+
+
+def jvp_program_nonzero(closed: ClosedProgram, nonzeros: tuple):
+    """(Program, out_nonzeros): as jvp_program, but the Program returns only the tangents that
+    are not symbolically zero (JAX's jvp_jaxpr with instantiate=False); out_nonzeros says which
+    outputs have one."""
+    return _jvp_programs(closed, nonzeros, False)
+
+
+def _jvp_programs(closed, nonzeros, instantiate_all):
     per_prog = _jvp_program_cache.setdefault(closed, {})
-    cached = per_prog.get(nonzeros)
+    cached = per_prog.get((nonzeros, instantiate_all))
     if cached is not None:
         return cached
     n = len(closed.in_avals)
     tan_avals = [tangent_aval(a) for a, nz in zip(closed.in_avals, nonzeros, strict=True) if nz]
+    out_nonzeros = []
 
     def fun(*args):
         primals, tans = list(args[:n]), iter(args[n:])
@@ -359,8 +371,9 @@ def jvp_program(closed: ClosedProgram, nonzeros: tuple) -> ClosedProgram:
                     for a, nz in zip(closed.in_avals, nonzeros, strict=True)]
         from gpuarr.core import eval_closed
         outs_p, outs_t = jvp_flat(lambda *xs: eval_closed(closed, *xs), primals, tangents)
-        return outs_p + [instantiate(t) for t in outs_t]
+        out_nonzeros[:] = [instantiate_all or type(t) is not Zero for t in outs_t]
+        return outs_p + [instantiate(t) for t, nz in zip(outs_t, out_nonzeros) if nz]
 
-    result = pe.trace_to_program(fun, list(closed.in_avals) + tan_avals)
-    per_prog[nonzeros] = result
+    result = pe.trace_to_program(fun, list(closed.in_avals) + tan_avals), tuple(out_nonzeros)
+    per_prog[(nonzeros, instantiate_all)] = result
     return result

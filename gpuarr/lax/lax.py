@@ -193,21 +193,28 @@ def _never_weak(*args, **params):
 
 
 def broadcast_batch_rule(prim, axis_size, vals, dims, **params):
-    """Batch elementwise ops: put batch axes first and align ranks with size-1 dims."""
-    ranks = [np.ndim(v) - (d is not not_mapped) for v, d in zip(vals, dims)]
-    rank = builtins.max(ranks)
-    aligned = []
-    for v, d, r in zip(vals, dims, ranks):
-        if d is not_mapped:
-            if r == 0:
-                aligned.append(v)
-                continue
-            aligned.append(reshape(v, (1,) * (rank - r + 1) + tuple(np.shape(v))))
+    """Batch elementwise ops as JAX's broadcast_batcher does: operands of one shape batched
+    along one axis keep it; otherwise batch axes go first (an unbatched operand gets a unit
+    axis there, a scalar stays a scalar) and a batched operand of lower rank gets trailing
+    unit axes, which the op broadcasts."""
+    shape, dim = next((np.shape(v), d) for v, d in zip(vals, dims) if d is not not_mapped)
+    if builtins.all(np.shape(v) == shape and d == dim for v, d in zip(vals, dims) if np.ndim(v)):
+        out = prim.bind(*vals, **params)
+        return out, ([dim] * len(out) if prim.multiple_results else dim)
+    front = []
+    for v, d in zip(vals, dims):
+        if not np.ndim(v):
+            front.append(v)
+        elif d is not_mapped:  # np.arange: the dimensions print as NumPy integers, as JAX's
+            front.append(broadcast_in_dim(v, (1,) + tuple(np.shape(v)),
+                                          tuple(np.arange(1, np.ndim(v) + 1))))
         else:
-            v = batching.move_to(v, d, 0, axis_size)
-            shape = tuple(np.shape(v))
-            aligned.append(reshape(v, shape[:1] + (1,) * (rank - r) + shape[1:]) if r < rank else v)
-    return prim.bind(*aligned, **params), 0
+            front.append(batching.moveaxis(v, d, 0) if d != 0 else v)
+    rank = builtins.max(np.ndim(v) for v in front)
+    front = [v if d is not_mapped or np.ndim(v) == rank
+             else expand_dims(v, tuple(range(np.ndim(v), rank))) for v, d in zip(front, dims)]
+    out = prim.bind(*front, **params)
+    return out, ([0] * len(out) if prim.multiple_results else 0)
 
 
 def _unary(prim):
@@ -914,7 +921,43 @@ impl_rules[select_n_p] = _select_n_impl
 abstract_eval_rules[select_n_p] = _select_n_abstract
 weak_type_rules[select_n_p] = lambda which, *cases: builtins.all(
     getattr(c, "weak_type", False) for c in cases)
-batch_rules[select_n_p] = partial(broadcast_batch_rule, select_n_p)
+
+
+def _front(x, d, axis_size):
+    """`x` with its batch axis first: moved there, or for an unbatched `x` broadcast along a new
+    leading axis (np.arange dimensions, which print as NumPy integers, as JAX's bdim_at_front)."""
+    if d is not_mapped:
+        shape = tuple(np.shape(x))
+        return broadcast_in_dim(x, (axis_size,) + shape, tuple(np.arange(1, len(shape) + 1)))
+    return batching.moveaxis(x, d, 0) if d != 0 else x
+
+
+def _select_n_batch(axis_size, vals, dims):
+    # JAX's rule: keep a shared batch axis; otherwise every operand batched in front, at full
+    # size (a per-example scalar, which gpuarr's select_n also takes as a case, is broadcast
+    # along the rest).
+    (which, *cases), (wd, *cds) = vals, dims
+    same = builtins.all(np.shape(c) == np.shape(cases[0]) for c in cases)
+    if wd is not not_mapped and same and builtins.all(d == wd for d in cds):
+        if np.shape(which) != np.shape(cases[0]):  # a per-example scalar `which`
+            which = broadcast_in_dim(which, tuple(np.shape(cases[0])), (wd,))
+        return select_n_p.bind(which, *cases), wd
+    if np.ndim(which) == 0 and same and builtins.all(d is not not_mapped for d in cds):
+        if builtins.all(d == cds[0] for d in cds):
+            return select_n_p.bind(which, *cases), cds[0]
+        return select_n_p.bind(which, *[_front(c, d, axis_size) for c, d in zip(cases, cds)]), 0
+    which = _front(which, wd, axis_size) if np.shape(which) else which
+    if not builtins.all(np.shape(c) == () for c in cases):
+        cases = [_front(c, d, axis_size) for c, d in zip(cases, cds)]
+    full = builtins.max([np.shape(which)] + [np.shape(c) for c in cases], key=len)
+    # Lower-rank operands lead with the batch axis: they broadcast along the trailing axes.
+    which, *cases = [x if np.ndim(x) in (0, len(full)) and np.shape(x) in ((), full)
+                     else broadcast_in_dim(x, full, tuple(range(np.ndim(x))))
+                     for x in (which, *cases)]
+    return select_n_p.bind(which, *cases), 0
+
+
+batch_rules[select_n_p] = _select_n_batch
 
 
 def _select_n_jvp(primals, tangents):
@@ -1301,7 +1344,8 @@ def _reduce_abstract(name, kind=None, out_dtype=None):
 
 def _reduce_batch(prim, axis_size, vals, dims, axes, **params):
     (x,), (d,) = vals, dims
-    new_axes = tuple(a + (a >= d) for a in axes)
+    # np.where, as JAX's rule: the shifted axes print as NumPy integers.
+    new_axes = tuple(np.where(np.less(axes, d), axes, np.add(axes, 1))) if axes else ()
     out_d = d - builtins.sum(a < d for a in axes)
     return prim.bind(x, axes=new_axes, **params), out_d
 

@@ -82,7 +82,9 @@ class ScatterDimensionNumbers(NamedTuple):
 
 
 def _tuple_fields(nt):
-    return type(nt)(*(tuple(int(i) for i in f) for f in nt))
+    # NumPy integers stay as given: JAX keeps them, and its programs print them so.
+    return type(nt)(*(tuple(i if isinstance(i, (int, np.integer)) else int(i) for i in f)
+                      for f in nt))
 
 
 def _gather_dnums_of(sdn: ScatterDimensionNumbers) -> GatherDimensionNumbers:

@@ -2,6 +2,8 @@
 `top_k`. Floats sort with NaNs last and -0.0 equal to 0.0, as in JAX."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpuarr import dtypes
@@ -65,12 +67,21 @@ def _sort_abstract(*operands, dimension, is_stable, num_keys):
 
 
 def _sort_jvp(primals, tangents, dimension, is_stable, num_keys):
+    # As JAX's: the permutation as unsigned indices, gathered along `dimension` with every
+    # other axis a batch axis.
     shape = get_aval(primals[0]).shape
-    iota = lax.broadcasted_iota(np.int32, shape, dimension)
-    outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable, num_keys=num_keys)
-    perm = outs[-1]
-    out_t = [Zero.from_primal(o) if type(t) is Zero else slicing.take_along_axis(t, perm, dimension)
-             for o, t in zip(outs[:-1], tangents)]
+    index_dtype = np.uint32 if math.prod(shape) < 1 << 32 else np.uint64
+    outs = sort_p.bind(*primals, lax.broadcasted_iota(index_dtype, shape, dimension),
+                       dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    batch = tuple(np.delete(np.arange(len(shape), dtype=np.int64), dimension))
+    dnums = slicing.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(dimension,),
+                                           start_index_map=(dimension,),
+                                           operand_batching_dims=batch,
+                                           start_indices_batching_dims=batch)
+    idx = lax.expand_dims(outs[-1], (len(shape),))
+    out_t = [Zero.from_primal(o) if type(t) is Zero else slicing.gather(
+        t, idx, dnums, (1,) * len(shape), mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS)
+        for o, t in zip(outs[:-1], tangents)]
     return outs[:-1], out_t
 
 

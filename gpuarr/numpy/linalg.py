@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr import lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax import linalg as lax_linalg
@@ -562,6 +563,7 @@ def _matrix_norm(x, ord, axis, keepdims):
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
+@_jit(static_argnames=("ord", "axis", "keepdims"))  # as JAX's
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """Vector norms (one axis: ord None/2, 1, inf, -inf, 0, p) and matrix norms (two axes:
     None/'fro', 'nuc', 1, -1, 2, -2, inf, -inf), as numpy.linalg.norm."""

@@ -38,6 +38,7 @@ def comb(N, k, *, repetition: bool = False):
     return jnp.where(valid, result, 0.0)
 
 
+@custom_jvp
 def poch(z, m):
     """The Pochhammer symbol (z)_m = Gamma(z + m) / Gamma(z), 1 where m == 0; real input
     only. Its derivatives are JAX's: (psi(z + m) - psi(z)) (z)_m in z and psi(z + m) (z)_m
@@ -45,17 +46,12 @@ def poch(z, m):
     z, m = promote_args_inexact("poch", z, m)
     if jnp.issubdtype(z.dtype, np.complexfloating):
         raise ValueError("jnp.poch does not support complex-valued inputs.")
-    return _poch(z, m)
-
-
-@custom_jvp
-def _poch(z, m):
     return jnp.where(m == 0., jnp.array(1, dtype=z.dtype), gamma(z + m) / gamma(z))
 
 
-_poch.defjvps(
-    lambda z_dot, out, z, m: (digamma(z + m) - digamma(z)) * _poch(z, m) * z_dot,
-    lambda m_dot, out, z, m: digamma(z + m) * _poch(z, m) * m_dot,
+poch.defjvps(
+    lambda z_dot, out, z, m: (digamma(z + m) - digamma(z)) * poch(z, m) * z_dot,
+    lambda m_dot, out, z, m: digamma(z + m) * poch(z, m) * m_dot,
 )
 
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
+from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._series import polyval
-from gpuarr.scipy._util import const, promote_args_inexact
+from gpuarr.numpy._util import _convert
+from gpuarr.scipy._util import broadcast_arrays, check_arraylike, ensure_array, promote_args_inexact
 
 _WOFZ_L = 4.7568284600108841
 _WOFZ_C = (  # highest degree first
@@ -71,14 +72,35 @@ _DAWSN_CD = (
 )
 
 
+def const(like, value):
+    """`value` for arithmetic with `like`, as JAX's `lax._const`: an unrounded Python scalar
+    when `like` is a weakly typed scalar (so the printed program shows JAX's literal), else a
+    NumPy scalar of `like`'s dtype."""
+    dt = dtypes.dtype(like, canonicalize=True)
+    if isinstance(like, (int, float, complex)) or (
+            get_aval(like).weak_type and not get_aval(like).shape):
+        value = type(np.zeros((), dt).item())(value)
+        return value if dtypes.dtype(value, canonicalize=True) == dt else np.array(value, dt)
+    return np.asarray(value, dt)[()]
+
+
 # ---------------------------------------------------------------- wofz
 
 
 def wofz(z):
     """The Faddeeva function exp(-z^2) erfc(-iz); real input is promoted to complex
     (jax.scipy.special.wofz)."""
-    (z,) = promote_args_inexact("wofz", z)
-    return _wofz(lax.convert_element_type(z, dtypes.to_complex_dtype(z.dtype)))
+    (z,) = _promote_args_complex("wofz", z)
+    return _wofz(z)
+
+
+def _promote_args_complex(fun_name, *args):
+    """JAX's helper of the same name: one conversion straight to the common complex dtype,
+    weak types staying weak."""
+    check_arraylike(fun_name, *args)
+    dt, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    dt = dtypes.to_complex_dtype(dt)
+    return broadcast_arrays(*(ensure_array(_convert(a, dt, weak)) for a in args))
 
 
 def _complex_const(like, re, im):
@@ -91,15 +113,18 @@ def _wofz_upper(z):
     L = _complex_const(re, _WOFZ_L, 0.)
     iz = lax.complex(lax.neg(lax.imag(z)), re)
     denom = L - iz
-    p = polyval(_WOFZ_C, (L + iz) / denom)
-    return 2 * p / (denom * denom) + _complex_const(re, 1. / np.sqrt(np.pi), 0.) / denom
+    Z = (L + iz) / denom
+    p = jnp.polyval(jnp.asarray(np.array(_WOFZ_C), dtype=Z.dtype), Z)
+    one_over_sqrtpi = _complex_const(re, 1. / np.sqrt(np.pi), 0.)
+    return 2 * p / (denom * denom) + one_over_sqrtpi / denom
 
 
 @custom_jvp
 def _wofz(z):
     upper = lax.ge(lax.imag(z), const(lax.real(z), 0.))
     w_upper = _wofz_upper(lax.select(upper, z, lax.neg(z)))
-    return lax.select(upper, w_upper, 2 * lax.exp(lax.neg(z * z)) - w_upper)
+    correction = 2 * lax.exp(lax.neg(z * z)) - w_upper
+    return lax.select(upper, w_upper, correction)
 
 
 # w'(z) = -2 z w(z) + 2i / sqrt(pi)
@@ -139,7 +164,8 @@ def _erfcx_impl(x, nterms):
     safe_x = lax.select(large, lax.full_like(x, 1.), x)
     direct = lax.exp(lax.square(safe_x)) * lax.erfc(safe_x)
     t = const(x, 1.) / lax.square(x)
-    asymptotic = polyval(_ERFCX_ASYMPTOTIC[-nterms:], t) / (x * const(x, np.sqrt(np.pi)))
+    p = jnp.polyval(np.array(_ERFCX_ASYMPTOTIC[-nterms:], dtype=x.dtype), t)
+    asymptotic = p / (x * const(x, np.sqrt(np.pi)))
     return lax.select(large, asymptotic, direct)
 
 
@@ -167,20 +193,25 @@ _dawsn.defjvps(lambda g, ans, x: g * (const(x, 1.) - const(x, 2.) * x * ans))
 
 def _dawsn_impl(x):
     # The approximations are for |x|; dawsn is odd (and sign(0) * 0 is the right 0).
+    sign = jnp.sign(x)
     ax = lax.abs(x)
-    one = lax.full_like(ax, 1.)
-    in_r1 = ax < const(x, 3.25)
-    in_r2 = (ax >= const(x, 3.25)) & (ax < const(x, 6.25))
-    in_r3 = ax >= const(x, 6.25)
+    an, ad, bn, bd, cn, cd = (np.array(c, dtype=x.dtype) for c in (
+        _DAWSN_AN, _DAWSN_AD, _DAWSN_BN, _DAWSN_BD, _DAWSN_CN, _DAWSN_CD))
     t = const(x, 1.) / lax.square(ax)
     # Each region sees 1 outside itself, so no polynomial overflows into an unused inf / inf.
-    ax1 = lax.select(in_r1, ax, one)
-    val_r1 = ax1 * polyval(_DAWSN_AN, lax.square(ax1)) / polyval(_DAWSN_AD, lax.square(ax1))
-    vals = [val_r1]
-    for region, num, den in ((in_r2, _DAWSN_BN, _DAWSN_BD), (in_r3, _DAWSN_CN, _DAWSN_CD)):
-        tr = lax.select(region, t, lax.full_like(t, 1.))
-        axr = lax.select(region, ax, one)
-        vals.append((const(x, 0.5) / axr)
-                    * (const(x, 1.) + tr * polyval(num, tr) / polyval(den, tr)))
-    result = lax.select(in_r1, vals[0], lax.select(ax < const(x, 6.25), vals[1], vals[2]))
-    return jnp.sign(x) * result
+    ax_r1 = lax.select(ax < const(x, 3.25), ax, lax.full_like(ax, 1.))
+    ax2_r1 = lax.square(ax_r1)
+    val_r1 = ax_r1 * jnp.polyval(an, ax2_r1) / jnp.polyval(ad, ax2_r1)
+    in_r2 = (ax >= const(x, 3.25)) & (ax < const(x, 6.25))
+    t_r2 = lax.select(in_r2, t, lax.full_like(t, 1.))
+    in_r2 = (ax >= const(x, 3.25)) & (ax < const(x, 6.25))  # recomputed, as in JAX's program
+    ax_r2 = lax.select(in_r2, ax, lax.full_like(ax, 1.))
+    val_r2 = (const(x, 0.5) / ax_r2) * (
+        const(x, 1.) + t_r2 * jnp.polyval(bn, t_r2) / jnp.polyval(bd, t_r2))
+    t_r3 = lax.select(ax >= const(x, 6.25), t, lax.full_like(t, 1.))
+    ax_r3 = lax.select(ax >= const(x, 6.25), ax, lax.full_like(ax, 1.))
+    val_r3 = (const(x, 0.5) / ax_r3) * (
+        const(x, 1.) + t_r3 * jnp.polyval(cn, t_r3) / jnp.polyval(cd, t_r3))
+    result = lax.select(ax < const(x, 3.25), val_r1,
+                        lax.select(ax < const(x, 6.25), val_r2, val_r3))
+    return sign * result

@@ -11,6 +11,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
+from gpuarr.api import jit as _jit
 from gpuarr.scipy._util import promote_args_inexact
 
 _LANCZOS_G = 7.0
@@ -27,8 +28,9 @@ def loggamma(x):
     NaN at the poles (jax.scipy.special.loggamma)."""
     (x,) = promote_args_inexact("loggamma", x)
     if jnp.issubdtype(x.dtype, np.complexfloating):
-        return _complex_loggamma_shifted(x)
-    return jnp.where(x > 0, lax.lgamma(x), jnp.nan)
+        return _complex_loggamma_scipy(x)
+    res = lax.lgamma(x)
+    return jnp.where(x > 0, res, jnp.nan)
 
 
 def _complex_loggamma(z):
@@ -37,8 +39,9 @@ def _complex_loggamma(z):
     reflect = jnp.real(z) < 0.5
     zz = jnp.where(reflect, 1.0 - z, z) - 1.0
     coeffs = jnp.asarray(_LANCZOS_COEFFS, dtype=z.dtype)
-    ks = jnp.arange(1, 9, dtype=z.dtype)
-    ag = coeffs[0] + jnp.sum(coeffs[1:] / (zz[..., None] + ks), axis=-1)
+    ks = lax.expand_dims(jnp.arange(1, 9, dtype=z.dtype), tuple(range(zz.ndim)))
+    ag = coeffs[0] + jnp.sum(lax.expand_dims(coeffs[1:], tuple(range(zz.ndim)))
+                             / (lax.expand_dims(zz, (zz.ndim,)) + ks), axis=-1)
     t = zz + _LANCZOS_G + 0.5
     lanczos = (jnp.asarray(0.5 * np.log(2.0 * np.pi), dtype=z.dtype)
                + (zz + 0.5) * jnp.log(t) - t + jnp.log(ag))
@@ -49,21 +52,26 @@ def _complex_loggamma(z):
     return jnp.where(reflect, reflected, lanczos)
 
 
-def _complex_loggamma_shifted(z):
+@_jit
+def _complex_loggamma_scipy(z):
     """loggamma(z + n) - sum_{k<n} log(z + k) with n = max(0, ceil(1/2 - Re z)), so the
     Lanczos formula is only used right of Re = 1/2; NaN at the poles and for NaN input."""
+    is_nan = jnp.isnan(z)
     pole = (jnp.imag(z) == 0) & (jnp.real(z) == jnp.floor(jnp.real(z))) & (jnp.real(z) <= 0)
-    bad = pole | jnp.isnan(z)
+    nan_val = jnp.array(complex(np.nan, np.nan), dtype=z.dtype)
+    bad = pole | is_nan
     z_safe = jnp.where(bad, jnp.ones_like(z), z)
     n = jnp.maximum(0, jnp.ceil(0.5 - jnp.real(z_safe)).astype(int))
 
-    def body(state):
+    def cond_fun(state):
+        return jnp.any(state[0] < n)
+
+    def body_fun(state):
         k, sum_log = state
         shifting = k < n
         zk = jnp.where(shifting, z_safe + k, jnp.ones_like(z_safe))
         return k + 1, sum_log + jnp.where(shifting, jnp.log(zk), jnp.zeros_like(sum_log))
 
-    _, sum_log = lax.while_loop(lambda state: jnp.any(state[0] < n), body,
-                                (0, jnp.zeros_like(z_safe)))
+    _, sum_log = lax.while_loop(cond_fun, body_fun, (0, jnp.zeros_like(z_safe)))
     res = _complex_loggamma(z_safe + n) - sum_log
-    return jnp.where(bad, jnp.array(complex(np.nan, np.nan), dtype=z.dtype), res)
+    return jnp.where(bad, nan_val, res)

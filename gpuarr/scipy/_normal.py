@@ -52,39 +52,38 @@ _Q2 = (1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081
        2.89247864745380683936E-6, 6.79019408009981274425E-9)
 
 
-def _polyval(coeffs, x):
-    dtype = x.dtype.type
-    acc = jnp.full_like(x, dtype(coeffs[0]))
-    for c in coeffs[1:]:
-        acc = acc * x + dtype(c)
-    return acc
-
-
 def ndtri(p):
     """The inverse of ndtr: the x with ndtr(x) = p, -inf at p = 0 and inf at p = 1, from
     Cephes' piecewise rational approximations (jax.scipy.special.ndtri); float32 or float64
     input only."""
-    p = require_float32_or_64(p, "ndtri")
+    in_dtype = lax.dtype(p)  # a TypeError for lists, as in JAX
+    if in_dtype not in (np.float32, np.float64):
+        raise TypeError(
+            f"x.dtype={in_dtype} is not supported, see docstring for supported types.")
+    p = jnp.asarray(p)
     dtype = p.dtype.type
+    shape = np.shape(p)
+    p0, q0, p1, q1, p2, q2 = (np.array(c, dtype) for c in (_P0, _Q0, _P1, _Q1, _P2, _Q2))
     maybe_complement_p = jnp.where(p > dtype(-np.expm1(-2.)), dtype(1.) - p, p)
     # Any value other than 0 keeps NaN out of the branches not taken at p = 0 or 1.
-    sanitized = jnp.where(maybe_complement_p == dtype(0.), jnp.full_like(p, dtype(0.5)),
+    sanitized = jnp.where(maybe_complement_p == dtype(0.), jnp.full(shape, dtype(0.5)),
                           maybe_complement_p)
     # Centre, p > exp(-2): x / sqrt(2 pi) = w + w^3 P0(w^2) / Q0(w^2).
     w = sanitized - dtype(0.5)
     ww = lax.square(w)
-    x_for_big_p = w + w * ww * (_polyval(_P0, ww) / _polyval(_Q0, ww))
+    x_for_big_p = w + w * ww * (jnp.polyval(p0, ww) / jnp.polyval(q0, ww))
     x_for_big_p = x_for_big_p * -dtype(np.sqrt(2. * np.pi))
     # Tails: x = z - log(z) / z - P(1/z) / Q(1/z) / z with z = sqrt(-2 log p).
     z = lax.sqrt(dtype(-2.) * lax.log(sanitized))
     first_term = z - lax.log(z) / z
-    inv_z = 1 / z
-    x_small_p = first_term - _polyval(_P2, inv_z) / _polyval(_Q2, inv_z) / z
-    x_otherwise = first_term - _polyval(_P1, inv_z) / _polyval(_Q1, inv_z) / z
+    second_term_small_p = jnp.polyval(p2, 1 / z) / jnp.polyval(q2, 1 / z) / z
+    second_term_otherwise = jnp.polyval(p1, 1 / z) / jnp.polyval(q1, 1 / z) / z
+    x_small_p = first_term - second_term_small_p
+    x_otherwise = first_term - second_term_otherwise
     x = jnp.where(sanitized > dtype(np.exp(-2.)), x_for_big_p,
                   jnp.where(z >= dtype(8.0), x_small_p, x_otherwise))
     x = jnp.where(p > dtype(1. - np.exp(-2.)), x, -x)
-    inf = jnp.full_like(p, dtype(np.inf))
+    inf = jnp.full(shape, dtype(np.inf))
     return jnp.where(p == dtype(0.0), -inf, jnp.where(p == dtype(1.0), inf, x))
 
 
@@ -94,6 +93,7 @@ def ndtri(p):
 _LOG_NDTR_BOUNDS = {np.dtype(np.float64): (-20.0, 8.0), np.dtype(np.float32): (-10.0, 5.0)}
 
 
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
 def log_ndtr(x, series_order=3):
     """log(ndtr(x)), accurate far into both tails: an asymptotic series of depth
     `series_order` (a Python int in [0, 30]) below -20 (float64) or -10 (float32), and
@@ -107,11 +107,6 @@ def log_ndtr(x, series_order=3):
     x = jnp.asarray(x)
     if x.dtype not in _LOG_NDTR_BOUNDS:
         raise TypeError(f"x.dtype={x.dtype} is not supported.")
-    return _log_ndtr(x, series_order)
-
-
-@functools.partial(custom_jvp, nondiff_argnums=(1,))
-def _log_ndtr(x, series_order):
     lower, upper = (np.asarray(b, x.dtype) for b in _LOG_NDTR_BOUNDS[x.dtype])
     above = lax.gt(x, upper)
     # Clamping each branch's argument to its own range keeps the unused branches finite, so
@@ -122,11 +117,11 @@ def _log_ndtr(x, series_order):
                                _log_ndtr_lower(lax.min(x, lower), series_order)))
 
 
-@_log_ndtr.defjvp
+@log_ndtr.defjvp
 def _log_ndtr_jvp(series_order, primals, tangents):
     # d log ndtr(x) = pdf(x) / ndtr(x) dx, formed in log space so the tails do not overflow.
     (x,), (t,) = primals, tangents
-    ans = _log_ndtr(x, series_order)
+    ans = log_ndtr(x, series_order)
     return ans, lax.mul(t, lax.exp(lax.sub(_norm_logpdf(x), ans)))
 
 
@@ -140,14 +135,15 @@ def _log_ndtr_lower(x, series_order):
     dtype = x.dtype.type
     x_2 = lax.square(x)
     log_scale = -dtype(0.5) * x_2 - lax.log(-x) - dtype(0.5 * np.log(2. * np.pi))
-    return log_scale + lax.log(_log_ndtr_series(x_2, series_order, dtype))
+    return log_scale + lax.log(_log_ndtr_series(x, series_order, dtype))
 
 
-def _log_ndtr_series(x_2, series_order, dtype):
+def _log_ndtr_series(x, series_order, dtype):
     if series_order <= 0:
         return np.array(1, dtype)
-    even_sum = jnp.zeros_like(x_2)
-    odd_sum = jnp.zeros_like(x_2)
+    x_2 = lax.square(x)
+    even_sum = jnp.zeros_like(x)
+    odd_sum = jnp.zeros_like(x)
     x_2n = x_2
     for n in range(1, series_order + 1):
         y = np.array(np.prod(np.arange(2 * n - 1, 1, -2)), dtype) / x_2n

@@ -35,17 +35,19 @@ def owens_t(h, a):
     """Owen's T function T(h, a) = 1/(2 pi) integral_0^a exp(-h^2 (1 + x^2) / 2) / (1 + x^2) dx,
     even in h and odd in a; NaN if either is NaN (jax.scipy.special.owens_t)."""
     h, a = promote_args_inexact("owens_t", h, a)
-    return _owens_t(h, a)
+    return _owens_t_impl(h, a)
 
 
 def _quadrature(h, a):
-    r = jnp.square(a)[..., None] * jnp.asarray(_QUAD_PTS)
+    quad_pts = jnp.expand_dims(_QUAD_PTS, tuple(range(a.ndim)))
+    r = jnp.square(a)[..., None] * quad_pts
     integrand = jnp.exp(-0.5 * jnp.square(h)[..., None] * (1. + r)) / (1. + r)
-    return a * (integrand @ jnp.asarray(_QUAD_WTS))
+    # jnp.dot, not @: the same contraction, printed as JAX prints integrand @ weights.
+    return a * jnp.dot(integrand, _QUAD_WTS)
 
 
 @custom_jvp
-def _owens_t(h, a):
+def _owens_t_impl(h, a):
     h = jnp.abs(h)
     abs_a = jnp.abs(a)
     root_2 = const(h, np.sqrt(2))
@@ -60,17 +62,20 @@ def _owens_t(h, a):
     norm_h = lax.erfc(h_normed)
     norm_ah = lax.erfc(abs_a * h_normed)
     # erf products where both are small, erfc ones (no cancellation) where they are not.
-    reflected = jnp.where(abs_a * h <= 0.67,
-                          0.25 - 0.25 * lax.erf(h_normed) * lax.erf(abs_a * h_normed) - result,
-                          0.25 * (norm_h + norm_ah - norm_h * norm_ah) - result)
-    result = lax.sign(a) * jnp.where(abs_a > 1., reflected, result)
+    result = jnp.where(
+        abs_a > 1.,
+        jnp.where(abs_a * h <= 0.67,
+                  0.25 - 0.25 * lax.erf(h_normed) * lax.erf(abs_a * h_normed) - result,
+                  0.25 * (norm_h + norm_ah - norm_h * norm_ah) - result),
+        result)
+    result = lax.sign(a) * result
     return jnp.where(jnp.isnan(a) | jnp.isnan(h), jnp.full_like(result, np.nan), result)
 
 
-@_owens_t.defjvp
+@_owens_t_impl.defjvp
 def _owens_t_jvp(primals, tangents):
     (h, a), (dh, da) = primals, tangents
-    result = _owens_t(h, a)
+    result = _owens_t_impl(h, a)
     root_2 = const(h, np.sqrt(2))
     # dT/dh = -exp(-h^2/2) erf(ah / sqrt 2) / (2 sqrt(2 pi)); dT/da = exp(-(1 + a^2) h^2 / 2)
     # / (2 pi (1 + a^2)).

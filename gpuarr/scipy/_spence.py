@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import numpy as jnp
-from gpuarr.scipy._series import polyval
 
 _SPENCE_A = (4.65128586073990045278E-5, 7.31589045238094711071E-3, 1.33847639578309018650E-1,
              8.79691311754530315341E-1, 2.71149851196553469920E0, 4.25697156008121755724E0,
@@ -37,7 +36,7 @@ def _spence_positive(x):
     inverted = inverted | above
     w = jnp.piecewise(x, [above, below], [lambda v: 1.0 / v - 1.0, lambda v: -v,
                                           lambda v: v - 1.0])
-    y = -w * polyval(_SPENCE_A, w) / polyval(_SPENCE_B, w)
+    y = _spence_poly(w)
     # spence(x) = pi^2/6 - log(x) log(1 - x) - spence(1 - x). Elsewhere log(1 - x) is NaN,
     # and its (zero-weighted) derivative would make the gradient NaN, as it is in JAX for
     # 1 < x <= 2: a stand-in x keeps that branch finite.
@@ -45,3 +44,9 @@ def _spence_positive(x):
     y = jnp.where(below, np.pi ** 2 / 6.0 - jnp.log(xb) * jnp.log(1.0 - xb) - y, y)
     # spence(x) = -log(x)^2 / 2 - spence(1 / x)
     return jnp.where(inverted, -0.5 * jnp.log(x) ** 2 - y, y)
+
+
+def _spence_poly(w):
+    a = jnp.array(_SPENCE_A, dtype=w.dtype)
+    b = jnp.array(_SPENCE_B, dtype=w.dtype)
+    return -w * jnp.polyval(a, w) / jnp.polyval(b, w)

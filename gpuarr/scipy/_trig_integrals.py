@@ -14,8 +14,8 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr import numpy as jnp
+from gpuarr.api import jit as _jit
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._series import polyval
 from gpuarr.scipy._util import promote_args_inexact
 
 # Si(x) = x SN(x^2) / SD(x^2) and Ci(x) = euler_gamma + log(x) + x^2 CN(x^2) / CD(x^2), |x| <= 4.
@@ -105,6 +105,8 @@ _FRESNEL_F32 = dict(
 # ---------------------------------------------------------------- sici
 
 
+@custom_jvp
+@_jit
 def sici(x):
     """The sine and cosine integrals (Si(x), Ci(x)), Si = integral_0^x sin(t) / t dt and
     Ci = euler_gamma + log(x) + integral_0^x (cos(t) - 1) / t dt; Si is odd, Ci(x) is
@@ -112,68 +114,128 @@ def sici(x):
     (x,) = promote_args_inexact("sici", x)
     if dtypes.is_complex(x.dtype):
         raise ValueError(f"Argument `x` to sici must be real-valued. Got dtype {x.dtype}.")
-    return _sici(x)
-
-
-@custom_jvp
-def _sici(x):
     x_abs = jnp.abs(x)
-    series = _sici_series(x_abs)
-    auxiliary = _sici_auxiliary(x_abs)
-    asymptotic = _sici_asymptotic(x_abs)
-    conds = [x_abs <= 4, (x_abs > 4) & (x_abs <= 1e9)]
-    si = jnp.select(conds, [series[0], auxiliary[0]], asymptotic[0])
-    ci = jnp.select(conds, [series[1], auxiliary[1]], asymptotic[1])
+    si_series, ci_series = _sici_series(x_abs)
+    si_auxiliary, ci_auxiliary = _sici_auxiliary(x_abs)
+    si_asymptotic, ci_asymptotic = _sici_asymptotic(x_abs)
+    cond1 = x_abs <= 4
+    cond2 = (x_abs > 4) & (x_abs <= 1e9)
+    si = jnp.select([cond1, cond2], [si_series, si_auxiliary], si_asymptotic)
+    ci = jnp.select([cond1, cond2], [ci_series, ci_auxiliary], ci_asymptotic)
     return jnp.sign(x) * si, jnp.where(jnp.isneginf(x), np.nan, ci)
 
 
-@_sici.defjvp
-def _sici_jvp(primals, tangents):
+@sici.defjvp
+@_jit
+def sici_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
-    return _sici(x), (jnp.sinc(x / np.pi) * x_dot, jnp.cos(x) / x * x_dot)
+    return sici(x), (jnp.sinc(x / np.pi) * x_dot, jnp.cos(x) / x * x_dot)
 
 
 def _sici_series(x):
-    t = x * x
-    si = x * polyval(_SI_N, t) / polyval(_SI_D, t)
-    ci = np.euler_gamma + jnp.log(x) + t * polyval(_CI_N, t) / polyval(_CI_D, t)
-    return jnp.where(x == 0, 0.0, si), jnp.where(x == 0, -np.inf, ci)
+    def si_series(x):
+        t = x * x
+        return (x * jnp.polyval(np.array(_SI_N, x.dtype), t)) / jnp.polyval(
+            np.array(_SI_D, x.dtype), t)
+
+    def ci_series(x):
+        t = x * x
+        return (np.euler_gamma + jnp.log(x) + t * jnp.polyval(np.array(_CI_N, x.dtype), t)
+                / jnp.polyval(np.array(_CI_D, x.dtype), t))
+
+    return jnp.where(x == 0, 0.0, si_series(x)), jnp.where(x == 0, -np.inf, ci_series(x))
 
 
 def _sici_auxiliary(x):
     # Si = pi/2 - f cos(x) - g sin(x) and Ci = f sin(x) - g cos(x).
     s, c = jnp.sin(x), jnp.cos(x)
     z = 1.0 / (x * x)
+    fn4, fd4, gn4, gd4, fn8, fd8, gn8, gd8 = (np.array(k, x.dtype) for k in (
+        _FN4, _FD4, _GN4, _GD4, _FN8, _FD8, _GN8, _GD8))
+    f4 = jnp.polyval(fn4, z) / (x * jnp.polyval(fd4, z))
+    g4 = z * jnp.polyval(gn4, z) / jnp.polyval(gd4, z)
+    f8 = jnp.polyval(fn8, z) / (x * jnp.polyval(fd8, z))
+    g8 = z * jnp.polyval(gn8, z) / jnp.polyval(gd8, z)
     below_8 = x < 8.0
-    f = jnp.where(below_8, polyval(_FN4, z) / (x * polyval(_FD4, z)),
-                  polyval(_FN8, z) / (x * polyval(_FD8, z)))
-    g = jnp.where(below_8, z * polyval(_GN4, z) / polyval(_GD4, z),
-                  z * polyval(_GN8, z) / polyval(_GD8, z))
+    f = jnp.where(below_8, f4, f8)
+    g = jnp.where(below_8, g4, g8)
     return (np.pi / 2) - f * c - g * s, f * s - g * c
 
 
 def _sici_asymptotic(x):
-    si = jnp.where(jnp.isposinf(x), np.pi / 2, (np.pi / 2) - jnp.cos(x) / x)
-    ci = jnp.where(jnp.isposinf(x), 0.0, jnp.sin(x) / x)
-    return si, ci
+    si = (np.pi / 2) - jnp.cos(x) / x
+    ci = jnp.sin(x) / x
+    return jnp.where(jnp.isposinf(x), np.pi / 2, si), jnp.where(jnp.isposinf(x), 0.0, ci)
 
 
 # ---------------------------------------------------------------- fresnel
 
 
+@custom_jvp
 def fresnel(x):
     """The Fresnel integrals (S(x), C(x)), S = integral_0^x sin(pi t^2 / 2) dt and
     C = integral_0^x cos(pi t^2 / 2) dt; real input only. Accurate on [-10, 10] as Cephes
     is; 16-bit floats are computed in float32 (jax.scipy.special.fresnel)."""
-    (x,) = promote_args_inexact("fresnel", x)
-    if dtypes.is_complex(x.dtype):
+    (xxa,) = promote_args_inexact("fresnel", x)
+    original_dtype = xxa.dtype
+    if dtypes.is_complex(xxa.dtype):
         raise NotImplementedError("Support for complex-valued inputs is not implemented yet.")
-    if x.dtype not in (np.float16, dtypes.bfloat16, np.float32, np.float64):
-        raise NotImplementedError(f"Support for {x.dtype} dtype is not implemented yet.")
-    return _fresnel(x)
+    if xxa.dtype in (np.float32, np.float16, dtypes.bfloat16):
+        xxa = xxa.astype(np.float32)
+        k = {name: jnp.array(c, dtype=np.float32) for name, c in _FRESNEL_F32.items()}
+        # Unused: JAX's program builds these four empty arrays in single precision too.
+        k.update((name, jnp.empty(0)) for name in ("cd", "sd", "fd", "gd"))
+    elif xxa.dtype == np.float64:
+        k = {name: jnp.array(c, dtype=np.float64) for name, c in _FRESNEL_F64.items()}
+    else:
+        raise NotImplementedError(f"Support for {xxa.dtype} dtype is not implemented yet.")
+    single = xxa.dtype == np.float32
+    x = jnp.abs(xxa)
+    x2 = x * x
+    t = x2 * x2
+    if single:
+        s_small = x * x2 * jnp.polyval(k["sn"], t)
+        c_small = x * jnp.polyval(k["cn"], t)
+    else:
+        s_small = x * x2 * jnp.polyval(k["sn"], t) / jnp.polyval(k["sd"], t)
+        c_small = x * jnp.polyval(k["cn"], t) / jnp.polyval(k["cd"], t)
+
+    sinpi, cospi = sincospisquaredhalf(x)
+    if single:
+        s_large = c_large = 0.5
+    else:
+        c_large = 0.5 + 1 / (np.pi * x) * sinpi
+        s_large = 0.5 - 1 / (np.pi * x) * cospi
+
+    t = np.pi * x2
+    u = 1.0 / (t * t)
+    t = 1.0 / t
+    if single:
+        f = 1.0 - u * jnp.polyval(k["fn"], u)
+        g = t * jnp.polyval(k["gn"], u)
+    else:
+        f = 1.0 - u * jnp.polyval(k["fn"], u) / jnp.polyval(k["fd"], u)
+        g = t * jnp.polyval(k["gn"], u) / jnp.polyval(k["gd"], u)
+    t = np.pi * x
+    c_other = 0.5 + (f * sinpi - g * cospi) / t
+    s_other = 0.5 - (f * cospi + g * sinpi) / t
+
+    is_inf = jnp.isinf(xxa)
+    small = x2 < 2.5625
+    large = x > 36974.0
+    s = jnp.where(is_inf, 0.5, jnp.where(small, s_small, jnp.where(large, s_large, s_other)))
+    c = jnp.where(is_inf, 0.5, jnp.where(small, c_small, jnp.where(large, c_large, c_other)))
+    negative = xxa < 0.0
+    s = jnp.where(negative, -s, s)
+    c = jnp.where(negative, -c, c)
+    if original_dtype != xxa.dtype:
+        s = s.astype(original_dtype)
+        c = c.astype(original_dtype)
+    return s, c
 
 
-def _sincospi_squared_half(x):
+@_jit
+def sincospisquaredhalf(x):
     """sin and cos of pi x^2 / 2 with the argument reduced exactly: for s = x mod 2,
     x^2 / 2 = s (x - s/2) (mod 2), as SciPy's sinpi and cospi."""
     x = jnp.abs(x)
@@ -186,55 +248,10 @@ def _sincospi_squared_half(x):
     return sinpi, cospi
 
 
-@custom_jvp
-def _fresnel(x):
-    original_dtype = x.dtype
-    single = x.dtype != np.float64
-    xx = x.astype(np.float32) if single else x
-    k = _FRESNEL_F32 if single else _FRESNEL_F64
-    x = jnp.abs(xx)
-    x2 = x * x
-    t = x2 * x2
-    if single:
-        s_small = x * x2 * polyval(k["sn"], t)
-        c_small = x * polyval(k["cn"], t)
-    else:
-        s_small = x * x2 * polyval(k["sn"], t) / polyval(k["sd"], t)
-        c_small = x * polyval(k["cn"], t) / polyval(k["cd"], t)
-
-    sinpi, cospi = _sincospi_squared_half(x)
-    if single:
-        s_large = c_large = 0.5
-    else:
-        c_large = 0.5 + 1 / (np.pi * x) * sinpi
-        s_large = 0.5 - 1 / (np.pi * x) * cospi
-
-    t = np.pi * x2
-    u = 1.0 / (t * t)
-    t = 1.0 / t
-    if single:
-        f = 1.0 - u * polyval(k["fn"], u)
-        g = t * polyval(k["gn"], u)
-    else:
-        f = 1.0 - u * polyval(k["fn"], u) / polyval(k["fd"], u)
-        g = t * polyval(k["gn"], u) / polyval(k["gd"], u)
-    t = np.pi * x
-    c_other = 0.5 + (f * sinpi - g * cospi) / t
-    s_other = 0.5 - (f * cospi + g * sinpi) / t
-
-    is_inf = jnp.isinf(xx)
-    small = x2 < 2.5625
-    large = x > 36974.0
-    s = jnp.where(is_inf, 0.5, jnp.where(small, s_small, jnp.where(large, s_large, s_other)))
-    c = jnp.where(is_inf, 0.5, jnp.where(small, c_small, jnp.where(large, c_large, c_other)))
-    negative = xx < 0.0
-    s = jnp.where(negative, -s, s)
-    c = jnp.where(negative, -c, c)
-    return s.astype(original_dtype), c.astype(original_dtype)
-
-
-@_fresnel.defjvp
 def _fresnel_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
-    sinpi, cospi = _sincospi_squared_half(x)
-    return _fresnel(x), (sinpi * x_dot, cospi * x_dot)
+    sinpi, cospi = sincospisquaredhalf(x)
+    return fresnel(x), (sinpi * x_dot, cospi * x_dot)
+
+
+fresnel.defjvp(_fresnel_jvp)

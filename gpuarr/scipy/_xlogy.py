@@ -69,12 +69,13 @@ def rel_entr(p, q):
     p, q = promote_args_inexact("rel_entr", p, q)
     require_real(p, "rel_entr")
     zero = const(p, 0.0)
-    both_positive = (p > zero) & (q > zero)
+    both_positive = lax.bitwise_and(lax.gt(p, zero), lax.gt(q, zero))
+    one_zero = lax.bitwise_and(lax.eq(p, zero), lax.ge(q, zero))
     # Ones in the masked-out places keep NaN out of the unused branch and its gradient.
     safe_p = jnp.where(both_positive, p, 1)
     safe_q = jnp.where(both_positive, q, 1)
     log_val = lax.sub(_xlogx(safe_p), xlogy(safe_p, safe_q))
-    return jnp.where(both_positive, log_val, jnp.where((p == zero) & (q >= zero), zero, np.inf))
+    return jnp.where(both_positive, log_val, jnp.where(one_zero, zero, np.inf))
 
 
 def kl_div(p, q):

@@ -13,6 +13,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
+from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.numpy._util import canonicalize_axes
 from gpuarr.scipy._bessel import bessel_jn
 from gpuarr.scipy._boxcox import boxcox, boxcox1p
@@ -92,10 +93,15 @@ def expit(x):
     return lax.logistic(x)
 
 
+@custom_jvp
 def logit(x):
-    """The inverse of expit: log(x / (1 - x)) (jax.scipy.special.logit)."""
+    """The inverse of expit: log(x / (1 - x)), with JAX's derivative 1 / (x (1 - x))
+    (jax.scipy.special.logit)."""
     (x,) = promote_args_inexact("logit", x)
     return lax.log(lax.div(x, lax.sub(const(x, 1), x)))  # strongly typed unless a 0-d weak x
+
+
+logit.defjvps(lambda g, ans, x: lax.div(g, lax.mul(x, lax.sub(const(x, 1), x))))
 
 
 def _reduction_axes(axis, ndim):

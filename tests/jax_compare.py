@@ -110,3 +110,17 @@ def check_signatures(ours, theirs, names):
         got, want = _parameters(getattr(ours, name)), _parameters(getattr(theirs, name))
         assert [p[:2] for p in got] == [p[:2] for p in want], name
         assert all(_same_default(g[2], w[2]) for g, w in zip(got, want)), name
+
+
+def assert_close_float32(got, want, tol):
+    """The same NaNs and infinities, and finite values within `tol` float32 epsilons of
+    max(|want|, 1) (real and complex values alike)."""
+    got, want = np.asarray(got), np.asarray(want)
+    scale = np.maximum(np.abs(want), 1).astype(np.float64)
+    eps = np.finfo(np.float32).eps
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    got, want, scale = got[finite], want[finite], scale[finite]
+    diff = np.abs(got.astype(np.complex128) - want.astype(np.complex128))
+    assert np.nanmax(diff / scale, initial=0) <= tol * eps, (got, want)

@@ -308,12 +308,25 @@ def _check_arange_scalars(start, stop, step):
 
 
 def _traced_arange(start, stop, step, dt):
-    """arange built from an iota as JAX builds it under a trace."""
+    """arange built from an iota as JAX builds it under a trace (half floats step in float32)."""
+    half = dtypes.is_float(dt) and dt.itemsize < 4
+    return _iota_arange(start, stop, step, dt, np.dtype(np.float32) if half else dt)
+
+
+def _narrow_arange(start, stop, step, dt):
+    """arange in a narrow type (float8_*, int4, ...) built as JAX builds it, so its values round
+    as the type rounds them: an iota in that type offset by `start`, or with a `step`, float32
+    (integers: the type itself) values start + step * i converted to it."""
+    return _iota_arange(start, stop, step, dt, np.dtype(np.float32) if dtypes.is_float(dt) else dt)
+
+
+def _iota_arange(start, stop, step, dt, work):
+    """start + step * iota, computed in `work` and converted to `dt` (with no step: an iota in
+    `dt` offset by `start`)."""
     start, stop, step = (None if v is None else np.asarray(v)[()] for v in (start, stop, step))
     if stop is None:
         start, stop = 0, start
     if step is not None:
-        work = np.dtype(np.float32) if dtypes.is_float(dt) and dt.itemsize < 4 else dt
         size = max(0, int(np.ceil((stop - start) / step)))
         values = lax.add(lax.convert_element_type(start, work),
                          lax.mul(lax.convert_element_type(step, work), lax.iota(work, size)))
@@ -322,25 +335,6 @@ def _traced_arange(start, stop, step, dt):
         return lax.iota(dt, max(0, int(np.ceil(stop))))
     return lax.add(lax.convert_element_type(start, dt),
                    lax.iota(dt, max(0, int(np.ceil(stop - start)))))
-
-
-def _narrow_arange(start, stop, step, dt):
-    """arange in a narrow type (float8_*, int4, ...) built as JAX builds it, so its values round
-    as the type rounds them: an iota in that type offset by `start`, or with a `step`, float32
-    (integers: the type itself) values start + step * i converted to it."""
-    start, stop, step = (None if v is None else np.asarray(v)[()] for v in (start, stop, step))
-    if stop is None:
-        start, stop = 0, start
-    if step is not None:
-        work = np.dtype(np.float32) if dtypes.is_float(dt) else dt
-        size = max(0, int(np.ceil((stop - start) / step)))
-        values = lax.add(lax.convert_element_type(start, work),
-                         lax.mul(lax.convert_element_type(step, work), lax.iota(work, size)))
-        return lax.convert_element_type(values, dt)
-    if start == 0:
-        return lax.iota(dt, max(0, int(np.ceil(stop))))
-    size = max(0, int(np.ceil(stop - start)))
-    return lax.add(lax.convert_element_type(start, dt), lax.iota(dt, size))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,

@@ -228,6 +228,11 @@ SAME_AS_JAX = {
     "grad_custom_jvp_consts": (lambda api, jnp, lax: api.grad(
         lambda x: _custom_jvp_closing_over_an_array(api, jnp, lax)(x).sum()),
         (np.ones(4, np.float32),)),
+    # matmul as JAX's: batch axes of one operand only are free axes of one dot_general (an
+    # unbatched matrix is not broadcast), then a transpose where the order needs one.
+    "matmul_batched_by_unbatched": (lambda api, jnp, lax: lambda a, w, v: (
+        a @ w, a @ v, v @ a.transpose(0, 2, 1), jnp.matmul(a[:, None], w[None])),
+        (np.ones((2, 4, 3), np.float32), np.ones((3, 5), np.float32), np.ones(3, np.float32))),
     "round_complex": (lambda api, jnp, lax: lambda x: jnp.around(x.astype(np.complex64), 2),
                       (F44,)),
     # Iterating a traced array indexes each row with lax.index_in_dim, as JAX's does.

@@ -310,9 +310,24 @@ def test_python_ints_beyond_int32_overflow_as_in_jax():
         assert jnp.asarray(2**40).dtype == np.int64
 
 
+@pytest.mark.parametrize("sa, sb", [((2, 4, 3), (3,)), ((3,), (2, 3, 5)), ((2, 4, 3), (3, 5)),
+                                     ((4, 3), (2, 3, 5)), ((1, 4, 3), (2, 3, 5)),
+                                     ((2, 1, 4, 3), (5, 3, 2)), ((2, 1, 4, 3), (1, 3, 5)),
+                                     ((3, 1, 2, 4, 3), (1, 5, 2, 3, 2))], ids=str)
+def test_matmul_batch_axes_broadcast_as_numpy(sa, sb):
+    # Batch axes of one operand only are free axes of the product (nothing is broadcast).
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=sa).astype(np.float32), rng.normal(size=sb).astype(np.float32)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    for got in (jnp.matmul(a, b), gpuarr.jit(jnp.matmul)(a, b)):
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
 def test_matmul_shape_errors_have_jax_classes():
     for a, b in (((2, 3), (2, 3)), ((3,), (4,)), ((2, 3), (4,)), ((2, 2, 3), (2, 4, 1))):
         with pytest.raises(TypeError, match="contracting dimensions"):
             jnp.matmul(jnp.ones(a), jnp.ones(b))
-    with pytest.raises(ValueError, match="Incompatible shapes for matmul"):
+    with pytest.raises(ValueError, match=r"Incompatible types for matmul arguments: "
+                                         r"float32\[2,2,3\] and float32\[3,3,1\]"):
         jnp.ones((2, 2, 3)) @ jnp.ones((3, 3, 1))

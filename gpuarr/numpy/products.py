@@ -79,29 +79,52 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
             _contraction_mismatch(ashape[-1], bshape[b_axis])
         return lax.dot_general(a, b, (((len(ashape) - 1,), (b_axis,)), ((), ())), precision,
                                _result_type(preferred_element_type, a))
-    a_vec, b_vec = len(ashape) == 1, len(bshape) == 1
-    if a_vec:
-        a = lax.reshape(a, (1,) + ashape)
-    if b_vec:
-        b = lax.reshape(b, bshape + (1,))
-    ashape, bshape = get_aval(a).shape, get_aval(b).shape
-    if ashape[-1] != bshape[-2]:
-        _contraction_mismatch(ashape[-1], bshape[-2])
-    try:
-        batch = np.broadcast_shapes(ashape[:-2], bshape[:-2])
-    except ValueError:
-        raise ValueError(f"Incompatible shapes for matmul arguments: {ashape} and {bshape}: "
-                         "their leading (batch) dimensions do not broadcast.") from None
-    a = broadcast_to(a, batch + ashape[-2:]) if ashape[:-2] != batch else a
-    b = broadcast_to(b, batch + bshape[-2:]) if bshape[:-2] != batch else b
-    nb = len(batch)
-    out = lax.dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                          precision, _result_type(preferred_element_type, a))
-    if a_vec:
-        out = lax.squeeze(out, (nb,))
-    if b_vec:
-        out = lax.squeeze(out, (get_aval(out).ndim - 1,))
-    return out
+    # As JAX's matmul: batch axes only one operand has (or of size 1 in one) are free axes of
+    # the product, so an unbatched matrix is never broadcast; a transpose puts them in order.
+    a_mat, b_mat = len(ashape) > 1, len(bshape) > 1
+    if ashape[-1] != bshape[-2 if b_mat else 0]:
+        _contraction_mismatch(ashape[-1], bshape[-2 if b_mat else 0])
+    a_dims, b_dims = (ashape[:-2] if a_mat else ()), (bshape[:-2] if b_mat else ())
+    n = max(len(a_dims), len(b_dims))
+    a_dims = (None,) * (n - len(a_dims)) + a_dims
+    b_dims = (None,) * (n - len(b_dims)) + b_dims
+    a_squeeze, b_squeeze, a_batch, b_batch, both = [], [], [], [], []
+    idx_batch, idx_a, idx_b = [], [], []  # output positions, in dot_general's order
+    for i, (da, db) in enumerate(zip(a_dims, b_dims)):
+        if da is None:
+            idx_b.append(i)
+        elif db is None:
+            idx_a.append(i)
+        elif da == 1 and db == 1:  # squeezed from both, put back at the end
+            a_squeeze.append(len(idx_batch) + len(idx_a) + len(a_squeeze))
+            b_squeeze.append(len(idx_batch) + len(idx_b) + len(b_squeeze))
+            both.append(i)
+        elif da == 1:
+            idx_b.append(i)
+            a_squeeze.append(len(idx_batch) + len(idx_a) + len(a_squeeze))
+        elif db == 1:
+            idx_a.append(i)
+            b_squeeze.append(len(idx_batch) + len(idx_b) + len(b_squeeze))
+        elif da == db:
+            a_batch.append(len(idx_batch) + len(idx_a))
+            b_batch.append(len(idx_batch) + len(idx_b))
+            idx_batch.append(i)
+        else:
+            raise ValueError(f"Incompatible types for matmul arguments: {get_aval(a)} and "
+                             f"{get_aval(b)}")
+    if a_mat:
+        idx_a.append(n)
+    if b_mat:
+        idx_b.append(n + a_mat)
+    perm = tuple(int(p) for p in np.argsort(idx_batch + idx_a + idx_b))
+    a = lax.squeeze(a, tuple(a_squeeze)) if a_squeeze else a
+    b = lax.squeeze(b, tuple(b_squeeze)) if b_squeeze else b
+    out = lax.dot_general(
+        a, b, (((get_aval(a).ndim - 1,), (get_aval(b).ndim - 1 - b_mat,)),
+               (tuple(a_batch), tuple(b_batch))),
+        precision, _result_type(preferred_element_type, a))
+    out = lax.transpose(out, perm) if perm != tuple(range(len(perm))) else out
+    return lax.expand_dims(out, tuple(both)) if both else out
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):

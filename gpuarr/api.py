@@ -172,14 +172,22 @@ def _optimize(closed: ClosedProgram) -> ClosedProgram:
 # ---------------------------------------------------------------- jit
 
 
+_SCALAR_AVALS: dict = {}
+
+
 def _leaf_signature(x):
     t = type(x)
     if t is Array:
         return x.aval
     if t in (int, float, complex, bool):
         # A weak aval, as JAX abstracts Python scalars: a call with 1.0 and one with a weak
-        # float32 tracer share a trace (and print one shared program).
-        return core.get_aval(x)
+        # float32 tracer share a trace (and print one shared program). It depends only on the
+        # type and x64, so it is made once for each (this runs on every call).
+        key = (t, _flags["enable_x64"])
+        aval = _SCALAR_AVALS.get(key)
+        if aval is None:
+            aval = _SCALAR_AVALS[key] = core.get_aval(x)
+        return aval
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, (np.ndarray, np.generic)):

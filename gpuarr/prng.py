@@ -84,18 +84,11 @@ def _threefry2x32_impl(k1, k2, x1, x2):
     out1 = np.empty(n, np.uint32)
     out2 = np.empty(n, np.uint32)
     ops = [_flat_operand(a, shape) for a in (k1, k2, x1, x2)]
-    keys_scalar = np.ndim(ops[0]) == 0 and np.ndim(ops[1]) == 0
-    with np.errstate(over="ignore"):
-        fixed = _injections(ops[0], ops[1]) if keys_scalar else None
 
-    def block(s, e, tmp):  # each round is a handful of in-place NumPy passes over the block
-        inject = fixed or _injections(_part(ops[0], s, e), _part(ops[1], s, e))
-        a, b = out1[s:e], out2[s:e]
-        np.add(_part(ops[2], s, e), inject[0][0], out=a)
-        np.add(_part(ops[3], s, e), inject[0][1], out=b)
-        _rounds(a, b, inject, tmp[:e - s])
+    def block(s, e, _):  # cache-sized blocks, each hashed by the blocked runs' kernel
+        _threefry2x32_block(*(_part(op, s, e) for op in ops), out1[s:e], out2[s:e])
 
-    run_in_cache_blocks(block, n, lambda size: np.empty(size, np.uint32))
+    run_in_cache_blocks(block, n)
     return out1.reshape(shape), out2.reshape(shape)
 
 

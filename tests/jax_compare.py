@@ -124,3 +124,16 @@ def assert_close_float32(got, want, tol):
     got, want, scale = got[finite], want[finite], scale[finite]
     diff = np.abs(got.astype(np.complex128) - want.astype(np.complex128))
     assert np.nanmax(diff / scale, initial=0) <= tol * eps, (got, want)
+
+
+def assert_same_as_jax_float32(gpuarr_fn, jax_fn, args, tol):
+    """gpuarr_fn(*args) and jax_fn(*args) (each eager) give the same shapes, dtypes and weak
+    types, and values within `tol` float32 epsilons (`assert_close_float32`), or the same
+    exception."""
+    import jax
+
+    import gpuarr
+    got = outcome(gpuarr, gpuarr_fn, args, arrays_only=True)
+    want = outcome(jax, jax_fn, args, arrays_only=True)
+    for g, w in same_results(got, want):
+        assert_close_float32(g, w, tol)

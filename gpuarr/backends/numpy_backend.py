@@ -347,10 +347,10 @@ class Codegen:
                     temp = self.fresh("t")
                     temps.append((temp, out.aval.dtype))
                     block[out.id] = f"{temp}[:e - s]"
-        iotas = {}  # iota id -> the indices 0, 1, ... of one block, offset by each block's start
+        iotas = {}  # iota id -> (name, dtype) of the indices 0, 1, ... of one block
         for e, (kind, what) in zip(eqns, forms):
             if kind == "iota":
-                iotas[e.outvars[0].id] = self.fresh("r")
+                iotas[e.outvars[0].id] = self.fresh("r"), what
                 if e.outvars[0].id not in block:
                     temp = self.fresh("t")
                     temps.append((temp, what))
@@ -361,9 +361,7 @@ class Codegen:
         for temp, dtype in temps:
             self.line(f"{temp} = {empty}((min(step, hi - lo),) + {aval.shape[1:]}, "
                       f"{self.obj(dtype, 'dtype')})")
-        for name in iotas.values():
-            dtype = next(w for e, (k, w) in zip(eqns, forms) if k == "iota"
-                         and iotas[e.outvars[0].id] == name)
+        for name, dtype in iotas.values():
             self.line(f"{name} = {self.obj(np.arange, 'arange')}(min(step, hi - lo), "
                       f"dtype={self.obj(dtype, 'dtype')})")
         self.line("for s in range(lo, hi, step):")
@@ -375,7 +373,7 @@ class Codegen:
             if kind == "view":
                 block[out.id] = f"{args[0]}.view({self.obj(what, 'dtype')})"
             elif kind == "iota":  # the block's own indices: no buffer of the whole range
-                self.line(f"{self.obj(np.add, 'add')}({iotas[out.id]}[:e - s], s, "
+                self.line(f"{self.obj(np.add, 'add')}({iotas[out.id][0]}[:e - s], s, "
                           f"{block[out.id]})")
             else:
                 call = self.obj(what, f"f_{e.prim.name}_")
@@ -627,17 +625,14 @@ def _elementwise_form(eqn):
     if any(s not in ((), out.shape) and not _broadcasts_to(s, out.shape) for s in shapes):
         return None, None
     broadcast = any(s not in ((), out.shape) for s in shapes)  # only ufuncs broadcast
-    if len(outs) > 1:  # only kernels write several outputs
-        rule = None if broadcast else block_kernel_rules.get(eqn.prim)
-        kernel = rule(eqn) if rule is not None else None
-        return ("kernel", kernel) if kernel is not None else (None, None)
-    if eqn.prim.name == "bitcast_convert_type":
-        src = eqn.inputs[0].aval
-        same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize
-        return ("view", out.dtype) if same else (None, None)
-    ufunc = _ufunc_of(eqn)
-    if ufunc is not None and _ufunc_gives(ufunc, eqn, out.dtype):
-        return "ufunc", ufunc
+    if len(outs) == 1:  # only kernels write several outputs
+        if eqn.prim.name == "bitcast_convert_type":
+            src = eqn.inputs[0].aval
+            same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize
+            return ("view", out.dtype) if same else (None, None)
+        ufunc = _ufunc_of(eqn)
+        if ufunc is not None and _ufunc_gives(ufunc, eqn, out.dtype):
+            return "ufunc", ufunc
     rule = None if broadcast else block_kernel_rules.get(eqn.prim)
     kernel = rule(eqn) if rule is not None else None
     return ("kernel", kernel) if kernel is not None else (None, None)

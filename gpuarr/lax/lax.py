@@ -201,15 +201,8 @@ def broadcast_batch_rule(prim, axis_size, vals, dims, **params):
     if builtins.all(np.shape(v) == shape and d == dim for v, d in zip(vals, dims) if np.ndim(v)):
         out = prim.bind(*vals, **params)
         return out, ([dim] * len(out) if prim.multiple_results else dim)
-    front = []
-    for v, d in zip(vals, dims):
-        if not np.ndim(v):
-            front.append(v)
-        elif d is not_mapped:  # np.arange: the dimensions print as NumPy integers, as JAX's
-            front.append(broadcast_in_dim(v, (1,) + tuple(np.shape(v)),
-                                          tuple(np.arange(1, np.ndim(v) + 1))))
-        else:
-            front.append(batching.moveaxis(v, d, 0) if d != 0 else v)
+    # An unbatched operand gets a batch axis of size 1, which the op broadcasts.
+    front = [batching.move_to(v, d, 0, 1) if np.ndim(v) else v for v, d in zip(vals, dims)]
     rank = builtins.max(np.ndim(v) for v in front)
     front = [v if d is not_mapped or np.ndim(v) == rank
              else expand_dims(v, tuple(range(np.ndim(v), rank))) for v, d in zip(front, dims)]
@@ -923,15 +916,6 @@ weak_type_rules[select_n_p] = lambda which, *cases: builtins.all(
     getattr(c, "weak_type", False) for c in cases)
 
 
-def _front(x, d, axis_size):
-    """`x` with its batch axis first: moved there, or for an unbatched `x` broadcast along a new
-    leading axis (np.arange dimensions, which print as NumPy integers, as JAX's bdim_at_front)."""
-    if d is not_mapped:
-        shape = tuple(np.shape(x))
-        return broadcast_in_dim(x, (axis_size,) + shape, tuple(np.arange(1, len(shape) + 1)))
-    return batching.moveaxis(x, d, 0) if d != 0 else x
-
-
 def _select_n_batch(axis_size, vals, dims):
     # JAX's rule: keep a shared batch axis; otherwise every operand batched in front, at full
     # size (a per-example scalar, which gpuarr's select_n also takes as a case, is broadcast
@@ -945,10 +929,10 @@ def _select_n_batch(axis_size, vals, dims):
     if np.ndim(which) == 0 and same and builtins.all(d is not not_mapped for d in cds):
         if builtins.all(d == cds[0] for d in cds):
             return select_n_p.bind(which, *cases), cds[0]
-        return select_n_p.bind(which, *[_front(c, d, axis_size) for c, d in zip(cases, cds)]), 0
-    which = _front(which, wd, axis_size) if np.shape(which) else which
+        return select_n_p.bind(which, *[batching.move_to(c, d, 0, axis_size) for c, d in zip(cases, cds)]), 0
+    which = batching.move_to(which, wd, 0, axis_size) if np.shape(which) else which
     if not builtins.all(np.shape(c) == () for c in cases):
-        cases = [_front(c, d, axis_size) for c, d in zip(cases, cds)]
+        cases = [batching.move_to(c, d, 0, axis_size) for c, d in zip(cases, cds)]
     full = builtins.max([np.shape(which)] + [np.shape(c) for c in cases], key=len)
     # Lower-rank operands lead with the batch axis: they broadcast along the trailing axes.
     which, *cases = [x if np.ndim(x) in (0, len(full)) and np.shape(x) in ((), full)
@@ -1319,8 +1303,8 @@ def _broadcast_batched(x, axis_size, dst):
     aval = get_aval(x)
     shape = list(aval.shape)
     shape.insert(dst, axis_size)
-    dims = tuple(i for i in range(len(shape)) if i != dst)
-    return broadcast_in_dim(x, shape, dims)
+    # np.delete, as JAX's batching.broadcast: the dimensions print as NumPy integers.
+    return broadcast_in_dim(x, shape, tuple(np.delete(np.arange(len(shape)), dst)))
 
 
 batching.moveaxis = _moveaxis

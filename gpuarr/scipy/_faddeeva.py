@@ -12,10 +12,15 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.numpy._util import _convert
-from gpuarr.scipy._util import broadcast_arrays, check_arraylike, ensure_array, promote_args_inexact
+from gpuarr.scipy._util import (
+    broadcast_arrays,
+    check_arraylike,
+    const,
+    ensure_array,
+    promote_args_inexact,
+)
 
 _WOFZ_L = 4.7568284600108841
 _WOFZ_C = (  # highest degree first
@@ -70,18 +75,6 @@ _DAWSN_CD = (
     1.00000000000000000000e0, -2.69820057197544900361e0, 1.73270799045947845857e0,
     -3.93708582281939493482e-1, 3.44278924041233391079e-2, -9.73655226040941223894e-4,
 )
-
-
-def const(like, value):
-    """`value` for arithmetic with `like`, as JAX's `lax._const`: an unrounded Python scalar
-    when `like` is a weakly typed scalar (so the printed program shows JAX's literal), else a
-    NumPy scalar of `like`'s dtype."""
-    dt = dtypes.dtype(like, canonicalize=True)
-    if isinstance(like, (int, float, complex)) or (
-            get_aval(like).weak_type and not get_aval(like).shape):
-        value = type(np.zeros((), dt).item())(value)
-        return value if dtypes.dtype(value, canonicalize=True) == dt else np.array(value, dt)
-    return np.asarray(value, dt)[()]
 
 
 # ---------------------------------------------------------------- wofz

@@ -23,17 +23,20 @@ def promote_args_inexact(fun_name: str, *args):
 
 
 def const(like, value):
-    """`value` as a constant for arithmetic with `like`, as JAX's `lax._const`: a Python
-    scalar (weak) when `like` is a weakly typed scalar, so scalar results stay weak, and
-    otherwise a NumPy scalar of `like`'s dtype (which makes the result strongly typed)."""
+    """`value` as a constant for arithmetic with `like`, as JAX's `lax._const`: for a weakly
+    typed scalar `like`, the unrounded Python scalar of its kind (weak, so scalar results stay
+    weak; printed as JAX prints it), and otherwise a NumPy scalar of `like`'s dtype (which makes
+    the result strongly typed)."""
     dt = dtypes.dtype(like, canonicalize=True)
     if isinstance(like, (int, float, complex)):
         weak_scalar = True
     else:
         aval = get_aval(like)
         weak_scalar = aval.weak_type and not aval.shape
-    value = np.asarray(value, dt)[()]
-    return value.item() if weak_scalar else value
+    if weak_scalar:
+        value = type(np.zeros((), dt).item())(value)
+        return value if dtypes.dtype(value, canonicalize=True) == dt else np.array(value, dt)
+    return np.asarray(value, dt)[()]
 
 
 def require_float32_or_64(x, fun_name: str):

@@ -162,12 +162,6 @@ def _outer(a, b):
     return multiply(ravel(a)[:, None], ravel(b)[None, :])
 
 
-def _index_last(x, i):
-    """x[..., i] for a static i."""
-    nd = get_aval(x).ndim
-    return lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=nd - 1), (nd - 1,))
-
-
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Sum products over `axes`: an int N (last N of a with first N of b), a pair of ints, or
     a pair of equal-length sequences of axes."""

@@ -81,23 +81,39 @@ def test_rnn_scan_matches_python_loop(jit):
 
 
 def test_rnn_loop_keeps_only_carry_work():
-    """`U @ x_t` is hoisted out of the loop and batched; the unused ys are never stored."""
+    """A recurrent cell runs as one chain of calls: the product of [W | U] with each row
+    [h_t | x_t] of a buffer, then tanh into the next row; the unused ys are never stored."""
     W, U, h0, xs = f32(8, 8), f32(8, 8), f32(8), f32(12, 8)
     src = source(lambda *a: rnn(*a)[0], W, U, h0, xs)
-    # Two loops: one product of [W | I] a step (gpuarr.lax.recurrent_scan), and the plain
-    # loop for inputs that are not finite.
-    fused, plain = src.split("else:")
-    assert fused.count("for ") == plain.count("for ") == 1
-    fused_body = loop_body(fused)
-    assert len(fused_body) == 2 and fused_body[0].startswith("dot"), src
-    assert fused_body[1].startswith("f_tanh"), src
-    body = loop_body(plain)
+    assert "for " not in src and "isfinite" not in src and "else:" not in src, src
+    driven = [ln for ln in src.splitlines() if "starmap" in ln]
+    assert len(driven) == 2 and ".dot" in driven[0] and "f_tanh" in driven[1], src
+    assert "concat" in src and "eye" not in src, src
+    h = jax.jit(lambda *a: rnn(*a)[0])(W, U, h0, xs)
+    assert_matches(h, rnn_reference(W, U, h0, xs)[0])
+
+
+def test_leaky_rnn_loop_hoists_the_input_product():
+    """A step whose tail reads the old carry is no cell: `U @ x_t` is hoisted out of the loop
+    and batched, and the loop keeps one product a step."""
+    W, U, h0, xs = f32(8, 8), f32(8, 8), f32(8), f32(12, 8)
+
+    def leaky(W, U, h0, xs):
+        def step(h, x):
+            return jnp.tanh(W @ h + U @ x) + 0.5 * h, None
+        return lax.scan(step, h0, xs)[0]
+
+    src = source(leaky, W, U, h0, xs)
+    assert src.count("for ") == 1, src
+    body = loop_body(src)
     assert sum("dot" in ln for ln in body) == 1, src
     assert not any("[" in ln and "] =" in ln for ln in body), src  # no stacked output rows
     # The hoisted products come out one row per step (xs @ U.T), not as a transposed view.
     assert "transpose" not in src, src
-    h = jax.jit(lambda *a: rnn(*a)[0])(W, U, h0, xs)
-    assert_matches(h, rnn_reference(W, U, h0, xs)[0])
+    h = np.asarray(h0, np.float64)
+    for x in xs.astype(np.float64):
+        h = np.tanh(W @ h + U @ x) + 0.5 * h
+    assert_matches(jax.jit(leaky)(W, U, h0, xs), h)
 
 
 def test_reverse_scan_with_hoisted_and_loop_outputs():

@@ -1,6 +1,6 @@
-"""Scans of recurrent cells, h = f(W @ h + x_t), written by gpuarr.lax.recurrent_scan as one
-product of [W | I] a step, against a float64 NumPy loop (and the plain loop where the inputs are
-not finite)."""
+"""Scans of recurrent cells, h = f(W @ h + U @ x_t) or f(W @ h + x_t), written by
+gpuarr.lax.recurrent_scan as one product of [W | U] (or [W | I]) a step, against a float64 NumPy
+loop (and the plain loop where an identity block meets inputs that are not finite)."""
 from __future__ import annotations
 
 import threading
@@ -12,6 +12,7 @@ import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
 from gpuarr.backends import numpy_backend
+from gpuarr.backends.host_memory import aligned_empty
 from gpuarr.lax import recurrent_scan
 from gpuarr.test_util import check_grads
 
@@ -161,3 +162,65 @@ def test_concurrent_calls_use_separate_buffers():
     for (w, u, b, xs, h0), h in zip(problems, results):
         want = _oracle(theirs, w, u, b, h0, xs)[0]
         np.testing.assert_allclose(np.asarray(h), want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_inputs_through_an_input_product(bad):
+    # [W | U] times [h | x] is W @ h + U @ x summed in one product: an infinite input gives the
+    # infinities (or NaNs, where they meet with both signs) that the two products give.
+    ours = CELLS["tanh"][0]
+    w, u, b, xs, h0 = _inputs(8, 6)
+    u[:, 3] = np.abs(u[:, 3]) * np.where(np.arange(8) < 4, 1, -1)
+    xs[2, 3] = bad
+    assert "isfinite" not in _source(_rnn(ours), w, u, b, h0, xs)
+    h, ys = jax.jit(_rnn(ours))(w, u, b, h0, xs)
+    want, want_ys = h0, []
+    for x in xs:
+        want = np.tanh(w @ want + u @ x)
+        want_ys.append(want)
+    assert np.isnan(want_ys[-1]).all() == np.isnan(bad)
+    np.testing.assert_allclose(np.asarray(ys), np.stack(want_ys), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(h), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_inputs_narrower_than_the_carry(transposed):
+    hidden, width, steps = 40, 24, 30
+    w, _, b, _, h0 = _inputs(hidden, steps)
+    u = (RNG.normal(size=(hidden, width)) / np.sqrt(width)).astype(np.float32)
+    xs = RNG.normal(size=(steps, width)).astype(np.float32)
+
+    def cell(w, u, b, h, x):  # row vectors times (in, out) matrices, or matrices times columns
+        return jnp.tanh(h @ w + x @ u + b) if transposed else jnp.tanh(w @ h + u @ x + b)
+
+    run = _rnn(cell)
+    args = (w.T.copy(), u.T.copy()) if transposed else (w, u)
+    source = _source(run, *args, b, h0, xs)
+    assert "workspace" in source and "isfinite" not in source
+    h, ys = jax.jit(run)(*args, b, h0, xs)
+    want_h, want_ys = _oracle(lambda w, u, b, h, x: np.tanh(w @ h + u @ x + b), w, u, b, h0, xs)
+    assert h.shape == (hidden,) and ys.shape == (steps, hidden) and h.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(h), want_h, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(ys), want_ys, rtol=2e-5, atol=2e-5)
+
+
+def test_the_steps_run_as_chained_calls_where_the_tail_is_ufuncs():
+    w, u, b, xs, h0 = _inputs(16, 10)
+    driven = _source(_rnn(CELLS["tanh"][0]), w, u, b, h0, xs)
+    assert driven.count("starmap") == 2 and "for " not in driven
+    # maximum takes its output by keyword, which the chained calls cannot pass: a `for` loop.
+    looped = _source(_rnn(CELLS["row_vector_bias_relu"][0]), w, u, b, h0, xs)
+    assert "starmap" not in looped and looped.count("for ") == 1
+    # Identity blocks keep the check for non-finite inputs and the plain loop after it.
+    identity = _source(_rnn(CELLS["linear"][0]), w, u, b, h0, xs)
+    assert "isfinite" in identity and "eye" in identity and "else:" in identity
+
+
+@pytest.mark.parametrize("shape, dtype", [((3,), np.float32), ((501, 128), np.float32),
+                                          ((7, 5), np.float64), ((2, 3, 5), np.float64)])
+def test_aligned_buffers(shape, dtype):
+    a = aligned_empty(shape, dtype)
+    assert a.shape == shape and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
+    assert a.ctypes.data % 64 == 0
+    a[...] = 1
+    assert a.sum() == np.prod(shape)

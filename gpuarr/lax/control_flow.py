@@ -1364,6 +1364,17 @@ def _scan_emit(gen, eqn) -> bool:
     nc, ncar, length, reverse = p["num_consts"], p["num_carry"], p["length"], p["reverse"]
     ins = [gen.read(a) for a in eqn.inputs]
     live = tuple(gen.is_live(v) for v in eqn.outvars)
+    cell = (recurrent_scan.match(p["jaxpr"], nc, length)
+            if ncar == 1 and len(eqn.inputs) == nc + 2 else None)
+    if cell is not None and cell.projection is not None:
+        # h = f(W @ h + U @ x_t): one product of [W | U] a step, U @ x_t not hoisted.
+        stacked = [v for v in eqn.outvars[1:] if gen.is_live(v)]
+        carry, ys = gen.fresh("c"), [gen.fresh("ys") for _ in stacked]
+        recurrent_scan.emit(gen, cell, ins[:nc], ins[nc], ins[nc + 1], length, reverse, carry,
+                            ys)
+        for v, name in zip([eqn.outvars[0], *stacked], [carry, *ys]):
+            gen.bind(v, name)
+        return True
     loop = _scan_loop(p["jaxpr"], length, nc, ncar, live)
     consts = [ins[i] for i in loop.const_idx]
     xs = [ins[nc + ncar + i] for i in loop.xs_idx]

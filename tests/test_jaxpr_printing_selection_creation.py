@@ -60,6 +60,9 @@ PRINTED = {
     "geomspace": (lambda m, a, b: m.geomspace(a, b), X, X),
     "geomspace_axis": (lambda m, a: m.geomspace(a, 3, 4, axis=1), V),
     "arange_traced": (lambda m, a: a + m.arange(1, 7, 2), V),
+    # The default is converted at trace time (a literal), as JAX's promote_dtypes does.
+    "select": (lambda m, a: m.select([a > 0.5, a < 0.2], [a, -a]), X),
+    "select_default": (lambda m, a: m.select([a > 0.5], [a], default=7), X),
 }
 
 

@@ -327,6 +327,16 @@ def test_platform_dependent_under_transformations():
     same(gpuarr.jit(gpuarr.vmap(f))(x), jax.vmap(jf)(x), exact=False)
     text = str(gpuarr.make_jaxpr(f)(x))
     assert "platform_index[platforms=(('cpu',), None)]" in text and "cond[" in text
+    # The cond keeps each branch's platforms, as JAX prints it, through jit, jvp, vmap and
+    # the transposition of grad.
+    for transform in (gpuarr.jit, lambda f: lambda x: gpuarr.jvp(f, (x,), (x,)),
+                      gpuarr.vmap, lambda f: gpuarr.grad(lambda x: f(x).sum())):
+        text = str(gpuarr.make_jaxpr(transform(f))(x))
+        conds = text.count("cond[")
+        assert conds and text.count("branches_platforms=(('cpu',), None)") == conds, text
+    assert str(gpuarr.make_jaxpr(f)(x)) == str(jax.make_jaxpr(jf)(x))
+    same(gpuarr.vmap(gpuarr.grad(lambda x: f(x).sum()))(x[:, None]),
+         jax.vmap(jax.grad(lambda x: jf(x).sum()))(x[:, None]), exact=False)
     g = gnp.sin  # one function for two platforms is one branch
     assert "platforms=(('cpu', 'cuda'),)" in str(
         gpuarr.make_jaxpr(lambda x: glax.platform_dependent(x, cpu=g, cuda=g))(x))

@@ -698,8 +698,9 @@ def _cond_rule(error, enabled, eqn, index, *ops):
     kinds = [k for br in branches for k in _stage(_checked(br, enabled), error, avals)[2]]
     error = _with_placeholders(error, kinds)
     staged = [_stage(_checked(br, enabled), error, avals) for br in branches]
+    extra = {k: v for k, v in eqn.params.items() if k != "branches"}
     outs = cond_p.bind(index, *tree_util.tree_leaves(error), *ops,
-                       branches=tuple(s[0] for s in staged))
+                       branches=tuple(s[0] for s in staged), **extra)
     err, outs = _unflatten_outs(staged[0][1], outs)
     metadata = {}
     for _, tree, _ in staged:

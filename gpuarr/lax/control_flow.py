@@ -208,11 +208,13 @@ def _split_by(flags, xs):
 cond_p = Primitive("cond", multiple_results=True)
 
 
-def _cond_impl(index, *operands, branches):
-    return _run_equation(cond_p, (index, *operands), {"branches": branches})
+# `branches_platforms` (from platform_dependent: the platforms of each branch) rides along
+# every rule unchanged, as in JAX; the index alone chooses the branch.
+def _cond_impl(index, *operands, branches, **params):
+    return _run_equation(cond_p, (index, *operands), {"branches": branches, **params})
 
 
-def _cond_abstract(index, *operands, branches):
+def _cond_abstract(index, *operands, branches, **params):
     if index.shape != () or not dtypes.is_int(index.dtype):
         raise TypeError(f"cond index must be an integer scalar, got {index.str_short()}.")
     out = branches[0].out_avals
@@ -229,17 +231,17 @@ def _cond_abstract(index, *operands, branches):
 
 impl_rules[cond_p] = _cond_impl
 abstract_eval_rules[cond_p] = _cond_abstract
-weak_type_rules[cond_p] = lambda index, *ops, branches: [
+weak_type_rules[cond_p] = lambda index, *ops, branches, **params: [
     a.weak_type for a in branches[0].out_avals]
 
 
-def _cond_jvp(primals, tangents, branches):
+def _cond_jvp(primals, tangents, branches, **params):
     index, *ops = primals
     nonzeros = tuple(type(t) is not Zero for t in tangents[1:])
     jvps = [_jvp_closed(br, nonzeros) for br in branches]
     out_nz = jvps[0][1]
     nz_tans = [t for t in tangents[1:] if type(t) is not Zero]
-    outs = cond_p.bind(index, *ops, *nz_tans, branches=tuple(j for j, _ in jvps))
+    outs = cond_p.bind(index, *ops, *nz_tans, branches=tuple(j for j, _ in jvps), **params)
     n = len(branches[0].out_avals)
     tans = iter(outs[n:])
     return outs[:n], [next(tans) if nz else Zero(ad.tangent_aval(a))
@@ -249,7 +251,7 @@ def _cond_jvp(primals, tangents, branches):
 ad.jvp_rules[cond_p] = _cond_jvp
 
 
-def _cond_batch(axis_size, vals, dims, branches):
+def _cond_batch(axis_size, vals, dims, branches, **params):
     (index, *ops), (index_dim, *op_dims) = vals, dims
     n_out = len(branches[0].out_avals)
     if index_dim is not_mapped:
@@ -257,7 +259,7 @@ def _cond_batch(axis_size, vals, dims, branches):
         for _ in range(2):
             batched = [batching.batch_closed(br, axis_size, op_dims, force) for br in branches]
             force = [any(bd[i] is not not_mapped for _, bd in batched) for i in range(n_out)]
-        outs = cond_p.bind(index, *ops, branches=tuple(b for b, _ in batched))
+        outs = cond_p.bind(index, *ops, branches=tuple(b for b, _ in batched), **params)
         return outs, [0 if f else not_mapped for f in force]
     # A batched index runs every branch and selects per example.
     index = batching.move_to(index, index_dim, 0, axis_size)
@@ -278,6 +280,7 @@ batching.batch_rules[cond_p] = _cond_batch
 
 def _cond_partial_eval(trace, args, params):
     branches = params["branches"]
+    extra = {k: v for k, v in params.items() if k != "branches"}
     index, *ops = args
     if not isinstance(index, Tracer):
         # A concrete index picks its branch now: inline it, as jit's partial eval does.
@@ -304,11 +307,11 @@ def _cond_partial_eval(trace, args, params):
                                          unknown.consts))
     known_ops, unknown_ops = _split_by([not u for u in unknowns], ops)
     with set_current_trace(trace.parent):
-        known_outs = cond_p.bind(index, *known_ops, branches=tuple(known_brs))
+        known_outs = cond_p.bind(index, *known_ops, branches=tuple(known_brs), **extra)
     n_known = len(known_outs) - len(all_res)
     residuals = known_outs[n_known:]
     staged = pe.StagingTrace.process_primitive(
-        trace, cond_p, [index, *residuals, *unknown_ops], {"branches": tuple(unknown_brs)})
+        trace, cond_p, [index, *residuals, *unknown_ops], {"branches": tuple(unknown_brs), **extra})
     k, u = iter(known_outs[:n_known]), iter(staged)
     return [next(u) if uk else next(k) for uk in out_uk]
 
@@ -330,13 +333,13 @@ def _pad_residuals(known, nres, res_avals, b):
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
 
 
-def _cond_transpose(cts, index, *ops, branches):
+def _cond_transpose(cts, index, *ops, branches, **params):
     linear = [ad.is_undefined(x) for x in ops]
     known = [x for x in ops if not ad.is_undefined(x)]
     cts = [ad.instantiate(c) for c in cts]
     ct_avals = [get_aval(c) for c in cts]
     t_branches = tuple(_transpose_closed(br, linear, len(known), ct_avals) for br in branches)
-    outs = iter(cond_p.bind(index, *known, *cts, branches=t_branches))
+    outs = iter(cond_p.bind(index, *known, *cts, branches=t_branches, **params))
     return [None] + [next(outs) if lin else None for lin in linear]
 
 
@@ -419,9 +422,10 @@ def _type_str(aval) -> str:
     return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
 
 
-def _bind_cond(index, branch_funs, operands, api_name):
+def _bind_cond(index, branch_funs, operands, api_name, **params):
     """Trace the branches on the operands' types, check their outputs as JAX does and bind
-    `cond`. An output that every branch returns as the same operand is that operand."""
+    `cond` (with `params` beside the branches). An output that every branch returns as the
+    same operand is that operand."""
     leaves, in_tree = tree_util.tree_flatten(tuple(operands))
     avals = _avals(leaves)
     traced = [_trace_body(f, in_tree, avals, api_name) for f in branch_funs]
@@ -435,7 +439,7 @@ def _bind_cond(index, branch_funs, operands, api_name):
                                   branch_funs[i], outs[0], outs[i])
     joined, consts = _join_branches(traced)
     operands = [*consts, *builtins.map(_operand, leaves)]
-    outs = cond_p.bind(index, *operands, branches=tuple(joined))
+    outs = cond_p.bind(index, *operands, branches=tuple(joined), **params)
     fwds = [set(f) for f in zip(*(_forwarded(br) for br in joined))]
     if fwds:
         from gpuarr.dispatch import as_array

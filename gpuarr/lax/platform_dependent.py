@@ -92,4 +92,4 @@ def platform_dependent(*args, default=None, **per_platform):
         return branches[int(index)](*args)
     if not branches:
         raise TypeError("lax.platform_dependent: no branch given for any platform.")
-    return control_flow._bind_cond(index, branches, args, "switch")
+    return control_flow._bind_cond(index, branches, args, "switch", branches_platforms=platforms)

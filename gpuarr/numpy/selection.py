@@ -334,7 +334,7 @@ def select(condlist, choicelist, default=0):
     # wins (argmax gives the first maximum, 0 when none is true). The conditions broadcast
     # first, then the winning index with the default and choices, so a shape error lists
     # the shapes in that order.
-    choices = promote_dtypes(ensure_array(default), *choices)
+    choices = promote_dtypes(default, *choices)
     conds = stack(broadcast_all(ensure_array(False), *conds))
     idx = argmax(lax.convert_element_type(conds, np.bool_), axis=0)
     return lax.select_n(*broadcast_all(idx, *choices))

@@ -25,8 +25,8 @@ def _import_all_primitive_modules():
 
 _import_all_primitive_modules()
 PRIMITIVES = sorted(core.abstract_eval_rules, key=lambda p: p.name)
-# Primitives without operands (iota) are never seen by JVP or batching traces.
-NULLARY = {"iota"}
+# Primitives without operands (iota, empty2) are never seen by JVP or batching traces.
+NULLARY = {"iota", "empty2"}
 # As in JAX, vmap of these raises (tests/test_lax_composite.py and
 # tests/test_lax_linalg_extra.py check the errors).
 UNBATCHED = {"composite", "cholesky_update"}

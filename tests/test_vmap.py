@@ -271,8 +271,8 @@ KNOWN_BROKEN: dict[str, str] = {}
 
 # Registered primitives that need no entry (and may have no batching rule), and why.
 ALLOWLIST = {
-    # Takes no array operands, so no argument can ever be batched.
-    "iota",
+    # Take no array operands, so no argument can ever be batched.
+    "iota", "empty2",
     # Internal to linearize of custom_vjp: it only appears in linear programs, which are
     # transposed, never batched.
     "custom_lin",

@@ -246,7 +246,7 @@ INDEXING = ("gather", "dynamic_slice", "scatter_apply", *SCATTER_COMBINERS)
 # Primitives the kernel compiler first writes as the layout and piecewise operations above
 # (`passes.KERNEL_DECOMPOSITIONS`, which `plan_closed` always runs); seen here, they run on the
 # host.
-DECOMPOSED = ("split", "stack", "unstack")
+DECOMPOSED = ("split", "stack", "unstack", "empty2")
 
 # Primitives known to have no kernel lowering yet: they run on the host through the NumPy
 # backend. The coverage test lists these explicitly.

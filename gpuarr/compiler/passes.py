@@ -510,10 +510,16 @@ def _stack_pieces(rw, eqn, *xs):
     rw.emit(_prim("concatenate"), grown, dict(dimension=axis), [out], eqn.source_info)
 
 
-# Primitives the kernels compute as layout operations: name -> rule(rewriter, eqn, *inputs)
-# emitting the equations that replace `eqn` (writing its outputs).
+def _empty_zero(rw, eqn):
+    # A value nobody reads (a cond branch's placeholder residual): the kernels write zero.
+    (out,) = eqn.outvars
+    rw.substitute(out, Literal(np.zeros((), out.aval.dtype)[()], out.aval))
+
+
+# Primitives the kernels compute as layout operations (or constants): name -> rule(rewriter,
+# eqn, *inputs) emitting the equations that replace `eqn` (writing its outputs).
 KERNEL_DECOMPOSITIONS = {"split": _split_pieces, "unstack": _unstack_pieces,
-                         "stack": _stack_pieces}
+                         "stack": _stack_pieces, "empty2": _empty_zero}
 
 
 def decompose_for_kernels(program: Program) -> Program:

@@ -16,6 +16,7 @@ later transposed. A while_loop with a dynamic trip count cannot be reversed, as 
 from __future__ import annotations
 
 import builtins
+import collections
 import inspect
 import weakref
 from collections.abc import Sequence
@@ -295,14 +296,15 @@ def _cond_partial_eval(trace, args, params):
         out_uk = [any(s[2][i] for s in splits) for i in range(len(out_uk))]
     res_avals = [list(known.out_avals[len(known.out_avals) - nres:])
                  for known, _, _, _, nres in splits]
-    all_res = [a for avals in res_avals for a in avals]
+    all_res, slots = _merge_branch_residuals(res_avals)
     known_brs, unknown_brs = [], []
-    for b, (known, unknown, _, _, nres) in enumerate(splits):
-        known_brs.append(_pad_residuals(known, nres, res_avals, b))
+    for (known, unknown, _, _, nres), own in zip(splits, slots):
+        known_brs.append(_fill_residual_slots(known, nres, all_res, own))
         prog = unknown.program
-        pre = [Var(a) for avals in res_avals[:b] for a in avals]
-        post = [Var(a) for avals in res_avals[b + 1:] for a in avals]
-        invars = pre + prog.invars[:nres] + post + prog.invars[nres:]
+        res_vars = [Var(a) for a in all_res]
+        for slot, v in zip(own, prog.invars[:nres]):
+            res_vars[slot] = v
+        invars = res_vars + prog.invars[nres:]
         unknown_brs.append(ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars),
                                          unknown.consts))
     known_ops, unknown_ops = _split_by([not u for u in unknowns], ops)
@@ -316,16 +318,33 @@ def _cond_partial_eval(trace, args, params):
     return [next(u) if uk else next(k) for uk in out_uk]
 
 
-def _pad_residuals(known, nres, res_avals, b):
-    """A branch's known part, emitting zeros in place of the other branches' residuals."""
+def _merge_branch_residuals(res_avals):
+    """(residual types of the merged cond, each branch's slots among them), as JAX merges
+    them: the k-th residual of a type in any branch shares the k-th slot of that type, so
+    branches saving residuals of the same types pass them in the same slots."""
+    tagged = []
+    for avals in res_avals:
+        seen, branch = collections.Counter(), []
+        for a in avals:
+            branch.append((a, seen[a]))
+            seen[a] += 1
+        tagged.append(branch)
+    order = list(dict.fromkeys(t for branch in tagged for t in branch))
+    index = {t: i for i, t in enumerate(order)}
+    return [a for a, _ in order], [[index[t] for t in branch] for branch in tagged]
+
+
+def _fill_residual_slots(known, nres, all_res, own):
+    """A branch's known part returning every residual slot: its own residuals in `own`,
+    placeholders (`empty_like_aval`) in the others, as JAX's _join_cond_outputs."""
     n_main = len(known.out_avals) - nres
 
     def fun(*args):
         outs = eval_closed(known, *args)
-        padded = []
-        for j, avals in enumerate(res_avals):
-            padded += list(outs[n_main:]) if j == b else [_zeros(a) for a in avals]
-        return outs[:n_main] + padded
+        slots = [lax.empty_like_aval(a) for a in all_res]
+        for slot, r in zip(own, outs[n_main:]):
+            slots[slot] = r
+        return outs[:n_main] + slots
 
     return pe.trace_to_program(fun, list(known.in_avals))
 
@@ -519,7 +538,7 @@ def switch(index, branches, *operands, operand=_no_operand_sentinel):
     if len(branches) == 1:
         return branches[0](*operands)
     from gpuarr.lax.special import clamp
-    index = lax.convert_element_type(_operand(index), np.int32)
+    index = lax.convert_element_type(index, np.int32)  # a Python int folds, as in JAX
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     return _bind_cond(index, branches, operands, "switch")
 

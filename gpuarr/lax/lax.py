@@ -2165,6 +2165,33 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     return full(shape, fill_value, aval.dtype if dtype is None else dtype)
 
 
+class MemorySpace(enum.Enum):
+    """Where an array lives, as JAX's core.MemorySpace (gpuarr keeps every array on its
+    device); printed `MemorySpace.Device`."""
+    Device = enum.auto()
+    Host = enum.auto()
+    Any = enum.auto()
+
+    def __repr__(self):
+        return f"MemorySpace.{self.name}"
+
+
+# A scalar whose value does not matter, broadcast to fill an output slot nobody reads: JAX's
+# placeholder for the residuals a cond branch does not compute. Every backend makes it zero.
+empty2_p = Primitive("empty2")
+impl_rules[empty2_p] = lambda *, dtype, memory_space: np.zeros((), dtype)
+abstract_eval_rules[empty2_p] = lambda *, dtype, memory_space: [ShapedArray((), dtype)]
+
+
+def empty_like_aval(aval):
+    """An array of `aval`'s type whose contents do not matter (zeros): `empty2` broadcast to
+    the shape, as JAX's ad_util.empty_like_aval."""
+    scalar = empty2_p.bind(dtype=np.dtype(aval.dtype), memory_space=MemorySpace.Device)
+    if not aval.shape:
+        return scalar
+    return broadcast_in_dim_p.bind(scalar, shape=tuple(aval.shape), broadcast_dimensions=())
+
+
 def _zeros_like_aval(aval):
     # Instantiated zeros keep the weak type, as JAX's zeros_like_shaped_array does.
     return _full(aval.shape, 0, dtypes.canonicalize_dtype(aval.dtype), aval.weak_type)

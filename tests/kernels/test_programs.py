@@ -196,6 +196,19 @@ def test_stack_and_unstack_are_layout_in_kernels():
     assert not any(isinstance(s, HostStep) for s in plan.steps)
 
 
+def test_cond_residual_placeholders_are_constants_in_kernels():
+    # grad of a cond whose branches save residuals of different types: each branch returns
+    # empty2 placeholders for the slots it does not fill, which the kernels write as zeros.
+    x = float_input("x", (2, 3))
+
+    def loss(x):
+        return lax.cond(x.sum() > 0, lambda x: jnp.sin(x).sum() * x[0],
+                        lambda x: jnp.cos(x[0]) * jnp.exp(x[1]), x).sum()
+    for sign in (1.0, -1.0):  # each branch taken
+        assert "empty2" in str(gpuarr.make_jaxpr(gpuarr.grad(loss))(sign * x))
+        check(gpuarr.grad(loss), sign * x)
+
+
 def test_six_op_elementwise_chain_is_one_kernel():
     x = float_input("x", (64, 33))
     y = float_input("x", (33,))

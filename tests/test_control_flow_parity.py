@@ -583,7 +583,7 @@ def test_passed_through_carries_are_the_objects_given():
         assert lax_mod.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1]), (0, a))[1] is a
 
 
-# Reverse mode through cond: the branches' residuals share slots by type (JAX's
+# Partial evaluation of cond (reverse mode, linearize): the branches' residuals share slots by type (JAX's
 # _merge_branch_residuals), the slots a branch leaves unfilled hold `empty2` placeholders,
 # and a Python index of switch folds. The printed programs are JAX's, the values too.
 M = np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3)
@@ -606,13 +606,15 @@ DIFFERENTIATED_CONDS = {
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-@pytest.mark.parametrize("transform", ["grad", "jit_grad", "vjp"])
+@pytest.mark.parametrize("transform", ["grad", "jit_grad", "vjp", "linearize"])
 @pytest.mark.parametrize("name", sorted(DIFFERENTIATED_CONDS))
 def test_reverse_mode_through_cond_as_jax(name, transform, sign):
     def build(api, jnp, lax):
         f = DIFFERENTIATED_CONDS[name](jnp, lax)
         if transform == "vjp":
             return lambda x: api.vjp(f, x)[1](f(x))
+        if transform == "linearize":  # the linear map holds no dead tangents
+            return lambda x: api.linearize(f, x)[1](x)
         g = api.grad(lambda x: f(x).sum())
         return api.jit(g) if transform == "jit_grad" else g
 

@@ -288,7 +288,11 @@ def linearize_flat(fun: Callable, primals):
         if type(p) is pe.StagingTracer and p._trace is pe_trace:
             raise TypeError("a primal output depends on a tangent; this function is not "
                             "differentiable with respect to its inputs")
-    return primals_out, pe_trace.finish(tangents_out)
+    linear = pe_trace.finish(tangents_out)
+    # Tangents only the primal needed (a slice feeding a comparison) are dead here, as after
+    # JAX's dce_jaxpr.
+    program, _ = pe.dce_program(linear.program)
+    return primals_out, ClosedProgram(program, linear.consts)
 
 
 def backward_pass(linear: ClosedProgram, cts_out):

@@ -297,11 +297,12 @@ def _cond_partial_eval(trace, args, params):
     res_avals = [list(known.out_avals[len(known.out_avals) - nres:])
                  for known, _, _, _, nres in splits]
     all_res, slots = _merge_branch_residuals(res_avals)
+    slot_vars = [Var(a) for a in all_res]  # one Var per slot, shared by the branches, as JAX's
     known_brs, unknown_brs = [], []
     for (known, unknown, _, _, nres), own in zip(splits, slots):
         known_brs.append(_fill_residual_slots(known, nres, all_res, own))
-        prog = unknown.program
-        res_vars = [Var(a) for a in all_res]
+        prog, _ = pe.dce_program(unknown.program)
+        res_vars = list(slot_vars)
         for slot, v in zip(own, prog.invars[:nres]):
             res_vars[slot] = v
         invars = res_vars + prog.invars[nres:]

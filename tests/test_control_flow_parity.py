@@ -583,9 +583,10 @@ def test_passed_through_carries_are_the_objects_given():
         assert lax_mod.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1]), (0, a))[1] is a
 
 
-# Partial evaluation of cond (reverse mode, linearize): the branches' residuals share slots by type (JAX's
-# _merge_branch_residuals), the slots a branch leaves unfilled hold `empty2` placeholders,
-# and a Python index of switch folds. The printed programs are JAX's, the values too.
+# Partial evaluation of cond (reverse mode, linearize): the branches' residuals share slots
+# by type (JAX's _merge_branch_residuals), the slots a branch leaves unfilled hold `empty2`
+# placeholders, and a Python index of switch folds. The printed programs are JAX's, the
+# values too.
 M = np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3)
 DIFFERENTIATED_CONDS = {
     "one_type": lambda jnp, lax: lambda x: lax.cond(

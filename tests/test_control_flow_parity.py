@@ -603,13 +603,18 @@ DIFFERENTIATED_CONDS = {
     "integer_output": lambda jnp, lax: lambda x: lax.cond(
         x[0, 0] > 0, lambda a: (a * 2, jnp.argmax(a)), lambda a: (jnp.exp(a), jnp.argmin(a)),
         x)[0],
+    # Loops: the staged scan takes its stacked residuals after the xs, and its transpose the
+    # ys cotangents before the residuals, as JAX lays them out.
+    "map": lambda jnp, lax: lambda x: lax.map(lambda r: jnp.exp(r).sum(), x),
+    "fori_loop": lambda jnp, lax: lambda x: lax.fori_loop(
+        0, 3, lambda i, c: c * jnp.cos(c) + i, x),
 }
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 @pytest.mark.parametrize("transform", ["grad", "jit_grad", "vjp", "linearize"])
 @pytest.mark.parametrize("name", sorted(DIFFERENTIATED_CONDS))
-def test_reverse_mode_through_cond_as_jax(name, transform, sign):
+def test_reverse_mode_through_control_flow_as_jax(name, transform, sign):
     def build(api, jnp, lax):
         f = DIFFERENTIATED_CONDS[name](jnp, lax)
         if transform == "vjp":

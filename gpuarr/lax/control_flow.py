@@ -940,17 +940,18 @@ def _scan_partial_eval(trace, args, params):
     n_kys = len(known_outs) - n_kcar - n_res
     k_carry, k_ys = known_outs[:n_kcar], known_outs[n_kcar:n_kcar + n_kys]
     stacked = known_outs[n_kcar + n_kys:]
-    # Unknown body inputs [invariant, stacked residuals, consts, carry, xs] in scan layout.
+    # Unknown body inputs [invariant, stacked residuals, consts, carry, xs] in scan layout,
+    # the stacked residuals after the xs, as JAX orders them.
     prog = unknown.program
-    n_inv, n_cu, n_caru = len(inv_src), sum(const_uk), sum(carry_uk)
+    n_inv = len(inv_src)
     inv, res, rest = (prog.invars[:n_inv], prog.invars[n_inv:n_inv + n_res],
                       prog.invars[n_inv + n_res:])
-    invars = inv + rest[:n_cu] + rest[n_cu:n_cu + n_caru] + res + rest[n_cu + n_caru:]
-    body = ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars),
+    body = ClosedProgram(Program(prog.constvars, inv + rest + res, prog.eqns, prog.outvars),
                          unknown.consts)
+    n_cu, n_caru = sum(const_uk), sum(carry_uk)
     unknown_args = ([args[i] for i in inv_src] + [a for a, u in zip(args[:nc], const_uk) if u]
                     + [a for a, u in zip(args[nc:nc + ncar], carry_uk) if u]
-                    + list(stacked) + [a for a, u in zip(args[nc + ncar:], xs_uk) if u])
+                    + [a for a, u in zip(args[nc + ncar:], xs_uk) if u] + list(stacked))
     staged = pe.StagingTrace.process_primitive(trace, scan_p, unknown_args, _scan_params(
         body, length, n_caru, n_inv + n_cu, reverse, unroll))
     kc, uc = iter(k_carry), iter(staged[:n_caru])
@@ -982,21 +983,22 @@ def _scan_transpose(cts, *args, jaxpr, length, num_carry, num_consts, reverse, u
     kx_avals = [a for a, lin in zip(jaxpr.in_avals[nc + ncar:], xs_lin) if not lin]
     kc_avals = [a for a, lin in zip(jaxpr.in_avals[:nc], const_lin) if not lin]
 
-    # Transposed body: consts (known), carry (const cotangent sums, carry cotangents),
-    # xs (known residual slices, ys cotangents) -> (new sums, carry cts), xs cotangents.
+    # Transposed body, in JAX's layout: consts (known), carry (const cotangent sums, carry
+    # cotangents), xs (ys cotangents, known residual slices) -> (new sums, carry cts), xs
+    # cotangents.
     def t_body(*a):
         kc, acc = a[:n_kc], a[n_kc:n_kc + n_lc]
         ct_c = a[n_kc + n_lc:n_kc + n_lc + ncar]
         rest = a[n_kc + n_lc + ncar:]
-        kx, ct_y = rest[:len(kx_avals)], rest[len(kx_avals):]
+        ct_y, kx = rest[:len(y_ct_avals)], rest[len(y_ct_avals):]
         cts_in = _backward(jaxpr, linear, list(kc) + list(kx), list(ct_c) + list(ct_y))
         new_acc = [lax.add(s, c) for s, c in zip(acc, cts_in[:n_lc])]
         return new_acc + cts_in[n_lc:n_lc + ncar] + cts_in[n_lc + ncar:]
 
     t_closed = pe.trace_to_program(
-        t_body, kc_avals + lin_const_avals + carry_ct_avals + kx_avals + y_ct_avals)
+        t_body, kc_avals + lin_const_avals + carry_ct_avals + y_ct_avals + kx_avals)
     init_acc = [_zeros(a) for a in lin_const_avals]
-    outs = scan_p.bind(*known_consts, *init_acc, *ct_carry, *known_xs, *ct_ys, **_scan_params(
+    outs = scan_p.bind(*known_consts, *init_acc, *ct_carry, *ct_ys, *known_xs, **_scan_params(
         t_closed, length, len(init_acc) + ncar, n_kc, not reverse, unroll))
     acc, ct_init = outs[:len(init_acc)], outs[len(init_acc):len(init_acc) + ncar]
     ct_xs = iter(outs[len(init_acc) + ncar:])

@@ -588,7 +588,7 @@ def test_passed_through_carries_are_the_objects_given():
 # placeholders, and a Python index of switch folds. The printed programs are JAX's, the
 # values too.
 M = np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3)
-DIFFERENTIATED_CONDS = {
+DIFFERENTIATED = {
     "one_type": lambda jnp, lax: lambda x: lax.cond(
         x.sum() > 0, lambda x: jnp.sin(x) * 2, lambda x: jnp.cos(x), x),
     "types_differ": lambda jnp, lax: lambda x: lax.cond(
@@ -608,15 +608,19 @@ DIFFERENTIATED_CONDS = {
     "map": lambda jnp, lax: lambda x: lax.map(lambda r: jnp.exp(r).sum(), x),
     "fori_loop": lambda jnp, lax: lambda x: lax.fori_loop(
         0, 3, lambda i, c: c * jnp.cos(c) + i, x),
+    # Residuals that are xs slices are those xs (not stacked again), and a staged scan drops
+    # the outputs nobody reads (JAX's dce rule for scan).
+    "rnn_final_carry": lambda jnp, lax: lambda x: lax.scan(
+        lambda h, r: (jnp.tanh(h * r + 1.0), h), x[0], x)[0],
 }
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 @pytest.mark.parametrize("transform", ["grad", "jit_grad", "vjp", "linearize"])
-@pytest.mark.parametrize("name", sorted(DIFFERENTIATED_CONDS))
+@pytest.mark.parametrize("name", sorted(DIFFERENTIATED))
 def test_reverse_mode_through_control_flow_as_jax(name, transform, sign):
     def build(api, jnp, lax):
-        f = DIFFERENTIATED_CONDS[name](jnp, lax)
+        f = DIFFERENTIATED[name](jnp, lax)
         if transform == "vjp":
             return lambda x: api.vjp(f, x)[1](f(x))
         if transform == "linearize":  # the linear map holds no dead tangents
@@ -630,3 +634,21 @@ def test_reverse_mode_through_control_flow_as_jax(name, transform, sign):
     for got, want in zip(gpuarr.tree.leaves(ours(x)), jax.tree.leaves(theirs(x)), strict=True):
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=1e-6)
+
+
+BATCHED_LOOPS = {
+    **{name: DIFFERENTIATED[name] for name in ("map", "fori_loop", "rnn_final_carry")},
+    # An unbatched initial carry is broadcast before the batched xs move.
+    "cumulative": lambda jnp, lax: lambda x: lax.scan(
+        lambda c, r: (c + jnp.sin(r), c * r), jnp.zeros(3), x)[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BATCHED_LOOPS))
+def test_vmap_of_loops_as_jax(name):
+    # A batched scan moves its carries before its xs, as JAX orders the moves.
+    x = np.stack([M, 2 * M])
+    ours = gpuarr.vmap(BATCHED_LOOPS[name](gnp, glax))
+    theirs = jax.vmap(BATCHED_LOOPS[name](jjnp, jlax))
+    assert str(gpuarr.make_jaxpr(ours)(x)) == str(jax.make_jaxpr(theirs)(x))
+    np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(theirs(x)), rtol=2e-6, atol=1e-6)

@@ -330,8 +330,14 @@ def _rename_eqn(eqn: Eqn, rename: dict) -> Eqn:
     return eqn._replace(inputs=inputs)
 
 
+# primitive -> rule(used_outputs, eqn) -> the equation computing only the used outputs (and
+# reading only what they need), for primitives with several outputs (a scan's ys).
+dce_rules: dict = {}
+
+
 def dce_program(prog: Program, used_outputs=None):
-    """Drop equations whose results are unused (keeping effectful ones).
+    """Drop equations whose results are unused (keeping effectful ones), and the unused
+    outputs of equations with a `dce_rules` entry.
 
     Returns (program, used_inputs) where the program keeps only the used outputs and all
     inputs (callers decide whether to prune inputs using `used_inputs`).
@@ -345,7 +351,11 @@ def dce_program(prog: Program, used_outputs=None):
         effectful = eqn.prim.effectful or any(
             (s.program if isinstance(s, ClosedProgram) else s).effectful
             for s in subprograms(eqn.params))
-        if effectful or any(v.id in live for v in eqn.outvars):
+        used = [v.id in live for v in eqn.outvars]
+        if effectful or any(used):
+            rule = dce_rules.get(eqn.prim)
+            if rule is not None and not effectful and not all(used):
+                eqn = rule(used, eqn)
             kept.append(eqn)
             live.update(a.id for a in eqn.inputs if isinstance(a, Var))
     kept.reverse()

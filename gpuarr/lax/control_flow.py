@@ -889,14 +889,10 @@ ad.jvp_rules[scan_p] = _scan_jvp
 def _scan_batch(axis_size, vals, dims, jaxpr, length, num_carry, num_consts, reverse, unroll):
     nc, ncar = num_consts, num_carry
     cdims = list(dims[:nc])
-    # The body sees one slice of xs: a batch axis at d > 0 is at d - 1 there; d == 0 moves.
-    xs = []
-    xdims = []
-    for x, d in zip(vals[nc + ncar:], dims[nc + ncar:]):
-        if d == 0:
-            x, d = batching.moveaxis(x, 0, 1), 1
-        xs.append(x)
-        xdims.append(not_mapped if d is not_mapped else d - 1)
+    # The body sees one slice of xs: a batch axis at d > 0 is at d - 1 there; d == 0 moves
+    # (after the carries, as JAX orders the moves).
+    xdims = [not_mapped if d is not_mapped else builtins.max(d, 1) - 1
+             for d in dims[nc + ncar:]]
     carry_b = [d is not not_mapped for d in dims[nc:nc + ncar]]
     n_out = len(jaxpr.out_avals)
     while True:
@@ -909,6 +905,8 @@ def _scan_batch(axis_size, vals, dims, jaxpr, length, num_carry, num_consts, rev
         carry_b = new
     carry = [batching.move_to(v, d, 0, axis_size) if b else v
              for v, d, b in zip(vals[nc:nc + ncar], dims[nc:nc + ncar], carry_b)]
+    xs = [batching.moveaxis(x, 0, 1) if d == 0 else x
+          for x, d in zip(vals[nc + ncar:], dims[nc + ncar:])]
     outs = scan_p.bind(*vals[:nc], *carry, *xs,
                        **_scan_params(body, length, ncar, nc, reverse, unroll))
     y_dims = [not_mapped if d is not_mapped else 1 for d in out_dims[ncar:]]
@@ -934,9 +932,14 @@ def _scan_partial_eval(trace, args, params):
         carry_uk = new
     n_kc, n_kcar = nc - sum(const_uk), ncar - sum(carry_uk)
     known_args = [a for a, u in zip(args, const_uk + carry_uk + xs_uk) if not u]
+    # A stacked output (a y or a residual) that is an xs slice itself is that xs, passed on
+    # rather than stacked again, as JAX forwards it.
+    known, fwd = _forward_xs_outputs(known, n_kc + n_kcar, n_kcar)
     with set_current_trace(trace.parent):
         known_outs = scan_p.bind(*known_args, **_scan_params(
             known, length, n_kcar, n_kc, reverse, unroll))
+    stacked_outs = iter(known_outs)
+    known_outs = [next(stacked_outs) if f is None else known_args[f] for f in fwd]
     n_kys = len(known_outs) - n_kcar - n_res
     k_carry, k_ys = known_outs[:n_kcar], known_outs[n_kcar:n_kcar + n_kys]
     stacked = known_outs[n_kcar + n_kys:]
@@ -961,6 +964,20 @@ def _scan_partial_eval(trace, args, params):
 
 
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+def _forward_xs_outputs(body, n_fixed, n_carry):
+    """(`body` without the stacked outputs that are xs slices, for each output of `body` the
+    index of the input it forwards, else None)."""
+    prog = body.program
+    xs_index = {v.id: n_fixed + k for k, v in enumerate(prog.invars[n_fixed:])}
+    fwd = [xs_index.get(o.id) if j >= n_carry and type(o) is Var else None
+           for j, o in enumerate(prog.outvars)]
+    if all(f is None for f in fwd):
+        return body, fwd
+    outvars = [o for o, f in zip(prog.outvars, fwd) if f is None]
+    return ClosedProgram(Program(prog.constvars, prog.invars, prog.eqns, outvars),
+                         body.consts), fwd
 
 
 def _scan_transpose(cts, *args, jaxpr, length, num_carry, num_consts, reverse, unroll):
@@ -1314,6 +1331,23 @@ def _prune_scan_body(jaxpr, nc, ncar, live):
     y_idx = tuple(j for j in range(len(prog.outvars) - ncar) if need[ncar + j])
     body = Program(prog.constvars, invars, pruned.eqns, pruned.outvars)
     return ClosedProgram(body, jaxpr.consts), const_idx, carry_idx, xs_idx, y_idx
+
+
+def _scan_dce(used, eqn):
+    """The scan without the outputs nobody reads, the carries only they need, and the consts
+    and xs left unread, as JAX's dce rule for scan."""
+    p = eqn.params
+    nc, ncar, ins = p["num_consts"], p["num_carry"], eqn.inputs
+    body, const_idx, carry_idx, xs_idx, y_idx = _prune_scan_body(p["jaxpr"], nc, ncar, used)
+    inputs = ([ins[i] for i in const_idx] + [ins[nc + i] for i in carry_idx]
+              + [ins[nc + ncar + i] for i in xs_idx])
+    outvars = [eqn.outvars[i] for i in carry_idx] + [eqn.outvars[ncar + j] for j in y_idx]
+    params = _scan_params(body, p["length"], len(carry_idx), len(const_idx), p["reverse"],
+                          p["unroll"])
+    return eqn._replace(inputs=inputs, outvars=outvars, params=params)
+
+
+pe.dce_rules[scan_p] = _scan_dce
 
 
 def _make_scan_loop(jaxpr, length, nc, ncar, live) -> _ScanLoop:

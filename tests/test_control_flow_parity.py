@@ -652,3 +652,27 @@ def test_vmap_of_loops_as_jax(name):
     theirs = jax.vmap(BATCHED_LOOPS[name](jjnp, jlax))
     assert str(gpuarr.make_jaxpr(ours)(x)) == str(jax.make_jaxpr(theirs)(x))
     np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(theirs(x)), rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["one_type", "types_differ", "two_operands", "closure",
+                                  "integer_output"])
+def test_vmap_of_cond_with_a_batched_predicate_as_jax(name):
+    # Every branch runs on every example, seeing the operands of the examples that take
+    # another branch through stop_gradient, and the results are selected per example.
+    x = np.stack([M, -M])
+    ours = gpuarr.vmap(DIFFERENTIATED[name](gnp, glax))
+    theirs = jax.vmap(DIFFERENTIATED[name](jjnp, jlax))
+    assert str(gpuarr.make_jaxpr(ours)(x)) == str(jax.make_jaxpr(theirs)(x))
+    np.testing.assert_allclose(np.asarray(ours(x)), np.asarray(theirs(x)), rtol=2e-6, atol=1e-6)
+
+
+def test_gradients_of_batched_conds_ignore_the_branch_not_taken():
+    # sqrt's derivative is NaN at -1, in the branch that example does not take.
+    def f(jax, jnp, lax):
+        cell = lambda x: lax.cond(x > 0, jnp.sqrt, lambda x: x, x)  # noqa: E731
+        return jax.grad(lambda x: jax.vmap(cell)(x).sum())
+
+    x = np.array([-1.0, 4.0], np.float32)
+    got, want = f(*OURS)(x), f(*THEIRS)(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    np.testing.assert_array_equal(np.asarray(got), np.array([1.0, 0.25], np.float32))

@@ -262,12 +262,17 @@ def _cond_batch(axis_size, vals, dims, branches, **params):
             force = [any(bd[i] is not not_mapped for _, bd in batched) for i in range(n_out)]
         outs = cond_p.bind(index, *ops, branches=tuple(b for b, _ in batched), **params)
         return outs, [0 if f else not_mapped for f in force]
-    # A batched index runs every branch and selects per example.
+    # A batched index runs every branch on every example and selects per example, as JAX:
+    # each branch sees the operands of the examples that take another branch through
+    # stop_gradient, so a branch not taken adds no NaN to gradients (JAX issue 1052).
     index = batching.move_to(index, index_dim, 0, axis_size)
+    ops = [batching.move_to(x, d, 0, axis_size) for x, d in zip(ops, op_dims)]
     results = []
-    for br in branches:
-        prog, _ = batching.batch_closed(br, axis_size, op_dims, [True] * n_out)
-        results.append(eval_closed(prog, *ops))
+    for i, br in enumerate(branches):
+        prog, _ = batching.batch_closed(br, axis_size, [0] * len(ops), [True] * n_out)
+        taken = lax.eq(index, lax._const(index, i))
+        results.append(eval_closed(prog, *(_select_per_example(taken, x, lax.stop_gradient(x))
+                                           for x in ops)))
     outs = []
     for cases in zip(*results):
         shape = get_aval(cases[0]).shape
@@ -277,6 +282,14 @@ def _cond_batch(axis_size, vals, dims, branches, **params):
 
 
 batching.batch_rules[cond_p] = _cond_batch
+
+
+def _select_per_example(pred, on_true, on_false):
+    """lax.select with a per-example `pred` (leading axis) broadcast to the operands."""
+    shape = get_aval(on_true).shape
+    if len(shape) != get_aval(pred).ndim:
+        pred = lax.broadcast_in_dim(pred, shape, tuple(range(get_aval(pred).ndim)))
+    return lax.select(pred, on_true, on_false)
 
 
 def _cond_partial_eval(trace, args, params):

@@ -13,8 +13,8 @@ x_t by zeros, which turns an infinite or NaN input into NaNs everywhere, so the 
 takes this path only when the inputs are finite (one sum over them) and otherwise runs the
 plain loop. With a real U the product is the cell's own sum, in another order, for every input.
 
-The buffer, its row views and the calls' argument tuples are kept between calls (a pool per
-scan, for concurrent callers), since making 2 * length views costs as much as the sums saved.
+The buffer and its row views are kept between calls (a pool per scan, for concurrent
+callers), since making 2 * length views costs as much as the sums saved.
 The buffers are 64-byte aligned: OpenBLAS's vector loads run slower across cache lines, and a
 product with a matrix NumPy placed on a 16-byte boundary took 7% longer.
 """

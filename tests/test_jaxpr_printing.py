@@ -504,3 +504,27 @@ JNP_JITS_SAME_AS_JAX = {
 def test_jnp_jits_print_as_jax(name):
     got, want = _jaxprs(lambda api, jnp, lax: lambda x: JNP_JITS_SAME_AS_JAX[name](jnp, x), F44)
     assert got == want
+
+
+# Derivative rules written as JAX writes them (the same operations in the same order), so
+# jvp and grad of each primitive print JAX's programs.
+UNARY_DERIVATIVES = ["exp", "exp2", "log", "log1p", "expm1", "tanh", "tan", "sin", "cos",
+                     "logistic", "sqrt", "rsqrt", "cbrt", "asin", "acos", "atan", "sinh",
+                     "cosh", "asinh", "atanh", "lgamma", "digamma", "erf", "erfc", "erf_inv",
+                     "bessel_i0e", "bessel_i1e", "square"]
+X23 = np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3)
+
+
+@pytest.mark.parametrize("mode", ["jvp", "grad"])
+@pytest.mark.parametrize("name", UNARY_DERIVATIVES + ["igamma", "igammac"])
+def test_derivatives_print_as_jax(name, mode):
+    def build(api, jnp, lax):
+        f = getattr(lax, name)
+        args = (X23,) if name in UNARY_DERIVATIVES else (X23 + 1, X23)
+        if mode == "jvp":
+            return lambda *xs: api.jvp(f, xs, xs)
+        return api.grad(lambda *xs: f(*xs).sum(), tuple(range(len(args))))
+
+    args = (X23,) if name in UNARY_DERIVATIVES else (X23 + 1, X23)
+    got, want = _jaxprs(build, *args)
+    assert got == want

@@ -165,11 +165,12 @@ def _erf_inv64(y):
 
 
 erf_p = unop("erf", _in_f64(_erf64), "float")
-defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, 2 / _SQRT_PI), exp(neg(square(x))))))
+defjvp(erf_p, lambda g, x: mul(_const(x, 2 / _SQRT_PI), mul(g, exp(neg(square(x))))))
 erfc_p = unop("erfc", _in_f64(_erfc64), "float")
-defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -2 / _SQRT_PI), exp(neg(square(x))))))
+defjvp(erfc_p, lambda g, x: mul(_const(x, -2 / _SQRT_PI), mul(g, exp(neg(square(x))))))
 erf_inv_p = unop("erf_inv", _in_f64(_erf_inv64), "float")
-defjvp(erf_inv_p, lambda g, x: mul(g, mul(_const(x, _SQRT_PI / 2), exp(square(erf_inv(x))))))
+defjvp(erf_inv_p, lambda g, ans, x: mul(_const(x, _SQRT_PI / 2), mul(g, exp(square(ans)))),
+       with_ans=True)
 
 # ---------------------------------------------------------------- gamma family
 

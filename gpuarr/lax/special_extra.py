@@ -30,7 +30,6 @@ from gpuarr.lax.lax import (
     add,
     binop,
     broadcast_batch_rule,
-    div,
     exp,
     full_like,
     gt,
@@ -38,6 +37,7 @@ from gpuarr.lax.lax import (
     log1p,
     mul,
     neg,
+    reciprocal,
     select_n,
     sign,
     sub,
@@ -230,8 +230,8 @@ igamma_grad_a_p = binop("igamma_grad_a", _igamma_grad_a_host, "float")
 
 
 def _igamma_density(a, x):
-    # d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a)
-    return exp(sub(sub(mul(sub(a, _const(a, 1)), log(x)), x), lgamma(a)))
+    # d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a), in JAX's order of operations
+    return exp(sub(add(neg(x), mul(sub(a, full_like(a, 1)), log(x))), lgamma(a)))
 
 
 def _igamma_grad_a_da(g, a, x):
@@ -296,7 +296,7 @@ def _bessel_i1e_jvp(g, y, x):
     eps = _const(x, np.finfo(get_aval(x).dtype).eps)
     not_tiny = gt(abs(x), eps)
     safe_x = select_n(not_tiny, full_like(x, eps), x)
-    dy = sub(bessel_i0e(safe_x), mul(y, add(sign(safe_x), div(_const(x, 1), safe_x))))
+    dy = sub(bessel_i0e(safe_x), mul(y, add(sign(safe_x), reciprocal(safe_x))))
     return mul(g, select_n(not_tiny, full_like(x, 0.5), dy))
 
 

@@ -516,10 +516,21 @@ def _empty_zero(rw, eqn):
     rw.substitute(out, Literal(np.zeros((), out.aval.dtype)[()], out.aval))
 
 
-# Primitives the kernels compute as layout operations (or constants): name -> rule(rewriter,
-# eqn, *inputs) emitting the equations that replace `eqn` (writing its outputs).
+def _pow_float_exponent(rw, eqn, x, y):
+    # XLA converts an integer exponent to the base's type; the kernels' pow takes one type.
+    if y.aval.dtype != x.aval.dtype:
+        y = rw.emit(_prim("convert_element_type"), [y],
+                    dict(new_dtype=x.aval.dtype, weak_type=False), None,
+                    eqn.source_info).outvars[0]
+    rw.emit(eqn.prim, [x, y], eqn.params, eqn.outvars, eqn.source_info)
+
+
+# Primitives the kernels compute as layout operations (or constants, or with converted
+# operands): name -> rule(rewriter, eqn, *inputs) emitting the equations that replace `eqn`
+# (writing its outputs).
 KERNEL_DECOMPOSITIONS = {"split": _split_pieces, "unstack": _unstack_pieces,
-                         "stack": _stack_pieces, "empty2": _empty_zero}
+                         "stack": _stack_pieces, "empty2": _empty_zero,
+                         "pow": _pow_float_exponent}
 
 
 def decompose_for_kernels(program: Program) -> Program:

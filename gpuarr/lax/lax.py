@@ -635,24 +635,88 @@ def _pow_impl(x, y):
     return out
 
 
-pow_p = binop("pow", _pow_impl, "inexact")
-float_ufuncs[pow_p] = np.power
+def _pow_exponent_impl(x, y):
+    # XLA converts an integer exponent to the base's type before the power.
+    y = np.asarray(y)
+    return _pow_impl(x, y.astype(np.asarray(x).dtype) if y.dtype.kind in "iu" else y)
 
 
-def _pow_jvp_y(g, x, y):
-    safe_log = log(select_n(eq(x, _const(x, 0)), x, _const(x, 1)))
-    return mul(g, mul(pow(x, y), safe_log))
+def _pow_abstract(x, y):
+    """JAX's types for pow: an inexact base, and an exponent of the base's type or of any
+    integer type; the result has the base's type."""
+    _check_kind("pow", "inexact", x, 0)
+    _check_kind("pow", "number", y, 1)
+    if not dtypes.is_int(y.dtype) and y.dtype != x.dtype:
+        raise TypeError("the first argument to pow must have an inexact dtype (float or complex), "
+                        "and the second argument must have an inexact or integer dtype, and two "
+                        f"inexact dtypes must match, but got {x.dtype.name} and {y.dtype.name} "
+                        "respectively.")
+    shape = _broadcast_shapes("pow", x.shape, y.shape)
+    return [ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)]
 
 
-def _pow_jvp_x(g, x, y):
-    ym1 = sub(y, _const(y, 1))
-    zero_y = eq(y, _const(y, 0))
-    deriv = select_n(zero_y, mul(y, pow(x, ym1)), zeros_like(mul(y, pow(x, ym1))))
-    return mul(g, deriv)
+pow_p = binop("pow", _pow_exponent_impl, "inexact")
+abstract_eval_rules[pow_p] = _pow_abstract
+# Compiled Programs call np.power directly where both operands have one real float type (an
+# integer exponent would make NumPy compute in float64; a complex zero base needs the impl).
+blocked_ufunc_rules[pow_p] = lambda eqn: (
+    np.power if eqn.inputs[0].aval.dtype == eqn.inputs[1].aval.dtype
+    and eqn.inputs[0].aval.dtype.kind == "f" else None)
 
 
-defjvp(pow_p, lambda g, x, y: _bcast_tangent(_pow_jvp_x(g, x, y), _bshape(x, y)),
-       lambda g, x, y: _bcast_tangent(_pow_jvp_y(g, x, y), _bshape(x, y)))
+def _ones(x):
+    return full_like(x, 1)
+
+
+def _replace_zero(x):
+    return select(eq(x, _const(x, 0)), _ones(x), x)
+
+
+def _pow_jvp_x(g, ans, x, y):
+    # JAX's rule: an integer exponent is converted, and y = 0 has derivative 0 (0 * 0 ** -1
+    # would be NaN); a float exponent of 0 at x = 0 gives NaN, as in JAX.
+    y_dtype = _dtype_of(y)
+    result = dtypes.result_type(x, y)
+    if result == np.bool_:
+        result = np.dtype(np.int32)
+    x, y = _convert_operand(x, result), _convert_operand(y, result)
+    if dtypes.is_int(y_dtype):
+        shape = _bshape(x, y)
+        x, y = _broadcast_to(x, shape), _broadcast_to(y, shape)
+        jac = select(eq(y, _const(y, 0)), full_like(y, 0),
+                     mul(_replace_zero(y), pow(x, sub(y, _ones(y)))))
+    else:
+        jac = mul(y, pow(x, sub(y, _ones(y))))
+    return mul(g, jac)
+
+
+def _convert_operand(v, dtype):
+    """convert_element_type, done at once for a Python scalar's 0-d constant, which JAX's
+    rules receive as the Python value and convert at trace time."""
+    if type(v) is Array and v._platform is None and not get_aval(v).shape:
+        return Array(np.asarray(v._value).astype(dtype))
+    return convert_element_type(v, dtype)
+
+
+def _pow_jvp_y(g, ans, x, y):
+    return convert_element_type(mul(g, mul(log(_replace_zero(x)), ans)), _dtype_of(y))
+
+
+def _broadcast_to(x, shape):
+    """`x` broadcast to `shape` as JAX's _maybe_broadcast writes it: a scalar directly, else
+    the axes of other sizes reshaped away first."""
+    xshape = get_aval(x).shape
+    if xshape == tuple(shape):
+        return x
+    if not xshape:
+        return broadcast_in_dim(x, shape, ())
+    dims = tuple(i for i, (a, b) in enumerate(zip(xshape, shape)) if a == b)
+    return broadcast_in_dim(reshape(x, tuple(xshape[i] for i in dims)), shape, dims)
+
+
+defjvp(pow_p, lambda g, ans, x, y: _bcast_tangent(_pow_jvp_x(g, ans, x, y), _bshape(x, y)),
+       lambda g, ans, x, y: _bcast_tangent(_pow_jvp_y(g, ans, x, y), _bshape(x, y)),
+       with_ans=True)
 def _complex_pick(compare, x, y):
     """x where compare(x, y) else y, complex values ordered as XLA orders them for JAX: by real
     parts, by imaginary parts where the real parts are equal. A NaN part compares false, so
@@ -789,7 +853,6 @@ asin, acos = map(_unary, (asin_p, acos_p))
 atan, sinh, cosh, asinh, acosh, atanh = map(_unary, (atan_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
 abs, bitwise_not = map(_unary, (abs_p, not_p))
 add, sub, div, rem = map(_binary, (add_p, sub_p, div_p, rem_p))
-_pow_same_dtypes = _binary(pow_p)
 max, min, atan2 = map(_binary, (max_p, min_p, atan2_p))
 bitwise_and, bitwise_or, bitwise_xor = map(_binary, (and_p, or_p, xor_p))
 shift_left, shift_right_arithmetic = map(_binary, (shift_left_p, shift_right_arithmetic_p))
@@ -847,12 +910,11 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 
 
 def pow(x, y):
-    """Elementwise x ** y (lax.pow): x floating or complex, y of x's dtype or an integer array
-    (converted to x's dtype, which holds integers below 2**24 exactly in float32)."""
-    if not isinstance(y, _SCALARS) and not isinstance(x, _SCALARS) \
-            and dtypes.is_int(_dtype_of(y)) and not dtypes.is_int(_dtype_of(x)):
-        y = convert_element_type(y, _dtype_of(x))
-    return _pow_same_dtypes(x, y)
+    """Elementwise x ** y (lax.pow): x floating or complex, y of x's dtype or of any integer
+    type (which XLA converts to x's); Python scalars take their default types, as in JAX."""
+    x, y = (_scalar_as("pow", a, dtypes.dtype(a, canonicalize=True)) if type(a) in _SCALARS
+            else a for a in (x, y))
+    return pow_p.bind(x, y)
 
 
 def integer_pow(x, y: int):

@@ -224,3 +224,26 @@ def test_aligned_buffers(shape, dtype):
     assert a.ctypes.data % 64 == 0
     a[...] = 1
     assert a.sum() == np.prod(shape)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("name", ["tanh", "linear"])  # with and without an input product
+def test_cells_stacking_the_old_carry(name, reverse):
+    # ys of the carry before each step (and after it): rows t and t + 1 of the same buffer.
+    ours, theirs = CELLS[name]
+    w, u, b, xs, h0 = _inputs(24, 15)
+
+    def run(w, u, b, h0, xs):
+        def step(h, x):
+            new = ours(w, u, b, h, x)
+            return new, (h, new)
+        return lax.scan(step, h0, xs, reverse=reverse)
+
+    assert "workspace" in _source(run, w, u, b, h0, xs)
+    h, (olds, news) = jax.jit(run)(w, u, b, h0, xs)
+    want_h, want_news = _oracle(theirs, w, u, b, h0, xs, reverse)
+    order = slice(None, None, -1) if reverse else slice(None)
+    want_olds = np.concatenate([np.float64(h0)[None], want_news[order][:-1]])[order]
+    np.testing.assert_allclose(np.asarray(h), want_h, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(news), want_news, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(olds), want_olds, rtol=2e-5, atol=2e-5)

@@ -1441,12 +1441,13 @@ def _scan_emit(gen, eqn) -> bool:
             if ncar == 1 and len(eqn.inputs) == nc + 2 else None)
     if cell is not None and cell.projection is not None:
         # h = f(W @ h + U @ x_t): one product of [W | U] a step, U @ x_t not hoisted.
-        stacked = [v for v in eqn.outvars[1:] if gen.is_live(v)]
-        carry, ys = gen.fresh("c"), [gen.fresh("ys") for _ in stacked]
+        carry = gen.fresh("c")
+        ys = [gen.fresh("ys") if gen.is_live(v) else None for v in eqn.outvars[1:]]
         recurrent_scan.emit(gen, cell, ins[:nc], ins[nc], ins[nc + 1], length, reverse, carry,
                             ys)
-        for v, name in zip([eqn.outvars[0], *stacked], [carry, *ys]):
-            gen.bind(v, name)
+        for v, name in zip(eqn.outvars, [carry, *ys]):
+            if name is not None:
+                gen.bind(v, name)
         return True
     loop = _scan_loop(p["jaxpr"], length, nc, ncar, live)
     consts = [ins[i] for i in loop.const_idx]

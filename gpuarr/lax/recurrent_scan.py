@@ -54,6 +54,7 @@ class Cell(NamedTuple):
     tail: tuple       # the elementwise equations after the sum, the last writing the carry
     tail_reads: dict  # var id -> body const index, for consts the tail reads
     sum_id: int       # id of the sum's var
+    ys_old: tuple     # per stacked output: True where it is the old carry, else the new one
 
 
 def match(body, n_consts: int, length: int) -> Cell | None:
@@ -108,10 +109,11 @@ def match(body, n_consts: int, length: int) -> Cell | None:
     reads = [a for e in eqns[len(products):] for a in e.inputs if type(a) is not Literal]
     if any(sum(a is v for a in reads) != 1 for v in addends):
         return None
-    if any(type(v) is Literal or v is not new for v in prog.outvars):
+    # The outputs: the new carry, then stacked new or old carries (rows of one buffer).
+    if prog.outvars[0] is not new or any(v is not new and v is not h for v in prog.outvars[1:]):
         return None
     return Cell(found[0], found[1], hidden, x.aval.shape[0], projection, np.dtype(dtype),
-                tuple(tail), tail_reads, s.id)
+                tuple(tail), tail_reads, s.id, tuple(v is h for v in prog.outvars[1:]))
 
 
 def _product(eqn, consts, v, rows: int):
@@ -172,7 +174,8 @@ def finite_check(gen, seq: str) -> str:
 def emit(gen, cell: Cell, consts, carry_in: str, seq: str, length: int, reverse: bool,
          carry_out: str, ys) -> None:
     """Write the loop: `consts` name the body consts, `seq` the (length, X) per-step inputs;
-    the final carry is bound to `carry_out` and each name in `ys` to the stacked carries."""
+    the final carry is bound to `carry_out`, and each name in `ys` to the stacked carries of
+    the body output at the same position in `cell.ys_old` (None for outputs not wanted)."""
     n, dtype = cell.hidden, cell.dtype
     pooled = (length + 1) * (n + cell.inputs) * dtype.itemsize <= MAX_POOLED_BYTES
     make = gen.obj(_workspace(length, cell, pooled), "workspace")
@@ -197,8 +200,10 @@ def emit(gen, cell: Cell, consts, carry_in: str, seq: str, length: int, reverse:
     else:
         _emit_loop(gen, cell, ufuncs, ws, bufs, names)
     gen.line(f"{carry_out} = {ws}.z[{length}, :{n}].copy()")
-    for y in ys:
-        gen.line(f"{y} = {ws}.z[1:, :{n}]{'[::-1]' if reverse else ''}.copy()")
+    for y, old in zip(ys, cell.ys_old):
+        if y is not None:  # row t of Z holds the carry before step t, row t + 1 the one after
+            rows = f"{ws}.z[:{length}, :{n}]" if old else f"{ws}.z[1:, :{n}]"
+            gen.line(f"{y} = {rows}{'[::-1]' if reverse else ''}.copy()")
     gen.line(f"{pool}.append({ws})" if pooled else f"del {ws}")
 
 

@@ -774,9 +774,16 @@ def control_driver(eqn, sub_compiler):
 
         def run_while(*args):
             cc, bc, carry = args[:cn], args[cn:cn + bn], list(args[cn + bn:])
-            while bool(np.asarray(compiled("cond")(*cc, *carry)[0])):
-                carry = list(compiled("body")(*bc, *carry))
-            return carry
+            while True:
+                pred = np.asarray(compiled("cond")(*cc, *carry)[0])
+                if not pred.any():
+                    return carry
+                new = compiled("body")(*bc, *carry)
+                if pred.ndim:  # a batched predicate: the examples that are done keep theirs
+                    shaped = [pred.reshape(pred.shape + (1,) * (np.ndim(n) - pred.ndim))
+                              for n in new]
+                    new = [np.where(m, n, c) for m, n, c in zip(shaped, new, carry)]
+                carry = list(new)
         return run_while
     if eqn.prim.name == "cond":
         programs = dict(enumerate(p["branches"]))

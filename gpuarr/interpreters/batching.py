@@ -184,15 +184,15 @@ def _batched_avals(closed: ClosedProgram, axis_size: int, in_dims):
 _batch_closed_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out):
+def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out, out_dim: int = 0):
     """Batch `closed`, leaving outputs that do not vary along the batch unmapped.
 
-    Returns (ClosedProgram, out_dims): each output is batched at 0 or not_mapped; outputs
-    whose `force_out` entry is true are always batched at 0 (control flow needs a fixed
-    layout for loop carries).
+    Returns (ClosedProgram, out_dims): each output is batched at `out_dim` or not_mapped;
+    outputs whose `force_out` entry is true are always batched there (control flow needs a
+    fixed layout for loop carries).
     """
     axis_name = current_axis_name()
-    key = (axis_size, tuple(in_dims), tuple(force_out), axis_name)
+    key = (axis_size, tuple(in_dims), tuple(force_out), axis_name, out_dim)
     per_prog = _batch_closed_cache.setdefault(closed, {})
     if key in per_prog:
         return per_prog[key]
@@ -208,8 +208,8 @@ def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out):
                 results.append(o)
                 dims.append(not_mapped)
             else:
-                results.append(move_to(o, d, 0, axis_size))
-                dims.append(0)
+                results.append(move_to(o, d, out_dim, axis_size))
+                dims.append(out_dim)
         dims_box.append(dims)
         return results
 

@@ -569,7 +569,9 @@ def _while_impl(*args, **params):
 def _while_abstract(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     carry = avals[cond_nconsts + body_nconsts:]
     (pred,) = cond_jaxpr.out_avals
-    if pred.shape != () or pred.dtype != np.bool_:
+    # A batched predicate (from vmap) leads every carry's shape: see _while_batch.
+    if pred.dtype != np.bool_ or any(c.shape[:pred.ndim] != pred.shape for c in carry) or (
+            pred.shape and not carry):
         raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) "
                         f"[{pred!r}].")
     outs = body_jaxpr.out_avals
@@ -627,51 +629,38 @@ pe.partial_eval_rules[while_p] = _while_partial_eval
 
 
 def _while_batch(axis_size, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """As JAX batches while: a batched predicate stays a `while` whose cond returns one
+    predicate per example; the loop runs while any is true, and each step keeps the old carry
+    of the examples that are done (`_while_emit`). Every carry is then batched at 0. With an
+    unbatched predicate, batched carries take their batch axis after the predicate's axes,
+    which lead every carry's shape."""
     nc, nb = cond_nconsts, body_nconsts
     cdims, bdims, carry_dims = dims[:nc], dims[nc:nc + nb], dims[nc + nb:]
     carry_b = [d is not not_mapped for d in carry_dims]
     while True:
         cdims_in = [0 if b else not_mapped for b in carry_b]
-        body_b, out_dims = batching.batch_closed(body_jaxpr, axis_size, bdims + cdims_in, carry_b)
+        _, out_dims = batching.batch_closed(body_jaxpr, axis_size, bdims + cdims_in, carry_b)
         new = [b or d is not not_mapped for b, d in zip(carry_b, out_dims)]
         if new == carry_b:
             break
         carry_b = new
-    cond_b, (pred_dim,) = batching.batch_closed(
+    _, (pred_dim,) = batching.batch_closed(
         cond_jaxpr, axis_size, cdims + [0 if b else not_mapped for b in carry_b], [False])
-    if pred_dim is not not_mapped and not all(carry_b):
-        carry_b = [True] * len(carry_b)
-        body_b, _ = batching.batch_closed(body_jaxpr, axis_size, bdims + [0] * len(carry_b),
-                                          carry_b)
-        cond_b, _ = batching.batch_closed(cond_jaxpr, axis_size, cdims + [0] * len(carry_b),
-                                          [False])
-    carry = [batching.move_to(v, d, 0, axis_size) if b else v
-             for v, d, b in zip(vals[nc + nb:], carry_dims, carry_b)]
-    consts = list(vals[:nc + nb])
-    if pred_dim is not_mapped:
-        outs = while_p.bind(*consts, *carry, **_while_params(cond_b, body_b, nc, nb))
-        return outs, [0 if b else not_mapped for b in carry_b]
-    # A batched predicate: loop while any example is running; finished ones keep their carry.
-    carry_avals = [get_aval(c) for c in carry]
-    cconst_avals = [get_aval(c) for c in consts[:nc]]
-    bconst_avals = [get_aval(c) for c in consts[nc:]]
-
-    def any_cond(*args):
-        (pred,) = eval_closed(cond_b, *args)
-        return [lax.reduce_or(pred, (0,))]
-
-    def masked_body(*args):
-        cc, bc, cs = args[:nc], args[nc:nc + nb], args[nc + nb:]
-        (pred,) = eval_closed(cond_b, *cc, *cs)
-        new = eval_closed(body_b, *bc, *cs)
-        return [lax.select_n(lax.broadcast_in_dim(pred, get_aval(n).shape, (0,)), c, n)
-                for c, n in zip(cs, new)]
-
-    new_cond = pe.trace_to_program(any_cond, cconst_avals + carry_avals)
-    new_body = pe.trace_to_program(masked_body, cconst_avals + bconst_avals + carry_avals)
-    outs = while_p.bind(*consts[:nc], *consts, *carry,
-                        **_while_params(new_cond, new_body, nc, nc + nb))
-    return outs, [0] * len(outs)
+    if pred_dim is not not_mapped:
+        new_dims = [0] * len(carry_b)
+        body_b, _ = batching.batch_closed(body_jaxpr, axis_size, bdims + new_dims,
+                                          [True] * len(carry_b))
+        cond_b, _ = batching.batch_closed(cond_jaxpr, axis_size, cdims + new_dims, [True])
+    else:
+        rank = cond_jaxpr.out_avals[0].ndim
+        new_dims = [rank if b else not_mapped for b in carry_b]
+        body_b, _ = batching.batch_closed(body_jaxpr, axis_size, bdims + new_dims, carry_b,
+                                          out_dim=rank)
+        cond_b, _ = batching.batch_closed(cond_jaxpr, axis_size, cdims + new_dims, [False])
+    carry = [v if n is not_mapped else batching.move_to(v, d, n, axis_size)
+             for v, d, n in zip(vals[nc + nb:], carry_dims, new_dims)]
+    outs = while_p.bind(*vals[:nc + nb], *carry, **_while_params(cond_b, body_b, nc, nb))
+    return outs, new_dims
 
 
 batching.batch_rules[while_p] = _while_batch
@@ -1511,15 +1500,27 @@ def _while_emit(gen, eqn) -> bool:
     ins = [gen.read(a) for a in eqn.inputs]
     carry = [gen.fresh("c") for _ in ins[nc + nb:]]
     gen.assign(carry, ins[nc + nb:])
+    batched = p["cond_jaxpr"].out_avals[0].ndim
     with gen.loop("while True:"):
         (pred,) = _emit_closed(gen, p["cond_jaxpr"], ins[:nc] + carry, ())
-        gen.line(f"if not {pred}:")
+        gen.line(f"if not {pred}{'.any()' if batched else ''}:")
         gen.line("    break")
-        gen.assign(carry, _emit_closed(gen, p["body_jaxpr"], ins[nc:nc + nb] + carry,
-                                       [(nb + k, k) for k in range(len(carry))]))
+        if not batched:
+            gen.assign(carry, _emit_closed(gen, p["body_jaxpr"], ins[nc:nc + nb] + carry,
+                                           [(nb + k, k) for k in range(len(carry))]))
+        else:  # one predicate per example: the examples that are done keep their carry
+            new = _emit_closed(gen, p["body_jaxpr"], ins[nc:nc + nb] + carry)
+            where = gen.obj(_keep_done, "keep_done")
+            gen.assign(carry, [f"{where}({pred}, {n}, {c})" for n, c in zip(new, carry)])
     for v, c in zip(eqn.outvars, carry):
         gen.bind(v, c)
     return True
+
+
+def _keep_done(pred, new, old):
+    """`new` where the leading axes' predicate holds, else `old` (a batched while's step)."""
+    pred = np.asarray(pred)
+    return np.where(pred.reshape(pred.shape + (1,) * (np.ndim(new) - pred.ndim)), new, old)
 
 
 def _cond_emit(gen, eqn) -> bool:

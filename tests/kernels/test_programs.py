@@ -205,6 +205,20 @@ def test_pow_with_an_integer_exponent_converts_it_in_the_kernel():
     assert kernel_count(plan) == 1 and not any(isinstance(s, HostStep) for s in plan.steps)
 
 
+def test_while_with_a_batched_predicate_runs_per_example():
+    # vmap keeps one while whose cond returns a predicate per example; the host loop runs
+    # until none holds and keeps the carries of the examples that are done.
+    x = np.abs(float_input("x", (3, 4))) + np.float32([[0.1], [1.0], [4.0]])
+    f = gpuarr.vmap(lambda r: lax.while_loop(lambda c: c.sum() < 20.0, lambda c: c * 2.0, r))
+    got, plan = run_kernels(f, x)
+    want = x.copy()
+    for row in want:
+        while row.sum() < 20:
+            row *= 2
+    np.testing.assert_array_equal(got[0], want)
+    check(f, x)
+
+
 def test_cond_residual_placeholders_are_constants_in_kernels():
     # grad of a cond whose branches save residuals of different types: each branch returns
     # empty2 placeholders for the slots it does not fill, which the kernels write as zeros.

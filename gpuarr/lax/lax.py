@@ -717,6 +717,8 @@ def _broadcast_to(x, shape):
 defjvp(pow_p, lambda g, ans, x, y: _bcast_tangent(_pow_jvp_x(g, ans, x, y), _bshape(x, y)),
        lambda g, ans, x, y: _bcast_tangent(_pow_jvp_y(g, ans, x, y), _bshape(x, y)),
        with_ans=True)
+
+
 def _complex_pick(compare, x, y):
     """x where compare(x, y) else y, complex values ordered as XLA orders them for JAX: by real
     parts, by imaginary parts where the real parts are equal. A NaN part compares false, so

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 
 import numpy as np
 
 from gpuarr import dtypes, lax, tree_util
-from gpuarr.backends.host_threads import run_in_cache_blocks
+from gpuarr.backends.host_threads import run_in_cache_blocks, thread_buffer
 from gpuarr.backends.numpy_backend import block_kernel_rules, impl_rules
 from gpuarr.config import _check_prng_impl, config
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
@@ -120,7 +119,8 @@ def _threefry2x32_block(k1, k2, x1, x2, out1, out2):
             inject = _injections(k1, k2)
     np.add(x1, inject[0][0], out=out1)
     np.add(x2, inject[0][1], out=out2)
-    _rounds(out1, out2, inject, _scratch(out1.size).reshape(out1.shape))
+    tmp = thread_buffer("threefry", out1.size, np.uint32).reshape(out1.shape)
+    _rounds(out1, out2, inject, tmp)
 
 
 @functools.lru_cache(maxsize=64)
@@ -128,17 +128,6 @@ def _scalar_injections(k1: int, k2: int):
     with np.errstate(over="ignore"):
         return [tuple(np.asarray(k) for k in pair)
                 for pair in _injections(np.uint32(k1), np.uint32(k2))]
-
-
-_thread_scratch = threading.local()
-
-
-def _scratch(n: int) -> np.ndarray:
-    """A uint32 buffer of n elements, reused by the calling thread from block to block."""
-    buf = getattr(_thread_scratch, "buf", None)
-    if buf is None or buf.shape[0] < n:
-        buf = _thread_scratch.buf = np.empty(n, np.uint32)
-    return buf[:n]
 
 
 impl_rules[threefry2x32_p] = _threefry2x32_impl

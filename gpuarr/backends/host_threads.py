@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -162,6 +163,19 @@ def _time_passes(blocks) -> float:
     for fut in futures:
         fut.result()
     return time.perf_counter() - t0
+
+
+_thread_buffers = threading.local()
+
+
+def thread_buffer(name: str, size: int, dtype) -> np.ndarray:
+    """This thread's buffer called `name`: `size` elements of `dtype`, reused from call to
+    call (kernels that work block by block on the pool's threads keep their scratch here)."""
+    buf = getattr(_thread_buffers, name, None)
+    if buf is None or buf.shape[0] < size or buf.dtype != dtype:
+        buf = np.empty(size, dtype)
+        setattr(_thread_buffers, name, buf)
+    return buf[:size]
 
 
 def run_in_cache_blocks(block_fn, n: int, make_scratch=lambda size: None) -> None:

@@ -23,7 +23,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gpuarr.backends.host_threads import _PARALLEL_MIN, run_in_blocks
+from gpuarr.backends.host_threads import _PARALLEL_MIN, run_in_blocks, thread_buffer
 from gpuarr.core import Eqn, Literal, Primitive, Program, ShapedArray, Var, subprograms
 
 # 2**23 values: every uniform float32 draw. The float32 table is 32 MiB.
@@ -231,7 +231,7 @@ class LookupTable:
         values = self._ready(bits.size)
         if values is not None:
             # Indices of NumPy's own index type: `take` would otherwise convert them in a pass.
-            index = _index_buffer(bits.size).reshape(bits.shape)
+            index = thread_buffer("gather_index", bits.size, np.intp).reshape(bits.shape)
             np.right_shift(bits, bits.dtype.type(shift), out=index)
             # The shift leaves every index inside the table, so `take` need not check them
             # ("wrap" never wraps here; on 2**22 indices it runs a third faster than "raise").
@@ -255,7 +255,6 @@ class LookupTable:
         return out
 
 
-_buffers = threading.local()
 _filling = threading.local()
 
 
@@ -263,14 +262,6 @@ def filling_table() -> bool:
     """Whether this thread is filling a table: the chain's kernels then run once over the
     domain and need not prepare for later calls (XLA's erf_inv builds no grid of its own)."""
     return getattr(_filling, "active", False)
-
-
-def _index_buffer(size: int) -> np.ndarray:
-    """This thread's intp buffer for gather indices, at least `size` long."""
-    buf = getattr(_buffers, "index", None)
-    if buf is None or buf.shape[0] < size:
-        buf = _buffers.index = np.empty(size, np.intp)
-    return buf[:size]
 
 
 _shared: OrderedDict[str, LookupTable] = OrderedDict()

@@ -917,6 +917,17 @@ def _check_inexact_dtype(name, dtype):
                          f"dtype={dtype}")
 
 
+def _cov_weights(w, name, n):
+    """A weights argument of cov as an array, with JAX's errors for its rank and length."""
+    check_arraylike("cov", w)
+    w = ensure_array(w)
+    if get_aval(w).ndim > 1:
+        raise RuntimeError(f"cannot handle multidimensional {name}")
+    if get_aval(w).shape[0] != n:
+        raise RuntimeError(f"incompatible numbers of samples and {name}")
+    return w
+
+
 @_jit(static_argnames=("rowvar", "bias", "ddof", "dtype"))  # as JAX's
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
     """The covariance matrix of the variables in the rows (or columns) of m, computed in
@@ -949,23 +960,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         ddof = 1 if bias == 0 else 0
     w = None
     if fweights is not None:
-        check_arraylike("cov", fweights)
-        fweights = ensure_array(fweights)
-        if get_aval(fweights).ndim > 1:
-            raise RuntimeError("cannot handle multidimensional fweights")
-        if get_aval(fweights).shape[0] != n:
-            raise RuntimeError("incompatible numbers of samples and fweights")
+        fweights = _cov_weights(fweights, "fweights", n)
         if not dtypes.issubdtype(get_aval(fweights).dtype, np.integer):
             raise TypeError("fweights must be integer.")
         w = ufuncs.abs(fweights)  # NumPy refuses negative weights; JAX takes |w|
     if aweights is not None:
-        check_arraylike("cov", aweights)
-        aweights = ensure_array(aweights)
-        if get_aval(aweights).ndim > 1:
-            raise RuntimeError("cannot handle multidimensional aweights")
-        if get_aval(aweights).shape[0] != n:
-            raise RuntimeError("incompatible numbers of samples and aweights")
-        aweights = ufuncs.abs(aweights)
+        aweights = ufuncs.abs(_cov_weights(aweights, "aweights", n))
         w = aweights if w is None else ufuncs.multiply(w, aweights)
     if dtype is not None:
         X = astype(X, dtype)

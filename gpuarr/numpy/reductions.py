@@ -585,12 +585,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
              *, weights=None):
     """The q-th quantiles (q in [0, 1]) over `axis`; q's shape leads the result's. `weights`
     (method 'inverted_cdf' only) weigh each element of `a`."""
-    check_arraylike("quantile", a, q)
-    if weights is not None:
-        check_arraylike("quantile", weights)
-    if overwrite_input or out is not None:
-        raise ValueError("jax.numpy.quantile does not support overwrite_input=True or "
-                         "out != None")
+    _check_quantile_args("quantile", a, q, weights, out, overwrite_input)
     return _quantile(a, q, axis, method, keepdims, False, weights)
 
 
@@ -598,13 +593,17 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False,
                 *, weights=None):
     """quantile ignoring NaNs (NaN for all-NaN slices)."""
-    check_arraylike("nanquantile", a, q)
-    if weights is not None:
-        check_arraylike("nanquantile", weights)
-    if overwrite_input or out is not None:
-        raise ValueError("jax.numpy.nanquantile does not support overwrite_input=True or "
-                         "out != None")
+    _check_quantile_args("nanquantile", a, q, weights, out, overwrite_input)
     return _quantile(a, q, axis, method, keepdims, True, weights)
+
+
+def _check_quantile_args(name, a, q, weights, out, overwrite_input):
+    check_arraylike(name, a, q)
+    if weights is not None:
+        check_arraylike(name, weights)
+    if overwrite_input or out is not None:
+        raise ValueError(f"jax.numpy.{name} does not support overwrite_input=True or "
+                         "out != None")
 
 
 def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):

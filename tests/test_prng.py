@@ -62,6 +62,50 @@ def test_threefry_large_input_spans_blocks():
         assert [int(y1[i]), int(y2[i])] == _threefry_reference(7, 9, 0, i)
 
 
+@pytest.mark.parametrize("offset", [0, 4, 16, 36])
+def test_threefry_block_writes_any_outputs(offset):
+    # Outputs off a cache line, or strided (the columns of a stacked result), are computed in
+    # aligned scratch and written by the last pass: the same words as in place.
+    n = 1000
+    x = np.arange(n, dtype=U32)
+    raw = np.empty(8 * n + 128, np.uint8)
+    start = -raw.ctypes.data % 64 + offset
+    out1 = raw[start:start + 4 * n].view(U32)
+    stacked = np.empty((n, 2), U32)
+    prng._threefry2x32_block(U32(7), U32(9), U32(0), x, out1, stacked[:, 1])
+    want1, want2 = np.empty(n, U32), np.empty(n, U32)
+    prng._threefry2x32_block(U32(7), U32(9), U32(0), x, want1, want2)
+    np.testing.assert_array_equal(out1, want1)
+    np.testing.assert_array_equal(stacked[:, 1], want2)
+    for i in (0, 17, n - 1):
+        assert [int(want1[i]), int(want2[i])] == _threefry_reference(7, 9, 0, i)
+
+
+@pytest.mark.parametrize("shape", [(5000,), (70, 80)])
+def test_large_split_writes_keys_straight_into_the_stacked_result(shape):
+    # split's threefry words are broadcast to (..., 1) and concatenated: compiled, the kernel
+    # writes them into the result's columns (no per-word buffers, no concatenate).
+    from gpuarr.backends import numpy_backend
+    from gpuarr.compiler import passes
+
+    f = gpuarr.jit(lambda k: random.split(k, shape))
+    key = random.key(11)
+    src = numpy_backend.source_of(passes.optimize(f.trace(key).jaxpr))
+    assert "stacked_threefry2x32" in src and "concatenate" not in src, src
+    got = np.asarray(random.key_data(f(key)))
+    assert got.shape == shape + (2,) and got.dtype == np.uint32
+    with gpuarr.disable_jit():
+        want = np.asarray(random.key_data(random.split(key, shape)))
+    np.testing.assert_array_equal(got, want)
+    k1, k2 = (int(w) for w in np.asarray(random.key_data(key)))
+    flat = got.reshape(-1, 2)
+    for i in (0, 1, flat.shape[0] - 1):
+        assert list(flat[i]) == _threefry_reference(k1, k2, 0, i)
+    small = numpy_backend.source_of(passes.optimize(
+        gpuarr.jit(lambda k: random.split(k, 10)).trace(key).jaxpr))
+    assert "stacked_" not in small and "concatenate" in small, small
+
+
 def test_threefry_rules_jit_vmap_jvp():
     keys = np.array([[1, 2], [3, 4], [5, 6]], U32)
     x = np.arange(12, dtype=U32).reshape(3, 4)

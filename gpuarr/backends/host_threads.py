@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpuarr.backends.host_memory import aligned_empty
+
 # ---------------------------------------------------------------- the shared pool
 
 # Below _PARALLEL_MIN elements the hand-off to another thread costs more than it saves.
@@ -111,12 +113,14 @@ def thread_policy() -> ThreadPolicy:
 # slower than on one: under gVisor, 32768-element passes on two threads took 3.5 times as long as
 # on one, and threefry on four threads ran twice as fast with 524288-element passes as with
 # 131072. So the first parallel run times the same passes on 1, 2 and 4 threads at three part
-# lengths, keeps at each length the counts that are not clearly slower than fewer, and takes as
-# the pass length of split runs the shortest (from CACHE_BLOCK up) at which the most threads
-# come close to their best. (Timings on a busy machine are noisy: only clear losses count.)
+# lengths, keeps at each length the counts clearly faster than fewer, and takes as the pass
+# length of split runs the shortest (from CACHE_BLOCK up) at which the most threads come close
+# to their best. A count only as fast as fewer is not taken: on a 2-core virtual machine, two
+# threads on 32768-element passes timed now as fast as one, now twice as slow, from run to run,
+# and `random.split` of 10**5 keys on two threads had a median 10% above one thread's.
 _PROBE_LENGTHS = (_PARALLEL_MIN, 1 << 17, 1 << 19)
 _PROBE_ELEMENTS = 1 << 24  # per timing: about two milliseconds of passes on one thread
-_CLEARLY = 1.1  # a time more than this many times another is clearly slower
+_CLEARLY = 1.1  # a time more than this many times another is clearly longer
 
 
 def _measure_threads() -> ThreadPolicy:
@@ -135,8 +139,8 @@ def _measure_threads() -> ThreadPolicy:
     steps, most = [], 1
     for length in _PROBE_LENGTHS:
         usable = 1
-        for t in counts[1:]:  # each count must not be clearly slower than any fewer
-            if times[length, t] > _CLEARLY * min(times[length, c] for c in counts if c < t):
+        for t in counts[1:]:  # each count must be clearly faster than any fewer
+            if _CLEARLY * times[length, t] > min(times[length, c] for c in counts if c < t):
                 break
             usable = t
         if usable > most:
@@ -169,11 +173,12 @@ _thread_buffers = threading.local()
 
 
 def thread_buffer(name: str, size: int, dtype) -> np.ndarray:
-    """This thread's buffer called `name`: `size` elements of `dtype`, reused from call to
-    call (kernels that work block by block on the pool's threads keep their scratch here)."""
+    """This thread's buffer called `name`: `size` elements of `dtype` from a cache-line
+    boundary, reused from call to call (kernels that work block by block on the pool's threads
+    keep their scratch here)."""
     buf = getattr(_thread_buffers, name, None)
     if buf is None or buf.shape[0] < size or buf.dtype != dtype:
-        buf = np.empty(size, dtype)
+        buf = aligned_empty(size, dtype)
         setattr(_thread_buffers, name, buf)
     return buf[:size]
 

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from gpuarr.backends import host_memory, lookup_tables, narrow
-from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_passes, split_ufunc
+from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_cache_blocks, run_in_passes, split_ufunc
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, Literal, Primitive, Program
 
 # prim -> impl(*numpy_values, **params) -> value (or a sequence for multiple results).
@@ -276,12 +276,19 @@ class Codegen:
             last_use, reusable = _buffer_plan(prog)
             outs = _out_plan(prog, last_use, reusable, carries)
             runs = _blocked_runs(prog, last_use) if carries is None else {}
+            stacks = _stacked_kernels(prog)
+            folded = {j for _, _, _, merged in stacks.values() for j in merged}
             copied: set[int] = set()
             i = 0
             while i < len(prog.eqns):
                 if i in runs:
                     self.blocked_run(prog.eqns[i:i + len(runs[i])], i, runs[i], last_use)
                     i += len(runs[i])
+                    continue
+                if i in stacks:
+                    self.stacked_kernel(prog.eqns[i], i, *stacks[i][:3], last_use)
+                if i in stacks or i in folded:
+                    i += 1
                     continue
                 self._equation(prog.eqns[i], i, last_use, self._out_buffer(outs.get(i), copied))
                 i += 1
@@ -358,8 +365,9 @@ class Codegen:
         fn = self.fresh("run")
         self.line(f"def {fn}(lo, hi, step):")
         self.depth += 1
-        for temp, dtype in temps:
-            self.line(f"{temp} = {empty}((min(step, hi - lo),) + {aval.shape[1:]}, "
+        aligned = self.obj(host_memory.aligned_empty, "aligned_empty")
+        for temp, dtype in temps:  # from cache lines: many passes run over them
+            self.line(f"{temp} = {aligned}((min(step, hi - lo),) + {aval.shape[1:]}, "
                       f"{self.obj(dtype, 'dtype')})")
         for name, dtype in iotas.values():
             self.line(f"{name} = {self.obj(np.arange, 'arange')}(min(step, hi - lo), "
@@ -391,6 +399,22 @@ class Codegen:
                        and start <= last_use.get(a.id, -1) < end
                        and a.aval.size >= _MIN_MANAGED_SIZE and a.id in self._env})
         self.line(f"del {', '.join([fn] + dead)}")
+
+    # -- a kernel writing its outputs into one stacked result
+
+    def stacked_kernel(self, eqn, i, kernel, stacked, columns, last_use) -> None:
+        """Write the block kernel `kernel` of `eqn` (program index `i`) as one call writing
+        output k into column `columns[k]` of the last axis of the variable `stacked`."""
+        out = stacked.aval
+        fn = self.obj(functools.partial(_run_stacked, kernel, out.shape, out.dtype,
+                                        tuple(columns)), f"stacked_{eqn.prim.name}_")
+        args = [self.read(a) for a in eqn.inputs]
+        self.line(f"{self.bind(stacked)} = {fn}({', '.join(args)})")
+        dead = sorted({self._env[a.id] for a in eqn.inputs if type(a) is not Literal
+                       and last_use.get(a.id) == i and a.aval.size >= _MIN_MANAGED_SIZE
+                       and a.id in self._env})
+        if dead:
+            self.line(f"del {', '.join(dead)}")
 
     # -- one equation
 
@@ -671,6 +695,74 @@ def _blocked_runs(prog: Program, last_use) -> dict:
         else:
             i += 1
     return runs
+
+
+# A multiple-results kernel whose outputs are each given a trailing axis of size 1 and
+# concatenated along it (`random.split`: threefry's two words of each key) writes them straight
+# into the columns of the concatenation, from outputs of this many elements: no buffer of its
+# own per output, no copy into the result.
+_STACK_MIN_SIZE = 1 << 12
+
+
+def _stacked_kernels(prog: Program) -> dict:
+    """kernel equation index -> (block kernel, the concatenation's output, the column of each
+    kernel output, indices of the equations the kernel's call replaces), for each kernel whose
+    outputs are read only by `broadcast_in_dim`s adding a trailing axis of size 1, read only by
+    one `concatenate` along that axis of just them."""
+    readers: dict[int, list[int]] = {}
+    for i, eqn in enumerate(prog.eqns):
+        for a in eqn.inputs:
+            if type(a) is not Literal:
+                readers.setdefault(a.id, []).append(i)
+    for a in prog.outvars:
+        if type(a) is not Literal:
+            readers.setdefault(a.id, []).append(-1)
+
+    def only_reader(var, name):
+        found = readers.get(var.id, ())
+        ok = len(found) == 1 and found[0] >= 0 and prog.eqns[found[0]].prim.name == name
+        return found[0] if ok else None
+
+    stacks = {}
+    for i, eqn in enumerate(prog.eqns):
+        outs = eqn.outvars
+        if len(outs) < 2 or outs[0].aval.size < _STACK_MIN_SIZE:
+            continue
+        kind, kernel = _elementwise_form(eqn)
+        shape = outs[0].aval.shape
+        if kind != "kernel" or any(v.aval.dtype != outs[0].aval.dtype for v in outs):
+            continue
+        grown, concats = [], set()
+        for v in outs:
+            b = only_reader(v, "broadcast_in_dim")
+            if b is None or prog.eqns[b].params["shape"] != shape + (1,) or tuple(
+                    prog.eqns[b].params["broadcast_dimensions"]) != tuple(range(len(shape))):
+                break
+            grown.append(b)
+            concats.add(only_reader(prog.eqns[b].outvars[0], "concatenate"))
+        if len(grown) < len(outs) or len(concats) != 1 or None in concats:
+            continue
+        c = concats.pop()
+        concat = prog.eqns[c]
+        if concat.params["dimension"] != len(shape) or len(concat.inputs) != len(outs):
+            continue
+        columns = [concat.inputs.index(prog.eqns[b].outvars[0]) for b in grown]
+        stacks[i] = (kernel, concat.outvars[0], columns, grown + [c])
+    return stacks
+
+
+def _run_stacked(kernel, shape, dtype, columns, *operands):
+    """A new array of `shape` whose last axis holds in column `columns[k]` output k of the
+    block kernel `kernel` on `operands` (0-d, or of `shape` less its last axis)."""
+    out = np.empty(shape, dtype)
+    rows = out.reshape(-1, shape[-1])
+    ops = [a if np.ndim(a) == 0 else np.ascontiguousarray(a).reshape(-1) for a in operands]
+    outs = [rows[:, c] for c in columns]
+
+    def block(s, e, _):
+        kernel(*(a if a.ndim == 0 else a[s:e] for a in ops), *(o[s:e] for o in outs))
+    run_in_cache_blocks(block, rows.shape[0])
+    return out
 
 
 # Buffers smaller than this are left to Python's allocator: for them a `del` or an `out=`

@@ -155,5 +155,5 @@ NO_GAIN = {(32 * K, 1): 4, (32 * K, 2): 6, (32 * K, 4): 9,
 def test_policy_takes_only_what_is_clearly_faster(monkeypatch, times, policy):
     monkeypatch.setattr(host_threads, "_THREADS", 4)
     monkeypatch.setattr(host_threads, "_time_passes",
-                        lambda blocks: times[(blocks[0].shape[0], len(blocks))])
+                        lambda blocks: times[(blocks[0].shape[-1], len(blocks))])
     assert host_threads._measure_threads() == policy

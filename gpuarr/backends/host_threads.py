@@ -119,7 +119,7 @@ def thread_policy() -> ThreadPolicy:
 # threads on 32768-element passes timed now as fast as one, now twice as slow, from run to run,
 # and `random.split` of 10**5 keys on two threads had a median 10% above one thread's.
 _PROBE_LENGTHS = (_PARALLEL_MIN, 1 << 17, 1 << 19)
-_PROBE_ELEMENTS = 1 << 24  # per timing: about two milliseconds of passes on one thread
+_PROBE_ELEMENTS = 1 << 24  # per timing: a few milliseconds of passes on one thread
 _CLEARLY = 1.1  # a time more than this many times another is clearly longer
 
 
@@ -132,7 +132,7 @@ def _measure_threads() -> ThreadPolicy:
     times = dict.fromkeys(((length, t) for length in _PROBE_LENGTHS for t in counts),
                           float("inf"))
     for length in _PROBE_LENGTHS:
-        blocks = [np.ones(length, np.uint32) for _ in range(counts[-1])]
+        blocks = [np.ones((3, length), np.uint32) for _ in range(counts[-1])]
         for _ in range(3):  # interleaved, so that a drift in speed hits every count alike
             for t in counts:
                 times[length, t] = min(times[length, t], _time_passes(blocks[:t]))
@@ -155,11 +155,14 @@ def _measure_threads() -> ThreadPolicy:
 
 
 def _time_passes(blocks) -> float:
-    """Seconds for in-place additions over _PROBE_ELEMENTS elements in all, split evenly
-    between the blocks, one block per thread."""
+    """Seconds for additions over _PROBE_ELEMENTS elements in all, split evenly between the
+    blocks, one block of three rows per thread. Each pass adds two rows into the third, the
+    working set of threefry's passes (two words and a temporary): on a 2-core virtual machine,
+    in-place passes over one row of 2**19 elements ran as fast as over 2**17, while threefry in
+    blocks of 2**19 ran twice as long (its three rows no longer fit in the L2 cache)."""
     def passes(block):
-        for _ in range(_PROBE_ELEMENTS // (len(blocks) * block.shape[0])):
-            np.add(block, block, out=block)
+        for _ in range(_PROBE_ELEMENTS // (len(blocks) * block.shape[-1])):
+            np.add(block[0], block[1], out=block[2])
 
     t0 = time.perf_counter()
     futures = [submit(passes, b) for b in blocks[1:]]

@@ -62,7 +62,7 @@ def main():
             g_best, g_med = timing.best_of(fn, 3, 7, warmup=True)
             print(f"{name:<24}{g_best * 1e3:>11.2f} /{g_med * 1e3:>9.2f}")
             continue
-        number = max(2, timing.calls_per_round(fn, budget=0.25))
+        number = max(2, timing.calls_per_round(fn))
         (g_best, g_med), (j_best, j_med), ratio = timing.interleaved(fn, theirs[name], number, 9)
         print(f"{name:<24}{g_best * 1e3:>11.2f} /{g_med * 1e3:>9.2f}"
               f"{j_best * 1e3:>12.2f} /{j_med * 1e3:>8.2f}{ratio:>8.2f}")

@@ -106,6 +106,24 @@ def test_large_split_writes_keys_straight_into_the_stacked_result(shape):
     assert "stacked_" not in small and "concatenate" in small, small
 
 
+def test_split_inside_a_blocked_run_is_not_stacked(monkeypatch):
+    # With runs from 4096 elements the iota and threefry of a split go block by block; the
+    # stacking then leaves the kernel to the run.
+    from gpuarr.backends import numpy_backend
+    from gpuarr.compiler import passes
+
+    monkeypatch.setattr(numpy_backend, "_RUN_MIN_SIZE", 1 << 12)
+    f = gpuarr.jit(lambda k: random.split(k, 5000))
+    key = random.key(3)
+    src = numpy_backend.source_of(passes.optimize(f.trace(key).jaxpr))
+    assert "run_in_passes" in src and "stacked_" not in src, src
+    got = np.asarray(random.key_data(f(key)))
+    k1, k2 = (int(w) for w in np.asarray(random.key_data(key)))
+    assert got.shape == (5000, 2)
+    for i in (0, 4097, 4999):
+        assert list(got[i]) == _threefry_reference(k1, k2, 0, i)
+
+
 def test_threefry_rules_jit_vmap_jvp():
     keys = np.array([[1, 2], [3, 4], [5, 6]], U32)
     x = np.arange(12, dtype=U32).reshape(3, 4)

@@ -276,7 +276,8 @@ class Codegen:
             last_use, reusable = _buffer_plan(prog)
             outs = _out_plan(prog, last_use, reusable, carries)
             runs = _blocked_runs(prog, last_use) if carries is None else {}
-            stacks = _stacked_kernels(prog)
+            in_runs = {j for start, forms in runs.items() for j in range(start, start + len(forms))}
+            stacks = {j: found for j, found in _stacked_kernels(prog).items() if j not in in_runs}
             folded = {j for _, _, _, merged in stacks.values() for j in merged}
             copied: set[int] = set()
             i = 0

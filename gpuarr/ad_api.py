@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, tree_util
+from gpuarr import core, dtypes
+from gpuarr import pytrees as tree_util
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram
 from gpuarr.dispatch import as_array, to_device_array, wrap

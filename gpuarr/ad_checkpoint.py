@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from gpuarr import tree_util
+from gpuarr import pytrees as tree_util
 from gpuarr.backends import numpy_backend
 from gpuarr.core import (
     ClosedProgram,

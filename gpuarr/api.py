@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, monitoring, placement, profiler, stages, tree_util
+from gpuarr import core, dtypes, monitoring, placement, profiler, stages
+from gpuarr import pytrees as tree_util
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.compile_log import _clock, _log_compile, _log_trace

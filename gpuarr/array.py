@@ -292,7 +292,7 @@ def live_arrays(platform=None) -> list:
 
 def copy_to_host_async(x):
     """Call `copy_to_host_async()` on every leaf of the pytree `x` that has one; returns `x`."""
-    from gpuarr import tree_util
+    from gpuarr import pytrees as tree_util
     for leaf in tree_util.tree_leaves(x):
         copy = getattr(leaf, "copy_to_host_async", None)
         if copy is not None:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gpuarr import dtypes, tree_util
+from gpuarr import dtypes
+from gpuarr import pytrees as tree_util
 from gpuarr import sharding as shd
 from gpuarr.array import Array
 from gpuarr.core import Tracer

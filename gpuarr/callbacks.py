@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import core, dtypes, tree_util
+from gpuarr import core, dtypes
+from gpuarr import pytrees as tree_util
 from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, weak_type_rules
 from gpuarr.interpreters import ad, batching

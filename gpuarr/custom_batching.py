@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, tree_util
+from gpuarr import dtypes
+from gpuarr import pytrees as tree_util
 from gpuarr.backends import numpy_backend
 from gpuarr.core import (
     ClosedProgram,

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import core, tree_util
+from gpuarr import core
+from gpuarr import pytrees as tree_util
 from gpuarr.array import Array
 from gpuarr.backends.numpy_backend import impl_for_values, impl_rules
 from gpuarr.callbacks import _operand

@@ -21,7 +21,8 @@ import threading
 import traceback
 from typing import Any
 
-from gpuarr import core, tree_util
+from gpuarr import core
+from gpuarr import pytrees as tree_util
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

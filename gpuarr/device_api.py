@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import logging
 
-from gpuarr import core, placement, tree_util
+from gpuarr import core, placement
+from gpuarr import pytrees as tree_util
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.dispatch import as_array as _as_array  # noqa: F401

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gpuarr import core, tree_util
+from gpuarr import core
+from gpuarr import pytrees as tree_util
 from gpuarr.core import ClosedProgram, Primitive, abstract_eval_rules
 
 # The calling conventions JAX 0.10.2 reads and writes; gpuarr writes the newest.
@@ -249,7 +250,8 @@ class _Pickler(pickle.Pickler):
 _BUILTINS = {"tuple", "list", "dict", "set", "frozenset", "slice", "complex", "int", "float",
              "bool", "str", "bytes", "bytearray", "range", "object", "NoneType", "Ellipsis"}
 _NUMPY = {"dtype", "ndarray", "_reconstruct", "scalar", "frombuffer"}
-_GPUARR_FUNCTIONS = {("gpuarr.tree_util", "_unpickle")}  # rebuilds registered pytree nodes
+# Rebuild registered pytree nodes (artifacts written before the move name tree_util).
+_GPUARR_FUNCTIONS = {("gpuarr.pytrees", "_unpickle"), ("gpuarr.tree_util", "_unpickle")}
 
 
 class _Unpickler(pickle.Unpickler):

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.tree_util import PyTreeDef, tree_flatten, tree_unflatten
+from gpuarr.pytrees import PyTreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from gpuarr import core, tree_util
+from gpuarr import core
+from gpuarr import pytrees as tree_util
 from gpuarr.api import jit
 from gpuarr.device_api import devices as _devices
 from gpuarr.vmap_api import _broadcast_prefix, vmap

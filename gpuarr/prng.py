@@ -10,10 +10,11 @@ counter `i` (the row-major flat index written as two words, high then low), so `
 
 Typed keys. JAX gives key arrays an extended dtype (`key<fry>`). gpuarr's abstract values only
 hold NumPy dtypes, so a typed key is a `PRNGKeyArray` object wrapping its raw `uint32[..., 2]`
-data and registered with gpuarr.tree_util as a pytree node whose single child is that data.
+data and registered with gpuarr.pytrees as a pytree node whose single child is that data.
 This lets keys flow through jit, vmap, scan and every other transformation with no change to
-the core. It is a deliberate simplification: `tree_util.tree_leaves(key)` gives the key's
-data, where JAX gives the key itself.
+the core: their programs take and return the data (`u32[2]` where JAX prints `key<fry>[]`).
+Users see keys as JAX shows them: `gpuarr.tree_util` treats them as leaves
+(`pytrees.present_as_leaf`), so `tree_leaves(key)` is `[key]`.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ import math
 
 import numpy as np
 
-from gpuarr import dtypes, lax, tree_util
+from gpuarr import dtypes, lax
+from gpuarr import pytrees as tree_util
 from gpuarr.backends.host_threads import run_in_cache_blocks, thread_buffer
 from gpuarr.backends.numpy_backend import block_kernel_rules, impl_rules
 from gpuarr.config import _check_prng_impl, config
@@ -471,6 +473,7 @@ def _broadcast_to(x, shape):
 
 tree_util.register_pytree_node(
     PRNGKeyArray, lambda k: ((k._base_array,), None), lambda _, children: PRNGKeyArray(children[0]))
+tree_util.present_as_leaf(PRNGKeyArray)  # a leaf to users, as in JAX (gpuarr.tree_util)
 
 
 def check_key_data(data):

@@ -16,7 +16,8 @@ import functools
 import inspect
 import math
 
-from gpuarr import core, tree_util
+from gpuarr import core
+from gpuarr import pytrees as tree_util
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer

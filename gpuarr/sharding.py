@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from gpuarr import tree_util
+from gpuarr import pytrees as tree_util
 
 __all__ = [
     "AbstractDevice", "AbstractMesh", "AxisType", "ManualAxisType", "Mesh", "NamedSharding",

@@ -15,7 +15,7 @@ from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from gpuarr import tree_util
+from gpuarr import pytrees as tree_util
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, ShapedArray, subprograms
 
 

@@ -11,7 +11,8 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import api, dtypes, tree_util
+from gpuarr import api, dtypes
+from gpuarr import pytrees as tree_util
 from gpuarr.config import enable_x64
 
 __all__ = ["check_close", "check_grads", "check_jvp", "check_vjp", "numerical_jvp"]

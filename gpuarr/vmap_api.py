@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, sharding, tree_util
+from gpuarr import core, sharding
+from gpuarr import pytrees as tree_util
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer

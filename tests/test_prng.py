@@ -232,12 +232,32 @@ def test_wrap_key_data_roundtrip_and_errors():
         random.key(0, impl="rbg")
 
 
-def test_key_is_a_pytree_of_its_data():
+def test_key_is_a_pytree_leaf_to_users_and_its_data_to_transformations():
+    tu = gpuarr.tree_util
     k = random.key(1)
-    leaves, tree = gpuarr.tree_util.tree_flatten(k)
-    assert len(leaves) == 1 and leaves[0].dtype == np.uint32 and leaves[0].shape == (2,)
-    back = gpuarr.tree_util.tree_unflatten(tree, leaves)
-    assert isinstance(back, random.PRNGKeyArray) and bool(back == k)
+    keys = random.split(k, 3)
+    state = {"k": keys, "x": np.float32(1.0)}
+    leaves, tree = tu.tree_flatten(state)
+    assert leaves[0] is keys and tree == tu.tree_structure({"k": 0, "x": 0})
+    assert str(tu.tree_structure(k)) == "PyTreeDef(*)"
+    assert tu.tree_leaves([k, (keys,)]) == [k, keys]
+    assert gpuarr.tree.map(lambda x: x.shape, state) == {"k": (3,), "x": ()}
+    assert tu.tree_map(lambda a, b: a is b, state, state) == {"k": True, "x": True}
+    assert [p for p, _ in tu.tree_leaves_with_path(state)] == [(tu.DictKey("k"),),
+                                                               (tu.DictKey("x"),)]
+    assert tu.all_leaves([k, keys]) and tu.tree_reduce(lambda a, b: b, [1, k]) is k
+    back = tu.tree_unflatten(tree, leaves)
+    assert back["k"] is keys
+    # gpuarr.pytrees, which the transformations use, flattens a key into its raw data.
+    data, node = gpuarr.pytrees.tree_flatten(k)
+    assert len(data) == 1 and data[0].dtype == np.uint32 and data[0].shape == (2,)
+    again = node.unflatten(data)
+    assert isinstance(again, random.PRNGKeyArray) and bool(again == k)
+    jax = pytest.importorskip("jax")
+    jk = jax.random.split(jax.random.key(1), 3)
+    assert jax.tree.map(lambda x: x.shape, {"k": jk, "x": np.float32(1.0)}) == \
+        gpuarr.tree.map(lambda x: x.shape, state)
+    assert str(jax.tree_util.tree_structure(jk)) == str(tu.tree_structure(keys))
 
 
 # ---------------------------------------------------------------- keys through transformations

@@ -11,9 +11,10 @@ import sys
 import numpy as np
 import pytest
 
+from gpuarr import pytrees
 from gpuarr import tree_util as tu
 
-MODULE_PATH = pathlib.Path(tu.__file__)
+MODULE_PATH = pathlib.Path(pytrees.__file__)  # the implementation: a leaf module
 
 
 # ---------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from gpuarr import numpy as jnp
-from gpuarr import tree, tree_util
+from gpuarr import pytrees as tree_util
+from gpuarr import tree
 
 __all__ = [
     "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads",

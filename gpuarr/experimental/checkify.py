@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dtypes, errors, tree_util
+from gpuarr import dtypes, errors
 from gpuarr import numpy as jnp
+from gpuarr import pytrees as tree_util
 from gpuarr.ad_checkpoint import remat_p
 from gpuarr.api import jit_p
 from gpuarr.array import Array

@@ -22,8 +22,9 @@ import weakref
 from collections.abc import Callable
 from functools import partial
 
-from gpuarr import lax, tree_util
+from gpuarr import lax
 from gpuarr import numpy as jnp
+from gpuarr import pytrees as tree_util
 from gpuarr.ad_checkpoint import remat_p
 from gpuarr.api import jit_p
 from gpuarr.array import Array

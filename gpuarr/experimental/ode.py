@@ -19,8 +19,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, lax, tree_util
+from gpuarr import core, dtypes, lax
 from gpuarr import numpy as jnp
+from gpuarr import pytrees as tree_util
 from gpuarr.ad_api import vjp
 from gpuarr.api import jit
 from gpuarr.config import config

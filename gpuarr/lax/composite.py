@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import tree_util
+from gpuarr import pytrees as tree_util
 from gpuarr.backends import numpy_backend
 from gpuarr.core import Primitive, Tracer, abstract_eval_rules, get_aval
 from gpuarr.dispatch import as_array

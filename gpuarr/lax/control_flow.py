@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, tree_util
+from gpuarr import dtypes
+from gpuarr import pytrees as tree_util
 from gpuarr.backends.numpy_backend import compile_program, impl_rules, inline_rules
 from gpuarr.core import (
     ClosedProgram,

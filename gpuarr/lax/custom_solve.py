@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpuarr import tree_util
+from gpuarr import pytrees as tree_util
 from gpuarr.backends.numpy_backend import impl_rules, inline_rules
 from gpuarr.core import Primitive, abstract_eval_rules, eval_closed, get_aval, weak_type_rules
 from gpuarr.custom_derivatives import SymbolicZero, _eval_call, custom_jvp

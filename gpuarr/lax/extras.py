@@ -12,7 +12,8 @@ from typing import Any, Union
 
 import numpy as np
 
-from gpuarr import dtypes, tree_util
+from gpuarr import dtypes
+from gpuarr import pytrees as tree_util
 from gpuarr.backends.numpy_backend import expr_rules, impl_rules
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval, weak_type_rules
 from gpuarr.interpreters import ad, batching

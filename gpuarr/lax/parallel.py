@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import tree_util
+from gpuarr import pytrees as tree_util
 from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad, batching

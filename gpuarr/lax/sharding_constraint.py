@@ -9,7 +9,8 @@ unchanged, with no equation in the program.
 """
 from __future__ import annotations
 
-from gpuarr import core, tree_util
+from gpuarr import core
+from gpuarr import pytrees as tree_util
 from gpuarr import sharding as shd
 from gpuarr.array import Array
 from gpuarr.core import Tracer

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from gpuarr import tree_util
+from gpuarr import pytrees as tree_util
 from gpuarr.core import get_aval
 from gpuarr.interpreters import batching
 from gpuarr.prng import PRNGKeyArray

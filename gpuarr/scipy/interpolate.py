@@ -17,7 +17,7 @@ from gpuarr import dtypes
 from gpuarr import numpy as jnp
 from gpuarr.core import get_aval
 from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
-from gpuarr.tree_util import register_pytree_node
+from gpuarr.pytrees import register_pytree_node
 
 __all__ = ["RegularGridInterpolator"]
 

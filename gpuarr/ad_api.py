@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import core, dtypes, pytrees
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram
 from gpuarr.dispatch import as_array, to_device_array, wrap
@@ -83,7 +82,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     whose leaves are the residuals of the forward pass, so it can be returned from a jitted
     function and passed into one, as in JAX."""
     _no_reduce_axes(reduce_axes, "vjp")
-    flat_primals, in_tree = tree_util.tree_flatten(primals)
+    flat_primals, in_tree = pytrees.tree_flatten(primals)
     store: dict = {}
     flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "vjp")
     flat_primals = [_as_array(p) for p in flat_primals]
@@ -94,7 +93,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
                     tuple(core.get_aval(p) for p in primals_out),
                     tuple(core.get_aval(a) for a in aux_out))
     vjp_fn = VJP(meta, list(linear.consts))
-    return _attach_aux((tree_util.tree_unflatten(out_tree, primals_out), vjp_fn), store, aux_out,
+    return _attach_aux((pytrees.tree_unflatten(out_tree, primals_out), vjp_fn), store, aux_out,
                        has_aux)
 
 
@@ -119,7 +118,7 @@ class VJP:
 
     def __call__(self, cotangents):
         program, in_tree, out_tree, in_avals, out_avals, aux_avals = self._meta
-        cts, ct_tree = tree_util.tree_flatten(cotangents)
+        cts, ct_tree = pytrees.tree_flatten(cotangents)
         if ct_tree != out_tree:
             raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
                              f"returned by `jax.vjp` must match the pytree structure of the "
@@ -141,10 +140,10 @@ class VJP:
         cts += [Zero(ad.tangent_aval(a)) for a in aux_avals]
         cts_in = ad.backward_pass(ClosedProgram(program, list(self.residuals)), cts)
         cts_in = [_match_aval(_zero_or(ct, aval), aval) for ct, aval in zip(cts_in, in_avals)]
-        return tree_util.tree_unflatten(in_tree, cts_in)
+        return pytrees.tree_unflatten(in_tree, cts_in)
 
 
-tree_util.register_pytree_node(VJP, lambda f: (f.residuals, f._meta),
+pytrees.register_pytree_node(VJP, lambda f: (f.residuals, f._meta),
                                lambda meta, residuals: VJP(meta, list(residuals)))
 
 
@@ -179,18 +178,18 @@ def _flatten_fun_aux(fun, in_tree, has_aux, store, what):
     """`fun` over flat inputs returning its output leaves followed by its aux leaves (aux
     values leave the transformation as plain primal values, as in JAX)."""
     def flat_fun(*flat):
-        out = fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+        out = fun(*pytrees.tree_unflatten(in_tree, list(flat)))
         aux_leaves = []
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError("expected function with aux output to return a two-element "
                                 f"tuple, but got type {type(out)} with value {out!r}")
             out, aux = out
-            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+            aux_leaves, store["aux_tree"] = pytrees.tree_flatten(aux)
             # Aux leaves that are not arrays (strings, objects) skip the trace, as in JAX.
             store["aux_kept"] = [None if _is_traceable(a) else a for a in aux_leaves]
             aux_leaves = [a for a in aux_leaves if _is_traceable(a)]
-        leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        leaves, store["out_tree"] = pytrees.tree_flatten(out)
         store["n_out"] = len(leaves)
         return leaves + aux_leaves
 
@@ -209,7 +208,7 @@ def _attach_aux(res, store, aux_leaves, has_aux):
         return res
     traced = iter(aux_leaves)
     leaves = [next(traced) if k is None else k for k in store["aux_kept"]]
-    return res + (tree_util.tree_unflatten(store["aux_tree"], leaves),)
+    return res + (pytrees.tree_unflatten(store["aux_tree"], leaves),)
 
 
 def _zero_or(ct, aval):
@@ -260,7 +259,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                             f"caller, but got only {len(args)} positional arguments.")
         argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)
-        for leaf in tree_util.tree_leaves(diff_args):
+        for leaf in pytrees.tree_leaves(diff_args):
             _check_input_dtype(leaf, allow_int, "grad", holomorphic)
 
         partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
@@ -283,7 +282,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
 def _check_scalar(ans):
     """The aval of `ans`, which must be one scalar array (JAX's messages otherwise)."""
     msg = "Gradient only defined for scalar-output functions. Output {}.".format
-    if isinstance(ans, (tuple, list, dict)) or len(tree_util.tree_leaves(ans)) != 1:
+    if isinstance(ans, (tuple, list, dict)) or len(pytrees.tree_leaves(ans)) != 1:
         raise TypeError(msg(f"was {ans}"))
     aval = core.get_aval(ans)
     if aval.shape != ():
@@ -337,8 +336,8 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
                         f"{type(primals).__name__} and {type(tangents).__name__}.")
-    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
-    flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
+    flat_p, in_tree = pytrees.tree_flatten(tuple(primals))
+    flat_t, t_tree = pytrees.tree_flatten(tuple(tangents))
     if in_tree != t_tree:
         raise TypeError(f"primal and tangent arguments to jax.jvp must have the same tree "
                         f"structure; primals have tree structure {in_tree} whereas tangents have "
@@ -365,23 +364,23 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     outs_p, aux, out_tree = _split_aux(store, outs_p)
     outs_t = outs_t[:len(outs_p)]
     outs_t = [_zero_or(t, core.get_aval(p)) for t, p in zip(outs_t, outs_p)]
-    res = (tree_util.tree_unflatten(out_tree, outs_p), tree_util.tree_unflatten(out_tree, outs_t))
+    res = (pytrees.tree_unflatten(out_tree, outs_p), pytrees.tree_unflatten(out_tree, outs_t))
     return _attach_aux(res, store, aux, has_aux)
 
 
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the staged linear map."""
-    flat_p, in_tree = tree_util.tree_flatten(primals)
+    flat_p, in_tree = pytrees.tree_flatten(primals)
     store: dict = {}
     flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "linearize")
     flat_p = [_as_array(p) for p in flat_p]
     outs_p, linear = ad.linearize_flat(flat_fun, flat_p)
     outs_p, aux, out_tree = _split_aux(store, outs_p)
     # A Partial over the residuals, so f_jvp is a pytree (it can leave a jitted function).
-    f_jvp = tree_util.Partial(_LinearJVP(linear.program, linear.out_avals, in_tree, out_tree,
+    f_jvp = pytrees.Partial(_LinearJVP(linear.program, linear.out_avals, in_tree, out_tree,
                                          len(outs_p), [core.get_aval(p) for p in flat_p]),
                               list(linear.consts))
-    return _attach_aux((tree_util.tree_unflatten(out_tree, outs_p), f_jvp), store, aux, has_aux)
+    return _attach_aux((pytrees.tree_unflatten(out_tree, outs_p), f_jvp), store, aux, has_aux)
 
 
 def _check_linearized_tangent(t_aval, p_aval):
@@ -404,7 +403,7 @@ class _LinearJVP:
         self.in_avals = in_avals
 
     def __call__(self, residuals, *tangents):
-        flat_t, t_tree = tree_util.tree_flatten(tangents)
+        flat_t, t_tree = pytrees.tree_flatten(tangents)
         if t_tree != self.in_tree:
             raise TypeError(f"expected {self.in_tree}, got {t_tree}")
         for t, p in zip(flat_t, self.in_avals):
@@ -415,7 +414,7 @@ class _LinearJVP:
         # types: a tangent that is a Python scalar, a strongly typed scalar for a weakly typed
         # primal or a narrower float passes through eager evaluation with its own type.
         outs = [_match_aval(o, a) for o, a in zip(outs, self.out_avals)]
-        return tree_util.tree_unflatten(self.out_tree, outs)
+        return pytrees.tree_unflatten(self.out_tree, outs)
 
 
 def _std_basis(flat_avals):
@@ -469,7 +468,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     def jacfun(*args, **kwargs):
         argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)
-        flat_in, in_tree = tree_util.tree_flatten(diff_args)
+        flat_in, in_tree = pytrees.tree_flatten(diff_args)
         flat_in = [_as_array(x) for x in flat_in]
         for x in flat_in:
             _jacfwd_check(x, holomorphic)
@@ -478,7 +477,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
 
         def partial_flat(*flat):
-            return partial_fun(*tree_util.tree_unflatten(in_tree, list(flat)))
+            return partial_fun(*pytrees.tree_unflatten(in_tree, list(flat)))
 
         def push(*basis):
             res = jvp(partial_flat, tuple(flat_in), tuple(basis), has_aux=has_aux)
@@ -488,18 +487,18 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             # The primal output (and aux) come back stacked, one copy per basis vector: keep one.
             out_axes = (0, -1, 0) if has_aux else (0, -1)
             out = vmap(push, in_axes=0, out_axes=out_axes)(*_std_basis(in_avals))
-            first = functools.partial(tree_util.tree_map, lambda v: v[0])
+            first = functools.partial(pytrees.tree_map, lambda v: v[0])
             out = (first(out[0]), out[1]) + ((first(out[2]),) if has_aux else ())
         else:  # no basis vectors to map over: one jvp gives the outputs, the blocks are empty
             out = push(*[np.zeros(a.shape, a.dtype) for a in in_avals])
-            out = (out[0], tree_util.tree_map(
+            out = (out[0], pytrees.tree_map(
                 lambda t: np.zeros(np.shape(t) + (0,), t.dtype), out[1])) + tuple(out[2:])
         y, jac_flat = out[0], out[1]
-        y_leaves, y_tree = tree_util.tree_flatten(y)
+        y_leaves, y_tree = pytrees.tree_flatten(y)
         if holomorphic:  # otherwise jacfwd takes outputs of any dtype
             for yl in y_leaves:
                 _check_output_dtype(core.get_aval(yl), holomorphic, "jacfwd")
-        jac_leaves = tree_util.tree_leaves(jac_flat)
+        jac_leaves = pytrees.tree_leaves(jac_flat)
         from gpuarr import lax
         per_out = []
         for yl, jl in zip(y_leaves, jac_leaves):
@@ -509,8 +508,8 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                 piece = lax.slice_in_dim(jl, start, start + a.size, axis=len(shape))
                 blocks.append(_downcast(lax.reshape(piece, shape + a.shape), yl))
                 start += a.size
-            per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
-        jac = tree_util.tree_unflatten(y_tree, per_out)
+            per_out.append(_pack_argnums(pytrees.tree_unflatten(in_tree, blocks), argnums))
+        jac = pytrees.tree_unflatten(y_tree, per_out)
         return (jac, out[2]) if has_aux else jac
 
     return jacfun
@@ -530,7 +529,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     def jacfun(*args, **kwargs):
         argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)
-        for x in tree_util.tree_leaves(diff_args):
+        for x in pytrees.tree_leaves(diff_args):
             _check_input_dtype(x, allow_int, "jacrev", holomorphic)
 
         partial_fun = _with_args_at(fun, args, kwargs, argnums_t)
@@ -539,17 +538,17 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             y, pullback, aux = vjp(partial_fun, *diff_args, has_aux=True)
         else:
             y, pullback = vjp(partial_fun, *diff_args)
-        y_leaves, y_tree = tree_util.tree_flatten(y)
+        y_leaves, y_tree = pytrees.tree_flatten(y)
         y_avals = [core.get_aval(v) for v in y_leaves]
         for a in y_avals:
             _check_output_dtype(a, holomorphic, "jacrev")
         basis = _std_basis(y_avals)
 
         def pull(*cts):
-            return tree_util.tree_leaves(pullback(tree_util.tree_unflatten(y_tree, list(cts))))
+            return pytrees.tree_leaves(pullback(pytrees.tree_unflatten(y_tree, list(cts))))
 
         cts_flat = vmap(pull)(*basis)
-        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
+        in_leaves, in_tree = pytrees.tree_flatten(diff_args)
         from gpuarr import lax
         per_out, start = [], 0
         for ya in y_avals:
@@ -562,8 +561,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                 blocks.append(_downcast(lax.reshape(
                     lax.slice_in_dim(c, start, start + ya.size, axis=0), shape), xa))
             start += ya.size
-            per_out.append(_pack_argnums(tree_util.tree_unflatten(in_tree, blocks), argnums))
-        jac = tree_util.tree_unflatten(y_tree, per_out)
+            per_out.append(_pack_argnums(pytrees.tree_unflatten(in_tree, blocks), argnums))
+        jac = pytrees.tree_unflatten(y_tree, per_out)
         return (jac, aux) if has_aux else jac
 
     return jacfun
@@ -583,10 +582,10 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     `primals`: returns `f_t(cotangent) -> tuple of input cotangents` (jax.linear_transpose)."""
     _no_reduce_axes(reduce_axes, "transpose")
     from gpuarr.api import _leaf_aval  # primals may be ShapeDtypeStructs, as in JAX
-    flat_p, in_tree = tree_util.tree_flatten(primals)
+    flat_p, in_tree = pytrees.tree_flatten(primals)
     given_avals = [_leaf_aval(p) for p in flat_p]  # results take their weak types
     in_avals = [a.strip_weak_type() for a in given_avals]
-    flat_fun, out_tree_of = tree_util.flatten_fun(fun, in_tree)
+    flat_fun, out_tree_of = pytrees.flatten_fun(fun, in_tree)
     # Stage the function with every input unknown; what does not depend on the inputs is
     # evaluated now, and the rest (linear in the inputs) is what gets transposed.
     closed = pe.trace_to_program(flat_fun, in_avals)
@@ -598,7 +597,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
                                         unknown.eqns, unknown.outvars),
                            known_vals[len(known_vals) - num_res:])
     # A Partial over the constants of the linear map, so the transpose is a pytree.
-    return tree_util.Partial(_LinearTranspose(linear.program, in_tree, out_tree_of(),
+    return pytrees.Partial(_LinearTranspose(linear.program, in_tree, out_tree_of(),
                                               closed.out_avals, out_unknowns, given_avals),
                              list(linear.consts))
 
@@ -621,7 +620,7 @@ class _LinearTranspose:
         self.out_avals, self.out_unknowns, self.in_avals = out_avals, out_unknowns, in_avals
 
     def __call__(self, consts, out_cotangent):
-        cts, ct_tree = tree_util.tree_flatten(out_cotangent)
+        cts, ct_tree = pytrees.tree_flatten(out_cotangent)
         if ct_tree != self.out_tree:
             raise TypeError(f"cotangent tree does not match function output, expected "
                             f"{self.out_tree} but got {ct_tree}")
@@ -635,5 +634,5 @@ class _LinearTranspose:
         cts_in = ad.backward_pass(ClosedProgram(self.program, list(consts)), cts)
         # Arrays of the inputs' types (JAX instantiates zeros of the input type, not float0).
         cts_in = [_as_array(ad.instantiate(c) if type(c) is Zero else c) for c in cts_in]
-        return tree_util.tree_unflatten(self.in_tree, [_match_aval(c, a)
+        return pytrees.tree_unflatten(self.in_tree, [_match_aval(c, a)
                                                        for c, a in zip(cts_in, self.in_avals)])

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from gpuarr import pytrees as tree_util
+from gpuarr import pytrees
 from gpuarr.backends import numpy_backend
 from gpuarr.core import (
     ClosedProgram,
@@ -287,19 +287,19 @@ def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True,
         static = _static_positions(static_argnums, len(args))
         dyn = [a for i, a in enumerate(args) if i not in static]
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
-        flat, in_tree = tree_util.tree_flatten((tuple(dyn), dyn_kwargs))
+        flat, in_tree = pytrees.tree_flatten((tuple(dyn), dyn_kwargs))
 
         def call(dargs, kw):
             it = iter(dargs)
             kw = {k: kw[k] if k in kw else v for k, v in kwargs.items()}  # keep the call's order
             return fun(*[a if i in static else next(it) for i, a in enumerate(args)], **kw)
 
-        flat_fun, out_tree = tree_util.flatten_fun(call, in_tree)
+        flat_fun, out_tree = pytrees.flatten_fun(call, in_tree)
         closed = pe.trace_to_program(flat_fun, [get_aval(x) for x in flat])
         closed, hoisted = pe.hoist_tracer_consts(closed)
         outs = remat_p.bind(*hoisted, *flat, differentiated=False, jaxpr=closed, policy=policy,
                             prevent_cse=prevent_cse)
-        return tree_util.tree_unflatten(out_tree(), outs)
+        return pytrees.tree_unflatten(out_tree(), outs)
 
     return wrapped
 

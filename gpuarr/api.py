@@ -13,8 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, monitoring, placement, profiler, stages
-from gpuarr import pytrees as tree_util
+from gpuarr import core, dtypes, monitoring, placement, profiler, pytrees, stages
 from gpuarr.array import Array
 from gpuarr.backends import numpy_backend
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
@@ -222,7 +221,7 @@ class _CacheEntry:
         self.fn = fn
         self.out_tree = out_tree
         self.out_weak = out_weak
-        self.single = out_tree == tree_util.tree_structure(0)
+        self.single = out_tree == pytrees.tree_structure(0)
         self.platform_obj = platform
         # Only platforms whose buffers live on a device (cuda) wrap outputs with the platform;
         # cpu and opencl return host NumPy arrays.
@@ -234,7 +233,7 @@ class _CacheEntry:
         results = [Array(o, w, platform=plat) for o, w in zip(outs, self.out_weak)]
         if flat:
             return results
-        return results[0] if self.single else tree_util.tree_unflatten(self.out_tree, results)
+        return results[0] if self.single else pytrees.tree_unflatten(self.out_tree, results)
 
 
 class _HashableStatic:
@@ -326,7 +325,7 @@ class Jitted:
                         return Array(o if type(o) is np.ndarray else np.asarray(o), entry.out_weak[0])
                     results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
                                for o, w in zip(outs, entry.out_weak)]
-                    return tree_util.tree_unflatten(entry.out_tree, results)
+                    return pytrees.tree_unflatten(entry.out_tree, results)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -336,7 +335,7 @@ class Jitted:
             dyn_args, dyn_kwargs, statics, arg_names = self._split_static(args, kwargs)
         else:
             dyn_args, dyn_kwargs, statics, arg_names = args, {}, (), None
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = pytrees.tree_flatten((dyn_args, dyn_kwargs))
         try:
             sigs = tuple(map(_leaf_signature, leaves))
         except TypeError:
@@ -388,7 +387,7 @@ class Jitted:
                 self._check_nans(entry, bufs, results)
             if self._shardings is not None and self._shardings[1] is not None:
                 _attach_shardings(results, self._out_shardings(entry.out_tree, entry.closed))
-            return tree_util.tree_unflatten(entry.out_tree, results)
+            return pytrees.tree_unflatten(entry.out_tree, results)
         # Under a transformation: stage a jit equation; its rules transform the Program.
         staged_programs = self._staged_programs()
         staged = staged_programs.get(key)
@@ -405,7 +404,7 @@ class Jitted:
             outs = core.eval_program(closed.program, closed.consts, [*hoisted, *leaves])
         else:
             outs = jit_p.bind(*hoisted, *leaves, name=self._name, jaxpr=closed)
-        return tree_util.tree_unflatten(out_tree, list(outs))
+        return pytrees.tree_unflatten(out_tree, list(outs))
 
     def _bad_argument(self, leaves, in_tree, arg_names, statics):
         """Raise JAX's TypeError naming the first argument that is not an array type."""
@@ -441,7 +440,7 @@ class Jitted:
                                     "pjit arguments")
         if out_s is not None:
             flat = flat + [shd.sharding_for_spec(mesh, x, "out_shardings", "jit")
-                           for x in tree_util.tree_leaves(out_s, is_leaf=lambda x: x is None)]
+                           for x in pytrees.tree_leaves(out_s, is_leaf=lambda x: x is None)]
         device = shd.common_device(flat, f"jit({self._name})")
         if committed is not None and device is not None and committed != device:
             raise ValueError(f"Received incompatible devices for jitted computation "
@@ -508,7 +507,7 @@ class Jitted:
         out_tree_box = []
 
         def flat_fun(*flat):
-            dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(flat))
+            dyn_args, dyn_kwargs = pytrees.tree_unflatten(in_tree, list(flat))
             args, it = [], iter(dyn_args)
             total = len(dyn_args) + sum(1 for k in static_pos if isinstance(k, int))
             for i in range(total):
@@ -516,7 +515,7 @@ class Jitted:
             kwargs = dict(dyn_kwargs)
             kwargs.update({k: v for k, v in static_pos.items() if isinstance(k, str)})
             out = self._fun(*args, **kwargs)
-            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_leaves, out_tree = pytrees.tree_flatten(out)
             out_tree_box.append(out_tree)
             _check_returned(out, "jit", self._fun)
             return out_leaves
@@ -562,7 +561,7 @@ class Jitted:
         donated = []
         for i in self._donate_argnums:
             if i < len(args):
-                donated.extend(x for x in tree_util.tree_leaves(args[i]) if type(x) is Array)
+                donated.extend(x for x in pytrees.tree_leaves(args[i]) if type(x) is Array)
         usable = [(r.shape, r.dtype) for r in results]
         unusable = []
         for x in donated:
@@ -608,7 +607,7 @@ class Jitted:
     def trace(self, *args, **kwargs) -> stages.Traced:
         """Trace for the signature of `args` (arrays or ShapeDtypeStructs) without compiling."""
         dyn_args, dyn_kwargs, statics, arg_names = self._split_static(args, kwargs)
-        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, in_tree = pytrees.tree_flatten((dyn_args, dyn_kwargs))
         sigs = tuple(_leaf_aval(x) if isinstance(x, ShapeDtypeStruct) else _leaf_signature(x)
                      for x in leaves)
         if self._shardings is not None:
@@ -618,9 +617,9 @@ class Jitted:
         if self._shardings is not None and self._shardings[1] is not None:
             out_flat = self._out_shardings(out_tree, closed)
         donated = set(_donated_positions(args, leaves, self._donate_argnums))
-        args_info = tree_util.tree_unflatten(in_tree, [
+        args_info = pytrees.tree_unflatten(in_tree, [
             stages.ArgInfo(a, i in donated) for i, a in enumerate(closed.in_avals)])
-        out_info = tree_util.tree_unflatten(out_tree, [
+        out_info = pytrees.tree_unflatten(out_tree, [
             ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type,
                              sharding=None if out_flat is None else _sharding_or_none(out_flat[i]))
             for i, a in enumerate(closed.out_avals)])
@@ -693,13 +692,13 @@ def _run_entry(entry: _CacheEntry, leaves, name: str = ""):
         return entry.wrap_outputs(outs)
     results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
                for o, w in zip(outs, entry.out_weak)]
-    return results[0] if entry.single else tree_util.tree_unflatten(entry.out_tree, results)
+    return results[0] if entry.single else pytrees.tree_unflatten(entry.out_tree, results)
 
 
 def _run_with_shardings(run, shardings, leaves):
     """A compiled entry's outputs, each reporting its out_sharding."""
     out = run(leaves)
-    _attach_shardings(tree_util.tree_leaves(out), shardings)
+    _attach_shardings(pytrees.tree_leaves(out), shardings)
     return out
 
 
@@ -808,17 +807,17 @@ def _leaf_arg_names(in_tree, arg_names, sig, statics):
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     static_idx = {k for k, _ in statics if isinstance(k, int)}
     dyn_names = [p for i, p in enumerate(params) if i not in static_idx]
-    dummy = tree_util.tree_unflatten(in_tree, list(range(n_dyn)))
+    dummy = pytrees.tree_unflatten(in_tree, list(range(n_dyn)))
     names = [""] * n_dyn
-    for path, leaf in tree_util.tree_flatten_with_path(dummy)[0]:
-        if len(path) >= 2 and path[0] == tree_util.SequenceKey(0):
+    for path, leaf in pytrees.tree_flatten_with_path(dummy)[0]:
+        if len(path) >= 2 and path[0] == pytrees.SequenceKey(0):
             idx = path[1].idx
             base = dyn_names[idx] if idx < len(dyn_names) else f"args[{idx}]"
         elif len(path) >= 2:
             base = path[1].key
         else:
             base = ""
-        rest = tree_util.keystr(path[2:]) if len(path) > 2 else ""
+        rest = pytrees.keystr(path[2:]) if len(path) > 2 else ""
         names[leaf] = f"{base}{rest}"
     return names
 
@@ -884,9 +883,9 @@ def _jit_shardings(in_shardings, out_shardings, device, backend):
 
 def _result_paths(out_tree) -> list[str]:
     """`result`, `result[0]`, `result['a']`: how JAX names each output in messages."""
-    dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
-    return [f"result{tree_util.keystr(path)}"
-            for path, _ in tree_util.tree_flatten_with_path(dummy)[0]]
+    dummy = pytrees.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    return [f"result{pytrees.keystr(path)}"
+            for path, _ in pytrees.tree_flatten_with_path(dummy)[0]]
 
 
 def _attach_shardings(results, shardings) -> None:
@@ -967,16 +966,16 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=Fal
         nums = {i % len(args) if i < 0 else i for i in static_argnums} if args else set()
         statics = {i: a for i, a in enumerate(args) if i in nums}
         dyn = [a for i, a in enumerate(args) if i not in nums]
-        leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
+        leaves, in_tree = pytrees.tree_flatten((dyn, kwargs))
         avals = [_leaf_aval(x) for x in leaves]
         out_box = []
 
         def flat_fun(*flat):
-            dyn_args, kw = tree_util.tree_unflatten(in_tree, list(flat))
+            dyn_args, kw = pytrees.tree_unflatten(in_tree, list(flat))
             it = iter(dyn_args)
             full = [statics[i] if i in statics else next(it) for i in range(len(args))]
             out = fun(*full, **kw)
-            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_leaves, out_tree = pytrees.tree_flatten(out)
             out_box.append((out, out_tree))
             return out_leaves
 
@@ -992,7 +991,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape=Fal
         if return_shape:
             out_tree = out_box[0][1]
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
-            return closed, tree_util.tree_unflatten(out_tree, shapes)
+            return closed, pytrees.tree_unflatten(out_tree, shapes)
         return closed
 
     return make
@@ -1055,7 +1054,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
 def _donated_positions(args, leaves, donate_argnums) -> tuple:
     """Flat input positions of the leaves of donated positional arguments."""
     donated = {id(x) for i in donate_argnums if i < len(args)
-               for x in tree_util.tree_leaves(args[i]) if type(x) is Array}
+               for x in pytrees.tree_leaves(args[i]) if type(x) is Array}
     return tuple(k for k, leaf in enumerate(leaves) if id(leaf) in donated)
 
 

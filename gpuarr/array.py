@@ -292,8 +292,8 @@ def live_arrays(platform=None) -> list:
 
 def copy_to_host_async(x):
     """Call `copy_to_host_async()` on every leaf of the pytree `x` that has one; returns `x`."""
-    from gpuarr import pytrees as tree_util
-    for leaf in tree_util.tree_leaves(x):
+    from gpuarr import pytrees
+    for leaf in pytrees.tree_leaves(x):
         copy = getattr(leaf, "copy_to_host_async", None)
         if copy is not None:
             copy()

@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import dtypes, pytrees
 from gpuarr import sharding as shd
 from gpuarr.array import Array
 from gpuarr.core import Tracer
@@ -189,18 +188,18 @@ def make_array_from_single_device_arrays(shape, sharding, arrays: Sequence[Array
 def _broadcast_prefix(prefix, full, is_leaf=None) -> list:
     """One entry of the prefix tree `prefix` per leaf of `full`, with JAX's message when
     `prefix` is not a prefix of `full`."""
-    leaves, treedef = tree_util.tree_flatten(prefix, is_leaf=is_leaf)
+    leaves, treedef = pytrees.tree_flatten(prefix, is_leaf=is_leaf)
     try:
         subtrees = treedef.flatten_up_to(full)
     except ValueError:
         leaf_at = None if is_leaf is None else (lambda _, x: is_leaf(x))
-        makers = list(tree_util._prefix_errors((), prefix, full, leaf_at))
+        makers = list(pytrees._prefix_errors((), prefix, full, leaf_at))
         if not makers:
             raise
         raise ValueError(makers[0]("broadcast_prefix prefix_tree")) from None
     out = []
     for leaf, sub in zip(leaves, subtrees):
-        out.extend([leaf] * tree_util.tree_structure(sub).num_leaves)
+        out.extend([leaf] * pytrees.tree_structure(sub).num_leaves)
     return out
 
 
@@ -212,7 +211,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     one process, each `global_shape` must be None or the data's own shape (ValueError
     otherwise), and the data is put on the sharding's device (`device_put(local_data,
     sharding)`), committed and reporting `sharding`."""
-    data_flat, treedef = tree_util.tree_flatten(local_data)
+    data_flat, treedef = pytrees.tree_flatten(local_data)
     shardings = _broadcast_prefix(sharding, local_data)
     shapes = _broadcast_prefix(global_shape, local_data,
                                is_leaf=lambda x: x is None or isinstance(x, tuple))
@@ -224,4 +223,4 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
                 f"global_shape={s} and local_data.shape={np.shape(d)}.")
     from gpuarr.device_api import device_put
     out = [device_put(d, s) for d, s in zip(data_flat, shardings)]
-    return tree_util.tree_unflatten(treedef, out)
+    return pytrees.tree_unflatten(treedef, out)

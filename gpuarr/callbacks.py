@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import core, dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import core, dtypes, pytrees
 from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, weak_type_rules
 from gpuarr.interpreters import ad, batching
@@ -39,11 +38,11 @@ class _FlatCallback:
     compare equal (CSE may merge pure ones)."""
 
     callback_func: Callable[..., Any]
-    in_tree: tree_util.PyTreeDef
+    in_tree: pytrees.PyTreeDef
 
     def __call__(self, *flat_args):
-        args, kwargs = tree_util.tree_unflatten(self.in_tree, list(flat_args))
-        return tree_util.tree_leaves(self.callback_func(*args, **kwargs))
+        args, kwargs = pytrees.tree_unflatten(self.in_tree, list(flat_args))
+        return pytrees.tree_leaves(self.callback_func(*args, **kwargs))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +104,7 @@ def _operand(x):
 
 
 def _result_avals(result_shape_dtypes):
-    leaves, out_tree = tree_util.tree_flatten(result_shape_dtypes)
+    leaves, out_tree = pytrees.tree_flatten(result_shape_dtypes)
     avals = []
     for leaf in leaves:
         if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
@@ -122,7 +121,7 @@ def _result_avals(result_shape_dtypes):
 def _flatten_call(callback, args, kwargs):
     if not callable(callback):
         raise TypeError(f"callback must be callable, got an object of type {type(callback)}")
-    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat, in_tree = pytrees.tree_flatten((args, kwargs))
     return [_operand(x) for x in flat], _FlatCallback(callback, in_tree)
 
 
@@ -207,7 +206,7 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     result_avals, out_tree = _result_avals(result_shape_dtypes)
     outs = pure_callback_p.bind(*flat, callback=flat_cb, result_avals=result_avals,
                                 sharding=sharding, vmap_method=vmap_method)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytrees.tree_unflatten(out_tree, outs)
 
 
 # ---------------------------------------------------------------- io_callback
@@ -263,4 +262,4 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
     # Params in alphabetical order: the order Programs print them in, as JAX does.
     outs = io_callback_p.bind(*flat, callback=flat_cb, ordered=bool(ordered),
                               result_avals=result_avals, sharding=sharding)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytrees.tree_unflatten(out_tree, outs)

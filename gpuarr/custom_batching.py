@@ -22,8 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import dtypes, pytrees
 from gpuarr.backends import numpy_backend
 from gpuarr.core import (
     ClosedProgram,
@@ -188,11 +187,11 @@ class _UserRule(_Rule):
                 f"custom_vmap function with rule {self.__name__} closes over a value that an "
                 "enclosing vmap batches; its rule cannot see that value. Pass it to the "
                 "function as an explicit argument instead.")
-        args = tree_util.tree_unflatten(self.in_tree, list(vals[self.fixed:]))
-        batched = tree_util.tree_unflatten(self.in_tree, list(in_batched[self.fixed:]))
+        args = pytrees.tree_unflatten(self.in_tree, list(vals[self.fixed:]))
+        batched = pytrees.tree_unflatten(self.in_tree, list(in_batched[self.fixed:]))
         out, out_batched = self.rule(axis_size, list(batched), *args)
-        flat_out, tree = tree_util.tree_flatten(out)
-        flat_batched, batched_tree = tree_util.tree_flatten(out_batched)
+        flat_out, tree = pytrees.tree_flatten(out)
+        flat_batched, batched_tree = pytrees.tree_flatten(out_batched)
         # JAX's messages (custom_batching.check_vmap_rule_trees).
         if tree != batched_tree:
             raise ValueError(
@@ -446,16 +445,16 @@ class custom_vmap:
             raise AttributeError(f"No batching rule defined for custom_vmap function "
                                  f"{self.__name__} using def_vmap.")
         if _eager():
-            return tree_util.tree_map(_as_array, self.fun(*args))
-        flat_args, in_tree = tree_util.tree_flatten(args)
-        flat_fun, out_tree = tree_util.flatten_fun(self.fun, in_tree)
+            return pytrees.tree_map(_as_array, self.fun(*args))
+        flat_args, in_tree = pytrees.tree_flatten(args)
+        flat_fun, out_tree = pytrees.flatten_fun(self.fun, in_tree)
         closed, hoisted = _trace_flat(flat_fun, flat_args)
         if getattr(self.vmap_rule, "sequential", False):
             rule = _SequentialRule(closed, _name(self.vmap_rule))
         else:
             rule = _UserRule(self.vmap_rule, len(hoisted), in_tree, out_tree())
         outs = custom_vmap_call_p.bind(*hoisted, *flat_args, call=closed, rule=rule)
-        return tree_util.tree_unflatten(out_tree(), outs)
+        return pytrees.tree_unflatten(out_tree(), outs)
 
 
 def _as_array(x):
@@ -478,18 +477,18 @@ def sequential_vmap(f: Callable) -> custom_vmap:
 
     @f.def_vmap
     def sequential_rule(axis_size, in_batched, *args):
-        flat, in_tree = tree_util.tree_flatten(args)
-        flat_batched = tree_util.tree_leaves(in_batched)
+        flat, in_tree = pytrees.tree_flatten(args)
+        flat_batched = pytrees.tree_leaves(in_batched)
         out_trees = []
 
         def one(*xs):
-            leaves, tree = tree_util.tree_flatten(f(*tree_util.tree_unflatten(in_tree, xs)))
+            leaves, tree = pytrees.tree_flatten(f(*pytrees.tree_unflatten(in_tree, xs)))
             out_trees[:] = [tree]
             return leaves
 
         outs = _sequential_loop(one, flat_batched, flat)
-        out = tree_util.tree_unflatten(out_trees[0], outs)
-        return out, tree_util.tree_map(lambda _: True, out)
+        out = pytrees.tree_unflatten(out_trees[0], outs)
+        return out, pytrees.tree_map(lambda _: True, out)
 
     # Calls of `f` bind a `_SequentialRule`, which loops the same way over the traced
     # function and gives its derivatives sequential rules too.

@@ -16,8 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import dtypes, pytrees
 from gpuarr.backends import numpy_backend
 from gpuarr.core import (
     ClosedProgram,
@@ -100,8 +99,8 @@ def _stage(fun, args, nondiff_argnums, all_consts=False):
 
     Returns (nondiff, merge, flat_args, in_tree, out_tree, closed, hoisted)."""
     nondiff, diff, merge = _split_nondiff(args, nondiff_argnums)
-    flat_args, in_tree = tree_util.tree_flatten(diff)
-    flat_fun, out_tree = tree_util.flatten_fun(lambda *diff: fun(*merge(diff)), in_tree)
+    flat_args, in_tree = pytrees.tree_flatten(diff)
+    flat_fun, out_tree = pytrees.flatten_fun(lambda *diff: fun(*merge(diff)), in_tree)
     closed, hoisted = _trace_flat(flat_fun, flat_args, all_consts)
     return nondiff, merge, flat_args, in_tree, out_tree(), closed, hoisted
 
@@ -173,7 +172,7 @@ class CustomVJPPrimal(NamedTuple):
 
 def custom_vjp_primal_tree_values(tree):
     """`tree` with each CustomVJPPrimal replaced by its value."""
-    return tree_util.tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x, tree,
+    return pytrees.tree_map(lambda x: x.value if isinstance(x, CustomVJPPrimal) else x, tree,
                               is_leaf=lambda x: isinstance(x, CustomVJPPrimal))
 
 
@@ -183,7 +182,7 @@ def zero_from_primal(val, symbolic_zeros: bool = False):
     def zero(x):
         aval = ad.tangent_aval(get_aval(x))
         return SymbolicZero(aval) if symbolic_zeros else ad.instantiate(Zero(aval))
-    return tree_util.tree_map(zero, val)
+    return pytrees.tree_map(zero, val)
 
 
 def _instantiate(t):
@@ -281,10 +280,10 @@ class custom_jvp:
                 if rule is None or getattr(t, "dtype", None) == dtypes.float0:
                     continue
                 term = rule(t, out, *primals)
-                total = term if total is None else tree_util.tree_map(
+                total = term if total is None else pytrees.tree_map(
                     lambda a, b: a + b, total, term)
             if total is None:
-                total = tree_util.tree_map(lambda o: _zeros_for(get_aval(o)), out)
+                total = pytrees.tree_map(lambda o: _zeros_for(get_aval(o)), out)
             return out, total
 
         self.defjvp(jvp)
@@ -303,7 +302,7 @@ class custom_jvp:
         outs = custom_jvp_call_p.bind(*hoisted, *flat_args, name=self.__name__,
                                       call_jaxpr=closed, jvp=jvp, num_consts=len(hoisted),
                                       symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(out_tree, outs)
+        return pytrees.tree_unflatten(out_tree, outs)
 
 
 def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts):
@@ -313,16 +312,16 @@ def _flat_jvp_rule(cj: custom_jvp, nondiff, in_tree, out_tree, closed, n_consts)
     def jvp(primals, tangents):
         consts, c_tans = primals[:n_consts], tangents[:n_consts]
         primals, tangents = primals[n_consts:], tangents[n_consts:]
-        p_tree = tree_util.tree_unflatten(in_tree, list(primals))
-        t_tree = tree_util.tree_unflatten(in_tree, list(tangents))
+        p_tree = pytrees.tree_unflatten(in_tree, list(primals))
+        t_tree = pytrees.tree_unflatten(in_tree, list(tangents))
         res = cj.jvp(*nondiff, tuple(p_tree), tuple(t_tree))
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
             raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} must "
                             "produce a pair (list or tuple of length two) representing primal "
                             f"and tangent outputs, but got {res}.")
         p_out, t_out = res
-        p_flat, p_tree_out = tree_util.tree_flatten(p_out)
-        t_flat, t_tree_out = tree_util.tree_flatten(t_out)
+        p_flat, p_tree_out = pytrees.tree_flatten(p_out)
+        t_flat, t_tree_out = pytrees.tree_flatten(t_out)
         if p_tree_out != out_tree:
             raise TypeError(f"Custom JVP rule {_name(cj.jvp)} for function {cj.__name__} must "
                             "produce primal outputs with equal container (pytree) structures "
@@ -563,7 +562,7 @@ class custom_vjp:
         outs = custom_vjp_call_p.bind(*flat_args, name=self.__name__, bwd=bwd,
                                       call_jaxpr=closed, fwd=fwd,
                                       symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(out_tree, outs)
+        return pytrees.tree_unflatten(out_tree, outs)
 
 
 def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
@@ -574,7 +573,7 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
         if cv.symbolic_zeros:  # each input leaf as (value, whether it has a nonzero tangent)
             perturbed = [True] * len(primals) if perturbed is None else perturbed
             primals = [CustomVJPPrimal(p, q) for p, q in zip(primals, perturbed, strict=True)]
-        args = merge(tree_util.tree_unflatten(in_tree, list(primals)))
+        args = merge(pytrees.tree_unflatten(in_tree, list(primals)))
         diff = [a for i, a in enumerate(args) if i not in cv.nondiff_argnums]
         res = cv.fwd(*nondiff, *diff) if cv.nondiff_argnums else cv.fwd(*args)
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
@@ -586,23 +585,23 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
                             "pass for use on the backward pass), but instead of a pair the fwd "
                             f"rule {_name(cv.fwd)} produced {res}.")
         out, residuals = res
-        o_flat, o_tree = tree_util.tree_flatten(out)
+        o_flat, o_tree = pytrees.tree_flatten(out)
         if o_tree != out_tree:
             raise TypeError(f"Custom VJP fwd rule {_name(cv.fwd)} for function {cv.__name__} "
                             "must produce a pair where the first element has the same container "
                             f"(pytree) structure as the primal function output: {out_tree} vs "
                             f"{o_tree}.")
-        r_flat, r_tree = tree_util.tree_flatten(residuals)
+        r_flat, r_tree = pytrees.tree_flatten(residuals)
         res_trees[:] = [r_tree]
         return o_flat, r_flat
 
     def bwd(res, cts):
-        residuals = tree_util.tree_unflatten(res_trees[0], list(res))
+        residuals = pytrees.tree_unflatten(res_trees[0], list(res))
         cts = [(SymbolicZero(c.aval) if cv.symbolic_zeros else ad.instantiate(c))
                if type(c) is Zero else c for c in cts]
-        ct = tree_util.tree_unflatten(out_tree, list(cts))
+        ct = pytrees.tree_unflatten(out_tree, list(cts))
         got = cv.bwd(*nondiff, residuals, ct)
-        n_args = len(tree_util.tree_unflatten(in_tree, [0] * len(in_avals)))
+        n_args = len(pytrees.tree_unflatten(in_tree, [0] * len(in_avals)))
         if isinstance(got, list) and len(got) == n_args:  # JAX takes a list of that length
             got = tuple(got)
         if not isinstance(got, tuple) or len(got) != n_args:
@@ -610,11 +609,11 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
                             "(pytree) structure as the args tuple of the primal function, and "
                             "in particular must produce a tuple of length equal to the number "
                             "of arguments to the primal function, but got bwd output structure "
-                            f"{tree_util.tree_structure(got)} for primal input structure "
+                            f"{pytrees.tree_structure(got)} for primal input structure "
                             f"{in_tree}.")
-        flat = _flatten_cts(got, tree_util.tree_unflatten(in_tree, list(in_avals)))
-        paths = [tree_util.keystr(k) for k, _ in tree_util.tree_flatten_with_path(
-            tree_util.tree_unflatten(in_tree, [object()] * len(in_avals)))[0]]
+        flat = _flatten_cts(got, pytrees.tree_unflatten(in_tree, list(in_avals)))
+        paths = [pytrees.keystr(k) for k, _ in pytrees.tree_flatten_with_path(
+            pytrees.tree_unflatten(in_tree, [object()] * len(in_avals)))[0]]
         return [None if c is None or type(c) is SymbolicZero else _match_ct(c, a, k)
                 for c, a, k in zip(flat, in_avals, paths)]
 
@@ -627,11 +626,11 @@ def _flatten_cts(cts, avals_tree):
     """Flatten bwd's output against the argument tree; None stands for a zero subtree."""
     out = []
     for ct, sub in zip(cts, avals_tree, strict=True):
-        n = len(tree_util.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ShapedArray)))
+        n = len(pytrees.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ShapedArray)))
         if ct is None:
             out.extend([None] * n)
             continue
-        leaves = tree_util.tree_leaves(ct, is_leaf=lambda x: x is None)
+        leaves = pytrees.tree_leaves(ct, is_leaf=lambda x: x is None)
         if len(leaves) != n:
             raise TypeError(f"Custom VJP bwd rule produced a cotangent with {len(leaves)} leaves "
                             f"for an argument with {n}; its structure must match the argument.")
@@ -660,8 +659,8 @@ def closure_convert(fun: Callable, *example_args):
     """Return `(converted, consts)`: `converted(*args, *consts)` equals `fun(*args)`, with the
     floating-point values `fun` closes over (including traced ones) hoisted into `consts`,
     so a custom_vjp function can differentiate with respect to them."""
-    flat_args, in_tree = tree_util.tree_flatten(example_args)
-    flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
+    flat_args, in_tree = pytrees.tree_flatten(example_args)
+    flat_fun, out_tree = pytrees.flatten_fun(fun, in_tree)
     avals = [get_aval(x) for x in flat_args]
     closed = pe.trace_to_program(flat_fun, avals)
     prog = closed.program
@@ -674,7 +673,7 @@ def closure_convert(fun: Callable, *example_args):
     def converted(*args_and_consts):
         split = len(args_and_consts) - len(consts)
         args, cs = args_and_consts[:split], args_and_consts[split:]
-        flat, tree = tree_util.tree_flatten(tuple(args))
+        flat, tree = pytrees.tree_flatten(tuple(args))
         if len(flat) != n_args:
             raise TypeError(f"closure-converted function expects {n_args} argument leaves "
                             f"followed by {len(consts)} consts, got {len(flat)} leaves.")
@@ -682,7 +681,7 @@ def closure_convert(fun: Callable, *example_args):
         all_consts = [next(it_c) if h else next(it_k) for h in hoist]
         from gpuarr.core import eval_program
         outs = eval_program(prog, all_consts, flat)
-        return tree_util.tree_unflatten(out_tree(), outs)
+        return pytrees.tree_unflatten(out_tree(), outs)
 
     return converted, consts
 
@@ -719,7 +718,7 @@ class _VjpResiduals:
         self.program, self.in_tree, self.out_tree, self.consts = program, in_tree, out_tree, consts
 
 
-tree_util.register_pytree_node(
+pytrees.register_pytree_node(
     _VjpResiduals,
     lambda r: (tuple(r.consts), (r.program, r.in_tree, r.out_tree)),
     lambda aux, consts: _VjpResiduals(*aux, list(consts)))
@@ -738,19 +737,19 @@ def custom_gradient(fun: Callable) -> Callable:
 
     def fwd(*args, **kwargs):
         ans, rule = fun(*args, **kwargs)
-        ans_flat, out_tree = tree_util.tree_flatten((ans,))
+        ans_flat, out_tree = pytrees.tree_flatten((ans,))
         ct_avals = [ad.tangent_aval(get_aval(x)) for x in ans_flat]
-        flat_rule, in_tree = tree_util.flatten_fun(rule, out_tree)
+        flat_rule, in_tree = pytrees.flatten_fun(rule, out_tree)
         closed = pe.trace_to_program(flat_rule, ct_avals)
         return ans, _VjpResiduals(closed.program, in_tree(), out_tree, list(closed.consts))
 
     def bwd(res, cts):
-        cts_flat, tree = tree_util.tree_flatten((cts,))
+        cts_flat, tree = pytrees.tree_flatten((cts,))
         if tree != res.out_tree:
             raise TypeError(f"{res.out_tree}\n!=\n{tree}")
         out = eval_program(res.program, res.consts, cts_flat)
-        out = tree_util.tree_unflatten(res.in_tree, out)
-        if tree_util.treedef_is_leaf(res.in_tree):
+        out = pytrees.tree_unflatten(res.in_tree, out)
+        if pytrees.treedef_is_leaf(res.in_tree):
             out = (out,)
         return tuple(out)
 

@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import core
-from gpuarr import pytrees as tree_util
+from gpuarr import core, pytrees
 from gpuarr.array import Array
 from gpuarr.backends.numpy_backend import impl_for_values, impl_rules
 from gpuarr.callbacks import _operand
@@ -47,7 +46,7 @@ class _DebugCallback:
     Arrays as in eager mode. Hashed by identity: static leaves need not be hashable."""
 
     fn: Callable[..., Any]
-    in_tree: tree_util.PyTreeDef
+    in_tree: pytrees.PyTreeDef
     static: tuple
     weak: tuple
     label: str
@@ -57,7 +56,7 @@ class _DebugCallback:
         dyn = iter(Array(np.asarray(b), w) for b, w in zip(bufs, self.weak))
         leaves = [static[i] if i in static else next(dyn)
                   for i in range(len(static) + len(bufs))]
-        args, kwargs = tree_util.tree_unflatten(self.in_tree, leaves)
+        args, kwargs = pytrees.tree_unflatten(self.in_tree, leaves)
         self.fn(*args, **kwargs)
 
     def __repr__(self):
@@ -124,7 +123,7 @@ ad.transpose_rules[debug_callback_p] = lambda cts, *args, callback, ordered: [No
 
 
 def _bind_callback(fn, args, kwargs, ordered: bool, label: str) -> None:
-    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat, in_tree = pytrees.tree_flatten((args, kwargs))
     static, dyn, weak = [], [], []
     for i, leaf in enumerate(flat):
         try:
@@ -315,7 +314,7 @@ def inspect_array_sharding(value, *, callback: Callable[[Any], None]) -> None:
     function is traced and compiled (not on cached calls), with the sharding of a value in
     the compiled Program: on gpuarr's one device the whole value on that device
     (`NamedSharding(mesh, P())` when a mesh is set with `set_mesh`). Returns None."""
-    for leaf in tree_util.tree_leaves(value):
+    for leaf in pytrees.tree_leaves(value):
         callback(_sharding_of(leaf))
 
 

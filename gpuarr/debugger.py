@@ -21,8 +21,7 @@ import threading
 import traceback
 from typing import Any
 
-from gpuarr import core
-from gpuarr import pytrees as tree_util
+from gpuarr import core, pytrees
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -80,7 +79,7 @@ class _Static:
         self.value = value
 
 
-tree_util.register_pytree_node(DebuggerFrame, _flatten_frame, _unflatten_frame)
+pytrees.register_pytree_node(DebuggerFrame, _flatten_frame, _unflatten_frame)
 
 
 class CliDebugger(cmd.Cmd):
@@ -239,14 +238,14 @@ def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noq
     del infos
     if num_frames is not None:
         frames = frames[:num_frames]
-    flat, tree = tree_util.tree_flatten(frames)
+    flat, tree = pytrees.tree_flatten(frames)
 
     def stop(*leaves):
         thread_id = None
         if threading.current_thread() is not threading.main_thread():
             thread_id = threading.get_ident()
         with _lock:
-            get_debugger(backend)(tree_util.tree_unflatten(tree, list(leaves)), thread_id,
+            get_debugger(backend)(pytrees.tree_unflatten(tree, list(leaves)), thread_id,
                                   **kwargs)
 
     if token is None:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from gpuarr import core, placement
-from gpuarr import pytrees as tree_util
+from gpuarr import core, placement, pytrees
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.dispatch import as_array as _as_array  # noqa: F401
@@ -28,9 +27,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
             if isinstance(leaf, Tracer):
                 return leaf
             return placement.put(leaf, device)
-        return tree_util.tree_map(put, x)
+        return pytrees.tree_map(put, x)
     from gpuarr import sharding as shd
-    leaves, treedef = tree_util.tree_flatten(x)
+    leaves, treedef = pytrees.tree_flatten(x)
     if isinstance(device, shd.Sharding):
         targets = [device] * len(leaves)
     else:
@@ -57,7 +56,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
                 out.append(shd.with_sharding(leaf, target))
         else:
             out.append(leaf if isinstance(leaf, Tracer) else placement.put(leaf, target))
-    return tree_util.tree_unflatten(treedef, out)
+    return pytrees.tree_unflatten(treedef, out)
 
 
 def _abstractify(x) -> ShapedArray:
@@ -70,12 +69,12 @@ def _abstractify(x) -> ShapedArray:
 def device_get(x):
     """A pytree of NumPy arrays (copied to host) from a pytree of Arrays; other leaves pass
     through. Each leaf waits only for its own buffer."""
-    return tree_util.tree_map(placement.get, x)
+    return pytrees.tree_map(placement.get, x)
 
 
 def block_until_ready(x):
     """Wait for every Array in the pytree `x`; returns `x`."""
-    for leaf in tree_util.tree_leaves(x):
+    for leaf in pytrees.tree_leaves(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x

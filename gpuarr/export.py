@@ -22,8 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gpuarr import core
-from gpuarr import pytrees as tree_util
+from gpuarr import core, pytrees
 from gpuarr.core import ClosedProgram, Primitive, abstract_eval_rules
 
 # The calling conventions JAX 0.10.2 reads and writes; gpuarr writes the newest.
@@ -103,8 +102,8 @@ class Exported:
 
         def fun_vjp(*args_and_cts):
             n = len(self.in_avals)
-            args, kwargs = tree_util.tree_unflatten(self.in_tree, list(args_and_cts[:n]))
-            cts = tree_util.tree_unflatten(self.out_tree, list(args_and_cts[n:]))
+            args, kwargs = pytrees.tree_unflatten(self.in_tree, list(args_and_cts[:n]))
+            cts = pytrees.tree_unflatten(self.out_tree, list(args_and_cts[n:]))
             _, pullback = vjp(lambda a, k: self.call(*a, **k), args, kwargs)
             return pullback(cts)
 
@@ -138,7 +137,7 @@ class Exported:
     def call(self, *args, **kwargs):
         """Run the exported function on arguments of its exported types (checked, as JAX
         checks them); works under jit, grad and vmap."""
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = pytrees.tree_flatten((args, kwargs))
         if in_tree != self.in_tree:
             raise ValueError(f"The invocation args and kwargs must have the same pytree structure "
                              f"as when the function '{self.fun_name}' was exported, but they "
@@ -160,7 +159,7 @@ class Exported:
         from gpuarr import lax
         outs = [lax.convert_element_type(o, a.dtype) if core.get_aval(o).weak_type else o
                 for o, a in zip(self._called(*leaves), self.out_avals)]
-        return tree_util.tree_unflatten(self.out_tree, outs)
+        return pytrees.tree_unflatten(self.out_tree, outs)
 
 
 def export(fun_jit, *, platforms: Sequence[str] | None = None,

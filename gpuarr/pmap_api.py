@@ -10,8 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from gpuarr import core
-from gpuarr import pytrees as tree_util
+from gpuarr import core, pytrees
 from gpuarr.api import jit
 from gpuarr.device_api import devices as _devices
 from gpuarr.vmap_api import _broadcast_prefix, vmap
@@ -33,7 +32,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     count = len(devices) if devices is not None else len(_devices(backend))
     axes = tuple(in_axes) if isinstance(in_axes, list) else in_axes
     # Outputs unmapped by out_axes come back mapped and are read at position 0.
-    mapped_out_axes = tree_util.tree_map(lambda a: 0 if a is None else a, out_axes,
+    mapped_out_axes = pytrees.tree_map(lambda a: 0 if a is None else a, out_axes,
                                          is_leaf=lambda a: a is None)
 
     def dynamic(seq, n):
@@ -47,9 +46,9 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         out = vmap(with_statics, in_axes=dyn_axes, out_axes=mapped_out_axes,
                    axis_name=axis_name, axis_size=axis_size)(*dynamic(args, len(args)),
                                                               **kwargs)
-        leaves, tree = tree_util.tree_flatten(out)
+        leaves, tree = pytrees.tree_flatten(out)
         flat_axes = _broadcast_prefix(out_axes, out, "pmap out_axes")
-        return tree_util.tree_unflatten(
+        return pytrees.tree_unflatten(
             tree, [leaf[0] if ax is None else leaf for leaf, ax in zip(leaves, flat_axes)])
 
     compiled = jit(vectorised, static_argnums=statics, donate_argnums=donate_argnums)
@@ -76,7 +75,7 @@ def _mapped_size(args, kwargs, axes, axis_size) -> int:
         flat_axes = _broadcast_prefix(prefix, (tuple(args), kwargs), "pmap in_axes")
     except ValueError:
         return 0  # vmap reports what is wrong
-    for leaf, ax in zip(tree_util.tree_leaves((tuple(args), kwargs)), flat_axes):
+    for leaf, ax in zip(pytrees.tree_leaves((tuple(args), kwargs)), flat_axes):
         shape = () if ax is None or isinstance(leaf, (bool, int, float, complex)) \
             else core.get_aval(leaf).shape
         if ax is not None and -len(shape) <= ax < len(shape):

@@ -23,8 +23,7 @@ import math
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import pytrees as tree_util
+from gpuarr import dtypes, lax, pytrees
 from gpuarr.backends.host_threads import run_in_cache_blocks, thread_buffer
 from gpuarr.backends.numpy_backend import block_kernel_rules, impl_rules
 from gpuarr.config import _check_prng_impl, config
@@ -471,9 +470,9 @@ def _broadcast_to(x, shape):
     return lax.broadcast_in_dim(x, tuple(shape), tuple(range(len(shape) - ndim, len(shape))))
 
 
-tree_util.register_pytree_node(
+pytrees.register_pytree_node(
     PRNGKeyArray, lambda k: ((k._base_array,), None), lambda _, children: PRNGKeyArray(children[0]))
-tree_util.present_as_leaf(PRNGKeyArray)  # a leaf to users, as in JAX (gpuarr.tree_util)
+pytrees.present_as_leaf(PRNGKeyArray)  # a leaf to users, as in JAX (gpuarr.tree_util)
 
 
 def check_key_data(data):

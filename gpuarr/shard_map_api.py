@@ -16,8 +16,7 @@ import functools
 import inspect
 import math
 
-from gpuarr import core
-from gpuarr import pytrees as tree_util
+from gpuarr import core, pytrees
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer
@@ -84,7 +83,7 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
     @functools.wraps(f)
     def wrapped(*args):
         the_mesh, names = _shmap_checks(mesh, axis_names, in_specs, out_specs)
-        leaves, in_tree = tree_util.tree_flatten(args)
+        leaves, in_tree = pytrees.tree_flatten(args)
         try:
             specs_flat = _broadcast_flat(in_tree, in_specs)
         except ValueError:
@@ -110,8 +109,8 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
         def call(*dyn_vals):
             it = iter(dyn_vals)
             flat = [next(it) if d else leaf for leaf, d in zip(leaves, dyn)]
-            ans = f(*tree_util.tree_unflatten(in_tree, flat))
-            out_leaves, out_tree = tree_util.tree_flatten(ans)
+            ans = f(*pytrees.tree_unflatten(in_tree, flat))
+            out_leaves, out_tree = pytrees.tree_flatten(ans)
             try:
                 out_specs_flat = _broadcast_flat(out_tree, out_specs)
             except ValueError:
@@ -129,7 +128,7 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
                        check_vma)
         if concrete is not None and frozenset(concrete.axis_names) == names:
             outs = [_attach(o, NamedSharding(concrete, s)) for o, s in zip(outs, out_specs_flat)]
-        return tree_util.tree_unflatten(out_tree, outs)
+        return pytrees.tree_unflatten(out_tree, outs)
 
     return wrapped
 
@@ -255,7 +254,7 @@ def _shmap_checks(mesh, axis_names, in_specs, out_specs):
 
 def _check_unreduced(prefix, mesh, manual_axes, specs):
     full_manual = frozenset(mesh.axis_names) == manual_axes
-    for s in tree_util.tree_leaves(specs):
+    for s in pytrees.tree_leaves(specs):
         if not s.unreduced and not s.reduced:
             continue
         if not full_manual:
@@ -285,17 +284,17 @@ def _check_specs(prefix, specs, manual_axes) -> None:
                    for names in p.partitions
                    for name in (names if isinstance(names, tuple) else (names,)))
 
-    if all(check_spec(p) for p in tree_util.tree_leaves(specs)):
+    if all(check_spec(p) for p in pytrees.tree_leaves(specs)):
         return
-    paths = tree_util.tree_leaves_with_path(specs)
-    msgs = [f"  {prefix}_specs{tree_util.keystr(key)} is {x} of type {type(x).__name__}, "
+    paths = pytrees.tree_leaves_with_path(specs)
+    msgs = [f"  {prefix}_specs{pytrees.keystr(key)} is {x} of type {type(x).__name__}, "
             for key, x in paths if not isinstance(x, PartitionSpec)]
     if not msgs:
         for key, p in paths:
             for names in p:
                 for name in names if isinstance(names, tuple) else (names,):
                     if name is not None and name not in manual_axes:
-                        msgs.append(f"  {prefix}_specs{tree_util.keystr(key)} refers to "
+                        msgs.append(f"  {prefix}_specs{pytrees.keystr(key)} refers to "
                                     f"{name!r}")
         raise ValueError(f"shard_map {prefix}_specs argument must refer to an axis marked as "
                          f"manual ({manual_axes}), but:\n\n" + "\n\n".join(msgs) + "\n\n"
@@ -394,7 +393,7 @@ def _fun_name(f) -> str:
 
 
 def _try_infer_args(f, tree):
-    dummy = tree_util.tree_unflatten(tree, [False] * tree.num_leaves)
+    dummy = pytrees.tree_unflatten(tree, [False] * tree.num_leaves)
     try:
         return inspect.signature(f).bind(*dummy)
     except (TypeError, ValueError):
@@ -403,12 +402,12 @@ def _try_infer_args(f, tree):
 
 def _iter_paths(tree, specs, fails):
     """(spec key path, spec) and (value key path, failure) for each failing leaf."""
-    failures = tree_util.tree_unflatten(tree, fails)
-    fail_paths = tree_util.tree_flatten_with_path(failures, is_leaf=lambda x: x is None)[0]
-    spec_paths = tree_util.tree_flatten_with_path(specs, is_leaf=lambda x: x is None)[0]
-    spec_tree = tree_util.tree_structure(specs, is_leaf=lambda x: x is None)
-    keyed = tree_util.tree_unflatten(spec_tree, [_Keyed(k, s) for k, s in spec_paths])
-    specs_flat = _broadcast_flat(tree_util.tree_structure(failures), keyed)
+    failures = pytrees.tree_unflatten(tree, fails)
+    fail_paths = pytrees.tree_flatten_with_path(failures, is_leaf=lambda x: x is None)[0]
+    spec_paths = pytrees.tree_flatten_with_path(specs, is_leaf=lambda x: x is None)[0]
+    spec_tree = pytrees.tree_structure(specs, is_leaf=lambda x: x is None)
+    keyed = pytrees.tree_unflatten(spec_tree, [_Keyed(k, s) for k, s in spec_paths])
+    specs_flat = _broadcast_flat(pytrees.tree_structure(failures), keyed)
     return [((s.key, s.spec), (key, fail)) for s, (key, fail) in zip(specs_flat, fail_paths)
             if s.spec is not None and fail is not None]
 
@@ -428,10 +427,10 @@ def _arg_extra(ba, fun_name, fail_key):
               if p.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)]
     if arg_key.idx >= len(params) or params[arg_key.idx][1].kind == \
             inspect.Parameter.VAR_POSITIONAL:
-        return (f", where args{tree_util.keystr((arg_key,))} is the index "
+        return (f", where args{pytrees.keystr((arg_key,))} is the index "
                 f"{arg_key.idx - len(params) + 1} component of {fun_name}'s varargs parameter "
                 f"'{params[-1][0]}',")
-    return (f", where args{tree_util.keystr((arg_key,))} is bound to {fun_name}'s parameter "
+    return (f", where args{pytrees.keystr((arg_key,))} is bound to {fun_name}'s parameter "
             f"'{params[arg_key.idx][0]}',")
 
 
@@ -446,8 +445,8 @@ def _spec_rank_error(prefix, f, tree, specs, fails) -> str:
         extra = _arg_extra(ba, fun_name, fail_key) if prefix == "in" else ""
         avals.append(aval)
         msgs.append(
-            f"* {prefix}_specs{tree_util.keystr(spec_key)} is {spec} which has length "
-            f"{len(spec)}, but {base}{tree_util.keystr(fail_key)}{extra} has shape "
+            f"* {prefix}_specs{pytrees.keystr(spec_key)} is {spec} which has length "
+            f"{len(spec)}, but {base}{pytrees.keystr(fail_key)}{extra} has shape "
             f"{aval_str(aval)}, which has rank {aval.ndim} (and {aval.ndim} < {len(spec)})")
     if len(msgs) == 1:
         msgs = [msgs[0][2:]]
@@ -502,9 +501,9 @@ def _spec_divisibility_error(f, mesh, tree, specs, fails) -> str:
                 axis = f"axes {ns}" if len(ns) > 1 else f"axis '{ns[0]}'"
                 total = "total " if len(ns) > 1 else ""
                 msgs.append(
-                    f"* the passed args{tree_util.keystr(fail_key)} of shape "
+                    f"* the passed args{pytrees.keystr(fail_key)} of shape "
                     f"{aval_str(aval)}{extra} corresponds to "
-                    f"in_specs{tree_util.keystr(spec_key)} of value {spec}, which maps array "
+                    f"in_specs{pytrees.keystr(spec_key)} of value {spec}, which maps array "
                     f"axis {d} (of size {aval.shape[d]}) to mesh {axis} (of {total}size {sz}), "
                     f"but {sz} does not evenly divide {aval.shape[d]}")
     if len(msgs) == 1:
@@ -544,7 +543,7 @@ def _check_outputs(f, mesh, out_tree, out_specs, specs_flat, outs, varying, chec
     for (spec_key, spec), (_, vary) in _iter_paths(out_tree, out_specs, fails):
         mentioned = _spec_axes(spec) | spec.unreduced | spec.reduced
         unmentioned = [n for n in mesh.axis_names if n not in mentioned]
-        where = f"out_specs{tree_util.keystr(spec_key)} is {spec} which implies that the"
+        where = f"out_specs{pytrees.keystr(spec_key)} is {spec} which implies that the"
         if len(unmentioned) > 1:
             need = ",".join(map(str, _order(mesh, _spec_axes(spec))))
             got = ",".join(map(str, _order(mesh, vary)))
@@ -582,17 +581,17 @@ def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
                         "entries corresponding to the positional arguments passed to the "
                         f"function, but got {in_axes}.")
     if in_axes is not Infer and not all(isinstance(a, int)
-                                        for a in tree_util.tree_leaves(in_axes)):
+                                        for a in pytrees.tree_leaves(in_axes)):
         raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or (nested) "
                         f"container with those types as leaves, but got {in_axes}.")
-    if not all(isinstance(a, int) for a in tree_util.tree_leaves(out_axes)):
+    if not all(isinstance(a, int) for a in pytrees.tree_leaves(out_axes)):
         raise TypeError("smap out_axes must be an int, None, or (nested) container with those "
                         f"types as leaves, but got {out_axes}.")
 
     def spec(axis):  # the PartitionSpec that splits `axis` over the mesh axis
         return P() if axis is None else P(*[None] * axis, axis_name)
 
-    in_specs = in_axes if in_axes is Infer else tree_util.tree_map(
+    in_specs = in_axes if in_axes is Infer else pytrees.tree_map(
         spec, in_axes, is_leaf=lambda x: x is None)
-    out_specs = tree_util.tree_map(spec, out_axes, is_leaf=lambda x: x is None)
+    out_specs = pytrees.tree_map(spec, out_axes, is_leaf=lambda x: x is None)
     return shard_map(f, in_specs=in_specs, out_specs=out_specs, axis_names={axis_name})

@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from gpuarr import pytrees as tree_util
+from gpuarr import pytrees
 
 __all__ = [
     "AbstractDevice", "AbstractMesh", "AxisType", "ManualAxisType", "Mesh", "NamedSharding",
@@ -1204,16 +1204,16 @@ def _is_none(x) -> bool:
 def _broadcast_flat(treedef, axis_tree) -> list:
     """One entry of the prefix tree `axis_tree` (None is a leaf) per leaf of `treedef`;
     ValueError when it is not a prefix."""
-    leaves, ptree = tree_util.tree_flatten(axis_tree, is_leaf=_is_none)
-    dummy = tree_util.tree_unflatten(treedef, [PytreeLeaf()] * treedef.num_leaves)
+    leaves, ptree = pytrees.tree_flatten(axis_tree, is_leaf=_is_none)
+    dummy = pytrees.tree_unflatten(treedef, [PytreeLeaf()] * treedef.num_leaves)
     out = []
     for leaf, sub in zip(leaves, ptree.flatten_up_to(dummy)):
-        out.extend([leaf] * tree_util.tree_structure(sub).num_leaves)
+        out.extend([leaf] * pytrees.tree_structure(sub).num_leaves)
     return out
 
 
 def _prefix_error_messages(prefix, full, name) -> list[str]:
-    makers = tree_util._prefix_errors((), prefix, full, lambda kp, x: x is None)
+    makers = pytrees._prefix_errors((), prefix, full, lambda kp, x: x is None)
     return [make(name) for make in makers]
 
 
@@ -1236,7 +1236,7 @@ def flatten_axes(name, treedef, axis_tree, *, tupled_args=False) -> list:
             else:
                 hint += (" In particular, you're passing in a single argument which means that "
                          f"{name} might need to be wrapped in a singleton tuple.")
-    dummy = tree_util.tree_unflatten(treedef, [PytreeLeaf()] * treedef.num_leaves)
+    dummy = pytrees.tree_unflatten(treedef, [PytreeLeaf()] * treedef.num_leaves)
     msgs = _prefix_error_messages(axis_tree, dummy, name)
     details = "\n  ".join(msgs)
     raise ValueError(f"{name} specification must be a tree prefix of the corresponding value; "
@@ -1267,7 +1267,7 @@ def flatten_axis_resources(what, tree, shardings, tupled_args) -> list:
                 msg += (f" Given the corresponding argument being passed, it looks like {what} "
                         "might need to be wrapped in a singleton tuple.")
         raise ValueError(msg)
-    dummy = tree_util.tree_unflatten(tree, [PytreeLeaf()] * tree.num_leaves)
+    dummy = pytrees.tree_unflatten(tree, [PytreeLeaf()] * tree.num_leaves)
     msgs = _prefix_error_messages(shardings, dummy, what)
     raise ValueError(f"Mismatch details ({len(msgs)} found):\n" + "\n".join(msgs))
 
@@ -1288,7 +1288,7 @@ class UnsupportedShardingError(NotImplementedError, TypeError):
 def prepare_axis_resources(axis_resources, arg_name, allow_unconstrained_dims=False):
     """Check each leaf of a pytree of sharding specifications (None, Sharding or
     PartitionSpec) as JAX does; returns the tree."""
-    entries, treedef = tree_util.tree_flatten(axis_resources, is_leaf=_is_none)
+    entries, treedef = pytrees.tree_flatten(axis_resources, is_leaf=_is_none)
     what = f"{arg_name} leaf specifications"
     for entry in entries:
         if entry is None or isinstance(entry, UnspecifiedValue):
@@ -1489,7 +1489,7 @@ def reshard(xs, out_shardings):
     from gpuarr import core
     from gpuarr.core import Tracer
     from gpuarr.dispatch import as_array
-    x_flat, treedef = tree_util.tree_flatten(xs)
+    x_flat, treedef = pytrees.tree_flatten(xs)
     shardings_flat = flatten_axis_resources("reshard out_shardings", treedef, out_shardings,
                                             tupled_args=True)
     out = []
@@ -1505,13 +1505,13 @@ def reshard(xs, out_shardings):
         mesh = s.mesh if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) else None
         target = ds if mesh is None else NamedSharding(mesh, ds.spec)
         out.append(with_sharding(as_array(x), target))
-    return tree_util.tree_unflatten(treedef, out)
+    return pytrees.tree_unflatten(treedef, out)
 
 
 def _get_new_mesh(axes, axis_type: AxisType, name: str, shardings=None):
     cur_mesh = get_abstract_mesh()
     sharding_mesh = empty_abstract_mesh
-    for i in tree_util.tree_leaves(shardings):
+    for i in pytrees.tree_leaves(shardings):
         if isinstance(i, NamedSharding):
             if not sharding_mesh.empty and sharding_mesh is not i.mesh.abstract_mesh:
                 raise ValueError(f"Shardings passed to {name} should have the same mesh. Got one"
@@ -1591,5 +1591,5 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
             if spec is None:
                 spec = PartitionSpec(*[None] * o.aval.ndim)
             return modify_spec_for_auto_manual(spec, mesh)
-        return reshard(out, tree_util.tree_map(spec_of, out))
+        return reshard(out, pytrees.tree_map(spec_of, out))
     return decorator

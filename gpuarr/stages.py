@@ -15,7 +15,7 @@ from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from gpuarr import pytrees as tree_util
+from gpuarr import pytrees
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, ShapedArray, subprograms
 
 
@@ -58,7 +58,7 @@ class _Stage:
     @property
     def in_avals(self):
         """The inputs' types, in the arguments' pytree structure."""
-        return tree_util.tree_unflatten(self.in_tree, list(self._closed.in_avals))
+        return pytrees.tree_unflatten(self.in_tree, list(self._closed.in_avals))
 
     def cost_analysis(self) -> dict:
         """Estimated costs of the Program, counted the way XLA's cost analysis counts them:
@@ -82,7 +82,7 @@ class Traced(_Stage):
     @property
     def out_avals(self):
         """The outputs' types, in the outputs' pytree structure."""
-        return tree_util.tree_unflatten(self.out_tree, list(self._closed.out_avals))
+        return pytrees.tree_unflatten(self.out_tree, list(self._closed.out_avals))
 
     def lower(self) -> Lowered:
         """Run the compiler's passes over the Program."""
@@ -124,7 +124,7 @@ class Compiled(_Stage):
         self._text = text
 
     def __call__(self, *args, **kwargs):
-        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        leaves, in_tree = pytrees.tree_flatten((args, kwargs))
         if in_tree != self.in_tree:
             raise TypeError(
                 "Function compiled with input pytree does not match the input pytree it was "

@@ -11,8 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import api, dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import api, dtypes, pytrees
 from gpuarr.config import enable_x64
 
 __all__ = ["check_close", "check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
@@ -52,7 +51,7 @@ def _rand_like(rng, x):
 
 def _axpy(a, x, y):
     """y + a * x on the inexact leaves; other leaves keep y's value."""
-    return tree_util.tree_map(
+    return pytrees.tree_map(
         lambda xi, yi: (np.asarray(yi) + a * np.asarray(xi)).astype(np.asarray(yi).dtype)
         if _inexact(yi) else yi, x, y)
 
@@ -61,7 +60,7 @@ def numerical_jvp(f, primals, tangent, eps=EPS):
     """(f(x + eps t) - f(x - eps t)) / (2 eps), leaf by leaf over `f`'s outputs."""
     f_pos = f(*_axpy(eps, tangent, primals))
     f_neg = f(*_axpy(-eps, tangent, primals))
-    return tree_util.tree_map(
+    return pytrees.tree_map(
         lambda p, n: (np.asarray(p) - np.asarray(n)) * (0.5 / eps) if _inexact(p)
         else np.zeros(np.shape(p), dtypes.float0), f_pos, f_neg)
 
@@ -70,7 +69,7 @@ def _inner_prod(xs, ys):
     """Re <x, y> summed over leaves: the real inner product under which a VJP is the adjoint
     of the JVP, also for functions between real and complex spaces."""
     total = 0.0
-    for x, y in zip(tree_util.tree_leaves(xs), tree_util.tree_leaves(ys), strict=True):
+    for x, y in zip(pytrees.tree_leaves(xs), pytrees.tree_leaves(ys), strict=True):
         if _inexact(x) and _inexact(y):
             x, y = np.asarray(x).astype(np.complex128), np.asarray(y).astype(np.complex128)
             total = total + np.real(np.vdot(x.ravel(), y.ravel()))
@@ -78,13 +77,13 @@ def _inner_prod(xs, ys):
 
 
 def _conj(tree):
-    return tree_util.tree_map(lambda x: np.conj(x) if _inexact(x) else x, tree)
+    return pytrees.tree_map(lambda x: np.conj(x) if _inexact(x) else x, tree)
 
 
 def check_close(xs, ys, atol=None, rtol=None, err_msg=""):
     """Assert two pytrees of arrays are equal in structure and close in value."""
-    xl, xt = tree_util.tree_flatten(xs)
-    yl, yt = tree_util.tree_flatten(ys)
+    xl, xt = pytrees.tree_flatten(xs)
+    yl, yt = pytrees.tree_flatten(ys)
     if xt != yt:
         raise AssertionError(f"{err_msg}: tree structures differ: {xt} vs {yt}")
     for x, y in zip(xl, yl):
@@ -98,7 +97,7 @@ def check_close(xs, ys, atol=None, rtol=None, err_msg=""):
 def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     """Check `f_jvp(args, tangents)` against f and central differences."""
     rng = np.random.RandomState(0)
-    tangent = tree_util.tree_map(partial(_rand_like, rng), args)
+    tangent = pytrees.tree_map(partial(_rand_like, rng), args)
     v_out, t_out = f_jvp(args, tangent)
     check_close(v_out, f(*args), atol=atol, rtol=rtol, err_msg=f"{err_msg} primal")
     t_expected = numerical_jvp(f, args, tangent, eps=eps)
@@ -110,9 +109,9 @@ def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     rng = np.random.RandomState(0)
     v_out, vjpfun = f_vjp(*args)
     check_close(v_out, f(*args), atol=atol, rtol=rtol, err_msg=f"{err_msg} primal")
-    tangent = tree_util.tree_map(partial(_rand_like, rng), args)
+    tangent = pytrees.tree_map(partial(_rand_like, rng), args)
     tangent_out = numerical_jvp(f, args, tangent, eps=eps)
-    cotangent = tree_util.tree_map(partial(_rand_like, rng), v_out)
+    cotangent = pytrees.tree_map(partial(_rand_like, rng), v_out)
     cotangent_out = _conj(vjpfun(_conj(cotangent)))
     ip = _inner_prod(tangent, cotangent_out)
     ip_expected = _inner_prod(tangent_out, cotangent)
@@ -133,7 +132,7 @@ def check_grads(f, args, order: int, modes=("fwd", "rev"), atol=None, rtol=None,
     (jax.test_util.check_grads). Raises AssertionError on a mismatch."""
     eps = eps or EPS
     with enable_x64():
-        args = tuple(tree_util.tree_map(_to_f64, tuple(args)))
+        args = tuple(pytrees.tree_map(_to_f64, tuple(args)))
         _check_grads(f, args, order, tuple(modes), atol, rtol, eps, "")
 
 

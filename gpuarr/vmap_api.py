@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, sharding
-from gpuarr import pytrees as tree_util
+from gpuarr import core, pytrees, sharding
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer
@@ -47,7 +46,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
             raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
                              f"corresponding to the positional arguments passed to the function, "
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
-        flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+        flat_args, in_tree = pytrees.tree_flatten((args, kwargs))
         flat_axes = _flatten_in_axes(in_tree, in_axes)
         # Unmapped leaves that are not array-like (strings, ...) reach `fun` as they are, as
         # in JAX; NumPy values and Python scalars become Arrays.
@@ -59,9 +58,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
         out_box = []
 
         def flat_fun(*flat):
-            a, kw = tree_util.tree_unflatten(in_tree, list(flat))
+            a, kw = pytrees.tree_unflatten(in_tree, list(flat))
             out = fun(*a, **kw)
-            leaves, out_tree = tree_util.tree_flatten(out)
+            leaves, out_tree = pytrees.tree_flatten(out)
             for leaf in leaves:
                 _check_output(leaf)
             out_box.append((out, out_tree))
@@ -85,7 +84,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
             if not -ndim <= dst < ndim:
                 raise ValueError(f"axis {dst} is out of bounds for array of dimension {ndim}")
             results.append(batching.move_to(o, d, dst % ndim, size))
-        return tree_util.tree_unflatten(out_tree, results)
+        return pytrees.tree_unflatten(out_tree, results)
 
     return vmap_f
 
@@ -119,7 +118,7 @@ def _check_axes_spec(in_axes, out_axes):
         raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                         f"to the positional arguments passed to the function, but got {in_axes}.")
     for name, axes in (("in_axes", in_axes), ("out_axes", out_axes)):
-        if not all(_is_axis(leaf) for leaf in tree_util.tree_leaves(axes)):
+        if not all(_is_axis(leaf) for leaf in pytrees.tree_leaves(axes)):
             raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
                             f"types as leaves, but got {axes}.")
 
@@ -138,9 +137,9 @@ def _unmapped_output_error(axis_name, out_tree, flat_out_axes, k, d):
     """JAX's error for an output that varies over the batch but has out_axes None."""
     if axis_name is not None:
         raise ValueError(f"vmap has mapped output (axis_name={axis_name}) but out_axes is None")
-    full = tree_util.tree_unflatten(out_tree, flat_out_axes)
-    paths = [p for p, _ in tree_util.tree_flatten_with_path(full, is_leaf=lambda x: x is None)[0]]
-    raise ValueError(f"at vmap out_axes{tree_util.keystr(paths[k])}, got axis spec None but "
+    full = pytrees.tree_unflatten(out_tree, flat_out_axes)
+    paths = [p for p, _ in pytrees.tree_flatten_with_path(full, is_leaf=lambda x: x is None)[0]]
+    raise ValueError(f"at vmap out_axes{pytrees.keystr(paths[k])}, got axis spec None but "
                      f"output was batched on axis {d}")
 
 
@@ -150,15 +149,15 @@ def _broadcast_prefix(prefix, tree, what):
 
     def visit(p, t):
         if p is None or isinstance(p, int):
-            result.extend([p] * len(tree_util.tree_leaves(t)))
+            result.extend([p] * len(pytrees.tree_leaves(t)))
             return
-        p_children, p_def = tree_util.tree_flatten(p, is_leaf=lambda x: x is None)
+        p_children, p_def = pytrees.tree_flatten(p, is_leaf=lambda x: x is None)
         try:
             subtrees = p_def.flatten_up_to(t)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
                              f"value, got specification {prefix} for value tree "
-                             f"{tree_util.tree_structure(tree)}.") from e
+                             f"{pytrees.tree_structure(tree)}.") from e
         for pc, st in zip(p_children, subtrees):
             visit(pc, st)
 
@@ -169,7 +168,7 @@ def _broadcast_prefix(prefix, tree, what):
 def _arg_descriptions(fun, in_tree, flat_args) -> list[str]:
     """Per flattened argument, JAX's words for it in a size mismatch: `argument x['a']` by
     the parameter it binds to, `args[2]` past the signature, `kwargs['k']` for keywords."""
-    args, kwargs = tree_util.tree_unflatten(in_tree, flat_args)
+    args, kwargs = pytrees.tree_unflatten(in_tree, flat_args)
     try:
         params = list(inspect.signature(fun).bind(*args, **kwargs).signature.parameters)
     except (TypeError, ValueError):
@@ -178,8 +177,8 @@ def _arg_descriptions(fun, in_tree, flat_args) -> list[str]:
     def arg_name(path):
         i = path[0].idx
         if params is None or i >= len(params):
-            return f"args{tree_util.keystr(path)}"
-        return f"argument {params[i]}{tree_util.keystr(path[1:])}"
+            return f"args{pytrees.keystr(path)}"
+        return f"argument {params[i]}{pytrees.keystr(path[1:])}"
 
     def typ(x):
         aval = core.get_aval(x) if isinstance(x, (Array, Tracer)) or _array_like(x) else None
@@ -188,9 +187,9 @@ def _arg_descriptions(fun, in_tree, flat_args) -> list[str]:
         return f"{aval.dtype.name}[{','.join(str(d) for d in aval.shape)}]"
 
     return ([f"{arg_name(p)} of type {typ(x)}"
-             for p, x in tree_util.tree_flatten_with_path(args)[0]]
-            + [f"kwargs{tree_util.keystr(p)} of type {typ(x)}"
-               for p, x in tree_util.tree_flatten_with_path(kwargs)[0]])
+             for p, x in pytrees.tree_flatten_with_path(args)[0]]
+            + [f"kwargs{pytrees.keystr(p)} of type {typ(x)}"
+               for p, x in pytrees.tree_flatten_with_path(kwargs)[0]])
 
 
 def _axis_length(x, ax):
@@ -210,7 +209,7 @@ def _mapped_size(fun, in_tree, flat_args, flat_axes, axis_size):
     if not flat_args:
         if axis_size is not None:
             return axis_size
-        args, kwargs = tree_util.tree_unflatten(in_tree, flat_args)
+        args, kwargs = pytrees.tree_unflatten(in_tree, flat_args)
         raise ValueError("vmap wrapped function must be passed at least one argument containing "
                          f"an array or axis_size must be specified, got empty *args={args} and "
                          f"**kwargs={kwargs}")

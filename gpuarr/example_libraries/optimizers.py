@@ -17,8 +17,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from gpuarr import numpy as jnp
-from gpuarr import pytrees as tree_util
-from gpuarr import tree
+from gpuarr import pytrees, tree
 
 __all__ = [
     "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads",
@@ -30,7 +29,7 @@ __all__ = [
 # The state is kept flat in two levels: one entry per parameter leaf (the outer tree), each
 # holding the flattened per-array state that the single-array `init` built (the inner trees).
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
-tree_util.register_pytree_node(
+pytrees.register_pytree_node(
     OptimizerState,
     lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
     lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
@@ -383,7 +382,7 @@ def make_schedule(scalar_or_schedule: float | Schedule) -> Schedule:
 
 def l2_norm(tree):
     """The l2 norm of all the leaves of a pytree taken together."""
-    leaves = tree_util.tree_leaves(tree)
+    leaves = pytrees.tree_leaves(tree)
     return jnp.sqrt(sum(jnp.vdot(x, x) for x in leaves))
 
 

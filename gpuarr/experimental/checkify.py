@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dtypes, errors
+from gpuarr import dtypes, errors, pytrees
 from gpuarr import numpy as jnp
-from gpuarr import pytrees as tree_util
 from gpuarr.ad_checkpoint import remat_p
 from gpuarr.api import jit_p
 from gpuarr.array import Array
@@ -76,7 +75,7 @@ class JaxException(Exception):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        tree_util.register_pytree_node_class(cls)
+        pytrees.register_pytree_node_class(cls)
 
     def tree_flatten(self):
         return [], self.traceback_info
@@ -182,7 +181,7 @@ class _ErrorKind(tuple):
 # ---------------------------------------------------------------- the error value
 
 
-@tree_util.register_pytree_node_class
+@pytrees.register_pytree_node_class
 class Error:
     """The functional error value `checkify` returns: `get()`, `get_exception()`, `throw()`.
 
@@ -215,7 +214,7 @@ class Error:
         if best is None:
             return None
         code, kind = best
-        return tree_util.tree_unflatten(self._metadata[code], self._payload[kind])
+        return pytrees.tree_unflatten(self._metadata[code], self._payload[kind])
 
     def _get_batched_exception(self) -> BatchedError | None:
         preds = {k: np.asarray(p) for k, p in self._pred.items()}
@@ -231,7 +230,7 @@ class Error:
             if best is not None:
                 code, kind = best
                 payload = [np.asarray(x)[idx] for x in self._payload[kind]]
-                found[idx] = tree_util.tree_unflatten(self._metadata[code], payload)
+                found[idx] = pytrees.tree_unflatten(self._metadata[code], payload)
         return BatchedError(found) if found else None
 
     def throw(self):
@@ -277,7 +276,7 @@ def _update(error: Error, pred, code, metadata: dict, payload, kind) -> Error:
 def _assert(error: Error, failed, exc: JaxException) -> Error:
     """Add the check "`failed` means `exc`" to `error`."""
     code = _next_code()
-    payload, structure = tree_util.tree_flatten(exc)
+    payload, structure = pytrees.tree_flatten(exc)
     payload = [jnp.asarray(x) for x in payload]
     # Errors of one class whose payloads have the same types share a slot.
     kind = _ErrorKind(type(exc), tuple((x.shape, x.dtype) for x in payload))
@@ -326,7 +325,7 @@ def _check_abstract(*avals, err_tree, debug):
 def _check_impl(*leaves, err_tree, debug):
     if debug:
         return []  # a debug_check only acts under checkify
-    exc = tree_util.tree_unflatten(err_tree, list(leaves)).get_exception()
+    exc = pytrees.tree_unflatten(err_tree, list(leaves)).get_exception()
     if exc is not None:
         raise JaxRuntimeError(str(exc)) from exc
     return []
@@ -335,7 +334,7 @@ def _check_impl(*leaves, err_tree, debug):
 def _check_batch(axis_size, vals, dims, err_tree, debug):
     # Raise (or stage) the first failing example's error.
     vals = [batching.move_to(v, d, 0, axis_size) for v, d in zip(vals, dims)]
-    _check_error(tree_util.tree_unflatten(err_tree, vals), debug=debug)
+    _check_error(pytrees.tree_unflatten(err_tree, vals), debug=debug)
     return [], []
 
 
@@ -368,7 +367,7 @@ def _check_error(error: Error, *, debug: bool = False) -> None:
         return
     if any(np.shape(p) for p in error._pred.values()):
         error = _reduce_batched(error)
-    leaves, tree = tree_util.tree_flatten(error)
+    leaves, tree = pytrees.tree_flatten(error)
     check_p.bind(*leaves, err_tree=tree, debug=debug)
 
 
@@ -381,7 +380,7 @@ def _check(pred, msg, debug, *fmt_args, **fmt_kwargs):
     if not _is_scalar_pred(pred):
         name = "debug_check" if debug else "check"
         raise TypeError(f"{name} takes a scalar pred as argument, got {pred}")
-    for arg in tree_util.tree_leaves((fmt_args, fmt_kwargs)):
+    for arg in pytrees.tree_leaves((fmt_args, fmt_kwargs)):
         if not isinstance(arg, (Array, Tracer, np.ndarray)):
             raise TypeError("Formatting arguments to checkify.check need to be PyTrees of arrays, "
                             f"but got {arg!r} of type {type(arg)}.")
@@ -451,13 +450,13 @@ def _stage(fun, error: Error, avals, at: int = 0):
     """Stage `fun(error, args) -> (error, outs)` into a ClosedProgram whose inputs are `avals`
     with the error's leaves inserted at position `at`, and whose outputs are the output error's
     leaves followed by `outs`. Returns (program, output error structure, output error kinds)."""
-    leaves, tree = tree_util.tree_flatten(error)
+    leaves, tree = pytrees.tree_flatten(error)
     n = len(leaves)
     box = []
 
     def flat(*xs):
-        err, outs = fun(tree_util.tree_unflatten(tree, xs[at:at + n]), [*xs[:at], *xs[at + n:]])
-        out_leaves, out_tree = tree_util.tree_flatten(err)
+        err, outs = fun(pytrees.tree_unflatten(tree, xs[at:at + n]), [*xs[:at], *xs[at + n:]])
+        out_leaves, out_tree = pytrees.tree_flatten(err)
         box.append((out_tree, list(err._pred)))
         return [*out_leaves, *outs]
 
@@ -468,7 +467,7 @@ def _stage(fun, error: Error, avals, at: int = 0):
 
 def _unflatten_outs(tree, outs):
     n = tree.num_leaves
-    return tree_util.tree_unflatten(tree, outs[:n]), list(outs[n:])
+    return pytrees.tree_unflatten(tree, outs[:n]), list(outs[n:])
 
 
 def _checked(closed: ClosedProgram, enabled):
@@ -618,7 +617,7 @@ for _prim in (slicing.scatter_p, slicing.scatter_add_p, slicing.scatter_sub_p,
 
 def _check_discharge(error, enabled, eqn, *leaves):
     """A staged `check`: merge its error into the threaded one (kinds that are enabled)."""
-    new = tree_util.tree_unflatten(eqn.params["err_tree"], list(leaves))
+    new = pytrees.tree_unflatten(eqn.params["err_tree"], list(leaves))
     for kind, pred in new._pred.items():
         if kind.error_type in enabled:
             error = _update(error, pred, new._code[kind], {}, new._payload[kind], kind)
@@ -637,7 +636,7 @@ def _call_rule(error, enabled, eqn, *args):
     and outputs."""
     closed = eqn.params["jaxpr"]
     checked, tree, _ = _stage(_checked(closed, enabled), error, closed.in_avals)
-    leaves = tree_util.tree_leaves(error)
+    leaves = pytrees.tree_leaves(error)
     outs = eqn.prim.bind(*leaves, *args, **dict(eqn.params, jaxpr=checked))
     return _unflatten_outs(tree, outs)
 
@@ -651,7 +650,7 @@ def _checked_call(error, enabled, closed):
     error structure, the error's leaves): a call whose error comes out as it went in."""
     error = _with_placeholders(error, _stage(_checked(closed, enabled), error, closed.in_avals)[2])
     checked, tree, _ = _stage(_checked(closed, enabled), error, closed.in_avals)
-    return checked, tree, tree_util.tree_leaves(error)
+    return checked, tree, pytrees.tree_leaves(error)
 
 
 def _custom_jvp_rule(error, enabled, eqn, *args):
@@ -700,12 +699,12 @@ def _cond_rule(error, enabled, eqn, index, *ops):
     error = _with_placeholders(error, kinds)
     staged = [_stage(_checked(br, enabled), error, avals) for br in branches]
     extra = {k: v for k, v in eqn.params.items() if k != "branches"}
-    outs = cond_p.bind(index, *tree_util.tree_leaves(error), *ops,
+    outs = cond_p.bind(index, *pytrees.tree_leaves(error), *ops,
                        branches=tuple(s[0] for s in staged), **extra)
     err, outs = _unflatten_outs(staged[0][1], outs)
     metadata = {}
     for _, tree, _ in staged:
-        metadata.update(tree_util.tree_unflatten(tree, [None] * tree.num_leaves)._metadata)
+        metadata.update(pytrees.tree_unflatten(tree, [None] * tree.num_leaves)._metadata)
     return Error(err._pred, err._code, metadata, err._payload), outs
 
 
@@ -719,7 +718,7 @@ def _scan_rule(error, enabled, eqn, *args):
     # The body may add error kinds; the carried error must have them from the start.
     error = _with_placeholders(error, _stage(_checked(body, enabled), error, avals, nc)[2])
     checked, tree, _ = _stage(_checked(body, enabled), error, avals, nc)
-    leaves = tree_util.tree_leaves(error)
+    leaves = pytrees.tree_leaves(error)
     outs = scan_p.bind(*args[:nc], *leaves, *args[nc:], jaxpr=checked, length=p["length"],
                        num_carry=p["num_carry"] + len(leaves), num_consts=nc,
                        reverse=p["reverse"], unroll=p["unroll"])
@@ -745,7 +744,7 @@ def _while_rule(error, enabled, eqn, *args):
     error = _with_placeholders(error, _stage(body_then_cond, error, avals, nc + nb)[2])
     checked_body, tree, _ = _stage(body_then_cond, error, avals, nc + nb)
     # The loop's predicate without its checks (they run in the body): errors in, dropped.
-    leaves = tree_util.tree_leaves(error)
+    leaves = pytrees.tree_leaves(error)
     checked_cond, _, _ = _stage(_checked(cond, enabled), error, cond.in_avals, nc)
     prog = checked_cond.program
     prog, _ = pe.dce_program(Program(prog.constvars, prog.invars, prog.eqns,
@@ -789,7 +788,7 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
         box = []
 
         def flat_fun():
-            leaves, tree = tree_util.tree_flatten(f(*args, **kwargs))
+            leaves, tree = pytrees.tree_flatten(f(*args, **kwargs))
             box.append(tree)
             return leaves
 
@@ -801,8 +800,8 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
             error, outs = checkify_program(closed, enabled, init_error, [])
         finally:
             _checkifying.depth -= 1
-        error, outs = tree_util.tree_map(_as_array, (error, outs))
-        return error, tree_util.tree_unflatten(box[0], outs)
+        error, outs = pytrees.tree_map(_as_array, (error, outs))
+        return error, pytrees.tree_unflatten(box[0], outs)
 
     return checked_fun
 

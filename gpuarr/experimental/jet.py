@@ -22,9 +22,8 @@ import weakref
 from collections.abc import Callable
 from functools import partial
 
-from gpuarr import lax
+from gpuarr import lax, pytrees
 from gpuarr import numpy as jnp
-from gpuarr import pytrees as tree_util
 from gpuarr.ad_checkpoint import remat_p
 from gpuarr.api import jit_p
 from gpuarr.array import Array
@@ -60,10 +59,10 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
     except ValueError:
         raise ValueError("jet terms have inconsistent lengths for different arguments") from None
     for i, (x, terms) in enumerate(zip(primals, series)):
-        if not tree_util.treedef_is_leaf(tree_util.tree_structure(x)):
+        if not pytrees.treedef_is_leaf(pytrees.tree_structure(x)):
             raise ValueError(f"primal value at position {i} is not an array")
         for j, t in enumerate(terms):
-            if not tree_util.treedef_is_leaf(tree_util.tree_structure(t)):
+            if not pytrees.treedef_is_leaf(pytrees.tree_structure(t)):
                 raise ValueError(f"term {j} for argument {i} is not an array")
     primals = [_as_array(x) for x in primals]
     series = [[_as_array(t) for t in terms] for terms in series]
@@ -72,7 +71,7 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
     out_tree_box = []
 
     def flat_fun(*args):
-        leaves, tree = tree_util.tree_flatten(fun(*args))
+        leaves, tree = pytrees.tree_flatten(fun(*args))
         out_tree_box.append(tree)
         return leaves
 
@@ -82,8 +81,8 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
     if factorial_scaled:
         out_series = [[t * fact(k + 1) for k, t in enumerate(terms)] for terms in out_series]
     tree = out_tree_box[0]
-    return (tree_util.tree_unflatten(tree, out_primals),
-            tree_util.tree_unflatten(tree, out_series))
+    return (pytrees.tree_unflatten(tree, out_primals),
+            pytrees.tree_unflatten(tree, out_series))
 
 
 jet2 = partial(jet, factorial_scaled=False)

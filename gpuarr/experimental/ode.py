@@ -19,9 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, lax
+from gpuarr import core, dtypes, lax, pytrees
 from gpuarr import numpy as jnp
-from gpuarr import pytrees as tree_util
 from gpuarr.ad_api import vjp
 from gpuarr.api import jit
 from gpuarr.config import config
@@ -60,9 +59,9 @@ _C_MID = np.array([6025192743 / 30085553152 / 2, 0, 51252292925 / 65400821598 / 
 def _ravel(tree):
     """`(flat, unravel)`: the leaves of `tree` concatenated into one vector of their common
     dtype, and the inverse, which also accepts leading batch axes (`(..., n)` arrays)."""
-    leaves, treedef = tree_util.tree_flatten(tree)
+    leaves, treedef = pytrees.tree_flatten(tree)
     if not leaves:
-        return jnp.zeros((0,), np.float32), lambda flat: tree_util.tree_unflatten(treedef, [])
+        return jnp.zeros((0,), np.float32), lambda flat: pytrees.tree_unflatten(treedef, [])
     from_dtypes = [dtypes.dtype(x, canonicalize=True) for x in leaves]
     to_dtype = dtypes.result_type(*from_dtypes)
     shapes = [tuple(np.shape(x)) for x in leaves]
@@ -77,7 +76,7 @@ def _ravel(tree):
                 piece = jnp.real(piece)
             out.append(lax.convert_element_type(piece, dtype))
             start += size
-        return tree_util.tree_unflatten(treedef, out)
+        return pytrees.tree_unflatten(treedef, out)
 
     return flat, unravel
 
@@ -228,10 +227,10 @@ def _odeint_rev(func, rtol, atol, mxstep, hmax, res, g):
         _, y_bar, t0_bar, args_bar = _solve(
             aug_dynamics, rtol, atol, mxstep, hmax, (ys[i], y_bar, t0_bar, args_bar),
             jnp.array([-ts[i], -ts[i - 1]]), *args)
-        y_bar, t0_bar, args_bar = tree_util.tree_map(lambda x: x[1], (y_bar, t0_bar, args_bar))
+        y_bar, t0_bar, args_bar = pytrees.tree_map(lambda x: x[1], (y_bar, t0_bar, args_bar))
         return (y_bar + g[i - 1], t0_bar, args_bar), t_bar
 
-    init = (g[-1], 0., tree_util.tree_map(jnp.zeros_like, args))
+    init = (g[-1], 0., pytrees.tree_map(jnp.zeros_like, args))
     (y_bar, t0_bar, args_bar), rev_ts_bar = lax.scan(
         step_back, init, jnp.arange(len(ts) - 1, 0, -1))
     ts_bar = jnp.concatenate([jnp.array([t0_bar]), rev_ts_bar[::-1]])
@@ -258,7 +257,7 @@ _solvers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _solver_for(func, y0, t0, args):
     """A jitted solver for `func` with its closed-over values hoisted, and those values;
     reused for the same function and argument types unless the values are traced."""
-    leaves, in_tree = tree_util.tree_flatten((y0, t0, args))
+    leaves, in_tree = pytrees.tree_flatten((y0, t0, args))
     key = (in_tree, tuple(core.get_aval(x) for x in leaves), config.trace_state())
     try:
         per_func = _solvers.get(func)
@@ -295,7 +294,7 @@ def odeint(func: Callable, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=jnp.in
     `mxstep` steps per output interval and steps no longer than `hmax`; `args` must be arrays,
     scalars or pytrees of them. Reverse-mode derivatives with respect to y0, t, args and
     values `func` closes over use the adjoint method."""
-    for arg in tree_util.tree_leaves(args):
+    for arg in pytrees.tree_leaves(args):
         if not _valid_jaxtype(arg):
             raise TypeError(
                 f"The contents of odeint *args must be arrays or scalars, but got {arg}.")

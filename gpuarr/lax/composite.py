@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import pytrees as tree_util
+from gpuarr import pytrees
 from gpuarr.backends import numpy_backend
 from gpuarr.core import Primitive, Tracer, abstract_eval_rules, get_aval
 from gpuarr.dispatch import as_array
@@ -52,29 +52,29 @@ def composite(decomposition: Callable, name: str, version: int = 0):
     recognise the op by name and emit something faster (lax.composite)."""
     @functools.wraps(decomposition)
     def op(*args, **kwargs):
-        if any(isinstance(v, Tracer) for v in tree_util.tree_leaves(kwargs)):
+        if any(isinstance(v, Tracer) for v in pytrees.tree_leaves(kwargs)):
             raise UnexpectedTracerError(
                 "Found a JAX Tracer as an attribute in the decomposition for the composite op "
                 f"'{name}'. This means that the decomposition function closes over a value that "
                 "is involved in a JAX transformation. Any values that aren't explicitly known "
                 "at compile time must be explicitly passed as arguments to the composite.\n\n"
                 "Note: If you are passing jax arrays as attributes, use numpy arrays instead.")
-        flat_args, in_tree = tree_util.tree_flatten(args)
+        flat_args, in_tree = pytrees.tree_flatten(args)
         avals = [get_aval(x) for x in flat_args]
         out_tree_box = []
 
         def flat_fun(*flat):
-            out = decomposition(*tree_util.tree_unflatten(in_tree, list(flat)), **kwargs)
-            leaves, out_tree = tree_util.tree_flatten(out)
+            out = decomposition(*pytrees.tree_unflatten(in_tree, list(flat)), **kwargs)
+            leaves, out_tree = pytrees.tree_flatten(out)
             out_tree_box.append(out_tree)
             return leaves
 
         closed = pe.trace_to_program(flat_fun, avals, debug_info=(name, None))
-        attributes = tuple((k, tuple(tree_util.tree_leaves(v)), tree_util.tree_structure(v))
+        attributes = tuple((k, tuple(pytrees.tree_leaves(v)), pytrees.tree_structure(v))
                            for k, v in kwargs.items() if v is not None)
         outs = composite_p.bind(*flat_args, name=name, attributes=attributes, version=version,
                                 jaxpr=closed)
-        return tree_util.tree_unflatten(out_tree_box[0], outs)
+        return pytrees.tree_unflatten(out_tree_box[0], outs)
     return op
 
 
@@ -90,7 +90,7 @@ batch_rules[dce_sink_p] = lambda size, vals, dims, **params: (dce_sink_p.bind(*v
 def dce_sink(val, *, prevent_mlir_dce: bool = False):
     """Keep each leaf of the pytree `val` from being removed as dead code (lax.dce_sink);
     returns None."""
-    for leaf in tree_util.tree_leaves(val):
+    for leaf in pytrees.tree_leaves(val):
         dce_sink_p.bind(leaf, prevent_mlir_dce=prevent_mlir_dce)
 
 

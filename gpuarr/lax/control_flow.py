@@ -24,8 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import dtypes, pytrees
 from gpuarr.backends.numpy_backend import compile_program, impl_rules, inline_rules
 from gpuarr.core import (
     ClosedProgram,
@@ -84,9 +83,9 @@ def _operand(x):
 
 def _check_returned(out, traced_for, src):
     """JAX's TypeError for a traced function that returns a leaf that is not an array."""
-    for path, x in tree_util.tree_flatten_with_path(out)[0]:
+    for path, x in pytrees.tree_flatten_with_path(out)[0]:
         if not _is_jax_type(x):
-            where = f" at output component {tree_util.keystr(path)}" if path else ""
+            where = f" at output component {pytrees.keystr(path)}" if path else ""
             raise TypeError(f"function {_fun_name(src)} traced for {traced_for} returned a value "
                             f"of type {type(x)}{where}, which is not a valid JAX type")
 
@@ -102,12 +101,12 @@ def _trace_body(fun, in_tree, in_avals, traced_for=None, src=None):
     def checked(*args):
         out = fun(*args)
         if traced_for is None:
-            tree_util.tree_map(_check_operand, out)
+            pytrees.tree_map(_check_operand, out)
         else:
             _check_returned(out, traced_for, fun if src is None else src)
         return out
 
-    flat_fun, out_tree = tree_util.flatten_fun(checked, in_tree)
+    flat_fun, out_tree = pytrees.flatten_fun(checked, in_tree)
     closed = pe.trace_to_program(flat_fun, in_avals)
     closed, consts = pe.hoist_tracer_consts(closed)
     return closed, consts, out_tree()
@@ -149,8 +148,8 @@ def _listed(diffs, capitalize=True) -> str:
 
 def _leaf_paths(tree, avals):
     try:
-        return [p for p, _ in tree_util.tree_flatten_with_path(
-            tree_util.tree_unflatten(tree, avals))[0]]
+        return [p for p, _ in pytrees.tree_flatten_with_path(
+            pytrees.tree_unflatten(tree, avals))[0]]
     except Exception:  # a custom node that cannot be rebuilt from avals: no paths to show
         return None
 
@@ -424,13 +423,13 @@ def _check_branch_outputs(api_name, name1, name2, f1, f2, out1, out2):
     paths = _leaf_paths(tree1, avals1)
 
     def component(p):
-        return f" at path {tree_util.keystr(p)}" if p and paths is not None else ""
+        return f" at path {pytrees.keystr(p)}" if p and paths is not None else ""
 
     header = f"{name1} is {_fun_name(f1)}\n{name2} is {_fun_name(f2)}\n\n"
     if tree1 != tree2:
         diffs = [f"{name1} output{component(p)} is a {t1} but {name2} output{component(p)} is a "
                  f"{t2}, so {why}"
-                 for p, t1, t2, why in tree_util._equality_errors_pytreedef(tree1, tree2)]
+                 for p, t1, t2, why in pytrees._equality_errors_pytreedef(tree1, tree2)]
         if not diffs:
             return  # equal structures up to aux data
         raise TypeError(f"{api_name} branch outputs must have the same pytree structure, but "
@@ -460,7 +459,7 @@ def _bind_cond(index, branch_funs, operands, api_name, **params):
     """Trace the branches on the operands' types, check their outputs as JAX does and bind
     `cond` (with `params` beside the branches). An output that every branch returns as the
     same operand is that operand."""
-    leaves, in_tree = tree_util.tree_flatten(tuple(operands))
+    leaves, in_tree = pytrees.tree_flatten(tuple(operands))
     avals = _avals(leaves)
     traced = [_trace_body(f, in_tree, avals, api_name) for f in branch_funs]
     outs = [(tree, closed.out_avals) for closed, _, tree in traced]
@@ -479,7 +478,7 @@ def _bind_cond(index, branch_funs, operands, api_name, **params):
         from gpuarr.dispatch import as_array
         outs = [as_array(operands[next(iter(f))]) if len(f) == 1 and None not in f else o
                 for o, f in zip(outs, fwds)]
-    return tree_util.tree_unflatten(traced[0][2], outs)
+    return pytrees.tree_unflatten(traced[0][2], outs)
 
 
 # The default of cond's and switch's `operand` keyword: passing it (even as None) gives the
@@ -677,13 +676,13 @@ def while_loop(cond_fun, body_fun, init_val):
 
 
 def _while_loop(cond_fun, body_fun, init_val, traced_for="while_body", src=None):
-    leaves, carry_tree = tree_util.tree_flatten(init_val)
-    in_tree = tree_util.tree_structure((init_val,))
+    leaves, carry_tree = pytrees.tree_flatten(init_val)
+    in_tree = pytrees.tree_structure((init_val,))
     avals = _avals(leaves)
 
     def trace(avals):
         cond = _trace_body(cond_fun, in_tree, avals, "while_cond")
-        if not tree_util.treedef_is_leaf(cond[2]) or len(cond[0].out_avals) != 1:
+        if not pytrees.treedef_is_leaf(cond[2]) or len(cond[0].out_avals) != 1:
             raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {cond[2]}.")
         (pred,) = cond[0].out_avals
         if pred.shape != () or pred.dtype != np.bool_:
@@ -710,7 +709,7 @@ def _while_loop(cond_fun, body_fun, init_val, traced_for="while_body", src=None)
     cond_reads = cond_reads[len(cond_consts):]
     outs = [leaves[i] if f == nb + i and not cond_reads[i] else o
             for i, (o, f) in enumerate(zip(outs, _forwarded(body_closed)))]
-    return tree_util.tree_unflatten(carry_tree, outs)
+    return pytrees.tree_unflatten(carry_tree, outs)
 
 
 def _promote_weak_carries(leaves, avals, out_avals):
@@ -735,9 +734,9 @@ def _carry_component(body_fun):
         params = []
     name = params[0] if params else None
     if name:
-        return lambda p: (f"the input carry component {name}{tree_util.keystr(p)}" if p
+        return lambda p: (f"the input carry component {name}{pytrees.keystr(p)}" if p
                           else f"the input carry {name}")
-    return lambda p: (f"the input carry at path {tree_util.keystr(p)}" if p
+    return lambda p: (f"the input carry at path {pytrees.keystr(p)}" if p
                       else "the input carry")
 
 
@@ -748,9 +747,9 @@ def _check_carry(name, body_fun, in_tree, in_avals, out_tree, out_avals):
         try:
             diffs = [f"{component(p)} is a {t1} but the corresponding component of the carry "
                      f"output is a {t2}, so {why}"
-                     for p, t1, t2, why in tree_util._equality_errors(
-                         (), tree_util.tree_unflatten(in_tree, in_avals),
-                         tree_util.tree_unflatten(out_tree, out_avals))]
+                     for p, t1, t2, why in pytrees._equality_errors(
+                         (), pytrees.tree_unflatten(in_tree, in_avals),
+                         pytrees.tree_unflatten(out_tree, out_avals))]
         except Exception:  # a custom node that cannot hold avals
             diffs = None
         if diffs == []:
@@ -1041,18 +1040,18 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 
 
 def _scan(f, init, xs, length, reverse, unroll, traced_for="scan", src=None):
-    carry_leaves, carry_tree = tree_util.tree_flatten(init)
-    xs_leaves, xs_tree = tree_util.tree_flatten(xs)
+    carry_leaves, carry_tree = pytrees.tree_flatten(init)
+    xs_leaves, xs_tree = pytrees.tree_flatten(xs)
     carry_avals, xs_avals = _avals(carry_leaves), _avals(xs_leaves)
     length = _scan_length(xs_leaves, length)
     x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
-    in_tree = tree_util.tree_structure((init, xs))
+    in_tree = pytrees.tree_structure((init, xs))
     check = f  # the carry's name comes from the loop body's signature (a wrapper's)
 
     def trace(carry_avals):
         closed, consts, out_tree = _trace_body(f, in_tree, carry_avals + x_avals, traced_for, src)
-        if tree_util.treedef_is_leaf(out_tree) or len(out_tree.children()) != 2:
-            got = tree_util.tree_unflatten(out_tree, closed.out_avals)
+        if pytrees.treedef_is_leaf(out_tree) or len(out_tree.children()) != 2:
+            got = pytrees.tree_unflatten(out_tree, closed.out_avals)
             raise TypeError(f"scan body output must be a pair, got {got}.")
         return closed, consts, out_tree
 
@@ -1080,7 +1079,7 @@ def _scan(f, init, xs, length, reverse, unroll, traced_for="scan", src=None):
     fwd = _forwarded(closed)
     outs = [carry_leaves[i] if i < n and fwd[i] == len(consts) + i else o
             for i, o in enumerate(outs)]
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytrees.tree_unflatten(out_tree, outs)
 
 
 def _scan_length(xs_leaves, length) -> int:
@@ -1177,17 +1176,17 @@ def _fori_cond_fun(loop_carry):
 def _batch_and_remainder(xs, batch_size):
     """`xs` split into (full batches stacked along a new leading axis, the remainder); either
     is None when empty. `batch_size=0` is one batch of everything (plain vmap)."""
-    leaves, tree = tree_util.tree_flatten(xs)
+    leaves, tree = pytrees.tree_flatten(xs)
     if not leaves:
         return xs, None
     n = _shape_of(leaves[0])[0]
     num, rest = (0, n) if batch_size == 0 else divmod(n, batch_size)
     used = num * batch_size
-    rem = (tree_util.tree_unflatten(tree, [lax.slice_in_dim(x, used, _shape_of(x)[0])
+    rem = (pytrees.tree_unflatten(tree, [lax.slice_in_dim(x, used, _shape_of(x)[0])
                                            for x in leaves]) if rest or not num else None)
     if not num:
         return None, rem
-    stacked = tree_util.tree_unflatten(tree, [
+    stacked = pytrees.tree_unflatten(tree, [
         lax.reshape(lax.slice_in_dim(x, 0, used), (num, batch_size) + tuple(_shape_of(x)[1:]))
         for x in leaves])
     return stacked, rem
@@ -1211,9 +1210,9 @@ def map(f, xs, *, batch_size=None):
         return lax.reshape(y, (shape[0] * shape[1],) + tuple(shape[2:]))
 
     if rest_xs is None:
-        return tree_util.tree_map(flatten, scan_ys)
+        return pytrees.tree_map(flatten, scan_ys)
     rest_ys = vmap(f)(rest_xs)
-    return tree_util.tree_map(lambda a, b: lax.concatenate([flatten(a), b], 0), scan_ys, rest_ys)
+    return pytrees.tree_map(lambda a, b: lax.concatenate([flatten(a), b], 0), scan_ys, rest_ys)
 
 
 # ================================================================ associative_scan
@@ -1224,7 +1223,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     O(log n) parallel steps (Blelloch's odd/even recursion), as lax.associative_scan."""
     if not callable(fn):
         raise TypeError("lax.associative_scan: fn argument should be callable.")
-    leaves, tree = tree_util.tree_flatten(elems)
+    leaves, tree = pytrees.tree_flatten(elems)
     ndim = get_aval(leaves[0]).ndim  # no leaves: IndexError, as in JAX
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
@@ -1238,8 +1237,8 @@ def associative_scan(fn, elems, reverse=False, axis=0):
 
     def combine(a, b):
         # fn's output is only flattened: a wrong leaf count fails when it is next unflattened.
-        return tree_util.tree_leaves(
-            fn(tree_util.tree_unflatten(tree, a), tree_util.tree_unflatten(tree, b)))
+        return pytrees.tree_leaves(
+            fn(pytrees.tree_unflatten(tree, a), pytrees.tree_unflatten(tree, b)))
 
     def take(x, start, stop, stride=1):
         return lax.slice_in_dim(x, start, stop, stride, axis)
@@ -1261,7 +1260,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     out = run(leaves)
     if reverse:
         out = [lax.rev(x, (axis,)) for x in out]
-    return tree_util.tree_unflatten(tree, out)
+    return pytrees.tree_unflatten(tree, out)
 
 
 def _interleave(a, b, axis):

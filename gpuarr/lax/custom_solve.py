@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpuarr import pytrees as tree_util
+from gpuarr import pytrees
 from gpuarr.backends.numpy_backend import impl_rules, inline_rules
 from gpuarr.core import Primitive, abstract_eval_rules, eval_closed, get_aval, weak_type_rules
 from gpuarr.custom_derivatives import SymbolicZero, _eval_call, custom_jvp
@@ -71,7 +71,7 @@ def _shape_checked(fun, name, expected, has_aux=False):
     """`fun`, checking that its result (without aux) has the leaf shapes `expected`."""
     def checked(x):
         y = fun(x)
-        shapes = [np.shape(leaf) for leaf in tree_util.tree_leaves(y[0] if has_aux else y)]
+        shapes = [np.shape(leaf) for leaf in pytrees.tree_leaves(y[0] if has_aux else y)]
         if shapes != expected:
             raise ValueError(f"{name}() output shapes must match b, got {shapes} and {expected}")
         return y
@@ -101,11 +101,11 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
     derivatives. With `has_aux`, `solve` (and `transpose_solve`) return `(x, aux)`."""
     if transpose_solve is None and symmetric:
         transpose_solve = solve
-    b_flat, tree = tree_util.tree_flatten(b)
+    b_flat, tree = pytrees.tree_flatten(b)
     b_flat = [_operand(x) for x in b_flat]
     b_avals = _avals(b_flat)
     shapes = [a.shape for a in b_avals]
-    in_tree = tree_util.tree_structure((b,))
+    in_tree = pytrees.tree_structure((b,))
 
     def trace(fun, name, aux=False):
         closed, consts, out_tree = _trace_body(_shape_checked(fun, name, shapes, aux), in_tree,
@@ -122,7 +122,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
             vecmat, vecmat_jaxpr, vecmat_consts = matvec, matvec_jaxpr, matvec_consts
         else:
             from gpuarr.ad_api import linear_transpose
-            transposed = linear_transpose(matvec, tree_util.tree_unflatten(tree, b_flat))
+            transposed = linear_transpose(matvec, pytrees.tree_unflatten(tree, b_flat))
             vecmat = lambda x: transposed(x)[0]  # noqa: E731
             vecmat_jaxpr, vecmat_consts, _ = trace(vecmat, "vecmat")
         tr_solve_jaxpr, tr_solve_consts, _ = trace(lambda x: transpose_solve(vecmat, x),
@@ -133,7 +133,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
         const_lengths=_LinearSolveTuple(*(len(c) for c in all_consts)),
         jaxprs=_LinearSolveTuple(matvec_jaxpr, vecmat_jaxpr, solve_jaxpr, tr_solve_jaxpr),
         transpose=None)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytrees.tree_unflatten(out_tree, outs)
 
 
 linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
@@ -295,30 +295,30 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
     function theorem, `tangent_solve(g, y)` solving the linear system g(x) = y for g the
     linearization of f at the root. The solver is not differentiated and the initial guess
     gets no derivative. With `has_aux`, `solve` returns `(x, aux)`."""
-    guess_flat, tree = tree_util.tree_flatten(initial_guess)
+    guess_flat, tree = pytrees.tree_flatten(initial_guess)
     guess_flat = [_operand(x) for x in guess_flat]
     guess_avals = _avals(guess_flat)
-    in_tree = tree_util.tree_structure((initial_guess,))
+    in_tree = pytrees.tree_structure((initial_guess,))
     f_jaxpr, f_consts, f_tree = _trace_body(f, in_tree, guess_avals)
     _check_tree("f", "initial_guess", f_tree, tree)
     solve_jaxpr, solve_consts, out_tree = _trace_body(lambda x: solve(f, x), in_tree, guess_avals)
     _check_tree("solve", "initial_guess", out_tree, tree, has_aux)
 
     def linearize_and_solve(x, b):  # JAX's, with a JVP of f for its linearization
-        g = _jvp_in_x(lambda *xs: tree_util.tree_leaves(f(tree_util.tree_unflatten(tree, xs))),
-                      tree_util.tree_leaves(x))
-        return tangent_solve(lambda v: tree_util.tree_unflatten(tree, g(tree_util.tree_leaves(v))),
+        g = _jvp_in_x(lambda *xs: pytrees.tree_leaves(f(pytrees.tree_unflatten(tree, xs))),
+                      pytrees.tree_leaves(x))
+        return tangent_solve(lambda v: pytrees.tree_unflatten(tree, g(pytrees.tree_leaves(v))),
                              b)
 
     l_and_s_jaxpr, l_and_s_consts, l_and_s_tree = _trace_body(
-        linearize_and_solve, tree_util.tree_structure((initial_guess, initial_guess)),
+        linearize_and_solve, pytrees.tree_structure((initial_guess, initial_guess)),
         guess_avals + guess_avals)
     _check_tree("tangent_solve", "x", l_and_s_tree, tree)
     all_consts = [f_consts, solve_consts, l_and_s_consts]
     outs = _custom_root(_RootTuple(*(len(c) for c in all_consts)),
                         _RootTuple(f_jaxpr, solve_jaxpr, l_and_s_jaxpr), tangent_solve, tree,
                         *_flatten(all_consts), *guess_flat)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return pytrees.tree_unflatten(out_tree, outs)
 
 
 def _jvp_in_x(f_flat, x):
@@ -396,13 +396,13 @@ def _root_transpose(const_lengths, jaxprs, tangent_solve, tree):
             # tangent_solve has no transpose (a while_loop, a custom_linear_solve without
             # transpose_solve): solve g^T y = ct with it, in a custom_linear_solve.
             def matvec(v):
-                out = eval_closed(jaxprs.matvec, *params.matvec, *tree_util.tree_leaves(v))
-                return tree_util.tree_unflatten(tree, out)
+                out = eval_closed(jaxprs.matvec, *params.matvec, *pytrees.tree_leaves(v))
+                return pytrees.tree_unflatten(tree, out)
 
-            ct = tree_util.tree_unflatten(tree, cts)
+            ct = pytrees.tree_unflatten(tree, cts)
             vecmat = linear_transpose(matvec, ct)
             y = custom_linear_solve(lambda v: vecmat(v)[0], ct, tangent_solve, tangent_solve)
-            return tree_util.tree_leaves(y)
+            return pytrees.tree_leaves(y)
     return transpose_tangent_solve
 
 

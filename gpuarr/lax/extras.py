@@ -12,8 +12,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr import pytrees as tree_util
+from gpuarr import dtypes, pytrees
 from gpuarr.backends.numpy_backend import expr_rules, impl_rules
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval, weak_type_rules
 from gpuarr.interpreters import ad, batching
@@ -233,8 +232,8 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
     computation is folded over the reduced elements in order. `out_sharding` must be None."""
     if out_sharding is not None:
         lax.check_no_sharding("lax.reduce", out_sharding)
-    flat_ops, tree = tree_util.tree_flatten(operands)
-    flat_inits, init_tree = tree_util.tree_flatten(init_values)
+    flat_ops, tree = pytrees.tree_flatten(operands)
+    flat_inits, init_tree = pytrees.tree_flatten(init_values)
     if tree != init_tree:
         raise ValueError("reduce: operands and init_values must have the same tree structure, "
                          f"got {tree} and {init_tree}.")
@@ -242,7 +241,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
     if len(flat_ops) == 1:
         fn = _monoid_reducer(computation, flat_inits[0])
         if fn is not None:
-            return tree_util.tree_unflatten(tree, [fn(flat_ops[0], dims)])
+            return pytrees.tree_unflatten(tree, [fn(flat_ops[0], dims)])
     flat_ops = [_coerce_scalars("reduce", o)[0] for o in flat_ops]
     shapes = {get_aval(o).shape for o in flat_ops}
     if len(shapes) != 1:
@@ -259,14 +258,14 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
                             f"operand dtype {dt.name}.")
         inits.append(lax.full(out_shape, i, dt))
     if n == 0:
-        return tree_util.tree_unflatten(tree, inits)
+        return pytrees.tree_unflatten(tree, inits)
     # Reduced axes last, flattened to one, then moved to the front to scan over.
     moved = [lax.reshape(lax.transpose(o, keep + dims), out_shape + (n,)) for o in flat_ops]
     moved = [lax.transpose(m, (len(out_shape),) + tuple(range(len(out_shape)))) for m in moved]
 
     def step(carry, xs):
-        acc = computation(tree_util.tree_unflatten(tree, carry), tree_util.tree_unflatten(tree, xs))
-        acc_flat, acc_tree = tree_util.tree_flatten(acc)
+        acc = computation(pytrees.tree_unflatten(tree, carry), pytrees.tree_unflatten(tree, xs))
+        acc_flat, acc_tree = pytrees.tree_flatten(acc)
         if acc_tree != tree:
             raise ValueError("reduce: computation must return the structure of the operands, "
                              f"got {acc_tree} for {tree}.")
@@ -274,7 +273,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
 
     from gpuarr.lax.control_flow import scan
     out, _ = scan(step, inits, moved)
-    return tree_util.tree_unflatten(tree, list(out))
+    return pytrees.tree_unflatten(tree, list(out))
 
 
 # ---------------------------------------------------------------- optimization_barrier
@@ -297,9 +296,9 @@ ad.jvp_rules[optimization_barrier_p] = _barrier_jvp
 def optimization_barrier(operand, /):
     """`operand` (a pytree) unchanged, but no computation is moved or fused across this point
     (lax.optimization_barrier): the compiler keeps it as a host step of its own."""
-    leaves, tree = tree_util.tree_flatten(operand)
+    leaves, tree = pytrees.tree_flatten(operand)
     leaves = [_coerce_scalars("optimization_barrier", x)[0] for x in leaves]
-    return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
+    return pytrees.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
 
 
 # ---------------------------------------------------------------- shape helpers

@@ -936,8 +936,8 @@ def reciprocal(x):
 
 def stop_gradient(x):
     """The identity whose derivative is zero; applied to every leaf of a pytree."""
-    from gpuarr import pytrees as tree_util
-    return tree_util.tree_map(lambda leaf: stop_gradient_p.bind(leaf), x)
+    from gpuarr import pytrees
+    return pytrees.tree_map(lambda leaf: stop_gradient_p.bind(leaf), x)
 
 
 def _const(like, value):

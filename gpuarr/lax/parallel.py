@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import pytrees as tree_util
+from gpuarr import pytrees
 from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.interpreters import ad, batching
@@ -95,7 +95,7 @@ def _bind_leaves(prim, x, axis_name, axis_index_groups):
     """`prim` on each leaf of the pytree `x` (Python scalars as weakly typed 0-d arrays)."""
     _check_groups(axis_index_groups)
     names = _names(axis_name)
-    return tree_util.tree_map(
+    return pytrees.tree_map(
         lambda v: prim.bind(*lax._coerce_scalars(prim.name, v), axis_name=names), x)
 
 
@@ -110,7 +110,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
     leaves give floats, as true division does."""
     _check_groups(axis_index_groups)
     size = psum(1, axis_name)
-    return tree_util.tree_map(lambda v: psum(v, axis_name) / size, x)
+    return pytrees.tree_map(lambda v: psum(v, axis_name) / size, x)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
@@ -391,7 +391,7 @@ ad.deflinear(pbroadcast_p, _pbroadcast_transpose)
 
 
 def _leafwise(fn, x):
-    return tree_util.tree_map(lambda v: fn(lax._coerce_scalars("collective", v)[0]), x)
+    return pytrees.tree_map(lambda v: fn(lax._coerce_scalars("collective", v)[0]), x)
 
 
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):

@@ -9,8 +9,7 @@ unchanged, with no equation in the program.
 """
 from __future__ import annotations
 
-from gpuarr import core
-from gpuarr import pytrees as tree_util
+from gpuarr import core, pytrees
 from gpuarr import sharding as shd
 from gpuarr.array import Array
 from gpuarr.core import Tracer
@@ -84,7 +83,7 @@ def with_sharding_constraint(x, shardings):
     or a PartitionSpec on the mesh in context; a pytree prefix of `x`). Under an all-Explicit
     mesh it asserts that the inputs already have that sharding (use `reshard` to change it);
     otherwise the spec may only name Auto axes. Values are unchanged."""
-    x_flat, tree = tree_util.tree_flatten(x)
+    x_flat, tree = pytrees.tree_flatten(x)
     avals = [core.get_aval(v) for v in x_flat]
     shd.prepare_axis_resources(shardings, "shardings", allow_unconstrained_dims=True)
     user_flat = shd.flatten_axes("with_sharding_constraint shardings", tree, shardings)
@@ -109,4 +108,4 @@ def with_sharding_constraint(x, shardings):
             continue
         _check_auto(s)
         outs.append(v if isinstance(v, Tracer) else _constrain(v, s, context_mesh))
-    return tree_util.tree_unflatten(tree, outs)
+    return pytrees.tree_unflatten(tree, outs)

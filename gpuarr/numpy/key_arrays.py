@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from gpuarr import pytrees as tree_util
+from gpuarr import pytrees
 from gpuarr.core import get_aval
 from gpuarr.interpreters import batching
 from gpuarr.prng import PRNGKeyArray
@@ -43,22 +43,22 @@ def _holds_keys(args, kwargs) -> bool:
 def on_key_data(fun, args, kwargs):
     """`fun(*args, **kwargs)` with every key array replaced by its raw data and the key-data
     axis batched; array results come back as key arrays."""
-    leaves, tree = tree_util.tree_flatten((args, kwargs), is_leaf=_is_key)
+    leaves, tree = pytrees.tree_flatten((args, kwargs), is_leaf=_is_key)
     vals = [x._base_array if _is_key(x) else x for x in leaves]
     dims = [get_aval(v).ndim - 1 if _is_key(x) else batching.not_mapped
             for x, v in zip(leaves, vals)]
     out_tree = []
 
     def flat_fun(*flat):
-        a, kw = tree_util.tree_unflatten(tree, list(flat))
-        outs, treedef = tree_util.tree_flatten(fun(*a, **kw))
+        a, kw = pytrees.tree_unflatten(tree, list(flat))
+        outs, treedef = pytrees.tree_flatten(fun(*a, **kw))
         out_tree.append(treedef)
         return outs
 
     outs, out_dims = batching.batch_flat(flat_fun, 2, vals, dims)
     keys = [PRNGKeyArray(batching.move_to(o, d, get_aval(o).ndim - (d is not batching.not_mapped), 2))
             for o, d in zip(outs, out_dims)]
-    return tree_util.tree_unflatten(out_tree[0], keys)
+    return pytrees.tree_unflatten(out_tree[0], keys)
 
 
 def accepting_keys(fun):

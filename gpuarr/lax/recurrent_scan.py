@@ -210,17 +210,18 @@ def emit(gen, cell: Cell, consts, carry_in: str, seq: str, length: int, reverse:
 def _emit_driven(gen, cell, ufuncs, ws, bufs, names) -> None:
     """The steps as one chain of iterators: zip calls its iterators in order, so each step is
     the product, then each tail ufunc, with no Python bytecode between the calls."""
-    repeat, starmap = gen.obj(itertools.repeat, "repeat"), gen.obj(itertools.starmap, "starmap")
+    repeat = gen.obj(itertools.repeat, "repeat")
     sums = f"{repeat}({bufs[0]})" if cell.tail else f"{ws}.carries"
-    calls = [f"{starmap}({ws}.dot, zip({ws}.rows, {sums}))"]
+    # map with several iterables passes the arguments on directly (starmap over a zip builds
+    # a tuple per call): 3-5% faster on a 500-step scan.
+    calls = [f"map({ws}.dot, {ws}.rows, {sums})"]
     for k, (eqn, ufunc) in enumerate(zip(cell.tail, ufuncs)):
         last = k == len(cell.tail) - 1
         args = [f"{repeat}({gen.read(a) if type(a) is Literal else names[a.id]})"
                 for a in eqn.inputs]
         args.append(f"{ws}.carries" if last else f"{repeat}({bufs[k + 1]})")
         names[eqn.outvars[0].id] = f"{ws}.carries" if last else bufs[k + 1]
-        calls.append(f"{starmap}({gen.obj(ufunc, f'f_{eqn.prim.name}_')}, "
-                     f"zip({', '.join(args)}))")
+        calls.append(f"map({gen.obj(ufunc, f'f_{eqn.prim.name}_')}, {', '.join(args)})")
     gen.line(f"{gen.obj(collections.deque, 'deque')}(zip(  # a step's calls, in order")
     for call in calls:
         gen.line(f"        {call},")

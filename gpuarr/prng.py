@@ -121,7 +121,7 @@ def _threefry2x32_block(k1, k2, x1, x2, out1, out2):
             inject = _injections(k1, k2)
     shape = out1.shape
     tmp = thread_buffer("threefry", out1.size, np.uint32).reshape(shape)
-    if _on_cache_lines(out1) and _on_cache_lines(out2):
+    if out1.size < _SCRATCH_MIN or (_on_cache_lines(out1) and _on_cache_lines(out2)):
         s1, s2 = out1, out2  # the rounds run in the outputs themselves
     else:  # the rounds run in aligned contiguous scratch, the last pass writes the outputs
         s1 = thread_buffer("threefry_s1", out1.size, np.uint32).reshape(shape)
@@ -129,6 +129,11 @@ def _threefry2x32_block(k1, k2, x1, x2, out1, out2):
     np.add(x1, inject[0][0], out=s1)
     np.add(x2, inject[0][1], out=s2)
     _rounds(s1, s2, inject, tmp, out1, out2)
+
+
+# Blocks shorter than this run in place wherever they start: their passes cost the call, not
+# the loads, and `random.split(key)` would pay for the alignment check.
+_SCRATCH_MIN = 1 << 12
 
 
 def _on_cache_lines(x) -> bool:

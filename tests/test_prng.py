@@ -66,7 +66,8 @@ def test_threefry_large_input_spans_blocks():
 def test_threefry_block_writes_any_outputs(offset):
     # Outputs off a cache line, or strided (the columns of a stacked result), are computed in
     # aligned scratch and written by the last pass: the same words as in place.
-    n = 1000
+    n = 5000
+    assert n >= prng._SCRATCH_MIN  # the scratch path, not the in-place one
     x = np.arange(n, dtype=U32)
     raw = np.empty(8 * n + 128, np.uint8)
     start = -raw.ctypes.data % 64 + offset

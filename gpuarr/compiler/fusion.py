@@ -35,6 +35,7 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.compiler import lowering
+from gpuarr.compiler.control import control_driver
 from gpuarr.compiler.plan import (
     Acc,
     Arg,
@@ -759,63 +760,6 @@ def scalar_function_nodes(closed):
     dag = DagBuilder(fusion, lambda atom: "x" if atom is x else None)
     dag.value(out, (), root=out is not x)
     return tuple(Acc(n.dtype) if isinstance(n, Load) else n for n in dag.nodes)
-
-
-def control_driver(eqn, sub_compiler):
-    """A host function running `while`, `cond`, `scan` or `custom_linear_solve` over compiled
-    sub-programs, or None."""
-    if sub_compiler is None:
-        return None
-    p = eqn.params
-    compiled = functools.lru_cache(maxsize=None)(lambda k: sub_compiler(programs[k]))
-    if eqn.prim.name == "while":
-        programs = {"cond": p["cond_jaxpr"], "body": p["body_jaxpr"]}
-        cn, bn = p["cond_nconsts"], p["body_nconsts"]
-
-        def run_while(*args):
-            cc, bc, carry = args[:cn], args[cn:cn + bn], list(args[cn + bn:])
-            while True:
-                pred = np.asarray(compiled("cond")(*cc, *carry)[0])
-                if not pred.any():
-                    return carry
-                new = compiled("body")(*bc, *carry)
-                if pred.ndim:  # a batched predicate: the examples that are done keep theirs
-                    shaped = [pred.reshape(pred.shape + (1,) * (np.ndim(n) - pred.ndim))
-                              for n in new]
-                    new = [np.where(m, n, c) for m, n, c in zip(shaped, new, carry)]
-                carry = list(new)
-        return run_while
-    if eqn.prim.name == "cond":
-        programs = dict(enumerate(p["branches"]))
-
-        def run_cond(index, *operands):
-            i = min(max(int(index), 0), len(programs) - 1)
-            return list(compiled(i)(*operands))
-        return run_cond
-    if eqn.prim.name == "scan":
-        programs = {"body": p["jaxpr"]}
-        nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
-        y_avals = p["jaxpr"].out_avals[nk:]
-
-        def run_scan(*args):
-            consts, carry, xs = args[:nc], list(args[nc:nc + nk]), args[nc + nk:]
-            ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
-            for i in (range(length - 1, -1, -1) if p["reverse"] else range(length)):
-                outs = compiled("body")(*consts, *carry, *[x[i] for x in xs])
-                carry = list(outs[:nk])
-                for buf, y in zip(ys, outs[nk:]):
-                    buf[i] = y
-            return carry + ys
-        return run_scan
-    if eqn.prim.name == "custom_linear_solve":
-        programs = {"solve": p["jaxprs"].solve}
-        lengths = p["const_lengths"]
-        start, stop = lengths.matvec + lengths.vecmat, sum(lengths)
-
-        def run_linear_solve(*args):  # only the solve runs: x = solve(b)
-            return list(compiled("solve")(*args[start:start + lengths.solve], *args[stop:]))
-        return run_linear_solve
-    return None
 
 
 def _in_program_order(program, eqns: dict) -> list:

@@ -739,7 +739,8 @@ class Fusion:
         if role == "fallback" and narrow:
             reason = (f"kernels do not take {', '.join(narrow)}: the NumPy implementation runs on "
                       "the host, rounding as XLA does")
-        self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.text(eqn),), reason))
+        self.steps.append(HostStep(role, eqn.prim.name, call, ins, outs, (self.text(eqn),), reason,
+                                   params=dict(eqn.params)))
 
 
 def scalar_function_nodes(closed):

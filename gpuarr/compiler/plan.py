@@ -474,6 +474,9 @@ class HostStep:
     equations: tuple = ()
     reason: str = ""
     kind: str = "host"
+    # The equation's params, so a backend with its own library (CuPy on a GPU) can run the
+    # step without the NumPy implementation that `fn` closes over.
+    params: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

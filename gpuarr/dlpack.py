@@ -1,8 +1,10 @@
 """DLPack and CUDA-array-interface interchange (JAX's `jax.dlpack`).
 
 `from_dlpack` takes any object exporting `__dlpack__` (NumPy, CuPy, PyTorch, JAX, gpuarr) or
-`__cuda_array_interface__` (CuPy, Numba, PyTorch) and wraps its memory without copying: GPU
-memory becomes an Array on the cuda platform, host memory an Array on the cpu platform.
+`__cuda_array_interface__` (CuPy, Numba, PyTorch) and wraps its memory without copying where
+it can: GPU memory becomes an Array on the cuda platform (copied when it is strided, offset to
+an address the kernels' vector loads cannot use, or when `copy=True`), host memory an Array on
+the cpu platform.
 gpuarr Arrays export both protocols themselves (`x.__dlpack__()`, `x.__cuda_array_interface__`).
 """
 from __future__ import annotations
@@ -49,7 +51,7 @@ def from_dlpack(external_array, device=None, copy=None) -> Array:
         return external_array if device is None else _commit(external_array, device)
     kind, index = device_type(external_array)
     if kind in (CUDA, CUDA_MANAGED):
-        out = _from_gpu(external_array, index)
+        out = _from_gpu(external_array, index, copy)
     else:
         host = np.from_dlpack(external_array) if hasattr(external_array, "__dlpack__") \
             else np.asarray(external_array)
@@ -77,7 +79,10 @@ def _from_host(host: np.ndarray) -> Array:
     return Array(plat.from_host(host, plat.devices()[0]), platform=plat)
 
 
-def _from_gpu(x, index: int) -> Array:
+def _from_gpu(x, index: int, copy=None) -> Array:
+    """`x`'s GPU memory as an Array of the cuda platform: shared when kernels can read it as
+    it is (dense, aligned) and no copy was asked for; copied otherwise, since kernels index
+    every buffer as dense row-major memory."""
     from gpuarr import platforms
     from gpuarr.backends import cuda
     plat = platforms.get_platform("cuda")
@@ -87,8 +92,10 @@ def _from_gpu(x, index: int) -> Array:
         data = cp.from_dlpack(x) if hasattr(x, "__dlpack__") else cp.asarray(x)
         dt = _canonical(data.dtype)
         if dt != data.dtype:
-            data = data.astype(dt)
-    return Array(cuda.DeviceBuffer(data, ctx.record(), ctx), platform=plat)
+            data = data.astype(dt)  # a new array already
+        elif copy:
+            data = data.copy()
+    return Array(cuda.DeviceBuffer(ctx.kernel_ready(data), ctx.record(), ctx), platform=plat)
 
 
 def _commit(x: Array, device) -> Array:

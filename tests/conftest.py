@@ -1,7 +1,28 @@
-"""Shared test setup: every test starts from the default configuration."""
+"""Shared test setup: every test starts from the default configuration.
+
+With GPUARR_CUDA_STANDIN=1 the suite runs against the CuPy stand-in (`tests/cupy_standin`, see
+docs/cuda-standin.md): `import cupy` finds it, here and in the subprocesses tests start, so the
+real cuda platform runs its kernels on PoCL (with GPUARR_PLATFORMS=cuda, as the default)."""
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
-import gpuarr
+STANDIN = Path(__file__).parent / "cupy_standin"
+STANDIN_ON = os.environ.get("GPUARR_CUDA_STANDIN") == "1"
+if STANDIN_ON:
+    sys.path.insert(0, str(STANDIN))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(STANDIN)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+
+import gpuarr  # noqa: E402 - after the stand-in is on the path
+
+
+def pytest_report_header(config):
+    if STANDIN_ON:
+        return f"cuda: the CuPy stand-in ({STANDIN}), default platform {gpuarr.default_backend()}"
+    return None
 
 
 @pytest.fixture(autouse=True)

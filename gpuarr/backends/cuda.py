@@ -12,17 +12,20 @@ out-of-memory message) need no GPU and no CuPy, so they are tested everywhere.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-from gpuarr.backends import nvrtc
+from gpuarr.backends import cuda_library, nvrtc
 
 PIP_HINT = ('pip install "gpuarr[cuda12]" (CUDA 12: cupy-cuda12x, nvidia-cuda-nvrtc-cu12) or '
             'pip install "gpuarr[cuda13]" (CUDA 13: cupy-cuda13x, nvidia-cuda-nvrtc)')
 MAX_GRID = 2**31 - 1
+ALLOCATION_UNIT = 512  # CuPy's pool rounds every allocation up to this (memory.pyx)
+VECTOR_ALIGNMENT = 16  # the widest load a kernel makes (LOAD4 of 32-bit values)
 
 
 class CudaNotFoundError(RuntimeError):
@@ -115,19 +118,16 @@ def memory_settings(environ=None) -> MemorySettings:
     return MemorySettings(preallocate, fraction)
 
 
-def out_of_memory_message(requested: int, used: int, limit: int, total: int) -> str:
-    """The message of DeviceOutOfMemoryError: the sizes involved and the variables to change."""
+def out_of_memory_message(requested: int, used: int, limit: int, total: int,
+                          free: int | None = None) -> str:
+    """The message of DeviceOutOfMemoryError: the sizes involved and what to change."""
+    free_text = "" if free is None else f"; the device has {free} bytes free"
     return (f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {requested} bytes "
             f"({requested / 2**20:.1f} MiB). The memory pool holds {used} bytes in use and may "
-            f"grow to {limit} bytes of the device's {total}. Free arrays you no longer need "
-            "(del x, or donate_argnums), raise GPUARR_MEM_FRACTION / "
-            "XLA_PYTHON_CLIENT_MEM_FRACTION (default 0.75), or set GPUARR_PREALLOCATE=false / "
-            "XLA_PYTHON_CLIENT_PREALLOCATE=false to allocate on demand.")
-
-
-def module_key(source: str, arch: str, target: str) -> tuple:
-    """What a loaded kernel module is cached under (the cubin cache itself is NVRTC's)."""
-    return (source, arch, target)
+            f"grow to {limit} bytes of the device's {total}{free_text}. Use a smaller batch or "
+            "smaller arrays, free arrays you no longer need (del x, or donate_argnums), raise "
+            "GPUARR_MEM_FRACTION / XLA_PYTHON_CLIENT_MEM_FRACTION (default 0.75), or set "
+            "GPUARR_PREALLOCATE=false / XLA_PYTHON_CLIENT_PREALLOCATE=false to allocate on demand.")
 
 
 # ---- CuPy and the devices -------------------------------------------------------------------
@@ -209,32 +209,53 @@ class DeviceContext:
             self.total = total
             self.limit = int(total * settings.fraction)
             self.pool.set_limit(size=self.limit)
-            if settings.preallocate:  # grab the pool's memory now, as XLA's BFC allocator does
-                block = self.pool.malloc(min(self.limit, int(free * 0.98)))
-                del block
-        self.arch, self.target = arch_for(self.device.compute_capability, supported_archs() or None)
+            if settings.preallocate:
+                self._preallocate(min(self.limit, int(free * 0.98)))
         self._functions: dict = {}
         self._modules: dict = {}
         self.launchers: dict = {}  # id(plan) -> (plan, {step index: prepared launch})
         self._constants: dict = {}
         self._lock = threading.Lock()
 
+    def _preallocate(self, nbytes: int) -> None:
+        """Take the pool's memory now, as XLA's BFC allocator does. CuPy keeps free chunks per
+        stream (memory.pyx, `_arena`) and rounds requests up to 512 bytes: the block is taken on
+        this context's stream, whose allocations then split it, and rounded down so that the
+        rounding cannot pass the limit."""
+        nbytes -= nbytes % ALLOCATION_UNIT
+        if nbytes <= 0:
+            return
+        with self.stream:
+            block = self.pool.malloc(nbytes)
+            del block  # back to this stream's free list, still held by the pool
+
     # memory
     def empty(self, shape, dtype):
-        cp = self.cp
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        with self.out_of_memory(nbytes), self.device, self.stream:
+            return self.cp.empty(shape, dtype)
+
+    @contextlib.contextmanager
+    def out_of_memory(self, nbytes=None):
+        """Turns CuPy's OutOfMemoryError, from an allocation here or inside a CuPy call, into
+        DeviceOutOfMemoryError naming the sizes and what to change."""
         try:
-            with self.device, self.stream:
-                return cp.empty(shape, dtype)
-        except cp.cuda.memory.OutOfMemoryError:
-            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            yield
+        except self.cp.cuda.memory.OutOfMemoryError as e:
+            if nbytes is None:  # CuPy's message starts "Out of memory allocating N bytes"
+                words = str(e).replace(",", "").split()
+                nbytes = next((int(w) for w in words if w.isdigit()), 0)
             with self.device:
                 used = self.pool.used_bytes()
+                free = self.cp.cuda.runtime.memGetInfo()[0]
             raise DeviceOutOfMemoryError(
-                out_of_memory_message(nbytes, used, self.limit, self.total)) from None
+                out_of_memory_message(nbytes, used, self.limit, self.total, free)) from None
 
     def upload(self, value) -> object:
-        """A device copy of host `value` (asynchronous on the stream)."""
-        host = np.ascontiguousarray(value)
+        """A device copy of host `value` (asynchronous on the stream); 0-d values stay 0-d."""
+        host = np.asarray(value)
+        if not host.flags.c_contiguous:
+            host = np.ascontiguousarray(host)
         out = self.empty(host.shape, host.dtype)
         if host.nbytes:
             with self.device:
@@ -242,16 +263,32 @@ class DeviceContext:
         return out
 
     def as_device(self, value):
-        """`value` as a CuPy array on this device: DeviceBuffers and CuPy arrays pass through."""
+        """`value` as a CuPy array on this device that kernels can read: DeviceBuffers of this
+        device pass through; others, CuPy arrays that are strided, offset from an aligned
+        address or on another GPU, and host values are copied (see `kernel_ready`)."""
         if isinstance(value, DeviceBuffer):
             if value.context is self:
                 return value.data  # same stream: ordered after its producer already
             value.synchronize()
-            with self.device, self.stream:
-                return self.cp.array(value.data, copy=True)  # peer copy to this GPU
+            value = value.data
         if isinstance(value, self.cp.ndarray):
-            return value
+            return self.kernel_ready(value)
         return self.upload(value)
+
+    def kernel_ready(self, data):
+        """`data` itself when it is C-contiguous, on this device and aligned for the kernels'
+        16-byte vector loads; else a copy into fresh pool memory (512-byte aligned). Kernels
+        index every buffer as dense row-major memory: a strided view read raw gives wrong
+        values, and a misaligned one faults on a GPU."""
+        if (data.flags.c_contiguous and data.device.id == self.index
+                and data.data.ptr % VECTOR_ALIGNMENT == 0):
+            return data
+        out = self.empty(data.shape, data.dtype)
+        with self.device, self.stream:
+            if data.device.id != self.index:
+                data = self.cp.array(data, copy=True)  # peer copy to this GPU
+            self.cp.copyto(out, data)
+        return out
 
     def record(self):
         event = self.cp.cuda.Event(disable_timing=True)
@@ -272,15 +309,16 @@ class DeviceContext:
 
     # kernels
     def function(self, source: str, name: str):
-        key = module_key(source, self.arch, self.target) + (name,)
+        """Kernel `name` of `source`, compiled by CuPy's RawModule (NVRTC for this device's
+        architecture, cached on disk by CuPy) and loaded once per device."""
+        key = (source, name)
         fn = self._functions.get(key)
         if fn is None:
-            image = nvrtc.compile(source, name, arch=self.arch, target=self.target)
             with self._lock, self.device:
-                module = self._modules.get(key[:3])
+                module = self._modules.get(source)
                 if module is None:
-                    module = self._modules[key[:3]] = self.cp.cuda.function.Module()
-                    module.load(image)
+                    module = self._modules[source] = self.cp.RawModule(
+                        code=source, options=nvrtc.DEFAULT_OPTIONS)
                 fn = self._functions[key] = module.get_function(name)
         return fn
 
@@ -295,10 +333,10 @@ class DeviceContext:
         return lambda args: fn(grid, block, args, stream=stream)
 
     def constants(self, key, values) -> list:
-        """Device copies of a plan's constants, uploaded once per plan."""
+        """Device copies of a plan's constants (host values or DeviceBuffers), made once per plan."""
         cached = self._constants.get(key)
         if cached is None:
-            cached = self._constants[key] = [self.upload(v) for v in values]
+            cached = self._constants[key] = [self.as_device(v) for v in values]
         return cached
 
 
@@ -309,11 +347,9 @@ def run_plan(ctx: DeviceContext, plan, inputs, aliases=None, plan_key=None) -> l
 
     `inputs` may be DeviceBuffers, CuPy arrays or host values. `aliases` maps an output buffer
     name to the index of a donated input whose memory it may use (checked safe by the caller).
-    Library host steps run on the device through CuPy when their NumPy implementation accepts
-    CuPy arrays (NumPy's __array_function__ dispatch: matmul, sort, linalg); other host steps
-    copy their operands to the host and their results back.
+    Control flow and library steps stay on the device (see `_host_step`).
     """
-    with ctx.device:
+    with ctx.out_of_memory(), ctx.device:
         return _run_plan(ctx, plan, inputs, aliases, plan_key)
 
 
@@ -353,7 +389,9 @@ def _run_plan(ctx, plan, inputs, aliases, plan_key) -> list:
             results = _host_step(ctx, step, [buffer(a) for a in step.inputs])
             for name, value in zip(step.outputs, results):
                 shape, dtype = info[name]
-                device[name] = value.astype(dtype, copy=False).reshape(shape)
+                with ctx.device, ctx.stream:
+                    value = value.astype(dtype, copy=False).reshape(shape)
+                device[name] = ctx.kernel_ready(value)
     for name in set(plan.outputs) & _passed_through(plan):
         # An output that is an input or a constant gets its own memory: donating it later
         # must not overwrite an array that is still alive, nor the plan's cached constants.
@@ -391,22 +429,22 @@ def _launchers(ctx: DeviceContext, plan) -> dict:
     return launchers
 
 
-_on_device: dict = {}  # (step name, input dtypes) -> whether the NumPy impl ran on CuPy arrays
-
-
 def _host_step(ctx: DeviceContext, step, args) -> list:
-    cp = ctx.cp
-    key = (step.name, tuple(str(a.dtype) for a in args))
-    if step.role == "library" and _on_device.get(key, True):
-        try:
-            with ctx.device, ctx.stream:
-                results = list(step.fn(*args))
-            if all(isinstance(r, cp.ndarray) for r in results):
-                _on_device[key] = True
-                return results
-        except Exception:  # noqa: BLE001 - the implementation needs NumPy: run it on the host
-            pass
-        _on_device[key] = False
+    """A plan step that is not a kernel. Control flow runs its driver over device arrays (the
+    sub-plans launch on this device; only predicates and branch indices come back to the host);
+    library calls run through CuPy (cuBLAS, cuFFT, cuSOLVER, CUB); anything else copies its
+    operands to the host, runs the NumPy implementation and copies the results back."""
+    if step.role == "control":
+        with ctx.device, ctx.stream:
+            return list(step.fn(*args))
+    if step.role == "library":
+        impl = cuda_library.implementation(step.name, step.params)
+        if impl is not None:
+            try:
+                with ctx.device, ctx.stream:
+                    return list(impl(ctx.cp, *args))
+            except cuda_library.NoDeviceForm:
+                pass
     host = [ctx.download(a) for a in args]
     results = step.fn(*host)
     return [ctx.upload(np.asarray(r)) for r in results]

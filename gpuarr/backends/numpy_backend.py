@@ -786,6 +786,8 @@ def _reusable_input(eqn, i, last_use, reusable, min_size=_MIN_MANAGED_SIZE):
 
 
 def _as_numpy(x):
+    if getattr(x, "_platform", None) is not None:  # an Array on a device: copy it here
+        return x._host()
     buf = getattr(x, "_value", None)
     if buf is not None:
         return buf

@@ -20,13 +20,17 @@ import threading
 from pathlib import Path
 
 DEFAULT_ARCH = "sm_90"
+# 177 (function declared but never referenced) and 186 (unsigned compared with zero) come from
+# the shared headers' helpers for every type, a hundred or more per kernel: silenced so that a
+# warning about the kernel itself stands out.
 DEFAULT_OPTIONS = ("--std=c++17", "--ftz=false", "--prec-div=true", "--prec-sqrt=true",
-                   "--fmad=false")
+                   "--fmad=false", "--diag-suppress=177,186")
 _MAGIC = b"GPUARR-NVRTC1\n"
 
 _lock = threading.Lock()
 _lib = None
 _memory_cache: dict = {}
+_logs: dict = {}  # kernel name -> the log of its last successful compilation, if not empty
 _compiles = 0
 
 
@@ -123,6 +127,7 @@ def _nvrtc_compile(source: str, name: str, options: tuple, target: str) -> bytes
                 f"NVRTC could not compile kernel {name!r} "
                 f"({lib.nvrtcGetErrorString(status).decode()}):\n"
                 f"{log.value.decode(errors='replace')}\n--- source ---\n{numbered(source)}")
+        _keep_log(name, log.value.decode(errors="replace").strip())
         get_size, get = ((lib.nvrtcGetCUBINSize, lib.nvrtcGetCUBIN) if target == "cubin"
                          else (lib.nvrtcGetPTXSize, lib.nvrtcGetPTX))
         _check(get_size(prog, ctypes.byref(size)), "nvrtcGet" + target.upper() + "Size")
@@ -184,6 +189,28 @@ def compile(source: str, name: str = "kernel", arch: str = DEFAULT_ARCH, target:
             _write_entry(path, payload)
     _memory_cache[key] = payload
     return payload
+
+
+def _keep_log(name: str, text: str) -> None:
+    """Keep a successful compilation's warnings: `compile_log(name)` returns them and, with
+    GPUARR_DUMP_DIR set, they are written beside the dumped source as `<name>.log`."""
+    if not text:
+        _logs.pop(name, None)
+        return
+    _logs[name] = text
+    dump_dir = os.environ.get("GPUARR_DUMP_DIR")
+    if dump_dir:
+        try:
+            Path(dump_dir).mkdir(parents=True, exist_ok=True)
+            (Path(dump_dir) / f"{name}.log").write_text(text + "\n")
+        except OSError:
+            pass  # the log stays available through compile_log
+
+
+def compile_log(name: str) -> str:
+    """The NVRTC log (warnings) of the last successful compilation of kernel `name`; empty
+    when it compiled cleanly."""
+    return _logs.get(name, "")
 
 
 def clear_memory_cache() -> None:

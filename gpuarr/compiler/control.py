@@ -8,9 +8,11 @@ import functools
 import numpy as np
 
 
-def control_driver(eqn, sub_compiler):
+def control_driver(eqn, sub_compiler, xp=np):
     """A host function running `while`, `cond`, `scan` or `custom_linear_solve` over compiled
-    sub-programs, or None."""
+    sub-programs, or None. The sub-programs take and return arrays of the array module `xp`
+    (NumPy, or CuPy on a GPU): loop state stays where the platform keeps it, and only a
+    predicate or a branch index is read back per iteration."""
     if sub_compiler is None:
         return None
     p = eqn.params
@@ -22,14 +24,14 @@ def control_driver(eqn, sub_compiler):
         def run_while(*args):
             cc, bc, carry = args[:cn], args[cn:cn + bn], list(args[cn + bn:])
             while True:
-                pred = np.asarray(compiled("cond")(*cc, *carry)[0])
-                if not pred.any():
+                pred = compiled("cond")(*cc, *carry)[0]
+                if not bool(pred.any()):
                     return carry
                 new = compiled("body")(*bc, *carry)
                 if pred.ndim:  # a batched predicate: the examples that are done keep theirs
-                    shaped = [pred.reshape(pred.shape + (1,) * (np.ndim(n) - pred.ndim))
+                    shaped = [pred.reshape(pred.shape + (1,) * (n.ndim - pred.ndim))
                               for n in new]
-                    new = [np.where(m, n, c) for m, n, c in zip(shaped, new, carry)]
+                    new = [xp.where(m, n, c) for m, n, c in zip(shaped, new, carry)]
                 carry = list(new)
         return run_while
     if eqn.prim.name == "cond":
@@ -46,7 +48,7 @@ def control_driver(eqn, sub_compiler):
 
         def run_scan(*args):
             consts, carry, xs = args[:nc], list(args[nc:nc + nk]), args[nc + nk:]
-            ys = [np.empty((length,) + a.shape, a.dtype) for a in y_avals]
+            ys = [xp.empty((length,) + a.shape, a.dtype) for a in y_avals]
             for i in (range(length - 1, -1, -1) if p["reverse"] else range(length)):
                 outs = compiled("body")(*consts, *carry, *[x[i] for x in xs])
                 carry = list(outs[:nk])

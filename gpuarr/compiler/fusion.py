@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 import os
 from collections import defaultdict
@@ -78,6 +79,7 @@ class FusionOptions:
         default_factory=lambda: os.environ.get("GPUARR_DETERMINISTIC_SCATTER", "") == "1")
     recompute_limit: int = RECOMPUTE_LIMIT
     sub_compiler: object = None
+    array_module: object = np  # the arrays sub-programs take and return (CuPy on the cuda platform)
 
 
 # ---- step 1: which values get buffers --------------------------------------------------------
@@ -215,7 +217,14 @@ def equation_texts(program: Program) -> dict:
 
 
 class DagBuilder:
-    """Builds one kernel's expression DAG by walking back from values to buffers."""
+    """Builds one kernel's expression DAG by walking back from values to buffers.
+
+    The walk keeps its own stack: expanding an equation (`expand` and the helpers it calls) is
+    a generator that yields `(atom, transforms)` for each value it needs and is sent back that
+    value's node index, and `value` runs these generators innermost first. A chain of N fused
+    ops is then N suspended generators on a list rather than N nested Python calls, so chains
+    far deeper than the interpreter's recursion limit fuse (a helper that calls `value` itself
+    instead of yielding still works: its operands start a walk of their own)."""
 
     def __init__(self, fusion, buffer_of):
         self.f = fusion
@@ -250,21 +259,43 @@ class DagBuilder:
 
     def value(self, atom, transforms: tuple, root=False) -> int:
         """Node index of `atom` seen through `transforms` (root-first list of layout ops)."""
+        found = self.lookup(atom, transforms, root)
+        stack = []   # (memo key, suspended expansion), innermost last
+        while True:
+            if isinstance(found, tuple):   # an equation to expand first
+                stack.append(found)
+                sent = None
+            elif not stack:
+                return found
+            else:
+                sent = found
+            key, expansion = stack[-1]
+            try:
+                request = expansion.send(sent)
+            except StopIteration as done:
+                stack.pop()
+                found = self.memo[key] = done.value
+                continue
+            found = self.lookup(*request)
+
+    def lookup(self, atom, transforms: tuple, root=False):
+        """The node index of `atom` through `transforms` when no equation has to be expanded
+        (a literal, a value seen before, a load of a buffer), else (memo key, the expansion of
+        its producer, not started yet)."""
         if isinstance(atom, Literal):
             return self.add(Const(np.asarray(atom.val).item(), atom.aval.dtype.name))
         key = (atom.id, transforms)
         if key in self.memo:
             return self.memo[key]
         buf = self.buffer_of(atom)
-        if buf is not None and not root:
-            node = Load(self.arg(buf), self.leaf_map(atom.aval.shape, transforms), atom.aval.dtype.name)
-            k = self.add(node)
-        else:
-            k = self.expand(self.f.producer[atom.id], atom, transforms)
-        self.memo[key] = k
+        if buf is None or root:
+            return key, self.expand(self.f.producer[atom.id], atom, transforms)
+        node = Load(self.arg(buf), self.leaf_map(atom.aval.shape, transforms), atom.aval.dtype.name)
+        self.memo[key] = k = self.add(node)
         return k
 
-    def expand(self, eqn, out, transforms) -> int:
+    def expand(self, eqn, out, transforms):
+        """Generator: the node index of `out`, computed by `eqn` (see the class docstring)."""
         self.eqns[id(eqn)] = eqn
         kind, op = lowering.lowering_of(eqn.prim)
         p = eqn.params
@@ -284,25 +315,28 @@ class DagBuilder:
             else:  # reshape, squeeze, expand_dims: all reshapes of the row-major order
                 if name == "reshape" and p.get("dimensions") is not None:
                     x_t = ("transpose", tuple(p["dimensions"]))
-                    return self.value(x, transforms + (("reshape", tuple(out.aval.shape)), x_t))
+                    return (yield x, transforms + (("reshape", tuple(out.aval.shape)), x_t))
                 t = ("reshape", tuple(out.aval.shape))
-            return self.value(x, transforms + (t,))
+            return (yield x, transforms + (t,))
         if kind == "indexing":
-            return self.gather(eqn, out, transforms, text)
+            return (yield from self.gather(eqn, out, transforms, text))
         if kind == "piecewise":
-            return getattr(self, op)(eqn, out, transforms, text)
+            k = getattr(self, op)(eqn, out, transforms, text)
+            return (yield from k) if inspect.isgenerator(k) else k
         if kind == "window":
             return self.window(eqn, out, transforms, text, op)
         if op == "iota":
             shape, dim = tuple(p["shape"]), p["dimension"]
             return self.add(Iota(shape, dim, self.leaf_map(shape, transforms), out.aval.dtype.name))
         if op == "stop_gradient":
-            return self.value(x, transforms)
+            return (yield x, transforms)
+        args = []
+        for a in eqn.inputs:
+            args.append((yield self.operand(a, out, transforms)))
+        args = tuple(args)
         if op == "threefry2x32":
-            args = [self.operand(a, out, transforms) for a in eqn.inputs]
-            k = self.add(Op("threefry2x32", tuple(args), "uint32", (), text))
+            k = self.add(Op("threefry2x32", args, "uint32", (), text))
             return self.add(Op("proj", (k,), "uint32", (eqn.outvars.index(out),), text))
-        args = tuple(self.operand(a, out, transforms) for a in eqn.inputs)
         dtype = out.aval.dtype.name
         if op == "round":
             op = "round_even" if int(p.get("rounding_method", 0)) == 1 else "round_away"
@@ -316,15 +350,16 @@ class DagBuilder:
                 args = (self.add(Op("ne", (args[0], zero), "bool")),) + args[1:]
         return self.add(Op(op, args, dtype, (), text))
 
-    def operand(self, a, out, transforms) -> int:
-        """An elementwise operand, broadcast (rank 0 or size-1 dims) to the output's shape."""
+    def operand(self, a, out, transforms) -> tuple:
+        """The request for an elementwise operand, broadcast (rank 0 or size-1 dims) to the
+        output's shape."""
         if isinstance(a, Literal) or a.aval.shape == out.aval.shape:
-            return self.value(a, transforms)
+            return a, transforms
         dims = tuple(range(len(a.aval.shape)))
-        return self.value(a, transforms + (("broadcast", tuple(out.aval.shape), dims),))
+        return a, transforms + (("broadcast", tuple(out.aval.shape), dims),)
 
-    def gather(self, eqn, out, transforms, text) -> int:
-        """A gather (or dynamic_slice) as one indexed load inside this kernel."""
+    def gather(self, eqn, out, transforms, text):
+        """Generator: a gather (or dynamic_slice) as one indexed load inside this kernel."""
         p = eqn.params
         operand = eqn.inputs[0]
         buf = self.f.ensure_buffer(operand)
@@ -333,7 +368,9 @@ class DagBuilder:
         sizes = tuple(p["slice_sizes"])
         if eqn.prim.name == "dynamic_slice":
             scalar = transforms + (("broadcast", out_shape, ()),)
-            starts = [self.value(s, scalar) for s in eqn.inputs[1:]]
+            starts = []
+            for s in eqn.inputs[1:]:
+                starts.append((yield s, scalar))
             offsets = [coord(d) for d in range(len(out_shape))]
             mode, fill = "clip", 0
         else:
@@ -345,7 +382,8 @@ class DagBuilder:
             batch_dims = tuple(d for d in range(len(out_shape)) if d not in dn.offset_dims)
             starts = [None] * operand.aval.ndim
             for comp, od in enumerate(dn.start_index_map):
-                starts[od] = self.index_component(indices, comp, out_shape, batch_dims, transforms)
+                starts[od] = yield from self.index_component(indices, comp, out_shape, batch_dims,
+                                                             transforms)
             offsets = [None] * operand.aval.ndim
             batching = tuple(getattr(dn, "operand_batching_dims", ()))
             window = [d for d in range(operand.aval.ndim)
@@ -379,12 +417,12 @@ class DagBuilder:
             acc = c if acc is None else self.op("and", (acc, c), "bool")
         return acc
 
-    def pad(self, eqn, out, transforms, text) -> int:
-        """pad(x, v): where (c - low) is a multiple of (interior + 1) inside x, x at
+    def pad(self, eqn, out, transforms, text):
+        """Generator: pad(x, v): where (c - low) is a multiple of (interior + 1) inside x, x at
         (c - low) / (interior + 1); elsewhere v. Negative low/high crop."""
         x, v = eqn.inputs
         shape = tuple(out.aval.shape)
-        fill = self.value(v, transforms + (("broadcast", shape, ()),))
+        fill = yield v, transforms + (("broadcast", shape, ()),)
         if x.aval.size == 0:
             return fill
         config = eqn.params["padding_config"]
@@ -404,7 +442,7 @@ class DagBuilder:
             if i:
                 r = self.op("rem", (t, self.const(i + 1)), "int64")
                 conds.append(self.op("eq", (r, self.const(0)), "bool"))
-        inner = self.value(x, transforms + (("pad", shape, low, interior),))
+        inner = yield x, transforms + (("pad", shape, low, interior),)
         mask = self.all_of(conds)
         if mask is None:
             return inner
@@ -429,18 +467,18 @@ class DagBuilder:
             result = self.op("select_n", (below, result, value), out.aval.dtype.name, text)
         return result
 
-    def dynamic_update_slice(self, eqn, out, transforms, text) -> int:
-        """The update where the element lies in its window (starts clamped so the window fits,
+    def dynamic_update_slice(self, eqn, out, transforms, text):
+        """Generator: the update where the element lies in its window (starts clamped so the window fits,
         as XLA), the operand elsewhere. The update is read by an indexed load."""
         operand, update, *starts = eqn.inputs
         shape, ushape = tuple(out.aval.shape), tuple(update.aval.shape)
-        base = self.value(operand, transforms)
+        base = yield operand, transforms
         if update.aval.size == 0:
             return base
         scalar = transforms + (("broadcast", shape, ()),)
         conds, rel = [], []
         for d, (s, n, u) in enumerate(zip(starts, shape, ushape)):
-            s = self.op("convert", (self.value(s, scalar),), "int64")
+            s = self.op("convert", ((yield s, scalar),), "int64")
             s = self.op("clamp", (self.const(0), s, self.const(n - u)), "int64")
             r = self.op("sub", (self.coord(shape, d, transforms), s), "int64")
             conds.append(self.op("ge", (r, self.const(0)), "bool"))
@@ -465,15 +503,15 @@ class DagBuilder:
                       dtype, text)
         return self.add(node)
 
-    def index_component(self, indices, comp, out_shape, batch_dims, transforms) -> int:
-        """indices[b..., comp] read at the output's batch coordinates: slice out component
+    def index_component(self, indices, comp, out_shape, batch_dims, transforms):
+        """Generator: indices[b..., comp] read at the output's batch coordinates: slice out component
         `comp` of the index vector (the last dim), drop that dim, broadcast onto the output."""
         ishape = tuple(indices.aval.shape)
         starts = (0,) * (len(ishape) - 1) + (comp,)
         limits = ishape[:-1] + (comp + 1,)
         t = transforms + (("broadcast", out_shape, batch_dims), ("reshape", ishape[:-1]),
                           ("slice", starts, limits, None))
-        return self.value(indices, t)
+        return (yield indices, t)
 
 
 def _mode_name(mode) -> str:
@@ -714,7 +752,8 @@ class Fusion:
         impl = impl_rules.get(eqn.prim)
         if impl is not None:  # narrow types (float8_*, int4, ...) have their own (narrow.py)
             impl = host_impl(eqn.prim, [v.aval.dtype for v in list(eqn.inputs) + list(eqn.outvars)])
-        driver = control_driver(eqn, self.options.sub_compiler) if role == "control" else None
+        driver = (control_driver(eqn, self.options.sub_compiler, self.options.array_module)
+                  if role == "control" else None)
         if driver is not None:
             ins = tuple(self.ensure_buffer(a) for a in eqn.inputs)
             outs = tuple(self.buffer_of(v) or self.new_buffer(v.aval) for v in eqn.outvars)

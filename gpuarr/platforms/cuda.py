@@ -73,9 +73,15 @@ class CudaPlatform(Platform):
         return buffer.__cuda_array_interface__
 
     def _context_for(self, buffers) -> cuda.DeviceContext:
+        """The context a call runs on: that of its first device operand (a DeviceBuffer, or a
+        CuPy array that a control-flow driver passes to its sub-plans), else the default."""
         for b in buffers:
             if isinstance(b, cuda.DeviceBuffer):
                 return b.context
+        cp = cuda.cupy()
+        for b in buffers:
+            if isinstance(b, cp.ndarray):
+                return self.context(b.device.id)
         from gpuarr.placement import current_default_device
         device = current_default_device()
         return self.context(device.id if device is not None and device.platform == "cuda" else 0)
@@ -87,11 +93,11 @@ class CudaPlatform(Platform):
         reuse the donated inputs at those flat positions."""
         from gpuarr.compiler import passes, plan_closed, render
         from gpuarr.compiler.fusion import FusionOptions
-        options = FusionOptions(sub_compiler=lambda sub: self._host_callable(
-            self.compile(passes.optimize(sub))))
+        options = FusionOptions(sub_compiler=lambda sub: self._device_callable(
+            self.compile(passes.optimize(sub))), array_module=cuda.cupy())
         kernel_plan = plan_closed(closed, options)
         launch_plan = render.render_plan(kernel_plan)
-        consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
+        consts = [self._constant(c) for c in closed.consts]
         nconsts = len(consts)
         const_key, plan_key = object(), object()  # constants are uploaded once per device
 
@@ -120,11 +126,20 @@ class CudaPlatform(Platform):
         run.donating = donating
         return run
 
-    def _host_callable(self, fn):
-        """Control-flow drivers run on the host: give them NumPy outputs."""
-        def host_fn(*args):
-            return [self.to_host(b) for b in fn(*args)]
-        return host_fn
+    def _device_callable(self, fn):
+        """Control-flow drivers call sub-plans with CuPy arrays and get CuPy arrays back,
+        ordered on the same stream: loop state never leaves the device."""
+        def device_fn(*args):
+            return [b.data for b in fn(*args)]
+        return device_fn
+
+    def _constant(self, c):
+        """A program constant as `run_plan` takes it: device data stays on its device (an
+        Array of this platform holds a DeviceBuffer), anything else becomes a host array."""
+        from gpuarr.array import Array
+        if isinstance(c, Array):
+            c = c._value if c._platform is self else c._host()
+        return c if isinstance(c, cuda.DeviceBuffer) else np.asarray(c)
 
     # ---- eager operations
     def apply_primitive(self, prim, buffers, params):

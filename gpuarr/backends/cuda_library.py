@@ -1,0 +1,123 @@
+"""Library primitives on the GPU: CuPy implementations of the plan steps that are library calls
+(cuBLAS for products, CUB/thrust for sorts, cuFFT for transforms, cuSOLVER for triangular
+solves), so a jitted program's matrices never leave the device.
+
+Each implementation takes the cupy module, the operands (CuPy arrays) and the equation's
+params, and returns its results in the primitive's order; the plan runner casts them to the
+output buffers' dtypes. `implementation(name, params)` is None where a case has no device
+form here (an algorithm-precision product, narrow types, batched triangular solves): the runner
+then uses the NumPy implementation on the host, which is slower but never different.
+Like the other backends this module imports nothing from gpuarr.core or gpuarr.lax, so the
+primitives' params are read by name.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# Types the device products accumulate in a wider type, as the NumPy backend does (XLA's CPU
+# behaviour): half precision in float32, bool as int32.
+_ACCUMULATE = {"bool": np.int32, "float16": np.float32, "bfloat16": np.float32}
+_DEVICE_TYPES = frozenset(
+    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+     "bfloat16", "float32", "float64", "complex64", "complex128"))
+
+
+def implementation(name: str, params):
+    """`impl(cp, *operands) -> results` of library primitive `name` with `params`, or None."""
+    rule = _RULES.get(name)
+    return None if rule is None or params is None else rule(**params)
+
+
+def _dot_general(dimension_numbers, precision=None, preferred_element_type=None):
+    if not _plain_precision(precision):
+        return None
+    (lc, rc), (lb, rb) = dimension_numbers
+
+    def impl(cp, x, y):
+        if not {x.dtype.name, y.dtype.name} <= _DEVICE_TYPES:
+            raise NoDeviceForm
+        acc = np.result_type(x.dtype, y.dtype)
+        acc = _ACCUMULATE.get(acc.name, acc)
+        x, y = x.astype(acc, copy=False), y.astype(acc, copy=False)
+        lf = [d for d in range(x.ndim) if d not in lc and d not in lb]
+        rf = [d for d in range(y.ndim) if d not in rc and d not in rb]
+        batch = [x.shape[d] for d in lb]
+        lfs, rfs = [x.shape[d] for d in lf], [y.shape[d] for d in rf]
+        k = math.prod(x.shape[d] for d in lc)
+        xm = cp.transpose(x, (*lb, *lf, *lc)).reshape((*batch, math.prod(lfs), k))
+        ym = cp.transpose(y, (*rb, *rc, *rf)).reshape((*batch, k, math.prod(rfs)))
+        return (cp.matmul(xm, ym).reshape((*batch, *lfs, *rfs)),)
+    return impl
+
+
+def _plain_precision(precision) -> bool:
+    """True for None, a Precision or a pair of them; dot algorithms run on the host."""
+    if precision is None:
+        return True
+    items = precision if isinstance(precision, (tuple, list)) else (precision,)
+    return all(p is None or type(p).__name__ == "Precision" or isinstance(p, str) for p in items)
+
+
+def _sort_keys(cp, x) -> list:
+    """Stable-sort keys, least significant first, ordering `x` as XLA's total order does (NaNs
+    last, -0.0 equal to 0.0): the same keys as the NumPy backend's sort."""
+    if x.dtype.kind == "c":
+        return [cp.imag(x), cp.real(x)]
+    if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
+        xf = x.astype(np.float64)
+        nan = cp.isnan(xf)
+        return [cp.where(nan, 0.0, xf) + 0.0, nan.astype(np.uint8)]
+    return [x.astype(np.uint8) if x.dtype.kind == "b" else x]
+
+
+def _sort(dimension, is_stable, num_keys):
+    def impl(cp, *operands):
+        moved = [cp.moveaxis(o, dimension, -1) for o in operands]
+        order = None
+        for key in reversed(moved[:num_keys]):  # least significant operand first
+            for k in _sort_keys(cp, key):
+                if order is not None:
+                    k = cp.take_along_axis(k, order, axis=-1)
+                step = cp.argsort(k, axis=-1, kind="stable")
+                order = step if order is None else cp.take_along_axis(order, step, axis=-1)
+        return tuple(cp.moveaxis(cp.take_along_axis(o, order, axis=-1), -1, dimension)
+                     for o in moved)
+    return impl
+
+
+_FFTS = ("fftn", "ifftn", "rfftn", "irfftn")  # by FftType: FFT, IFFT, RFFT, IRFFT
+
+
+def _fft(fft_type, fft_lengths):
+    name = _FFTS[int(fft_type)]
+
+    def impl(cp, x):
+        if x.size == 0 or 0 in fft_lengths:
+            raise NoDeviceForm
+        axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
+        if name == "irfftn":
+            return (cp.fft.irfftn(x, s=tuple(fft_lengths), axes=axes),)
+        return (getattr(cp.fft, name)(x, axes=axes),)
+    return impl
+
+
+def _triangular_solve(left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    def impl(cp, a, b):
+        if a.ndim != 2 or b.ndim != 2 or not left_side or a.dtype.kind not in "fc":
+            raise NoDeviceForm
+        from cupyx.scipy.linalg import solve_triangular
+        if conjugate_a:
+            a = cp.conj(a)
+        return (solve_triangular(a, b.astype(a.dtype, copy=False), trans=1 if transpose_a else 0,
+                                 lower=lower, unit_diagonal=unit_diagonal),)
+    return impl
+
+
+class NoDeviceForm(Exception):
+    """Raised before any device work by an implementation whose operands have no device form."""
+
+
+_RULES = {"dot_general": _dot_general, "sort": _sort, "fft": _fft,
+          "triangular_solve": _triangular_solve}

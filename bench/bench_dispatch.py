@@ -2,7 +2,9 @@
 
 (a) a cached jitted call of a small 8-op function on 8-element arrays, with block_until_ready;
 (b) a cached jitted call of a function of 50 array arguments;
-(c) first call (trace + compile) of a fresh 200-op function.
+(c) first call (trace + compile) of a fresh 200-op function;
+(d) `jit(f)(x)` written inline in a loop: a new jit of the same function on each call, which
+    shares the function's cache (no trace or compile after the first).
 Run: python bench/bench_dispatch.py
 """
 from __future__ import annotations
@@ -99,6 +101,21 @@ def bench_first_call():
     return rows
 
 
+def bench_inline_jit():
+    x8 = np.linspace(0, 1, 8, dtype=np.float32)
+    rows = []
+    f = small(gnp)
+    gx, gy = gnp.asarray(x8), gnp.asarray(x8 + 1)
+    gpuarr.jit(f)(gx, gy).block_until_ready()
+    rows.append(("gpuarr", timing.best_of(lambda: gpuarr.jit(f)(gx, gy).block_until_ready(), 2000)[0]))
+    if jax is not None:
+        jf = small(jjnp)
+        jx, jy = jjnp.asarray(x8), jjnp.asarray(x8 + 1)
+        jax.jit(jf)(jx, jy).block_until_ready()
+        rows.append(("jax", timing.best_of(lambda: jax.jit(jf)(jx, jy).block_until_ready(), 2000)[0]))
+    return rows
+
+
 def report(title, rows, target):
     base = dict(rows)
     print(f"\n{title}")
@@ -114,6 +131,8 @@ def main():
     report("(b) cached jit call, 50 array arguments", bench_many_args(), "gpuarr/jax <= 1.0")
     report("(c) first call: trace + compile of a fresh 200-op function", bench_first_call(),
            "gpuarr/jax <= 0.5")
+    report("(d) jit(f)(x) inline: a new jit of the same function each call, 8-op function",
+           bench_inline_jit(), "gpuarr/jax <= 1.0")
 
 
 if __name__ == "__main__":

@@ -259,38 +259,91 @@ class _HashableStatic:
             and bool(self.val == other.val)
 
 
+class _JitState:
+    """What the jits of one function with the same options share, as JAX's jit cache is
+    keyed on the function and jit's options: `jit(f)` twice traces and compiles once. It
+    never holds the function, so that the weak table below lets functions be collected."""
+
+    __slots__ = ("sig", "static_argnums", "static_argnames", "donate_argnums", "cache", "staged",
+                 "fast", "out_shardings_cache", "__weakref__")
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames):
+        try:
+            self.sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self.sig = None
+        self.static_argnums, self.static_argnames = _infer_names(
+            self.sig, static_argnums, static_argnames, "static")
+        self.donate_argnums, donate_names = _infer_names(self.sig, donate_argnums,
+                                                         donate_argnames, "donate")
+        if both := set(self.static_argnames) & set(donate_names):
+            raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                             f"names {both} appear in both static_argnames and donate_argnames")
+        self.cache: dict = {}
+        self.staged: dict = {}  # key -> (ClosedProgram, out tree) staged under transformations
+        self.fast: dict = {}  # (arg avals..., trace state) -> entry, for all-Array positional calls
+        self.out_shardings_cache: dict = {}
+
+    def clear(self):
+        self.cache.clear()
+        self.staged.clear()
+        self.fast.clear()
+        self.out_shardings_cache.clear()
+
+
+# {function: {jit options: _JitState}}: weak in the function (a bound method's entry goes with
+# that method object, a partial's with that partial, as in JAX).
+_JIT_STATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jit_state(fun, options, static_argnums, static_argnames, donate_argnums, donate_argnames):
+    """The shared state of `fun` jitted with `options` (a hashable key, or None for a state
+    of its own, as for a function that is not hashable or not weakly referable)."""
+    by_options = None
+    if options is not None:
+        try:
+            by_options = _JIT_STATES.get(fun)
+            if by_options is None:
+                by_options = _JIT_STATES[fun] = {}
+        except TypeError:
+            by_options = None
+    state = by_options.get(options) if by_options is not None else None
+    if state is None:
+        state = _JitState(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+        if by_options is not None:
+            by_options[options] = state
+    return state
+
+
 class Jitted:
-    """A function compiled once per input signature; calls with a cached signature are cheap."""
+    """A function compiled once per input signature; calls with a cached signature are cheap.
+    Jits of one function with the same options share their caches (see _JitState)."""
 
     def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
                  donate_argnames=None, keep_unused=False, inline=False, device=None,
-                 shardings=None):
+                 shardings=None, options=None):
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         # Copy the name and docstring, and only public attributes: a private one of `fun`
         # would shadow this object's own methods.
         functools.update_wrapper(self, fun, updated=())
-        self.__dict__.update({k: v for k, v in getattr(fun, "__dict__", {}).items()
-                              if not k.startswith("_")})
+        fun_dict = getattr(fun, "__dict__", None)
+        if fun_dict:
+            self.__dict__.update({k: v for k, v in fun_dict.items() if not k.startswith("_")})
         self._fun = fun
         self._inline = inline
-        try:
-            self._sig = inspect.signature(fun)
-        except (TypeError, ValueError):
-            self._sig = None
-        self._static_argnums, self._static_argnames = _infer_names(
-            self._sig, static_argnums, static_argnames, "static")
-        self._donate_argnums, donate_names = _infer_names(self._sig, donate_argnums,
-                                                          donate_argnames, "donate")
-        if both := set(self._static_argnames) & set(donate_names):
-            raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
-                             f"names {both} appear in both static_argnames and donate_argnames")
-        self._cache: dict = {}
-        self._staged: dict = {}  # key -> (ClosedProgram, out tree) staged under transformations
-        self._fast: dict = {}  # (arg avals..., trace state) -> entry, for all-Array positional calls
+        state = _jit_state(fun, options, static_argnums, static_argnames, donate_argnums,
+                           donate_argnames)
+        self._state = state
+        self._sig = state.sig
+        self._static_argnums, self._static_argnames = state.static_argnums, state.static_argnames
+        self._donate_argnums = state.donate_argnums
+        self._cache = state.cache
+        self._staged = state.staged
+        self._fast = state.fast
         # (in_shardings, out_shardings) when either is given: such calls skip the fast path.
         self._shardings = shardings
-        self._out_shardings_cache: dict = {}
+        self._out_shardings_cache = state.out_shardings_cache
         self._plain = not (self._static_argnums or self._static_argnames or self._donate_argnums
                            or shardings is not None)
         self._device = device  # jit(device=...): where every call runs
@@ -663,12 +716,10 @@ class Jitted:
         return self._staged
 
     def clear_cache(self):
-        self._cache.clear()
-        self._staged.clear()
+        """Drop the compiled programs of this function's jits (with these options)."""
+        self._state.clear()
         with contextlib.suppress(TypeError):  # a function that is not weakly referable
             _STAGED.pop(self._fun, None)
-        self._fast.clear()
-        self._out_shardings_cache.clear()
 
     def _cache_size(self):
         return len(self._cache)
@@ -860,8 +911,30 @@ def jit(fun: Callable | _NotSpecified = _NOT_SPECIFIED, /, *, in_shardings=None,
     for option in compiler_options or {}:
         from gpuarr.errors import JaxRuntimeError
         raise JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{option}'")
+    options = _options_key(static_argnums, static_argnames, donate_argnums, donate_argnames,
+                           keep_unused, inline, where, shardings)
     return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                  keep_unused, inline, where, shardings)
+                  keep_unused, inline, where, shardings, options)
+
+
+def _options_key(*options):
+    """jit's options as a hashable key of its cache (None where one is not hashable: that
+    jit then has a cache of its own). Shardings in dicts or lists key by their leaves."""
+    key = []
+    for x in options:
+        if isinstance(x, list):
+            x = tuple(x)
+        try:
+            hash(x)
+        except TypeError:
+            leaves, tree = pytrees.tree_flatten(x, is_leaf=lambda v: v is None)
+            x = (tree, tuple(leaves))
+            try:
+                hash(x)
+            except TypeError:
+                return None
+        key.append(x)
+    return tuple(key)
 
 
 def _jit_shardings(in_shardings, out_shardings, device, backend):
@@ -942,9 +1015,12 @@ _STAGED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> 
 def clear_caches():
     """Drop every compiled-program cache (jit caches are emptied lazily by key change)."""
     import gc
-    for obj in gc.get_objects():
+    for by_options in list(_JIT_STATES.values()):
+        for state in by_options.values():
+            state.clear()
+    for obj in gc.get_objects():  # the jits with a state of their own
         if type(obj) is Jitted:
-            obj.clear_cache()
+            obj._state.clear()
     numpy_backend._compiled.clear()
     _STAGED.clear()
     ad._jvp_program_cache.clear()

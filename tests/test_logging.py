@@ -22,6 +22,8 @@ def line_of(fn, text: str) -> int:
 
 @pytest.fixture
 def log(caplog):
+    # Jits of one function share a cache (as in JAX): each test starts from an empty one.
+    jax.clear_caches()
     caplog.set_level(logging.WARNING, logger="gpuarr")
 
     def messages():

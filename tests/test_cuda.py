@@ -429,6 +429,12 @@ def test_mlp_step_makes_no_host_transfers(standin):
     ("batched_matmul", lambda a: jnp.einsum("bij,bjk->bik", a, a), (F[:, :48].reshape(-1, 4, 4),)),
     ("int_matmul", lambda a: a @ a.T, (I[:8, :8],)),
     ("bool_dot", lambda a: jnp.dot(a > 0, a.T > 0), (F[:8, :8],)),
+    ("conv", lambda x, w: jax.lax.conv_general_dilated(x, w, (2, 1), [(1, 2), (-1, 1)],
+                                                         rhs_dilation=(1, 2)),
+     (F[:16, :64].reshape(2, 2, 16, 16), F[16:24, :18].reshape(4, 2, 3, 6))),
+    ("conv_groups", lambda x, w: jax.lax.conv_general_dilated(
+        x, w, (1,), [(1, 1)], lhs_dilation=(2,), dimension_numbers=("NWC", "WIO", "NWC"),
+        feature_group_count=2), (F[:12, :16].reshape(3, 16, 4), F[20:26, :4].reshape(3, 2, 4))),
     ("triangular", lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True),
      (np.tril(F[:8, :8]) + 8 * np.eye(8, dtype=np.float32), F[:8, :3])),
 ])

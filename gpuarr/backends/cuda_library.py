@@ -115,9 +115,69 @@ def _triangular_solve(left_side, lower, transpose_a, conjugate_a, unit_diagonal)
     return impl
 
 
+def _conv(window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+          feature_group_count, batch_group_count, precision=None, preferred_element_type=None):
+    """The NumPy backend's convolution on the device: pad and dilate, take the windows as a
+    strided view, contract them with the kernel in one einsum (cuBLAS underneath)."""
+    if not _plain_precision(precision):
+        return None
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+
+    def impl(cp, lhs, rhs):
+        if lhs.dtype.name not in _DEVICE_TYPES:
+            raise NoDeviceForm
+        acc = _ACCUMULATE.get(lhs.dtype.name, lhs.dtype)
+        x = cp.transpose(lhs, lhs_spec).astype(acc, copy=False)
+        w = cp.transpose(rhs, rhs_spec).astype(acc, copy=False)
+        nsp = x.ndim - 2
+        x = _pad_dilate(cp, x, padding, lhs_dilation)
+        w = _pad_dilate(cp, w, [(0, 0)] * nsp, rhs_dilation)
+        win = _windows(cp, x, w.shape[2:], window_strides)  # N, C, out..., k...
+        sp, ks = "xyzuvw"[:nsp], "pqrstl"[:nsp]
+        n, c, o = x.shape[0], x.shape[1], w.shape[0]
+        out_sp = win.shape[2:2 + nsp]
+        if batch_group_count > 1:
+            b = batch_group_count
+            win = win.reshape((b, n // b, c) + win.shape[2:])
+            wk = w.reshape((b, o // b) + w.shape[1:])
+            out = cp.einsum(f"bnc{sp}{ks},boc{ks}->nbo{sp}", win, wk).reshape((n // b, o) + out_sp)
+        else:
+            g = feature_group_count
+            win = win.reshape((n, g, c // g) + win.shape[2:])
+            wk = w.reshape((g, o // g) + w.shape[1:])
+            out = cp.einsum(f"ngc{sp}{ks},goc{ks}->ngo{sp}", win, wk).reshape((n, o) + out_sp)
+        return (cp.transpose(out, tuple(np.argsort(out_spec))),)
+    return impl
+
+
+def _pad_dilate(cp, x, padding, dilation):
+    """`x` with its spatial dims (2...) dilated by `dilation` and padded by `padding` (negative
+    padding crops), as lax.pad does."""
+    inner = [(n - 1) * d + 1 if n else 0 for n, d in zip(x.shape[2:], dilation)]
+    low = [max(lo, 0) for lo, _ in padding]
+    shape = x.shape[:2] + tuple(lo + n + max(hi, 0) for lo, n, (_, hi) in zip(low, inner, padding))
+    out = cp.zeros(shape, x.dtype)
+    out[(slice(None),) * 2 + tuple(slice(lo, lo + n, d) for lo, n, d in zip(low, inner, dilation))] = x
+    crop = tuple(slice(max(-lo, 0), size - max(-hi, 0)) for (lo, hi), size in zip(padding, shape[2:]))
+    return out[(slice(None),) * 2 + crop]
+
+
+def _windows(cp, x, window, strides):
+    """A strided view (N, C, out..., window...) of the windows of `x`'s spatial dims."""
+    if any(k > n for k, n in zip(window, x.shape[2:])) or 0 in window:
+        out = tuple(max(0, (n - k) // s + 1) for n, k, s in zip(x.shape[2:], window, strides))
+        return cp.zeros(x.shape[:2] + out + tuple(window), x.dtype)
+    x = cp.ascontiguousarray(x)
+    out = tuple((n - k) // s + 1 for n, k, s in zip(x.shape[2:], window, strides))
+    st = x.strides
+    return cp.lib.stride_tricks.as_strided(
+        x, x.shape[:2] + out + tuple(window),
+        st[:2] + tuple(st[2 + i] * s for i, s in enumerate(strides)) + st[2:])
+
+
 class NoDeviceForm(Exception):
     """Raised before any device work by an implementation whose operands have no device form."""
 
 
 _RULES = {"dot_general": _dot_general, "sort": _sort, "fft": _fft,
-          "triangular_solve": _triangular_solve}
+          "triangular_solve": _triangular_solve, "conv_general_dilated": _conv}

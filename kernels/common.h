@@ -87,3 +87,21 @@ INLINE void threefry2x32(u32 k0, u32 k1, u32 x0, u32 x1, u32 *out0, u32 *out1) {
 /* A source coordinate clamped into [0, hi]: padded lanes still read a valid element, which a
  * mask then discards. */
 INLINE i64 clamp_index(i64 v, i64 hi) { return v < 0 ? 0 : v > hi ? hi : v; }
+
+/* ---- narrow atomics ---------------------------------------------------------------------- */
+/* Atomic add on an 8- or 16-bit element (`mask` 0xff or 0xffff): neither dialect has one, so a
+ * compare-and-swap loop replaces the aligned 32-bit word holding the element, adding in its
+ * lane only (little-endian: byte k of the word is lane k). The sum wraps around, as XLA's.
+ * The word never leaves the element's aligned 16 bytes (buffers are 16-byte aligned), and its
+ * other lanes are written back unchanged. */
+INLINE void atomic_add_narrow(GLOBAL u8 *p, u32 v, u32 mask) {
+  const u32 byte = (u32)((size_t)p & 3);
+  GLOBAL u32 *word = (GLOBAL u32 *)(p - byte);
+  const u32 lane = mask << (byte * 8);
+  u32 old = *word, assumed;
+  do {
+    assumed = old;
+    const u32 sum = ((assumed & lane) + (v << (byte * 8))) & lane;
+    old = ATOMIC_CAS_U32(word, assumed, (assumed & ~lane) | sum);
+  } while (old != assumed);
+}

@@ -21,7 +21,9 @@
 #define GLOBAL_ID(T) ((T)blockIdx.x * (T)blockDim.x + (T)threadIdx.x)
 #define GLOBAL_SIZE(T) ((T)gridDim.x * (T)blockDim.x)
 
-/* The grid-stride loop every elementwise kernel runs (CuPy's CUPY_FOR). */
+/* The grid-stride loop every elementwise kernel runs (CuPy's CUPY_FOR). The renderer picks
+ * T so that n plus the launch's global size fits in T (i64 within 2^20 of 2^31): i + stride
+ * never wraps. */
 #define GRID_STRIDE_LOOP(T, i, n) for (T i = GLOBAL_ID(T); i < (T)(n); i += GLOBAL_SIZE(T))
 
 /* Warp-level finish of block reductions. */
@@ -79,6 +81,18 @@ typedef float2 c64;
 #define ATOMIC_ADD_U64(p, v) atomicAdd((unsigned long long *)(p), (unsigned long long)(v))
 #define ATOMIC_ADD_F32(p, v) atomicAdd((float *)(p), (float)(v))
 #define ATOMIC_ADD_F64(p, v) atomicAdd((double *)(p), (double)(v))
+/* No 8/16-bit atomicAdd: a compare-and-swap loop on the aligned 32-bit word (common.h). */
+#define ATOMIC_ADD_I8(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(i32)(v), 0xffu)
+#define ATOMIC_ADD_U8(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(v), 0xffu)
+#define ATOMIC_ADD_I16(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(i32)(v), 0xffffu)
+#define ATOMIC_ADD_U16(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(v), 0xffffu)
+/* Compare-and-swap; each returns the word's old value. */
+#define ATOMIC_CAS_U32(p, cmp, v) atomicCAS((unsigned int *)(p), (unsigned int)(cmp), (unsigned int)(v))
+#define ATOMIC_CAS_U64(p, cmp, v) \
+  atomicCAS((unsigned long long *)(p), (unsigned long long)(cmp), (unsigned long long)(v))
+/* Atomic max of a 32-bit signed value (scatter ownership: the last update claims an element). */
+#define ATOMIC_MAX_I32(p, v) atomicMax((int *)(p), (int)(v))
+#define ATOMIC_MAX_I64(p, v) atomicMax((long long *)(p), (long long)(v))
 
 /* Special float values. */
 #define INF_F32 __int_as_float(0x7f800000)

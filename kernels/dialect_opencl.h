@@ -6,6 +6,7 @@
 #define GPUARR_DIALECT_OPENCL 1
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
 
 /* Qualifiers and address spaces. */
 #define KERNEL __kernel
@@ -22,6 +23,7 @@
 #define GLOBAL_ID(T) ((T)get_global_id(0))
 #define GLOBAL_SIZE(T) ((T)get_global_size(0))
 
+/* As dialect_cuda.h: T holds n plus the global size, so i + stride never wraps. */
 #define GRID_STRIDE_LOOP(T, i, n) for (T i = GLOBAL_ID(T); i < (T)(n); i += GLOBAL_SIZE(T))
 
 /* No warp shuffles: block reductions finish in shared memory. */
@@ -75,6 +77,15 @@ typedef float2 c64;
 #define ATOMIC_ADD_U64(p, v) atom_add((volatile GLOBAL ulong *)(p), (ulong)(v))
 #define ATOMIC_ADD_F32(p, v) gpuarr_atomic_add_f32((volatile GLOBAL uint *)(p), (float)(v))
 #define ATOMIC_ADD_F64(p, v) gpuarr_atomic_add_f64((volatile GLOBAL ulong *)(p), (double)(v))
+/* No 8/16-bit atomics: a compare-and-swap loop on the aligned 32-bit word (common.h). */
+#define ATOMIC_ADD_I8(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(i32)(v), 0xffu)
+#define ATOMIC_ADD_U8(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(v), 0xffu)
+#define ATOMIC_ADD_I16(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(i32)(v), 0xffffu)
+#define ATOMIC_ADD_U16(p, v) atomic_add_narrow((GLOBAL u8 *)(p), (u32)(v), 0xffffu)
+#define ATOMIC_CAS_U32(p, cmp, v) atomic_cmpxchg((volatile GLOBAL uint *)(p), (uint)(cmp), (uint)(v))
+#define ATOMIC_CAS_U64(p, cmp, v) atom_cmpxchg((volatile GLOBAL ulong *)(p), (ulong)(cmp), (ulong)(v))
+#define ATOMIC_MAX_I32(p, v) atomic_max((volatile GLOBAL int *)(p), (int)(v))
+#define ATOMIC_MAX_I64(p, v) atom_max((volatile GLOBAL long *)(p), (long)(v))
 
 INLINE void gpuarr_atomic_add_f32(volatile GLOBAL uint *p, float v) {
   uint old = *p, assumed;

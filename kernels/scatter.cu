@@ -20,10 +20,60 @@ KERNEL void ${name}(${params}) {
     if (t >= 0) ${atomic_add}(&out[t], updates[u]);
   }
 }
+#elif ${cas}
+// One thread per update element; colliding updates combine in a compare-and-swap loop on the
+// ${word_t} word holding the element (its lane starts at bit `shift`; the other lanes are
+// written back unchanged). The result does not depend on the order the updates land in
+// (${combiner} is exact and commutative for ${ctype}).
+INLINE void ${name}_combine(GLOBAL ${ctype} *p, const ${ctype} b) {
+  const u32 byte = (u32)((size_t)p % sizeof(${word_t}));
+  GLOBAL ${word_t} *word = (GLOBAL ${word_t} *)((GLOBAL u8 *)p - byte);
+  const u32 shift = byte * 8;
+  const ${word_t} lane = (${word_t})${lane_mask} << shift;
+  ${word_t} old = *word, assumed;
+  do {
+    assumed = old;
+    const ${ctype} a = ${from_word};
+    const ${ctype} value = ${combine_expr};
+    old = ATOMIC_CAS_${word_bits}(word, assumed, (assumed & ~lane) | ((${to_word} << shift) & lane));
+  } while (old != assumed);
+}
+
+KERNEL void ${name}(${params}) {
+  GRID_STRIDE_LOOP(${index_t}, u, ${num_updates}) {
+    const ${index_t} t = ${name}_target(${index_args}, u);
+    if (t >= 0) ${name}_combine(&out[t], updates[u]);
+  }
+}
+#elif ${owner}
+// `set` in three launches over the updates, never over the operand times the updates:
+// ${name}_init marks every element unclaimed, ${name}_claim lets each update claim its element
+// with an atomic max of its position (the last update in order wins, as on the NumPy backend
+// and XLA's serial scatter), and ${name} stores each winning update.
+KERNEL void ${name}_init(${params}) {
+  GRID_STRIDE_LOOP(${index_t}, t, ${operand_size}) {
+    owner[t] = (${owner_t})-1;
+  }
+}
+
+KERNEL void ${name}_claim(${params}) {
+  GRID_STRIDE_LOOP(${index_t}, u, ${num_updates}) {
+    const ${index_t} t = ${name}_target(${index_args}, u);
+    if (t >= 0) ATOMIC_MAX_${owner_bits}(&owner[t], u);
+  }
+}
+
+KERNEL void ${name}(${params}) {
+  GRID_STRIDE_LOOP(${index_t}, u, ${num_updates}) {
+    const ${index_t} t = ${name}_target(${index_args}, u);
+    if (t >= 0 && owner[t] == (${owner_t})u) out[t] = updates[u];
+  }
+}
 #else
 // Deterministic: one thread per operand element scans the updates in order, so colliding
-// updates apply in index order (the last `set` wins, sums add in a fixed order, and
-// scatter_apply applies its function once per hit).
+// updates apply in index order (sums and products round in a fixed order, and scatter_apply
+// applies its function once per hit). Costs operand size x updates: only float sums,
+// differences and products that must not depend on timing, and scatter_apply, come here.
 KERNEL void ${name}(${params}) {
   GRID_STRIDE_LOOP(${index_t}, t, ${operand_size}) {
     ${ctype} value = out[t];

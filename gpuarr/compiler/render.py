@@ -23,6 +23,7 @@ import numpy as np
 from gpuarr.compiler import lowering
 from gpuarr.compiler.plan import (
     Acc,
+    Arg,
     Const,
     ElementwiseKernel,
     Gather,
@@ -79,6 +80,10 @@ class RenderedKernel:
     local_size: int
     arg_names: tuple
     outputs: tuple
+    # Entry points of the same source launched before `name`, in order: (entry, global size).
+    setup: tuple = ()
+    # Arguments that are scratch buffers of this kernel alone: (arg name, elements, dtype).
+    scratch: tuple = ()
 
 
 def ctype(dtype) -> str:
@@ -154,8 +159,17 @@ def literal(value, dtype) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+# The largest global size any kernel launches (MAX_GROUPS blocks of at most 256 threads).
+MAX_GLOBAL_SIZE = MAX_GROUPS * 256
+
+
 def index_type(*sizes) -> str:
-    return "i32" if max([1, *sizes]) <= INT32_LIMIT else "i64"
+    """`i32` when every index a kernel forms fits in 32 bits, else `i64`.
+
+    Grid-stride loops (`i += GLOBAL_SIZE`) and block loops (`o += NUM_GROUPS()`,
+    `r += block`) step past the last index by up to one global size before the test ends the
+    loop, so a size counts with MAX_GLOBAL_SIZE added: sizes within 2^20 of 2^31 take i64."""
+    return "i32" if max([1, *sizes]) + MAX_GLOBAL_SIZE <= INT32_LIMIT else "i64"
 
 
 # ---- index arithmetic ------------------------------------------------------------------------
@@ -572,13 +586,57 @@ def render_scan(k: ScanKernel) -> RenderedKernel:
 
 
 _COMBINE = {"set": "b", "add": "a + b", "sub": "a - b", "mul": "a * b"}
+# Combiners whose result does not depend on the order colliding updates land in, per kind.
+_ORDER_FREE = {"add": "iub", "sub": "iu", "mul": "iu", "min": "iufb", "max": "iufb"}
+_LANE_MASKS = {1: "0xffu", 2: "0xffffu", 4: "0xffffffffu", 8: "0xffffffffffffffffull"}
+
+
+def scatter_variant(k: ScatterKernel) -> str:
+    """How a scatter combines colliding updates: 'atomic' (ATOMIC_ADD_*), 'cas' (a
+    compare-and-swap loop per update), 'owner' (set: the last update claims its element) or
+    'deterministic' (one thread per operand element scanning every update in order).
+
+    Order-free combiners (integer sums and products, min, max) and `set` cost the updates only,
+    whatever `deterministic` says, as their results do not depend on timing; float sums take
+    atomics unless `deterministic`; float products and differences follow the order only in the
+    deterministic variant."""
+    kind = lowering.dtype_kind(k.dtype)
+    half = np.dtype(k.dtype).name in STORAGE
+    if k.combiner == "apply" or kind == "c" or half:
+        return "owner" if k.combiner == "set" else "deterministic"
+    if k.combiner == "set":
+        return "owner"
+    if k.combiner == "add" and kind in "iuf" and (kind != "f" or not k.deterministic):
+        return "atomic"
+    if kind in _ORDER_FREE.get(k.combiner, "") or not k.deterministic:
+        return "cas"
+    return "deterministic"
+
+
+def _cas_slots(k: ScatterKernel) -> dict:
+    """Slots of the compare-and-swap variant: the word holding an element, the element read
+    from and written to its lane."""
+    ct, width = ctype(k.dtype), np.dtype(k.dtype).itemsize
+    word_t, bits = ("u64", "U64") if width == 8 else ("u32", "U32")
+    if lowering.dtype_kind(k.dtype) == "f":
+        f = "F64" if width == 8 else "F32"
+        from_word, to_word = f"{f}_BITS(assumed)", f"(({word_t})BITS_{f}(value))"
+    else:
+        from_word = f"({ct})(assumed >> shift)"
+        to_word = f"(({word_t})({ctype(f'uint{width * 8}')})value)"
+    combine = {"min": lowering.reducer("min", k.dtype).format(t=ct),
+               "max": lowering.reducer("max", k.dtype).format(t=ct)}.get(k.combiner)
+    if k.combiner == "add" and k.dtype == "bool":
+        combine = "(u8)(a | b)"   # bool sums are logical or, as on the NumPy backend
+    return dict(word_t=word_t, word_bits=bits, lane_mask=_LANE_MASKS[width], from_word=from_word,
+                to_word=to_word, combine_expr=combine or _COMBINE[k.combiner])
 
 
 def render_scatter(k: ScatterKernel) -> RenderedKernel:
     num_updates = math.prod(k.updates_shape)
     operand_size = math.prod(k.operand_shape)
+    variant = scatter_variant(k)
     t = index_type(num_updates, operand_size, math.prod(k.indices_shape))
-    atomic = k.combiner == "add" and not k.deterministic
     batch_dims = [d for d in range(len(k.updates_shape)) if d not in k.update_window_dims]
     batch_shape = [k.updates_shape[d] for d in batch_dims]
     num_components = k.indices_shape[-1] if k.indices_shape else 0
@@ -612,30 +670,42 @@ def render_scatter(k: ScatterKernel) -> RenderedKernel:
                  else f"if (s < 0 || s > {hi}) ok = 0;")
         lines.append(f"{{ i64 s = {start}; {bound} target += ({t})(s + {offset}) * {strides[d]}; }}")
     ct = ctype(k.dtype)
-    kind = lowering.dtype_kind(k.dtype)
-    combine = {"min": lowering.reducer("min", k.dtype), "max": lowering.reducer("max", k.dtype)}
     combine_body: list
     if k.combiner == "apply":
         combine_body = [f"const {ct} acc = value;"] + render_nodes(k.apply_nodes, "f", "t", t)
         combine_body.append(f"value = f{len(k.apply_nodes) - 1};")
-    else:
-        combine_expr = _COMBINE.get(k.combiner) or combine[k.combiner].format(t=ct)
+    elif variant == "deterministic":
+        combine_expr = _COMBINE.get(k.combiner) or lowering.reducer(k.combiner, k.dtype).format(t=ct)
         combine_body = [f"const {ct} a = value;", f"const {ct} b = updates[u];",
                         f"value = {combine_expr};"]
-    atomic_add = {"f": f"ATOMIC_ADD_{ct.upper()}", "i": f"ATOMIC_ADD_{ct.upper()}",
-                  "u": f"ATOMIC_ADD_{ct.upper()}", "b": ""}[kind]
+    else:
+        combine_body = []
+    cas = _cas_slots(k) if variant == "cas" else dict(
+        word_t="u32", word_bits="U32", lane_mask="0u", from_word="", to_word="", combine_expr="")
+    owner_t = "i32" if num_updates <= INT32_LIMIT else "i64"
     args = k.args
+    scratch = ()
+    if variant == "owner":
+        args += (Arg("owner", np.dtype(owner_t.replace("i", "int")).name, operand_size, True),)
+        scratch = (("owner", operand_size, np.dtype(owner_t.replace("i", "int")).name),)
     source = template("scatter.cu").substitute(
-        name=k.name, combiner=k.combiner, num_updates=num_updates, operand_size=operand_size,
-        mode=k.mode, variant="atomic" if atomic else "deterministic", index_t=t,
+        cas, name=k.name, combiner=k.combiner, num_updates=num_updates, operand_size=operand_size,
+        mode=k.mode, variant=variant, index_t=t,
         equations=equations(k), reason=k.reason or "scatters are their own kernels",
         index_params=f"GLOBAL const {ctype(k.index_dtype)} *indices",
-        index_args="indices", target_body=indent(lines, 2), atomic=int(atomic), params=params(args),
-        atomic_add=atomic_add, ctype=ct, combine_body=indent(combine_body, 8))
-    size = num_updates if atomic else operand_size
-    groups = max(1, min(MAX_GROUPS, -(-size // ELEMENTWISE_BLOCK)))
-    return RenderedKernel(k.name, prelude() + source, groups * ELEMENTWISE_BLOCK, ELEMENTWISE_BLOCK,
-                          tuple(a.name for a in args), ("out",))
+        index_args="indices", target_body=indent(lines, 2), atomic=int(variant == "atomic"),
+        cas=int(variant == "cas"), owner=int(variant == "owner"), params=params(args),
+        atomic_add=f"ATOMIC_ADD_{ct.upper()}", ctype=ct, owner_t=owner_t,
+        owner_bits=owner_t.upper(), combine_body=indent(combine_body, 8))
+
+    def grid(n):
+        return max(1, min(MAX_GROUPS, -(-n // ELEMENTWISE_BLOCK))) * ELEMENTWISE_BLOCK
+
+    setup = ((f"{k.name}_init", grid(operand_size)), (f"{k.name}_claim", grid(num_updates))) \
+        if variant == "owner" else ()
+    size = operand_size if variant == "deterministic" else num_updates
+    return RenderedKernel(k.name, prelude() + source, grid(size), ELEMENTWISE_BLOCK,
+                          tuple(a.name for a in args), ("out",), setup, scratch)
 
 
 def render(kernel) -> RenderedKernel:
@@ -654,23 +724,33 @@ def render(kernel) -> RenderedKernel:
 def render_plan(plan: KernelPlan, dump_dir: str | None = None) -> LaunchPlan:
     """Render every kernel of `plan` into a LaunchPlan a backend can run without the IR.
 
-    Kernel argument names are replaced by the plan's buffer names. With `dump_dir` (or the
+    Kernel argument names are replaced by the plan's buffer names; a kernel's scratch buffers
+    (see `RenderedKernel.scratch`) become plan buffers of their own, and its setup entries
+    launches before it. With `dump_dir` (or the
     environment variable GPUARR_DUMP_DIR) every rendered kernel is also written there as
     `<name>.cu`.
     """
     dump_dir = dump_dir or os.environ.get("GPUARR_DUMP_DIR")
-    steps = []
+    steps, scratch = [], []
     for step in plan.steps:
         if not isinstance(step, KernelStep):
             steps.append(step)
             continue
         rk = render(step.kernel)
         binds = dict(step.bindings)
-        steps.append(Launch(rk.name, rk.source, rk.global_size, rk.local_size,
-                            tuple(binds[a] for a in rk.arg_names), tuple(binds[a] for a in rk.outputs)))
+        for arg, size, dtype in rk.scratch:
+            binds[arg] = f"{rk.name}_{arg}"
+            scratch.append((binds[arg], (size,), dtype))
+        launch_args = tuple(binds[a] for a in rk.arg_names)
+        for entry, global_size in rk.setup:
+            steps.append(Launch(entry, rk.source, global_size, rk.local_size, launch_args,
+                                tuple(binds[a] for a, _, _ in rk.scratch)))
+        steps.append(Launch(rk.name, rk.source, rk.global_size, rk.local_size, launch_args,
+                            tuple(binds[a] for a in rk.outputs)))
         if dump_dir:
             dump(rk, dump_dir)
     buffers = tuple((name, tuple(info.shape), info.dtype) for name, info in plan.buffers)
+    buffers += tuple(scratch)
     return LaunchPlan(plan.inputs, plan.outputs, buffers, plan.constants, tuple(steps))
 
 

@@ -35,7 +35,11 @@ def run_kernel(pocl, have_nvrtc):
         rk = render.render(kernel)
         nvrtc.compile(rk.source, rk.name, arch="sm_90")
         arrays = {**{k: np.ascontiguousarray(v).ravel() for k, v in inputs.items()},
-                  **{k: np.array(v).ravel() for k, v in outputs.items()}}
+                  **{k: np.array(v).ravel() for k, v in outputs.items()},
+                  **{k: np.zeros(n, dtype) for k, n, dtype in rk.scratch}}
+        for entry, global_size in rk.setup:   # earlier entry points write the scratch buffers
+            arrays.update(opencl.run(rk.source, entry, global_size, rk.local_size, rk.arg_names,
+                                     arrays, tuple(k for k, _, _ in rk.scratch)))
         got = opencl.run(rk.source, rk.name, rk.global_size, rk.local_size, rk.arg_names,
                          arrays, tuple(outputs))
         return {k: got[k].reshape(np.shape(outputs[k])) for k in outputs}

@@ -38,6 +38,7 @@ from gpuarr import dtypes
 from gpuarr.compiler import lowering
 from gpuarr.compiler.control import control_driver
 from gpuarr.compiler.plan import (
+    MAX_KERNEL_ARGS,
     Acc,
     Arg,
     BufferInfo,
@@ -67,6 +68,7 @@ EXPENSIVE_OPS = {
     "digamma", "polygamma",
 }
 RECOMPUTE_LIMIT = 24   # cost units a shared value may be recomputed for each consumer kernel
+KERNEL_COST_LIMIT = 512   # cost units of one kernel's fused expression (see _bound_kernel_cost)
 
 
 @dataclasses.dataclass
@@ -78,6 +80,7 @@ class FusionOptions:
     deterministic_scatter: bool = dataclasses.field(
         default_factory=lambda: os.environ.get("GPUARR_DETERMINISTIC_SCATTER", "") == "1")
     recompute_limit: int = RECOMPUTE_LIMIT
+    kernel_cost_limit: int = KERNEL_COST_LIMIT
     sub_compiler: object = None
     array_module: object = np  # the arrays sub-programs take and return (CuPy on the cuda platform)
 
@@ -173,6 +176,9 @@ def materialize(program: Program, options: FusionOptions) -> dict:
                     if isinstance(a, Var):
                         reasons.setdefault(a.id, f"operand of {eqn.prim.name} (host)")
             continue
+        if name == "concatenate" and len(eqn.inputs) > CONCAT_PIECES:
+            reasons.setdefault(eqn.outvars[0].id, f"concatenate of {len(eqn.inputs)} pieces: "
+                               f"written by launches of at most {CONCAT_PIECES} pieces each")
         read_by_index = {"indexing": 0, "window": 0}.get(kind)
         if name == "dynamic_update_slice":
             read_by_index = 1
@@ -203,7 +209,37 @@ def materialize(program: Program, options: FusionOptions) -> dict:
         if cost.get(vid, 0) * (len(users) - 1) > options.recompute_limit:
             reasons[vid] = (f"shared by {len(users)} consumers; recomputing it (cost "
                             f"{cost[vid]}) in each would exceed the recompute limit")
+    _bound_kernel_cost(program, reasons, options.kernel_cost_limit)
     return reasons
+
+
+def _bound_kernel_cost(program: Program, reasons: dict, limit: int) -> None:
+    """Give buffers to values inside long fused chains, so that no kernel's expression costs
+    more than `limit` units (each fused op its `_op_cost`, at least 1; a value read twice counts
+    twice). A chain of 10,000 elementwise ops becomes kernels of a few hundred ops each rather
+    than one: NVRTC's time grows faster than the kernel's length (about 13 ms an op at 100
+    ops of a sin/mul/add chain, 50 ms at 400, 150 ms at 1,300), and a kernel of 10,000 ops
+    would be megabytes of source. Ordinary programs stay far below the limit: nothing changes.
+
+    Runs after every other reason is known, in program order: when an op's expression would
+    pass the limit, its costliest fused operands get buffers until it fits."""
+    cost: dict = {}
+    for eqn in program.eqns:
+        if not _fusable(eqn):
+            continue
+        fused: dict = {}   # var id -> its cost, as often as the op reads it
+        for a in eqn.inputs:
+            if isinstance(a, Var) and a.id not in reasons:
+                fused[a.id] = fused.get(a.id, 0) + cost.get(a.id, 0)
+        total = max(1, _op_cost(eqn)) + sum(fused.values())
+        for vid in sorted(fused, key=fused.get, reverse=True):
+            if total <= limit:
+                break
+            reasons[vid] = (f"a fused expression longer than {limit} cost units is split here, "
+                            "so each kernel stays a size a compiler handles")
+            total -= fused[vid]
+        for v in eqn.outvars:
+            cost[v.id] = total
 
 
 # ---- step 2: expression DAGs -----------------------------------------------------------------
@@ -450,10 +486,13 @@ class DagBuilder:
 
     def concatenate(self, eqn, out, transforms, text) -> int:
         """concatenate along `dimension`: the piece whose range holds the coordinate."""
-        dim = eqn.params["dimension"]
-        shape = tuple(out.aval.shape)
+        return self.pieces(eqn.inputs, eqn.params["dimension"], tuple(out.aval.shape),
+                           out.aval.dtype.name, transforms, text)
+
+    def pieces(self, inputs, dim, shape, dtype, transforms, text) -> int:
+        """`inputs` side by side along `dim` over `shape`: a chain of selects on the coordinate."""
         pieces, start = [], 0
-        for x in eqn.inputs:
+        for x in inputs:
             n = x.aval.shape[dim]
             if n:
                 low = tuple(start if d == dim else 0 for d in range(len(shape)))
@@ -464,7 +503,7 @@ class DagBuilder:
         result = pieces[-1][1]
         for end, value in reversed(pieces[:-1]):
             below = self.op("lt", (c, self.const(end)), "bool")
-            result = self.op("select_n", (below, result, value), out.aval.dtype.name, text)
+            result = self.op("select_n", (below, result, value), dtype, text)
         return result
 
     def dynamic_update_slice(self, eqn, out, transforms, text):
@@ -627,6 +666,10 @@ class Fusion:
         return args, eqns, bindings
 
     def elementwise(self, var):
+        eqn = self.producer.get(var.id)
+        if eqn is not None and eqn.prim.name == "concatenate" and len(eqn.inputs) > CONCAT_PIECES:
+            self.wide_concatenate(eqn, var)
+            return
         dag = DagBuilder(self, self.buffer_of)
         root = dag.value(var, (), root=True)
         args, eqns, bindings = self.kernel_io(dag, var.aval.dtype.name, var.aval.size,
@@ -635,6 +678,33 @@ class Fusion:
                                    args, tuple(dag.nodes), (Store("out0", root),),
                                    eqns, self.reasons[var.id])
         self.steps.append(KernelStep(kernel, bindings))
+
+    def wide_concatenate(self, eqn, var):
+        """A concatenate of more than CONCAT_PIECES pieces: one kernel per run of CONCAT_PIECES
+        pieces writes its slice of the output, so no launch passes more than CONCAT_PIECES + 1
+        pointers (CUDA's kernel parameters hold 4 KiB; OpenCL C 1.2 cannot keep a table of
+        global pointers in a buffer) and no lane selects among more than CONCAT_PIECES pieces."""
+        dim, shape = eqn.params["dimension"], tuple(var.aval.shape)
+        out_map, start = IndexMap.contiguous(shape), 0
+        for g in range(0, len(eqn.inputs), CONCAT_PIECES):
+            group = eqn.inputs[g:g + CONCAT_PIECES]
+            width = sum(x.aval.shape[dim] for x in group)
+            if width == 0:
+                continue
+            part = shape[:dim] + (width,) + shape[dim + 1:]
+            dag = DagBuilder(self, self.buffer_of)
+            dag.eqns[id(eqn)] = eqn
+            root = dag.pieces(group, dim, part, var.aval.dtype.name, (), self.text(eqn))
+            args, eqns, bindings = self.kernel_io(dag, var.aval.dtype.name, var.aval.size,
+                                                  self.buffer_of(var))
+            window = out_map.slice(tuple(start if d == dim else 0 for d in range(len(shape))),
+                                   shape[:dim] + (start + width,) + shape[dim + 1:])
+            reason = (f"{self.reasons[var.id]}: pieces {g}..{g + len(group) - 1} "
+                      f"(elements {start}..{start + width - 1} along axis {dim})")
+            kernel = ElementwiseKernel(self.kernel_name("concatenate"), part, args,
+                                       tuple(dag.nodes), (Store("out0", root, window),), eqns, reason)
+            self.steps.append(KernelStep(kernel, bindings))
+            start += width
 
     def reduction(self, eqn, op):
         x, out = eqn.inputs[0], eqn.outvars[0]
@@ -806,6 +876,7 @@ def _in_program_order(program, eqns: dict) -> list:
     return [e for e in program.eqns if id(e) in eqns]
 
 
+CONCAT_PIECES = 64          # a wider concatenate is written by several launches
 SPLIT_THRESHOLD = 1 << 16   # full reductions at least this big run in two passes
 SPLIT_GROUPS = 1024         # blocks of the first pass
 SCAN_SEQUENTIAL_MAX = 16    # rows this short scan sequentially even when contiguous
@@ -911,6 +982,8 @@ def merge_siblings(fusion: Fusion) -> None:
                     continue
                 if not (_read(a) & b_reads or set(a.kernel.equations) & set(b.kernel.equations)):
                     continue
+                if len(a.kernel.args) + len(b.kernel.args) > MAX_KERNEL_ARGS:
+                    continue   # CUDA's 4 KiB of kernel parameters
                 steps[i] = _merge_elementwise(a, b)
                 del steps[j]
                 merged = True

@@ -435,6 +435,11 @@ class ScanKernel:
 Kernel = Union[ElementwiseKernel, ReductionKernel, ScatterKernel, ScanKernel]
 
 
+# At most this many pointer arguments per kernel: 2 KiB of CUDA's 4 KiB kernel parameter space
+# (wider concatenates are split into several launches; sibling fusion stops at the cap).
+MAX_KERNEL_ARGS = 256
+
+
 # ---- plan steps ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

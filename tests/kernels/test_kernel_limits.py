@@ -171,3 +171,22 @@ def test_scatter_plans_launch_per_update_not_per_operand_element():
     launches = [s for s in render.render_plan(plan_closed(closed)).steps
                 if s.kind == "launch" and "scatter" in s.name]
     assert [s.global_size for s in launches] == [render.MAX_GLOBAL_SIZE, 256, 256]   # init, claim, set
+
+
+# ---- kernel parameter counts -------------------------------------------------------------------
+
+def test_concatenate_of_5000_arrays_stays_under_the_parameter_cap():
+    from gpuarr.compiler.plan import MAX_KERNEL_ARGS
+    xs = [rng.standard_normal(3).astype(np.float32) for _ in range(5000)]
+    plan = check(lambda *xs: jnp.concatenate(xs) * 2.0, *xs)
+    assert len(plan.kernels) >= 5000 // MAX_KERNEL_ARGS
+    for k in plan.kernels:
+        assert len(k.args) <= MAX_KERNEL_ARGS
+        rk = render.render(k)
+        head = rk.source[rk.source.index(f"KERNEL void {rk.name}("):]
+        assert head[:head.index(")")].count("*") == len(k.args)
+
+
+def test_concatenate_pieces_along_an_inner_axis():
+    xs = [rng.standard_normal((2, i % 3)).astype(np.float32) for i in range(150)]
+    check(lambda *xs: jnp.concatenate(xs, axis=1), *xs, exact=True)

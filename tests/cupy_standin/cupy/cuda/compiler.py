@@ -1,0 +1,152 @@
+"""NVRTC compilation (copies cupy/cuda/compiler.py's errors and option handling).
+
+The real NVRTC compiles every kernel for the simulated device's architecture, so syntax
+errors, unsupported constructs and ptxas limits (more than 48 KiB of static shared memory,
+parameter space) fail here exactly as on a GPU machine. ptxas' resource report (`-v`) gives
+each entry function's registers and static shared memory for the launch checks.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import re
+import sys
+import threading
+
+_lock = threading.Lock()
+_lib = None
+_cache: dict = {}
+
+
+class CompileException(Exception):
+    # compiler.py: CompileException(msg, source, name, options, backend); str() is the log
+    def __init__(self, msg, source, name, options, backend="nvrtc"):
+        self._msg, self.source, self.name, self.options, self.backend = msg, source, name, options, backend
+        super().__init__()
+
+    def __reduce__(self):
+        return (type(self), (self._msg, self.source, self.name, self.options, self.backend))
+
+    def __repr__(self):
+        return str(self)
+
+    def __str__(self):
+        return self.get_message()
+
+    def get_message(self):
+        return self._msg
+
+    def dump(self, f):
+        f.write(f"{self.backend.upper()} compilation error: {self}\n-----\nName: {self.name}\n"
+                f"Options: {' '.join(self.options)}\nCUDA source:\n{self.source}\n-----\n")
+
+
+class NVRTCError(RuntimeError):
+    def __init__(self, status):
+        self.status = status
+        super().__init__(f"{_library().nvrtcGetErrorString(status).decode()} ({status})")
+
+
+def _library():
+    """libnvrtc from the nvidia-cuda-nvrtc wheel (or CUDA_HOME)."""
+    global _lib
+    if _lib is None:
+        found = []
+        for base in sys.path:
+            for sub in ("cuda_nvrtc", "cu13"):
+                found += sorted(glob.glob(os.path.join(base or ".", "nvidia", sub, "lib", "libnvrtc.so.*")))
+        cuda_home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+        found += sorted(glob.glob(os.path.join(cuda_home, "lib64", "libnvrtc.so*")))
+        found = [f for f in found if "builtins" not in os.path.basename(f)] + ["libnvrtc.so.12"]
+        for path in found:
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+            _lib = lib
+            break
+        else:
+            raise RuntimeError("NVRTC (libnvrtc) not found: pip install nvidia-cuda-nvrtc-cu12")
+    return _lib
+
+
+def available() -> bool:
+    try:
+        _library()
+        return True
+    except RuntimeError:
+        return False
+
+
+def _get_nvrtc_version() -> tuple:
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    _library().nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return major.value, minor.value
+
+
+def _get_arch() -> str:
+    from cupy.cuda import device
+    return device.Device().compute_capability
+
+
+class Compiled:
+    """A cubin plus what ptxas reported per entry function: {name: (registers, smem)}."""
+
+    def __init__(self, image: bytes, log: str, resources: dict):
+        self.image, self.log, self.resources = image, log, resources
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def _resources(log: str) -> dict:
+    out, current = {}, None
+    for line in log.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = m.group(1)
+            out[current] = (0, 0)
+        m = _USED.search(line)
+        if m and current is not None:
+            out[current] = (int(m.group(1)), int(m.group(2) or 0))
+    return out
+
+
+def compile_using_nvrtc(source, options=(), arch=None, filename="kern.cu", name_expressions=None,
+                        log_stream=None, cache_in_memory=False, jitify=None, method=None):
+    """compiler.py: -arch=sm_XX (cubin) when NVRTC knows the architecture."""
+    arch = _get_arch() if arch is None else str(arch)
+    options = tuple(options) + (f"-arch=sm_{arch}",)
+    return _compile(source, options, filename).image
+
+
+def _compile(source: str, options: tuple, filename: str = "kern.cu") -> Compiled:
+    key = (source, options)
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    lib = _library()
+    prog = ctypes.c_void_p()
+    status = lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None)
+    if status:
+        raise NVRTCError(status)
+    try:
+        opts = [o.encode() for o in options + ("--ptxas-options=-v",)]
+        status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if status:
+            raise CompileException(log, source, filename, options, "nvrtc")
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        image = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, image)
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    compiled = _cache[key] = Compiled(image.raw, log, _resources(log))
+    return compiled

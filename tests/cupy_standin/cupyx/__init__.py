@@ -1,0 +1,1 @@
+"""cupyx of the CuPy stand-in: only cupyx.scipy.linalg."""

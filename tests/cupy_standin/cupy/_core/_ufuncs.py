@@ -19,7 +19,8 @@ def array_ufunc(ufunc, method, inputs, kwargs):
                                                                if not isinstance(o, ndarray)))))
         out = out[0] if len(out) == 1 else tuple(out)
     fn = ufunc if method == "__call__" else getattr(ufunc, method)
-    return _device_op.apply(fn, inputs, kwargs, out=out)
+    library = ufunc is np.matmul  # cuBLAS on a GPU
+    return _device_op.apply(fn, inputs, kwargs, out=out, name=ufunc.__name__, library=library)
 
 
 _table: dict = {}

@@ -112,7 +112,7 @@ class ndarray:  # noqa: N801 - CuPy's name
             return ndarray._view_of(self, self.data, r.shape, r.strides, r.dtype)
         hv = self._geometry().view()
         r = fn(hv)
-        if not np.shares_memory(r, hv) and r.size:
+        if not isinstance(r, np.ndarray) or r.base is None:
             raise AssertionError("not a view")  # callers only pass view functions
         offset = r.__array_interface__["data"][0] - self.data.ptr
         return ndarray._view_of(self, self.data + offset, r.shape, r.strides, r.dtype)
@@ -254,7 +254,10 @@ class ndarray:  # noqa: N801 - CuPy's name
     # ---- indexing
     def __getitem__(self, key):
         if _is_basic_index(key):
-            return self._derive(lambda a: a[key])
+            parts = key if isinstance(key, tuple) else (key,)
+            if Ellipsis not in parts:
+                parts += (Ellipsis,)  # integers alone would give NumPy a scalar, not a 0-d view
+            return self._derive(lambda a: a[parts])
         arrays = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, ndarray)]
         if any(k.dtype == np.bool_ for k in arrays):
             raise NotImplementedError("boolean mask indexing (data-dependent shape) is not "

@@ -7,15 +7,15 @@ ${equations}
 
 // One block per output element: threads stride over the reduced elements, then a tree
 // reduction in shared memory, finished with warp shuffles where the dialect has them.
-// The first pass of a two-pass reduction stops each block at the end of the data (${red_end}),
-// so a padded grid's missing lanes keep the identity.
+// The first pass of a two-pass reduction reduces one chunk of a row (from ${row_base}) and
+// stops at the end of the data (${red_end}), so a padded grid's missing lanes keep the identity.
 KERNEL void ${name}(${params}) {
   SHARED ${acc_t} partial[${block}];
   const int tid = LOCAL_ID();
   for (${index_t} o = GROUP_ID(); o < ${out_size}; o += NUM_GROUPS()) {
     ${acc_t} acc = ${identity};
     for (${index_t} r = tid; r < ${red_end}; r += ${block}) {
-      const ${index_t} i = o * ${red_size} + r;
+      const ${index_t} i = ${row_base} + r;
 ${pre_body}
       acc = REDUCE(acc, (${acc_t})${pre_value});
     }

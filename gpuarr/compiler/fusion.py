@@ -734,22 +734,49 @@ class Fusion:
                                   f"{reason} (second pass over {groups} partials)",
                                   ((groups,), (0,), (0,)), final=True)
             return
+        probe = DagBuilder(self, self.buffer_of)
+        probe.value(x, transforms)
+        strategy = _strategy(probe.nodes, out_shape, red_shape)
+        chunks, chunk = _split_axis(strategy, out_shape, red_shape, op)
+        if chunks:
+            # Two passes: each row's reduced elements are cut into `chunks` chunks, each reduced
+            # by its own block (row, strided) or thread (column), so the device fills; the
+            # second pass reduces each row's partials, laid out (chunk, row) for the column
+            # strategy (coalesced), (row, chunk) otherwise.
+            rows = math.prod(out_shape)
+            column = strategy == "column"
+            part = (chunks,) + out_shape if column else out_shape + (chunks,)
+            partial = self.new_buffer(ShapedArray(part, acc_dtype))
+            self.reduction_kernel(dag, x, transforms, (rows * chunks,), (chunk,), op, eqn, partial,
+                                  f"{reason} (first of two passes, {chunks} chunks of {chunk} per row)",
+                                  (shape, axes, perm), final=False, strategy=strategy,
+                                  split=math.prod(red_shape))
+            dag = DagBuilder(self, self.buffer_of)
+            imap = IndexMap.contiguous(part)
+            if column:
+                imap = imap.transpose(tuple(range(1, len(part))) + (0,))
+            dag.add(Load(dag.arg(partial), imap, acc_dtype))
+            self.reduction_kernel(dag, None, (), out_shape, (chunks,), op, eqn, self.buffer_of(out),
+                                  f"{reason} (second pass over {chunks} partials per row)",
+                                  (out_shape + (chunks,), (len(out_shape),), tuple(range(len(part)))),
+                                  final=True)
+            return
         self.reduction_kernel(dag, x, transforms, out_shape, red_shape, op, eqn,
                               self.buffer_of(out), reason, (shape, axes, perm), final=True)
 
     def reduction_kernel(self, dag, x, transforms, out_shape, red_shape, op, eqn, out_buf,
-                         reason, meta, final, limit=0):
+                         reason, meta, final, limit=0, strategy=None, split=0):
         acc_dtype = eqn.outvars[0].aval.dtype.name
         root = dag.value(x, transforms) if x is not None else 0
         args, eqns, bindings = self.kernel_io(dag, acc_dtype, math.prod(out_shape), out_buf, eqn)
-        strategy = "split" if limit else _strategy(dag.nodes, out_shape, red_shape)
+        strategy = "split" if limit else strategy or _strategy(dag.nodes, out_shape, red_shape)
         value_dtype = eqn.inputs[0].aval.dtype.name if op in ("argmax", "argmin") else ""
         identity = lowering.reduce_identity(op, value_dtype or acc_dtype).item()
         kernel = ReductionKernel(
             self.kernel_name("reduce"), out_shape, red_shape, args, op, acc_dtype,
             identity, tuple(dag.nodes), root, (Acc(acc_dtype),), (Store("out0", 0),),
             strategy=strategy, equations=eqns, reason=reason, value_dtype=value_dtype,
-            limit=limit)
+            limit=limit, split=split)
         self.steps.append(KernelStep(kernel, bindings))
         if final:
             self.reduction_meta[id(kernel)] = meta
@@ -890,6 +917,26 @@ def _split_groups(out_shape, red_shape, op) -> tuple:
     if math.prod(out_shape) != 1 or red_size < SPLIT_THRESHOLD or op in ("argmax", "argmin"):
         return 0, 0
     chunk = -(-red_size // SPLIT_GROUPS)
+    return -(-red_size // chunk), chunk
+
+
+TARGET_BLOCKS = 2 * 132     # blocks that fill a GPU of 132 SMs (H100, H200) twice over
+AXIS_SPLIT_MIN_CHUNK = {"column": 64, "row": 256, "strided": 256}   # elements per chunk
+
+
+def _split_axis(strategy, out_shape, red_shape, op) -> tuple:
+    """(chunks per row, elements per chunk) of the first pass when a reduction with several
+    outputs would launch fewer than TARGET_BLOCKS blocks on a large input (a 16384 x 16384
+    column sum: 64 blocks of 256 threads), or (0, 0) for one pass."""
+    rows, red_size = math.prod(out_shape), math.prod(red_shape)
+    if (op in ("argmax", "argmin") or strategy not in AXIS_SPLIT_MIN_CHUNK
+            or rows * red_size < SPLIT_THRESHOLD):
+        return 0, 0
+    blocks = -(-rows // 256) if strategy == "column" else rows
+    chunks = min(-(-TARGET_BLOCKS // blocks), red_size // AXIS_SPLIT_MIN_CHUNK[strategy])
+    if blocks >= TARGET_BLOCKS or chunks < 2:
+        return 0, 0
+    chunk = -(-red_size // chunks)
     return -(-red_size // chunk), chunk
 
 

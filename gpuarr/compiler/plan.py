@@ -319,7 +319,11 @@ class ReductionKernel:
     dtype, the kernel reduces (value, index) pairs, and `acc` (the result) is the index along
     the reduced axis. `limit`, when non-zero, bounds the flat iteration index: the first pass
     of a two-pass reduction pads its grid to `out_size * red_size >= limit` elements, and the
-    lanes past `limit` contribute the identity.
+    lanes past `limit` contribute the identity. `split`, when non-zero, makes this the first
+    pass of a reduction whose rows of `split` elements are cut into chunks of `red_size`:
+    output `o` is (row, chunk) in row-major order (chunk, row) for the column strategy, so
+    neighbouring threads keep neighbouring columns), reading elements `row * split + chunk *
+    red_size + r`; the last chunk of a row stops at its end.
     """
 
     name: str
@@ -340,6 +344,7 @@ class ReductionKernel:
     reason: str = ""
     value_dtype: str = ""
     limit: int = 0
+    split: int = 0
 
     @property
     def out_size(self) -> int:

@@ -515,6 +515,21 @@ def reduction_block(k: ReductionKernel) -> int:
     return block
 
 
+def reduction_chunk(k: ReductionKernel, by_block: bool) -> tuple:
+    """(flat index of output o's first element, the number of elements it reduces), as C."""
+    c = k.red_size
+    if k.limit:   # a padded full first pass stops at the end of the data
+        return f"o * {c}", f"(o * {c} + {c} <= {k.limit} ? {c} : {k.limit} - o * {c})"
+    if not k.split:
+        return f"o * {c}", str(c)
+    chunks = -(-k.split // c)
+    rows = k.out_size // chunks
+    row, chunk = (f"(o / {chunks})", f"(o % {chunks})") if by_block else \
+        (f"(o % {rows})", f"(o / {rows})")
+    return (f"{row} * {k.split} + {chunk} * {c}",
+            f"({chunk} * {c} + {c} <= {k.split} ? {c} : {k.split} - {chunk} * {c})")
+
+
 def render_reduction(k: ReductionKernel) -> RenderedKernel:
     t = index_type(k.out_size * k.red_size, *(a.size for a in k.args))
     acc_t = ctype(k.acc_dtype)
@@ -537,12 +552,10 @@ def render_reduction(k: ReductionKernel) -> RenderedKernel:
             identity=literal(k.identity, k.value_dtype),
             no_index=literal(np.iinfo(np.dtype(k.acc_dtype)).max, k.acc_dtype))
     else:
-        # A padded first pass stops at the end of the data: (o + 1) * chunk may pass `limit`.
-        red_end = str(k.red_size) if not k.limit else \
-            f"(o * {k.red_size} + {k.red_size} <= {k.limit} ? {k.red_size} : {k.limit} - o * {k.red_size})"
+        row_base, red_end = reduction_chunk(k, by_block)
         source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
             slots, reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
-            identity=literal(k.identity, k.acc_dtype), red_end=red_end)
+            identity=literal(k.identity, k.acc_dtype), red_end=red_end, row_base=row_base)
     if by_block:
         groups = max(1, min(MAX_GROUPS, k.out_size))
         size = groups * block

@@ -190,3 +190,34 @@ def test_concatenate_of_5000_arrays_stays_under_the_parameter_cap():
 def test_concatenate_pieces_along_an_inner_axis():
     xs = [rng.standard_normal((2, i % 3)).astype(np.float32) for i in range(150)]
     check(lambda *xs: jnp.concatenate(xs, axis=1), *xs, exact=True)
+
+
+# ---- reductions fill the device ----------------------------------------------------------------
+
+def _blocks(f, shape, dtype=np.float32):
+    closed = gpuarr.make_jaxpr(f)(gpuarr.ShapeDtypeStruct(shape, dtype))
+    return [s.global_size // s.local_size for s in render.render_plan(plan_closed(closed)).steps
+            if s.kind == "launch"]
+
+
+@pytest.mark.parametrize("f, shape", [
+    (lambda x: jnp.sum(x, axis=0), (16384, 16384)),        # column: was 64 blocks
+    (lambda x: jnp.max(x, axis=1), (16, 1 << 20)),         # row: was 16 blocks
+    (lambda x: jnp.sum(x), (1 << 26,)),                     # full: two passes already
+    (lambda x: jnp.mean(x, axis=0), (4096, 8192)),
+])
+def test_large_reductions_launch_enough_blocks(f, shape):
+    assert max(_blocks(f, shape)) >= 0.95 * 2 * 132
+
+
+@pytest.mark.parametrize("f, shape", [
+    (lambda x: jnp.sum(x, axis=0), (3000, 300)),
+    (lambda x: jnp.mean(x, axis=0) * 2.0, (1000, 517)),
+    (lambda x: jnp.max(jnp.exp(x), axis=1), (5, 70001)),
+    (lambda x: jnp.min(x, axis=(0, 2)), (300, 40, 9)),
+    (lambda x: jnp.sum(x[:, ::-1].T, axis=1), (2001, 129)),
+])
+def test_split_reductions_match_numpy_backend(f, shape):
+    x = rng.standard_normal(shape).astype(np.float32)
+    plan = check(f, x, rtol=1e-4, atol=1e-4)
+    assert any(getattr(k, "split", 0) for k in plan.kernels)

@@ -25,6 +25,7 @@ from gpuarr.core import (
     ClosedProgram,
     Eqn,
     Literal,
+    Primitive,
     Program,
     ShapedArray,
     Var,
@@ -205,6 +206,33 @@ def _integer_pow_of(eqn, producer):             # x ** 1 -> x (left by vmap of g
     return eqn.inputs[0] if eqn.params["y"] == 1 else None
 
 
+_RECIPROCAL_DTYPES = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
+
+
+def _is_constant(atom, producer) -> bool:
+    p = producer(atom)
+    return isinstance(atom, Literal) or (p is not None and p.prim is CONSTANT)
+
+
+def _reciprocal_divisor(eqn, producer):
+    """x / c -> x * (1 / c) for a constant c, and x / broadcast(y) -> x * broadcast(1 / y), as
+    XLA rewrites them under JAX (on CPU, in eager broadcasts too): the reciprocal is rounded to
+    the dtype, so `jit(lambda i: 4.0 * i / 20000)(15691)` is 3.1381998, not 3.1382. Not for
+    bfloat16 (computed in float32 there), complex or integer types, nor a constant x (folded)."""
+    x, y = eqn.inputs
+    out = eqn.outvars[0]
+    if np.dtype(out.aval.dtype) not in _RECIPROCAL_DTYPES or _is_constant(x, producer):
+        return None
+    if _is_constant(y, producer) or y.aval.shape != out.aval.shape:  # gpuarr's div broadcasts
+        return [("div", [make_literal(1, y.aval), y], {}), ("mul", [x, "$0"], {})]
+    p = producer(y)
+    if p is not None and p.prim.name == "broadcast_in_dim":
+        src = p.inputs[0]
+        return [("div", [make_literal(1, src.aval), src], {}),
+                ("broadcast_in_dim", ["$0"], dict(p.params)), ("mul", [x, "$1"], {})]
+    return None
+
+
 SIMPLIFY_RULES = {
     "log": [_log_of],
     "integer_pow": [_integer_pow_of],
@@ -212,7 +240,7 @@ SIMPLIFY_RULES = {
     "mul": [_identity_operand(1, True), _scaled_product],
     "add": [_identity_operand(0, True)],
     "sub": [_identity_operand(0, False)],
-    "div": [_identity_operand(1, False)],
+    "div": [_identity_operand(1, False), _reciprocal_divisor],
     "neg": [_involution],
     "not": [_involution],
     "transpose": [_transpose_of],
@@ -273,9 +301,15 @@ def _prim(name):
     return getattr(_lax(), f"{name}_p")
 
 
+# The producer rules see for a constvar: a constant, as XLA sees a closed-over array.
+CONSTANT = Primitive("constant")
+
+
 def simplify(program: Program) -> Program:
     """Apply SIMPLIFY_RULES until no rule fires on an equation (a single forward walk)."""
     rw = _Rewriter(program)
+    for v in program.constvars:
+        rw.defs[v.id] = Eqn(CONSTANT, [], {}, [v])
     for eqn in program.eqns:
         inputs = [rw.read(a) for a in eqn.inputs]
         eqn = eqn._replace(inputs=inputs)

@@ -935,9 +935,15 @@ def reciprocal(x):
 
 
 def stop_gradient(x):
-    """The identity whose derivative is zero; applied to every leaf of a pytree."""
+    """The identity whose derivative is zero; applied to every leaf of a pytree. Outside a
+    trace a Python scalar comes back as itself, as in JAX (its primitive's impl is the
+    identity there)."""
     from gpuarr import pytrees
-    return pytrees.tree_map(lambda leaf: stop_gradient_p.bind(leaf), x)
+
+    def leaf_stop(leaf):
+        out = stop_gradient_p.bind(leaf)  # checks the leaf (an int too large raises)
+        return leaf if type(out) is Array and type(leaf) in (bool, int, float, complex) else out
+    return pytrees.tree_map(leaf_stop, x)
 
 
 def _const(like, value):

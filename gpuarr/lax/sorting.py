@@ -179,11 +179,11 @@ batch_rules[top_k_p] = _top_k_batch
 
 def top_k(operand, k: int, *, axis: int = -1):
     """The `k` largest entries along `axis` (descending; ties keep the lower index first) and
-    their int32 indices."""
+    their int32 indices, as a list `[values, indices]` (as JAX returns them)."""
     nd = get_aval(operand).ndim
     if nd == 0:
         raise TypeError("top_k operand must have >= 1 dimension, got shape ()")
     if not -nd <= axis < nd:
         raise ValueError(f"top_k axis {axis} is out of bounds for an array of rank {nd}.")
     vals, idx = top_k_p.bind(operand, k=int(k), axis=int(axis) % nd)
-    return vals, idx
+    return [vals, idx]

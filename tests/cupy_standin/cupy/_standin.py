@@ -3,8 +3,9 @@
 Settings come from the environment (read when first needed): CUPY_STANDIN_DEVICES (default 1),
 CUPY_STANDIN_MEMORY (bytes per device, default 4 GiB), CUPY_STANDIN_DRIVER (driver version,
 default 12090). `counters` counts what the program asked of the simulated GPU, at the time it
-was issued: transfers each way (count and bytes), kernel launches by kernel name, library calls
-by function name, and synchronisations. `reset()` zeroes them.
+was issued: transfers each way (`h2d`, `h2d_bytes`, `d2h`, `d2h_bytes`), kernel launches
+(`launches`, and `launches_by_name`), library calls (`library_calls`, and `library` by
+function name) and synchronisations (`syncs`). `reset()` zeroes them.
 """
 from __future__ import annotations
 
@@ -35,9 +36,32 @@ class Counters:
     def reset(self) -> None:
         self.h2d = self.h2d_bytes = 0
         self.d2h = self.d2h_bytes = 0
-        self.launches = collections.Counter()  # kernel name -> launches
+        self.launches_by_name = collections.Counter()  # kernel name -> launches
         self.library = collections.Counter()  # library function name -> calls
         self.syncs = 0
+
+    @property
+    def launches(self) -> int:
+        return sum(self.launches_by_name.values())
+
+    @property
+    def library_calls(self) -> int:
+        return sum(self.library.values())
+
+    def launch(self, name: str) -> None:
+        with self._lock:
+            self.launches_by_name[name] += 1
+
+    def sync(self) -> None:
+        with self._lock:
+            self.syncs += 1
+
+    def library_call(self, name: str) -> None:
+        with self._lock:
+            self.library[name] += 1
+
+    def __repr__(self):
+        return f"Counters({self.snapshot()})"
 
     def transfer(self, direction: str, nbytes: int) -> None:
         with self._lock:
@@ -50,7 +74,8 @@ class Counters:
 
     def snapshot(self) -> dict:
         return {"h2d": self.h2d, "h2d_bytes": self.h2d_bytes, "d2h": self.d2h,
-                "d2h_bytes": self.d2h_bytes, "launches": dict(self.launches),
+                "d2h_bytes": self.d2h_bytes, "launches": self.launches,
+                "launches_by_name": dict(self.launches_by_name), "library_calls": self.library_calls,
                 "library": dict(self.library), "syncs": self.syncs}
 
 

@@ -113,7 +113,7 @@ def apply(fn, args=(), kwargs=None, *, name=None, library=False, out=None, avals
 
     _queue.submit(run)
     if library:
-        _standin.counters.library[name or getattr(fn, "__name__", "?")] += 1
+        _standin.counters.library_call(name or getattr(fn, "__name__", "?"))
     if not outs:
         return None
     return outs[0] if single else tuple(outs)

@@ -55,7 +55,7 @@ class Device:
     def synchronize(self) -> None:
         runtime.check_sticky(self.id)
         _queue.flush_device(self.id)
-        _standin.counters.syncs += 1
+        _standin.counters.sync()
         runtime.check_sticky(self.id)
 
 

@@ -128,7 +128,7 @@ def deviceSynchronize() -> None:  # noqa: N802
     dev = getDevice()
     check_sticky(dev)
     _queue.flush_device(dev)
-    _standin.counters.syncs += 1
+    _standin.counters.sync()
     check_sticky(dev)
 
 
@@ -136,5 +136,5 @@ def streamSynchronize(stream_ptr: int) -> None:  # noqa: N802
     from cupy.cuda import _queue
     check_sticky()
     _queue.flush(_queue.queue_for_ptr(stream_ptr))
-    _standin.counters.syncs += 1
+    _standin.counters.sync()
     check_sticky()

@@ -64,7 +64,7 @@ class _BaseStream:
         dev = self._dev()
         runtime.check_sticky(dev)
         _queue.flush(self._queue())
-        _standin.counters.syncs += 1
+        _standin.counters.sync()
         runtime.check_sticky(dev)
 
     @property
@@ -154,7 +154,7 @@ class Event:
     def synchronize(self) -> None:
         runtime.check_sticky(self.device_id)
         _queue.run_until(self._op)
-        _standin.counters.syncs += 1
+        _standin.counters.sync()
         runtime.check_sticky(self.device_id)
 
     @property

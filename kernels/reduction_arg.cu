@@ -3,7 +3,10 @@
 // Program equations:
 ${equations}
 // Why this kernel ends here: ${reason}
-// The kernel reduces (value, index) pairs; `acc` ends as the index of the winner.
+// The kernel reduces (value, index) pairs; `acc` ends as the index of the winner and `best` as
+// its value. A candidate's index is ${candidate}: its position along the reduced axis (in the
+// first pass of a split reduction, from its chunk's start; in the second, the index a first
+// pass found), so ties still go to the lower index.
 // BETTER: the candidate (vb, ib) beats the best so far (va, ia).
 #define BETTER(va, ia, vb, ib) (${better_expr})
 
@@ -17,13 +20,14 @@ KERNEL void ${name}(${params}) {
   for (${index_t} o = GROUP_ID(); o < ${out_size}; o += NUM_GROUPS()) {
     ${value_t} best = ${identity};
     ${acc_t} acc = ${no_index};
-    for (${index_t} r = tid; r < ${red_size}; r += ${block}) {
-      const ${index_t} i = o * ${red_size} + r;
+    for (${index_t} r = tid; r < ${red_end}; r += ${block}) {
+      const ${index_t} i = ${row_base} + r;
 ${pre_body}
       const ${value_t} value = ${pre_value};
-      if (BETTER(best, acc, value, (${acc_t})r)) {
+      const ${acc_t} candidate = ${candidate};
+      if (BETTER(best, acc, value, candidate)) {
         best = value;
-        acc = (${acc_t})r;
+        acc = candidate;
       }
     }
     partial_value[tid] = best;
@@ -38,6 +42,7 @@ ${pre_body}
       BARRIER();
     }
     acc = partial_index[0];
+    best = partial_value[0];
     if (tid == 0) {
 ${post_body}
     }
@@ -54,13 +59,14 @@ KERNEL void ${name}(${params}) {
   GRID_STRIDE_LOOP(${index_t}, o, ${out_size}) {
     ${value_t} best = ${identity};
     ${acc_t} acc = ${no_index};
-    for (${index_t} r = 0; r < ${red_size}; ++r) {
-      const ${index_t} i = o * ${red_size} + r;
+    for (${index_t} r = 0; r < ${red_end}; ++r) {
+      const ${index_t} i = ${row_base} + r;
 ${pre_body}
       const ${value_t} value = ${pre_value};
-      if (BETTER(best, acc, value, (${acc_t})r)) {
+      const ${acc_t} candidate = ${candidate};
+      if (BETTER(best, acc, value, candidate)) {
         best = value;
-        acc = (${acc_t})r;
+        acc = candidate;
       }
     }
     {

@@ -68,7 +68,7 @@ EXPENSIVE_OPS = {
     "digamma", "polygamma",
 }
 RECOMPUTE_LIMIT = 24   # cost units a shared value may be recomputed for each consumer kernel
-KERNEL_COST_LIMIT = 512   # cost units of one kernel's fused expression (see _bound_kernel_cost)
+CHAIN_DEPTH_LIMIT = 512   # cost units along any path of one kernel (see _bound_chain_depth)
 
 
 @dataclasses.dataclass
@@ -80,7 +80,7 @@ class FusionOptions:
     deterministic_scatter: bool = dataclasses.field(
         default_factory=lambda: os.environ.get("GPUARR_DETERMINISTIC_SCATTER", "") == "1")
     recompute_limit: int = RECOMPUTE_LIMIT
-    kernel_cost_limit: int = KERNEL_COST_LIMIT
+    chain_depth_limit: int = CHAIN_DEPTH_LIMIT
     sub_compiler: object = None
     array_module: object = np  # the arrays sub-programs take and return (CuPy on the cuda platform)
 
@@ -209,37 +209,36 @@ def materialize(program: Program, options: FusionOptions) -> dict:
         if cost.get(vid, 0) * (len(users) - 1) > options.recompute_limit:
             reasons[vid] = (f"shared by {len(users)} consumers; recomputing it (cost "
                             f"{cost[vid]}) in each would exceed the recompute limit")
-    _bound_kernel_cost(program, reasons, options.kernel_cost_limit)
+    _bound_chain_depth(program, reasons, options.chain_depth_limit)
     return reasons
 
 
-def _bound_kernel_cost(program: Program, reasons: dict, limit: int) -> None:
-    """Give buffers to values inside long fused chains, so that no kernel's expression costs
-    more than `limit` units (each fused op its `_op_cost`, at least 1; a value read twice counts
-    twice). A chain of 10,000 elementwise ops becomes kernels of a few hundred ops each rather
-    than one: NVRTC's time grows faster than the kernel's length (about 13 ms an op at 100
-    ops of a sin/mul/add chain, 50 ms at 400, 150 ms at 1,300), and a kernel of 10,000 ops
-    would be megabytes of source. Ordinary programs stay far below the limit: nothing changes.
+def _bound_chain_depth(program: Program, reasons: dict, limit: int) -> None:
+    """Give buffers to values along long fused chains, so that no path through a kernel's
+    expression costs more than `limit` units (each fused op its `_op_cost`, at least 1). A
+    chain of 10,000 elementwise ops becomes kernels of a few hundred ops each rather than one
+    kernel: NVRTC's time grows faster than a kernel's length (about 13 ms an op at 100 ops of
+    a sin/mul/add chain, 50 ms at 400, 150 ms at 1,300), and the source of a 10,000-op kernel
+    is megabytes. Depth, not size, is bounded: wide expressions (a concatenate of many fused
+    pieces) keep their plans, and ordinary programs stay far below the limit.
 
     Runs after every other reason is known, in program order: when an op's expression would
-    pass the limit, its costliest fused operands get buffers until it fits."""
-    cost: dict = {}
+    pass the limit, its deepest fused operands get buffers until it fits."""
+    depth: dict = {}
     for eqn in program.eqns:
         if not _fusable(eqn):
             continue
-        fused: dict = {}   # var id -> its cost, as often as the op reads it
-        for a in eqn.inputs:
-            if isinstance(a, Var) and a.id not in reasons:
-                fused[a.id] = fused.get(a.id, 0) + cost.get(a.id, 0)
-        total = max(1, _op_cost(eqn)) + sum(fused.values())
+        fused = {a.id: depth.get(a.id, 0) for a in eqn.inputs
+                 if isinstance(a, Var) and a.id not in reasons}
+        own = max(1, _op_cost(eqn))
         for vid in sorted(fused, key=fused.get, reverse=True):
-            if total <= limit:
+            if own + fused[vid] <= limit:
                 break
-            reasons[vid] = (f"a fused expression longer than {limit} cost units is split here, "
-                            "so each kernel stays a size a compiler handles")
-            total -= fused[vid]
+            reasons[vid] = (f"fused chains deeper than {limit} cost units are split here, so "
+                            "each kernel stays a size a compiler handles")
+            fused[vid] = 0
         for v in eqn.outvars:
-            cost[v.id] = total
+            depth[v.id] = own + max(fused.values(), default=0)
 
 
 # ---- step 2: expression DAGs -----------------------------------------------------------------
@@ -742,33 +741,42 @@ class Fusion:
             # Two passes: each row's reduced elements are cut into `chunks` chunks, each reduced
             # by its own block (row, strided) or thread (column), so the device fills; the
             # second pass reduces each row's partials, laid out (chunk, row) for the column
-            # strategy (coalesced), (row, chunk) otherwise.
+            # strategy (coalesced), (row, chunk) otherwise. An arg reduction's first pass also
+            # stores each chunk's winning value; its second pass reduces (value, index) pairs.
             rows = math.prod(out_shape)
             column = strategy == "column"
             part = (chunks,) + out_shape if column else out_shape + (chunks,)
             partial = self.new_buffer(ShapedArray(part, acc_dtype))
+            arg = op in ("argmax", "argmin")
+            values = self.new_buffer(ShapedArray(part, x.aval.dtype)) if arg else None
             self.reduction_kernel(dag, x, transforms, (rows * chunks,), (chunk,), op, eqn, partial,
                                   f"{reason} (first of two passes, {chunks} chunks of {chunk} per row)",
-                                  (shape, axes, perm), final=False, strategy=strategy,
-                                  split=math.prod(red_shape))
+                                  (shape, axes, perm), final=False,
+                                  strategy="split" if strategy == "full" else strategy,
+                                  split=math.prod(red_shape), values=values)
             dag = DagBuilder(self, self.buffer_of)
             imap = IndexMap.contiguous(part)
             if column:
                 imap = imap.transpose(tuple(range(1, len(part))) + (0,))
-            dag.add(Load(dag.arg(partial), imap, acc_dtype))
+            dag.add(Load(dag.arg(values or partial), imap, x.aval.dtype.name if arg else acc_dtype))
+            index_root = dag.add(Load(dag.arg(partial), imap, acc_dtype)) if arg else -1
             self.reduction_kernel(dag, None, (), out_shape, (chunks,), op, eqn, self.buffer_of(out),
                                   f"{reason} (second pass over {chunks} partials per row)",
                                   (out_shape + (chunks,), (len(out_shape),), tuple(range(len(part)))),
-                                  final=True)
+                                  final=True, index_root=index_root)
             return
         self.reduction_kernel(dag, x, transforms, out_shape, red_shape, op, eqn,
                               self.buffer_of(out), reason, (shape, axes, perm), final=True)
 
     def reduction_kernel(self, dag, x, transforms, out_shape, red_shape, op, eqn, out_buf,
-                         reason, meta, final, limit=0, strategy=None, split=0):
+                         reason, meta, final, limit=0, strategy=None, split=0, values=None,
+                         index_root=-1):
         acc_dtype = eqn.outvars[0].aval.dtype.name
         root = dag.value(x, transforms) if x is not None else 0
         args, eqns, bindings = self.kernel_io(dag, acc_dtype, math.prod(out_shape), out_buf, eqn)
+        if values is not None:   # the first pass of a split arg reduction: winners' values too
+            args += (Arg("out1", self.info[values].dtype, math.prod(out_shape), True),)
+            bindings += (("out1", values),)
         strategy = "split" if limit else strategy or _strategy(dag.nodes, out_shape, red_shape)
         value_dtype = eqn.inputs[0].aval.dtype.name if op in ("argmax", "argmin") else ""
         identity = lowering.reduce_identity(op, value_dtype or acc_dtype).item()
@@ -776,7 +784,8 @@ class Fusion:
             self.kernel_name("reduce"), out_shape, red_shape, args, op, acc_dtype,
             identity, tuple(dag.nodes), root, (Acc(acc_dtype),), (Store("out0", 0),),
             strategy=strategy, equations=eqns, reason=reason, value_dtype=value_dtype,
-            limit=limit, split=split)
+            limit=limit, split=split, value_out="out1" if values is not None else "",
+            index_root=index_root)
         self.steps.append(KernelStep(kernel, bindings))
         if final:
             self.reduction_meta[id(kernel)] = meta
@@ -921,16 +930,16 @@ def _split_groups(out_shape, red_shape, op) -> tuple:
 
 
 TARGET_BLOCKS = 2 * 132     # blocks that fill a GPU of 132 SMs (H100, H200) twice over
-AXIS_SPLIT_MIN_CHUNK = {"column": 64, "row": 256, "strided": 256}   # elements per chunk
+AXIS_SPLIT_MIN_CHUNK = {"column": 64, "row": 256, "strided": 256, "full": 256}   # per chunk
 
 
 def _split_axis(strategy, out_shape, red_shape, op) -> tuple:
     """(chunks per row, elements per chunk) of the first pass when a reduction with several
     outputs would launch fewer than TARGET_BLOCKS blocks on a large input (a 16384 x 16384
-    column sum: 64 blocks of 256 threads), or (0, 0) for one pass."""
+    column sum: 64 blocks of 256 threads), or (0, 0) for one pass. Full reductions other than
+    argmax/argmin have their own split (`_split_groups`) and never get here."""
     rows, red_size = math.prod(out_shape), math.prod(red_shape)
-    if (op in ("argmax", "argmin") or strategy not in AXIS_SPLIT_MIN_CHUNK
-            or rows * red_size < SPLIT_THRESHOLD):
+    if strategy not in AXIS_SPLIT_MIN_CHUNK or rows * red_size < SPLIT_THRESHOLD:
         return 0, 0
     blocks = -(-rows // 256) if strategy == "column" else rows
     chunks = min(-(-TARGET_BLOCKS // blocks), red_size // AXIS_SPLIT_MIN_CHUNK[strategy])

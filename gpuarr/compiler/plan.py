@@ -323,7 +323,10 @@ class ReductionKernel:
     pass of a reduction whose rows of `split` elements are cut into chunks of `red_size`:
     output `o` is (row, chunk) in row-major order (chunk, row) for the column strategy, so
     neighbouring threads keep neighbouring columns), reading elements `row * split + chunk *
-    red_size + r`; the last chunk of a row stops at its end.
+    red_size + r`; the last chunk of a row stops at its end. For arg reductions, `value_out` names
+    the argument such a first pass also stores each winner's value to, and `index_root` (when
+    not -1) is the pre-map node holding a candidate's index (the second pass reads the indices
+    the first one found).
     """
 
     name: str
@@ -345,6 +348,8 @@ class ReductionKernel:
     value_dtype: str = ""
     limit: int = 0
     split: int = 0
+    value_out: str = ""
+    index_root: int = -1
 
     @property
     def out_size(self) -> int:

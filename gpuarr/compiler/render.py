@@ -516,18 +516,19 @@ def reduction_block(k: ReductionKernel) -> int:
 
 
 def reduction_chunk(k: ReductionKernel, by_block: bool) -> tuple:
-    """(flat index of output o's first element, the number of elements it reduces), as C."""
+    """(flat index of output o's first element, the number of elements it reduces, the position
+    of its first element along its row), as C."""
     c = k.red_size
     if k.limit:   # a padded full first pass stops at the end of the data
-        return f"o * {c}", f"(o * {c} + {c} <= {k.limit} ? {c} : {k.limit} - o * {c})"
+        return f"o * {c}", f"(o * {c} + {c} <= {k.limit} ? {c} : {k.limit} - o * {c})", f"o * {c}"
     if not k.split:
-        return f"o * {c}", str(c)
+        return f"o * {c}", str(c), "0"
     chunks = -(-k.split // c)
     rows = k.out_size // chunks
     row, chunk = (f"(o / {chunks})", f"(o % {chunks})") if by_block else \
         (f"(o % {rows})", f"(o / {rows})")
     return (f"{row} * {k.split} + {chunk} * {c}",
-            f"({chunk} * {c} + {c} <= {k.split} ? {c} : {k.split} - {chunk} * {c})")
+            f"({chunk} * {c} + {c} <= {k.split} ? {c} : {k.split} - {chunk} * {c})", f"{chunk} * {c}")
 
 
 def render_reduction(k: ReductionKernel) -> RenderedKernel:
@@ -546,13 +547,20 @@ def render_reduction(k: ReductionKernel) -> RenderedKernel:
         pre_body=indent(pre, 6), pre_value=f"p{k.pre_root}", post_body=indent(post, 6),
         epilogue_body=indent(epi, 6))
     if k.value_dtype:
+        row_base, red_end, start = reduction_chunk(k, by_block)
+        candidate = f"({ctype(k.acc_dtype)})p{k.index_root}" if k.index_root >= 0 else \
+            f"({ctype(k.acc_dtype)})r" if start == "0" else f"({ctype(k.acc_dtype)})({start} + r)"
+        if k.value_out:   # the first pass of a split arg reduction also stores the winner's value
+            best = store_expr("best", k.value_dtype)
+            slots["post_body"] = indent(post + [f"{k.value_out}[o] = {best};"], 6)
         source = template("reduction_arg.cu").substitute(
-            slots, per_block=int(by_block), value_t=ctype(k.value_dtype),
+            slots, per_block=int(by_block), value_t=ctype(k.value_dtype), row_base=row_base,
+            red_end=red_end, candidate=candidate,
             better_expr=lowering.arg_better(k.reduce_op, k.value_dtype),
             identity=literal(k.identity, k.value_dtype),
             no_index=literal(np.iinfo(np.dtype(k.acc_dtype)).max, k.acc_dtype))
     else:
-        row_base, red_end = reduction_chunk(k, by_block)
+        row_base, red_end, _ = reduction_chunk(k, by_block)
         source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
             slots, reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
             identity=literal(k.identity, k.acc_dtype), red_end=red_end, row_base=row_base)

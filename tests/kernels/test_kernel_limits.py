@@ -221,3 +221,29 @@ def test_split_reductions_match_numpy_backend(f, shape):
     x = rng.standard_normal(shape).astype(np.float32)
     plan = check(f, x, rtol=1e-4, atol=1e-4)
     assert any(getattr(k, "split", 0) for k in plan.kernels)
+
+
+@pytest.mark.parametrize("f, shape", [
+    (lambda x: jnp.argmax(x, axis=1), (16, 1 << 20)),
+    (lambda x: jnp.argmin(x, axis=0), (16384, 4096)),
+    (lambda x: jnp.argmax(x), (1 << 24,)),
+])
+def test_large_arg_reductions_launch_enough_blocks(f, shape):
+    assert max(_blocks(f, shape)) >= 0.95 * 2 * 132
+
+
+@pytest.mark.parametrize("f, shape", [
+    (lambda x: jnp.argmax(x, axis=1), (7, 20001)),
+    (lambda x: jnp.argmin(x, axis=0), (5000, 300)),
+    (lambda x: jnp.argmax(x), (300007,)),
+    (lambda x: jnp.argmin(jnp.abs(x), axis=1), (3, 30000, 2)),
+])
+@pytest.mark.parametrize("ties", [False, True])
+def test_split_arg_reductions_match_numpy_backend(f, shape, ties):
+    """Ties (rounded values, repeated extremes) go to the lower index across chunks too."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    if ties:
+        x = np.round(x).clip(-2, 2)
+        x.reshape(-1)[::997] = np.nan if shape[0] == 300007 else x.reshape(-1)[::997]
+    plan = check(f, x)
+    assert any(getattr(k, "split", 0) for k in plan.kernels)

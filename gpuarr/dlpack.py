@@ -88,14 +88,22 @@ def _from_gpu(x, index: int, copy=None) -> Array:
     plat = platforms.get_platform("cuda")
     ctx = plat.context(index)
     cp = ctx.cp
-    with ctx.device, ctx.stream:  # the producer's work is ordered before this stream's
-        data = cp.from_dlpack(x) if hasattr(x, "__dlpack__") else cp.asarray(x)
-        dt = _canonical(data.dtype)
-        if dt != data.dtype:
-            data = data.astype(dt)  # a new array already
-        elif copy:
-            data = data.copy()
-    return Array(cuda.DeviceBuffer(ctx.kernel_ready(data), ctx.record(), ctx), platform=plat)
+    with ctx.device:
+        # DLPack orders the producer's work before the stream current here (the consumer
+        # stream CuPy names in __dlpack__); gpuarr's own stream then waits for that stream.
+        user_stream = cp.cuda.get_current_stream()
+        source = cp.from_dlpack(x) if hasattr(x, "__dlpack__") else cp.asarray(x)
+        ctx.stream.wait_event(user_stream.record())
+    with ctx.device, ctx.stream:
+        dt = _canonical(source.dtype)
+        data = source.astype(dt) if dt != source.dtype else source.copy() if copy else source
+    data = ctx.kernel_ready(data)
+    done = ctx.record()
+    if data is not source:  # a copy is a snapshot: the user's later work waits for it
+        user_stream.wait_event(done)
+    # Committed to its GPU, as device_put makes it: computations follow it there.
+    return Array(cuda.DeviceBuffer(data, done, ctx), device=plat.devices()[index], committed=True,
+                 platform=plat)
 
 
 def _commit(x: Array, device) -> Array:

@@ -145,7 +145,7 @@ X = np.ones((4, 5), np.float32)
     (lambda a: a.T, (np.ones((4, 4), np.float32),), {}),  # transposed read: not in place
     (lambda a: a[::-1], (X,), {}),                        # reversed read
     (lambda a: jnp.sum(a, 1), (X,), {}),                  # shape differs
-    (lambda a: a / jnp.sum(a, 1, keepdims=True), (X,), {}),  # read again by an epilogue
+    (lambda a: a - jnp.sum(a, 1, keepdims=True), (X,), {}),  # read again by an epilogue
     (lambda a: a, (X,), {}),                              # the output is the input
     (lambda a: a.astype(jnp.int32), (X,), {}),            # dtype differs
 ])
@@ -424,7 +424,7 @@ def test_mlp_step_makes_no_host_transfers(standin):
     ("argsort", lambda x: jnp.argsort(x, axis=1), (F,)),
     ("sort_nan", lambda x: jnp.sort(x), (np.array([3.0, np.nan, -0.0, 0.0, -np.inf, 1.0], np.float32),)),
     ("fft", lambda x: jnp.fft.fft(x).real, (F[:4],)),
-    ("rfft2", lambda x: jnp.abs(jnp.fft.rfft2(x)), (F[:8, :16],)),
+    ("rfft2", lambda x: jnp.fft.rfft2(x).imag, (F[:8, :16],)),
     ("irfft", lambda x: jnp.fft.irfft(jnp.fft.rfft(x)), (F[:4, :32],)),
     ("batched_matmul", lambda a: jnp.einsum("bij,bjk->bik", a, a), (F[:, :48].reshape(-1, 4, 4),)),
     ("int_matmul", lambda a: a @ a.T, (I[:8, :8],)),
@@ -474,7 +474,7 @@ def test_imported_views_are_made_dense(standin, view):
     x = jnp.asarray(src)
     np.testing.assert_allclose(np.asarray(jax.jit(lambda a: jnp.sin(a) * 2)(x)), np.sin(want) * 2,
                                rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(jnp.sum(x, axis=0)), want.sum(0), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(jnp.sum(x, axis=0)), want.sum(0), rtol=1e-4, atol=1e-4)
     cp.cuda.Device().synchronize()  # no sticky misaligned-address error was left behind
 
 
@@ -486,6 +486,7 @@ def test_dense_imports_share_memory_and_copies_do_not(standin):
     assert shared.__cuda_array_interface__["data"][0] == c.data.ptr
     assert copied.__cuda_array_interface__["data"][0] != c.data.ptr
     c[0] = 100.0
+    cp.cuda.get_current_stream().synchronize()  # the write is ordered on the user's stream
     assert float(np.asarray(shared)[0]) == 100.0 and float(np.asarray(copied)[0]) == 0.0
 
 

@@ -26,6 +26,11 @@ PIP_HINT = ('pip install "gpuarr[cuda12]" (CUDA 12: cupy-cuda12x, nvidia-cuda-nv
 MAX_GRID = 2**31 - 1
 ALLOCATION_UNIT = 512  # CuPy's pool rounds every allocation up to this (memory.pyx)
 VECTOR_ALIGNMENT = 16  # the widest load a kernel makes (LOAD4 of 32-bit values)
+# CuPy appends -ftz=true to every RawModule's options (cupy/cuda/compiler.py,
+# _compile_with_cache_cuda), and NVRTC keeps the last setting: float32 subnormals are flushed
+# on the cuda platform (SPEC S17 allows it; docs/cuda-standin.md says so), so gpuarr's own
+# --ftz=false is not passed where it would be overridden.
+RAWMODULE_OPTIONS = tuple(o for o in nvrtc.DEFAULT_OPTIONS if not o.startswith("--ftz"))
 
 
 class CudaNotFoundError(RuntimeError):
@@ -209,8 +214,8 @@ class DeviceContext:
             self.total = total
             self.limit = int(total * settings.fraction)
             self.pool.set_limit(size=self.limit)
-            if settings.preallocate:
-                self._preallocate(min(self.limit, int(free * 0.98)))
+            if settings.preallocate:  # what the pool holds already counts against the limit
+                self._preallocate(min(self.limit - self.pool.total_bytes(), int(free * 0.98)))
         self._functions: dict = {}
         self._modules: dict = {}
         self.launchers: dict = {}  # id(plan) -> (plan, {step index: prepared launch})
@@ -318,7 +323,7 @@ class DeviceContext:
                 module = self._modules.get(source)
                 if module is None:
                     module = self._modules[source] = self.cp.RawModule(
-                        code=source, options=nvrtc.DEFAULT_OPTIONS)
+                        code=source, options=RAWMODULE_OPTIONS)
                 fn = self._functions[key] = module.get_function(name)
         return fn
 

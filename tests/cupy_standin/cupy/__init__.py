@@ -20,7 +20,7 @@ ptxas' report, concurrency between streams, and the real driver's exact error pa
 """
 import numpy as np  # noqa: F401
 
-from cupy import _standin, cuda, fft, linalg  # noqa: F401
+from cupy import _standin, cuda, fft, lib, linalg  # noqa: F401
 from cupy._core.core import ndarray
 from cupy._core.dlpack import from_dlpack  # noqa: F401
 from cupy._core.raw import RawKernel, RawModule  # noqa: F401

@@ -64,6 +64,34 @@ def test_every_scatter_renders_defined_macros(dtype, combiner):
         nvrtc.compile(render.render(k).source, k.name, arch="sm_90")
 
 
+@pytest.fixture
+def on_opencl():
+    """jit runs through the kernels on PoCL, as with GPUARR_PLATFORMS=opencl."""
+    before = gpuarr.config.platforms
+    gpuarr.config.update("jax_platforms", "opencl")
+    yield
+    gpuarr.config.update("jax_platforms", before)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16"])
+def test_narrow_scatter_add_under_jit_on_opencl(on_opencl, dtype):
+    from gpuarr.platforms import default_platform
+    assert default_platform().name == "opencl"
+    idx = np.array([1, 1, 1, 9, 0, 1, 9, 4] * 50, np.int32)
+    upd = np.arange(400).astype(dtype)
+    got = np.asarray(gpuarr.jit(lambda i, u: jnp.zeros(10, dtype).at[i].add(u))(idx, upd))
+    want = np.zeros(10, dtype)
+    np.add.at(want, idx, upd)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_concatenate_of_5000_arrays_under_jit_on_opencl(on_opencl):
+    xs = [np.full(2, k, np.int32) for k in range(5000)]
+    got = np.asarray(gpuarr.jit(lambda *xs: jnp.concatenate(xs))(*xs))
+    np.testing.assert_array_equal(got, np.concatenate(xs))
+
+
 # ---- 32-bit indices near 2^31 ------------------------------------------------------------------
 
 def _exp_kernel(n):

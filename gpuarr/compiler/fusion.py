@@ -6,11 +6,14 @@ The algorithm, in the order it runs:
    reductions, library calls, scatters and host steps always do; so do operands of library
    calls and host steps; so does an elementwise value whose recomputation would cost too much:
    one used by several consumers while being expensive (transcendentals, hashes), or one that
-   a broadcast expands (recomputing it once per broadcast copy). Every buffer records why.
+   a broadcast expands (recomputing it once per broadcast copy); and one where a fused chain
+   grows deeper than CHAIN_DEPTH_LIMIT, so a 10,000-op chain is several kernels of a size a
+   compiler handles. Every buffer records why.
 2. Every materialized value computed by elementwise/layout ops becomes an elementwise kernel.
    Its expression DAG is found by walking back from the value to materialized values (loads)
-   and literals (constants); broadcasts, reshapes, transposes, slices and reverses on the way
-   become index maps on those loads, never copies. Gathers become indexed loads.
+   and literals (constants), on an explicit stack (no Python recursion per op); broadcasts,
+   reshapes, transposes, slices and reverses on the way become index maps on those loads,
+   never copies. Gathers become indexed loads.
 3. Every reduction becomes a reduction kernel whose pre-map is the fused DAG of its operand,
    laid out so the reduced axes are last.
 4. Consumers are merged into a reduction kernel when legal: elementwise kernels over the

@@ -1,0 +1,95 @@
+"""Deep programs on the kernel path: fusion walks expression DAGs with its own stack (no Python
+recursion per op), and chains deeper than fusion.CHAIN_DEPTH_LIMIT split into several kernels.
+Values are checked against the NumPy backend and a float32 NumPy loop."""
+import numpy as np
+
+import gpuarr
+import gpuarr.numpy as jnp
+from gpuarr import lax
+from gpuarr.backends import numpy_backend
+from gpuarr.compiler import fusion, passes, plan_closed, render
+from gpuarr.compiler.plan import ElementwiseKernel
+
+N_OPS = 10_000
+x0 = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
+
+
+def chain(x, xp=jnp):
+    """N_OPS elementwise ops: `x * 1.0001 + 0.5` pairs, every 25th pair `sin(x) - 0.25`."""
+    for i in range(N_OPS // 2):
+        x = xp.sin(x) - np.float32(0.25) if i % 25 == 0 else x * np.float32(1.0001) + np.float32(0.5)
+    return x
+
+
+def mixed_chain(x, n=800):
+    """Shape-preserving piecewise and layout ops between elementwise ones, each step reading
+    the previous one: pads that shift by one, reverses, dynamic updates, clamps, and now and
+    then a gather (whose operand gets a buffer)."""
+    idx = np.arange(63, -1, -1, dtype=np.int32)
+    for i in range(n):
+        step = i % 5
+        if step == 0:
+            x = lax.pad(x, np.float32(0.5), [(1, -1, 0)])
+        elif step == 1:
+            x = jnp.sin(x[::-1])
+        elif step == 2:
+            x = lax.dynamic_update_slice(x, jnp.full((3,), 0.5, np.float32), (i % 60,))
+        elif step == 3 and i % 250 == 3:
+            x = x[idx] + 0.125
+        else:
+            x = jnp.clip(x * 0.75, -0.9, 2.0) + 0.25
+    return x
+
+
+def numpy_chain(x):
+    return chain(x.copy(), np)
+
+
+def optimized(f, *args):
+    return passes.optimize(gpuarr.make_jaxpr(f)(*args))
+
+
+def assert_close(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_10000_op_chain_plans_and_renders_in_bounded_kernels():
+    closed = optimized(chain, x0)
+    assert len(closed.program.eqns) >= N_OPS
+    plan = plan_closed(closed)
+    kernels = plan.kernels
+    assert all(isinstance(k, ElementwiseKernel) for k in kernels)
+    # Split along the chain: each kernel's path is at most the limit (a sin costs 10, an add 1).
+    assert N_OPS // fusion.CHAIN_DEPTH_LIMIT <= len(kernels) <= 4 * N_OPS // fusion.CHAIN_DEPTH_LIMIT
+    assert max(len(k.nodes) for k in kernels) <= fusion.CHAIN_DEPTH_LIMIT + 8
+    assert any("deeper than" in k.reason for k in kernels)
+    launch_plan = render.render_plan(plan)
+    sources = [s.source for s in launch_plan.steps if s.kind == "launch"]
+    assert len(sources) == len(kernels)
+    assert max(len(s) for s in sources) < 400_000
+
+
+def test_deep_chain_on_the_cpu_platform():
+    cpu = gpuarr.devices("cpu")[0]
+    got = gpuarr.jit(chain)(gpuarr.device_put(x0, cpu))
+    assert_close(got, numpy_chain(x0))
+
+
+def test_10000_op_chain_on_opencl(pocl):
+    closed = optimized(chain, x0)
+    (want,) = numpy_backend.compile_closed(closed)(x0)
+    assert_close(want, numpy_chain(x0))
+    device = gpuarr.devices("opencl")[0]
+    got = gpuarr.jit(chain)(gpuarr.device_put(x0, device))
+    assert got.device == device
+    assert_close(got, want)
+
+
+def test_deep_chain_of_piecewise_and_indexed_ops_on_opencl(pocl):
+    closed = optimized(mixed_chain, x0)
+    (want,) = numpy_backend.compile_closed(closed)(x0)
+    got = gpuarr.jit(mixed_chain)(gpuarr.device_put(x0, gpuarr.devices("opencl")[0]))
+    assert_close(got, want)
+    assert_close(gpuarr.jit(mixed_chain)(x0), want)   # the default platform agrees

@@ -94,7 +94,7 @@ def _from_gpu(x, index: int, copy=None) -> Array:
         user_stream = cp.cuda.get_current_stream()
         source = cp.from_dlpack(x) if hasattr(x, "__dlpack__") else cp.asarray(x)
         ctx.stream.wait_event(user_stream.record())
-    with ctx.device, ctx.stream:
+    with ctx.scope():
         dt = _canonical(source.dtype)
         data = source.astype(dt) if dt != source.dtype else source.copy() if copy else source
     data = ctx.kernel_ready(data)

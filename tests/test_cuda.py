@@ -274,23 +274,37 @@ def _cupy_modules():
     return [m for m in sys.modules if m.split(".")[0] in ("cupy", "cupyx")]
 
 
-@pytest.fixture
-def standin(monkeypatch):
-    """The real cuda platform over the CuPy stand-in, registered as platform 'cuda'. Under
-    GPUARR_CUDA_STANDIN=1 that is the session's platform; otherwise a fresh one whose `cupy`
-    is removed again afterwards, so the rest of the run never sees it."""
+def _fresh_standin(monkeypatch):
+    """A new CuPy stand-in (fresh devices and pools) behind a new cuda platform, registered as
+    platform 'cuda' until the test ends; the `cupy` modules are put back afterwards."""
     if not (opencl.available() and nvrtc.available()):
         pytest.skip("the CuPy stand-in runs kernels on PoCL and compiles them with NVRTC")
-    if STANDIN_ON:
-        yield platforms.get_platform("cuda")
-        return
     monkeypatch.syspath_prepend(str(STANDIN))
     for name in _cupy_modules():
         monkeypatch.delitem(sys.modules, name)
     plat = CudaPlatform()
     monkeypatch.setitem(platforms._loaded, "cuda", plat)
     monkeypatch.delitem(platforms._failures, "cuda", raising=False)
-    yield plat
+    return plat
+
+
+@pytest.fixture
+def standin(monkeypatch):
+    """The real cuda platform over the CuPy stand-in, registered as platform 'cuda': under
+    GPUARR_CUDA_STANDIN=1 the session's, otherwise a fresh one removed after the test, so the
+    rest of the run never sees a `cupy` module."""
+    if STANDIN_ON:
+        yield platforms.get_platform("cuda")
+        return
+    yield _fresh_standin(monkeypatch)
+    for name in _cupy_modules():
+        del sys.modules[name]
+
+
+@pytest.fixture
+def fresh_standin(monkeypatch):
+    """A stand-in of its own, for tests of device setup that must not share memory or pools."""
+    yield _fresh_standin(monkeypatch)
     for name in _cupy_modules():
         del sys.modules[name]
 
@@ -451,16 +465,21 @@ def test_library_steps_on_the_device(standin, name, f, args):
     _close(got, want, name)
 
 
-# D5: the preallocated block is taken on the context's stream and fits every fraction.
+# D5: the preallocated block is taken on the context's stream and fits every fraction; it is
+# gpuarr's own pool, so the user's CuPy allocations on other streams still find memory.
 @pytest.mark.parametrize("fraction", ["0.9", "0.75", "0.333"])
-def test_preallocation_fits_the_limit_and_serves_the_stream(standin, monkeypatch, fraction):
+def test_preallocation_fits_the_limit_and_serves_the_stream(fresh_standin, monkeypatch, fraction):
     monkeypatch.setenv("GPUARR_MEM_FRACTION", fraction)
+    cp = _cp()
+    user = cp.arange(1000, dtype=cp.float32)  # the user's pool holds memory before setup
     ctx = cuda.DeviceContext(0, cuda.memory_settings())
     held = ctx.pool.total_bytes()
     assert 0 < held <= ctx.limit
     x = ctx.empty((1 << 20,), np.float32)
     assert ctx.pool.total_bytes() == held  # split from the preallocated block, no new memory
-    del x
+    more = cp.ones(1 << 20, dtype=cp.float32)  # the user's CuPy, on the null stream
+    assert float(more.sum()) == 1 << 20 and float(user[999]) == 999.0
+    del x, ctx
 
 
 # D6: strided, transposed and offset CuPy views are copied before kernels read them.
@@ -643,10 +662,9 @@ def test_torch_tensors_are_shared(gpu):
 
 @pytest.mark.gpu
 def test_memory_stays_flat_over_10000_calls(gpu):
-    cp = pytest.importorskip("cupy")
     f = jax.jit(lambda a: a * 2.0 + 1.0)
     x = jax.device_put(jnp.ones(4096), gpu)
-    pool = cp.get_default_memory_pool()
+    pool = platforms.get_platform("cuda").context(gpu.id).pool
     for _ in range(100):
         x = f(x)
     x.block_until_ready()
@@ -678,16 +696,19 @@ def test_two_gpus_each_run_their_own_arrays(gpu):
 
 @pytest.mark.gpu
 def test_second_process_reuses_the_disk_cache(gpu, tmp_path):
+    """CuPy's kernel cache (CUPY_CACHE_DIR) holds the compiled kernels: a second process finds
+    every one there and writes nothing."""
     code = ("import numpy as np, gpuarr as jax, gpuarr.numpy as jnp\n"
-            "from gpuarr.backends import nvrtc\n"
             "d = jax.devices('cuda')[0]\n"
             "x = jax.device_put(np.ones((256, 256), np.float32), d)\n"
-            "jax.jit(lambda a: jax.nn.softmax(jnp.tanh(a) * 2))(x).block_until_ready()\n"
-            "print(nvrtc.compile_count())\n")
-    env = dict(os.environ, GPUARR_CACHE_DIR=str(tmp_path))
-    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout.split()[-1] for _ in range(2)]
-    assert int(runs[0]) > 0 and int(runs[1]) == 0
+            "jax.jit(lambda a: jax.nn.softmax(jnp.tanh(a) * 2))(x).block_until_ready()\n")
+    env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path))
+
+    def run():
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+        return {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    first = run()
+    assert first and run() == first
 
 
 def test_no_warnings_from_module_import():

@@ -209,7 +209,10 @@ class DeviceContext:
         with self.device:
             self.stream = cp.cuda.Stream(non_blocking=True)
             self.copy_stream = cp.cuda.Stream(non_blocking=True)
-            self.pool = cp.get_default_memory_pool()  # cuBLAS/CuPy calls allocate here too
+            # gpuarr's own pool, as XLA has its own allocator: preallocating it leaves the user's
+            # CuPy pool (and other streams' arenas) alone. CuPy calls gpuarr makes allocate
+            # from it too (`scope`).
+            self.pool = cp.cuda.MemoryPool()
             free, total = cp.cuda.runtime.memGetInfo()
             self.total = total
             self.limit = int(total * settings.fraction)
@@ -235,9 +238,19 @@ class DeviceContext:
             del block  # back to this stream's free list, still held by the pool
 
     # memory
+    @contextlib.contextmanager
+    def scope(self, stream: bool = True):
+        """This device current, its pool allocating, and (by default) its stream current."""
+        with self.device, self.cp.cuda.using_allocator(self.pool.malloc):
+            if stream:
+                with self.stream:
+                    yield
+            else:
+                yield
+
     def empty(self, shape, dtype):
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        with self.out_of_memory(nbytes), self.device, self.stream:
+        with self.out_of_memory(nbytes), self.scope():
             return self.cp.empty(shape, dtype)
 
     @contextlib.contextmanager
@@ -289,7 +302,7 @@ class DeviceContext:
                 and data.data.ptr % VECTOR_ALIGNMENT == 0):
             return data
         out = self.empty(data.shape, data.dtype)
-        with self.device, self.stream:
+        with self.scope():
             if data.device.id != self.index:
                 data = self.cp.array(data, copy=True)  # peer copy to this GPU
             self.cp.copyto(out, data)
@@ -354,7 +367,7 @@ def run_plan(ctx: DeviceContext, plan, inputs, aliases=None, plan_key=None) -> l
     name to the index of a donated input whose memory it may use (checked safe by the caller).
     Control flow and library steps stay on the device (see `_host_step`).
     """
-    with ctx.out_of_memory(), ctx.device:
+    with ctx.out_of_memory(), ctx.scope(stream=False):
         return _run_plan(ctx, plan, inputs, aliases, plan_key)
 
 
@@ -387,14 +400,14 @@ def _run_plan(ctx, plan, inputs, aliases, plan_key) -> list:
                 device[step.dst] = buffer(step.dst)
                 continue
             dst = ctx.empty(src.shape, src.dtype)
-            with ctx.device, ctx.stream:
+            with ctx.scope():
                 cp.copyto(dst, src)
             device[step.dst] = dst
         else:
             results = _host_step(ctx, step, [buffer(a) for a in step.inputs])
             for name, value in zip(step.outputs, results):
                 shape, dtype = info[name]
-                with ctx.device, ctx.stream:
+                with ctx.scope():
                     value = value.astype(dtype, copy=False).reshape(shape)
                 device[name] = ctx.kernel_ready(value)
     for name in set(plan.outputs) & _passed_through(plan):
@@ -440,13 +453,13 @@ def _host_step(ctx: DeviceContext, step, args) -> list:
     library calls run through CuPy (cuBLAS, cuFFT, cuSOLVER, CUB); anything else copies its
     operands to the host, runs the NumPy implementation and copies the results back."""
     if step.role == "control":
-        with ctx.device, ctx.stream:
+        with ctx.scope():
             return list(step.fn(*args))
     if step.role == "library":
         impl = cuda_library.implementation(step.name, step.params)
         if impl is not None:
             try:
-                with ctx.device, ctx.stream:
+                with ctx.scope():
                     return list(impl(ctx.cp, *args))
             except cuda_library.NoDeviceForm:
                 pass

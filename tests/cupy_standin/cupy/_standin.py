@@ -5,7 +5,8 @@ CUPY_STANDIN_MEMORY (bytes per device, default 4 GiB), CUPY_STANDIN_DRIVER (driv
 default 12090). `counters` counts what the program asked of the simulated GPU, at the time it
 was issued: transfers each way (`h2d`, `h2d_bytes`, `d2h`, `d2h_bytes`), kernel launches
 (`launches`, and `launches_by_name`), library calls (`library_calls`, and `library` by
-function name) and synchronisations (`syncs`). `reset()` zeroes them.
+function name), synchronisations (`syncs`) and NVRTC compilations that missed both of CuPy's
+kernel caches (`compiles`). `reset()` zeroes them.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Counters:
         self.launches_by_name = collections.Counter()  # kernel name -> launches
         self.library = collections.Counter()  # library function name -> calls
         self.syncs = 0
+        self.compiles = 0
 
     @property
     def launches(self) -> int:
@@ -55,6 +57,10 @@ class Counters:
     def sync(self) -> None:
         with self._lock:
             self.syncs += 1
+
+    def compile(self) -> None:
+        with self._lock:
+            self.compiles += 1
 
     def library_call(self, name: str) -> None:
         with self._lock:
@@ -76,7 +82,7 @@ class Counters:
         return {"h2d": self.h2d, "h2d_bytes": self.h2d_bytes, "d2h": self.d2h,
                 "d2h_bytes": self.d2h_bytes, "launches": self.launches,
                 "launches_by_name": dict(self.launches_by_name), "library_calls": self.library_calls,
-                "library": dict(self.library), "syncs": self.syncs}
+                "library": dict(self.library), "syncs": self.syncs, "compiles": self.compiles}
 
 
 counters = Counters()

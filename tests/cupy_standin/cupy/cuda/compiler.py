@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import hashlib
 import os
 import re
 import sys
+import tempfile
 import threading
+
+from cupy import _standin
 
 _lock = threading.Lock()
 _lib = None
@@ -123,11 +127,58 @@ def compile_using_nvrtc(source, options=(), arch=None, filename="kern.cu", name_
     return _compile(source, options, filename).image
 
 
+def get_cache_dir() -> str:
+    """compiler.py: CUPY_CACHE_DIR, by default ~/.cupy/kernel_cache."""
+    return os.environ.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache")
+
+
+def _disk_path(source: str, options: tuple) -> str:
+    """compiler.py (_compile_with_cache_cuda): the file is named by a hash of the options, the
+    NVRTC version and the source."""
+    version = _get_nvrtc_version()
+    digest = hashlib.md5(repr((options, version, source)).encode()).hexdigest()
+    return os.path.join(get_cache_dir(), f"{digest}.cubin")
+
+
+def _load_cached(path: str):
+    """compiler.py: an entry starts with the hash of the rest; a damaged one is recompiled."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    digest, payload = data[:32], data[32:]
+    if hashlib.md5(payload).hexdigest().encode() != digest:
+        return None
+    image, _, log = payload.partition(b"\0LOG\0")
+    text = log.decode(errors="replace")
+    return Compiled(image, text, _resources(text))
+
+
+def _save_cached(path: str, compiled: Compiled) -> None:
+    """Written to a temporary file and renamed, as CuPy does, so readers never see a partial one."""
+    payload = compiled.image + b"\0LOG\0" + compiled.log.encode()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+        with os.fdopen(fd, "wb") as f:
+            f.write(hashlib.md5(payload).hexdigest().encode() + payload)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def _compile(source: str, options: tuple, filename: str = "kern.cu") -> Compiled:
     key = (source, options)
     hit = _cache.get(key)
     if hit is not None:
         return hit
+    path = _disk_path(source, options)
+    hit = _load_cached(path)
+    if hit is not None:
+        _cache[key] = hit
+        return hit
+    _standin.counters.compile()
     lib = _library()
     prog = ctypes.c_void_p()
     status = lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None)
@@ -149,4 +200,5 @@ def _compile(source: str, options: tuple, filename: str = "kern.cu") -> Compiled
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
     compiled = _cache[key] = Compiled(image.raw, log, _resources(log))
+    _save_cached(path, compiled)
     return compiled

@@ -399,6 +399,41 @@ def get_default_memory_pool() -> MemoryPool:
     return _default_pool
 
 
+_allocator = _default_pool.malloc  # memory.pyx: _current_allocator, the default pool's malloc
+_thread_local = threading.local()
+
+
+def get_allocator():
+    """memory.pyx: get_allocator - this thread's allocator (using_allocator), else the global one."""
+    return getattr(_thread_local, "allocator", None) or _allocator
+
+
+def set_allocator(allocator=None):
+    """memory.pyx: set_allocator - None disables pooling (every allocation a cudaMalloc)."""
+    global _allocator
+    _allocator = allocator if allocator is not None else _malloc
+
+
+class using_allocator:  # noqa: N801 - CuPy's name (memory.pyx: a context manager)
+    """Use `allocator` in this thread inside the block (None: no pool), then restore."""
+
+    def __init__(self, allocator=None):
+        self._allocator = allocator if allocator is not None else _malloc
+
+    def __enter__(self):
+        self._saved = getattr(_thread_local, "allocator", None)
+        _thread_local.allocator = self._allocator
+
+    def __exit__(self, *exc):
+        _thread_local.allocator = self._saved
+
+
+def _malloc(size: int) -> MemoryPointer:
+    """memory.pyx: _malloc - one cudaMalloc of `size` bytes, no pool."""
+    mem = Memory(size)
+    return MemoryPointer(mem, 0)
+
+
 def alloc(size: int) -> MemoryPointer:
-    """memory.pyx: alloc - through the current allocator (the default pool)."""
-    return _default_pool.malloc(size)
+    """memory.pyx: alloc - through the current allocator (the default pool unless changed)."""
+    return get_allocator()(size)

@@ -279,6 +279,7 @@ def _fresh_standin(monkeypatch):
     platform 'cuda' until the test ends; the `cupy` modules are put back afterwards."""
     if not (opencl.available() and nvrtc.available()):
         pytest.skip("the CuPy stand-in runs kernels on PoCL and compiles them with NVRTC")
+    platforms.default_platform()  # settled first: the stand-in must not become the default
     monkeypatch.syspath_prepend(str(STANDIN))
     for name in _cupy_modules():
         monkeypatch.delitem(sys.modules, name)
@@ -528,6 +529,31 @@ def test_loops_keep_their_state_on_the_device(standin):
         assert counters.d2h == reads, (name, counters)  # predicates / branch indices only
         for g, w in zip(jax.tree_leaves(out), jax.tree_leaves(jax.jit(f)(_on_cpu(F)))):
             _close(g, w, name)
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """A fresh stand-in with two devices."""
+    monkeypatch.setenv("CUPY_STANDIN_DEVICES", "2")
+    yield _fresh_standin(monkeypatch)
+    for name in _cupy_modules():
+        del sys.modules[name]
+
+
+def test_control_flow_runs_on_its_programs_device(two_gpus):
+    """Sub-plans of loops and branches launch on the device of the program's operands (a
+    kernel reading another GPU's memory faults: no peer access)."""
+    d1 = two_gpus.devices()[1]
+    x = jax.device_put(F, d1)
+    loop = jax.jit(lambda v: jax.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + i, v))
+    out = loop(x)
+    assert out.device == d1
+    _close(out, loop(_on_cpu(F)), "fori_loop on device 1")
+    carry, ys = jax.jit(_scan_cumsum)(x[:8, :16])
+    _close(carry, jax.jit(_scan_cumsum)(_on_cpu(F[:8, :16]))[0], "scan on device 1")
+    assert carry.device == d1 and ys.device == d1
+    _cp().cuda.Device(1).synchronize()  # no fault was left on the device
+    assert _cp().cuda.memory.allocated_on(0) == 0  # nothing ran on (or was copied to) device 0
 
 
 def test_out_of_memory_names_sizes_and_what_to_do(standin):

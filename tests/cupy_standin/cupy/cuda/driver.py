@@ -7,6 +7,7 @@ CUDA_ERROR_OUT_OF_MEMORY = 2
 CUDA_ERROR_INVALID_DEVICE = 101
 CUDA_ERROR_NOT_FOUND = 500
 CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
+CUDA_ERROR_ILLEGAL_ADDRESS = 700
 CUDA_ERROR_MISALIGNED_ADDRESS = 716
 
 _NAMES = {
@@ -17,6 +18,8 @@ _NAMES = {
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: ("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
                                          "too many resources requested for launch"),
     CUDA_ERROR_MISALIGNED_ADDRESS: ("CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+    CUDA_ERROR_ILLEGAL_ADDRESS: ("CUDA_ERROR_ILLEGAL_ADDRESS",
+                                 "an illegal memory access was encountered"),
 }
 
 

@@ -18,9 +18,10 @@ import re
 import numpy as np
 
 from cupy import _standin
-from cupy.cuda import _pocl, _queue, runtime
+from cupy.cuda import _pocl, _queue, memory, runtime
 from cupy.cuda import stream as stream_mod
 from cupy.cuda.driver import (
+    CUDA_ERROR_ILLEGAL_ADDRESS,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
     CUDA_ERROR_MISALIGNED_ADDRESS,
@@ -178,6 +179,10 @@ class Function:
         def run():
             if any(ptr % align for ptr, align in checks):
                 runtime.record_fault(dev, CUDA_ERROR_MISALIGNED_ADDRESS)
+                return
+            # Another GPU's memory without peer access (CuPy enables none by itself) faults.
+            if any((memory.owner_of(ptr) or (dev,))[0] != dev for ptr, _ in checks):
+                runtime.record_fault(dev, CUDA_ERROR_ILLEGAL_ADDRESS)
                 return
             if self._kernel is None:
                 self._kernel = _pocl.kernel(self.source, self.name, self.flush_denormals)

@@ -15,6 +15,7 @@ errorMemoryAllocation = 2  # noqa: N816
 errorInvalidDevice = 101  # noqa: N816
 errorInvalidResourceHandle = 400  # noqa: N816
 errorMisalignedAddress = 716  # noqa: N816
+errorIllegalAddress = 700  # noqa: N816
 streamLegacy = 1  # noqa: N816 - runtime.pyx: cudaStreamLegacy
 streamPerThread = 2  # noqa: N816 - runtime.pyx: cudaStreamPerThread
 is_hip = False
@@ -26,6 +27,7 @@ _NAMES = {
     errorInvalidDevice: ("cudaErrorInvalidDevice", "invalid device ordinal"),
     errorInvalidResourceHandle: ("cudaErrorInvalidResourceHandle", "invalid resource handle"),
     errorMisalignedAddress: ("cudaErrorMisalignedAddress", "misaligned address"),
+    errorIllegalAddress: ("cudaErrorIllegalAddress", "an illegal memory access was encountered"),
 }
 
 

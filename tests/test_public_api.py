@@ -31,18 +31,12 @@ MODULES = [
 
 
 def public_names(name: str) -> list:
-    """The module's public names: no leading underscore, and no modules other than its own
-    public submodules (an `np` imported for the implementation is not API)."""
+    """The module's public names: no leading underscore and no modules (an `np` imported for
+    the implementation is not API, and a submodule is an attribute only once imported; the
+    public submodules are in MODULES themselves)."""
     module = importlib.import_module(name)
-    names = []
-    for attr in dir(module):
-        if attr.startswith("_"):
-            continue
-        value = getattr(module, attr)
-        if isinstance(value, types.ModuleType) and value.__name__ != f"{name}.{attr}":
-            continue
-        names.append(attr)
-    return sorted(names)
+    return sorted(attr for attr in dir(module) if not attr.startswith("_")
+                  and not isinstance(getattr(module, attr), types.ModuleType))
 
 
 def current() -> dict:

@@ -452,7 +452,7 @@ def _host_step(ctx: DeviceContext, step, args) -> list:
     sub-plans launch on this device; only predicates and branch indices come back to the host);
     library calls run through CuPy (cuBLAS, cuFFT, cuSOLVER, CUB); anything else copies its
     operands to the host, runs the NumPy implementation and copies the results back."""
-    if step.role == "control":
+    if step.drives_sub_plans:
         with ctx.scope():
             return list(step.fn(*args))
     if step.role == "library":

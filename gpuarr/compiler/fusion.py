@@ -63,6 +63,7 @@ from gpuarr.compiler.plan import (
     Window,
 )
 from gpuarr.core import Literal, Program, ShapedArray, Var, _Namer, pp_eqn
+from gpuarr.impls import host_impl, impl_rules  # the reference semantics of host steps
 
 EXPENSIVE_OPS = {
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
@@ -857,9 +858,8 @@ class Fusion:
         return True
 
     def host(self, eqn, role):
-        from gpuarr.backends.numpy_backend import host_impl, impl_rules  # the reference
         impl = impl_rules.get(eqn.prim)
-        if impl is not None:  # narrow types (float8_*, int4, ...) have their own (narrow.py)
+        if impl is not None:  # narrow types (float8_*, int4, ...) have their own (narrow_types.py)
             impl = host_impl(eqn.prim, [v.aval.dtype for v in list(eqn.inputs) + list(eqn.outvars)])
         driver = (control_driver(eqn, self.options.sub_compiler, self.options.array_module)
                   if role == "control" else None)
@@ -868,7 +868,7 @@ class Fusion:
             outs = tuple(self.buffer_of(v) or self.new_buffer(v.aval) for v in eqn.outvars)
             self.steps.append(HostStep(role, eqn.prim.name, driver, ins, outs, (self.text(eqn),),
                                        "control flow runs on the host; its sub-programs run as "
-                                       "kernel sub-plans"))
+                                       "kernel sub-plans", drives_sub_plans=True))
             return
         if impl is None:
             raise NotImplementedError(f"no kernel lowering and no NumPy implementation of {eqn.prim.name}")

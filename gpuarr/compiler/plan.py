@@ -492,6 +492,9 @@ class HostStep:
     # The equation's params, so a backend with its own library (CuPy on a GPU) can run the
     # step without the NumPy implementation that `fn` closes over.
     params: Any = field(default=None, compare=False, repr=False)
+    # True for the drivers of loops and branches (compiler/control.py): `fn` takes and returns
+    # the platform's own arrays and calls sub-plans, so a device backend runs it on the device.
+    drives_sub_plans: bool = False
 
 
 @dataclass(frozen=True)

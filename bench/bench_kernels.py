@@ -18,7 +18,8 @@ import numpy as np
 import gpuarr
 import gpuarr.numpy as gnp
 from gpuarr import lax
-from gpuarr.backends import numpy_backend, opencl
+from gpuarr.backends import numpy as numpy_backend
+from gpuarr.backends import opencl
 from gpuarr.compiler import compile_closed, passes, plan_closed
 from gpuarr.compiler.explain import count_kernels, step_bytes
 

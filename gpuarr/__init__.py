@@ -54,6 +54,8 @@ from gpuarr.callbacks import pure_callback  # noqa: F401, E402
 
 # Explicit-key random numbers (threefry2x32, JAX's streams).
 from gpuarr import random  # noqa: F401, E402
+# The NumPy backend: the host compiler the impls of loops and jit run (see gpuarr.impls).
+from gpuarr.backends import numpy as _numpy_backend  # noqa: F401, E402
 
 # Saving and reloading jitted functions.
 from gpuarr import export  # noqa: F401, E402

@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from gpuarr import pytrees
-from gpuarr.backends import numpy_backend
+from gpuarr import impls, pytrees
 from gpuarr.core import (
     ClosedProgram,
     Primitive,
@@ -39,10 +38,10 @@ remat_p = Primitive("remat2", multiple_results=True)
 def _remat_impl(*args, jaxpr, prevent_cse, differentiated, policy):
     args = [np.asarray(a, v.dtype) if not isinstance(a, np.ndarray) else a
             for a, v in zip(args, jaxpr.in_avals, strict=True)]
-    return numpy_backend.compile_closed(jaxpr)(*args)
+    return impls.compile_closed(jaxpr)(*args)
 
 
-numpy_backend.impl_rules[remat_p] = _remat_impl
+impls.impl_rules[remat_p] = _remat_impl
 abstract_eval_rules[remat_p] = lambda *avals, jaxpr, **_: list(jaxpr.out_avals)
 weak_type_rules[remat_p] = lambda *args, jaxpr, **_: [a.weak_type for a in jaxpr.out_avals]
 

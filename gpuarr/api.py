@@ -13,9 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, monitoring, placement, profiler, pytrees, stages
+from gpuarr import core, dtypes, impls, monitoring, placement, profiler, pytrees, stages
 from gpuarr.array import Array
-from gpuarr.backends import numpy_backend
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram, Primitive, ShapedArray, Tracer, abstract_eval_rules
@@ -37,10 +36,10 @@ jit_p = Primitive("jit", multiple_results=True)
 def _jit_impl(*args, jaxpr: ClosedProgram, name: str):
     if _flags["no_execution"]:
         _refuse_execution(name)
-    return numpy_backend.compile_closed(jaxpr)(*args)
+    return impls.compile_closed(jaxpr)(*args)
 
 
-numpy_backend.impl_rules[jit_p] = _jit_impl
+impls.impl_rules[jit_p] = _jit_impl
 abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: list(jaxpr.out_avals)
 core.weak_type_rules[jit_p] = lambda *args, jaxpr, name: [a.weak_type for a in jaxpr.out_avals]
 
@@ -1021,7 +1020,7 @@ def clear_caches():
     for obj in gc.get_objects():  # the jits with a state of their own
         if type(obj) is Jitted:
             obj._state.clear()
-    numpy_backend._compiled.clear()
+    impls.clear_compiled()
     _STAGED.clear()
     ad._jvp_program_cache.clear()
     batching._batch_closed_cache.clear()

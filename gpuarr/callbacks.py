@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from gpuarr import core, dtypes, pytrees
-from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, weak_type_rules
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 
 _SCALARS = (bool, int, float, complex)

@@ -22,8 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, pytrees
-from gpuarr.backends import numpy_backend
+from gpuarr import dtypes, impls, pytrees
 from gpuarr.core import (
     ClosedProgram,
     Primitive,
@@ -51,10 +50,10 @@ def _custom_vmap_impl(*args, call, rule):
     # Python scalars reach impl rules as they are; the compiled Program wants NumPy values.
     args = [a if isinstance(a, np.ndarray) else np.asarray(a, aval.dtype)
             for a, aval in zip(args, call.in_avals, strict=True)]
-    return numpy_backend.compile_closed(call)(*args)
+    return impls.compile_closed(call)(*args)
 
 
-numpy_backend.impl_rules[custom_vmap_call_p] = _custom_vmap_impl
+impls.impl_rules[custom_vmap_call_p] = _custom_vmap_impl
 abstract_eval_rules[custom_vmap_call_p] = lambda *avals, call, rule: list(call.out_avals)
 weak_type_rules[custom_vmap_call_p] = lambda *args, call, rule: [
     a.weak_type for a in call.out_avals]

@@ -16,8 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, pytrees
-from gpuarr.backends import numpy_backend
+from gpuarr import dtypes, impls, pytrees
 from gpuarr.core import (
     ClosedProgram,
     Primitive,
@@ -125,7 +124,7 @@ def _eval_call(*args, call_jaxpr, **_):
     # Python scalars reach impl rules as they are; the compiled Program wants NumPy values.
     args = [np.asarray(a, v.dtype) if not isinstance(a, np.ndarray) else a
             for a, v in zip(args, call_jaxpr.in_avals, strict=True)]
-    return numpy_backend.compile_closed(call_jaxpr)(*args)
+    return impls.compile_closed(call_jaxpr)(*args)
 
 
 def _call_abstract(*avals, call_jaxpr, **_):
@@ -139,7 +138,7 @@ def _call_weak_types(*args, call_jaxpr, **_):
 # ---------------------------------------------------------------- custom_jvp
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
-numpy_backend.impl_rules[custom_jvp_call_p] = _eval_call
+impls.impl_rules[custom_jvp_call_p] = _eval_call
 abstract_eval_rules[custom_jvp_call_p] = _call_abstract
 weak_type_rules[custom_jvp_call_p] = _call_weak_types
 
@@ -390,7 +389,7 @@ def _name(f) -> str:
 # ---------------------------------------------------------------- custom_vjp
 
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
-numpy_backend.impl_rules[custom_vjp_call_p] = _eval_call
+impls.impl_rules[custom_vjp_call_p] = _eval_call
 abstract_eval_rules[custom_vjp_call_p] = _call_abstract
 weak_type_rules[custom_vjp_call_p] = _call_weak_types
 
@@ -412,7 +411,7 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_float):
     return [None] * num_res + cts_in
 
 
-numpy_backend.impl_rules[custom_lin_p] = _custom_lin_impl
+impls.impl_rules[custom_lin_p] = _custom_lin_impl
 abstract_eval_rules[custom_lin_p] = lambda *avals, num_res, bwd, out_avals, in_float: [
     ad.tangent_aval(a) for a in out_avals]
 ad.transpose_rules[custom_lin_p] = _custom_lin_transpose

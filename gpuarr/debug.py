@@ -23,9 +23,9 @@ import numpy as np
 
 from gpuarr import core, pytrees
 from gpuarr.array import Array
-from gpuarr.backends.numpy_backend import impl_for_values, impl_rules
 from gpuarr.callbacks import _operand
 from gpuarr.core import Primitive, abstract_eval_rules, weak_type_rules
+from gpuarr.impls import impl_for_values, impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 

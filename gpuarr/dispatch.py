@@ -5,9 +5,8 @@ import warnings
 
 import numpy as np
 
-from gpuarr import core, dtypes, placement
+from gpuarr import core, dtypes, impls, placement
 from gpuarr.array import Array
-from gpuarr.backends import numpy_backend
 from gpuarr.config import config
 from gpuarr.core import Tracer, default_weak_type_rule, rank_checked_prims, weak_type_rules
 from gpuarr.errors import UnexpectedTracerError
@@ -69,7 +68,7 @@ class EvalTrace(core.Trace):
                 return placed
         if platform is None:
             try:
-                out = (narrow_impl or numpy_backend.impl_rules[prim])(*vals, **params)
+                out = (narrow_impl or impls.impl_rules[prim])(*vals, **params)
             except Exception:
                 _raise_abstract_error(prim, args, params)
                 raise
@@ -112,7 +111,7 @@ def _raise_abstract_error(prim, args, params) -> None:
 
 
 # (primitive, operand dtypes) keys whose abstract rule has accepted those dtypes, mapped to
-# the implementation for operands of narrow types (numpy_backend.narrow_impl), None for others.
+# the implementation for operands of narrow types (impls.narrow_impl), None for others.
 _accepted_dtypes: dict = {}
 _UNSEEN = object()
 
@@ -125,8 +124,8 @@ def _check_dtypes(prim, args, params, key, vals):
     `_raise_abstract_error` rewords; operands of unequal ranks, which NumPy broadcasts, are
     checked in EvalTrace.) Returns the implementation for narrow operands, or None."""
     _raise_abstract_error(prim, args, params)
-    impl = numpy_backend.impl_for_values(prim, vals)
-    narrow = None if impl is numpy_backend.impl_rules.get(prim) else impl
+    impl = impls.impl_for_values(prim, vals)
+    narrow = None if impl is impls.impl_rules.get(prim) else impl
     _accepted_dtypes[key] = narrow
     return narrow
 

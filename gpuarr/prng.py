@@ -25,9 +25,9 @@ import numpy as np
 
 from gpuarr import dtypes, lax, pytrees
 from gpuarr.backends.host_threads import run_in_cache_blocks, thread_buffer
-from gpuarr.backends.numpy_backend import block_kernel_rules, impl_rules
 from gpuarr.config import _check_prng_impl, config
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
 from gpuarr.lax.lax import _broadcast_shapes, broadcast_batch_rule
@@ -151,7 +151,6 @@ def _scalar_injections(k1: int, k2: int):
 
 
 impl_rules[threefry2x32_p] = _threefry2x32_impl
-block_kernel_rules[threefry2x32_p] = lambda eqn: _threefry2x32_block
 abstract_eval_rules[threefry2x32_p] = _threefry2x32_abstract
 ad.defjvp_zero(threefry2x32_p)
 batch_rules[threefry2x32_p] = _threefry2x32_batch

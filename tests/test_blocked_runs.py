@@ -8,7 +8,8 @@ import pytest
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
-from gpuarr.backends import host_threads, numpy_backend
+from gpuarr.backends import host_threads
+from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import passes
 
 BIG = (1030, 300)  # over the run size set below, and not a multiple of the block size
@@ -18,15 +19,15 @@ BIG = (1030, 300)  # over the run size set below, and not a multiple of the bloc
 def small_runs(monkeypatch):
     # Runs start at 2**21 elements; smaller thresholds and blocks keep these tests quick while
     # exercising many blocks, a short last block and both threads.
-    monkeypatch.setattr(numpy_backend, "_RUN_MIN_SIZE", 1 << 18)
+    monkeypatch.setattr(codegen, "_RUN_MIN_SIZE", 1 << 18)
     monkeypatch.setattr(host_threads, "CACHE_BLOCK", 1 << 12)
     monkeypatch.setattr(host_threads, "_policy",
                         host_threads.ThreadPolicy(((1 << 15, 2),), 1 << 12))
-    monkeypatch.setattr(numpy_backend, "_RUN_PART", 1 << 15)
+    monkeypatch.setattr(codegen, "_RUN_PART", 1 << 15)
 
 
 def source(fun, *args):
-    return numpy_backend.source_of(passes.optimize(jax.jit(fun).trace(*args).jaxpr))
+    return codegen.source_of(passes.optimize(jax.jit(fun).trace(*args).jaxpr))
 
 
 def step_by_step(fun, *args):

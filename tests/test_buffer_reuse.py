@@ -5,7 +5,7 @@ import numpy as np
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
-from gpuarr.backends import numpy_backend
+from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import passes
 
 
@@ -15,7 +15,7 @@ def softmax(x):
 
 
 def source(fun, *args):
-    return numpy_backend.source_of(passes.optimize(jax.jit(fun).trace(*args).jaxpr))
+    return codegen.source_of(passes.optimize(jax.jit(fun).trace(*args).jaxpr))
 
 
 def test_reduction_reader_leaves_its_operand_reusable():

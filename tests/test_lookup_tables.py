@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import gpuarr
-from gpuarr import lax, random
-from gpuarr.backends import lookup_tables, numpy_backend
-from gpuarr.backends.numpy_backend import source_of
+from gpuarr import impls, lax, random
+from gpuarr.backends import lookup_tables
+from gpuarr.backends.numpy import codegen
+from gpuarr.backends.numpy.codegen import source_of
 from gpuarr.compiler import passes
 from gpuarr.random import xla_math
 from gpuarr.random.xla_math import erf_inv_giles, xla_log
@@ -24,8 +25,8 @@ def _source(fn, *args):
 def _tables_of(fn, *args):
     """The LookupTables that fn's Program under jit (after jit's passes) is compiled with."""
     closed = passes.optimize(gpuarr.make_jaxpr(fn)(*args))
-    prog = lookup_tables.tabulate(closed.program, numpy_backend._is_elementwise,
-                                  numpy_backend.costly_prims, numpy_backend.compile_program)
+    prog = lookup_tables.tabulate(closed.program, codegen._is_elementwise,
+                                  impls.costly_prims, codegen.compile_program)
     return [e.params["table"] for e in prog.eqns if e.prim is lookup_tables.lookup_table_p]
 
 
@@ -151,4 +152,4 @@ def test_dead_branch_of_the_chain_goes_with_it():
     bits = np.arange(4096, dtype=np.uint32) * np.uint32(2654435761)
     closed = gpuarr.make_jaxpr(chain)(bits)
     assert "lookup_table" in source_of(closed)
-    _same(numpy_backend.compile_closed(closed)(bits)[0], chain(bits))
+    _same(codegen.compile_closed(closed)(bits)[0], chain(bits))

@@ -13,7 +13,8 @@ import pytest
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
-from gpuarr.backends import host_threads, numpy_backend
+from gpuarr.backends import host_threads
+from gpuarr.backends.numpy import codegen, rules_control_flow
 from gpuarr.compiler import passes
 from gpuarr.lax import control_flow
 
@@ -27,7 +28,7 @@ def f32(*shape, scale=1.0):
 def source(fun, *args):
     """The Python source the NumPy backend generates for `fun` under jit."""
     closed = passes.optimize(jax.jit(fun).trace(*args).jaxpr)
-    return numpy_backend.source_of(closed)
+    return codegen.source_of(closed)
 
 
 def loop_body(src: str) -> list[str]:
@@ -229,8 +230,8 @@ def test_nested_scans_and_fallback_past_max_depth(monkeypatch):
         ref_ys.append(d)
     src = source(f, xs)
     assert src.count("for ") == 2
-    for depth in (numpy_backend.Codegen.MAX_DEPTH, 1):
-        monkeypatch.setattr(numpy_backend.Codegen, "MAX_DEPTH", depth)
+    for depth in (codegen.Codegen.MAX_DEPTH, 1):
+        monkeypatch.setattr(codegen.Codegen, "MAX_DEPTH", depth)
         c, ys = jax.jit(f)(xs) if depth > 1 else f(xs)
         assert_matches(c, ref_c, rtol=1e-4)
         assert_matches(ys, ref_ys, rtol=1e-4)
@@ -258,11 +259,11 @@ def test_split_body_matches_the_unsplit_body():
     closed = jax.make_jaxpr(rnn)(W, U, h0, xs)
     (eqn,) = [e for e in closed.eqns if e.prim is control_flow.scan_p]
     body = eqn.params["jaxpr"]
-    loop = control_flow._scan_loop(body, 10, 2, 1, (True, True))
+    loop = rules_control_flow._scan_loop(body, 10, 2, 1, (True, True))
     assert loop.pre is not None and loop.ys == (("loop", 0),)
-    pre_outs = numpy_backend.compile_closed(loop.pre)(W, U, xs)
-    step = numpy_backend.compile_closed(body)
-    split = numpy_backend.compile_closed(loop.body)
+    pre_outs = codegen.compile_closed(loop.pre)(W, U, xs)
+    step = codegen.compile_closed(body)
+    split = codegen.compile_closed(loop.body)
     consts = [(W, U)[i] for i in loop.body_consts]
     h_ref = h_split = h0
     for t in range(10):

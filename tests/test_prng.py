@@ -86,12 +86,12 @@ def test_threefry_block_writes_any_outputs(offset):
 def test_large_split_writes_keys_straight_into_the_stacked_result(shape):
     # split's threefry words are broadcast to (..., 1) and concatenated: compiled, the kernel
     # writes them into the result's columns (no per-word buffers, no concatenate).
-    from gpuarr.backends import numpy_backend
+    from gpuarr.backends.numpy import codegen
     from gpuarr.compiler import passes
 
     f = gpuarr.jit(lambda k: random.split(k, shape))
     key = random.key(11)
-    src = numpy_backend.source_of(passes.optimize(f.trace(key).jaxpr))
+    src = codegen.source_of(passes.optimize(f.trace(key).jaxpr))
     assert "stacked_threefry2x32" in src and "concatenate" not in src, src
     got = np.asarray(random.key_data(f(key)))
     assert got.shape == shape + (2,) and got.dtype == np.uint32
@@ -102,7 +102,7 @@ def test_large_split_writes_keys_straight_into_the_stacked_result(shape):
     flat = got.reshape(-1, 2)
     for i in (0, 1, flat.shape[0] - 1):
         assert list(flat[i]) == _threefry_reference(k1, k2, 0, i)
-    small = numpy_backend.source_of(passes.optimize(
+    small = codegen.source_of(passes.optimize(
         gpuarr.jit(lambda k: random.split(k, 10)).trace(key).jaxpr))
     assert "stacked_" not in small and "concatenate" in small, small
 
@@ -110,13 +110,13 @@ def test_large_split_writes_keys_straight_into_the_stacked_result(shape):
 def test_split_inside_a_blocked_run_is_not_stacked(monkeypatch):
     # With runs from 4096 elements the iota and threefry of a split go block by block; the
     # stacking then leaves the kernel to the run.
-    from gpuarr.backends import numpy_backend
+    from gpuarr.backends.numpy import codegen
     from gpuarr.compiler import passes
 
-    monkeypatch.setattr(numpy_backend, "_RUN_MIN_SIZE", 1 << 12)
+    monkeypatch.setattr(codegen, "_RUN_MIN_SIZE", 1 << 12)
     f = gpuarr.jit(lambda k: random.split(k, 5000))
     key = random.key(3)
-    src = numpy_backend.source_of(passes.optimize(f.trace(key).jaxpr))
+    src = codegen.source_of(passes.optimize(f.trace(key).jaxpr))
     assert "run_in_passes" in src and "stacked_" not in src, src
     got = np.asarray(random.key_data(f(key)))
     k1, k2 = (int(w) for w in np.asarray(random.key_data(key)))

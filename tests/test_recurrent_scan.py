@@ -1,5 +1,5 @@
 """Scans of recurrent cells, h = f(W @ h + U @ x_t) or f(W @ h + x_t), written by
-gpuarr.lax.recurrent_scan as one product of [W | U] (or [W | I]) a step, against a float64 NumPy
+gpuarr.backends.numpy.recurrent_scan as one product of [W | U] (or [W | I]) a step, against a float64 NumPy
 loop (and the plain loop where an identity block meets inputs that are not finite)."""
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
-from gpuarr.backends import numpy_backend
 from gpuarr.backends.host_memory import aligned_empty
-from gpuarr.lax import recurrent_scan
+from gpuarr.backends.numpy import codegen, recurrent_scan
 from gpuarr.test_util import check_grads
 
 RNG = np.random.default_rng(7)
@@ -59,7 +58,7 @@ def _oracle(cell, w, u, b, h0, xs, reverse=False):
 
 
 def _source(fn, *args):
-    return numpy_backend.compile_closed(jax.make_jaxpr(fn)(*args)).source
+    return codegen.compile_closed(jax.make_jaxpr(fn)(*args)).source
 
 
 @pytest.mark.parametrize("reverse", [False, True])

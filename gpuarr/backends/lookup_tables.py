@@ -25,6 +25,7 @@ import numpy as np
 
 from gpuarr.backends.host_threads import _PARALLEL_MIN, run_in_blocks, thread_buffer
 from gpuarr.core import Eqn, Literal, Primitive, Program, ShapedArray, Var, subprograms
+from gpuarr.impls import impl_rules
 
 # 2**23 values: every uniform float32 draw. The float32 table is 32 MiB.
 MAX_DOMAIN_BITS = 23
@@ -280,3 +281,6 @@ def _shared_table(chain: _Chain) -> LookupTable:
 
 def lookup_impl(bits, *, table: LookupTable, shift: int):
     return table(bits, shift)
+
+
+impl_rules[lookup_table_p] = lookup_impl

@@ -26,12 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dtypes, errors, pytrees
+from gpuarr import dtypes, errors, impls, pytrees
 from gpuarr import numpy as jnp
 from gpuarr.ad_checkpoint import remat_p
 from gpuarr.api import jit_p
 from gpuarr.array import Array
-from gpuarr.backends import numpy_backend
 from gpuarr.core import (
     ClosedProgram,
     Literal,
@@ -344,7 +343,7 @@ def _check_jvp(primals, tangents, err_tree, debug):
 
 
 abstract_eval_rules[check_p] = _check_abstract
-numpy_backend.impl_rules[check_p] = _check_impl
+impls.impl_rules[check_p] = _check_impl
 batching.batch_rules[check_p] = _check_batch
 ad.jvp_rules[check_p] = _check_jvp
 

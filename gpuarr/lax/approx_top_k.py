@@ -11,9 +11,9 @@ import math
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
 from gpuarr.errors import JaxRuntimeError
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules

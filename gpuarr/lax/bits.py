@@ -11,8 +11,8 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, abstract_eval_rules
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules, vectorized_rule

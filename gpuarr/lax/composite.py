@@ -15,10 +15,10 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuarr import pytrees
-from gpuarr.backends import numpy_backend
 from gpuarr.core import Primitive, Tracer, abstract_eval_rules, get_aval
 from gpuarr.dispatch import as_array
 from gpuarr.errors import UnexpectedTracerError
+from gpuarr.impls import compile_closed, impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.batching import batch_rules
@@ -38,8 +38,7 @@ def _composite_transpose(cts, *args, **params):
                      "https://docs.jax.dev/en/latest/_autosummary/jax.custom_jvp.html")
 
 
-numpy_backend.impl_rules[composite_p] = (
-    lambda *args, jaxpr, **_: numpy_backend.compile_closed(jaxpr)(*args))
+impl_rules[composite_p] = lambda *args, jaxpr, **_: compile_closed(jaxpr)(*args)
 abstract_eval_rules[composite_p] = lambda *avals, jaxpr, **_: list(jaxpr.out_avals)
 ad.jvp_rules[composite_p] = _composite_jvp
 ad.transpose_rules[composite_p] = _composite_transpose
@@ -80,7 +79,7 @@ def composite(decomposition: Callable, name: str, version: int = 0):
 
 # dce_sink: an effect with no results, so dead-code elimination keeps its operand computed.
 dce_sink_p = Primitive("dce_sink", multiple_results=True, effectful=True)
-numpy_backend.impl_rules[dce_sink_p] = lambda x, *, prevent_mlir_dce: []
+impl_rules[dce_sink_p] = lambda x, *, prevent_mlir_dce: []
 abstract_eval_rules[dce_sink_p] = lambda x, *, prevent_mlir_dce: []
 ad.defjvp_zero(dce_sink_p)
 batch_rules[dce_sink_p] = lambda size, vals, dims, **params: (dce_sink_p.bind(*vals, **params),

@@ -6,10 +6,9 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr.backends import narrow
-from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
+from gpuarr import dtypes, narrow_types
 from gpuarr.core import Primitive, abstract_eval_rules, get_aval
+from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules
@@ -69,8 +68,8 @@ cummax_p = _cumulative_prim("cummax")
 cummin_p = _cumulative_prim("cummin")
 cumlogsumexp_p = _cumulative_prim("cumlogsumexp")
 for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
-    # Narrow types: XLA's blocked scan, rounding every step (see gpuarr.backends.narrow).
-    narrow_rules[_p] = partial(narrow.cumulative, _ACCUMULATE[_p.name])
+    # Narrow types: XLA's blocked scan, rounding every step (see gpuarr.narrow_types).
+    narrow_rules[_p] = partial(narrow_types.cumulative, _ACCUMULATE[_p.name])
 
 # cumsum is linear; its transpose sums the cotangent from the other end.
 ad.deflinear(cumsum_p, lambda ct, x, axis, reverse: [

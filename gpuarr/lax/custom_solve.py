@@ -30,15 +30,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gpuarr import pytrees
-from gpuarr.backends.numpy_backend import impl_rules, inline_rules
 from gpuarr.core import Primitive, abstract_eval_rules, eval_closed, get_aval, weak_type_rules
 from gpuarr.custom_derivatives import SymbolicZero, _eval_call, custom_jvp
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
 from gpuarr.lax import lax
-from gpuarr.lax.control_flow import _avals, _emit_closed, _operand, _trace_body
+from gpuarr.lax.control_flow import _avals, _operand, _trace_body
 
 
 def _split(args, lengths):
@@ -163,21 +163,9 @@ def _linear_solve_weak_types(*args, const_lengths, jaxprs, transpose):
              for x in args[sum(const_lengths):]] + [a.weak_type for a in _aux_avals(jaxprs)])
 
 
-def _linear_solve_emit(gen, eqn) -> bool:
-    # The solve program written inline; fresh names, so a dead operand may be deleted.
-    p = eqn.params
-    params, b = _split_solve_args([gen.read(a) for a in eqn.inputs], p["const_lengths"])
-    outs = [gen.fresh() for _ in eqn.outvars]
-    gen.assign(outs, _emit_closed(gen, p["jaxprs"].solve, params.solve + b))
-    for v, o in zip(eqn.outvars, outs):
-        gen.bind(v, o)
-    return True
-
-
 abstract_eval_rules[linear_solve_p] = _linear_solve_abstract
 weak_type_rules[linear_solve_p] = _linear_solve_weak_types
 impl_rules[linear_solve_p] = _linear_solve_impl
-inline_rules[linear_solve_p] = _linear_solve_emit
 
 
 def _linear_solve_jvp(primals, tangents, const_lengths, jaxprs, transpose):

@@ -13,8 +13,8 @@ from typing import Any, Union
 import numpy as np
 
 from gpuarr import dtypes, pytrees
-from gpuarr.backends.numpy_backend import expr_rules, impl_rules
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval, weak_type_rules
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp_zero
 from gpuarr.interpreters.batching import batch_rules
@@ -25,7 +25,6 @@ from gpuarr.lax.lax import (
     _broadcast_shapes,
     _check_same_dtypes,
     _coerce_scalars,
-    _reduce_expr,
     _ufunc_reduce,
     _unbroadcast,
     broadcast_batch_rule,
@@ -181,7 +180,6 @@ def imag(x):
 # ---------------------------------------------------------------- reductions
 
 reduce_xor_p = reducer("reduce_xor", _ufunc_reduce(np.bitwise_xor), "intbool")
-expr_rules[reduce_xor_p] = _reduce_expr(np.bitwise_xor)
 defjvp_zero(reduce_xor_p)
 
 

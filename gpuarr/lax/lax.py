@@ -12,21 +12,10 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes
+from gpuarr import dtypes, narrow_types
 from gpuarr.array import Array
-from gpuarr.backends import narrow
-from gpuarr.backends.host_threads import blas_dot, submit
-from gpuarr.backends.numpy_backend import (
-    blocked_ufunc_rules,
-    elementwise_prims,
-    expr_rules,
-    float_ufuncs,
-    fresh_output_prims,
-    impl_rules,
-    narrow_rules,
-)
+from gpuarr.backends.host_threads import submit
 from gpuarr.core import (
-    Literal,
     Primitive,
     ShapedArray,
     Tracer,
@@ -35,6 +24,7 @@ from gpuarr.core import (
     rank_checked_prims,
     weak_type_rules,
 )
+from gpuarr.impls import elementwise_prims, fresh_output_prims, impl_rules, narrow_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped, vectorized_rule
@@ -402,7 +392,7 @@ abs_p = unop("abs", np.abs, "number")
 
 def _abs_abstract(x):
     _check_kind("abs", "number", x)
-    if x.dtype in narrow.NARROW and dtypes.is_int(x.dtype):
+    if x.dtype in narrow_types.NARROW and dtypes.is_int(x.dtype):
         raise TypeError(f"abs does not accept dtype {x.dtype.name}. Support for narrow-width "
                         "integers is platform-dependent and limited to a few specific "
                         "operations, e.g. basic arithmetic and type casting.")
@@ -591,7 +581,6 @@ def _div_impl(x, y):
 
 
 div_p = binop("div", _div_impl)
-float_ufuncs[div_p] = np.true_divide
 
 
 def _div_transpose(ct, x, y):
@@ -657,11 +646,6 @@ def _pow_abstract(x, y):
 
 pow_p = binop("pow", _pow_exponent_impl, "inexact")
 abstract_eval_rules[pow_p] = _pow_abstract
-# Compiled Programs call np.power directly where both operands have one real float type (an
-# integer exponent would make NumPy compute in float64; a complex zero base needs the impl).
-blocked_ufunc_rules[pow_p] = lambda eqn: (
-    np.power if eqn.inputs[0].aval.dtype == eqn.inputs[1].aval.dtype
-    and eqn.inputs[0].aval.dtype.kind == "f" else None)
 
 
 def _ones(x):
@@ -733,15 +717,8 @@ def _minmax_impl(ufunc, compare, x, y):
     return ufunc(x, y)
 
 
-def _real_minmax_ufunc(ufunc):
-    """Compiled Programs call `ufunc` directly on real operands (complex ones take the impl)."""
-    return lambda eqn: None if eqn.inputs[0].aval.dtype.kind == "c" else ufunc
-
-
 max_p = binop("max", partial(_minmax_impl, np.maximum, np.greater), "any")
 min_p = binop("min", partial(_minmax_impl, np.minimum, np.less), "any")
-blocked_ufunc_rules[max_p] = _real_minmax_ufunc(np.maximum)
-blocked_ufunc_rules[min_p] = _real_minmax_ufunc(np.minimum)
 
 
 def _balanced_eq(x, out, y):
@@ -776,7 +753,6 @@ def _atan2_impl(x, y):
 
 
 atan2_p = binop("atan2", _atan2_impl, "inexact")
-float_ufuncs[atan2_p] = np.arctan2
 defjvp(atan2_p, lambda g, x, y: _bcast_tangent(mul(g, div(y, add(square(x), square(y)))), _bshape(x, y)),
        lambda g, x, y: _bcast_tangent(mul(g, div(neg(x), add(square(x), square(y)))), _bshape(x, y)))
 nextafter_p = binop("nextafter", np.nextafter, "float")
@@ -817,24 +793,6 @@ shift_right_logical_p = binop("shift_right_logical", partial(_shift_impl, "logic
 for _p in (and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
     defjvp_zero(_p)
 
-
-def _constant_shift_ufunc(op):
-    """The ufunc of a shift by a literal amount in range (what `_shift_impl` calls then)."""
-    def rule(eqn):
-        x, y = eqn.inputs
-        bits = x.aval.dtype.itemsize * 8
-        if type(y) is not Literal or not 0 <= int(y.val) < bits:
-            return None
-        if op == "left":
-            return np.left_shift
-        return np.right_shift if op == "arith" or x.aval.dtype.kind == "u" else None
-    return rule
-
-
-blocked_ufunc_rules[shift_left_p] = _constant_shift_ufunc("left")
-blocked_ufunc_rules[shift_right_arithmetic_p] = _constant_shift_ufunc("arith")
-blocked_ufunc_rules[shift_right_logical_p] = _constant_shift_ufunc("logical")
-
 # --- comparisons ---------------------------------------------------------------------------
 eq_p = binop("eq", np.equal, "any", np.bool_)
 ne_p = binop("ne", np.not_equal, "any", np.bool_)
@@ -863,18 +821,18 @@ eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 ad.jvp_rules[max_p] = partial(_minmax_jvp, max)
 ad.jvp_rules[min_p] = partial(_minmax_jvp, min)
 # On the narrow types XLA evaluates these step by step in the operand's own type (JAX's and
-# StableHLO's expansions) or on its bits; see gpuarr.backends.narrow.
-for _p, _rule in ((exp2_p, narrow.exp2), (logistic_p, narrow.logistic),
-                  (integer_pow_p, narrow.integer_pow), (asin_p, narrow.asin),
-                  (acos_p, narrow.acos), (asinh_p, narrow.asinh), (acosh_p, narrow.acosh),
-                  (atanh_p, narrow.atanh), (max_p, narrow.maximum), (min_p, narrow.minimum),
-                  (shift_left_p, narrow.shift_left),
-                  (shift_right_logical_p, narrow.shift_right_logical),
-                  (shift_right_arithmetic_p, narrow.shift_right_arithmetic)):
+# StableHLO's expansions) or on its bits; see gpuarr.narrow_types.
+for _p, _rule in ((exp2_p, narrow_types.exp2), (logistic_p, narrow_types.logistic),
+                  (integer_pow_p, narrow_types.integer_pow), (asin_p, narrow_types.asin),
+                  (acos_p, narrow_types.acos), (asinh_p, narrow_types.asinh), (acosh_p, narrow_types.acosh),
+                  (atanh_p, narrow_types.atanh), (max_p, narrow_types.maximum), (min_p, narrow_types.minimum),
+                  (shift_left_p, narrow_types.shift_left),
+                  (shift_right_logical_p, narrow_types.shift_right_logical),
+                  (shift_right_arithmetic_p, narrow_types.shift_right_arithmetic)):
     narrow_rules[_p] = partial(_rule, impl_rules[_p])
-narrow_rules[nextafter_p] = narrow.nextafter
-narrow_rules[sinh_p] = partial(narrow.sinh, impl_rules[sinh_p])
-narrow_rules[cosh_p] = partial(narrow.cosh, impl_rules[cosh_p])
+narrow_rules[nextafter_p] = narrow_types.nextafter
+narrow_rules[sinh_p] = partial(narrow_types.sinh, impl_rules[sinh_p])
+narrow_rules[cosh_p] = partial(narrow_types.cosh, impl_rules[cosh_p])
 
 
 def mul(x, y, *, out_dtype=None):
@@ -1064,8 +1022,8 @@ def _convert_impl(x, new_dtype, weak_type=False):
     src = x.dtype
     if src == new_dtype:
         return x
-    if src in narrow.NARROW or new_dtype in narrow.NARROW:
-        return narrow.convert(x, new_dtype)  # XLA's conversions, not ml_dtypes' (see there)
+    if src in narrow_types.NARROW or new_dtype in narrow_types.NARROW:
+        return narrow_types.convert(x, new_dtype)  # XLA's conversions, not ml_dtypes' (see there)
     if new_dtype == np.bool_:
         return x != 0
     if dtypes.is_complex(src) and not dtypes.is_complex(new_dtype):
@@ -1096,10 +1054,6 @@ elementwise_prims.add(convert_element_type_p)
 abstract_eval_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: [
     ShapedArray(x.shape, new_dtype, weak_type)]
 weak_type_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: weak_type
-# A change of weak type only (a weak bool meeting a strong one, say) is no step at all in
-# compiled code: the value itself, as the impl returns it.
-expr_rules[convert_element_type_p] = lambda x, new_dtype, weak_type=False: (
-    ("{0}", {}) if x.dtype == np.dtype(new_dtype) else None)
 narrow_rules[convert_element_type_p] = _convert_impl  # which converts narrow types itself
 batch_rules[convert_element_type_p] = vectorized_rule(convert_element_type_p)
 
@@ -1525,35 +1479,12 @@ reduce_and_p = reducer("reduce_and", _ufunc_reduce(np.bitwise_and), "intbool")
 reduce_or_p = reducer("reduce_or", _ufunc_reduce(np.bitwise_or), "intbool")
 
 
-def _reduce_expr(ufunc):
-    """`ufunc.reduce` called directly in compiled Programs, where the impl's special cases
-    (empty and very large operands) cannot arise. The dtype is passed only where NumPy might
-    change it (integer sums and products widen; extension types like bfloat16)."""
-    def rule(x, axes):
-        if not axes or not 0 < x.size < _PARALLEL_REDUCE_SIZE:
-            return None
-        keeps = x.dtype.kind in "fc" or (x.dtype.kind in "biu" and ufunc not in (np.add, np.multiply))
-        # One axis as an int: NumPy parses it faster than a tuple.
-        axis = repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))
-        if keeps and x.dtype.type.__module__ == "numpy":
-            return f"{{r}}({{0}}, {axis})", {"r": ufunc.reduce}
-        return f"{{r}}({{0}}, {axis}, {{dtype}})", {"r": ufunc.reduce, "dtype": x.dtype}
-    return rule
-
-
-for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p, np.minimum),
-               (reduce_prod_p, np.multiply), (reduce_and_p, np.bitwise_and),
-               (reduce_or_p, np.bitwise_or)):
-    expr_rules[_p] = _reduce_expr(_u)
-for _p in (reduce_max_p, reduce_min_p):  # complex values take the impl (XLA's order)
-    expr_rules[_p] = partial(lambda rule, x, axes: None if x.dtype.kind == "c" else rule(x, axes),
-                             expr_rules[_p])
 defjvp_zero(reduce_and_p)
 defjvp_zero(reduce_or_p)
 for _p, _u in ((reduce_sum_p, np.add), (reduce_max_p, np.maximum), (reduce_min_p, np.minimum),
                (reduce_prod_p, np.multiply), (reduce_and_p, np.bitwise_and),
                (reduce_or_p, np.bitwise_or)):
-    narrow_rules[_p] = partial(narrow.reduce, _u)  # XLA's order and rounding (see there)
+    narrow_rules[_p] = partial(narrow_types.reduce, _u)  # XLA's order and rounding (see there)
 
 
 def _reduce_chooser_jvp(prim, primals, tangents, axes):
@@ -1623,7 +1554,8 @@ def _narrow_argminmax_impl(fn, x, axes, index_dtype):
     if dtypes.is_float(x.dtype) and dtypes.supports_inf(x.dtype) and np.isnan(
             np.asarray(-np.inf if fn is np.argmax else np.inf).astype(x.dtype).astype(np.float32)):
         return np.zeros(tuple(s for i, s in enumerate(x.shape) if i not in axes), index_dtype)
-    return _argminmax_impl(fn, narrow.convert(x, narrow.compute_dtype(x.dtype)), axes, index_dtype)
+    wide = narrow_types.convert(x, narrow_types.compute_dtype(x.dtype))
+    return _argminmax_impl(fn, wide, axes, index_dtype)
 
 
 argmax_p = Primitive("argmax")
@@ -1953,12 +1885,12 @@ def _dot_general_impl(x, y, dimension_numbers, precision=None, preferred_element
         return np.dot(x if lc[0] == x.ndim - 1 else x.T, y if rc[0] == 0 else y.T)
     x, y = np.asarray(x), np.asarray(y)
     out_dtype = x.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
-    if x.dtype in narrow.NARROW:
+    if x.dtype in narrow_types.NARROW:
         # float8/float4 products accumulate in float32 and round through float16, integers wrap
         # (as XLA on the CPU).
-        acc = _dot_general_impl(narrow.widen_for_dot(x), narrow.widen_for_dot(y),
+        acc = _dot_general_impl(narrow_types.widen_for_dot(x), narrow_types.widen_for_dot(y),
                                 dimension_numbers)
-        return narrow.convert_product(acc, out_dtype)
+        return narrow_types.convert_product(acc, out_dtype)
     if x.dtype == np.bool_ or x.dtype in _NARROW_FLOATS:
         # NumPy has no bool matmul; half precision accumulates in float32 (as XLA does on CPU).
         acc = np.int32 if x.dtype == np.bool_ else np.float32
@@ -2053,34 +1985,9 @@ def _dot_transpose_rhs(ct, x, y, dimension_numbers, precision=None, preferred_el
                               swap_ans=True)
 
 
-def _dot_general_expr(x, y, dimension_numbers, precision=None, preferred_element_type=None):
-    """A plain matrix/vector product as one BLAS call in compiled Programs (transposes are
-    views), and a product without contraction as one einsum, without the impl's parameter
-    handling; None for the other cases."""
-    (lc, rc), (lb, rb) = dimension_numbers
-    if x.dtype != y.dtype or x.dtype.char not in "fdFD" or preferred_element_type not in (
-            None, x.dtype) or is_algorithm(precision):
-        return None
-    if not lc:  # a broadcast product (per-example gradients): einsum with fixed subscripts
-        out = _dot_general_abstract(x, y, dimension_numbers)[0].shape
-        if not _einsum_pays(x.dtype, out, x.ndim + y.ndim):
-            return None
-        spec = _broadcast_product_spec(x.ndim, y.ndim, dimension_numbers)
-        return f"{{einsum}}({spec!r}, {{0}}, {{1}})", {"einsum": np.einsum}
-    if lb or len(lc) != 1 or not (1 <= x.ndim <= 2 and 1 <= y.ndim <= 2):
-        return None
-    lhs = "{0}" if lc[0] == x.ndim - 1 else "{0}.T"
-    rhs = "{1}" if rc[0] == 0 else "{1}.T"
-    dot = blas_dot(x.size * y.size // builtins.max(x.shape[lc[0]], 1))
-    if dot is np.dot:  # the method skips np.dot's __array_function__ dispatch; may take `out`
-        return f"{lhs}.dot({rhs}{{out}})", {}
-    return f"{{dot}}({lhs}, {rhs})", {"dot": dot}
-
-
 dot_general_p = Primitive("dot_general")
 impl_rules[dot_general_p] = _dot_general_impl
 fresh_output_prims.add(dot_general_p)
-expr_rules[dot_general_p] = _dot_general_expr
 abstract_eval_rules[dot_general_p] = _dot_general_abstract
 ad.defbilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
 
@@ -2161,8 +2068,8 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
 
 
 def _iota_impl(dtype, shape, dimension):
-    if np.dtype(dtype) in narrow.NARROW:  # each index converted (ml_dtypes' arange accumulates)
-        idx = narrow.convert(np.arange(shape[dimension]), dtype)
+    if np.dtype(dtype) in narrow_types.NARROW:  # each index converted (ml_dtypes' arange accumulates)
+        idx = narrow_types.convert(np.arange(shape[dimension]), dtype)
     else:
         idx = np.arange(shape[dimension], dtype=dtype)
     view = [1] * len(shape)
@@ -2203,7 +2110,8 @@ def _full(shape, fill_value, dtype, weak):
     shape = tuple(int(d) for d in shape)
     if isinstance(fill_value, (_SCALARS, np.generic, np.ndarray)):
         scalar = (None if np.ndim(fill_value) != 0 else
-                  narrow.convert(np.asarray(fill_value), dtype)[()] if np.dtype(dtype) in narrow.NARROW
+                  narrow_types.convert(np.asarray(fill_value), dtype)[()]
+                  if np.dtype(dtype) in narrow_types.NARROW
                   else np.asarray(fill_value).astype(dtype)[()])
         if scalar is None:
             raise TypeError(f"full requires a scalar fill_value, got shape {np.shape(fill_value)}")

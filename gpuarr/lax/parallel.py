@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import pytrees
-from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules, collective_prims, not_mapped
 from gpuarr.lax import lax

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.backends.numpy_backend import expr_rules, impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, is_concrete
+from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules, not_mapped
 from gpuarr.lax import control_flow
@@ -43,18 +43,12 @@ def _platform_index_impl(*, platforms):
     return np.int32(platform_index(platforms, _current_platform()))
 
 
-def _platform_index_expr(*, platforms):
-    # A Program compiled by the NumPy backend runs on the cpu platform.
-    return "{index}", {"index": np.int32(platform_index(platforms, "cpu"))}
-
-
 def _platform_index_batch(axis_size, vals, dims, *, platforms):
     return platform_index_p.bind(platforms=platforms), not_mapped
 
 
 platform_index_p = Primitive("platform_index")
 impl_rules[platform_index_p] = _platform_index_impl
-expr_rules[platform_index_p] = _platform_index_expr
 abstract_eval_rules[platform_index_p] = lambda *, platforms: [ShapedArray((), np.dtype(np.int32))]
 ad.defjvp_zero(platform_index_p)
 batch_rules[platform_index_p] = _platform_index_batch

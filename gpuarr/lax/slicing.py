@@ -14,7 +14,6 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.backends.numpy_backend import impl_rules
 from gpuarr.core import (
     Eqn,
     ParamPrinting,
@@ -28,6 +27,7 @@ from gpuarr.core import (
     param_printing,
     weak_type_rules,
 )
+from gpuarr.impls import compile_closed, impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped
@@ -712,7 +712,6 @@ def _scalar_fn_program(func, dtype):
 
 def _apply_impl(operand, indices, *, func_program, dimension_numbers, update_shape,
                 indices_are_sorted, unique_indices, mode):
-    from gpuarr.backends import numpy_backend
     operand = np.asarray(operand)
     counts = _scatter_impl("scatter_add", np.zeros(operand.shape, np.int64), indices,
                            np.ones(update_shape, np.int64), dimension_numbers=dimension_numbers,
@@ -721,7 +720,7 @@ def _apply_impl(operand, indices, *, func_program, dimension_numbers, update_sha
     if n == 0 or counts.max() == 0:
         return operand.copy()
     vec = batching.batch_program(func_program, n, (0,))
-    run = numpy_backend.compile_closed(vec)
+    run = compile_closed(vec)
     out = operand.reshape(-1).copy()
     flat_counts = counts.reshape(-1)
     for k in range(int(flat_counts.max())):  # duplicate indices apply `func` repeatedly

@@ -15,10 +15,9 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr.backends import narrow
-from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
+from gpuarr import dtypes, narrow_types
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
+from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero
 from gpuarr.interpreters.batching import batch_rules, not_mapped
@@ -356,12 +355,12 @@ population_count_p = unop("population_count", _popcount_impl, "int")
 defjvp_zero(population_count_p)
 clz_p = unop("clz", _clz_impl, "int")
 defjvp_zero(clz_p)
-# int2/int4/uint2/uint4: counted in the type's own width, as XLA does (see narrow.py).
-narrow_rules[population_count_p] = partial(narrow.population_count, _popcount_impl)
-narrow_rules[clz_p] = partial(narrow.clz, _clz_impl)
-# XLA expands these in float32 for the narrow floats and rounds once (see narrow.py).
+# int2/int4/uint2/uint4: counted in the type's own width, as XLA does (see narrow_types.py).
+narrow_rules[population_count_p] = partial(narrow_types.population_count, _popcount_impl)
+narrow_rules[clz_p] = partial(narrow_types.clz, _clz_impl)
+# XLA expands these in float32 for the narrow floats and rounds once (see narrow_types.py).
 for _p in (lgamma_p, digamma_p, polygamma_p, erf_inv_p):
-    narrow_rules[_p] = narrow.in_float32(impl_rules[_p])
+    narrow_rules[_p] = narrow_types.in_float32(impl_rules[_p])
 
 
 def _bitcast_shape(aval, new_dtype):
@@ -381,8 +380,8 @@ def _bitcast_shape(aval, new_dtype):
 
 def _bitcast_impl(x, new_dtype):
     x = np.asarray(x)
-    if x.dtype in narrow.NARROW or np.dtype(new_dtype) in narrow.NARROW:
-        return narrow.bitcast(x, new_dtype)
+    if x.dtype in narrow_types.NARROW or np.dtype(new_dtype) in narrow_types.NARROW:
+        return narrow_types.bitcast(x, new_dtype)
     x = x if x.flags.c_contiguous else x.copy()
     shape = _bitcast_shape(ShapedArray(x.shape, x.dtype), new_dtype)
     return x.view(new_dtype).reshape(shape)

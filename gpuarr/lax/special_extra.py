@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.backends import narrow
-from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
+from gpuarr import narrow_types
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
+from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters.ad import defjvp
 from gpuarr.interpreters.batching import batch_rules
 from gpuarr.lax.lax import (
@@ -340,9 +340,9 @@ def _zeta64(x, q):
 
 
 zeta_p = binop("zeta", _in_f64(_zeta64), "float")
-# XLA expands these in float32 for the narrow floats and rounds once (see narrow.py).
+# XLA expands these in float32 for the narrow floats and rounds once (see narrow_types.py).
 for _p in (zeta_p, bessel_i0e_p):
-    narrow_rules[_p] = narrow.in_float32(impl_rules[_p])
+    narrow_rules[_p] = narrow_types.in_float32(impl_rules[_p])
 
 
 def _zeta_dx(g, x, q):

@@ -7,10 +7,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes
-from gpuarr.backends import narrow
-from gpuarr.backends.numpy_backend import impl_rules, narrow_rules
+from gpuarr import dtypes, narrow_types
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
+from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules
@@ -241,9 +240,9 @@ impl_rules[conv_general_dilated_p] = _conv_impl
 
 def _narrow_conv_impl(lhs, rhs, *, preferred_element_type, **params):
     # Narrow types convolve in float32 (int64), rounding the result through float16, as XLA.
-    out = _conv_impl(narrow.widen_for_dot(np.asarray(lhs)), narrow.widen_for_dot(np.asarray(rhs)),
+    out = _conv_impl(narrow_types.widen_for_dot(np.asarray(lhs)), narrow_types.widen_for_dot(np.asarray(rhs)),
                      preferred_element_type=None, **params)
-    return narrow.convert_product(out, _conv_out_dtype(lhs.dtype, preferred_element_type))
+    return narrow_types.convert_product(out, _conv_out_dtype(lhs.dtype, preferred_element_type))
 
 
 narrow_rules[conv_general_dilated_p] = _narrow_conv_impl

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.backends import numpy_backend
+from gpuarr import impls
+from gpuarr.backends import numpy as numpy_backend
 from gpuarr.platforms import Device, Platform
 
 
@@ -24,7 +25,7 @@ class CpuPlatform(Platform):
         return numpy_backend.compile_closed(closed)
 
     def apply_primitive(self, prim, buffers, params):
-        return numpy_backend.impl_for_values(prim, buffers)(*buffers, **params)
+        return impls.impl_for_values(prim, buffers)(*buffers, **params)
 
     def from_host(self, value, device):
         return np.asarray(value)

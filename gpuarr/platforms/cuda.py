@@ -168,9 +168,9 @@ class CudaPlatform(Platform):
         return self.compile(closed)
 
     def _apply_on_host(self, prim, buffers, params):
-        from gpuarr.backends import numpy_backend
+        from gpuarr import impls
         host = [self.to_host(b) for b in buffers]
-        out = numpy_backend.impl_for_values(prim, host)(*host, **params)
+        out = impls.impl_for_values(prim, host)(*host, **params)
         device = self._devices[0]
         if prim.multiple_results:
             return [self.from_host(np.asarray(o), device) for o in out]

@@ -27,8 +27,8 @@ import numpy as np
 from gpuarr import lax
 from gpuarr.backends.host_threads import CACHE_BLOCK, run_in_cache_blocks
 from gpuarr.backends.lookup_tables import filling_table
-from gpuarr.backends.numpy_backend import block_kernel_rules, costly_prims, impl_rules
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
+from gpuarr.impls import costly_prims, impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
 from gpuarr.lax.lax import (
@@ -554,10 +554,6 @@ erf_inv_giles.__doc__ = """erf_inv(x) computed exactly as XLA's CPU backend comp
     polynomials with XLA's log1p and fused multiply-adds): JAX's `lax.erf_inv` bit for bit in
     float32, within rounding in float64. Used by the samplers; `lax.erf_inv` is the accurate
     inverse."""
-# In a compiled Program, float32 erf_inv takes its blocks inside the run that draws the uniforms.
-block_kernel_rules[erf_inv_giles_p] = lambda eqn: (
-    _erf_inv32_into if eqn.inputs[0].aval.dtype == eqn.outvars[0].aval.dtype == np.float32
-    else None)
 # XLA's float64 log and log1p differ from NumPy's in the last bit now and then; float64 samples
 # are promised within rounding only, so NumPy's serve there.
 xla_log_p, xla_log = _xla_primitive("xla_log", _xla_log32, np.log,

@@ -3,7 +3,8 @@ and through the NumPy backend on the same optimized Program, and compare."""
 import numpy as np
 
 import gpuarr
-from gpuarr.backends import numpy_backend, nvrtc, opencl
+from gpuarr.backends import nvrtc, opencl
+from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import compile_closed, passes, plan_closed
 from gpuarr.core import ClosedProgram, Eqn, Program, ShapedArray, Var
 
@@ -28,7 +29,7 @@ def run_both(f, *args, nvrtc_check=True):
     closed = optimized(f, *args)
     args = [np.asarray(a) for a in args]
     consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
-    want = numpy_backend.compile_closed(closed)(*args)
+    want = codegen.compile_closed(closed)(*args)
     launch_plan = compile_closed(closed)
     if nvrtc_check:
         for step in launch_plan.steps:

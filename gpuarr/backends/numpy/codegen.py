@@ -1,7 +1,8 @@
-"""The NumPy backend: the CPU default and the reference every other backend is tested against.
+"""The NumPy backend's compiler: the CPU default and the reference every other backend is tested
+against.
 
 A Program compiles to straight-line Python source, one line per equation, calling the
-primitive's NumPy implementation from `impl_rules`. Calling a compiled Program costs a
+primitive's NumPy implementation from `gpuarr.impls.impl_rules`. Calling a compiled Program costs a
 Python function call plus the NumPy calls themselves: no per-equation interpretation.
 
 Primitives may also be written into the source more directly: `expr_rules` give a primitive
@@ -29,12 +30,23 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from gpuarr.backends import host_memory, lookup_tables, narrow
+from gpuarr.backends import host_memory, lookup_tables
 from gpuarr.backends.host_threads import SPLIT_UFUNC_SIZE, run_in_cache_blocks, run_in_passes, split_ufunc
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, Literal, Primitive, Program
+from gpuarr.impls import (
+    NARROW,
+    costly_prims,
+    elementwise_prims,
+    fresh_output_prims,
+    impl_rules,
+    install_host_compiler,
+    narrow_impl,
+)
 
-# prim -> impl(*numpy_values, **params) -> value (or a sequence for multiple results).
-impl_rules: dict[Primitive, Callable] = {}
+# How primitives are written into the generated source, keyed by primitive like
+# `gpuarr.compiler.lowering` for kernels; the rules_* modules of this package register them.
+# What each primitive computes is `gpuarr.impls.impl_rules`, which these must agree with.
+
 # prim -> the NumPy ufunc that implements it exactly on floating-point operands, for
 # primitives whose general impl is a Python function (integer division rules, say): compiled
 # Programs call the ufunc directly and can give it an `out=` buffer.
@@ -42,23 +54,13 @@ float_ufuncs: dict[Primitive, np.ufunc] = {}
 # prim -> rule(eqn) -> the NumPy ufunc computing this equation exactly, or None: for
 # primitives whose general impl is a Python function but whose common case is one ufunc (a shift
 # by a constant in range, say). Compiled Programs then treat the equation as that ufunc
-# (`_ufunc_of`): called directly, given `out=` buffers, run block by block.
+# (`ufunc_of`): called directly, given `out=` buffers, run block by block.
 blocked_ufunc_rules: dict[Primitive, Callable] = {}
 # prim -> rule(eqn) -> fn(*operand_blocks, *outs) or None: an elementwise kernel that is not a
 # ufunc but can take one block of a blocked run, on the calling thread, writing the block of
 # each output (for primitives whose impl splits its own work over the threads: XLA's erf_inv,
 # threefry2x32, say).
 block_kernel_rules: dict[Primitive, Callable] = {}
-# Primitives that map operand elements to output elements one by one (operands of the
-# output's shape or 0-d).
-elementwise_prims: set[Primitive] = set()
-# Elementwise primitives whose NumPy impl costs many passes per value (XLA's erf_inv and log,
-# emulated): a chain through them from an integer with few values is worth a table of its
-# results (`lookup_tables`).
-costly_prims: set[Primitive] = set()
-# Primitives whose NumPy impl always returns a new array (never a view of an input), so a dead
-# result may be overwritten by a later elementwise step (matrix products, say).
-fresh_output_prims: set[Primitive] = set()
 # prim -> rule(*in_avals, **params) -> (template, objects) or None: the primitive, for operands
 # of these types, as one Python expression equal to its impl. `{i}` is operand i; `{out}`, where
 # present, receives ", buffer" when the result may be written into a buffer of its type; other
@@ -69,16 +71,6 @@ expr_rules: dict[Primitive, Callable] = {}
 # (`gen.bind`). False leaves it to a call of the impl.
 inline_rules: dict[Primitive, Callable] = {}
 
-# Operands of the narrow ml_dtypes types (float8_*, float4_e2m1fn, int2/int4/uint2/uint4):
-# NumPy's loops for them round differently from XLA (see gpuarr.backends.narrow), so an
-# equation with such an operand or result runs `host_impl`'s choice instead of its ufunc:
-# prim -> implementation (impl_rules' signature) for narrow types. Elementwise primitives
-# without an entry compute in the narrow type's wider compute type (`narrow.elementwise`); the
-# others run their impl, which moves narrow values about or converts them itself.
-narrow_rules: dict[Primitive, Callable] = {}
-_NARROW = narrow.NARROW
-
-impl_rules[lookup_tables.lookup_table_p] = lookup_tables.lookup_impl
 block_kernel_rules[lookup_tables.lookup_table_p] = lambda eqn: functools.partial(
     eqn.params["table"].lookup_into, shift=eqn.params["shift"])
 
@@ -102,37 +94,14 @@ def compile_program(prog: Program) -> Callable:
     return fn
 
 
-def narrow_impl(prim) -> Callable:
-    """The implementation of `prim` for operands or results of narrow types."""
-    rule = narrow_rules.get(prim)
-    if rule is None:
-        impl = impl_rules[prim]
-        rule = narrow.elementwise(impl) if prim in elementwise_prims else impl
-        narrow_rules[prim] = rule
-    return rule
-
-
-def host_impl(prim, dtypes) -> Callable:
-    """The NumPy implementation of `prim` for operands (or results) of these dtypes: its
-    impl_rules entry, or `narrow_impl(prim)` when one of them is narrow."""
-    if _NARROW and any(dt in _NARROW for dt in dtypes):
-        return narrow_impl(prim)
-    return impl_rules[prim]
-
-
-def impl_for_values(prim, values) -> Callable:
-    """`host_impl` for these operand values (NumPy arrays or scalars)."""
-    return host_impl(prim, [getattr(v, "dtype", None) for v in values])
-
-
 def _is_narrow_eqn(eqn) -> bool:
-    return bool(_NARROW) and any(
-        type(v) is not Literal and v.aval.dtype in _NARROW or
-        type(v) is Literal and getattr(v.val, "dtype", None) in _NARROW
+    return bool(NARROW) and any(
+        type(v) is not Literal and v.aval.dtype in NARROW or
+        type(v) is Literal and getattr(v.val, "dtype", None) in NARROW
         for v in list(eqn.inputs) + list(eqn.outvars))
 
 
-def _impl_for(eqn) -> Callable:
+def impl_for(eqn) -> Callable:
     impl = impl_rules.get(eqn.prim)
     if impl is None:
         raise NotImplementedError(f"the NumPy backend has no implementation of {eqn.prim.name}")
@@ -387,7 +356,7 @@ class Codegen:
             else:
                 call = self.obj(what, f"f_{e.prim.name}_")
                 targets = [block[v.id] for v in e.outvars]
-                if what in _KEYWORD_OUT:
+                if what in KEYWORD_OUT:
                     targets = [f"out={targets[0]}"]
                 self.line(f"{call}({', '.join(args + targets)})")
         self.depth -= 2
@@ -449,21 +418,21 @@ class Codegen:
             template, objects = expr
             return template.format(*args, out=f", {out}" if out else "",
                                    **{k: self.obj(v, k) for k, v in objects.items()})
-        ufunc = _ufunc_of(eqn)
+        ufunc = ufunc_of(eqn)
         out_aval = eqn.outvars[0].aval if ufunc is not None else None
         if out_aval is not None and out_aval.size >= SPLIT_UFUNC_SIZE and out_aval.shape[0] > 1:
             fn = self.obj(split_ufunc(ufunc, out_aval.shape, out_aval.dtype),
                           f"split_{eqn.prim.name}_")
             return f"{fn}({', '.join(args + ([out] if out else []))})"
-        fn = self.obj(ufunc if ufunc is not None else _impl_for(eqn), f"f_{eqn.prim.name}_")
+        fn = self.obj(ufunc if ufunc is not None else impl_for(eqn), f"f_{eqn.prim.name}_")
         if out is not None:
             # A positional `out` is parsed faster than the keyword, except where NumPy
             # deprecates it (a third argument of maximum/minimum).
-            args.append(f"out={out}" if ufunc in _KEYWORD_OUT else out)
+            args.append(f"out={out}" if ufunc in KEYWORD_OUT else out)
         return f"{fn}({', '.join(args)})"
 
 
-_KEYWORD_OUT = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
+KEYWORD_OUT = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
 
 
 def _live_ids(prog: Program) -> set[int]:
@@ -494,7 +463,7 @@ _SCALAR_OPERATORS = {
 
 
 def _scalar_operator(eqn):
-    ufunc = _ufunc_of(eqn)
+    ufunc = ufunc_of(eqn)
     entry = _SCALAR_OPERATORS.get(ufunc) if ufunc is not None else None
     if entry is None or len(eqn.inputs) != ufunc.nin:
         return None
@@ -518,7 +487,7 @@ def _buffer_plan(prog: Program):
     fresh: set[int] = set()
     shared: set[int] = set()
     for i, eqn in enumerate(prog.eqns):
-        fresh_out = _ufunc_of(eqn) is not None or eqn.prim in fresh_output_prims
+        fresh_out = ufunc_of(eqn) is not None or eqn.prim in fresh_output_prims
         for v in eqn.inputs:
             if type(v) is not Literal:
                 last_use[v.id] = i
@@ -550,7 +519,7 @@ def _out_plan(prog: Program, last_use, reusable, carries) -> dict:
     keep = {v.id for v in prog.outvars if type(v) is not Literal}
     plan = {}
     for i, eqn in enumerate(prog.eqns):
-        elementwise = _ufunc_of(eqn) is not None
+        elementwise = ufunc_of(eqn) is not None
         if len(eqn.outvars) != 1 or not eqn.outvars[0].aval.shape or not (
                 elementwise or "{out}" in (_expression(eqn) or ("",))[0]):
             continue
@@ -584,13 +553,13 @@ def _inplace_carries(prog: Program, carries) -> dict:
             continue
         if not ci.aval.shape or co.aval.shape != ci.aval.shape or co.aval.dtype != ci.aval.dtype:
             continue
-        if all(_ufunc_of(e) is not None or e.prim in fresh_output_prims
+        if all(ufunc_of(e) is not None or e.prim in fresh_output_prims
                for e in prog.eqns if any(a is ci for a in e.inputs)):
             found[co.id] = ci
     return found
 
 
-def _ufunc_of(eqn):
+def ufunc_of(eqn):
     """The NumPy ufunc computing `eqn` exactly (its impl, its `float_ufuncs` entry, or what its
     `blocked_ufunc_rules` entry gives where the ufunc's result type is the output's), or None."""
     if _is_narrow_eqn(eqn):
@@ -655,7 +624,7 @@ def _elementwise_form(eqn):
             src = eqn.inputs[0].aval
             same = src.shape == out.shape and src.dtype.itemsize == out.dtype.itemsize
             return ("view", out.dtype) if same else (None, None)
-        ufunc = _ufunc_of(eqn)
+        ufunc = ufunc_of(eqn)
         if ufunc is not None and _ufunc_gives(ufunc, eqn, out.dtype):
             return "ufunc", ufunc
     rule = None if broadcast else block_kernel_rules.get(eqn.prim)
@@ -772,7 +741,7 @@ _MIN_MANAGED_SIZE = 4096
 
 
 def _reusable_input(eqn, i, last_use, reusable, min_size=_MIN_MANAGED_SIZE):
-    if _ufunc_of(eqn) is None:
+    if ufunc_of(eqn) is None:
         return None
     out_aval = eqn.outvars[0].aval
     if out_aval.size < min_size:
@@ -797,3 +766,7 @@ def _as_numpy(x):
 def source_of(closed: ClosedProgram) -> str:
     """The generated Python source of a compiled Program (for inspection)."""
     return compile_closed(closed).source
+
+
+# The impls of primitives holding sub-programs run them through this compiler (see gpuarr.impls).
+install_host_compiler(compile_closed, compile_program, _compiled.clear)

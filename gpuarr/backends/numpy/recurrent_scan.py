@@ -27,8 +27,9 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr.backends.host_memory import aligned_empty
-from gpuarr.backends.numpy_backend import _KEYWORD_OUT, _impl_for, _ufunc_of, elementwise_prims
+from gpuarr.backends.numpy.codegen import KEYWORD_OUT, impl_for, ufunc_of
 from gpuarr.core import Literal
+from gpuarr.impls import elementwise_prims
 from gpuarr.lax.dot_precision import is_algorithm
 from gpuarr.lax.lax import add_p, dot_general_p
 
@@ -94,7 +95,7 @@ def match(body, n_consts: int, length: int) -> Cell | None:
     defined, tail_reads = {s.id}, {}
     for eqn in tail:
         if len(eqn.outvars) != 1 or eqn.outvars[0].aval != h.aval or (
-                _ufunc_of(eqn) is None and eqn.prim not in elementwise_prims):
+                ufunc_of(eqn) is None and eqn.prim not in elementwise_prims):
             return None
         for a in eqn.inputs:
             if type(a) is Literal or a.id in defined:
@@ -194,8 +195,8 @@ def emit(gen, cell: Cell, consts, carry_in: str, seq: str, length: int, reverse:
     bufs = [f"{ws}.buffers[{k}]" for k in range(len(cell.tail))]
     names = {cell.sum_id: bufs[0] if cell.tail else f"{ws}.carries"}
     names.update({vid: consts[i] for vid, i in cell.tail_reads.items()})
-    ufuncs = [_ufunc_of(eqn) for eqn in cell.tail]
-    if all(f is not None and f not in _KEYWORD_OUT for f in ufuncs):
+    ufuncs = [ufunc_of(eqn) for eqn in cell.tail]
+    if all(f is not None and f not in KEYWORD_OUT for f in ufuncs):
         _emit_driven(gen, cell, ufuncs, ws, bufs, names)
     else:
         _emit_loop(gen, cell, ufuncs, ws, bufs, names)
@@ -240,11 +241,11 @@ def _emit_loop(gen, cell, ufuncs, ws, bufs, names) -> None:
             args = [gen.read(a) if type(a) is Literal else names[a.id] for a in eqn.inputs]
             names[eqn.outvars[0].id] = out
             if ufunc is not None:
-                target = f"out={out}" if ufunc in _KEYWORD_OUT else out
+                target = f"out={out}" if ufunc in KEYWORD_OUT else out
                 gen.line(f"{gen.obj(ufunc, f'f_{eqn.prim.name}_')}({', '.join(args + [target])})")
                 continue
             # An elementwise impl that is not a ufunc returns a fresh array.
-            call = f"{gen.obj(_impl_for(eqn), f'f_{eqn.prim.name}_')}({', '.join(args)})"
+            call = f"{gen.obj(impl_for(eqn), f'f_{eqn.prim.name}_')}({', '.join(args)})"
             if last:
                 gen.line(f"{gen.obj(np.copyto, 'copyto')}({out}, {call})")
             else:

@@ -114,8 +114,9 @@ class Primitive:
 
 
 # Rule tables owned by the core. The other tables live with their transformation:
-# numpy_backend.impl_rules, ad.jvp_rules, ad.transpose_rules, batching.batch_rules,
-# partial_eval.partial_eval_rules, compiler.lowering.kernel_rules.
+# impls.impl_rules, ad.jvp_rules, ad.transpose_rules, batching.batch_rules,
+# partial_eval.partial_eval_rules, compiler.lowering.kernel_rules; the NumPy backend's
+# code-generation rules in backends.numpy.codegen.
 abstract_eval_rules: dict[Primitive, Callable[..., list[ShapedArray]]] = {}
 # weak_type of each output in eager mode, where no abstract evaluation happens.
 weak_type_rules: dict[Primitive, Callable[..., bool]] = {}

@@ -150,7 +150,7 @@ _NARROW_SIGNED = _narrow_types(NARROW_SIGNED_NAMES)
 _NARROW_UNSIGNED = _narrow_types(NARROW_UNSIGNED_NAMES)
 _NARROW_INTS = _NARROW_UNSIGNED + _NARROW_SIGNED
 # The narrow types NumPy cannot compute in as XLA does (bfloat16 is not one of them: its
-# loops round as XLA's): see gpuarr.backends.narrow.
+# loops round as XLA's): see gpuarr.narrow_types.
 NARROW_DTYPES = frozenset(_NARROW_FLOATS + _NARROW_INTS)
 _NARROW_INT_SET = frozenset(_NARROW_INTS)
 _FLOAT8 = frozenset(dt for dt in _NARROW_FLOATS if dt.name.startswith("float8"))

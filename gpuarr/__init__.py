@@ -82,7 +82,7 @@ from gpuarr import sharding  # noqa: F401, E402
 from gpuarr.sharding import (  # noqa: F401, E402
     NamedSharding, PartitionSpec as P, make_mesh, reshard, set_mesh,
 )
-from gpuarr.shard_map_api import shard_map, smap  # noqa: F401, E402
+from gpuarr.sharding.shard_map import shard_map, smap  # noqa: F401, E402
 from gpuarr.array import Shard  # noqa: F401, E402
 from gpuarr.array_assembly import (  # noqa: F401, E402
     make_array_from_callback, make_array_from_process_local_data,

@@ -19,6 +19,7 @@ from gpuarr import sharding as shd
 from gpuarr.array import Array
 from gpuarr.core import Tracer
 from gpuarr.errors import UnexpectedTracerError
+from gpuarr.pytrees.mapping import _prefix_errors
 
 __all__ = ["make_array_from_callback", "make_array_from_process_local_data",
            "make_array_from_single_device_arrays"]
@@ -193,7 +194,7 @@ def _broadcast_prefix(prefix, full, is_leaf=None) -> list:
         subtrees = treedef.flatten_up_to(full)
     except ValueError:
         leaf_at = None if is_leaf is None else (lambda _, x: is_leaf(x))
-        makers = list(pytrees._prefix_errors((), prefix, full, leaf_at))
+        makers = list(_prefix_errors((), prefix, full, leaf_at))
         if not makers:
             raise
         raise ValueError(makers[0]("broadcast_prefix prefix_tree")) from None

@@ -21,7 +21,6 @@ from gpuarr.pytrees import (  # noqa: F401
     Partial,
     PyTreeDef,
     SequenceKey,
-    _unpickle,
     build_tree,
     default_registry,
     flatten_one_level,
@@ -41,10 +40,11 @@ from gpuarr.pytrees import (  # noqa: F401
     treedef_is_strict_leaf,
     treedef_tuple,
 )
+from gpuarr.pytrees.mapping import _UNSPECIFIED
+from gpuarr.pytrees.treedef import _unpickle  # noqa: F401
 
 __all__ = pytrees.__all__
 
-_UNSPECIFIED = pytrees._UNSPECIFIED
 
 
 def _leaf(is_leaf):

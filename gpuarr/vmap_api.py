@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, pytrees, sharding
+from gpuarr import core, pytrees
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer
@@ -17,6 +17,7 @@ from gpuarr.dispatch import as_array as _as_array
 from gpuarr.dispatch import to_device_array
 from gpuarr.interpreters import batching
 from gpuarr.interpreters.batching import not_mapped
+from gpuarr.sharding import tree_shardings
 
 logger = logging.getLogger("gpuarr")
 _flags = config._values
@@ -68,7 +69,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
 
         outs, out_dims = batching.batch_flat(flat_fun, size, flat_args, dims, axis_name)
         out, out_tree = out_box[0]
-        flat_out_axes = sharding.flatten_axes("vmap out_axes", out_tree, out_axes)
+        flat_out_axes = tree_shardings.flatten_axes("vmap out_axes", out_tree, out_axes)
         results = []
         for k, (o, d, dst) in enumerate(zip(outs, out_dims, flat_out_axes)):
             if dst is not None and isinstance(o, _SCALARS):  # broadcast, still weakly typed
@@ -127,10 +128,10 @@ def _flatten_in_axes(in_tree, in_axes) -> list:
     """One axis per leaf of (args, kwargs) (keyword arguments map over axis 0); JAX's error,
     about the positional arguments only, when `in_axes` is not a prefix of them."""
     try:
-        return sharding._broadcast_flat(in_tree, (in_axes, 0))
+        return tree_shardings._broadcast_flat(in_tree, (in_axes, 0))
     except ValueError:
         pass
-    return sharding.flatten_axes("vmap in_axes", in_tree.children()[0], in_axes)
+    return tree_shardings.flatten_axes("vmap in_axes", in_tree.children()[0], in_axes)
 
 
 def _unmapped_output_error(axis_name, out_tree, flat_out_axes, k, d):

@@ -14,7 +14,7 @@ import pytest
 from gpuarr import pytrees
 from gpuarr import tree_util as tu
 
-MODULE_PATH = pathlib.Path(pytrees.__file__)  # the implementation: a leaf module
+PACKAGE_DIR = pathlib.Path(pytrees.__file__).parent  # the implementation: a leaf package
 
 
 # ---------------------------------------------------------------------------
@@ -824,23 +824,29 @@ def test_custom_flatten_may_return_iterators():
 
 
 def test_module_is_a_leaf_module():
-    tree = ast.parse(MODULE_PATH.read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0])
-    assert imported, "expected some imports"
-    assert imported <= set(sys.stdlib_module_names) | {"numpy", "__future__"}
-    code = ("import importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('tree_util', {str(MODULE_PATH)!r})\n"
-            "mod = sys.modules['tree_util'] = importlib.util.module_from_spec(spec)\n"
-            "spec.loader.exec_module(mod)\n"
-            "print('jax' in sys.modules, mod.tree_leaves((1, [2])))")
+    # Each module of the package imports only the standard library and its siblings.
+    for path in sorted(PACKAGE_DIR.glob("*.py")):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                imported.add(node.module or "")
+        siblings = {m for m in imported if m.startswith("gpuarr.pytrees.")}
+        assert imported, f"expected some imports in {path.name}"
+        assert {m.split(".")[0] for m in imported - siblings} <= set(sys.stdlib_module_names) | {
+            "numpy", "__future__"}, path.name
+    # It loads with none of the rest of gpuarr: an empty stand-in for the gpuarr package.
+    code = ("import importlib, sys, types\n"
+            "pkg = sys.modules['gpuarr'] = types.ModuleType('gpuarr')\n"
+            f"pkg.__path__ = [{str(PACKAGE_DIR.parent)!r}]\n"
+            "mod = importlib.import_module('gpuarr.pytrees')\n"
+            "rest = sorted(m for m in sys.modules if m.startswith('gpuarr.')"
+            " and not m.startswith('gpuarr.pytrees'))\n"
+            "print('jax' in sys.modules, rest, mod.tree_leaves((1, [2])))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split(None, 1)
-    assert out == ["False", "[1, 2]\n"]
+                         check=True).stdout.split(None, 2)
+    assert out == ["False", "[]", "[1, 2]\n"]
 
 
 def test_structure_caches_stay_correct_when_full():

@@ -116,4 +116,4 @@ from gpuarr.lax.ragged import (  # noqa: F401, E402
 from gpuarr.lax.composite import (  # noqa: F401, E402
     composite, composite_p, dce_sink, dce_sink_p, shape_as_value, stage,
 )
-from gpuarr.lax.sharding_constraint import with_sharding_constraint  # noqa: F401, E402
+from gpuarr.sharding.sharding_constraint import with_sharding_constraint  # noqa: F401, E402

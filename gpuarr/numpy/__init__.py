@@ -10,7 +10,7 @@ from gpuarr.numpy.scalar_types import (  # noqa: F401
     int64, uint8, uint16, uint32, uint64,
 )
 from gpuarr.numpy.creation import (  # noqa: F401
-    arange, array, asarray, copy, diag, diagflat, diagonal, empty, empty_like, eye, from_dlpack,
+    arange, array, asarray, copy, copyto, diag, diagflat, diagonal, empty, empty_like, eye, from_dlpack,
     frombuffer, fromfunction, fromiter, fromstring, full, full_like, geomspace, identity, indices,
     linspace, load, logspace, meshgrid, ones, ones_like, tri, tril, triu, vander, zeros,
     zeros_like,
@@ -40,21 +40,27 @@ from gpuarr.numpy.manipulation import (  # noqa: F401
     moveaxis, pad, permute_dims, ravel, repeat, reshape, resize, roll, rollaxis, rot90, split,
     squeeze, stack, swapaxes, tile, transpose, trim_zeros, unstack, vsplit, vstack,
 )
-from gpuarr.numpy.misc import (  # noqa: F401
-    allclose, apply_along_axis, apply_over_axes, array_equal, array_equiv, array_repr, array_str,
-    bartlett, blackman, bool, c_, can_cast, cdouble, character, complexfloating, copyto, corrcoef,
-    cov, csingle, double, dtype, flexible, floating, generic, get_printoptions, gradient,
-    hamming, hanning, histogram, histogram2d, histogram_bin_edges, histogramdd, index_exp,
-    inexact, int_, integer, interp, isclose, iscomplexobj, isdtype, isin, isrealobj, isscalar,
-    iterable, kaiser, mgrid, ndim, number, object_, ogrid, packbits, piecewise, polyadd, polyder,
-    polyint, polymul, polysub, polyval, printoptions, r_, result_type, s_, save, savez,
-    set_printoptions, shape, signedinteger, single, size, trapezoid, uint, unpackbits,
-    unsignedinteger, unwrap, vectorize,
+# Whole-array comparisons, dtypes and type queries, printing and files, functional helpers.
+from gpuarr.numpy.comparisons import allclose, array_equal, array_equiv, isclose  # noqa: F401
+from gpuarr.numpy.dtype_functions import (  # noqa: F401
+    astype, bool, can_cast, cdouble, character, complexfloating, csingle, double, dtype,
+    flexible, floating, generic, inexact, int_, integer, iscomplexobj, isdtype, isrealobj,
+    isscalar, iterable, ndim, number, object_, result_type, shape, signedinteger, single, size,
+    uint, unsignedinteger,
 )
-from gpuarr.numpy.misc import (  # noqa: F401
-    astype, diag_indices, diag_indices_from, fill_diagonal, fromfile, ix_,
-    mask_indices, poly, polydiv, tril_indices, tril_indices_from, triu_indices, triu_indices_from,
+from gpuarr.numpy.io import (  # noqa: F401
+    array_repr, array_str, fromfile, get_printoptions, printoptions, save, savez,
+    set_printoptions,
 )
+from gpuarr.numpy.functional import apply_along_axis, apply_over_axes, piecewise, vectorize  # noqa: F401
+# Binning, bit packing, windows, calculus and statistics.
+from gpuarr.numpy.histograms import (  # noqa: F401
+    histogram, histogram2d, histogram_bin_edges, histogramdd, interp,
+)
+from gpuarr.numpy.bit_packing import packbits, unpackbits  # noqa: F401
+from gpuarr.numpy.windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
+from gpuarr.numpy.calculus import gradient, trapezoid, unwrap  # noqa: F401
+from gpuarr.numpy.statistics import corrcoef, cov  # noqa: F401
 from gpuarr.numpy.products import dot, inner, matmul, outer, vdot  # noqa: F401
 from gpuarr.numpy.products import cross, kron, tensordot, trace, vecdot  # noqa: F401
 from gpuarr.numpy.einsum import einsum, einsum_path  # noqa: F401
@@ -90,18 +96,22 @@ from gpuarr.numpy.sorting import (  # noqa: F401, E402
 
 # Set operations, the unique_* family and index helpers.
 from gpuarr.numpy.setops import (  # noqa: F401, E402
-    intersect1d, setdiff1d, setxor1d, union1d, unique_all, unique_counts, unique_inverse,
+    intersect1d, isin, setdiff1d, setxor1d, union1d, unique_all, unique_counts, unique_inverse,
     unique_values,
 )
 from gpuarr.numpy.index_tricks import (  # noqa: F401, E402
-    place, put, ravel_multi_index, sort_complex, unravel_index,
+    c_, diag_indices, diag_indices_from, fill_diagonal, index_exp, ix_, mask_indices, mgrid, ogrid,
+    place, put, r_, ravel_multi_index, s_, sort_complex, tril_indices, tril_indices_from,
+    triu_indices, triu_indices_from, unravel_index,
 )
 from gpuarr.numpy import fft  # noqa: F401, E402
 
 # Convolutions, matrix-vector products, polynomial roots and fits, the ufunc class.
 from gpuarr.numpy.signal import convolve, correlate  # noqa: F401, E402
 from gpuarr.numpy.vector_products import matvec, vecmat  # noqa: F401, E402
-from gpuarr.numpy.polynomial import polyfit, roots  # noqa: F401, E402
+from gpuarr.numpy.polynomial import (  # noqa: F401, E402
+    poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub, polyval, roots,
+)
 # jnp.frompyfunc returns a jnp.ufunc, as in JAX.
 from gpuarr.numpy.ufunc_api import frompyfunc, ufunc  # noqa: F401, E402
 

@@ -1,4 +1,5 @@
-"""Array creation: array, asarray, zeros, ones, full, empty, their _like forms, arange, linspace, eye."""
+"""Array creation: array, asarray, zeros, ones, full, empty, their _like forms, arange, linspace, eye
+(and copyto, which immutable arrays refuse)."""
 from __future__ import annotations
 
 import numpy as np
@@ -743,3 +744,10 @@ def load(file, *args, **kwargs):
     """numpy.load, with arrays (not archives) returned as Arrays."""
     out = np.load(file, *args, **kwargs)
     return asarray(out) if isinstance(out, np.ndarray) and out.dtype != object_dtype else out
+
+
+def copyto(dst, src, casting=None, where=None):
+    """Not possible: arrays are immutable (as in JAX)."""
+    raise NotImplementedError("jnp.copyto is not implemented because JAX arrays cannot be modified "
+                              "in-place. For functional approaches to updating array values, see "
+                              "jax.numpy.ndarray.at.")

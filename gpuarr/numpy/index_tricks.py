@@ -1,4 +1,7 @@
-"""Index helpers: ravel_multi_index, unravel_index, place, put and sort_complex, as in jax.numpy.
+"""Index helpers, as in jax.numpy (NumPy's index_tricks): ravel_multi_index, unravel_index,
+place, put and sort_complex; the index expressions s_, index_exp, mgrid, ogrid, r_, c_; and the
+index arrays diag_indices, tril_indices, triu_indices (and their _from forms), mask_indices,
+ix_ and fill_diagonal.
 
 place and put exist for NumPy compatibility: NumPy's versions modify their argument, which an
 immutable array cannot do, so (as in JAX) they insist on `inplace=False` and return the updated
@@ -6,6 +9,7 @@ copy, built on `x.at[...].set`. Gradients flow to the placed values through that
 """
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
@@ -13,11 +17,22 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.api import jit as _jit
+from gpuarr.array import Array
 from gpuarr.core import get_aval
 from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
-from gpuarr.numpy._util import check_arraylike, concrete_value, ensure_array, promote_dtypes
+from gpuarr.numpy._util import (
+    check_arraylike,
+    concrete_value,
+    ensure_array,
+    promote_dtypes,
+)
+from gpuarr.numpy.dtype_functions import shape
 
-__all__ = ["place", "put", "ravel_multi_index", "sort_complex", "unravel_index"]
+__all__ = [
+    "c_", "diag_indices", "diag_indices_from", "fill_diagonal", "index_exp", "ix_", "mask_indices",
+    "mgrid", "ogrid", "place", "put", "r_", "ravel_multi_index", "s_", "sort_complex",
+    "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from", "unravel_index",
+]
 
 _MODES = "Expected 'raise', 'wrap', 'clip', or 'ignore'."
 
@@ -181,3 +196,169 @@ def _sort_complex(a):
 
 _sort_complex.__name__ = "sort_complex"  # the jit's name, as JAX's
 _sort_complex = _jit(_sort_complex)
+
+
+# ---------------------------------------------------------------- index helpers
+
+index_exp = np.index_exp
+s_ = np.s_
+
+
+class _Grid:
+    """mgrid/ogrid: `mgrid[0:2, 0:3]` evaluates NumPy's grid and returns Arrays."""
+
+    def __init__(self, sparse):
+        self.sparse = sparse
+
+    def __getitem__(self, key):
+        grid = (np.ogrid if self.sparse else np.mgrid)[key]
+        if isinstance(grid, (list, tuple)):
+            return [creation.asarray(g) for g in grid]
+        return creation.asarray(grid)
+
+
+class _Concat:
+    """r_/c_: NumPy's concatenation helpers over Arrays."""
+
+    def __init__(self, helper):
+        self.helper = helper
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        host = tuple(np.asarray(k) if isinstance(k, (Array,)) else k for k in key)
+        return creation.asarray(self.helper[host])
+
+
+mgrid, ogrid = _Grid(False), _Grid(True)
+r_, c_ = _Concat(np.r_), _Concat(np.c_)
+
+
+# ---------------------------------------------------------------- index arrays
+
+
+def _index_arrays(host_arrays):
+    return tuple(creation.asarray(h.astype(dtypes.default_int_dtype())) for h in host_arrays)
+
+
+def diag_indices(n, ndim=2):
+    """The indices of the main diagonal of an n x ... x n array."""
+    if n < 0 or ndim < 0:
+        raise ValueError(f"n and ndim must be non-negative, got n={n}, ndim={ndim}")
+    return _index_arrays(np.diag_indices(n, ndim))
+
+
+def diag_indices_from(arr):
+    """diag_indices for a square array `arr`."""
+    check_arraylike("diag_indices_from", arr)
+    s = shape(arr)
+    if len(s) < 2:
+        raise ValueError("input array must be at least 2-d")
+    if len(set(s)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    return diag_indices(s[0], len(s))
+
+
+def _tri_indices_dims(n, k, m):
+    """n, k and m as ints, known statically (JAX's errors); n x m must be a valid shape."""
+    n, k = (operator.index(concrete_value(v, f"{name} argument of jnp.triu_indices"))
+            for v, name in ((n, "n"), (k, "k")))
+    m = n if m is None else operator.index(concrete_value(m, "m argument of jnp.triu_indices"))
+    if n < 0 or m < 0:  # JAX builds ones((n, m))
+        raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
+                        f"{(n, m)}.")
+    return n, k, m
+
+
+def _triu_size(n, m, k):
+    """The number of entries of triu(ones((n, m)), k)."""
+    if k < 0:
+        return n * m - _triu_size(m, n, 1 - k)
+    if k >= m:
+        return 0
+    mk = builtins.min(n, m - k)
+    return mk * (mk + 1) // 2 + mk * (m - k - mk)
+
+
+def tril_indices(n, k=0, m=None):
+    """The row and column indices of the lower triangle of an n x m array (the nonzeros of
+    tril(ones((n, m)), k), computed as JAX does)."""
+    n, k, m = _tri_indices_dims(n, k, m)
+    return selection.nonzero(creation.tril(creation.ones((n, m)), k=k), size=_triu_size(m, n, -k))
+
+
+def triu_indices(n, k=0, m=None):
+    """The row and column indices of the upper triangle of an n x m array."""
+    n, k, m = _tri_indices_dims(n, k, m)
+    return selection.nonzero(creation.triu(creation.ones((n, m)), k=k), size=_triu_size(n, m, k))
+
+
+def _shape_2d(name, arr):
+    if not hasattr(arr, "shape"):
+        check_arraylike(name, arr)
+    s = shape(arr)
+    if len(s) != 2:
+        raise ValueError("Only 2-D inputs are accepted")
+    return s
+
+
+def tril_indices_from(arr, k=0):
+    """tril_indices for the shape of the 2-D array `arr`."""
+    s = _shape_2d("tril_indices_from", arr)
+    return tril_indices(s[0], k, s[1])
+
+
+def triu_indices_from(arr, k=0):
+    """triu_indices for the shape of the 2-D array `arr`."""
+    s = _shape_2d("triu_indices_from", arr)
+    return triu_indices(s[0], k, s[1])
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+    """The indices where mask_func(ones((n, n)), k) is nonzero."""
+    # Unpacking into two fails for masks that are not 2-D (jnp.diag), as in JAX.
+    i, j = selection.nonzero(mask_func(creation.ones((n, n)), k), size=size)
+    return (i, j)
+
+
+def ix_(*args):
+    """Open-mesh index arrays: the i-th has shape 1 except along axis i."""
+    out = []
+    for i, a in enumerate(args):
+        check_arraylike("ix", a)  # JAX's message names it "ix"
+        a = ensure_array(a)
+        if get_aval(a).dtype == np.bool_:
+            raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
+        if get_aval(a).ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                             f"{get_aval(a).shape}")
+        s = [1] * len(args)
+        s[i] = get_aval(a).shape[0]
+        out.append(lax.reshape(a, tuple(s)))
+    return tuple(out)
+
+
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+    """`a` with its main diagonal set to `val` (needs inplace=False: arrays are immutable)."""
+    if inplace:
+        raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
+    if wrap:
+        raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
+    check_arraylike("fill_diagonal", a, val)
+    a = ensure_array(a)
+    s = get_aval(a).shape
+    if len(s) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(s) > 2 and len(set(s)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    host_mask = np.zeros(s, bool)
+    np.fill_diagonal(host_mask, True, wrap=wrap)
+    count = int(host_mask.sum())
+    vals = manipulation.ravel(lax.convert_element_type(ensure_array(val), get_aval(a).dtype))
+    vals = manipulation.resize(vals, (count,)) if get_aval(vals).size else vals
+    # Scatter the cycled values onto the diagonal positions by a static permutation.
+    flat = manipulation.ravel(a)
+    pos = np.flatnonzero(host_mask)
+    src = np.arange(flat.size)
+    src[pos] = flat.size + np.arange(count)
+    joined = manipulation.concatenate([flat, vals])
+    return lax.reshape(joined[src], s)

@@ -903,7 +903,7 @@ def _pad_constant(a, widths, cv):
 def _pad_func(a, widths, func, kwargs):
     """NumPy's callable protocol, JAX-style: func(row, (before, after), axis, kwargs) gets each
     zero-padded 1-D row and must return the new row (it is vmapped, not run in place)."""
-    from gpuarr.numpy.misc import apply_along_axis
+    from gpuarr.numpy.functional import apply_along_axis
     # JAX normalizes the pairs a second time, which rejects a 0-d array's empty tuple.
     widths = _pad_widths(tuple(widths), get_aval(a).ndim)
     padded = _pad_constant(a, widths, 0)

@@ -1,5 +1,6 @@
-"""Set operations on 1-D arrays (intersect1d, setdiff1d, setxor1d, union1d) and the Array API
-unique family (unique_all, unique_counts, unique_inverse, unique_values), as in jax.numpy.
+"""Set operations on 1-D arrays (intersect1d, setdiff1d, setxor1d, union1d), membership (isin)
+and the Array API unique family (unique_all, unique_counts, unique_inverse, unique_values), as
+in jax.numpy.
 
 The size of a set operation's result depends on the values of its inputs, so without `size=`
 the inputs must be concrete (not traced by jit or vmap) and the function raises
@@ -16,12 +17,18 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr import dtypes, lax
+from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.lax import cumulative
 from gpuarr.numpy import creation, manipulation, reductions, selection, sorting, ufuncs
-from gpuarr.numpy._util import check_arraylike, concrete_value, ensure_array, promote_dtypes
+from gpuarr.numpy._util import (
+    check_arraylike,
+    concrete_value,
+    ensure_array,
+    promote_dtypes,
+)
 
-__all__ = ["intersect1d", "setdiff1d", "setxor1d", "union1d", "unique_all", "unique_counts",
+__all__ = ["intersect1d", "isin", "setdiff1d", "setxor1d", "union1d", "unique_all", "unique_counts",
            "unique_inverse", "unique_values"]
 
 # Follows JAX's message ("The error arose in setdiff1d()") in a ConcretizationTypeError.
@@ -324,3 +331,37 @@ def unique_values(x, /, *, size=None, fill_value=None):
     result is padded with `fill_value` (default: the smallest value)."""
     check_arraylike("unique_values", x, converts=True)
     return sorting.unique(x, equal_nan=False, size=size, fill_value=fill_value)
+
+
+# Above this many element pairs `isin` sorts instead of comparing all pairs (whose memory grows
+# as the product of the two sizes).
+_ISIN_COMPARE_ALL_PAIRS = 1 << 20
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
+    """Whether each element occurs in test_elements. `method` is "compare_all" (every pair,
+    memory len(element) * len(test_elements)), "sort" (one sort of both, O(n log n)), or "auto"
+    (compare_all for small inputs, sort otherwise); "binary_search" is taken as "sort"."""
+    check_arraylike("isin", element, test_elements, converts=True)
+    if method not in ("auto", "compare_all", "sort", "binary_search"):
+        raise ValueError(f"isin: unknown method={method!r}; use 'auto', 'compare_all', 'sort' "
+                         "or 'binary_search'.")
+    out = _in1d(element, test_elements, invert=invert, method=method,
+                assume_unique=assume_unique)
+    return lax.reshape(out, np.shape(element))
+
+
+@_jit(static_argnames=("assume_unique", "invert", "method"))  # as JAX's
+def _in1d(ar1, ar2, invert, method="auto", assume_unique=False):
+    arr1, arr2 = promote_dtypes(ar1, ar2)
+    arr1, arr2 = manipulation.ravel(arr1), manipulation.ravel(arr2)
+    n1, n2 = get_aval(arr1).shape[0], get_aval(arr2).shape[0]
+    if n1 == 0 or n2 == 0:
+        return (creation.ones if invert else creation.zeros)((n1,), dtype=np.bool_)
+    if method == "compare_all" or (method == "auto" and n1 * n2 <= _ISIN_COMPARE_ALL_PAIRS):
+        pairs = (lax.broadcast_in_dim(arr1, (n1, 1), (0,)), lax.broadcast_in_dim(arr2, (1, n2), (1,)))
+        if invert:
+            return reductions.all(lax.ne(*pairs), axis=-1)
+        return reductions.any(lax.eq(*pairs), axis=-1)
+    out = sorted_membership(arr1, arr2)
+    return lax.bitwise_not(out) if invert else out

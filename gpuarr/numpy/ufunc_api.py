@@ -87,7 +87,7 @@ class ufunc:
 
     def _call_vectorized(self, *args):
         check_arraylike(self.__name__, *args)
-        from gpuarr.numpy.misc import vectorize
+        from gpuarr.numpy.functional import vectorize
         return vectorize(self._func)(*args)
 
     def _require_binary(self, method):

@@ -25,7 +25,7 @@ def matvec(x1, x2, /):
 
 def _matvec(x1, x2):
     # matmul vectorized over the batch dimensions, as JAX builds it.
-    from gpuarr.numpy.misc import vectorize
+    from gpuarr.numpy.functional import vectorize
     return vectorize(matmul, signature="(n,m),(m)->(n)")(x1, x2)
 
 

@@ -22,21 +22,12 @@ from gpuarr.config import config
 from gpuarr.core import Tracer
 from gpuarr.interpreters import batching
 from gpuarr.interpreters.batching import not_mapped
-from gpuarr.sharding import (
-    AbstractMesh,
-    AxisType,
-    Mesh,
-    NamedSharding,
-    PartitionSpec,
-    _broadcast_flat,
-    _prefix_error_messages,
-    aval_str,
-    get_abstract_mesh,
-    get_concrete_mesh,
-    type_spec,
-    type_str,
-    use_abstract_mesh,
-)
+from gpuarr.sharding.mesh import AbstractMesh, AxisType, Mesh
+from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, use_abstract_mesh
+from gpuarr.sharding.partition_spec import PartitionSpec
+from gpuarr.sharding.sharding_in_types import aval_str, type_spec, type_str
+from gpuarr.sharding.shardings import NamedSharding
+from gpuarr.sharding.tree_shardings import _broadcast_flat, _prefix_error_messages, with_sharding
 
 P = PartitionSpec
 
@@ -187,7 +178,6 @@ def _as_value(x):
 def _attach(x, sharding):
     if type(x) is not Array:
         return x
-    from gpuarr.sharding import with_sharding
     return with_sharding(x, sharding)
 
 

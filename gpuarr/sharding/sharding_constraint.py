@@ -10,23 +10,35 @@ unchanged, with no equation in the program.
 from __future__ import annotations
 
 from gpuarr import core, pytrees
-from gpuarr import sharding as shd
 from gpuarr.array import Array
 from gpuarr.core import Tracer
+from gpuarr.sharding.mesh import AbstractMesh, AxisType
+from gpuarr.sharding.mesh_context import _physical_mesh, get_abstract_mesh, get_concrete_mesh
+from gpuarr.sharding.partition_spec import PartitionSpec
+from gpuarr.sharding.sharding_in_types import aval_str, type_spec
+from gpuarr.sharding.shardings import NamedSharding
+from gpuarr.sharding.tree_shardings import (
+    UnspecifiedValue,
+    check_aval_sharding,
+    flatten_axes,
+    prepare_axis_resources,
+    sharding_for_spec,
+    with_sharding,
+)
 
 
-def _assert_same_spec(x, user: shd.NamedSharding) -> None:
+def _assert_same_spec(x, user: NamedSharding) -> None:
     """Under an all-Explicit mesh the constraint is an assertion about the input's sharding."""
-    x_spec = shd.type_spec(x)
+    x_spec = type_spec(x)
     if x_spec is None:  # a traced value: its sharding is not tracked
         return
     user_spec = user.spec._normalized_spec_for_aval(core.get_aval(x).ndim)
     from gpuarr.config import config
     if config._values["remove_size_one_mesh_axis_from_type"]:
-        from gpuarr.shard_map_api import _remove_size_one_axes
+        from gpuarr.sharding.shard_map import _remove_size_one_axes
         user_spec = _remove_size_one_axes(user_spec, user.mesh)
     for have, want in zip(x_spec, user_spec):
-        if want is not shd.PartitionSpec.UNCONSTRAINED and have != want:
+        if want is not PartitionSpec.UNCONSTRAINED and have != want:
             raise AssertionError(
                 "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
                 f"`Explicit`. The array sharding: {x_spec} did not match the sharding provided: "
@@ -35,14 +47,14 @@ def _assert_same_spec(x, user: shd.NamedSharding) -> None:
 
 
 def _check_auto(s) -> None:
-    if not isinstance(s, shd.NamedSharding):
+    if not isinstance(s, NamedSharding):
         return
     mesh = s.mesh.abstract_mesh
     for axes in s.spec:
-        if axes is shd.PartitionSpec.UNCONSTRAINED or axes is None:
+        if axes is PartitionSpec.UNCONSTRAINED or axes is None:
             continue
         for i in axes if isinstance(axes, tuple) else (axes,):
-            if mesh._name_to_type[i] != shd.AxisType.Auto:
+            if mesh._name_to_type[i] != AxisType.Auto:
                 raise ValueError(
                     "The spec of NamedSharding passed to with_sharding_constraint can only refer "
                     f"to Auto axes of the mesh. Got spec={s.spec} and mesh={mesh}. You probably "
@@ -52,30 +64,30 @@ def _check_auto(s) -> None:
 def _constrain(x, s, context_mesh):
     """The eager constraint: `x` as an Array reporting Sharding `s` (JAX's impl rule)."""
     from gpuarr.dispatch import as_array
-    if isinstance(s, shd.NamedSharding) and isinstance(s.mesh, shd.AbstractMesh):
-        if not context_mesh.empty and isinstance(context_mesh, shd.AbstractMesh) \
+    if isinstance(s, NamedSharding) and isinstance(s.mesh, AbstractMesh):
+        if not context_mesh.empty and isinstance(context_mesh, AbstractMesh) \
                 and type(x) is not Array:
-            s = shd.NamedSharding(shd.get_concrete_mesh(), s.spec)
+            s = NamedSharding(get_concrete_mesh(), s.spec)
         else:
             aval = core.get_aval(x)
             if type(x) is not Array:
                 raise ValueError(
                     "Target sharding contains a `jax.sharding.AbstractMesh` which requires the "
                     f"input passed should be a `jax.Array`. Got {type(x)} with shape "
-                    f"{shd.aval_str(aval)}")
+                    f"{aval_str(aval)}")
             have = x.sharding
-            if not isinstance(have, shd.NamedSharding) or have.mesh.is_scalar:
+            if not isinstance(have, NamedSharding) or have.mesh.is_scalar:
                 raise TypeError(
                     "The sharding on the input must be a `NamedSharding` since the target "
                     f"sharding has an `AbstractMesh` in it. Got sharding type {type(have)} for "
-                    f"shape {shd.aval_str(aval)}")
+                    f"shape {aval_str(aval)}")
             if have.mesh.shape_tuple != s.mesh.shape_tuple:
                 raise ValueError(
                     f"Mesh shape of the input {have.mesh.shape_tuple} does not match the mesh "
                     f"shape of the target sharding {s.mesh.shape_tuple} for shape "
-                    f"{shd.aval_str(aval)}")
-            s = shd.NamedSharding(have.mesh, s.spec)
-    return shd.with_sharding(as_array(x), s)
+                    f"{aval_str(aval)}")
+            s = NamedSharding(have.mesh, s.spec)
+    return with_sharding(as_array(x), s)
 
 
 def with_sharding_constraint(x, shardings):
@@ -85,24 +97,24 @@ def with_sharding_constraint(x, shardings):
     otherwise the spec may only name Auto axes. Values are unchanged."""
     x_flat, tree = pytrees.tree_flatten(x)
     avals = [core.get_aval(v) for v in x_flat]
-    shd.prepare_axis_resources(shardings, "shardings", allow_unconstrained_dims=True)
-    user_flat = shd.flatten_axes("with_sharding_constraint shardings", tree, shardings)
-    if not shd.get_concrete_mesh().empty or not shd.get_abstract_mesh().empty:
-        context_mesh = shd.get_abstract_mesh()
+    prepare_axis_resources(shardings, "shardings", allow_unconstrained_dims=True)
+    user_flat = flatten_axes("with_sharding_constraint shardings", tree, shardings)
+    if not get_concrete_mesh().empty or not get_abstract_mesh().empty:
+        context_mesh = get_abstract_mesh()
     else:
-        context_mesh = shd._physical_mesh()
-    flat = [shd.sharding_for_spec(context_mesh, s, "shardings", "with_sharding_constraint")
+        context_mesh = _physical_mesh()
+    flat = [sharding_for_spec(context_mesh, s, "shardings", "with_sharding_constraint")
             for s in user_flat]
     for s, u in zip(flat, user_flat):
-        if isinstance(s, shd.UnspecifiedValue):
+        if isinstance(s, UnspecifiedValue):
             raise ValueError(f"One of with_sharding_constraint arguments got sharding {u} which "
                              "is not allowed. Please only pass `jax.sharding.Sharding` instances.")
-    shd.check_aval_sharding(flat, avals, ("",) * len(flat), "with_sharding_constraint arguments",
+    check_aval_sharding(flat, avals, ("",) * len(flat), "with_sharding_constraint arguments",
                             allow_uneven=True)
-    explicit = shd.get_abstract_mesh().are_all_axes_explicit
+    explicit = get_abstract_mesh().are_all_axes_explicit
     outs = []
     for v, s in zip(x_flat, flat):
-        if explicit and isinstance(s, shd.NamedSharding):
+        if explicit and isinstance(s, NamedSharding):
             _assert_same_spec(v, s)
             outs.append(v)
             continue

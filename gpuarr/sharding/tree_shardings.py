@@ -1,0 +1,237 @@
+"""Pytrees of shardings matched against values: jit's in_shardings/out_shardings and
+device_put's placement, checked and resolved to one device."""
+from __future__ import annotations
+
+from gpuarr import pytrees
+from gpuarr.pytrees.mapping import _prefix_errors
+from gpuarr.sharding.mesh import AbstractMesh
+from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, make_mesh
+from gpuarr.sharding.partition_spec import _UNCONSTRAINED, PartitionSpec
+from gpuarr.sharding.shardings import NamedSharding, Sharding, _check_unique_resources
+
+
+class PytreeLeaf:
+    """Stands for a leaf of the value when a pytree of shardings is checked against it."""
+
+    def __repr__(self):
+        return "pytree leaf"
+
+
+def _is_none(x) -> bool:
+    return x is None
+
+
+def _broadcast_flat(treedef, axis_tree) -> list:
+    """One entry of the prefix tree `axis_tree` (None is a leaf) per leaf of `treedef`;
+    ValueError when it is not a prefix."""
+    leaves, ptree = pytrees.tree_flatten(axis_tree, is_leaf=_is_none)
+    dummy = pytrees.tree_unflatten(treedef, [PytreeLeaf()] * treedef.num_leaves)
+    out = []
+    for leaf, sub in zip(leaves, ptree.flatten_up_to(dummy)):
+        out.extend([leaf] * pytrees.tree_structure(sub).num_leaves)
+    return out
+
+
+def _prefix_error_messages(prefix, full, name) -> list[str]:
+    makers = _prefix_errors((), prefix, full, lambda kp, x: x is None)
+    return [make(name) for make in makers]
+
+
+def flatten_axes(name, treedef, axis_tree, *, tupled_args=False) -> list:
+    """`axis_tree` (a prefix of the tree `treedef`) broadcast to one entry per leaf, with
+    JAX's error (naming `name`) when it is not a prefix."""
+    try:
+        return _broadcast_flat(treedef, axis_tree)
+    except ValueError:
+        pass
+    hint = ""
+    if tupled_args:
+        hint += (f" Note that {name} that are non-trivial pytrees should always be wrapped in a "
+                 "tuple representing the argument list.")
+        if len(treedef.children()) == 1:
+            try:
+                _broadcast_flat(treedef, (axis_tree,))
+            except ValueError:
+                pass
+            else:
+                hint += (" In particular, you're passing in a single argument which means that "
+                         f"{name} might need to be wrapped in a singleton tuple.")
+    dummy = pytrees.tree_unflatten(treedef, [PytreeLeaf()] * treedef.num_leaves)
+    msgs = _prefix_error_messages(axis_tree, dummy, name)
+    details = "\n  ".join(msgs)
+    raise ValueError(f"{name} specification must be a tree prefix of the corresponding value; "
+                     f"{hint}\n  Mismatch details ({len(msgs)} found):\n  {details}") from None
+
+
+def flatten_axis_resources(what, tree, shardings, tupled_args) -> list:
+    """jit's and reshard's form of `flatten_axes`, with JAX's messages for a wrong prefix."""
+    try:
+        return _broadcast_flat(tree, shardings)
+    except ValueError:
+        pass
+    if tupled_args and (type(shardings) is not tuple or len(shardings) != len(tree.children())):
+        msg = (f"{what} specification must be a tree prefix of the positional arguments tuple. "
+               f"In particular, {what} must either be a Sharding, a PartitionSpec, or a tuple of "
+               "length equal to the number of positional arguments.")
+        if type(shardings) is not tuple:
+            msg += f" But {what} is not a tuple: got {type(shardings)} instead."
+        elif len(shardings) != len(tree.children()):
+            msg += (f" But {what} is the wrong length: got a tuple or list of length "
+                    f"{len(shardings)} for an args tuple of length {len(tree.children())}.")
+        if len(tree.children()) == 1:
+            try:
+                _broadcast_flat(tree, (shardings,))
+            except ValueError:
+                pass
+            else:
+                msg += (f" Given the corresponding argument being passed, it looks like {what} "
+                        "might need to be wrapped in a singleton tuple.")
+        raise ValueError(msg)
+    dummy = pytrees.tree_unflatten(tree, [PytreeLeaf()] * tree.num_leaves)
+    msgs = _prefix_error_messages(shardings, dummy, what)
+    raise ValueError(f"Mismatch details ({len(msgs)} found):\n" + "\n".join(msgs))
+
+
+class UnspecifiedValue:
+    def __repr__(self):
+        return "UnspecifiedValue"
+
+
+UNSPECIFIED = UnspecifiedValue()
+
+
+class UnsupportedShardingError(NotImplementedError, TypeError):
+    """A sharding argument that is neither a Sharding nor a PartitionSpec: a TypeError in JAX,
+    and gpuarr (one device, no other kind of sharding) cannot honour it either."""
+
+
+def prepare_axis_resources(axis_resources, arg_name, allow_unconstrained_dims=False):
+    """Check each leaf of a pytree of sharding specifications (None, Sharding or
+    PartitionSpec) as JAX does; returns the tree."""
+    entries, treedef = pytrees.tree_flatten(axis_resources, is_leaf=_is_none)
+    what = f"{arg_name} leaf specifications"
+    for entry in entries:
+        if entry is None or isinstance(entry, UnspecifiedValue):
+            continue
+        if isinstance(entry, Sharding):
+            if isinstance(entry, NamedSharding) and entry.mesh.empty:
+                raise ValueError(f"One of {what} got an empty NamedSharding: {entry} which is "
+                                 "not allowed.")
+            if (not allow_unconstrained_dims and isinstance(entry, NamedSharding)
+                    and _UNCONSTRAINED in entry.spec.partitions):
+                raise ValueError(f"Unconstrained dims are not allowed when passed to {arg_name}:"
+                                 f" {entry}")
+            continue
+        if not isinstance(entry, PartitionSpec):
+            msg = f"{what} are expected to be PartitionSpec instances or None, but got {entry}"
+            if arg_name in ("in_shardings", "out_shardings"):
+                msg += (". (gpuarr does not shard arrays with anything else: pass "
+                        "gpuarr.sharding Shardings or PartitionSpecs.)")
+            raise UnsupportedShardingError(msg)
+        if not allow_unconstrained_dims and _UNCONSTRAINED in entry.partitions:
+            raise ValueError(f"Unconstrained dims are not allowed when passed to {arg_name}: "
+                             f"{entry}")
+        _check_unique_resources(entry, arg_name)
+    return axis_resources
+
+
+def sharding_for_spec(mesh, x, name: str, api_name: str):
+    """A PartitionSpec (or Sharding, or None) of a jit-like API as a Sharding on the mesh in
+    context: RuntimeError for a PartitionSpec without a mesh."""
+    if x is None:
+        if api_name == "jit" or mesh.empty:
+            return UNSPECIFIED
+        return NamedSharding(mesh, PartitionSpec())
+    if isinstance(x, (UnspecifiedValue, Sharding)):
+        return x
+    if mesh.empty:
+        raise RuntimeError(
+            f"{api_name} requires a non-empty mesh in context if you are passing "
+            f"`PartitionSpec`s to {name}. You can define a context mesh via "
+            f"`jax.set_mesh(mesh)`. Alternatively, provide `Sharding`s to {name} and then the "
+            "mesh context manager is not required.")
+    return NamedSharding(mesh, x)
+
+
+def jit_context_mesh():
+    """The mesh bare PartitionSpecs given to jit refer to: set_mesh's, else an abstract mesh
+    with an Explicit axis from use_abstract_mesh."""
+    mesh = get_concrete_mesh()
+    if not mesh.empty:
+        return mesh
+    abstract = get_abstract_mesh()
+    if not abstract.empty and abstract._any_axis_explicit:
+        return abstract
+    return mesh
+
+
+def check_aval_sharding(shardings, avals, names, what_aval: str, allow_uneven=False) -> None:
+    """The rank (and, unless `allow_uneven`, divisibility) check of each sharding against its
+    value's shape."""
+    for aval, s, name in zip(avals, shardings, names):
+        if s is None or isinstance(s, UnspecifiedValue):
+            continue
+        name_str = f" with pytree key path {name}" if name else ""
+        try:
+            s.check_compatible_aval(aval.shape)
+        except ValueError as e:
+            raise ValueError(f"One of {what_aval}{name_str} is incompatible with its sharding "
+                             f"annotation {s}: {e}") from None
+        if not allow_uneven:
+            s.shard_shape(aval.shape)
+
+
+def concrete_sharding(s: Sharding) -> Sharding:
+    """`s` with a concrete Mesh: a NamedSharding over an AbstractMesh takes the mesh in
+    context when it matches, else the default devices."""
+    if not isinstance(s, NamedSharding) or not isinstance(s.mesh, AbstractMesh):
+        return s
+    mesh = get_concrete_mesh()
+    if mesh.empty or mesh.abstract_mesh.shape_tuple != s.mesh.shape_tuple:
+        mesh = make_mesh(s.mesh.axis_sizes, s.mesh.axis_names, s.mesh.axis_types)
+    return NamedSharding(mesh, s.spec, memory_kind=s.memory_kind)
+
+
+def device_of(s: Sharding, what: str):
+    """The one device that Sharding `s` places data on; NotImplementedError when it spans
+    several device positions (gpuarr does not split arrays)."""
+    if isinstance(s, NamedSharding):
+        if s.mesh.size > 1:
+            raise NotImplementedError(
+                f"{what}: {s} splits arrays over a mesh of {s.mesh.size} devices; gpuarr runs "
+                "each computation on one device, so every mesh axis must have size 1.")
+        s = concrete_sharding(s)
+    devices = s._device_assignment
+    if len(devices) != 1:
+        raise NotImplementedError(
+            f"{what}: {s} spans {len(devices)} devices; gpuarr runs each computation on one "
+            "device.")
+    device = devices[0]
+    if s.memory_kind not in (None, "device") and device.platform != "cpu":
+        raise NotImplementedError(f"{what}: memory kind {s.memory_kind!r} is not supported on "
+                                  f"{device!r}; gpuarr keeps arrays in device memory.")
+    return device
+
+
+def common_device(shardings, what: str):
+    """The one device of the Shardings among `shardings` (None when there are none);
+    ValueError when they name different devices."""
+    device = None
+    for s in shardings:
+        if isinstance(s, Sharding):
+            d = device_of(s, what)
+            if device is None:
+                device = d
+            elif d != device:
+                raise ValueError(f"Received incompatible devices for {what}: shardings name "
+                                 f"{device!r} and {d!r}; gpuarr runs each computation on one "
+                                 "device.")
+    return device
+
+
+def with_sharding(x, s: Sharding):
+    """A new Array with `x`'s buffer, committed to the device of `s` and reporting `s`."""
+    from gpuarr import placement
+    out = placement.put(x, device_of(s, "device_put"))
+    out._sharding = concrete_sharding(s)
+    return out

@@ -538,7 +538,7 @@ class DagBuilder:
         shape = tuple(out.aval.shape)
         buf = self.f.ensure_buffer(x)
         dtype = out.aval.dtype.name
-        node = Window(self.arg(buf), tuple(x.aval.shape), self.leaf_map(shape, transforms), op,
+        node = Window(self.arg(buf), tuple(x.aval.shape), shape, self.leaf_map(shape, transforms), op,
                       tuple(p["window_dimensions"]), tuple(p["window_strides"]),
                       tuple(tuple(lh) for lh in p["padding"]), tuple(p["base_dilation"]),
                       tuple(p["window_dilation"]), lowering.reduce_identity(op, dtype).item(),

@@ -242,7 +242,10 @@ class Gather:
 @dataclass(frozen=True)
 class Window:
     """reduce_window: `op` over the window of buffer `arg` (of `operand_shape`) that belongs to
-    the output coordinate read through `index` (an index map into the output's shape).
+    the output coordinate read through `index`: an index map from the kernel's iteration space
+    into the row-major output of `shape` (a transpose or broadcast of the result on the way
+    makes the iteration space differ from `shape`; the output coordinate `o` is unravelled
+    from the mapped offset over `shape`).
 
     Window element `w` of output `o` sits at `o * strides + w * window_dilation - low` in the
     padded, base-dilated operand; positions in the padding or between dilated elements add
@@ -250,6 +253,7 @@ class Window:
 
     arg: str
     operand_shape: tuple
+    shape: tuple
     index: IndexMap
     op: str
     window_dimensions: tuple

@@ -391,7 +391,7 @@ def render_window(node: Window, name: str, linear: str, t: str) -> list:
     for d, n in enumerate(node.operand_shape):
         pad = "  " * d
         (low, _), base = node.padding[d], node.base_dilation[d]
-        o = coord_expr(node.index.shape, d, idx)
+        o = coord_expr(node.shape, d, idx)   # the output coordinate, not the iteration's
         pos = f"{name}_w{d} * {node.window_dilation[d]} - {low}" if low else \
             f"{name}_w{d} * {node.window_dilation[d]}"
         lines.append(f"{pad}for (i64 {name}_w{d} = 0; {name}_w{d} < {node.window_dimensions[d]}; "

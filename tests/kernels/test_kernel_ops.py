@@ -282,6 +282,47 @@ def test_max_pool_and_its_gradient():
     check(gpuarr.grad(lambda x: jnp.sum(pool(x) ** 2)), x, rtol=1e-5)
 
 
+# A window's output coordinate is unravelled over the result's own shape, whatever layout ops
+# (the transposes vmap adds, broadcasts, a reduction's axis order) read the result through.
+BATCHED_WINDOWS = [dict(window_dimensions=(2, 2), window_strides=(1, 2), padding="VALID"),
+                   dict(window_dimensions=(3, 2), window_strides=(2, 1), padding="SAME"),
+                   dict(window_dimensions=(2, 3), window_strides=(1, 2), padding=((1, 0), (2, 1)),
+                        base_dilation=(1, 2), window_dilation=(2, 1)),
+                   dict(window_dimensions=(1, 2), window_strides=(1, 1), padding=((0, 1), (1, 0)),
+                        base_dilation=(2, 1), window_dilation=(1, 3))]
+WINDOW_OPS = {"add": (lax.add, 0.0), "max": (lax.max, -np.inf), "min": (lax.min, np.inf)}
+
+
+@pytest.mark.parametrize("in_axes", [0, 1, 2])
+@pytest.mark.parametrize("params", BATCHED_WINDOWS)
+@pytest.mark.parametrize("op", sorted(WINDOW_OPS))
+def test_reduce_window_of_a_batched_operand(op, params, in_axes):
+    computation, init = WINDOW_OPS[op]
+    x = rng.standard_normal((3, 5, 7)).astype(np.float32)
+
+    def f(x):
+        return windowed.reduce_window(x, np.float32(init), computation, **params)
+    plan = check(gpuarr.vmap(f, in_axes=in_axes), x, rtol=1e-6, exact=op != "add")
+    assert no_host_steps(plan)
+    assert any(isinstance(n, Window) for k in plan.kernels for n in k.nodes)
+
+
+def test_reduce_window_read_through_layout_ops():
+    x = rng.standard_normal((6, 7, 5)).astype(np.float32)
+    y = rng.standard_normal((3,)).astype(np.float32)
+    params = dict(window_dimensions=(2, 3, 1), window_strides=(2, 1, 1),
+                  padding=((0, 1), (1, 1), (0, 0)), base_dilation=(1, 1, 1), window_dilation=(1, 2, 1))
+
+    def pool(x):
+        return windowed.reduce_window_max_p.bind(x, **params)     # (3, 5, 5)
+    check(lambda x: jnp.transpose(pool(x), (2, 0, 1)) * 2.0, x, exact=True)
+    check(lambda x: pool(x)[::-1, 1:4].transpose(1, 2, 0), x, exact=True)
+    check(lambda x, y: pool(x).transpose(1, 2, 0)[:, :, None, :] + y, x, y, exact=True)
+    plan = check(lambda x: (jnp.sum(pool(x), axis=(0, 2)), jnp.max(jnp.tanh(pool(x)), axis=0)), x,
+                 rtol=1e-5)
+    assert no_host_steps(plan)
+
+
 # ---- inspection --------------------------------------------------------------------------------
 
 def test_explain_shows_the_new_kernels():

@@ -16,7 +16,7 @@ from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.lax import GatherScatterMode, ScatterDimensionNumbers
 from gpuarr.lax.lax import check_no_sharding
-from gpuarr.numpy._util import check_arraylike, concrete_int, concrete_value
+from gpuarr.numpy.arguments import check_arraylike, concrete_int, concrete_value
 
 
 def _identity(name: str, dtype) -> np.ndarray:

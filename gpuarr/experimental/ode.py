@@ -25,7 +25,7 @@ from gpuarr.ad_api import vjp
 from gpuarr.api import jit
 from gpuarr.config import config
 from gpuarr.custom_derivatives import closure_convert, custom_vjp
-from gpuarr.numpy._util import promote_dtypes_inexact
+from gpuarr.numpy.arguments import promote_dtypes_inexact
 
 __all__ = ["odeint"]
 

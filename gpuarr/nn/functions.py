@@ -15,7 +15,7 @@ from gpuarr.config import config
 from gpuarr.core import Tracer
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.errors import ConcretizationTypeError
-from gpuarr.numpy._util import canonicalize_axes, canonicalize_axis, check_arraylike
+from gpuarr.numpy.arguments import canonicalize_axes, canonicalize_axis, check_arraylike
 from gpuarr.scipy.special import logsumexp  # noqa: F401  (jax.nn.logsumexp)
 
 __all__ = [

@@ -13,7 +13,7 @@ from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.lax import slicing
 from gpuarr.numpy import advanced_indexing
-from gpuarr.numpy._util import check_arraylike, promote_dtypes
+from gpuarr.numpy.arguments import check_arraylike, promote_dtypes
 from gpuarr.numpy.array_methods import install
 
 __all__ = ["IndexUpdateHelper", "IndexUpdateRef"]

@@ -9,7 +9,7 @@ from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import ShapedArray, Tracer, current_trace, get_aval
 from gpuarr.dispatch import eval_trace, to_device_array
-from gpuarr.numpy._util import check_arraylike, static_hashable
+from gpuarr.numpy.arguments import check_arraylike, static_hashable
 
 _SCALARS = (bool, int, float, complex)
 
@@ -204,7 +204,7 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     shape = _shape_arg(shape, "full")
     dt = _user_dtype(dtype, "full")
     if np.ndim(fill_value) if not isinstance(fill_value, (Array, Tracer)) else get_aval(fill_value).ndim:
-        from gpuarr.numpy._util import broadcast_to
+        from gpuarr.numpy.arguments import broadcast_to
         fv = asarray(fill_value, dtype=dt)
         return broadcast_to(fv, shape)
     # Without a dtype, a Python scalar fill gives a weakly typed array, as in JAX.
@@ -367,7 +367,7 @@ def _inexact_dtype(dtype, start, stop):
 @_named_jit("_linspace", static_argnames=("num", "endpoint", "retstep", "dtype", "axis"))
 def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     """linspace's body, JAX's jit: (1 - t) * start + t * stop, with the endpoint appended."""
-    from gpuarr.numpy._util import broadcast_to, canonicalize_axis
+    from gpuarr.numpy.arguments import broadcast_to, canonicalize_axis
     from gpuarr.numpy.ufuncs import floor
     start, stop = asarray(start), asarray(stop)
     dtype, compute_dt = _inexact_dtype(dtype, start, stop)
@@ -415,7 +415,7 @@ def _linspace_axis(axis, b, num):
         return min(ax, b)
     if num > 1 and ax != -(b + 1):
         # The two indices disagree in JAX (the result would be misshapen): refused here.
-        from gpuarr.numpy._util import canonicalize_axis
+        from gpuarr.numpy.arguments import canonicalize_axis
         canonicalize_axis(axis, b + 1)
     return max(0, b + ax)
 
@@ -494,7 +494,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 @_named_jit("_geomspace", static_argnames=("num", "endpoint", "dtype", "axis"))  # as JAX's
 def _geomspace(start, stop, num, endpoint, dtype, axis):
-    from gpuarr.numpy._util import canonicalize_axis
+    from gpuarr.numpy.arguments import canonicalize_axis
     from gpuarr.numpy.ufuncs import log10, sign
     check_arraylike("geomspace", start, stop)
     dtype, compute_dt = _inexact_dtype(dtype, start, stop)
@@ -578,7 +578,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 @_named_jit("diagonal", static_argnames=("offset", "axis1", "axis2"))  # as JAX's
 def _diagonal(a, offset, axis1, axis2):
-    from gpuarr.numpy._util import canonicalize_axis
+    from gpuarr.numpy.arguments import canonicalize_axis
     from gpuarr.numpy.manipulation import moveaxis
     a = asarray(a)
     nd = get_aval(a).ndim

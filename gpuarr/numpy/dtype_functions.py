@@ -11,7 +11,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     canonicalize_axis,
     check_arraylike,
     ensure_array,

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes, reject_out
+from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes, reject_out
 
 try:
     import opt_einsum

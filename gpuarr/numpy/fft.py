@@ -15,7 +15,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.lax.fft import FftType
-from gpuarr.numpy._util import check_arraylike, ensure_array
+from gpuarr.numpy.arguments import check_arraylike, ensure_array
 from gpuarr.numpy.manipulation import moveaxis, roll
 
 __all__ = [

@@ -7,7 +7,7 @@ import functools
 from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.numpy import creation, manipulation, reductions
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     canonicalize_axis,
     check_arraylike,
     check_core_dims,

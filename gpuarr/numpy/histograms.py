@@ -11,7 +11,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.core import Tracer, get_aval
 from gpuarr.numpy import creation, manipulation, reductions, ufuncs
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     check_arraylike,
     concrete_value,
     ensure_array,

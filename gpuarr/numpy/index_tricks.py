@@ -20,7 +20,7 @@ from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import get_aval
 from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     check_arraylike,
     concrete_value,
     ensure_array,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     ensure_array,
 )
 

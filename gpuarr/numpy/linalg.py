@@ -19,7 +19,7 @@ from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax import linalg as lax_linalg
 from gpuarr.lax.linalg import _H, _extract_diagonal, _is_complex, _mask, _matmul, _permutation_matrix
 from gpuarr.numpy import products, reductions
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     broadcast_all,
     broadcast_to,
     canonicalize_axis,

@@ -11,7 +11,7 @@ from gpuarr import lax
 from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     broadcast_all,
     canonicalize_axes,
     canonicalize_axis,
@@ -24,10 +24,10 @@ from gpuarr.numpy._util import (
     reject_out,
     static_hashable,
 )
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     broadcast_arrays as _broadcast_arrays,
 )
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     broadcast_to as _broadcast_to,
 )
 

@@ -15,7 +15,7 @@ from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
 from gpuarr.numpy import creation, linalg, manipulation, reductions, ufuncs
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     check_arraylike,
     concrete_int,
     ensure_array,

@@ -6,7 +6,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     broadcast_to,
     canonicalize_axis,
     check_arraylike,

@@ -9,7 +9,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     canonicalize_axes,
     canonicalize_axis,
     check_arraylike,
@@ -225,7 +225,7 @@ def _where_count(aval, axes, keepdims, where, dt):
     if where is None:
         n = np.asarray(_count(aval, axes), dt)[()]
         return n
-    from gpuarr.numpy._util import broadcast_to
+    from gpuarr.numpy.arguments import broadcast_to
     return sum(broadcast_to(where, aval.shape), axis=axes, dtype=dt, keepdims=keepdims)
 
 
@@ -537,7 +537,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         total = lax.full_like(avg, n)
         return (avg, total) if returned else avg
     check_arraylike("average", weights)
-    from gpuarr.numpy._util import promote_dtypes_inexact
+    from gpuarr.numpy.arguments import promote_dtypes_inexact
     a, weights = promote_dtypes_inexact(a, weights)
     a_shape, w_shape = get_aval(a).shape, get_aval(weights).shape
     if w_shape != a_shape:
@@ -555,7 +555,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     wsum = sum(weights, axis, keepdims=keepdims)
     avg = lax.div(sum(lax.mul(a, weights), axis, keepdims=keepdims), wsum)
     if returned:
-        from gpuarr.numpy._util import broadcast_arrays
+        from gpuarr.numpy.arguments import broadcast_arrays
         return tuple(broadcast_arrays(avg, wsum))
     return avg
 
@@ -611,7 +611,7 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
     merged), the values at the floor and ceiling of q * (n - 1) (of the non-NaN count with
     `squash_nans`) are read and combined by `method`."""
     from gpuarr.lax.sorting import sort, sort_key_val
-    from gpuarr.numpy._util import promote_dtypes_inexact
+    from gpuarr.numpy.arguments import promote_dtypes_inexact
     from gpuarr.numpy.ufuncs import where as jwhere
     if method not in _METHODS:
         raise ValueError("method can only be 'linear', 'lower', 'higher', 'midpoint', 'nearest' "
@@ -810,7 +810,7 @@ def _inverted_cdf(a, weights, q, axis, keepdims, squash_nans, a_shape):
 
 def _percent(name, q):
     check_arraylike(name, q)
-    from gpuarr.numpy._util import promote_dtypes_inexact
+    from gpuarr.numpy.arguments import promote_dtypes_inexact
     (q,) = promote_dtypes_inexact(q)
     return lax.div(q, _const(q, 100))  # q / 100, of q's dtype and weak type
 

@@ -12,7 +12,7 @@ from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.lax import cumulative, slicing
 from gpuarr.numpy import advanced_indexing, ufuncs
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     broadcast_all,
     broadcast_arrays,
     canonicalize_axis,

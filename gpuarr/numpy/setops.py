@@ -21,7 +21,7 @@ from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.lax import cumulative
 from gpuarr.numpy import creation, manipulation, reductions, selection, sorting, ufuncs
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     check_arraylike,
     concrete_value,
     ensure_array,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.lax.windowed import conv_general_dilated
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes, promote_dtypes_inexact
+from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes, promote_dtypes_inexact
 from gpuarr.numpy.ufuncs import conjugate
 
 _MODES = ("full", "same", "valid")

@@ -11,7 +11,7 @@ from gpuarr import dtypes, lax
 from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.lax import cumulative, slicing, sorting
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     canonicalize_axis,
     check_arraylike,
     concrete_value,

@@ -7,7 +7,7 @@ from gpuarr import dtypes, lax
 from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.numpy import creation, manipulation, reductions, ufuncs
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     check_arraylike,
     ensure_array,
     promote_dtypes_inexact,

@@ -21,7 +21,7 @@ from gpuarr import dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import get_aval
 from gpuarr.numpy import reductions, selection
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     broadcast_to,
     canonicalize_axis,
     check_arraylike,

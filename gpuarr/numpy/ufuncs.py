@@ -11,7 +11,7 @@ from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.numpy import ufunc_api
-from gpuarr.numpy._util import (
+from gpuarr.numpy.arguments import (
     _weak_scalar,
     broadcast_all,
     broadcast_arrays,
@@ -305,7 +305,7 @@ def _power(x, y):
         # JAX checks the width with NumPy's iinfo, which does not know int4 and the like.
         raise ValueError(f"Invalid integer data type {dt.kind!r}.")
     if dtypes.is_int(dt):
-        from gpuarr.numpy._util import broadcast_arrays as bcast
+        from gpuarr.numpy.arguments import broadcast_arrays as bcast
         return _int_power(*bcast(x, y))
     return lax.pow(x, y)
 

@@ -10,7 +10,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.lax.control_flow import scan, while_loop
-from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
+from gpuarr.numpy.arguments import check_arraylike, promote_dtypes_inexact
 from gpuarr.random.distributions import _check_broadcast_shapes, _float_dtype, _uniform
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
 from gpuarr.random.xla_math import xla_log, xla_log1p

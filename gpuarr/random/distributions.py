@@ -20,7 +20,7 @@ from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
 from gpuarr.lax.lax import check_no_sharding
 from gpuarr.lax.sorting import sort_key_val, top_k
-from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
+from gpuarr.numpy.arguments import check_arraylike, promote_dtypes_inexact
 from gpuarr.prng import UINT_DTYPES
 from gpuarr.random.keys import (
     canonicalize_shape,

@@ -5,7 +5,7 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import (  # noqa: F401  (concrete_int: used by the scipy modules)
+from gpuarr.numpy.arguments import (  # noqa: F401  (concrete_int: used by the scipy modules)
     broadcast_arrays,
     check_arraylike,
     concrete_int,

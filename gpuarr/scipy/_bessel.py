@@ -8,7 +8,7 @@ import operator
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.numpy._util import concrete_value, ensure_array, promote_dtypes_inexact
+from gpuarr.numpy.arguments import concrete_value, ensure_array, promote_dtypes_inexact
 
 
 def bessel_jn(z, *, v: int, n_iter: int = 50):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._arguments import promote_args_inexact
 
 
 def _power_transform(log, x, lmbda):

@@ -10,9 +10,9 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.numpy._util import concrete_value
+from gpuarr.numpy.arguments import concrete_value
+from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy._gamma import digamma, gamma, gammaln
-from gpuarr.scipy._util import promote_args_inexact
 
 
 def factorial(n, exact: bool = False):

@@ -15,9 +15,9 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy._gamma import gammaln
 from gpuarr.scipy._series import elementwise_while, polyval
-from gpuarr.scipy._util import const, promote_args_inexact
 
 # Ei(x) = x A(x) / B(x) + euler_gamma + log(x) on (0, 2].
 _EI_A = (-5.350447357812542947283e0, 2.185049168816613393830e2, -4.176572384826693777058e3,

@@ -13,8 +13,8 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.numpy._util import _convert
-from gpuarr.scipy._util import (
+from gpuarr.numpy.arguments import _convert
+from gpuarr.scipy._arguments import (
     broadcast_arrays,
     check_arraylike,
     const,

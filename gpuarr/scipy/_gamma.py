@@ -8,7 +8,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.api import jit
-from gpuarr.scipy._util import concrete_int, const, promote_args_inexact, require_real
+from gpuarr.scipy._arguments import concrete_int, const, promote_args_inexact, require_real
 
 
 def gammaln(x):

@@ -20,9 +20,9 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy._gamma import digamma, gamma
 from gpuarr.scipy._series import elementwise_while
-from gpuarr.scipy._util import promote_args_inexact
 
 _MAX_TERMS = 250
 

@@ -8,7 +8,7 @@ from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.api import jvp as _jvp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._arguments import promote_args_inexact
 
 
 def gammainc(a, x):

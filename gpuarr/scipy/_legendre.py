@@ -12,7 +12,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.numpy._util import concrete_int, concrete_value
+from gpuarr.numpy.arguments import concrete_int, concrete_value
 
 
 def _recurrence_coefficients(l_max: int, dtype):

@@ -12,7 +12,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.api import jit as _jit
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._arguments import promote_args_inexact
 
 _LANCZOS_G = 7.0
 _LANCZOS_COEFFS = (

@@ -11,7 +11,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._util import require_float32_or_64
+from gpuarr.scipy._arguments import require_float32_or_64
 
 
 def ndtr(x):

@@ -13,7 +13,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._util import const, promote_args_inexact
+from gpuarr.scipy._arguments import const, promote_args_inexact
 
 # Nodes t_i and weights w_i for T(h, a) ~ a sum_i w_i exp(-h^2 (1 + a^2 t_i) / 2) / (1 + a^2 t_i),
 # the substitution x^2 = a^2 t having absorbed 1 / (2 pi) and the Jacobian into the weights.

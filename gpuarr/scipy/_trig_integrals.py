@@ -16,7 +16,7 @@ from gpuarr import dtypes
 from gpuarr import numpy as jnp
 from gpuarr.api import jit as _jit
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._arguments import promote_args_inexact
 
 # Si(x) = x SN(x^2) / SD(x^2) and Ci(x) = euler_gamma + log(x) + x^2 CN(x^2) / CD(x^2), |x| <= 4.
 _SI_N = (-8.39167827910303881427E-11, 4.62591714427012837309E-8, -9.75759303843632795789E-6,

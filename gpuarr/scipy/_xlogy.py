@@ -9,7 +9,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.scipy._util import const, promote_args_inexact, require_real
+from gpuarr.scipy._arguments import const, promote_args_inexact, require_real
 
 
 @custom_jvp

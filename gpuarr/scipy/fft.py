@@ -17,7 +17,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
+from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 
 __all__ = ["dct", "dctn", "idct", "idctn"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from gpuarr import dtypes
 from gpuarr import numpy as jnp
 from gpuarr.core import get_aval
-from gpuarr.numpy._util import check_arraylike, promote_dtypes_inexact
+from gpuarr.numpy.arguments import check_arraylike, promote_dtypes_inexact
 from gpuarr.pytrees import register_pytree_node
 
 __all__ = ["RegularGridInterpolator"]

@@ -14,7 +14,8 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
-from gpuarr.numpy._util import canonicalize_axes
+from gpuarr.numpy.arguments import canonicalize_axes
+from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy._bessel import bessel_jn
 from gpuarr.scipy._boxcox import boxcox, boxcox1p
 from gpuarr.scipy._combinatorics import bernoulli, comb, factorial, poch
@@ -38,7 +39,6 @@ from gpuarr.scipy._normal import log_ndtr, ndtr, ndtri
 from gpuarr.scipy._owens_t import owens_t
 from gpuarr.scipy._spence import spence
 from gpuarr.scipy._trig_integrals import fresnel, sici
-from gpuarr.scipy._util import const, promote_args_inexact
 from gpuarr.scipy._xlogy import entr, kl_div, rel_entr, xlog1py, xlogy
 
 __all__ = [

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpuarr import numpy as jnp
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
+from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 
 __all__ = ["vq"]
 

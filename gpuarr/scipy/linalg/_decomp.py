@@ -17,7 +17,7 @@ from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax import linalg as lax_linalg
 from gpuarr.numpy import linalg as jnp_linalg
-from gpuarr.numpy._util import broadcast_to, ensure_array, promote_dtypes_inexact
+from gpuarr.numpy.arguments import broadcast_to, ensure_array, promote_dtypes_inexact
 
 
 def _inexact(*args):

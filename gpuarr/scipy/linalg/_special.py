@@ -10,8 +10,8 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.numpy._util import broadcast_to, check_arraylike, promote_dtypes
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.numpy.arguments import broadcast_to, check_arraylike, promote_dtypes
+from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy.linalg._decomp import _inexact, _shape
 
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.ad_api import value_and_grad
-from gpuarr.numpy._util import promote_dtypes_inexact
+from gpuarr.numpy.arguments import promote_dtypes_inexact
 
 _dot = partial(jnp.dot, precision=lax.Precision.HIGHEST)
 

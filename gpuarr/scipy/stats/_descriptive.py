@@ -11,8 +11,8 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.api import vmap
-from gpuarr.numpy._util import canonicalize_axis, check_arraylike
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.numpy.arguments import canonicalize_axis, check_arraylike
+from gpuarr.scipy._arguments import promote_args_inexact
 
 
 class ModeResult(NamedTuple):

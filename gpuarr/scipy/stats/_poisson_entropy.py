@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import numpy as jnp
-from gpuarr.numpy._util import check_arraylike, ensure_array, promote_dtypes_inexact
+from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 from gpuarr.scipy.special import entr, gammaln, xlogy
 
 

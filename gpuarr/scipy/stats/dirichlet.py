@@ -5,8 +5,8 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.numpy._util import ensure_array, promote_dtypes_inexact
-from gpuarr.scipy._util import const
+from gpuarr.numpy.arguments import ensure_array, promote_dtypes_inexact
+from gpuarr.scipy._arguments import const
 from gpuarr.scipy.special import gammaln, xlogy
 
 

@@ -5,8 +5,8 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import promote_args_inexact
-from gpuarr.scipy.stats._common import standardize
+from gpuarr.scipy._arguments import promote_args_inexact
+from gpuarr.scipy.stats._location_scale import standardize
 
 
 def logpdf(x, loc=0, scale=1):

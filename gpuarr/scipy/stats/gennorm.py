@@ -3,7 +3,7 @@ exp(-|x|^beta) (jax.scipy.stats.gennorm)."""
 from __future__ import annotations
 
 from gpuarr import lax
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._arguments import promote_args_inexact
 
 
 def logpdf(x, beta):

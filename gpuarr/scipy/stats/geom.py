@@ -6,7 +6,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import const, promote_args_inexact
+from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import xlog1py
 
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import const, promote_args_inexact
+from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import xlog1py, xlogy
-from gpuarr.scipy.stats._common import standardize
+from gpuarr.scipy.stats._location_scale import standardize
 
 
 def _nan_unless_positive(scale, value):

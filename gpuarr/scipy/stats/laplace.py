@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from gpuarr import lax
-from gpuarr.scipy._util import const, promote_args_inexact
-from gpuarr.scipy.stats._common import standardize
+from gpuarr.scipy._arguments import const, promote_args_inexact
+from gpuarr.scipy.stats._location_scale import standardize
 
 
 def logpdf(x, loc=0, scale=1):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import const, promote_args_inexact
+from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import expit, logit
-from gpuarr.scipy.stats._common import standardize
+from gpuarr.scipy.stats._location_scale import standardize
 
 
 def logpdf(x, loc=0, scale=1):

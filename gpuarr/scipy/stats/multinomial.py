@@ -6,8 +6,8 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.numpy._util import broadcast_arrays, check_arraylike, ensure_array, promote_dtypes_numeric
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.numpy.arguments import broadcast_arrays, check_arraylike, ensure_array, promote_dtypes_numeric
+from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy.special import gammaln, xlogy
 
 

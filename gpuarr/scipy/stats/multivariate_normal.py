@@ -6,7 +6,7 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.lax import linalg as lax_linalg
-from gpuarr.numpy._util import promote_dtypes_inexact
+from gpuarr.numpy.arguments import promote_dtypes_inexact
 
 
 def logpdf(x, mean, cov, allow_singular=None):

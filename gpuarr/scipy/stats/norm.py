@@ -6,8 +6,8 @@ import numpy as np
 from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.scipy import special
-from gpuarr.scipy._util import const, promote_args_inexact
-from gpuarr.scipy.stats._common import standardize
+from gpuarr.scipy._arguments import const, promote_args_inexact
+from gpuarr.scipy.stats._location_scale import standardize
 
 
 def logpdf(x, loc=0, scale=1):

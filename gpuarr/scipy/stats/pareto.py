@@ -5,8 +5,8 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import const, promote_args_inexact
-from gpuarr.scipy.stats._common import standardize
+from gpuarr.scipy._arguments import const, promote_args_inexact
+from gpuarr.scipy.stats._location_scale import standardize
 
 
 def _below_support(x, loc, scale):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import lax
-from gpuarr.scipy._util import const, promote_args_inexact
-from gpuarr.scipy.stats._common import standardize
+from gpuarr.scipy._arguments import const, promote_args_inexact
+from gpuarr.scipy.stats._location_scale import standardize
 
 
 def logpdf(x, df, loc=0, scale=1):

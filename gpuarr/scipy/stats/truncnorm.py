@@ -7,7 +7,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.scipy._util import promote_args_inexact
+from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy.special import log_ndtr, logsumexp, ndtr
 from gpuarr.scipy.stats import norm
 

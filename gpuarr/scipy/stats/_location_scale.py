@@ -1,4 +1,4 @@
-"""Helpers shared by the distributions."""
+"""Location-scale families: the standard variable (x - loc) / scale the distributions share."""
 from __future__ import annotations
 
 from gpuarr import lax

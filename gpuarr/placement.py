@@ -146,9 +146,17 @@ def put(x, device=None):
     """One leaf of `device_put`: to `device` (committed) or the default device (uncommitted)."""
     from gpuarr.dispatch import to_device_array
     if type(x) is not Array:
-        x = to_device_array(x)
         if device is None:
-            return x
+            return to_device_array(x)
+        if hasattr(device, "platform"):  # host data goes straight there, not through the default
+            stack = _stack()
+            stack.append(device)
+            try:
+                x = to_device_array(x)
+            finally:
+                stack.pop()
+        else:
+            x = to_device_array(x)
     if device is None:
         return x if not x._committed else Array(x._buffer, x.weak_type, platform=x._platform)
     if not hasattr(device, "platform"):

@@ -12,6 +12,16 @@ import time
 logger = logging.getLogger("gpuarr")
 
 
+def inline_calls(closed):
+    """`closed` with every call (nested jit, remat, custom_jvp/vjp) inlined. A kernel plan
+    cannot run a call, and with the optional passes off, or for an eager primitive that is
+    itself a call, nothing else would inline it; its consts come along."""
+    from gpuarr.compiler import passes
+    from gpuarr.core import ClosedProgram
+    program, consts = passes.inline(closed.program, list(closed.consts))
+    return closed if program is closed.program else ClosedProgram(program, consts)
+
+
 def plan_closed(closed, options=None):
     """The KernelPlan of a ClosedProgram (passes are assumed to have run already)."""
     from gpuarr.compiler import fusion, passes

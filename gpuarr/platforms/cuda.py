@@ -91,8 +91,9 @@ class CudaPlatform(Platform):
         """Fuse and render `closed`; returns `run(*buffers) -> tuple of DeviceBuffers` that
         launches without waiting. `run.donating(positions)` is the variant whose outputs may
         reuse the donated inputs at those flat positions."""
-        from gpuarr.compiler import passes, plan_closed, render
+        from gpuarr.compiler import inline_calls, passes, plan_closed, render
         from gpuarr.compiler.fusion import FusionOptions
+        closed = inline_calls(closed)
         options = FusionOptions(sub_compiler=lambda sub: self._device_callable(
             self.compile(passes.optimize(sub))), array_module=cuda.cupy())
         kernel_plan = plan_closed(closed, options)

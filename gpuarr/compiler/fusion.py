@@ -6,7 +6,9 @@ The algorithm, in the order it runs:
    reductions, library calls, scatters and host steps always do; so do operands of library
    calls and host steps; so does an elementwise value whose recomputation would cost too much:
    one used by several consumers while being expensive (transcendentals, hashes), or one that
-   a broadcast expands (recomputing it once per broadcast copy); and one where a fused chain
+   a broadcast expands (recomputing it once per broadcast copy), unless it is a cheap function
+   of reduction results (softmax's `1 / s`: recomputed per element in the reduction's
+   epilogue, as XLA's loop fusion does); and one where a fused chain
    grows deeper than CHAIN_DEPTH_LIMIT, so a 10,000-op chain is several kernels of a size a
    compiler handles. Every buffer records why.
 2. Every materialized value computed by elementwise/layout ops becomes an elementwise kernel.
@@ -166,8 +168,12 @@ def materialize(program: Program, options: FusionOptions) -> dict:
             if isinstance(a, Var):
                 consumers[a.id].append(eqn)
     cost: dict = {}
+    reduced: set = set()   # values on a reduced shape computed from reduction results alone
+    constant: set = set()  # values computed from literals alone (a broadcast literal, an iota)
     for eqn in program.eqns:
         kind, name = lowering.lowering_of(eqn.prim)
+        if kind == "reduce":
+            reduced.update(v.id for v in eqn.outvars)
         if not _fusable(eqn):
             for v in eqn.outvars:
                 reasons.setdefault(v.id, f"result of {eqn.prim.name} ({kind})")
@@ -194,6 +200,11 @@ def materialize(program: Program, options: FusionOptions) -> dict:
                                 if isinstance(a, Var) and a.id not in reasons)
         for v in eqn.outvars:
             cost[v.id] = c
+        if kind in ("elementwise", "layout") and all(a.id in constant for a in eqn.inputs
+                                                        if isinstance(a, Var)):
+            constant.update(v.id for v in eqn.outvars)
+        elif _of_reductions(eqn, kind, reduced, constant):
+            reduced.update(v.id for v in eqn.outvars)
         expanding = eqn.inputs if kind in ("elementwise", "piecewise") else eqn.inputs[:1]
         # Piecewise ops compute every piece in every lane (then select): an expensive piece
         # gets its own buffer once the output is more than twice its size.
@@ -201,7 +212,8 @@ def materialize(program: Program, options: FusionOptions) -> dict:
         if kind in ("elementwise", "layout", "piecewise") and name not in ("reshape", "transpose"):
             for x in expanding:
                 if (isinstance(x, Var) and x.id not in reasons and cost.get(x.id, 0) >= 10
-                        and eqn.outvars[0].aval.size > growth * x.aval.size):
+                        and eqn.outvars[0].aval.size > growth * x.aval.size
+                        and not (x.id in reduced and cost[x.id] <= options.recompute_limit)):
                     reasons[x.id] = (f"expensive value broadcast from {x.aval.str_short()} to "
                                      f"{eqn.outvars[0].aval.str_short()}: computed once, not per copy")
     for a in program.outvars:
@@ -215,6 +227,20 @@ def materialize(program: Program, options: FusionOptions) -> dict:
                             f"{cost[vid]}) in each would exceed the recompute limit")
     _bound_chain_depth(program, reasons, options.chain_depth_limit)
     return reasons
+
+
+def _of_reductions(eqn, kind, reduced: set, constant: set) -> bool:
+    """Whether `eqn` computes, elementwise on a reduction's result shape, from values in
+    `reduced` (reduction results and what was computed from them alone), literals and values
+    in `constant` (computed from literals alone). Such a value broadcast back over the reduced
+    axes is recomputed per element where it is read, as XLA's loop fusion does, rather than
+    buffered: softmax's `1 / s` and a normalization's `rsqrt(var + eps)` then fuse into the
+    epilogue of the reduction that produced `s` or `var`."""
+    if kind not in ("elementwise", "layout"):
+        return False
+    size = eqn.outvars[0].aval.size
+    vars_ = [a for a in eqn.inputs if isinstance(a, Var) and a.id not in constant]
+    return bool(vars_) and all(a.id in reduced and a.aval.size == size for a in vars_)
 
 
 def _bound_chain_depth(program: Program, reasons: dict, limit: int) -> None:

@@ -255,6 +255,34 @@ def test_softmax_at_most_two_kernels(axis):
     assert all(not isinstance(s, HostStep) for s in plan.steps)
 
 
+def layer_norm(x):
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    return (x - mean) * lax.rsqrt(jnp.var(x, axis=-1, keepdims=True) + 1e-5)
+
+
+@pytest.mark.parametrize("f", [gpuarr.nn.softmax, gpuarr.nn.log_softmax, layer_norm,
+                               lambda x: gpuarr.nn.softmax(x, axis=0)],
+                         ids=["softmax", "log_softmax", "layer_norm", "softmax_axis0"])
+def test_functions_of_a_reduction_fuse_into_its_epilogue(f):
+    # The simplifier writes x / s as x * (1 / s); 1 / s (rsqrt(var + eps), log s) on the reduced
+    # shape is recomputed per element in the consumer, which becomes the reduction's epilogue.
+    x = rng.standard_normal((16, 70)).astype(np.float32)
+    plan = check(f, x, rtol=2e-6, atol=1e-6)
+    assert kernel_count(plan) == 2 and all(not isinstance(s, HostStep) for s in plan.steps)
+    assert "epilogue" in plan.kernels[-1].reason
+
+
+def test_functions_of_a_reduction_read_by_other_consumers():
+    # Recomputed where it is read: an outer product with another array, a split (two-pass)
+    # reduction whose consumer stays its own kernel, and a value shared by two consumers.
+    x = rng.uniform(0.5, 2.0, (12, 40)).astype(np.float32)   # sums far from 0
+    y = rng.standard_normal((9,)).astype(np.float32)
+    check(lambda x, y: (1.0 / jnp.sum(x, axis=1))[:, None] * y, x, y, rtol=2e-6)
+    big = rng.standard_normal((2, 65536)).astype(np.float32)
+    check(lambda x: x / jnp.sqrt(jnp.sum(x * x, axis=1, keepdims=True)), big, rtol=1e-5)
+    check(lambda x: (x * (1.0 / jnp.max(x, axis=0)), jnp.exp(x) / jnp.max(x, axis=0)), x, rtol=2e-6)
+
+
 REDUCE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"]
 
 

@@ -324,7 +324,16 @@ class DagBuilder:
 
     def value(self, atom, transforms: tuple, root=False) -> int:
         """Node index of `atom` seen through `transforms` (root-first list of layout ops)."""
-        found = self.lookup(atom, transforms, root)
+        return self.walk(self.lookup(atom, transforms, root))
+
+    def run(self, expansion) -> int:
+        """Node index that the generator `expansion` (one written like `expand`, such as
+        `pieces`) returns, its requests served by the same walk."""
+        return self.walk((None, expansion))
+
+    def walk(self, found) -> int:
+        """Run `found` (a node index, or (memo key or None, expansion) from `lookup`) to its
+        node index, expanding requested equations innermost first on an explicit stack."""
         stack = []   # (memo key, suspended expansion), innermost last
         while True:
             if isinstance(found, tuple):   # an equation to expand first
@@ -339,7 +348,9 @@ class DagBuilder:
                 request = expansion.send(sent)
             except StopIteration as done:
                 stack.pop()
-                found = self.memo[key] = done.value
+                found = done.value
+                if key is not None:
+                    self.memo[key] = found
                 continue
             found = self.lookup(*request)
 
@@ -507,26 +518,28 @@ class DagBuilder:
             if i:
                 r = self.op("rem", (t, self.const(i + 1)), "int64")
                 conds.append(self.op("eq", (r, self.const(0)), "bool"))
-        inner = yield x, transforms + (("pad", shape, low, interior),)
+        inner = yield x, _then_pad(transforms, shape, low, interior)
         mask = self.all_of(conds)
         if mask is None:
             return inner
         return self.op("select_n", (mask, fill, inner), out.aval.dtype.name, text)
 
-    def concatenate(self, eqn, out, transforms, text) -> int:
-        """concatenate along `dimension`: the piece whose range holds the coordinate."""
-        return self.pieces(eqn.inputs, eqn.params["dimension"], tuple(out.aval.shape),
-                           out.aval.dtype.name, transforms, text)
+    def concatenate(self, eqn, out, transforms, text):
+        """Generator: concatenate along `dimension`, the piece whose range holds the coordinate."""
+        return (yield from self.pieces(eqn.inputs, eqn.params["dimension"], tuple(out.aval.shape),
+                                       out.aval.dtype.name, transforms, text))
 
-    def pieces(self, inputs, dim, shape, dtype, transforms, text) -> int:
-        """`inputs` side by side along `dim` over `shape`: a chain of selects on the coordinate."""
+    def pieces(self, inputs, dim, shape, dtype, transforms, text):
+        """Generator: `inputs` side by side along `dim` over `shape`, a chain of selects on the
+        coordinate. Each piece is a request of the walk (nested concatenates never recurse);
+        a caller outside a walk runs it with `run`."""
         pieces, start = [], 0
         for x in inputs:
             n = x.aval.shape[dim]
             if n:
                 low = tuple(start if d == dim else 0 for d in range(len(shape)))
-                t = transforms + (("pad", shape, low, (0,) * len(shape)),)
-                pieces.append((start + n, self.value(x, t)))
+                t = _then_pad(transforms, shape, low, (0,) * len(shape))
+                pieces.append((start + n, (yield x, t)))
             start += n
         c = self.coord(shape, dim, transforms)
         result = pieces[-1][1]
@@ -580,6 +593,18 @@ class DagBuilder:
         t = transforms + (("broadcast", out_shape, batch_dims), ("reshape", ishape[:-1]),
                           ("slice", starts, limits, None))
         return (yield indices, t)
+
+
+def _then_pad(transforms: tuple, shape, low, interior) -> tuple:
+    """`transforms` followed by a pad to `shape`, merged into a pad that ends `transforms` when
+    the two compose (`IndexMap.merge_pads`): the transforms of a piece nested N concatenates deep
+    stay one pad, not N, so its memo key and index map cost O(1) instead of O(N)."""
+    if transforms and transforms[-1][0] == "pad":
+        _, outer_shape, outer_low, outer_interior = transforms[-1]
+        merged = IndexMap.merge_pads(outer_low, outer_interior, low, interior)
+        if merged is not None:
+            return transforms[:-1] + (("pad", outer_shape, *merged),)
+    return transforms + (("pad", tuple(shape), tuple(low), tuple(interior)),)
 
 
 def _mode_name(mode) -> str:
@@ -723,7 +748,7 @@ class Fusion:
             part = shape[:dim] + (width,) + shape[dim + 1:]
             dag = DagBuilder(self, self.buffer_of)
             dag.eqns[id(eqn)] = eqn
-            root = dag.pieces(group, dim, part, var.aval.dtype.name, (), self.text(eqn))
+            root = dag.run(dag.pieces(group, dim, part, var.aval.dtype.name, (), self.text(eqn)))
             args, eqns, bindings = self.kernel_io(dag, var.aval.dtype.name, var.aval.size,
                                                   self.buffer_of(var))
             window = out_map.slice(tuple(start if d == dim else 0 for d in range(len(shape))),

@@ -99,8 +99,28 @@ class IndexMap:
             return self
         return IndexMap((View.contiguous(self.views[0].shape),) + self.views)
 
+    @staticmethod
+    def merge_pads(low, interior, inner_low, inner_interior) -> tuple | None:
+        """(low, interior) of one pad reading what a pad of (`low`, `interior`) reads through a
+        pad of (`inner_low`, `inner_interior`), or None when along some dim both have interior
+        padding. Source coordinate `(c - lo) / (i + 1)`, then `(c' - lo') / (i' + 1)`, with `i`
+        or `i'` zero, is `(c - lo - lo' * (i + 1)) / (i + i' + 1)`."""
+        if not all(i == 0 or j == 0 for i, j in zip(interior, inner_interior)):
+            return None
+        return (tuple(lo + lo_in * (i + 1) for lo, lo_in, i in zip(low, inner_low, interior)),
+                tuple(i + j for i, j in zip(interior, inner_interior)))
+
     def pad(self, shape, low, interior) -> IndexMap:
-        """Index the padded array of `shape`: see PadView."""
+        """Index the padded array of `shape`: see PadView. A pad of a pad is one PadView when
+        along each dim at least one of the two has no interior padding (a nested concatenate's
+        pieces, pads of pads): each load then stays one clamp per dim however deep the
+        nesting. Where both masks say "source" the composed view reads the same element;
+        elsewhere (masked lanes) it still reads in bounds."""
+        inner = self.views[0]
+        if isinstance(inner, PadView):
+            merged = IndexMap.merge_pads(low, interior, inner.low, inner.interior)
+            if merged is not None:
+                return self._replace_first(PadView(tuple(shape), *merged, inner.source))
         head = PadView(tuple(shape), tuple(low), tuple(interior), self.shape)
         return IndexMap((head,) + self.views)
 

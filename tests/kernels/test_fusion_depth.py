@@ -93,3 +93,46 @@ def test_deep_chain_of_piecewise_and_indexed_ops_on_opencl(pocl):
     got = gpuarr.jit(mixed_chain)(gpuarr.device_put(x0, gpuarr.devices("opencl")[0]))
     assert_close(got, want)
     assert_close(gpuarr.jit(mixed_chain)(x0), want)   # the default platform agrees
+
+
+def nested_concatenates(x, y, n=3000):
+    """`n` concatenates, each of the previous result and one element of `y`, alternately
+    prepended and appended, with a pad every 100 steps (pads of pads merge with them)."""
+    for i in range(n):
+        if i % 100 == 50:
+            x = lax.pad(x, np.float32(-1.0), [(1, 0, 0)])
+        elif i % 2:
+            x = jnp.concatenate([y[i % 4:i % 4 + 1], x])
+        else:
+            x = jnp.concatenate([x, y[:1] * np.float32(i)])
+    return x
+
+
+def test_3000_nested_concatenates_on_opencl(pocl):
+    # Each concatenate's pieces are requests of the DAG walk (no Python recursion per level),
+    # and a piece's pads merge into one, so its index map stays one clamp per dim.
+    x, y = np.arange(5, dtype=np.float32), np.arange(4, dtype=np.float32) + 10
+    closed = optimized(nested_concatenates, x, y)
+    (want,) = codegen.compile_closed(closed)(x, y)
+    plan = plan_closed(closed)
+    assert all(isinstance(k, ElementwiseKernel) for k in plan.kernels) and len(plan.kernels) <= 8
+    sources = [s.source for s in render.render_plan(plan).steps if s.kind == "launch"]
+    assert max(len(s) for s in sources) < 1_000_000
+    device = gpuarr.devices("opencl")[0]
+    got = gpuarr.jit(nested_concatenates)(gpuarr.device_put(x, device), gpuarr.device_put(y, device))
+    assert got.device == device and got.shape == (3005,)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_wide_concatenate_of_nested_concatenates(pocl):
+    # The wide-concatenate split runs its pieces through the same walk.
+    x = np.arange(3, dtype=np.float32)
+    parts = lambda x: [jnp.concatenate([x * np.float32(k), x[:k % 3 + 1]]) for k in range(150)]  # noqa: E731
+
+    def f(x):
+        return jnp.concatenate(parts(nested_concatenates(x, x, 300)))
+    closed = optimized(f, x)
+    (want,) = codegen.compile_closed(closed)(x)
+    assert any("pieces" in k.reason for k in plan_closed(closed).kernels)
+    got = gpuarr.jit(f)(gpuarr.device_put(x, gpuarr.devices("opencl")[0]))
+    np.testing.assert_array_equal(np.asarray(got), want)

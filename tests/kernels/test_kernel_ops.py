@@ -14,6 +14,8 @@ from gpuarr.compiler.plan import (
     ElementwiseKernel,
     Gather,
     HostStep,
+    Load,
+    PadView,
     ReductionKernel,
     ScanKernel,
     Window,
@@ -104,6 +106,32 @@ def test_pad_of_pad_and_jnp_pad():
                                    np.int32(-1), ((-1, 2, 0), (1, 0, 1))), x)
     assert kernel_count(plan) == 1
     check(lambda x: jnp.pad(x, ((2, 1), (0, 3))).T * 2, x)
+
+
+PAD_PAIRS = [(((2, 1, 0), (0, 3, 0)), ((1, -2, 0), (-1, 2, 0))),     # merged: no interior
+             (((1, 0, 2), (0, 1, 0)), ((-2, 3, 0), (2, -1, 1))),     # merged: one interior per dim
+             (((0, -1, 1), (1, 1, 1)), ((1, 2, 2), (0, 0, 0))),      # dim 0 has both: two views
+             (((-1, 0, 0), (2, 0, 0)), ((0, 0, 1), (-3, -1, 3)))]
+
+
+@pytest.mark.parametrize("inner,outer", PAD_PAIRS)
+def test_pads_of_pads_and_nested_concatenates(inner, outer):
+    # A pad read through a pad is one PadView when each dim has interior padding in at most
+    # one of them (IndexMap.merge_pads); the masks of both pads still select the padding.
+    x = rng.integers(0, 9, (4, 5)).astype(np.int32)
+    plan = check(lambda x: lax.pad(lax.pad(x * 3, np.int32(7), inner), np.int32(-1), outer), x)
+    assert kernel_count(plan) == 1
+    (load,) = [n for n in plan.kernels[0].nodes if isinstance(n, Load)]
+    merged = all(i == 0 or j == 0 for (_, _, i), (_, _, j) in zip(inner, outer))
+    assert sum(isinstance(v, PadView) for v in load.index.views) == (1 if merged else 2)
+    y = rng.standard_normal((4, 2)).astype(np.float32)
+    along_1 = ((0, 0, 0), outer[1])
+
+    def f(x, y):
+        inside = jnp.concatenate([jnp.concatenate([x, y], 1), y[:, :1]], 1)
+        return jnp.concatenate([y, lax.pad(inside, np.float32(0.5), along_1), y[:, ::-1]], 1)
+    plan = check(f, x.astype(np.float32), y, exact=True)
+    assert kernel_count(plan) == 1
 
 
 def test_concatenate_is_one_fused_kernel():

@@ -9,10 +9,14 @@ from gpuarr import lax  # noqa: F401
 from gpuarr import numpy  # noqa: F401
 from gpuarr import tree, tree_util  # noqa: F401
 from gpuarr.array import Array  # noqa: F401
-from gpuarr.api import (  # noqa: F401
-    ShapeDtypeStruct, block_until_ready, clear_caches, default_backend, device_count, device_get,
-    device_put, devices, disable_jit, eval_shape, fwd_and_bwd, grad, jit, jvp, linearize,
-    local_devices, make_jaxpr, typeof, value_and_grad, vjp, vmap,
+from gpuarr.jit_api import (  # noqa: F401
+    ShapeDtypeStruct, clear_caches, disable_jit, eval_shape, jit, make_jaxpr,
+)
+from gpuarr.ad_api import fwd_and_bwd, grad, jvp, linearize, value_and_grad, vjp  # noqa: F401
+from gpuarr.vmap_api import vmap  # noqa: F401
+from gpuarr.device_api import (  # noqa: F401
+    block_until_ready, default_backend, device_count, device_get, device_put, devices,
+    local_devices, typeof,
 )
 from gpuarr.config import (  # noqa: F401
     check_tracer_leaks, checking_leaks, debug_infs, debug_nans, default_matmul_precision,
@@ -32,14 +36,14 @@ from gpuarr.tree_util import (  # noqa: F401
 )
 
 # Automatic differentiation: custom rules, checkpointing, Jacobians.
-from gpuarr.api import hessian, jacfwd, jacobian, jacrev, linear_transpose  # noqa: F401, E402
+from gpuarr.ad_api import hessian, jacfwd, jacobian, jacrev, linear_transpose  # noqa: F401, E402
 from gpuarr.custom_derivatives import (  # noqa: F401, E402
     closure_convert, custom_gradient, custom_jvp, custom_vjp,
 )
-from gpuarr.api import (  # noqa: F401, E402
-    ensure_compile_time_eval, host_count, host_id, named_call, named_scope,
-    effects_barrier, host_ids, print_environment_info, process_count, process_index,
-    process_indices,
+from gpuarr.naming_api import ensure_compile_time_eval, named_call, named_scope  # noqa: F401, E402
+from gpuarr.device_api import (  # noqa: F401, E402
+    effects_barrier, host_count, host_id, host_ids, print_environment_info, process_count,
+    process_index, process_indices,
 )
 from gpuarr.dtypes import float0  # noqa: F401, E402
 from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401, E402
@@ -61,7 +65,7 @@ from gpuarr.backends import numpy as _numpy_backend  # noqa: F401, E402
 from gpuarr import export  # noqa: F401, E402
 
 # Devices, placement and interchange (cuda platform, DLPack).
-from gpuarr.api import default_device, local_device_count  # noqa: F401, E402
+from gpuarr.device_api import default_device, local_device_count  # noqa: F401, E402
 from gpuarr.pmap_api import pmap  # noqa: F401, E402
 from gpuarr.platforms import Device  # noqa: F401, E402
 from gpuarr import dlpack  # noqa: F401, E402
@@ -70,6 +74,8 @@ from gpuarr import dlpack  # noqa: F401, E402
 # type annotations.
 from gpuarr.compiler.explain import explain  # noqa: F401, E402
 from gpuarr import monitoring, ops, profiler, stages, typing  # noqa: F401, E402
+# The whole API in one namespace, as `gpuarr.api`.
+from gpuarr import api  # noqa: F401, E402
 
 # Live arrays, host copies and the version.
 from gpuarr.array import copy_to_host_async, live_arrays  # noqa: F401, E402

@@ -9,12 +9,14 @@ from collections.abc import Callable
 import numpy as np
 
 from gpuarr import core, dtypes, pytrees
+from gpuarr.api_util import index_tuple, leaf_aval
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram
 from gpuarr.dispatch import as_array, to_device_array, wrap
 from gpuarr.interpreters import ad
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
+from gpuarr.jit_api import jit
 from gpuarr.vmap_api import vmap
 
 logger = logging.getLogger("gpuarr")
@@ -23,14 +25,6 @@ _SCALARS = (bool, int, float, complex)
 
 
 # ---------------------------------------------------------------- differentiation
-
-
-def _argnums_tuple(argnums):
-    import operator
-    try:
-        return (operator.index(argnums),)
-    except TypeError:
-        return tuple(map(operator.index, argnums))
 
 
 def _resolve_argnums(argnums_t, nargs):
@@ -154,7 +148,7 @@ def fwd_and_bwd(fun: Callable, argnums, has_aux: bool = False, jitted: bool = Tr
     sequence). Both are jitted unless `jitted=False`, so a loop calling them compiles each once,
     where `jit(vjp_fn)` would compile again for every new forward pass."""
     single = isinstance(argnums, int)
-    nums = _argnums_tuple(argnums)
+    nums = index_tuple(argnums)
 
     def fwd(*args):
         def partial_fun(*dyn):
@@ -169,7 +163,6 @@ def fwd_and_bwd(fun: Callable, argnums, has_aux: bool = False, jitted: bool = Tr
         return g[0] if single else g
 
     if jitted:
-        from gpuarr.api import jit
         fwd, bwd = jit(fwd), jit(bwd)
     return fwd, bwd
 
@@ -249,7 +242,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     positional arguments `argnums` (an int or a tuple) of a scalar-output `fun`. With
     `has_aux`, `fun` returns `(value, aux)` and the result is `((value, aux), gradient)`."""
     _no_reduce_axes(reduce_axes, "grad")
-    argnums_all = _argnums_tuple(argnums)
+    argnums_all = index_tuple(argnums)
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
@@ -462,7 +455,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     """The Jacobian of `fun` by forward mode (vmap of jvp over a basis of input tangents).
     For output leaf shape `o` and input leaf shape `i` the block has shape `o + i`; the
     result mirrors the output pytree, then the `argnums` structure, as jax.jacfwd."""
-    argnums_all = _argnums_tuple(argnums)
+    argnums_all = index_tuple(argnums)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -523,7 +516,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
            allow_int: bool = False):
     """The Jacobian of `fun` by reverse mode (vmap of the vjp over a basis of output
     cotangents); block shapes and pytree layout as in `jacfwd` (jax.jacrev)."""
-    argnums_all = _argnums_tuple(argnums)
+    argnums_all = index_tuple(argnums)
 
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
@@ -581,9 +574,9 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear function `fun`, whose inputs have the shapes and dtypes of
     `primals`: returns `f_t(cotangent) -> tuple of input cotangents` (jax.linear_transpose)."""
     _no_reduce_axes(reduce_axes, "transpose")
-    from gpuarr.api import _leaf_aval  # primals may be ShapeDtypeStructs, as in JAX
     flat_p, in_tree = pytrees.tree_flatten(primals)
-    given_avals = [_leaf_aval(p) for p in flat_p]  # results take their weak types
+    # Primals may be ShapeDtypeStructs, as in JAX; results take their weak types.
+    given_avals = [leaf_aval(p) for p in flat_p]
     in_avals = [a.strip_weak_type() for a in given_avals]
     flat_fun, out_tree_of = pytrees.flatten_fun(fun, in_tree)
     # Stage the function with every input unknown; what does not depend on the inputs is

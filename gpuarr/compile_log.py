@@ -112,8 +112,7 @@ def _static_diffs(jitted, new_statics, old_statics) -> list:
 
 
 def _type_diffs(jitted, in_tree, statics, new_sigs, old_sigs) -> list:
-    from gpuarr.api import _leaf_arg_names  # the jit module imports this one
-    arg_names = _leaf_arg_names(in_tree, None, jitted._sig, statics)
+    arg_names = jitted._leaf_names(in_tree, statics)
     diffs = []
     for i, (a_sig, b_sig) in enumerate(zip(new_sigs, old_sigs)):
         if a_sig == b_sig:

@@ -476,9 +476,9 @@ def raise_at_nonfinite(closed, args) -> None:
 
 
 def _run_checked(prog, consts, args):
-    from gpuarr.api import jit_p
     from gpuarr.core import Literal
     from gpuarr.dispatch import nonfinite_kind, nonfinite_message
+    from gpuarr.jit_api import jit_p
 
     env = {}
 

@@ -1,12 +1,20 @@
-"""Devices and data movement: device_put, device_get, devices, default_backend, block_until_ready."""
+"""Devices and data movement: device_put, device_get, devices, default_backend, block_until_ready;
+processes and the environment: process_index, process_count, effects_barrier,
+print_environment_info."""
 from __future__ import annotations
 
 import logging
+import platform
+import sys
+import warnings
+
+import numpy as np
 
 from gpuarr import core, placement, pytrees
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.dispatch import as_array as _as_array  # noqa: F401
+from gpuarr.version import __version__
 
 logger = logging.getLogger("gpuarr")
 _flags = config._values
@@ -116,3 +124,70 @@ default_device = placement.default_device
 
 def typeof(x) -> ShapedArray:
     return core.get_aval(x)
+
+
+# ---------------------------------------------------------------- processes and environment
+
+
+def process_index(backend=None) -> int:
+    """The index of this process among those running the computation: 0 (one host)."""
+    return 0
+
+
+def process_count(backend=None) -> int:
+    """The number of processes running the computation: 1 (one host)."""
+    return 1
+
+
+def process_indices(backend=None) -> list[int]:
+    """The indices of all processes running the computation: [0] (one host)."""
+    return list(range(process_count(backend)))
+
+
+def host_ids(backend=None) -> list[int]:
+    """The former name of `process_indices` (JAX's warning text, typo included)."""
+    warnings.warn("jax.process_indexs has been renamed to jax.process_indices. This alias "
+                  "will eventually be removed; please update your code.", stacklevel=2)
+    return process_indices(backend)
+
+
+def effects_barrier() -> None:
+    """Wait until the side effects of computations already started have completed.
+
+    gpuarr runs callbacks and debug prints synchronously, in program order, while the
+    computation that contains them runs, so there is never a pending effect to wait for:
+    this returns None at once."""
+    return None
+
+
+def host_id(backend=None) -> int:
+    """The former name of `process_index`."""
+    warnings.warn("jax.host_id has been renamed to jax.process_index. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_index(backend)
+
+
+def host_count(backend=None) -> int:
+    """The former name of `process_count`."""
+    warnings.warn("jax.host_count has been renamed to jax.process_count. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_count(backend)
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Print (or, with `return_string=True`, return) the versions of gpuarr, NumPy and Python,
+    the devices, the process count and the platform, for bug reports."""
+    devs = devices()
+    kinds = ", ".join(sorted({f"{getattr(d, 'platform', 'cpu')}-{len(devs)}" for d in devs}))
+    info = "\n".join([
+        f"gpuarr: {__version__}",
+        f"numpy:  {np.__version__}",
+        f"python: {sys.version}",
+        f"device info: {kinds}, {len(devs)} local devices",
+        f"process_count: {process_count()}",
+        f"platform: {platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return info
+    print(info)
+    return None

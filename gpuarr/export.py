@@ -98,7 +98,9 @@ class Exported:
 
     def vjp(self) -> Exported:
         """The exported VJP function: (primal inputs, output cotangents) -> input cotangents."""
-        from gpuarr.api import ShapeDtypeStruct, jit, vjp
+        from gpuarr.ad_api import vjp
+        from gpuarr.api_util import ShapeDtypeStruct
+        from gpuarr.jit_api import jit
 
         def fun_vjp(*args_and_cts):
             n = len(self.in_avals)
@@ -152,7 +154,7 @@ class Exported:
                 raise ValueError(f"Shape mismatch for args[{i}].shape (expected same "
                                  f"constant): expected {want.shape} and called with {got.shape}")
         if self._called is None:
-            from gpuarr.api import jit
+            from gpuarr.jit_api import jit
             closed = self._closed
             self._called = jit(lambda *xs: core.eval_closed(closed, *xs))
         # Results take the exported output types, which are never weak (as in JAX).
@@ -182,7 +184,7 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
 
 def default_export_platform() -> str:
     """The platform `export` targets by default: the default backend's ('cpu' or 'cuda')."""
-    from gpuarr.api import default_backend
+    from gpuarr.device_api import default_backend
     return default_backend()
 
 

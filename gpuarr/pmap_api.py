@@ -11,8 +11,8 @@ import functools
 from collections.abc import Callable
 
 from gpuarr import core, pytrees
-from gpuarr.api import jit
 from gpuarr.device_api import devices as _devices
+from gpuarr.jit_api import jit
 from gpuarr.vmap_api import _broadcast_prefix, vmap
 
 

@@ -15,7 +15,7 @@ from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from gpuarr import pytrees
+from gpuarr import api_util, pytrees
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, ShapedArray, subprograms
 
 
@@ -136,10 +136,9 @@ class Compiled(_Stage):
     call = __call__
 
     def _check_types(self, leaves):
-        from gpuarr.api import _abstractify
         mismatches = []
         for i, (leaf, want) in enumerate(zip(leaves, self._closed.in_avals)):
-            got = _abstractify(leaf)
+            got = api_util.abstractify(leaf)
             if (got.shape, got.dtype) != (want.shape, want.dtype):
                 name = self._arg_names[i] if i < len(self._arg_names) else f"args[{i}]"
                 mismatches.append(f"Argument '{name}' compiled with {_type_str(want)} and "

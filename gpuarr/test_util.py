@@ -11,7 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import api, dtypes, pytrees
+from gpuarr import ad_api, dtypes, pytrees
 from gpuarr.config import enable_x64
 
 __all__ = ["check_close", "check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
@@ -139,16 +139,16 @@ def check_grads(f, args, order: int, modes=("fwd", "rev"), atol=None, rtol=None,
 def _check_grads(f, args, order, modes, atol, rtol, eps, err_msg):
     if "fwd" in modes:
         fwd_msg = f"JVP of {err_msg}" if err_msg else "JVP"
-        check_jvp(f, partial(api.jvp, f), args, atol, rtol, eps, fwd_msg)
+        check_jvp(f, partial(ad_api.jvp, f), args, atol, rtol, eps, fwd_msg)
         if order > 1:
-            _check_grads(partial(api.jvp, f), (args, args), order - 1, modes, atol, rtol, eps,
+            _check_grads(partial(ad_api.jvp, f), (args, args), order - 1, modes, atol, rtol, eps,
                          fwd_msg)
     if "rev" in modes:
         rev_msg = f"VJP of {err_msg}" if err_msg else "VJP"
-        check_vjp(f, partial(api.vjp, f), args, atol, rtol, eps, rev_msg)
+        check_vjp(f, partial(ad_api.vjp, f), args, atol, rtol, eps, rev_msg)
         if order > 1:
             def f_vjp(*args):
-                out_primal, vjp_fn = api.vjp(f, *args)
+                out_primal, vjp_fn = ad_api.vjp(f, *args)
                 return vjp_fn(out_primal)
             _check_grads(f_vjp, args, order - 1, modes, atol, rtol, eps, rev_msg)
 

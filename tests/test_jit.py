@@ -9,7 +9,7 @@ import pytest
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import errors, tree_util
-from gpuarr.api import Jitted
+from gpuarr.jit_api import Jitted
 
 
 def test_jit_computes_like_eager():

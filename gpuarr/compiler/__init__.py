@@ -1,8 +1,10 @@
 """The kernel compiler: passes (Program -> Program), fusion (Program -> KernelPlan), rendering
 (KernelPlan -> LaunchPlan of CUDA C / OpenCL C source). Backends run LaunchPlans.
 
-`compile_closed(closed)` is what a kernel platform calls: fuse, render, log the compilation
-when `config.log_compiles` is on (logger "gpuarr"), and dump sources to GPUARR_DUMP_DIR.
+The optional passes are run by the platform (`Platform.compile`: `optimize`, then `codegen`);
+a kernel platform's codegen inlines calls (`inline_calls`, whose consts it then passes) and calls
+`compile_closed(closed)`: fuse, render, log the compilation when `config.log_compiles` is on
+(logger "gpuarr"), and dump sources to GPUARR_DUMP_DIR.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ def inline_calls(closed):
 
 
 def plan_closed(closed, options=None):
-    """The KernelPlan of a ClosedProgram (passes are assumed to have run already)."""
+    """The KernelPlan of a ClosedProgram (the optional passes and `inline_calls` are assumed
+    to have run already)."""
     from gpuarr.compiler import fusion, passes
     program = passes.decompose_for_kernels(closed.program)
     inplace = passes.inplace_operands(program)

@@ -126,9 +126,9 @@ def describe(plan: KernelPlan, source: bool = False) -> str:
 
 def plan_of(f, *args, **kwargs) -> KernelPlan:
     """Trace `f` at `args`, run the passes, and fuse: the KernelPlan jit would run."""
-    from gpuarr import api
+    from gpuarr import jit_api
     from gpuarr.compiler import passes, plan_closed
-    closed = api.make_jaxpr(f)(*args, **kwargs)
+    closed = jit_api.make_jaxpr(f)(*args, **kwargs)
     closed = passes.optimize(closed)
     return plan_closed(closed)
 

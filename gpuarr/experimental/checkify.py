@@ -29,7 +29,6 @@ import numpy as np
 from gpuarr import dtypes, errors, impls, pytrees
 from gpuarr import numpy as jnp
 from gpuarr.ad_checkpoint import remat_p
-from gpuarr.api import jit_p
 from gpuarr.array import Array
 from gpuarr.core import (
     ClosedProgram,
@@ -46,6 +45,7 @@ from gpuarr.core import (
 from gpuarr.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
+from gpuarr.jit_api import jit_p
 from gpuarr.lax import lax, slicing
 from gpuarr.lax.control_flow import cond_p, scan_p, while_p
 

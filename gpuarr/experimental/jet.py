@@ -25,7 +25,6 @@ from functools import partial
 from gpuarr import lax, pytrees
 from gpuarr import numpy as jnp
 from gpuarr.ad_checkpoint import remat_p
-from gpuarr.api import jit_p
 from gpuarr.array import Array
 from gpuarr.core import (
     ClosedProgram,
@@ -42,6 +41,7 @@ from gpuarr.core import (
 from gpuarr.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import add_any_p
+from gpuarr.jit_api import jit_p
 
 __all__ = ["jet", "jet2", "jet_rules", "zero_series", "fact"]
 

@@ -22,9 +22,9 @@ import numpy as np
 from gpuarr import core, dtypes, lax, pytrees
 from gpuarr import numpy as jnp
 from gpuarr.ad_api import vjp
-from gpuarr.api import jit
 from gpuarr.config import config
 from gpuarr.custom_derivatives import closure_convert, custom_vjp
+from gpuarr.jit_api import jit
 from gpuarr.numpy.arguments import promote_dtypes_inexact
 
 __all__ = ["odeint"]

@@ -17,8 +17,8 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.api import jit
 from gpuarr.core import get_aval
+from gpuarr.jit_api import jit
 from gpuarr.numpy.arguments import ensure_array, promote_dtypes_inexact
 
 __all__ = ["ResizeMethod", "resize", "scale_and_translate"]

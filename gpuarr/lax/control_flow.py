@@ -1168,7 +1168,7 @@ def map(f, xs, *, batch_size=None):
     if batch_size is None:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
-    from gpuarr.api import vmap
+    from gpuarr.vmap_api import vmap
     scan_xs, rest_xs = _batch_and_remainder(xs, batch_size)
     if scan_xs is None:
         return vmap(f)(rest_xs)

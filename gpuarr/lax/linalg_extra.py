@@ -443,7 +443,7 @@ def _qdwh(x, dynamic_shape, *, max_iterations, eps):
 def _qdwh_compiled():
     """`_qdwh` under jit (as JAX's qdwh is), built on first use: the API layer sits above
     lax."""
-    from gpuarr.api import jit
+    from gpuarr.jit_api import jit
     return jit(_qdwh, static_argnames=("max_iterations", "eps"))
 
 

@@ -10,11 +10,11 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.api import jit
 from gpuarr.config import config
 from gpuarr.core import Tracer
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.errors import ConcretizationTypeError
+from gpuarr.jit_api import jit
 from gpuarr.numpy.arguments import canonicalize_axes, canonicalize_axis, check_arraylike
 from gpuarr.scipy.special import logsumexp  # noqa: F401  (jax.nn.logsumexp)
 

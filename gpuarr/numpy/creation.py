@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dlpack, dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import ShapedArray, Tracer, current_trace, get_aval
 from gpuarr.dispatch import eval_trace, to_device_array
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy.arguments import check_arraylike, static_hashable
 
 _SCALARS = (bool, int, float, complex)

@@ -59,7 +59,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
 
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):
-        from gpuarr.api import vmap
+        from gpuarr.vmap_api import vmap
         fn, dyn, kwargs = _apply_excluded(pyfunc, excluded, args, kwargs)
         if not dyn:
             return fn(**kwargs)
@@ -103,7 +103,7 @@ def _check_outputs(out, core_out, sizes, signature):
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """func1d applied to the 1-D slices of `arr` along `axis` (vmapped over the others)."""
-    from gpuarr.api import vmap
+    from gpuarr.vmap_api import vmap
     arr = ensure_array(arr)
     nd = get_aval(arr).ndim
     axis = canonicalize_axis(axis, nd)

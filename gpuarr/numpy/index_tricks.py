@@ -16,9 +16,9 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import get_aval
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
 from gpuarr.numpy.arguments import (
     check_arraylike,

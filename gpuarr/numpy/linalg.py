@@ -13,9 +13,9 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr import lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.jit_api import jit as _jit
 from gpuarr.lax import linalg as lax_linalg
 from gpuarr.lax.linalg import _H, _extract_diagonal, _is_complex, _mask, _matmul, _permutation_matrix
 from gpuarr.numpy import products, reductions

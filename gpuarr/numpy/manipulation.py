@@ -8,9 +8,9 @@ import operator
 import numpy as np
 
 from gpuarr import lax
-from gpuarr.api import jit as _jit
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy.arguments import (
     broadcast_all,
     canonicalize_axes,

@@ -11,9 +11,9 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy import creation, linalg, manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import (
     check_arraylike,

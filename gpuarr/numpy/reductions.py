@@ -7,8 +7,8 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy.arguments import (
     canonicalize_axes,
     canonicalize_axis,

@@ -8,8 +8,8 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
+from gpuarr.jit_api import jit as _jit
 from gpuarr.lax import cumulative, slicing
 from gpuarr.numpy import advanced_indexing, ufuncs
 from gpuarr.numpy.arguments import (

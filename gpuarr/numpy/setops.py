@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
+from gpuarr.jit_api import jit as _jit
 from gpuarr.lax import cumulative
 from gpuarr.numpy import creation, manipulation, reductions, selection, sorting, ufuncs
 from gpuarr.numpy.arguments import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy import creation, manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import (
     check_arraylike,

@@ -98,8 +98,8 @@ class ufunc:
 
     def _result_dtype(self, *args):
         """The dtype `func` gives for scalar arguments of the dtypes of `args`."""
-        from gpuarr.api import eval_shape
         from gpuarr.dispatch import wrap
+        from gpuarr.jit_api import eval_shape
         # Weak types stay weak: jnp.maximum.at(float16 array, i, 2.0) stays float16.
         ones = [wrap(np.ones((), get_aval(a).dtype), get_aval(a).weak_type) for a in args]
         return np.dtype(eval_shape(self._func, *ones).dtype)
@@ -303,7 +303,7 @@ class ufunc:
         if self.__static_props["call"] is not None:
             # A known elementwise function: broadcasting A against B is the outer product.
             return self(lax.reshape(A, ashape + (1,) * len(bshape)), B)
-        from gpuarr.api import vmap
+        from gpuarr.vmap_api import vmap
         flat_a = lax.reshape(A, (math.prod(ashape),))
         flat_b = lax.reshape(B, (math.prod(bshape),))
         result = vmap(vmap(self, (None, 0)), (0, None))(flat_a, flat_b)

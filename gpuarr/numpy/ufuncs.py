@@ -7,9 +7,9 @@ import operator
 import numpy as np
 
 from gpuarr import dtypes, lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import Tracer, get_aval
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy import ufunc_api
 from gpuarr.numpy.arguments import (
     _weak_scalar,
@@ -1048,7 +1048,7 @@ def _i0(x):
 @_i0.defjvp
 def _i0_jvp(primals, tangents):
     # abs has no derivative at 0, where I0's is 0.
-    from gpuarr.api import jvp
+    from gpuarr.ad_api import jvp
     primal_out, tangent_out = jvp(_i0.fun, primals, tangents)
     return primal_out, where(lax.eq(primals[0], _scalar(primals[0], 0)), 0.0, tangent_out)
 

@@ -5,8 +5,8 @@ as JAX's (vectorize-based) versions do."""
 from __future__ import annotations
 
 from gpuarr import lax
-from gpuarr.api import jit as _jit
 from gpuarr.core import get_aval
+from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy.arguments import check_arraylike, check_core_dims, ensure_array
 from gpuarr.numpy.products import matmul
 from gpuarr.numpy.ufuncs import conjugate

@@ -1,5 +1,6 @@
 """Platforms: where Programs run. Each platform compiles ClosedPrograms into callables over its
-own buffers and runs single primitives eagerly.
+own buffers and runs single primitives eagerly. `Platform.compile` is the one compilation
+pipeline: the compiler's optional passes (`optimize`), then the platform's `codegen`.
 
 A platform module defines `make() -> Platform`. `GPUARR_PLATFORMS` / `JAX_PLATFORMS` (or
 `config.update("jax_platforms", "cuda,cpu")`) lists platforms in priority order; the first
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from gpuarr.compiler import passes
 from gpuarr.config import config
 
 _MODULES = {
@@ -55,7 +57,17 @@ class Platform:
         raise NotImplementedError
 
     def compile(self, closed) -> Callable:
-        """A callable taking input buffers, returning a tuple of output buffers."""
+        """A callable taking input buffers, returning a tuple of output buffers: `closed`
+        through `optimize`, then `codegen`."""
+        return self.codegen(self.optimize(closed))
+
+    def optimize(self, closed):
+        """`closed` after the compiler's passes (none when `config.enable_passes` is off): the
+        program `codegen` is given, which `jit(f).lower(x).as_text()` prints."""
+        return passes.optimize(closed)
+
+    def codegen(self, closed) -> Callable:
+        """The callable of an already optimized ClosedProgram (see `compile`)."""
         raise NotImplementedError
 
     def apply_primitive(self, prim, buffers, params):

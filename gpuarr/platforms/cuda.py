@@ -87,15 +87,16 @@ class CudaPlatform(Platform):
         return self.context(device.id if device is not None and device.platform == "cuda" else 0)
 
     # ---- compiling Programs
-    def compile(self, closed):
-        """Fuse and render `closed`; returns `run(*buffers) -> tuple of DeviceBuffers` that
-        launches without waiting. `run.donating(positions)` is the variant whose outputs may
-        reuse the donated inputs at those flat positions."""
-        from gpuarr.compiler import inline_calls, passes, plan_closed, render
+    def codegen(self, closed):
+        """Fuse and render `closed` (its calls inlined first); returns `run(*buffers) -> tuple
+        of DeviceBuffers` that launches without waiting. `run.donating(positions)` is the
+        variant whose outputs may reuse the donated inputs at those flat positions.
+        Control-flow bodies go through `compile` (passes, then kernels) as sub-plans."""
+        from gpuarr.compiler import inline_calls, plan_closed, render
         from gpuarr.compiler.fusion import FusionOptions
         closed = inline_calls(closed)
         options = FusionOptions(sub_compiler=lambda sub: self._device_callable(
-            self.compile(passes.optimize(sub))), array_module=cuda.cupy())
+            self.compile(sub)), array_module=cuda.cupy())
         kernel_plan = plan_closed(closed, options)
         launch_plan = render.render_plan(kernel_plan)
         consts = [self._constant(c) for c in closed.consts]
@@ -166,7 +167,7 @@ class CudaPlatform(Platform):
             out = prim.bind(*xs, **params)
             return list(out) if prim.multiple_results else [out]
         closed = pe.trace_to_program(body, [ShapedArray(s, d) for s, d in avals])
-        return self.compile(closed)
+        return self.codegen(closed)  # one primitive, as traced: the passes would only cost time
 
     def _apply_on_host(self, prim, buffers, params):
         from gpuarr import impls

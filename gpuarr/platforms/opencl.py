@@ -8,15 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr.backends import opencl
+from gpuarr.compiler import compile_closed, inline_calls
+from gpuarr.compiler.fusion import FusionOptions
 from gpuarr.platforms import Device
-from gpuarr.platforms.cpu import CpuPlatform
+from gpuarr.platforms.host import HostBufferPlatform
 
 
 class OpenCLDevice(Device):
     kind_name = "OpenCLDevice"
 
 
-class OpenCLPlatform(CpuPlatform):
+class OpenCLPlatform(HostBufferPlatform):
     """Host NumPy buffers and eager ops as on the cpu platform; jit compiles to kernels."""
 
     name = "opencl"
@@ -25,14 +27,13 @@ class OpenCLPlatform(CpuPlatform):
         if not opencl.available():
             raise RuntimeError("no OpenCL device: install pyopencl and PoCL "
                                "(pip install 'pyopencl[pocl]')")
-        self._devices = [OpenCLDevice("opencl", 0)]
+        super().__init__(OpenCLDevice("opencl", 0))
 
-    def compile(self, closed):
-        """Fuse and render `closed`; control-flow bodies compile the same way, as sub-plans."""
-        from gpuarr.compiler import compile_closed, passes
-        from gpuarr.compiler.fusion import FusionOptions
-        options = FusionOptions(sub_compiler=lambda sub: self.compile(passes.optimize(sub)))
-        plan = compile_closed(closed, options)
+    def codegen(self, closed):
+        """Fuse and render `closed` (its calls inlined first: a kernel plan cannot run one);
+        control-flow bodies go through `compile` (passes, then kernels) as sub-plans."""
+        closed = inline_calls(closed)
+        plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile))
         consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
 
         def run(*buffers):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.api import ShapeDtypeStruct
+from gpuarr.api_util import ShapeDtypeStruct
 from gpuarr.callbacks import pure_callback
 from gpuarr.lax.special_extra import _igamma_grad_a_host
 

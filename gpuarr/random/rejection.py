@@ -10,7 +10,6 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.api import vmap
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.lax.control_flow import while_loop
@@ -37,6 +36,7 @@ from gpuarr.random.distributions import (
 from gpuarr.random.gamma_grad import random_gamma_grad
 from gpuarr.random.keys import canonicalize_shape, check_key, split_n, split_raw
 from gpuarr.random.xla_math import xla_log, xla_rsqrt
+from gpuarr.vmap_api import vmap
 
 # ---------------------------------------------------------------- gamma family
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.api import jit
+from gpuarr.jit_api import jit
 from gpuarr.scipy._arguments import concrete_int, const, promote_args_inexact, require_real
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.api import jvp as _jvp
+from gpuarr.ad_api import jvp as _jvp
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.scipy._arguments import promote_args_inexact
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.api import jit as _jit
+from gpuarr.jit_api import jit as _jit
 from gpuarr.scipy._arguments import promote_args_inexact
 
 _LANCZOS_G = 7.0

@@ -14,8 +14,8 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr import numpy as jnp
-from gpuarr.api import jit as _jit
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.jit_api import jit as _jit
 from gpuarr.scipy._arguments import promote_args_inexact
 
 # Si(x) = x SN(x^2) / SD(x^2) and Ci(x) = euler_gamma + log(x) + x^2 CN(x^2) / CD(x^2), |x| <= 4.

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpuarr import numpy as jnp
-from gpuarr.api import jit
+from gpuarr.jit_api import jit
 
 __all__ = ["trapezoid"]
 

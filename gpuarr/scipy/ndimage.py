@@ -15,7 +15,7 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.api import jit
+from gpuarr.jit_api import jit
 
 __all__ = ["map_coordinates"]
 

@@ -7,11 +7,12 @@ import numpy as np
 
 from gpuarr import lax
 from gpuarr import numpy as jnp
-from gpuarr.api import jvp, vmap
+from gpuarr.ad_api import jvp
 from gpuarr.core import get_aval
 from gpuarr.lax import linalg as lax_linalg
 from gpuarr.numpy import linalg as jnp_linalg
 from gpuarr.scipy.linalg._decomp import _inexact, _mH, _shape, solve_triangular
+from gpuarr.vmap_api import vmap
 
 
 def _map_matrices(fn, x):

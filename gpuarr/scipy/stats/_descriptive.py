@@ -10,9 +10,9 @@ import numpy as np
 
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
-from gpuarr.api import vmap
 from gpuarr.numpy.arguments import canonicalize_axis, check_arraylike
 from gpuarr.scipy._arguments import promote_args_inexact
+from gpuarr.vmap_api import vmap
 
 
 class ModeResult(NamedTuple):

@@ -12,10 +12,10 @@ import numpy as np
 
 from gpuarr import dtypes, random
 from gpuarr import numpy as jnp
-from gpuarr.api import vmap
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 from gpuarr.pytrees import register_pytree_node_class
 from gpuarr.scipy import linalg, special
+from gpuarr.vmap_api import vmap
 
 BwMethod = None | str | Any | Callable[[Any], Any]
 

@@ -251,8 +251,10 @@ class _Pickler(pickle.Pickler):
 _BUILTINS = {"tuple", "list", "dict", "set", "frozenset", "slice", "complex", "int", "float",
              "bool", "str", "bytes", "bytearray", "range", "object", "NoneType", "Ellipsis"}
 _NUMPY = {"dtype", "ndarray", "_reconstruct", "scalar", "frombuffer"}
-# Rebuild registered pytree nodes (artifacts written before the move name tree_util).
-_GPUARR_FUNCTIONS = {("gpuarr.pytrees", "_unpickle"), ("gpuarr.tree_util", "_unpickle")}
+# Rebuild registered pytree nodes (artifacts written before the moves name gpuarr.pytrees or
+# gpuarr.tree_util).
+_GPUARR_FUNCTIONS = {("gpuarr.pytrees.treedef", "_unpickle"), ("gpuarr.pytrees", "_unpickle"),
+                     ("gpuarr.tree_util", "_unpickle")}
 
 
 class _Unpickler(pickle.Unpickler):

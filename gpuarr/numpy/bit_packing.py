@@ -8,12 +8,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.numpy import manipulation, reductions
-from gpuarr.numpy.arguments import (
-    canonicalize_axis,
-    check_arraylike,
-    ensure_array,
-    static_hashable,
-)
+from gpuarr.numpy.arguments import canonicalize_axis, check_arraylike, ensure_array, static_hashable
 
 
 def packbits(a, axis=None, bitorder="big"):

@@ -7,12 +7,7 @@ from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy import creation, reductions, ufuncs
-from gpuarr.numpy.arguments import (
-    broadcast_arrays,
-    check_arraylike,
-    ensure_array,
-    promote_dtypes_inexact,
-)
+from gpuarr.numpy.arguments import broadcast_arrays, check_arraylike, ensure_array, promote_dtypes_inexact
 
 
 @_jit(static_argnames=("equal_nan",))  # as JAX's

@@ -11,11 +11,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
-from gpuarr.numpy.arguments import (
-    canonicalize_axis,
-    check_arraylike,
-    ensure_array,
-)
+from gpuarr.numpy.arguments import canonicalize_axis, check_arraylike, ensure_array
 
 bool = dtypes.bool_  # noqa: A001  (numpy's name)
 int_ = dtypes.int64

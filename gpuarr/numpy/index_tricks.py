@@ -20,12 +20,7 @@ from gpuarr.array import Array
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
-from gpuarr.numpy.arguments import (
-    check_arraylike,
-    concrete_value,
-    ensure_array,
-    promote_dtypes,
-)
+from gpuarr.numpy.arguments import check_arraylike, concrete_value, ensure_array, promote_dtypes
 from gpuarr.numpy.dtype_functions import shape
 
 __all__ = [

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.numpy.arguments import (
-    ensure_array,
-)
+from gpuarr.numpy.arguments import ensure_array
 
 printoptions = np.printoptions
 get_printoptions = np.get_printoptions

@@ -21,12 +21,7 @@ from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
 from gpuarr.lax import cumulative
 from gpuarr.numpy import creation, manipulation, reductions, selection, sorting, ufuncs
-from gpuarr.numpy.arguments import (
-    check_arraylike,
-    concrete_value,
-    ensure_array,
-    promote_dtypes,
-)
+from gpuarr.numpy.arguments import check_arraylike, concrete_value, ensure_array, promote_dtypes
 
 __all__ = ["intersect1d", "isin", "setdiff1d", "setxor1d", "union1d", "unique_all", "unique_counts",
            "unique_inverse", "unique_values"]

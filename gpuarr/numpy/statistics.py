@@ -7,12 +7,7 @@ from gpuarr import dtypes, lax
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
 from gpuarr.numpy import creation, manipulation, reductions, ufuncs
-from gpuarr.numpy.arguments import (
-    check_arraylike,
-    ensure_array,
-    promote_dtypes_inexact,
-    promote_shapes,
-)
+from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact, promote_shapes
 from gpuarr.numpy.dtype_functions import astype
 
 

@@ -65,8 +65,11 @@ from gpuarr.pytrees.registry import (  # noqa: F401
     register_pytree_with_keys_class,
     register_static,
 )
+
+# Treedefs pickled before pytrees became a package name gpuarr.pytrees._unpickle.
 from gpuarr.pytrees.treedef import (  # noqa: F401
     PyTreeDef,
+    _unpickle,
     build_tree,
     treedef_children,
     treedef_is_leaf,

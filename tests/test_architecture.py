@@ -1,0 +1,126 @@
+"""The package's structure, checked: every import points down the layer table in
+docs/design.md, no implementation module imports a public face, and no module outgrows the line
+budget in pyproject.toml ([tool.gpuarr.architecture]).
+
+Imports are read from the source with `ast`, function-local ones included (a local import is
+still a dependency). Importing `gpuarr.lax.lax` is an import of that module, not of the face
+`gpuarr.lax` that Python runs first; `from gpuarr import lax` is an import of the face. The
+counts of upward and face imports that remain are ceilings in pyproject.toml: the test fails on
+any new one, and the ceilings only come down."""
+import ast
+import fnmatch
+import re
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gpuarr"
+SETTINGS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["gpuarr"]["architecture"]
+
+
+def modules() -> dict:
+    """{dotted module name: path} of every module of the package."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imports(name: str, path: Path, known) -> list:
+    """(imported module, line) of each gpuarr import in the module, local ones included."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            # `from a import b` imports module a.b when there is one, else a name of a.
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target.startswith("gpuarr") and target != name:
+                found.append((target, node.lineno))
+    return found
+
+
+def layer_table() -> tuple:
+    """({pattern: layer}, faces) from the fenced `layers` block of docs/design.md."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    block = re.search(r"```layers\n(.*?)```", text, re.S).group(1)
+    layers, faces = {}, set()
+    for line in block.splitlines():
+        words = line.split("#")[0].split()
+        if not words:
+            continue
+        head, patterns = words[0], words[1:]
+        qualified = ["gpuarr" if p == "gpuarr" else f"gpuarr.{p}" for p in patterns]
+        if head == "faces":
+            faces.update(qualified)
+        else:
+            layers.update(dict.fromkeys(qualified, int(head)))
+    return layers, faces
+
+
+def layer_of(name: str, layers: dict):
+    """The layer of the most specific pattern matching `name` (a name or `package.*`)."""
+    matches = [(len(p), n) for p, n in layers.items() if p == name or fnmatch.fnmatchcase(name, p)]
+    return max(matches)[1] if matches else None
+
+
+def violations() -> tuple:
+    """(upward imports, face imports, modules with no layer), each import as text."""
+    known = modules()
+    layers, faces = layer_table()
+    unplaced = sorted(m for m in known if m not in faces and layer_of(m, layers) is None)
+    upward, face = [], []
+    for name, path in sorted(known.items()):
+        if name in faces:
+            continue
+        mine = layer_of(name, layers)
+        for target, line in imports(name, path, known):
+            where = f"{path.relative_to(ROOT)}:{line} imports {target}"
+            if target in faces:
+                face.append(where)
+            elif mine is not None and (layer_of(target, layers) or 0) > mine:
+                upward.append(where)
+    return upward, face, unplaced
+
+
+def test_every_module_has_a_layer():
+    assert not violations()[2], "add these modules to the layer table in docs/design.md"
+
+
+@pytest.mark.parametrize("kind,index", [("upward-imports", 0), ("face-imports", 1)])
+def test_imports_point_down(kind, index):
+    found = violations()[index]
+    print(f"{len(found)} {kind}:", *found[:40], sep="\n  ")
+    assert len(found) <= SETTINGS[kind], (
+        f"{len(found)} {kind}, more than the {SETTINGS[kind]} left to remove: import from a "
+        "lower layer (or fill a slot of the lower layer from the higher one at import)")
+
+
+def test_line_budget():
+    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    total = sum(sizes.values())
+    largest = Counter(sizes).most_common(5)
+    print(f"gpuarr/: {total} lines in {len(sizes)} modules; largest:",
+          *(f"{p} ({n})" for p, n in largest), sep="\n  ")
+    assert total <= SETTINGS["max-total-lines"], f"the package has {total} lines"
+    over = {str(p): n for p, n in sizes.items() if n > SETTINGS["max-file-lines"]}
+    allowed = SETTINGS.get("files-over-budget", 0)
+    assert len(over) <= allowed, (
+        f"modules over {SETTINGS['max-file-lines']} lines: {over}; split them along their seams")

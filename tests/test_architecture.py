@@ -10,11 +10,12 @@ any new one, and the ceilings only come down."""
 import ast
 import fnmatch
 import re
-import tomllib
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11")
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gpuarr"

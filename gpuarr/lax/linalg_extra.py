@@ -21,7 +21,7 @@ import numpy as np
 from gpuarr import dtypes
 from gpuarr.core import Primitive, ShapedArray, get_aval
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lax
+from gpuarr.lax import lapack_host, lax
 from gpuarr.lax.control_flow import fori_loop, while_loop
 from gpuarr.lax.linalg import (
     _H,
@@ -30,7 +30,6 @@ from gpuarr.lax.linalg import (
     _check_args,
     _compute_dtype,
     _conj,
-    _larfg,
     _matmul,
     _not_differentiable,
     _real_dtype,
@@ -112,7 +111,7 @@ def _tridiagonal_impl(a, lower):
         if lower:
             # Reflector i zeroes column i below the subdiagonal; its tail is stored there.
             for i in range(n - 1):
-                beta, tau, v_tail = _larfg(work[:, i + 1, i], work[:, i + 2:, i])
+                beta, tau, v_tail = lapack_host.larfg(work[:, i + 1, i], work[:, i + 2:, i])
                 _rank2_update(work[:, i + 1:, i + 1:], tau,
                               np.concatenate([one, v_tail], axis=1))
                 packed[:, i + 2:, i] = v_tail
@@ -121,7 +120,7 @@ def _tridiagonal_impl(a, lower):
             # From the last column back: reflector i zeroes column i + 1 above the
             # superdiagonal; its 1 sits at row i and its tail above it is stored there.
             for i in reversed(range(n - 1)):
-                beta, tau, v_tail = _larfg(work[:, i, i + 1], work[:, :i, i + 1])
+                beta, tau, v_tail = lapack_host.larfg(work[:, i, i + 1], work[:, :i, i + 1])
                 _rank2_update(work[:, :i + 1, :i + 1], tau,
                               np.concatenate([v_tail, one], axis=1))
                 packed[:, :i, i + 1] = v_tail

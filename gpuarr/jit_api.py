@@ -35,7 +35,7 @@ from gpuarr.dispatch import eval_trace
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
-from gpuarr.lax.control_flow import _check_returned
+from gpuarr.lax.control_flow.common import _check_returned
 
 logger = logging.getLogger("gpuarr")
 _flags = config._values
@@ -144,7 +144,7 @@ pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 def _jit_transpose(cts, *args, jaxpr, name):
     # A jit of the transposed Program, taking the known inputs and the nonzero cotangents.
-    from gpuarr.lax.control_flow import _backward
+    from gpuarr.lax.control_flow.common import _backward
     undefined = tuple(ad.is_undefined(a) for a in args)
     zero_cts = tuple(type(c) is Zero for c in cts)
     known = [a for a in args if not ad.is_undefined(a)]

@@ -38,7 +38,7 @@ from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
 from gpuarr.lax import lax
-from gpuarr.lax.control_flow import _avals, _operand, _trace_body
+from gpuarr.lax.control_flow.common import _avals, _operand, _trace_body
 
 
 def _split(args, lengths):

@@ -16,7 +16,7 @@ from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, is_concrete
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules, not_mapped
-from gpuarr.lax import control_flow
+from gpuarr.lax.control_flow import conditionals
 
 
 def platform_index(platforms, platform: str) -> int:
@@ -86,4 +86,4 @@ def platform_dependent(*args, default=None, **per_platform):
         return branches[int(index)](*args)
     if not branches:
         raise TypeError("lax.platform_dependent: no branch given for any platform.")
-    return control_flow._bind_cond(index, branches, args, "switch", branches_platforms=platforms)
+    return conditionals._bind_cond(index, branches, args, "switch", branches_platforms=platforms)

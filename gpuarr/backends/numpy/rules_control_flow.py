@@ -22,7 +22,10 @@ from gpuarr.core import ClosedProgram, Var
 from gpuarr.interpreters import batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.batching import not_mapped
-from gpuarr.lax.control_flow import _permute, _prune_scan_body, cond_p, scan_p, while_p
+from gpuarr.lax.control_flow.common import _permute
+from gpuarr.lax.control_flow.conditionals import cond_p
+from gpuarr.lax.control_flow.loops import while_p
+from gpuarr.lax.control_flow.scans import _prune_scan_body, scan_p
 from gpuarr.lax.custom_solve import _split_solve_args, linear_solve_p
 
 

@@ -7,6 +7,9 @@
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+/* No contraction of a * b + c into one fused operation (OpenCL C's default allows it), as
+ * NVRTC's --fmad=false: each operation rounds as the NumPy backend's does. */
+#pragma OPENCL FP_CONTRACT OFF
 
 /* Qualifiers and address spaces. */
 #define KERNEL __kernel

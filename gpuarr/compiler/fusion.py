@@ -71,7 +71,7 @@ EXPENSIVE_OPS = {
     "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin",
     "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "pow",
     "atan2", "erf", "erfc", "lgamma", "div", "rem", "threefry2x32", "gather", "erf_inv",
-    "digamma", "polygamma",
+    "digamma", "polygamma", "erf_inv_giles", "xla_log", "xla_log1p", "xla_rsqrt",
 }
 RECOMPUTE_LIMIT = 24   # cost units a shared value may be recomputed for each consumer kernel
 CHAIN_DEPTH_LIMIT = 512   # cost units along any path of one kernel (see _bound_chain_depth)

@@ -30,6 +30,10 @@ _UNARY_FLOAT = {
     # Device functions in kernels/special.h: erf_inv is Giles' polynomial (as XLA) in the
     # operand's precision; digamma runs in double and is rounded, as the NumPy backend does.
     "erf_inv": "erf_inv_{t}({0})", "digamma": "({t})digamma_f64((f64){0})",
+    # The samplers' functions, step for step as their NumPy emulation of XLA's CPU code
+    # (gpuarr/random/xla_math.py), so kernels draw the cpu platform's streams bit for bit.
+    "erf_inv_giles": "erf_inv_giles_{t}({0})", "xla_log": "xla_log_{t}({0})",
+    "xla_log1p": "xla_log1p_{t}({0})", "xla_rsqrt": "xla_rsqrt_{t}({0})",
 }
 
 _BINARY_FLOAT = {
@@ -57,7 +61,7 @@ EXPRESSIONS: dict = {
     ("select_n", "*"): "{0} ? {2} : {1}",
     ("clamp", "*"): "({1} < {0} ? {0} : {1} > {2} ? {2} : {1})",
     ("clamp", "f"): "min_{t}(max_{t}({1}, {0}), {2})",
-    ("fma", "f"): "fma({0}, {1}, {2})",  # one rounding, as xla_fma on the host
+    ("fma", "f"): "xla_fma_{t}({0}, {1}, {2})",  # rounded as xla_fma on the host (special.h)
     ("abs", "i"): "({0} < 0 ? ({t})-{0} : {0})", ("abs", "u"): "{0}",
     # Bit counts see the operand's own width: go through the unsigned type `{u}` first, and
     # discount the zero bits that widening an 8- or 16-bit value to 32 bits adds (`{pad}`).
@@ -191,10 +195,10 @@ ELEMENTWISE = {
     "integer_pow": None,           # attrs (y,)
     "convert_element_type": "convert",
     "add_any": "add",              # the tangent sum of reverse-mode AD
-    "erf_inv_giles": "erf_inv",    # normal samples: the same polynomial as erf_inv's kernel
-    "xla_log": "log",              # samplers: the device's log and log1p
-    "xla_log1p": "log1p",
-    "xla_rsqrt": "rsqrt",          # gamma samples: the device's rsqrt
+    "erf_inv_giles": None,         # the samplers' XLA CPU functions (kernels/special.h)
+    "xla_log": None,
+    "xla_log1p": None,
+    "xla_rsqrt": None,
     "xla_fma": "fma",
     "bitcast_convert_type": "bitcast",   # same-width reinterpretation only
     "select_n": None,

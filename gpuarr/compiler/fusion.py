@@ -970,6 +970,9 @@ CONCAT_PIECES = 64          # a wider concatenate is written by several launches
 SPLIT_THRESHOLD = 1 << 16   # full reductions at least this big run in two passes
 SPLIT_GROUPS = 1024         # blocks of the first pass
 SCAN_SEQUENTIAL_MAX = 16    # rows this short scan sequentially even when contiguous
+# Rows shorter than this reduce in order, one thread each (strategy column): as NumPy's pairwise
+# sum adds fewer than 8 elements one after the other, so short sums round as the NumPy backend's.
+ORDERED_MAX = 8
 
 
 def _split_groups(out_shape, red_shape, op) -> tuple:
@@ -1005,6 +1008,8 @@ def _split_axis(strategy, out_shape, red_shape, op) -> tuple:
 
 def _strategy(nodes, out_shape, red_shape) -> str:
     out_size, red_size = math.prod(out_shape), math.prod(red_shape)
+    if red_size < ORDERED_MAX:
+        return "column"
     if out_size == 1:
         return "full"
     loads = [n for n in nodes if isinstance(n, Load)]

@@ -283,6 +283,17 @@ def test_functions_of_a_reduction_read_by_other_consumers():
     check(lambda x: (x * (1.0 / jnp.max(x, axis=0)), jnp.exp(x) / jnp.max(x, axis=0)), x, rtol=2e-6)
 
 
+@pytest.mark.parametrize("shape,axes", [((300, 3), (1,)), ((40, 7), (1,)), ((5, 64), (0,)),
+                                        ((6,), (0,)), ((3, 50, 2), (0,)), ((2, 2), (0, 1))])
+def test_short_sums_add_in_order_as_numpy(shape, axes):
+    # Fewer than 8 reduced elements: one thread adds them in order (NumPy's pairwise sum is a
+    # plain loop below 8), so the sums equal the NumPy backend's bit for bit. (Over several
+    # axes NumPy's order is its iterator's; those are not claimed here.)
+    x = rng.standard_normal(shape).astype(np.float32) * np.float32(1000)
+    plan = check(lambda x: (jnp.sum(x * x, axis=axes), jnp.prod(x, axis=axes)), x, exact=True)
+    assert all(k.strategy == "column" for k in plan.kernels if isinstance(k, ReductionKernel))
+
+
 REDUCE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"]
 
 

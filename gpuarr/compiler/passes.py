@@ -494,7 +494,7 @@ def inline(program: Program, consts: list):
 
 
 def optimize(closed: ClosedProgram) -> ClosedProgram:
-    """Run the enabled passes over `closed` (what jit calls before compiling, on every platform)."""
+    """Run the enabled passes over `closed` (`Platform.optimize`, before codegen on every platform)."""
     if not config.enable_passes:
         return closed
     program, consts = closed.program, list(closed.consts)

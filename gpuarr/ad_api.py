@@ -219,8 +219,8 @@ def _match_aval(ct, aval):
     ct_aval = core.get_aval(ct)
     if ct_aval.dtype == aval.dtype and ct_aval.weak_type == aval.weak_type:
         return ct
-    from gpuarr.lax import lax as lax_internal
-    return lax_internal._convert_weak(ct, aval.dtype, aval.weak_type)
+    from gpuarr.lax import conversions
+    return conversions._convert_weak(ct, aval.dtype, aval.weak_type)
 
 
 _as_array = as_array
@@ -447,8 +447,8 @@ def _downcast(x, example):
         return lax.full(x.shape, 0, aval.dtype)
     if dtypes.is_complex(core.get_aval(x).dtype) and not dtypes.is_complex(aval.dtype):
         x = lax.real(x)
-    from gpuarr.lax import lax as lax_internal
-    return lax_internal._convert_weak(x, aval.dtype, aval.weak_type)
+    from gpuarr.lax import conversions
+    return conversions._convert_weak(x, aval.dtype, aval.weak_type)
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):

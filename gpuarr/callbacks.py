@@ -157,7 +157,7 @@ def _pure_callback_transpose(cts, *args, **params):
 
 
 def _pure_callback_batch(axis_size, vals, dims, callback, result_avals, sharding, vmap_method):
-    from gpuarr.lax import lax
+    from gpuarr.lax import shape_ops
 
     batched = _batched_avals(result_avals, axis_size)
     params = dict(result_avals=batched, sharding=sharding, vmap_method=vmap_method)
@@ -169,7 +169,7 @@ def _pure_callback_batch(axis_size, vals, dims, callback, result_avals, sharding
                  for x, d in zip(vals, dims)]
         if vmap_method != "legacy_vectorized":
             size = axis_size if vmap_method == "broadcast_all" else 1
-            moved = [lax.broadcast(x, (size,)) if d is None else x for x, d in zip(moved, dims)]
+            moved = [shape_ops.broadcast(x, (size,)) if d is None else x for x, d in zip(moved, dims)]
         outs = pure_callback_p.bind(*moved, callback=callback, **params)
     else:
         raise NotImplementedError(

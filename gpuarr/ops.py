@@ -15,7 +15,7 @@ import numpy as np
 from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.lax import GatherScatterMode, ScatterDimensionNumbers
-from gpuarr.lax.lax import check_no_sharding
+from gpuarr.lax.arguments import check_no_sharding
 from gpuarr.numpy.arguments import check_arraylike, concrete_int, concrete_value
 
 

@@ -30,7 +30,8 @@ from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax.lax import _broadcast_shapes, broadcast_batch_rule
+from gpuarr.lax.arguments import _broadcast_shapes
+from gpuarr.lax.lax import broadcast_batch_rule
 
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
                64: np.dtype(np.uint64)}

@@ -15,7 +15,7 @@ import pytest
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import lax, random
-from gpuarr.lax.lax import _MAX_ULPS, AccuracyMode, Tolerance
+from gpuarr.lax.arguments import _MAX_ULPS, AccuracyMode, Tolerance
 from gpuarr.nn import initializers
 
 jlax = jax.lax

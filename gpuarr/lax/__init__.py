@@ -1,15 +1,19 @@
 """gpuarr.lax: the primitive operations, with JAX's names and semantics."""
 from gpuarr.lax.lax import (  # noqa: F401
     abs, acos, acosh, add, argmax, argmin, asin, asinh, atan, atan2, atanh, bitwise_and,
-    bitwise_not, bitwise_or, bitwise_xor, broadcast, broadcast_in_dim, broadcasted_iota, cbrt,
-    ceil, concatenate, convert_element_type, cos, cosh, div, dot, dot_general, eq, exp, exp2,
-    expand_dims, expm1, floor, full, full_like, ge, gt, integer_pow, iota, is_finite, le, log,
-    log1p, logistic, lt, max, min, mul, ne, neg, nextafter, pad, pow, reciprocal, reduce_and,
-    reduce_max, reduce_min, reduce_or, reduce_prod, reduce_sum, rem, reshape, rev, round, rsqrt,
-    select, select_n, shift_left, shift_right_arithmetic, shift_right_logical, sign, sin, sinh,
-    slice, slice_in_dim, sqrt, square, squeeze, stop_gradient, sub, tan, tanh, transpose,
-    zeros_like,
+    bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, concatenate, cos, cosh, div, eq, exp, exp2,
+    expm1, floor, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, max, min, mul, ne,
+    neg, nextafter, pad, pow, reciprocal, reduce_and, reduce_max, reduce_min, reduce_or,
+    reduce_prod, rem, round, rsqrt, select, select_n, shift_left, shift_right_arithmetic,
+    shift_right_logical, sign, sin, sinh, slice, slice_in_dim, sqrt, square, stop_gradient, sub,
+    tan, tanh, zeros_like,
 )
+from gpuarr.lax.conversions import convert_element_type  # noqa: F401
+from gpuarr.lax.shape_ops import (  # noqa: F401
+    broadcast, broadcast_in_dim, broadcasted_iota, expand_dims, full, full_like, iota, reduce_sum,
+    reshape, rev, squeeze, transpose,
+)
+from gpuarr.lax.dot_products import dot, dot_general  # noqa: F401
 from gpuarr.lax import lax  # noqa: F401
 from gpuarr.lax.special import (  # noqa: F401
     bitcast_convert_type, clamp, clz, digamma, erf, erf_inv, erfc, lgamma, polygamma,
@@ -68,22 +72,24 @@ from gpuarr.lax.shapes import (  # noqa: F401, E402
     reduce_window_shape_tuple,
 )
 from gpuarr.lax.windowed import conv_general_permutations  # noqa: F401, E402
-from gpuarr.lax.lax import AccuracyMode, Tolerance  # noqa: F401, E402
+from gpuarr.lax.arguments import AccuracyMode, Tolerance  # noqa: F401, E402
 
 # The primitives JAX exports from jax.lax where gpuarr's is the same operation (same name
 # and operands; the collectives, whose operands differ, are left out).
 from gpuarr.lax.lax import (  # noqa: F401, E402
     abs_p, acos_p, acosh_p, add_p, and_p, argmax_p, argmin_p, asin_p, asinh_p, atan2_p, atan_p,
-    atanh_p, broadcast_in_dim_p, cbrt_p, ceil_p, concatenate_p, convert_element_type_p, copy_p,
-    cos_p,
-    cosh_p, div_p, dot_general_p, eq_p, exp2_p, exp_p, expm1_p, floor_p, ge_p, gt_p,
-    integer_pow_p, iota_p, is_finite_p, le_p, log1p_p, log_p, logistic_p, lt_p, max_p, min_p,
-    mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p, pow_p, reduce_and_p, reduce_max_p,
-    reduce_min_p, reduce_or_p, reduce_prod_p, reduce_sum_p, rem_p, reshape_p, rev_p, round_p,
-    squeeze_p, square_p,
-    rsqrt_p, select_n_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, sign_p,
-    sin_p, sinh_p, slice_p, sqrt_p, stop_gradient_p, sub_p, tan_p, tanh_p, transpose_p, xor_p,
+    atanh_p, cbrt_p, ceil_p, concatenate_p, copy_p, cos_p, cosh_p, div_p, eq_p, exp2_p, exp_p,
+    expm1_p, floor_p, ge_p, gt_p, integer_pow_p, is_finite_p, le_p, log1p_p, log_p, logistic_p,
+    lt_p, max_p, min_p, mul_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p, pow_p, reduce_and_p,
+    reduce_max_p, reduce_min_p, reduce_or_p, reduce_prod_p, rem_p, round_p, rsqrt_p, select_n_p,
+    shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, sign_p, sin_p, sinh_p, slice_p,
+    sqrt_p, square_p, stop_gradient_p, sub_p, tan_p, tanh_p, xor_p,
 )
+from gpuarr.lax.conversions import convert_element_type_p  # noqa: F401, E402
+from gpuarr.lax.shape_ops import (  # noqa: F401, E402
+    broadcast_in_dim_p, iota_p, reduce_sum_p, reshape_p, rev_p, squeeze_p, transpose_p,
+)
+from gpuarr.lax.dot_products import dot_general_p  # noqa: F401, E402
 from gpuarr.lax.special import (  # noqa: F401, E402
     bitcast_convert_type_p, clamp_p, clz_p, digamma_p, erf_inv_p, erf_p, erfc_p, lgamma_p,
     polygamma_p, population_count_p,

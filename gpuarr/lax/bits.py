@@ -16,7 +16,7 @@ from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules, vectorized_rule
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, lax
 from gpuarr.lax.slicing import checked_impl
 
 # ---------------------------------------------------------------- reduce_precision
@@ -103,8 +103,8 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
     to infinity, values below the format's smallest normal to zero, NaN kept."""
     exponent_bits = operator.index(exponent_bits)
     mantissa_bits = operator.index(mantissa_bits)
-    if isinstance(operand, lax._SCALARS):
-        operand = lax._scalar_as("reduce_precision", operand,
+    if isinstance(operand, arguments._SCALARS):
+        operand = arguments._scalar_as("reduce_precision", operand,
                                  dtypes.dtype(operand, canonicalize=True))
     return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
                                    mantissa_bits=mantissa_bits)
@@ -147,5 +147,5 @@ ad.defjvp_zero(mulhi_p)
 def mulhi(x, y, /):
     """The upper N bits of the 2N-bit product of N-bit integers `x` and `y` (elementwise, with
     lax's broadcasting rules); signed types give the high half of the signed product."""
-    x, y = lax._coerce_scalars("mulhi", x, y)
+    x, y = arguments._coerce_scalars("mulhi", x, y)
     return mulhi_p.bind(x, y)

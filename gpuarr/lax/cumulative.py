@@ -12,7 +12,7 @@ from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lax, slicing
+from gpuarr.lax import conversions, lax, shape_ops, slicing
 from gpuarr.lax.slicing import checked_impl
 
 _ACCUMULATE = {"cumsum": np.add, "cumprod": np.multiply, "cummax": np.maximum,
@@ -90,7 +90,7 @@ def _cumprod_jvp(primals, tangents, axis, reverse):
     (x,), (t,) = primals, tangents
     out = cumprod_p.bind(x, axis=axis, reverse=reverse)
     if reverse:
-        x, t = lax.rev(x, (axis,)), lax.rev(t, (axis,))
+        x, t = shape_ops.rev(x, (axis,)), shape_ops.rev(t, (axis,))
     n = get_aval(x).shape[axis]
     p, tt = x, t
     shift = 1
@@ -101,7 +101,7 @@ def _cumprod_jvp(primals, tangents, axis, reverse):
         t_prev = lax.pad(tt, np.zeros((), get_aval(tt).dtype)[()], cfg)
         p, tt = lax.mul(p_prev, p), lax.add(lax.mul(t_prev, p), lax.mul(p_prev, tt))
         shift *= 2
-    return out, lax.rev(tt, (axis,)) if reverse else tt
+    return out, shape_ops.rev(tt, (axis,)) if reverse else tt
 
 
 def _cumextremum_jvp(prim, primals, tangents, axis, reverse):
@@ -110,24 +110,24 @@ def _cumextremum_jvp(prim, primals, tangents, axis, reverse):
     (x,), (t,) = primals, tangents
     out = prim.bind(x, axis=axis, reverse=reverse)
     if reverse:
-        x, t, o = lax.rev(x, (axis,)), lax.rev(t, (axis,)), lax.rev(out, (axis,))
+        x, t, o = shape_ops.rev(x, (axis,)), shape_ops.rev(t, (axis,)), shape_ops.rev(out, (axis,))
     else:
         o = out
     aval = get_aval(x)
     dt = get_aval(t).dtype
-    hit = lax.convert_element_type(lax.eq(x, o), dt)
+    hit = conversions.convert_element_type(lax.eq(x, o), dt)
     s = cumsum_p.bind(lax.mul(t, hit), axis=axis, reverse=False)
     c = cumsum_p.bind(hit, axis=axis, reverse=False)
-    iota = lax.broadcasted_iota(np.int32, aval.shape, axis)
+    iota = shape_ops.broadcasted_iota(np.int32, aval.shape, axis)
     changed = lax.ne(o, _shift_in(o, axis, 0))
-    first = lax.eq(iota, lax.full(aval.shape, 0, np.int32))
+    first = lax.eq(iota, shape_ops.full(aval.shape, 0, np.int32))
     run_start = cummax_p.bind(lax.select(lax.bitwise_or(changed, first), iota,
-                                         lax.full(aval.shape, 0, np.int32)), axis=axis, reverse=False)
+                                         shape_ops.full(aval.shape, 0, np.int32)), axis=axis, reverse=False)
     s_before = slicing.take_along_axis(_shift_in(s, axis, 0), run_start, axis)
     c_before = slicing.take_along_axis(_shift_in(c, axis, 0), run_start, axis)
-    count = lax.max(lax.sub(c, c_before), lax.full(aval.shape, 1, dt))
+    count = lax.max(lax.sub(c, c_before), shape_ops.full(aval.shape, 1, dt))
     tan = lax.div(lax.sub(s, s_before), count)
-    return out, lax.rev(tan, (axis,)) if reverse else tan
+    return out, shape_ops.rev(tan, (axis,)) if reverse else tan
 
 
 def _cumlogsumexp_jvp(primals, tangents, axis, reverse):
@@ -141,14 +141,14 @@ def _cumlogsumexp_jvp(primals, tangents, axis, reverse):
         return out, t
 
     def weight(v, total):  # exp(v - total), 0 where v is -inf (total may be -inf too)
-        finite = lax.gt(v, lax.full_like(v, -np.inf))
-        return lax.select(finite, lax.exp(lax.sub(v, total)), lax.full_like(v, 0))
+        finite = lax.gt(v, shape_ops.full_like(v, -np.inf))
+        return lax.select(finite, lax.exp(lax.sub(v, total)), shape_ops.full_like(v, 0))
 
     def combine(a, b):
         (va, ta), (vb, tb) = a, b
         big = lax.max(va, vb)
         total = lax.add(big, lax.log1p(lax.exp(lax.sub(lax.min(va, vb), big))))
-        total = lax.select(lax.eq(big, lax.full_like(big, -np.inf)), big, total)
+        total = lax.select(lax.eq(big, shape_ops.full_like(big, -np.inf)), big, total)
         return total, lax.add(lax.mul(ta, weight(va, total)), lax.mul(tb, weight(vb, total)))
 
     return out, associative_scan(combine, (x, t), reverse=reverse, axis=axis)[1]

@@ -37,7 +37,7 @@ from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import conversions, lax
 from gpuarr.lax.control_flow.common import _avals, _operand, _trace_body
 
 
@@ -395,4 +395,4 @@ def _root_transpose(const_lengths, jaxprs, tangent_solve, tree):
 
 
 def _cast(x, dtype):
-    return x if get_aval(x).dtype == dtype else lax.convert_element_type(x, dtype)
+    return x if get_aval(x).dtype == dtype else conversions.convert_element_type(x, dtype)

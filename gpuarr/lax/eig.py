@@ -19,7 +19,7 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.core import Primitive, ShapedArray, get_aval
-from gpuarr.lax import lax
+from gpuarr.lax import conversions, lax, shape_ops
 from gpuarr.lax.extras import complex as _complex
 from gpuarr.lax.extras import conj, imag, real
 from gpuarr.lax.linalg import (
@@ -121,22 +121,22 @@ def _eig_vec_jvp(w, v, da):
     dt = get_aval(v).dtype
     nd = len(shape)
     eye = np.broadcast_to(np.eye(shape[-1], dtype=dt), shape)  # over any batch axes
-    wrow = lax.reshape(w, shape[:-2] + (1, shape[-1]))
-    wcol = lax.reshape(w, shape[:-2] + (shape[-1], 1))
+    wrow = shape_ops.reshape(w, shape[:-2] + (1, shape[-1]))
+    wcol = shape_ops.reshape(w, shape[:-2] + (shape[-1], 1))
     f = lax.sub(lax.div(np.asarray(1, dt)[()], lax.add(lax.sub(wrow, wcol), eye)), eye)
     p = _matmul(_solve(v, da), v)
     dw = _extract_diagonal(p)
     u = _matmul(v, lax.mul(f, p))
     re, im = real(v), imag(v)
     k = lax.argmax(lax.add(lax.mul(re, re), lax.mul(im, im)), nd - 2, np.int32)
-    rows = lax.broadcasted_iota(np.int32, shape, nd - 2)
-    mask = lax.convert_element_type(lax.eq(rows, lax.broadcast_in_dim(
+    rows = shape_ops.broadcasted_iota(np.int32, shape, nd - 2)
+    mask = conversions.convert_element_type(lax.eq(rows, shape_ops.broadcast_in_dim(
         k, shape, tuple(i for i in range(nd) if i != nd - 2))), dt)
-    pick_u = lax.reduce_sum(lax.mul(mask, u), (nd - 2,))
-    pick_v = real(lax.reduce_sum(lax.mul(mask, v), (nd - 2,)))
-    c = _complex(lax.neg(real(lax.reduce_sum(lax.mul(conj(v), u), (nd - 2,)))),
+    pick_u = shape_ops.reduce_sum(lax.mul(mask, u), (nd - 2,))
+    pick_v = real(shape_ops.reduce_sum(lax.mul(mask, v), (nd - 2,)))
+    c = _complex(lax.neg(real(shape_ops.reduce_sum(lax.mul(conj(v), u), (nd - 2,)))),
                  lax.neg(lax.div(imag(pick_u), pick_v)))
-    return dw, lax.add(u, lax.mul(v, lax.reshape(c, shape[:-2] + (1, shape[-1]))))
+    return dw, lax.add(u, lax.mul(v, shape_ops.reshape(c, shape[:-2] + (1, shape[-1]))))
 
 
 def _eig_jvp(primals, tangents, compute_left_eigenvectors, compute_right_eigenvectors,
@@ -153,10 +153,10 @@ def _eig_jvp(primals, tangents, compute_left_eigenvectors, compute_right_eigenve
                       compute_right_eigenvectors=True, enable_eigvec_derivs=enable_eigvec_derivs,
                       implementation=implementation)
     w, vr = outs[0], outs[-1]
-    da = lax.convert_element_type(da, get_aval(vr).dtype)
+    da = conversions.convert_element_type(da, get_aval(vr).dtype)
     if not vectors:
         nd = len(get_aval(vr).shape)
-        return [w], [lax.reduce_sum(lax.mul(_solve(vr, da), _T(vr)), (nd - 1,))]
+        return [w], [shape_ops.reduce_sum(lax.mul(_solve(vr, da), _T(vr)), (nd - 1,))]
     dw, dvr = _eig_vec_jvp(w, vr, da)
     primal_out, tangent_out = [w], [dw]
     if compute_left_eigenvectors:

@@ -18,18 +18,10 @@ from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp_zero
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lax
-from gpuarr.lax.lax import (
-    _axes,
-    _bcast_tangent,
-    _broadcast_shapes,
-    _check_same_dtypes,
-    _coerce_scalars,
-    _ufunc_reduce,
-    _unbroadcast,
-    broadcast_batch_rule,
-    reducer,
-)
+from gpuarr.lax import arguments, conversions, dot_products, lax, shape_ops
+from gpuarr.lax.arguments import _broadcast_shapes, _check_same_dtypes, _coerce_scalars
+from gpuarr.lax.lax import _bcast_tangent, _unbroadcast, broadcast_batch_rule
+from gpuarr.lax.shape_ops import _axes, _ufunc_reduce, reducer
 from gpuarr.lax.slicing import checked_impl
 from gpuarr.lax.windowed import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 
@@ -115,7 +107,7 @@ batch_rules[complex_p] = lambda axis_size, vals, dims: broadcast_batch_rule(
 
 
 def _zeros(t):
-    return lax.full_like(t, 0)
+    return shape_ops.full_like(t, 0)
 
 
 ad.deflinear(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
@@ -129,8 +121,8 @@ def _complex_jvp(primals, tangents):
     if type(tx) is Zero and type(ty) is Zero:
         return out, Zero.from_primal(out)
     shape = get_aval(out).shape
-    tx = lax.full(shape, 0, get_aval(x).dtype) if type(tx) is Zero else _bcast_tangent(tx, shape)
-    ty = lax.full(shape, 0, get_aval(y).dtype) if type(ty) is Zero else _bcast_tangent(ty, shape)
+    tx = shape_ops.full(shape, 0, get_aval(x).dtype) if type(tx) is Zero else _bcast_tangent(tx, shape)
+    ty = shape_ops.full(shape, 0, get_aval(y).dtype) if type(ty) is Zero else _bcast_tangent(ty, shape)
     return out, complex_p.bind(tx, ty)
 
 
@@ -199,7 +191,7 @@ def _monoid_reducer(computation, init):
     v = val.item()
     is_bool = val.dtype == np.bool_
     ident = {
-        lax.add: (0, lax.reduce_sum), lax.mul: (1, lax.reduce_prod),
+        lax.add: (0, shape_ops.reduce_sum), lax.mul: (1, lax.reduce_prod),
         lax.bitwise_or: (0 if not is_bool else False, lax.reduce_or),
         lax.bitwise_and: (True if is_bool else -1, lax.reduce_and),
         lax.bitwise_xor: (0 if not is_bool else False, reduce_xor),
@@ -229,7 +221,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
     identity as the initial value becomes the matching reduce primitive; any other
     computation is folded over the reduced elements in order. `out_sharding` must be None."""
     if out_sharding is not None:
-        lax.check_no_sharding("lax.reduce", out_sharding)
+        arguments.check_no_sharding("lax.reduce", out_sharding)
     flat_ops, tree = pytrees.tree_flatten(operands)
     flat_inits, init_tree = pytrees.tree_flatten(init_values)
     if tree != init_tree:
@@ -254,12 +246,12 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
         if not isinstance(i, (bool, int, float, builtins.complex)) and get_aval(i).dtype != dt:
             raise TypeError(f"reduce: init value dtype {get_aval(i).dtype.name} does not match "
                             f"operand dtype {dt.name}.")
-        inits.append(lax.full(out_shape, i, dt))
+        inits.append(shape_ops.full(out_shape, i, dt))
     if n == 0:
         return pytrees.tree_unflatten(tree, inits)
     # Reduced axes last, flattened to one, then moved to the front to scan over.
-    moved = [lax.reshape(lax.transpose(o, keep + dims), out_shape + (n,)) for o in flat_ops]
-    moved = [lax.transpose(m, (len(out_shape),) + tuple(range(len(out_shape)))) for m in moved]
+    moved = [shape_ops.reshape(shape_ops.transpose(o, keep + dims), out_shape + (n,)) for o in flat_ops]
+    moved = [shape_ops.transpose(m, (len(out_shape),) + tuple(range(len(out_shape)))) for m in moved]
 
     def step(carry, xs):
         acc = computation(pytrees.tree_unflatten(tree, carry), pytrees.tree_unflatten(tree, xs))
@@ -267,7 +259,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
         if acc_tree != tree:
             raise ValueError("reduce: computation must return the structure of the operands, "
                              f"got {acc_tree} for {tree}.")
-        return [lax.convert_element_type(a, get_aval(c).dtype) for a, c in zip(acc_flat, carry)], None
+        return [conversions.convert_element_type(a, get_aval(c).dtype) for a, c in zip(acc_flat, carry)], None
 
     from gpuarr.lax.control_flow import scan
     out, _ = scan(step, inits, moved)
@@ -311,7 +303,7 @@ def batch_matmul(lhs, rhs, precision=None):
     if len(ls) != len(rs):
         raise ValueError(f"Arguments to batch_matmul must have same ndim, got {ls}, {rs}")
     batch = tuple(range(len(ls) - 2))
-    return lax.dot_general(lhs, rhs, (((len(ls) - 1,), (len(rs) - 2,)), (batch, batch)),
+    return dot_products.dot_general(lhs, rhs, (((len(ls) - 1,), (len(rs) - 2,)), (batch, batch)),
                            precision=precision)
 
 
@@ -330,7 +322,7 @@ def broadcast_to_rank(x, rank: int):
     ndim = len(get_aval(x).shape)
     if ndim == rank:
         return x
-    return lax.broadcast(x, (1,) * (rank - ndim))
+    return shape_ops.broadcast(x, (1,) * (rank - ndim))
 
 
 def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
@@ -338,7 +330,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     (lax.collapse; stop defaults to the rank)."""
     shape = get_aval(operand).shape
     lo, hi = slice(start_dimension, stop_dimension).indices(len(shape))[:2]
-    return lax.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
+    return shape_ops.reshape(operand, shape[:lo] + (math.prod(shape[lo:hi]),) + shape[hi:])
 
 
 def _stack_abstract(*operands, axis):
@@ -393,7 +385,7 @@ def stack(operands: Sequence, axis: int = 0):
     equation."""
     operands = list(operands)
     ndim = get_aval(operands[0]).ndim  # no operands: IndexError, as in JAX
-    return stack_p.bind(*operands, axis=lax._canonical_axis(axis, ndim + 1))
+    return stack_p.bind(*operands, axis=shape_ops._canonical_axis(axis, ndim + 1))
 
 
 def _unstack_abstract(operand, *, axis):
@@ -438,7 +430,7 @@ batch_rules[unstack_p] = _unstack_batch
 
 def unstack(x, axis: int = 0):
     """The slices of `x` along `axis`, as a tuple (lax.unstack): one `unstack` equation."""
-    return tuple(unstack_p.bind(x, axis=lax._canonical_axis(axis, get_aval(x).ndim)))
+    return tuple(unstack_p.bind(x, axis=shape_ops._canonical_axis(axis, get_aval(x).ndim)))
 
 
 def _split_abstract(operand, *, sizes, axis):
@@ -504,16 +496,16 @@ def tile(operand, reps: Sequence[int]):
                          f"for shape {shape}")
     # Broadcast to (r0, d0, r1, d1, ...) and merge each pair.
     inter = builtins.sum(((r, d) for r, d in zip(reps, shape)), ())
-    out = lax.broadcast_in_dim(operand, inter, tuple(range(1, 2 * len(shape), 2)))
-    return lax.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
+    out = shape_ops.broadcast_in_dim(operand, inter, tuple(range(1, 2 * len(shape), 2)))
+    return shape_ops.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
 
 
 def empty(shape, dtype, *, out_sharding=None):
     """An array of `shape` and `dtype` whose contents are unspecified (lax.empty): zeros.
     `out_sharding` must be None."""
     if out_sharding is not None:
-        lax.check_no_sharding("lax.empty", out_sharding)
-    return lax.full(tuple(shape), 0, dtypes.canonicalize_dtype(dtype))
+        arguments.check_no_sharding("lax.empty", out_sharding)
+    return shape_ops.full(tuple(shape), 0, dtypes.canonicalize_dtype(dtype))
 
 
 def dtype(x):
@@ -575,10 +567,10 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     else:
         pads = padding  # other strings, and explicit pairs, pad the dilated input as given
     if transpose_kernel:
-        rhs = lax.rev(rhs, tuple(dn.rhs_spec[2:]))
+        rhs = shape_ops.rev(rhs, tuple(dn.rhs_spec[2:]))
         perm = list(range(len(rs)))
         perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = perm[dn.rhs_spec[1]], perm[dn.rhs_spec[0]]
-        rhs = lax.transpose(rhs, tuple(perm))
+        rhs = shape_ops.transpose(rhs, tuple(perm))
     return conv_general_dilated(lhs, rhs, (1,) * len(spatial), pads, tuple(strides),
                                 tuple(rhs_dilation), dn, precision=precision,
                                 preferred_element_type=preferred_element_type)

@@ -19,7 +19,7 @@ from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.impls import fresh_output_prims, impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, conversions, lax
 from gpuarr.lax.extras import _TO_COMPLEX, _TO_REAL
 from gpuarr.lax.extras import conj as _conj  # gpuarr.numpy.fft imports it from here
 
@@ -57,13 +57,13 @@ def fft(x, fft_type, fft_lengths):
     frequencies on its last axis and its output has the `fft_lengths`; IFFT and IRFFT scale by
     1 / prod(fft_lengths). Empty `fft_lengths` return `x` converted."""
     typ = _fft_type(fft_type)
-    in_dtype = lax._dtype_of(x)
+    in_dtype = arguments._dtype_of(x)
     if typ == FftType.RFFT:
         if dtypes.is_complex(in_dtype):
             raise ValueError("only real valued inputs supported for rfft")
-        x = lax.convert_element_type(x, dtypes.to_inexact_dtype(in_dtype))
+        x = conversions.convert_element_type(x, dtypes.to_inexact_dtype(in_dtype))
     else:
-        x = lax.convert_element_type(x, dtypes.to_complex_dtype(in_dtype))
+        x = conversions.convert_element_type(x, dtypes.to_complex_dtype(in_dtype))
     lengths = tuple(operator.index(n) for n in fft_lengths)
     if not lengths:
         return x

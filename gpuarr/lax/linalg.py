@@ -24,7 +24,7 @@ from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, is_undefined
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lapack_host, lax
+from gpuarr.lax import conversions, dot_products, lapack_host, lax, shape_ops
 from gpuarr.lax.extras import conj, real
 
 # ---------------------------------------------------------------- helpers on traced values
@@ -45,7 +45,7 @@ def _is_complex(x) -> bool:
 def _T(x):
     """Swap the last two axes."""
     nd = len(_shape(x))
-    return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+    return shape_ops.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
 def _conj(x):
@@ -60,7 +60,7 @@ def _H(x):
 
 def _as_dtype(x, like):
     """x converted to the dtype of `like` (a real to complex cast; a no-op for real inputs)."""
-    return lax._convert_weak(x, _dtype(like), False)
+    return conversions._convert_weak(x, _dtype(like), False)
 
 
 def symmetrize(x):
@@ -79,7 +79,7 @@ def _matmul(a, b):
     """Batched matrix product of two arrays with equal leading (batch) axes."""
     nd = len(_shape(a))
     batch = tuple(range(nd - 2))
-    return lax.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
+    return dot_products.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
 
 
 def _mask(shape, fn):
@@ -90,7 +90,7 @@ def _mask(shape, fn):
 
 def _keep(x, mask):
     """x where mask, zero elsewhere."""
-    return lax.select_n(mask, lax.full_like(x, 0), x)
+    return lax.select_n(mask, shape_ops.full_like(x, 0), x)
 
 
 def _tril(x, k: int = 0):
@@ -108,34 +108,34 @@ def _eye_like(x):
 
 def _extract_diagonal(x):
     """x[..., i, i] for a batch of square matrices."""
-    return lax.reduce_sum(_keep(x, _mask(_shape(x), lambda r, c: r == c)), (len(_shape(x)) - 1,))
+    return shape_ops.reduce_sum(_keep(x, _mask(_shape(x), lambda r, c: r == c)), (len(_shape(x)) - 1,))
 
 
 def _construct_diagonal(s):
     """The batch of diagonal matrices whose diagonals are s[..., :]."""
     shape = _shape(s)
     n, nd = shape[-1], len(shape)
-    full = lax.broadcast_in_dim(s, shape[:-1] + (n, n), tuple(range(nd - 1)) + (nd,))
+    full = shape_ops.broadcast_in_dim(s, shape[:-1] + (n, n), tuple(range(nd - 1)) + (nd,))
     return _keep(full, _mask(shape[:-1] + (n, n), lambda r, c: r == c))
 
 
 def _row_vector(s):
     """(..., n) -> (..., 1, n), for broadcasting against matrices."""
     shape = _shape(s)
-    return lax.reshape(s, shape[:-1] + (1, shape[-1]))
+    return shape_ops.reshape(s, shape[:-1] + (1, shape[-1]))
 
 
 def _col_vector(s):
     shape = _shape(s)
-    return lax.reshape(s, shape + (1,))
+    return shape_ops.reshape(s, shape + (1,))
 
 
 def _permutation_matrix(perm, dtype):
     """P with P[..., i, j] = (perm[..., i] == j), so that P @ b == b[..., perm, :]."""
     shape = _shape(perm)
     m = shape[-1]
-    cols = lax.broadcasted_iota(_dtype(perm), (1,) * (len(shape) - 1) + (1, m), len(shape))
-    return lax.convert_element_type(lax.eq(_col_vector(perm), cols), dtype)
+    cols = shape_ops.broadcasted_iota(_dtype(perm), (1,) * (len(shape) - 1) + (1, m), len(shape))
+    return conversions.convert_element_type(lax.eq(_col_vector(perm), cols), dtype)
 
 
 def _slice_last2(x, rows, cols):
@@ -376,13 +376,13 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
     conjugate_a = bool(conjugate_a) and _is_complex(a)
     singleton = len(_shape(b)) == len(_shape(a)) - 1
     if singleton:
-        b = lax.expand_dims(b, (len(_shape(b)) if left_side else len(_shape(b)) - 1,))
+        b = shape_ops.expand_dims(b, (len(_shape(b)) if left_side else len(_shape(b)) - 1,))
     out = _bind(triangular_solve_p, a, b, left_side=bool(left_side), lower=bool(lower),
                                   transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
                                   unit_diagonal=bool(unit_diagonal))
     if singleton:
         nd = len(_shape(out))
-        out = lax.squeeze(out, (nd - 1,) if left_side else (nd - 2,))
+        out = shape_ops.squeeze(out, (nd - 1,) if left_side else (nd - 2,))
     return out
 
 
@@ -595,7 +595,7 @@ def _svd_abstract(x, full_matrices, compute_uv):
 
 def _safe_reciprocal(x):
     """1 / x where x != 0, else 0."""
-    zero = lax.convert_element_type(lax.eq(x, lax._const(x, 0)), _dtype(x))
+    zero = conversions.convert_element_type(lax.eq(x, lax._const(x, 0)), _dtype(x))
     return lax.sub(lax.div(lax._const(x, 1), lax.add(x, zero)), zero)
 
 
@@ -842,7 +842,7 @@ def _tridiagonal_solve_transpose(ct, dl, d, du, b, perturb_singular):
     nd, m = len(_shape(d)), _shape(d)[-1]
     if m == 0:
         return [None, None, None, ct]
-    zero = lax.full_like(lax.slice_in_dim(d, 0, 1, axis=nd - 1), 0)
+    zero = shape_ops.full_like(lax.slice_in_dim(d, 0, 1, axis=nd - 1), 0)
     dl_t = lax.concatenate([zero, lax.slice_in_dim(du, 0, m - 1, axis=nd - 1)], nd - 1)
     du_t = lax.concatenate([lax.slice_in_dim(dl, 1, m, axis=nd - 1), zero], nd - 1)
     return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct,
@@ -856,9 +856,9 @@ def _tridiagonal_solve_batch(axis_size, vals, dims, perturb_singular):
         nd = len(_shape(b))
         b = batching.moveaxis(b, dims[3], nd - 2)  # (..., m, batch, k)
         shape = _shape(b)
-        flat = lax.reshape(b, shape[:-2] + (shape[-2] * shape[-1],))
+        flat = shape_ops.reshape(b, shape[:-2] + (shape[-2] * shape[-1],))
         out = tridiagonal_solve_p.bind(dl, d, du, flat, perturb_singular=perturb_singular)
-        return lax.reshape(out, shape), nd - 2
+        return shape_ops.reshape(out, shape), nd - 2
     vals = [batching.move_to(v, dim, 0, axis_size) for v, dim in zip(vals, dims)]
     return tridiagonal_solve_p.bind(*vals, perturb_singular=perturb_singular), 0
 

@@ -21,7 +21,7 @@ import numpy as np
 from gpuarr import dtypes
 from gpuarr.core import Primitive, ShapedArray, get_aval
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lapack_host, lax
+from gpuarr.lax import conversions, lapack_host, lax, shape_ops
 from gpuarr.lax.control_flow import fori_loop, while_loop
 from gpuarr.lax.linalg import (
     _H,
@@ -299,12 +299,12 @@ def _mask_to(x, dims, alternative=0):
     for axis, d in enumerate(dims):
         if d is None or (isinstance(d, (int, np.integer)) and d >= shape[axis]):
             continue
-        inside = lax.lt(lax.broadcasted_iota(np.int32, shape, axis),
-                        lax.convert_element_type(d, np.int32))
+        inside = lax.lt(shape_ops.broadcasted_iota(np.int32, shape, axis),
+                        conversions.convert_element_type(d, np.int32))
         mask = inside if mask is None else lax.bitwise_and(mask, inside)
     if mask is None:
         return x
-    other = lax.full_like(x, alternative) if np.ndim(alternative) == 0 else alternative
+    other = shape_ops.full_like(x, alternative) if np.ndim(alternative) == 0 else alternative
     return lax.select(mask, x, other)
 
 
@@ -341,7 +341,7 @@ def _use_cholesky(u, m, n, params):
 
 def _frobenius(x):
     x = lax.abs(x)
-    return lax.sqrt(lax.reduce_sum(lax.mul(x, x), (0, 1)))
+    return lax.sqrt(shape_ops.reduce_sum(lax.mul(x, x), (0, 1)))
 
 
 def _qdwh_coefficients(eps, max_iterations):
@@ -380,12 +380,12 @@ def _qdwh(x, dynamic_shape, *, max_iterations, eps):
         eps = float(dtypes.finfo(real).eps)
     # alpha = sqrt(|x|_1 |x|_inf) >= |x|_2 scales the singular values into (0, 1].
     ax = lax.abs(x)
-    one_norm = lax.reduce_max(lax.reduce_sum(ax, (0,)), (0,))
-    inf_norm = lax.reduce_max(lax.reduce_sum(ax, (1,)), (0,))
+    one_norm = lax.reduce_max(shape_ops.reduce_sum(ax, (0,)), (0,))
+    inf_norm = lax.reduce_max(shape_ops.reduce_sum(ax, (1,)), (0,))
     alpha_inverse = lax.mul(lax.rsqrt(one_norm), lax.rsqrt(inf_norm))
     alpha_inverse = lax.select(lax.eq(one_norm, lax._const(one_norm, 0)),
-                               lax.full_like(alpha_inverse, 1), alpha_inverse)
-    u = lax.mul(x, lax.convert_element_type(alpha_inverse, dt))
+                               shape_ops.full_like(alpha_inverse, 1), alpha_inverse)
+    u = lax.mul(x, conversions.convert_element_type(alpha_inverse, dt))
     tol_norm = np.asarray(np.cbrt(10.0 * eps / 2.0), real)[()]
     qr_coefs, chol_coefs = _qdwh_coefficients(eps, max_iterations)
 
@@ -428,7 +428,7 @@ def _qdwh(x, dynamic_shape, *, max_iterations, eps):
 
     k0 = np.asarray(len(qr_coefs) + len(chol_coefs), dtypes.default_int_dtype())
     num_iters, u, is_not_converged = while_loop(cond_fun, body_fun,
-                                                (k0, u, lax.convert_element_type(
+                                                (k0, u, conversions.convert_element_type(
                                                     is_not_converged, np.bool_)))
 
     # A Newton-Schulz step refines the orthogonality of u.

@@ -17,7 +17,7 @@ from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules, collective_prims, not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, lax, shape_ops
 from gpuarr.lax.slicing import index_in_dim, index_take
 
 
@@ -61,8 +61,8 @@ def _collective(name, reduce, repeat) -> Primitive:
     return prim
 
 
-psum_p = _collective("psum", lax.reduce_sum,
-                     lambda x, n: lax.mul(x, lax.full_like(x, n)))
+psum_p = _collective("psum", shape_ops.reduce_sum,
+                     lambda x, n: lax.mul(x, shape_ops.full_like(x, n)))
 ad.deflinear(psum_p, lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
 pmax_p = _collective("pmax", lax.reduce_max, lambda x, n: x)
 pmin_p = _collective("pmin", lax.reduce_min, lambda x, n: x)
@@ -79,7 +79,7 @@ ad.defjvp_zero(axis_index_p)
 def _axis_index_batch(axis_size, vals, dims, *, axis_name):
     if batching.current_axis_name() != axis_name[0]:
         return axis_index_p.bind(axis_name=axis_name), not_mapped
-    return lax.iota(np.int32, axis_size), 0
+    return shape_ops.iota(np.int32, axis_size), 0
 
 
 batch_rules[axis_index_p] = _axis_index_batch
@@ -96,7 +96,7 @@ def _bind_leaves(prim, x, axis_name, axis_index_groups):
     _check_groups(axis_index_groups)
     names = _names(axis_name)
     return pytrees.tree_map(
-        lambda v: prim.bind(*lax._coerce_scalars(prim.name, v), axis_name=names), x)
+        lambda v: prim.bind(*arguments._coerce_scalars(prim.name, v), axis_name=names), x)
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
@@ -157,8 +157,8 @@ def _take(x, d, sources, axis_size):
         x = index_take(x, [np.array(picked, np.int32)], (0,))
     if None in sources:
         shape = get_aval(x).shape
-        keep = lax.broadcast_in_dim(np.array([src is not None for src in sources]), shape, (0,))
-        x = lax.select(keep, x, lax.full_like(x, 0))
+        keep = shape_ops.broadcast_in_dim(np.array([src is not None for src in sources]), shape, (0,))
+        x = lax.select(keep, x, shape_ops.full_like(x, 0))
     return x
 
 
@@ -166,14 +166,14 @@ def _fold(x, axis):
     """Merge dimensions axis and axis + 1."""
     shape = list(get_aval(x).shape)
     shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
-    return lax.reshape(x, tuple(shape))
+    return shape_ops.reshape(x, tuple(shape))
 
 
 def _split(x, axis, factor):
     """Split dimension `axis` into (factor, size // factor)."""
     shape = list(get_aval(x).shape)
     shape[axis:axis + 1] = [factor, shape[axis] // factor]
-    return lax.reshape(x, tuple(shape))
+    return shape_ops.reshape(x, tuple(shape))
 
 
 def _axis_size_of(axis_name) -> int:
@@ -262,8 +262,8 @@ def _reduce_scatter_batch(frame_size, vals, dims, *, scatter_dimension, axis_nam
     _single_name("psum_scatter", axis_name, axis_index_groups)
     _reduce_scatter_abstract(get_aval(x) if d is not_mapped else _unbatched_aval(x, d),
                              scatter_dimension=scatter_dimension, **params)
-    total = (lax.mul(x, lax.full_like(x, frame_size)) if d is not_mapped
-             else lax.reduce_sum(x, (d,)))
+    total = (lax.mul(x, shape_ops.full_like(x, frame_size)) if d is not_mapped
+             else shape_ops.reduce_sum(x, (d,)))
     return (_split(total, scatter_dimension, frame_size) if tiled else total), scatter_dimension
 
 
@@ -292,7 +292,7 @@ def _all_to_all_abstract(x, *, axis_name, split_axis, concat_axis, axis_index_gr
 def _swap(x, a, b):
     perm = list(range(get_aval(x).ndim))
     perm[a], perm[b] = perm[b], perm[a]
-    return lax.transpose(x, perm)
+    return shape_ops.transpose(x, perm)
 
 
 def _all_to_all_batch(frame_size, vals, dims, *, axis_name, split_axis, concat_axis,
@@ -382,16 +382,16 @@ ad.deflinear(ppermute_p, lambda ct, x, *, axis_name, perm: [
 def _pbroadcast_transpose(ct, x, *, axis_name, source):
     # Every position's cotangent flows back to the source position.
     shape = get_aval(ct).shape
-    at_source = lax.broadcast_in_dim(
+    at_source = shape_ops.broadcast_in_dim(
         lax.eq(axis_index_p.bind(axis_name=axis_name), np.int32(source)), shape, ())
-    return [lax.select(at_source, psum_p.bind(ct, axis_name=axis_name), lax.full_like(ct, 0))]
+    return [lax.select(at_source, psum_p.bind(ct, axis_name=axis_name), shape_ops.full_like(ct, 0))]
 
 
 ad.deflinear(pbroadcast_p, _pbroadcast_transpose)
 
 
 def _leafwise(fn, x):
-    return pytrees.tree_map(lambda v: fn(lax._coerce_scalars("collective", v)[0]), x)
+    return pytrees.tree_map(lambda v: fn(arguments._coerce_scalars("collective", v)[0]), x)
 
 
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
@@ -440,15 +440,15 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
                                  f"{size} and {shape[split_axis]} respectively.")
             if split_axis < concat_axis:
                 concat_axis += 1  # a position after split_axis is removed
-                v = lax.expand_dims(v, (concat_axis,))
+                v = shape_ops.expand_dims(v, (concat_axis,))
             elif concat_axis < split_axis:
-                v = lax.expand_dims(v, (concat_axis,))
+                v = shape_ops.expand_dims(v, (concat_axis,))
                 split_axis += 1
         out = all_to_all_p.bind(v, split_axis=split_axis, concat_axis=concat_axis,
                                 axis_name=names, axis_index_groups=axis_index_groups,
                                 axis_size=size, tiled=tiled)
         if not tiled and split_axis != concat_axis:
-            out = lax.squeeze(out, (split_axis,))
+            out = shape_ops.squeeze(out, (split_axis,))
         return out
     return _leafwise(bind, x)
 

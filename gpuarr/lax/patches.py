@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from gpuarr.core import get_aval
-from gpuarr.lax import lax
+from gpuarr.lax import dot_products, shape_ops
 from gpuarr.lax.dot_precision import Precision
 from gpuarr.lax.windowed import conv_dimension_numbers, conv_general_dilated
 
@@ -55,7 +55,7 @@ def _move_last_two(x, dst0, dst1):
     perm = list(range(nd - 2))
     for dst, src in sorted(((dst0, nd - 2), (dst1, nd - 1))):
         perm.insert(dst, src)
-    return lax.transpose(x, tuple(perm))
+    return shape_ops.transpose(x, tuple(perm))
 
 
 def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape, lhs_dilation=None,
@@ -75,5 +75,5 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape, 
     order = sorted(range(len(out_spatial)), key=lambda i: out_spatial[i])
     dn = (((out_spec[1],), (rhs_spec[1],)),
           (tuple(sorted(out_spatial)), tuple(rhs_spatial[i] for i in order)))
-    out = lax.dot_general(patches, rhs, dn, precision=precision)
+    out = dot_products.dot_general(patches, rhs, dn, precision=precision)
     return _move_last_two(out, out_spec[0], out_spec[1])

@@ -26,7 +26,7 @@ from gpuarr.impls import fresh_output_prims, impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, add_tangents, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, conversions, dot_products, shape_ops
 from gpuarr.lax.dot_precision import algorithm_product, canonicalize_precision, is_algorithm
 from gpuarr.lax.slicing import checked_impl
 
@@ -243,7 +243,7 @@ def _ragged_abstract(lhs, rhs, group_sizes, *, ragged_dot_dimension_numbers, pre
 
 # ---------------------------------------------------------------- NumPy implementation
 
-_NARROW_FLOATS = lax._NARROW_FLOATS
+_NARROW_FLOATS = dot_products._NARROW_FLOATS
 
 
 def _accumulation_dtype(operand, out):
@@ -272,7 +272,7 @@ def _along(ndim, axis, index):
 
 def _dot(x, y, lc, rc, lb, rb):
     dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
-    return lax._dot_general_impl(x, y, dn)
+    return dot_products._dot_general_impl(x, y, dn)
 
 
 def _expand(a, dim, group_sizes, prefix):
@@ -446,7 +446,7 @@ def _ragged_transpose(ct, x, y, gs, *, ragged_dot_dimension_numbers, precision=N
         perm, dims, unsorted = _grad_dims(mode, r, x_aval.ndim, y_aval.ndim, ct_ndim, dn, wrt_x)
         other = y if wrt_x else x
         if perm is not None:  # mode 2: the other operand is the lhs, in a standard layout
-            other = lax.transpose(other, tuple(perm))
+            other = shape_ops.transpose(other, tuple(perm))
             lhs, rhs = other, ct
         else:
             lhs, rhs = (ct, other) if wrt_x else (other, ct)
@@ -455,9 +455,9 @@ def _ragged_transpose(ct, x, y, gs, *, ragged_dot_dimension_numbers, precision=N
                                         preferred_element_type=preferred_element_type)
         perm_back = tuple(int(i) for i in np.argsort(unsorted, kind="stable"))
         if perm_back != tuple(range(len(perm_back))):
-            out = lax.transpose(out, perm_back)
+            out = shape_ops.transpose(out, perm_back)
         aval = x_aval if wrt_x else y_aval
-        return lax.convert_element_type(out, aval.dtype) if get_aval(out).dtype != aval.dtype \
+        return conversions.convert_element_type(out, aval.dtype) if get_aval(out).dtype != aval.dtype \
             else out
 
     x_bar = grad(True) if is_undefined(x) else None
@@ -518,7 +518,7 @@ def _ragged_batch(axis_size, vals, dims, *, ragged_dot_dimension_numbers, **para
             prefix = _prefix_dims(mode, x_ndim + 1, r + 1, [0] + inc(lb), inc(lc))
             full = tuple(get_aval(x).shape[i] for i in prefix) + (get_aval(gs).shape[-1],)
             if get_aval(gs).shape != full:  # [batch, g] for a prefix of more dimensions
-                gs = lax.broadcast_in_dim(gs, full, (0, len(full) - 1))
+                gs = shape_ops.broadcast_in_dim(gs, full, (0, len(full) - 1))
         out_dim = lead
     out = ragged_dot_general_p.bind(x, y, gs, ragged_dot_dimension_numbers=new, **params)
     return out, out_dim
@@ -533,8 +533,8 @@ batch_rules[ragged_dot_general_p] = _ragged_batch
 def _operand(x, position):
     if isinstance(x, (Array, Tracer)):
         return x
-    if isinstance(x, (np.ndarray, np.generic) + lax._SCALARS):
-        return lax._as_operand(x)
+    if isinstance(x, (np.ndarray, np.generic) + arguments._SCALARS):
+        return arguments._as_operand(x)
     raise TypeError("Error interpreting argument to ragged_dot_general as a JAX value. The "
                     f"problematic value is of type {type(x)} and was passed to "
                     f"ragged_dot_general at position {position}.")
@@ -550,7 +550,7 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers: Ragg
     plain dot_general (mode 3); see `RaggedDotDimensionNumbers`. group_sizes has shape [g] or
     [b..., x..., g] (one row of sizes per prefix position)."""
     if out_sharding is not None:
-        lax.check_no_sharding("lax.ragged_dot_general", out_sharding)
+        arguments.check_no_sharding("lax.ragged_dot_general", out_sharding)
     if group_offset is not None:
         raise NotImplementedError("Unimplemented group_offset support.")
     if not isinstance(ragged_dot_dimension_numbers, RaggedDotDimensionNumbers):

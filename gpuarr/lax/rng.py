@@ -27,7 +27,7 @@ from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, weak_type_r
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, lax, shape_ops
 from gpuarr.lax.slicing import checked_impl
 
 
@@ -164,11 +164,11 @@ def _rng_bit_generator_batch(axis_size, vals, dims, *, algorithm, dtype, shape):
     # As JAX: the first key draws the bits of every example, and only it advances.
     (keys,), (d,) = vals, dims
     keys = batching.move_to(keys, d, 0, axis_size)
-    first = lax.squeeze(lax.slice_in_dim(keys, 0, 1, axis=0), (0,))
+    first = shape_ops.squeeze(lax.slice_in_dim(keys, 0, 1, axis=0), (0,))
     new_key, bits = rng_bit_generator_p.bind(first, algorithm=algorithm, dtype=dtype,
                                              shape=(axis_size, *shape))
     rest = lax.slice_in_dim(keys, 1, axis_size, axis=0)
-    new_keys = lax.concatenate([lax.broadcast(new_key, (1,)), rest], 0)
+    new_keys = lax.concatenate([shape_ops.broadcast(new_key, (1,)), rest], 0)
     return [new_keys, bits], [0, 0]
 
 
@@ -186,7 +186,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
                       out_sharding=None):
     """Random bits of `shape` and unsigned `dtype` from XLA's stateless bit generator
     `algorithm`, keyed by uint32[4] `key`; returns (next key, bits), equal to JAX's."""
-    lax.check_no_sharding("lax.rng_bit_generator", out_sharding)
+    arguments.check_no_sharding("lax.rng_bit_generator", out_sharding)
     shape = tuple(int(d) for d in shape)
     dtype = dtypes.check_user_dtype(dtype, "rng_bit_generator")
     if dtype not in _BIT_DTYPES:

@@ -9,7 +9,7 @@ import numpy as np
 from gpuarr import dtypes
 from gpuarr.array import Array
 from gpuarr.core import get_aval
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, shape_ops
 from gpuarr.lax.extras import _conv_transpose_padding
 from gpuarr.lax.windowed import _dilate_shape, _stride_dim, conv_general_permutations, padtype_to_pads
 
@@ -90,7 +90,7 @@ def broadcast_like(arr, like_arr):
     """`arr` broadcast (NumPy-style, aligning trailing dimensions) to the shape of
     `like_arr`."""
     shape = tuple(get_aval(like_arr).shape)
-    if isinstance(arr, lax._SCALARS):  # stays weakly typed, as a Python scalar is in JAX
+    if isinstance(arr, arguments._SCALARS):  # stays weakly typed, as a Python scalar is in JAX
         arr = Array(np.asarray(arr, dtypes.dtype(arr, canonicalize=True)),
                     weak_type=type(arr) is not bool)
     aval = get_aval(arr)
@@ -104,5 +104,5 @@ def broadcast_like(arr, like_arr):
                          f"{_type_str(aval.dtype, shape)}")
     kept = [i for i, d in enumerate(aval.shape) if d == shape[lead + i]]
     if len(kept) != aval.ndim:  # size-1 dimensions that grow are dropped, then broadcast
-        arr = lax.reshape(arr, tuple(aval.shape[i] for i in kept))
-    return lax.broadcast_in_dim(arr, shape, tuple(lead + i for i in kept))
+        arr = shape_ops.reshape(arr, tuple(aval.shape[i] for i in kept))
+    return shape_ops.broadcast_in_dim(arr, shape, tuple(lead + i for i in kept))

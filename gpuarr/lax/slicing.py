@@ -31,7 +31,7 @@ from gpuarr.impls import compile_closed, impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, conversions, lax, shape_ops
 
 # ---------------------------------------------------------------- modes and dimension numbers
 
@@ -293,7 +293,7 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, i
     aval = operand.aval
     if type(ct) is Zero:
         return [Zero(aval), None]
-    zeros = lax.full(aval.shape, 0, aval.dtype)
+    zeros = shape_ops.full(aval.shape, 0, aval.dtype)
     out = scatter_add_p.bind(zeros, indices, ct, dimension_numbers=_scatter_dnums_of(dimension_numbers),
                              indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                              mode=mode)
@@ -322,7 +322,7 @@ def _gather_batch(axis_size, vals, dims, *, dimension_numbers, slice_sizes, **pa
                 ShapedArray(get_aval(operand).shape[1:], get_aval(operand).dtype),
                 ShapedArray(get_aval(indices).shape[1:], get_aval(indices).dtype),
                 dimension_numbers=dn, slice_sizes=tuple(slice_sizes), **params)
-            return lax.full((0,) + one.shape, 0, one.dtype), 0
+            return shape_ops.full((0,) + one.shape, 0, one.dtype), 0
         dn = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
                                     _shift(dn.start_index_map), (0,) + _shift(dn.operand_batching_dims),
                                     (0,) + _shift(dn.start_indices_batching_dims))
@@ -478,7 +478,7 @@ def _inst(t, like):
     """A dense tangent: zeros shaped like the primal `like` for a symbolic Zero."""
     if type(t) is Zero:
         aval = get_aval(like)
-        return lax.full(aval.shape, 0, aval.dtype)
+        return shape_ops.full(aval.shape, 0, aval.dtype)
     return t
 
 
@@ -603,15 +603,15 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, indi
     up_aval = updates.aval if is_undefined(updates) else get_aval(updates)
     ct_op = ct_up = None
     if is_undefined(operand):
-        ct_op = scatter_p.bind(ct, indices, lax.full(up_aval.shape, 0, up_aval.dtype), **params)
+        ct_op = scatter_p.bind(ct, indices, shape_ops.full(up_aval.shape, 0, up_aval.dtype), **params)
     if is_undefined(updates):
         nd = len(get_aval(ct).shape)
         gathered = _gather_updates(ct, indices, up_aval, nd, dimension_numbers, mode)
         # Only the update that won a location (the last one written) receives its cotangent.
-        ids = lax.reshape(lax.iota(np.int32, int(np.prod(up_aval.shape))), up_aval.shape)
-        owner = scatter_p.bind(lax.full(get_aval(ct).shape, -1, np.int32), indices, ids, **params)
+        ids = shape_ops.reshape(shape_ops.iota(np.int32, int(np.prod(up_aval.shape))), up_aval.shape)
+        owner = scatter_p.bind(shape_ops.full(get_aval(ct).shape, -1, np.int32), indices, ids, **params)
         won = lax.eq(_gather_updates(owner, indices, up_aval, nd, dimension_numbers, mode), ids)
-        ct_up = lax.select(won, gathered, lax.full(up_aval.shape, 0, up_aval.dtype))
+        ct_up = lax.select(won, gathered, shape_ops.full(up_aval.shape, 0, up_aval.dtype))
     return [ct_op, None, ct_up]
 
 
@@ -630,7 +630,7 @@ def _scatter_mul_jvp(primals, tangents, **params):
     if type(t_op) is not Zero:
         t = scatter_mul_p.bind(t_op, indices, updates, **params)
     if type(t_up) is not Zero:
-        zeros = lax.full(get_aval(operand).shape, 0, get_aval(operand).dtype)
+        zeros = shape_ops.full(get_aval(operand).shape, 0, get_aval(operand).dtype)
         t = ad.add_tangents(t, lax.mul(operand, scatter_add_p.bind(zeros, indices, t_up, **params)))
     return out, t
 
@@ -640,7 +640,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, **params):
         raise NotImplementedError("scatter_mul is not linear in its updates")
     if type(ct) is Zero:
         return [Zero(operand.aval), None, None]
-    ones = lax.full(operand.aval.shape, 1, operand.aval.dtype)
+    ones = shape_ops.full(operand.aval.shape, 1, operand.aval.dtype)
     return [lax.mul(ct, scatter_mul_p.bind(ones, indices, updates, **params)), None, None]
 
 
@@ -658,16 +658,16 @@ def _scatter_extremal_jvp(prim, primals, tangents, *, dimension_numbers, indices
     # The tangent comes from whichever inputs attain the extremum; ties share it evenly.
     aval = get_aval(operand)
     dt = aval.dtype
-    zeros = lax.full(aval.shape, 0, dt)
+    zeros = shape_ops.full(aval.shape, 0, dt)
     nd = aval.ndim
-    op_wins = lax.convert_element_type(lax.eq(operand, out), dt)
+    op_wins = conversions.convert_element_type(lax.eq(operand, out), dt)
     gathered = _gather_updates(out, indices, get_aval(updates), nd, dimension_numbers, mode)
-    up_wins = lax.convert_element_type(lax.eq(updates, gathered), dt)
+    up_wins = conversions.convert_element_type(lax.eq(updates, gathered), dt)
     count = lax.add(op_wins, scatter_add_p.bind(zeros, indices, up_wins, **params))
     total = lax.mul(_inst(t_op, operand), op_wins)
     total = lax.add(total, scatter_add_p.bind(zeros, indices, lax.mul(_inst(t_up, updates), up_wins),
                                               **params))
-    return out, lax.div(total, lax.max(count, lax.full(aval.shape, 1, dt)))
+    return out, lax.div(total, lax.max(count, shape_ops.full(aval.shape, 1, dt)))
 
 
 ad.jvp_rules[scatter_min_p] = lambda p, t, **kw: _scatter_extremal_jvp(scatter_min_p, p, t, **kw)
@@ -680,7 +680,7 @@ def _scatter_wrapper(prim, doc):
         if not isinstance(dimension_numbers, ScatterDimensionNumbers):
             raise TypeError(f"{prim.name} dimension_numbers must be a lax.ScatterDimensionNumbers, "
                             f"got {type(dimension_numbers).__name__}.")
-        updates = lax._coerce_scalars(prim.name, operand, updates)[1] \
+        updates = arguments._coerce_scalars(prim.name, operand, updates)[1] \
             if isinstance(updates, (bool, int, float, complex)) else updates
         return prim.bind(operand, scatter_indices, updates,
                          dimension_numbers=_tuple_fields(dimension_numbers),
@@ -825,7 +825,7 @@ def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
     aval = operand.aval
     if type(ct) is Zero:
         return [Zero(aval)] + [None] * len(starts)
-    zeros = lax.full(aval.shape, 0, aval.dtype)
+    zeros = shape_ops.full(aval.shape, 0, aval.dtype)
     return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
 
 
@@ -833,11 +833,11 @@ def _starts_as_indices(axis_size, starts, sdims):
     """Batched start scalars stacked into a (batch, rank) int32 index array."""
     cols = []
     for s, d in zip(starts, sdims):
-        s = lax.convert_element_type(s, np.int32)
+        s = conversions.convert_element_type(s, np.int32)
         s = batching.move_to(s, d, 0, axis_size)
-        cols.append(lax.reshape(s, (axis_size, 1)))
+        cols.append(shape_ops.reshape(s, (axis_size, 1)))
     if not cols:
-        return lax.full((axis_size, 0), 0, np.int32)
+        return shape_ops.full((axis_size, 0), 0, np.int32)
     return lax.concatenate(cols, 1)
 
 
@@ -957,7 +957,7 @@ def _dus_transpose(ct, operand, update, *starts):
                 Zero(up_aval) if is_undefined(update) else None] + none
     ct_op = ct_up = None
     if is_undefined(operand):
-        ct_op = dynamic_update_slice_p.bind(ct, lax.full(up_aval.shape, 0, up_aval.dtype), *starts)
+        ct_op = dynamic_update_slice_p.bind(ct, shape_ops.full(up_aval.shape, 0, up_aval.dtype), *starts)
     if is_undefined(update):
         ct_up = dynamic_slice_p.bind(ct, *starts, slice_sizes=up_aval.shape)
     return [ct_op, ct_up] + none
@@ -993,7 +993,7 @@ def dynamic_update_slice(operand, update, start_indices, *,
     """`operand` with `update` written at (possibly traced) `start_indices`, clamped to fit."""
     starts = _normalize_starts("dynamic_update_slice", operand, start_indices, allow_negative_indices)
     if isinstance(update, (bool, int, float, complex)):
-        update = lax._coerce_scalars("dynamic_update_slice", operand, update)[1]
+        update = arguments._coerce_scalars("dynamic_update_slice", operand, update)[1]
     return dynamic_update_slice_p.bind(operand, update, *starts)
 
 
@@ -1036,7 +1036,7 @@ def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *
         return out
     shape = get_aval(operand).shape
     axis = int(axis) % len(shape)
-    return lax.reshape(out, shape[:axis] + shape[axis + 1:])
+    return shape_ops.reshape(out, shape[:axis] + shape[axis + 1:])
 
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
@@ -1054,7 +1054,7 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
     """Write `update` (with or without the size-1 axis) at `index` along `axis`."""
     axis = int(axis) % get_aval(operand).ndim
     if get_aval(update).ndim == get_aval(operand).ndim - 1:
-        update = lax.expand_dims(update, (axis,))
+        update = shape_ops.expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis,
                                        allow_negative_indices=allow_negative_indices)
 
@@ -1068,14 +1068,14 @@ def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
         raise IndexError(f"index {index} is out of bounds for axis {axis} with size {shape[axis]}")
     index %= shape[axis]
     out = lax.slice_in_dim(operand, index, index + 1, axis=axis)
-    return out if keepdims else lax.squeeze(out, (axis,))
+    return out if keepdims else shape_ops.squeeze(out, (axis,))
 
 
 def index_take(src, idxs, axes):
     """Gather `src` at the integer index rows `idxs` for the listed `axes` (lax.index_take)."""
-    idxs = [lax.convert_element_type(i, np.int32) for i in idxs]
+    idxs = [conversions.convert_element_type(i, np.int32) for i in idxs]
     n = get_aval(idxs[0]).shape[0]
-    indices = lax.concatenate([lax.reshape(i, (n, 1)) for i in idxs], 1)
+    indices = lax.concatenate([shape_ops.reshape(i, (n, 1)) for i in idxs], 1)
     axes = tuple(int(a) for a in axes)
     shape = get_aval(src).shape
     slice_sizes = tuple(1 if i in axes else d for i, d in enumerate(shape))
@@ -1092,6 +1092,6 @@ def take_along_axis(arr, indices, axis: int, mode=GatherScatterMode.PROMISE_IN_B
     nd = len(shape)
     axis = int(axis) % nd
     others = tuple(d for d in range(nd) if d != axis)
-    idx = lax.reshape(indices, get_aval(indices).shape + (1,))
+    idx = shape_ops.reshape(indices, get_aval(indices).shape + (1,))
     dn = GatherDimensionNumbers((), (axis,), (axis,), others, others)
     return gather(arr, idx, dn, (1,) * nd, mode=mode, fill_value=fill_value)

@@ -12,7 +12,7 @@ from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lax, slicing
+from gpuarr.lax import shape_ops, slicing
 from gpuarr.lax.slicing import checked_impl
 
 
@@ -71,14 +71,14 @@ def _sort_jvp(primals, tangents, dimension, is_stable, num_keys):
     # other axis a batch axis.
     shape = get_aval(primals[0]).shape
     index_dtype = np.uint32 if math.prod(shape) < 1 << 32 else np.uint64
-    outs = sort_p.bind(*primals, lax.broadcasted_iota(index_dtype, shape, dimension),
+    outs = sort_p.bind(*primals, shape_ops.broadcasted_iota(index_dtype, shape, dimension),
                        dimension=dimension, is_stable=is_stable, num_keys=num_keys)
     batch = tuple(np.delete(np.arange(len(shape), dtype=np.int64), dimension))
     dnums = slicing.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(dimension,),
                                            start_index_map=(dimension,),
                                            operand_batching_dims=batch,
                                            start_indices_batching_dims=batch)
-    idx = lax.expand_dims(outs[-1], (len(shape),))
+    idx = shape_ops.expand_dims(outs[-1], (len(shape),))
     out_t = [Zero.from_primal(o) if type(t) is Zero else slicing.gather(
         t, idx, dnums, (1,) * len(shape), mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS)
         for o, t in zip(outs[:-1], tangents)]

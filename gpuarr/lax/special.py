@@ -21,17 +21,13 @@ from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero
 from gpuarr.interpreters.batching import batch_rules, not_mapped
+from gpuarr.lax.arguments import _check_kind, _check_same_dtypes, _coerce_scalars, _never_weak
+from gpuarr.lax.conversions import convert_element_type
 from gpuarr.lax.lax import (
-    _check_kind,
-    _check_same_dtypes,
-    _coerce_scalars,
     _const,
-    _never_weak,
     add,
     binop,
     broadcast_batch_rule,
-    broadcast_in_dim,
-    convert_element_type,
     div,
     eq,
     exp,
@@ -43,6 +39,7 @@ from gpuarr.lax.lax import (
     square,
     unop,
 )
+from gpuarr.lax.shape_ops import broadcast_in_dim
 
 _SQRT_PI = math.sqrt(math.pi)
 

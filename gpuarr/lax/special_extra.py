@@ -20,18 +20,14 @@ from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters.ad import defjvp
 from gpuarr.interpreters.batching import batch_rules
+from gpuarr.lax.arguments import _broadcast_shapes, _check_kind, _check_same_dtypes, _coerce_scalars
 from gpuarr.lax.lax import (
-    _broadcast_shapes,
-    _check_kind,
-    _check_same_dtypes,
-    _coerce_scalars,
     _const,
     abs,
     add,
     binop,
     broadcast_batch_rule,
     exp,
-    full_like,
     gt,
     log,
     log1p,
@@ -43,6 +39,7 @@ from gpuarr.lax.lax import (
     sub,
     unop,
 )
+from gpuarr.lax.shape_ops import full_like
 from gpuarr.lax.special import _digamma64, _in_f64, _lgamma64, digamma, lgamma
 
 _ITERS = 2000

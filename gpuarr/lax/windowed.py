@@ -13,7 +13,7 @@ from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax import lax
+from gpuarr.lax import arguments, conversions, lax, numpy_impls, shape_ops
 from gpuarr.lax.dot_precision import canonicalize_precision
 from gpuarr.lax.slicing import checked_impl
 
@@ -52,7 +52,7 @@ def _pad_dilate(x, value, padding, dilation):
     """NumPy: interior-dilate the trailing dims of `x` by `dilation`, then pad by `padding`."""
     lead = x.ndim - len(padding)
     cfg = [(0, 0, 0)] * lead + [(lo, hi, d - 1) for (lo, hi), d in zip(padding, dilation)]
-    return lax._pad_impl(x, np.asarray(value, x.dtype), cfg)
+    return numpy_impls._pad_impl(x, np.asarray(value, x.dtype), cfg)
 
 
 def _windows(x, window, strides, window_dilation):
@@ -285,7 +285,7 @@ def _reshape_axis_into(src, dst, x):
     perm.insert(dst, src)
     new_shape = [s for i, s in enumerate(shape) if i != src]
     new_shape[dst] *= shape[src]
-    return lax.reshape(x, tuple(new_shape), tuple(perm))
+    return shape_ops.reshape(x, tuple(new_shape), tuple(perm))
 
 
 def _reshape_axis_out_of(src, size1, x):
@@ -293,7 +293,7 @@ def _reshape_axis_out_of(src, size1, x):
     size2, ragged = divmod(shape[src], size1)
     assert not ragged
     shape[src:src + 1] = [size1, size2]
-    return lax.reshape(x, tuple(shape))
+    return shape_ops.reshape(x, tuple(shape))
 
 
 def _conv_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
@@ -314,16 +314,16 @@ def _conv_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, r
     pads = _vjp_lhs_padding([lhs_shape[i] for i in lhs_spec[2:]], [rhs_shape[i] for i in rhs_spec[2:]],
                             window_strides, [get_aval(g).shape[i] for i in out_spec[2:]], padding,
                             lhs_dilation, rhs_dilation)
-    revd = lax.rev(rhs, tuple(rhs_spec[2:]))
+    revd = shape_ops.rev(rhs, tuple(rhs_spec[2:]))
     if get_aval(g).dtype != get_aval(revd).dtype:
-        revd = lax.convert_element_type(revd, get_aval(g).dtype)
+        revd = conversions.convert_element_type(revd, get_aval(g).dtype)
     out = conv_general_dilated(g, revd, window_strides=lhs_dilation, padding=pads,
                                lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
                                dimension_numbers=trans_dn, feature_group_count=feature_group_count,
                                batch_group_count=1, precision=precision,
                                preferred_element_type=preferred_element_type)
     if get_aval(out).dtype != lhs.aval.dtype:
-        out = lax.convert_element_type(out, lhs.aval.dtype)
+        out = conversions.convert_element_type(out, lhs.aval.dtype)
     if batch_group_count > 1:
         out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
         out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
@@ -348,14 +348,14 @@ def _conv_transpose_rhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation, r
                             window_strides, [get_aval(g).shape[i] for i in out_spec[2:]], padding,
                             lhs_dilation, rhs_dilation)
     if get_aval(g).dtype != get_aval(lhs).dtype:
-        lhs = lax.convert_element_type(lhs, get_aval(g).dtype)
+        lhs = conversions.convert_element_type(lhs, get_aval(g).dtype)
     out = conv_general_dilated(lhs, g, window_strides=rhs_dilation, padding=pads,
                                lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
                                dimension_numbers=trans_dn, feature_group_count=feature_group_count,
                                batch_group_count=batch_group_count, precision=precision,
                                preferred_element_type=preferred_element_type)
     if get_aval(out).dtype != rhs.aval.dtype:
-        out = lax.convert_element_type(out, rhs.aval.dtype)
+        out = conversions.convert_element_type(out, rhs.aval.dtype)
     return out
 
 
@@ -420,7 +420,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
     """General n-d convolution with strides, padding ('SAME', 'SAME_LOWER', 'VALID' or (lo, hi)
     pairs), input (lhs) and kernel (rhs) dilation, layouts given by `dimension_numbers` (e.g.
     ('NHWC', 'HWIO', 'NHWC')) and grouped convolutions, as XLA's Conv (cross-correlation)."""
-    lax.check_no_sharding("lax.conv_general_dilated", out_sharding)
+    arguments.check_no_sharding("lax.conv_general_dilated", out_sharding)
     lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
     dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     nsp = len(lhs_shape) - 2
@@ -513,7 +513,7 @@ def _reduce_window_shape(x_shape, window_dimensions, window_strides, padding, ba
 
 def _reduce_window_abstract(kind, x, **params):
     if kind == "sum":
-        lax._check_kind("reduce_window_sum", "number", x)
+        arguments._check_kind("reduce_window_sum", "number", x)
     return [x.update(shape=_reduce_window_shape(x.shape, **params))]
 
 
@@ -589,8 +589,8 @@ def _reduce_window_chooser_jvp(prim, kind, primals, tangents, **params):
     dt = get_aval(x).dtype
     vals = _window_slices(x, _identity(kind, dt), out_shape=out_shape, **params)
     tans = _window_slices(t, np.zeros((), dt)[()], out_shape=out_shape, **params)
-    found = lax.full(out_shape, False, np.bool_)
-    acc = lax.full(out_shape, 0, dt)
+    found = shape_ops.full(out_shape, False, np.bool_)
+    acc = shape_ops.full(out_shape, 0, dt)
     for v, tv in zip(vals, tans):
         hit = lax.bitwise_and(lax.eq(v, out), lax.bitwise_not(found))
         acc = lax.select(hit, tv, acc)
@@ -638,7 +638,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     ident = _identity(kind, dt)
     if not isinstance(init_value, (np.ndarray, np.generic, bool, int, float)) or \
             np.asarray(init_value).astype(dt) != ident:
-        init = lax._coerce_scalars("reduce_window", out, init_value)[1] \
+        init = arguments._coerce_scalars("reduce_window", out, init_value)[1] \
             if isinstance(init_value, (bool, int, float)) else init_value
         out = {"sum": lax.add, "max": lax.max, "min": lax.min}[kind](out, init)
     return out

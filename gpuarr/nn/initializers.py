@@ -37,7 +37,7 @@ def _dtype(dtype):
 
 
 def _init_sharding(name, out_sharding):
-    lax.lax.check_no_sharding(f"nn.initializers.{name}", out_sharding)
+    lax.arguments.check_no_sharding(f"nn.initializers.{name}", out_sharding)
 
 
 def _random():

@@ -109,7 +109,7 @@ def _convert(x, dt, weak):
     aval = get_aval(x)
     if aval.dtype == dt and aval.weak_type == weak:
         return x
-    return lax.lax._convert_weak(x, dt, weak)
+    return lax.conversions._convert_weak(x, dt, weak)
 
 
 def _weak_scalar(x, dt):

@@ -58,7 +58,7 @@ def _restore(out, aval):
     out_aval = get_aval(out)
     if out_aval.dtype == aval.dtype and out_aval.weak_type == aval.weak_type:
         return out
-    return lax.lax._convert_weak(out, aval.dtype, aval.weak_type)
+    return lax.conversions._convert_weak(out, aval.dtype, aval.weak_type)
 
 
 def _ones_like(x):

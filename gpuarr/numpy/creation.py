@@ -37,7 +37,7 @@ def _user_dtype(dtype, fun_name):
 
 def _placed(result, name, device, out_sharding=None):
     """`result` put on `device` when one is given (as device_put); gpuarr has no shardings."""
-    lax.lax.check_no_sharding(f"numpy.{name}", out_sharding)
+    lax.arguments.check_no_sharding(f"numpy.{name}", out_sharding)
     if device is None:
         return result
     from gpuarr.device_api import device_put
@@ -223,7 +223,7 @@ def _like(a, dtype, shape):
 def _keep_weak(out, a, dtype):
     # Without a dtype the result keeps the weak type of `a` (Python scalars are weak), as in JAX.
     if dtype is None and dtypes.is_weakly_typed(a):
-        return lax.lax._convert_weak(out, get_aval(out).dtype, True)
+        return lax.conversions._convert_weak(out, get_aval(out).dtype, True)
     return out
 
 

@@ -216,7 +216,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     for broadcast axes); indices missing from the output are summed. `optimize` is 'auto',
     True, False, an opt_einsum strategy name, or an explicit path such as [(0, 1), (0, 1)].
     Each pairwise contraction calls `_dot_general` (lax.dot_general's signature), as JAX's."""
-    lax.lax.check_no_sharding("numpy.einsum", out_sharding)
+    lax.arguments.check_no_sharding("numpy.einsum", out_sharding)
     reject_out("einsum", out)
     if not operands:
         raise ValueError("einsum requires at least one operand after the subscripts.")

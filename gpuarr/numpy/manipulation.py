@@ -36,7 +36,7 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
     """Give `a` a new shape; one dimension may be -1 (inferred)."""
     check_arraylike("reshape", a)
     if out_sharding is not None:
-        lax.lax.check_no_sharding("numpy.reshape", out_sharding)
+        lax.arguments.check_no_sharding("numpy.reshape", out_sharding)
     a = ensure_array(a)
     size = get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -66,7 +66,7 @@ def ravel(a, order="C", *, out_sharding=None):
     """Flatten to one dimension."""
     check_arraylike("ravel", a)
     if out_sharding is not None:
-        lax.lax.check_no_sharding("numpy.ravel", out_sharding)
+        lax.arguments.check_no_sharding("numpy.ravel", out_sharding)
     if order == "K":
         raise NotImplementedError("Ravel not implemented for order='K'.")
     if order not in ("C", "F", "A"):
@@ -168,7 +168,7 @@ def broadcast_to(array, shape, *, out_sharding=None):
     """Broadcast `array` to `shape` with NumPy's rules."""
     check_arraylike("broadcast_to", array)
     if out_sharding is not None:
-        lax.lax.check_no_sharding("numpy.broadcast_to", out_sharding)
+        lax.arguments.check_no_sharding("numpy.broadcast_to", out_sharding)
     return _broadcast_to(ensure_array(array), (shape,) if isinstance(shape, int) else shape)
 
 
@@ -449,7 +449,7 @@ def tile(A, reps):
 def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
     """Repeat each element `repeats` times (an int or a concrete per-element array) along `axis`."""
     check_arraylike("repeat", a)
-    lax.lax.check_no_sharding("numpy.repeat", out_sharding)
+    lax.arguments.check_no_sharding("numpy.repeat", out_sharding)
     a = ensure_array(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -880,7 +880,7 @@ def _pad_constant(a, widths, cv):
     """Constant padding; `cv` may be traced, so it stays an array (cast like JAX's)."""
     aval = get_aval(a)
     nd = aval.ndim
-    cv = lax.lax._convert_weak(ensure_array(cv), aval.dtype, aval.weak_type)
+    cv = lax.conversions._convert_weak(ensure_array(cv), aval.dtype, aval.weak_type)
     shape = get_aval(cv).shape
     if len(shape) == 0:
         return lax.pad(a, cv, [(b, e, 0) for b, e in widths])
@@ -938,7 +938,7 @@ def _pad_stats(a, widths, mode, stat_length):
             # Integers round the statistic; booleans just cast it (nonzero is True), as JAX.
             if dtypes.is_int(aval.dtype):
                 stat = jround(stat)
-            stat = lax.lax._convert_weak(stat, aval.dtype, aval.weak_type)
+            stat = lax.conversions._convert_weak(stat, aval.dtype, aval.weak_type)
             shape = list(aval.shape)
             shape[ax] = width
             parts.append(_broadcast_to(stat, tuple(shape)))

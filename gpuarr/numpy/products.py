@@ -27,7 +27,7 @@ def _named_jit(name, **options):
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """numpy.dot: scalars multiply, vectors dot, otherwise contract a's last axis with b's
     second-to-last."""
-    lax.lax.check_no_sharding("numpy.dot", out_sharding)
+    lax.arguments.check_no_sharding("numpy.dot", out_sharding)
     check_arraylike("dot", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     an, bn = get_aval(a).ndim, get_aval(b).ndim
@@ -63,7 +63,7 @@ def _contraction_mismatch(a_size, b_size):
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product with NumPy's broadcasting of leading (batch) dimensions."""
-    lax.lax.check_no_sharding("numpy.matmul", out_sharding)
+    lax.arguments.check_no_sharding("numpy.matmul", out_sharding)
     check_arraylike("matmul", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     ashape, bshape = get_aval(a).shape, get_aval(b).shape
@@ -165,7 +165,7 @@ def _outer(a, b):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Sum products over `axes`: an int N (last N of a with first N of b), a pair of ints, or
     a pair of equal-length sequences of axes."""
-    lax.lax.check_no_sharding("numpy.tensordot", out_sharding)
+    lax.arguments.check_no_sharding("numpy.tensordot", out_sharding)
     check_arraylike("tensordot", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim

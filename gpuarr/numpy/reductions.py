@@ -823,7 +823,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     if weights is not None:
         check_arraylike("percentile", weights)
     q = _percent("percentile", q)
-    lax.lax.check_no_sharding("numpy.percentile", out_sharding)
+    lax.arguments.check_no_sharding("numpy.percentile", out_sharding)
     return quantile(a, q, axis=axis, out=out, overwrite_input=overwrite_input, method=method,
                     keepdims=keepdims, weights=weights)
 

@@ -359,7 +359,7 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     """Counts (or summed `weights`) of each non-negative integer in `x`; negative values count
     as 0 and values >= `length` are dropped, as in JAX. Under jit pass a static `length`."""
     check_arraylike("bincount", x)
-    lax.lax.check_no_sharding("numpy.bincount", out_sharding)
+    lax.arguments.check_no_sharding("numpy.bincount", out_sharding)
     x = ensure_array(x)
     aval = get_aval(x)
     if not dtypes.is_int(aval.dtype) and aval.dtype != np.bool_:

@@ -18,7 +18,7 @@ from gpuarr import dtypes, lax
 from gpuarr import numpy as jnp
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
-from gpuarr.lax.lax import check_no_sharding
+from gpuarr.lax.arguments import check_no_sharding
 from gpuarr.lax.sorting import sort_key_val, top_k
 from gpuarr.numpy.arguments import check_arraylike, promote_dtypes_inexact
 from gpuarr.prng import UINT_DTYPES
@@ -407,7 +407,7 @@ def _normal_real(data, shape, dtype):
 
 def _to(x, dtype):
     # Direct bind: float64 is wanted here even with x64 off (it only emulates a fused op).
-    return lax.lax.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+    return lax.conversions.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
 
 
 def _via_float64(fn, x):

@@ -12,7 +12,7 @@ from gpuarr import numpy as jnp
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer, get_aval
-from gpuarr.lax.lax import check_no_sharding
+from gpuarr.lax.arguments import check_no_sharding
 from gpuarr.prng import PRNGKeyArray
 
 _IMPL_NAMES = ("threefry2x32", "fry", None)

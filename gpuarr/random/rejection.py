@@ -12,8 +12,8 @@ from gpuarr import lax
 from gpuarr import numpy as jnp
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax.arguments import check_no_sharding
 from gpuarr.lax.control_flow import while_loop
-from gpuarr.lax.lax import check_no_sharding
 from gpuarr.random.distributions import (
     _check_all_safe_to_cast,
     _check_broadcast_shapes,

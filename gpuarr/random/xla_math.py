@@ -31,15 +31,8 @@ from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.impls import costly_prims, impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
-from gpuarr.lax.lax import (
-    _bcast_tangent,
-    _broadcast_shapes,
-    _check_kind,
-    _check_same_dtypes,
-    _coerce_scalars,
-    broadcast_batch_rule,
-    unop,
-)
+from gpuarr.lax.arguments import _broadcast_shapes, _check_kind, _check_same_dtypes, _coerce_scalars
+from gpuarr.lax.lax import _bcast_tangent, broadcast_batch_rule, unop
 from gpuarr.lax.special import _checked
 
 

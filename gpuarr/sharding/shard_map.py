@@ -161,13 +161,13 @@ def _run_levels(call, axes, vals, arg_axes, level=0):
 
 
 def core_expand(x):
-    from gpuarr.lax import lax
-    return lax.expand_dims(x, (0,))
+    from gpuarr.lax import shape_ops
+    return shape_ops.expand_dims(x, (0,))
 
 
 def core_squeeze(x, d):
-    from gpuarr.lax import lax
-    return lax.squeeze(x, (d,))
+    from gpuarr.lax import shape_ops
+    return shape_ops.squeeze(x, (d,))
 
 
 def _as_value(x):

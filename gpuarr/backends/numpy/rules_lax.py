@@ -13,17 +13,18 @@ import numpy as np
 from gpuarr.backends.host_threads import blas_dot
 from gpuarr.backends.numpy.codegen import blocked_ufunc_rules, expr_rules, float_ufuncs
 from gpuarr.core import Literal
+from gpuarr.lax.conversions import convert_element_type_p
 from gpuarr.lax.dot_precision import is_algorithm
-from gpuarr.lax.extras import reduce_xor_p
-from gpuarr.lax.lax import (
-    _PARALLEL_REDUCE_SIZE,
+from gpuarr.lax.dot_products import (
     _broadcast_product_spec,
     _dot_general_abstract,
     _einsum_pays,
-    atan2_p,
-    convert_element_type_p,
-    div_p,
     dot_general_p,
+)
+from gpuarr.lax.extras import reduce_xor_p
+from gpuarr.lax.lax import (
+    atan2_p,
+    div_p,
     max_p,
     min_p,
     pow_p,
@@ -32,12 +33,12 @@ from gpuarr.lax.lax import (
     reduce_min_p,
     reduce_or_p,
     reduce_prod_p,
-    reduce_sum_p,
     shift_left_p,
     shift_right_arithmetic_p,
     shift_right_logical_p,
 )
 from gpuarr.lax.platform_dependent import platform_index, platform_index_p
+from gpuarr.lax.shape_ops import _PARALLEL_REDUCE_SIZE, reduce_sum_p
 
 # ---------------------------------------------------------------- elementwise: the ufunc itself
 

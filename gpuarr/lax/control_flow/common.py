@@ -28,7 +28,7 @@ from gpuarr.impls import compile_program
 from gpuarr.interpreters import ad
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
-from gpuarr.lax import lax
+from gpuarr.lax import conversions, shape_ops
 
 _SCALARS = (bool, int, float, complex)
 
@@ -175,7 +175,7 @@ def _jvp_closed(closed: ClosedProgram, nonzeros):
 
 
 def _zeros(aval):
-    return lax.full(aval.shape, 0, aval.dtype)
+    return shape_ops.full(aval.shape, 0, aval.dtype)
 
 
 def _split_by(flags, xs):
@@ -226,7 +226,7 @@ def _promote_weak_carries(leaves, avals, out_avals):
     new_leaves, new_avals, changed = [], [], False
     for x, a, o in zip(leaves, avals, out_avals):
         if a.weak_type and not _same_type(a, o):
-            x = lax.convert_element_type(_operand(x), dtypes.result_type(x, o))
+            x = conversions.convert_element_type(_operand(x), dtypes.result_type(x, o))
             a, changed = get_aval(x), True
         new_leaves.append(x)
         new_avals.append(a)

@@ -29,7 +29,7 @@ from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import conversions, lax, shape_ops
 from gpuarr.lax.control_flow.common import (
     _avals,
     _capitalize,
@@ -121,7 +121,7 @@ def _cond_batch(axis_size, vals, dims, branches, **params):
     outs = []
     for cases in zip(*results):
         shape = get_aval(cases[0]).shape
-        which = lax.broadcast_in_dim(index, shape, (0,))
+        which = shape_ops.broadcast_in_dim(index, shape, (0,))
         outs.append(lax.select_n(which, *cases) if len(cases) > 1 else cases[0])
     return outs, [0] * n_out
 
@@ -133,7 +133,7 @@ def _select_per_example(pred, on_true, on_false):
     """lax.select with a per-example `pred` (leading axis) broadcast to the operands."""
     shape = get_aval(on_true).shape
     if len(shape) != get_aval(pred).ndim:
-        pred = lax.broadcast_in_dim(pred, shape, tuple(range(get_aval(pred).ndim)))
+        pred = shape_ops.broadcast_in_dim(pred, shape, tuple(range(get_aval(pred).ndim)))
     return lax.select(pred, on_true, on_false)
 
 
@@ -200,7 +200,7 @@ def _fill_residual_slots(known, nres, all_res, own):
 
     def fun(*args):
         outs = eval_closed(known, *args)
-        slots = [lax.empty_like_aval(a) for a in all_res]
+        slots = [shape_ops.empty_like_aval(a) for a in all_res]
         for slot, r in zip(own, outs[n_main:]):
             slots[slot] = r
         return outs[:n_main] + slots
@@ -343,8 +343,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand_sentinel):
     if pred_dtype.kind != "b":
         if pred_dtype.kind not in "iuf":
             raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
-        pred = lax.ne(_operand(pred), lax.full((), 0, get_aval(_operand(pred)).dtype))
-    index = lax.convert_element_type(_operand(pred), np.int32)
+        pred = lax.ne(_operand(pred), shape_ops.full((), 0, get_aval(_operand(pred)).dtype))
+    index = conversions.convert_element_type(_operand(pred), np.int32)
     return _bind_cond(index, [false_fun, true_fun], operands, "cond")
 
 
@@ -367,6 +367,6 @@ def switch(index, branches, *operands, operand=_no_operand_sentinel):
     if len(branches) == 1:
         return branches[0](*operands)
     from gpuarr.lax.special import clamp
-    index = lax.convert_element_type(index, np.int32)  # a Python int folds, as in JAX
+    index = conversions.convert_element_type(index, np.int32)  # a Python int folds, as in JAX
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     return _bind_cond(index, branches, operands, "switch")

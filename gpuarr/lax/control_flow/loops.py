@@ -22,7 +22,7 @@ from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import conversions, lax, shape_ops
 from gpuarr.lax.control_flow.common import (
     _SCALARS,
     _avals,
@@ -259,11 +259,11 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
     lower, upper = (x if dtypes.dtype(x, canonicalize=True) == dt
-                    else lax.convert_element_type(_operand(x), dt) for x in (lower, upper))
+                    else conversions.convert_element_type(_operand(x), dt) for x in (lower, upper))
 
     def while_body_fun(loop_carry):
         i, stop, x = loop_carry
-        return lax.add(i, lax.full((), 1, get_aval(i).dtype)), stop, body_fun(i, x)
+        return lax.add(i, shape_ops.full((), 1, get_aval(i).dtype)), stop, body_fun(i, x)
 
     _, _, result = _while_loop(_fori_cond_fun, while_body_fun, (lower, upper, init_val),
                                "fori_loop", body_fun)
@@ -289,7 +289,7 @@ def _batch_and_remainder(xs, batch_size):
     if not num:
         return None, rem
     stacked = pytrees.tree_unflatten(tree, [
-        lax.reshape(lax.slice_in_dim(x, 0, used), (num, batch_size) + tuple(_shape_of(x)[1:]))
+        shape_ops.reshape(lax.slice_in_dim(x, 0, used), (num, batch_size) + tuple(_shape_of(x)[1:]))
         for x in leaves])
     return stacked, rem
 
@@ -309,7 +309,7 @@ def map(f, xs, *, batch_size=None):
 
     def flatten(y):
         shape = _shape_of(y)
-        return lax.reshape(y, (shape[0] * shape[1],) + tuple(shape[2:]))
+        return shape_ops.reshape(y, (shape[0] * shape[1],) + tuple(shape[2:]))
 
     if rest_xs is None:
         return pytrees.tree_map(flatten, scan_ys)

@@ -26,7 +26,7 @@ from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.interpreters.batching import not_mapped
-from gpuarr.lax import lax
+from gpuarr.lax import lax, shape_ops
 from gpuarr.lax.control_flow.common import (
     _avals,
     _backward,
@@ -363,7 +363,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
         raise ValueError("Array inputs to associative_scan must have the same first dimension. "
                          f"(saw: {[get_aval(x).shape for x in leaves]})")
     if reverse:
-        leaves = [lax.rev(x, (axis,)) for x in leaves]
+        leaves = [shape_ops.rev(x, (axis,)) for x in leaves]
 
     def combine(a, b):
         # fn's output is only flattened: a wrong leaf count fails when it is next unflattened.
@@ -389,7 +389,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
 
     out = run(leaves)
     if reverse:
-        out = [lax.rev(x, (axis,)) for x in out]
+        out = [shape_ops.rev(x, (axis,)) for x in out]
     return pytrees.tree_unflatten(tree, out)
 
 

@@ -126,6 +126,7 @@ def _check_kind(name, kind, aval, position=None):
 
 
 def _never_weak(*args, **params):
+    """The weak-type rule of primitives whose results are never weakly typed."""
     return False
 
 

@@ -450,6 +450,9 @@ def test_mlp_step_makes_no_host_transfers(standin):
     ("conv_groups", lambda x, w: jax.lax.conv_general_dilated(
         x, w, (1,), [(1, 1)], lhs_dilation=(2,), dimension_numbers=("NWC", "WIO", "NWC"),
         feature_group_count=2), (F[:12, :16].reshape(3, 16, 4), F[20:26, :4].reshape(3, 2, 4))),
+    ("qr", lambda a: jnp.abs(jnp.linalg.qr(a)[1]), (F[:8, :5],)),
+    ("svd", lambda a: jnp.linalg.svd(a, compute_uv=False), (F[:6, :9],)),
+    ("eigh", lambda a: jnp.linalg.eigvalsh(a @ a.T + 8 * jnp.eye(6)), (F[:6, :9],)),
     ("triangular", lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True),
      (np.tril(F[:8, :8]) + 8 * np.eye(8, dtype=np.float32), F[:8, :3])),
 ])

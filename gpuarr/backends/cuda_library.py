@@ -1,6 +1,7 @@
 """Library primitives on the GPU: CuPy implementations of the plan steps that are library calls
-(cuBLAS for products, CUB/thrust for sorts, cuFFT for transforms, cuSOLVER for triangular
-solves), so a jitted program's matrices never leave the device.
+(cuBLAS for products and convolutions, CUB/thrust for sorts, cuFFT for transforms, cuSOLVER
+for triangular solves, QR, SVD and symmetric eigendecompositions), so a jitted program's
+matrices never leave the device.
 
 Each implementation takes the cupy module, the operands (CuPy arrays) and the equation's
 params, and returns its results in the primitive's order; the plan runner casts them to the
@@ -175,9 +176,46 @@ def _windows(cp, x, window, strides):
         st[:2] + tuple(st[2 + i] * s for i, s in enumerate(strides)) + st[2:])
 
 
+def _decomposition_dtype(x):
+    """The type cuSOLVER decomposes `x` in (half precision in float32, as the NumPy backend);
+    NoDeviceForm for empty or non-float operands, which the host handles."""
+    if x.size == 0 or x.dtype.kind not in "fc":
+        raise NoDeviceForm
+    return np.float32 if x.dtype.itemsize < 4 else x.dtype
+
+
+def _qr(full_matrices, pivoting=False):
+    if pivoting:  # column pivoting (geqp3) has no CuPy form
+        return None
+
+    def impl(cp, x):
+        c = x.astype(_decomposition_dtype(x), copy=False)
+        return tuple(cp.linalg.qr(c, mode="complete" if full_matrices else "reduced"))
+    return impl
+
+
+def _svd(full_matrices, compute_uv):
+    def impl(cp, x):
+        c = x.astype(_decomposition_dtype(x), copy=False)
+        if not compute_uv:
+            return (cp.linalg.svd(c, compute_uv=False),)
+        u, s, vh = cp.linalg.svd(c, full_matrices=full_matrices)
+        return s, u, vh
+    return impl
+
+
+def _eigh(lower, sort_eigenvalues):
+    def impl(cp, x):
+        w, v = cp.linalg.eigh(x.astype(_decomposition_dtype(x), copy=False),
+                              UPLO="L" if lower else "U")
+        return v, w  # ascending, as the primitive's eigenvalues are
+    return impl
+
+
 class NoDeviceForm(Exception):
     """Raised before any device work by an implementation whose operands have no device form."""
 
 
 _RULES = {"dot_general": _dot_general, "sort": _sort, "fft": _fft,
-          "triangular_solve": _triangular_solve, "conv_general_dilated": _conv}
+          "triangular_solve": _triangular_solve, "conv_general_dilated": _conv, "qr": _qr,
+          "svd": _svd, "eigh": _eigh}

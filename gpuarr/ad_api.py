@@ -17,6 +17,7 @@ from gpuarr.interpreters import ad
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.jit_api import jit
+from gpuarr.lax import conversions
 from gpuarr.vmap_api import vmap
 
 logger = logging.getLogger("gpuarr")
@@ -219,7 +220,6 @@ def _match_aval(ct, aval):
     ct_aval = core.get_aval(ct)
     if ct_aval.dtype == aval.dtype and ct_aval.weak_type == aval.weak_type:
         return ct
-    from gpuarr.lax import conversions
     return conversions._convert_weak(ct, aval.dtype, aval.weak_type)
 
 
@@ -447,7 +447,6 @@ def _downcast(x, example):
         return lax.full(x.shape, 0, aval.dtype)
     if dtypes.is_complex(core.get_aval(x).dtype) and not dtypes.is_complex(aval.dtype):
         x = lax.real(x)
-    from gpuarr.lax import conversions
     return conversions._convert_weak(x, aval.dtype, aval.weak_type)
 
 

@@ -22,6 +22,7 @@ from gpuarr import core, dtypes, pytrees
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, weak_type_rules
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
+from gpuarr.lax import shape_ops
 
 _SCALARS = (bool, int, float, complex)
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
@@ -157,8 +158,6 @@ def _pure_callback_transpose(cts, *args, **params):
 
 
 def _pure_callback_batch(axis_size, vals, dims, callback, result_avals, sharding, vmap_method):
-    from gpuarr.lax import shape_ops
-
     batched = _batched_avals(result_avals, axis_size)
     params = dict(result_avals=batched, sharding=sharding, vmap_method=vmap_method)
     if vmap_method in ("sequential", "sequential_unrolled"):

@@ -447,6 +447,16 @@ def _launchers(ctx: DeviceContext, plan) -> dict:
     return launchers
 
 
+_device_impls: dict = {}  # id(step) -> (step, CuPy implementation or None): built once per step
+
+
+def _device_implementation(step):
+    hit = _device_impls.get(id(step))
+    if hit is None or hit[0] is not step:
+        hit = _device_impls[id(step)] = (step, cuda_library.implementation(step.name, step.params))
+    return hit[1]
+
+
 def _host_step(ctx: DeviceContext, step, args) -> list:
     """A plan step that is not a kernel. Control flow runs its driver over device arrays (the
     sub-plans launch on this device; only predicates and branch indices come back to the host);
@@ -456,7 +466,7 @@ def _host_step(ctx: DeviceContext, step, args) -> list:
         with ctx.scope():
             return list(step.fn(*args))
     if step.role == "library":
-        impl = cuda_library.implementation(step.name, step.params)
+        impl = _device_implementation(step)
         if impl is not None:
             try:
                 with ctx.scope():

@@ -23,8 +23,9 @@ KERNEL void ${name}(${params}) {
 #elif ${cas}
 // One thread per update element; colliding updates combine in a compare-and-swap loop on the
 // ${word_t} word holding the element (its lane starts at bit `shift`; the other lanes are
-// written back unchanged). The result does not depend on the order the updates land in
-// (${combiner} is exact and commutative for ${ctype}).
+// written back unchanged). Colliding updates combine in the order they land in, as in XLA's
+// GPU scatter; ${combiner} on ${ctype} is order-free unless it rounds (float products and
+// differences), where only the last bit may differ between runs.
 INLINE void ${name}_combine(GLOBAL ${ctype} *p, const ${ctype} b) {
   const u32 byte = (u32)((size_t)p % sizeof(${word_t}));
   GLOBAL ${word_t} *word = (GLOBAL ${word_t} *)((GLOBAL u8 *)p - byte);
@@ -34,7 +35,7 @@ INLINE void ${name}_combine(GLOBAL ${ctype} *p, const ${ctype} b) {
   do {
     assumed = old;
     const ${ctype} a = ${from_word};
-    const ${ctype} value = ${combine_expr};
+${cas_body}
     old = ATOMIC_CAS_${word_bits}(word, assumed, (assumed & ~lane) | ((${to_word} << shift) & lane));
   } while (old != assumed);
 }
@@ -42,7 +43,7 @@ INLINE void ${name}_combine(GLOBAL ${ctype} *p, const ${ctype} b) {
 KERNEL void ${name}(${params}) {
   GRID_STRIDE_LOOP(${index_t}, u, ${num_updates}) {
     const ${index_t} t = ${name}_target(${index_args}, u);
-    if (t >= 0) ${name}_combine(&out[t], updates[u]);
+    if (t >= 0) ${name}_combine(&out[t], ${update_value});
   }
 }
 #elif ${owner}
@@ -72,8 +73,8 @@ KERNEL void ${name}(${params}) {
 #else
 // Deterministic: one thread per operand element scans the updates in order, so colliding
 // updates apply in index order (sums and products round in a fixed order, and scatter_apply
-// applies its function once per hit). Costs operand size x updates: only float sums,
-// differences and products that must not depend on timing, and scatter_apply, come here.
+// applies its function once per hit). Costs operand size x updates: only float combiners asked
+// to be deterministic (GPUARR_DETERMINISTIC_SCATTER=1), complex and 16-bit floats come here.
 KERNEL void ${name}(${params}) {
   GRID_STRIDE_LOOP(${index_t}, t, ${operand_size}) {
     ${ctype} value = out[t];

@@ -898,7 +898,7 @@ class Fusion:
             tuple(operand.aval.shape), updates_shape, tuple(indices.aval.shape),
             tuple(dn.update_window_dims), tuple(dn.inserted_window_dims),
             tuple(dn.scatter_dims_to_operand_dims), combiner, mode,
-            self.options.deterministic_scatter or combiner != "add",
+            self.options.deterministic_scatter,
             (self.text(eqn),), "scatters are their own kernels"
             + (" (in place: the operand dies here)" if index in self.inplace else ""),
             tuple(getattr(dn, "operand_batching_dims", ())),

@@ -617,16 +617,20 @@ def scatter_variant(k: ScatterKernel) -> str:
     compare-and-swap loop per update), 'owner' (set: the last update claims its element) or
     'deterministic' (one thread per operand element scanning every update in order).
 
-    Order-free combiners (integer sums and products, min, max) and `set` cost the updates only,
-    whatever `deterministic` says, as their results do not depend on timing; float sums take
-    atomics unless `deterministic`; float products and differences follow the order only in the
-    deterministic variant."""
+    Every variant but the last costs the updates only. Order-free combiners (integer sums and
+    products, min, max), `set` and `apply` (its function ignores the updates, so repeated hits
+    commute) take them whatever `deterministic` says; float sums, products and differences
+    combine in whatever order colliding updates land, as XLA's GPU scatter does, unless
+    `deterministic` (GPUARR_DETERMINISTIC_SCATTER=1) asks for index order. Complex and 16-bit
+    floats have no atomic word helpers yet and take the deterministic variant."""
     kind = lowering.dtype_kind(k.dtype)
     half = np.dtype(k.dtype).name in STORAGE
-    if k.combiner == "apply" or kind == "c" or half:
-        return "owner" if k.combiner == "set" else "deterministic"
     if k.combiner == "set":
         return "owner"
+    if kind == "c" or half:
+        return "deterministic"
+    if k.combiner == "apply":
+        return "cas"
     if k.combiner == "add" and kind in "iuf" and (kind != "f" or not k.deterministic):
         return "atomic"
     if kind in _ORDER_FREE.get(k.combiner, "") or not k.deterministic:
@@ -645,12 +649,17 @@ def _cas_slots(k: ScatterKernel) -> dict:
     else:
         from_word = f"({ct})(assumed >> shift)"
         to_word = f"(({word_t})({ctype(f'uint{width * 8}')})value)"
-    combine = {"min": lowering.reducer("min", k.dtype).format(t=ct),
-               "max": lowering.reducer("max", k.dtype).format(t=ct)}.get(k.combiner)
-    if k.combiner == "add" and k.dtype == "bool":
-        combine = "(u8)(a | b)"   # bool sums are logical or, as on the NumPy backend
+    if k.combiner == "apply":   # the function of the current value, one node per line
+        body = render_nodes(k.apply_nodes, "f", "t", index_type(math.prod(k.operand_shape)))
+        combine = [f"const {ct} acc = a;", *body, f"const {ct} value = f{len(k.apply_nodes) - 1};"]
+    else:
+        expr = {"min": lowering.reducer("min", k.dtype).format(t=ct),
+                "max": lowering.reducer("max", k.dtype).format(t=ct)}.get(k.combiner)
+        if k.combiner == "add" and k.dtype == "bool":
+            expr = "(u8)(a | b)"   # bool sums are logical or, as on the NumPy backend
+        combine = [f"const {ct} value = {expr or _COMBINE[k.combiner]};"]
     return dict(word_t=word_t, word_bits=bits, lane_mask=_LANE_MASKS[width], from_word=from_word,
-                to_word=to_word, combine_expr=combine or _COMBINE[k.combiner])
+                to_word=to_word, cas_body=indent(combine, 4))
 
 
 def render_scatter(k: ScatterKernel) -> RenderedKernel:
@@ -702,7 +711,7 @@ def render_scatter(k: ScatterKernel) -> RenderedKernel:
     else:
         combine_body = []
     cas = _cas_slots(k) if variant == "cas" else dict(
-        word_t="u32", word_bits="U32", lane_mask="0u", from_word="", to_word="", combine_expr="")
+        word_t="u32", word_bits="U32", lane_mask="0u", from_word="", to_word="", cas_body="")
     owner_t = "i32" if num_updates <= INT32_LIMIT else "i64"
     args = k.args
     scratch = ()
@@ -716,7 +725,8 @@ def render_scatter(k: ScatterKernel) -> RenderedKernel:
         index_params=f"GLOBAL const {ctype(k.index_dtype)} *indices",
         index_args="indices", target_body=indent(lines, 2), atomic=int(variant == "atomic"),
         cas=int(variant == "cas"), owner=int(variant == "owner"), params=params(args),
-        atomic_add=f"ATOMIC_ADD_{ct.upper()}", ctype=ct, owner_t=owner_t,
+        atomic_add=f"ATOMIC_ADD_{ct.upper()}", ctype=ct,
+        update_value=f"({ct})0" if k.combiner == "apply" else "updates[u]", owner_t=owner_t,
         owner_bits=owner_t.upper(), combine_body=indent(combine_body, 8))
 
     def grid(n):

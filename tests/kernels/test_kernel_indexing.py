@@ -5,6 +5,7 @@ import pytest
 from kernel_harness import check, kernel_count
 
 import gpuarr.numpy as jnp
+from gpuarr.compiler import render
 from gpuarr.compiler.plan import CopyStep, ElementwiseKernel, Gather, ScatterKernel
 from gpuarr.lax import slicing
 
@@ -129,14 +130,14 @@ def test_batched_gathers_and_scatters_are_kernels():
 
 
 @pytest.mark.parametrize("mode", ["drop", "clip"])
-def test_scatter_apply_is_a_deterministic_scatter_kernel(mode):
+def test_scatter_apply_is_a_compare_and_swap_scatter_kernel(mode):
     """`.at[i].apply(f)`: f applied once per hit (twice for a repeated index), in a kernel."""
     x = np.linspace(-1, 1, 12).astype(np.float32).reshape(3, 4)
     idx = np.array([0, 2, 2, 5, -1], np.int32)
     plan = check(lambda x, i: x.at[i].apply(lambda v: jnp.sin(v) * 2.0 + 1.0, mode=mode) * 3.0,
                  x, idx)
     (k,) = [k for k in plan.kernels if isinstance(k, ScatterKernel)]
-    assert k.combiner == "apply" and k.deterministic
+    assert k.combiner == "apply" and render.scatter_variant(k) == "cas"
     xi = np.arange(12, dtype=np.int32).reshape(3, 4)
     plan = check(lambda x, i: x.at[1:, i[:2]].apply(lambda v: v * v - 1), xi, idx)
     assert any(isinstance(k, ScatterKernel) for k in plan.kernels)

@@ -134,7 +134,7 @@ def test_64_bit_index_kernels_run(monkeypatch, run_kernel):
 # ---- non-add scatters cost the updates ---------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["float32", "int32", "int8", "uint16", "uint8"])
-@pytest.mark.parametrize("op", ["set", "min", "max", "mul"])
+@pytest.mark.parametrize("op", ["set", "min", "max", "mul", "apply"])
 def test_non_add_scatters_with_duplicates_match_numpy_backend(dtype, op):
     x = (rng.standard_normal((40, 3)) * 20).astype(dtype)
     idx = rng.integers(-3, 43, 500).astype(np.int32)
@@ -143,11 +143,11 @@ def test_non_add_scatters_with_duplicates_match_numpy_backend(dtype, op):
     if op == "mul":
         upd = np.where(rng.random((500, 3)) < 0.5, -1, 1).astype(dtype)
     f = {"set": lambda x, i, u: x.at[i].set(u), "min": lambda x, i, u: x.at[i].min(u),
-         "max": lambda x, i, u: x.at[i].max(u), "mul": lambda x, i, u: x.at[i].multiply(u)}[op]
-    plan = check(f, x, idx, upd, exact=True)
+         "max": lambda x, i, u: x.at[i].max(u), "mul": lambda x, i, u: x.at[i].multiply(u),
+         "apply": lambda x, i, u: x.at[i].apply(lambda v: v * 2 - 1) + u[:40]}[op]
+    plan = check(f, x, idx, upd, exact=True)   # products of +-1 and apply's 2v-1 round exactly
     (k,) = [k for k in plan.kernels if isinstance(k, ScatterKernel)]
-    variant = render.scatter_variant(k)
-    assert variant == ("owner" if op == "set" else "cas") or (dtype.startswith("float") and op == "mul")
+    assert render.scatter_variant(k) == ("owner" if op == "set" else "cas")
     rk = render.render(k)
     assert rk.global_size <= max(256, math.ceil(500 * 3 / 256) * 256)   # threads follow the updates
 
@@ -247,7 +247,8 @@ def test_large_reductions_launch_enough_blocks(f, shape):
 ])
 def test_split_reductions_match_numpy_backend(f, shape):
     x = rng.standard_normal(shape).astype(np.float32)
-    plan = check(f, x, rtol=1e-4, atol=1e-4)
+    # Sums of up to 3,000 float32 terms round differently when split: absolute error ~1e-4.
+    plan = check(f, x, rtol=1e-4, atol=1e-3)
     assert any(getattr(k, "split", 0) for k in plan.kernels)
 
 

@@ -2,6 +2,7 @@
 memory settings, error messages, cache keys, donation analysis, NVRTC compilation of the plans
 the GPU runs) run everywhere; `gpu`-marked tests run programs on a CUDA device against the
 NumPy backend and skip, with the reason, where there is none."""
+import math
 import os
 import subprocess
 import sys
@@ -453,6 +454,9 @@ def test_mlp_step_makes_no_host_transfers(standin):
     ("qr", lambda a: jnp.abs(jnp.linalg.qr(a)[1]), (F[:8, :5],)),
     ("svd", lambda a: jnp.linalg.svd(a, compute_uv=False), (F[:6, :9],)),
     ("eigh", lambda a: jnp.linalg.eigvalsh(a @ a.T + 8 * jnp.eye(6)), (F[:6, :9],)),
+    ("cholesky", lambda a: jnp.linalg.cholesky(a @ a.T + 8 * jnp.eye(6)), (F[:6, :9],)),
+    ("cholesky_batched", lambda a: jnp.linalg.cholesky(a @ a.mT + 8 * jnp.eye(4)),
+     (F[:, :24].reshape(-1, 4, 6),)),
     ("triangular", lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True),
      (np.tril(F[:8, :8]) + 8 * np.eye(8, dtype=np.float32), F[:8, :3])),
 ])
@@ -467,6 +471,40 @@ def test_library_steps_on_the_device(standin, name, f, args):
     assert counters.h2d == 0 and counters.d2h == 0, (name, counters)
     want = jax.jit(f)(*_on_cpu(args))
     _close(got, want, name)
+
+
+def test_device_cholesky_fills_failed_factorizations_with_nans(standin):
+    """cuSOLVER's potrf does not raise (CuPy checks dev_info only under errstate); JAX's NaNs
+    for a matrix that is not positive definite come from the factor's diagonal."""
+    good = F[:5, :7] @ F[:5, :7].T + 4 * np.eye(5, dtype=np.float32)
+    bad = good.copy()
+    bad[2, 2] = -30.0
+    x = jax.device_put(np.stack([good, bad, good]), standin.devices()[0])
+    counters = _counters()
+    counters.reset()
+    got = np.asarray(jax.jit(jnp.linalg.cholesky)(x))
+    assert counters.library_calls > 0, counters
+    want = np.asarray(jax.jit(jnp.linalg.cholesky)(np.stack([good, bad, good])))
+    assert np.isnan(got[1]).all() and np.isnan(want[1]).all()
+    np.testing.assert_allclose(got[[0, 2]], want[[0, 2]], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (3, 5, 5), (7, 4), (4, 7)])
+def test_device_lu_matches_cpu(standin, shape):
+    a = F[:math.prod(shape) // 8 + 1].ravel()[:math.prod(shape)].reshape(shape)
+    a = a.copy()
+    a[..., 0, 0] = 0  # a zero first pivot forces a row swap
+    x = jax.device_put(a, standin.devices()[0])
+    counters = _counters()
+    jitted = jax.jit(jax.lax.linalg.lu)
+    jax.block_until_ready(jitted(x))
+    counters.reset()
+    got = jax.block_until_ready(jitted(x))
+    assert counters.library_calls > 0, counters
+    want = jax.jit(jax.lax.linalg.lu)(a)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
 
 
 # D5: the preallocated block is taken on the context's stream and fits every fraction; it is

@@ -1,6 +1,7 @@
 """Library primitives on the GPU: CuPy implementations of the plan steps that are library calls
 (cuBLAS for products and convolutions, CUB/thrust for sorts, cuFFT for transforms, cuSOLVER
-for triangular solves, QR, SVD and symmetric eigendecompositions), so a jitted program's
+for triangular solves, Cholesky, LU, QR, SVD and symmetric eigendecompositions), so a jitted
+program's
 matrices never leave the device.
 
 Each implementation takes the cupy module, the operands (CuPy arrays) and the equation's
@@ -212,10 +213,45 @@ def _eigh(lower, sort_eigenvalues):
     return impl
 
 
+def _cholesky():
+    def impl(cp, x):
+        # CuPy (cupy/linalg/_decomposition.py) does not raise where potrf fails: like LAPACK's
+        # potf2 it stops at the first non-positive pivot and leaves it on the diagonal. JAX
+        # fills such matrices with NaNs; a factor with a positive, finite diagonal succeeded.
+        c = x.astype(_decomposition_dtype(x), copy=False)
+        factor = cp.linalg.cholesky(c)
+        diag = cp.diagonal(factor, axis1=-2, axis2=-1).real
+        ok = cp.all((diag > 0) & cp.isfinite(diag), axis=-1)
+        return (cp.where(ok[..., None, None], factor, cp.nan),)
+    return impl
+
+
+def _lu():
+    def impl(cp, x):
+        from cupyx.scipy.linalg import lu_factor
+
+        *batch, m, n = x.shape
+        c = x.astype(_decomposition_dtype(x), copy=False).reshape((-1, m, n))
+        factors, pivots = zip(*(lu_factor(a) for a in c))  # getrf: one matrix per call
+        lu = cp.stack(factors).reshape(x.shape)
+        pivots = cp.stack(pivots)[:, :min(m, n)].astype(np.int32)
+        # The row swaps compose into a permutation in min(m, n) sequential steps: a few bytes,
+        # applied on the host and uploaded back (the one transfer of a device LU).
+        perm = np.tile(np.arange(m, dtype=np.int32), (c.shape[0], 1))
+        host_pivots = cp.asnumpy(pivots)
+        rows = np.arange(c.shape[0])
+        for j in range(host_pivots.shape[1]):
+            p = host_pivots[:, j]
+            perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+        return (lu, pivots.reshape(tuple(batch) + (min(m, n),)),
+                cp.asarray(perm.reshape(tuple(batch) + (m,))))
+    return impl
+
+
 class NoDeviceForm(Exception):
     """Raised before any device work by an implementation whose operands have no device form."""
 
 
 _RULES = {"dot_general": _dot_general, "sort": _sort, "fft": _fft,
           "triangular_solve": _triangular_solve, "conv_general_dilated": _conv, "qr": _qr,
-          "svd": _svd, "eigh": _eigh}
+          "svd": _svd, "eigh": _eigh, "cholesky": _cholesky, "lu": _lu}

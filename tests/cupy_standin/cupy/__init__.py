@@ -52,6 +52,7 @@ from cupy._routines import (  # noqa: F401,A004
     clip,
     concatenate,
     cumsum,
+    diagonal,
     dot,
     einsum,
     expand_dims,

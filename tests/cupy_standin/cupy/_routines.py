@@ -60,6 +60,11 @@ def moveaxis(a, source, destination):
     return a._derive(lambda h: np.moveaxis(h, source, destination))
 
 
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    # cupy/_core/_routines_indexing.pyx: a view, as NumPy's
+    return a._derive(lambda h: np.diagonal(h, offset, axis1, axis2))
+
+
 def transpose(a, axes=None):
     return a.transpose(axes) if axes is not None else a.transpose()
 

@@ -101,6 +101,11 @@ class ndarray:  # noqa: N801 - CuPy's name
         return _Flags(bool(probe.flags.c_contiguous), bool(probe.flags.f_contiguous),
                       self.base is None)
 
+    @property
+    def real(self) -> ndarray:
+        # core.pyx (_real_getter): a strided view of a complex array, the array itself otherwise
+        return self._derive(lambda h: h.real) if self.dtype.kind == "c" else self
+
     def _geometry(self) -> _device_op.Geometry:
         return _device_op.Geometry(self.data.ptr, self._shape, self._strides, self.dtype)
 

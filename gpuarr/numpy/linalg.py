@@ -613,8 +613,8 @@ def diagonal(x, /, *, offset: int = 0):
     check_arraylike("jnp.linalg.diagonal", x)
     x = ensure_array(x)
     *_, n, m = _shape(x)
-    rows = (max(-offset, 0), n)
-    cols = (max(offset, 0), m)
+    rows = (min(max(-offset, 0), n), n)  # an offset past the matrix gives an empty diagonal
+    cols = (min(max(offset, 0), m), m)
     size = max(0, min(rows[1] - rows[0], cols[1] - cols[0]))
     window = lax_linalg._slice_last2(x, (rows[0], rows[0] + size), (cols[0], cols[0] + size))
     return _extract_diagonal(window)

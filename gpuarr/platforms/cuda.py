@@ -146,7 +146,10 @@ class CudaPlatform(Platform):
     # ---- eager operations
     def apply_primitive(self, prim, buffers, params):
         """One primitive through the kernel path; its compiled plan is cached by (primitive,
-        input types, params). Unhashable params fall back to the NumPy implementation."""
+        input types, params). Unhashable params fall back to the NumPy implementation, and so do
+        effectful primitives (checks, callbacks): eagerly they act on the host, as in JAX."""
+        if prim.effectful:
+            return self._apply_on_host(prim, buffers, params)
         avals = tuple(_aval_key(b) for b in buffers)
         try:
             key = (prim, avals, tuple(sorted(params.items())))

@@ -73,6 +73,9 @@ class EvalTrace(core.Trace):
                 _raise_abstract_error(prim, args, params)
                 raise
         else:
+            guard = platform_guards.get(prim)
+            if guard is not None:
+                guard(**params)
             out = platform.apply_primitive(prim, vals, params)
         weak = weak_type_rules.get(prim, default_weak_type_rule)(*args, **params)
         if prim.multiple_results:
@@ -113,6 +116,10 @@ def _raise_abstract_error(prim, args, params) -> None:
 # (primitive, operand dtypes) keys whose abstract rule has accepted those dtypes, mapped to
 # the implementation for operands of narrow types (impls.narrow_impl), None for others.
 _accepted_dtypes: dict = {}
+# primitive -> fn(**params) run before a platform other than the host applies it eagerly, where
+# its impl rule (which may refuse to run) is bypassed; filled by higher layers (jit_api: the
+# no_execution flag).
+platform_guards: dict = {}
 _UNSEEN = object()
 
 

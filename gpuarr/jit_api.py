@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, impls, monitoring, placement, profiler, pytrees, stages
+from gpuarr import core, dispatch, impls, monitoring, placement, profiler, pytrees, stages
 from gpuarr.api_util import (
     ShapeDtypeStruct,
     abstractify,
@@ -52,6 +52,14 @@ def _jit_impl(*args, jaxpr: ClosedProgram, name: str):
 
 
 impls.impl_rules[jit_p] = _jit_impl
+
+
+def _guard_execution(jaxpr, name):
+    if _flags["no_execution"]:
+        _refuse_execution(name)
+
+
+dispatch.platform_guards[jit_p] = _guard_execution
 abstract_eval_rules[jit_p] = lambda *avals, jaxpr, name: list(jaxpr.out_avals)
 core.weak_type_rules[jit_p] = lambda *args, jaxpr, name: [a.weak_type for a in jaxpr.out_avals]
 

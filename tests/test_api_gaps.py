@@ -250,7 +250,7 @@ def test_live_arrays():
     live = gpuarr.live_arrays()
     assert isinstance(live, list) and all(type(x) is gpuarr.Array for x in live)
     assert any(x is a for x in live) and any(x is b for x in live)
-    assert any(x is b for x in gpuarr.live_arrays("cpu"))
+    assert any(x is b for x in gpuarr.live_arrays(gpuarr.default_backend()))
     b_id = id(b)
     b.delete()
     assert not any(x is b for x in gpuarr.live_arrays())

@@ -19,6 +19,18 @@ if STANDIN_ON:
 import gpuarr  # noqa: E402 - after the stand-in is on the path
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests of the NumPy backend's generated code (`numpy_backend`) need it as the default
+    platform; elsewhere (GPUARR_PLATFORMS=cuda, opencl) they skip, saying so."""
+    backend = gpuarr.default_backend()
+    if backend == "cpu":
+        return
+    skip = pytest.mark.skip(reason=f"tests the NumPy backend; the default platform is {backend}")
+    for item in items:
+        if item.get_closest_marker("numpy_backend"):
+            item.add_marker(skip)
+
+
 def pytest_report_header(config):
     if STANDIN_ON:
         return f"cuda: the CuPy stand-in ({STANDIN}), default platform {gpuarr.default_backend()}"

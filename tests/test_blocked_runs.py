@@ -12,6 +12,8 @@ from gpuarr.backends import host_threads
 from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import passes
 
+pytestmark = pytest.mark.numpy_backend
+
 BIG = (1030, 300)  # over the run size set below, and not a multiple of the block size
 
 

@@ -2,11 +2,14 @@
 (made and read only by elementwise ufuncs and fresh-output primitives such as reductions and
 products) becomes the `out` buffer of a later elementwise step. Inputs are never written."""
 import numpy as np
+import pytest
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import passes
+
+pytestmark = pytest.mark.numpy_backend
 
 
 def softmax(x):

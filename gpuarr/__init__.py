@@ -53,7 +53,7 @@ from gpuarr.lax import stop_gradient  # noqa: F401, E402
 from gpuarr import image, nn, scipy, test_util  # noqa: F401, E402
 
 # Debugging and host callbacks.
-from gpuarr import debug, experimental  # noqa: F401, E402
+from gpuarr import debug, distributed, experimental  # noqa: F401, E402
 from gpuarr.callbacks import pure_callback  # noqa: F401, E402
 
 # Explicit-key random numbers (threefry2x32, JAX's streams).

@@ -135,7 +135,9 @@ class Array:
         return self
 
     def devices(self) -> set:
-        return {self.device}
+        """The devices of the array's sharding."""
+        s = getattr(self, "_sharding", None) or getattr(self._value, "sharding", None)
+        return {self.device} if s is None else set(s.device_set)
 
     @property
     def device(self):
@@ -146,7 +148,7 @@ class Array:
                 self._device = plat.device_of(self._buffer)
             else:
                 from gpuarr import platforms
-                self._device = platforms.default_platform().devices()[0]
+                self._device = platforms.default_platform().local_devices()[0]
         return self._device
 
     @property
@@ -157,7 +159,7 @@ class Array:
     def sharding(self):
         """How the array is placed: the Sharding it was put with (`device_put(x, sharding)`,
         jit's `out_shardings`, `reshard`, `shard_map`), else `SingleDeviceSharding(device)`."""
-        s = getattr(self, "_sharding", None)
+        s = getattr(self, "_sharding", None) or getattr(self._value, "sharding", None)
         if s is None:
             from gpuarr.sharding import default_sharding
             return default_sharding(self.device)
@@ -175,14 +177,31 @@ class Array:
 
     @property
     def addressable_shards(self) -> list:
-        """The pieces of the array on the devices this process addresses: one Shard holding
-        the whole array, since gpuarr keeps each array on one device."""
+        """The pieces of the array on the devices this process addresses, in the sharding's
+        device order: each Shard names its device, its index into the array, which copy of
+        that piece it is (`replica_id`) and its data, an Array committed to that device."""
         s = self.sharding
-        device = self.device
-        index = s.devices_indices_map(self.shape).get(device, (slice(None),) * self.ndim)
-        return [Shard(device, index, 0, self)]
+        if s.num_devices == 1:
+            device = self.device
+            index = s.devices_indices_map(self.shape).get(device, (slice(None),) * self.ndim)
+            return [Shard(device, index, 0, self)]
+        from gpuarr.process_group import state
+        copies: dict = {}
+        out = []
+        for device, index in s.devices_indices_map(self.shape).items():
+            key = tuple((i.start, i.stop) for i in index)
+            replica = copies[key] = copies.get(key, -1) + 1
+            if device.process_index == state.process_index:
+                out.append(Shard(device, index, replica, self._shard_data(device, index)))
+        return out
 
     global_shards = addressable_shards
+
+    def _shard_data(self, device, index) -> Array:
+        buf = self._buffer
+        local = getattr(buf, "shards", None)  # a global array spanning processes
+        piece = local[device] if local is not None else np.array(self._host()[index])
+        return Array(piece, self.weak_type, device=device, committed=True)
 
     def addressable_data(self, index: int) -> Array:
         """The data of addressable shard `index` (the array itself: it has one shard)."""

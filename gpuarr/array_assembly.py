@@ -208,20 +208,56 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     """Arrays placed as `sharding` from the data this process holds (a pytree of NumPy
     arrays or Arrays; `sharding` and `global_shape` may be pytree prefixes of it).
 
-    gpuarr runs as one process, so the local data is the whole global value: as in JAX on
-    one process, each `global_shape` must be None or the data's own shape (ValueError
-    otherwise), and the data is put on the sharding's device (`device_put(local_data,
-    sharding)`), committed and reporting `sharding`."""
+    On one process the local data is the whole value: each `global_shape` must be None or
+    the data's own shape (ValueError otherwise), and the data is put on the sharding's
+    device. When the sharding spans several processes, each passes the block of the global
+    array that its devices hold (for `P('data')` over every process: its rows, in process
+    order); `global_shape` defaults to the blocks put together. The result holds this
+    process's pieces; compute on it with shard_map, read it with
+    `multihost_utils.process_allgather`."""
     data_flat, treedef = pytrees.tree_flatten(local_data)
     shardings = _broadcast_prefix(sharding, local_data)
     shapes = _broadcast_prefix(global_shape, local_data,
                                is_leaf=lambda x: x is None or isinstance(x, tuple))
-    for s, d in zip(shapes, data_flat):
+    out = []
+    for d, sh, s in zip(data_flat, shardings, shapes):
+        if isinstance(sh, shd.NamedSharding) and sh.mesh.is_multi_process:
+            out.append(_from_process_block(sh, d, s))
+            continue
         if s is not None and s != np.shape(d):
             raise ValueError(
                 "When calling `make_array_from_process_local_data` on a single process, "
                 "global_shape should be None or equal to local_data.shape.Got "
                 f"global_shape={s} and local_data.shape={np.shape(d)}.")
-    from gpuarr.device_api import device_put
-    out = [device_put(d, s) for d, s in zip(data_flat, shardings)]
+        from gpuarr.device_api import device_put
+        out.append(device_put(d, sh))
     return pytrees.tree_unflatten(treedef, out)
+
+
+def _from_process_block(sharding, data, global_shape) -> Array:
+    """A global Array from this process's block `data` of it (see above)."""
+    from gpuarr.backends.device_group import ProcessShards
+    from gpuarr.sharding.spmd import _index
+    data = np.asarray(data)
+    data = data.astype(dtypes.canonicalize_dtype(data.dtype), copy=False)
+    mesh, ndim = sharding.mesh, data.ndim
+    local = [f for f, d in enumerate(mesh.devices.flat) if d in sharding.addressable_devices]
+    where = {f: _index(mesh, sharding.spec, ndim, f) for f in local}
+    ways = where[local[0]] and [w for _, w in where[local[0]]]
+    first = [min(where[f][i][0] for f in local) for i in range(ndim)]
+    held = [len({where[f][i][0] for f in local}) for i in range(ndim)]
+    inferred = tuple(n * w // h for n, w, h in zip(data.shape, ways, held))
+    if global_shape is not None and tuple(global_shape) != inferred:
+        raise ValueError(f"make_array_from_process_local_data: this process's data of shape "
+                         f"{data.shape} under {sharding} makes a global array of shape "
+                         f"{inferred}, not global_shape={tuple(global_shape)}.")
+    pieces = {}
+    for f in local:
+        idx = tuple(slice((k - k0) * (n // w), (k - k0 + 1) * (n // w))
+                    for (k, w), k0, n in zip(where[f], first, inferred))
+        pieces[mesh.devices.flat[f]] = np.ascontiguousarray(data[idx])
+    buf = data if inferred == data.shape else ProcessShards(pieces, inferred, data.dtype, sharding)
+    device = mesh.devices.flat[local[0]]
+    out = Array(buf, False, device=device, committed=True)
+    out._sharding = sharding
+    return out

@@ -65,6 +65,7 @@ _DEFAULTS = {
     "thread_guard": False,
     "auto_pcast": True,
     "remove_size_one_mesh_axis_from_type": False,
+    "num_cpu_devices": -1,
     "jax2tf_associative_scan_reductions": False,
     "array_garbage_collection_guard": None,
     "transfer_guard": None,
@@ -102,6 +103,10 @@ def _check_prng_impl(value):
             "'threefry2x32' PRNG (JAX's default).")
 
 
+# Options that may no longer change, with the reason (the cpu platform fixes its device count
+# when it starts, as JAX's backends do).
+_frozen: dict[str, tuple] = {}
+
 # make_user_context's contexts: their values are part of every jit cache key.
 _user_contexts: list = []
 
@@ -119,6 +124,10 @@ def _parse(key: str, value, name: str, refuse_unsupported: bool = True):
         elif not isinstance(value, (bool, int)):
             raise TypeError(f"config option {name!r} takes a bool, got {value!r}")
         return bool(value)
+    if type(default) is int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise TypeError(f"config option {name!r} takes an int, got {value!r}")
+        return int(value)
     if key in _ENUMS:
         if type(value) is not str or value not in _ENUMS[key]:
             raise ValueError(f"new enum value must be in {list(_ENUMS[key])}, got {value} of "
@@ -171,6 +180,8 @@ class Config:
         """Set option `name` (`jax_enable_x64`, `gpuarr_enable_x64` or `enable_x64`) to `value`."""
         key = _canonical(name)
         value = _parse(key, value, name)
+        if key in _frozen and value != _frozen[key][0]:
+            raise RuntimeError(_frozen[key][1])
         # jax_transfer_guard is set-only: it sets the level of every transfer direction.
         changed = (key, *_TRANSFER_DIRECTIONS) if key == "transfer_guard" else (key,)
         for k in changed:

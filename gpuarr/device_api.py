@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from gpuarr import core, placement, pytrees
+from gpuarr import core, placement, process_group, pytrees
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.dispatch import as_array as _as_array  # noqa: F401
@@ -97,18 +97,30 @@ def devices(backend: str | None = None):
 
 
 def local_devices(process_index=None, backend=None, host_id=None):
-    """The devices attached to this process (every device: gpuarr runs in one process)."""
-    return devices(backend)
+    """The devices of process `process_index` (default: this process) on `backend`."""
+    if host_id is not None:
+        warnings.warn("The argument to jax.local_devices has been renamed from `host_id` to "
+                      "`process_index`. This alias will eventually be removed; please update "
+                      "your code.", stacklevel=2)
+        process_index = host_id
+    from gpuarr import platforms
+    plat = platforms.get_platform(backend) if backend else platforms.default_platform()
+    if process_index is None:
+        return list(plat.local_devices())
+    if not 0 <= process_index < process_count():
+        raise ValueError(f"Unknown process_index {process_index}: there are "
+                         f"{process_count()} processes.")
+    return [d for d in plat.devices() if d.process_index == process_index]
 
 
 def device_count(backend=None) -> int:
-    """How many devices `backend` (default: the default platform) has."""
+    """How many devices `backend` (default: the default platform) has, over all processes."""
     return len(devices(backend))
 
 
 def local_device_count(backend=None) -> int:
-    """How many devices this process can use (same as `device_count`)."""
-    return device_count(backend)
+    """How many devices this process can use."""
+    return len(local_devices(backend=backend))
 
 
 def default_backend() -> str:
@@ -129,18 +141,59 @@ def typeof(x) -> ShapedArray:
 # ---------------------------------------------------------------- processes and environment
 
 
+def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None, local_device_ids=None,
+               cluster_detection_method: str | None = None, initialization_timeout: int = 300,
+               heartbeat_timeout_seconds: int = 100, shutdown_timeout_seconds: int = 300,
+               coordinator_bind_address: str | None = None, slice_index: int | None = None,
+               partition_index: int | None = None) -> None:
+    """Join the processes of a computation (JAX's `jax.distributed.initialize`), before any
+    computation runs. The processes are started by an MPI launcher (`mpiexec -n 4 python
+    prog.py`, `srun`) and numbered by MPI rank; `cluster_detection_method="mpi4py"` or no
+    arguments take everything from it, and `num_processes`/`process_id` given are checked
+    against it (`coordinator_address` is accepted for compatibility; MPI does the
+    rendezvous). `local_device_ids` sets how many cpu devices this process contributes
+    (default: `jax_num_cpu_devices`). Afterwards `devices()` lists every process's devices,
+    `local_devices()` this one's, and collectives over a mesh that spans processes go over MPI.
+    A collective that another process does not join within `heartbeat_timeout_seconds`
+    raises `ProcessFailureError`. Raises RuntimeError when called twice or after a
+    computation has run, ImportError naming the `distributed` extra without mpi4py."""
+    from gpuarr import platforms
+    process_group.initialize(
+        coordinator_address, num_processes, process_id, local_device_ids,
+        cluster_detection_method, initialization_timeout, heartbeat_timeout_seconds,
+        shutdown_timeout_seconds, coordinator_bind_address, slice_index, partition_index,
+        platforms_started="cpu" in platforms._loaded)
+    platforms._loaded.pop("cpu", None)  # restarted with every process's devices
+    platforms._default.clear()
+
+
+def shutdown() -> None:
+    """Leave the group of processes joined by `initialize` (JAX's
+    `jax.distributed.shutdown`); waits for the others, then does nothing more."""
+    process_group.shutdown()
+
+
+def is_initialized() -> bool:
+    """Whether `initialize` has joined this process to others."""
+    return process_group.is_initialized()
+
+
+
 def process_index(backend=None) -> int:
-    """The index of this process among those running the computation: 0 (one host)."""
-    return 0
+    """The index of this process among those running the computation (0 unless several
+    processes were joined by `distributed.initialize`)."""
+    return process_group.state.process_index
 
 
 def process_count(backend=None) -> int:
-    """The number of processes running the computation: 1 (one host)."""
-    return 1
+    """The number of processes running the computation (1 unless several processes were
+    joined by `distributed.initialize`)."""
+    return process_group.state.process_count
 
 
 def process_indices(backend=None) -> list[int]:
-    """The indices of all processes running the computation: [0] (one host)."""
+    """The indices of all processes running the computation."""
     return list(range(process_count(backend)))
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from gpuarr import core, dtypes, impls, placement
 from gpuarr.array import Array
+from gpuarr.backends.device_group import ProcessShards
 from gpuarr.config import config
 from gpuarr.core import Tracer, default_weak_type_rule, rank_checked_prims, weak_type_rules
 from gpuarr.errors import UnexpectedTracerError
@@ -153,7 +154,7 @@ def _host_operand(a):
 
 
 def wrap(buf, weak_type=False, platform=None) -> Array:
-    if platform is None and type(buf) is not np.ndarray:
+    if platform is None and type(buf) is not np.ndarray and type(buf) is not ProcessShards:
         buf = np.asarray(buf)
     return Array(buf, weak_type, platform=platform)
 
@@ -221,7 +222,7 @@ def to_device_array(x, dtype=None, weak_type=None) -> Array:
         if host is x:
             host = host.copy()
         return Array(host, weak_type, device=device)
-    device = device or plat.devices()[0]
+    device = device or plat.local_devices()[0]
     return Array(plat.from_host(host, device), weak_type, device=device, platform=plat)
 
 

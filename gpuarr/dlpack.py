@@ -76,7 +76,7 @@ def _from_host(host: np.ndarray) -> Array:
     plat = platforms.default_platform()
     if plat.name == "cpu":
         return Array(host)
-    return Array(plat.from_host(host, plat.devices()[0]), platform=plat)
+    return Array(plat.from_host(host, plat.local_devices()[0]), platform=plat)
 
 
 def _from_gpu(x, index: int, copy=None) -> Array:

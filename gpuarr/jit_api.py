@@ -28,6 +28,7 @@ from gpuarr.api_util import (
     validate_argnums,
 )
 from gpuarr.array import Array
+from gpuarr.backends.device_group import ProcessShards
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram, Primitive, ShapedArray, Tracer, abstract_eval_rules
@@ -202,8 +203,8 @@ class _CacheEntry:
         if plat is None:  # host NumPy buffers
             if self.single and not flat:  # the common case, kept short for the fast path
                 o = outs[0]
-                return Array(o if type(o) is np.ndarray else np.asarray(o), self.out_weak[0])
-            results = [Array(o if type(o) is np.ndarray else np.asarray(o), w)
+                return Array(o if type(o) is np.ndarray else _host_buffer(o), self.out_weak[0])
+            results = [Array(o if type(o) is np.ndarray else _host_buffer(o), w)
                        for o, w in zip(outs, self.out_weak)]
         else:  # device buffers (cuda) stay where they are
             results = [Array(o, w, platform=plat) for o, w in zip(outs, self.out_weak)]
@@ -831,6 +832,12 @@ def _jit_shardings(in_shardings, out_shardings, device, backend):
     shd.prepare_axis_resources(in_shardings, "in_shardings")
     shd.prepare_axis_resources(out_shardings, "out_shardings")
     return in_shardings, out_shardings
+
+
+def _host_buffer(o):
+    """An output buffer of a host platform as an Array holds it: a NumPy array, or the
+    pieces of a global array spanning processes."""
+    return o if type(o) is ProcessShards else np.asarray(o)
 
 
 def _result_paths(out_tree) -> list[str]:

@@ -107,7 +107,7 @@ def target_device():
     if device is not None:
         return device
     from gpuarr import platforms
-    return platforms.default_platform().devices()[0]
+    return platforms.default_platform().local_devices()[0]
 
 
 def buffer_for(x, platform):
@@ -116,7 +116,7 @@ def buffer_for(x, platform):
         return x
     if x._platform is platform or (x._platform is None and platform.name == "cpu"):
         return x._buffer
-    return platform.from_host(x._host(), platform.devices()[0])
+    return platform.from_host(x._host(), platform.local_devices()[0])
 
 
 def eager_inputs(prim_name: str, args, vals):

@@ -1,14 +1,19 @@
 """pmap: a function mapped over an axis of its inputs, one position per device.
 
-gpuarr runs the mapped computation as one vectorised program (`jit` of `vmap` with the axis
-name, so collectives work as under pmap) on the default device. As with JAX, the mapped axis
-may not be longer than the number of devices: portable pmap programs size it with
-`local_device_count()`.
+With several cpu devices, each position runs on its own device (shard_map over a
+one-axis mesh of the first devices: a program per device, collectives between them).
+Otherwise, and for the forms that needs (static arguments, keyword arguments, nested
+in_axes/out_axes), the mapped computation is one vectorised program (`jit` of `vmap` with
+the axis name, so collectives work as under pmap) on the default device; both give the same
+values. As with JAX, the mapped axis may not be longer than the number of devices: portable
+pmap programs size it with `local_device_count()`.
 """
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+
+import numpy as np
 
 from gpuarr import core, pytrees
 from gpuarr.device_api import devices as _devices
@@ -61,6 +66,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             raise ValueError(f"pmap got a mapped axis of size {size}, but only {count} "
                              f"device{'s are' if count != 1 else ' is'} available. Size the "
                              "mapped axis with jax.local_device_count().")
+        per_device = _per_device_form(size, args, kwargs, axes, out_axes, statics,
+                                      devices if devices is not None else _devices(backend))
+        if per_device is not None:
+            return per_device(fun, axis_name, *args)
         return compiled(*args, **kwargs)
 
     return mapped
@@ -81,3 +90,55 @@ def _mapped_size(args, kwargs, axes, axis_size) -> int:
         if ax is not None and -len(shape) <= ax < len(shape):
             return shape[ax]
     return 0
+
+
+def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs):
+    """The per-device runner when this call can run a position per cpu device, else None."""
+    arg_axes = axes if isinstance(axes, tuple) else (axes,) * len(args)
+    if (size < 2 or kwargs or statics or len(arg_axes) != len(args)
+            or not all(a is None or isinstance(a, int) for a in arg_axes)
+            or not (out_axes is None or isinstance(out_axes, int))
+            or any(d.platform != "cpu" for d in devs[:size])):
+        return None
+    from gpuarr.lax.shape_ops import expand_dims, squeeze
+    from gpuarr.sharding.mesh import AxisType, Mesh
+    from gpuarr.sharding.partition_spec import PartitionSpec
+    from gpuarr.sharding.shard_map import shard_map
+
+    def run(fun, axis_name, *xs):
+        name = "_pmap" if axis_name is None else axis_name
+        mesh = Mesh(np.array(devs[:size], dtype=object), (name,), (AxisType.Auto,))
+        moved = [x if a is None else _move_to_front(x, a) for x, a in zip(xs, arg_axes)]
+
+        def body(*shards):
+            inner = [v if a is None else squeeze(v, (0,))
+                     for v, a in zip(shards, arg_axes)]
+            out = fun(*inner)
+            return out if out_axes is None else pytrees.tree_map(
+                lambda o: expand_dims(o, (0,)), out)
+
+        in_specs = tuple(PartitionSpec() if a is None else PartitionSpec(name)
+                         for a in arg_axes)
+        out_spec = PartitionSpec() if out_axes is None else PartitionSpec(name)
+        out = shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_spec,
+                        check_vma=False)(*moved)
+        if not out_axes:
+            return out
+        return pytrees.tree_map(lambda o: _move_from_front(o, out_axes), out)
+    return run
+
+
+def _move_to_front(x, axis):
+    return _moveaxis(x, axis, 0) if axis else x
+
+
+def _move_from_front(x, axis):
+    return _moveaxis(x, 0, axis)
+
+
+def _moveaxis(x, src, dst):
+    from gpuarr.lax.shape_ops import transpose
+    ndim = core.get_aval(x).ndim
+    perm = list(range(ndim))
+    perm.insert(dst % ndim, perm.pop(src % ndim))
+    return transpose(x, perm)

@@ -255,9 +255,10 @@ NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_ca
                       "geqp3", "ormqr", "rng_uniform", "tridiagonal", "symmetric_product",
                       "cholesky_update"}
 # - collectives need a vmap-named axis: tests/test_collectives.py and
-#   tests/test_collectives_vs_jax.py check their gradients.
+#   tests/test_collectives_vs_jax.py check their gradients. shard_map over several devices
+#   refuses differentiation from outside (tests/test_scale_out.py checks the message).
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",
-               "all_to_all", "ppermute", "pbroadcast"}
+               "all_to_all", "ppermute", "pbroadcast", "shard_map"}
 # - checkify's assertion has no result to differentiate; tests/test_checkify.py checks grad
 #   through functions holding checks.
 ASSERTIONS = {"check"}

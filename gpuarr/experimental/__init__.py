@@ -8,4 +8,4 @@ def disable_x64():
     return enable_x64(False)
 
 
-from gpuarr.experimental import checkify  # noqa: F401, E402
+from gpuarr.experimental import checkify, multihost_utils  # noqa: F401, E402, I001

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import pytrees
+from gpuarr.backends import device_group
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
@@ -37,6 +38,41 @@ def _unbound_rule(api=None):
     return unbound
 
 
+def _combine_by_vmap(prim, params, names, sizes):
+    """The results of `prim` at every position of the axes `names`, from the operands
+    stacked along one leading axis per name: the named-vmap rule itself, so devices get
+    bit for bit what the one-device path computes."""
+    def combine(stacked):
+        def level(i, v):
+            if i == len(names):
+                return [prim.bind(v, **params)]
+            outs, dims = batching.batch_flat(lambda u: level(i + 1, u), sizes[i], [v], [0],
+                                             names[i])
+            return [batching.move_to(outs[0], dims[0], 0, sizes[i])]
+        return np.asarray(level(0, stacked)[0])
+    return combine
+
+
+def _device_rule(prim, api=None, total=None):
+    """The host step of a collective: on a device of a mesh (inside shard_map or pmap on
+    several devices) it meets the other devices; elsewhere the axis is unbound."""
+    unbound = _unbound_rule(api)
+
+    def rule(x, *, axis_name, **params):
+        here = device_group.current()
+        if here is None:
+            return unbound(x, axis_name=axis_name, **params)
+        group, flat = here
+        group.check_axes(axis_name, api or prim.name)
+        x = np.asarray(x)
+        sizes = [group.axis_sizes[group.axis_names.index(n)] for n in axis_name]
+        params = dict(params, axis_name=axis_name)
+        signature = f"{prim.name} over {axis_name} of {x.dtype}{list(x.shape)}"
+        return group.collective(flat, x, axis_name, signature,
+                                _combine_by_vmap(prim, params, axis_name, sizes), total)
+    return rule
+
+
 def _reducer_rule(prim, reduce, repeat):
     """Batch rule of a reducing collective: `reduce(x, axes)` over the batch dimension of the
     named axis; `repeat(x, n)` for a value that is the same at all n positions."""
@@ -52,9 +88,9 @@ def _reducer_rule(prim, reduce, repeat):
     return rule
 
 
-def _collective(name, reduce, repeat) -> Primitive:
+def _collective(name, reduce, repeat, total=None) -> Primitive:
     prim = Primitive(name)
-    impl_rules[prim] = _unbound_rule("psum")
+    impl_rules[prim] = _device_rule(prim, "psum", total)
     abstract_eval_rules[prim] = lambda x, *, axis_name: [x]
     batch_rules[prim] = _reducer_rule(prim, reduce, repeat)
     collective_prims.add(prim)
@@ -62,7 +98,7 @@ def _collective(name, reduce, repeat) -> Primitive:
 
 
 psum_p = _collective("psum", shape_ops.reduce_sum,
-                     lambda x, n: lax.mul(x, shape_ops.full_like(x, n)))
+                     lambda x, n: lax.mul(x, shape_ops.full_like(x, n)), total="sum")
 ad.deflinear(psum_p, lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
 pmax_p = _collective("pmax", lax.reduce_max, lambda x, n: x)
 pmin_p = _collective("pmin", lax.reduce_min, lambda x, n: x)
@@ -70,7 +106,18 @@ ad.defjvp_zero(pmax_p)  # JAX does not differentiate these either; their tangent
 ad.defjvp_zero(pmin_p)
 
 axis_index_p = Primitive("axis_index")
-impl_rules[axis_index_p] = _unbound_rule("axis_index")
+
+
+def _axis_index_host(*, axis_name):
+    here = device_group.current()
+    if here is None:
+        return _unbound_rule("axis_index")(axis_name=axis_name)
+    group, flat = here
+    group.check_axes(axis_name, "axis_index")
+    return np.int32(group.axis_position(flat, axis_name))
+
+
+impl_rules[axis_index_p] = _axis_index_host
 abstract_eval_rules[axis_index_p] = lambda *, axis_name: [ShapedArray((), np.dtype(np.int32))]
 collective_prims.add(axis_index_p)
 ad.defjvp_zero(axis_index_p)
@@ -187,7 +234,7 @@ def _moving_collective(name: str, abstract_eval, batch_rule, api=None) -> Primit
     """A collective that moves data along the named axis: all its work is `batch_rule`; left
     in a program outside every vmap, its host step raises JAX's NameError."""
     prim = Primitive(name)
-    impl_rules[prim] = _unbound_rule(api)
+    impl_rules[prim] = _device_rule(prim, api)
     abstract_eval_rules[prim] = abstract_eval
     batch_rules[prim] = batch_rule
     collective_prims.add(prim)

@@ -25,17 +25,22 @@ _failures: dict[str, str] = {}
 
 
 class Device:
-    """One device of a platform, printed like JAX's (`CpuDevice(id=0)`)."""
+    """One device of a platform, printed like JAX's (`CpuDevice(id=0)`), and the index of the
+    process it belongs to."""
 
-    __slots__ = ("platform", "id")
+    __slots__ = ("platform", "id", "process_index")
     kind_name = "Device"
 
-    def __init__(self, platform: str, id: int = 0):
+    def __init__(self, platform: str, id: int = 0, process_index: int = 0):
         self.platform = platform
         self.id = id
+        self.process_index = process_index
 
     def __repr__(self):
         return f"{self.kind_name}(id={self.id})"
+
+    def __str__(self):
+        return f"{self.platform}:{self.id}"
 
     def __eq__(self, other):
         return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
@@ -55,6 +60,10 @@ class Platform:
 
     def devices(self) -> list[Device]:
         raise NotImplementedError
+
+    def local_devices(self) -> list[Device]:
+        """The devices of this process (all of them unless several processes were joined)."""
+        return self.devices()
 
     def compile(self, closed) -> Callable:
         """A callable taking input buffers, returning a tuple of output buffers: `closed`
@@ -84,7 +93,7 @@ class Platform:
 
     def device_of(self, buffer) -> Device:
         """The device holding `buffer` (platforms with several devices look at the buffer)."""
-        return self.devices()[0]
+        return self.local_devices()[0]
 
 
 def get_platform(name: str) -> Platform:

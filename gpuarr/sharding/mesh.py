@@ -243,8 +243,8 @@ class Mesh(BaseMesh, contextlib.ContextDecorator):
 
     @functools.cached_property
     def local_devices(self) -> list:
-        # One process holds every device.
-        return list(self.devices.flat)
+        from gpuarr.process_group import state
+        return [d for d in self.devices.flat if d.process_index == state.process_index]
 
     @functools.cached_property
     def _local_devices_set(self) -> set:
@@ -254,11 +254,14 @@ class Mesh(BaseMesh, contextlib.ContextDecorator):
     def local_mesh(self) -> Mesh:
         if self.empty:
             return self
-        return Mesh(self.devices, self.axis_names)
+        if not self.is_multi_process:
+            return Mesh(self.devices, self.axis_names)
+        raise NotImplementedError("local_mesh of a mesh that spans processes: build the mesh "
+                                  "of jax.local_devices() instead.")
 
-    @property
+    @functools.cached_property
     def is_multi_process(self) -> bool:
-        return False
+        return len({d.process_index for d in self.devices.flat}) > 1
 
     def update(self, devices=None, axis_names=None, axis_types=None) -> Mesh:
         return Mesh(self.devices if devices is None else devices,

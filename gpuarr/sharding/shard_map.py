@@ -22,12 +22,18 @@ from gpuarr.config import config
 from gpuarr.core import Tracer
 from gpuarr.interpreters import batching
 from gpuarr.interpreters.batching import not_mapped
+from gpuarr.sharding import spmd
 from gpuarr.sharding.mesh import AbstractMesh, AxisType, Mesh
 from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, use_abstract_mesh
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.sharding_in_types import aval_str, type_spec, type_str
 from gpuarr.sharding.shardings import NamedSharding
-from gpuarr.sharding.tree_shardings import _broadcast_flat, _prefix_error_messages, with_sharding
+from gpuarr.sharding.tree_shardings import (
+    _broadcast_flat,
+    _prefix_error_messages,
+    check_distinct_devices,
+    with_sharding,
+)
 
 P = PartitionSpec
 
@@ -90,10 +96,6 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
         if frozenset(the_mesh.axis_names) == names and _all_explicit(the_mesh, names):
             _check_input_types(the_mesh, dyn_args, dyn_specs)
         concrete = _concrete_mesh(the_mesh, dyn_args)
-        if the_mesh.size > 1:
-            raise NotImplementedError(
-                f"shard_map over {the_mesh}: gpuarr runs each computation on one device, so "
-                "every mesh axis must have size 1.")
         bound = [n for n in the_mesh.axis_names if n in names]
         box = []
 
@@ -110,6 +112,9 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
             box.append((out_tree, out_specs_flat))
             return out_leaves
 
+        if the_mesh.size > 1:
+            return _run_per_device(call, box, the_mesh, concrete, names, bound, dyn_args,
+                                   dyn_specs)
         arg_axes = [_spec_axes(s) for s in dyn_specs]
         with use_abstract_mesh(_as_manual_mesh(the_mesh, names)):
             outs, varying = _run_levels(call, bound, dyn_args, arg_axes)
@@ -125,6 +130,31 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
 
 
 # ---------------------------------------------------------------- running f
+
+
+def _run_per_device(call, box, mesh, concrete, names, bound, args, specs):
+    """shard_map on a mesh of several devices: `f` traced for one device's shards, run on
+    every device (sharding/spmd.py)."""
+    if concrete is None:
+        concrete = get_concrete_mesh()
+        if concrete.empty or concrete.abstract_mesh.shape_tuple != mesh.shape_tuple:
+            raise ValueError(f"shard_map over {mesh} needs its devices: pass a concrete Mesh "
+                             "(jax.make_mesh) or enter one with jax.set_mesh.")
+    if frozenset(mesh.axis_names) != names:
+        raise NotImplementedError(
+            f"shard_map over the mesh axes {sorted(names)} of {mesh}: on several devices "
+            "gpuarr runs shard_map manual over every mesh axis; leave axis_names unset.")
+    check_distinct_devices(list(concrete.devices.flat), "shard_map")
+    avals = [spmd.shard_aval(core.get_aval(a), s, concrete) for a, s in zip(args, specs)]
+    with use_abstract_mesh(_as_manual_mesh(mesh, names)):
+        closed, hoisted = spmd.trace_per_device(call, avals, concrete, bound)
+    out_tree, out_specs_flat = box[0]
+    in_specs = (P(),) * len(hoisted) + tuple(specs)
+    outs = spmd.shard_map_p.bind(*hoisted, *args, closed=closed, mesh=concrete,
+                                 in_specs=in_specs, out_specs=tuple(out_specs_flat))
+    if not isinstance(outs[0] if outs else None, Tracer):
+        outs = [_attach(o, NamedSharding(concrete, s)) for o, s in zip(outs, out_specs_flat)]
+    return pytrees.tree_unflatten(out_tree, outs)
 
 
 def _run_levels(call, axes, vals, arg_axes, level=0):

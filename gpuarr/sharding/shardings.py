@@ -72,8 +72,9 @@ class Sharding:
 
     @property
     def addressable_devices(self) -> set:
-        """The devices of this sharding that this process addresses (all of them)."""
-        return self.device_set
+        """The devices of this sharding that this process addresses."""
+        from gpuarr.process_group import state
+        return {d for d in self.device_set if d.process_index == state.process_index}
 
     @property
     def has_addressable_devices(self) -> bool:
@@ -90,7 +91,8 @@ class Sharding:
         return _indices_map(self, global_shape)
 
     def addressable_devices_indices_map(self, global_shape) -> dict:
-        return self.devices_indices_map(global_shape)
+        here = self.addressable_devices
+        return {d: i for d, i in self.devices_indices_map(global_shape).items() if d in here}
 
     def shard_shape(self, global_shape) -> tuple:
         """The shape of the piece of an array of `global_shape` on each device."""
@@ -354,7 +356,7 @@ class NamedSharding(Sharding):
     @property
     def is_fully_addressable(self) -> bool:
         self._concrete_only("is_fully_addressable")
-        return True
+        return not self.mesh.is_multi_process
 
     @property
     def _is_concrete(self) -> bool:

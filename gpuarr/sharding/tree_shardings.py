@@ -193,24 +193,34 @@ def concrete_sharding(s: Sharding) -> Sharding:
 
 
 def device_of(s: Sharding, what: str):
-    """The one device that Sharding `s` places data on; NotImplementedError when it spans
-    several device positions (gpuarr does not split arrays)."""
+    """The device that computations on data placed by Sharding `s` run on outside shard_map
+    and pmap: its one device, or for a sharding over several, the first this process holds
+    (host devices share memory, so the global value is kept there and each device's shard
+    is a piece of it)."""
     if isinstance(s, NamedSharding):
-        if s.mesh.size > 1:
-            raise NotImplementedError(
-                f"{what}: {s} splits arrays over a mesh of {s.mesh.size} devices; gpuarr runs "
-                "each computation on one device, so every mesh axis must have size 1.")
         s = concrete_sharding(s)
     devices = s._device_assignment
-    if len(devices) != 1:
-        raise NotImplementedError(
-            f"{what}: {s} spans {len(devices)} devices; gpuarr runs each computation on one "
-            "device.")
+    if len(devices) > 1:
+        check_distinct_devices(devices, what)
+        from gpuarr.process_group import state
+        devices = [d for d in devices if d.process_index == state.process_index] or devices
+        if devices[0].platform != "cpu":
+            raise NotImplementedError(
+                f"{what}: {s} spans {len(devices)} {devices[0].platform} devices; gpuarr "
+                "splits arrays over cpu devices only.")
     device = devices[0]
     if s.memory_kind not in (None, "device") and device.platform != "cpu":
         raise NotImplementedError(f"{what}: memory kind {s.memory_kind!r} is not supported on "
                                   f"{device!r}; gpuarr keeps arrays in device memory.")
     return device
+
+
+def check_distinct_devices(devices, what: str) -> None:
+    """ValueError when a mesh names one device at two positions."""
+    if len(set(devices)) != len(devices):
+        raise ValueError(f"{what}: the mesh names a device at more than one position "
+                         f"({list(devices)}); build it from distinct devices, e.g. "
+                         "jax.make_mesh(...) after jax.config.update('jax_num_cpu_devices', n).")
 
 
 def common_device(shardings, what: str):

@@ -1,0 +1,215 @@
+"""Programs the scale-out tests run in fresh processes (the device count is fixed when the cpu
+platform starts; several processes come from mpiexec). Each prints one JSON line.
+
+    python programs.py LIB devices N          (LIB: gpuarr or jax)
+    python programs.py gpuarr collectives N   (N cpu devices in one process)
+    [mpiexec -n P] python programs.py gpuarr mpi_collectives N
+    [mpiexec -n P] python programs.py gpuarr mlp N
+    mpiexec -n 2 python programs.py gpuarr fault KIND
+"""
+import json
+import sys
+import time
+
+import numpy as np
+
+LIB, WHAT, ARG = sys.argv[1], sys.argv[2], sys.argv[3]
+if LIB == "jax":
+    import jax
+else:
+    import gpuarr as jax
+lax = jax.lax
+P = jax.sharding.PartitionSpec
+NamedSharding = jax.sharding.NamedSharding
+
+
+def emit(**kw):
+    print("RESULT " + json.dumps(kw), flush=True)
+
+
+def devices(n):
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((2, n // 2), ("x", "y"))
+    x = jax.device_put(np.arange(16.0, dtype=np.float32).reshape(4, 4),
+                       NamedSharding(mesh, P("x")))
+    emit(devices=[repr(d) for d in jax.devices()], local=[str(d) for d in jax.local_devices()],
+         count=jax.device_count(), local_count=jax.local_device_count(),
+         process=[jax.process_index(), jax.process_count()],
+         mesh=repr(mesh), mesh_devices=[repr(d) for d in mesh.devices.flat],
+         sharding=repr(x.sharding), array_devices=sorted(d.id for d in x.devices()),
+         shards=[[str(s.device), repr(s.index), s.replica_id, list(s.data.shape),
+                  [repr(d) for d in s.data.devices()], np.asarray(s.data).tolist()]
+                 for s in x.addressable_shards],
+         replicated=x.is_fully_replicated, addressable=x.is_fully_addressable,
+         shard_shape=list(x.sharding.shard_shape(x.shape)),
+         value=np.asarray(x * 2).tolist())
+
+
+def _collective_fns(n):
+    perm = [(j, (j + 1) % n) for j in range(n)]
+    return {
+        "psum": (lambda a: lax.psum(a, "i"), P()),
+        "pmean": (lambda a: lax.pmean(a, "i"), P()),
+        "pmax": (lambda a: lax.pmax(a, "i"), P()),
+        "all_gather": (lambda a: lax.all_gather(a, "i"), P()),
+        "all_gather_tiled": (lambda a: lax.all_gather(a, "i", axis=1, tiled=True), P()),
+        "psum_scatter": (lambda a: lax.psum_scatter(a, "i", scatter_dimension=0, tiled=True),
+                         P("i")),
+        "ppermute": (lambda a: lax.ppermute(a, "i", perm), P("i")),
+        "all_to_all": (lambda a: lax.all_to_all(a, "i", 0, 0, tiled=True), P("i")),
+        "axis_index": (lambda a: a * lax.axis_index("i").astype(a.dtype), P("i")),
+    }
+
+
+def _reference(fn, spec, full, n):
+    """The one-device named-vmap path over the stacked shards."""
+    out = np.asarray(jax.vmap(fn, axis_name="i")(full.reshape(n, -1, *full.shape[1:])))
+    return out[0] if spec == P() else np.concatenate(list(out))
+
+
+def collectives(n):
+    """Each collective on n devices of one process, against the one-device vmap path."""
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((n,), ("i",))
+    rng = np.random.default_rng(0)
+    full = rng.standard_normal((n * n, 5)).astype(np.float32)
+    x = jax.device_put(full, NamedSharding(mesh, P("i")))
+    same, jitted = {}, {}
+    for name, (fn, spec) in _collective_fns(n).items():
+        sm = jax.shard_map(fn, mesh=mesh, in_specs=P("i"), out_specs=spec, check_vma=False)
+        got, ref = np.asarray(sm(x)), _reference(fn, spec, full, n)
+        same[name] = bool(got.dtype == ref.dtype and np.array_equal(got, ref))
+        jitted[name] = bool(np.array_equal(np.asarray(jax.jit(sm)(x)), ref))
+    # a 2-d mesh: psum over one axis, all_gather over the other
+    mesh2 = jax.make_mesh((2, n // 2), ("a", "b"))
+    y = jax.device_put(full, NamedSharding(mesh2, P(("a", "b"))))
+    f2 = jax.shard_map(lambda v: (lax.psum(v, "a"), lax.all_gather(v, "b", tiled=True)),
+                       mesh=mesh2, in_specs=P(("a", "b")), out_specs=(P("b"), P("a")),
+                       check_vma=False)
+    r2 = jax.vmap(jax.vmap(lambda v: (lax.psum(v, "a"), lax.all_gather(v, "b", tiled=True)),
+                           axis_name="b"), axis_name="a")(full.reshape(2, n // 2, n, 5))
+    g2 = f2(y)
+    two_d = [bool(np.array_equal(np.asarray(g2[0]), np.concatenate(list(np.asarray(r2[0])[0])))),
+             bool(np.array_equal(np.asarray(g2[1]),
+                                 np.concatenate(list(np.asarray(r2[1])[:, 0]))))]
+    # pmap over the n devices
+    pm = jax.pmap(lambda v: lax.psum(v, "p") * lax.axis_index("p"), axis_name="p")
+    ref_pm = jax.vmap(lambda v: lax.psum(v, "p") * lax.axis_index("p"), axis_name="p")(
+        full.reshape(n, n, 5))
+    got_pm = pm(full.reshape(n, n, 5))
+    errors = {}
+    try:
+        jax.shard_map(lambda v: lax.psum(v, "nope"), mesh=mesh, in_specs=P("i"),
+                      out_specs=P(), check_vma=False)(x)
+    except NameError as e:
+        errors["unknown_axis"] = str(e)
+    emit(same=same, jitted=jitted, two_d=two_d, pmap=bool(np.array_equal(
+        np.asarray(got_pm), np.asarray(ref_pm))), pmap_devices=len(got_pm.devices()),
+        out_sharding=repr(sm(x).sharding), errors=errors)
+
+
+def _init_distributed(n):
+    jax.config.update("jax_num_cpu_devices", n)
+    if "--mpi" in sys.argv:
+        jax.distributed.initialize(cluster_detection_method="mpi4py",
+                                   heartbeat_timeout_seconds=20)
+
+
+def _global(mesh, spec, full):
+    """`full` as a global array: each process passes its block."""
+    sh = NamedSharding(mesh, spec)
+    rows = full.shape[0] // jax.process_count()
+    k = jax.process_index()
+    return jax.make_array_from_process_local_data(sh, full[k * rows:(k + 1) * rows])
+
+
+def mpi_collectives(n):
+    """The collectives over a mesh of every process's devices, against the vmap path."""
+    from gpuarr.experimental import multihost_utils
+    _init_distributed(n)
+    total = jax.device_count()
+    mesh = jax.make_mesh((total,), ("i",))
+    full = np.random.default_rng(1).standard_normal((total * total, 3)).astype(np.float32)
+    full = np.round(full * 8) / 8  # sums of these are exact in any order
+    x = _global(mesh, P("i"), full)
+    same = {}
+    for name, (fn, spec) in _collective_fns(total).items():
+        sm = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("i"), out_specs=spec,
+                                   check_vma=False))
+        out = sm(x)
+        got = np.asarray(out) if spec == P() else multihost_utils.process_allgather(out)
+        same[name] = bool(np.array_equal(got, _reference(fn, spec, full, total)))
+    gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
+    emit(process=jax.process_index(), count=jax.process_count(), devices=total,
+         local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),
+         broadcast=float(multihost_utils.broadcast_one_to_all(
+             np.float32(10 + jax.process_index()))))
+
+
+def mlp(n):
+    """A data-parallel MLP: 20 steps of shard_map with pmean of the gradients."""
+    _init_distributed(n)
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((64, 8)).astype(np.float32)
+    ys = np.sin(xs.sum(1, keepdims=True)).astype(np.float32)
+    params = {"w1": rng.standard_normal((8, 16)).astype(np.float32) * 0.3,
+              "b1": np.zeros(16, np.float32),
+              "w2": rng.standard_normal((16, 1)).astype(np.float32) * 0.3,
+              "b2": np.zeros(1, np.float32)}
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+
+    def loss_fn(p, x, y):
+        h = jax.numpy.tanh(x @ p["w1"] + p["b1"])
+        return jax.numpy.mean((h @ p["w2"] + p["b2"] - y) ** 2)
+
+    def local_step(p, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        g = lax.pmean(g, "data")
+        return lax.pmean(loss, "data"), jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
+
+    step = jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P("data"), P("data")),
+                                 out_specs=(P(), P())))
+    x, y = _global(mesh, P("data"), xs), _global(mesh, P("data"), ys)
+    losses = []
+    start = time.perf_counter()
+    for _ in range(20):
+        loss, params = step(params, x, y)
+        losses.append(float(loss))
+    emit(losses=losses, devices=jax.device_count(), seconds=time.perf_counter() - start)
+
+
+def fault(kind):
+    """Faults in a two-process run: each must raise, never hang."""
+    jax.config.update("jax_num_cpu_devices", 1)
+    jax.distributed.initialize(cluster_detection_method="mpi4py", heartbeat_timeout_seconds=2)
+    me = jax.process_index()
+    mesh = jax.make_mesh((2,), ("i",))
+    try:
+        if kind == "twice":
+            jax.distributed.initialize()
+        elif kind == "shapes":
+            local = np.ones(3 if me == 0 else 4, np.float32)
+            from gpuarr.experimental import multihost_utils
+            multihost_utils.process_allgather(local)
+        elif kind == "absent":  # process 1 never joins the collective
+            if me == 1:
+                time.sleep(5)
+                emit(process=me, error=None)
+                return
+            x = _global(mesh, P("i"), np.ones((2, 3), np.float32))
+            jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
+                          out_specs=P())(x)
+        elif kind == "dies":  # process 1 dies before the collective
+            if me == 1:
+                import os
+                os._exit(3)
+            x = _global(mesh, P("i"), np.ones((2, 3), np.float32))
+            jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
+                          out_specs=P())(x)
+        emit(process=me, error=None)
+    except Exception as e:  # noqa: BLE001 - the test reads the class and message
+        emit(process=me, error=type(e).__name__, message=str(e))
+
+
+{"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
+ "mlp": mlp, "fault": fault}[WHAT](ARG if WHAT == "fault" else int(ARG))

@@ -1,0 +1,127 @@
+"""Several devices and several processes: programs in tests/scale_out/programs.py run in fresh
+processes (cpu device counts are fixed at start; mpiexec starts several), each bounded in time
+so that a hang fails the test. Every process runs on this machine (loopback only)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+PROGRAMS = Path(__file__).parent / "scale_out" / "programs.py"
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT = 120  # seconds per run
+
+
+def _run(args, mpi=0, lib="gpuarr", check=True):
+    cmd = [sys.executable, str(PROGRAMS), lib, *args]
+    if mpi:
+        cmd = [shutil.which("mpiexec"), "-n", str(mpi), *cmd, "--mpi"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+               if line.startswith("RESULT ")]
+    return results, proc
+
+
+def _need_mpi():
+    pytest.importorskip("mpi4py")
+    if shutil.which("mpiexec") is None:
+        pytest.skip("no mpiexec (pip install 'gpuarr[distributed]')")
+
+
+def test_cpu_devices_shardings_and_shards_match_jax():
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["devices", "4"])
+    (theirs,), _ = _run(["devices", "4"], lib="jax")
+    assert ours == theirs
+
+
+def test_xla_flags_device_count():
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
+               XLA_FLAGS="--xla_force_host_platform_device_count=3")
+    out = subprocess.run([sys.executable, "-c", "import gpuarr; print(gpuarr.devices(), "
+                          "gpuarr.local_device_count())"],
+                         capture_output=True, text=True, timeout=LIMIT, env=env)
+    assert out.stdout.strip() == "[CpuDevice(id=0), CpuDevice(id=1), CpuDevice(id=2)] 3"
+
+
+def test_collectives_per_device_equal_the_vmap_path_bit_for_bit():
+    (r,), _ = _run(["collectives", "4"])
+    assert all(r["same"].values()), r["same"]
+    assert all(r["jitted"].values()), r["jitted"]
+    assert r["two_d"] == [True, True]
+    assert r["pmap"] and r["pmap_devices"] == 4
+    assert r["out_sharding"] == ("NamedSharding(mesh=Mesh('i': 4, axis_types=(Explicit,)), "
+                                 "spec=P('i',), memory_kind=device)")
+    assert r["errors"]["unknown_axis"].startswith("Found an unbound axis name: nope.")
+
+
+@pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])
+def test_mpi_collectives_equal_single_process(procs, local):
+    _need_mpi()
+    results, _ = _run(["mpi_collectives", str(local)], mpi=procs)
+    assert sorted(r["process"] for r in results) == list(range(procs))
+    for r in results:
+        assert r["count"] == procs and r["devices"] == procs * local and r["local"] == local
+        assert all(r["same"].values()), r["same"]
+        assert r["allgather"] == [float(p) for p in range(procs)]
+        assert r["broadcast"] == 10.0
+
+
+def test_data_parallel_mlp_same_losses_on_devices_and_processes():
+    one, _ = _run(["mlp", "1"])
+    four_devices, _ = _run(["mlp", "4"])
+    runs = [one[0]["losses"], four_devices[0]["losses"]]
+    try:
+        _need_mpi()
+    except pytest.skip.Exception:
+        pass
+    else:
+        for procs in (2, 4):
+            results, _ = _run(["mlp", "1"], mpi=procs)
+            assert len(results) == procs
+            runs += [r["losses"] for r in results]
+    assert len(runs[0]) == 20 and runs[0][-1] < runs[0][0]
+    for losses in runs[1:]:
+        np.testing.assert_allclose(losses, runs[0], rtol=2e-6)
+
+
+@pytest.mark.parametrize("kind,error,message", [
+    ("twice", "RuntimeError", "distributed.initialize should only be called once."),
+    ("shapes", "ValueError", "process 0: process_allgather of float32[3]"),
+])
+def test_faults_raise_clear_errors(kind, error, message):
+    _need_mpi()
+    results, _ = _run(["fault", kind], mpi=2)
+    assert len(results) == 2
+    for r in results:
+        assert r["error"] == error and message in r["message"]
+
+
+def test_absent_or_dead_process_fails_within_the_timeout():
+    _need_mpi()
+    results, _ = _run(["fault", "absent"], mpi=2)
+    (r,) = [r for r in results if r["process"] == 0]
+    assert r["error"] == "ProcessFailureError" and "waited 2 s" in r["message"]
+    # A process that exits: the launcher ends the run (never a hang) with its status.
+    _, proc = _run(["fault", "dies"], mpi=2, check=False)
+    assert proc.returncode != 0
+
+
+def test_initialize_without_a_launcher_says_how_to_start():
+    code = ("import gpuarr\ntry:\n    gpuarr.distributed.initialize('localhost:1234', 2, 0)\n"
+            "except RuntimeError as e:\n    print(e)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for k in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
+              "SLURM_PROCID"):
+        env.pop(k, None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=LIMIT, env=env)
+    assert "Run the program with `mpiexec -n 2 python ...`" in out.stdout

@@ -202,7 +202,10 @@ class DeviceGroup:
     def _mpi_sum(self, values: dict) -> dict:
         """Sum over the whole mesh: this process's devices added as the one-device path adds
         them, then one MPI Allreduce over the processes."""
-        mine = np.stack([values[f] for f in self.local])
-        partial = np.add.reduce(mine, axis=0, dtype=mine.dtype)
+        if len(self.local) == 1:
+            partial = values[self.local[0]]
+        else:
+            mine = np.stack([values[f] for f in self.local])
+            partial = np.add.reduce(mine, axis=0, dtype=mine.dtype)
         total = process_group.allreduce_sum(partial, "psum")
         return {f: total for f in self.local}

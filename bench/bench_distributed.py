@@ -1,0 +1,136 @@
+"""Scale-out throughput: collectives between processes and data-parallel training steps.
+
+(a) all-reduce of 64 MiB of float32 between 2 processes: `lax.psum` inside a jitted
+    shard_map over a mesh of both processes' cpu devices, against a raw mpi4py `Allreduce` of
+    a buffer of the same size, alternating in the same run; the ratio is psum's bandwidth over
+    Allreduce's (median of the per-round ratios);
+(b) one data-parallel step of an MLP (batch 8192, 512 -> 1024 -> 1024 -> 1, value_and_grad and
+    SGD) on 1 process (the step as one jitted program) and on 2 processes (jitted shard_map,
+    each process with half the batch, gradients averaged with pmean); the scaling figure is
+    the 1-process time over the 2-process time. Both processes share this machine's cores,
+    so the figure is bounded by the cores idle while it runs.
+Every process runs on this machine; the runs are started with mpiexec by this script.
+Run: python bench/bench_distributed.py   (needs `pip install 'gpuarr[distributed]'`)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _launch(procs: int, what: str) -> list[dict]:
+    cmd = [shutil.which("mpiexec"), "-n", str(procs), sys.executable, __file__, "--worker",
+           what]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    if out.returncode:
+        raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
+    return [json.loads(line[7:]) for line in out.stdout.splitlines()
+            if line.startswith("RESULT ")]
+
+
+def _worker(what: str) -> None:
+    import gpuarr as jax
+    from gpuarr import lax
+    P = jax.sharding.PartitionSpec
+    if what != "step1":
+        jax.distributed.initialize(cluster_detection_method="mpi4py")
+    mesh = jax.make_mesh((jax.device_count(),), ("i",))
+    sharding = jax.sharding.NamedSharding(mesh, P("i"))
+    me = jax.process_index()
+    if what == "allreduce":
+        from mpi4py import MPI
+        n = (64 << 20) // 4
+        local = np.random.default_rng(me).standard_normal(n).astype(np.float32)
+        x = jax.make_array_from_process_local_data(sharding, local)
+        psum = jax.jit(jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
+                                     out_specs=P()))
+        out = np.empty_like(local)
+        comm = MPI.COMM_WORLD
+        psum(x).block_until_ready()
+        comm.Allreduce(local, out)
+        raw, ours = [], []
+        for _ in range(7):
+            comm.Barrier()
+            t = time.perf_counter()
+            comm.Allreduce(local, out)
+            raw.append(time.perf_counter() - t)
+            comm.Barrier()
+            t = time.perf_counter()
+            psum(x).block_until_ready()
+            ours.append(time.perf_counter() - t)
+        ratio = float(np.median(np.array(raw) / np.array(ours)))
+        print("RESULT " + json.dumps(dict(process=me, raw_s=float(np.median(raw)),
+                                          psum_s=float(np.median(ours)), ratio=ratio,
+                                          mib=n * 4 / 2**20)), flush=True)
+        return
+    rng = np.random.default_rng(0)
+    batch, sizes = 8192, [512, 1024, 1024, 1]
+    xs = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    ys = rng.standard_normal((batch, 1)).astype(np.float32)
+    params = [(rng.standard_normal((a, b)).astype(np.float32) / np.sqrt(a),
+               np.zeros(b, np.float32)) for a, b in zip(sizes[:-1], sizes[1:])]
+
+    def loss_fn(ps, x, y):
+        for w, b in ps[:-1]:
+            x = jax.numpy.tanh(x @ w + b)
+        w, b = ps[-1]
+        return jax.numpy.mean((x @ w + b - y) ** 2)
+
+    def sgd(ps, x, y, mean=lambda v: v):
+        loss, g = jax.value_and_grad(loss_fn)(ps, x, y)
+        g = mean(g)
+        return mean(loss), jax.tree_util.tree_map(lambda a, d: a - 0.01 * d, ps, g)
+
+    def local_step(ps, x, y):
+        return sgd(ps, x, y, lambda v: lax.pmean(v, "i"))
+    local_step.__wrapped__ = sgd
+
+    if what == "step1":  # the baseline: the same step as one jitted program, no shard_map
+        step = jax.jit(lambda ps, x, y: jax.tree_util.tree_map(
+            lambda a: a, local_step.__wrapped__(ps, x, y)))
+    else:
+        step = jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P("i"), P("i")),
+                                     out_specs=(P(), P())))
+    rows = batch // jax.process_count()
+    x = jax.make_array_from_process_local_data(sharding, xs[me * rows:(me + 1) * rows])
+    y = jax.make_array_from_process_local_data(sharding, ys[me * rows:(me + 1) * rows])
+    loss, params = step(params, x, y)
+    times = []
+    for _ in range(7):
+        t = time.perf_counter()
+        loss, params = step(params, x, y)
+        float(loss)
+        times.append(time.perf_counter() - t)
+    print("RESULT " + json.dumps(dict(process=me, step_s=float(np.median(times)))), flush=True)
+
+
+def main() -> None:
+    if shutil.which("mpiexec") is None:
+        raise SystemExit("bench_distributed needs mpiexec: pip install 'gpuarr[distributed]'")
+    allreduce = _launch(2, "allreduce")
+    r = allreduce[0]
+    print(f"all-reduce {r['mib']:.0f} MiB float32, 2 processes: raw mpi4py Allreduce "
+          f"{r['raw_s'] * 1e3:.1f} ms ({r['mib'] / r['raw_s']:.0f} MiB/s), gpuarr psum "
+          f"{r['psum_s'] * 1e3:.1f} ms ({r['mib'] / r['psum_s']:.0f} MiB/s); "
+          f"psum/Allreduce bandwidth ratio {min(x['ratio'] for x in allreduce):.2f}")
+    one = _launch(1, "step1")[0]["step_s"]
+    two = max(x["step_s"] for x in _launch(2, "step"))
+    print(f"data-parallel MLP step (batch 8192): 1 process {one * 1e3:.1f} ms, 2 processes "
+          f"{two * 1e3:.1f} ms; speed-up {one / two:.2f}x (cores: {os.cpu_count()})")
+
+
+if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        _worker(sys.argv[sys.argv.index("--worker") + 1])
+    else:
+        main()

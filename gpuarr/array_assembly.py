@@ -1,11 +1,12 @@
 """Building one Array from per-device pieces (JAX's `jax.make_array_from_callback`,
 `jax.make_array_from_single_device_arrays`, `jax.make_array_from_process_local_data`).
 
-In JAX a global Array is assembled from one buffer per addressable device of a Sharding. gpuarr
-keeps every array on one device and runs as one process: every Sharding addresses that one
-device, which holds the whole array, so there is one piece to fetch or check and it is the
-array itself. The functions keep JAX's checks and messages (wrong shard shape, dtype, count),
-and the result is committed to the sharding's device and reports `sharding`.
+A global Array is assembled from one buffer per addressable device of a Sharding. With one
+device the piece is the array itself. Over several cpu devices of this process the pieces are
+written into the global value (host devices share memory; each device's shard is a piece of
+it); over devices of several processes the Array holds this process's pieces
+(`ProcessShards`). The functions keep JAX's checks and messages (wrong shard shape, dtype,
+count), and the result is committed and reports `sharding`.
 """
 from __future__ import annotations
 
@@ -86,6 +87,25 @@ def _check_pieces(pieces, shape, dtype, sharding) -> None:
                 f"{_type_str(shape, dtype, sharding)} with sharding {sharding}")
 
 
+def _assemble_pieces(pieces, shape, dtype, sharding) -> Array:
+    """The Array of `shape` made of one piece per addressable device of `sharding` (in
+    `addressable_devices_indices_map` order)."""
+    if sharding.num_devices == 1:
+        return _assemble(pieces[0], sharding)
+    from gpuarr.backends.device_group import ProcessShards
+    indices = sharding.addressable_devices_indices_map(shape)
+    hosts = [p._host() if type(p) is Array else np.asarray(p) for p in pieces]
+    if sharding.is_fully_addressable:
+        buf = np.empty(shape, dtype)
+        for idx, piece in zip(indices.values(), hosts):
+            buf[idx] = piece
+    else:
+        buf = ProcessShards(dict(zip(indices, hosts)), shape, dtype, sharding)
+    out = Array(buf, False, device=next(iter(indices)), committed=True)
+    out._sharding = sharding
+    return out
+
+
 def _assemble(piece, sharding) -> Array:
     """The result Array: `piece`'s buffer (not copied when it is already on the device),
     committed to the device of `sharding`, strongly typed, reporting `sharding`."""
@@ -123,8 +143,8 @@ def make_array_from_callback(shape, sharding, data_callback: Callable, dtype=Non
     `data_callback(index)` is called once per addressable device of `sharding` with that
     device's index into the global array (a tuple of slices, from
     `sharding.addressable_devices_indices_map(shape)`) and returns the data there (a NumPy
-    array, a Python scalar or an Array; an Array is used without a copy). On gpuarr's one
-    device it is called once with the whole array's index. `dtype` defaults to the data's
+    array, a Python scalar or an Array; on one device an Array is used without a copy).
+    `dtype` defaults to the data's
     dtype and must match it when given. Raises ValueError when the data has the wrong shape
     or dtype, as JAX does; the result is committed to the sharding's device."""
     _check_sharding(sharding)
@@ -134,7 +154,7 @@ def make_array_from_callback(shape, sharding, data_callback: Callable, dtype=Non
     dtype = _get_and_check_dtype(pieces, dtype, "make_array_from_callback")
     _check_rank(shape, sharding)
     _check_pieces(pieces, shape, dtype, sharding)
-    return _assemble(pieces[0], sharding)
+    return _assemble_pieces(pieces, shape, dtype, sharding)
 
 
 # ---------------------------------------------------------------- single-device arrays
@@ -145,8 +165,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays: Sequence[Array
     """An Array of `shape` placed as `sharding`, made of `arrays`: one Array per addressable
     device of `sharding`, each on its device with the shard shape `sharding.shard_shape(shape)`.
 
-    On gpuarr's one device `arrays` holds one Array, the whole value; the result shares its
-    buffer, is committed and reports `sharding`. `dtype` defaults to the arrays' dtype and
+    With one device `arrays` holds one Array, the whole value, and the result shares its
+    buffer; it is committed and reports `sharding`. `dtype` defaults to the arrays' dtype and
     must match it when given. Raises TypeError when `arrays` is not a list or tuple of
     Arrays and ValueError (with JAX's messages) for the wrong number of arrays, a shape or
     dtype that does not match, or arrays on other devices."""
@@ -180,7 +200,10 @@ def make_array_from_single_device_arrays(shape, sharding, arrays: Sequence[Array
                              f"with memory kind '{sharding.memory_kind}' and a buffer with "
                              f"memory_kind '{a.sharding.memory_kind}'")
     _check_pieces(arrays, shape, dtype, sharding)
-    return _assemble(arrays[0], sharding)
+    by_device = {a.device: a for a in arrays}
+    return _assemble_pieces([by_device[d] for d in
+                             sharding.addressable_devices_indices_map(shape)], shape, dtype,
+                            sharding)
 
 
 # ---------------------------------------------------------------- process-local data

@@ -1,14 +1,14 @@
 """Shardings (JAX's `jax.sharding`): meshes of devices, PartitionSpecs and the Shardings built
-from them, for gpuarr's single device.
+from them.
 
-gpuarr runs every computation on one device, so every concrete `Mesh` has one device and all
-its axes have size 1: a NamedSharding then places the whole array on that device, and every
-PartitionSpec describes the same layout. These classes carry JAX's names, printing, equality,
-validation and errors, so that programs written against the sharding API run unchanged:
-`device_put(x, NamedSharding(mesh, P('i')))`, `jit(f, out_shardings=...)`, `reshard`,
-`set_mesh`, `shard_map` (gpuarr.sharding.shard_map). Arrays report the Sharding they were placed
-with (`x.sharding`). What one device cannot do (a mesh axis of size > 1) raises
-NotImplementedError.
+With one device every mesh axis has size 1 and a NamedSharding places the whole array there.
+With several cpu devices (`jax_num_cpu_devices`) or processes (`distributed.initialize`),
+a NamedSharding gives each device its piece (`x.addressable_shards`), and `shard_map` runs a
+program per device (sharding/spmd.py, docs/scale-out.md). These classes carry JAX's names,
+printing, equality, validation and errors, so that programs written against the sharding API
+run unchanged: `device_put(x, NamedSharding(mesh, P('i')))`, `jit(f, out_shardings=...)`,
+`reshard`, `set_mesh`, `shard_map` (gpuarr.sharding.shard_map). Arrays report the Sharding
+they were placed with (`x.sharding`).
 
 This module only re-exports; the implementation lives in its submodules: partition_spec,
 mesh (axis types, devices, meshes), mesh_context (set_mesh, get_mesh), shardings,

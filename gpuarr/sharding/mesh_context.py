@@ -108,8 +108,8 @@ class use_abstract_mesh:
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
     """A Mesh of shape `axis_shapes` with names `axis_names` over `devices` (default: the
     default platform's). As in JAX the axes are Explicit unless `axis_types` says otherwise,
-    and the product of the shape may not exceed the number of devices: on gpuarr's single
-    device every axis has size 1."""
+    and the product of the shape may not exceed the number of devices (set the cpu device
+    count with `config.update("jax_num_cpu_devices", n)`)."""
     if devices is None:
         from gpuarr.device_api import devices as _devices
         devices = _devices()

@@ -1,7 +1,9 @@
-"""shard_map (JAX's `jax.shard_map`) on gpuarr's single device.
+"""shard_map (JAX's `jax.shard_map`).
 
-shard_map runs `f` once per device on that device's shard of each input. gpuarr has one
-device, so every mesh axis has size 1 and each shard is the whole array: `f` runs once, with
+shard_map runs `f` once per device on that device's shard of each input. On a mesh of several
+devices that is what happens: `f` is traced for one device's shards and run on each
+(`_run_per_device`, sharding/spmd.py). On a mesh of one device every mesh axis has size 1 and
+each shard is the whole array: `f` runs once, with
 each manual mesh axis name bound as a named vmap axis of size 1. An input whose in_spec names
 an axis gets a new leading axis of size 1 mapped by that vmap (it *varies* along the axis);
 other inputs are not mapped (they are the same on every device). Collectives then behave as

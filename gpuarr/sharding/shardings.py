@@ -278,8 +278,8 @@ def _flatten_spec(spec) -> list:
 
 class NamedSharding(Sharding):
     """A Mesh plus a PartitionSpec saying how each array dimension is split over its named
-    axes (JAX's `jax.sharding.NamedSharding`). On gpuarr's one device every axis has size 1,
-    so the whole array sits on that device whatever the spec."""
+    axes (JAX's `jax.sharding.NamedSharding`). With one device the whole array sits on it
+    whatever the spec; over several cpu devices each holds the piece the spec gives it."""
 
     __slots__ = ("mesh", "spec", "_memory_kind", "_logical_device_ids", "_hash", "__dict__")
 

@@ -61,6 +61,7 @@ def test_collectives_per_device_equal_the_vmap_path_bit_for_bit():
     assert r["out_sharding"] == ("NamedSharding(mesh=Mesh('i': 4, axis_types=(Explicit,)), "
                                  "spec=P('i',), memory_kind=device)")
     assert r["errors"]["unknown_axis"].startswith("Found an unbound axis name: nope.")
+    assert r["errors"]["grad_outside"].startswith("Differentiation of a shard_map over several")
 
 
 @pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])

@@ -17,8 +17,7 @@ import numpy as np
 from gpuarr import core, impls
 from gpuarr.backends.device_group import DeviceGroup, ProcessShards
 from gpuarr.core import Primitive, ShapedArray
-from gpuarr.interpreters import batching, partial_eval
-from gpuarr.process_group import state
+from gpuarr.interpreters import ad, batching, partial_eval
 from gpuarr.sharding.shardings import NamedSharding
 
 shard_map_p = Primitive("shard_map")
@@ -133,13 +132,16 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]
 
 
+def _no_transformation(what):
+    def rule(*args, **params):
+        raise NotImplementedError(
+            f"{what} of a shard_map over several devices is not supported: apply it inside "
+            "the shard_map (e.g. value_and_grad in each device's function, then pmean of the "
+            "gradients, as data-parallel training does).")
+    return rule
+
+
 core.abstract_eval_rules[shard_map_p] = _abstract_eval
 impls.impl_rules[shard_map_p] = _impl
-
-
-def is_multi_process_value(x) -> bool:
-    return isinstance(getattr(x, "_value", None), ProcessShards)
-
-
-def this_process() -> int:
-    return state.process_index
+ad.jvp_rules[shard_map_p] = _no_transformation("Differentiation")
+batching.batch_rules[shard_map_p] = _no_transformation("vmap")

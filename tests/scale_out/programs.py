@@ -111,6 +111,11 @@ def collectives(n):
                       out_specs=P(), check_vma=False)(x)
     except NameError as e:
         errors["unknown_axis"] = str(e)
+    try:
+        jax.grad(jax.shard_map(lambda v: lax.psum(v.sum(), "i"), mesh=mesh, in_specs=P("i"),
+                               out_specs=P()))(x)
+    except NotImplementedError as e:
+        errors["grad_outside"] = str(e)
     emit(same=same, jitted=jitted, two_d=two_d, pmap=bool(np.array_equal(
         np.asarray(got_pm), np.asarray(ref_pm))), pmap_devices=len(got_pm.devices()),
         out_sharding=repr(sm(x).sharding), errors=errors)

@@ -58,7 +58,9 @@ def freeze_cpu_device_count(count: int) -> None:
     _frozen["num_cpu_devices"] = (count if config._values["num_cpu_devices"] > 0
                                   else config._values["num_cpu_devices"],
                                   "jax_num_cpu_devices config should be updated before backends "
-                                  "are initialized.")
+                                  "are initialized i.e. before any JAX operation is executed. "
+                                  "You should initialize this config immediately after `import "
+                                  "jax`.")
 
 
 def cpu_device_layout() -> list[tuple[int, int]]:

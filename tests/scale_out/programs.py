@@ -32,12 +32,17 @@ def devices(n):
     mesh = jax.make_mesh((2, n // 2), ("x", "y"))
     x = jax.device_put(np.arange(16.0, dtype=np.float32).reshape(4, 4),
                        NamedSharding(mesh, P("x")))
+    try:
+        jax.config.update("jax_num_cpu_devices", n + 1)
+        late = None
+    except RuntimeError as e:
+        late = str(e)
     g = np.arange(24.0, dtype=np.float32).reshape(4, 6)
     s2 = NamedSharding(mesh, P("x", "y"))
     cb = jax.make_array_from_callback(g.shape, s2, lambda idx: g[idx])
     sd = jax.make_array_from_single_device_arrays(g.shape, s2,
                                                   [s.data for s in cb.addressable_shards])
-    emit(assembled=[np.asarray(cb).tolist(), repr(cb.sharding),
+    emit(late_update=late, assembled=[np.asarray(cb).tolist(), repr(cb.sharding),
                     [[str(s.device), repr(s.index)] for s in cb.addressable_shards],
                     np.asarray(sd).tolist(), [str(s.device) for s in sd.addressable_shards]],
          devices=[repr(d) for d in jax.devices()], local=[str(d) for d in jax.local_devices()],

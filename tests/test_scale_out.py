@@ -58,6 +58,8 @@ def test_collectives_per_device_equal_the_vmap_path_bit_for_bit():
     assert all(r["jitted"].values()), r["jitted"]
     assert r["two_d"] == [True, True]
     assert r["pmap"] and r["pmap_devices"] == 4
+    assert r["jit_shardings"] == [True, "NamedSharding(mesh=Mesh('i': 4, axis_types=(Explicit,"
+                                  ")), spec=P(), memory_kind=device)", 4]
     assert r["out_sharding"] == ("NamedSharding(mesh=Mesh('i': 4, axis_types=(Explicit,)), "
                                  "spec=P('i',), memory_kind=device)")
     assert r["errors"]["unknown_axis"].startswith("Found an unbound axis name: nope.")

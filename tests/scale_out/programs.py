@@ -110,6 +110,12 @@ def collectives(n):
     ref_pm = jax.vmap(lambda v: lax.psum(v, "p") * lax.axis_index("p"), axis_name="p")(
         full.reshape(n, n, 5))
     got_pm = pm(full.reshape(n, n, 5))
+    # jit's data-parallel form: batch-sharded input, replicated parameter and output
+    dp = jax.jit(lambda w, v: (v * w).sum(0), in_shardings=(NamedSharding(mesh, P()),
+                                                            NamedSharding(mesh, P("i"))),
+                 out_shardings=NamedSharding(mesh, P()))(np.float32(3), x)
+    jit_shardings = [bool(np.allclose(np.asarray(dp), (full * 3).sum(0), rtol=1e-6)),
+                     repr(dp.sharding), len(dp.addressable_shards)]
     errors = {}
     try:
         jax.shard_map(lambda v: lax.psum(v, "nope"), mesh=mesh, in_specs=P("i"),
@@ -121,7 +127,7 @@ def collectives(n):
                                out_specs=P()))(x)
     except NotImplementedError as e:
         errors["grad_outside"] = str(e)
-    emit(same=same, jitted=jitted, two_d=two_d, pmap=bool(np.array_equal(
+    emit(same=same, jitted=jitted, two_d=two_d, jit_shardings=jit_shardings, pmap=bool(np.array_equal(
         np.asarray(got_pm), np.asarray(ref_pm))), pmap_devices=len(got_pm.devices()),
         out_sharding=repr(sm(x).sharding), errors=errors)
 

@@ -27,8 +27,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _mpiexec():
+    beside = Path(sys.executable).parent / "mpiexec"  # where the mpich wheel puts it
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
 def _launch(procs: int, what: str) -> list[dict]:
-    cmd = [shutil.which("mpiexec"), "-n", str(procs), sys.executable, __file__, "--worker",
+    cmd = [_mpiexec(), "-n", str(procs), sys.executable, __file__, "--worker",
            what]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -115,7 +120,7 @@ def _worker(what: str) -> None:
 
 
 def main() -> None:
-    if shutil.which("mpiexec") is None:
+    if _mpiexec() is None:
         raise SystemExit("bench_distributed needs mpiexec: pip install 'gpuarr[distributed]'")
     allreduce = _launch(2, "allreduce")
     r = allreduce[0]

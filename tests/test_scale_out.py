@@ -16,10 +16,17 @@ ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 120  # seconds per run
 
 
+def _mpiexec():
+    """The launcher of the MPI that mpi4py was installed with (the mpich wheel puts it next
+    to the interpreter), else the first on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
 def _run(args, mpi=0, lib="gpuarr", check=True):
     cmd = [sys.executable, str(PROGRAMS), lib, *args]
     if mpi:
-        cmd = [shutil.which("mpiexec"), "-n", str(mpi), *cmd, "--mpi"]
+        cmd = [_mpiexec(), "-n", str(mpi), *cmd, "--mpi"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env)
@@ -32,7 +39,7 @@ def _run(args, mpi=0, lib="gpuarr", check=True):
 
 def _need_mpi():
     pytest.importorskip("mpi4py")
-    if shutil.which("mpiexec") is None:
+    if _mpiexec() is None:
         pytest.skip("no mpiexec (pip install 'gpuarr[distributed]')")
 
 

@@ -135,3 +135,14 @@ def test_initialize_without_a_launcher_says_how_to_start():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=LIMIT, env=env)
     assert "Run the program with `mpiexec -n 2 python ...`" in out.stdout
+
+
+def test_initialize_without_mpi4py_names_the_extra():
+    code = ("import sys\nsys.modules['mpi4py'] = None\nimport gpuarr\ntry:\n"
+            "    gpuarr.distributed.initialize(cluster_detection_method='mpi4py')\n"
+            "except ImportError as e:\n    print(e)\nprint(gpuarr.distributed.is_initialized(), "
+            "gpuarr.process_count())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=LIMIT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "pip install 'gpuarr[distributed]'" in out.stdout
+    assert out.stdout.strip().endswith("False 1")

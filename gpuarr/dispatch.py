@@ -102,8 +102,28 @@ class EvalTrace(core.Trace):
                  for a, v in zip(args, vals)]
         with placement.default_device(None):  # the inner call takes the plain path
             results = self.process_primitive(prim, moved, params)
-        placement.commit(results if prim.multiple_results else [results], device, committed)
+        outs = results if prim.multiple_results else [results]
+        placement.commit(outs, device, committed)
+        if prim in impls.elementwise_prims:
+            _keep_sharding(args, outs)
         return results
+
+
+def _keep_sharding(args, outs) -> None:
+    """Elementwise results keep the sharding their operands share over several devices (as
+    JAX's do), with the spec written out for every dimension."""
+    found = {a._sharding for a in args if type(a) is Array
+             and getattr(a, "_sharding", None) is not None and a._sharding.num_devices > 1}
+    if len(found) != 1:
+        return
+    (s,) = found
+    shape = next(a.shape for a in args if type(a) is Array and getattr(a, "_sharding", None)
+                 is s)
+    spec = getattr(s, "spec", None)
+    for r in outs:
+        if type(r) is Array and r.shape == shape:
+            r._sharding = s if spec is None else s.update(
+                spec=spec._normalized_spec_for_aval(len(shape)))
 
 
 def _raise_abstract_error(prim, args, params) -> None:

@@ -55,7 +55,8 @@ def devices(n):
                  for s in x.addressable_shards],
          replicated=x.is_fully_replicated, addressable=x.is_fully_addressable,
          shard_shape=list(x.sharding.shard_shape(x.shape)),
-         value=np.asarray(x * 2).tolist())
+         value=np.asarray(x * 2).tolist(), elementwise=[repr((x * 2).sharding),
+                                                       repr(jax.numpy.sin(x).sharding)])
 
 
 def _collective_fns(n):

@@ -39,8 +39,16 @@ def _launch(procs: int, what: str) -> list[dict]:
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if out.returncode:
         raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
-    return [json.loads(line[7:]) for line in out.stdout.splitlines()
-            if line.startswith("RESULT ")]
+    (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+    return json.loads(line[7:])
+
+
+def _report(result: dict) -> None:
+    """Process 0 prints every process's `result` (one line, never interleaved)."""
+    from mpi4py import MPI
+    every = MPI.COMM_WORLD.gather(result, root=0)
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        print("RESULT " + json.dumps(every), flush=True)
 
 
 def _worker(what: str) -> None:
@@ -74,9 +82,8 @@ def _worker(what: str) -> None:
             psum(x).block_until_ready()
             ours.append(time.perf_counter() - t)
         ratio = float(np.median(np.array(raw) / np.array(ours)))
-        print("RESULT " + json.dumps(dict(process=me, raw_s=float(np.median(raw)),
-                                          psum_s=float(np.median(ours)), ratio=ratio,
-                                          mib=n * 4 / 2**20)), flush=True)
+        _report(dict(process=me, raw_s=float(np.median(raw)), psum_s=float(np.median(ours)),
+                     ratio=ratio, mib=n * 4 / 2**20))
         return
     rng = np.random.default_rng(0)
     batch, sizes = 8192, [512, 1024, 1024, 1]
@@ -116,7 +123,7 @@ def _worker(what: str) -> None:
         loss, params = step(params, x, y)
         float(loss)
         times.append(time.perf_counter() - t)
-    print("RESULT " + json.dumps(dict(process=me, step_s=float(np.median(times)))), flush=True)
+    _report(dict(process=me, step_s=float(np.median(times))))
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     mpiexec -n 2 python programs.py gpuarr fault KIND
 """
 import json
+import os
 import sys
 import time
 
@@ -24,7 +25,9 @@ NamedSharding = jax.sharding.NamedSharding
 
 
 def emit(**kw):
-    print("RESULT " + json.dumps(kw), flush=True)
+    # One write call per line: the lines of several processes never mix.
+    sys.stdout.flush()
+    os.write(1, ("RESULT " + json.dumps(kw) + "\n").encode())
 
 
 def devices(n):
@@ -226,7 +229,6 @@ def fault(kind):
                           out_specs=P())(x)
         elif kind == "dies":  # process 1 dies before the collective
             if me == 1:
-                import os
                 os._exit(3)
             x = _global(mesh, P("i"), np.ones((2, 3), np.float32))
             jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),

@@ -242,6 +242,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     positional arguments `argnums` (an int or a tuple) of a scalar-output `fun`. With
     `has_aux`, `fun` returns `(value, aux)` and the result is `((value, aux), gradient)`."""
     _no_reduce_axes(reduce_axes, "grad")
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
     argnums_all = index_tuple(argnums)
 
     @functools.wraps(fun)

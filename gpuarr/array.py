@@ -90,13 +90,19 @@ class Array:
         return bool(self._host())
 
     def __int__(self):
-        return int(self._host())
+        return int(self._scalar_host())
 
     def __float__(self):
-        return float(self._host())
+        return float(self._scalar_host())
 
     def __complex__(self):
-        return complex(self._host())
+        return complex(self._scalar_host())
+
+    def _scalar_host(self):
+        if self.shape:  # JAX refuses one-element arrays too, unlike NumPy
+            raise TypeError(f"Only scalar arrays can be converted to Python scalars; got "
+                            f"arr.ndim={len(self.shape)}")
+        return self._host()
 
     def __index__(self):
         # As JAX: only 0-d integer arrays (not booleans, not one-element arrays) are indices.
@@ -243,6 +249,11 @@ class Array:
             kwargs["copy"] = copy
         if not hasattr(buf, "__dlpack__"):
             buf = np.asarray(buf)
+        if isinstance(buf, np.ndarray) and not buf.flags.writeable and copy is not False \
+                and (max_version is None or tuple(max_version) < (1, 0)):
+            # DLPack before 1.0 cannot mark a tensor read-only, so NumPy refuses to export
+            # gpuarr's immutable host buffers that way; a copy keeps them immutable.
+            buf = buf.copy()
         return buf.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple:

@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from gpuarr import core, dtypes, impls, placement
+from gpuarr import core, dtypes, impls, memory_limits, placement
 from gpuarr.array import Array
 from gpuarr.backends.device_group import ProcessShards
 from gpuarr.config import config
@@ -15,6 +15,7 @@ from gpuarr.placement import current_default_device, platform_of
 
 _flags = config._values  # read directly: this is the hot path of every eager op
 _default_device_blocks = placement.active
+_host_memory = memory_limits.host_memory_bytes()
 
 # NumPy warns about floating-point exceptions (log(0), 0/0, overflow); JAX arrays produce
 # inf/nan silently, and jax_debug_nans is the way to catch them. The filter only covers
@@ -70,6 +71,8 @@ class EvalTrace(core.Trace):
         if platform is None:
             try:
                 out = (narrow_impl or impls.impl_rules[prim])(*vals, **params)
+            except MemoryError as e:  # NumPy's, naming the size: JAX's error instead
+                raise memory_limits.out_of_memory(getattr(e, "_total_size", 0)) from None
             except Exception:
                 _raise_abstract_error(prim, args, params)
                 raise
@@ -176,6 +179,9 @@ def _host_operand(a):
 def wrap(buf, weak_type=False, platform=None) -> Array:
     if platform is None and type(buf) is not np.ndarray and type(buf) is not ProcessShards:
         buf = np.asarray(buf)
+    # A broadcast view allocates nothing where XLA would allocate it all.
+    if type(buf) is np.ndarray and buf.nbytes > _host_memory:
+        raise memory_limits.out_of_memory(buf.nbytes, _host_memory)
     return Array(buf, weak_type, platform=platform)
 
 

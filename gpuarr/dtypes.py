@@ -231,7 +231,7 @@ def _as_np_dtype(x: Any) -> np.dtype:
     try:
         return np.dtype(x)
     except (TypeError, ValueError) as e:
-        raise TypeError(f"dtype {x!r} not understood") from e
+        raise TypeError(str(e)) from e  # NumPy's words ("data type 'foo' not understood"), as JAX
 
 
 def canonicalize_dtype(dtype: Any) -> np.dtype:

@@ -160,7 +160,9 @@ def put(x, device=None):
     if device is None:
         return x if not x._committed else Array(x._buffer, x.weak_type, platform=x._platform)
     if not hasattr(device, "platform"):
-        raise TypeError(f"device_put: expected a Device (from gpuarr.devices()), got {device!r}")
+        raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
+                         "`jax.Device`, `Format`, `jax.memory.Space` or a pytree of these "
+                         f"values. Received invalid value: {device}")
     plat = platform_of(device)
     buf = x._buffer
     if plat.name == "cpu":

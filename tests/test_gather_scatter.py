@@ -217,7 +217,7 @@ def test_dynamic_slice_clamps_and_wraps_negative():
     assert_same(lax.dynamic_slice_in_dim(x, 1, 2, axis=1), x[:, 1:3])
     assert_same(lax.dynamic_index_in_dim(x, 2, axis=0, keepdims=False), x[2])
     assert_same(lax.index_in_dim(x, -1, axis=1), x[:, 4:5])
-    with pytest.raises(TypeError, match="start_indices"):
+    with pytest.raises(ValueError, match="Length of slice indices"):  # JAX's class and words
         lax.dynamic_slice(x, (1,), (2, 2))
     with pytest.raises(TypeError, match="slice_sizes"):
         lax.dynamic_slice(x, (0, 0), (5, 1))
@@ -234,7 +234,7 @@ def test_dynamic_update_slice():
     assert_same(lax.dynamic_update_index_in_dim(x, np.full(4, 7, np.float32), 1, axis=1), want)
     with pytest.raises(TypeError, match="dtype"):
         lax.dynamic_update_slice(x, u.astype(np.int32), (0, 0))
-    with pytest.raises(TypeError, match="fit inside"):
+    with pytest.raises(TypeError, match="must be smaller than operand shape"):
         lax.dynamic_update_slice(x, np.ones((5, 1), np.float32), (0, 0))
 
 

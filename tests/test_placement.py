@@ -66,7 +66,7 @@ def test_device_put_host_values_and_pytrees():
 
 
 def test_device_put_rejects_non_devices():
-    with pytest.raises(TypeError, match="Device"):
+    with pytest.raises(ValueError, match="device_put` only accepts .* Received invalid value: cuda:0"):
         jax.device_put(jnp.ones(2), "cuda:0")
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuarr.backends import cuda_library, nvrtc
+from gpuarr.errors import JaxRuntimeError
 
 PIP_HINT = ('pip install "gpuarr[cuda12]" (CUDA 12: cupy-cuda12x, nvidia-cuda-nvrtc-cu12) or '
             'pip install "gpuarr[cuda13]" (CUDA 13: cupy-cuda13x, nvidia-cuda-nvrtc)')
@@ -37,7 +38,7 @@ class CudaNotFoundError(RuntimeError):
     """CuPy, the CUDA driver or a CUDA device is missing."""
 
 
-class DeviceOutOfMemoryError(RuntimeError):
+class DeviceOutOfMemoryError(JaxRuntimeError):
     """A device allocation failed (JAX raises XlaRuntimeError RESOURCE_EXHAUSTED here)."""
 
 

@@ -11,6 +11,8 @@ import threading
 
 import numpy as np
 
+from gpuarr import memory_limits
+
 _lock = threading.Lock()
 _state: dict = {}
 _programs: dict = {}
@@ -81,13 +83,26 @@ def upload(array: np.ndarray):
     array = np.ascontiguousarray(array)
     flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
     host = array if array.nbytes else np.zeros(1, np.uint8)
-    return cl.Buffer(ctx, flags, size=max(array.nbytes, 1), hostbuf=host)
+    return _buffer(cl, ctx, flags, max(array.nbytes, 1), host)
 
 
 def empty(nbytes: int):
     ctx, _ = _context()
     cl = _state["cl"]
-    return cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size=max(int(nbytes), 1))
+    return _buffer(cl, ctx, cl.mem_flags.READ_WRITE, max(int(nbytes), 1))
+
+
+def _buffer(cl, ctx, flags, nbytes, host=None):
+    """A device buffer; one beyond the device's allocation limit is JAX's RESOURCE_EXHAUSTED
+    error rather than pyopencl's INVALID_BUFFER_SIZE."""
+    try:
+        return cl.Buffer(ctx, flags, size=nbytes, hostbuf=host)
+    except (cl.LogicError, cl.MemoryError) as e:
+        if e.code in (cl.status_code.INVALID_BUFFER_SIZE, cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+                      cl.status_code.OUT_OF_RESOURCES, cl.status_code.OUT_OF_HOST_MEMORY):
+            limit = ctx.devices[0].max_mem_alloc_size
+            raise memory_limits.out_of_memory(nbytes, limit) from None
+        raise
 
 
 def download(buffer, shape, dtype) -> np.ndarray:

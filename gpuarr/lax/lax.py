@@ -194,19 +194,52 @@ defjvp_zero(is_finite_p)
 round_p = unop("round", _round_impl, "float")
 defjvp_zero(round_p)
 
-exp_p = unop("exp", np.exp)
+def _xla_complex_nans(ufunc, nan_where):
+    """`ufunc`, except that complex inputs where `nan_where(real, imag)` holds give NaN + NaN j:
+    XLA's formulas there, where the array API standard (and NumPy) give infinities or signed
+    zeros."""
+    def impl(x):
+        out = ufunc(x)
+        if out.dtype.kind == "c":
+            nans = nan_where(np.real(x), np.imag(x))
+            if nans.any():
+                out = np.where(nans, np.asarray(complex(np.nan, np.nan), out.dtype), out)
+        return out
+    impl.__name__ = ufunc.__name__
+    return impl
+
+
+def _inf_and_nonfinite(re, im):
+    return np.isinf(re) & ~np.isfinite(im)
+
+
+def _inf_and_nan(re, im):
+    return (np.isinf(re) & np.isnan(im)) | (np.isnan(re) & np.isinf(im))
+
+
+exp_p = unop("exp", _xla_complex_nans(np.exp, _inf_and_nonfinite))
 defjvp(exp_p, lambda g, ans, x: mul(g, ans), with_ans=True)
 exp2_p = unop("exp2", np.exp2)
 # JVP rules are written as JAX writes them: in narrow types each step rounds, so the order
 # of the operations shows in the result.
 defjvp(exp2_p, lambda g, ans, x: mul(log(_const(x, 2)), mul(g, ans)), with_ans=True)
-log_p = unop("log", np.log)
+log_p = unop("log", _xla_complex_nans(np.log, _inf_and_nan))
 defjvp(log_p, lambda g, x: div(g, x))
-log1p_p = unop("log1p", np.log1p)
+log1p_p = unop("log1p", _xla_complex_nans(np.log1p, _inf_and_nan))
 defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
-expm1_p = unop("expm1", np.expm1)
+def _expm1_impl(x):
+    out = np.expm1(x)
+    if out.dtype.kind == "c":  # XLA: expm1(x + 0j) is expm1(x) + 0j, never NaN or -0
+        real_axis = np.imag(x) == 0
+        if real_axis.any():
+            out = np.where(real_axis, np.expm1(np.real(x)) + 0.0 + 0.0j, out)
+    return out
+
+
+expm1_p = unop("expm1", _expm1_impl)
 defjvp(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(x, 1))), with_ans=True)
-tanh_p = unop("tanh", np.tanh)
+tanh_p = unop("tanh", _xla_complex_nans(np.tanh,
+                                        lambda re, im: np.isfinite(re) & ~np.isfinite(im)))
 defjvp(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)), with_ans=True)
 
 
@@ -224,9 +257,9 @@ acos_p = unop("acos", np.arccos)
 defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(_const(x, 1), square(x))))))
 atan_p = unop("atan", np.arctan)
 defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
-sinh_p = unop("sinh", np.sinh)
+sinh_p = unop("sinh", _xla_complex_nans(np.sinh, lambda re, im: ~np.isfinite(im)))
 defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
-cosh_p = unop("cosh", np.cosh)
+cosh_p = unop("cosh", _xla_complex_nans(np.cosh, lambda re, im: ~np.isfinite(im)))
 defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 asinh_p = unop("asinh", np.arcsinh)
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
@@ -854,8 +887,8 @@ def argmin(operand, axis: int, index_dtype):
 def _slice_abstract(x, start_indices, limit_indices, strides=None):
     strides = strides or (1,) * x.ndim
     if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim):
-        raise TypeError(f"slice start_indices, limit_indices and strides must have length "
-                        f"{x.ndim} for operand shape {x.shape}")
+        raise ValueError(f"slice start_indices, limit_indices and strides must have length "
+                         f"{x.ndim} for operand shape {x.shape}")
     for s, e, d in zip(start_indices, limit_indices, x.shape):
         if not 0 <= s <= e <= d:
             raise TypeError(f"slice indices out of bounds: start {start_indices}, limit "
@@ -900,9 +933,17 @@ batch_rules[slice_p] = _slice_batch
 
 def slice(operand, start_indices, limit_indices, strides=None):
     """Static slice `operand[start:limit:stride]` along every axis."""
-    return slice_p.bind(operand, start_indices=tuple(map(int, start_indices)),
-                        limit_indices=tuple(map(int, limit_indices)),
-                        strides=None if strides is None else tuple(map(int, strides)))
+    start_indices = tuple(map(int, start_indices))
+    limit_indices = tuple(map(int, limit_indices))
+    strides = None if strides is None else tuple(map(int, strides))
+    shape = get_aval(operand).shape
+    # Eager calls check shapes once per dtype (dispatch._check_dtypes), and NumPy would clamp
+    # a slice past the end: the bounds are checked on every call, as JAX's shape rule does.
+    if len(start_indices) != len(shape) or len(limit_indices) != len(shape) or any(
+            not 0 <= s <= e <= d for s, e, d in zip(start_indices, limit_indices, shape)):
+        _slice_abstract(get_aval(operand), start_indices, limit_indices, strides)
+    return slice_p.bind(operand, start_indices=start_indices, limit_indices=limit_indices,
+                        strides=strides)
 
 
 def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
@@ -921,8 +962,8 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
 
 def _pad_abstract(x, padding_value, padding_config):
     if len(padding_config) != x.ndim:
-        raise ValueError(f"pad: padding_config has length {len(padding_config)} but operand has "
-                         f"{x.ndim} dimensions")
+        raise ValueError(f"length of padding_config must equal the number of axes of operand, got "
+                         f"padding_config {padding_config} for operand shape {x.shape}")
     _check_same_dtypes("pad", x, padding_value)
     shape = tuple(int(lo + hi + d + builtins.max(0, d - 1) * interior)
                   for d, (lo, hi, interior) in zip(x.shape, padding_config))

@@ -148,6 +148,9 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     operand = _as_operand(operand)
     if dimensions is not None:
         dimensions = tuple(int(d) for d in dimensions)
+        if sorted(dimensions) != list(range(get_aval(operand).ndim)):
+            raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
+                            f"dimensions {dimensions} for shape {get_aval(operand).shape}.")
         if dimensions == tuple(range(len(dimensions))):
             dimensions = None
     if dimensions is None and get_aval(operand).shape == new_sizes:
@@ -264,9 +267,9 @@ def _reduce_abstract(name, kind=None, out_dtype=None):
     def rule(x, axes):
         if kind is not None:
             _check_kind(name, kind, x)
-        for a in axes:
-            if not 0 <= a < x.ndim:
-                raise ValueError(f"{name}: axis {a} is out of bounds for array of dimension {x.ndim}")
+        if any(not 0 <= a < x.ndim for a in axes):
+            raise ValueError(f"reduction axes {tuple(axes)} contains out-of-bounds indices for "
+                             f"{x.dtype.name}[{','.join(map(str, x.shape))}].")
         shape = tuple(s for i, s in enumerate(x.shape) if i not in axes)
         return [ShapedArray(shape, out_dtype or x.dtype, x.weak_type and out_dtype is None)]
     return rule

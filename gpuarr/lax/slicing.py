@@ -797,8 +797,8 @@ def _dynamic_slice_impl(operand, *starts, slice_sizes):
 
 def _check_starts(name, operand, starts):
     if len(starts) != operand.ndim:
-        raise TypeError(f"{name}: the number of start indices ({len(starts)}) must equal the rank of "
-                        f"the operand of shape {operand.shape}.")
+        raise ValueError(f"{name}: the number of start indices ({len(starts)}) must equal the rank of "
+                         f"the operand of shape {operand.shape}.")
     for s in starts:
         if s.shape != () or not dtypes.is_int(s.dtype):
             raise TypeError(f"{name}: start indices must be integer scalars, got "
@@ -807,9 +807,12 @@ def _check_starts(name, operand, starts):
 
 def _dynamic_slice_abstract(operand, *starts, slice_sizes):
     _check_starts("dynamic_slice", operand, starts)
-    if len(slice_sizes) != operand.ndim or any(not 0 <= k <= n for k, n in zip(slice_sizes, operand.shape)):
-        raise TypeError(f"dynamic_slice slice_sizes {slice_sizes} must have one entry per operand "
-                        f"dimension, each between 0 and the size of operand shape {operand.shape}.")
+    if len(slice_sizes) != operand.ndim:
+        raise ValueError(f"dynamic_slice slice_sizes {slice_sizes} must have one entry per operand "
+                         f"dimension, for operand shape {operand.shape}.")
+    if any(not 0 <= k <= n for k, n in zip(slice_sizes, operand.shape)):
+        raise TypeError(f"slice slice_sizes must be less than or equal to operand shape, got "
+                        f"slice_sizes {slice_sizes} for operand shape {operand.shape}.")
     return [operand.update(shape=tuple(slice_sizes))]
 
 
@@ -882,8 +885,8 @@ def _normalize_starts(name, operand, start_indices, allow_negative_indices=True)
         start_indices = [start_indices[i] for i in range(aval.shape[0])]
     start_indices = list(start_indices)
     if len(start_indices) != len(shape):
-        raise TypeError(f"{name}: len(start_indices) ({len(start_indices)}) must equal the rank of "
-                        f"the operand of shape {shape}.")
+        raise ValueError(f"Length of slice indices must match number of operand dimensions "
+                         f"({len(start_indices)} vs {shape})")
     if isinstance(allow_negative_indices, (bool, np.bool_)):
         allow_negative_indices = (bool(allow_negative_indices),) * len(shape)
     out = []
@@ -934,9 +937,12 @@ def _dus_abstract(operand, update, *starts):
     if update.dtype != operand.dtype:
         raise TypeError(f"dynamic_update_slice update dtype {update.dtype.name} must match operand "
                         f"dtype {operand.dtype.name}.")
-    if update.ndim != operand.ndim or any(u > n for u, n in zip(update.shape, operand.shape)):
-        raise TypeError(f"dynamic_update_slice update shape {update.shape} must have the rank of, "
-                        f"and fit inside, the operand shape {operand.shape}.")
+    if update.ndim != operand.ndim:
+        raise TypeError(f"dynamic_update_slice update must have the same rank as operand, got "
+                        f"update shape {update.shape} for operand shape {operand.shape}.")
+    if any(u > n for u, n in zip(update.shape, operand.shape)):
+        raise TypeError(f"dynamic_update_slice update shape must be smaller than operand shape, got "
+                        f"update shape {update.shape} for operand shape {operand.shape}.")
     return [operand]
 
 

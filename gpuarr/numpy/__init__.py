@@ -3,6 +3,9 @@ import numpy as _np
 
 from gpuarr.array import Array as ndarray  # noqa: F401
 from gpuarr.array import Array  # noqa: F401
+from gpuarr.numpy.array_api_metadata import (  # noqa: F401
+    __array_api_version__, __array_namespace_info__,
+)
 from gpuarr.dtypes import finfo, iinfo, promote_types  # noqa: F401
 from gpuarr.dtypes import numpy_issubdtype as issubdtype  # noqa: F401
 from gpuarr.numpy.scalar_types import (  # noqa: F401

@@ -51,7 +51,7 @@ class _Separator:
 SEPARATOR = _Separator()
 
 
-def normalize_index(idx, ndim):
+def normalize_index(idx, shape):
     """Index tuple with lists made arrays, concrete boolean masks made integer arrays and the
     Ellipsis expanded; entries are ints, slices, None, integer arrays/tracers, or SEPARATOR
     where an Ellipsis covering no axes sits among array indices."""
@@ -60,6 +60,7 @@ def normalize_index(idx, ndim):
                         "use `arr[array(seq)]` instead of `arr[seq]`.")
     if not isinstance(idx, tuple):
         idx = (idx,)
+    ndim = len(shape)
     out = []
     for pos, i in enumerate(idx):
         if isinstance(i, list):
@@ -74,6 +75,12 @@ def normalize_index(idx, ndim):
             if mask.ndim == 0:
                 raise IndexError("Scalar boolean indices are not supported; use x[None] to add an "
                                  "axis or jnp.where(cond, x, y) to select.")
+            if Ellipsis not in out:  # the axes it covers are known: check them, as JAX
+                dim = sum(1 for j in out if j is not None and j is not SEPARATOR)
+                if mask.shape != shape[dim:dim + mask.ndim]:
+                    raise IndexError(f"boolean index did not match shape of indexed array in index "
+                                     f"{dim}: got {mask.shape}, expected "
+                                     f"{list(shape[dim:dim + mask.ndim])}")
             out.extend(np.nonzero(mask))
             continue
         if i is None or i is Ellipsis or i is SEPARATOR or isinstance(i, slice) or _is_int(i):
@@ -86,6 +93,8 @@ def normalize_index(idx, ndim):
             continue
         if isinstance(i, float):
             raise _index_error_type(i, pos)
+        if isinstance(i, str):
+            raise TypeError(f"gpuarr does not support string indexing; got idx={i!r}")
         raise IndexError(f"Indexing with {type(i).__name__} at position {pos} is not supported; use "
                          "ints, slices, None, Ellipsis, integer arrays or boolean masks.")
     n_ell = sum(1 for i in out if i is Ellipsis)
@@ -275,7 +284,7 @@ def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True,
             indices_are_sorted=False, unique_indices=False):
     """`x[idx]` for any NumPy index, with JAX's out-of-bounds rules (clamp unless mode='fill')."""
     aval = get_aval(x)
-    idx = normalize_index(idx, aval.ndim)
+    idx = normalize_index(idx, aval.shape)
     parsed = slicing.GatherScatterMode.from_any(
         slicing.GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode)
     if aval.size and parsed is not slicing.GatherScatterMode.FILL_OR_DROP and _static_scalar_starts(idx):
@@ -295,7 +304,7 @@ def scatter_update(x, idx, values, scatter_fn, *, mode=None, wrap_negative_indic
                    indices_are_sorted=False, unique_indices=False, **kw):
     """`x` with `values` combined by `scatter_fn` into the positions `x[idx]` reads."""
     aval = get_aval(x)
-    idx = normalize_index(idx, aval.ndim)
+    idx = normalize_index(idx, aval.shape)
     ix = to_gather(aval.shape, idx, wrap_negative_indices)
     if 0 in ix.slice_shape or aval.size == 0:
         return x

@@ -269,11 +269,12 @@ def concrete_int(value, message: str) -> int:
 
 def widen_narrow_int(dt) -> np.dtype:
     """The dtype sums, products and cumulative sums of `dt` accumulate in: booleans and integers
-    narrower than 32 bits widen to the default (unsigned) integer; other dtypes are kept."""
+    narrower than the default integer (int64 under x64, else int32) widen to the default
+    (unsigned) integer; other dtypes are kept."""
     if dt in dtypes.NARROW_DTYPES and dtypes.is_int(dt):
         # JAX asks NumPy's iinfo for the width, which does not know int4 and the like.
         raise ValueError(f"Invalid integer data type {dt.kind!r}.")
-    if dt == np.bool_ or (dtypes.is_int(dt) and dt.itemsize < 4):
+    if dt == np.bool_ or (dtypes.is_int(dt) and dt.itemsize < np.dtype(dtypes.default_int_dtype()).itemsize):
         return dtypes.default_uint_dtype() if dtypes.is_unsigned(dt) else dtypes.default_int_dtype()
     return dt
 

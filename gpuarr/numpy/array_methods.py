@@ -101,7 +101,17 @@ def _array_namespace(self, api_version=None):
     return jnp
 
 
-install({"__array_namespace__": _array_namespace})
+
+
+def _to_device(self, device, *, stream=None):
+    """The array on `device` (the array API's `to_device`; `stream` must be None, as in JAX)."""
+    if stream is not None:
+        raise NotImplementedError("stream argument of array.to_device()")
+    from gpuarr.device_api import device_put
+    return device_put(self, device)
+
+
+install({"__array_namespace__": _array_namespace, "to_device": _to_device})
 
 
 def _lazy(name):

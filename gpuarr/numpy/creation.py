@@ -90,10 +90,14 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None,
         object = [np.asarray(o) if isinstance(o, Array) else o for o in object]
     # Python numbers are weak; NumPy scalars (np.float64 subclasses float) are not.
     weak = dt is None and type(object) in (int, float, complex)
+    if object is None:
+        raise ValueError("None is not a valid value for jnp.array")
     host = np.array(object, dtype=dt)
-    if host.dtype == object_dtype:
-        raise TypeError(f"Unexpected input type for array: {type(object).__name__} with "
-                        "ragged or non-numeric content.")
+    if not (dtypes.is_bool(host.dtype) or dtypes.is_int(host.dtype) or dtypes.is_inexact(host.dtype)):
+        # strings, bytes, objects, records: JAX names the first such value
+        first = host.flat[0] if host.size else object
+        raise TypeError(f"Value '{first}' with dtype {host.dtype} is not a valid gpuarr array type. "
+                        "Only arrays of numeric types are supported by gpuarr.")
     if dt is None:
         canonical = dtypes.canonicalize_dtype(host.dtype)
         if canonical != host.dtype and host.dtype.kind in "iu" and isinstance(object, (int, list, tuple)):
@@ -431,7 +435,8 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
             raise ValueError(f"k must be a scalar integer; got {k}")
         kdt = get_aval(k).dtype
     else:
-        kdt, k = np.dtype(np.int32), np.int32(k)
+        # Offsets beyond the matrix give all zeros: clamped, they fit in int32.
+        kdt, k = np.dtype(np.int32), np.int32(min(max(operator_index(k), -N), M))
     rows = lax.broadcasted_iota(kdt, (N, M), 0)
     cols = lax.broadcasted_iota(kdt, (N, M), 1)
     if isinstance(k, (Array, Tracer)):  # a weakly typed offset loses its weak type

@@ -19,11 +19,43 @@ def getitem(x, idx):
     indices and (concrete) boolean masks go through `advanced_indexing`, one gather in all.
     """
     from gpuarr.numpy import advanced_indexing
-    ndim = get_aval(x).ndim
-    norm = advanced_indexing.normalize_index(idx, ndim)
+    scalar_mask = _scalar_bool_position(idx)
+    if scalar_mask is not None:
+        return _scalar_bool_getitem(x, idx, *scalar_mask)
+    norm = advanced_indexing.normalize_index(idx, get_aval(x).shape)
     if all(i is None or isinstance(i, slice) or _is_int_index(i) for i in norm):
         return basic_getitem(x, norm)
     return advanced_indexing.getitem(x, norm)
+
+
+def _scalar_bool_position(idx):
+    """(position, value) of the one concrete scalar boolean in an index of ints, slices, None
+    and Ellipsis (as `x[True]` or `x[..., False, 0]`); None for any other index."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    found = None
+    for pos, i in enumerate(idx):
+        if isinstance(i, (bool, np.bool_)) or (
+                hasattr(i, "dtype") and getattr(i, "shape", None) == () and i.dtype == np.bool_
+                and not hasattr(i, "_trace")):
+            if found is not None:
+                return None
+            found = (pos, bool(i))
+        elif not (i is None or i is Ellipsis or isinstance(i, slice) or _is_int_index(i)):
+            return None
+    return found
+
+
+def _scalar_bool_getitem(x, idx, pos, value):
+    """A scalar boolean index adds an axis of length 1 (True) or 0 (False) where it stands, as a
+    0-d mask does in NumPy and JAX."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    ndim = get_aval(x).ndim
+    n_real = sum(1 for k, i in enumerate(idx) if k != pos and i is not None and i is not Ellipsis)
+    axis = sum(1 for i in idx[:pos] if i is None or isinstance(i, slice))
+    if any(i is Ellipsis for i in idx[:pos]):
+        axis += ndim - n_real
+    out = getitem(x, idx[:pos] + (None,) + idx[pos + 1:])
+    return out if value else lax.slice_in_dim(out, 0, 0, axis=axis)
 
 
 def basic_getitem(x, idx):

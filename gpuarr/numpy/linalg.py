@@ -399,16 +399,18 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
         rtol = rcond
     *batch, m, n = _shape(a)
     dt = _dtype(a)
+    real = np.finfo(dt).dtype  # singular values and tolerances are real for complex `a`
     if rtol is None:
         rtol = 10.0 * max(m, n) * float(np.finfo(dt).eps)
     u, s, vh = lax_linalg.svd(a, full_matrices=False)
-    rtol = np.asarray(rtol, dt) if not hasattr(rtol, "aval") else rtol
+    rtol = np.asarray(rtol, real) if not hasattr(rtol, "aval") else rtol
     largest = lax.slice_in_dim(s, 0, 1, axis=len(_shape(s)) - 1)
-    cutoff = lax.mul(_broadcast_rtol(rtol, _shape(largest), dt), largest)
+    cutoff = lax.mul(_broadcast_rtol(rtol, _shape(largest), real), largest)
     # Dividing by inf zeroes the dropped singular values.
     s = _where(lax.gt(s, lax.broadcast_in_dim(cutoff, _shape(s), tuple(range(len(_shape(s)))))),
                s, _const(s, np.inf))
-    return _matmul(_H(vh), lax.div(_H(u), lax.reshape(s, _shape(s) + (1,))))
+    s = lax.convert_element_type(lax.reshape(s, _shape(s) + (1,)), dt)
+    return _matmul(_H(vh), lax.div(_H(u), s))
 
 
 def _broadcast_rtol(rtol, shape, dt):
@@ -586,12 +588,30 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
 
 
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
-    """The vector norm over `axis` (all axes, flattened, by default)."""
-    (x,) = _inexact("jnp.linalg.vector_norm", x)
-    if axis is None:
-        out = norm(lax.reshape(x, (get_aval(x).size,)), ord=ord)
-        return lax.reshape(out, (1,) * len(_shape(x))) if keepdims else out
-    return norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    """The vector norm over `axis`: all axes (flattened) by default, the elements of an axis
+    tuple taken together as one vector, and each element alone for `axis=()`."""
+    from gpuarr.numpy import ufuncs
+    check_arraylike("jnp.linalg.vector_norm", x)
+    x = ensure_array(x)
+    if ord is None or (not isinstance(ord, str) and ord == 2):
+        return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=axis,
+                                          keepdims=keepdims))
+    if isinstance(ord, str):
+        hint = {"inf": " Use 'jax.numpy.inf' instead.", "-inf": " Use '-jax.numpy.inf' instead."}
+        raise ValueError(f"Invalid order '{ord}' for vector norm.{hint.get(ord, '')}")
+    if ord == np.inf:
+        return reductions.max(ufuncs.abs(x), axis=axis, keepdims=keepdims, initial=0)
+    if ord == -np.inf:
+        return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:  # the number of nonzero elements, in x's floating type
+        return reductions.sum(x != 0, dtype=np.finfo(_dtype(x)).dtype, axis=axis,
+                              keepdims=keepdims)
+    if ord == 1:
+        return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    abs_x = ufuncs.abs(x)
+    dt = _dtype(abs_x)
+    total = reductions.sum(abs_x ** np.asarray(ord, dt), axis=axis, keepdims=keepdims)
+    return ufuncs.power(total, np.asarray(1.0 / ord, dt))
 
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
@@ -617,6 +637,8 @@ def diagonal(x, /, *, offset: int = 0):
     cols = (min(max(offset, 0), m), m)
     size = max(0, min(rows[1] - rows[0], cols[1] - cols[0]))
     window = lax_linalg._slice_last2(x, (rows[0], rows[0] + size), (cols[0], cols[0] + size))
+    if _dtype(window) == np.bool_:  # the extraction sums a masked matrix: booleans as uint8
+        return lax.ne(_extract_diagonal(lax.convert_element_type(window, np.uint8)), np.uint8(0))
     return _extract_diagonal(window)
 
 

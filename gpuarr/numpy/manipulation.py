@@ -40,12 +40,16 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
     a = ensure_array(a)
     size = get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    shape = tuple(operator.index(d) for d in shape)  # a float size is JAX's TypeError
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, got "
+                        f"{shape}.") from None
     if order not in ("C", "F", "A"):
         raise ValueError(f"order {order!r} is not permitted for reshaping" if order == "K" else
                          f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
     if shape.count(-1) > 1:
-        raise ValueError("can only specify one unknown dimension")
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {shape}")
     if -1 in shape:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
@@ -54,7 +58,8 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
                             f"({known}) does not evenly divide {size}")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+        raise TypeError(f"cannot reshape array of shape {get_aval(a).shape} (size {size}) into shape "
+                        f"{shape} (size {math.prod(shape)})")
     if order == "F":
         nd = get_aval(a).ndim
         t = lax.transpose(a, tuple(reversed(range(nd))))
@@ -463,8 +468,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None
                                       "output shape; pass a static value.") from None
     if not np.issubdtype(reps.dtype, np.integer):
         raise TypeError(f"repeats must be integers, got dtype {reps.dtype}.")
-    if reps.ndim == 0:
-        r = int(reps)
+    if reps.ndim == 0 or reps.shape == (1,):  # one count for every element, as in NumPy and JAX
+        r = int(reps.reshape(()))
         shape = get_aval(a).shape
         expanded = lax.broadcast_in_dim(a, shape[:ax + 1] + (r,) + shape[ax + 1:],
                                         tuple(range(ax + 1)) + tuple(range(ax + 2, len(shape) + 1)))

@@ -361,6 +361,8 @@ def _arg_reduce(name, lax_fn):
             flat = lax.reshape(a, (aval.size,))
             res = lax_fn(flat, 0, dtypes.default_int_dtype())
             return lax.reshape(res, (1,) * aval.ndim) if keepdims else res
+        if not -aval.ndim <= operator.index(axis) < aval.ndim:  # JAX's class: it indexes the shape
+            raise IndexError(f"axis {axis} is out of bounds for array of dimension {aval.ndim}")
         ax = canonicalize_axis(axis, aval.ndim)
         if aval.shape[ax] == 0:
             raise ValueError(f"attempt to get {name} of an empty sequence")

@@ -9,8 +9,10 @@ one that initialises is the default. Without a setting: cuda when usable, else c
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 
+from gpuarr import memory_limits
 from gpuarr.compiler import passes
 from gpuarr.config import config
 
@@ -68,7 +70,20 @@ class Platform:
     def compile(self, closed) -> Callable:
         """A callable taking input buffers, returning a tuple of output buffers: `closed`
         through `optimize`, then `codegen`."""
+        self.check_memory(closed)
         return self.codegen(self.optimize(closed))
+
+    def memory_bytes(self) -> int:
+        """The memory of one device, which no single output buffer may exceed."""
+        return memory_limits.host_memory_bytes()
+
+    def check_memory(self, closed) -> None:
+        """JAX's RESOURCE_EXHAUSTED error for an output of `closed` larger than the device's
+        memory (XLA allocates every output; intermediates it may fuse away)."""
+        sizes = [math.prod(a.shape) * a.dtype.itemsize for a in closed.out_avals
+                 if hasattr(a, "shape")]
+        if sizes:
+            memory_limits.check_allocation(max(sizes), self.memory_bytes())
 
     def optimize(self, closed):
         """`closed` after the compiler's passes (none when `config.enable_passes` is off): the

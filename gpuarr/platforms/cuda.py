@@ -42,6 +42,10 @@ class CudaPlatform(Platform):
     def devices(self):
         return self._devices
 
+    def check_memory(self, closed) -> None:
+        """Nothing in advance: the device allocator raises DeviceOutOfMemoryError (JAX's
+        RESOURCE_EXHAUSTED, with the bytes free and the memory settings) for any buffer."""
+
     def context(self, index: int = 0) -> cuda.DeviceContext:
         ctx = self._contexts.get(index)
         if ctx is None:

@@ -24,7 +24,12 @@ from gpuarr.lax.dot_products import (
 from gpuarr.lax.extras import reduce_xor_p
 from gpuarr.lax.lax import (
     atan2_p,
+    cosh_p,
     div_p,
+    exp_p,
+    expm1_p,
+    log1p_p,
+    log_p,
     max_p,
     min_p,
     pow_p,
@@ -36,6 +41,8 @@ from gpuarr.lax.lax import (
     shift_left_p,
     shift_right_arithmetic_p,
     shift_right_logical_p,
+    sinh_p,
+    tanh_p,
 )
 from gpuarr.lax.platform_dependent import platform_index, platform_index_p
 from gpuarr.lax.shape_ops import _PARALLEL_REDUCE_SIZE, reduce_sum_p
@@ -44,6 +51,10 @@ from gpuarr.lax.shape_ops import _PARALLEL_REDUCE_SIZE, reduce_sum_p
 
 float_ufuncs[div_p] = np.true_divide
 float_ufuncs[atan2_p] = np.arctan2
+# Complex operands take the impls (XLA's special values); real ones call the ufuncs.
+for _prim, _ufunc in [(exp_p, np.exp), (log_p, np.log), (log1p_p, np.log1p), (tanh_p, np.tanh),
+                      (sinh_p, np.sinh), (cosh_p, np.cosh)]:
+    float_ufuncs[_prim] = _ufunc
 
 # Compiled Programs call np.power directly where both operands have one real float type (an
 # integer exponent would make NumPy compute in float64; a complex zero base needs the impl).
@@ -52,13 +63,14 @@ blocked_ufunc_rules[pow_p] = lambda eqn: (
     and eqn.inputs[0].aval.dtype.kind == "f" else None)
 
 
-def _real_minmax_ufunc(ufunc):
+def _real_ufunc(ufunc):
     """Compiled Programs call `ufunc` directly on real operands (complex ones take the impl)."""
     return lambda eqn: None if eqn.inputs[0].aval.dtype.kind == "c" else ufunc
 
 
-blocked_ufunc_rules[max_p] = _real_minmax_ufunc(np.maximum)
-blocked_ufunc_rules[min_p] = _real_minmax_ufunc(np.minimum)
+blocked_ufunc_rules[max_p] = _real_ufunc(np.maximum)
+blocked_ufunc_rules[min_p] = _real_ufunc(np.minimum)
+blocked_ufunc_rules[expm1_p] = _real_ufunc(np.expm1)
 
 
 def _constant_shift_ufunc(op):

@@ -291,8 +291,9 @@ def clear_memory_cache() -> None:
     _memory_cache.clear()
 
 
-def pointer(array: np.ndarray) -> int:
-    return array.ctypes.data
+def pointers(arrays) -> ctypes.Array:
+    """The argument pointer array an entry point takes, for contiguous NumPy `arrays`."""
+    return (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
 
 
 # ---- running a whole launch plan ---------------------------------------------------------------
@@ -345,9 +346,7 @@ class PlanRunner:
             kind = step[0]
             if kind == "launch":
                 _, fn, args, items, nbytes = step
-                ptrs = (ctypes.c_void_p * max(1, len(args)))(
-                    *[self._buffer(env, a).ctypes.data for a in args])
-                launch(fn, ptrs, items, nbytes)
+                launch(fn, pointers([self._buffer(env, a) for a in args]), items, nbytes)
             elif kind == "copy":
                 s = step[1]
                 env[s.dst] = np.array(env[s.src], copy=True)

@@ -4,8 +4,9 @@ object per program (gpuarr/backends/native.py). Buffers are host NumPy arrays; e
 operations, library calls (matmul, sort, FFT, linear algebra) and host steps use the NumPy
 implementations on the same buffers.
 
-When a program's kernels cannot be built (a compiler error, a compiler that stopped working),
-that program runs on the NumPy backend instead, after one log line giving the reason.
+Without a working C compiler (none on PATH, `CC` naming a broken one) every program runs on
+the NumPy backend, after one log line giving the reason; when one program's kernels cannot be
+built (a compiler error), that program runs on the NumPy backend, also after one log line.
 """
 from __future__ import annotations
 
@@ -33,13 +34,21 @@ class NativePlatform(HostBufferPlatform):
     name = "native"
 
     def __init__(self):
-        native.toolchain()   # NativeCompilerNotFoundError names what is missing
         super().__init__(NativeDevice("native", 0))
+        try:
+            native.toolchain()
+            self.unavailable = None
+        except native.NativeCompilerNotFoundError as e:
+            self.unavailable = str(e)
+            logger.warning("native platform: no working C compiler, jitted programs run on "
+                           "the NumPy backend: %s", e)
 
     def codegen(self, closed):
         """Fuse and render `closed` (its calls inlined first) in the C dialect and build it;
         control-flow bodies go through `compile` (passes, then kernels) as sub-plans. Falls
         back to the NumPy backend, with one log line, when the kernels cannot be built."""
+        if self.unavailable is not None:
+            return numpy_backend.compile_closed(closed)
         closed = inline_calls(closed)
         plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile), dialect="c")
         try:

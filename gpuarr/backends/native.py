@@ -33,10 +33,14 @@ from gpuarr.backends import host_threads
 # -fwrapv: signed overflow wraps (as XLA). -ffp-contract=off: no fused multiply-adds, so each
 # operation rounds as NumPy's does. -fno-math-errno changes no result and lets sqrt vectorise.
 # -fopenmp-simd honours `omp simd` without the OpenMP runtime.
-BASE_FLAGS = ("-std=c11", "-O3", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off",
+BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off",
               "-fno-math-errno", "-fopenmp-simd", "-fvisibility=hidden", "-w")
 NATIVE_ARCH = ("-march=native",)
-COMPILE_TIMEOUT_S = 300
+COMPILE_TIMEOUT_S = 600
+# Optimisation by source size: gcc's time at -O3 grows faster than linearly with the size of
+# a function, and plans of thousands of pieces (a 5,000-array concatenate renders 97 MB of C)
+# took over 300 s at -O3, 127 s at -O2, 43 s at -O1 and 7 s at -O0.
+OPT_LEVELS = ((2 << 20, "-O3"), (16 << 20, "-O1"), (None, "-O0"))
 _MAGIC = b"GPUARR-NATIVE1\n"
 # A launch moving fewer bytes than this runs on the calling thread: handing a range to another
 # thread and waiting for it costs about 30 us on the machines measured (bench/bench_native.py,
@@ -194,9 +198,15 @@ def _write_entry(path: Path, payload: bytes) -> None:
         pass  # a read-only or full disk only costs a rebuild next time
 
 
+def flags(source: str) -> tuple:
+    """The compiler flags `source` is built with (the optimisation level follows its size)."""
+    level = next(opt for limit, opt in OPT_LEVELS if limit is None or len(source) <= limit)
+    return (level,) + tuple(toolchain()["flags"])
+
+
 def cache_key(source: str) -> str:
     tc = toolchain()
-    return hashlib.sha256(repr((tc["identity"], tc["flags"], _cpu_features(), source))
+    return hashlib.sha256(repr((tc["identity"], flags(source), _cpu_features(), source))
                           .encode()).hexdigest()
 
 
@@ -205,7 +215,7 @@ def _compile(source: str, key: str) -> bytes:
     tc = toolchain()
     out = _work_dir() / f"build-{key}-{threading.get_ident()}.so"
     try:
-        done = _run_compiler(tc["command"] + list(tc["flags"]), source, out)
+        done = _run_compiler(tc["command"] + list(flags(source)), source, out)
     except (OSError, subprocess.SubprocessError) as e:
         raise NativeCompileError(f"the C compiler could not run: {e}") from e
     with _lock:
@@ -298,6 +308,13 @@ def pointers(arrays) -> ctypes.Array:
 
 # ---- running a whole launch plan ---------------------------------------------------------------
 
+def contiguous(value, dtype=None) -> np.ndarray:
+    """`value` as a C-contiguous array of `dtype`, keeping its shape (np.ascontiguousarray
+    would make a 0-d array 1-d); no copy when it already is one."""
+    array = np.asarray(value, dtype)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
 def translation_unit(sources, prelude: str = "") -> str:
     """One C source for every kernel of a plan: `prelude` (the headers each kernel's source
     starts with) once, then each distinct kernel text, so the compiler runs once per plan."""
@@ -327,7 +344,7 @@ class PlanRunner:
                                    int(step.global_size), nbytes))
             else:
                 self.steps.append((step.kind, step))
-        self.constants = {name: np.ascontiguousarray(value) for name, value in plan.constants}
+        self.constants = {name: contiguous(value) for name, value in plan.constants}
         self.fed = set(plan.inputs) | set(self.constants)
 
     def _buffer(self, env: dict, name: str) -> np.ndarray:
@@ -341,7 +358,7 @@ class PlanRunner:
         env = dict(self.constants)
         for name, value in zip(self.plan.inputs, inputs):
             dtype = self.info[name][1] if name in self.info else None
-            env[name] = np.ascontiguousarray(value, dtype)
+            env[name] = contiguous(value, dtype)
         for step in self.steps:
             kind = step[0]
             if kind == "launch":
@@ -355,6 +372,6 @@ class PlanRunner:
                 results = s.fn(*[env[a] for a in s.inputs])
                 for name, value in zip(s.outputs, results):
                     shape, dtype = self.info[name]
-                    env[name] = np.ascontiguousarray(np.asarray(value, dtype).reshape(shape))
+                    env[name] = contiguous(np.asarray(value, dtype).reshape(shape))
         return [np.array(env[n], copy=True) if n in self.fed else env[n]
                 for n in self.plan.outputs]

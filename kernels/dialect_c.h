@@ -16,6 +16,32 @@
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
+
+/* Vector variants of the C library's transcendentals (glibc's libmvec, the functions the
+ * compiler calls from an `omp simd` loop once they are declared `simd`): a vectorised loop
+ * calls them for 4, 8 or 16 lanes at once. They handle NaN, infinities, signed zeros and
+ * subnormals as the scalar functions do and stay within 4 ulp of the exact result; scalar
+ * remainders use the scalar functions. Declared only when the host links -lmvec
+ * (GPUARR_LIBMVEC, set by the native backend's probe). Before <tgmath.h>, whose type-generic
+ * macros would rename them. */
+#if defined(GPUARR_LIBMVEC) && defined(__x86_64__) && defined(__GLIBC__)
+#define GPUARR_SIMD_1(name) \
+  extern float name##f(float) __attribute__((simd("notinbranch"))); \
+  extern double name(double) __attribute__((simd("notinbranch")));
+#define GPUARR_SIMD_2(name) \
+  extern float name##f(float, float) __attribute__((simd("notinbranch"))); \
+  extern double name(double, double) __attribute__((simd("notinbranch")));
+GPUARR_SIMD_1(exp) GPUARR_SIMD_1(log) GPUARR_SIMD_1(sin) GPUARR_SIMD_1(cos) GPUARR_SIMD_2(pow)
+#if __GLIBC_PREREQ(2, 35)
+GPUARR_SIMD_1(exp2) GPUARR_SIMD_1(expm1) GPUARR_SIMD_1(log1p) GPUARR_SIMD_1(tan)
+GPUARR_SIMD_1(asin) GPUARR_SIMD_1(acos) GPUARR_SIMD_1(atan) GPUARR_SIMD_1(sinh)
+GPUARR_SIMD_1(cosh) GPUARR_SIMD_1(tanh) GPUARR_SIMD_1(asinh) GPUARR_SIMD_1(acosh)
+GPUARR_SIMD_1(atanh) GPUARR_SIMD_1(cbrt) GPUARR_SIMD_2(atan2)
+#endif
+#undef GPUARR_SIMD_1
+#undef GPUARR_SIMD_2
+#endif
+
 #include <tgmath.h>
 
 /* Qualifiers and address spaces. */
@@ -98,6 +124,7 @@ INLINE i32 gpuarr_clz64(u64 x) { return x ? __builtin_clzll(x) : 64; }
 #define MATH_ISINF(x) (isinf(x) != 0)
 #define MATH_ISFINITE(x) (isfinite(x) != 0)
 #define MATH_SIGNBIT(x) (signbit(x) != 0)
+
 /* C has no rsqrt: 1 / sqrt in the operand's type, as the NumPy backend computes it. */
 #define rsqrt(x) ((__typeof__(x))1 / sqrt(x))
 

@@ -36,6 +36,9 @@ from gpuarr.backends import host_threads
 BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off",
               "-fno-math-errno", "-fopenmp-simd", "-fvisibility=hidden", "-w")
 NATIVE_ARCH = ("-march=native",)
+# glibc's vector math library: kernels/dialect_c.h declares its functions `simd` under
+# GPUARR_LIBMVEC, so vectorised loops call them (x86-64 glibc only; the probe drops it elsewhere).
+LIBMVEC = ("-DGPUARR_LIBMVEC", "-lmvec")
 COMPILE_TIMEOUT_S = 600
 # Optimisation by source size: gcc's time at -O3 grows faster than linearly with the size of
 # a function, and plans of thousands of pieces (a 5,000-array concatenate renders 97 MB of C)
@@ -97,15 +100,26 @@ def _cpu_features() -> str:
 def _run_compiler(command: list, source: str, out: Path) -> subprocess.CompletedProcess:
     src = out.with_suffix(".c")
     src.write_text(source)
+    # Libraries after the source: with --as-needed (Debian's default) a library named before
+    # the code that uses it is dropped.
+    libs = [a for a in command if a.startswith("-l")]
+    command = [a for a in command if not a.startswith("-l")]
     try:
-        return subprocess.run(command + ["-o", str(out), str(src)], capture_output=True,
+        return subprocess.run(command + ["-o", str(out), str(src)] + libs, capture_output=True,
                               text=True, timeout=COMPILE_TIMEOUT_S)
     finally:
         src.unlink(missing_ok=True)
 
 
-_PROBE = ("__attribute__((visibility(\"default\"))) double gpuarr_probe(double x) "
-          "{ return x + 1.0; }\n")
+_PROBE = ("#include <math.h>\n"
+          "#if defined(GPUARR_LIBMVEC)\n"
+          "extern double exp(double) __attribute__((simd(\"notinbranch\")));\n"
+          "#endif\n"
+          "__attribute__((visibility(\"default\"))) double gpuarr_probe(double x) {\n"
+          "  double a[8];\n"
+          "  _Pragma(\"omp simd\") for (int i = 0; i < 8; ++i) a[i] = exp(x * i * 1e-9);\n"
+          "  return x + (a[7] > 0.5 ? 1.0 : 0.0);\n"
+          "}\n")
 
 
 def toolchain() -> dict:
@@ -136,9 +150,9 @@ def _probe() -> dict:
             f"the C compiler {shlex.join(command)!r} failed to report its version: "
             f"{(version.stderr or version.stdout).strip().splitlines()[:1]}")
     last = ""
-    for arch in (NATIVE_ARCH, ()):
-        flags = BASE_FLAGS + arch
-        out = _work_dir() / f"probe{len(arch)}.so"
+    for k, extra in enumerate((NATIVE_ARCH + LIBMVEC, NATIVE_ARCH, LIBMVEC, ())):
+        flags = BASE_FLAGS + extra
+        out = _work_dir() / f"probe{k}.so"
         try:
             done = _run_compiler(command + list(flags), _PROBE, out)
             if done.returncode == 0:
@@ -238,12 +252,13 @@ def load(source: str, use_disk_cache: bool = True) -> ctypes.CDLL:
         return lib
     path = cache_dir() / "native" / key[:2] / f"{key}.so"
     payload = _read_entry(path) if use_disk_cache else None
-    lib = _open(payload, key) if payload is not None else None
+    lib = _open(payload, key)[0] if payload is not None else None
     if lib is None:
         payload = _compile(source, key)
-        lib = _open(payload, key)
+        lib, error = _open(payload, key)
         if lib is None:
-            raise NativeCompileError("the C compiler built a shared object that does not load")
+            raise NativeCompileError(
+                f"the C compiler built a shared object that does not load: {error}")
         if use_disk_cache:
             _write_entry(path, payload)
     _memory_cache[key] = lib
@@ -251,8 +266,8 @@ def load(source: str, use_disk_cache: bool = True) -> ctypes.CDLL:
 
 
 def _open(payload: bytes, key: str):
-    """dlopen `payload` from a private file (one per key, so the loader never reuses a stale
-    handle); None when it is not a loadable shared object."""
+    """(dlopen of `payload` from a private file, one per key so the loader never reuses a stale
+    handle, or None; the loader's error, or "")."""
     path = _work_dir() / f"{key}.so"
     try:
         if not path.exists():
@@ -260,10 +275,10 @@ def _open(payload: bytes, key: str):
             with os.fdopen(fd, "wb") as f:
                 f.write(payload)
             os.replace(tmp, path)
-        return ctypes.CDLL(str(path))
-    except OSError:
+        return ctypes.CDLL(str(path)), ""
+    except OSError as e:
         path.unlink(missing_ok=True)
-        return None
+        return None, str(e)
 
 
 def entry(lib, name: str):

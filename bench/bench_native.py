@@ -159,6 +159,7 @@ def first_call_compile():
     a warm disk cache (a fresh process's view: memory cache cleared), and JAX."""
     import jax
     import jax.numpy as jnp
+
     from gpuarr.backends import native
     x = np.linspace(0, 1, 1024, dtype=np.float32)
     results = {}

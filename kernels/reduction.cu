@@ -14,6 +14,7 @@ KERNEL void ${name}(${params}) {
   const int tid = LOCAL_ID();
   GROUP_STRIDE_LOOP(${index_t}, o, ${out_size}) {
     ${acc_t} acc = ${identity};
+    ${loop_hint}
     for (${index_t} r = tid; r < ${red_end}; r += ${block}) {
       const ${index_t} i = ${row_base} + r;
 ${pre_body}

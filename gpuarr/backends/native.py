@@ -144,7 +144,8 @@ def _probe() -> dict:
         version = subprocess.run(command + ["--version"], capture_output=True, text=True,
                                  timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
-        raise NativeCompilerNotFoundError(f"the C compiler {shlex.join(command)!r} cannot run: {e}")
+        raise NativeCompilerNotFoundError(
+            f"the C compiler {shlex.join(command)!r} cannot run: {e}") from e
     if version.returncode != 0:
         raise NativeCompilerNotFoundError(
             f"the C compiler {shlex.join(command)!r} failed to report its version: "

@@ -200,12 +200,16 @@ def literal(value, dtype) -> str:
 MAX_GLOBAL_SIZE = MAX_GROUPS * 256
 
 
-def index_type(*sizes) -> str:
-    """`i32` when every index a kernel forms fits in 32 bits, else `i64`.
+def index_type(*sizes, dialect: str = "gpu") -> str:
+    """`i32` when every index a kernel forms fits in 32 bits, else `i64`; always `i64` on the C
+    dialect, whose -fwrapv would make the compiler treat a 32-bit `o * n + r` as possibly
+    wrapping and load contiguous rows with gathers.
 
     Grid-stride loops (`i += GLOBAL_SIZE`) and block loops (`o += NUM_GROUPS()`,
     `r += block`) step past the last index by up to one global size before the test ends the
     loop, so a size counts with MAX_GLOBAL_SIZE added: sizes within 2^20 of 2^31 take i64."""
+    if dialect == "c":
+        return "i64"
     return "i32" if max([1, *sizes]) + MAX_GLOBAL_SIZE <= INT32_LIMIT else "i64"
 
 
@@ -526,7 +530,7 @@ def render_elementwise_vec4(k: ElementwiseKernel, t: str, plan) -> str:
 
 
 def render_elementwise(k: ElementwiseKernel, dialect: str = "gpu") -> RenderedKernel:
-    t = index_type(k.size, *(a.size for a in k.args))
+    t = index_type(k.size, *(a.size for a in k.args), dialect=dialect)
     plan = _vector_plan(k) if dialect == "gpu" else None
     if plan is not None:
         size, block = launch_shape(dialect, k.size // 4, ELEMENTWISE_BLOCK)
@@ -571,7 +575,7 @@ def reduction_chunk(k: ReductionKernel, by_block: bool) -> tuple:
 
 
 def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel:
-    t = index_type(k.out_size * k.red_size, *(a.size for a in k.args))
+    t = index_type(k.out_size * k.red_size, *(a.size for a in k.args), dialect=dialect)
     acc_t = ctype(k.acc_dtype)
     pre = render_nodes(k.pre_nodes, "p", "i", t)
     post = render_nodes(k.post_nodes, "q", "o", t) + store_lines(k.post_stores, "q", "o", t, k.args)
@@ -600,8 +604,13 @@ def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel
             no_index=literal(np.iinfo(np.dtype(k.acc_dtype)).max, k.acc_dtype))
     else:
         row_base, red_end, _ = reduction_chunk(k, by_block)
+        # C dialect: a sum over a row may reassociate (as XLA's), so the compiler keeps one
+        # partial sum per vector lane; other reducers keep their order.
+        hint = '_Pragma("omp simd reduction(+:acc)")' \
+            if dialect == "c" and k.reduce_op == "sum" and by_block else ""
         source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
-            slots, reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
+            slots, loop_hint=hint,
+            reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
             identity=literal(k.identity, k.acc_dtype), red_end=red_end, row_base=row_base)
     size, block = launch_shape(dialect, k.out_size, block, per_block=by_block)
     return RenderedKernel(k.name, _finish(dialect, source, (k.name,), k.args), size, block,
@@ -623,7 +632,7 @@ def scan_block(k: ScanKernel, dialect: str = "gpu") -> int:
 
 
 def render_scan(k: ScanKernel, dialect: str = "gpu") -> RenderedKernel:
-    t = index_type(k.size, *(a.size for a in k.args))
+    t = index_type(k.size, *(a.size for a in k.args), dialect=dialect)
     acc_t = ctype(k.dtype)
     per_block = k.strategy == "block"
     block = scan_block(k, dialect) if per_block else ELEMENTWISE_BLOCK
@@ -703,7 +712,7 @@ def render_scatter(k: ScatterKernel, dialect: str = "gpu") -> RenderedKernel:
     num_updates = math.prod(k.updates_shape)
     operand_size = math.prod(k.operand_shape)
     variant = scatter_variant(k)
-    t = index_type(num_updates, operand_size, math.prod(k.indices_shape))
+    t = index_type(num_updates, operand_size, math.prod(k.indices_shape), dialect=dialect)
     batch_dims = [d for d in range(len(k.updates_shape)) if d not in k.update_window_dims]
     batch_shape = [k.updates_shape[d] for d in batch_dims]
     num_components = k.indices_shape[-1] if k.indices_shape else 0

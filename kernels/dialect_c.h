@@ -17,20 +17,17 @@
 #include <stddef.h>
 #include <string.h>
 
-/* Vector variants of the C library's transcendentals (glibc's libmvec, the functions the
+/* Vector variants of the C library's float32 transcendentals (glibc's libmvec, which the
  * compiler calls from an `omp simd` loop once they are declared `simd`): a vectorised loop
- * calls them for 4, 8 or 16 lanes at once. They handle NaN, infinities, signed zeros and
- * subnormals as the scalar functions do and stay within 4 ulp of the exact result; scalar
- * remainders use the scalar functions. Declared only when the host links -lmvec
- * (GPUARR_LIBMVEC, set by the native backend's probe). Before <tgmath.h>, whose type-generic
- * macros would rename them. */
+ * calls them for 8 or 16 lanes at once. They handle NaN, infinities, signed zeros and
+ * subnormals as the scalar functions do and stay within 4 ulp of the exact result (float64
+ * keeps the scalar C library: its tests allow an ulp or two). Declared only when the host
+ * links -lmvec (GPUARR_LIBMVEC, set by the native backend's probe); before <tgmath.h>, whose
+ * type-generic macros would rename them. */
 #if defined(GPUARR_LIBMVEC) && defined(__x86_64__) && defined(__GLIBC__)
-#define GPUARR_SIMD_1(name) \
-  extern float name##f(float) __attribute__((simd("notinbranch"))); \
-  extern double name(double) __attribute__((simd("notinbranch")));
+#define GPUARR_SIMD_1(name) extern float name##f(float) __attribute__((simd("notinbranch")));
 #define GPUARR_SIMD_2(name) \
-  extern float name##f(float, float) __attribute__((simd("notinbranch"))); \
-  extern double name(double, double) __attribute__((simd("notinbranch")));
+  extern float name##f(float, float) __attribute__((simd("notinbranch")));
 GPUARR_SIMD_1(exp) GPUARR_SIMD_1(log) GPUARR_SIMD_1(sin) GPUARR_SIMD_1(cos) GPUARR_SIMD_2(pow)
 #if __GLIBC_PREREQ(2, 35)
 GPUARR_SIMD_1(exp2) GPUARR_SIMD_1(expm1) GPUARR_SIMD_1(log1p) GPUARR_SIMD_1(tan)

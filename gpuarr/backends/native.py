@@ -45,6 +45,9 @@ COMPILE_TIMEOUT_S = 600
 # took over 300 s at -O3, 127 s at -O2, 43 s at -O1 and 7 s at -O0.
 OPT_LEVELS = ((2 << 20, "-O3"), (16 << 20, "-O1"), (None, "-O0"))
 _MAGIC = b"GPUARR-NATIVE1\n"
+# Thread parts start on multiples of this many work items (64 float32 lanes: four AVX-512
+# vectors).
+SPLIT_ALIGN = 64
 # A launch moving fewer bytes than this runs on the calling thread: handing a range to another
 # thread and waiting for it costs about 30 us on the machines measured (bench/bench_native.py,
 # `--threshold`), which 256 KiB of streaming work repays.
@@ -301,11 +304,14 @@ def threads() -> int:
 def launch(fn, pointers, items: int, nbytes: int) -> None:
     """Run work items [0, items) of entry point `fn` with the argument pointer array
     `pointers`; launches moving at least PARALLEL_MIN_BYTES split over the thread pool."""
-    parts = min(threads(), items) if nbytes >= PARALLEL_MIN_BYTES else 1
+    parts = min(threads(), items // SPLIT_ALIGN) if nbytes >= PARALLEL_MIN_BYTES else 1
     if parts <= 1:
         fn(pointers, 0, items)
         return
-    bounds = [items * i // parts for i in range(parts + 1)]
+    # Part boundaries on multiples of SPLIT_ALIGN items: each part's vector loop then covers
+    # the same items whatever the thread count, and only the launch's last items take the
+    # scalar remainder (vector and scalar math functions may differ by an ulp).
+    bounds = [items * i // parts // SPLIT_ALIGN * SPLIT_ALIGN for i in range(parts)] + [items]
     futures = [host_threads.submit(fn, pointers, lo, hi)
                for lo, hi in zip(bounds[1:-1], bounds[2:])]
     fn(pointers, bounds[0], bounds[1])

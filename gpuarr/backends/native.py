@@ -48,9 +48,10 @@ _MAGIC = b"GPUARR-NATIVE1\n"
 # Thread parts start on multiples of this many work items (64 float32 lanes: four AVX-512
 # vectors).
 SPLIT_ALIGN = 64
-# A launch moving fewer bytes than this runs on the calling thread: handing a range to another
-# thread and waiting for it costs about 30 us on the machines measured (bench/bench_native.py,
-# `--threshold`), which 256 KiB of streaming work repays.
+# A launch moving fewer bytes than this runs on the calling thread. `bench/bench_native.py
+# --threshold` times one launch on one thread and split over two: on the 2-core machine used
+# so far (busy with other work, so the table was noisy) two threads won from 128 KiB up in
+# most runs; 256 KiB keeps a margin for the hand-off to the pool's thread.
 PARALLEL_MIN_BYTES = 1 << 18
 
 _lock = threading.Lock()

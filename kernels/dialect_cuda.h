@@ -25,6 +25,8 @@
  * T so that n plus the launch's global size fits in T (i64 within 2^20 of 2^31): i + stride
  * never wraps. */
 #define GRID_STRIDE_LOOP(T, i, n) for (T i = GLOBAL_ID(T); i < (T)(n); i += GLOBAL_SIZE(T))
+/* The block loop: each block takes outputs GROUP_ID(), + NUM_GROUPS(), ... */
+#define GROUP_STRIDE_LOOP(T, o, n) for (T o = (T)GROUP_ID(); o < (T)(n); o += (T)NUM_GROUPS())
 
 /* Warp-level finish of block reductions. */
 #define HAS_WARP_SHUFFLE 1

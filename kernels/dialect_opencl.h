@@ -28,6 +28,8 @@
 
 /* As dialect_cuda.h: T holds n plus the global size, so i + stride never wraps. */
 #define GRID_STRIDE_LOOP(T, i, n) for (T i = GLOBAL_ID(T); i < (T)(n); i += GLOBAL_SIZE(T))
+/* The block loop: each block takes outputs GROUP_ID(), + NUM_GROUPS(), ... */
+#define GROUP_STRIDE_LOOP(T, o, n) for (T o = (T)GROUP_ID(); o < (T)(n); o += (T)NUM_GROUPS())
 
 /* No warp shuffles: block reductions finish in shared memory. */
 #define HAS_WARP_SHUFFLE 0

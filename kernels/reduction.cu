@@ -12,8 +12,9 @@ ${equations}
 KERNEL void ${name}(${params}) {
   SHARED ${acc_t} partial[${block}];
   const int tid = LOCAL_ID();
-  for (${index_t} o = GROUP_ID(); o < ${out_size}; o += NUM_GROUPS()) {
+  GROUP_STRIDE_LOOP(${index_t}, o, ${out_size}) {
     ${acc_t} acc = ${identity};
+    ${loop_hint}
     for (${index_t} r = tid; r < ${red_end}; r += ${block}) {
       const ${index_t} i = ${row_base} + r;
 ${pre_body}

@@ -17,7 +17,7 @@ KERNEL void ${name}(${params}) {
   SHARED ${value_t} partial_value[${block}];
   SHARED ${acc_t} partial_index[${block}];
   const int tid = LOCAL_ID();
-  for (${index_t} o = GROUP_ID(); o < ${out_size}; o += NUM_GROUPS()) {
+  GROUP_STRIDE_LOOP(${index_t}, o, ${out_size}) {
     ${value_t} best = ${identity};
     ${acc_t} acc = ${no_index};
     for (${index_t} r = tid; r < ${red_end}; r += ${block}) {

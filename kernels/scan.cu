@@ -15,7 +15,7 @@ ${equations}
 KERNEL void ${name}(${params}) {
   SHARED ${acc_t} tile[${block}];
   const int tid = LOCAL_ID();
-  for (${index_t} row = GROUP_ID(); row < ${rows}; row += NUM_GROUPS()) {
+  GROUP_STRIDE_LOOP(${index_t}, row, ${rows}) {
     ${acc_t} carry = ${identity};
     for (${index_t} base = 0; base < ${length}; base += ${block}) {
       const ${index_t} k = base + tid;

@@ -33,13 +33,14 @@ def plan_closed(closed, options=None):
     return fusion.fuse(program, closed.consts, options, inplace)
 
 
-def compile_closed(closed, options=None):
-    """Fuse and render a ClosedProgram into a LaunchPlan (see gpuarr.compiler.plan)."""
+def compile_closed(closed, options=None, dialect: str = "gpu"):
+    """Fuse and render a ClosedProgram into a LaunchPlan (see gpuarr.compiler.plan), in kernel
+    `dialect` ("gpu" for CUDA and OpenCL, "c" for the native platform)."""
     from gpuarr.compiler import render
     from gpuarr.config import config
     start = time.perf_counter()
     plan = plan_closed(closed, options)
-    launch_plan = render.render_plan(plan)
+    launch_plan = render.render_plan(plan, dialect=dialect)
     if config.log_compiles:
         kernels = [s.name for s in launch_plan.steps if s.kind == "launch"]
         host = [s.name for s in launch_plan.steps if s.kind == "host"]

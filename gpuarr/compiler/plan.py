@@ -217,6 +217,15 @@ class Const:
     value: Any
     dtype: str
 
+    # Equal by their text, not by ==: 0.0 and -0.0 are different constants (merged, they
+    # would turn min(x, -0.0) into min(x, 0.0)).
+    def __eq__(self, other):
+        return type(other) is Const and (self.dtype, repr(self.value)) == \
+            (other.dtype, repr(other.value))
+
+    def __hash__(self):
+        return hash((self.dtype, repr(self.value)))
+
 
 @dataclass(frozen=True)
 class Iota:

@@ -5,8 +5,11 @@ the dialect and helper headers they include, and the per-op expression table in
 `lowering.EXPRESSIONS`. This module computes slot values: the parameter list, one line per
 node of the expression DAG (`const f32 v3 = exp(v2);  // c = exp b`), index arithmetic for
 each load, and the launch shape. The result is one self-contained translation unit that
-compiles as CUDA C++ under NVRTC and as OpenCL C under PoCL (the dialect is picked by
-`__OPENCL_VERSION__`).
+compiles as CUDA C++ under NVRTC and as OpenCL C under PoCL (dialect "gpu": the header is
+picked by `__OPENCL_VERSION__`), or as C11 for the host (dialect "c", kernels/dialect_c.h).
+The differences the C header cannot hide are the choices `dialect` makes here: blocks of one
+thread, launch sizes counted in work items, no 16-byte vector path (the C compiler vectorises
+the scalar loop) and an exported `<entry>_run(args, begin, end)` per entry point.
 """
 from __future__ import annotations
 
@@ -116,13 +119,47 @@ def template(name: str) -> string.Template:
     return string.Template((KERNELS_DIR / name).read_text())
 
 
+DIALECTS = ("gpu", "c")
+
+
 @functools.cache
-def prelude() -> str:
+def prelude(dialect: str = "gpu") -> str:
     """The headers every kernel starts with, inlined so the source is self-contained."""
     read = lambda n: (KERNELS_DIR / n).read_text()  # noqa: E731
-    return ("#if defined(__OPENCL_VERSION__)\n" + read("dialect_opencl.h") + "#else\n"
-            + read("dialect_cuda.h") + "#endif\n" + read("common.h") + read("half.h")
-            + read("special.h") + read("complex.h"))
+    if dialect == "c":
+        head = read("dialect_c.h")
+    elif dialect == "gpu":
+        head = ("#if defined(__OPENCL_VERSION__)\n" + read("dialect_opencl.h") + "#else\n"
+                + read("dialect_cuda.h") + "#endif\n")
+    else:
+        raise ValueError(f"unknown kernel dialect {dialect!r}; expected one of {DIALECTS}")
+    return head + read("common.h") + read("half.h") + read("special.h") + read("complex.h")
+
+
+def launch_shape(dialect: str, items: int, block: int, per_block: bool = False) -> tuple:
+    """(global size, local size) of a launch over `items` work items (threads, or blocks when
+    `per_block`). On the GPU dialect at most MAX_GROUPS blocks run and the loops stride over
+    the rest; on C the global size is the item count, which the host splits among threads."""
+    if dialect == "c":
+        return max(1, items), 1
+    groups = items if per_block else -(-items // block)
+    return max(1, min(MAX_GROUPS, groups)) * block, block
+
+
+def c_entry_points(entries, args) -> str:
+    """C dialect: an exported `<entry>_run(args, begin, end)` per entry point, which runs work
+    items [begin, end) of the kernel with its arguments taken from the pointer array `args`."""
+    casts = ", ".join(f"({'' if a.output else 'const '}{storage(a.dtype)} *)args[{j}]"
+                      for j, a in enumerate(args))
+    return "".join(
+        f"\nGPUARR_EXPORT void {e}_run(void *const *args, i64 begin, i64 end) {{\n"
+        f"  gpuarr_begin = begin;\n  gpuarr_end = end;\n  {e}({casts});\n}}\n" for e in entries)
+
+
+def _finish(dialect: str, source: str, entries, args) -> str:
+    """The translation unit: prelude, kernel text and (C dialect) the entry points."""
+    tail = c_entry_points(entries, args) if dialect == "c" else ""
+    return prelude(dialect) + source + tail
 
 
 def literal(value, dtype) -> str:
@@ -163,12 +200,16 @@ def literal(value, dtype) -> str:
 MAX_GLOBAL_SIZE = MAX_GROUPS * 256
 
 
-def index_type(*sizes) -> str:
-    """`i32` when every index a kernel forms fits in 32 bits, else `i64`.
+def index_type(*sizes, dialect: str = "gpu") -> str:
+    """`i32` when every index a kernel forms fits in 32 bits, else `i64`; always `i64` on the C
+    dialect, whose -fwrapv would make the compiler treat a 32-bit `o * n + r` as possibly
+    wrapping and load contiguous rows with gathers.
 
     Grid-stride loops (`i += GLOBAL_SIZE`) and block loops (`o += NUM_GROUPS()`,
     `r += block`) step past the last index by up to one global size before the test ends the
     loop, so a size counts with MAX_GLOBAL_SIZE added: sizes within 2^20 of 2^31 take i64."""
+    if dialect == "c":
+        return "i64"
     return "i32" if max([1, *sizes]) + MAX_GLOBAL_SIZE <= INT32_LIMIT else "i64"
 
 
@@ -488,27 +529,29 @@ def render_elementwise_vec4(k: ElementwiseKernel, t: str, plan) -> str:
         loads=indent(load_lines, 4), body=indent(body, 4), stores=indent(stores, 4))
 
 
-def render_elementwise(k: ElementwiseKernel) -> RenderedKernel:
-    t = index_type(k.size, *(a.size for a in k.args))
-    plan = _vector_plan(k)
+def render_elementwise(k: ElementwiseKernel, dialect: str = "gpu") -> RenderedKernel:
+    t = index_type(k.size, *(a.size for a in k.args), dialect=dialect)
+    plan = _vector_plan(k) if dialect == "gpu" else None
     if plan is not None:
-        groups = max(1, min(MAX_GROUPS, -(-(k.size // 4) // ELEMENTWISE_BLOCK)))
-        return RenderedKernel(k.name, prelude() + render_elementwise_vec4(k, t, plan),
-                              groups * ELEMENTWISE_BLOCK, ELEMENTWISE_BLOCK,
-                              tuple(a.name for a in k.args),
+        size, block = launch_shape(dialect, k.size // 4, ELEMENTWISE_BLOCK)
+        return RenderedKernel(k.name, _finish(dialect, render_elementwise_vec4(k, t, plan),
+                                              (k.name,), k.args),
+                              size, block, tuple(a.name for a in k.args),
                               tuple(a.name for a in k.args if a.output))
     body = render_nodes(k.nodes, "v", "i", t)
     body += store_lines(k.stores, "v", "i", t, k.args)
     source = template("elementwise.cu").substitute(
         name=k.name, shape=tuple(k.shape), size=k.size, index_t=t, equations=equations(k),
         reason=k.reason or "end of program", params=params(k.args), body=indent(body, 4))
-    groups = max(1, min(MAX_GROUPS, -(-k.size // ELEMENTWISE_BLOCK)))
-    return RenderedKernel(k.name, prelude() + source, groups * ELEMENTWISE_BLOCK,
-                          ELEMENTWISE_BLOCK, tuple(a.name for a in k.args),
+    size, block = launch_shape(dialect, k.size, ELEMENTWISE_BLOCK)
+    return RenderedKernel(k.name, _finish(dialect, source, (k.name,), k.args), size, block,
+                          tuple(a.name for a in k.args),
                           tuple(a.name for a in k.args if a.output))
 
 
-def reduction_block(k: ReductionKernel) -> int:
+def reduction_block(k: ReductionKernel, dialect: str = "gpu") -> int:
+    if dialect == "c":
+        return 1   # one thread per block: the block's loop over its row is sequential C
     block = 64
     while block < 256 and block < k.red_size:
         block *= 2
@@ -531,15 +574,15 @@ def reduction_chunk(k: ReductionKernel, by_block: bool) -> tuple:
             f"({chunk} * {c} + {c} <= {k.split} ? {c} : {k.split} - {chunk} * {c})", f"{chunk} * {c}")
 
 
-def render_reduction(k: ReductionKernel) -> RenderedKernel:
-    t = index_type(k.out_size * k.red_size, *(a.size for a in k.args))
+def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel:
+    t = index_type(k.out_size * k.red_size, *(a.size for a in k.args), dialect=dialect)
     acc_t = ctype(k.acc_dtype)
     pre = render_nodes(k.pre_nodes, "p", "i", t)
     post = render_nodes(k.post_nodes, "q", "o", t) + store_lines(k.post_stores, "q", "o", t, k.args)
     epi = render_nodes(k.epilogue_nodes, "e", "i", t)
     epi += store_lines(k.epilogue_stores, "e", "i", t, k.args)
     by_block = k.strategy != "column"
-    block = reduction_block(k) if by_block else ELEMENTWISE_BLOCK
+    block = reduction_block(k, dialect) if by_block else ELEMENTWISE_BLOCK
     slots = dict(
         name=k.name, reduce_op=k.reduce_op, out_size=k.out_size, red_size=k.red_size,
         strategy=k.strategy, block=block, index_t=t, equations=equations(k),
@@ -561,34 +604,38 @@ def render_reduction(k: ReductionKernel) -> RenderedKernel:
             no_index=literal(np.iinfo(np.dtype(k.acc_dtype)).max, k.acc_dtype))
     else:
         row_base, red_end, _ = reduction_chunk(k, by_block)
+        # C dialect: a sum over a row may reassociate (as XLA's), so the compiler keeps one
+        # partial sum per vector lane; other reducers keep their order.
+        hint = '_Pragma("omp simd reduction(+:acc)")' \
+            if dialect == "c" and k.reduce_op == "sum" and by_block else ""
         source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
-            slots, reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
+            slots, loop_hint=hint,
+            reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
             identity=literal(k.identity, k.acc_dtype), red_end=red_end, row_base=row_base)
-    if by_block:
-        groups = max(1, min(MAX_GROUPS, k.out_size))
-        size = groups * block
-    else:
-        size = max(1, min(MAX_GROUPS, -(-k.out_size // block))) * block
-    return RenderedKernel(k.name, prelude() + source, size, block,
+    size, block = launch_shape(dialect, k.out_size, block, per_block=by_block)
+    return RenderedKernel(k.name, _finish(dialect, source, (k.name,), k.args), size, block,
                           tuple(a.name for a in k.args), tuple(a.name for a in k.args if a.output))
 
 
 SCAN_BLOCK = 256
 
 
-def scan_block(k: ScanKernel) -> int:
-    """Threads per row of a block scan: the row length rounded up to a power of two, 32..256."""
+def scan_block(k: ScanKernel, dialect: str = "gpu") -> int:
+    """Threads per row of a block scan: the row length rounded up to a power of two, 32..256
+    (one on the C dialect, whose block scans its row sequentially)."""
+    if dialect == "c":
+        return 1
     block = 32
     while block < SCAN_BLOCK and block < k.length:
         block *= 2
     return block
 
 
-def render_scan(k: ScanKernel) -> RenderedKernel:
-    t = index_type(k.size, *(a.size for a in k.args))
+def render_scan(k: ScanKernel, dialect: str = "gpu") -> RenderedKernel:
+    t = index_type(k.size, *(a.size for a in k.args), dialect=dialect)
     acc_t = ctype(k.dtype)
     per_block = k.strategy == "block"
-    block = scan_block(k) if per_block else ELEMENTWISE_BLOCK
+    block = scan_block(k, dialect) if per_block else ELEMENTWISE_BLOCK
     out = next(a for a in k.args if a.output)
     source = template("scan.cu").substitute(
         name=k.name, op=k.op, axis=k.axis, shape=tuple(k.shape),
@@ -600,9 +647,8 @@ def render_scan(k: ScanKernel) -> RenderedKernel:
         block=block, params=params(k.args), acc_t=acc_t, identity=literal(k.identity, k.dtype),
         pre_body=indent(render_nodes(k.pre_nodes, "p", "i", t), 6),
         pre_value=f"p{k.pre_root}", out=out.name, store_value=store_expr("acc", out.dtype))
-    groups = max(1, min(MAX_GROUPS, k.rows)) if per_block else \
-        max(1, min(MAX_GROUPS, -(-k.rows // block)))
-    return RenderedKernel(k.name, prelude() + source, groups * block, block,
+    size, block = launch_shape(dialect, k.rows, block, per_block=per_block)
+    return RenderedKernel(k.name, _finish(dialect, source, (k.name,), k.args), size, block,
                           tuple(a.name for a in k.args), (out.name,))
 
 
@@ -662,11 +708,11 @@ def _cas_slots(k: ScatterKernel) -> dict:
                 to_word=to_word, cas_body=indent(combine, 4))
 
 
-def render_scatter(k: ScatterKernel) -> RenderedKernel:
+def render_scatter(k: ScatterKernel, dialect: str = "gpu") -> RenderedKernel:
     num_updates = math.prod(k.updates_shape)
     operand_size = math.prod(k.operand_shape)
     variant = scatter_variant(k)
-    t = index_type(num_updates, operand_size, math.prod(k.indices_shape))
+    t = index_type(num_updates, operand_size, math.prod(k.indices_shape), dialect=dialect)
     batch_dims = [d for d in range(len(k.updates_shape)) if d not in k.update_window_dims]
     batch_shape = [k.updates_shape[d] for d in batch_dims]
     num_components = k.indices_shape[-1] if k.indices_shape else 0
@@ -730,29 +776,33 @@ def render_scatter(k: ScatterKernel) -> RenderedKernel:
         owner_bits=owner_t.upper(), combine_body=indent(combine_body, 8))
 
     def grid(n):
-        return max(1, min(MAX_GROUPS, -(-n // ELEMENTWISE_BLOCK))) * ELEMENTWISE_BLOCK
+        return launch_shape(dialect, n, ELEMENTWISE_BLOCK)[0]
 
     setup = ((f"{k.name}_init", grid(operand_size)), (f"{k.name}_claim", grid(num_updates))) \
         if variant == "owner" else ()
     size = operand_size if variant == "deterministic" else num_updates
-    return RenderedKernel(k.name, prelude() + source, grid(size), ELEMENTWISE_BLOCK,
+    entries = tuple(e for e, _ in setup) + (k.name,)
+    return RenderedKernel(k.name, _finish(dialect, source, entries, args), grid(size),
+                          launch_shape(dialect, size, ELEMENTWISE_BLOCK)[1],
                           tuple(a.name for a in args), ("out",), setup, scratch)
 
 
-def render(kernel) -> RenderedKernel:
-    """Render any kernel spec of gpuarr.compiler.plan to a `RenderedKernel`."""
+def render(kernel, dialect: str = "gpu") -> RenderedKernel:
+    """Render any kernel spec of gpuarr.compiler.plan to a `RenderedKernel` in `dialect`
+    ("gpu": CUDA C++ and OpenCL C; "c": C11 for the host)."""
     if isinstance(kernel, ElementwiseKernel):
-        return render_elementwise(kernel)
+        return render_elementwise(kernel, dialect)
     if isinstance(kernel, ReductionKernel):
-        return render_reduction(kernel)
+        return render_reduction(kernel, dialect)
     if isinstance(kernel, ScatterKernel):
-        return render_scatter(kernel)
+        return render_scatter(kernel, dialect)
     if isinstance(kernel, ScanKernel):
-        return render_scan(kernel)
+        return render_scan(kernel, dialect)
     raise TypeError(f"cannot render {type(kernel).__name__}")
 
 
-def render_plan(plan: KernelPlan, dump_dir: str | None = None) -> LaunchPlan:
+def render_plan(plan: KernelPlan, dump_dir: str | None = None,
+                dialect: str = "gpu") -> LaunchPlan:
     """Render every kernel of `plan` into a LaunchPlan a backend can run without the IR.
 
     Kernel argument names are replaced by the plan's buffer names; a kernel's scratch buffers
@@ -767,7 +817,7 @@ def render_plan(plan: KernelPlan, dump_dir: str | None = None) -> LaunchPlan:
         if not isinstance(step, KernelStep):
             steps.append(step)
             continue
-        rk = render(step.kernel)
+        rk = render(step.kernel, dialect)
         binds = dict(step.bindings)
         for arg, size, dtype in rk.scratch:
             binds[arg] = f"{rk.name}_{arg}"

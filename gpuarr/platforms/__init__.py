@@ -20,6 +20,7 @@ _MODULES = {
     "cpu": "gpuarr.platforms.cpu",
     "opencl": "gpuarr.platforms.opencl",
     "cuda": "gpuarr.platforms.cuda",
+    "native": "gpuarr.platforms.native",
 }
 _ALIASES = {"gpu": "cuda", "numpy": "cpu", "pocl": "opencl"}
 _loaded: dict[str, object] = {}

@@ -1,12 +1,18 @@
-"""Kernel tests need PoCL (OpenCL on the CPU) and NVRTC: they fail when either is missing and
-the CI environment variable is set, and skip with the reason otherwise."""
+"""Kernel tests need PoCL (OpenCL on the CPU) and NVRTC, and their native column a C compiler:
+they fail when one is missing and the CI environment variable is set, and skip with the reason
+otherwise. Tests that run kernels (through `run_kernel` or kernel_harness) run once per
+executor: `pocl` (the GPU dialect on PoCL, compile-checked by NVRTC) and `native` (the C
+dialect built by the system C compiler)."""
 import os
 
+import kernel_harness
 import numpy as np
 import pytest
 
-from gpuarr.backends import nvrtc, opencl
+from gpuarr.backends import native, nvrtc, opencl
 from gpuarr.compiler import render
+
+BACKENDS = ("pocl", "native")
 
 
 def _require(ok: bool, what: str) -> None:
@@ -17,31 +23,53 @@ def _require(ok: bool, what: str) -> None:
     pytest.skip(f"{what} is not installed")
 
 
-@pytest.fixture
-def pocl():
-    _require(opencl.available(), "PoCL / pyopencl (pip install 'pyopencl[pocl]')")
+_HARNESS = ("check", "run_kernels", "run_both")
+
+
+def pytest_generate_tests(metafunc):
+    module = metafunc.module
+    runs_kernels = "run_kernel" in metafunc.fixturenames or any(
+        getattr(module, n, None) is getattr(kernel_harness, n) for n in _HARNESS)
+    if runs_kernels and "kernel_backend" in metafunc.fixturenames:
+        metafunc.parametrize("kernel_backend", BACKENDS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def kernel_backend(request):
+    """The kernel executor of this test ("pocl" unless the test runs on both)."""
+    backend = getattr(request, "param", "pocl")
+    if backend == "native":
+        _require(native.available(), "a C compiler (gcc or clang; set CC)")
+    kernel_harness.BACKEND[0] = backend
+    yield backend
+    kernel_harness.BACKEND[0] = "pocl"
 
 
 @pytest.fixture
-def have_nvrtc():
-    _require(nvrtc.available(), "NVRTC (pip install nvidia-cuda-nvrtc-cu12)")
+def pocl(kernel_backend):
+    if kernel_backend == "pocl":
+        _require(opencl.available(), "PoCL / pyopencl (pip install 'pyopencl[pocl]')")
 
 
 @pytest.fixture
-def run_kernel(pocl, have_nvrtc):
-    """Render a kernel spec, compile it with NVRTC for sm_90, run it on PoCL; return outputs."""
+def have_nvrtc(kernel_backend):
+    if kernel_backend == "pocl":
+        _require(nvrtc.available(), "NVRTC (pip install nvidia-cuda-nvrtc-cu12)")
+
+
+@pytest.fixture
+def run_kernel(pocl, have_nvrtc, kernel_backend):
+    """Render a kernel spec and run it: on PoCL after compiling it with NVRTC for sm_90, or
+    (native) in the C dialect; return the outputs."""
 
     def run(kernel, inputs: dict, outputs: dict) -> dict:
-        rk = render.render(kernel)
-        nvrtc.compile(rk.source, rk.name, arch="sm_90")
+        rk = render.render(kernel, "c" if kernel_backend == "native" else "gpu")
+        if kernel_backend == "pocl":
+            nvrtc.compile(rk.source, rk.name, arch="sm_90")
         arrays = {**{k: np.ascontiguousarray(v).ravel() for k, v in inputs.items()},
                   **{k: np.array(v).ravel() for k, v in outputs.items()},
                   **{k: np.zeros(n, dtype) for k, n, dtype in rk.scratch}}
-        for entry, global_size in rk.setup:   # earlier entry points write the scratch buffers
-            arrays.update(opencl.run(rk.source, entry, global_size, rk.local_size, rk.arg_names,
-                                     arrays, tuple(k for k, _, _ in rk.scratch)))
-        got = opencl.run(rk.source, rk.name, rk.global_size, rk.local_size, rk.arg_names,
-                         arrays, tuple(outputs))
+        got = kernel_harness.run_rendered(rk, arrays, tuple(outputs))
         return {k: got[k].reshape(np.shape(outputs[k])) for k in outputs}
 
     return run

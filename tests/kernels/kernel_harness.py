@@ -1,14 +1,50 @@
-"""Run a function through the kernel path (passes -> fusion -> render -> NVRTC check -> PoCL)
-and through the NumPy backend on the same optimized Program, and compare."""
+"""Run a function through the kernel path (passes -> fusion -> render -> NVRTC check -> PoCL,
+or -> render in the C dialect -> the system C compiler -> native) and through the NumPy backend
+on the same optimized Program, and compare. `BACKEND[0]` says which kernel executor runs
+("pocl" or "native"); conftest.py's `kernel_backend` fixture sets it per test."""
 import numpy as np
 
 import gpuarr
-from gpuarr.backends import nvrtc, opencl
+from gpuarr.backends import native, nvrtc, opencl
 from gpuarr.backends.numpy import codegen
-from gpuarr.compiler import compile_closed, passes, plan_closed
+from gpuarr.compiler import compile_closed, passes, plan_closed, render
 from gpuarr.core import ClosedProgram, Eqn, Program, ShapedArray, Var
 
 COMPILED_SOURCES: set = set()
+BACKEND = ["pocl"]
+
+
+def execute(closed, inputs, nvrtc_check=True) -> list:
+    """Run `closed`'s kernel plan on `inputs` (constants first) with the current backend."""
+    if BACKEND[0] == "native":
+        launch_plan = compile_closed(closed, dialect="c")
+        return native.PlanRunner(launch_plan, render.prelude("c"))(inputs)
+    launch_plan = compile_closed(closed)
+    if nvrtc_check:
+        for step in launch_plan.steps:
+            if step.kind == "launch" and step.source not in COMPILED_SOURCES:
+                nvrtc.compile(step.source, step.name, arch="sm_90")
+                COMPILED_SOURCES.add(step.source)
+    return opencl.run_plan(launch_plan, inputs)
+
+
+def run_rendered(rk, arrays: dict, outputs) -> dict:
+    """Run one RenderedKernel (and its setup entries) on flat `arrays` with the current
+    backend; return {name: array} for `outputs`. PoCL runs the GPU dialect's text, native the
+    C dialect's."""
+    if BACKEND[0] == "native":
+        lib = native.load(rk.source)
+        arrays = {k: np.ascontiguousarray(v).copy() for k, v in arrays.items()}
+        ptrs = native.pointers([arrays[n] for n in rk.arg_names])
+        nbytes = sum(a.nbytes for a in arrays.values())
+        for entry, global_size in (*rk.setup, (rk.name, rk.global_size)):
+            native.launch(native.entry(lib, entry), ptrs, global_size, nbytes)
+        return {k: arrays[k] for k in outputs}
+    for entry, global_size in rk.setup:   # earlier entry points write the scratch buffers
+        arrays.update(opencl.run(rk.source, entry, global_size, rk.local_size, rk.arg_names,
+                                 arrays, tuple(k for k, _, _ in rk.scratch)))
+    return opencl.run(rk.source, rk.name, rk.global_size, rk.local_size, rk.arg_names,
+                      arrays, tuple(outputs))
 
 
 def optimized(f, *args):
@@ -30,13 +66,7 @@ def run_both(f, *args, nvrtc_check=True):
     args = [np.asarray(a) for a in args]
     consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
     want = codegen.compile_closed(closed)(*args)
-    launch_plan = compile_closed(closed)
-    if nvrtc_check:
-        for step in launch_plan.steps:
-            if step.kind == "launch" and step.source not in COMPILED_SOURCES:
-                nvrtc.compile(step.source, step.name, arch="sm_90")
-                COMPILED_SOURCES.add(step.source)
-    got = opencl.run_plan(launch_plan, consts + args)
+    got = execute(closed, consts + args, nvrtc_check)
     return got, [np.asarray(w) for w in want], plan_closed(closed)
 
 
@@ -61,9 +91,4 @@ def run_kernels(f, *args):
     """Kernel-path results only (for comparing against NumPy expressions directly)."""
     closed = optimized(f, *args)
     consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
-    launch_plan = compile_closed(closed)
-    for step in launch_plan.steps:
-        if step.kind == "launch" and step.source not in COMPILED_SOURCES:
-            nvrtc.compile(step.source, step.name, arch="sm_90")
-            COMPILED_SOURCES.add(step.source)
-    return opencl.run_plan(launch_plan, consts + [np.asarray(a) for a in args]), plan_closed(closed)
+    return execute(closed, consts + [np.asarray(a) for a in args]), plan_closed(closed)

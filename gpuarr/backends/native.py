@@ -1,0 +1,400 @@
+"""Native executor: C kernel text (the "c" dialect) built by the system C compiler into a shared
+object, loaded with ctypes and run on host NumPy buffers.
+
+The compiler is `$CC` when set, else the first of cc, gcc and clang on PATH; it is probed once
+(a tiny shared object must build and load). Shared objects are cached in memory and on disk in
+`GPUARR_CACHE_DIR` (default `~/.cache/gpuarr`) under `native/<2 hex>/<sha256>.so`, keyed by the
+compiler's path and version, the flags, the CPU's features and the source. Entries are written
+to a temporary file and `os.replace`d (safe with concurrent processes), framed by a
+`GPUARR-NATIVE1` header and the payload's SHA-256; a truncated or corrupt entry is rebuilt and
+rewritten, never loaded. A launch runs work items [0, global size) of an exported
+`<entry>_run(args, begin, end)`; large launches split that range over the shared host thread
+pool (ctypes releases the GIL during the call). This module imports nothing from gpuarr's
+compiler or IR.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from gpuarr.backends import host_threads
+
+# No -ffast-math: NaN, infinities, signed zeros and subnormals behave as on the NumPy backend.
+# -fwrapv: signed overflow wraps (as XLA). -ffp-contract=off: no fused multiply-adds, so each
+# operation rounds as NumPy's does. -fno-math-errno changes no result and lets sqrt vectorise.
+# -fopenmp-simd honours `omp simd` without the OpenMP runtime.
+BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off",
+              "-fno-math-errno", "-fopenmp-simd", "-fvisibility=hidden", "-w")
+NATIVE_ARCH = ("-march=native",)
+# glibc's vector math library: kernels/dialect_c.h declares its functions `simd` under
+# GPUARR_LIBMVEC, so vectorised loops call them (x86-64 glibc only; the probe drops it elsewhere).
+LIBMVEC = ("-DGPUARR_LIBMVEC", "-lmvec")
+COMPILE_TIMEOUT_S = 600
+# Optimisation by source size: gcc's time at -O3 grows faster than linearly with the size of
+# a function, and plans of thousands of pieces (a 5,000-array concatenate renders 97 MB of C)
+# took over 300 s at -O3, 127 s at -O2, 43 s at -O1 and 7 s at -O0.
+OPT_LEVELS = ((2 << 20, "-O3"), (16 << 20, "-O1"), (None, "-O0"))
+_MAGIC = b"GPUARR-NATIVE1\n"
+# Thread parts start on multiples of this many work items (64 float32 lanes: four AVX-512
+# vectors).
+SPLIT_ALIGN = 64
+# A launch moving fewer bytes than this runs on the calling thread. `bench/bench_native.py
+# --threshold` times one launch on one thread and split over two: on the 2-core machine used
+# so far (busy with other work, so the table was noisy) two threads won from 128 KiB up in
+# most runs; 256 KiB keeps a margin for the hand-off to the pool's thread.
+PARALLEL_MIN_BYTES = 1 << 18
+
+_lock = threading.Lock()
+_state: dict = {}
+_memory_cache: dict = {}
+_builds = 0
+
+
+class NativeCompilerNotFoundError(RuntimeError):
+    """No usable C compiler: none on PATH, or the one found cannot build a shared object."""
+
+
+class NativeCompileError(RuntimeError):
+    """The C compiler rejected a kernel; the message carries its output and the numbered source."""
+
+
+def numbered(source: str) -> str:
+    return "\n".join(f"{n:5d}  {line}" for n, line in enumerate(source.splitlines(), 1))
+
+
+def _compiler_command() -> list:
+    cc = os.environ.get("CC", "").strip()
+    if cc:
+        return shlex.split(cc)
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return [path]
+    raise NativeCompilerNotFoundError(
+        "no C compiler found (looked for cc, gcc and clang on PATH); install gcc or set CC")
+
+
+def _work_dir() -> Path:
+    if "work" not in _state:
+        _state["work"] = Path(tempfile.mkdtemp(prefix="gpuarr-native-"))
+    return _state["work"]
+
+
+def _cpu_features() -> str:
+    """What -march=native resolves to on this machine: the CPU's model and feature flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine() + " " + platform.processor()
+    lines = [ln for ln in text.splitlines()
+             if ln.split(":")[0].strip() in ("flags", "Features", "model name", "CPU part")]
+    return platform.machine() + "\n" + "\n".join(dict.fromkeys(lines))
+
+
+def _run_compiler(command: list, source: str, out: Path) -> subprocess.CompletedProcess:
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    # Libraries after the source: with --as-needed (Debian's default) a library named before
+    # the code that uses it is dropped.
+    libs = [a for a in command if a.startswith("-l")]
+    command = [a for a in command if not a.startswith("-l")]
+    try:
+        return subprocess.run(command + ["-o", str(out), str(src)] + libs, capture_output=True,
+                              text=True, timeout=COMPILE_TIMEOUT_S)
+    finally:
+        src.unlink(missing_ok=True)
+
+
+_PROBE = ("#include <math.h>\n"
+          "#if defined(GPUARR_LIBMVEC)\n"
+          "extern double exp(double) __attribute__((simd(\"notinbranch\")));\n"
+          "#endif\n"
+          "__attribute__((visibility(\"default\"))) double gpuarr_probe(double x) {\n"
+          "  double a[8];\n"
+          "  _Pragma(\"omp simd\") for (int i = 0; i < 8; ++i) a[i] = exp(x * i * 1e-9);\n"
+          "  return x + (a[7] > 0.5 ? 1.0 : 0.0);\n"
+          "}\n")
+
+
+def toolchain() -> dict:
+    """The probed compiler: {'command', 'flags', 'identity'}; raises
+    NativeCompilerNotFoundError with a one-line reason when there is no working compiler."""
+    with _lock:
+        if "toolchain" in _state:
+            return _state["toolchain"]
+        if "toolchain_error" in _state:
+            raise NativeCompilerNotFoundError(_state["toolchain_error"])
+        try:
+            _state["toolchain"] = _probe()
+        except NativeCompilerNotFoundError as e:
+            _state["toolchain_error"] = str(e)
+            raise
+        return _state["toolchain"]
+
+
+def _probe() -> dict:
+    command = _compiler_command()
+    try:
+        version = subprocess.run(command + ["--version"], capture_output=True, text=True,
+                                 timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise NativeCompilerNotFoundError(
+            f"the C compiler {shlex.join(command)!r} cannot run: {e}") from e
+    if version.returncode != 0:
+        raise NativeCompilerNotFoundError(
+            f"the C compiler {shlex.join(command)!r} failed to report its version: "
+            f"{(version.stderr or version.stdout).strip().splitlines()[:1]}")
+    last = ""
+    for k, extra in enumerate((NATIVE_ARCH + LIBMVEC, NATIVE_ARCH, LIBMVEC, ())):
+        flags = BASE_FLAGS + extra
+        out = _work_dir() / f"probe{k}.so"
+        try:
+            done = _run_compiler(command + list(flags), _PROBE, out)
+            if done.returncode == 0:
+                lib = ctypes.CDLL(str(out))
+                lib.gpuarr_probe.restype = ctypes.c_double
+                lib.gpuarr_probe.argtypes = [ctypes.c_double]
+                if lib.gpuarr_probe(1.0) == 2.0:
+                    resolved = [shutil.which(command[0]) or command[0]] + command[1:]
+                    identity = repr((resolved, version.stdout.strip()))
+                    return {"command": command, "flags": flags, "identity": identity}
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            last = last[0]
+        except (OSError, subprocess.SubprocessError, AttributeError) as e:
+            last = str(e)
+    raise NativeCompilerNotFoundError(
+        f"the C compiler {shlex.join(command)!r} cannot build a shared object: {last}")
+
+
+def available() -> bool:
+    try:
+        toolchain()
+        return True
+    except NativeCompilerNotFoundError:
+        return False
+
+
+def build_count() -> int:
+    """How many shared objects this process has compiled (cache hits do not count)."""
+    return _builds
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("GPUARR_CACHE_DIR") or Path.home() / ".cache" / "gpuarr")
+
+
+def _read_entry(path: Path):
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 64:
+        return None
+    digest, payload = data[len(_MAGIC): len(_MAGIC) + 64], data[len(_MAGIC) + 64:]
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        return None
+    return payload
+
+
+def _write_entry(path: Path, payload: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only or full disk only costs a rebuild next time
+
+
+def flags(source: str) -> tuple:
+    """The compiler flags `source` is built with (the optimisation level follows its size)."""
+    level = next(opt for limit, opt in OPT_LEVELS if limit is None or len(source) <= limit)
+    return (level,) + tuple(toolchain()["flags"])
+
+
+def cache_key(source: str) -> str:
+    tc = toolchain()
+    return hashlib.sha256(repr((tc["identity"], flags(source), _cpu_features(), source))
+                          .encode()).hexdigest()
+
+
+def _compile(source: str, key: str) -> bytes:
+    global _builds
+    tc = toolchain()
+    out = _work_dir() / f"build-{key}-{threading.get_ident()}.so"
+    try:
+        done = _run_compiler(tc["command"] + list(flags(source)), source, out)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise NativeCompileError(f"the C compiler could not run: {e}") from e
+    with _lock:
+        _builds += 1
+    try:
+        if done.returncode != 0:
+            raise NativeCompileError(
+                f"the C compiler rejected the kernels (exit {done.returncode}):\n"
+                f"{(done.stderr or done.stdout).strip()}\n--- source ---\n{numbered(source)}")
+        return out.read_bytes()
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def load(source: str, use_disk_cache: bool = True) -> ctypes.CDLL:
+    """The loaded shared object built from C `source`, through the memory and disk caches."""
+    key = cache_key(source)
+    lib = _memory_cache.get(key)
+    if lib is not None:
+        return lib
+    path = cache_dir() / "native" / key[:2] / f"{key}.so"
+    payload = _read_entry(path) if use_disk_cache else None
+    lib = _open(payload, key)[0] if payload is not None else None
+    if lib is None:
+        payload = _compile(source, key)
+        lib, error = _open(payload, key)
+        if lib is None:
+            raise NativeCompileError(
+                f"the C compiler built a shared object that does not load: {error}")
+        if use_disk_cache:
+            _write_entry(path, payload)
+    _memory_cache[key] = lib
+    return lib
+
+
+def _open(payload: bytes, key: str):
+    """(dlopen of `payload` from a private file, one per key so the loader never reuses a stale
+    handle, or None; the loader's error, or "")."""
+    path = _work_dir() / f"{key}.so"
+    try:
+        if not path.exists():
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+            os.replace(tmp, path)
+        return ctypes.CDLL(str(path)), ""
+    except OSError as e:
+        path.unlink(missing_ok=True)
+        return None, str(e)
+
+
+def entry(lib, name: str):
+    """The `<name>_run(args, begin, end)` entry point of `lib`."""
+    fn = getattr(lib, f"{name}_run")
+    fn.restype = None
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+    return fn
+
+
+def threads() -> int:
+    """Worker threads a large launch splits over (GPUARR_NATIVE_THREADS fixes the count)."""
+    fixed = os.environ.get("GPUARR_NATIVE_THREADS", "").strip()
+    if fixed:
+        return max(1, int(fixed))
+    return host_threads._THREADS
+
+
+def launch(fn, pointers, items: int, nbytes: int) -> None:
+    """Run work items [0, items) of entry point `fn` with the argument pointer array
+    `pointers`; launches moving at least PARALLEL_MIN_BYTES split over the thread pool."""
+    parts = min(threads(), items // SPLIT_ALIGN) if nbytes >= PARALLEL_MIN_BYTES else 1
+    if parts <= 1:
+        fn(pointers, 0, items)
+        return
+    # Part boundaries on multiples of SPLIT_ALIGN items: each part's vector loop then covers
+    # the same items whatever the thread count, and only the launch's last items take the
+    # scalar remainder (vector and scalar math functions may differ by an ulp).
+    bounds = [items * i // parts // SPLIT_ALIGN * SPLIT_ALIGN for i in range(parts)] + [items]
+    futures = [host_threads.submit(fn, pointers, lo, hi)
+               for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    fn(pointers, bounds[0], bounds[1])
+    for fut in futures:
+        fut.result()
+
+
+def clear_memory_cache() -> None:
+    _memory_cache.clear()
+
+
+def pointers(arrays) -> ctypes.Array:
+    """The argument pointer array an entry point takes, for contiguous NumPy `arrays`."""
+    return (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+
+
+# ---- running a whole launch plan ---------------------------------------------------------------
+
+def contiguous(value, dtype=None) -> np.ndarray:
+    """`value` as a C-contiguous array of `dtype`, keeping its shape (np.ascontiguousarray
+    would make a 0-d array 1-d); no copy when it already is one."""
+    array = np.asarray(value, dtype)
+    return array if array.flags.c_contiguous else np.ascontiguousarray(array)
+
+
+def translation_unit(sources, prelude: str = "") -> str:
+    """One C source for every kernel of a plan: `prelude` (the headers each kernel's source
+    starts with) once, then each distinct kernel text, so the compiler runs once per plan."""
+    parts = [prelude]
+    for source in dict.fromkeys(sources):
+        parts.append(source[len(prelude):] if prelude and source.startswith(prelude) else source)
+    return "".join(parts)
+
+
+class PlanRunner:
+    """A LaunchPlan (gpuarr.compiler.plan) built into one shared object, callable on NumPy
+    inputs. Building raises NativeCompileError / NativeCompilerNotFoundError; running never
+    compiles."""
+
+    def __init__(self, plan, prelude: str = ""):
+        self.plan = plan
+        self.info = {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
+        launches = [s for s in plan.steps if s.kind == "launch"]
+        self.lib = load(translation_unit([s.source for s in launches], prelude)) \
+            if launches else None
+        self.steps = []
+        for step in plan.steps:
+            if step.kind == "launch":
+                nbytes = sum(int(np.prod(self.info[a][0])) * self.info[a][1].itemsize
+                             for a in step.args)
+                self.steps.append(("launch", entry(self.lib, step.name), step.args,
+                                   int(step.global_size), nbytes))
+            else:
+                self.steps.append((step.kind, step))
+        self.constants = {name: contiguous(value) for name, value in plan.constants}
+        self.fed = set(plan.inputs) | set(self.constants)
+
+    def _buffer(self, env: dict, name: str) -> np.ndarray:
+        buf = env.get(name)
+        if buf is None:
+            shape, dtype = self.info[name]
+            buf = env[name] = np.empty(shape, dtype)
+        return buf
+
+    def __call__(self, inputs) -> list:
+        env = dict(self.constants)
+        for name, value in zip(self.plan.inputs, inputs):
+            dtype = self.info[name][1] if name in self.info else None
+            env[name] = contiguous(value, dtype)
+        for step in self.steps:
+            kind = step[0]
+            if kind == "launch":
+                _, fn, args, items, nbytes = step
+                launch(fn, pointers([self._buffer(env, a) for a in args]), items, nbytes)
+            elif kind == "copy":
+                s = step[1]
+                env[s.dst] = np.array(env[s.src], copy=True)
+            else:
+                s = step[1]
+                results = s.fn(*[env[a] for a in s.inputs])
+                for name, value in zip(s.outputs, results):
+                    shape, dtype = self.info[name]
+                    env[name] = contiguous(np.asarray(value, dtype).reshape(shape))
+        return [np.array(env[n], copy=True) if n in self.fed else env[n]
+                for n in self.plan.outputs]

@@ -1,0 +1,186 @@
+/* dialect_c.h: the C11 spelling of the names every gpuarr kernel template uses, for the
+ * native platform (the system C compiler builds the kernels into a shared object).
+ *
+ * The counterpart of dialect_cuda.h and dialect_opencl.h. A launch is a range of work items:
+ * the host calls `<entry>_run(args, begin, end)` (written by the renderer) from each worker
+ * thread with its own [begin, end), and the loop macros below walk that range. Work items are
+ * independent on every dialect (no template synchronises blocks with each other), so any
+ * split of the range is correct. Blocks have one thread here (the renderer picks a block size
+ * of 1 for this dialect), so shared memory is a local array and barriers are no-ops.
+ *
+ * Compiled with -fwrapv (integer overflow wraps, as XLA and NumPy), -ffp-contract=off (no fused
+ * multiply-add: each operation rounds as NumPy's does) and without -ffast-math, so NaN,
+ * infinities, signed zeros and subnormals behave as on the NumPy backend.
+ */
+#define GPUARR_DIALECT_C 1
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+/* Vector variants of the C library's float32 transcendentals (glibc's libmvec, which the
+ * compiler calls from an `omp simd` loop once they are declared `simd`): a vectorised loop
+ * calls them for 8 or 16 lanes at once. They handle NaN, infinities, signed zeros and
+ * subnormals as the scalar functions do and stay within 4 ulp of the exact result (float64
+ * keeps the scalar C library: its tests allow an ulp or two). Declared only when the host
+ * links -lmvec (GPUARR_LIBMVEC, set by the native backend's probe); before <tgmath.h>, whose
+ * type-generic macros would rename them. */
+#if defined(GPUARR_LIBMVEC) && defined(__x86_64__) && defined(__GLIBC__)
+#define GPUARR_SIMD_1(name) extern float name##f(float) __attribute__((simd("notinbranch")));
+#define GPUARR_SIMD_2(name) \
+  extern float name##f(float, float) __attribute__((simd("notinbranch")));
+GPUARR_SIMD_1(exp) GPUARR_SIMD_1(log) GPUARR_SIMD_1(sin) GPUARR_SIMD_1(cos) GPUARR_SIMD_2(pow)
+#if __GLIBC_PREREQ(2, 35)
+GPUARR_SIMD_1(exp2) GPUARR_SIMD_1(expm1) GPUARR_SIMD_1(log1p) GPUARR_SIMD_1(tan)
+GPUARR_SIMD_1(asin) GPUARR_SIMD_1(acos) GPUARR_SIMD_1(atan) GPUARR_SIMD_1(sinh)
+GPUARR_SIMD_1(cosh) GPUARR_SIMD_1(tanh) GPUARR_SIMD_1(asinh) GPUARR_SIMD_1(acosh)
+GPUARR_SIMD_1(atanh) GPUARR_SIMD_1(cbrt) GPUARR_SIMD_2(atan2)
+#endif
+#undef GPUARR_SIMD_1
+#undef GPUARR_SIMD_2
+#endif
+
+#include <tgmath.h>
+
+/* Qualifiers and address spaces. */
+#define KERNEL static inline
+#define GLOBAL
+#define SHARED
+#define INLINE static inline
+#define BARRIER() ((void)0)
+#define GPUARR_EXPORT __attribute__((visibility("default")))
+
+typedef signed char i8;
+typedef unsigned char u8;
+typedef short i16;
+typedef unsigned short u16;
+typedef int i32;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+typedef float f32;
+typedef double f64;
+
+/* The work items this thread runs, set by the entry point before it calls the kernel. */
+static _Thread_local i64 gpuarr_begin, gpuarr_end;
+
+/* One thread per block: a block's thread id is 0. */
+#define LOCAL_ID() 0
+#define LOCAL_SIZE() 1
+
+/* The grid-stride loop of the GPU dialects becomes a walk over this thread's range, clipped to
+ * n; `omp simd` (-fopenmp-simd, no OpenMP runtime) lets the compiler run the independent items
+ * in vector lanes. The outer one-trip loop only declares the end, as a `for` can declare one
+ * type of variable and `omp simd` wants the loop's own test to be `i < end`. */
+#define GPUARR_RANGE_END(T, i, n) \
+  (T)((i64)(n) < gpuarr_end ? (i64)(n) : gpuarr_end)
+#define GRID_STRIDE_LOOP(T, i, n)                                                      \
+  for (T i##_end = GPUARR_RANGE_END(T, i, n), i##_once = 1; i##_once; i##_once = 0)     \
+    _Pragma("omp simd") for (T i = (T)gpuarr_begin; i < i##_end; ++i)
+/* The block loop: one item per block, in order; a block's body is sequential code. */
+#define GROUP_STRIDE_LOOP(T, o, n)                                                     \
+  for (T o##_end = GPUARR_RANGE_END(T, o, n), o = (T)gpuarr_begin; o < o##_end; ++o)
+
+/* No warp shuffles; the shared-memory tree of a one-thread block is empty. */
+#define HAS_WARP_SHUFFLE 0
+#define WARP_SIZE 1
+#define TREE_MIN_STRIDE 1
+
+/* 4-wide vectors, for templates that move contiguous 32-bit operands four at a time (the
+ * renderer keeps this dialect on the scalar loop, which the compiler vectorises itself). */
+typedef struct { f32 x, y, z, w; } f32x4;
+typedef struct { i32 x, y, z, w; } i32x4;
+typedef struct { u32 x, y, z, w; } u32x4;
+#define MAKE_f32x4(a, b, c, d) ((f32x4){(a), (b), (c), (d)})
+#define MAKE_i32x4(a, b, c, d) ((i32x4){(a), (b), (c), (d)})
+#define MAKE_u32x4(a, b, c, d) ((u32x4){(a), (b), (c), (d)})
+/* complex64: real in .x, imaginary in .y, laid out as NumPy's complex64. */
+typedef struct { f32 x, y; } c64;
+#define MAKE_c64(re, im) ((c64){(re), (im)})
+
+#define LOAD4(T4, p, q) (((const GLOBAL T4 *)(p))[q])
+#define STORE4(T4, p, q, v) (((GLOBAL T4 *)(p))[q] = (v))
+
+/* Bit casts (memcpy compiles to a register move). */
+INLINE u32 gpuarr_bits_f32(f32 x) { u32 u; memcpy(&u, &x, 4); return u; }
+INLINE f32 gpuarr_f32_bits(u32 u) { f32 x; memcpy(&x, &u, 4); return x; }
+INLINE u64 gpuarr_bits_f64(f64 x) { u64 u; memcpy(&u, &x, 8); return u; }
+INLINE f64 gpuarr_f64_bits(u64 u) { f64 x; memcpy(&x, &u, 8); return x; }
+#define BITS_F32(x) gpuarr_bits_f32(x)
+#define F32_BITS(x) gpuarr_f32_bits((u32)(x))
+#define BITS_F64(x) gpuarr_bits_f64(x)
+#define F64_BITS(x) gpuarr_f64_bits((u64)(x))
+
+/* Bit counts; a count of leading zeros of 0 is the width, as CUDA's __clz. */
+INLINE i32 gpuarr_clz32(u32 x) { return x ? __builtin_clz(x) : 32; }
+INLINE i32 gpuarr_clz64(u64 x) { return x ? __builtin_clzll(x) : 64; }
+#define MATH_POPCOUNT32(x) __builtin_popcount((u32)(x))
+#define MATH_POPCOUNT64(x) __builtin_popcountll((u64)(x))
+#define MATH_CLZ32(x) gpuarr_clz32((u32)(x))
+#define MATH_CLZ64(x) gpuarr_clz64((u64)(x))
+#define MATH_ISNAN(x) (isnan(x) != 0)
+#define MATH_ISINF(x) (isinf(x) != 0)
+#define MATH_ISFINITE(x) (isfinite(x) != 0)
+#define MATH_SIGNBIT(x) (signbit(x) != 0)
+
+/* C has no rsqrt: 1 / sqrt in the operand's type, as the NumPy backend computes it. */
+#define rsqrt(x) ((__typeof__(x))1 / sqrt(x))
+
+/* Atomics (GCC/Clang builtins; relaxed: launches are ordered by the host joining its threads). */
+#define GPUARR_FETCH_ADD(T, p, v) ((void)__atomic_fetch_add((T *)(p), (T)(v), __ATOMIC_RELAXED))
+#define ATOMIC_ADD_I32(p, v) GPUARR_FETCH_ADD(i32, p, v)
+#define ATOMIC_ADD_U32(p, v) GPUARR_FETCH_ADD(u32, p, v)
+#define ATOMIC_ADD_I64(p, v) GPUARR_FETCH_ADD(i64, p, v)
+#define ATOMIC_ADD_U64(p, v) GPUARR_FETCH_ADD(u64, p, v)
+#define ATOMIC_ADD_I8(p, v) GPUARR_FETCH_ADD(i8, p, v)
+#define ATOMIC_ADD_U8(p, v) GPUARR_FETCH_ADD(u8, p, v)
+#define ATOMIC_ADD_I16(p, v) GPUARR_FETCH_ADD(i16, p, v)
+#define ATOMIC_ADD_U16(p, v) GPUARR_FETCH_ADD(u16, p, v)
+
+INLINE u32 gpuarr_cas_u32(u32 *p, u32 cmp, u32 v) {
+  __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return cmp; /* the old value: unchanged on success, the current word on failure */
+}
+INLINE u64 gpuarr_cas_u64(u64 *p, u64 cmp, u64 v) {
+  __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return cmp;
+}
+#define ATOMIC_CAS_U32(p, cmp, v) gpuarr_cas_u32((u32 *)(p), (u32)(cmp), (u32)(v))
+#define ATOMIC_CAS_U64(p, cmp, v) gpuarr_cas_u64((u64 *)(p), (u64)(cmp), (u64)(v))
+
+/* Float adds and signed maxima are compare-and-swap loops, as on OpenCL. */
+INLINE void gpuarr_atomic_add_f32(f32 *p, f32 v) {
+  u32 old = __atomic_load_n((u32 *)p, __ATOMIC_RELAXED), assumed;
+  do {
+    assumed = old;
+    old = gpuarr_cas_u32((u32 *)p, assumed, gpuarr_bits_f32(gpuarr_f32_bits(assumed) + v));
+  } while (old != assumed);
+}
+INLINE void gpuarr_atomic_add_f64(f64 *p, f64 v) {
+  u64 old = __atomic_load_n((u64 *)p, __ATOMIC_RELAXED), assumed;
+  do {
+    assumed = old;
+    old = gpuarr_cas_u64((u64 *)p, assumed, gpuarr_bits_f64(gpuarr_f64_bits(assumed) + v));
+  } while (old != assumed);
+}
+INLINE void gpuarr_atomic_max_i32(i32 *p, i32 v) {
+  i32 old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, 0, __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED)) {
+  }
+}
+INLINE void gpuarr_atomic_max_i64(i64 *p, i64 v) {
+  i64 old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, 0, __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED)) {
+  }
+}
+#define ATOMIC_ADD_F32(p, v) gpuarr_atomic_add_f32((f32 *)(p), (f32)(v))
+#define ATOMIC_ADD_F64(p, v) gpuarr_atomic_add_f64((f64 *)(p), (f64)(v))
+#define ATOMIC_MAX_I32(p, v) gpuarr_atomic_max_i32((i32 *)(p), (i32)(v))
+#define ATOMIC_MAX_I64(p, v) gpuarr_atomic_max_i64((i64 *)(p), (i64)(v))
+
+/* Special float values. */
+#define INF_F32 __builtin_inff()
+#define NAN_F32 __builtin_nanf("")
+#define INF_F64 __builtin_inf()
+#define NAN_F64 __builtin_nan("")

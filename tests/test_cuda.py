@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import close
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
@@ -266,7 +267,7 @@ def test_program_table_on_the_opencl_platform(name):
     got = jax.jit(f)(*jax.device_put(args, dev))
     for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
         assert g.device == dev and g.committed
-        _close(g, w, name)
+        close(g, w, 2e-5, err_msg=name)
 
 
 # ---- the cuda platform on the CuPy stand-in (tests/cupy_standin, docs/cuda-standin.md) ----------
@@ -323,7 +324,7 @@ def test_cuda_platform_runs_plans(standin, name):
     assert all(isinstance(o, cuda.DeviceBuffer) for o in outs)
     want = jax.jit(f)(*_on_cpu(args))
     for g, w in zip(outs, jax.tree_leaves(want)):
-        _close(standin.to_host(g), w, name)
+        close(standin.to_host(g), w, 2e-5, err_msg=name)
 
 
 def test_cuda_platform_donation_reuses_memory(standin):
@@ -346,7 +347,7 @@ def test_arrays_on_the_cuda_platform(standin):
     assert isinstance(y._buffer, cuda.DeviceBuffer) and y.device == dev
     z = jnp.sum(y + 1, axis=0)  # eager: one-equation programs through the same kernels
     assert isinstance(z._buffer, cuda.DeviceBuffer) and z.committed
-    _close(z, np.sum(np.tanh(F) * 2 + 1, axis=0), "eager")
+    close(z, np.sum(np.tanh(F) * 2 + 1, axis=0), 2e-5, err_msg="eager")
     assert z.block_until_ready() is z
     assert "Array(" in repr(z) and np.asarray(z).dtype == np.float32
     assert type(jax.device_get(z)) is np.ndarray
@@ -470,7 +471,7 @@ def test_library_steps_on_the_device(standin, name, f, args):
     got = jax.block_until_ready(jitted(*dargs))
     assert counters.h2d == 0 and counters.d2h == 0, (name, counters)
     want = jax.jit(f)(*_on_cpu(args))
-    _close(got, want, name)
+    close(got, want, 2e-5, err_msg=name)
 
 
 def test_device_cholesky_fills_failed_factorizations_with_nans(standin):
@@ -569,7 +570,7 @@ def test_loops_keep_their_state_on_the_device(standin):
         assert counters.h2d == 0, (name, counters)
         assert counters.d2h == reads, (name, counters)  # predicates / branch indices only
         for g, w in zip(jax.tree_leaves(out), jax.tree_leaves(jax.jit(f)(_on_cpu(F)))):
-            _close(g, w, name)
+            close(g, w, 2e-5, err_msg=name)
 
 
 @pytest.fixture
@@ -589,9 +590,9 @@ def test_control_flow_runs_on_its_programs_device(two_gpus):
     loop = jax.jit(lambda v: jax.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + i, v))
     out = loop(x)
     assert out.device == d1
-    _close(out, loop(_on_cpu(F)), "fori_loop on device 1")
+    close(out, loop(_on_cpu(F)), 2e-5, err_msg="fori_loop on device 1")
     carry, ys = jax.jit(_scan_cumsum)(x[:8, :16])
-    _close(carry, jax.jit(_scan_cumsum)(_on_cpu(F[:8, :16]))[0], "scan on device 1")
+    close(carry, jax.jit(_scan_cumsum)(_on_cpu(F[:8, :16]))[0], 2e-5, err_msg="scan on device 1")
     assert carry.device == d1 and ys.device == d1
     _cp().cuda.Device(1).synchronize()  # no fault was left on the device
     assert _cp().cuda.memory.allocated_on(0) == 0  # nothing ran on (or was copied to) device 0
@@ -631,15 +632,6 @@ def _on_cpu(tree):
     return jax.device_put(tree, jax.devices("cpu")[0])
 
 
-def _close(got, want, name):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (name, got.dtype, want.dtype)
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want, err_msg=name)
-    else:
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=name)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_on_gpu_matches_numpy(gpu, name):
@@ -648,7 +640,7 @@ def test_program_on_gpu_matches_numpy(gpu, name):
     got = jax.jit(f)(*jax.device_put(args, gpu))
     for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
         assert g.device == gpu and g.committed
-        _close(g, w, name)
+        close(g, w, 2e-5, err_msg=name)
 
 
 @pytest.mark.gpu
@@ -658,7 +650,7 @@ def test_eager_ops_on_gpu_match_numpy(gpu, name):
     want = f(*_on_cpu(args))
     got = f(*jax.device_put(args, gpu))
     for g, w in zip(jax.tree_leaves(got), jax.tree_leaves(want)):
-        _close(g, w, name)
+        close(g, w, 2e-5, err_msg=name)
 
 
 @pytest.mark.gpu

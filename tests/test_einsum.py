@@ -4,6 +4,7 @@ import importlib
 
 import numpy as np
 import pytest
+from helpers import rand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,10 +14,6 @@ from gpuarr.test_util import check_grads
 
 # The module (gpuarr.numpy.einsum the attribute is the function).
 einsum_module = importlib.import_module("gpuarr.numpy.einsum")
-
-
-def rand(shape, dtype=np.float32, seed=0):
-    return np.random.default_rng(seed).normal(size=shape).astype(dtype)
 
 
 # (subscripts, operand shapes)

@@ -2,6 +2,7 @@
 by finite differences, vmap against a Python loop, and JAX as an oracle for the general forms."""
 import numpy as np
 import pytest
+from helpers import rand
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
@@ -12,10 +13,6 @@ GDN = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), st
 SDN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
                                   scatter_dims_to_operand_dims=(0,))
 ROWS = np.array([[0], [2], [2]], np.int32)
-
-
-def rand(*shape, seed=0, dtype=np.float32):
-    return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
 
 
 def loop_vmap(f, *args):
@@ -65,7 +62,7 @@ def test_gather_window_partly_out_of_bounds_fills_whole_window():
 
 def test_gather_matches_jax_general_dimension_numbers():
     jjax = pytest.importorskip("jax")
-    x = rand(3, 4, 5)
+    x = rand((3, 4, 5))
     idx = np.array([[[0, 1], [2, 3]], [[1, 0], [2, 4]]], np.int32)  # batch (2, 2), vector of 2
     dn = lax.GatherDimensionNumbers(offset_dims=(1, 3), collapsed_slice_dims=(1,),
                                     start_index_map=(2, 1))
@@ -85,7 +82,7 @@ def test_gather_matches_jax_general_dimension_numbers():
 
 
 def test_gather_errors():
-    x = rand(4, 3)
+    x = rand((4, 3))
     with pytest.raises(TypeError, match="integer"):
         lax.gather(x, ROWS.astype(np.float32), GDN, (1, 3))
     with pytest.raises(TypeError, match="slice_sizes"):
@@ -97,11 +94,11 @@ def test_gather_errors():
 
 
 def test_gather_grad_is_scatter_add_and_vmap():
-    x = rand(4, 3).astype(np.float64)
+    x = rand((4, 3)).astype(np.float64)
     check_grads(lambda x: lax.gather(x, ROWS, GDN, (1, 3)), (x,), order=2)
     g = jax.grad(lambda x: lax.gather(x, ROWS, GDN, (1, 3)).sum())(x.astype(np.float32))
     assert_same(g, np.array([[1] * 3, [0] * 3, [2] * 3, [0] * 3], np.float32))
-    xs = rand(3, 4, 3)
+    xs = rand((3, 4, 3))
     idxs = np.array([[[0], [3]], [[1], [1]], [[2], [0]]], np.int32)
     f = lambda x, i: lax.gather(x, i, GDN, (1, 3))  # noqa: E731
     assert_same(jax.vmap(f)(xs, idxs), loop_vmap(f, xs, idxs))
@@ -158,7 +155,7 @@ def test_scatter_out_of_bounds_dropped_or_clipped():
 
 
 def test_scatter_errors():
-    x = rand(4, 3)
+    x = rand((4, 3))
     with pytest.raises(TypeError, match="dtype"):
         lax.scatter_add(x, ROWS, np.ones((3, 3), np.int32), SDN)
     with pytest.raises(TypeError, match="updates"):
@@ -168,7 +165,7 @@ def test_scatter_errors():
 
 
 def test_scatter_grads():
-    x, u = rand(4, 3).astype(np.float64), rand(3, 3, seed=1).astype(np.float64)
+    x, u = rand((4, 3)).astype(np.float64), rand((3, 3), seed=1).astype(np.float64)
     uniq = np.array([[0], [2]], np.int32)
     check_grads(lambda x, u: lax.scatter_add(x, ROWS, u, SDN), (x, u), order=2)
     check_grads(lambda x, u: lax.scatter_sub(x, ROWS, u, SDN), (x, u), order=1)
@@ -185,7 +182,7 @@ def test_scatter_grads():
 
 @pytest.mark.parametrize("fn", [lax.scatter_add, lax.scatter, lax.scatter_max])
 def test_scatter_vmap(fn):
-    xs, us = rand(3, 4, 3), rand(3, 3, 3, seed=2)
+    xs, us = rand((3, 4, 3)), rand((3, 3, 3), seed=2)
     idxs = np.array([[[0], [3], [1]], [[1], [1], [2]], [[2], [0], [3]]], np.int32)
     f = lambda x, i, u: fn(x, i, u, SDN)  # noqa: E731
     assert_same(jax.vmap(f)(xs, idxs, us), loop_vmap(f, xs, idxs, us))
@@ -248,20 +245,20 @@ def test_dynamic_slice_under_jit_with_traced_start():
 
 
 def test_dynamic_slice_grads_and_vmap():
-    x = rand(4, 5).astype(np.float64)
+    x = rand((4, 5)).astype(np.float64)
     check_grads(lambda x: lax.dynamic_slice(x, (1, 2), (2, 2)), (x,), order=2)
     check_grads(lambda x, u: lax.dynamic_update_slice(x, u, (1, 2)), (x, x[:2, :2] * 3), order=2)
     g = jax.grad(lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 2)).sum())(x.astype(np.float32), 1)
     want = np.zeros((4, 5), np.float32)
     want[1:3, 1:3] = 1
     assert_same(g, want)
-    xs = rand(3, 4, 5)
+    xs = rand((3, 4, 5))
     starts = np.array([0, 2, 3], np.int32)
     f = lambda x, i: lax.dynamic_slice(x, (i, i), (2, 2))  # noqa: E731
     assert_same(jax.vmap(f)(xs, starts), loop_vmap(f, xs, starts))
     assert_same(jax.vmap(f, (None, 0))(xs[0], starts), loop_vmap(lambda i: f(xs[0], i), starts))
     assert_same(jax.vmap(lambda x: f(x, 1))(xs), loop_vmap(lambda x: f(x, 1), xs))
-    u = rand(3, 2, 2, seed=4)
+    u = rand((3, 2, 2), seed=4)
     h = lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1))  # noqa: E731
     assert_same(jax.vmap(h)(xs, u, starts), loop_vmap(h, xs, u, starts))
     assert_same(jax.vmap(h, (0, 0, None))(xs, u, 1), loop_vmap(lambda x, u: h(x, u, 1), xs, u))
@@ -270,6 +267,6 @@ def test_dynamic_slice_grads_and_vmap():
 
 
 def test_index_take():
-    x = rand(3, 4, 5)
+    x = rand((3, 4, 5))
     i0, i1 = np.array([0, 2]), np.array([1, 3])
     assert_same(lax.index_take(x, (i0, i1), (0, 1)), x[i0, i1])

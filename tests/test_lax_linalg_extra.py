@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 import pytest
+from helpers import close, rand
 from jax_compare import same_error
 
 import gpuarr
@@ -23,6 +24,10 @@ jax_linalg = jax.lax.linalg
 TOL = {np.float32: 2e-5, np.float64: 1e-12, np.complex64: 2e-5, np.complex128: 1e-12}
 REAL = {np.float32: np.float32, np.float64: np.float64, np.complex64: np.float32,
         np.complex128: np.float64}
+
+
+def tol(dtype, scale=1.0):
+    return TOL[np.dtype(dtype).type] * scale
 
 
 def _x64_both(on):
@@ -60,22 +65,6 @@ def x64():
     restore = _x64_both(True)
     yield
     restore()
-
-
-def rand(rng, shape, dtype):
-    x = rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    return x.astype(dtype)
-
-
-def close(got, want, dtype, scale=1.0):
-    """Same shape and dtype as `want`, values equal to TOL[dtype] * scale."""
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    tol = TOL[np.dtype(dtype).type] * scale
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def jax_all(cases):
@@ -117,18 +106,18 @@ def test_tridiagonal_matches_jax(x64):
     for dtype in TYPES:
         for shape in [(1, 1), (2, 2), (5, 5), (2, 3, 4, 4)]:
             for lower in (True, False):
-                cases.append((dtype, lower, rand(rng, shape, dtype)))
+                cases.append((dtype, lower, rand(shape, dtype, rng)))
     # Above LAPACK's block size hetrd takes its blocked path, which leaves the last diagonal
     # entry of the upper form untouched (imaginary part included).
     for lower in (True, False):
-        cases.append((np.complex128, lower, rand(rng, (40, 40), np.complex128)))
+        cases.append((np.complex128, lower, rand((40, 40), np.complex128, rng)))
     wants = jax_all([(lambda a, lower=lower: jax_linalg.tridiagonal(a, lower=lower), (a,))
                      for _, lower, a in cases])
     for (dtype, lower, a), want in zip(cases, wants):
         got = lax_linalg.tridiagonal(a, lower=lower)
         assert isinstance(got, list) and len(got) == 4
         for g, w in zip(got, want):
-            close(g, w, dtype, scale=100 if a.shape[-1] == 40 else 20)
+            close(g, w, tol(dtype, 100 if a.shape[-1] == 40 else 20))
         real = REAL[np.dtype(dtype).type]
         assert got[1].dtype == real and got[2].dtype == real and got[3].dtype == dtype
         if a.shape[-1] == 40:
@@ -148,7 +137,7 @@ def _householder_q(v, taus):
 def test_tridiagonal_reconstructs_input(anytype, lower):
     """A = Q T Q^H in float64, with Q rebuilt from the packed reflectors."""
     n = 6
-    x = rand(np.random.default_rng(2), (n, n), anytype)
+    x = rand((n, n), anytype, np.random.default_rng(2))
     herm = (x + x.conj().T) / 2
     packed, d, e, taus = (np.asarray(o).astype(np.complex128) for o in
                           lax_linalg.tridiagonal(herm, lower=lower))
@@ -160,10 +149,10 @@ def test_tridiagonal_reconstructs_input(anytype, lower):
         else:  # v_i = (a[:i, i+1], 1, 0, .., 0), its 1 at row i; applied last to first
             v[i, i], v[:i, i] = 1, packed[:i, i + 1]
     q = _householder_q(v, taus) if lower else _householder_q(v[:, ::-1], taus[::-1])
-    close(q @ t @ q.conj().T, herm.astype(np.complex128), np.complex128,
-          scale=1e7 if np.dtype(anytype).itemsize <= 8 else 1e3)
-    close(q.conj().T @ q, np.eye(n, dtype=np.complex128), np.complex128,
-          scale=1e7 if np.dtype(anytype).itemsize <= 8 else 1e3)
+    close(q @ t @ q.conj().T, herm.astype(np.complex128),
+          tol(np.complex128, 1e7 if np.dtype(anytype).itemsize <= 8 else 1e3))
+    close(q.conj().T @ q, np.eye(n, dtype=np.complex128),
+          tol(np.complex128, 1e7 if np.dtype(anytype).itemsize <= 8 else 1e3))
     # The triangle that is not read comes back as it was.
     unread = (lambda m: np.triu(m, 1)) if lower else (lambda m: np.tril(m, -1))
     np.testing.assert_array_equal(unread(packed), unread(herm).astype(np.complex128))
@@ -171,14 +160,14 @@ def test_tridiagonal_reconstructs_input(anytype, lower):
 
 def test_tridiagonal_reads_one_triangle(dtype):
     rng = np.random.default_rng(3)
-    a = rand(rng, (5, 5), dtype)
-    garbage = a + np.triu(rand(rng, (5, 5), dtype), 1)
+    a = rand((5, 5), dtype, rng)
+    garbage = a + np.triu(rand((5, 5), dtype, rng), 1)
     for g, w in zip(lax_linalg.tridiagonal(a)[1:], lax_linalg.tridiagonal(garbage)[1:]):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
 def test_tridiagonal_vmap_jit_and_not_differentiable():
-    a = rand(np.random.default_rng(4), (3, 4, 4), np.float32)
+    a = rand((3, 4, 4), np.float32, np.random.default_rng(4))
     vmap_matches_loop(lambda a: lax_linalg.tridiagonal(a, lower=False), [a], (0,))
     vmap_matches_loop(lax_linalg.tridiagonal, [np.moveaxis(a, 0, 2)], (2,))
     for g, w in zip(gpuarr.jit(lax_linalg.tridiagonal)(a), lax_linalg.tridiagonal(a)):
@@ -209,12 +198,12 @@ def test_symmetric_product_matches_jax_and_numpy(x64):
         for a_shape, c_shape in SYMMETRIC_SHAPES:
             for kw in (dict(alpha=0.7, beta=-1.3), dict(alpha=0.7, beta=-1.3,
                                                          symmetrize_output=True), {}):
-                cases.append((dtype, kw, rand(rng, a_shape, dtype), rand(rng, c_shape, dtype)))
+                cases.append((dtype, kw, rand(a_shape, dtype, rng), rand(c_shape, dtype, rng)))
     wants = jax_all([(lambda a, c, kw=kw: jax_linalg.symmetric_product(a, c, **kw), (a, c))
                      for _, kw, a, c in cases])
     for (dtype, kw, a, c), want in zip(cases, wants):
         got = lax_linalg.symmetric_product(a, c, **kw)
-        close(got, want, dtype, scale=10)
+        close(got, want, tol(dtype, 10))
         alpha, beta = kw.get("alpha", 1.), kw.get("beta", 0.)
         oracle = alpha * a.astype(np.float64) @ np.swapaxes(a, -1, -2) + beta * c
         # The lower triangle is the valid one; symmetrize_output mirrors it over the diagonal.
@@ -227,16 +216,16 @@ def test_symmetric_product_matches_jax_and_numpy(x64):
 
 def test_symmetric_product_vmap_and_jit():
     rng = np.random.default_rng(7)
-    a, c = rand(rng, (3, 2, 4), np.float32), rand(rng, (2, 2), np.float32)
+    a, c = rand((3, 2, 4), np.float32, rng), rand((2, 2), np.float32, rng)
     fn = lambda a, c: lax_linalg.symmetric_product(a, c, alpha=2., beta=0.5)  # noqa: E731
     vmap_matches_loop(fn, [a, c], (0, None))
     vmap_matches_loop(fn, [np.moveaxis(a, 0, 2), np.stack([c] * 3, 1)], (2, 1))
-    close(gpuarr.jit(fn)(a[0], c), fn(a[0], c), np.float32)
+    close(gpuarr.jit(fn)(a[0], c), fn(a[0], c), tol(np.float32))
 
 
 def test_symmetric_product_not_differentiable():
     rng = np.random.default_rng(8)
-    a, c = rand(rng, (3, 2), np.float32), np.eye(3, dtype=np.float32)
+    a, c = rand((3, 2), np.float32, rng), np.eye(3, dtype=np.float32)
     same_error(lambda: gpuarr.grad(lambda a: lax_linalg.symmetric_product(a, c).sum())(a),
                lambda: jax.grad(lambda a: jax_linalg.symmetric_product(a, c).sum())(a))
     same_error(lambda: gpuarr.jvp(lambda c: lax_linalg.symmetric_product(a, c), (c,), (c,)),
@@ -280,11 +269,11 @@ def test_cholesky_update_matches_jax_and_numpy(x64):
     w[[0, 2]] = 0  # drotg's y == 0 branch: no rotation at those rows
     cases.append((np.float64, r, w))
     # JAX rotates whole rows, so entries below the diagonal take part as well.
-    cases.append((np.float64, rand(rng, (4, 4), np.float64) + 4 * np.eye(4), w))
+    cases.append((np.float64, rand((4, 4), np.float64, rng) + 4 * np.eye(4), w))
     wants = jax_all([(jax_linalg.cholesky_update, (r, w)) for _, r, w in cases])
     for (dtype, r, w), want in zip(cases, wants):
         got = lax_linalg.cholesky_update(r, w)
-        close(got, want, dtype, scale=10)
+        close(got, want, tol(dtype, 10))
         if np.any(np.tril(r, -1)):
             continue
         # The NumPy oracle: R'^T R' = R^T R + w w^T with R' upper triangular.
@@ -305,8 +294,7 @@ def test_cholesky_update_zero_vector_is_identity(dtype):
 def test_cholesky_update_jit_no_vmap_no_grad():
     rng = np.random.default_rng(11)
     r, w = _factor(rng, 4, np.float32), rng.normal(size=4).astype(np.float32)
-    close(gpuarr.jit(lax_linalg.cholesky_update)(r, w), lax_linalg.cholesky_update(r, w),
-          np.float32)
+    close(gpuarr.jit(lax_linalg.cholesky_update)(r, w), lax_linalg.cholesky_update(r, w), tol(np.float32))
     rs, ws = np.stack([r, r]), np.stack([w, w])
     same_error(lambda: gpuarr.vmap(lax_linalg.cholesky_update)(rs, ws),
                lambda: jax.vmap(jax_linalg.cholesky_update)(rs, ws))
@@ -344,10 +332,10 @@ def _ill_conditioned(rng, shape, dtype):
 def test_qdwh_matches_jax(x64):
     rng = np.random.default_rng(12)
     padded = np.zeros((6, 5), np.float32)
-    padded[:4, :3] = rand(rng, (4, 3), np.float32)
+    padded[:4, :3] = rand((4, 3), np.float32, rng)
     cases = [  # (dtype, x, keyword arguments)
-        (np.float64, rand(rng, (5, 3), np.float64), {}),
-        (np.complex128, rand(rng, (4, 4), np.complex128), dict(is_hermitian=True)),
+        (np.float64, rand((5, 3), np.float64, rng), {}),
+        (np.complex128, rand((4, 4), np.complex128, rng), dict(is_hermitian=True)),
         (np.float64, _ill_conditioned(rng, (5, 4), np.float64), dict(max_iterations=1)),
         (np.float32, padded, dict(dynamic_shape=(4, 3), eps=1e-4)),
     ]
@@ -355,8 +343,8 @@ def test_qdwh_matches_jax(x64):
     for (dtype, x, kw), want in zip(cases, wants):
         got = lax_linalg.qdwh(x, **kw)
         assert isinstance(got, tuple) and len(got) == 4
-        close(got[0], want[0], dtype, scale=50)
-        close(got[1], want[1], dtype, scale=50)
+        close(got[0], want[0], tol(dtype, 50))
+        close(got[1], want[1], tol(dtype, 50))
         assert np.asarray(got[2]).dtype == want[2].dtype and int(got[2]) == int(want[2])
         assert np.asarray(got[3]).dtype == np.bool_ and bool(got[3]) == bool(want[3])
     assert not bool(wants[2][3])  # one step is not enough for the ill-conditioned matrix
@@ -364,7 +352,7 @@ def test_qdwh_matches_jax(x64):
 
 @pytest.mark.parametrize("shape", [(5, 3), (4, 4), (6, 1)], ids=str)
 def test_qdwh_is_a_polar_decomposition(anytype, shape):
-    x = rand(np.random.default_rng(13), shape, anytype)
+    x = rand(shape, anytype, np.random.default_rng(13))
     u, h, num_iters, converged = lax_linalg.qdwh(x)
     assert u.dtype == anytype and h.dtype == anytype and u.shape == shape
     assert h.shape == (shape[1],) * 2
@@ -372,13 +360,13 @@ def test_qdwh_is_a_polar_decomposition(anytype, shape):
     assert bool(converged) and 0 < int(num_iters) <= 10
     u, h = (np.asarray(o).astype(np.complex128) for o in (u, h))
     scale = 1e7 if np.dtype(anytype).itemsize <= 8 else 1e3
-    close(u.conj().T @ u, np.eye(shape[1], dtype=np.complex128), np.complex128, scale)
-    close(u @ h, x.astype(np.complex128), np.complex128, scale)
-    close(h, h.conj().T, np.complex128, scale)
+    close(u.conj().T @ u, np.eye(shape[1], dtype=np.complex128), tol(np.complex128, scale))
+    close(u @ h, x.astype(np.complex128), tol(np.complex128, scale))
+    close(h, h.conj().T, tol(np.complex128, scale))
     assert np.linalg.eigvalsh(h).min() > 0
     # The same polar factor as the SVD's: u = U V^H.
     su, _, svh = np.linalg.svd(x.astype(np.complex128), full_matrices=False)
-    close(u, su @ svh, np.complex128, scale * 10)
+    close(u, su @ svh, tol(np.complex128, scale * 10))
 
 
 def test_qdwh_options(dtype):
@@ -394,13 +382,13 @@ def test_qdwh_options(dtype):
     padded = np.zeros((6, 5), dtype)
     padded[:4, :3] = bad[:4, :3]
     got = lax_linalg.qdwh(padded, dynamic_shape=(4, 3))
-    close(np.asarray(got[0])[:4, :3], lax_linalg.qdwh(bad[:4, :3])[0], dtype, scale=1e3)
+    close(np.asarray(got[0])[:4, :3], lax_linalg.qdwh(bad[:4, :3])[0], tol(dtype, 1e3))
     np.testing.assert_array_equal(np.asarray(got[0])[4:], 0)
 
 
 def test_qdwh_jit_vmap_and_jvp(x64):
     rng = np.random.default_rng(15)
-    xs = rand(rng, (3, 5, 3), np.float64)
+    xs = rand((3, 5, 3), np.float64, rng)
     for g, w in zip(gpuarr.jit(lax_linalg.qdwh)(xs[0]), lax_linalg.qdwh(xs[0])):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
     vmap_matches_loop(lambda x: lax_linalg.qdwh(x)[:2], [xs], (0,), tol=1e-10)
@@ -427,10 +415,10 @@ def test_svd_algorithm_enum_matches_jax():
 
 
 def test_svd_algorithms_agree(dtype):
-    x = rand(np.random.default_rng(16), (2, 5, 3), dtype)
+    x = rand((2, 5, 3), dtype, np.random.default_rng(16))
     want = lax_linalg.svd(x, full_matrices=False)
     want_s = lax_linalg.svd(x, compute_uv=False)
-    close(want[1], jax_linalg.svd(x, full_matrices=False)[1], dtype, scale=10)
+    close(want[1], jax_linalg.svd(x, full_matrices=False)[1], tol(dtype, 10))
     for algorithm in (*lax_linalg.SvdAlgorithm, jax_linalg.SvdAlgorithm.QR):
         got = lax_linalg.svd(x, full_matrices=False, algorithm=algorithm)
         for g, w in zip(got, want):

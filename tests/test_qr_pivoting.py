@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
+from helpers import rand
 from jax._src.lax import linalg as jax_linalg
 
 import gpuarr
@@ -28,14 +29,6 @@ SHAPES = [(5, 3), (3, 5), (2, 4, 4)]
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
-def _random(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
 def _tol(dtype):
     return 2e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
 
@@ -53,7 +46,7 @@ def _check(got, want, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_qr_pivoting_matches_jax(shape, dtype, full_matrices):
-    x = _random(shape, dtype)
+    x = rand(shape, dtype)
     got = linalg.qr(gnp.asarray(x), pivoting=True, full_matrices=full_matrices)
     want = jax.lax.linalg.qr(jnp.asarray(x), pivoting=True, full_matrices=full_matrices)
     assert len(got) == 3
@@ -63,7 +56,7 @@ def test_qr_pivoting_matches_jax(shape, dtype, full_matrices):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64])
 def test_geqp3_matches_jax_with_fixed_columns(dtype):
-    x = _random((6, 5), dtype, seed=1)
+    x = rand((6, 5), dtype, seed=1)
     for jpvt in (np.zeros(5, np.int32), np.array([0, 1, 0, 1, 0], np.int32)):
         got = linalg._geqp3(gnp.asarray(x), gnp.asarray(jpvt))
         want = jax_linalg.geqp3(jnp.asarray(x), jnp.asarray(jpvt))
@@ -97,7 +90,7 @@ def test_empty_matrices_match_jax():
 @pytest.mark.parametrize("mode", ["full", "economic", "r"])
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
 def test_scipy_qr_pivoting_modes(mode, shape):
-    x = _random(shape, np.float64, seed=3)
+    x = rand(shape, np.float64, seed=3)
     got = gsl.qr(gnp.asarray(x), mode=mode, pivoting=True)
     want = jsl.qr(jnp.asarray(x), mode=mode, pivoting=True)
     assert len(got) == len(want)
@@ -109,9 +102,9 @@ def test_scipy_qr_pivoting_modes(mode, shape):
 @pytest.mark.parametrize("mode", ["left", "right"])
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
 def test_qr_multiply_pivoting(shape, mode, conjugate):
-    a = _random(shape, np.complex128, seed=4)
+    a = rand(shape, np.complex128, seed=4)
     m, n = shape
-    c = _random((min(m, n), 2) if mode == "left" else (2, m), np.complex128, seed=5)
+    c = rand((min(m, n), 2) if mode == "left" else (2, m), np.complex128, seed=5)
     got = gsl.qr_multiply(gnp.asarray(a), gnp.asarray(c), mode=mode, pivoting=True,
                           conjugate=conjugate)
     want = jsl.qr_multiply(jnp.asarray(a), jnp.asarray(c), mode=mode, pivoting=True,
@@ -122,14 +115,14 @@ def test_qr_multiply_pivoting(shape, mode, conjugate):
 
 
 def test_jit_and_vmap():
-    x = _random((3, 5, 4), np.float32, seed=6)
+    x = rand((3, 5, 4), np.float32, seed=6)
     want = jax.lax.linalg.qr(jnp.asarray(x), pivoting=True)
     fn = lambda m: linalg.qr(m, pivoting=True)  # noqa: E731
     for got in (gpuarr.jit(fn)(gnp.asarray(x)), gpuarr.vmap(fn)(gnp.asarray(x)),
                 gpuarr.jit(gpuarr.vmap(fn, in_axes=1))(gnp.asarray(x.swapaxes(0, 1)))):
         for g, w in zip(got, want):
             _check(g, w, np.float32)
-    c = _random((3, 2, 5), np.float32, seed=7)
+    c = rand((3, 2, 5), np.float32, seed=7)
     got = gpuarr.vmap(lambda a, b: gsl.qr_multiply(a, b, pivoting=True))(gnp.asarray(x), gnp.asarray(c))
     want = jax.vmap(lambda a, b: jsl.qr_multiply(a, b, pivoting=True))(jnp.asarray(x), jnp.asarray(c))
     for g, w in zip(got, want):
@@ -137,7 +130,7 @@ def test_jit_and_vmap():
 
 
 def test_geqp3_is_not_differentiable():
-    x = gnp.asarray(_random((4, 3), np.float64))
+    x = gnp.asarray(rand((4, 3), np.float64))
     jpvt = gnp.zeros(3, np.int32)
     with pytest.raises(NotImplementedError, match="Differentiation rule for 'geqp3'"):
         gpuarr.jvp(lambda m: linalg._geqp3(m, jpvt)[0], (x,), (x,))
@@ -145,8 +138,8 @@ def test_geqp3_is_not_differentiable():
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
 def test_qr_pivoting_jvp_by_finite_differences(shape):
-    x = _random(shape, np.float64, seed=8)
-    dx = _random(shape, np.float64, seed=9)
+    x = rand(shape, np.float64, seed=8)
+    dx = rand(shape, np.float64, seed=9)
     fn = lambda m: linalg.qr(m, pivoting=True)[:2]  # noqa: E731
     _, (dq, dr) = gpuarr.jvp(fn, (gnp.asarray(x),), (gnp.asarray(dx),))
     eps = 1e-6
@@ -163,7 +156,7 @@ def test_qr_pivoting_jvp_by_finite_differences(shape):
 
 
 def test_grad_under_jit_matches_jax():
-    x = _random((5, 3), np.float64, seed=10)
+    x = rand((5, 3), np.float64, seed=10)
     loss = lambda qr_fn: lambda m: (qr_fn(m, pivoting=True)[1] ** 2).sum()  # noqa: E731
     got = gpuarr.jit(gpuarr.grad(loss(linalg.qr)))(gnp.asarray(x))
     want = jax.grad(loss(jax.lax.linalg.qr))(jnp.asarray(x))

@@ -6,7 +6,8 @@ import dataclasses
 
 import numpy as np
 import pytest
-from jax_compare import check_signatures, close, same_error
+from helpers import close
+from jax_compare import check_signatures, same_error
 
 import gpuarr
 from gpuarr import lax as glax

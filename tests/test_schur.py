@@ -10,6 +10,7 @@ JAX and SciPy, eagerly, under jit and over batches.
 """
 import numpy as np
 import pytest
+from helpers import rand
 
 import gpuarr
 import gpuarr.numpy as gnp
@@ -33,14 +34,6 @@ def x64():
     yield
     gpuarr.config.update("jax_enable_x64", old_ours)
     jax.config.update("jax_enable_x64", old_ref)
-
-
-def rand(shape, dtype=np.float64, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.normal(size=shape)
-    return x.astype(dtype)
 
 
 def check_schur_form(a, t, z):
@@ -93,19 +86,19 @@ def test_schur_is_a_schur_form(x64, dtype, shape):
 
 
 STRUCTURED = {
-    "upper": np.triu(rand((5, 5), seed=1)),
-    "lower": np.tril(rand((5, 5), seed=2)),  # the permutation step makes it triangular
+    "upper": np.triu(rand((5, 5), np.float64, seed=1)),
+    "lower": np.tril(rand((5, 5), np.float64, seed=2)),  # the permutation step makes it triangular
     "zeros": np.zeros((4, 4)),
     "rotation": np.array([[0.0, -1.0], [1.0, 0.0]]),
     "jordan": np.eye(5) + np.eye(5, k=1),
     "cycle": np.roll(np.eye(6), 1, axis=0),  # eigenvalues on the unit circle
     "companion": np.array([[-2.0, -3.0, -4.0, -5.0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]),
-    "symmetric": (lambda x: x + x.T)(rand((6, 6), seed=3)),
-    "sparse": rand((7, 7), seed=4) * (rand((7, 7), seed=5) > 0.6),
-    "graded": np.diag(10.0 ** np.arange(6)) @ rand((6, 6), seed=6),
-    "random": rand((12, 12), seed=7),
+    "symmetric": (lambda x: x + x.T)(rand((6, 6), np.float64, seed=3)),
+    "sparse": rand((7, 7), np.float64, seed=4) * (rand((7, 7), np.float64, seed=5) > 0.6),
+    "graded": np.diag(10.0 ** np.arange(6)) @ rand((6, 6), np.float64, seed=6),
+    "random": rand((12, 12), np.float64, seed=7),
     "complex": rand((9, 9), np.complex128, seed=8),
-    "complex sparse": rand((7, 7), np.complex128, seed=9) * (rand((7, 7), seed=5) > 0.6),
+    "complex sparse": rand((7, 7), np.complex128, seed=9) * (rand((7, 7), np.float64, seed=5) > 0.6),
 }
 
 
@@ -141,7 +134,7 @@ def test_float32_diagonal_matches_jax():
 
 
 def test_without_schur_vectors_and_empty(x64):
-    a = rand((2, 4, 4), seed=11)
+    a = rand((2, 4, 4), np.float64, seed=11)
     (t,) = lax_linalg.schur(a, compute_schur_vectors=False)
     np.testing.assert_array_equal(np.asarray(t), np.asarray(lax_linalg.schur(a)[0]))
     for shape in [(0, 0), (2, 0, 0)]:
@@ -200,7 +193,7 @@ def test_sort_and_grad_errors():
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.int32])
 @pytest.mark.parametrize("output", ["real", "complex"])
 def test_scipy_schur_dtypes(dtype, output):
-    a = (rand((4, 4), seed=13) * 3).astype(dtype)
+    a = (rand((4, 4), np.float64, seed=13) * 3).astype(dtype)
     if dtype == np.int32 and output == "real":
         same_error(lambda: gl.schur(a, output), lambda: jsl.schur(a, output))
         return
@@ -212,7 +205,7 @@ def test_scipy_schur_dtypes(dtype, output):
 
 
 def test_rsf2csf_matches_jax(x64):
-    a = rand((2, 6, 6), seed=14)
+    a = rand((2, 6, 6), np.float64, seed=14)
     t, z = (np.asarray(x) for x in jax.lax.linalg.schur(a))  # one real Schur form for both
     got, want = gl.rsf2csf(t, z), jsl.rsf2csf(t, z)
     jitted = gpuarr.jit(gl.rsf2csf)(t[0], z[0])
@@ -247,7 +240,7 @@ def test_sqrtm(x64, dtype):
 
 
 def test_funm(x64):
-    a = rand((6, 6), seed=16)
+    a = rand((6, 6), np.float64, seed=16)
     got = gl.funm(a, gnp.exp)
     assert got.dtype == np.complex128
     np.testing.assert_allclose(np.asarray(got), sl.expm(a), atol=1e-10)
@@ -281,7 +274,8 @@ def test_matrix_functions_under_vmap():
 
 @pytest.mark.parametrize("method", ["schur", "eigen"])
 def test_solve_sylvester(x64, method):
-    a, b, c = rand((2, 4, 4), seed=18), rand((3, 3), seed=19), rand((4, 3), seed=20)
+    a, b = rand((2, 4, 4), np.float64, seed=18), rand((3, 3), np.float64, seed=19)
+    c = rand((4, 3), np.float64, seed=20)
     got = gl.solve_sylvester(a, b, c, method=method)
     want = jsl.solve_sylvester(a, b, c, method=method)
     assert got.dtype == want.dtype == np.float64 and got.shape == (2, 4, 3)

@@ -2,6 +2,7 @@
 dtypes, batches against a Python loop, jit, vmap, finite-difference gradients and errors."""
 import numpy as np
 import pytest
+from helpers import allclose, rand
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -13,11 +14,8 @@ sl = pytest.importorskip("scipy.linalg")
 TOL = {np.float32: 2e-4, np.float64: 1e-9, np.complex64: 2e-4}
 
 
-def rand(shape, dtype=np.float64, seed=0):
-    x = np.random.default_rng(seed).normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * np.random.default_rng(seed + 1).normal(size=shape)
-    return x.astype(dtype)
+def tol(dtype, scale=1.0):
+    return TOL[np.dtype(dtype).type] * scale
 
 
 def spd(shape, dtype=np.float64, seed=0):
@@ -33,13 +31,6 @@ def tri(shape, dtype=np.float64, seed=0, lower=False):
     return (np.tril(a) if lower else np.triu(a)).astype(dtype)
 
 
-def close(got, want, dtype, scale=1.0):
-    got = np.asarray(got)
-    assert got.shape == np.shape(want), (got.shape, np.shape(want))
-    tol = TOL[np.dtype(dtype).type] * scale
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
-
-
 @pytest.fixture(params=[np.float32, np.float64], ids=["f32", "f64"])
 def dtype(request):
     if request.param == np.float64:
@@ -49,9 +40,9 @@ def dtype(request):
         yield np.float32
 
 
-A, B = rand((4, 4), seed=1), rand((4, 2), seed=2)
+A, B = rand((4, 4), np.float64, seed=1), rand((4, 2), np.float64, seed=2)
 S, U, L = spd((4, 4), seed=3), tri((4, 4), seed=4), tri((4, 4), seed=5, lower=True)
-R = rand((4, 3), seed=6)
+R = rand((4, 3), np.float64, seed=6)
 
 # (name, gpuarr call, SciPy call, float64 arguments); outputs compared leaf by leaf.
 CASES = [
@@ -136,19 +127,19 @@ def test_values_vs_scipy(name, fn, ref, args, dtype):
             assert g.dtype == np.int32
         else:
             assert g.dtype == dtype, (g.dtype, dtype)
-            close(g, w, dtype, scale * max(1.0, float(np.max(np.abs(w)))))
+            allclose(g, w, tol(dtype, scale * max(1.0, float(np.max(np.abs(w))))))
 
 
 def test_factorizations_reconstruct(dtype):
     a = R.astype(dtype)
     u, s, vh = gl.svd(a)
     assert (u.shape, s.shape, vh.shape) == ((4, 4), (3,), (3, 3))
-    close(np.asarray(u)[:, :3] * np.asarray(s) @ np.asarray(vh), a, dtype, 10)
+    allclose(np.asarray(u)[:, :3] * np.asarray(s) @ np.asarray(vh), a, tol(dtype, 10))
     w, v = gl.eigh(S.astype(dtype))
-    close(np.asarray(v).T @ S @ np.asarray(v), np.diag(np.asarray(w)), dtype, 30)
+    allclose(np.asarray(v).T @ S @ np.asarray(v), np.diag(np.asarray(w)), tol(dtype, 30))
     w, v = gl.eigh_tridiagonal(A[0].astype(dtype), A[1, :3].astype(dtype))
     t = np.diag(A[0]) + np.diag(A[1, :3], 1) + np.diag(A[1, :3], -1)
-    close(np.asarray(v).T @ t @ np.asarray(v), np.diag(np.asarray(w)), dtype, 10)
+    allclose(np.asarray(v).T @ t @ np.asarray(v), np.diag(np.asarray(w)), tol(dtype, 10))
 
 
 def test_default_dtypes():
@@ -160,14 +151,14 @@ def test_default_dtypes():
     assert gl.lu_factor(ints)[1].dtype == np.int32
     assert gl.toeplitz(np.arange(3)).dtype == gl.circulant(np.arange(3)).dtype == np.int32
     assert gl.block_diag().shape == (1, 0)
-    close(gl.hilbert(4), sl.hilbert(4), np.float32)
+    allclose(gl.hilbert(4), sl.hilbert(4), tol(np.float32))
     np.testing.assert_array_equal(gl.hadamard(8), sl.hadamard(8))
     assert gl.hadamard(4).dtype == np.int32 and gl.helmert(4).dtype == np.float32
-    close(gl.helmert(5, full=True), sl.helmert(5, full=True), np.float32)
+    allclose(gl.helmert(5, full=True), sl.helmert(5, full=True), tol(np.float32))
     for scale in (None, "sqrtn", "n"):
         w = gl.dft(5, scale)
         assert w.dtype == np.complex64
-        close(w, sl.dft(5, scale), np.complex64)
+        allclose(w, sl.dft(5, scale), tol(np.complex64))
 
 
 @pytest.mark.parametrize("name", ["cholesky", "cho_solve", "solve_triangular", "solve_pos",
@@ -187,12 +178,12 @@ def test_complex64(name):
         "expm": lambda: (gl.expm(0.3 * h), sl.expm(0.3 * h)),
     }[name]()
     assert got.dtype == np.complex64
-    close(got, want, np.complex64, 10)
+    allclose(got, want, tol(np.complex64, 10))
 
 
 # Batched inputs against a Python loop over the batch (batch axes broadcast where JAX does).
-BA, BS, BU = rand((2, 3, 3), seed=10), spd((2, 3, 3), seed=11), tri((2, 3, 3), seed=12)
-BB = rand((2, 3, 2), seed=13)
+BA, BS, BU = rand((2, 3, 3), np.float64, seed=10), spd((2, 3, 3), seed=11), tri((2, 3, 3), seed=12)
+BB = rand((2, 3, 2), np.float64, seed=13)
 BATCHED = [
     ("cholesky", gl.cholesky, (BS,)),
     ("cho_solve", lambda a, b: gl.cho_solve(gl.cho_factor(a, lower=True), b), (BS, BB)),
@@ -214,26 +205,26 @@ def test_batched_vs_loop(name, fn, args):
     want = [fn(*[a[i] for a in args]) for i in range(2)]
     for leaf, loop in zip(got if isinstance(got, tuple) else (got,),
                           zip(*want) if isinstance(got, tuple) else [want]):
-        close(leaf, np.stack(loop), np.float32, 10)
+        allclose(leaf, np.stack(loop), tol(np.float32, 10))
     vmapped = gpuarr.vmap(fn)(*args)
     for g, v in zip(got if isinstance(got, tuple) else (got,),
                     vmapped if isinstance(vmapped, tuple) else (vmapped,)):
-        close(v, g, np.float32, 10)
+        allclose(v, g, tol(np.float32, 10))
 
 
 def test_broadcast_batches():
     b = BB[0].astype(np.float32)
-    close(gl.solve_triangular(BU.astype(np.float32), b),
-          np.stack([sl.solve_triangular(u, b) for u in BU]), np.float32)
-    close(gl.cho_solve((np.linalg.cholesky(BS[0]).astype(np.float32), True), BB),
-          np.stack([sl.solve(BS[0], bb) for bb in BB]), np.float32)
+    allclose(gl.solve_triangular(BU.astype(np.float32), b), np.stack([sl.solve_triangular(u, b) for u in BU]),
+             tol(np.float32))
+    allclose(gl.cho_solve((np.linalg.cholesky(BS[0]).astype(np.float32), True), BB),
+             np.stack([sl.solve(BS[0], bb) for bb in BB]), tol(np.float32))
     with pytest.raises(ValueError):  # as in JAX, b may not have more batch axes than a
         gl.solve(BS[0], BB, assume_a="pos")
-    close(gl.solve(BS, BB[..., 0], assume_a="pos"),  # batched vectors, without a warning
-          np.stack([sl.solve(s, bb[:, 0]) for s, bb in zip(BS, BB)]), np.float32)
+    allclose(gl.solve(BS, BB[..., 0], assume_a="pos"),
+             np.stack([sl.solve(s, bb[:, 0]) for s, bb in zip(BS, BB)]), tol(np.float32))
     with pytest.warns(FutureWarning):
         x = gl.solve_triangular(BU, BB[..., 0])
-    close(x, np.stack([sl.solve_triangular(u, bb[:, 0]) for u, bb in zip(BU, BB)]), np.float32)
+    allclose(x, np.stack([sl.solve_triangular(u, bb[:, 0]) for u, bb in zip(BU, BB)]), tol(np.float32))
 
 
 def test_jit():
@@ -247,12 +238,12 @@ def test_jit():
         eager, jitted = fn(*args), gpuarr.jit(fn)(*args)
         for e, j in zip(eager if isinstance(eager, tuple) else (eager,),
                         jitted if isinstance(jitted, tuple) else (jitted,)):
-            close(j, e, np.float32)
+            allclose(j, e, tol(np.float32))
 
 
 def test_expm_overflow_gives_nan():
     assert np.isnan(np.asarray(gl.expm(1e6 * A.astype(np.float32), max_squarings=4))).all()
-    close(gl.expm(np.triu(A), upper_triangular=True), sl.expm(np.triu(A)), np.float32, 10)
+    allclose(gl.expm(np.triu(A), upper_triangular=True), sl.expm(np.triu(A)), tol(np.float32, 10))
 
 
 GRADS = [

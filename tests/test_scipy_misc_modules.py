@@ -7,7 +7,8 @@ from functools import partial
 
 import numpy as np
 import pytest
-from jax_compare import check_signatures, close, same_error, vs_jax_all
+from helpers import close, rand
+from jax_compare import check_signatures, same_error, vs_jax_all
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -26,12 +27,6 @@ scipy_vq = pytest.importorskip("scipy.cluster.vq")
 scipy_transform = pytest.importorskip("scipy.spatial.transform")
 JRotation = jsp.spatial.transform.Rotation
 JSlerp = jsp.spatial.transform.Slerp
-
-
-def rand(shape, dtype=np.float32, seed=0, low=None, high=None):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=shape) if low is None else rng.uniform(low, high, size=shape)
-    return x.astype(dtype)
 
 
 def test_public_names_and_signatures():

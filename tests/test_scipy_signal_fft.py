@@ -3,9 +3,9 @@ shapes and dtypes, error classes and messages, and the same results under jit, v
 import warnings
 from functools import partial
 
-import jax_compare
 import numpy as np
 import pytest
+from helpers import close, rand
 from jax_compare import check_signatures
 
 import gpuarr
@@ -18,18 +18,6 @@ jfft = pytest.importorskip("jax.scipy.fft")
 jsig = pytest.importorskip("jax.scipy.signal")
 sfft = pytest.importorskip("scipy.fft")
 ssig = pytest.importorskip("scipy.signal")
-
-
-def rand(shape, dtype=np.float32, seed=0):
-    x = np.random.default_rng(seed).normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * np.random.default_rng(seed + 1).normal(size=shape)
-    return x.astype(dtype)
-
-
-def close(got, want, tol=2e-4):
-    """Same structure, shapes, dtypes and (to `tol`) values."""
-    jax_compare.close(got, want, tol)
 
 
 def reference(fn, *args):
@@ -260,8 +248,8 @@ def test_convolution_transformations():
     cases = []
     for name in ["convolve", "correlate", "fftconvolve", "convolve2d", "correlate2d"]:
         ours, theirs = getattr(gsig, name), getattr(jsig, name)
-        close(gpuarr.jit(ours, static_argnums=2)(a, b, "same"),
-              reference(partial(theirs, mode="same"), a, b))
+        close(gpuarr.jit(ours, static_argnums=2)(a, b, "same"), reference(partial(theirs, mode="same"), a, b),
+              2e-4)
         cases += [
             (gpuarr.vmap(ours, (None, 0)), jax.vmap(theirs, (None, 0)), (a, bs)),
             (gpuarr.grad(lambda x, y, f=ours: (f(x, y) ** 2).sum(), (0, 1)),
@@ -292,7 +280,7 @@ def test_detrend_matches_jax_and_scipy():
          jax.grad(lambda v: (jsig.detrend(v) ** 3).sum()), (x3,)),
     ]
     vs_jax_all(cases, tol=1e-3)
-    close(gsig.detrend([1, 2, 4]), gsig.detrend(np.array([1, 2, 4])))
+    close(gsig.detrend([1, 2, 4]), gsig.detrend(np.array([1, 2, 4])), 2e-4)
     for kw in [{"type": "q"}, {"bp": 20}, {"overwrite_data": True}]:
         raises_like(partial(gsig.detrend, **kw), partial(jsig.detrend, **kw), x)
 

@@ -2,6 +2,7 @@
 (and JAX for JAX-specific outputs), with gradients by finite differences and vmap vs a loop."""
 import numpy as np
 import pytest
+from helpers import rand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,10 +19,6 @@ def assert_same(got, want, rtol=1e-6):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
 
 
-def rand(*shape, seed=0, dtype=np.float32):
-    return np.random.RandomState(seed).standard_normal(shape).astype(dtype)
-
-
 def loop_vmap(f, *args):
     return np.stack([np.asarray(f(*[a[i] for a in args])) for i in range(len(args[0]))])
 
@@ -32,7 +29,7 @@ def loop_vmap(f, *args):
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.int8, np.bool_, np.float16])
 @pytest.mark.parametrize("shape,dim", [((7,), 0), ((3, 5), 1), ((3, 5), 0), ((2, 3, 4), -1), ((0, 3), 1)])
 def test_lax_sort(dtype, shape, dim):
-    x = (rand(*shape) * 4).astype(dtype)
+    x = (rand(shape) * 4).astype(dtype)
     assert_same(lax.sort(x, dimension=dim), np.sort(x, axis=dim, kind="stable"))
 
 
@@ -58,9 +55,9 @@ def test_lax_sort_grad_and_vmap():
     x = np.random.RandomState(0).permutation(6).astype(np.float64) * 0.7
     check_grads(lambda x: lax.sort(x), (x,), order=2)
     check_grads(lambda x, y: lax.sort((x, y))[1], (x, x[::-1] * 2), order=1)
-    xs = rand(3, 4, 5)
+    xs = rand((3, 4, 5))
     assert_same(jax.vmap(lambda x: lax.sort(x, 0))(xs), loop_vmap(lambda x: lax.sort(x, 0), xs))
-    ys = rand(3, 4, 5, seed=1)
+    ys = rand((3, 4, 5), seed=1)
     f = lambda x, y: lax.sort_key_val(x, y, 1)[1]  # noqa: E731
     assert_same(jax.vmap(f, (0, None))(xs, ys[0]), loop_vmap(lambda x: f(x, ys[0]), xs))
 
@@ -75,11 +72,11 @@ def test_top_k_matches_jax_ties_and_nans():
         v, i = lax.top_k(a, 2)
         order = np.argsort(-a.astype(np.int64), axis=-1, kind="stable")[:, :2]
         assert_same(i, order.astype(np.int32)) and assert_same(v, np.take_along_axis(a, order, -1))
-    v, i = lax.top_k(rand(4, 3), 2, axis=0)
+    v, i = lax.top_k(rand((4, 3)), 2, axis=0)
     assert np.asarray(v).shape == (2, 3)
     with pytest.raises(ValueError, match="k argument"):
         lax.top_k(x, 6)
-    xs = rand(3, 6)
+    xs = rand((3, 6))
     check_grads(lambda x: lax.top_k(x, 3)[0], (xs.astype(np.float64),), order=2)
     assert_same(jax.vmap(lambda x: lax.top_k(x, 2)[1])(xs), loop_vmap(lambda x: lax.top_k(x, 2)[1], xs))
 
@@ -90,7 +87,7 @@ def test_top_k_matches_jax_ties_and_nans():
 @pytest.mark.parametrize("name", ["cumsum", "cumprod", "cummax", "cummin"])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int8])
 def test_lax_cumulative(name, dtype):
-    x = (rand(3, 5) * 3).astype(dtype)
+    x = (rand((3, 5)) * 3).astype(dtype)
     ref = {"cumsum": np.cumsum, "cumprod": np.cumprod, "cummax": np.maximum.accumulate,
            "cummin": np.minimum.accumulate}[name]
     fn = getattr(lax, name)
@@ -113,7 +110,7 @@ def test_cumulative_grads():
 
 
 def test_cumlogsumexp_values_infinities_grads_and_vmap():
-    x = rand(3, 5)
+    x = rand((3, 5))
     for axis in (0, 1):
         want = np.log(np.cumsum(np.exp(x.astype(np.float64)), axis=axis)).astype(np.float32)
         assert_same(lax.cumlogsumexp(x, axis), want, rtol=1e-6)
@@ -146,7 +143,7 @@ def test_cummax_grad_ties_match_jax():
 
 @pytest.mark.parametrize("name", ["cumsum", "cumprod", "nancumsum", "nancumprod"])
 def test_numpy_cumulative(name):
-    x = rand(3, 4)
+    x = rand((3, 4))
     x[1, 2] = np.nan
     ref = getattr(np, name)
     for axis in (None, 0, -1):
@@ -172,7 +169,7 @@ def test_nanargmin_nanargmax():
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_sort_argsort(axis):
-    x = np.round(rand(4, 5) * 2).astype(np.float32)
+    x = np.round(rand((4, 5)) * 2).astype(np.float32)
     assert_same(jnp.sort(x, axis=axis), np.sort(x, axis=axis))
     assert_same(jnp.argsort(x, axis=axis), np.argsort(x, axis=axis, kind="stable").astype(np.int32))
     assert_same(jnp.sort(x, axis=axis, descending=True),
@@ -192,7 +189,7 @@ def test_lexsort_partition_argpartition():
     x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0], np.float32)
     assert_same(jnp.partition(x, 2), np.array([1, 1, 2, 9, 5, 4, 3], np.float32))
     assert_same(jnp.argpartition(x, 2), np.array([1, 3, 6, 0, 2, 4, 5], np.int32))
-    p = np.asarray(jnp.partition(rand(3, 6), 3, axis=1))
+    p = np.asarray(jnp.partition(rand((3, 6)), 3, axis=1))
     assert (p[:, :3] <= p[:, 3:4]).all() and (p[:, 4:] >= p[:, 3:4]).all()
     with pytest.raises(ValueError, match="out of bounds"):
         jnp.partition(x, 7)

@@ -20,7 +20,7 @@ from gpuarr.backends import cuda, nvrtc, opencl
 from gpuarr.compiler import passes, plan_closed, render
 from gpuarr.platforms.cuda import CudaPlatform, donation_aliases
 
-STANDIN = Path(__file__).parent / "cupy_standin"
+STANDIN = Path(__file__).parents[1] / "cupy_standin"
 STANDIN_ON = os.environ.get("GPUARR_CUDA_STANDIN") == "1"
 
 # ---- device-independent -------------------------------------------------------------------------

@@ -76,7 +76,7 @@ KNOWN = [
 @pytest.mark.parametrize("name,sample,crc", KNOWN, ids=[k[0] for k in KNOWN])
 def test_gamma_samples_equal_jax_bit_for_bit(name, sample, crc):
     # Below a = 1 gamma multiplies by u ** (1 / a), and XLA's pow is not NumPy's: those
-    # samples are within 2 ulp (tests/test_random_vs_jax.py); loggamma adds logs instead.
+    # samples are within 2 ulp (tests/random/test_known_answers.py); loggamma adds logs instead.
     for out in (sample(random.key(0)), gpuarr.jit(sample)(random.key(0))):
         out = np.asarray(out)
         assert out.shape == (2048,) and out.dtype == np.float32

@@ -276,20 +276,20 @@ ALLOWLIST = {
     # Internal to linearize of custom_vjp: it only appears in linear programs, which are
     # transposed, never batched.
     "custom_lin",
-    # Collectives act on a vmap's named axis: tests/test_collectives.py and
-    # tests/test_collectives_vs_jax.py cover them.
+    # Collectives act on a vmap's named axis: tests/lax/test_parallel.py and
+    # tests/lax/test_parallel_jax_parity.py cover them.
     "psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter", "all_to_all",
     "ppermute", "pbroadcast",
     # Batched as XLA does, not per example (only the first key draws; a fresh stateful draw per
-    # call; the platform is not an operand): tests/test_lax_additions.py compares with JAX.
+    # call; the platform is not an operand): tests/lax/test_jax_parity.py compares with JAX.
     "rng_bit_generator", "rng_uniform", "platform_index",
     # composite has no batching rule, as in JAX; dce_sink has no result to compare
-    # (tests/test_lax_composite.py covers both).
+    # (tests/lax/test_composite.py covers both).
     "composite", "dce_sink",
-    # No batching rule, as in JAX: tests/test_lax_linalg_extra.py checks vmap's error.
+    # No batching rule, as in JAX: tests/lax/test_linalg.py checks vmap's error.
     "cholesky_update",
     # checkify's assertion: its batching rule is checked against JAX's messages (vmap of
-    # checkify) in tests/test_checkify.py.
+    # checkify) in tests/experimental/test_checkify.py.
     "check",
     # shard_map over several devices runs per device; vmap of it raises, as
     # tests/test_scale_out.py checks for grad (vmap belongs inside the shard_map).

@@ -45,3 +45,11 @@ def allclose(got, want, tol=1e-5, err_msg=""):
     if np.ndim(want):
         assert got.shape == np.shape(want), (err_msg, got.shape, np.shape(want))
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=err_msg)
+
+
+def equal(got, want, err_msg=""):
+    """Assert `got` has `want`'s shape, dtype and exact values (NaNs in the same places)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (err_msg, got.shape, want.shape)
+    assert got.dtype == want.dtype, (err_msg, got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want, err_msg=err_msg)

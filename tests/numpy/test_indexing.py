@@ -3,6 +3,7 @@ plus take / take_along_axis / put_along_axis / nonzero & co. Hypothesis draws ra
 index tuples and compares with NumPy after clamping the oracle's integer indices."""
 import numpy as np
 import pytest
+from helpers import equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,13 +13,6 @@ from gpuarr.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from gpuarr.test_util import check_grads
 
 X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
-
-
-def assert_same(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
 
 
 CASES = [
@@ -35,33 +29,34 @@ CASES = [
 
 @pytest.mark.parametrize("idx", CASES, ids=[str(i) for i in range(len(CASES))])
 def test_getitem_matches_numpy(idx):
-    assert_same(jnp.asarray(X)[idx], X[idx])
-    assert_same(jax.jit(lambda x: x[idx])(X), X[idx]) if not any(
+    equal(jnp.asarray(X)[idx], X[idx])
+    equal(jax.jit(lambda x: x[idx])(X), X[idx]) if not any(
         isinstance(i, np.ndarray) and i.dtype == bool for i in idx) else None
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_, np.float16, np.int64])
 def test_getitem_dtypes_and_0d(dtype):
     x = (np.arange(6) % 2).astype(dtype).reshape(2, 3)
-    assert_same(jnp.asarray(x)[np.array([1, 0]), 2], x[np.array([1, 0]), 2].astype(jnp.asarray(x).dtype))
+    equal(jnp.asarray(x)[np.array([1, 0]), 2], x[np.array([1, 0]), 2].astype(jnp.asarray(x).dtype))
     s = jnp.asarray(np.array(3.0, np.float32))
-    assert_same(s[()], np.float32(3.0)) and assert_same(s[None], np.array([3.0], np.float32))
+    equal(s[()], np.float32(3.0))
+    equal(s[None], np.array([3.0], np.float32))
 
 
 def test_out_of_bounds_reads_clamp():
     assert int(jnp.arange(10)[11]) == 9
-    assert_same(jnp.arange(10)[jnp.array([11, -11, -1])], np.array([9, 0, 9], np.int32))
-    assert_same(jax.jit(lambda x, i: x[i])(jnp.arange(10.0), 15), np.float32(9.0))
-    assert_same(jnp.arange(10.0).at[11].get(), np.float32(9.0))
+    equal(jnp.arange(10)[jnp.array([11, -11, -1])], np.array([9, 0, 9], np.int32))
+    equal(jax.jit(lambda x, i: x[i])(jnp.arange(10.0), 15), np.float32(9.0))
+    equal(jnp.arange(10.0).at[11].get(), np.float32(9.0))
 
 
 def test_traced_index_uses_dynamic_slice_and_gather():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     f = jax.jit(lambda x, i: x[i, 1:3])
-    assert_same(f(x, 2), x[2, 1:3])
+    equal(f(x, 2), x[2, 1:3])
     assert "dynamic_slice" in str(jax.make_jaxpr(f)(x, 2))
     g = jax.jit(lambda x, i: x[:, i])
-    assert_same(g(x, np.array([3, 0, -1])), x[:, [3, 0, -1]])
+    equal(g(x, np.array([3, 0, -1])), x[:, [3, 0, -1]])
     assert "gather" in str(jax.make_jaxpr(g)(x, np.array([3, 0])))
 
 
@@ -74,7 +69,7 @@ def test_boolean_mask_under_jit_raises_with_where_hint():
         jax.jit(nansum)(x)
     assert float(jax.jit(lambda x: jnp.where(~jnp.isnan(x), x, 0).sum())(x)) == 6.0
     # Under grad the mask is concrete, as in JAX; under vmap it is not.
-    assert_same(jax.grad(nansum)(x), np.array([1, 1, 0, 1], np.float32))
+    equal(jax.grad(nansum)(x), np.array([1, 1, 0, 1], np.float32))
     with pytest.raises(NonConcreteBooleanIndexError):
         jax.vmap(nansum)(x.reshape(2, 2))
     assert issubclass(NonConcreteBooleanIndexError, IndexError)
@@ -101,13 +96,13 @@ def test_getitem_grad_and_vmap():
     check_grads(lambda x: x[np.array([0, 2, 2]), 1:4], (x,), order=2)
     check_grads(lambda x: x[::-1, 1], (x,), order=1)
     g = jax.grad(lambda x: x[np.array([1, 1, 3])].sum())(x.astype(np.float32))
-    assert_same(g, np.repeat(np.array([0, 2, 0, 1], np.float32)[:, None], 5, 1))
+    equal(g, np.repeat(np.array([0, 2, 0, 1], np.float32)[:, None], 5, 1))
     xs = x.astype(np.float32)[None].repeat(3, 0) * np.arange(1, 4, dtype=np.float32)[:, None, None]
     idx = np.array([[0, 3], [1, 1], [2, 0]])
     got = jax.vmap(lambda x, i: x[i, 2:])(xs, idx)
-    assert_same(got, np.stack([xs[k][idx[k], 2:] for k in range(3)]))
+    equal(got, np.stack([xs[k][idx[k], 2:] for k in range(3)]))
     got = jax.vmap(lambda i: jnp.asarray(xs[0])[:, i])(np.array([0, 4, 2]))
-    assert_same(got, np.stack([xs[0][:, i] for i in (0, 4, 2)]))
+    equal(got, np.stack([xs[0][:, i] for i in (0, 4, 2)]))
 
 
 # ---------------------------------------------------------------- hypothesis
@@ -174,7 +169,7 @@ def test_hypothesis_getitem(case):
     shape, idx = case
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     want = x[_clamped_oracle(shape, idx)]
-    assert_same(jnp.asarray(x)[idx], want)
+    equal(jnp.asarray(x)[idx], want)
 
 
 @settings(max_examples=25, deadline=None)
@@ -190,7 +185,7 @@ def test_hypothesis_getitem_jit(case):
         return x[tuple(next(it) if t is None and isinstance(i, np.ndarray) else t
                        for t, i in zip(template, idx))]
 
-    assert_same(jax.jit(f)(x, *arrays), x[_clamped_oracle(shape, idx)])
+    equal(jax.jit(f)(x, *arrays), x[_clamped_oracle(shape, idx)])
 
 
 # ---------------------------------------------------------------- take & co.
@@ -200,13 +195,13 @@ def test_take_defaults_to_fill_and_modes():
     x = jnp.arange(5.0)
     out = np.asarray(jnp.take(x, jnp.array([-1, 7])))
     assert out[0] == 4.0 and np.isnan(out[1])
-    assert_same(jnp.take(x, jnp.array([-1, 7]), mode="clip"), np.array([0.0, 4.0], np.float32))
-    assert_same(jnp.take(x, jnp.array([-1, 7]), mode="wrap"), np.array([4.0, 2.0], np.float32))
-    assert_same(jnp.take(x, jnp.array([9]), fill_value=-1.0), np.array([-1.0], np.float32))
+    equal(jnp.take(x, jnp.array([-1, 7]), mode="clip"), np.array([0.0, 4.0], np.float32))
+    equal(jnp.take(x, jnp.array([-1, 7]), mode="wrap"), np.array([4.0, 2.0], np.float32))
+    equal(jnp.take(x, jnp.array([9]), fill_value=-1.0), np.array([-1.0], np.float32))
     a = np.arange(24).reshape(2, 3, 4).astype(np.int32)
     for axis in (None, 0, 1, -1):
         idx = np.array([[0, 1], [1, 0]])
-        assert_same(jnp.take(a, idx, axis=axis), np.take(a, idx, axis=axis))
+        equal(jnp.take(a, idx, axis=axis), np.take(a, idx, axis=axis))
     with pytest.raises(TypeError, match="requires ndarray"):
         jnp.take([1, 2], 0)
 
@@ -216,13 +211,13 @@ def test_take_along_axis_and_put_along_axis():
     idx = np.argsort(a, axis=1)
     for axis in (0, 1, -1):
         i = np.argsort(a, axis=axis)
-        assert_same(jnp.take_along_axis(a, i, axis=axis), np.take_along_axis(a, i, axis=axis))
-    assert_same(jnp.take_along_axis(a, idx[:, :1], axis=1), np.take_along_axis(a, idx[:, :1], axis=1))
-    assert_same(jnp.take_along_axis(a, idx[:1], axis=1), np.take_along_axis(a, idx[:1], axis=1))
-    assert_same(jnp.take_along_axis(a.ravel(), idx.ravel(), axis=None), a.ravel()[idx.ravel()])
+        equal(jnp.take_along_axis(a, i, axis=axis), np.take_along_axis(a, i, axis=axis))
+    equal(jnp.take_along_axis(a, idx[:, :1], axis=1), np.take_along_axis(a, idx[:, :1], axis=1))
+    equal(jnp.take_along_axis(a, idx[:1], axis=1), np.take_along_axis(a, idx[:1], axis=1))
+    equal(jnp.take_along_axis(a.ravel(), idx.ravel(), axis=None), a.ravel()[idx.ravel()])
     want = a.copy()
     np.put_along_axis(want, idx[:, :1], 9.0, axis=1)
-    assert_same(jnp.put_along_axis(a, idx[:, :1], 9.0, axis=1, inplace=False), want)
+    equal(jnp.put_along_axis(a, idx[:, :1], 9.0, axis=1, inplace=False), want)
     with pytest.raises(ValueError, match="inplace=False"):
         jnp.put_along_axis(a, idx, 1.0, axis=1)
     with pytest.raises(ValueError, match="same number of dimensions"):
@@ -230,23 +225,23 @@ def test_take_along_axis_and_put_along_axis():
     g = jax.grad(lambda a: jnp.take_along_axis(a, idx[:, :2], axis=1).sum())(a)
     want = np.zeros_like(a)
     np.put_along_axis(want, idx[:, :2], 1.0, axis=1)
-    assert_same(g, want)
+    equal(g, want)
 
 
 @pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 2, 3)])
 def test_nonzero_argwhere_flatnonzero(shape):
     a = (np.random.RandomState(1).standard_normal(shape) > 0).astype(np.int32)
     for got, want in zip(jnp.nonzero(a), np.nonzero(a)):
-        assert_same(got, want.astype(np.int32))
-    assert_same(jnp.argwhere(a), np.argwhere(a).astype(np.int32))
-    assert_same(jnp.flatnonzero(a), np.flatnonzero(a).astype(np.int32))
+        equal(got, want.astype(np.int32))
+    equal(jnp.argwhere(a), np.argwhere(a).astype(np.int32))
+    equal(jnp.flatnonzero(a), np.flatnonzero(a).astype(np.int32))
     k = int(np.count_nonzero(a))
     for size in (0, k, k + 2):
         got = jax.jit(lambda a: jnp.nonzero(a, size=size, fill_value=-1))(a)
         for g, w in zip(got, np.nonzero(a)):
             w = np.concatenate([w[:size], np.full(max(0, size - k), -1)]).astype(np.int32)
-            assert_same(g, w)
-    assert_same(jnp.where(a, size=k + 1)[0], np.concatenate([np.nonzero(a)[0], [0]]).astype(np.int32))
+            equal(g, w)
+    equal(jnp.where(a, size=k + 1)[0], np.concatenate([np.nonzero(a)[0], [0]]).astype(np.int32))
 
 
 def test_nonzero_needs_size_under_jit():
@@ -266,7 +261,7 @@ def test_an_ellipsis_covering_no_axes_separates_advanced_indices(shape, idx):
     # NumPy (and JAX): an Ellipsis between advanced indices keeps them apart even when it
     # stands for no axes, so their broadcast axes go first.
     x = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
-    assert_same(jnp.asarray(x)[idx], x[idx])
+    equal(jnp.asarray(x)[idx], x[idx])
     want = x.copy()
     want[idx] = -1
-    assert_same(jnp.asarray(x).at[idx].set(-1), want)
+    equal(jnp.asarray(x).at[idx].set(-1), want)

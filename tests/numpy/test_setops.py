@@ -6,6 +6,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from helpers import equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,20 +20,12 @@ DTYPES = [np.int32, np.float32, np.uint8, np.int8, np.bool_]
 UNIQUE = ["unique_all", "unique_counts", "unique_inverse", "unique_values"]
 
 
-def assert_same(got, want):
-    """Equal values (NaNs equal), shapes and dtypes."""
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
-
-
 def assert_tree_same(got, want):
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
     assert len(got) == len(want)
     for g, w in zip(got, want):
-        assert_same(g, w)
+        equal(g, w)
 
 
 def pairs(dtype):
@@ -64,16 +57,16 @@ def unique_pairs(dtype):
 @pytest.mark.parametrize("name", SETOPS)
 def test_setops_match_numpy(name, dtype):
     for a, b in pairs(dtype):
-        assert_same(getattr(jnp, name)(a, b), getattr(np, name)(a, b))
-        assert_same(getattr(jnp, name)(jnp.asarray(a), jnp.asarray(b)), getattr(np, name)(a, b))
+        equal(getattr(jnp, name)(a, b), getattr(np, name)(a, b))
+        equal(getattr(jnp, name)(jnp.asarray(a), jnp.asarray(b)), getattr(np, name)(a, b))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32, np.bool_])
 @pytest.mark.parametrize("name", ["intersect1d", "setdiff1d", "setxor1d"])
 def test_setops_assume_unique_match_numpy(name, dtype):
     for a, b in unique_pairs(dtype):
-        assert_same(getattr(jnp, name)(a, b, assume_unique=True),
-                    getattr(np, name)(a, b, assume_unique=True))
+        equal(getattr(jnp, name)(a, b, assume_unique=True),
+              getattr(np, name)(a, b, assume_unique=True))
 
 
 @pytest.mark.parametrize("assume_unique", [False, True])
@@ -82,9 +75,9 @@ def test_intersect1d_return_indices_match_numpy(assume_unique):
     for a, b in cases:
         want = np.intersect1d(a, b, assume_unique=assume_unique, return_indices=True)
         got = jnp.intersect1d(a, b, assume_unique=assume_unique, return_indices=True)
-        assert_same(got[0], want[0])
+        equal(got[0], want[0])
         for g, w in zip(got[1:], want[1:]):
-            assert_same(g, w.astype(np.int32))
+            equal(g, w.astype(np.int32))
 
 
 def test_setops_promote_like_jax():
@@ -93,26 +86,26 @@ def test_setops_promote_like_jax():
     assert jnp.setxor1d(i, f).dtype == np.float32
     assert jnp.union1d(i, f).dtype == np.float32
     assert jnp.setdiff1d(i, f).dtype == np.int32  # keeps ar1's dtype, as in JAX
-    assert_same(jnp.setdiff1d(i, f), np.array([1, 3], np.int32))
+    equal(jnp.setdiff1d(i, f), np.array([1, 3], np.int32))
 
 
 def test_setops_nans():
     a = np.array([np.nan, 1., np.nan, 2., 1.], np.float32)
     b = np.array([np.nan, 2.], np.float32)
     for name in SETOPS:
-        assert_same(getattr(jnp, name)(a, b), getattr(np, name)(a, b))
+        equal(getattr(jnp, name)(a, b), getattr(np, name)(a, b))
 
 
 def test_setops_signed_zeros_and_larger_inputs():
     z, one = np.array([-0.0, 1.], np.float32), np.array([0.0], np.float32)
-    assert_same(jnp.setdiff1d(z, one), np.setdiff1d(z, one))
-    assert_same(jnp.intersect1d(z, one), np.array([-0.0], np.float32))
+    equal(jnp.setdiff1d(z, one), np.setdiff1d(z, one))
+    equal(jnp.intersect1d(z, one), np.array([-0.0], np.float32))
     rng = np.random.RandomState(4)
     a, b = rng.randint(0, 300, 500).astype(np.float32), rng.randint(150, 450, 400).astype(np.float32)
     for name in SETOPS:
         want = getattr(np, name)(a, b)
-        assert_same(getattr(jnp, name)(a, b), want)
-        assert_same(getattr(jnp, name)(a, b, size=len(want)), want)
+        equal(getattr(jnp, name)(a, b), want)
+        equal(getattr(jnp, name)(a, b, size=len(want)), want)
 
 
 def test_setops_reject_lists():
@@ -128,10 +121,10 @@ def test_setops_random_against_numpy(xs, ys, size):
     a, b = np.array(xs, np.int32), np.array(ys, np.int32)
     for name in SETOPS:
         want = getattr(np, name)(a, b)
-        assert_same(getattr(jnp, name)(a, b), want)
+        equal(getattr(jnp, name)(a, b), want)
         got = np.asarray(getattr(jnp, name)(a, b, size=size, fill_value=-9))
         k = min(size, len(want))
-        assert_same(got[:k], want[:k])
+        equal(got[:k], want[:k])
         assert (got[len(want):] == -9).all()
 
 
@@ -156,8 +149,8 @@ def test_setops_size_padding_matches_jax(name):
         jitted = jax.jit(partial(getattr(jnp, name), size=size, fill_value=fill))
         for a, b in jax_cases():
             want = _jax_call(jax_, name, a, b, size=size, fill_value=fill)
-            assert_same(getattr(jnp, name)(a, b, size=size, fill_value=fill), want)
-            assert_same(jitted(a, b), want)
+            equal(getattr(jnp, name)(a, b, size=size, fill_value=fill), want)
+            equal(jitted(a, b), want)
 
 
 @pytest.mark.parametrize("name", SETOPS)
@@ -166,14 +159,14 @@ def test_setops_size_padding_of_empty_inputs(name):
     a, e = np.array([3, 1, 3], np.int32), np.zeros(0, np.int32)
     f = getattr(jnp, name)
     if name != "union1d":
-        assert_same(f(e, e, size=2), np.zeros(2, np.int32))
+        equal(f(e, e, size=2), np.zeros(2, np.int32))
     else:
         with pytest.raises(ValueError, match="fill_value must be specified"):
             f(e, e, size=2)
-    assert_same(f(e, e, size=2, fill_value=-1), np.full(2, -1, np.int32))
+    equal(f(e, e, size=2, fill_value=-1), np.full(2, -1, np.int32))
     want = {"intersect1d": [-1, -1], "setdiff1d": [-1, -1], "setxor1d": [1, 3],
             "union1d": [1, 3]}[name]
-    assert_same(f(e, a, size=2, fill_value=-1), np.array(want, np.int32))
+    equal(f(e, a, size=2, fill_value=-1), np.array(want, np.int32))
 
 
 @pytest.mark.parametrize("name", ["intersect1d", "setdiff1d", "setxor1d"])
@@ -182,7 +175,7 @@ def test_setops_assume_unique_size_matches_jax(name):
     cases = [(np.unique(a), np.unique(b)) for a, b in jax_cases()[2:]]  # same lengths
     for a, b in cases:
         want = _jax_call(jax_, name, a, b, assume_unique=True, size=5, fill_value=3.5)
-        assert_same(getattr(jnp, name)(a, b, assume_unique=True, size=5, fill_value=3.5), want)
+        equal(getattr(jnp, name)(a, b, assume_unique=True, size=5, fill_value=3.5), want)
 
 
 @pytest.mark.parametrize("assume_unique", [False, True])
@@ -202,9 +195,9 @@ def test_intersect1d_indices_size_with_an_empty_input():
     # Nothing in common: all padding, indices len(ar1) and len(ar2), each of length `size`.
     a, e = np.array([3, 1, 3], np.int32), np.zeros(0, np.int32)
     vals, i1, i2 = jnp.intersect1d(a, e, return_indices=True, size=2, fill_value=-1)
-    assert_same(vals, np.array([-1, -1], np.int32))
-    assert_same(i1, np.array([3, 3], np.int32))
-    assert_same(i2, np.array([0, 0], np.int32))
+    equal(vals, np.array([-1, -1], np.int32))
+    equal(i1, np.array([3, 3], np.int32))
+    equal(i2, np.array([0, 0], np.int32))
 
 
 @pytest.mark.parametrize("name", SETOPS)
@@ -215,9 +208,9 @@ def test_setops_vmap_with_size_matches_loop(name):
     f = partial(getattr(jnp, name), size=4)
     got = jax.vmap(f)(a, b)
     want = np.stack([np.asarray(f(a[i], b[i])) for i in range(4)])
-    assert_same(got, want)
+    equal(got, want)
     got = jax.vmap(f, in_axes=(0, None))(a, b[0])
-    assert_same(got, np.stack([np.asarray(f(a[i], b[0])) for i in range(4)]))
+    equal(got, np.stack([np.asarray(f(a[i], b[0])) for i in range(4)]))
 
 
 def test_intersect1d_indices_vmap_with_size_matches_loop():
@@ -227,7 +220,7 @@ def test_intersect1d_indices_vmap_with_size_matches_loop():
     got = jax.vmap(f)(a, b)
     for k in range(3):
         want = np.stack([np.asarray(f(a[i], b[i])[k]) for i in range(3)])
-        assert_same(got[k], want)
+        equal(got[k], want)
 
 
 # ---------------------------------------------------------------- errors under transformations
@@ -254,7 +247,7 @@ def test_assume_unique_without_size_is_a_boolean_index_under_jit(name):
 
 def test_setdiff1d_size_under_jit_with_traced_fill():
     f = jax.jit(lambda x, y: jnp.setdiff1d(x, y, size=3, fill_value=x[0]))
-    assert_same(f(jnp.array([3, 1, 2]), jnp.array([2, 5])), np.array([1, 3, 3], np.int32))
+    equal(f(jnp.array([3, 1, 2]), jnp.array([2, 5])), np.array([1, 3, 3], np.int32))
 
 
 # ---------------------------------------------------------------- gradients
@@ -274,7 +267,7 @@ def test_setops_gradients_match_jax():
             return (out * np_mod.asarray(w[:len(out)])).sum()
         got = jax.grad(partial(loss, jnp))(jnp.asarray(x))
         want = jax_.grad(partial(loss, jax_.numpy))(jax_.numpy.asarray(x))
-        assert_same(got, np.asarray(want))
+        equal(got, np.asarray(want))
 
 
 def test_sized_setops_gradients_by_finite_differences():
@@ -298,14 +291,14 @@ def test_unique_family_matches_numpy(name):
     for x in unique_inputs() + [np.zeros(0, np.float32)]:
         got, want = getattr(jnp, name)(x), getattr(np, name)(x)
         if name == "unique_values":
-            assert_same(got, want)
+            equal(got, want)
             continue
         assert type(got).__name__ == "_" + type(want).__name__  # JAX's class names
         assert got._fields == want._fields
         for field in want._fields:
             w = getattr(want, field)
             w = w.astype(np.int32) if w.dtype == np.int64 else w
-            assert_same(getattr(got, field), w)
+            equal(getattr(got, field), w)
 
 
 def test_unique_all_fields_and_printing():
@@ -313,7 +306,7 @@ def test_unique_all_fields_and_printing():
     assert type(res).__name__ == "_UniqueAllResult"
     assert res._fields == ("values", "indices", "inverse_indices", "counts")
     assert res.inverse_indices.shape == (2, 2)
-    assert_same(res.values[res.inverse_indices], np.array([[3, 1], [3, 2]], np.int32))
+    equal(res.values[res.inverse_indices], np.array([[3, 1], [3, 2]], np.int32))
     assert jnp.unique_counts(jnp.array([1]))._fields == ("values", "counts")
     assert jnp.unique_inverse(jnp.array([1]))._fields == ("values", "inverse_indices")
 
@@ -347,7 +340,7 @@ def test_unique_family_jit_and_vmap(name):
     for k, g in enumerate(got):
         want = [f(row) for row in xs]
         want = [w[k] if isinstance(w, tuple) else w for w in want]
-        assert_same(g, np.stack([np.asarray(w) for w in want]))
+        equal(g, np.stack([np.asarray(w) for w in want]))
 
 
 # ---------------------------------------------------------------- ravel_multi_index / unravel_index
@@ -362,12 +355,12 @@ def test_ravel_multi_index_matches_numpy(mode, order):
     shift = 0 if mode == "raise" else 3  # out of bounds for clip and wrap
     idx = (IDX[0], IDX[1] + shift)
     want = np.ravel_multi_index(idx, (3, 4), mode=mode, order=order).astype(np.int32)
-    assert_same(jnp.ravel_multi_index(idx, (3, 4), mode=mode, order=order), want)
+    equal(jnp.ravel_multi_index(idx, (3, 4), mode=mode, order=order), want)
     if mode != "raise":
         f = jax.jit(lambda i, j: jnp.ravel_multi_index((i, j), (3, 4), mode=mode, order=order))
-        assert_same(f(*idx), want)
+        equal(f(*idx), want)
         got = jax.vmap(lambda i, j: jnp.ravel_multi_index((i, j), (3, 4), mode=mode))(*idx)
-        assert_same(got, np.ravel_multi_index(idx, (3, 4), mode=mode).astype(np.int32))
+        equal(got, np.ravel_multi_index(idx, (3, 4), mode=mode).astype(np.int32))
 
 
 def test_ravel_multi_index_dtypes_like_jax():
@@ -381,7 +374,7 @@ def test_ravel_multi_index_dtypes_like_jax():
     ]:
         want = jax_.numpy.ravel_multi_index(idx, dims, **kw)
         got = jnp.ravel_multi_index(idx, dims, **kw)
-        assert_same(got, np.asarray(want))
+        equal(got, np.asarray(want))
         assert got.weak_type == want.weak_type
 
 
@@ -411,9 +404,9 @@ def test_unravel_index_matches_numpy_in_bounds(shape):
     got = jnp.unravel_index(flat, shape)
     assert len(got) == len(want)
     for g, w in zip(got, want):
-        assert_same(g, w.astype(np.int32))
+        equal(g, w.astype(np.int32))
     back = jnp.ravel_multi_index(got, shape)
-    assert_same(back, flat)
+    equal(back, flat)
 
 
 def test_unravel_index_clips_like_jax():
@@ -454,20 +447,20 @@ def test_place_matches_numpy(dtype):
     x, vals = X.astype(dtype), np.array([10, 20, 30, 40, 50, 60], dtype)
     for mask, v in [(MASK, vals[:2]), (MASK, vals), (MASK.ravel(), vals[:5]), (~MASK, vals[:1]),
                     (np.zeros_like(MASK), vals)]:
-        assert_same(jnp.place(x, mask, v, inplace=False), np_place(x, mask, v))
+        equal(jnp.place(x, mask, v, inplace=False), np_place(x, mask, v))
     scalar = True if dtype == np.bool_ else 7
-    assert_same(jnp.place(x, MASK, scalar, inplace=False), np_place(x, MASK, scalar))
+    equal(jnp.place(x, MASK, scalar, inplace=False), np_place(x, MASK, scalar))
     empty = np.zeros(0, dtype)
-    assert_same(jnp.place(empty, np.zeros(0, bool), vals, inplace=False), empty)
+    equal(jnp.place(empty, np.zeros(0, bool), vals, inplace=False), empty)
 
 
 def test_place_jit_vmap_and_errors():
     f = jax.jit(lambda x, m, v: jnp.place(x, m, v, inplace=False))
     v = np.array([1., 2.], np.float32)
-    assert_same(f(X, MASK, v), np_place(X, MASK, v))
+    equal(f(X, MASK, v), np_place(X, MASK, v))
     masks = np.stack([MASK, ~MASK])
     got = jax.vmap(lambda m: jnp.place(X, m, v, inplace=False))(masks)
-    assert_same(got, np.stack([np_place(X, m, v) for m in masks]))
+    equal(got, np.stack([np_place(X, m, v) for m in masks]))
     with pytest.raises(ValueError, match="inplace=False"):
         jnp.place(X, MASK, v)
     with pytest.raises(ValueError, match="same size"):
@@ -485,9 +478,9 @@ def test_put_matches_numpy(mode, dtype):
     for ind, v in [(np.array([0, 5, 11]), np.array([1, 2, 3], dtype)),
                    (np.array([[1, 2], [3, 4]]), np.array([7], dtype)),
                    (np.array([2, 9, 14, 30]), np.array([5, 6], dtype))]:
-        assert_same(jnp.put(x, ind, v, mode=mode, inplace=False), np_put(x, ind, v, mode))
+        equal(jnp.put(x, ind, v, mode=mode, inplace=False), np_put(x, ind, v, mode))
     in_bounds = np.array([4, 0, 7])
-    assert_same(jnp.put(x, in_bounds, 9, inplace=False), np_put(x, in_bounds, 9, "raise"))
+    equal(jnp.put(x, in_bounds, 9, inplace=False), np_put(x, in_bounds, 9, "raise"))
 
 
 def test_put_default_mode_and_negatives_like_jax():
@@ -496,9 +489,9 @@ def test_put_default_mode_and_negatives_like_jax():
     v = np.array([1., 2., 3.], np.float32)
     for mode in [None, "clip", "wrap"]:
         want = jax_.numpy.put(X, ind, v, mode=mode, inplace=False)
-        assert_same(jnp.put(X, ind, v, mode=mode, inplace=False), np.asarray(want))
+        equal(jnp.put(X, ind, v, mode=mode, inplace=False), np.asarray(want))
         f = jax.jit(lambda x, i, v: jnp.put(x, i, v, mode=mode, inplace=False))
-        assert_same(f(X, ind, v), np.asarray(want))
+        equal(f(X, ind, v), np.asarray(want))
 
 
 def test_put_errors_and_empty_inputs():
@@ -508,15 +501,15 @@ def test_put_errors_and_empty_inputs():
         jnp.put(X, np.array([0]), 1., mode="raise", inplace=False)
     with pytest.raises(ValueError, match="mode"):
         jnp.put(X, np.array([0]), 1., mode="bad", inplace=False)
-    assert_same(jnp.put(X, np.zeros(0, np.int32), 1., inplace=False), X)
-    assert_same(jnp.put(X, np.array([1]), np.zeros(0, np.float32), inplace=False), X)
+    equal(jnp.put(X, np.zeros(0, np.int32), 1., inplace=False), X)
+    equal(jnp.put(X, np.array([1]), np.zeros(0, np.float32), inplace=False), X)
 
 
 def test_put_vmap_matches_loop():
     inds = np.array([[0, 3], [5, 5], [11, 1]], np.int32)
     vals = np.array([[1., 2.], [3., 4.], [5., 6.]], np.float32)
     got = jax.vmap(lambda i, v: jnp.put(X, i, v, inplace=False))(inds, vals)
-    assert_same(got, np.stack([np_put(X, i, v, "clip") for i, v in zip(inds, vals)]))
+    equal(got, np.stack([np_put(X, i, v, "clip") for i, v in zip(inds, vals)]))
 
 
 def test_place_and_put_gradients():
@@ -527,7 +520,7 @@ def test_place_and_put_gradients():
                 (X.astype(np.float64), np.array([1., 2.])), order=2)
     # Each value lands in every masked slot it is tiled to: its gradient counts them.
     g = jax.grad(lambda v: jnp.place(X, mask, v, inplace=False).sum())(np.array([1., 2.], np.float32))
-    assert_same(g, np.array([2., 2.], np.float32))
+    equal(g, np.array([2., 2.], np.float32))
 
 
 # ---------------------------------------------------------------- sort_complex
@@ -542,16 +535,16 @@ def test_sort_complex_matches_numpy(dtype):
     got = jnp.sort_complex(x)
     want = np.sort_complex(x)
     assert got.dtype == np.complex64  # JAX's complex type for 32-bit and smaller inputs
-    assert_same(got, want.astype(np.complex64))
-    assert_same(jax.jit(jnp.sort_complex)(x), want.astype(np.complex64))
-    assert_same(jax.vmap(jnp.sort_complex)(x), want.astype(np.complex64))
+    equal(got, want.astype(np.complex64))
+    equal(jax.jit(jnp.sort_complex)(x), want.astype(np.complex64))
+    equal(jax.vmap(jnp.sort_complex)(x), want.astype(np.complex64))
 
 
 def test_sort_complex_nans_and_x64():
     jax_ = pytest.importorskip("jax")
     x = np.array([1. + np.nan * 1j, 1. + 0j, np.nan + 0j, -1 + 2j, -1 - 2j], np.complex64)
-    assert_same(jnp.sort_complex(x), np.asarray(jax_.numpy.sort_complex(x)))
-    assert_same(jnp.sort_complex(np.zeros((2, 0), np.float32)), np.zeros((2, 0), np.complex64))
+    equal(jnp.sort_complex(x), np.asarray(jax_.numpy.sort_complex(x)))
+    equal(jnp.sort_complex(np.zeros((2, 0), np.float32)), np.zeros((2, 0), np.complex64))
     with jax.enable_x64():
         assert jnp.sort_complex(np.array([2., 1.])).dtype == np.complex128
 
@@ -562,7 +555,7 @@ def test_sort_complex_gradient():
                 order=2)
     g = jax.grad(lambda x: (jnp.real(jnp.sort_complex(x)) * w.astype(np.float32)).sum())(
         np.array([3., -1., 2.5, 0.], np.float32))
-    assert_same(g, np.array([1000., 1., 100., 10.], np.float32))
+    equal(g, np.array([1000., 1., 100., 10.], np.float32))
 
 
 def test_unique_size_with_a_traced_fill_value():
@@ -582,18 +575,18 @@ def test_unique_size_of_an_empty_input_gives_fill_values():
     e = np.zeros((0, 2), np.float32)
     vals, index, inverse, counts = jnp.unique(e, size=3, fill_value=1, return_index=True,
                                               return_inverse=True, return_counts=True)
-    assert_same(vals, np.ones(3, np.float32))
-    assert_same(index, np.zeros(0, i32))
-    assert_same(inverse, np.zeros((0, 2), i32))
-    assert_same(counts, np.zeros(0, i32))
-    assert_same(jnp.unique(np.zeros(0, i32), size=2, fill_value=7.9), np.array([7, 7], i32))
-    assert_same(jnp.unique(np.zeros(0, i32), size=0), np.zeros(0, i32))
+    equal(vals, np.ones(3, np.float32))
+    equal(index, np.zeros(0, i32))
+    equal(inverse, np.zeros((0, 2), i32))
+    equal(counts, np.zeros(0, i32))
+    equal(jnp.unique(np.zeros(0, i32), size=2, fill_value=7.9), np.array([7, 7], i32))
+    equal(jnp.unique(np.zeros(0, i32), size=0), np.zeros(0, i32))
     out = jax.jit(lambda f: jnp.unique(np.zeros(0, np.float32), size=3, fill_value=f))(2.5)
-    assert_same(out, np.full(3, 2.5, np.float32))
+    equal(out, np.full(3, 2.5, np.float32))
     with pytest.raises(ValueError, match="fill_value must be specified"):
         jnp.unique(np.zeros(0, np.float32), size=3)
     with pytest.raises(ValueError, match="fill_value must be a scalar"):
         jnp.unique(np.zeros(0, np.float32), size=3, fill_value=np.ones(2))
     # unique_values and unique agree.
-    assert_same(jnp.unique_values(np.zeros(0, np.float32), size=3, fill_value=1),
-                jnp.unique(np.zeros(0, np.float32), size=3, fill_value=1))
+    equal(jnp.unique_values(np.zeros(0, np.float32), size=3, fill_value=1),
+          jnp.unique(np.zeros(0, np.float32), size=3, fill_value=1))

@@ -203,6 +203,7 @@ def test_check_tracer_leaks_make_jaxpr_argument():
         leaked.clear()
 
 
+@pytest.mark.slow
 def test_check_tracer_leaks_quiet_without_leaks():
     jax.config.update("jax_check_tracer_leaks", True)
     x = jnp.arange(3.0)

@@ -49,15 +49,18 @@ def _run(**env):
     return out.stdout.split()
 
 
+@pytest.mark.slow
 def test_compiled_programs_raise_the_thresholds():
     # An 8 MiB block then comes from the heap, not from a fresh mapping.
     assert _run() == ["True", "False"]
 
 
+@pytest.mark.slow
 def test_platform_allocator_leaves_malloc_alone():
     assert _run(GPUARR_HOST_ALLOCATOR="platform") == ["False", "True"]
 
 
+@pytest.mark.slow
 def test_users_malloc_settings_win():
     assert _run(MALLOC_TRIM_THRESHOLD_="131072")[0] == "False"
     assert _run(MALLOC_MMAP_THRESHOLD_="131072") == ["False", "True"]

@@ -68,6 +68,7 @@ def test_sampler_chain_is_a_table_with_jax_values(name):
     assert table.values is not None
 
 
+@pytest.mark.slow
 def test_float32_normal_table_matches_jax_in_blocked_runs(monkeypatch):
     # 2**21 values go block by block; two calls fill the 2**23-entry domain and build the table.
     grid = xla_math._GridTable()  # erf_inv's own memo: filling the table must not build it

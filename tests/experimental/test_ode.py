@@ -105,6 +105,7 @@ def test_lotka_volterra_float64_matches_numpy_reference_and_jax(x64):
     np.testing.assert_allclose(np.asarray(out), np.asarray(jref), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_pytree_state_pendulum_against_jax_float32_and_float64(x64):
     t = np.linspace(0., 2., 5)
     for dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-10)):
@@ -140,6 +141,7 @@ def test_complex_state_matches_closed_form_and_jax():
     np.testing.assert_allclose(np.asarray(out), y0 * np.exp((1j - 0.1) * t[:, None]), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_mxstep_and_hmax_follow_jax(x64):
     y0, t = np.array([1.0, 2.0]), np.linspace(0., 1.5, 4)
     for kw in ({"mxstep": 2}, {"hmax": 0.05}, {"rtol": 1e-4, "atol": 1e-6}):
@@ -152,6 +154,7 @@ def test_mxstep_and_hmax_follow_jax(x64):
 # ---------------------------------------------------------------- transformations
 
 
+@pytest.mark.slow
 def test_jit_and_vmap_over_y0():
     t = jnp.linspace(0., 1., 3)
     f = lotka_volterra(jnp)
@@ -179,6 +182,7 @@ def _lv_loss(xnp, ode):
     return loss
 
 
+@pytest.mark.slow
 def test_grads_against_jax_float32():
     y0, t = np.float32([1., 2.]), np.linspace(0., 1., 4, dtype=np.float32)
     args = (y0, t, np.float32(1.1), np.float32(0.4))
@@ -192,6 +196,7 @@ def test_grads_against_jax_float32():
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.slow
 def test_grads_against_jax_float64_pytree_and_closure(x64):
     t = np.linspace(0., 1.5, 4)
     y0 = {"q": np.float64(1.0), "p": np.array([0.2])}

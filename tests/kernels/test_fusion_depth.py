@@ -2,6 +2,7 @@
 recursion per op), and chains deeper than fusion.CHAIN_DEPTH_LIMIT split into several kernels.
 Values are checked against the NumPy backend and a float32 NumPy loop."""
 import numpy as np
+import pytest
 from helpers import close
 
 import gpuarr
@@ -50,6 +51,7 @@ def optimized(f, *args):
     return passes.optimize(gpuarr.make_jaxpr(f)(*args))
 
 
+@pytest.mark.slow
 def test_10000_op_chain_plans_and_renders_in_bounded_kernels():
     closed = optimized(chain, x0)
     assert len(closed.program.eqns) >= N_OPS
@@ -66,12 +68,14 @@ def test_10000_op_chain_plans_and_renders_in_bounded_kernels():
     assert max(len(s) for s in sources) < 400_000
 
 
+@pytest.mark.slow
 def test_deep_chain_on_the_cpu_platform():
     cpu = gpuarr.devices("cpu")[0]
     got = gpuarr.jit(chain)(gpuarr.device_put(x0, cpu))
     close(got, numpy_chain(x0), 1e-4)
 
 
+@pytest.mark.slow
 def test_10000_op_chain_on_opencl(pocl):
     closed = optimized(chain, x0)
     (want,) = codegen.compile_closed(closed)(x0)
@@ -82,6 +86,7 @@ def test_10000_op_chain_on_opencl(pocl):
     close(got, want, 1e-4)
 
 
+@pytest.mark.slow
 def test_deep_chain_of_piecewise_and_indexed_ops_on_opencl(pocl):
     closed = optimized(mixed_chain, x0)
     (want,) = codegen.compile_closed(closed)(x0)
@@ -103,6 +108,7 @@ def nested_concatenates(x, y, n=3000):
     return x
 
 
+@pytest.mark.slow
 def test_3000_nested_concatenates_on_opencl(pocl):
     # Each concatenate's pieces are requests of the DAG walk (no Python recursion per level),
     # and a piece's pads merge into one, so its index map stays one clamp per dim.

@@ -228,6 +228,7 @@ def _tree_solve(jx, jn):
     return solve
 
 
+@pytest.mark.slow
 def test_linear_solve_pytree_b(ref):
     b = {"x": B0, "y": f32(3.0)}
     fn, jax_fn = _tree_solve(jax, jnp), _tree_solve(*ref)
@@ -364,6 +365,7 @@ def test_root_vector_jacobians():
     check(jax.jit(jax.jacfwd(ROOT["vector"]))(P0), want, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_root_matches_jax(ref):
     cases = _root_cases(*ref)
     x = f32(2.0)
@@ -485,6 +487,7 @@ def test_root_structure_errors():
         lax.custom_root(lambda y: y, 1.0, lambda f, g: (g, g, g), lambda g, y: y, has_aux=True)
 
 
+@pytest.mark.slow
 def test_root_forward_mode_through_while_loop(ref):
     # f holds a while_loop over x: forward mode never transposes df/dx, as in JAX.
     cases = _root_cases(*ref)
@@ -509,6 +512,7 @@ def test_root_forward_mode_through_while_loop(ref):
     assert eqn.params["jaxprs"].vecmat is None and eqn.params["jaxprs"].transpose_solve is None
 
 
+@pytest.mark.slow
 def test_root_reverse_mode_through_while_loop(ref):
     # Reverse mode transposes tangent_solve, not df/dx, so it works here as in JAX.
     cases = _root_cases(*ref)

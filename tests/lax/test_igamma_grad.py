@@ -55,6 +55,7 @@ def _check(ours, theirs, dtype):
 # ---------------------------------------------------------------- against JAX
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_igamma_grad_a_matches_jax(dtype):
     a, x = A.astype(dtype), X.astype(dtype)
@@ -237,6 +238,7 @@ def test_derivatives_of_igamma_grad_a():
 # ---------------------------------------------------------------- the gamma sampler
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gamma_sample_gradients_match_jax(dtype):
     a = np.geomspace(0.01, 100, 24).astype(dtype).reshape(4, 6)

@@ -572,6 +572,7 @@ KEY = np.array([1, 2, 3, 4], np.uint32)
 WRAP_KEY = np.array([0xFFFFFFFF, 7, 0xFFFFFFFE, 0xFFFFFFFF], np.uint32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", list(glax.RandomAlgorithm))
 def test_rng_bit_generator_matches_jax(algorithm):
     jalg = jlax.RandomAlgorithm(int(algorithm))
@@ -750,6 +751,7 @@ def test_shape_tuples_match_jax():
         glax.conv_shape_tuple((2, 3, 9, 9), (4, 3, 3, 3), (1, 1), [(-10, 0), (0, 0)])
 
 
+@pytest.mark.slow
 def test_conv_general_dilated_patches_and_local():
     rs = np.random.RandomState(5)
     img = rs.randn(2, 3, 5, 6).astype(np.float32)

@@ -329,6 +329,7 @@ def _ill_conditioned(rng, shape, dtype):
     return ((u * np.logspace(0, -5, shape[1])) @ vt).astype(dtype)
 
 
+@pytest.mark.slow
 def test_qdwh_matches_jax(x64):
     rng = np.random.default_rng(12)
     padded = np.zeros((6, 5), np.float32)

@@ -218,6 +218,7 @@ def test_tridiagonal_solve_unread_entries_get_zero_gradient():
     assert float(g[0][0]) == 0.0 and float(g[1][-1]) == 0.0
 
 
+@pytest.mark.slow
 def test_tridiagonal_solve_grads_match_jax(x64):
     jax = need_jax()
     dl, d, du = diagonals((2,), 5, dominant=True, seed=7)
@@ -645,6 +646,7 @@ def test_fiedler_companion_shapes_dtypes_and_batches(dtype):
         gl.fiedler_companion([1.0, 2.0])
 
 
+@pytest.mark.slow
 def test_fiedler_companion_matches_jax(dtype):
     jax = need_jax()
     for shape in [(1,), (2,), (5,), (6,), (2, 7)]:

@@ -136,6 +136,7 @@ def test_geqp3_is_not_differentiable():
         gpuarr.jvp(lambda m: linalg._geqp3(m, jpvt)[0], (x,), (x,))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
 def test_qr_pivoting_jvp_by_finite_differences(shape):
     x = rand(shape, np.float64, seed=8)
@@ -155,6 +156,7 @@ def test_qr_pivoting_jvp_by_finite_differences(shape):
         np.testing.assert_allclose(np.asarray(dr), np.asarray(jdr), atol=1e-10)
 
 
+@pytest.mark.slow
 def test_grad_under_jit_matches_jax():
     x = rand((5, 3), np.float64, seed=10)
     loss = lambda qr_fn: lambda m: (qr_fn(m, pivoting=True)[1] ** 2).sum()  # noqa: E731

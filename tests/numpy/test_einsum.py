@@ -123,6 +123,7 @@ def test_dtypes():
     assert h.dtype == np.float16
 
 
+@pytest.mark.slow
 def test_matches_jax_dtypes_and_shapes():
     jax = pytest.importorskip("jax")
     for subscripts, shapes in PATTERNS:

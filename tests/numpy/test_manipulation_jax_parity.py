@@ -22,6 +22,7 @@ def check(fn, *args, jit=False):
 WIDTHS = [0, 1, 2, 3, 4, 5, 7, 11, (0, 6), (9, 1), (3, 0)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 3, 5])
 @pytest.mark.parametrize("mode", ["reflect", "symmetric"])
 @pytest.mark.parametrize("reflect_type", ["even", "odd"])

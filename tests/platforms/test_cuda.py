@@ -173,6 +173,7 @@ def test_mlp_step_kernels_compile_for_hopper():
         assert nvrtc.compile(step.source, step.name, arch="sm_90")[:4] == b"\x7fELF"
 
 
+@pytest.mark.slow
 def test_cuda_platform_unavailable_without_a_device():
     if _cuda_reason() is None:
         pytest.skip("a CUDA device is present")

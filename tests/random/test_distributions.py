@@ -467,6 +467,7 @@ def test_gamma_gradient_keeps_the_cdf_level():
     assert np.abs(moved).max() < 1e-7
 
 
+@pytest.mark.slow
 def test_gamma_gradients_match_jax():
     jax = pytest.importorskip("jax")
     a = np.float32([0.3, 1., 2.5, 10.])

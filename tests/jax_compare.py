@@ -6,6 +6,7 @@ import inspect
 
 import numpy as np
 import pytest
+from helpers import close
 
 # Where XLA's float16 results depend on the CPU, tests allow this many units of the spacing
 # at max(|value|, 1) (see `xla_contracts_float16`).
@@ -61,19 +62,6 @@ def same_results(got, want, message=True):
         assert gdt == wdt, (gdt, wdt)
         assert gweak == wweak, (gweak, wweak)
     return [(g, w) for (g, _, _), (w, _, _) in zip(got[1], want[1])]
-
-
-def close(got, want, tol=1e-5):
-    """Same structure, shapes, dtypes and (to `tol`) values."""
-    if isinstance(want, (tuple, list)):
-        assert isinstance(got, (tuple, list)) and len(got) == len(want)
-        for g, w in zip(got, want):
-            close(g, w, tol)
-        return
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def vs_jax_all(cases, tol=1e-5):

@@ -27,7 +27,7 @@ STRONG_NAMES = [
     *(["bfloat16"] if HAS_BF16 else []),
     "float16", "float32", "float64", "complex64", "complex128",
 ]
-# The 8-, 4- and 2-bit types (tests/test_narrow_dtypes.py covers them); leaves of the lattice.
+# The 8-, 4- and 2-bit types (tests/test_narrow_types.py covers them); leaves of the lattice.
 NARROW_NAMES = [n for n in dtypes.NARROW_FLOAT_NAMES + dtypes.NARROW_SIGNED_NAMES
                 + dtypes.NARROW_UNSIGNED_NAMES if hasattr(dtypes, n)]
 WEAK_VALUES = {"weak_int": 1, "weak_float": 1.0, "weak_complex": 1j}

@@ -240,7 +240,7 @@ ZERO_JVP = {
     "platform_index", "rng_bit_generator", "dce_sink",
 }
 # - higher-order primitives whose rules transform a sub-program; they are checked with
-#   functions built on them below (COMPOSITE_CASES) and in tests/test_ad.py.
+#   functions built on them below (COMPOSITE_CASES) and in tests/test_ad_api.py.
 HIGHER_ORDER = {"jit", "cond", "while", "scan", "custom_jvp_call", "custom_vjp_call",
                 "remat2", "custom_linear_solve", "custom_vmap_call"}
 # - internal to differentiation: add_any sums cotangents, custom_lin is custom_vjp's linear
@@ -254,13 +254,13 @@ NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_ca
                       "composite", "householder_product", "hessenberg", "schur", "geqrf",
                       "geqp3", "ormqr", "rng_uniform", "tridiagonal", "symmetric_product",
                       "cholesky_update"}
-# - collectives need a vmap-named axis: tests/test_collectives.py and
-#   tests/test_collectives_vs_jax.py check their gradients. shard_map over several devices
+# - collectives need a vmap-named axis: tests/lax/test_parallel.py and
+#   tests/lax/test_parallel_jax_parity.py check their gradients. shard_map over several devices
 #   refuses differentiation from outside (tests/test_scale_out.py checks the message).
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",
                "all_to_all", "ppermute", "pbroadcast", "shard_map"}
-# - checkify's assertion has no result to differentiate; tests/test_checkify.py checks grad
-#   through functions holding checks.
+# - checkify's assertion has no result to differentiate; tests/experimental/test_checkify.py
+#   checks grad through functions holding checks.
 ASSERTIONS = {"check"}
 
 

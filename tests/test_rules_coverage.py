@@ -26,8 +26,8 @@ _import_all_primitive_modules()
 PRIMITIVES = sorted(core.abstract_eval_rules, key=lambda p: p.name)
 # Primitives without operands (iota, empty2) are never seen by JVP or batching traces.
 NULLARY = {"iota", "empty2"}
-# As in JAX, vmap of these raises (tests/test_lax_composite.py and
-# tests/test_lax_linalg_extra.py check the errors).
+# As in JAX, vmap of these raises (tests/lax/test_composite.py and
+# tests/lax/test_linalg.py check the errors).
 UNBATCHED = {"composite", "cholesky_update"}
 
 

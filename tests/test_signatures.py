@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp_ref
 import numpy as np
 import pytest
+from helpers import close
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -545,20 +546,15 @@ _CT_X = np.random.RandomState(0).randn(2, 7, 6, 3).astype(np.float32)
 _CT_W = np.random.RandomState(1).randn(3, 2, 3, 4).astype(np.float32)
 
 
-def _close(ours, ref, tol=1e-4):
-    assert ours.shape == ref.shape and ours.dtype == ref.dtype
-    np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=tol, atol=tol)
-
-
 @pytest.mark.parametrize("padding", ["SAME", "VALID", ((0, 0), (1, 2)), [(2, 1), (0, 3)]])
 @pytest.mark.parametrize("consistent", [False, True])
 def test_conv_transpose_use_consistent_padding(padding, consistent):
     # Strides (2, 3) and rhs_dilation (2, 1): the forward padding becomes d * (k - 1) - p.
     kwargs = dict(rhs_dilation=(2, 1), use_consistent_padding=consistent)
     ref = jlax.conv_transpose(_CT_X, _CT_W, (2, 3), padding, **kwargs)
-    _close(lax.conv_transpose(_CT_X, _CT_W, (2, 3), padding, **kwargs), ref)
-    _close(gpuarr.jit(lambda a, b: lax.conv_transpose(a, b, (2, 3), padding, **kwargs))(
-        _CT_X, _CT_W), ref)
+    close(lax.conv_transpose(_CT_X, _CT_W, (2, 3), padding, **kwargs), ref, 1e-4)
+    close(gpuarr.jit(lambda a, b: lax.conv_transpose(a, b, (2, 3), padding, **kwargs))(
+        _CT_X, _CT_W), ref, 1e-4)
 
 
 def test_conv_transpose_consistent_padding_is_the_gradient_of_conv():
@@ -571,14 +567,14 @@ def test_conv_transpose_consistent_padding_is_the_gradient_of_conv():
     (grad,) = vjp(ct)
     out = lax.conv_transpose(ct, w, (2, 1), pad, dimension_numbers=dn, transpose_kernel=True,
                              use_consistent_padding=True)
-    _close(out, grad)
-    _close(out, jlax.conv_transpose(ct, w, (2, 1), pad, dimension_numbers=dn,
-                                    transpose_kernel=True, use_consistent_padding=True))
+    close(out, grad, 1e-4)
+    close(out, jlax.conv_transpose(ct, w, (2, 1), pad, dimension_numbers=dn,
+                                    transpose_kernel=True, use_consistent_padding=True), 1e-4)
     # And it differentiates like JAX's, here with respect to a kernel taking ct's channels.
     loss = lambda L: lambda k: (L.conv_transpose(ct, k, (2, 1), pad, dimension_numbers=dn,  # noqa: E731
                                                  use_consistent_padding=True) ** 2).sum()
     k = np.ascontiguousarray(np.swapaxes(w, 2, 3))
-    _close(gpuarr.grad(loss(lax))(k), jax.grad(loss(jlax))(k), 1e-3)
+    close(gpuarr.grad(loss(lax))(k), jax.grad(loss(jlax))(k), 1e-3)
 
 
 def test_conv_transpose_padding_errors_as_jax():
@@ -588,8 +584,8 @@ def test_conv_transpose_padding_errors_as_jax():
         with pytest.raises(ValueError, match=f"Invalid padding mode: {padding}"):
             jlax.conv_transpose(_CT_X, _CT_W, (1, 1), padding, use_consistent_padding=True)
     # Without it, other padding strings go to the convolution itself, as in JAX.
-    _close(lax.conv_transpose(_CT_X, _CT_W, (1, 1), "SAME_LOWER"),
-           jlax.conv_transpose(_CT_X, _CT_W, (1, 1), "SAME_LOWER"))
+    close(lax.conv_transpose(_CT_X, _CT_W, (1, 1), "SAME_LOWER"),
+          jlax.conv_transpose(_CT_X, _CT_W, (1, 1), "SAME_LOWER"), 1e-4)
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
@@ -598,11 +594,11 @@ def test_scipy_softmax_signature_and_values(name):
     ours, ref = getattr(special, name), getattr(jax.scipy.special, name)
     x = np.random.RandomState(0).randn(2, 3, 4).astype(np.float32)
     for kwargs in (dict(), dict(axis=(0, 2))):  # all axes by default, unlike jax.nn's
-        _close(ours(x, **kwargs), ref(x, **kwargs), 1e-5)
-    _close(ours(np.arange(4.0)), ref(np.arange(4.0)), 1e-5)
-    _close(gpuarr.jit(lambda a: ours(a, axis=-1))(x), ref(x, axis=-1), 1e-5)
+        close(ours(x, **kwargs), ref(x, **kwargs), 1e-5)
+    close(ours(np.arange(4.0)), ref(np.arange(4.0)), 1e-5)
+    close(gpuarr.jit(lambda a: ours(a, axis=-1))(x), ref(x, axis=-1), 1e-5)
     loss = lambda f: lambda a: f(a, axis=(0, 2))[0, 1, 2]  # noqa: E731
-    _close(gpuarr.grad(loss(ours))(x), jax.grad(loss(ref))(x), 1e-5)
+    close(gpuarr.grad(loss(ours))(x), jax.grad(loss(ref))(x), 1e-5)
     with pytest.raises(TypeError):
         ours(x, 1)  # axis is keyword-only, as in jax.scipy.special
     with pytest.raises(TypeError):
@@ -618,10 +614,10 @@ def test_eigh_implementation():
     _, ref_w = jlinalg.eigh(a)
     for impl in (None, linalg.EighImplementation.QR, jlinalg.EighImplementation.QR):
         v, w = linalg.eigh(a, implementation=impl)
-        _close(w, ref_w, 1e-5)
+        close(w, ref_w, 1e-5)
         np.testing.assert_allclose(np.asarray(a @ v), np.asarray(v) * np.asarray(w), atol=1e-5)
-    _close(gpuarr.jit(lambda m: linalg.eigh(m, implementation=linalg.EighImplementation.QR)[1])(a),
-           ref_w, 1e-5)
+    close(gpuarr.jit(lambda m: linalg.eigh(m, implementation=linalg.EighImplementation.QR)[1])(a), ref_w,
+          1e-5)
     for name in ("JACOBI", "QDWH"):
         with pytest.raises(NotImplementedError) as ours:
             linalg.eigh(a, implementation=getattr(linalg.EighImplementation, name))

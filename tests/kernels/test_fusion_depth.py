@@ -2,6 +2,8 @@
 recursion per op), and chains deeper than fusion.CHAIN_DEPTH_LIMIT split into several kernels.
 Values are checked against the NumPy backend and a float32 NumPy loop."""
 import numpy as np
+import pytest
+from helpers import close
 
 import gpuarr
 import gpuarr.numpy as jnp
@@ -49,12 +51,7 @@ def optimized(f, *args):
     return passes.optimize(gpuarr.make_jaxpr(f)(*args))
 
 
-def assert_close(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-
-
+@pytest.mark.slow
 def test_10000_op_chain_plans_and_renders_in_bounded_kernels():
     closed = optimized(chain, x0)
     assert len(closed.program.eqns) >= N_OPS
@@ -71,28 +68,31 @@ def test_10000_op_chain_plans_and_renders_in_bounded_kernels():
     assert max(len(s) for s in sources) < 400_000
 
 
+@pytest.mark.slow
 def test_deep_chain_on_the_cpu_platform():
     cpu = gpuarr.devices("cpu")[0]
     got = gpuarr.jit(chain)(gpuarr.device_put(x0, cpu))
-    assert_close(got, numpy_chain(x0))
+    close(got, numpy_chain(x0), 1e-4)
 
 
+@pytest.mark.slow
 def test_10000_op_chain_on_opencl(pocl):
     closed = optimized(chain, x0)
     (want,) = codegen.compile_closed(closed)(x0)
-    assert_close(want, numpy_chain(x0))
+    close(want, numpy_chain(x0), 1e-4)
     device = gpuarr.devices("opencl")[0]
     got = gpuarr.jit(chain)(gpuarr.device_put(x0, device))
     assert got.device == device
-    assert_close(got, want)
+    close(got, want, 1e-4)
 
 
+@pytest.mark.slow
 def test_deep_chain_of_piecewise_and_indexed_ops_on_opencl(pocl):
     closed = optimized(mixed_chain, x0)
     (want,) = codegen.compile_closed(closed)(x0)
     got = gpuarr.jit(mixed_chain)(gpuarr.device_put(x0, gpuarr.devices("opencl")[0]))
-    assert_close(got, want)
-    assert_close(gpuarr.jit(mixed_chain)(x0), want)   # the default platform agrees
+    close(got, want, 1e-4)
+    close(gpuarr.jit(mixed_chain)(x0), want, 1e-4)   # the default platform agrees
 
 
 def nested_concatenates(x, y, n=3000):
@@ -108,6 +108,7 @@ def nested_concatenates(x, y, n=3000):
     return x
 
 
+@pytest.mark.slow
 def test_3000_nested_concatenates_on_opencl(pocl):
     # Each concatenate's pieces are requests of the DAG walk (no Python recursion per level),
     # and a piece's pads merge into one, so its index map stays one clamp per dim.

@@ -71,6 +71,7 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_whole_program_on_the_opencl_platform(pocl):
     env = {**os.environ, "GPUARR_PLATFORMS": "opencl"}
     out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True)

@@ -86,6 +86,7 @@ def test_narrow_scatter_add_under_jit_on_opencl(on_opencl, dtype):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_concatenate_of_5000_arrays_under_jit_on_opencl(on_opencl):
     xs = [np.full(2, k, np.int32) for k in range(5000)]
     got = np.asarray(gpuarr.jit(lambda *xs: jnp.concatenate(xs))(*xs))
@@ -203,6 +204,7 @@ def test_scatter_plans_launch_per_update_not_per_operand_element():
 
 # ---- kernel parameter counts -------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_concatenate_of_5000_arrays_stays_under_the_parameter_cap():
     from gpuarr.compiler.plan import MAX_KERNEL_ARGS
     xs = [rng.standard_normal(3).astype(np.float32) for _ in range(5000)]

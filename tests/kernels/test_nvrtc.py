@@ -71,6 +71,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_second_process_hits_disk_cache(cache):
     env = {**os.environ, "GPUARR_CACHE_DIR": str(cache)}
     src = SOURCE + "// cross-process\n"
@@ -80,6 +81,7 @@ def test_second_process_hits_disk_cache(cache):
     assert run() == "0"
 
 
+@pytest.mark.slow
 def test_concurrent_processes(cache):
     env = {**os.environ, "GPUARR_CACHE_DIR": str(cache)}
     src = SOURCE + "// concurrent\n"

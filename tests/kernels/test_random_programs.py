@@ -108,6 +108,7 @@ def build(ops):
     return f
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs_match_numpy(program):

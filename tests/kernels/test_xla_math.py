@@ -90,6 +90,7 @@ def test_float64_within_rounding():
         check(lambda y: (xla_log(y), xla_log1p(y), xla_rsqrt(y)), 1 + 0.999 * u, rtol=3e-16, atol=0)
 
 
+@pytest.mark.slow
 def test_random_streams_under_jit_on_opencl():
     device, cpu = gpuarr.devices("opencl")[0], gpuarr.devices("cpu")[0]
     key = gpuarr.random.split(gpuarr.random.key(11), 3)[1]

@@ -1,0 +1,268 @@
+"""The native platform: kernels in the C dialect built by the system C compiler. Results are
+compared with the NumPy backend (the cpu platform) on the same programs; the disk cache, the
+thread split and every kind of bad input (no compiler, a broken one, a compiler error, a
+corrupt cache entry) are exercised for real, with compilers and files on this machine."""
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpuarr
+import gpuarr.numpy as jnp
+from gpuarr import lax
+from gpuarr.backends import native
+from gpuarr.compiler import render
+from gpuarr.compiler.plan import Launch, LaunchPlan
+from gpuarr.platforms import get_platform
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _require_compiler():
+    if native.available():
+        return
+    if os.environ.get("CI"):
+        pytest.fail("no C compiler and CI is set: the native platform must be tested in CI")
+    pytest.skip("no C compiler (gcc or clang) on this machine")
+
+
+@pytest.fixture
+def plat():
+    _require_compiler()
+    return get_platform("native")
+
+
+def run_both(plat, f, *args):
+    """(native results, NumPy backend results) of jit(f) on the same optimized Program."""
+    closed = gpuarr.make_jaxpr(f)(*args)
+    got = plat.compile(closed)(*[np.asarray(a) for a in args])
+    want = get_platform("cpu").compile(closed)(*[np.asarray(a) for a in args])
+    return got, want
+
+
+def assert_same(got, want, rtol=1e-6, atol=1e-6):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def test_fused_program_matches_numpy_backend(plat):
+    rng = np.random.default_rng(0)
+    x, y, z = (rng.standard_normal((33, 70)).astype(np.float32) for _ in range(3))
+
+    def f(x, y, z):
+        e = jnp.sqrt(jnp.abs(jnp.tanh(x * 1.5 + y) * z - 0.5))
+        return (e, jnp.sum(x, axis=1), jnp.sum(y, axis=0), jnp.max(z), jnp.argmax(z, axis=1),
+                jnp.cumsum(y, axis=1), jax_softmax(x), x @ y.T)
+
+    got, want = run_both(plat, f, x, y, z)
+    assert_same(got, want, rtol=2e-5, atol=2e-5)
+
+
+def jax_softmax(x):
+    m = jnp.max(x, axis=-1, keepdims=True)
+    e = jnp.exp(x - m)
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint16", "uint32"])
+def test_integer_overflow_wraps_and_division_follows_xla(plat, dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.min, 7, -7 if info.min else 7, 0, 1], dtype)
+    y = np.array([1, -1, 0, 2, 0, 3], dtype) if info.min else np.array([1, 1, 0, 2, 0, 3], dtype)
+    got, want = run_both(plat, lambda a, b: (a + b, a * b, a - b, lax.div(a, b), lax.rem(a, b),
+                                             -a), x, y)
+    assert_same(got, want)
+
+
+def test_nan_inf_and_signed_zero_as_numpy_backend(plat):
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-40, 3.0], np.float32)
+    got, want = run_both(plat, lambda a: (jnp.maximum(a, 0.0), jnp.minimum(a, -0.0), a * 0.0,
+                                          jnp.sign(a), 1.0 / a, jnp.sqrt(a), jnp.exp(a),
+                                          jnp.log(a), jnp.tanh(a), jnp.max(a), jnp.sum(a)), x)
+    assert_same(got, want)
+    for g, w in zip(got, want):   # signed zeros and subnormals bit for bit
+        g, w = np.asarray(g), np.asarray(w)
+        fin = np.isfinite(w) & (np.abs(w) < 1e-30)
+        np.testing.assert_array_equal(np.signbit(g[fin]), np.signbit(w[fin]))
+        np.testing.assert_array_equal(g[fin], w[fin])
+
+
+def test_control_flow_runs_its_bodies_as_native_plans(plat):
+    def f(x):
+        def body(c, xi):
+            h = jnp.tanh(c * 0.9 + xi)
+            return h, jnp.sum(h)
+        c, ys = lax.scan(body, jnp.zeros(16, np.float32), x)
+        w = lax.while_loop(lambda s: s[0] < 5, lambda s: (s[0] + 1, s[1] * 1.5), (0, c))
+        return c, ys, w[1], lax.cond(ys[0] > 0, lambda: c + 1, lambda: c - 1)
+
+    x = np.random.default_rng(1).standard_normal((20, 16)).astype(np.float32)
+    got, want = run_both(plat, f, x)
+    assert_same(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_gather_and_16_bit_floats(plat):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(50).astype(np.float32)
+    idx = rng.integers(-5, 60, 30).astype(np.int32)
+    upd = rng.standard_normal(30).astype(np.float32)
+    got, want = run_both(plat, lambda x, i, u: (x.at[i].add(u), x.at[i].set(u), x.at[i].max(u),
+                                                x[jnp.clip(i, 0, 49)],
+                                                (x.astype(jnp.bfloat16) * 3).astype(jnp.float16)),
+                         x, idx, upd)
+    assert_same(got, want)
+
+
+def test_large_launches_split_over_threads_give_the_same_result(plat, monkeypatch):
+    x = np.random.default_rng(3).standard_normal((512, 1024)).astype(np.float32)
+
+    def f(x):
+        return jnp.exp(x) * 2.0 + 1.0, jnp.sum(x, axis=1), jnp.sum(x, axis=0), x.at[3].add(1.0)
+
+    monkeypatch.setenv("GPUARR_NATIVE_THREADS", "1")
+    one = gpuarr.jit(f)(x)
+    monkeypatch.setenv("GPUARR_NATIVE_THREADS", "3")
+    three = gpuarr.jit(f)(x)
+    assert x.nbytes >= native.PARALLEL_MIN_BYTES
+    for a, b in zip(one, three):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_jit_selects_native_by_platform_name(plat):
+    with gpuarr.default_device(plat.devices()[0]):
+        out = gpuarr.jit(lambda x: jnp.sin(x) + 1)(np.arange(5, dtype=np.float32))
+    np.testing.assert_allclose(np.asarray(out), np.sin(np.arange(5, dtype=np.float32)) + 1,
+                               rtol=1e-6)
+
+
+# ---- the disk cache ---------------------------------------------------------------------
+
+_SOURCE = textwrap.dedent("""
+    #include <stddef.h>
+    __attribute__((visibility("default"))) void scale_run(void *const *args, long long b,
+                                                          long long e) {
+      float *out = (float *)args[0];
+      for (long long i = b; i < e; ++i) out[i] = out[i] * 2.0f + %d.0f;
+    }
+""")
+
+
+def _run_scale(lib, n=8):
+    out = np.arange(n, dtype=np.float32)
+    native.launch(native.entry(lib, "scale"), native.pointers([out]), n, out.nbytes)
+    return out
+
+
+def test_disk_cache_is_used_by_a_second_process_and_survives_corruption(tmp_path):
+    _require_compiler()
+    env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from gpuarr.backends import native
+        lib = native.load({_SOURCE % 1!r})
+        out = np.arange(4, dtype=np.float32)
+        native.launch(native.entry(lib, "scale"), native.pointers([out]), 4, 16)
+        print(native.build_count(), out.tolist())
+    """)
+
+    def run():
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()[0], done.stdout.split(" ", 1)[1].strip()
+
+    assert run() == ("1", "[1.0, 3.0, 5.0, 7.0]")
+    assert run() == ("0", "[1.0, 3.0, 5.0, 7.0]")   # the second process builds nothing
+    (entry,) = list((tmp_path / "native").glob("*/*.so"))
+    data = entry.read_bytes()
+    for broken in (data[: len(data) // 2], data[:100] + b"x" * 50 + data[150:], b"garbage"):
+        entry.write_bytes(broken)
+        assert run() == ("1", "[1.0, 3.0, 5.0, 7.0]")   # rebuilt, never loaded
+        assert entry.read_bytes() == data or run()[0] == "0"   # and rewritten
+
+
+def test_concurrent_writers_leave_a_valid_entry(tmp_path):
+    _require_compiler()
+    env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    script = (f"from gpuarr.backends import native; import numpy as np; "
+              f"lib = native.load({_SOURCE % 5!r}); out = np.zeros(2, np.float32); "
+              f"native.launch(native.entry(lib, 'scale'), native.pointers([out]), 2, 8); "
+              f"print(out.tolist())")
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert out.strip() == "[5.0, 5.0]"
+    assert not list((tmp_path / "native").glob("*/*.tmp"))
+    (entry,) = list((tmp_path / "native").glob("*/*.so"))
+    assert native._read_entry(entry) is not None
+
+
+# ---- bad input -----------------------------------------------------------------------------
+
+def _broken_compiler(tmp_path, body: str) -> str:
+    script = tmp_path / "cc"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+@pytest.mark.parametrize("cc, reason", [
+    ("/nonexistent/cc", "cannot run"),
+    ("BROKEN", "cannot build a shared object"),
+])
+def test_no_or_broken_compiler_falls_back_to_numpy_with_one_line(tmp_path, cc, reason):
+    if cc == "BROKEN":
+        cc = _broken_compiler(tmp_path, 'case "$*" in *--version*) echo "cc 1.0";; '
+                                        '*) echo "internal compiler error" >&2; exit 1;; esac')
+    env = {**os.environ, "CC": cc, "GPUARR_PLATFORMS": "native", "PYTHONPATH": str(ROOT),
+           "GPUARR_CACHE_DIR": str(tmp_path / "cache")}
+    script = ("import numpy as np, gpuarr, gpuarr.numpy as jnp\n"
+              "print(np.asarray(gpuarr.jit(lambda x: jnp.sum(x * 2))(np.arange(4.0))))")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "12.0"
+    lines = [ln for ln in done.stderr.splitlines() if "native platform" in ln]
+    assert len(lines) == 1 and reason in lines[0] and "NumPy backend" in lines[0], done.stderr
+
+
+def test_compiler_error_falls_back_to_numpy_for_that_program(tmp_path, caplog):
+    _require_compiler()
+    # A compiler that works (the probe passes) but rejects kernel text.
+    real = native.toolchain()["command"]
+    cc = _broken_compiler(tmp_path, 'for a in "$@"; do case "$a" in *.c) grep -q KERNEL "$a" '
+                                    '&& { echo "kernel.c:1: error: rejected" >&2; exit 1; };; '
+                                    f'esac; done; exec {" ".join(real)} "$@"')
+    env = {**os.environ, "CC": cc, "GPUARR_PLATFORMS": "native", "PYTHONPATH": str(ROOT),
+           "GPUARR_CACHE_DIR": str(tmp_path / "cache")}
+    script = ("import numpy as np, gpuarr, gpuarr.numpy as jnp\n"
+              "print(np.asarray(gpuarr.jit(lambda x: jnp.cos(x) * 2)(np.zeros(3, np.float32))))")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[2. 2. 2.]"
+    lines = [ln for ln in done.stderr.splitlines() if "native platform" in ln]
+    assert len(lines) == 1 and "rejected the kernels" in lines[0], done.stderr
+
+
+def test_compile_error_names_the_compiler_output_and_source():
+    _require_compiler()
+    launch = Launch("bad", render.prelude("c") + "KERNEL void bad(GLOBAL f32 *out) { out[0] = ; }",
+                    1, 1, ("o",), ("o",))
+    plan = LaunchPlan(("o",), ("o",), (("o", (1,), "float32"),), (), (launch,))
+    with pytest.raises(native.NativeCompileError, match="rejected the kernels") as info:
+        native.PlanRunner(plan, render.prelude("c"))
+    assert "out[0] = ;" in str(info.value) and "error" in str(info.value)

@@ -55,9 +55,11 @@ from gpuarr.lax.dot_precision import (  # noqa: F401, E402
     DotAlgorithm, DotAlgorithmPreset, Precision, PrecisionLike,
 )
 from gpuarr.lax.special_extra import (  # noqa: F401, E402
-    bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, zeta,
+    bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, zeta,
 )
 from gpuarr.lax.custom_solve import custom_linear_solve, custom_root  # noqa: F401, E402
+# dx/da of gamma samples, a host callback (gpuarr.random, above lax, defines it).
+from gpuarr.random.gamma_grad import random_gamma_grad  # noqa: F401, E402
 from gpuarr.lax.approx_top_k import approx_max_k, approx_min_k, approx_top_k_p  # noqa: F401, E402
 from gpuarr.lax.bits import mulhi, mulhi_p, reduce_precision, reduce_precision_p  # noqa: F401, E402
 from gpuarr.lax.platform_dependent import platform_dependent  # noqa: F401, E402

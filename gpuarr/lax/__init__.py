@@ -37,8 +37,7 @@ from gpuarr.lax.windowed import (  # noqa: F401, E402
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
     conv_with_general_padding, padtype_to_pads, reduce_window,
 )
-
-not_ = bitwise_not
+from gpuarr.lax.lax import bitwise_not as not_  # noqa: F401, E402
 from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402
 from gpuarr.lax.parallel import (  # noqa: F401, E402
     all_gather, all_gather_p, all_to_all, all_to_all_p, axis_index, axis_index_p, pbroadcast,

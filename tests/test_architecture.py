@@ -119,6 +119,29 @@ def test_no_module_imports_a_face():
         "defines the name instead:\n  " + "\n  ".join(found))
 
 
+def test_submodule_imports_bind_modules():
+    """`from gpuarr.lax import fft` binds what the package holds under that name once it has
+    run, which for some names is a function its face re-exports (lax.fft, numpy.einsum,
+    random.binomial), not the module the import looks like: import the names from the module."""
+    import importlib
+    import sys
+
+    import gpuarr  # noqa: F401
+    known = modules()
+    shadowed = []
+    for name, path in sorted(known.items()):
+        for node in ast.parse(path.read_text()).body:
+            if not (isinstance(node, ast.ImportFrom) and node.module and not node.level):
+                continue
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                if full in known:
+                    bound = getattr(importlib.import_module(name), a.asname or a.name)
+                    if bound is not sys.modules[full]:
+                        shadowed.append(f"{path.relative_to(ROOT)}:{node.lineno} {full}")
+    assert not shadowed, shadowed
+
+
 def test_line_budget():
     sizes = {p.relative_to(ROOT): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     total = sum(sizes.values())

@@ -443,12 +443,13 @@ def _downcast(x, example):
     """A Jacobian block in the dtype and weak type of `example` (the output leaf for jacfwd,
     the input leaf for jacrev), as JAX unravels them: integer inputs get zeros of their own
     dtype, and a real example takes the real part of a complex block."""
-    from gpuarr import lax
+    from gpuarr.lax import extras as lax_extras
+    from gpuarr.lax import shape_ops as lax_shape_ops
     aval = core.get_aval(example)
     if getattr(x, "dtype", None) == dtypes.float0:
-        return lax.full(x.shape, 0, aval.dtype)
+        return lax_shape_ops.full(x.shape, 0, aval.dtype)
     if dtypes.is_complex(core.get_aval(x).dtype) and not dtypes.is_complex(aval.dtype):
-        x = lax.real(x)
+        x = lax_extras.real(x)
     return conversions._convert_weak(x, aval.dtype, aval.weak_type)
 
 
@@ -493,14 +494,15 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             for yl in y_leaves:
                 _check_output_dtype(core.get_aval(yl), holomorphic, "jacfwd")
         jac_leaves = pytrees.tree_leaves(jac_flat)
-        from gpuarr import lax
+        from gpuarr.lax import lax
+        from gpuarr.lax import shape_ops as lax_shape_ops
         per_out = []
         for yl, jl in zip(y_leaves, jac_leaves):
             shape = core.get_aval(yl).shape
             blocks, start = [], 0
             for a in in_avals:
                 piece = lax.slice_in_dim(jl, start, start + a.size, axis=len(shape))
-                blocks.append(_downcast(lax.reshape(piece, shape + a.shape), yl))
+                blocks.append(_downcast(lax_shape_ops.reshape(piece, shape + a.shape), yl))
                 start += a.size
             per_out.append(_pack_argnums(pytrees.tree_unflatten(in_tree, blocks), argnums))
         jac = pytrees.tree_unflatten(y_tree, per_out)
@@ -543,16 +545,17 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
         cts_flat = vmap(pull)(*basis)
         in_leaves, in_tree = pytrees.tree_flatten(diff_args)
-        from gpuarr import lax
+        from gpuarr.lax import lax
+        from gpuarr.lax import shape_ops as lax_shape_ops
         per_out, start = [], 0
         for ya in y_avals:
             blocks = []
             for c, xa in zip(cts_flat, in_leaves):
                 shape = ya.shape + core.get_aval(xa).shape
                 if getattr(c, "dtype", None) == dtypes.float0:  # integer input (allow_int)
-                    blocks.append(lax.full(shape, 0, core.get_aval(xa).dtype))
+                    blocks.append(lax_shape_ops.full(shape, 0, core.get_aval(xa).dtype))
                     continue
-                blocks.append(_downcast(lax.reshape(
+                blocks.append(_downcast(lax_shape_ops.reshape(
                     lax.slice_in_dim(c, start, start + ya.size, axis=0), shape), xa))
             start += ya.size
             per_out.append(_pack_argnums(pytrees.tree_unflatten(in_tree, blocks), argnums))

@@ -167,7 +167,7 @@ class Array:
         jit's `out_shardings`, `reshard`, `shard_map`), else `SingleDeviceSharding(device)`."""
         s = getattr(self, "_sharding", None) or getattr(self._value, "sharding", None)
         if s is None:
-            from gpuarr.sharding import default_sharding
+            from gpuarr.sharding.shardings import default_sharding
             return default_sharding(self.device)
         return s
 

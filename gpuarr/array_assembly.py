@@ -16,11 +16,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from gpuarr import dtypes, pytrees
-from gpuarr import sharding as shd
 from gpuarr.array import Array
 from gpuarr.core import Tracer
 from gpuarr.errors import UnexpectedTracerError
 from gpuarr.pytrees.mapping import _prefix_errors
+from gpuarr.sharding import sharding_in_types, tree_shardings
+from gpuarr.sharding.shardings import NamedSharding, Sharding
 
 __all__ = ["make_array_from_callback", "make_array_from_process_local_data",
            "make_array_from_single_device_arrays"]
@@ -35,9 +36,9 @@ def _type_str(shape, dtype, sharding) -> str:
     """`float32[4@x,3]`: the type JAX's messages print, naming the Explicit mesh axes that
     each dimension is split over."""
     axes = [()] * len(shape)
-    if isinstance(sharding, shd.NamedSharding) and len(sharding.spec) <= len(shape):
+    if isinstance(sharding, NamedSharding) and len(sharding.spec) <= len(shape):
         spec = sharding.spec._normalized_spec_for_aval(len(shape))
-        spec = shd.modify_spec_for_auto_manual(spec, sharding.mesh)
+        spec = sharding_in_types.modify_spec_for_auto_manual(spec, sharding.mesh)
         axes = [() if p is None else p if isinstance(p, tuple) else (p,)
                 for p in spec.partitions]
     dims = [f"{n}" if not a else f"{n}@{a[0]}" if len(a) == 1 else f"{n}@({','.join(a)})"
@@ -46,7 +47,7 @@ def _type_str(shape, dtype, sharding) -> str:
 
 
 def _check_sharding(sharding) -> None:
-    if not isinstance(sharding, shd.Sharding):
+    if not isinstance(sharding, Sharding):
         raise TypeError(f"sharding should be an instance of `jax.sharding`. Got {sharding} of "
                         f"type {type(sharding)}")
 
@@ -115,7 +116,7 @@ def _assemble(piece, sharding) -> Array:
     elif piece.weak_type:
         piece = Array(piece._buffer, False, device=piece._device, committed=piece._committed,
                       platform=piece._platform)
-    return shd.with_sharding(piece, sharding)
+    return tree_shardings.with_sharding(piece, sharding)
 
 
 # ---------------------------------------------------------------- make_array_from_callback
@@ -244,7 +245,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
                                is_leaf=lambda x: x is None or isinstance(x, tuple))
     out = []
     for d, sh, s in zip(data_flat, shardings, shapes):
-        if isinstance(sh, shd.NamedSharding) and sh.mesh.is_multi_process:
+        if isinstance(sh, NamedSharding) and sh.mesh.is_multi_process:
             out.append(_from_process_block(sh, d, s))
             continue
         if s is not None and s != np.shape(d):

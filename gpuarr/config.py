@@ -299,6 +299,11 @@ def enable_x64(new_val: bool = True):
     return _option("enable_x64", new_val)
 
 
+def disable_x64():
+    """Context manager that turns 64-bit types off inside its block (`enable_x64(False)`)."""
+    return enable_x64(False)
+
+
 debug_nans = State("debug_nans", "Context manager for `jax_debug_nans`: raise "
                    "FloatingPointError where an operation produces a NaN.")
 debug_infs = State("debug_infs", "Context manager for `jax_debug_infs`: raise "

@@ -689,11 +689,7 @@ class Tracer:
             raise TypeError("len() of unsized object")
         return self.aval.shape[0]
 
-    def __iter__(self):
-        if not self.aval.shape:
-            raise TypeError("iteration over a 0-d array")
-        from gpuarr.lax.slicing import index_in_dim  # lax builds on core
-        return (index_in_dim(self, i, keepdims=False) for i in range(self.aval.shape[0]))
+    # __iter__ (one index_in_dim per row) is installed by gpuarr.lax.slicing, which builds on core.
 
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(self)

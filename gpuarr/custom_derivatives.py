@@ -372,8 +372,8 @@ def _check_jvp_types(p_avals, t_avals, out_avals):
 
 
 def _cast(x, dtype):
-    from gpuarr import lax
-    return lax.convert_element_type(x, dtype)
+    from gpuarr.lax import conversions as lax_conversions
+    return lax_conversions.convert_element_type(x, dtype)
 
 
 def _type_str(aval) -> str:
@@ -509,8 +509,8 @@ def _custom_vjp_call_batch(axis_size, vals, dims, *, name, bwd, call_jaxpr, fwd,
 
 
 def _sum_axis(x, axis):
-    from gpuarr import lax
-    return lax.reduce_sum(x, (axis,))
+    from gpuarr.lax import shape_ops as lax_shape_ops
+    return lax_shape_ops.reduce_sum(x, (axis,))
 
 
 ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp

@@ -25,7 +25,7 @@ from gpuarr import core, pytrees
 from gpuarr.array import Array
 from gpuarr.callbacks import _operand
 from gpuarr.core import Primitive, abstract_eval_rules, weak_type_rules
-from gpuarr.impls import impl_for_values, impl_rules
+from gpuarr.impls import impl_for_values, impl_rules  # noqa: F401  (a name of gpuarr.debug)
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 
@@ -279,11 +279,13 @@ def _compiled_sharding():
     mesh given to `set_mesh` (its axes Auto, as JAX rebuilds it), else that device's
     SingleDeviceSharding."""
     from gpuarr import placement
-    from gpuarr import sharding as shd
-    mesh = shd.get_concrete_mesh()
+    from gpuarr.sharding import mesh as sharding_mesh
+    from gpuarr.sharding import mesh_context, partition_spec, shardings
+    mesh = mesh_context.get_concrete_mesh()
     if not mesh.empty:
-        return shd.NamedSharding(shd.Mesh(mesh.devices, mesh.axis_names), shd.PartitionSpec())
-    return shd.SingleDeviceSharding(placement.target_device())
+        return shardings.NamedSharding(sharding_mesh.Mesh(mesh.devices, mesh.axis_names),
+                                       partition_spec.PartitionSpec())
+    return shardings.SingleDeviceSharding(placement.target_device())
 
 
 def _sharding_of(x):
@@ -464,46 +466,6 @@ def _created_where(trace, tracer, name: str) -> str:
     return "This tracer was created while tracing."
 
 
-# ---------------------------------------------------------------- debug_nans: find the operation
-
-
-def raise_at_nonfinite(closed, args) -> None:
-    """Run `closed` op by op on the NumPy backend (descending into nested jit Programs) and
-    raise FloatingPointError at the first equation whose output has a NaN (debug_nans) or
-    an Inf (debug_infs), naming its primitive and its source line. Returns if none does."""
-    with np.errstate(all="ignore"):
-        _run_checked(closed.program, closed.consts, list(args))
-
-
-def _run_checked(prog, consts, args):
-    from gpuarr.core import Literal
-    from gpuarr.dispatch import nonfinite_kind, nonfinite_message
-    from gpuarr.jit_api import jit_p
-
-    env = {}
-
-    def read(a):
-        return a.val if type(a) is Literal else env[a.id]
-
-    for v, x in zip(prog.constvars, consts, strict=True):
-        env[v.id] = np.asarray(x)
-    for v, x in zip(prog.invars, args, strict=True):
-        env[v.id] = x
-    for eqn in prog.eqns:
-        ins = [read(a) for a in eqn.inputs]
-        if eqn.prim is jit_p:
-            sub = eqn.params["jaxpr"]
-            outs = _run_checked(sub.program, sub.consts, ins)
-        else:
-            outs = impl_for_values(eqn.prim, ins)(*ins, **eqn.params)
-            outs = list(outs) if eqn.prim.multiple_results else [outs]
-        for out in outs:
-            kind = nonfinite_kind(out)
-            if kind is not None:
-                raise FloatingPointError(nonfinite_message(kind, eqn.prim.name, eqn.source_info))
-        for v, out in zip(eqn.outvars, outs, strict=True):
-            env[v.id] = out
-    return [read(a) for a in prog.outvars]
-
-
+# debug_nans: re-running a jitted Program op by op to find the operation (dispatch's).
 from gpuarr.debugger import breakpoint  # noqa: E402 - jax.debug.breakpoint
+from gpuarr.dispatch import raise_at_nonfinite  # noqa: F401, E402

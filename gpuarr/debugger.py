@@ -228,7 +228,8 @@ def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noq
     function runs. `filter_frames` leaves gpuarr's own frames out, `num_frames` keeps that many
     frames; with `token` (an array or pytree of arrays) the stop waits for that value and
     returns it unchanged."""
-    from gpuarr import callbacks, debug, lax
+    from gpuarr import callbacks, debug
+    from gpuarr.lax import lax
     if token is not None and ordered:
         raise ValueError("`ordered` and `token` are mutually exclusive arguments.")
     infos = inspect.stack()[1:]

@@ -36,32 +36,32 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
                 return leaf
             return placement.put(leaf, device)
         return pytrees.tree_map(put, x)
-    from gpuarr import sharding as shd
+    from gpuarr.sharding import mesh_context, partition_spec, shardings, tree_shardings
     leaves, treedef = pytrees.tree_flatten(x)
-    if isinstance(device, shd.Sharding):
+    if isinstance(device, shardings.Sharding):
         targets = [device] * len(leaves)
     else:
-        targets = shd.flatten_axes("device_put device", treedef, device)
+        targets = tree_shardings.flatten_axes("device_put device", treedef, device)
     out = []
     for leaf, target in zip(leaves, targets):
-        if isinstance(target, shd.PartitionSpec):
-            mesh = shd.get_concrete_mesh()
+        if isinstance(target, partition_spec.PartitionSpec):
+            mesh = mesh_context.get_concrete_mesh()
             if mesh.empty:
                 raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is "
                                  "passed to device_put")
-            target = shd.NamedSharding(mesh, target)
-        if target is not None and not isinstance(target, shd.Sharding) \
+            target = shardings.NamedSharding(mesh, target)
+        if target is not None and not isinstance(target, shardings.Sharding) \
                 and not hasattr(target, "platform"):
             raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
                              "`jax.Device`, `Format`, `jax.memory.Space` or a pytree of these "
                              f"values. Received invalid value: {target}")
-        if isinstance(target, shd.Sharding):
+        if isinstance(target, shardings.Sharding):
             aval = leaf.aval if isinstance(leaf, Tracer) else _abstractify(leaf)
-            shd.check_aval_sharding((target,), (aval,), ("",), "device_put args")
+            tree_shardings.check_aval_sharding((target,), (aval,), ("",), "device_put args")
             if isinstance(leaf, Tracer):  # sharding is not tracked inside transformations
                 out.append(leaf)
             else:
-                out.append(shd.with_sharding(leaf, target))
+                out.append(tree_shardings.with_sharding(leaf, target))
         else:
             out.append(leaf if isinstance(leaf, Tracer) else placement.put(leaf, target))
     return pytrees.tree_unflatten(treedef, out)

@@ -189,7 +189,6 @@ def check_outputs(prim, outs, vals, params) -> None:
     """check_nans on each output of an eager primitive; a jit call with a NaN/Inf output is
     first re-run op by op, so the error names the operation inside it."""
     if prim.name == "jit" and any(nonfinite_kind(o) is not None for o in outs):
-        from gpuarr.debug import raise_at_nonfinite
         raise_at_nonfinite(params["jaxpr"], vals)
     for o in outs:
         check_nans(prim, o)
@@ -259,3 +258,41 @@ def as_array(x):
     if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
         return to_device_array(x)
     raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+
+
+# ---------------------------------------------------------------- debug_nans: find the operation
+
+
+def raise_at_nonfinite(closed, args) -> None:
+    """Run `closed` op by op on the NumPy backend (descending into nested jit Programs) and
+    raise FloatingPointError at the first equation whose output has a NaN (debug_nans) or
+    an Inf (debug_infs), naming its primitive and its source line. Returns if none does."""
+    with np.errstate(all="ignore"):
+        _run_checked(closed.program, closed.consts, list(args))
+
+
+def _run_checked(prog, consts, args):
+    env = {}
+
+    def read(a):
+        return a.val if type(a) is core.Literal else env[a.id]
+
+    for v, x in zip(prog.constvars, consts, strict=True):
+        env[v.id] = np.asarray(x)
+    for v, x in zip(prog.invars, args, strict=True):
+        env[v.id] = x
+    for eqn in prog.eqns:
+        ins = [read(a) for a in eqn.inputs]
+        if eqn.prim.name == "jit":  # jit_p (gpuarr.jit_api sits above this module)
+            sub = eqn.params["jaxpr"]
+            outs = _run_checked(sub.program, sub.consts, ins)
+        else:
+            outs = impls.impl_for_values(eqn.prim, ins)(*ins, **eqn.params)
+            outs = list(outs) if eqn.prim.multiple_results else [outs]
+        for out in outs:
+            kind = nonfinite_kind(out)
+            if kind is not None:
+                raise FloatingPointError(nonfinite_message(kind, eqn.prim.name, eqn.source_info))
+        for v, out in zip(eqn.outvars, outs, strict=True):
+            env[v.id] = out
+    return [read(a) for a in prog.outvars]

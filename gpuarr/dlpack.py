@@ -84,7 +84,6 @@ def _from_gpu(x, index: int, copy=None) -> Array:
     it is (dense, aligned) and no copy was asked for; copied otherwise, since kernels index
     every buffer as dense row-major memory."""
     from gpuarr import platforms
-    from gpuarr.backends import cuda
     plat = platforms.get_platform("cuda")
     ctx = plat.context(index)
     cp = ctx.cp
@@ -102,7 +101,7 @@ def _from_gpu(x, index: int, copy=None) -> Array:
     if data is not source:  # a copy is a snapshot: the user's later work waits for it
         user_stream.wait_event(done)
     # Committed to its GPU, as device_put makes it: computations follow it there.
-    return Array(cuda.DeviceBuffer(data, done, ctx), device=plat.devices()[index], committed=True,
+    return Array(ctx.buffer(data, done), device=plat.devices()[index], committed=True,
                  platform=plat)
 
 

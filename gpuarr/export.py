@@ -158,8 +158,8 @@ class Exported:
             closed = self._closed
             self._called = jit(lambda *xs: core.eval_closed(closed, *xs))
         # Results take the exported output types, which are never weak (as in JAX).
-        from gpuarr import lax
-        outs = [lax.convert_element_type(o, a.dtype) if core.get_aval(o).weak_type else o
+        from gpuarr.lax import conversions as lax_conversions
+        outs = [lax_conversions.convert_element_type(o, a.dtype) if core.get_aval(o).weak_type else o
                 for o, a in zip(self._called(*leaves), self.out_avals)]
         return pytrees.tree_unflatten(self.out_tree, outs)
 

@@ -13,8 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.numpy import creation
 from gpuarr.pytrees import PyTreeDef, tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
@@ -56,18 +60,18 @@ def _unravel_pytree(treedef: PyTreeDef, unravel_list: Callable, flat: Any) -> An
 
 def _ravel_list(leaves: list) -> tuple[Any, Callable]:
     if not leaves:
-        return lax.full([0], 0, "float32"), _HashablePartial(_unravel_empty)
+        return lax_shape_ops.full([0], 0, "float32"), _HashablePartial(_unravel_empty)
     # asarray keeps a Python scalar's weak type and canonicalizes NumPy 64-bit leaves.
-    leaves = [jnp.asarray(x) for x in leaves]
+    leaves = [creation.asarray(x) for x in leaves]
     from_dtypes = tuple(dtypes.dtype(x, canonicalize=True) for x in leaves)
     to_dtype = dtypes.result_type(*from_dtypes)
     sizes = tuple(int(np.size(x)) for x in leaves)
     shapes = tuple(tuple(np.shape(x)) for x in leaves)
     if all(dt == to_dtype for dt in from_dtypes):
         # One dtype: no casts, and unravel stays polymorphic in the dtype it is given.
-        flat = lax.concatenate([lax.reshape(x, (n,)) for x, n in zip(leaves, sizes)], 0)
+        flat = lax.concatenate([lax_shape_ops.reshape(x, (n,)) for x, n in zip(leaves, sizes)], 0)
         return flat, _HashablePartial(_unravel_list_single_dtype, sizes, shapes)
-    flat = lax.concatenate([lax.reshape(lax.convert_element_type(x, to_dtype), (n,))
+    flat = lax.concatenate([lax_shape_ops.reshape(lax_conversions.convert_element_type(x, to_dtype), (n,))
                             for x, n in zip(leaves, sizes)], 0)
     return flat, _HashablePartial(_unravel_list, sizes, shapes, from_dtypes, to_dtype)
 
@@ -77,8 +81,8 @@ def _unravel_empty(flat: Any) -> list:
 
 
 def _unravel_list_single_dtype(sizes, shapes, flat) -> list:
-    chunks = lax.split(flat, sizes)
-    return [lax.reshape(c, shape) for c, shape in zip(chunks, shapes)]
+    chunks = lax_extras.split(flat, sizes)
+    return [lax_shape_ops.reshape(c, shape) for c, shape in zip(chunks, shapes)]
 
 
 def _unravel_list(sizes, shapes, from_dtypes, to_dtype, flat) -> list:
@@ -86,6 +90,6 @@ def _unravel_list(sizes, shapes, from_dtypes, to_dtype, flat) -> list:
     if flat_dtype != to_dtype:
         raise TypeError(f"unravel function given array of dtype {flat_dtype}, "
                         f"but expected dtype {to_dtype}")
-    chunks = lax.split(flat, sizes)
-    return [lax.convert_element_type(lax.reshape(c, shape), dt)
+    chunks = lax_extras.split(flat, sizes)
+    return [lax_conversions.convert_element_type(lax_shape_ops.reshape(c, shape), dt)
             for c, shape, dt in zip(chunks, shapes, from_dtypes)]

@@ -32,10 +32,11 @@ from gpuarr.backends.device_group import ProcessShards
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram, Primitive, ShapedArray, Tracer, abstract_eval_rules
-from gpuarr.dispatch import eval_trace
+from gpuarr.dispatch import eval_trace, raise_at_nonfinite
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
+from gpuarr.lax import linalg_extra
 from gpuarr.lax.control_flow.common import _check_returned
 
 logger = logging.getLogger("gpuarr")
@@ -449,23 +450,23 @@ class Jitted:
     def _sharding_device(self, kwargs, in_tree, leaves, arg_names, statics, committed):
         """Check in_shardings against this call's arguments as JAX does and return the device
         the call runs on: the one device of the shardings (or of the committed inputs)."""
-        from gpuarr import sharding as shd
+        from gpuarr.sharding import tree_shardings
         in_s, out_s = self._shardings
-        mesh = shd.jit_context_mesh()
+        mesh = tree_shardings.jit_context_mesh()
         flat = []
         if in_s is not None:
             if kwargs:
                 raise ValueError("pjit does not support kwargs when in_shardings is specified.")
-            flat = shd.flatten_axis_resources("pjit in_shardings", in_tree.children()[0], in_s,
-                                              tupled_args=True)
-            flat = [shd.sharding_for_spec(mesh, x, "in_shardings", "jit") for x in flat]
+            flat = tree_shardings.flatten_axis_resources("pjit in_shardings", in_tree.children()[0], in_s,
+                                                         tupled_args=True)
+            flat = [tree_shardings.sharding_for_spec(mesh, x, "in_shardings", "jit") for x in flat]
             names = leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(flat)
-            shd.check_aval_sharding(flat, [leaf_aval(x) for x in leaves], names,
-                                    "pjit arguments")
+            tree_shardings.check_aval_sharding(flat, [leaf_aval(x) for x in leaves], names,
+                                               "pjit arguments")
         if out_s is not None:
-            flat = flat + [shd.sharding_for_spec(mesh, x, "out_shardings", "jit")
+            flat = flat + [tree_shardings.sharding_for_spec(mesh, x, "out_shardings", "jit")
                            for x in pytrees.tree_leaves(out_s, is_leaf=lambda x: x is None)]
-        device = shd.common_device(flat, f"jit({self._name})")
+        device = tree_shardings.common_device(flat, f"jit({self._name})")
         if committed is not None and device is not None and committed != device:
             raise ValueError(f"Received incompatible devices for jitted computation "
                              f"{self._name}: an input is committed to {committed!r} but the "
@@ -475,20 +476,21 @@ class Jitted:
     def _out_shardings(self, out_tree, closed) -> list:
         """out_shardings as one Sharding (or UNSPECIFIED) per output, checked against the
         outputs as JAX does (cached per output structure and mesh in context)."""
-        from gpuarr import sharding as shd
-        mesh = shd.jit_context_mesh()
+        from gpuarr.sharding import tree_shardings
+        from gpuarr.sharding.shardings import Sharding
+        mesh = tree_shardings.jit_context_mesh()
         key = (out_tree, tuple(a.shape for a in closed.out_avals), mesh)
         flat = self._out_shardings_cache.get(key)
         if flat is None:
             out_s = self._shardings[1]
-            if isinstance(out_s, shd.Sharding):
+            if isinstance(out_s, Sharding):
                 flat = [out_s] * out_tree.num_leaves
             else:
-                flat = shd.flatten_axis_resources("pjit out_shardings", out_tree, out_s,
-                                                  tupled_args=False)
-            flat = [shd.sharding_for_spec(mesh, x, "out_shardings", "jit") for x in flat]
-            shd.check_aval_sharding(flat, closed.out_avals, _result_paths(out_tree),
-                                    "pjit outputs")
+                flat = tree_shardings.flatten_axis_resources("pjit out_shardings", out_tree, out_s,
+                                                             tupled_args=False)
+            flat = [tree_shardings.sharding_for_spec(mesh, x, "out_shardings", "jit") for x in flat]
+            tree_shardings.check_aval_sharding(flat, closed.out_avals, _result_paths(out_tree),
+                                               "pjit outputs")
             self._out_shardings_cache[key] = flat
         return flat
 
@@ -620,7 +622,6 @@ class Jitted:
             in_tree, sigs, statics, _ = key
             leaves = [s(b) if isinstance(s, type) else b for s, b in zip(sigs, bufs)]
             closed, _ = self._trace(leaves, in_tree, sigs, statics, None)
-        from gpuarr.debug import raise_at_nonfinite
         raise_at_nonfinite(closed, bufs)
         raise FloatingPointError(
             f"{nonfinite_message(kind, f'jit({self._name})')}. Because jax_debug_nans and/or "
@@ -721,8 +722,14 @@ def _run_with_shardings(run, shardings, leaves):
 
 
 def _sharding_or_none(s):
-    from gpuarr import sharding as shd
-    return shd.concrete_sharding(s) if isinstance(s, shd.Sharding) else None
+    from gpuarr.sharding import tree_shardings
+    from gpuarr.sharding.shardings import Sharding
+    return tree_shardings.concrete_sharding(s) if isinstance(s, Sharding) else None
+
+
+# ClosedProgram -> text of its fused kernels with their source: filled by gpuarr.compiler.explain
+# at import (the compiler sits above this module).
+kernel_plan_text = None
 
 
 def _compiled_text(entry: _CacheEntry) -> str:
@@ -730,9 +737,7 @@ def _compiled_text(entry: _CacheEntry) -> str:
     source = getattr(entry.fn, "source", None)
     if source is not None:
         return source
-    from gpuarr.compiler import plan_closed
-    from gpuarr.compiler.explain import describe
-    return describe(plan_closed(entry.closed), source=True)
+    return kernel_plan_text(entry.closed)
 
 
 class config_disable_passes:
@@ -821,7 +826,7 @@ def _jit_shardings(in_shardings, out_shardings, device, backend):
     """jit's in_shardings/out_shardings checked as JAX checks them when jit is called:
     Shardings, PartitionSpecs (on the mesh given to set_mesh) or None, in pytrees. Each call
     then runs on their one device and its outputs report out_shardings."""
-    from gpuarr import sharding as shd
+    from gpuarr.sharding import tree_shardings
     if device is not None or backend is not None:
         for name, value in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
             if value is not None:
@@ -829,8 +834,8 @@ def _jit_shardings(in_shardings, out_shardings, device, backend):
                                  "not be specified.")
     if isinstance(in_shardings, list):  # a list is taken as the tuple of the arguments
         in_shardings = tuple(in_shardings)
-    shd.prepare_axis_resources(in_shardings, "in_shardings")
-    shd.prepare_axis_resources(out_shardings, "out_shardings")
+    tree_shardings.prepare_axis_resources(in_shardings, "in_shardings")
+    tree_shardings.prepare_axis_resources(out_shardings, "out_shardings")
     return in_shardings, out_shardings
 
 
@@ -849,12 +854,13 @@ def _result_paths(out_tree) -> list[str]:
 
 def _attach_shardings(results, shardings) -> None:
     """Make each output Array report its out_sharding (committed to its device)."""
-    from gpuarr import sharding as shd
+    from gpuarr.sharding import tree_shardings
+    from gpuarr.sharding.shardings import Sharding
     for r, s in zip(results, shardings):
-        if type(r) is Array and isinstance(s, shd.Sharding):
-            r._device = shd.device_of(s, "jit")
+        if type(r) is Array and isinstance(s, Sharding):
+            r._device = tree_shardings.device_of(s, "jit")
             r._committed = True
-            r._sharding = shd.concrete_sharding(s)
+            r._sharding = tree_shardings.concrete_sharding(s)
 
 
 def _jit_device(device, backend):
@@ -963,3 +969,4 @@ def eval_shape(fun: Callable, *args, **kwargs):
     return shapes
 
 
+linalg_extra.jit = jit  # lax.linalg.qdwh runs under jit, as JAX's does

@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
-from gpuarr.lax import GatherScatterMode, ScatterDimensionNumbers
+from gpuarr import dtypes
+from gpuarr.lax import slicing as lax_slicing
 from gpuarr.lax.arguments import check_no_sharding
+from gpuarr.lax.slicing import GatherScatterMode, ScatterDimensionNumbers
+from gpuarr.numpy import creation, manipulation, reductions
 from gpuarr.numpy.arguments import check_arraylike, concrete_int, concrete_value
 
 
@@ -37,7 +38,7 @@ def _segment_update(name: str, scatter: Callable, reducer: Callable, data, segme
                     out_sharding):
     check_arraylike(name, data, segment_ids)
     check_no_sharding(f"ops.{name}", out_sharding)
-    data, segment_ids = jnp.asarray(data), jnp.asarray(segment_ids)
+    data, segment_ids = creation.asarray(data), creation.asarray(segment_ids)
     if data.dtype == np.bool_ and name in ("segment_sum", "segment_prod"):
         op = "add" if name == "segment_sum" else "mul"
         raise TypeError(f"{op} does not accept dtype bool at position 0. Accepted dtypes at "
@@ -56,10 +57,10 @@ def _segment_update(name: str, scatter: Callable, reducer: Callable, data, segme
     ids = [segment_ids]
     shape = (num_segments, *data.shape[1:])
     if bucket_size is not None:  # one row of partial results per bucket, combined below
-        ids = [jnp.arange(segment_ids.shape[0]) // bucket_size, segment_ids]
+        ids = [creation.arange(segment_ids.shape[0]) // bucket_size, segment_ids]
         shape = (-(-segment_ids.shape[0] // bucket_size), *shape)
-    out = jnp.full(shape, _identity(name, data.dtype), data.dtype)
-    indices = jnp.stack([i.astype(np.int32) for i in ids], axis=-1)
+    out = creation.full(shape, _identity(name, data.dtype), data.dtype)
+    indices = manipulation.stack([i.astype(np.int32) for i in ids], axis=-1)
     dnums = ScatterDimensionNumbers(
         update_window_dims=tuple(range(1, data.ndim)),
         inserted_window_dims=tuple(range(len(ids))),
@@ -75,7 +76,7 @@ def segment_sum(data, segment_ids, num_segments=None, indices_are_sorted=False,
     segment_ids[j] == i (0 for an empty segment). `num_segments` defaults to max(ids) + 1
     (which needs concrete ids); ids outside the range are dropped unless `mode` says
     otherwise."""
-    return _segment_update("segment_sum", lax.scatter_add, jnp.sum, data, segment_ids,
+    return _segment_update("segment_sum", lax_slicing.scatter_add, reductions.sum, data, segment_ids,
                            num_segments, indices_are_sorted, unique_indices, bucket_size, mode,
                            out_sharding)
 
@@ -84,7 +85,7 @@ def segment_prod(data, segment_ids, num_segments=None, indices_are_sorted=False,
                  unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
     """Product of the rows of `data` in each segment (1 for an empty segment); arguments as
     `segment_sum`."""
-    return _segment_update("segment_prod", lax.scatter_mul, jnp.prod, data, segment_ids,
+    return _segment_update("segment_prod", lax_slicing.scatter_mul, reductions.prod, data, segment_ids,
                            num_segments, indices_are_sorted, unique_indices, bucket_size, mode,
                            out_sharding)
 
@@ -93,7 +94,7 @@ def segment_max(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
     """Maximum of the rows of `data` in each segment (the dtype's lowest value, -inf for
     floats, for an empty segment); arguments as `segment_sum`."""
-    return _segment_update("segment_max", lax.scatter_max, jnp.max, data, segment_ids,
+    return _segment_update("segment_max", lax_slicing.scatter_max, reductions.max, data, segment_ids,
                            num_segments, indices_are_sorted, unique_indices, bucket_size, mode,
                            out_sharding)
 
@@ -102,6 +103,6 @@ def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
     """Minimum of the rows of `data` in each segment (the dtype's highest value, inf for
     floats, for an empty segment); arguments as `segment_sum`."""
-    return _segment_update("segment_min", lax.scatter_min, jnp.min, data, segment_ids,
+    return _segment_update("segment_min", lax_slicing.scatter_min, reductions.min, data, segment_ids,
                            num_segments, indices_are_sorted, unique_indices, bucket_size, mode,
                            out_sharding)

@@ -23,13 +23,16 @@ import math
 
 import numpy as np
 
-from gpuarr import dtypes, lax, pytrees
+from gpuarr import dtypes, pytrees
 from gpuarr.backends.host_threads import run_in_cache_blocks, thread_buffer
 from gpuarr.config import _check_prng_impl, config
 from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.lax.arguments import _broadcast_shapes
 from gpuarr.lax.lax import broadcast_batch_rule
 
@@ -180,7 +183,7 @@ def threefry_2x32(keypair, count):
         raise TypeError("threefry_2x32 requires uint32 arguments, got "
                         f"{[get_aval(key1).dtype.name, get_aval(count).dtype.name]}")
     shape = get_aval(count).shape
-    flat = lax.reshape(count, (math.prod(shape),))
+    flat = lax_shape_ops.reshape(count, (math.prod(shape),))
     odd = flat.shape[0] % 2
     if odd:
         flat = lax.concatenate([flat, np.zeros((1,), np.uint32)], 0)
@@ -190,7 +193,7 @@ def threefry_2x32(keypair, count):
     out = lax.concatenate([y1, y2], 0)
     if odd:
         out = lax.slice(out, (0,), (2 * half - 1,))
-    return lax.reshape(out, shape)
+    return lax_shape_ops.reshape(out, shape)
 
 
 # ---------------------------------------------------------------- raw key operations
@@ -206,8 +209,8 @@ def _key_words(data):
     """The two uint32 words of raw key data uint32[..., 2], as arrays of the leading shape."""
     shape = get_aval(data).shape
     lead = shape[:-1]
-    k1 = lax.reshape(lax.slice_in_dim(data, 0, 1, axis=len(lead)), lead)
-    k2 = lax.reshape(lax.slice_in_dim(data, 1, 2, axis=len(lead)), lead)
+    k1 = lax_shape_ops.reshape(lax.slice_in_dim(data, 0, 1, axis=len(lead)), lead)
+    k2 = lax_shape_ops.reshape(lax.slice_in_dim(data, 1, 2, axis=len(lead)), lead)
     return k1, k2
 
 
@@ -223,7 +226,7 @@ def _iota_2x32(shape):
     size = math.prod(shape)
     if size >= 1 << 32:
         raise NotImplementedError(f"random bits for {size} elements (at most 2**32 - 1 per call)")
-    low = lax.reshape(lax.iota(np.uint32, size), tuple(shape))
+    low = lax_shape_ops.reshape(lax_shape_ops.iota(np.uint32, size), tuple(shape))
     return np.uint32(0), low
 
 
@@ -236,11 +239,12 @@ def seed_data(seed):
         raise TypeError(f"PRNG key seed must be an integer; got dtype {aval.dtype.name}. "
                         "Pass an int, e.g. random.key(int(seed)).")
     if aval.dtype.itemsize == 8:
-        k1 = lax.convert_element_type(lax.shift_right_logical(seed, aval.dtype.type(32)), np.uint32)
+        k1 = lax_conversions.convert_element_type(lax.shift_right_logical(seed, aval.dtype.type(32)),
+                                                  np.uint32)
     else:
         k1 = np.zeros((), np.uint32)
-    k2 = lax.convert_element_type(seed, np.uint32)
-    return lax.concatenate([lax.broadcast(k1, (1,)), lax.broadcast(k2, (1,))], 0)
+    k2 = lax_conversions.convert_element_type(seed, np.uint32)
+    return lax.concatenate([lax_shape_ops.broadcast(k1, (1,)), lax_shape_ops.broadcast(k2, (1,))], 0)
 
 
 def split_data(data, shape):
@@ -249,13 +253,13 @@ def split_data(data, shape):
     hi, lo = _iota_2x32(shape)
     y1, y2 = threefry2x32(k1, k2, hi, lo)
     nd = len(shape)
-    return lax.concatenate([lax.broadcast_in_dim(y1, (*shape, 1), tuple(range(nd))),
-                            lax.broadcast_in_dim(y2, (*shape, 1), tuple(range(nd)))], nd)
+    return lax.concatenate([lax_shape_ops.broadcast_in_dim(y1, (*shape, 1), tuple(range(nd))),
+                            lax_shape_ops.broadcast_in_dim(y2, (*shape, 1), tuple(range(nd)))], nd)
 
 
 def fold_in_data(data, value):
     """Raw data of `fold_in(key, value)`: hash the seed words of `value` under the key."""
-    return threefry_2x32(data, seed_data(lax.convert_element_type(value, np.uint32)))
+    return threefry_2x32(data, seed_data(lax_conversions.convert_element_type(value, np.uint32)))
 
 
 def random_bits(data, bit_width: int, shape):
@@ -266,15 +270,15 @@ def random_bits(data, bit_width: int, shape):
     k1, k2 = _key_words(data)
     hi, lo = _iota_2x32(tuple(shape))
     if not shape:
-        lo = lax.reshape(lo, ())
+        lo = lax_shape_ops.reshape(lo, ())
     y1, y2 = threefry2x32(k1, k2, hi, lo)
     dtype = UINT_DTYPES[bit_width]
     if bit_width == 64:
-        hi64 = lax.convert_element_type(y1, dtype)
-        lo64 = lax.convert_element_type(y2, dtype)
+        hi64 = lax_conversions.convert_element_type(y1, dtype)
+        lo64 = lax_conversions.convert_element_type(y2, dtype)
         return lax.bitwise_or(lax.shift_left(hi64, dtype.type(32)), lo64)
     bits = lax.bitwise_xor(y1, y2)
-    return bits if bit_width == 32 else lax.convert_element_type(bits, dtype)
+    return bits if bit_width == 32 else lax_conversions.convert_element_type(bits, dtype)
 
 
 # ---------------------------------------------------------------- typed keys
@@ -354,7 +358,7 @@ class PRNGKeyArray:
         if shape.count(-1) == 1:
             known = math.prod(d for d in shape if d != -1)
             shape = tuple(size // known if d == -1 else d for d in shape)
-        return PRNGKeyArray(lax.reshape(self._base_array, (*shape, 2)))
+        return PRNGKeyArray(lax_shape_ops.reshape(self._base_array, (*shape, 2)))
 
     def ravel(self):
         return self.reshape(-1)
@@ -365,21 +369,10 @@ class PRNGKeyArray:
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         axes = axes or tuple(reversed(range(self.ndim)))
-        return PRNGKeyArray(lax.transpose(self._base_array, (*axes, self.ndim)))
+        return PRNGKeyArray(lax_shape_ops.transpose(self._base_array, (*axes, self.ndim)))
 
-    # Shape methods and `.at` as jnp's functions on key arrays (gpuarr.numpy sits above
-    # this module, hence the imports at call time).
-    def squeeze(self, axis=None):
-        from gpuarr import numpy as jnp
-        return jnp.squeeze(self, axis)
-
-    def swapaxes(self, axis1, axis2):
-        from gpuarr import numpy as jnp
-        return jnp.swapaxes(self, axis1, axis2)
-
-    def take(self, indices, axis=None, **kwargs):
-        from gpuarr import numpy as jnp
-        return jnp.take(self, indices, axis, **kwargs)
+    # squeeze, swapaxes and take are jnp's functions on key arrays: gpuarr.numpy.key_functions
+    # installs them (gpuarr.numpy sits above this module), as it does `.at[idx].set`.
 
     @property
     def at(self):
@@ -463,16 +456,11 @@ class _KeyIndexed:
     def get(self):
         return self.keys[self.idx]
 
-    def set(self, values):
-        from gpuarr.numpy.key_arrays import on_key_data
-        idx = self.idx
-        return on_key_data(lambda data, new: data.at[idx].set(new), (self.keys, values), {})
-
 
 def _broadcast_to(x, shape):
     """`x` broadcast (NumPy rules) to `shape`."""
     ndim = get_aval(x).ndim
-    return lax.broadcast_in_dim(x, tuple(shape), tuple(range(len(shape) - ndim, len(shape))))
+    return lax_shape_ops.broadcast_in_dim(x, tuple(shape), tuple(range(len(shape) - ndim, len(shape))))
 
 
 pytrees.register_pytree_node(

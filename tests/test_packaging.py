@@ -20,12 +20,12 @@ def test_every_subpackage_is_listed_in_pyproject():
 
 def test_demo_runs_without_the_optional_ml_dtypes():
     """`pip install -e .` does not bring ml_dtypes (only the test extra does): the README's
-    first command, `python -m gpuarr.demo`, must work without it (bfloat16 is then absent)."""
+    first command, `python examples/demo.py`, must work without it (bfloat16 is then absent)."""
     import subprocess
     import sys
     code = ("import sys; sys.modules['ml_dtypes'] = None\n"
-            "import runpy; sys.argv = ['gpuarr.demo']\n"
-            "runpy.run_module('gpuarr.demo', run_name='__main__')\n"
+            "import runpy; sys.argv = ['demo.py']\n"
+            f"runpy.run_path({str(ROOT / 'examples' / 'demo.py')!r}, run_name='__main__')\n"
             "import gpuarr.numpy as jnp\n"
             "assert not hasattr(jnp, 'bfloat16')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

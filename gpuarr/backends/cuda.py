@@ -314,6 +314,10 @@ class DeviceContext:
         event.record(self.stream)
         return event
 
+    def buffer(self, data, done) -> DeviceBuffer:
+        """`data` (a CuPy array of this device) as a buffer, ready once `done` has fired."""
+        return DeviceBuffer(data, done, self)
+
     def download(self, data) -> np.ndarray:
         """Copy a CuPy array of this device to the host after all work queued on the stream."""
         with self.device:

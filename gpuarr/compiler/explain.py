@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 
+from gpuarr import jit_api
 from gpuarr.compiler.plan import (
     CopyStep,
     ElementwiseKernel,
@@ -126,7 +127,6 @@ def describe(plan: KernelPlan, source: bool = False) -> str:
 
 def plan_of(f, *args, **kwargs) -> KernelPlan:
     """Trace `f` at `args`, run the passes, and fuse: the KernelPlan jit would run."""
-    from gpuarr import jit_api
     from gpuarr.compiler import passes, plan_closed
     closed = jit_api.make_jaxpr(f)(*args, **kwargs)
     closed = passes.optimize(closed)
@@ -146,5 +146,12 @@ def explain(f, source: bool = False, file=None):
 def count_kernels(plan: KernelPlan) -> int:
     return sum(isinstance(s, KernelStep) for s in plan.steps)
 
+
+def _kernel_plan_text(closed) -> str:
+    from gpuarr.compiler import plan_closed
+    return describe(plan_closed(closed), source=True)
+
+
+jit_api.kernel_plan_text = _kernel_plan_text  # Compiled.as_text() of kernel platforms
 
 __all__ = ["explain", "describe", "plan_of", "count_kernels", "step_bytes", "Iota"]

@@ -295,18 +295,29 @@ def rule_for_name(name: str):
     return None
 
 
+def lax_modules() -> list:
+    """The modules of gpuarr.lax (found beside gpuarr.lax.lax, not through the package)."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    from gpuarr.lax import lax
+    folder = str(Path(lax.__file__).parent)
+    return [importlib.import_module(f"gpuarr.lax.{m.name}") for m in pkgutil.iter_modules([folder])]
+
+
 def all_primitives() -> list:
     """Every Primitive object defined in the modules of gpuarr.lax (and gpuarr.random)."""
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import gpuarr.lax as lax_pkg
     from gpuarr.core import Primitive
-    mods = [importlib.import_module(f"gpuarr.lax.{m.name}") for m in pkgutil.iter_modules(lax_pkg.__path__)]
-    import gpuarr.random as random_pkg
-    mods += [importlib.import_module(f"gpuarr.random.{m.name}")
-             for m in pkgutil.iter_modules(random_pkg.__path__)]
-    mods += [random_pkg, importlib.import_module("gpuarr.prng")]
+    from gpuarr.random import distributions
+    mods = lax_modules()
+    folder = str(Path(distributions.__file__).parent)
+    mods += [importlib.import_module(f"gpuarr.random.{m.name}") for m in pkgutil.iter_modules([folder])]
+    mods += [importlib.import_module("gpuarr.prng")]
     seen, prims = set(), []
     for mod in mods:
         for value in vars(mod).values():

@@ -16,8 +16,8 @@ from collections import namedtuple
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from gpuarr import numpy as jnp
 from gpuarr import pytrees, tree
+from gpuarr.numpy import creation, dtype_functions, manipulation, products, reductions, ufuncs
 
 __all__ = [
     "JoinPoint", "Optimizer", "OptimizerState", "adagrad", "adam", "adamax", "clip_grads",
@@ -132,7 +132,7 @@ def momentum(step_size: Schedule, mass: float):
     step_size = make_schedule(step_size)
 
     def init(x0):
-        return x0, jnp.zeros_like(x0)
+        return x0, creation.zeros_like(x0)
 
     def update(i, g, state):
         x, velocity = state
@@ -152,7 +152,7 @@ def nesterov(step_size: Schedule, mass: float):
     step_size = make_schedule(step_size)
 
     def init(x0):
-        return x0, jnp.zeros_like(x0)
+        return x0, creation.zeros_like(x0)
 
     def update(i, g, state):
         x, velocity = state
@@ -173,12 +173,12 @@ def adagrad(step_size, momentum=0.9):
     step_size = make_schedule(step_size)
 
     def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+        return x0, creation.zeros_like(x0), creation.zeros_like(x0)
 
     def update(i, g, state):
         x, g_sq, m = state
-        g_sq += jnp.square(g)
-        g_sq_inv_sqrt = jnp.where(g_sq > 0, 1. / jnp.sqrt(g_sq), 0.0)
+        g_sq += ufuncs.square(g)
+        g_sq_inv_sqrt = ufuncs.where(g_sq > 0, 1. / ufuncs.sqrt(g_sq), 0.0)
         m = (1. - momentum) * (g * g_sq_inv_sqrt) + momentum * m
         return x - step_size(i) * m, g_sq, m
 
@@ -195,12 +195,12 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
     step_size = make_schedule(step_size)
 
     def init(x0):
-        return x0, jnp.zeros_like(x0)
+        return x0, creation.zeros_like(x0)
 
     def update(i, g, state):
         x, avg_sq_grad = state
-        avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1. - gamma)
-        return x - step_size(i) * g / jnp.sqrt(avg_sq_grad + eps), avg_sq_grad
+        avg_sq_grad = avg_sq_grad * gamma + ufuncs.square(g) * (1. - gamma)
+        return x - step_size(i) * g / ufuncs.sqrt(avg_sq_grad + eps), avg_sq_grad
 
     def get_params(state):
         return state[0]
@@ -214,12 +214,12 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
     step_size = make_schedule(step_size)
 
     def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+        return x0, creation.zeros_like(x0), creation.zeros_like(x0)
 
     def update(i, g, state):
         x, avg_sq_grad, mom = state
-        avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1. - gamma)
-        mom = momentum * mom + step_size(i) * g / jnp.sqrt(avg_sq_grad + eps)
+        avg_sq_grad = avg_sq_grad * gamma + ufuncs.square(g) * (1. - gamma)
+        mom = momentum * mom + step_size(i) * g / ufuncs.sqrt(avg_sq_grad + eps)
         return x - mom, avg_sq_grad, mom
 
     def get_params(state):
@@ -235,16 +235,16 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
     step_size = make_schedule(step_size)
 
     def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+        return x0, creation.zeros_like(x0), creation.zeros_like(x0)
 
     def update(i, g, state):
         x, m, v = state
         m = (1 - b1) * g + b1 * m
-        v = (1 - b2) * jnp.square(g) + b2 * v
+        v = (1 - b2) * ufuncs.square(g) + b2 * v
         # The bias corrections are computed in the state's dtype, as the moments are.
-        mhat = m / (1 - jnp.asarray(b1, m.dtype) ** (i + 1))
-        vhat = v / (1 - jnp.asarray(b2, m.dtype) ** (i + 1))
-        return x - step_size(i) * mhat / (jnp.sqrt(vhat) + eps), m, v
+        mhat = m / (1 - creation.asarray(b1, m.dtype) ** (i + 1))
+        vhat = v / (1 - creation.asarray(b2, m.dtype) ** (i + 1))
+        return x - step_size(i) * mhat / (ufuncs.sqrt(vhat) + eps), m, v
 
     def get_params(state):
         return state[0]
@@ -259,13 +259,13 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
     step_size = make_schedule(step_size)
 
     def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+        return x0, creation.zeros_like(x0), creation.zeros_like(x0)
 
     def update(i, g, state):
         x, m, u = state
         m = (1 - b1) * g + b1 * m
-        u = jnp.maximum(b2 * u, jnp.abs(g))
-        x = x - (step_size(i) / (1 - jnp.asarray(b1, m.dtype) ** (i + 1))) * m / (u + eps)
+        u = ufuncs.maximum(b2 * u, ufuncs.abs(g))
+        x = x - (step_size(i) / (1 - creation.asarray(b1, m.dtype) ** (i + 1))) * m / (u + eps)
         return x, m, u
 
     def get_params(state):
@@ -292,15 +292,15 @@ def sm3(step_size, momentum=0.9):
 
     def init(x0):
         x_shape = x0.shape
-        x0 = jnp.atleast_1d(x0)
-        vs = [jnp.zeros(n, dtype=x0.dtype) for n in x0.shape]
-        return x0, jnp.zeros_like(x0), vs, x_shape
+        x0 = manipulation.atleast_1d(x0)
+        vs = [creation.zeros(n, dtype=x0.dtype) for n in x0.shape]
+        return x0, creation.zeros_like(x0), vs, x_shape
 
     def update(i, g, state):
         x, m, vs, x_shape = state
         vs = [broadcast_into(g.ndim, v, axis) for axis, v in enumerate(vs)]
-        accum = functools.reduce(jnp.minimum, vs) + jnp.square(g)
-        accum_inv_sqrt = jnp.where(accum > 0, 1. / jnp.sqrt(accum), 0)
+        accum = functools.reduce(ufuncs.minimum, vs) + ufuncs.square(g)
+        accum_inv_sqrt = ufuncs.where(accum > 0, 1. / ufuncs.sqrt(accum), 0)
         m = (1. - momentum) * (g * accum_inv_sqrt) + momentum * m
         x = x - step_size(i) * m
         vs = [accum.max(_splice(range(x.ndim), axis, [])) for axis in range(x.ndim)]
@@ -335,7 +335,7 @@ def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
     `staircase`."""
     if staircase:
         def schedule(i):
-            return step_size / (1 + decay_rate * jnp.floor(i / decay_steps))
+            return step_size / (1 + decay_rate * ufuncs.floor(i / decay_steps))
     else:
         def schedule(i):
             return step_size / (1 + decay_rate * i / decay_steps)
@@ -346,7 +346,7 @@ def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
     """From `step_size` down to `final_step_size` along `(1 - i / decay_steps) ** power`,
     then constant after `decay_steps`."""
     def schedule(step_num):
-        step_num = jnp.minimum(step_num, decay_steps)
+        step_num = ufuncs.minimum(step_num, decay_steps)
         step_mult = (1 - step_num / decay_steps) ** power
         return step_mult * (step_size - final_step_size) + final_step_size
     return schedule
@@ -355,15 +355,15 @@ def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
 def piecewise_constant(boundaries: Any, values: Any):
     """`values[k]` where `k` is the number of `boundaries` the step is past; `values` has one
     more entry than `boundaries`."""
-    boundaries = jnp.array(boundaries)
-    values = jnp.array(values)
+    boundaries = creation.array(boundaries)
+    values = creation.array(values)
     if not boundaries.ndim == values.ndim == 1:
         raise ValueError("boundaries and values must be sequences")
     if not boundaries.shape[0] == values.shape[0] - 1:
         raise ValueError("boundaries length must be one shorter than values length")
 
     def schedule(i):
-        return values[jnp.sum(i > boundaries)]
+        return values[reductions.sum(i > boundaries)]
     return schedule
 
 
@@ -372,7 +372,7 @@ def make_schedule(scalar_or_schedule: float | Schedule) -> Schedule:
     else raises TypeError."""
     if callable(scalar_or_schedule):
         return scalar_or_schedule
-    if jnp.ndim(scalar_or_schedule) == 0:
+    if dtype_functions.ndim(scalar_or_schedule) == 0:
         return constant(scalar_or_schedule)
     raise TypeError(type(scalar_or_schedule))
 
@@ -383,13 +383,13 @@ def make_schedule(scalar_or_schedule: float | Schedule) -> Schedule:
 def l2_norm(tree):
     """The l2 norm of all the leaves of a pytree taken together."""
     leaves = pytrees.tree_leaves(tree)
-    return jnp.sqrt(sum(jnp.vdot(x, x) for x in leaves))
+    return ufuncs.sqrt(sum(products.vdot(x, x) for x in leaves))
 
 
 def clip_grads(grad_tree, max_norm):
     """`grad_tree` scaled down so that its `l2_norm` is at most `max_norm`."""
     norm = l2_norm(grad_tree)
-    return tree.map(lambda g: jnp.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree)
+    return tree.map(lambda g: ufuncs.where(norm < max_norm, g, g * (max_norm / norm)), grad_tree)
 
 
 # ---------------------------------------------------------------- serialization

@@ -13,10 +13,27 @@ from __future__ import annotations
 import functools
 import math
 
-from gpuarr import lax, random
-from gpuarr import numpy as jnp
-from gpuarr.nn import elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax, softplus, standardize
+import numpy as np
+
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shapes as lax_shapes
+from gpuarr.lax import windowed as lax_windowed
+from gpuarr.nn.functions import (
+    elu,
+    gelu,
+    leaky_relu,
+    log_softmax,
+    relu,
+    selu,
+    sigmoid,
+    softmax,
+    softplus,
+    standardize,
+)
 from gpuarr.nn.initializers import glorot_normal, normal, ones, zeros
+from gpuarr.numpy import creation, dtype_functions, manipulation, products, ufuncs
+from gpuarr.random import distributions, keys
 
 __all__ = [
     "AvgPool", "BatchNorm", "Conv", "Conv1DTranspose", "ConvTranspose", "Dense", "Dropout", "Elu",
@@ -44,13 +61,13 @@ def Dense(out_dim, W_init=_glorot_normal_default, b_init=_normal_default):
     """A fully connected layer `inputs @ W + b` with `out_dim` outputs."""
     def init_fun(rng, input_shape):
         output_shape = input_shape[:-1] + (out_dim,)
-        k1, k2 = random.split(rng)
+        k1, k2 = keys.split(rng)
         W, b = W_init(k1, (input_shape[-1], out_dim)), b_init(k2, (out_dim,))
         return output_shape, (W, b)
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return jnp.dot(inputs, W) + b
+        return products.dot(inputs, W) + b
 
     return init_fun, apply_fun
 
@@ -74,16 +91,16 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
 
     def init_fun(rng, input_shape):
         kernel_shape = _kernel_shape(rhs_spec, lhs_spec, out_chan, filter_shape, input_shape)
-        output_shape = lax.conv_general_shape_tuple(input_shape, kernel_shape, strides, padding,
-                                                    dimension_numbers)
+        output_shape = lax_shapes.conv_general_shape_tuple(input_shape, kernel_shape, strides, padding,
+                                                           dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = random.split(rng)
+        k1, k2 = keys.split(rng)
         return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
-                                        dimension_numbers=dimension_numbers) + b
+        return lax_windowed.conv_general_dilated(inputs, W, strides, padding, one, one,
+                                                 dimension_numbers=dimension_numbers) + b
 
     return init_fun, apply_fun
 
@@ -102,16 +119,16 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
 
     def init_fun(rng, input_shape):
         kernel_shape = _kernel_shape(rhs_spec, lhs_spec, out_chan, filter_shape, input_shape)
-        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
-                                                      padding, dimension_numbers)
+        output_shape = lax_shapes.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
+                                                             padding, dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = random.split(rng)
+        k1, k2 = keys.split(rng)
         return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
-        return lax.conv_transpose(inputs, W, strides, padding,
-                                  dimension_numbers=dimension_numbers) + b
+        return lax_extras.conv_transpose(inputs, W, strides, padding,
+                                         dimension_numbers=dimension_numbers) + b
 
     return init_fun, apply_fun
 
@@ -124,11 +141,11 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=z
               gamma_init=ones):
     """Batch normalization: inputs standardized over `axis`, then scaled by `gamma` (if `scale`)
     and shifted by `beta` (if `center`), both shaped like the axes not normalized."""
-    axis = (axis,) if jnp.isscalar(axis) else axis
+    axis = (axis,) if dtype_functions.isscalar(axis) else axis
 
     def init_fun(rng, input_shape):
         shape = tuple(d for i, d in enumerate(input_shape) if i not in axis)
-        k1, k2 = random.split(rng)
+        k1, k2 = keys.split(rng)
         beta = beta_init(k1, shape) if center else ()
         gamma = gamma_init(k2, shape) if scale else ()
         return input_shape, (beta, gamma)
@@ -136,7 +153,7 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=z
     def apply_fun(params, x, **kwargs):
         beta, gamma = params
         # Broadcast the parameters back over the normalized axes.
-        ed = tuple(None if i in axis else slice(None) for i in range(jnp.ndim(x)))
+        ed = tuple(None if i in axis else slice(None) for i in range(dtype_functions.ndim(x)))
         z = standardize(x, axis, epsilon=epsilon)
         if center and scale:
             return gamma[ed] * z + beta[ed]
@@ -159,9 +176,9 @@ def elementwise(fun, **fun_kwargs):
     return init_fun, apply_fun
 
 
-Tanh = elementwise(jnp.tanh)
+Tanh = elementwise(ufuncs.tanh)
 Relu = elementwise(relu)
-Exp = elementwise(jnp.exp)
+Exp = elementwise(ufuncs.exp)
 LogSoftmax = elementwise(log_softmax, axis=-1)
 Softmax = elementwise(softmax, axis=-1)
 Softplus = elementwise(softplus)
@@ -193,11 +210,11 @@ def _pooling_layer(reducer, init_val, rescaler=None):
             strides = strides[:i] + (1,) + strides[i:]
 
         def init_fun(rng, input_shape):
-            pads = lax.padtype_to_pads(input_shape, window_shape, strides, padding)
-            return lax.reduce_window_shape_tuple(input_shape, window_shape, strides, pads), ()
+            pads = lax_windowed.padtype_to_pads(input_shape, window_shape, strides, padding)
+            return lax_shapes.reduce_window_shape_tuple(input_shape, window_shape, strides, pads), ()
 
         def apply_fun(params, inputs, **kwargs):
-            out = lax.reduce_window(inputs, init_val, reducer, window_shape, strides, padding)
+            out = lax_windowed.reduce_window(inputs, init_val, reducer, window_shape, strides, padding)
             return rescale(out, inputs, spec) if rescale else out
 
         return init_fun, apply_fun
@@ -205,7 +222,7 @@ def _pooling_layer(reducer, init_val, rescaler=None):
     return PoolingLayer
 
 
-MaxPool = _pooling_layer(lax.max, -jnp.inf)
+MaxPool = _pooling_layer(lax.max, -np.inf)
 SumPool = _pooling_layer(lax.add, 0.)
 
 
@@ -219,10 +236,10 @@ def _normalize_by_window_size(dims, strides, padding):
             non_spatial_axes = spec.index("N"), spec.index("C")
         spatial_shape = tuple(inputs.shape[i] for i in range(inputs.ndim)
                               if i not in non_spatial_axes)
-        one = jnp.ones(spatial_shape, dtype=inputs.dtype)
-        window_sizes = lax.reduce_window(one, 0., lax.add, dims, strides, padding)
+        one = creation.ones(spatial_shape, dtype=inputs.dtype)
+        window_sizes = lax_windowed.reduce_window(one, 0., lax.add, dims, strides, padding)
         for i in sorted(non_spatial_axes):
-            window_sizes = jnp.expand_dims(window_sizes, i)
+            window_sizes = manipulation.expand_dims(window_sizes, i)
         return outputs / window_sizes
     return rescale
 
@@ -239,7 +256,7 @@ def _flatten():
         return (input_shape[0], math.prod(input_shape[1:])), ()
 
     def apply_fun(params, inputs, **kwargs):
-        return jnp.reshape(inputs, (inputs.shape[0], -1))
+        return manipulation.reshape(inputs, (inputs.shape[0], -1))
 
     return init_fun, apply_fun
 
@@ -282,7 +299,7 @@ def FanInConcat(axis=-1):
         return input_shape[0][:ax] + (concat_size,) + input_shape[0][ax + 1:], ()
 
     def apply_fun(params, inputs, **kwargs):
-        return jnp.concatenate(inputs, axis)
+        return manipulation.concatenate(inputs, axis)
 
     return init_fun, apply_fun
 
@@ -301,8 +318,8 @@ def Dropout(rate, mode="train"):
                              "it like `apply_fun(params, inputs, rng)` where `rng` is a "
                              "PRNG key (e.g. from `jax.random.key`).")
         if mode == "train":
-            keep = random.bernoulli(rng, rate, inputs.shape)
-            return jnp.where(keep, inputs / rate, 0)
+            keep = distributions.bernoulli(rng, rate, inputs.shape)
+            return ufuncs.where(keep, inputs / rate, 0)
         return inputs
 
     return init_fun, apply_fun
@@ -320,14 +337,14 @@ def serial(*layers):
     def init_fun(rng, input_shape):
         params = []
         for init in init_funs:
-            rng, layer_rng = random.split(rng)
+            rng, layer_rng = keys.split(rng)
             input_shape, param = init(layer_rng, input_shape)
             params.append(param)
         return input_shape, params
 
     def apply_fun(params, inputs, **kwargs):
         rng = kwargs.pop("rng", None)
-        rngs = random.split(rng, nlayers) if rng is not None else (None,) * nlayers
+        rngs = keys.split(rng, nlayers) if rng is not None else (None,) * nlayers
         for fun, param, layer_rng in zip(apply_funs, params, rngs):
             inputs = fun(param, inputs, rng=layer_rng, **kwargs)
         return inputs
@@ -342,13 +359,13 @@ def parallel(*layers):
     init_funs, apply_funs = zip(*layers)
 
     def init_fun(rng, input_shape):
-        rngs = random.split(rng, nlayers)
+        rngs = keys.split(rng, nlayers)
         # An iterator of (output shapes, params), which unpacks as a pair like other layers'.
         return zip(*[init(r, shape) for init, r, shape in zip(init_funs, rngs, input_shape)])
 
     def apply_fun(params, inputs, **kwargs):
         rng = kwargs.pop("rng", None)
-        rngs = random.split(rng, nlayers) if rng is not None else (None,) * nlayers
+        rngs = keys.split(rng, nlayers) if rng is not None else (None,) * nlayers
         return [f(p, x, rng=r, **kwargs) for f, p, x, r in zip(apply_funs, params, inputs, rngs)]
 
     return init_fun, apply_fun

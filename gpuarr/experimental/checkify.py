@@ -19,7 +19,10 @@ Reference: jax/_src/checkify.py (same public names, messages and error sets).
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
+import pathlib
+import pkgutil
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from gpuarr import dtypes, errors, impls, pytrees
-from gpuarr import numpy as jnp
 from gpuarr.ad_checkpoint import remat_p
 from gpuarr.array import Array
 from gpuarr.core import (
@@ -48,6 +50,7 @@ from gpuarr.interpreters import partial_eval as pe
 from gpuarr.jit_api import jit_p
 from gpuarr.lax import lax, slicing
 from gpuarr.lax.control_flow import cond_p, scan_p, while_p
+from gpuarr.numpy import creation, manipulation, reductions, ufuncs
 
 __all__ = [
     "DivisionByZeroError", "Error", "ErrorCategory", "FailedCheckError", "JaxRuntimeError",
@@ -265,9 +268,9 @@ def _update(error: Error, pred, code, metadata: dict, payload, kind) -> Error:
     if old is None:
         new_pred, new_code, new_payload = pred, code, list(payload)
     else:
-        new_pred = jnp.logical_or(old, pred)
-        new_code = jnp.where(old, error._code[kind], code)
-        new_payload = [jnp.where(old, a, b) for a, b in zip(error._payload[kind], payload)]
+        new_pred = ufuncs.logical_or(old, pred)
+        new_code = ufuncs.where(old, error._code[kind], code)
+        new_payload = [ufuncs.where(old, a, b) for a, b in zip(error._payload[kind], payload)]
     return Error({**error._pred, kind: new_pred}, {**error._code, kind: new_code},
                  {**error._metadata, **metadata}, {**error._payload, kind: new_payload})
 
@@ -276,10 +279,10 @@ def _assert(error: Error, failed, exc: JaxException) -> Error:
     """Add the check "`failed` means `exc`" to `error`."""
     code = _next_code()
     payload, structure = pytrees.tree_flatten(exc)
-    payload = [jnp.asarray(x) for x in payload]
+    payload = [creation.asarray(x) for x in payload]
     # Errors of one class whose payloads have the same types share a slot.
     kind = _ErrorKind(type(exc), tuple((x.shape, x.dtype) for x in payload))
-    return _update(error, jnp.asarray(failed), jnp.asarray(np.int32(code)), {code: structure},
+    return _update(error, creation.asarray(failed), creation.asarray(np.int32(code)), {code: structure},
                    payload, kind)
 
 
@@ -289,9 +292,9 @@ def _with_placeholders(error: Error, kinds) -> Error:
     pred, code, payload = dict(error._pred), dict(error._code), dict(error._payload)
     for kind in kinds:
         if kind not in pred:
-            pred[kind] = jnp.asarray(False)
-            code[kind] = jnp.asarray(np.int32(-1))
-            payload[kind] = [jnp.ones(shape, dtype) for shape, dtype in kind.payload_types]
+            pred[kind] = creation.asarray(False)
+            code[kind] = creation.asarray(np.int32(-1))
+            payload[kind] = [creation.ones(shape, dtype) for shape, dtype in kind.payload_types]
     return Error(pred, code, error._metadata, payload)
 
 
@@ -353,10 +356,10 @@ def _reduce_batched(error: Error) -> Error:
     out = init_error
     for kind, pred in error._pred.items():
         lead = np.shape(pred)
-        flat = jnp.reshape(pred, (-1,))
-        i = jnp.argmax(flat)
-        code = jnp.reshape(error._code[kind], (-1,))[i]
-        payload = [jnp.reshape(x, (-1,) + np.shape(x)[len(lead):])[i] for x in error._payload[kind]]
+        flat = manipulation.reshape(pred, (-1,))
+        i = reductions.argmax(flat)
+        code = manipulation.reshape(error._code[kind], (-1,))[i]
+        payload = [manipulation.reshape(x, (-1,) + np.shape(x)[len(lead):])[i] for x in error._payload[kind]]
         out = _update(out, flat[i], code, {}, payload, kind)
     return Error(out._pred, out._code, error._metadata, out._payload)
 
@@ -384,7 +387,7 @@ def _check(pred, msg, debug, *fmt_args, **fmt_kwargs):
             raise TypeError("Formatting arguments to checkify.check need to be PyTrees of arrays, "
                             f"but got {arg!r} of type {type(arg)}.")
     exc = FailedCheckError(user_source_info(), msg, *fmt_args, **fmt_kwargs)
-    _check_error(_assert(init_error, jnp.logical_not(pred), exc), debug=debug)
+    _check_error(_assert(init_error, ufuncs.logical_not(pred), exc), debug=debug)
 
 
 def check(pred, msg: str, *fmt_args, debug: bool = False, **fmt_kwargs) -> None:
@@ -480,11 +483,11 @@ def _check_nans(error: Error, enabled, eqn, out) -> Error:
     if NaNError not in enabled:
         return error
     outs = out if eqn.prim.multiple_results else [out]
-    flags = [jnp.any(jnp.isnan(o)) for o in outs if dtypes.is_inexact(get_aval(o).dtype)]
+    flags = [reductions.any(ufuncs.isnan(o)) for o in outs if dtypes.is_inexact(get_aval(o).dtype)]
     if not flags:
         return error
     name = eqn.prim.name.replace("scatter_", "scatter-")  # JAX spells scatter-add, ...
-    return _assert(error, functools.reduce(jnp.logical_or, flags), NaNError(eqn.source_info, name))
+    return _assert(error, functools.reduce(ufuncs.logical_or, flags), NaNError(eqn.source_info, name))
 
 
 def _nan_rule(error, enabled, eqn, *invals):
@@ -493,11 +496,11 @@ def _nan_rule(error, enabled, eqn, *invals):
 
 
 def _primitives(*names):
-    """The gpuarr primitives with these names (from gpuarr.lax's exports)."""
-    from gpuarr import lax as lax_pkg
-    from gpuarr.lax import parallel, rng
+    """The gpuarr primitives with these names (from the modules of gpuarr.lax)."""
+    folder = str(pathlib.Path(lax.__file__).parent)
     found = {}
-    for module in (lax_pkg, parallel, rng):
+    for info in pkgutil.iter_modules([folder]):
+        module = importlib.import_module(f"gpuarr.lax.{info.name}")
         for value in vars(module).values():
             if isinstance(value, Primitive):
                 found.setdefault(value.name, value)
@@ -522,7 +525,7 @@ for _prim in _NAN_PRIMITIVES:
 
 def _div_rule(error, enabled, eqn, x, y):
     if DivisionByZeroError in enabled:
-        error = _assert(error, jnp.any(jnp.equal(y, 0)), DivisionByZeroError(eqn.source_info))
+        error = _assert(error, reductions.any(ufuncs.equal(y, 0)), DivisionByZeroError(eqn.source_info))
     return _nan_rule(error, enabled, eqn, x, y)
 
 
@@ -535,20 +538,20 @@ error_checks[lax.div_p] = _div_rule
 def _oob_payload(oob_mask, indices, dims_map, operand_shape):
     """[index, axis, axis size] of the first out-of-bounds entry of `indices`, whose last
     dimension runs over the operand axes `dims_map`."""
-    flat = jnp.argmin(jnp.logical_not(jnp.reshape(oob_mask, (-1,))))
-    axis = jnp.asarray(np.asarray(dims_map, np.int32))[flat % len(dims_map)]
-    size = jnp.asarray(np.asarray(operand_shape, np.int32))[axis]
-    index = jnp.reshape(indices, (-1,))[flat].astype(np.int32)
-    return jnp.stack([index, axis, size])
+    flat = reductions.argmin(ufuncs.logical_not(manipulation.reshape(oob_mask, (-1,))))
+    axis = creation.asarray(np.asarray(dims_map, np.int32))[flat % len(dims_map)]
+    size = creation.asarray(np.asarray(operand_shape, np.int32))[axis]
+    index = manipulation.reshape(indices, (-1,))[flat].astype(np.int32)
+    return manipulation.stack([index, axis, size])
 
 
 def _oob_check(error, eqn, operand_shape, indices, upper, dims_map):
     """Add the check "some entry of `indices` is < 0 or > `upper`" (per last-axis entry)."""
     if not dims_map or get_aval(indices).size == 0:
         return error
-    oob = jnp.logical_or(indices < 0, indices > jnp.asarray(np.asarray(upper)).astype(indices.dtype))
+    oob = ufuncs.logical_or(indices < 0, indices > creation.asarray(np.asarray(upper)).astype(indices.dtype))
     payload = _oob_payload(oob, indices, dims_map, operand_shape)
-    return _assert(error, jnp.any(oob),
+    return _assert(error, reductions.any(oob),
                    OOBError(eqn.source_info, eqn.prim.name, tuple(operand_shape), payload))
 
 
@@ -558,7 +561,7 @@ def _dynamic_slice_rule(error, enabled, eqn, operand, *starts):
     if OOBError not in enabled:
         return error, out
     shape = get_aval(operand).shape
-    indices = jnp.stack([jnp.asarray(s).astype(np.int32) for s in starts]) if starts else None
+    indices = manipulation.stack([creation.asarray(s).astype(np.int32) for s in starts]) if starts else None
     upper = np.array(shape, np.int64) - np.array(sizes, np.int64)
     return _oob_check(error, eqn, shape, indices, upper, tuple(range(len(shape)))), out
 
@@ -568,7 +571,7 @@ def _dynamic_update_slice_rule(error, enabled, eqn, operand, update, *starts):
     if OOBError not in enabled:
         return error, out
     shape = get_aval(operand).shape
-    indices = jnp.stack([jnp.asarray(s).astype(np.int32) for s in starts]) if starts else None
+    indices = manipulation.stack([creation.asarray(s).astype(np.int32) for s in starts]) if starts else None
     upper = np.array(shape, np.int64) - np.array(get_aval(update).shape, np.int64)
     return _oob_check(error, eqn, shape, indices, upper, tuple(range(len(shape)))), out
 
@@ -770,7 +773,7 @@ all_checks = automatic_checks | user_checks
 
 def _as_array(x):
     # Literals of the staged program come back as Python or NumPy scalars.
-    return x if isinstance(x, (Array, Tracer)) else jnp.asarray(x)
+    return x if isinstance(x, (Array, Tracer)) else creation.asarray(x)
 
 
 def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:

@@ -22,8 +22,7 @@ import weakref
 from collections.abc import Callable
 from functools import partial
 
-from gpuarr import lax, pytrees
-from gpuarr import numpy as jnp
+from gpuarr import pytrees
 from gpuarr.ad_checkpoint import remat_p
 from gpuarr.array import Array
 from gpuarr.core import (
@@ -42,6 +41,18 @@ from gpuarr.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import add_any_p
 from gpuarr.jit_api import jit_p
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import cumulative as lax_cumulative
+from gpuarr.lax import dot_products as lax_dot_products
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import slicing as lax_slicing
+from gpuarr.lax import special as lax_special
+from gpuarr.lax import windowed as lax_windowed
+from gpuarr.lax.fft import fft_p as _fft_p
+from gpuarr.numpy import creation
 
 __all__ = ["jet", "jet2", "jet_rules", "zero_series", "fact"]
 
@@ -76,7 +87,7 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
         return leaves
 
     out_primals, out_series = jet_flat(flat_fun, order, list(zip(primals, series)))
-    out_series = [[jnp.zeros_like(p)] * order if s is zero_series else s
+    out_series = [[creation.zeros_like(p)] * order if s is zero_series else s
                   for p, s in zip(out_primals, out_series)]
     if factorial_scaled:
         out_series = [[t * fact(k + 1) for k, t in enumerate(terms)] for terms in out_series]
@@ -96,7 +107,7 @@ def fact(n: int) -> float:
 def _as_array(x):
     # NumPy values and Python numbers become Arrays, so that the recurrences on them run as
     # gpuarr operations (with its dtype rules), not as NumPy or float64 Python arithmetic.
-    return x if isinstance(x, (Tracer, Array)) else jnp.asarray(x)
+    return x if isinstance(x, (Tracer, Array)) else creation.asarray(x)
 
 
 # ---------------------------------------------------------------- the jet trace
@@ -157,7 +168,7 @@ class JetTrace(Trace):
             raise NotImplementedError(f"Jet rule for '{prim.name}' not implemented")
         with set_current_trace(self.parent):
             if prim not in symbolic_zero_prims:
-                series = [[lax.full_like(p, 0)] * self.order if s is zero_series else s
+                series = [[lax_shape_ops.full_like(p, 0)] * self.order if s is zero_series else s
                           for p, s in zip(primals, series)]
             out, out_series = rule(primals, series, **params)
         if not prim.multiple_results:
@@ -210,9 +221,9 @@ def zero_prop(prim, primals_in, series_in, **params):
 for _p in (lax.le_p, lax.lt_p, lax.gt_p, lax.ge_p, lax.eq_p, lax.ne_p, lax.not_p, lax.and_p,
            lax.or_p, lax.xor_p, lax.floor_p, lax.ceil_p, lax.round_p, lax.sign_p,
            lax.stop_gradient_p, lax.is_finite_p, lax.shift_left_p, lax.shift_right_arithmetic_p,
-           lax.shift_right_logical_p, lax.bitcast_convert_type_p, lax.argmax_p, lax.argmin_p,
-           lax.population_count_p, lax.clz_p, lax.reduce_and_p, lax.reduce_or_p,
-           lax.reduce_xor_p, lax.nextafter_p):
+           lax.shift_right_logical_p, lax_special.bitcast_convert_type_p, lax.argmax_p, lax.argmin_p,
+           lax_special.population_count_p, lax_special.clz_p, lax.reduce_and_p, lax.reduce_or_p,
+           lax_extras.reduce_xor_p, lax.nextafter_p):
     defzero(_p)
 
 
@@ -229,34 +240,38 @@ def linear_prop(prim, primals_in, series_in, **params):
     return primal_out, series_out
 
 
-for _p in (lax.neg_p, lax.real_p, lax.imag_p, lax.complex_p, lax.conj_p, lax.add_p, add_any_p,
-           lax.sub_p, lax.convert_element_type_p, lax.broadcast_in_dim_p, lax.concatenate_p,
-           lax.pad_p, lax.reshape_p, lax.squeeze_p, lax.rev_p, lax.transpose_p, lax.slice_p, lax.reduce_sum_p,
-           lax.reduce_window_sum_p, lax.fft_p, lax.cumsum_p,
-           lax.optimization_barrier_p, lax.copy_p, lax.split_p, lax.stack_p, lax.unstack_p):
+for _p in (lax.neg_p, lax_extras.real_p, lax_extras.imag_p, lax_extras.complex_p, lax_extras.conj_p,
+           lax.add_p, add_any_p,
+           lax.sub_p, lax_conversions.convert_element_type_p, lax_shape_ops.broadcast_in_dim_p,
+           lax.concatenate_p,
+           lax.pad_p, lax_shape_ops.reshape_p, lax_shape_ops.squeeze_p, lax_shape_ops.rev_p,
+           lax_shape_ops.transpose_p, lax.slice_p, lax_shape_ops.reduce_sum_p,
+           lax_windowed.reduce_window_sum_p, _fft_p, lax_cumulative.cumsum_p,
+           lax_extras.optimization_barrier_p, lax.copy_p, lax_extras.split_p, lax_extras.stack_p,
+           lax_extras.unstack_p):
     deflinear(_p)
 
 
 def _dynamic_slice_rule(primals_in, series_in, **params):
     operand, *starts = primals_in
-    out = lax.dynamic_slice_p.bind(operand, *starts, **params)
-    return out, [lax.dynamic_slice_p.bind(t, *starts, **params) for t in series_in[0]]
+    out = lax_slicing.dynamic_slice_p.bind(operand, *starts, **params)
+    return out, [lax_slicing.dynamic_slice_p.bind(t, *starts, **params) for t in series_in[0]]
 
 
 def _dynamic_update_slice_rule(primals_in, series_in, **params):
     operand, update, *starts = primals_in
-    out = lax.dynamic_update_slice_p.bind(operand, update, *starts, **params)
-    return out, [lax.dynamic_update_slice_p.bind(t, u, *starts, **params)
+    out = lax_slicing.dynamic_update_slice_p.bind(operand, update, *starts, **params)
+    return out, [lax_slicing.dynamic_update_slice_p.bind(t, u, *starts, **params)
                  for t, u in zip(series_in[0], series_in[1])]
 
 
 def _gather_rule(primals_in, series_in, **params):
     operand, indices = primals_in
-    out = lax.gather_p.bind(operand, indices, **params)
+    out = lax_slicing.gather_p.bind(operand, indices, **params)
     # Out-of-bounds windows are filled with a constant: its coefficients are zero.
-    tparams = dict(params, fill_value=0 if params["mode"] is lax.GatherScatterMode.FILL_OR_DROP
+    tparams = dict(params, fill_value=0 if params["mode"] is lax_slicing.GatherScatterMode.FILL_OR_DROP
                    else None)
-    return out, [lax.gather_p.bind(t, indices, **tparams) for t in series_in[0]]
+    return out, [lax_slicing.gather_p.bind(t, indices, **tparams) for t in series_in[0]]
 
 
 def _scatter_rule(prim, primals_in, series_in, **params):
@@ -268,22 +283,22 @@ def _scatter_rule(prim, primals_in, series_in, **params):
                  for t, u in zip(series_in[0], series_in[2])]
 
 
-jet_rules[lax.dynamic_slice_p] = _dynamic_slice_rule
-jet_rules[lax.dynamic_update_slice_p] = _dynamic_update_slice_rule
-jet_rules[lax.gather_p] = _gather_rule
-for _p in (lax.scatter_add_p, lax.scatter_sub_p, lax.scatter_p):
+jet_rules[lax_slicing.dynamic_slice_p] = _dynamic_slice_rule
+jet_rules[lax_slicing.dynamic_update_slice_p] = _dynamic_update_slice_rule
+jet_rules[lax_slicing.gather_p] = _gather_rule
+for _p in (lax_slicing.scatter_add_p, lax_slicing.scatter_sub_p, lax_slicing.scatter_p):
     jet_rules[_p] = partial(_scatter_rule, _p)
 
 
 def _cumulative_rule(combine, primals_in, series_in, *, axis, reverse):
     # Through the parallel prefix scan, whose pieces all have rules (as JAX does).
-    return jet2(partial(lax.associative_scan, combine, axis=axis, reverse=reverse),
+    return jet2(partial(lax_control_flow.associative_scan, combine, axis=axis, reverse=reverse),
                 primals_in, series_in)
 
 
-jet_rules[lax.cumprod_p] = partial(_cumulative_rule, lax.mul)
-jet_rules[lax.cummax_p] = partial(_cumulative_rule, lax.max)
-jet_rules[lax.cummin_p] = partial(_cumulative_rule, lax.min)
+jet_rules[lax_cumulative.cumprod_p] = partial(_cumulative_rule, lax.mul)
+jet_rules[lax_cumulative.cummax_p] = partial(_cumulative_rule, lax.max)
+jet_rules[lax_cumulative.cummin_p] = partial(_cumulative_rule, lax.min)
 
 
 def def_deriv(prim: Primitive, deriv: Callable):
@@ -311,7 +326,7 @@ def def_comp(prim: Primitive, comp: Callable):
 
 
 _TWO_OVER_SQRT_PI = 2. / math.sqrt(math.pi)
-def_deriv(lax.erf_p, lambda x: _TWO_OVER_SQRT_PI * lax.exp(-lax.square(x)))
+def_deriv(lax_special.erf_p, lambda x: _TWO_OVER_SQRT_PI * lax.exp(-lax.square(x)))
 def_deriv(lax.asin_p, lambda x: lax.rsqrt(1. - lax.square(x)))
 def_deriv(lax.acos_p, lambda x: -lax.rsqrt(1. - lax.square(x)))
 def_deriv(lax.atan_p, lambda x: 1. / (1. + lax.square(x)))
@@ -321,8 +336,8 @@ def_comp(lax.log1p_p, lambda x: lax.log(1. + x))
 def_comp(lax.asinh_p, lambda x: lax.log(x + lax.sqrt(lax.square(x) + 1.)))
 def_comp(lax.acosh_p, lambda x: lax.log(x + lax.sqrt(lax.square(x) - 1.)))
 def_comp(lax.atanh_p, lambda x: 0.5 * lax.log(lax.div(1. + x, 1. - x)))
-def_comp(lax.erfc_p, lambda x: 1. - lax.erf(x))
-def_comp(lax.clamp_p, lambda lo, x, hi: lax.min(lax.max(lo, x), hi))
+def_comp(lax_special.erfc_p, lambda x: 1. - lax_special.erf(x))
+def_comp(lax_special.clamp_p, lambda lo, x, hi: lax.min(lax.max(lo, x), hi))
 
 
 def _erf_inv_rule(primals_in, series_in):
@@ -331,7 +346,7 @@ def _erf_inv_rule(primals_in, series_in):
     series, = series_in
     u = [x] + series
     n = len(series)
-    v = [lax.erf_inv(x)] + [None] * n
+    v = [lax_special.erf_inv(x)] + [None] * n
     scale = math.sqrt(math.pi) / 2.
     sq = [lax.square(v[0])] + [None] * n
     ex = [lax.exp(sq[0])] + [None] * n
@@ -346,7 +361,7 @@ def _erf_inv_rule(primals_in, series_in):
     return v[0], v[1:]
 
 
-jet_rules[lax.erf_inv_p] = _erf_inv_rule
+jet_rules[lax_special.erf_inv_p] = _erf_inv_rule
 
 
 def _exp_rule(prim, scale, primals_in, series_in):
@@ -416,7 +431,7 @@ def _pow_by_squaring(x, n: int):
 
 def _integer_pow_rule(primals_in, series_in, *, y):
     if y == 0:
-        return jet2(jnp.ones_like, primals_in, series_in)
+        return jet2(creation.ones_like, primals_in, series_in)
     return jet2(lambda x: _pow_by_squaring(x, y), primals_in, series_in)
 
 
@@ -530,7 +545,7 @@ def _bilinear_rule(prim, primals_in, series_in, **params):
     return v[0], v[1:]
 
 
-for _p in (lax.mul_p, lax.dot_general_p, lax.conv_general_dilated_p):
+for _p in (lax.mul_p, lax_dot_products.dot_general_p, lax_windowed.conv_general_dilated_p):
     jet_rules[_p] = partial(_bilinear_rule, _p)
 
 
@@ -543,10 +558,10 @@ def _reduce_chooser_rule(prim, primals_in, series_in, **params):
     keep = tuple(i for i in range(len(shape)) if i not in axes)
     terms = series_in[0]
     dtype = get_aval(terms[0]).dtype if terms else get_aval(operand).dtype
-    location = lax.convert_element_type(
-        lax.eq(operand, lax.broadcast_in_dim(out, shape, keep)), dtype)
-    counts = lax.reduce_sum(location, axes)
-    return out, [lax.div(lax.reduce_sum(lax.mul(t, location), axes), counts) for t in terms]
+    location = lax_conversions.convert_element_type(
+        lax.eq(operand, lax_shape_ops.broadcast_in_dim(out, shape, keep)), dtype)
+    counts = lax_shape_ops.reduce_sum(location, axes)
+    return out, [lax.div(lax_shape_ops.reduce_sum(lax.mul(t, location), axes), counts) for t in terms]
 
 
 jet_rules[lax.reduce_max_p] = partial(_reduce_chooser_rule, lax.reduce_max_p)
@@ -555,7 +570,8 @@ jet_rules[lax.reduce_min_p] = partial(_reduce_chooser_rule, lax.reduce_min_p)
 
 def _abs_rule(primals_in, series_in):
     x, = primals_in
-    negs = lax.select(lax.lt(x, lax.full_like(x, 0)), lax.full_like(x, -1), lax.full_like(x, 1))
+    negs = lax.select(lax.lt(x, lax_shape_ops.full_like(x, 0)), lax_shape_ops.full_like(x, -1),
+                      lax_shape_ops.full_like(x, 1))
     return lax.abs_p.bind(x), [negs * t for t in series_in[0]]
 
 

@@ -19,12 +19,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dtypes, lax, pytrees
-from gpuarr import numpy as jnp
+from gpuarr import core, dtypes, pytrees
 from gpuarr.ad_api import vjp
 from gpuarr.config import config
 from gpuarr.custom_derivatives import closure_convert, custom_vjp
 from gpuarr.jit_api import jit
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.numpy import creation, dtype_functions, manipulation, products, reductions, ufuncs
 from gpuarr.numpy.arguments import promote_dtypes_inexact
 
 __all__ = ["odeint"]
@@ -61,20 +63,21 @@ def _ravel(tree):
     dtype, and the inverse, which also accepts leading batch axes (`(..., n)` arrays)."""
     leaves, treedef = pytrees.tree_flatten(tree)
     if not leaves:
-        return jnp.zeros((0,), np.float32), lambda flat: pytrees.tree_unflatten(treedef, [])
+        return creation.zeros((0,), np.float32), lambda flat: pytrees.tree_unflatten(treedef, [])
     from_dtypes = [dtypes.dtype(x, canonicalize=True) for x in leaves]
     to_dtype = dtypes.result_type(*from_dtypes)
     shapes = [tuple(np.shape(x)) for x in leaves]
     sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
-    flat = jnp.concatenate([jnp.ravel(lax.convert_element_type(x, to_dtype)) for x in leaves])
+    flat = manipulation.concatenate(
+        [manipulation.ravel(lax_conversions.convert_element_type(x, to_dtype)) for x in leaves])
 
     def unravel(flat):
         lead, out, start = flat.shape[:-1], [], 0
         for shape, size, dtype in zip(shapes, sizes, from_dtypes, strict=True):
             piece = flat[..., start:start + size].reshape(lead + shape)
             if dtypes.is_complex(piece.dtype) and not dtypes.is_complex(dtype):
-                piece = jnp.real(piece)
-            out.append(lax.convert_element_type(piece, dtype))
+                piece = ufuncs.real(piece)
+            out.append(lax_conversions.convert_element_type(piece, dtype))
             start += size
         return pytrees.tree_unflatten(treedef, out)
 
@@ -97,11 +100,11 @@ def _runge_kutta_step(func, y0, f0, t0, dt):
     alpha = _ALPHA.astype(dt.dtype)
     ks = [f0]
     for i, row in enumerate(_BETA):
-        yi = y0 + dt_y * jnp.dot(np.asarray(row, f0.dtype), jnp.stack(ks))
+        yi = y0 + dt_y * products.dot(np.asarray(row, f0.dtype), manipulation.stack(ks))
         ks.append(func(yi, t0 + dt * alpha[i]))
-    k = jnp.stack(ks)
-    y1 = dt_y * jnp.dot(_C_SOL.astype(f0.dtype), k) + y0
-    y1_error = dt_y * jnp.dot(_C_ERROR.astype(f0.dtype), k)
+    k = manipulation.stack(ks)
+    y1 = dt_y * products.dot(_C_SOL.astype(f0.dtype), k) + y0
+    y1_error = dt_y * products.dot(_C_ERROR.astype(f0.dtype), k)
     return y1, ks[-1], y1_error, k
 
 
@@ -109,17 +112,17 @@ def _interp_fit(y0, y1, k, dt):
     """Coefficients (highest power first) of the quartic through the step, in the fraction
     of the step: matches y and slope at both ends and the 5th-order midpoint value."""
     dt = dt.astype(y0.dtype)
-    y_mid = y0 + dt * jnp.dot(_C_MID.astype(y0.dtype), k)
+    y_mid = y0 + dt * products.dot(_C_MID.astype(y0.dtype), k)
     dy0, dy1 = k[0], k[-1]
     a = -2. * dt * dy0 + 2. * dt * dy1 - 8. * y0 - 8. * y1 + 16. * y_mid
     b = 5. * dt * dy0 - 3. * dt * dy1 + 18. * y0 + 14. * y1 - 32. * y_mid
     c = -4. * dt * dy0 + dt * dy1 - 11. * y0 - 5. * y1 + 16. * y_mid
-    return jnp.stack([a, b, c, dt * dy0, y0])
+    return manipulation.stack([a, b, c, dt * dy0, y0])
 
 
 def _horner(coeffs, x):
     """The polynomial with coefficient rows `coeffs` (highest power first) at `x`."""
-    y = jnp.zeros_like(x)
+    y = creation.zeros_like(x)
     for i in range(coeffs.shape[0]):
         y = y * x + coeffs[i]
     return y
@@ -127,25 +130,25 @@ def _horner(coeffs, x):
 
 def _norm(x):
     # The 2-norm, real for complex x (as jnp.linalg.norm's vector case).
-    return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x))))
+    return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x))))
 
 
 def _abs2(x):
-    return x.real ** 2 + x.imag ** 2 if jnp.iscomplexobj(x) else x ** 2
+    return x.real ** 2 + x.imag ** 2 if dtype_functions.iscomplexobj(x) else x ** 2
 
 
 def _error_ratio(error, rtol, atol, y0, y1):
     """RMS of the error estimate relative to the mixed tolerance; a step passes at <= 1."""
-    tol = atol + rtol * jnp.maximum(jnp.abs(y0), jnp.abs(y1))
-    return jnp.sqrt(jnp.mean(_abs2(error / tol.astype(error.dtype))))
+    tol = atol + rtol * ufuncs.maximum(ufuncs.abs(y0), ufuncs.abs(y1))
+    return ufuncs.sqrt(reductions.mean(_abs2(error / tol.astype(error.dtype))))
 
 
 def _next_step_size(last_step, ratio, safety=0.9, ifactor=10.0, dfactor=0.2, order=5.0):
     """The step after one with error ratio `ratio`: grows at most 10x; after a rejected step
     it shrinks at most 5x, after an accepted one it does not shrink."""
-    dfactor = jnp.where(ratio < 1, 1.0, dfactor)
-    factor = jnp.minimum(ifactor, jnp.maximum(ratio ** (-1.0 / order) * safety, dfactor))
-    return jnp.where(ratio == 0, last_step * ifactor, last_step * factor)
+    dfactor = ufuncs.where(ratio < 1, 1.0, dfactor)
+    factor = ufuncs.minimum(ifactor, ufuncs.maximum(ratio ** (-1.0 / order) * safety, dfactor))
+    return ufuncs.where(ratio == 0, last_step * ifactor, last_step * factor)
 
 
 def _initial_step_size(func, t0, y0, order, rtol, atol, f0):
@@ -153,15 +156,15 @@ def _initial_step_size(func, t0, y0, order, rtol, atol, f0):
     estimate of the second derivative."""
     y0, f0 = promote_dtypes_inexact(y0, f0)
     dtype = y0.dtype
-    scale = (atol + jnp.abs(y0) * rtol).astype(dtype)
+    scale = (atol + ufuncs.abs(y0) * rtol).astype(dtype)
     d0 = _norm(y0 / scale)
     d1 = _norm(f0 / scale)
-    h0 = jnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / d1)
+    h0 = ufuncs.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / d1)
     f1 = func(y0 + h0.astype(dtype) * f0, t0 + h0)
     d2 = _norm((f1 - f0) / scale) / h0
-    h1 = jnp.where((d1 <= 1e-15) & (d2 <= 1e-15), jnp.maximum(1e-6, h0 * 1e-3),
-                   (0.01 / jnp.maximum(d1, d2)) ** (1. / (order + 1.)))
-    return jnp.minimum(100. * h0, h1)
+    h1 = ufuncs.where((d1 <= 1e-15) & (d2 <= 1e-15), ufuncs.maximum(1e-6, h0 * 1e-3),
+                      (0.01 / ufuncs.maximum(d1, d2)) ** (1. / (order + 1.)))
+    return ufuncs.minimum(100. * h0, h1)
 
 
 # ---------------------------------------------------------------- the solver on flat states
@@ -181,23 +184,23 @@ def _odeint_impl(func, rtol, atol, mxstep, hmax, y0, ts, *args):
             next_y, next_f, error, k = _runge_kutta_step(f, y, fy, t, dt)
             ratio = _error_ratio(error, rtol, atol, y, next_y)
             new_coeffs = _interp_fit(y, next_y, k, dt)
-            next_dt = jnp.clip(_next_step_size(dt, ratio), min=0., max=hmax)
+            next_dt = ufuncs.clip(_next_step_size(dt, ratio), min=0., max=hmax)
             accept = ratio <= 1.
             new = [next_y, next_f, t + dt, next_dt, t, new_coeffs]
             old = [y, fy, t, next_dt, last_t, coeffs]
-            return [i + 1] + [jnp.where(accept, a, b) for a, b in zip(new, old, strict=True)]
+            return [i + 1] + [ufuncs.where(accept, a, b) for a, b in zip(new, old, strict=True)]
 
-        _, *carry = lax.while_loop(cond_fun, body_fun, [0] + carry)
+        _, *carry = lax_control_flow.while_loop(cond_fun, body_fun, [0] + carry)
         _, _, t, _, last_t, coeffs = carry
         # The last accepted step spans [last_t, t] and contains target_t.
         s = (target_t - last_t) / (t - last_t)
         return carry, _horner(coeffs, s.astype(coeffs.dtype))
 
     f0 = f(y0, ts[0])
-    dt = jnp.clip(_initial_step_size(f, ts[0], y0, 4, rtol, atol, f0), min=0., max=hmax)
-    init = [y0, f0, ts[0], dt, ts[0], jnp.stack([y0] * 5)]
-    _, ys = lax.scan(to_target, init, ts[1:])
-    return jnp.concatenate((y0[None], ys))
+    dt = ufuncs.clip(_initial_step_size(f, ts[0], y0, 4, rtol, atol, f0), min=0., max=hmax)
+    init = [y0, f0, ts[0], dt, ts[0], manipulation.stack([y0] * 5)]
+    _, ys = lax_control_flow.scan(to_target, init, ts[1:])
+    return manipulation.concatenate((y0[None], ys))
 
 
 _odeint = custom_vjp(_odeint_impl, nondiff_argnums=(0, 1, 2, 3, 4))
@@ -211,7 +214,7 @@ def _odeint_fwd(func, rtol, atol, mxstep, hmax, y0, ts, *args):
 def _odeint_rev(func, rtol, atol, mxstep, hmax, res, g):
     ys, ts, args = res
     # Indexed below by a loop counter, so they must be arrays, not NumPy values.
-    ys, ts, g = jnp.asarray(ys), jnp.asarray(ts), jnp.asarray(g)
+    ys, ts, g = creation.asarray(ys), creation.asarray(ts), creation.asarray(g)
 
     def aug_dynamics(state, minus_t, *args):
         # Integrated in negated time, so that the solver's times increase.
@@ -222,18 +225,18 @@ def _odeint_rev(func, rtol, atol, mxstep, hmax, res, g):
     def step_back(carry, i):
         y_bar, t0_bar, args_bar = carry
         # Moving output time i moves ys[i] along func.
-        t_bar = jnp.dot(func(ys[i], ts[i], *args), g[i]).real
+        t_bar = products.dot(func(ys[i], ts[i], *args), g[i]).real
         t0_bar = t0_bar - t_bar
         _, y_bar, t0_bar, args_bar = _solve(
             aug_dynamics, rtol, atol, mxstep, hmax, (ys[i], y_bar, t0_bar, args_bar),
-            jnp.array([-ts[i], -ts[i - 1]]), *args)
+            creation.array([-ts[i], -ts[i - 1]]), *args)
         y_bar, t0_bar, args_bar = pytrees.tree_map(lambda x: x[1], (y_bar, t0_bar, args_bar))
         return (y_bar + g[i - 1], t0_bar, args_bar), t_bar
 
-    init = (g[-1], 0., pytrees.tree_map(jnp.zeros_like, args))
-    (y_bar, t0_bar, args_bar), rev_ts_bar = lax.scan(
-        step_back, init, jnp.arange(len(ts) - 1, 0, -1))
-    ts_bar = jnp.concatenate([jnp.array([t0_bar]), rev_ts_bar[::-1]])
+    init = (g[-1], 0., pytrees.tree_map(creation.zeros_like, args))
+    (y_bar, t0_bar, args_bar), rev_ts_bar = lax_control_flow.scan(
+        step_back, init, creation.arange(len(ts) - 1, 0, -1))
+    ts_bar = manipulation.concatenate([creation.array([t0_bar]), rev_ts_bar[::-1]])
     return (y_bar, ts_bar, *args_bar)
 
 
@@ -286,8 +289,8 @@ def _valid_jaxtype(x) -> bool:
     return aval.dtype.kind not in "OSUV"
 
 
-def odeint(func: Callable, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=jnp.inf,
-           hmax=jnp.inf):
+def odeint(func: Callable, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=np.inf,
+           hmax=np.inf):
     """Solve dy/dt = func(y, t, *args) from y(t[0]) = y0 and return y at every time in `t`
     (strictly increasing floats), with a new leading axis of length len(t) on each leaf of
     the pytree y0. Adaptive Dormand-Prince with local error tolerances `rtol`/`atol`, at most
@@ -298,7 +301,7 @@ def odeint(func: Callable, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=jnp.in
         if not _valid_jaxtype(arg):
             raise TypeError(
                 f"The contents of odeint *args must be arrays or scalars, but got {arg}.")
-    if not jnp.issubdtype(t.dtype, jnp.floating):
+    if not dtypes.numpy_issubdtype(t.dtype, dtype_functions.floating):
         raise TypeError(f"t must be an array of floats, but got {t}.")
     solver, consts = _solver_for(func, y0, t[0], args)
     return solver(rtol, atol, mxstep, hmax, y0, t, *args, *consts)

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit
+from gpuarr.lax import dot_precision as lax_dot_precision
+from gpuarr.numpy import creation, manipulation, products, reductions, selection, ufuncs
 from gpuarr.numpy.arguments import ensure_array, promote_dtypes_inexact
 
 __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
@@ -28,30 +29,30 @@ __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
 
 
 def _lanczos_kernel(radius: float, x):
-    y = radius * jnp.sin(np.pi * x) * jnp.sin(np.pi * x / radius)
+    y = radius * ufuncs.sin(np.pi * x) * ufuncs.sin(np.pi * x / radius)
     # y / (pi x)^2, and its limit 1 near x = 0.
-    out = jnp.where(x > 1e-3, jnp.divide(y, jnp.where(x != 0, np.pi ** 2 * x ** 2, 1)), 1)
-    return jnp.where(x > radius, 0.0, out)
+    out = ufuncs.where(x > 1e-3, ufuncs.divide(y, ufuncs.where(x != 0, np.pi ** 2 * x ** 2, 1)), 1)
+    return ufuncs.where(x > radius, 0.0, out)
 
 
 def _keys_cubic_kernel(x):
     # Keys' cubic convolution kernel with a = -0.5 (R. G. Keys, IEEE Trans. ASSP 29(6), 1981),
     # as Pillow, TensorFlow and PyTorch (with antialiasing) use.
     out = ((1.5 * x - 2.5) * x) * x + 1.0
-    out = jnp.where(x >= 1.0, ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0, out)
-    return jnp.where(x >= 2.0, 0.0, out)
+    out = ufuncs.where(x >= 1.0, ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0, out)
+    return ufuncs.where(x >= 2.0, 0.0, out)
 
 
 def _opencv_cubic_kernel(x):
     # The cubic kernel with a = -0.75 that OpenCV and PyTorch (without antialiasing) use.
     a = -0.75
     out = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
-    out = jnp.where(x >= 1.0, ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a, out)
-    return jnp.where(x >= 2.0, 0.0, out)
+    out = ufuncs.where(x >= 1.0, ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a, out)
+    return ufuncs.where(x >= 2.0, 0.0, out)
 
 
 def _triangle_kernel(x):
-    return jnp.maximum(0, 1 - jnp.abs(x))
+    return ufuncs.maximum(0, 1 - ufuncs.abs(x))
 
 
 _AREA = object()  # the box-overlap weights of area averaging, which are not a kernel of x
@@ -112,19 +113,19 @@ def _as_method(method) -> ResizeMethod:
 
 def _normalize_columns(weights):
     """Each column divided by its sum; columns summing to (nearly) zero become zero."""
-    total = jnp.sum(weights, axis=0, keepdims=True)
-    usable = jnp.abs(total) > 1000.0 * float(np.finfo(np.float32).eps)
-    return jnp.where(usable, jnp.divide(weights, jnp.where(total != 0, total, 1)), 0)
+    total = reductions.sum(weights, axis=0, keepdims=True)
+    usable = ufuncs.abs(total) > 1000.0 * float(np.finfo(np.float32).eps)
+    return ufuncs.where(usable, ufuncs.divide(weights, ufuncs.where(total != 0, total, 1)), 0)
 
 
 def _fold_edges(weights, input_size: int, pad: int):
     """Rows of `weights` for the `pad` pixels beyond each edge added onto the edge pixels' rows
     (the input extended by repeating its edges)."""
     if input_size == 1:
-        return jnp.sum(weights, axis=0, keepdims=True)
-    first = jnp.sum(weights[:pad + 1], axis=0, keepdims=True)
-    last = jnp.sum(weights[pad + input_size - 1:], axis=0, keepdims=True)
-    return jnp.concatenate([first, weights[pad + 1:pad + input_size - 1], last], axis=0)
+        return reductions.sum(weights, axis=0, keepdims=True)
+    first = reductions.sum(weights[:pad + 1], axis=0, keepdims=True)
+    last = reductions.sum(weights[pad + input_size - 1:], axis=0, keepdims=True)
+    return manipulation.concatenate([first, weights[pad + 1:pad + input_size - 1], last], axis=0)
 
 
 def _weight_matrix(input_size: int, output_size: int, scale, translation, kernel,
@@ -134,28 +135,28 @@ def _weight_matrix(input_size: int, output_size: int, scale, translation, kernel
     dtype = dtypes.result_type(scale, translation)
     inv_scale = 1.0 / scale
     # Downsampling with antialiasing widens the kernel, so that it low-pass filters too.
-    kernel_scale = jnp.maximum(inv_scale, 1.0) if antialias else 1.0
-    sample_f = ((jnp.arange(output_size, dtype=dtype) + 0.5) * inv_scale
+    kernel_scale = ufuncs.maximum(inv_scale, 1.0) if antialias else 1.0
+    sample_f = ((creation.arange(output_size, dtype=dtype) + 0.5) * inv_scale
                 - translation * inv_scale - 0.5)
     # Edge padding (only without antialiasing, so the kernel keeps its radius) evaluates the
     # kernel on `radius` extra pixels beyond each edge.
     pad = radius if edge_padding else 0
     if kernel is _AREA:
         # The overlap of output pixel i's footprint [L_i, R_i) with input pixel j's [j, j + 1).
-        left = jnp.arange(output_size, dtype=dtype) * inv_scale - translation * inv_scale
+        left = creation.arange(output_size, dtype=dtype) * inv_scale - translation * inv_scale
         right = left + inv_scale
-        start = jnp.arange(input_size, dtype=dtype)
-        weights = jnp.maximum(0.0, jnp.minimum(right[None, :], start[:, None] + 1.0)
-                              - jnp.maximum(left[None, :], start[:, None]))
+        start = creation.arange(input_size, dtype=dtype)
+        weights = ufuncs.maximum(0.0, ufuncs.minimum(right[None, :], start[:, None] + 1.0)
+                                 - ufuncs.maximum(left[None, :], start[:, None]))
     else:
-        positions = jnp.arange(-pad, input_size + pad, dtype=dtype)
-        weights = kernel(jnp.abs(sample_f[None, :] - positions[:, None]) / kernel_scale)
+        positions = creation.arange(-pad, input_size + pad, dtype=dtype)
+        weights = kernel(ufuncs.abs(sample_f[None, :] - positions[:, None]) / kernel_scale)
     if edge_padding:
         return _normalize_columns(_fold_edges(weights, input_size, pad))
     weights = _normalize_columns(weights)
     # Output pixels whose sample point lies outside the input get nothing.
-    inside = jnp.logical_and(sample_f >= -0.5, sample_f <= input_size - 0.5)
-    return jnp.where(inside[None, :], weights, 0)
+    inside = ufuncs.logical_and(sample_f >= -0.5, sample_f <= input_size - 0.5)
+    return ufuncs.where(inside[None, :], weights, 0)
 
 
 def _scale_and_translate(x, output_shape, spatial_dims, scale, translation, kernel,
@@ -171,7 +172,7 @@ def _scale_and_translate(x, output_shape, spatial_dims, scale, translation, kern
         w = _weight_matrix(shape[d], output_shape[d], scale[i], translation[i], kernel,
                            antialias, edge_padding, radius)
         w = w.astype(get_aval(x).dtype)
-        x = jnp.moveaxis(jnp.tensordot(x, w, axes=([d], [0]), precision=precision), -1, d)
+        x = manipulation.moveaxis(products.tensordot(x, w, axes=([d], [0]), precision=precision), -1, d)
     return x
 
 
@@ -193,7 +194,7 @@ def _check_rank(shape, image):
 
 
 def scale_and_translate(image, shape, spatial_dims: Sequence[int], scale, translation,
-                        method, antialias: bool = True, precision=lax.Precision.HIGHEST):
+                        method, antialias: bool = True, precision=lax_dot_precision.Precision.HIGHEST):
     """Resample `image` to `shape` by a scale and a translation of each of `spatial_dims`
     (jax.image.scale_and_translate): output pixel centre y maps to input position
     (y - translation) / scale. `scale` and `translation` may be traced (and differentiated);
@@ -226,7 +227,7 @@ def _resize_nearest(x, output_shape):
         # In float32, as JAX computes it, so that ties round the same way.
         offsets = (np.arange(n, dtype=np.float32) + np.float32(0.5)) * np.float32(m)
         offsets = offsets / np.float32(n) if n else offsets
-        x = jnp.take(x, np.floor(offsets).astype(np.int32), axis=d)
+        x = selection.take(x, np.floor(offsets).astype(np.int32), axis=d)
     return x
 
 
@@ -252,7 +253,7 @@ def _resize(image, shape, method, antialias: bool, precision):
 _resize_jit = jit(_resize, static_argnums=(1, 2, 3, 4))
 
 
-def resize(image, shape, method, antialias: bool = True, precision=lax.Precision.HIGHEST):
+def resize(image, shape, method, antialias: bool = True, precision=lax_dot_precision.Precision.HIGHEST):
     """Resize `image` to `shape` (same rank) by `method` (a ResizeMethod or its name) with
     half-pixel centres (jax.image.resize). Downsampling with `antialias` (the default)
     low-pass filters; 'nearest' keeps the dtype, other methods return an inexact dtype."""

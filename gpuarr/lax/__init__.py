@@ -37,8 +37,7 @@ from gpuarr.lax.windowed import (  # noqa: F401, E402
     ConvDimensionNumbers, conv, conv_dimension_numbers, conv_general_dilated,
     conv_with_general_padding, padtype_to_pads, reduce_window,
 )
-
-not_ = bitwise_not
+from gpuarr.lax.lax import bitwise_not as not_  # noqa: F401, E402
 from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402
 from gpuarr.lax.parallel import (  # noqa: F401, E402
     all_gather, all_gather_p, all_to_all, all_to_all_p, axis_index, axis_index_p, pbroadcast,
@@ -55,9 +54,11 @@ from gpuarr.lax.dot_precision import (  # noqa: F401, E402
     DotAlgorithm, DotAlgorithmPreset, Precision, PrecisionLike,
 )
 from gpuarr.lax.special_extra import (  # noqa: F401, E402
-    bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, random_gamma_grad, zeta,
+    bessel_i0e, bessel_i1e, betainc, igamma, igamma_grad_a, igammac, zeta,
 )
 from gpuarr.lax.custom_solve import custom_linear_solve, custom_root  # noqa: F401, E402
+# dx/da of gamma samples, a host callback (gpuarr.random, above lax, defines it).
+from gpuarr.random.gamma_grad import random_gamma_grad  # noqa: F401, E402
 from gpuarr.lax.approx_top_k import approx_max_k, approx_min_k, approx_top_k_p  # noqa: F401, E402
 from gpuarr.lax.bits import mulhi, mulhi_p, reduce_precision, reduce_precision_p  # noqa: F401, E402
 from gpuarr.lax.platform_dependent import platform_dependent  # noqa: F401, E402

@@ -438,11 +438,13 @@ def _qdwh(x, dynamic_shape, *, max_iterations, eps):
     return u, h, num_iters, lax.bitwise_not(is_not_converged)
 
 
+# gpuarr.jit_api.jit, set by that module at import (the API layer sits above lax).
+jit = None
+
+
 @functools.cache
 def _qdwh_compiled():
-    """`_qdwh` under jit (as JAX's qdwh is), built on first use: the API layer sits above
-    lax."""
-    from gpuarr.jit_api import jit
+    """`_qdwh` under jit (as JAX's qdwh is), built on first use."""
     return jit(_qdwh, static_argnames=("max_iterations", "eps"))
 
 

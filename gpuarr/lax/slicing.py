@@ -1101,3 +1101,13 @@ def take_along_axis(arr, indices, axis: int, mode=GatherScatterMode.PROMISE_IN_B
     idx = shape_ops.reshape(indices, get_aval(indices).shape + (1,))
     dn = GatherDimensionNumbers((), (axis,), (axis,), others, others)
     return gather(arr, idx, dn, (1,) * nd, mode=mode, fill_value=fill_value)
+
+
+def _tracer_iter(self):
+    """Iterating over a tracer yields its rows (core defines Tracer, below lax)."""
+    if not self.aval.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (index_in_dim(self, i, keepdims=False) for i in range(self.aval.shape[0]))
+
+
+Tracer.__iter__ = _tracer_iter

@@ -476,11 +476,3 @@ def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b) (lax.betainc); differentiable in
     x only, as in JAX."""
     return _bind(regularized_incomplete_beta_p, a, b, x)
-
-
-def random_gamma_grad(a, x):
-    """dx/da at samples x of Gamma(a) (lax.random_gamma_grad): the derivative of a gamma sample
-    with respect to its shape parameter, by implicit differentiation of the CDF."""
-    from gpuarr.random.gamma_grad import random_gamma_grad as impl
-    return impl(a, x)
-

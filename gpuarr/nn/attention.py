@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.nn.functions import softmax
+from gpuarr.numpy import creation, manipulation, ufuncs
+from gpuarr.numpy.einsum import einsum
 
 
 def _ensure_4d(t):
-    t = jnp.asarray(t)
+    t = creation.asarray(t)
     missing = 4 - t.ndim
-    return jnp.expand_dims(t, tuple(range(missing))) if missing > 0 else t
+    return manipulation.expand_dims(t, tuple(range(missing))) if missing > 0 else t
 
 
 def _check(t, shape, dtype, name):
@@ -27,8 +29,8 @@ def _check(t, shape, dtype, name):
 
 
 def _large_negative(dtype):
-    big = min(float(jnp.finfo(dtype).max), float(np.finfo(np.float32).max))
-    return jnp.asarray(-0.7 * big, dtype=dtype)
+    big = min(float(dtypes.finfo(dtype).max), float(np.finfo(np.float32).max))
+    return creation.asarray(-0.7 * big, dtype=dtype)
 
 
 def _combined_mask(shape, mask, is_causal, q_seqlen, kv_seqlen, local_window_size):
@@ -37,23 +39,23 @@ def _combined_mask(shape, mask, is_causal, q_seqlen, kv_seqlen, local_window_siz
     out = None
 
     def both(a, b):
-        return b if a is None else jnp.logical_and(a, b)
+        return b if a is None else ufuncs.logical_and(a, b)
 
     if mask is not None:
         out = both(out, mask)
     if is_causal:
-        out = both(out, jnp.tril(jnp.ones((T, S), dtype=bool)))
+        out = both(out, creation.tril(creation.ones((T, S), dtype=bool)))
     if local_window_size is not None:
         left, right = local_window_size
-        q_pos = jnp.arange(T)[:, None]
-        k_pos = jnp.arange(S)[None, :]
-        out = both(out, jnp.logical_and(q_pos >= k_pos - right, q_pos <= k_pos + left))
+        q_pos = creation.arange(T)[:, None]
+        k_pos = creation.arange(S)[None, :]
+        out = both(out, ufuncs.logical_and(q_pos >= k_pos - right, q_pos <= k_pos + left))
     if q_seqlen is not None or kv_seqlen is not None:
-        pad = jnp.ones((1, T, S), dtype=bool)
+        pad = creation.ones((1, T, S), dtype=bool)
         if q_seqlen is not None:
-            pad = jnp.logical_and(pad, jnp.arange(T)[None, :, None] < q_seqlen[:, None, None])
+            pad = ufuncs.logical_and(pad, creation.arange(T)[None, :, None] < q_seqlen[:, None, None])
         if kv_seqlen is not None:
-            pad = jnp.logical_and(pad, jnp.arange(S)[None, None, :] < kv_seqlen[:, None, None])
+            pad = ufuncs.logical_and(pad, creation.arange(S)[None, None, :] < kv_seqlen[:, None, None])
         out = both(out, pad[:, None, None, :, :])
     return out
 
@@ -71,14 +73,14 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     get a large negative value; queries past their length give zeros). Logits and the
     softmax are computed in float32 at least. `implementation` may be None or 'xla';
     `return_residual` also returns the log-sum-exp of the logits, shaped (B, T, N)."""
-    output_shape = jnp.asarray(query).shape
+    output_shape = creation.asarray(query).shape
     q, k, v = _ensure_4d(query), _ensure_4d(key), _ensure_4d(value)
     bias = _ensure_4d(bias) if bias is not None else None
     mask = _ensure_4d(mask) if mask is not None else None
     if query_seq_lengths is not None:
-        query_seq_lengths = jnp.asarray(query_seq_lengths)
+        query_seq_lengths = creation.asarray(query_seq_lengths)
     if key_value_seq_lengths is not None:
-        key_value_seq_lengths = jnp.asarray(key_value_seq_lengths)
+        key_value_seq_lengths = creation.asarray(key_value_seq_lengths)
     if isinstance(local_window_size, int):
         local_window_size = (local_window_size, local_window_size)
     B, S, K, H = k.shape
@@ -99,7 +101,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 
     T, N = q.shape[1], q.shape[2]
     G = N // K
-    qg = jnp.reshape(q, (B, T, K, G, H))
+    qg = manipulation.reshape(q, (B, T, K, G, H))
 
     def grouped(t):
         if t is None:
@@ -109,29 +111,29 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
             return t[:, :, None, :, :]
         if tN != N:
             raise ValueError(f"bias/mask head dimension should be 1 or {N}, got {tN}")
-        return jnp.reshape(t, (tB, K, G, tT, tS))
+        return manipulation.reshape(t, (tB, K, G, tT, tS))
 
-    logits_dtype = jnp.promote_types(q.dtype, np.float32)
-    logits = jnp.einsum("BTKGH,BSKH->BKGTS", qg, k, preferred_element_type=logits_dtype)
-    logits = logits * jnp.array(scale_val, dtype=logits.dtype)
+    logits_dtype = dtypes.promote_types(q.dtype, np.float32)
+    logits = einsum("BTKGH,BSKH->BKGTS", qg, k, preferred_element_type=logits_dtype)
+    logits = logits * creation.array(scale_val, dtype=logits.dtype)
     if bias is not None:
         logits = (logits + grouped(bias)).astype(logits.dtype)
     combined = _combined_mask(logits.shape, grouped(mask), is_causal, query_seq_lengths,
                               key_value_seq_lengths, local_window_size)
     if combined is not None:
-        logits = jnp.where(combined, logits, _large_negative(logits.dtype))
+        logits = ufuncs.where(combined, logits, _large_negative(logits.dtype))
     logits = logits.astype(np.float32)
     probs = softmax(logits, axis=-1).astype(k.dtype)
-    encoded = jnp.einsum("BKGTS,BSKH->BTKGH", probs, v)
-    encoded = jnp.reshape(encoded, (B, T, N, H))
+    encoded = einsum("BKGTS,BSKH->BTKGH", probs, v)
+    encoded = manipulation.reshape(encoded, (B, T, N, H))
     if query_seq_lengths is not None:
-        keep = jnp.arange(T)[None, :] < query_seq_lengths[:, None]
+        keep = creation.arange(T)[None, :] < query_seq_lengths[:, None]
         encoded = encoded * keep[:, :, None, None].astype(encoded.dtype)
-    out = jnp.reshape(encoded, output_shape)
+    out = manipulation.reshape(encoded, output_shape)
     if not return_residual:
         return out
-    from gpuarr.lax import stop_gradient
+    from gpuarr.lax.lax import stop_gradient
     from gpuarr.nn.functions import logsumexp
     lse = logsumexp(logits, axis=-1).astype(k.dtype)          # (B, K, G, T)
-    lse = jnp.reshape(jnp.transpose(lse, (0, 3, 1, 2)), (B, T, N))
-    return out, jnp.reshape(stop_gradient(lse), output_shape[:-1])
+    lse = manipulation.reshape(manipulation.transpose(lse, (0, 3, 1, 2)), (B, T, N))
+    return out, manipulation.reshape(stop_gradient(lse), output_shape[:-1])

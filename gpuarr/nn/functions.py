@@ -8,13 +8,16 @@ import warnings
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.config import config
 from gpuarr.core import Tracer
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.errors import ConcretizationTypeError
 from gpuarr.jit_api import jit
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import creation, manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import canonicalize_axes, canonicalize_axis, check_arraylike
 from gpuarr.scipy.special import logsumexp  # noqa: F401  (jax.nn.logsumexp)
 
@@ -26,14 +29,14 @@ __all__ = [
     "tanh",
 ]
 
-tanh = jnp.tanh  # jax.nn.tanh
+tanh = ufuncs.tanh  # jax.nn.tanh
 
 
 def _array(fun_name, x):
     """`x` as an array; lists and tuples are a TypeError naming `fun_name`, as JAX's
     ensure_arraylike in the same function."""
     check_arraylike(fun_name, x)
-    return jnp.asarray(x)
+    return creation.asarray(x)
 
 
 @jit
@@ -46,20 +49,20 @@ def identity(x):
 @jit
 def relu(x):
     """Rectified linear unit, max(x, 0); its derivative at 0 is 0 (jax.nn.relu)."""
-    return jnp.maximum(x, 0)
+    return ufuncs.maximum(x, 0)
 
 
-relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
+relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax_shape_ops.full_like(g, 0)))
 
 
 @custom_jvp
 @jit
 def relu6(x):
     """min(max(x, 0), 6); the derivative is 0 at both kinks (jax.nn.relu6)."""
-    return jnp.minimum(jnp.maximum(x, 0), 6.)
+    return ufuncs.minimum(ufuncs.maximum(x, 0), 6.)
 
 
-relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax.full_like(g, 0)))
+relu6.defjvps(lambda g, ans, x: lax.select((x > 0) & (x < 6), g, lax_shape_ops.full_like(g, 0)))
 
 
 @jit(inline=True)
@@ -67,26 +70,26 @@ def sigmoid(x):
     """The logistic function 1 / (1 + exp(-x)) (jax.nn.sigmoid); integer inputs are a
     TypeError, as in JAX."""
     check_arraylike("logistic", x)
-    return lax.logistic(jnp.asarray(x) if not hasattr(x, "dtype") else x)
+    return lax.logistic(creation.asarray(x) if not hasattr(x, "dtype") else x)
 
 
 @jit
 def softplus(x):
     """log(1 + exp(x)) = logaddexp(x, 0), so softplus'(0) = 1/2 (jax.nn.softplus)."""
-    return jnp.logaddexp(x, 0)
+    return ufuncs.logaddexp(x, 0)
 
 
 @jit
 def sparse_plus(x):
     """0 for x <= -1, x for x >= 1, (x + 1)**2 / 4 in between (jax.nn.sparse_plus)."""
     x = _array("sparse_plus", x)
-    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+    return ufuncs.where(x <= -1.0, 0.0, ufuncs.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
 @jit
 def sparse_sigmoid(x):
     """clip(x + 1, 0, 2) / 2, the derivative of sparse_plus (jax.nn.sparse_sigmoid)."""
-    return 0.5 * jnp.clip(x + 1.0, 0.0, 2.0)  # a list is Python's TypeError, as in JAX
+    return 0.5 * ufuncs.clip(x + 1.0, 0.0, 2.0)  # a list is Python's TypeError, as in JAX
 
 
 @jit
@@ -99,7 +102,7 @@ def log_sigmoid(x):
 def soft_sign(x):
     """x / (|x| + 1) (jax.nn.soft_sign)."""
     x = _array("soft_sign", x)
-    return x / (jnp.abs(x) + 1)
+    return x / (ufuncs.abs(x) + 1)
 
 
 @jit
@@ -116,7 +119,7 @@ swish = silu
 def mish(x):
     """x * tanh(softplus(x)) (jax.nn.mish)."""
     x = _array("mish", x)
-    return x * jnp.tanh(softplus(x))
+    return x * ufuncs.tanh(softplus(x))
 
 
 @jit
@@ -124,14 +127,14 @@ def elu(x, alpha=1.0):
     """x for x > 0, alpha * (exp(x) - 1) otherwise; the exp branch sees only safe inputs so
     its gradient never overflows (jax.nn.elu)."""
     x = _array("elu", x)
-    return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.where(x > 0, 0., x)))
+    return ufuncs.where(x > 0, x, alpha * ufuncs.expm1(ufuncs.where(x > 0, 0., x)))
 
 
 @jit
 def celu(x, alpha=1.0):
     """max(x, 0) + alpha * expm1(min(x, 0) / alpha) (jax.nn.celu)."""
     x = _array("maximum", x)
-    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+    return ufuncs.maximum(x, 0.0) + alpha * ufuncs.expm1(ufuncs.minimum(x, 0.0) / alpha)
 
 
 @jit
@@ -150,32 +153,32 @@ def gelu(x, approximate: bool = True):
         x = x.astype(dtypes.canonicalize_dtype(np.float64))
     if approximate:
         sqrt_2_over_pi = np.sqrt(2 / np.pi).astype(x.dtype)
-        cdf = 0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))
+        cdf = 0.5 * (1.0 + ufuncs.tanh(sqrt_2_over_pi * (x + 0.044715 * (x ** 3))))
         return x * cdf
     # erfc(-x / sqrt(2)) keeps its precision for large negative x, where 1 + erf cancels.
     sqrt_half = np.sqrt(0.5).astype(x.dtype)
-    return jnp.asarray(0.5 * x * lax.erfc(-x * sqrt_half), dtype=x.dtype)
+    return creation.asarray(0.5 * x * lax_special.erfc(-x * sqrt_half), dtype=x.dtype)
 
 
 @jit
 def squareplus(x, b=4):
     """(x + sqrt(x**2 + b)) / 2, a smooth relu (jax.nn.squareplus)."""
     x = _array("squareplus", x)
-    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+    return (x + ufuncs.sqrt(ufuncs.square(x) + b)) / 2
 
 
 @jit
 def leaky_relu(x, negative_slope=1e-2):
     """x for x >= 0, negative_slope * x otherwise (jax.nn.leaky_relu)."""
     x = _array("leaky_relu", x)
-    return jnp.where(x >= 0, x, negative_slope * x)
+    return ufuncs.where(x >= 0, x, negative_slope * x)
 
 
 @jit
 def hard_tanh(x):
     """x clipped to [-1, 1] (jax.nn.hard_tanh)."""
     x = _array("hard_tanh", x)
-    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
+    return ufuncs.where(x > 1, 1, ufuncs.where(x < -1, -1, x))
 
 
 @jit
@@ -201,7 +204,7 @@ def glu(x, axis: int = -1):
     size = x.shape[axis]  # a bad axis is the tuple's IndexError, as in JAX
     if size % 2:
         raise AssertionError("axis size must be divisible by 2")
-    x1, x2 = jnp.split(x, 2, axis)
+    x1, x2 = manipulation.split(x, 2, axis)
     return x1 * sigmoid(x2)
 
 
@@ -210,13 +213,13 @@ def log_softmax(x, axis=-1, where=None):
     """x - logsumexp(x, axis, keepdims=True), shifted by the (non-differentiated) max for
     stability (jax.nn.log_softmax); JAX's formula, so a row with +inf or only -inf is NaN."""
     x = _array("log_softmax", x)
-    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
-    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    x_max = reductions.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else ufuncs.where(where, x, -np.inf)
     shifted = x_safe - lax.stop_gradient(x_max)
-    shifted_logsumexp = jnp.log(jnp.sum(jnp.exp(shifted), axis, where=where, keepdims=True))
+    shifted_logsumexp = ufuncs.log(reductions.sum(ufuncs.exp(shifted), axis, where=where, keepdims=True))
     result = shifted - shifted_logsumexp
     if where is not None:
-        return jnp.where(where, result, -np.inf)
+        return ufuncs.where(where, result, -np.inf)
     return result
 
 
@@ -226,20 +229,20 @@ def softmax(x, axis=-1, where=None):
     `jax_softmax_custom_jvp` option, the JVP is y * (x_dot - sum(y * x_dot, axis))."""
     if config._values["softmax_custom_jvp"]:
         return _softmax(x, axis, where)
-    x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
-    x_safe = x if where is None else jnp.where(where, x, -np.inf)
-    unnormalized = jnp.exp(x_safe - lax.stop_gradient(x_max))
-    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
-    return result if where is None else jnp.where(where, result, 0)
+    x_max = reductions.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+    x_safe = x if where is None else ufuncs.where(where, x, -np.inf)
+    unnormalized = ufuncs.exp(x_safe - lax.stop_gradient(x_max))
+    result = unnormalized / reductions.sum(unnormalized, axis, where=where, keepdims=True)
+    return result if where is None else ufuncs.where(where, result, 0)
 
 
 def _softmax_impl(x, axis=-1, where=None, initial=-np.inf):
-    x_max = jnp.max(x, axis, where=where, initial=initial, keepdims=True)
-    x_safe = x if where is None else jnp.where(where, x, initial)
-    unnormalized = jnp.exp(x_safe - x_max)
-    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
+    x_max = reductions.max(x, axis, where=where, initial=initial, keepdims=True)
+    x_safe = x if where is None else ufuncs.where(where, x, initial)
+    unnormalized = ufuncs.exp(x_safe - x_max)
+    result = unnormalized / reductions.sum(unnormalized, axis, where=where, keepdims=True)
     if where is not None:
-        result = jnp.where(where, result, 0)
+        result = ufuncs.where(where, result, 0)
     return result
 
 
@@ -262,18 +265,18 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     clipped at 0 ("fast") or E[(x - mean)^2] ("stable") (jax.nn.standardize)."""
     x = _array("standardize", x)
     if mean is None:
-        mean = jnp.mean(x, axis, keepdims=True, where=where)
+        mean = reductions.mean(x, axis, keepdims=True, where=where)
     if variance is None:
         if algorithm == "stable":
-            variance = jnp.mean(jnp.square(jnp.subtract(x, mean)), axis, keepdims=True,
-                                where=where)
+            variance = reductions.mean(ufuncs.square(ufuncs.subtract(x, mean)), axis, keepdims=True,
+                                       where=where)
         elif algorithm == "fast":
-            variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) \
-                - jnp.square(mean)
-            variance = jnp.clip(variance, 0)  # rounding can make the one-pass form negative
+            variance = reductions.mean(ufuncs.square(x), axis, keepdims=True, where=where) \
+                - ufuncs.square(mean)
+            variance = ufuncs.clip(variance, 0)  # rounding can make the one-pass form negative
         else:
             raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
-    return jnp.subtract(x, mean) * lax.rsqrt(jnp.asarray(variance + epsilon))
+    return ufuncs.subtract(x, mean) * lax.rsqrt(creation.asarray(variance + epsilon))
 
 
 @jit(static_argnames=("axis", "keepdims"))
@@ -288,8 +291,8 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
         axes = canonicalize_axes(axis, x.ndim)
         count = np.asarray(math.prod(x.shape[a] for a in axes), lse.dtype)
     else:
-        count = jnp.sum(jnp.ones(x.shape, lse.dtype), axis=axis, where=where, keepdims=keepdims)
-    return lse - jnp.log(count)
+        count = reductions.sum(creation.ones(x.shape, lse.dtype), axis=axis, where=where, keepdims=keepdims)
+    return lse - ufuncs.log(count)
 
 
 @custom_jvp
@@ -297,19 +300,19 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
 def log1mexp(x):
     """log(1 - exp(-x)) for x >= 0, by expm1 below log 2 and log1p above (jax.nn.log1mexp)."""
     x = _array("log1mexp", x)
-    c = jnp.log(2.0)
-    return jnp.where(x < c, jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+    c = ufuncs.log(2.0)
+    return ufuncs.where(x < c, ufuncs.log(-ufuncs.expm1(-x)), ufuncs.log1p(-ufuncs.exp(-x)))
 
 
-log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
+log1mexp.defjvps(lambda g, ans, x: g / ufuncs.expm1(x))
 
 
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     """A one-hot encoding of integer `x` along a new axis of length `num_classes`; values
     outside [0, num_classes) give all-zero rows (jax.nn.one_hot)."""
     num_classes = _concrete_int(num_classes)
-    x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, np.integer):
+    x = creation.asarray(x)
+    if not dtypes.numpy_issubdtype(x.dtype, np.integer):
         warnings.warn(f"jax.nn.one_hot input should be integer-typed; got dtype={x.dtype}",
                       DeprecationWarning, stacklevel=2)
     dtype = dtypes.canonicalize_dtype(np.float64 if dtype is None else dtype)
@@ -323,10 +326,10 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
 @jit(static_argnames=("num_classes", "dtype", "axis"))
 def _one_hot(x, num_classes, *, dtype, axis):
     """x == iota along the new axis, as JAX's _one_hot (a jit of that name)."""
-    lhs = lax.expand_dims(x, (axis,))
+    lhs = lax_shape_ops.expand_dims(x, (axis,))
     shape = [1] * x.ndim
     shape.insert(axis, num_classes)
-    return (lhs == lax.broadcasted_iota(x.dtype, tuple(shape), axis)).astype(dtype)
+    return (lhs == lax_shape_ops.broadcasted_iota(x.dtype, tuple(shape), axis)).astype(dtype)
 
 
 def _check_iota(dtype, shape):

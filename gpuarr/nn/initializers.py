@@ -9,8 +9,12 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.lax import arguments as lax_arguments
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.numpy import creation, manipulation, ufuncs
+from gpuarr.random import distributions
+from gpuarr.random import keys as random_keys
 
 __all__ = [
     "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
@@ -37,12 +41,7 @@ def _dtype(dtype):
 
 
 def _init_sharding(name, out_sharding):
-    lax.arguments.check_no_sharding(f"nn.initializers.{name}", out_sharding)
-
-
-def _random():
-    from gpuarr import random  # the random module sits above nn in the import order
-    return random
+    lax_arguments.check_no_sharding(f"nn.initializers.{name}", out_sharding)
 
 
 def _shape(shape):
@@ -52,20 +51,20 @@ def _shape(shape):
 def zeros(key, shape, dtype=None, out_sharding=None):
     """All zeros (key unused)."""
     _init_sharding("zeros", out_sharding)
-    return jnp.zeros(_shape(shape), _dtype(dtype))
+    return creation.zeros(_shape(shape), _dtype(dtype))
 
 
 def ones(key, shape, dtype=None, out_sharding=None):
     """All ones (key unused)."""
     _init_sharding("ones", out_sharding)
-    return jnp.ones(_shape(shape), _dtype(dtype))
+    return creation.ones(_shape(shape), _dtype(dtype))
 
 
 def constant(value, dtype=None):
     """An initializer filling with `value`."""
     def init(key, shape, dtype=dtype, out_sharding=None):
         _init_sharding("constant", out_sharding)
-        return jnp.full(_shape(shape), value, dtype=_dtype(dtype))
+        return creation.full(_shape(shape), value, dtype=_dtype(dtype))
     return init
 
 
@@ -74,7 +73,7 @@ def uniform(scale=1e-2, dtype=None):
     def init(key, shape, dtype=dtype, out_sharding=None):
         _init_sharding("uniform", out_sharding)
         dtype = _dtype(dtype)
-        return _random().uniform(key, _shape(shape), dtype) * jnp.array(scale, dtype)
+        return distributions.uniform(key, _shape(shape), dtype) * creation.array(scale, dtype)
     return init
 
 
@@ -83,7 +82,7 @@ def normal(stddev=1e-2, dtype=None):
     def init(key, shape, dtype=dtype, out_sharding=None):
         _init_sharding("normal", out_sharding)
         dtype = _dtype(dtype)
-        return _random().normal(key, _shape(shape), dtype) * jnp.array(stddev, dtype)
+        return distributions.normal(key, _shape(shape), dtype) * creation.array(stddev, dtype)
     return init
 
 
@@ -92,8 +91,8 @@ def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
     def init(key, shape, dtype=dtype, out_sharding=None):
         _init_sharding("truncated_normal", out_sharding)
         dtype = _dtype(dtype)
-        sample = _random().truncated_normal(key, lower, upper, _shape(shape), dtype)
-        return sample * jnp.array(stddev, dtype)
+        sample = distributions.truncated_normal(key, lower, upper, _shape(shape), dtype)
+        return sample * creation.array(stddev, dtype)
     return init
 
 
@@ -113,24 +112,22 @@ def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
 
 def _complex_uniform(key, shape, dtype):
     """Uniform on the disk of radius sqrt(2) in the complex plane (zero mean, unit variance)."""
-    random = _random()
-    key_r, key_theta = random.split(key)
+    key_r, key_theta = random_keys.split(key)
     real_dtype = np.array(0, dtype).real.dtype
-    r = jnp.sqrt(2 * random.uniform(key_r, shape, real_dtype)).astype(dtype)
-    theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
-    return r * jnp.exp(1j * theta)
+    r = ufuncs.sqrt(2 * distributions.uniform(key_r, shape, real_dtype)).astype(dtype)
+    theta = 2 * np.pi * distributions.uniform(key_theta, shape, real_dtype).astype(dtype)
+    return r * ufuncs.exp(1j * theta)
 
 
 def _complex_truncated_normal(key, upper, shape, dtype):
     """A complex normal with its modulus truncated to `upper` (inverse-CDF sampling)."""
-    random = _random()
-    key_r, key_theta = random.split(key)
+    key_r, key_theta = random_keys.split(key)
     real_dtype = np.array(0, dtype).real.dtype
-    t = ((1 - jnp.exp(jnp.array(-(upper ** 2), dtype)))
-         * random.uniform(key_r, shape, real_dtype).astype(dtype))
-    r = jnp.sqrt(-jnp.log(1 - t))
-    theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
-    return r * jnp.exp(1j * theta)
+    t = ((1 - ufuncs.exp(creation.array(-(upper ** 2), dtype)))
+         * distributions.uniform(key_r, shape, real_dtype).astype(dtype))
+    r = ufuncs.sqrt(-ufuncs.log(1 - t))
+    theta = 2 * np.pi * distributions.uniform(key_theta, shape, real_dtype).astype(dtype)
+    return r * ufuncs.exp(1j * theta)
 
 
 def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-1,
@@ -153,23 +150,22 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
             denominator = (fan_in * fan_out) ** 0.5
         else:
             raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
-        variance = jnp.array(scale / denominator, dtype=dtype)
-        random = _random()
+        variance = creation.array(scale / denominator, dtype=dtype)
         is_float = dtypes.is_float(dtype)
         if distribution == "truncated_normal":
             if not is_float:
                 # .95311164380491208: stddev of a complex standard normal truncated to 2.
-                stddev = jnp.sqrt(variance) / jnp.array(.95311164380491208, dtype)
+                stddev = ufuncs.sqrt(variance) / creation.array(.95311164380491208, dtype)
                 return _complex_truncated_normal(key, 2, shape, dtype) * stddev
             # .87962566103423978 is the stddev of a standard normal truncated to (-2, 2).
-            stddev = jnp.sqrt(variance) / jnp.array(.87962566103423978, dtype)
-            return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
+            stddev = ufuncs.sqrt(variance) / creation.array(.87962566103423978, dtype)
+            return distributions.truncated_normal(key, -2, 2, shape, dtype) * stddev
         if distribution == "normal":
-            return random.normal(key, shape, dtype) * jnp.sqrt(variance)
+            return distributions.normal(key, shape, dtype) * ufuncs.sqrt(variance)
         if distribution == "uniform":
             if not is_float:
-                return _complex_uniform(key, shape, dtype) * jnp.sqrt(variance)
-            return random.uniform(key, shape, dtype, -1) * jnp.sqrt(3 * variance)
+                return _complex_uniform(key, shape, dtype) * ufuncs.sqrt(variance)
+            return distributions.uniform(key, shape, dtype, -1) * ufuncs.sqrt(3 * variance)
         raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
     return init
 
@@ -204,18 +200,18 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         if len(shape) < 2:
             raise ValueError("orthogonal initializer requires at least a 2D shape")
         if 0 in shape:  # nothing to orthogonalise (and no key drawn), as in JAX
-            return jnp.zeros(shape, dtype)
+            return creation.zeros(shape, dtype)
         n_rows, n_cols = math.prod(shape) // shape[column_axis], shape[column_axis]
         matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
-        a = _random().normal(key, matrix_shape, dtype)
+        a = distributions.normal(key, matrix_shape, dtype)
         q, r = _qr(a)
         k = min(matrix_shape)
-        diag = jnp.stack([r[i, i] for i in range(k)]) if k else r.reshape(0)
-        q = q * lax.broadcast_in_dim(jnp.sign(diag), q.shape, (1,))
+        diag = manipulation.stack([r[i, i] for i in range(k)]) if k else r.reshape(0)
+        q = q * lax_shape_ops.broadcast_in_dim(ufuncs.sign(diag), q.shape, (1,))
         if n_rows < n_cols:
             q = q.T
-        q = jnp.reshape(q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
-        q = jnp.moveaxis(q, -1, column_axis)
+        q = manipulation.reshape(q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
+        q = manipulation.moveaxis(q, -1, column_axis)
         return scale * q
     return init
 
@@ -231,6 +227,6 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
             raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
         ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
         centre = tuple((s - 1) // 2 for s in shape[:-2])  # JAX's centre rounds down
-        w = jnp.zeros(shape, _dtype(dtype))
+        w = creation.zeros(shape, _dtype(dtype))
         return w.at[centre].set(ortho)
     return init

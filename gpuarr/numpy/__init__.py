@@ -119,10 +119,10 @@ from gpuarr.numpy.polynomial import (  # noqa: F401, E402
 from gpuarr.numpy.ufunc_api import frompyfunc, ufunc  # noqa: F401, E402
 
 # Typed key arrays pass through the shape and selection functions, as in JAX.
-from gpuarr.numpy import key_arrays as _key_arrays  # noqa: E402
-
-for _name in _key_arrays.KEY_FUNCTIONS:
-    globals()[_name] = _key_arrays.accepting_keys(globals()[_name])
-array = _key_arrays.accepting_key_arrays(array)
-asarray = _key_arrays.accepting_key_arrays(asarray)
-del _name
+from gpuarr.numpy.key_functions import (  # noqa: F401, E402, F811
+    append, array, array_split, asarray, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays,
+    broadcast_to, concat, concatenate, copy, delete, diagonal, dsplit, empty_like, expand_dims,
+    flip, fliplr, flipud, hsplit, hstack, insert, matrix_transpose, moveaxis, permute_dims, ravel,
+    repeat, reshape, roll, rot90, split, squeeze, stack, swapaxes, take, take_along_axis, tile,
+    transpose, unstack, vsplit, vstack, where, zeros_like,
+)

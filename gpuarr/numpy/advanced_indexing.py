@@ -12,11 +12,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import NonConcreteBooleanIndexError
-from gpuarr.lax import slicing
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax, slicing
+from gpuarr.lax import shape_ops as lax_shape_ops
 
 _ARRAYS = (Array, Tracer, np.ndarray, np.generic)
 
@@ -124,7 +126,7 @@ def _as_index_array(i, size, wrap_negative):
             arr = np.where(arr < 0, arr + size, arr)
         return np.clip(arr, np.iinfo(np.int32).min, np.iinfo(np.int32).max).astype(np.int32)
     aval = get_aval(i)
-    i = lax.convert_element_type(i, np.int32) if aval.dtype != np.int32 else i
+    i = lax_conversions.convert_element_type(i, np.int32) if aval.dtype != np.int32 else i
     if wrap_negative and not dtypes.is_unsigned_int(aval.dtype):
         # Scalar constants, which lax broadcasts (JAX's _normalize_index prints them so).
         i = lax.select(lax.lt(i, np.int32(0)), lax.add(i, np.int32(size)), i)
@@ -223,14 +225,14 @@ def _stack_components(comps, batch_shape):
         cols = [np.broadcast_to(np.reshape(v, view), batch_shape) for v, view in comps]
         return np.stack(cols, -1).astype(np.int32) if cols else np.zeros(batch_shape + (0,), np.int32)
     if len(comps) == 1 and get_aval(comps[0][0]).shape == batch_shape:
-        return lax.expand_dims(comps[0][0], (nb,))  # as JAX's one gather index
+        return lax_shape_ops.expand_dims(comps[0][0], (nb,))  # as JAX's one gather index
     cols = []
     for v, view in comps:  # each into its axes of batch_shape + (1,), as JAX's
         v_shape = np.shape(v)
         dims = tuple(p for p, n in enumerate(view) if n != 1 or len(v_shape) == nb)
         if len(dims) != len(v_shape):  # unit axes of the index: place them by reshaping
-            v, dims = lax.reshape(v, view), tuple(range(nb))
-        cols.append(lax.broadcast_in_dim(v, batch_shape + (1,), dims))
+            v, dims = lax_shape_ops.reshape(v, view), tuple(range(nb))
+        cols.append(lax_shape_ops.broadcast_in_dim(v, batch_shape + (1,), dims))
     return lax.concatenate(cols, nb)
 
 
@@ -272,12 +274,12 @@ def _dynamic_slice_read(x, idx, wrap_negative):
             squeezed.append(dim)
         dim += 1
     if len(starts) > 1:
-        starts = [lax.convert_element_type(s, np.int32) for s in starts]
+        starts = [lax_conversions.convert_element_type(s, np.int32) for s in starts]
     out = slicing.dynamic_slice(x, starts, sizes, allow_negative_indices=wrap_negative) \
         if starts else x
     if squeezed:
-        out = lax.squeeze(out, tuple(squeezed))
-    return lax.expand_dims(out, tuple(new_axes)) if new_axes else out
+        out = lax_shape_ops.squeeze(out, tuple(squeezed))
+    return lax_shape_ops.expand_dims(out, tuple(new_axes)) if new_axes else out
 
 
 def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True,
@@ -291,7 +293,7 @@ def getitem(x, idx, *, mode=None, fill_value=None, wrap_negative_indices=True,
         return _dynamic_slice_read(x, idx, wrap_negative_indices)
     ix = to_gather(aval.shape, idx, wrap_negative_indices)
     if 0 in ix.slice_shape:
-        return lax.full(ix.slice_shape, 0, aval.dtype)
+        return lax_shape_ops.full(ix.slice_shape, 0, aval.dtype)
     for d, (k, n) in enumerate(zip(ix.slice_sizes, aval.shape)):
         if k > n:
             raise IndexError(f"index is out of bounds for axis {d} with size {n}")
@@ -319,7 +321,7 @@ def scatter_update(x, idx, values, scatter_fn, *, mode=None, wrap_negative_indic
 def _broadcast_values(values, shape):
     vshape = get_aval(values).shape
     while len(vshape) > len(shape) and vshape[0] == 1:
-        values = lax.reshape(values, vshape[1:])
+        values = lax_shape_ops.reshape(values, vshape[1:])
         vshape = vshape[1:]
     try:
         target = np.broadcast_shapes(vshape, shape)
@@ -331,4 +333,4 @@ def _broadcast_values(values, shape):
     if vshape == tuple(shape):
         return values
     lead = len(shape) - len(vshape)
-    return lax.broadcast_in_dim(values, tuple(shape), tuple(range(lead, len(shape))))
+    return lax_shape_ops.broadcast_in_dim(values, tuple(shape), tuple(range(lead, len(shape))))

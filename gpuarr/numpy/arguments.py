@@ -6,11 +6,13 @@ import warnings
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import shape_ops as lax_shape_ops
 
 _SCALARS = (bool, int, float, complex)
 _flags = config._values  # read directly: broadcast_arrays runs in every jnp binary op
@@ -109,7 +111,7 @@ def _convert(x, dt, weak):
     aval = get_aval(x)
     if aval.dtype == dt and aval.weak_type == weak:
         return x
-    return lax.conversions._convert_weak(x, dt, weak)
+    return lax_conversions._convert_weak(x, dt, weak)
 
 
 def _weak_scalar(x, dt):
@@ -162,7 +164,7 @@ def promote_shapes(*args, fun_name="promote_shapes"):
     if _flags["numpy_rank_promotion"] != "allow":
         _rank_promotion_warning_or_error(fun_name, shapes)
     rank = len(_common_shape(shapes))
-    return [a if len(s) == rank else lax.broadcast(a, (1,) * (rank - len(s)))
+    return [a if len(s) == rank else lax_shape_ops.broadcast(a, (1,) * (rank - len(s)))
             for a, s in zip(args, shapes)]
 
 
@@ -204,7 +206,7 @@ def broadcast_to(x, shape):
     if any(a not in (1, b) for a, b in zip(aval.shape, shape[nlead:])):
         raise ValueError(f"Incompatible types for broadcasting: input type={aval} and "
                          f"requested type={aval.update(shape=shape)}")
-    return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
+    return lax_shape_ops.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
 
 
 def canonicalize_axis(axis: int, ndim: int) -> int:

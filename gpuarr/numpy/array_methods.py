@@ -4,12 +4,26 @@ Both get the same methods, so code behaves the same eagerly and under transforma
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
-from gpuarr.numpy import indexing, manipulation, products, reductions, ufuncs
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import (
+    creation,
+    indexing,
+    manipulation,
+    products,
+    reductions,
+    selection,
+    sorting,
+    ufuncs,
+)
 
 
 def _defer(op, reverse=False):
@@ -22,8 +36,8 @@ def _defer(op, reverse=False):
 
 def _astype(self, dtype, copy=False, device=None):
     """Cast to `dtype` (float -> int saturates)."""
-    return lax.convert_element_type(self, dtypes.check_user_dtype(dtype, "astype")
-                                    if hasattr(dtypes, "check_user_dtype") else dtype)
+    return lax_conversions.convert_element_type(self, dtypes.check_user_dtype(dtype, "astype")
+                                                if hasattr(dtypes, "check_user_dtype") else dtype)
 
 
 def _reshape(self, *shape, order="C"):
@@ -97,8 +111,8 @@ install(_METHODS, _OPERATORS, _PROPERTIES)
 
 
 def _array_namespace(self, api_version=None):
-    import gpuarr.numpy as jnp
-    return jnp
+    # The package this module belongs to, gpuarr.numpy: the namespace the array API asks for.
+    return sys.modules[__package__]
 
 
 
@@ -115,11 +129,9 @@ install({"__array_namespace__": _array_namespace, "to_device": _to_device})
 
 
 def _lazy(name):
-    """A method calling gpuarr.numpy.<name> (looked up at call time, so modules that define
-    it may load after this one)."""
+    """A method calling gpuarr.numpy.<name> (from the module that defines it)."""
     def method(self, *args, **kwargs):
-        import gpuarr.numpy as jnp
-        return getattr(jnp, name)(self, *args, **kwargs)
+        return getattr(_LAZY_MODULES[name], name)(self, *args, **kwargs)
     method.__name__ = name
     method.__doc__ = f"Same as jnp.{name}(self, ...)."
     return method
@@ -137,10 +149,10 @@ def _view(self, dtype=None, type=None):
         raise NotImplementedError(f"view from {old.name} to {new.name}: only dtypes of the same "
                                   "size are supported; use lax.bitcast_convert_type.")
     if old == np.bool_:
-        self = lax.convert_element_type(self, np.uint8)
+        self = lax_conversions.convert_element_type(self, np.uint8)
     if new == np.bool_:
-        return lax.ne(lax.bitcast_convert_type(self, np.uint8), np.uint8(0))
-    return lax.bitcast_convert_type(self, new)
+        return lax.ne(lax_special.bitcast_convert_type(self, np.uint8), np.uint8(0))
+    return lax_special.bitcast_convert_type(self, new)
 
 
 def _contains(self, item):
@@ -149,6 +161,13 @@ def _contains(self, item):
 
 _LAZY_METHODS = ("argpartition", "argsort", "choose", "compress", "cumprod", "cumsum", "diagonal",
                  "nonzero", "ptp", "repeat", "searchsorted", "sort", "take", "trace", "copy")
+# The module defining each of them.
+_LAZY_MODULES = {
+    **dict.fromkeys(("argpartition", "argsort", "searchsorted", "sort"), sorting),
+    **dict.fromkeys(("choose", "compress", "cumprod", "cumsum", "nonzero", "take"), selection),
+    **dict.fromkeys(("copy", "diagonal"), creation),
+    "ptp": reductions, "repeat": manipulation, "trace": products,
+}
 install({name: _lazy(name) for name in _LAZY_METHODS})
 install({
     "view": _view,

@@ -9,8 +9,10 @@ import warnings
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.lax import slicing
 from gpuarr.numpy import advanced_indexing
 from gpuarr.numpy.arguments import check_arraylike, promote_dtypes
@@ -58,12 +60,12 @@ def _restore(out, aval):
     out_aval = get_aval(out)
     if out_aval.dtype == aval.dtype and out_aval.weak_type == aval.weak_type:
         return out
-    return lax.conversions._convert_weak(out, aval.dtype, aval.weak_type)
+    return lax_conversions._convert_weak(out, aval.dtype, aval.weak_type)
 
 
 def _ones_like(x):
     aval = get_aval(x)
-    return lax.full(aval.shape, 1, aval.dtype)
+    return lax_shape_ops.full(aval.shape, 1, aval.dtype)
 
 
 class IndexUpdateRef:

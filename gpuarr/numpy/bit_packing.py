@@ -5,8 +5,11 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy import manipulation, reductions
 from gpuarr.numpy.arguments import canonicalize_axis, check_arraylike, ensure_array, static_hashable
 
@@ -22,7 +25,7 @@ def packbits(a, axis=None, bitorder="big"):
     if axis is None:
         a, axis = manipulation.ravel(a), 0
     ax = canonicalize_axis(axis, get_aval(a).ndim)
-    bits = lax.convert_element_type(lax.ne(a, lax.full_like(a, 0)), np.uint8)
+    bits = lax_conversions.convert_element_type(lax.ne(a, lax_shape_ops.full_like(a, 0)), np.uint8)
     n = get_aval(bits).shape[ax]
     pad_to = -(-n // 8) * 8
     cfg = [(0, 0, 0)] * get_aval(bits).ndim
@@ -30,7 +33,7 @@ def packbits(a, axis=None, bitorder="big"):
     bits = lax.pad(bits, np.uint8(0), cfg)
     shape = list(get_aval(bits).shape)
     shape[ax:ax + 1] = [pad_to // 8, 8]
-    bits = lax.reshape(bits, tuple(shape))
+    bits = lax_shape_ops.reshape(bits, tuple(shape))
     weights = np.array([128, 64, 32, 16, 8, 4, 2, 1] if bitorder == "big" else
                        [1, 2, 4, 8, 16, 32, 64, 128], np.uint8)
     wshape = [1] * len(shape)
@@ -55,16 +58,16 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     perm = np.arange(get_aval(a).ndim)
     _, ax = perm[-1], int(perm[axis])
     shifts = np.arange(7, -1, -1, dtype=np.uint8) if bitorder == "big" else np.arange(8, dtype=np.uint8)
-    x = lax.reshape(a, get_aval(a).shape[:ax + 1] + (1,) + get_aval(a).shape[ax + 1:])
+    x = lax_shape_ops.reshape(a, get_aval(a).shape[:ax + 1] + (1,) + get_aval(a).shape[ax + 1:])
     sshape = [1] * get_aval(x).ndim
     sshape[ax + 1] = 8
     bits = lax.bitwise_and(lax.shift_right_logical(
-        x, lax.broadcast_in_dim(shifts.reshape(sshape), get_aval(x).shape[:ax + 1] + (8,) +
-                                get_aval(x).shape[ax + 2:], tuple(range(len(sshape))))),
+        x, lax_shape_ops.broadcast_in_dim(shifts.reshape(sshape), get_aval(x).shape[:ax + 1] + (8,) +
+                                          get_aval(x).shape[ax + 2:], tuple(range(len(sshape))))),
         np.uint8(1))
     shape = list(get_aval(a).shape)
     shape[ax] *= 8
-    out = lax.reshape(bits, tuple(shape))
+    out = lax_shape_ops.reshape(bits, tuple(shape))
     if count is not None:
         count = operator.index(count)
         if count > shape[ax]:  # padded with zero bits, as in JAX and NumPy

@@ -7,9 +7,11 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy import manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import (
     canonicalize_axis,
@@ -30,7 +32,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         (y,) = promote_dtypes_inexact(y)
         d = ensure_array(dx)
         if get_aval(d).ndim:
-            d = lax.expand_dims(d, tuple(range(get_aval(y).ndim - get_aval(d).ndim)))
+            d = lax_shape_ops.expand_dims(d, tuple(range(get_aval(y).ndim - get_aval(d).ndim)))
             d = manipulation.moveaxis(d, axis, -1)
     else:
         check_arraylike("trapezoid", y, x)
@@ -57,7 +59,7 @@ def _last(x, i):
     nd = get_aval(x).ndim
     if get_aval(x).shape[-1] != 1:
         x = x[..., i:i + 1]
-    return lax.squeeze(x, (nd - 1,))
+    return lax_shape_ops.squeeze(x, (nd - 1,))
 
 
 @_jit(static_argnames=("axis", "edge_order"))  # as JAX's
@@ -107,7 +109,7 @@ def _gradient_along_axis(a, h, axis):
                              "which the gradient is calculated.")
         h_shape = [1] * get_aval(a).ndim
         h_shape[axis] = n
-        sliced_x = functools.partial(lax.slice_in_dim, lax.reshape(h, tuple(h_shape)), axis=axis)
+        sliced_x = functools.partial(lax.slice_in_dim, lax_shape_ops.reshape(h, tuple(h_shape)), axis=axis)
         sub, mul, div = ufuncs.subtract, ufuncs.multiply, ufuncs.true_divide
         upper_edge = div(upper_edge, sub(sliced_x(1, 2), sliced_x(0, 1)))
         lower_edge = div(lower_edge, sub(sliced_x(-1, None), sliced_x(-2, -1)))

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
 from gpuarr.numpy import creation, reductions, ufuncs
 from gpuarr.numpy.arguments import broadcast_arrays, check_arraylike, ensure_array, promote_dtypes_inexact
 
@@ -19,7 +21,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote_dtypes_inexact(a, b)
     a, b = broadcast_arrays(a, b)
     dt = dtypes.to_floating_dtype(get_aval(a).dtype)  # tolerances are real
-    rtol, atol = (lax.convert_element_type(t, dt) for t in (rtol, atol))
+    rtol, atol = (lax_conversions.convert_element_type(t, dt) for t in (rtol, atol))
     # Computed whether or not it is used, as JAX does.
     both_nan = ufuncs.logical_and(ufuncs.isnan(a), ufuncs.isnan(b))
     check_fin = ufuncs.isfinite(b)

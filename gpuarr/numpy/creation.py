@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dlpack, dtypes, lax
+from gpuarr import dlpack, dtypes
 from gpuarr.array import Array
 from gpuarr.core import ShapedArray, Tracer, current_trace, get_aval
 from gpuarr.dispatch import eval_trace, to_device_array
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import arguments as lax_arguments
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax.platform_dependent import platform_dependent
 from gpuarr.numpy.arguments import check_arraylike, static_hashable
 
 _SCALARS = (bool, int, float, complex)
@@ -37,7 +43,7 @@ def _user_dtype(dtype, fun_name):
 
 def _placed(result, name, device, out_sharding=None):
     """`result` put on `device` when one is given (as device_put); gpuarr has no shardings."""
-    lax.arguments.check_no_sharding(f"numpy.{name}", out_sharding)
+    lax_arguments.check_no_sharding(f"numpy.{name}", out_sharding)
     if device is None:
         return result
     from gpuarr.device_api import device_put
@@ -70,17 +76,17 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None,
     dt = _user_dtype(dtype, "array")
     if isinstance(object, (Array, Tracer)):
         out = lax.copy_p.bind(object) if copy else object  # a new buffer, as JAX's `copy`
-        out = out if dt is None else lax.convert_element_type(out, dt)
+        out = out if dt is None else lax_conversions.convert_element_type(out, dt)
         return _ndmin(out, ndmin)
     if isinstance(object, (list, tuple)) and _has_tracers(object):
         # As JAX: the elements in the leaves' common dtype, each given a leading axis and
         # concatenated (in groups of 16, which compile faster than one wide concatenation).
         if dt is None:
             dt = dtypes.result_type(*_leaves(object))
-        parts = [lax.expand_dims(array(o, dt, copy=False), (0,)) for o in object]
+        parts = [lax_shape_ops.expand_dims(array(o, dt, copy=False), (0,)) for o in object]
         while len(parts) > 16:
             parts = [lax.concatenate(parts[i:i + 16], 0) for i in range(0, len(parts), 16)]
-        return _ndmin(lax.convert_element_type(lax.concatenate(parts, 0), dt), ndmin)
+        return _ndmin(lax_conversions.convert_element_type(lax.concatenate(parts, 0), dt), ndmin)
     if hasattr(object, "__jax_array__"):
         return array(object.__jax_array__(), dtype, copy=copy, order=order, ndmin=ndmin)
     if dlpack.is_gpu_array(object):  # CuPy arrays, CUDA PyTorch tensors: shared, not copied
@@ -139,7 +145,7 @@ def _has_tracers(seq):
 def _ndmin(x, ndmin):
     nd = get_aval(x).ndim
     if ndmin > nd:  # leading axes, as JAX's expand_dims
-        return lax.expand_dims(x, tuple(range(ndmin - nd)))
+        return lax_shape_ops.expand_dims(x, tuple(range(ndmin - nd)))
     return x
 
 
@@ -158,7 +164,7 @@ def _fill(shape, value, dtype, fun_name):
     dt = _user_dtype(dtype, fun_name)
     if dt is None:
         dt = dtypes.default_float_dtype()
-    return lax.full(shape, value, dt)
+    return lax_shape_ops.full(shape, value, dt)
 
 
 def _shape_arg(shape, fun_name):
@@ -212,7 +218,7 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
         fv = asarray(fill_value, dtype=dt)
         return broadcast_to(fv, shape)
     # Without a dtype, a Python scalar fill gives a weakly typed array, as in JAX.
-    return lax.full(shape, fill_value, dt)
+    return lax_shape_ops.full(shape, fill_value, dt)
 
 
 def _like(a, dtype, shape):
@@ -227,7 +233,7 @@ def _like(a, dtype, shape):
 def _keep_weak(out, a, dtype):
     # Without a dtype the result keeps the weak type of `a` (Python scalars are weak), as in JAX.
     if dtype is None and dtypes.is_weakly_typed(a):
-        return lax.conversions._convert_weak(out, get_aval(out).dtype, True)
+        return lax_conversions._convert_weak(out, get_aval(out).dtype, True)
     return out
 
 
@@ -243,7 +249,7 @@ def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
         return _placed(zeros_like(a, dtype, shape), "zeros_like", device, out_sharding)
     _check_like("zeros_like", a)
     s, d = _like(a, _user_dtype(dtype, "zeros_like"), shape)
-    return _keep_weak(lax.full(s, 0, d), a, dtype)
+    return _keep_weak(lax_shape_ops.full(s, 0, d), a, dtype)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -252,7 +258,7 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
         return _placed(ones_like(a, dtype, shape), "ones_like", device, out_sharding)
     _check_like("ones_like", a)
     s, d = _like(a, _user_dtype(dtype, "ones_like"), shape)
-    return _keep_weak(lax.full(s, 1, d), a, dtype)
+    return _keep_weak(lax_shape_ops.full(s, 1, d), a, dtype)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
@@ -262,7 +268,7 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None):
     # JAX's empty_like checks its arguments under the name ones_like.
     _check_like("ones_like", prototype)
     s, d = _like(prototype, _user_dtype(dtype, "ones_like"), shape)
-    return _keep_weak(lax.full(s, 0, d), prototype, dtype)
+    return _keep_weak(lax_shape_ops.full(s, 0, d), prototype, dtype)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
@@ -333,13 +339,14 @@ def _iota_arange(start, stop, step, dt, work):
         start, stop = 0, start
     if step is not None:
         size = max(0, int(np.ceil((stop - start) / step)))
-        values = lax.add(lax.convert_element_type(start, work),
-                         lax.mul(lax.convert_element_type(step, work), lax.iota(work, size)))
-        return lax.convert_element_type(values, dt)
+        values = lax.add(lax_conversions.convert_element_type(start, work),
+                         lax.mul(lax_conversions.convert_element_type(step, work), lax_shape_ops.iota(work,
+                                                                                                      size)))
+        return lax_conversions.convert_element_type(values, dt)
     if start == 0:
-        return lax.iota(dt, max(0, int(np.ceil(stop))))
-    return lax.add(lax.convert_element_type(start, dt),
-                   lax.iota(dt, max(0, int(np.ceil(stop - start)))))
+        return lax_shape_ops.iota(dt, max(0, int(np.ceil(stop))))
+    return lax.add(lax_conversions.convert_element_type(start, dt),
+                   lax_shape_ops.iota(dt, max(0, int(np.ceil(stop - start)))))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
@@ -375,23 +382,23 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     from gpuarr.numpy.ufuncs import floor
     start, stop = asarray(start), asarray(stop)
     dtype, compute_dt = _inexact_dtype(dtype, start, stop)
-    start = lax.convert_element_type(start, compute_dt)
-    stop = lax.convert_element_type(stop, compute_dt)
+    start = lax_conversions.convert_element_type(start, compute_dt)
+    stop = lax_conversions.convert_element_type(stop, compute_dt)
     bounds_shape = list(np.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape))
     b_start, b_stop = broadcast_to(start, bounds_shape), broadcast_to(stop, bounds_shape)
     axis = len(bounds_shape) + axis + 1 if axis < 0 else axis
     bounds_shape.insert(axis, 1)
     div = (num - 1) if endpoint else num
     if num > 1:
-        delta = lax.convert_element_type(stop - start, compute_dt) / asarray(div, compute_dt)
+        delta = lax_conversions.convert_element_type(stop - start, compute_dt) / asarray(div, compute_dt)
         iota_shape = [1] * len(bounds_shape)
         iota_shape[axis] = div
         real_dt = dtypes.finfo(compute_dt).dtype
-        step = lax.iota(real_dt, div).reshape(iota_shape) / asarray(div, real_dt)
-        step = lax.convert_element_type(step, compute_dt)
+        step = lax_shape_ops.iota(real_dt, div).reshape(iota_shape) / asarray(div, real_dt)
+        step = lax_conversions.convert_element_type(step, compute_dt)
         out = b_start.reshape(bounds_shape) * (1 - step) + b_stop.reshape(bounds_shape) * step
         if endpoint:
-            out = lax.concatenate([out, lax.expand_dims(b_stop, (axis,))],
+            out = lax.concatenate([out, lax_shape_ops.expand_dims(b_stop, (axis,))],
                                   canonicalize_axis(axis, get_aval(out).ndim))
     elif num == 1:
         delta = asarray(np.nan if endpoint else stop - start, dtype=compute_dt)
@@ -399,12 +406,12 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     else:  # no samples, as NumPy (the axis goes in as JAX inserts it: clamped)
         empty_shape = list(get_aval(b_start).shape)
         empty_shape.insert(axis, 0)
-        delta = lax.full((), np.nan, compute_dt)
-        out = lax.full(tuple(empty_shape), 0, dtype)
+        delta = lax_shape_ops.full((), np.nan, compute_dt)
+        out = lax_shape_ops.full(tuple(empty_shape), 0, dtype)
     if dtypes.is_int(dtype) and not dtypes.is_int(get_aval(out).dtype):
         out = floor(out)
     # The result (and step) are never weakly typed, as in JAX.
-    out = lax.convert_element_type(out, dtype)
+    out = lax_conversions.convert_element_type(out, dtype)
     return (out, delta) if retstep else out
 
 
@@ -437,11 +444,11 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     else:
         # Offsets beyond the matrix give all zeros: clamped, they fit in int32.
         kdt, k = np.dtype(np.int32), np.int32(min(max(operator_index(k), -N), M))
-    rows = lax.broadcasted_iota(kdt, (N, M), 0)
-    cols = lax.broadcasted_iota(kdt, (N, M), 1)
+    rows = lax_shape_ops.broadcasted_iota(kdt, (N, M), 0)
+    cols = lax_shape_ops.broadcasted_iota(kdt, (N, M), 1)
     if isinstance(k, (Array, Tracer)):  # a weakly typed offset loses its weak type
-        k = lax.convert_element_type(k, kdt)
-    return lax.convert_element_type(lax.eq(lax.add(rows, k), cols), dt)
+        k = lax_conversions.convert_element_type(k, kdt)
+    return lax_conversions.convert_element_type(lax.eq(lax.add(rows, k), cols), dt)
 
 
 def _eye_dims(N, M):
@@ -485,10 +492,10 @@ def _logspace(start, stop, num, endpoint, base, dtype, axis):
     from gpuarr.numpy.ufuncs import power
     check_arraylike("logspace", start, stop)
     dtype, compute_dt = _inexact_dtype(dtype, start, stop)
-    start = lax.convert_element_type(asarray(start), compute_dt)
-    stop = lax.convert_element_type(asarray(stop), compute_dt)
+    start = lax_conversions.convert_element_type(asarray(start), compute_dt)
+    stop = lax_conversions.convert_element_type(asarray(stop), compute_dt)
     lin = linspace(start, stop, num, endpoint=endpoint, retstep=False, dtype=None, axis=axis)
-    return lax.convert_element_type(power(base, lin), dtype)
+    return lax_conversions.convert_element_type(power(base, lin), dtype)
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
@@ -503,22 +510,22 @@ def _geomspace(start, stop, num, endpoint, dtype, axis):
     from gpuarr.numpy.ufuncs import log10, sign
     check_arraylike("geomspace", start, stop)
     dtype, compute_dt = _inexact_dtype(dtype, start, stop)
-    start = lax.convert_element_type(asarray(start), compute_dt)
-    stop = lax.convert_element_type(asarray(stop), compute_dt)
+    start = lax_conversions.convert_element_type(asarray(start), compute_dt)
+    stop = lax_conversions.convert_element_type(asarray(stop), compute_dt)
     s = sign(start)
     res = s * logspace(log10(start / s), log10(stop / s), num, endpoint=endpoint, base=10.0,
                        dtype=compute_dt, axis=0)
     nd = get_aval(res).ndim
     axis = canonicalize_axis(axis, nd)
     if axis != 0:  # the samples' axis moved into place, as JAX does
-        res = lax.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, nd)))
-    return lax.convert_element_type(res, dtype)
+        res = lax_shape_ops.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, nd)))
+    return lax_conversions.convert_element_type(res, dtype)
 
 
 def _tri_mask(N, M, k):
     # JAX's order: the offset row iota, then the column iota.
-    rows = lax.add(lax.broadcasted_iota(np.int32, (N, M), 0), np.int32(k))
-    return lax.ge(rows, lax.broadcasted_iota(np.int32, (N, M), 1))
+    rows = lax.add(lax_shape_ops.broadcasted_iota(np.int32, (N, M), 0), np.int32(k))
+    return lax.ge(rows, lax_shape_ops.broadcasted_iota(np.int32, (N, M), 1))
 
 
 def tri(N, M=None, k=0, dtype=None):
@@ -532,7 +539,7 @@ def tri(N, M=None, k=0, dtype=None):
                         f"{(N, M)}.") from None
     if N < 0 or M < 0:  # JAX's error, from the iota that builds the mask
         raise TypeError(f"iota shape must have every element be nonnegative, got {(N, M)}.")
-    return lax.convert_element_type(_tri_mask(N, M, operator_index(k)), dt)
+    return lax_conversions.convert_element_type(_tri_mask(N, M, operator_index(k)), dt)
 
 
 def _tri_select(name, m, k, lower):
@@ -550,18 +557,18 @@ def _tri_which(m, k):
     shape = get_aval(m).shape
     mask = _tri_mask(*shape[-2:], k)
     if len(shape) > 2:
-        mask = lax.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
+        mask = lax_shape_ops.broadcast_in_dim(mask, shape, (len(shape) - 2, len(shape) - 1))
     return mask
 
 
 @_named_jit("tril", static_argnames=("k",))  # as JAX's (k is the mask's diagonal)
 def _tril(m, k):
-    return lax.select(_tri_which(m, k), m, lax.full_like(m, 0))
+    return lax.select(_tri_which(m, k), m, lax_shape_ops.full_like(m, 0))
 
 
 @_named_jit("triu", static_argnames=("k",))
 def _triu(m, k):
-    return lax.select(_tri_which(m, k), lax.full_like(m, 0), m)
+    return lax.select(_tri_which(m, k), lax_shape_ops.full_like(m, 0), m)
 
 
 def tril(m, k=0):
@@ -610,8 +617,8 @@ def _diagonal(a, offset, axis1, axis2):
     mask = eye(shape[0], dtype=get_aval(a).dtype)
 
     def mosaic_diag(a):
-        return lax.reduce(lax.mul(mask, a), np.array(0, get_aval(a).dtype), lax.add, (0,))
-    return lax.platform_dependent(a, default=default_diag, mosaic=mosaic_diag)
+        return lax_extras.reduce(lax.mul(mask, a), np.array(0, get_aval(a).dtype), lax.add, (0,))
+    return platform_dependent(a, default=default_diag, mosaic=mosaic_diag)
 
 
 def diag(v, k=0):
@@ -669,9 +676,9 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         if sparse:
             s = [1] * len(xs)
             s[dim] = get_aval(x).shape[0]
-            out.append(lax.reshape(x, tuple(s)))
+            out.append(lax_shape_ops.reshape(x, tuple(s)))
         else:
-            out.append(lax.broadcast_in_dim(x, tuple(shape), (dim,)))
+            out.append(lax_shape_ops.broadcast_in_dim(x, tuple(shape), (dim,)))
     return out
 
 
@@ -684,13 +691,13 @@ def indices(dimensions, dtype=None, sparse=False):
         if sparse:
             s = [1] * len(dims)
             s[i] = d
-            out.append(lax.broadcasted_iota(dt, tuple(s), i))
+            out.append(lax_shape_ops.broadcasted_iota(dt, tuple(s), i))
         else:
-            out.append(lax.broadcasted_iota(dt, dims, i))
+            out.append(lax_shape_ops.broadcasted_iota(dt, dims, i))
     if sparse:
         return tuple(out)
     if not out:
-        return lax.full((0,), 0, dt)
+        return lax_shape_ops.full((0,), 0, dt)
     from gpuarr.numpy.manipulation import stack
     return stack(out)
 
@@ -710,10 +717,11 @@ def vander(x, N=None, increasing=False):
     if dt == np.bool_:
         raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of "
                         "integer, floating, complexfloating.")
-    powers = lax.iota(dt, n)
+    powers = lax_shape_ops.iota(dt, n)
     if not increasing:
-        powers = lax.rev(powers, (0,))
-    return ufuncs.power(lax.reshape(x, (get_aval(x).shape[0], 1)), lax.reshape(powers, (1, n)))
+        powers = lax_shape_ops.rev(powers, (0,))
+    return ufuncs.power(lax_shape_ops.reshape(x, (get_aval(x).shape[0], 1)), lax_shape_ops.reshape(powers,
+                                                                                                   (1, n)))
 
 
 def fromfunction(function, shape, *, dtype=float, **kwargs):

@@ -8,9 +8,10 @@ import warnings
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
+from gpuarr.lax import conversions as lax_conversions
 from gpuarr.numpy.arguments import canonicalize_axis, check_arraylike, ensure_array
 
 bool = dtypes.bool_  # noqa: A001  (numpy's name)
@@ -126,4 +127,4 @@ def iterable(y):
 def astype(x, dtype, /, *, copy=False, device=None):
     """`x` converted to `dtype` (float -> int saturates)."""
     check_arraylike("astype", x)
-    return lax.convert_element_type(ensure_array(x), dtypes.check_user_dtype(dtype, "astype"))
+    return lax_conversions.convert_element_type(ensure_array(x), dtypes.check_user_dtype(dtype, "astype"))

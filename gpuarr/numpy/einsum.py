@@ -12,8 +12,13 @@ import string
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
+from gpuarr.lax import arguments as lax_arguments
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import dot_products as lax_dot_products
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes, reject_out
 
 try:
@@ -135,7 +140,7 @@ def _squeeze_broadcast(x, term, sizes):
     drop = tuple(i for i, (c, d) in enumerate(zip(term, shape)) if d == 1 and sizes[c] != 1)
     if not drop:
         return x, term
-    return lax.squeeze(x, drop), "".join(c for i, c in enumerate(term) if i not in drop)
+    return lax_shape_ops.squeeze(x, drop), "".join(c for i, c in enumerate(term) if i not in drop)
 
 
 def _take_diagonals(x, term):
@@ -148,7 +153,7 @@ def _take_diagonals(x, term):
         rows = np.arange(shape[p]).reshape([-1 if k == p else 1 for k in range(len(shape))])
         cols = np.arange(shape[q]).reshape([-1 if k == q else 1 for k in range(len(shape))])
         mask = np.broadcast_to(rows == cols, shape)
-        x = lax.reduce_sum(lax.select_n(mask, lax.full_like(x, 0), x), (q,))
+        x = lax_shape_ops.reduce_sum(lax.select_n(mask, lax_shape_ops.full_like(x, 0), x), (q,))
         term = term[:q] + term[q + 1:]
     return x, term
 
@@ -157,7 +162,7 @@ def _sum_unused(x, term, keep):
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
     if not axes:
         return x, term
-    return lax.reduce_sum(x, axes), "".join(c for c in term if c in keep)
+    return lax_shape_ops.reduce_sum(x, axes), "".join(c for c in term if c in keep)
 
 
 # ---------------------------------------------------------------- pairwise contraction
@@ -202,21 +207,21 @@ def _einsum(operands, inputs, out, path, precision, preferred_element_type, dot_
     x, xt = _sum_unused(*ops[0], set(out))
     missing = [c for c in out if c not in xt]
     if missing:  # an output index present only as a broadcast size-1 dimension
-        x = lax.reshape(x, get_aval(x).shape + (1,) * len(missing))
+        x = lax_shape_ops.reshape(x, get_aval(x).shape + (1,) * len(missing))
         xt += "".join(missing)
-    return lax.transpose(x, tuple(xt.index(c) for c in out))
+    return lax_shape_ops.transpose(x, tuple(xt.index(c) for c in out))
 
 
 # ---------------------------------------------------------------- public API
 
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=lax.dot_general, out_sharding=None):
+           preferred_element_type=None, _dot_general=lax_dot_products.dot_general, out_sharding=None):
     """Einstein summation, as numpy.einsum: `subscripts` names each operand's axes ('...'
     for broadcast axes); indices missing from the output are summed. `optimize` is 'auto',
     True, False, an opt_einsum strategy name, or an explicit path such as [(0, 1), (0, 1)].
     Each pairwise contraction calls `_dot_general` (lax.dot_general's signature), as JAX's."""
-    lax.arguments.check_no_sharding("numpy.einsum", out_sharding)
+    lax_arguments.check_no_sharding("numpy.einsum", out_sharding)
     reject_out("einsum", out)
     if not operands:
         raise ValueError("einsum requires at least one operand after the subscripts.")
@@ -231,7 +236,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         dtypes.canonicalize_dtype(preferred_element_type)
     result = _einsum(list(operands), inputs, out_term, path, precision, pet, _dot_general)
     if pet is not None and get_aval(result).dtype != pet:
-        result = lax.convert_element_type(result, pet)
+        result = lax_conversions.convert_element_type(result, pet)
     return result
 
 

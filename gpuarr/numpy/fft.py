@@ -12,9 +12,13 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
 from gpuarr.lax.fft import FftType
+from gpuarr.lax.fft import fft as _lax_fft
 from gpuarr.numpy.arguments import check_arraylike, ensure_array
 from gpuarr.numpy.manipulation import moveaxis, roll
 
@@ -126,17 +130,17 @@ def _fft_nd(arr, fft_type, lengths):
     """lax.fft over any number of trailing axes: transforms of more than three axes are
     split into transforms of at most three (four as two 2-D transforms), as JAX does."""
     if len(lengths) <= _MAX_LAX_DIMS:
-        return lax.fft(arr, fft_type, lengths)
+        return _lax_fft(arr, fft_type, lengths)
     n = 2 if len(lengths) == 4 else _MAX_LAX_DIMS
     ndim = get_aval(arr).ndim
     src = tuple(range(ndim - len(lengths), ndim - n))
     dst = tuple(range(ndim - len(lengths) + n, ndim))
     if fft_type in (FftType.RFFT, FftType.FFT):
-        arr = lax.fft(arr, fft_type, lengths[-n:])
+        arr = _lax_fft(arr, fft_type, lengths[-n:])
         arr = moveaxis(_fft_nd(moveaxis(arr, src, dst), FftType.FFT, lengths[:-n]), dst, src)
         return arr
     arr = moveaxis(_fft_nd(moveaxis(arr, src, dst), FftType.IFFT, lengths[:-n]), dst, src)
-    return lax.fft(arr, fft_type, lengths[-n:])
+    return _lax_fft(arr, fft_type, lengths[-n:])
 
 
 def _check_1d_axis(func_name, axis):
@@ -197,7 +201,7 @@ def hfft(a, n=None, axis=-1, norm=None):
     check_arraylike("jax.numpy.fft.hfft", a)
     a = ensure_array(a)
     _check_1d_axis("hfft", axis)
-    conj_a = lax.conj(a) if dtypes.is_complex(get_aval(a).dtype) else a
+    conj_a = lax_extras.conj(a) if dtypes.is_complex(get_aval(a).dtype) else a
     nn = (get_aval(conj_a).shape[axis] - 1) * 2 if n is None else n
     out = _fft_core_1d("hfft", FftType.IRFFT, conj_a, n, axis, norm)
     return _scale(out, nn)
@@ -211,7 +215,7 @@ def ihfft(a, n=None, axis=-1, norm=None):
     arr = ensure_array(a)
     nn = get_aval(arr).shape[axis] if n is None else n
     out = _fft_core_1d("ihfft", FftType.RFFT, arr, n, axis, norm)
-    return _scale(lax.conj(out), 1 / nn)
+    return _scale(lax_extras.conj(out), 1 / nn)
 
 
 # ---------------------------------------------------------------- two- and n-dimensional
@@ -300,7 +304,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
     n = _check_freq_args("fftfreq", n, d)
     k = (np.arange(n) + n // 2) % max(n, 1) - n // 2
     out = _frequencies(k, n, d, dtype, device, dtypes.to_floating_dtype)
-    return out if dtype is None else lax.convert_element_type(out, dtype)
+    return out if dtype is None else lax_conversions.convert_element_type(out, dtype)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None):

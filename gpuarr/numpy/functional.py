@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 
-from gpuarr import lax
 from gpuarr.core import get_aval
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy import creation, manipulation, reductions
 from gpuarr.numpy.arguments import (
     canonicalize_axis,
@@ -142,15 +144,15 @@ def piecewise(x, condlist, funclist, *args, **kw):
     conds = creation.asarray(condlist, dtype=bool)
     # The last true condition wins: the first position where the running count peaks.
     from gpuarr.numpy import selection
-    counts = selection.cumsum(manipulation.concatenate([lax.full_like(conds[:1], False), conds]),
+    counts = selection.cumsum(manipulation.concatenate([lax_shape_ops.full_like(conds[:1], False), conds]),
                               axis=0)
     indices = reductions.argmax(counts, axis=0)
     dt = get_aval(x).dtype
 
     def branch(f):
         if callable(f):
-            return lambda v: lax.convert_element_type(ensure_array(f(v, *args, **kw)), dt)
+            return lambda v: lax_conversions.convert_element_type(ensure_array(f(v, *args, **kw)), dt)
         return lambda v: creation.array(f, dtype=dt)
 
     # A vectorized switch, so that branches whose outputs disagree fail as JAX's do.
-    return vectorize(lax.switch, excluded=(1,))(indices, [branch(f) for f in funclist], x)
+    return vectorize(lax_control_flow.switch, excluded=(1,))(indices, [branch(f) for f in funclist], x)

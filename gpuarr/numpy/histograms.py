@@ -8,8 +8,12 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import Tracer, get_aval
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import special as lax_special
 from gpuarr.numpy import creation, manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import (
     check_arraylike,
@@ -30,8 +34,8 @@ def _digitize(x, bins, right=False):
     if get_aval(bins).ndim != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array, got shape {get_aval(bins).shape}.")
     nb = get_aval(bins).shape[0]
-    xs = lax.reshape(x, get_aval(x).shape + (1,))
-    bs = lax.reshape(bins, (1,) * get_aval(x).ndim + (nb,))
+    xs = lax_shape_ops.reshape(x, get_aval(x).shape + (1,))
+    bs = lax_shape_ops.reshape(bins, (1,) * get_aval(x).ndim + (nb,))
     decreasing = b is not None and nb > 1 and b[0] > b[-1]
     if decreasing:
         cmp = lax.lt(xs, bs) if right else lax.le(xs, bs)
@@ -160,7 +164,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         fp = manipulation.concatenate([fp[-1:], fp, fp[:1]])
     n = get_aval(xp).shape[0]
     i = _digitize(x, xp, right=False)
-    i = lax.clamp(np.asarray(1, get_aval(i).dtype)[()], i, np.asarray(n - 1, get_aval(i).dtype)[()]) \
+    i = lax_special.clamp(np.asarray(1, get_aval(i).dtype)[()], i, np.asarray(n - 1, get_aval(i).dtype)[()]) \
         if n > 1 else i
     onehot_hi = _onehot(i, n)
     onehot_lo = _onehot(lax.sub(i, np.asarray(1, get_aval(i).dtype)[()]), n)
@@ -171,19 +175,21 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     x_hi, x_lo = pick(onehot_hi, xp), pick(onehot_lo, xp)
     f_hi, f_lo = pick(onehot_hi, fp), pick(onehot_lo, fp)
     dx = lax.sub(x_hi, x_lo)
-    safe = lax.select(lax.eq(dx, lax.full_like(dx, 0)), lax.full_like(dx, 1), dx)
+    safe = lax.select(lax.eq(dx, lax_shape_ops.full_like(dx, 0)), lax_shape_ops.full_like(dx, 1), dx)
     out = lax.add(f_lo, lax.mul(lax.div(lax.sub(x, x_lo), safe), lax.sub(f_hi, f_lo)))
-    out = lax.select(lax.eq(dx, lax.full_like(dx, 0)), f_lo, out)
+    out = lax.select(lax.eq(dx, lax_shape_ops.full_like(dx, 0)), f_lo, out)
     if period is None:
         lo_val = fp[0] if left is None else left
         hi_val = fp[-1] if right is None else right
-        out = ufuncs.where(lax.lt(x, lax.broadcast_in_dim(xp[0], get_aval(x).shape, ())), lo_val, out)
-        out = ufuncs.where(lax.gt(x, lax.broadcast_in_dim(xp[-1], get_aval(x).shape, ())), hi_val, out)
-    return lax.convert_element_type(ensure_array(out), get_aval(x).dtype)
+        out = ufuncs.where(lax.lt(x, lax_shape_ops.broadcast_in_dim(xp[0], get_aval(x).shape, ())), lo_val,
+                           out)
+        out = ufuncs.where(lax.gt(x, lax_shape_ops.broadcast_in_dim(xp[-1], get_aval(x).shape, ())), hi_val,
+                           out)
+    return lax_conversions.convert_element_type(ensure_array(out), get_aval(x).dtype)
 
 
 def _onehot(idx, n):
     """idx[..., None] == arange(n): a boolean one-hot encoding along a new last axis."""
     aval = get_aval(idx)
-    return lax.eq(lax.reshape(idx, aval.shape + (1,)),
-                  lax.reshape(lax.iota(aval.dtype, n), (1,) * aval.ndim + (n,)))
+    return lax.eq(lax_shape_ops.reshape(idx, aval.shape + (1,)),
+                  lax_shape_ops.reshape(lax_shape_ops.iota(aval.dtype, n), (1,) * aval.ndim + (n,)))

@@ -15,10 +15,13 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.array import Array
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import sorting as lax_sorting
 from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
 from gpuarr.numpy.arguments import check_arraylike, concrete_value, ensure_array, promote_dtypes
 from gpuarr.numpy.dtype_functions import shape
@@ -185,8 +188,8 @@ def _sort_complex(a):
     a = ensure_array(a)
     if get_aval(a).ndim == 0:  # JAX's error for the last axis of a 0-d array
         raise ValueError("axis -1 is out of bounds for array of dimension 0")
-    a = lax.sort(a)
-    return lax.convert_element_type(a, dtypes.to_complex_dtype(get_aval(a).dtype))
+    a = lax_sorting.sort(a)
+    return lax_conversions.convert_element_type(a, dtypes.to_complex_dtype(get_aval(a).dtype))
 
 
 _sort_complex.__name__ = "sort_complex"  # the jit's name, as JAX's
@@ -328,7 +331,7 @@ def ix_(*args):
                              f"{get_aval(a).shape}")
         s = [1] * len(args)
         s[i] = get_aval(a).shape[0]
-        out.append(lax.reshape(a, tuple(s)))
+        out.append(lax_shape_ops.reshape(a, tuple(s)))
     return tuple(out)
 
 
@@ -348,7 +351,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     host_mask = np.zeros(s, bool)
     np.fill_diagonal(host_mask, True, wrap=wrap)
     count = int(host_mask.sum())
-    vals = manipulation.ravel(lax.convert_element_type(ensure_array(val), get_aval(a).dtype))
+    vals = manipulation.ravel(lax_conversions.convert_element_type(ensure_array(val), get_aval(a).dtype))
     vals = manipulation.resize(vals, (count,)) if get_aval(vals).size else vals
     # Scatter the cycled values onto the diagonal positions by a static permutation.
     flat = manipulation.ravel(a)
@@ -356,4 +359,4 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     src = np.arange(flat.size)
     src[pos] = flat.size + np.arange(count)
     joined = manipulation.concatenate([flat, vals])
-    return lax.reshape(joined[src], s)
+    return lax_shape_ops.reshape(joined[src], s)

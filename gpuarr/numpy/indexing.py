@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.errors import ConcretizationTypeError
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 
 
 def _is_int_index(i):
@@ -123,11 +125,11 @@ def basic_getitem(x, idx):
         out = lax.slice(out, starts, limits, strides if any(s != 1 for s in strides) else None)
     # JAX's order: reverse, drop the int-indexed axes, then insert the None axes.
     if flips:
-        out = lax.rev(out, tuple(flips))
+        out = lax_shape_ops.rev(out, tuple(flips))
     if squeezed:
-        out = lax.squeeze(out, tuple(squeezed))
+        out = lax_shape_ops.squeeze(out, tuple(squeezed))
     if len(kept) != len(out_shape):
-        out = lax.broadcast_in_dim(out, tuple(out_shape), tuple(kept))
+        out = lax_shape_ops.broadcast_in_dim(out, tuple(out_shape), tuple(kept))
     return out
 
 
@@ -135,8 +137,8 @@ def _set_last(x, value):
     """x with its first-axis last entry replaced by `value` (used by linspace endpoints)."""
     n = get_aval(x).shape[0]
     head = lax.slice_in_dim(x, 0, n - 1, axis=0)
-    value = lax.broadcast_in_dim(lax.convert_element_type(value, get_aval(x).dtype),
-                                 (1,) + get_aval(x).shape[1:], tuple(range(1, get_aval(x).ndim)))
+    value = lax_shape_ops.broadcast_in_dim(lax_conversions.convert_element_type(value, get_aval(x).dtype),
+                                           (1,) + get_aval(x).shape[1:], tuple(range(1, get_aval(x).ndim)))
     return lax.concatenate([head, value], 0)
 
 

@@ -15,16 +15,6 @@ from gpuarr.core import get_aval
 from gpuarr.interpreters import batching
 from gpuarr.prng import PRNGKeyArray
 
-# The gpuarr.numpy functions that take key arrays: they move, select or copy elements.
-KEY_FUNCTIONS = (
-    "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
-    "broadcast_to", "concat", "concatenate", "copy", "delete", "diagonal", "dsplit",
-    "empty_like", "expand_dims", "flip", "fliplr", "flipud", "hsplit", "hstack", "insert",
-    "matrix_transpose", "moveaxis", "permute_dims", "ravel", "repeat", "reshape", "roll",
-    "rot90", "split", "squeeze", "stack", "swapaxes", "take", "take_along_axis", "tile",
-    "transpose", "unstack", "vsplit", "vstack", "where", "zeros_like",
-)
-
 
 def _is_key(x) -> bool:
     return isinstance(x, PRNGKeyArray)

@@ -12,11 +12,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import cumulative as lax_cumulative
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
 from gpuarr.lax import linalg as lax_linalg
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.lax.linalg import _H, _extract_diagonal, _is_complex, _mask, _matmul, _permutation_matrix
 from gpuarr.numpy import products, reductions
 from gpuarr.numpy.arguments import (
@@ -163,13 +167,13 @@ def _det_3x3(a):
 
 def _pivot_parity(pivots):
     """The number of row swaps in LAPACK-style pivots, as int32."""
-    iota = lax.broadcasted_iota(_dtype(pivots), _shape(pivots), len(_shape(pivots)) - 1)
+    iota = lax_shape_ops.broadcasted_iota(_dtype(pivots), _shape(pivots), len(_shape(pivots)) - 1)
     return reductions.sum(lax.ne(pivots, iota), axis=-1, dtype=np.int32)
 
 
 def _parity_sign(parity, dtype):
     """(-1) ** parity in `dtype`."""
-    odd = lax.convert_element_type(lax.rem(parity, np.int32(2)), dtype)
+    odd = lax_conversions.convert_element_type(lax.rem(parity, np.int32(2)), dtype)
     return lax.sub(np.asarray(1, dtype)[()], lax.mul(odd, np.asarray(2, dtype)[()]))
 
 
@@ -193,7 +197,7 @@ def _slogdet_lu(a):
     safe_abs = _where(zero, _const(lax.abs(diag), 1), lax.abs(diag))
     parity = _pivot_parity(pivots)
     if _is_complex(a):
-        sign = reductions.prod(lax.div(diag, lax.convert_element_type(safe_abs, _dtype(a))),
+        sign = reductions.prod(lax.div(diag, lax_conversions.convert_element_type(safe_abs, _dtype(a))),
                                axis=-1)
     else:
         sign = _const(diag, 1)
@@ -208,9 +212,10 @@ def _slogdet_tangents(x, sign, logdet_dot):
     """(sign_dot, logdet_dot) from the complex d log det = tr(A^-1 dA): its imaginary part turns
     the phase; for real input the sign is piecewise constant."""
     if not _is_complex(x):
-        return lax.full_like(sign, 0), logdet_dot
-    imag_part = lax.sub(logdet_dot, lax.convert_element_type(lax.real(logdet_dot), _dtype(x)))
-    return lax.mul(imag_part, sign), lax.real(logdet_dot)
+        return lax_shape_ops.full_like(sign, 0), logdet_dot
+    imag_part = lax.sub(logdet_dot, lax_conversions.convert_element_type(lax_extras.real(logdet_dot),
+                                                                         _dtype(x)))
+    return lax.mul(imag_part, sign), lax_extras.real(logdet_dot)
 
 
 @_slogdet_small.defjvp
@@ -297,8 +302,8 @@ def _cofactor_solve(a, b):
     perm = broadcast_to(perm, batch + (n,))
     sign = broadcast_to(_parity_sign(_pivot_parity(pivots), dtype), batch)
     # partial_det[..., i] = sign * u_00 ... u_ii; the last entry is det(a).
-    partial_det = lax.mul(lax.cumprod(_extract_diagonal(lu), axis=len(batch)),
-                          lax.expand_dims(sign, (len(batch),)))
+    partial_det = lax.mul(lax_cumulative.cumprod(_extract_diagonal(lu), axis=len(batch)),
+                          lax_shape_ops.expand_dims(sign, (len(batch),)))
     det_a = partial_det[..., n - 1]
     corner = _mask((n, n), lambda r, c: (r == n - 1) & (c == n - 1))
     before_last = partial_det[..., n - 2, None, None]
@@ -321,14 +326,14 @@ def _cofactor_solve(a, b):
 
 def _is_finite(x):
     if _is_complex(x):
-        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+        return lax.bitwise_and(lax.is_finite(lax_extras.real(x)), lax.is_finite(lax_extras.imag(x)))
     return lax.is_finite(x)
 
 
 @custom_jvp
 def _det(a):
     sign, logdet = _slogdet(a)
-    return lax.mul(sign, lax.convert_element_type(lax.exp(logdet), _dtype(sign)))
+    return lax.mul(sign, lax_conversions.convert_element_type(lax.exp(logdet), _dtype(sign)))
 
 
 @_det.defjvp
@@ -367,7 +372,7 @@ def solve(a, b):
                          "recover this behavior, use solve(a, b[..., None]).squeeze(-1).")
     vector = len(bshape) == 1
     if vector:
-        b = lax.reshape(b, bshape + (1,))
+        b = lax_shape_ops.reshape(b, bshape + (1,))
         bshape = _shape(b)
     if ashape[-1] != ashape[-2] or ashape[-1] != bshape[-2]:
         raise ValueError("The arguments to solve must have shapes a=[..., m, m] and b=[..., m, k] "
@@ -377,7 +382,7 @@ def solve(a, b):
     b = broadcast_to(b, batch + bshape[-2:])
     lu, _, perm = lax_linalg.lu(a)
     x = lax_linalg.lu_solve(lu, perm, b)
-    return lax.squeeze(x, (len(batch) + 1,)) if vector else x
+    return lax_shape_ops.squeeze(x, (len(batch) + 1,)) if vector else x
 
 
 def inv(a):
@@ -407,16 +412,16 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     largest = lax.slice_in_dim(s, 0, 1, axis=len(_shape(s)) - 1)
     cutoff = lax.mul(_broadcast_rtol(rtol, _shape(largest), real), largest)
     # Dividing by inf zeroes the dropped singular values.
-    s = _where(lax.gt(s, lax.broadcast_in_dim(cutoff, _shape(s), tuple(range(len(_shape(s)))))),
+    s = _where(lax.gt(s, lax_shape_ops.broadcast_in_dim(cutoff, _shape(s), tuple(range(len(_shape(s)))))),
                s, _const(s, np.inf))
-    s = lax.convert_element_type(lax.reshape(s, _shape(s) + (1,)), dt)
+    s = lax_conversions.convert_element_type(lax_shape_ops.reshape(s, _shape(s) + (1,)), dt)
     return _matmul(_H(vh), lax.div(_H(u), s))
 
 
 def _broadcast_rtol(rtol, shape, dt):
-    rtol = lax.convert_element_type(ensure_array(rtol), dt)
+    rtol = lax_conversions.convert_element_type(ensure_array(rtol), dt)
     rshape = _shape(rtol)
-    return lax.broadcast_in_dim(rtol, shape, tuple(range(len(rshape))))
+    return lax_shape_ops.broadcast_in_dim(rtol, shape, tuple(range(len(rshape))))
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
@@ -427,7 +432,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         raise ValueError("Leading dimensions of input arrays must match")
     b_vector = len(bshape) == 1
     if b_vector:
-        b = lax.reshape(b, bshape + (1,))
+        b = lax_shape_ops.reshape(b, bshape + (1,))
     if len(ashape) != 2:
         raise TypeError(f"{len(ashape)}-dimensional array given. Array must be two-dimensional")
     if len(_shape(b)) != 2:
@@ -438,20 +443,20 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     eps = float(np.finfo(dt).eps)
     rcond = eps * max(m, n) if rcond is None or rcond < 0 else rcond
     u, s, vt = lax_linalg.svd(a, full_matrices=False)
-    largest = lax.broadcast_in_dim(lax.slice_in_dim(s, 0, 1), _shape(s), (0,))
+    largest = lax_shape_ops.broadcast_in_dim(lax.slice_in_dim(s, 0, 1), _shape(s), (0,))
     mask = lax.ge(s, lax.mul(largest, _const(s, rcond)))
     rank = reductions.sum(mask)
     safe_s = _where(mask, s, _const(s, 1))
     s_inv = _where(mask, lax.div(_const(s, 1), safe_s), _const(s, 0))
     # Singular values are real: complex systems scale by them in their own type.
-    s_inv = lax.convert_element_type(lax.reshape(s_inv, _shape(s) + (1,)), dt)
+    s_inv = lax_conversions.convert_element_type(lax_shape_ops.reshape(s_inv, _shape(s) + (1,)), dt)
     x = products.matmul(_H(vt), lax.mul(s_inv, products.matmul(_H(u), b)))
     if numpy_resid and (int(rank) < n or m <= n):
         resid = ensure_array(np.zeros((0,), dt))
     else:
         resid = lax.integer_pow(norm(lax.sub(b, products.matmul(a, x)), axis=0), 2)
     if b_vector:
-        x = lax.reshape(x, (n,))
+        x = lax_shape_ops.reshape(x, (n,))
     return x, resid, rank, s
 
 
@@ -492,14 +497,14 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
         rtol = tol
     shape = _shape(M)
     if len(shape) < 2:
-        return lax.convert_element_type(reductions.any(lax.ne(M, _const(M, 0))), np.int32)
+        return lax_conversions.convert_element_type(reductions.any(lax.ne(M, _const(M, 0))), np.int32)
     s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
     if rtol is None:
         largest = reductions.max(s, axis=-1, keepdims=True)
         threshold = lax.mul(largest, _const(s, max(shape[-2:]) * float(np.finfo(_dtype(s)).eps)))
     else:
-        rt = lax.convert_element_type(ensure_array(rtol), _dtype(s))
-        threshold = lax.reshape(rt, _shape(rt) + (1,))
+        rt = lax_conversions.convert_element_type(ensure_array(rtol), _dtype(s))
+        threshold = lax_shape_ops.reshape(rt, _shape(rt) + (1,))
     (s, threshold) = broadcast_all(s, threshold)
     return reductions.sum(lax.gt(s, threshold), axis=-1)
 
@@ -509,7 +514,7 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
 
 def _abs_squared(x):
     """|x|^2 in x's real dtype: x * conj(x) keeps only its real part for complex x."""
-    return lax.real(lax.mul(x, lax.conj(x))) if _is_complex(x) else lax.mul(x, x)
+    return lax_extras.real(lax.mul(x, lax_extras.conj(x))) if _is_complex(x) else lax.mul(x, x)
 
 
 def _vector_norm(x, ord, axis, keepdims):
@@ -560,7 +565,7 @@ def _matrix_norm(x, ord, axis, keepdims):
         else:
             y = reductions.sum(s, axis=-1)
         if keepdims:
-            y = lax.expand_dims(y, tuple(sorted(axis)))
+            y = lax_shape_ops.expand_dims(y, tuple(sorted(axis)))
         return y
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
@@ -724,7 +729,7 @@ def cond(x, p=None):
         s = svdvals(x)
         k = _shape(s)[-1]
         axis = len(_shape(s)) - 1
-        first, last = (lax.squeeze(lax.slice_in_dim(s, i, i + 1, axis=axis), (axis,))
+        first, last = (lax_shape_ops.squeeze(lax.slice_in_dim(s, i, i + 1, axis=axis), (axis,))
                        for i in (0, k - 1))
         return lax.div(first, last) if p != -2 else lax.div(last, first)
     if shape[-1] != shape[-2]:
@@ -781,7 +786,7 @@ def tensorinv(a, ind=2):
         raise ValueError("tensorinv is only possible when the product of the first `ind` "
                          "dimensions equals that of the remaining dimensions. got "
                          f"a.shape={shape} with ind={ind}.")
-    return lax.reshape(inv(lax.reshape(a, (rows, cols))), batch + contracting)
+    return lax_shape_ops.reshape(inv(lax_shape_ops.reshape(a, (rows, cols))), batch + contracting)
 
 
 def tensorsolve(a, b, axes=None):
@@ -796,5 +801,5 @@ def tensorsolve(a, b, axes=None):
         raise ValueError(f"b must match the leading dimensions of a.\na.shape={ashape}\n"
                          f"b.shape={bshape}")
     size = int(np.prod(bshape))
-    flat = lax.reshape(a, (size, int(np.prod(out_shape))))
-    return lax.reshape(solve(flat, lax.reshape(b, (size,))), out_shape)
+    flat = lax_shape_ops.reshape(a, (size, int(np.prod(out_shape))))
+    return lax_shape_ops.reshape(solve(flat, lax_shape_ops.reshape(b, (size,))), out_shape)

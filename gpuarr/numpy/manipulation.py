@@ -7,10 +7,14 @@ import operator
 
 import numpy as np
 
-from gpuarr import lax
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import arguments as lax_arguments
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy.arguments import (
     broadcast_all,
     canonicalize_axes,
@@ -36,7 +40,7 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
     """Give `a` a new shape; one dimension may be -1 (inferred)."""
     check_arraylike("reshape", a)
     if out_sharding is not None:
-        lax.arguments.check_no_sharding("numpy.reshape", out_sharding)
+        lax_arguments.check_no_sharding("numpy.reshape", out_sharding)
     a = ensure_array(a)
     size = get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -62,16 +66,17 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
                         f"{shape} (size {math.prod(shape)})")
     if order == "F":
         nd = get_aval(a).ndim
-        t = lax.transpose(a, tuple(reversed(range(nd))))
-        return lax.transpose(lax.reshape(t, tuple(reversed(shape))), tuple(reversed(range(len(shape)))))
-    return lax.reshape(a, shape)
+        t = lax_shape_ops.transpose(a, tuple(reversed(range(nd))))
+        return lax_shape_ops.transpose(lax_shape_ops.reshape(t, tuple(reversed(shape))),
+                                       tuple(reversed(range(len(shape)))))
+    return lax_shape_ops.reshape(a, shape)
 
 
 def ravel(a, order="C", *, out_sharding=None):
     """Flatten to one dimension."""
     check_arraylike("ravel", a)
     if out_sharding is not None:
-        lax.arguments.check_no_sharding("numpy.ravel", out_sharding)
+        lax_arguments.check_no_sharding("numpy.ravel", out_sharding)
     if order == "K":
         raise NotImplementedError("Ravel not implemented for order='K'.")
     if order not in ("C", "F", "A"):
@@ -85,7 +90,7 @@ def transpose(a, axes=None):
     a = ensure_array(a)
     nd = get_aval(a).ndim
     axes = tuple(reversed(range(nd))) if axes is None else tuple(canonicalize_axis(i, nd) for i in axes)
-    return lax.transpose(a, _check_permutation(axes, get_aval(a).shape))
+    return lax_shape_ops.transpose(a, _check_permutation(axes, get_aval(a).shape))
 
 
 def _check_permutation(axes, shape):
@@ -110,7 +115,7 @@ def matrix_transpose(x, /):
     nd = get_aval(ensure_array(x)).ndim
     if nd < 2:
         raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got ndim={nd}")
-    return lax.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+    return lax_shape_ops.transpose(x, tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 
 def moveaxis(a, source, destination):
@@ -125,7 +130,7 @@ def moveaxis(a, source, destination):
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return lax.transpose(a, tuple(order))
+    return lax_shape_ops.transpose(a, tuple(order))
 
 
 def swapaxes(a, axis1, axis2):
@@ -138,7 +143,7 @@ def swapaxes(a, axis1, axis2):
     # Swapped in a NumPy array as in JAX, whose errors for bad axes are NumPy's indexing ones.
     perm = np.arange(nd)
     perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
-    return lax.transpose(a, tuple(int(i) for i in perm))
+    return lax_shape_ops.transpose(a, tuple(int(i) for i in perm))
 
 
 def squeeze(a, axis=None):
@@ -157,7 +162,7 @@ def squeeze(a, axis=None):
         axes = tuple(_strict_axes(ax, len(shape))[0] for ax in axis)
         if len(set(axes)) != len(axes):
             raise ValueError(f"dimensions are not unique: {axes}")
-    return lax.squeeze(a, axes)
+    return lax_shape_ops.squeeze(a, axes)
 
 
 def expand_dims(a, axis):
@@ -166,14 +171,14 @@ def expand_dims(a, axis):
     a = ensure_array(a)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     ndim = get_aval(a).ndim + len(axes)
-    return lax.expand_dims(a, canonicalize_axes(axes, ndim))
+    return lax_shape_ops.expand_dims(a, canonicalize_axes(axes, ndim))
 
 
 def broadcast_to(array, shape, *, out_sharding=None):
     """Broadcast `array` to `shape` with NumPy's rules."""
     check_arraylike("broadcast_to", array)
     if out_sharding is not None:
-        lax.arguments.check_no_sharding("numpy.broadcast_to", out_sharding)
+        lax_arguments.check_no_sharding("numpy.broadcast_to", out_sharding)
     return _broadcast_to(ensure_array(array), (shape,) if isinstance(shape, int) else shape)
 
 
@@ -195,12 +200,12 @@ def _concatenate_array(arr, axis, dtype=None):
     if not shape or shape[0] == 0:
         raise ValueError("Need at least one array to concatenate.")
     if axis is None:
-        return lax.reshape(arr, (math.prod(shape),))
+        return lax_shape_ops.reshape(arr, (math.prod(shape),))
     if len(shape) == 1:
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     axis = canonicalize_axis(axis, len(shape) - 1)
     new_shape = shape[1:axis + 1] + (shape[0] * shape[axis + 1],) + shape[axis + 2:]
-    return lax.reshape(arr, new_shape, (*range(1, axis + 1), 0, *range(axis + 1, len(shape))))
+    return lax_shape_ops.reshape(arr, new_shape, (*range(1, axis + 1), 0, *range(axis + 1, len(shape))))
 
 
 def concatenate(arrays, axis=0, dtype=None):
@@ -241,7 +246,7 @@ def stack(arrays, axis=0, out=None, dtype=None):
     else:
         from gpuarr.numpy.creation import asarray
         arrays = [asarray(a, dtype=dtype) for a in arrays]
-    return lax.stack(arrays, axis=axis)
+    return lax_extras.stack(arrays, axis=axis)
 
 
 _ = _broadcast_arrays
@@ -264,7 +269,7 @@ def _atleast(n, arys):
         ndim = get_aval(a).ndim
         if ndim < n:  # new axes by expand_dims, as JAX adds them
             dims = {(3, 1): (0, 2), (3, 2): (2,)}.get((n, ndim), tuple(range(n - ndim)))
-            a = lax.expand_dims(a, dims)
+            a = lax_shape_ops.expand_dims(a, dims)
         out.append(a)
     return out[0] if len(out) == 1 else out
 
@@ -377,7 +382,7 @@ def _split(name, ary, indices_or_sections, axis, even):
     points = _split_points(name, n, indices_or_sections, even)
     sizes = np.diff(points)
     if (sizes >= 0).all():  # one split equation, its sizes NumPy integers, as JAX's
-        return list(lax.split(ary, list(sizes), axis=ax))
+        return list(lax_extras.split(ary, list(sizes), axis=ax))
     # Points out of order read as NumPy reads them: each piece from its point to the next.
     return [lax.slice_in_dim(ary, s, max(s, e), axis=ax) for s, e in zip(points[:-1], points[1:])]
 
@@ -428,7 +433,7 @@ def unstack(x, /, *, axis=0):
     axis = operator.index(axis)
     if not -nd <= axis < nd:  # a 0-d array too
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {nd}")
-    return lax.unstack(x, axis=axis)
+    return lax_extras.unstack(x, axis=axis)
 
 
 def tile(A, reps):
@@ -444,17 +449,17 @@ def tile(A, reps):
     nd = max(len(shape), len(reps))
     shape = (1,) * (nd - len(shape)) + shape
     reps = (1,) * (nd - len(reps)) + reps
-    A = lax.reshape(A, shape)
+    A = lax_shape_ops.reshape(A, shape)
     # Broadcast to (r0, s0, r1, s1, ...) then merge each pair.
     big = tuple(x for r, s in zip(reps, shape) for x in (r, s))
-    out = lax.broadcast_in_dim(A, big, tuple(range(1, 2 * nd, 2)))
-    return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
+    out = lax_shape_ops.broadcast_in_dim(A, big, tuple(range(1, 2 * nd, 2)))
+    return lax_shape_ops.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
     """Repeat each element `repeats` times (an int or a concrete per-element array) along `axis`."""
     check_arraylike("repeat", a)
-    lax.arguments.check_no_sharding("numpy.repeat", out_sharding)
+    lax_arguments.check_no_sharding("numpy.repeat", out_sharding)
     a = ensure_array(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -471,9 +476,9 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None
     if reps.ndim == 0 or reps.shape == (1,):  # one count for every element, as in NumPy and JAX
         r = int(reps.reshape(()))
         shape = get_aval(a).shape
-        expanded = lax.broadcast_in_dim(a, shape[:ax + 1] + (r,) + shape[ax + 1:],
-                                        tuple(range(ax + 1)) + tuple(range(ax + 2, len(shape) + 1)))
-        out = lax.reshape(expanded, shape[:ax] + (n * r,) + shape[ax + 1:])
+        expanded = lax_shape_ops.broadcast_in_dim(a, shape[:ax + 1] + (r,) + shape[ax + 1:],
+                                                  tuple(range(ax + 1)) + tuple(range(ax + 2, len(shape) + 1)))
+        out = lax_shape_ops.reshape(expanded, shape[:ax] + (n * r,) + shape[ax + 1:])
         idx_len = n * r
     else:
         if reps.shape != (n,):
@@ -507,13 +512,13 @@ def _optional_axes(axis):
 def _flip(m, axis=None):
     nd = get_aval(m).ndim
     if axis is None:
-        return lax.rev(m, tuple(range(nd)))
+        return lax_shape_ops.rev(m, tuple(range(nd)))
     dims = []
     for ax in axis if isinstance(axis, tuple) else (axis,):
         if not -nd <= ax < nd:  # a 0-d array has no axis at all, as in JAX
             raise ValueError(f"axis {ax} is out of bounds for array of dimension {nd}")
         dims.append(ax % nd)
-    return lax.rev(m, tuple(dims))  # repeated axes: lax.rev's TypeError, as in JAX
+    return lax_shape_ops.rev(m, tuple(dims))  # repeated axes: lax.rev's TypeError, as in JAX
 
 
 def flip(m, axis=None):
@@ -576,8 +581,8 @@ def rot90(m, k=1, axes=(0, 1)):
     perm = list(range(nd))
     perm[ax0], perm[ax1] = perm[ax1], perm[ax0]
     if k == 1:
-        return lax.transpose(flip(m, ax1), tuple(perm))
-    return flip(lax.transpose(m, tuple(perm)), ax1)
+        return lax_shape_ops.transpose(flip(m, ax1), tuple(perm))
+    return flip(lax_shape_ops.transpose(m, tuple(perm)), ax1)
 
 
 def rollaxis(a, axis, start=0):
@@ -600,7 +605,7 @@ def permute_dims(a, /, axes):
     a = ensure_array(a)  # a Python scalar comes back as a weak 0-d Array, as in JAX
     # operator.index rejects float axes with the TypeError JAX gives.
     axes = tuple(operator.index(i) for i in axes)
-    return lax.transpose(a, _check_permutation(axes, get_aval(a).shape))
+    return lax_shape_ops.transpose(a, _check_permutation(axes, get_aval(a).shape))
 
 
 def concat(arrays, /, *, axis=0):
@@ -675,11 +680,11 @@ def insert(arr, obj, values, axis=None):
     idx = np.where(idx < 0, idx + n, idx)
     if np.any((idx < 0) | (idx > n)):
         raise IndexError(f"index {obj} is out of bounds for axis {ax} with size {n}")
-    values = lax.convert_element_type(ensure_array(values), get_aval(arr).dtype)
+    values = lax_conversions.convert_element_type(ensure_array(values), get_aval(arr).dtype)
     nd = get_aval(arr).ndim
     vnd = get_aval(values).ndim
     if vnd < nd:
-        values = lax.reshape(values, (1,) * (nd - vnd) + get_aval(values).shape)
+        values = lax_shape_ops.reshape(values, (1,) * (nd - vnd) + get_aval(values).shape)
     slot = list(get_aval(arr).shape)
     if scalar_obj:
         # As NumPy: the values' first axis becomes the inserted slices along `axis`.
@@ -703,7 +708,7 @@ def resize(a, new_shape):
     total = math.prod(new_shape)
     n = get_aval(a).size
     if total == 0 or n == 0:
-        return lax.full(new_shape, 0, get_aval(a).dtype)
+        return lax_shape_ops.full(new_shape, 0, get_aval(a).dtype)
     reps = -(-total // n)
     return reshape(lax.slice_in_dim(tile(a, reps), 0, total), new_shape)
 
@@ -799,7 +804,7 @@ def _block(xs):
         raise ValueError("Mismatched list depths in jax.numpy.block")
     rank = max(depths[0], max(get_aval(x).ndim for x in blocks))
     # Leading size-1 axes up to `rank` (JAX's _atleast_nd, a lax.broadcast).
-    blocks = [lax.broadcast(x, (1,) * (rank - get_aval(x).ndim)) for x in blocks]
+    blocks = [lax_shape_ops.broadcast(x, (1,) * (rank - get_aval(x).ndim)) for x in blocks]
     return concatenate(blocks, axis=-depths[0]), depths[0] + 1
 
 
@@ -885,12 +890,12 @@ def _pad_constant(a, widths, cv):
     """Constant padding; `cv` may be traced, so it stays an array (cast like JAX's)."""
     aval = get_aval(a)
     nd = aval.ndim
-    cv = lax.conversions._convert_weak(ensure_array(cv), aval.dtype, aval.weak_type)
+    cv = lax_conversions._convert_weak(ensure_array(cv), aval.dtype, aval.weak_type)
     shape = get_aval(cv).shape
     if len(shape) == 0:
         return lax.pad(a, cv, [(b, e, 0) for b, e in widths])
     if len(shape) == 1 and shape[-1] == 1:
-        return lax.pad(a, lax.reshape(cv, ()), [(b, e, 0) for b, e in widths])
+        return lax.pad(a, lax_shape_ops.reshape(cv, ()), [(b, e, 0) for b, e in widths])
     if len(shape) == 1 and shape[-1] != 2:
         raise ValueError(f"jnp.pad: constant_values has unsupported shape {tuple(shape)}. If the "
                          "shape is 1D or 2D, the last dimension must be of size 1 or 2.")
@@ -900,7 +905,7 @@ def _pad_constant(a, widths, cv):
             if width:
                 cfg = [(0, 0, 0)] * nd
                 cfg[ax] = (width, 0, 0) if side == 0 else (0, width, 0)
-                value = lax.reshape(lax.slice(cvs, (ax, side), (ax + 1, side + 1)), ())
+                value = lax_shape_ops.reshape(lax.slice(cvs, (ax, side), (ax + 1, side + 1)), ())
                 a = lax.pad(a, value, cfg)
     return a
 
@@ -943,7 +948,7 @@ def _pad_stats(a, widths, mode, stat_length):
             # Integers round the statistic; booleans just cast it (nonzero is True), as JAX.
             if dtypes.is_int(aval.dtype):
                 stat = jround(stat)
-            stat = lax.conversions._convert_weak(stat, aval.dtype, aval.weak_type)
+            stat = lax_conversions._convert_weak(stat, aval.dtype, aval.weak_type)
             shape = list(aval.shape)
             shape[ax] = width
             parts.append(_broadcast_to(stat, tuple(shape)))
@@ -1002,17 +1007,18 @@ def _ramp(a, ax, edge_index, width, end_value, before):
     shape = list(get_aval(a).shape)
     shape[ax] = width
     if width == 0:
-        return lax.full(tuple(shape), 0, dt)
+        return lax_shape_ops.full(tuple(shape), 0, dt)
     from gpuarr import dtypes
     work = dtypes.to_inexact_dtype(dt) if not _is_inexact(dt) else dt
-    edge = lax.convert_element_type(lax.slice_in_dim(a, edge_index, edge_index + 1, axis=ax), work)
+    edge = lax_conversions.convert_element_type(lax.slice_in_dim(a, edge_index, edge_index + 1, axis=ax),
+                                                work)
     end = np.asarray(end_value, work)[()]
     # Before: end + (edge - end) * i / width for i = 0..width-1; after: the same, reversed.
-    frac = lax.div(lax.iota(work, width), np.asarray(width, work)[()])
+    frac = lax.div(lax_shape_ops.iota(work, width), np.asarray(width, work)[()])
     if not before:
-        frac = lax.rev(frac, (0,))
-    frac = lax.broadcast_in_dim(frac, tuple(shape), (ax,))
+        frac = lax_shape_ops.rev(frac, (0,))
+    frac = lax_shape_ops.broadcast_in_dim(frac, tuple(shape), (ax,))
     ramp = lax.add(end, lax.mul(lax.sub(_broadcast_to(edge, tuple(shape)), end), frac))
     if work != dt:
-        ramp = lax.convert_element_type(lax.floor(ramp) if dtypes.is_int(dt) else ramp, dt)
+        ramp = lax_conversions.convert_element_type(lax.floor(ramp) if dtypes.is_int(dt) else ramp, dt)
     return ramp

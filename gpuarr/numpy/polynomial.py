@@ -10,10 +10,16 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import sorting as lax_sorting
 from gpuarr.numpy import creation, linalg, manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import (
     check_arraylike,
@@ -42,7 +48,7 @@ def _companion_roots(p):
     dt = get_aval(p).dtype
     first_row = lax.neg(lax.div(lax.slice_in_dim(p, 1, n), lax.slice_in_dim(p, 0, 1)))
     sub_diagonal = np.eye(n - 1, n - 1, -1, dtype=dt)[1:]
-    a = lax.concatenate([lax.reshape(first_row, (1, n - 1)), sub_diagonal], 0)
+    a = lax.concatenate([lax_shape_ops.reshape(first_row, (1, n - 1)), sub_diagonal], 0)
     return linalg.eigvals(a)
 
 
@@ -57,7 +63,7 @@ def _roots_with_zeros(p, num_leading_zeros):
                              np.int32(n)))
     roots = _companion_roots(rolled)
     zero = np.zeros((), get_aval(roots).dtype)[()]
-    roots = lax.sort_key_val(lax.eq(roots, zero), roots, 0)[1]  # zero roots to the end
+    roots = lax_sorting.sort_key_val(lax.eq(roots, zero), roots, 0)[1]  # zero roots to the end
     m = get_aval(roots).shape[0]
     keep = lax.lt(np.arange(m, dtype=np.int32), lax.sub(np.int32(m), num_leading_zeros))
     nan = np.asarray(complex(np.nan, np.nan), get_aval(roots).dtype)[()]
@@ -81,8 +87,8 @@ def roots(p, *, strip_zeros: bool = True):
         return _empty_roots(p)
     is_zero = lax.eq(p, np.zeros((), get_aval(p).dtype)[()])
     num_leading_zeros = ufuncs.where(reductions.all(is_zero), np.int32(n),
-                                     lax.convert_element_type(reductions.argmin(is_zero),
-                                                              np.int32))
+                                     lax_conversions.convert_element_type(reductions.argmin(is_zero),
+                                                                          np.int32))
     if not strip_zeros:
         return _roots_with_zeros(p, num_leading_zeros)
     start = concrete_int(
@@ -97,7 +103,7 @@ def roots(p, *, strip_zeros: bool = True):
 
 
 def _column(v):
-    return lax.reshape(v, (get_aval(v).shape[0], 1))
+    return lax_shape_ops.reshape(v, (get_aval(v).shape[0], 1))
 
 
 def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
@@ -152,7 +158,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
         return c, resids, rank, s, ensure_array(rcond)
     if not cov:
         return c
-    vbase = linalg.inv(linalg.matmul(lax.transpose(lhs, (1, 0)), lhs))
+    vbase = linalg.inv(linalg.matmul(lax_shape_ops.transpose(lhs, (1, 0)), lhs))
     vbase = ufuncs.true_divide(vbase, ufuncs.multiply(_column(scale), scale))
     if cov == "unscaled":
         fac = ensure_array(1.0)
@@ -163,9 +169,9 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
         fac = ufuncs.true_divide(resids, xshape[0] - order)
     fac = atleast_1d(fac)
     if len(yshape) == 1:
-        return c, ufuncs.multiply(vbase, lax.reshape(fac, (1,) + get_aval(fac).shape))
-    return c, ufuncs.multiply(lax.reshape(vbase, (order, order, 1)),
-                              lax.reshape(fac, (1, 1) + get_aval(fac).shape))
+        return c, ufuncs.multiply(vbase, lax_shape_ops.reshape(fac, (1,) + get_aval(fac).shape))
+    return c, ufuncs.multiply(lax_shape_ops.reshape(vbase, (order, order, 1)),
+                              lax_shape_ops.reshape(fac, (1, 1) + get_aval(fac).shape))
 
 
 # ---------------------------------------------------------------- polynomials (1-D coefficient arrays)
@@ -177,11 +183,11 @@ def polyval(p, x, *, unroll=16):
     over the coefficients as in JAX)."""
     check_arraylike("polyval", p, x)
     p, x = promote_dtypes(p, x)
-    out_shape = lax.broadcast_shapes(get_aval(p).shape[1:], get_aval(x).shape)
+    out_shape = lax_extras.broadcast_shapes(get_aval(p).shape[1:], get_aval(x).shape)
     # A strong-typed start, as JAX's full_like with an explicit dtype: the result is never weak.
-    out = lax.full_like(x, 0, shape=out_shape, dtype=get_aval(x).dtype)
-    out, _ = lax.scan(lambda y, c: (ufuncs.add(ufuncs.multiply(y, x), c), None), out, p,
-                      unroll=unroll)
+    out = lax_shape_ops.full_like(x, 0, shape=out_shape, dtype=get_aval(x).dtype)
+    out, _ = lax_control_flow.scan(lambda y, c: (ufuncs.add(ufuncs.multiply(y, x), c), None), out, p,
+                                   unroll=unroll)
     return out
 
 
@@ -245,11 +251,11 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
         a1, a2 = _trim_front(a1), _trim_front(a2)
     # An empty factor stands for the zero polynomial, as in JAX.
     if get_aval(a1).shape[0] == 0:
-        a1 = lax.full((1,), 0, get_aval(a2).dtype)
+        a1 = lax_shape_ops.full((1,), 0, get_aval(a2).dtype)
     if get_aval(a2).shape[0] == 0:
-        a2 = lax.full((1,), 0, get_aval(a1).dtype)
+        a2 = lax_shape_ops.full((1,), 0, get_aval(a1).dtype)
     n1, n2 = get_aval(a1).shape[0], get_aval(a2).shape[0]
-    outer = ufuncs.multiply(lax.reshape(a1, (n1, 1)), lax.reshape(a2, (1, n2)))
+    outer = ufuncs.multiply(lax_shape_ops.reshape(a1, (n1, 1)), lax_shape_ops.reshape(a2, (1, n2)))
     # Sum the anti-diagonals: row i shifted right by i, then summed over rows.
     rows = [lax.pad(outer[i], np.zeros((), get_aval(outer).dtype)[()], ((i, n1 - 1 - i, 0),))
             for i in builtins.range(n1)]
@@ -264,8 +270,8 @@ def _static_order(m, name):
 def _arange(start, stop, dt):
     """arange(start, stop, dtype=dt) for static ints, traced as JAX traces it: an iota, plus
     `start` unless it is 0."""
-    iota = lax.iota(dt, builtins.max(0, stop - start))
-    return iota if start == 0 else lax.add(lax.convert_element_type(start, dt), iota)
+    iota = lax_shape_ops.iota(dt, builtins.max(0, stop - start))
+    return iota if start == 0 else lax.add(lax_conversions.convert_element_type(start, dt), iota)
 
 
 @_jit(static_argnames=("m",))  # as JAX's
@@ -339,7 +345,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     u, v = promote_dtypes_inexact(u, v)
     m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
     scale = ufuncs.true_divide(1.0, v[0])
-    q = lax.full((builtins.max(m - n + 1, 1),), 0, get_aval(u).dtype)
+    q = lax_shape_ops.full((builtins.max(m - n + 1, 1),), 0, get_aval(u).dtype)
     r = u
     for k in builtins.range(0, m - n + 1):
         d = ufuncs.multiply(scale, r[k])

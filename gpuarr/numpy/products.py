@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import arguments as lax_arguments
+from gpuarr.lax import dot_products as lax_dot_products
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy.arguments import (
     broadcast_to,
     canonicalize_axis,
@@ -27,7 +30,7 @@ def _named_jit(name, **options):
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """numpy.dot: scalars multiply, vectors dot, otherwise contract a's last axis with b's
     second-to-last."""
-    lax.arguments.check_no_sharding("numpy.dot", out_sharding)
+    lax_arguments.check_no_sharding("numpy.dot", out_sharding)
     check_arraylike("dot", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     an, bn = get_aval(a).ndim, get_aval(b).ndim
@@ -35,8 +38,8 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
         return _mul(a, b)
     b_axis = 0 if bn == 1 else bn - 2
     _check_contract("dot", get_aval(a).shape, get_aval(b).shape, an - 1, b_axis)
-    return lax.dot_general(a, b, (((an - 1,), (b_axis,)), ((), ())), precision,
-                           _result_type(preferred_element_type, a))
+    return lax_dot_products.dot_general(a, b, (((an - 1,), (b_axis,)), ((), ())), precision,
+                                        _result_type(preferred_element_type, a))
 
 
 def _result_type(preferred_element_type, a):
@@ -63,7 +66,7 @@ def _contraction_mismatch(a_size, b_size):
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product with NumPy's broadcasting of leading (batch) dimensions."""
-    lax.arguments.check_no_sharding("numpy.matmul", out_sharding)
+    lax_arguments.check_no_sharding("numpy.matmul", out_sharding)
     check_arraylike("matmul", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     ashape, bshape = get_aval(a).shape, get_aval(b).shape
@@ -77,8 +80,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
         b_axis = 0 if len(bshape) == 1 else len(bshape) - 2
         if ashape[-1] != bshape[b_axis]:
             _contraction_mismatch(ashape[-1], bshape[b_axis])
-        return lax.dot_general(a, b, (((len(ashape) - 1,), (b_axis,)), ((), ())), precision,
-                               _result_type(preferred_element_type, a))
+        return lax_dot_products.dot_general(a, b, (((len(ashape) - 1,), (b_axis,)), ((), ())), precision,
+                                            _result_type(preferred_element_type, a))
     # As JAX's matmul: batch axes only one operand has (or of size 1 in one) are free axes of
     # the product, so an unbatched matrix is never broadcast; a transpose puts them in order.
     a_mat, b_mat = len(ashape) > 1, len(bshape) > 1
@@ -117,14 +120,14 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     if b_mat:
         idx_b.append(n + a_mat)
     perm = tuple(int(p) for p in np.argsort(idx_batch + idx_a + idx_b))
-    a = lax.squeeze(a, tuple(a_squeeze)) if a_squeeze else a
-    b = lax.squeeze(b, tuple(b_squeeze)) if b_squeeze else b
-    out = lax.dot_general(
+    a = lax_shape_ops.squeeze(a, tuple(a_squeeze)) if a_squeeze else a
+    b = lax_shape_ops.squeeze(b, tuple(b_squeeze)) if b_squeeze else b
+    out = lax_dot_products.dot_general(
         a, b, (((get_aval(a).ndim - 1,), (get_aval(b).ndim - 1 - b_mat,)),
                (tuple(a_batch), tuple(b_batch))),
         precision, _result_type(preferred_element_type, a))
-    out = lax.transpose(out, perm) if perm != tuple(range(len(perm))) else out
-    return lax.expand_dims(out, tuple(both)) if both else out
+    out = lax_shape_ops.transpose(out, perm) if perm != tuple(range(len(perm))) else out
+    return lax_shape_ops.expand_dims(out, tuple(both)) if both else out
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
@@ -143,8 +146,8 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     an, bn = get_aval(a).ndim, get_aval(b).ndim
     if an == 0 or bn == 0:
         return _mul(a, b)
-    return lax.dot_general(a, b, (((an - 1,), (bn - 1,)), ((), ())), precision,
-                           _result_type(preferred_element_type, a))
+    return lax_dot_products.dot_general(a, b, (((an - 1,), (bn - 1,)), ((), ())), precision,
+                                        _result_type(preferred_element_type, a))
 
 
 def outer(a, b, out=None):
@@ -165,7 +168,7 @@ def _outer(a, b):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Sum products over `axes`: an int N (last N of a with first N of b), a pair of ints, or
     a pair of equal-length sequences of axes."""
-    lax.arguments.check_no_sharding("numpy.tensordot", out_sharding)
+    lax_arguments.check_no_sharding("numpy.tensordot", out_sharding)
     check_arraylike("tensordot", a, b)
     a, b = promote_dtypes(ensure_array(a), ensure_array(b))
     a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
@@ -194,7 +197,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
     if [ashape[i] for i in dims[0]] != [bshape[i] for i in dims[1]]:
         raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got "
                         f"{tuple(ashape[i] for i in dims[0])} and {tuple(bshape[i] for i in dims[1])}.")
-    return lax.dot_general(a, b, (dims, ((), ())), precision, _result_type(preferred_element_type, a))
+    return lax_dot_products.dot_general(a, b, (dims, ((), ())), precision,
+                                        _result_type(preferred_element_type, a))
 
 
 def kron(a, b):
@@ -217,7 +221,7 @@ def _kron(a, b):
     a_spread = expand_dims(a, range(1, 2 * nd, 2))
     b_spread = expand_dims(b, range(0, 2 * nd, 2))
     # lax.mul, as JAX's: booleans are refused with its error.
-    return lax.reshape(lax.mul(a_spread, b_spread), tuple(x * y for x, y in zip(ashape, bshape)))
+    return lax_shape_ops.reshape(lax.mul(a_spread, b_spread), tuple(x * y for x, y in zip(ashape, bshape)))
 
 
 def trace(a, offset=0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
@@ -254,7 +258,7 @@ def _trace(a, offset=0, *, axis1, axis2, dtype):
     shape = get_aval(a).shape
     a = moveaxis(a, (axis1, axis2), (-2, -1))
     # Mask out all but the diagonal and reduce, as JAX does.
-    a = where(eye(shape[axis1], shape[axis2], k=offset, dtype=bool), a, lax.full_like(a, 0))
+    a = where(eye(shape[axis1], shape[axis2], k=offset, dtype=bool), a, lax_shape_ops.full_like(a, 0))
     return _sum(a, axis=(-2, -1), dtype=dtype)
 
 
@@ -278,9 +282,9 @@ def _cross(a, b, axisa, axisb, axisc, axis):
         return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
     # Each product promotes its own operands, as JAX's.
     a0, a1 = a[..., 0], a[..., 1]
-    a2 = a[..., 2] if na == 3 else lax.full_like(a0, 0)
+    a2 = a[..., 2] if na == 3 else lax_shape_ops.full_like(a0, 0)
     b0, b1 = b[..., 0], b[..., 1]
-    b2 = b[..., 2] if nb == 3 else lax.full_like(b0, 0)
+    b2 = b[..., 2] if nb == 3 else lax_shape_ops.full_like(b0, 0)
     c = array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
     return moveaxis(c, 0, axisc)
 
@@ -300,5 +304,5 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     batch = np.broadcast_shapes(get_aval(x1).shape[:-1], get_aval(x2).shape[:-1])
     x1, x2 = broadcast_to(x1, batch + (k,)), broadcast_to(x2, batch + (k,))
     nb = len(batch)
-    return lax.dot_general(x1, x2, (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                           precision, _result_type(preferred_element_type, x1))
+    return lax_dot_products.dot_general(x1, x2, (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                                        precision, _result_type(preferred_element_type, x1))

@@ -6,9 +6,16 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import arguments as lax_arguments
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import slicing as lax_slicing
+from gpuarr.lax import special as lax_special
 from gpuarr.numpy.arguments import (
     canonicalize_axes,
     canonicalize_axis,
@@ -100,7 +107,7 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None, preproc
         # accumulate in float32 unless a dtype is asked for, as in JAX.
         comp = _upcast_f16(dt) if upcast_bool and dtype is None else dt
         if comp != aval.dtype or aval.weak_type:
-            a = lax.convert_element_type(a, comp)
+            a = lax_conversions.convert_element_type(a, comp)
         # A sum or product as booleans is any / all.
         reduce_fn = bool_fn if dt == np.bool_ and bool_fn is not None else prim_fn
         axes = _axes(axis, aval.ndim)
@@ -118,9 +125,9 @@ def _reduction(name, prim_fn, identity, upcast_bool=False, bool_fn=None, preproc
         if initial is not None:
             result = _combine_initial(reduce_fn is bool_fn, name, result, initial, comp)
         if comp != dt:
-            result = lax.convert_element_type(result, dt)
+            result = lax_conversions.convert_element_type(result, dt)
         if keepdims:
-            result = lax.expand_dims(result, tuple(sorted(axes)))  # as JAX keeps dims
+            result = lax_shape_ops.expand_dims(result, tuple(sorted(axes)))  # as JAX keeps dims
         return result
     return reduce
 
@@ -143,7 +150,7 @@ def _identity_value(identity, dt, name):
 
 def _combine_initial(as_bool, name, result, initial, dt):
     # Converted with lax, not NumPy, so that a traced `initial` works under jit.
-    init = lax.convert_element_type(initial, dt)
+    init = lax_conversions.convert_element_type(initial, dt)
     shape = get_aval(init).shape
     if shape != ():
         raise ValueError(f"initial value must be a scalar. Got array of shape {shape}")
@@ -156,8 +163,8 @@ def _cast_to_bool(a):
     """all/any's truth values, as JAX's: a conversion to bool, of the real part of complex
     values (so jnp.all(1j) is False there)."""
     if dtypes.is_complex(get_aval(a).dtype):
-        a = lax.real(a)
-    return lax.convert_element_type(a, np.bool_)
+        a = lax_extras.real(a)
+    return lax_conversions.convert_element_type(a, np.bool_)
 
 
 def _cast_to_numeric(a):
@@ -166,7 +173,7 @@ def _cast_to_numeric(a):
     return promote_dtypes_numeric(a)[0]
 
 
-_sum = _reduction("sum", lax.reduce_sum, 0, upcast_bool=True, bool_fn=lax.reduce_or,
+_sum = _reduction("sum", lax_shape_ops.reduce_sum, 0, upcast_bool=True, bool_fn=lax.reduce_or,
                   preproc=_cast_to_numeric)
 _prod = _reduction("prod", lax.reduce_prod, 1, upcast_bool=True, bool_fn=lax.reduce_and,
                    preproc=_cast_to_numeric)
@@ -247,7 +254,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     # Counted first: a `where` that does not broadcast fails there, with JAX's message.
     count = _where_count(aval, axes, keepdims, where, comp)
     total = sum(a, axis=axes, dtype=comp, keepdims=keepdims, where=where)
-    return lax.convert_element_type(lax.div(total, count), dt)
+    return lax_conversions.convert_element_type(lax.div(total, count), dt)
 
 
 _mean = mean  # var's `mean` parameter shadows the function there
@@ -272,7 +279,7 @@ def _var_dtypes(a_dtype, dtype):
 def _abs2(centered):
     """|centered|**2, real for complex values, as JAX's var computes it."""
     if dtypes.is_complex(get_aval(centered).dtype):
-        return lax.real(lax.mul(centered, lax.conj(centered)))
+        return lax_extras.real(lax.mul(centered, lax_extras.conj(centered)))
     return lax.square(centered)
 
 
@@ -302,7 +309,7 @@ def _var(a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, wh
     (a,) = promote_dtypes(a)
     aval = get_aval(a)
     comp, out_dt = _var_dtypes(aval.dtype, dtype)
-    a = lax.convert_element_type(a, comp)
+    a = lax_conversions.convert_element_type(a, comp)
     if where is None:
         _check_axis_index(axis, aval.ndim)
     axes = _axes(axis, aval.ndim)
@@ -310,13 +317,13 @@ def _var(a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, wh
         a_mean = _mean(a, axes, dtype=comp, keepdims=True, where=where)
     else:
         check_arraylike("var", a_mean)
-        a_mean = lax.convert_element_type(a_mean, comp)
+        a_mean = lax_conversions.convert_element_type(a_mean, comp)
     sq = _abs2(lax.sub(a, a_mean))
     comp = get_aval(sq).dtype
     n = _where_count(aval, axes, keepdims, where, comp)
-    n = lax.sub(n, lax.convert_element_type(correction, comp))
+    n = lax.sub(n, lax_conversions.convert_element_type(correction, comp))
     total = sum(sq, axis=axes, dtype=comp, keepdims=keepdims, where=where)
-    out = lax.convert_element_type(lax.div(total, n), out_dt)
+    out = lax_conversions.convert_element_type(lax.div(total, n), out_dt)
     from gpuarr.numpy.ufuncs import where as jwhere
     return jwhere(lax.gt(n, np.zeros((), comp)[()]), out, np.nan)
 
@@ -358,9 +365,9 @@ def _arg_reduce(name, lax_fn):
             if aval.size == 0:
                 raise ValueError(f"attempt to get {name} of an empty sequence")
             _check_ordered(name, aval)
-            flat = lax.reshape(a, (aval.size,))
+            flat = lax_shape_ops.reshape(a, (aval.size,))
             res = lax_fn(flat, 0, dtypes.default_int_dtype())
-            return lax.reshape(res, (1,) * aval.ndim) if keepdims else res
+            return lax_shape_ops.reshape(res, (1,) * aval.ndim) if keepdims else res
         if not -aval.ndim <= operator.index(axis) < aval.ndim:  # JAX's class: it indexes the shape
             raise IndexError(f"axis {axis} is out of bounds for array of dimension {aval.ndim}")
         ax = canonicalize_axis(axis, aval.ndim)
@@ -368,7 +375,7 @@ def _arg_reduce(name, lax_fn):
             raise ValueError(f"attempt to get {name} of an empty sequence")
         _check_ordered(name, aval)
         res = lax_fn(a, ax, dtypes.default_int_dtype())
-        return lax.expand_dims(res, (ax,)) if keepdims else res
+        return lax_shape_ops.expand_dims(res, (ax,)) if keepdims else res
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Index of the {name[3:]}imum along `axis` (first occurrence), as numpy.{name}."
     return fn
@@ -492,14 +499,14 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     reject_out("nanvar", out)
     (a,) = promote_dtypes(a)
     comp, out_dt = _var_dtypes(get_aval(a).dtype, dtype)
-    a = lax.convert_element_type(a, comp)
+    a = lax_conversions.convert_element_type(a, comp)
     from gpuarr.numpy.ufuncs import subtract
     from gpuarr.numpy.ufuncs import where as jwhere
     if mean is None:
         mean = nanmean(a, axis, comp, keepdims=True, where=where)
     else:
         check_arraylike("nanvar", mean)
-        mean = lax.convert_element_type(mean, comp)
+        mean = lax_conversions.convert_element_type(mean, comp)
     centered = jwhere(_isnan(a), 0, lax.sub(a, mean))
     sq = _abs2(centered)
     count = sum(lax.bitwise_not(_isnan(a)), axis=axis, keepdims=keepdims, where=where)
@@ -507,8 +514,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     empty = lax.le(count, np.zeros((), get_aval(count).dtype))
     # A plain sum: an infinite mean leaves NaNs in `sq` that must show, as in JAX.
     total = jwhere(empty, np.nan, sum(sq, axis, keepdims=keepdims, where=where))
-    divisor = lax.convert_element_type(jwhere(empty, 1, count), get_aval(total).dtype)
-    return lax.convert_element_type(lax.div(total, divisor), out_dt)
+    divisor = lax_conversions.convert_element_type(jwhere(empty, 1, count), get_aval(total).dtype)
+    return lax_conversions.convert_element_type(lax.div(total, divisor), out_dt)
 
 
 @_jit(static_argnames=("axis", "dtype", "keepdims"))  # as JAX's
@@ -536,7 +543,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         avg = mean(a, axis, keepdims=keepdims)
         aval = get_aval(promote_dtypes(a)[0])
         n = _count(aval, canonicalize_axes(axis, aval.ndim))
-        total = lax.full_like(avg, n)
+        total = lax_shape_ops.full_like(avg, n)
         return (avg, total) if returned else avg
     check_arraylike("average", weights)
     from gpuarr.numpy.arguments import promote_dtypes_inexact
@@ -553,7 +560,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         if w_shape[0] != a_shape[ax]:
             raise ValueError(f"Length of weights ({w_shape[0]}) not compatible with the size of "
                              f"axis {axis} of a, shape {a_shape}.")
-        weights = lax.broadcast_in_dim(weights, a_shape, (ax,))
+        weights = lax_shape_ops.broadcast_in_dim(weights, a_shape, (ax,))
     wsum = sum(weights, axis, keepdims=keepdims)
     avg = lax.div(sum(lax.mul(a, weights), axis, keepdims=keepdims), wsum)
     if returned:
@@ -635,7 +642,7 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
             if w_shape != tuple(a_shape[ax] for ax in ax_tuple):
                 raise ValueError(f"Weights shape {w_shape} must match reduction axes "
                                  f"{tuple(a_shape[ax] for ax in ax_tuple)}")
-            weights = lax.broadcast_in_dim(weights, a_shape, ax_tuple)
+            weights = lax_shape_ops.broadcast_in_dim(weights, a_shape, ax_tuple)
     else:
         (a,) = promote_dtypes_inexact(a)
     a_aval = get_aval(a)
@@ -646,9 +653,9 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
     if axis is None:
         if keepdims:
             keepdim = [1] * a_aval.ndim
-        a = lax.reshape(a, (a_aval.size,))
+        a = lax_shape_ops.reshape(a, (a_aval.size,))
         if weights is not None:
-            weights = lax.reshape(weights, (a_aval.size,))
+            weights = lax_shape_ops.reshape(weights, (a_aval.size,))
         axis = 0
     elif isinstance(axis, tuple):
         nd = a_aval.ndim
@@ -665,9 +672,9 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
             dimensions[i], dimensions[s] = dimensions[s], dimensions[i]
         kept = tuple(d for i, d in enumerate(a_aval.shape) if i not in axis)
         merged = int(np.prod([d for i, d in enumerate(a_aval.shape) if i in axis]))
-        a = lax.reshape(a, kept + (merged,), tuple(dimensions))
+        a = lax_shape_ops.reshape(a, kept + (merged,), tuple(dimensions))
         if weights is not None:
-            weights = lax.reshape(weights, kept + (merged,), tuple(dimensions))
+            weights = lax_shape_ops.reshape(weights, kept + (merged,), tuple(dimensions))
         axis = len(kept)
     else:
         axis = _axes(axis, a_aval.ndim)[0]
@@ -688,18 +695,18 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
             a = sort(a, dimension=axis)
         counts = sum(lax.bitwise_not(_isnan(a)), axis=axis, dtype=q_dt, keepdims=keepdims)
         reduced_shape = get_aval(counts).shape
-        q = lax.expand_dims(q, tuple(range(q_ndim, len(reduced_shape) + q_ndim)))
-        counts = lax.expand_dims(counts, tuple(range(q_ndim)))
+        q = lax_shape_ops.expand_dims(q, tuple(range(q_ndim, len(reduced_shape) + q_ndim)))
+        counts = lax_shape_ops.expand_dims(counts, tuple(range(q_ndim)))
         q = lax.mul(q, lax.sub(counts, _const(q, 1)))
         low, high = lax.floor(q), lax.ceil(q)
         high_weight = lax.sub(q, low)
         low_weight = lax.sub(_const(high_weight, 1), high_weight)
         low = lax.max(_const(low, 0), lax.min(low, counts - 1))
         high = lax.max(_const(high, 0), lax.min(high, counts - 1))
-        low = lax.convert_element_type(low, int_dt)
-        high = lax.convert_element_type(high, int_dt)
+        low = lax_conversions.convert_element_type(low, int_dt)
+        high = lax_conversions.convert_element_type(high, int_dt)
         out_shape = q_shape + reduced_shape
-        index = [lax.broadcasted_iota(int_dt, out_shape, dim + q_ndim)
+        index = [lax_shape_ops.broadcasted_iota(int_dt, out_shape, dim + q_ndim)
                  for dim in range(len(reduced_shape))]
         if keepdims:
             index[axis] = low
@@ -714,30 +721,30 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
             a, weights = sort_key_val(a, weights, dimension=axis)
         else:
             a = sort(a, dimension=axis)
-        n = lax.convert_element_type(a_shape[axis], q_dt)
+        n = lax_conversions.convert_element_type(a_shape[axis], q_dt)
         q = lax.mul(q, n - 1)
         low, high = lax.floor(q), lax.ceil(q)
         high_weight = lax.sub(q, low)
         low_weight = lax.sub(_const(high_weight, 1), high_weight)
-        low = lax.clamp(_const(low, 0), low, n - 1)
-        high = lax.clamp(_const(high, 0), high, n - 1)
-        low = lax.convert_element_type(low, int_dt)
-        high = lax.convert_element_type(high, int_dt)
+        low = lax_special.clamp(_const(low, 0), low, n - 1)
+        high = lax_special.clamp(_const(high, 0), high, n - 1)
+        low = lax_conversions.convert_element_type(low, int_dt)
+        high = lax_conversions.convert_element_type(high, int_dt)
         slice_sizes = list(a_shape)
         slice_sizes[axis] = 1
         end = len(a_shape) + q_ndim if keepdims else len(a_shape) + q_ndim - 1
-        dnums = lax.GatherDimensionNumbers(
+        dnums = lax_slicing.GatherDimensionNumbers(
             offset_dims=tuple(range(q_ndim, end)),
             collapsed_slice_dims=() if keepdims else (axis,), start_index_map=(axis,))
-        low_value = lax.gather(a, lax.expand_dims(low, (q_ndim,)), dnums, slice_sizes)
-        high_value = lax.gather(a, lax.expand_dims(high, (q_ndim,)), dnums, slice_sizes)
+        low_value = lax_slicing.gather(a, lax_shape_ops.expand_dims(low, (q_ndim,)), dnums, slice_sizes)
+        high_value = lax_slicing.gather(a, lax_shape_ops.expand_dims(high, (q_ndim,)), dnums, slice_sizes)
         if q_ndim == 1:
-            low_weight = lax.broadcast_in_dim(low_weight, get_aval(low_value).shape, (0,))
-            high_weight = lax.broadcast_in_dim(high_weight, get_aval(high_value).shape, (0,))
+            low_weight = lax_shape_ops.broadcast_in_dim(low_weight, get_aval(low_value).shape, (0,))
+            high_weight = lax_shape_ops.broadcast_in_dim(high_weight, get_aval(high_value).shape, (0,))
 
     if method == "linear":
-        result = lax.add(lax.mul(lax.convert_element_type(low_value, q_dt), low_weight),
-                         lax.mul(lax.convert_element_type(high_value, q_dt), high_weight))
+        result = lax.add(lax.mul(lax_conversions.convert_element_type(low_value, q_dt), low_weight),
+                         lax.mul(lax_conversions.convert_element_type(high_value, q_dt), high_weight))
     elif method == "lower":
         result = low_value
     elif method == "higher":
@@ -751,8 +758,8 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
     if keepdims and keepdim:
         if q_ndim > 0:
             keepdim = [q_shape[0], *keepdim]
-        result = lax.reshape(result, tuple(keepdim))
-    return lax.convert_element_type(result, get_aval(a).dtype)
+        result = lax_shape_ops.reshape(result, tuple(keepdim))
+    return lax_conversions.convert_element_type(result, get_aval(a).dtype)
 
 
 def _inverted_cdf(a, weights, q, axis, keepdims, squash_nans, a_shape):
@@ -765,49 +772,49 @@ def _inverted_cdf(a, weights, q, axis, keepdims, squash_nans, a_shape):
     q_ndim, q_dt = q_aval.ndim, np.dtype(q_aval.dtype)
     int_dt = dtypes.default_int_dtype()
     if weights is None:
-        weights = lax.full_like(a, 1.0)
-    zeros = lax.full_like(weights, 0)
+        weights = lax_shape_ops.full_like(a, 1.0)
+    zeros = lax_shape_ops.full_like(weights, 0)
     bad_weights = lax.bitwise_or(lax.lt(weights, zeros), _isnan(weights))
     nan_data = _isnan(a)
     clean_weights = lax.select(lax.bitwise_or(bad_weights, nan_data), zeros, weights)
     cum_weights = cumsum(clean_weights, axis=axis)
-    total_weight = lax.index_in_dim(cum_weights, -1, axis=axis, keepdims=keepdims)
-    tw_f = lax.expand_dims(total_weight, tuple(range(q_ndim)))
-    q_f = lax.reshape(q, q_aval.shape + (1,) * get_aval(total_weight).ndim)
+    total_weight = lax_slicing.index_in_dim(cum_weights, -1, axis=axis, keepdims=keepdims)
+    tw_f = lax_shape_ops.expand_dims(total_weight, tuple(range(q_ndim)))
+    q_f = lax_shape_ops.reshape(q, q_aval.shape + (1,) * get_aval(total_weight).ndim)
     target_w = lax.mul(q_f, tw_f)
     if not keepdims:
-        target_w = lax.expand_dims(target_w, (axis + q_ndim,))
-    cw_f = lax.expand_dims(cum_weights, tuple(range(q_ndim)))
+        target_w = lax_shape_ops.expand_dims(target_w, (axis + q_ndim,))
+    cw_f = lax_shape_ops.expand_dims(cum_weights, tuple(range(q_ndim)))
     is_less = lax.lt(cw_f, target_w)
-    idx = sum(lax.convert_element_type(is_less, int_dt), axis=axis + q_ndim, keepdims=keepdims)
+    idx = sum(lax_conversions.convert_element_type(is_less, int_dt), axis=axis + q_ndim, keepdims=keepdims)
     if squash_nans:
         valid_counts = sum(lax.bitwise_not(nan_data), axis=axis, dtype=q_dt, keepdims=keepdims)
     else:
-        valid_counts = lax.full_like(total_weight, a_shape[axis], dtype=q_dt)
+        valid_counts = lax_shape_ops.full_like(total_weight, a_shape[axis], dtype=q_dt)
     limit = lax.sub(valid_counts, _const(valid_counts, 1))
-    max_idx = lax.convert_element_type(limit, int_dt)
-    max_idx_f = lax.expand_dims(max_idx, tuple(range(q_ndim)))
-    max_idx_f = lax.convert_element_type(max_idx_f, get_aval(idx).dtype)
+    max_idx = lax_conversions.convert_element_type(limit, int_dt)
+    max_idx_f = lax_shape_ops.expand_dims(max_idx, tuple(range(q_ndim)))
+    max_idx_f = lax_conversions.convert_element_type(max_idx_f, get_aval(idx).dtype)
     idx = lax.max(_const(idx, 0), lax.min(idx, max_idx_f))
-    idx_take = lax.squeeze(idx, (q_ndim + axis,)) if keepdims else idx
+    idx_take = lax_shape_ops.squeeze(idx, (q_ndim + axis,)) if keepdims else idx
     if q_ndim == 0:
-        result = take_along_axis(a, lax.expand_dims(idx_take, (axis,)), axis=axis)
-        result = lax.squeeze(result, (axis,))
+        result = take_along_axis(a, lax_shape_ops.expand_dims(idx_take, (axis,)), axis=axis)
+        result = lax_shape_ops.squeeze(result, (axis,))
     else:
         ndim = get_aval(idx_take).ndim
         perm = [*range(q_ndim, q_ndim + axis), *range(q_ndim), *range(q_ndim + axis, ndim)]
-        result = take_along_axis(a, lax.transpose(idx_take, perm), axis=axis)
-        result = lax.transpose(result, [perm.index(i) for i in range(len(perm))])
+        result = take_along_axis(a, lax_shape_ops.transpose(idx_take, perm), axis=axis)
+        result = lax_shape_ops.transpose(result, [perm.index(i) for i in range(len(perm))])
     if keepdims:
-        result = lax.expand_dims(result, (q_ndim + axis,))
-    all_nan_data = lax.eq(valid_counts, lax.full_like(valid_counts, 0))
+        result = lax_shape_ops.expand_dims(result, (q_ndim + axis,))
+    all_nan_data = lax.eq(valid_counts, lax_shape_ops.full_like(valid_counts, 0))
     any_bad_weight = any(bad_weights, axis=axis, keepdims=keepdims)
     if squash_nans:
         force_nan = lax.bitwise_or(any_bad_weight, all_nan_data)
     else:
         force_nan = lax.bitwise_or(any_bad_weight, any(nan_data, axis=axis, keepdims=keepdims))
-    force_nan_f = lax.expand_dims(force_nan, tuple(range(q_ndim)))
-    return jwhere(force_nan_f, lax.full_like(result, np.nan), result)
+    force_nan_f = lax_shape_ops.expand_dims(force_nan, tuple(range(q_ndim)))
+    return jwhere(force_nan_f, lax_shape_ops.full_like(result, np.nan), result)
 
 
 def _percent(name, q):
@@ -825,7 +832,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     if weights is not None:
         check_arraylike("percentile", weights)
     q = _percent("percentile", q)
-    lax.arguments.check_no_sharding("numpy.percentile", out_sharding)
+    lax_arguments.check_no_sharding("numpy.percentile", out_sharding)
     return quantile(a, q, axis=axis, out=out, overwrite_input=overwrite_input, method=method,
                     keepdims=keepdims, weights=weights)
 

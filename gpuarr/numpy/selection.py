@@ -7,10 +7,12 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import Tracer, get_aval
 from gpuarr.jit_api import jit as _jit
-from gpuarr.lax import cumulative, slicing
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import cumulative, lax, slicing
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy import advanced_indexing, ufuncs
 from gpuarr.numpy.arguments import (
     broadcast_all,
@@ -32,14 +34,14 @@ def _int_dtype():
 
 
 def _ravel(a):
-    return lax.reshape(a, (get_aval(a).size,))
+    return lax_shape_ops.reshape(a, (get_aval(a).size,))
 
 
 def _moveaxis(a, src, dst):
     nd = get_aval(a).ndim
     perm = [i for i in range(nd) if i != src]
     perm.insert(dst, src)
-    return lax.transpose(a, perm)
+    return lax_shape_ops.transpose(a, perm)
 
 
 # ---------------------------------------------------------------- take
@@ -69,19 +71,19 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
         mode = "fill"
         _check_fill_value(fill_value, aval.dtype)
         if is_bool:  # JAX's negative-index wrap promotes them: True gathers 1, False 0
-            indices = lax.convert_element_type(indices, np.int32)
+            indices = lax_conversions.convert_element_type(indices, np.int32)
     elif mode == "raise":
         raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
     elif mode == "wrap":
         if is_bool:  # JAX takes them modulo the length cast to bool (True): always index 0
-            indices = lax.full_like(indices, 0, np.int32)
+            indices = lax_shape_ops.full_like(indices, 0, np.int32)
         indices = lax.rem(lax.add(lax.rem(indices, _scalar(n, indices)), _scalar(n, indices)),
                           _scalar(n, indices))
         mode = "clip"
     elif mode == "clip":
         # JAX clamps the raw indices: a negative one gives the first entry, not one from the end.
         if dtypes.is_signed_int(get_aval(indices).dtype):
-            indices = lax.max(indices, lax.full_like(indices, 0))
+            indices = lax.max(indices, lax_shape_ops.full_like(indices, 0))
     else:
         raise ValueError(f"Invalid mode '{mode}' for np.take")
     # JAX checks the axis and the index count before the gather looks at the index dtype.
@@ -90,7 +92,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
             raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
         return a  # as JAX: the operand itself, whatever the indices' shape
     if get_aval(indices).size == 0:
-        indices = lax.convert_element_type(indices, np.int32)
+        indices = lax_conversions.convert_element_type(indices, np.int32)
     if not dtypes.is_int(get_aval(indices).dtype):
         raise ValueError("indices must have an integer type")
     idx = (slice(None),) * axis + (indices,)
@@ -146,9 +148,9 @@ def _along_axis_operands(name, arr, indices, axis, wrap_negative=True):
     shape = list(shape)
     a_shape = tuple(shape[:axis] + [a_aval.shape[axis]] + shape[axis:])
     i_shape = tuple(shape[:axis] + [i_aval.shape[axis]] + shape[axis:])
-    arr = lax.broadcast_in_dim(arr, a_shape, tuple(range(len(a_shape)))) \
+    arr = lax_shape_ops.broadcast_in_dim(arr, a_shape, tuple(range(len(a_shape)))) \
         if a_aval.shape != a_shape else arr
-    indices = lax.broadcast_in_dim(indices, i_shape, tuple(range(len(i_shape)))) \
+    indices = lax_shape_ops.broadcast_in_dim(indices, i_shape, tuple(range(len(i_shape)))) \
         if i_aval.shape != i_shape else indices
     n = a_shape[axis]
     indices = advanced_indexing._as_index_array(indices, n, wrap_negative)
@@ -185,7 +187,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
         raise ValueError("Incompatible shapes for broadcasting: shapes="
                          f"{[i_aval.shape, arr_shape]}") from None
     if a_aval.shape[axis] == 0 or 0 in out_shape:  # nothing to gather: zeros, as in JAX
-        return lax.full(out_shape, 0, a_aval.dtype)
+        return lax_shape_ops.full(out_shape, 0, a_aval.dtype)
     if wrap_negative_indices is None:
         wrap_negative_indices = mode != "promise_in_bounds"
     if mode is None or mode == "fill":
@@ -214,11 +216,11 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     i_shape = get_aval(indices).shape
     values = advanced_indexing._broadcast_values(values, i_shape)
     others = tuple(d for d in range(nd) if d != axis)
-    idx = lax.reshape(indices, i_shape + (1,))
+    idx = lax_shape_ops.reshape(indices, i_shape + (1,))
     dn = slicing.ScatterDimensionNumbers((), (axis,), (axis,), others, others)
     out = slicing.scatter(arr_p, idx, values, dn, mode=mode)
-    out = lax.convert_element_type(out, aval.dtype)
-    return lax.reshape(out, shape0) if flat else out
+    out = lax_conversions.convert_element_type(out, aval.dtype)
+    return lax_shape_ops.reshape(out, shape0) if flat else out
 
 
 # ---------------------------------------------------------------- nonzero and friends
@@ -226,7 +228,7 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
 
 def _nonzero_mask(a):
     aval = get_aval(a)
-    return a if aval.dtype == np.bool_ else lax.ne(a, lax.full(aval.shape, 0, aval.dtype))
+    return a if aval.dtype == np.bool_ else lax.ne(a, lax_shape_ops.full(aval.shape, 0, aval.dtype))
 
 
 _NONZERO_SIZE = ("The size argument of jnp.nonzero must be statically specified to use "
@@ -237,7 +239,7 @@ def _nonzero_count(mask):
     """The number of True entries of the 1-D `mask`: a Python int, or under jit (no concrete
     value) the traced count, whose error names it as JAX's does."""
     if isinstance(mask, Tracer) and mask.to_concrete_value() is None:
-        return lax.reduce_sum(lax.convert_element_type(mask, _int_dtype()), (0,))
+        return lax_shape_ops.reduce_sum(lax_conversions.convert_element_type(mask, _int_dtype()), (0,))
     return int(np.count_nonzero(np.asarray(concrete_value(mask, _NONZERO_SIZE))))
 
 
@@ -259,7 +261,7 @@ def nonzero(a, *, size=None, fill_value=None):
         raise TypeError("broadcast_in_dim shape must have every element be nonnegative, got "
                         f"({size},).")
     if aval.size == 0 or size == 0:  # as JAX, before looking at fill_value
-        return tuple(lax.full((size,), 0, _int_dtype()) for _ in aval.shape)
+        return tuple(lax_shape_ops.full((size,), 0, _int_dtype()) for _ in aval.shape)
     fills = (None,) * aval.ndim
     if fill_value is not None:
         fills = fill_value if isinstance(fill_value, tuple) else (fill_value,) * aval.ndim
@@ -269,8 +271,9 @@ def nonzero(a, *, size=None, fill_value=None):
     flat = _compact_positions(mask, size)
     out = []
     for d, fill in zip(_unravel(flat, aval.shape), fills):
-        valid = lax.lt(flat, lax.full((size,), aval.size, np.int32))
-        d = lax.convert_element_type(lax.select(valid, d, lax.full((size,), 0, np.int32)),
+        valid = lax.lt(flat, lax_shape_ops.full((size,), aval.size, np.int32))
+        d = lax_conversions.convert_element_type(lax.select(valid, d, lax_shape_ops.full((size,), 0,
+                                                                                         np.int32)),
                                      _int_dtype())
         # A fill value takes part in type promotion, as in JAX's where(fill_mask, fill, d).
         out.append(d if fill is None else ufuncs.where(valid, d, fill))
@@ -280,19 +283,20 @@ def nonzero(a, *, size=None, fill_value=None):
 def _compact_positions(mask, size):
     """Flat positions of the True entries of the 1-D `mask`, padded with len(mask) to `size`."""
     n = get_aval(mask).shape[0]
-    counts = cumulative.cumsum(lax.convert_element_type(mask, np.int32), 0)
-    slot = lax.select(mask, lax.sub(counts, lax.full((n,), 1, np.int32)), lax.full((n,), size, np.int32))
+    counts = cumulative.cumsum(lax_conversions.convert_element_type(mask, np.int32), 0)
+    slot = lax.select(mask, lax.sub(counts, lax_shape_ops.full((n,), 1, np.int32)),
+                      lax_shape_ops.full((n,), size, np.int32))
     dn = slicing.ScatterDimensionNumbers((), (0,), (0,))
-    return slicing.scatter(lax.full((size,), n, np.int32), lax.reshape(slot, (n, 1)),
-                           lax.iota(np.int32, n), dn, mode="drop")
+    return slicing.scatter(lax_shape_ops.full((size,), n, np.int32), lax_shape_ops.reshape(slot, (n, 1)),
+                           lax_shape_ops.iota(np.int32, n), dn, mode="drop")
 
 
 def _unravel(flat, shape):
     out, rest = [], flat
     for k in range(len(shape) - 1, -1, -1):
         n = np.int32(max(shape[k], 1))
-        out.append(lax.rem(rest, lax.full(get_aval(rest).shape, n, np.int32)))
-        rest = lax.div(rest, lax.full(get_aval(rest).shape, n, np.int32))
+        out.append(lax.rem(rest, lax_shape_ops.full(get_aval(rest).shape, n, np.int32)))
+        rest = lax.div(rest, lax_shape_ops.full(get_aval(rest).shape, n, np.int32))
     return out[::-1]
 
 
@@ -308,9 +312,9 @@ def argwhere(a, *, size=None, fill_value=None):
     a = ensure_array(a)
     ndim = get_aval(a).ndim
     # As JAX: a 0-d `a` goes through nonzero as 1-d, keeping the row count and the dtype.
-    cols = nonzero(a if ndim else lax.reshape(a, (1,)), size=size, fill_value=fill_value)
+    cols = nonzero(a if ndim else lax_shape_ops.reshape(a, (1,)), size=size, fill_value=fill_value)
     n = get_aval(cols[0]).shape[0]
-    out = lax.concatenate([lax.reshape(c, (n, 1)) for c in cols], 1)
+    out = lax.concatenate([lax_shape_ops.reshape(c, (n, 1)) for c in cols], 1)
     return out if ndim else lax.slice(out, (0, 0), (n, 0))
 
 
@@ -336,7 +340,7 @@ def select(condlist, choicelist, default=0):
     # the shapes in that order.
     choices = promote_dtypes(default, *choices)
     conds = stack(broadcast_all(ensure_array(False), *conds))
-    idx = argmax(lax.convert_element_type(conds, np.bool_), axis=0)
+    idx = argmax(lax_conversions.convert_element_type(conds, np.bool_), axis=0)
     return lax.select_n(*broadcast_all(idx, *choices))
 
 
@@ -362,10 +366,12 @@ def choose(a, choices, out=None, mode="raise"):
     choices = promote_dtypes(*choices)
     a, *choices = broadcast_arrays(a, *choices)
     shape = np.broadcast_shapes(*[get_aval(x).shape for x in [a, *choices]])
-    a, *choices = [lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - get_aval(x).ndim, len(shape))))
+    a, *choices = [lax_shape_ops.broadcast_in_dim(x, shape, tuple(range(len(shape) - get_aval(x).ndim,
+                                                                        len(shape))))
                    if get_aval(x).shape != shape else x for x in [a, *choices]]
-    a = lax.convert_element_type(a, np.int32)
-    a = lax.max(lax.min(a, lax.full(shape, n - 1, np.int32)), lax.full(shape, 0, np.int32))
+    a = lax_conversions.convert_element_type(a, np.int32)
+    a = lax.max(lax.min(a, lax_shape_ops.full(shape, n - 1, np.int32)), lax_shape_ops.full(shape, 0,
+                                                                                           np.int32))
     return lax.select_n(a, *choices)
 
 
@@ -387,7 +393,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     if m > n:
         cond = lax.slice_in_dim(cond, 0, n)
     elif m < n:
-        cond = lax.concatenate([cond, lax.full((n - m,), False, np.bool_)], 0)
+        cond = lax.concatenate([cond, lax_shape_ops.full((n - m,), False, np.bool_)], 0)
     if size is not None and not 0 < int(size) <= n:
         raise ValueError("size must be positive and not greater than the size of the array axis; "
                          f"got size={size} for a.shape[axis]={n}")
@@ -429,8 +435,8 @@ def _cumulative_reduce(name, lax_fn, a, axis, dtype, nan_fill=None, promote_inte
     else:
         out_dt = comp_dt = dtypes.canonicalize_dtype(dtype)
     # The result is never weakly typed, as JAX's.
-    out = lax_fn(lax.convert_element_type(a, comp_dt), axis)
-    return lax.convert_element_type(out, out_dt)
+    out = lax_fn(lax_conversions.convert_element_type(a, comp_dt), axis)
+    return lax_conversions.convert_element_type(out, out_dt)
 
 
 def _bad_axis(axis):
@@ -487,7 +493,7 @@ def _array_api_cumulative(name, lax_fn, what, initial, promote_integers):
         if include_initial:
             shape = list(get_aval(out).shape)
             shape[axis] = 1
-            out = lax.concatenate([lax.full(tuple(shape), initial, get_aval(out).dtype), out], axis)
+            out = lax.concatenate([lax_shape_ops.full(tuple(shape), initial, get_aval(out).dtype), out], axis)
         return out
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"The cumulative {what} along `axis` (required unless x is 1-d), as the array "

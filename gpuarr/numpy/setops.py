@@ -16,10 +16,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
-from gpuarr.lax import cumulative
+from gpuarr.lax import cumulative, lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import slicing as lax_slicing
+from gpuarr.lax import sorting as lax_sorting
 from gpuarr.numpy import creation, manipulation, reductions, selection, sorting, ufuncs
 from gpuarr.numpy.arguments import check_arraylike, concrete_value, ensure_array, promote_dtypes
 
@@ -95,7 +98,7 @@ def sorted_membership(x, y):
     n = n1 + n2
     # The stable sort keeps every y entry before the x entries equal to it, so an x entry is
     # in y exactly when the last y entry at or before it is equal to it.
-    aux, perm = lax.sort([manipulation.concatenate([y, x]), _iota(n)], num_keys=1)
+    aux, perm = lax_sorting.sort([manipulation.concatenate([y, x]), _iota(n)], num_keys=1)
     last_y = cumulative.cummax(ufuncs.where(perm < n2, _iota(n), -1), 0)
     hit = (last_y >= 0) & (aux[ufuncs.maximum(last_y, 0)] == aux)
     return creation.zeros(n, np.bool_).at[perm].set(hit)[n2:]
@@ -122,8 +125,8 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
         arr1, ind1 = sorting.unique(arr1, return_index=True)
         arr2, ind2 = sorting.unique(arr2, return_index=True)
         n1 = _len(arr1)
-    aux, perm = lax.sort([manipulation.concatenate([arr1, arr2]), _iota(n1 + _len(arr2))],
-                         num_keys=1)
+    aux, perm = lax_sorting.sort([manipulation.concatenate([arr1, arr2]), _iota(n1 + _len(arr2))],
+                                 num_keys=1)
     mask = aux[1:] == aux[:-1]  # a value in both sits next to itself
     values = aux[:-1][mask]
     if not return_indices:
@@ -139,14 +142,14 @@ def _intersect1d_size(arr1, arr2, fill_value, assume_unique, size, return_indice
     n = n1 + n2
     if assume_unique:
         ind1, ind2, k1 = _iota(n1), _iota(n2), n1
-        aux, perm = lax.sort([manipulation.concatenate([arr1, arr2]), _iota(n)], num_keys=1)
+        aux, perm = lax_sorting.sort([manipulation.concatenate([arr1, arr2]), _iota(n)], num_keys=1)
         valid = creation.ones(n, np.bool_)
     else:
         arr1, ind1, k1 = _unique_padded(arr1)
         arr2, ind2, k2 = _unique_padded(arr2)
         arr = _place_after(arr1, arr2, k1)
         valid = _iota(n) < k1 + k2
-        _, aux, perm = lax.sort([~valid, arr, _iota(n)], num_keys=2)  # padding sorts last
+        _, aux, perm = lax_sorting.sort([~valid, arr, _iota(n)], num_keys=2)  # padding sorts last
     both = (aux[1:] == aux[:-1]) & valid[1:]
     num = reductions.sum(both)
     if not (n1 and n2):  # nothing in common: all padding (JAX fails to gather here)
@@ -173,8 +176,8 @@ def _place_after(arr1, arr2, k1):
     followed by arr2, with k1 traced."""
     n = _len(arr1) + _len(arr2)
     out = creation.zeros(n, dtypes.result_type(arr1, arr2))
-    out = lax.dynamic_update_slice(out, arr1, (0,))
-    return lax.dynamic_update_slice(out, arr2, (k1,))
+    out = lax_slicing.dynamic_update_slice(out, arr1, (0,))
+    return lax_slicing.dynamic_update_slice(out, arr2, (k1,))
 
 
 # ---------------------------------------------------------------- setdiff1d, union1d, setxor1d
@@ -257,7 +260,7 @@ def _setxor1d_size(arr1, arr2, fill_value, assume_unique, size):
         u2, _, k2 = _unique_padded(arr2)
         num_unique = k1 + k2
         valid = _iota(n + 1) < num_unique + 1
-        _, aux = lax.sort([~valid[1:], _place_after(u1, u2, k1)], num_keys=2)  # padding last
+        _, aux = lax_sorting.sort([~valid[1:], _place_after(u1, u2, k1)], num_keys=2)  # padding last
         edge = manipulation.concatenate((true, aux[1:] != aux[:-1], false))
         edge = valid & edge.at[num_unique].set(True)  # the last unique value ends a run
     alone = edge[1:] & edge[:-1]
@@ -343,7 +346,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
                          "or 'binary_search'.")
     out = _in1d(element, test_elements, invert=invert, method=method,
                 assume_unique=assume_unique)
-    return lax.reshape(out, np.shape(element))
+    return lax_shape_ops.reshape(out, np.shape(element))
 
 
 @_jit(static_argnames=("assume_unique", "invert", "method"))  # as JAX's
@@ -354,7 +357,8 @@ def _in1d(ar1, ar2, invert, method="auto", assume_unique=False):
     if n1 == 0 or n2 == 0:
         return (creation.ones if invert else creation.zeros)((n1,), dtype=np.bool_)
     if method == "compare_all" or (method == "auto" and n1 * n2 <= _ISIN_COMPARE_ALL_PAIRS):
-        pairs = (lax.broadcast_in_dim(arr1, (n1, 1), (0,)), lax.broadcast_in_dim(arr2, (1, n2), (1,)))
+        pairs = (lax_shape_ops.broadcast_in_dim(arr1, (n1, 1), (0,)),
+                 lax_shape_ops.broadcast_in_dim(arr2, (1, n2), (1,)))
         if invert:
             return reductions.all(lax.ne(*pairs), axis=-1)
         return reductions.any(lax.eq(*pairs), axis=-1)

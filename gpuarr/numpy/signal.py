@@ -3,8 +3,8 @@ them: one `lax.conv_general_dilated` over a [1, 1, n] input, so they run as one 
 differentiate and batch through the convolution's own rules."""
 from __future__ import annotations
 
-from gpuarr import lax
 from gpuarr.core import get_aval
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.lax.windowed import conv_general_dilated
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes, promote_dtypes_inexact
 from gpuarr.numpy.ufuncs import conjugate
@@ -43,13 +43,13 @@ def _conv(x, y, mode, op, precision, preferred_element_type):
     else:
         if nx < ny:  # convolution commutes: slide the shorter input
             x, y = y, x
-        y = lax.rev(y, (0,))
+        y = lax_shape_ops.rev(y, (0,))
     n, k = get_aval(x).shape[0], get_aval(y).shape[0]
-    out = conv_general_dilated(lax.reshape(x, (1, 1, n)), lax.reshape(y, (1, 1, k)), (1,),
+    out = conv_general_dilated(lax_shape_ops.reshape(x, (1, 1, n)), lax_shape_ops.reshape(y, (1, 1, k)), (1,),
                                _padding(mode, k), precision=precision,
                                preferred_element_type=preferred_element_type)
-    out = lax.reshape(out, (get_aval(out).shape[-1],))
-    return lax.rev(out, (0,)) if reverse else out
+    out = lax_shape_ops.reshape(out, (get_aval(out).shape[-1],))
+    return lax_shape_ops.rev(out, (0,)) if reverse else out
 
 
 def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type=None):

@@ -7,10 +7,14 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
-from gpuarr.lax import cumulative, slicing, sorting
+from gpuarr.lax import arguments as lax_arguments
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import cumulative, lax, slicing, sorting
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy.arguments import (
     canonicalize_axis,
     check_arraylike,
@@ -33,7 +37,7 @@ def _int_dtype():
 
 
 def _ravel(a):
-    return lax.reshape(a, (get_aval(a).size,))
+    return lax_shape_ops.reshape(a, (get_aval(a).size,))
 
 
 def _prepare(name, a, axis):
@@ -57,7 +61,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
         raise TypeError("'order' argument to sort is not supported.")
     a, axis = _prepare("sort", a, axis)
     if descending:  # equal values are alike, so reversing the ascending sort is enough
-        return lax.rev(sorting.sort(a, axis, is_stable=stable), (axis,))
+        return lax_shape_ops.rev(sorting.sort(a, axis, is_stable=stable), (axis,))
     return sorting.sort(a, axis, is_stable=stable)
 
 
@@ -70,11 +74,11 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
     index_dtype = _int_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "argsort")
     a, axis = _prepare("argsort", a, axis)
     shape = get_aval(a).shape
-    iota = lax.broadcasted_iota(index_dtype, shape, axis)
+    iota = lax_shape_ops.broadcasted_iota(index_dtype, shape, axis)
     if descending:
-        _, perm = sorting.sort([lax.rev(a, (axis,)), iota], axis, is_stable=stable, num_keys=1)
-        last = lax.full(shape, shape[axis] - 1, index_dtype)
-        return lax.rev(lax.sub(last, perm), (axis,))
+        _, perm = sorting.sort([lax_shape_ops.rev(a, (axis,)), iota], axis, is_stable=stable, num_keys=1)
+        last = lax_shape_ops.full(shape, shape[axis] - 1, index_dtype)
+        return lax_shape_ops.rev(lax.sub(last, perm), (axis,))
     _, perm = sorting.sort([a, iota], axis, is_stable=stable, num_keys=1)
     return perm
 
@@ -101,9 +105,9 @@ def _lexsort(keys, axis):
         raise ValueError("all keys need to be the same shape")
     shape = shapes.pop()
     if not shape:
-        return lax.full((), 0, _int_dtype())
+        return lax_shape_ops.full((), 0, _int_dtype())
     axis = canonicalize_axis(axis, len(shape))
-    iota = lax.broadcasted_iota(_int_dtype(), shape, axis)
+    iota = lax_shape_ops.broadcasted_iota(_int_dtype(), shape, axis)
     outs = sorting.sort(keys[::-1] + [iota], axis, num_keys=len(keys))
     return outs[-1]
 
@@ -129,7 +133,7 @@ def partition(a, kth, axis=-1):
     kth = _check_kth(kth, n)
     s = sorting.sort(a, axis)
     lo = lax.slice_in_dim(s, 0, kth + 1, axis=axis)
-    hi = lax.rev(lax.slice_in_dim(s, kth + 1, n, axis=axis), (axis,))
+    hi = lax_shape_ops.rev(lax.slice_in_dim(s, kth + 1, n, axis=axis), (axis,))
     return lax.concatenate([lo, hi], axis)
 
 
@@ -194,7 +198,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                      fill_value)
     if return_inverse and flatten:
         k = 2 if return_index else 1  # a flattened input's inverse has the input's shape
-        result = (*result[:k], lax.reshape(result[k], shape), *result[k + 1:])
+        result = (*result[:k], lax_shape_ops.reshape(result[k], shape), *result[k + 1:])
     return result[0] if len(result) == 1 else result
 
 
@@ -209,13 +213,13 @@ def _unique_sorted_mask(arr, axis, equal_nan):
     n, *rest = get_aval(aux).shape
     cols = math.prod(rest)
     if cols == 0:
-        n, perm = 1, lax.full((1,), 0, _int_dtype())
+        n, perm = 1, lax_shape_ops.full((1,), 0, _int_dtype())
     else:
-        keys = lax.reshape(aux, (n, cols))
+        keys = lax_shape_ops.reshape(aux, (n, cols))
         perm = lexsort([keys[:, j] for j in range(cols - 1, -1, -1)])
     aux = aux[perm]
     if not get_aval(aux).size:
-        return aux, lax.full((n,), False, np.bool_), perm
+        return aux, lax_shape_ops.full((n,), False, np.bool_), perm
     nxt, prev = aux[1:], aux[:-1]
     differs = lax.ne(nxt, prev)
     if equal_nan and dtypes.is_inexact(dt):
@@ -223,7 +227,7 @@ def _unique_sorted_mask(arr, axis, equal_nan):
             lax.bitwise_and(ufuncs.isnan(nxt), ufuncs.isnan(prev))))
     if get_aval(differs).ndim > 1:
         differs = lax.reduce_or(differs, tuple(range(1, get_aval(differs).ndim)))
-    mask = lax.concatenate([lax.full((1,), True, np.bool_), differs], 0)
+    mask = lax.concatenate([lax_shape_ops.full((1,), True, np.bool_), differs], 0)
     return aux, mask, perm
 
 
@@ -241,11 +245,12 @@ def _unique(arr, axis, return_index, return_inverse, return_counts, equal_nan, s
     ind = nonzero(mask, size=size)[0]
     result = aux[ind] if has_data else aux
     if size is not None and fill_value is not None:
-        fill = lax.convert_element_type(ensure_array(fill_value), get_aval(result).dtype)
+        fill = lax_conversions.convert_element_type(ensure_array(fill_value), get_aval(result).dtype)
         if get_aval(result).shape[0]:
-            count = lax.reduce_sum(lax.convert_element_type(mask, _int_dtype()), (0,))
-            valid = lax.lt(lax.iota(_int_dtype(), size), lax.broadcast_in_dim(count, (size,), ()))
-            valid = lax.broadcast_in_dim(valid, get_aval(result).shape, (0,))
+            count = lax_shape_ops.reduce_sum(lax_conversions.convert_element_type(mask, _int_dtype()), (0,))
+            valid = lax.lt(lax_shape_ops.iota(_int_dtype(), size),
+                           lax_shape_ops.broadcast_in_dim(count, (size,), ()))
+            valid = lax_shape_ops.broadcast_in_dim(valid, get_aval(result).shape, (0,))
             result = ufuncs.where(valid, result, fill)
         else:
             target = (size, *get_aval(result).shape[1:])
@@ -260,25 +265,25 @@ def _unique(arr, axis, return_index, return_inverse, return_counts, equal_nan, s
         out += (perm[ind] if has_data else perm,)
     if return_inverse:
         if has_data:
-            imask = lax.sub(cumulative.cumsum(lax.convert_element_type(mask, _int_dtype()), 0),
-                            lax.full(get_aval(mask).shape, 1, _int_dtype()))
-            inv = lax.full(get_aval(mask).shape, 0, _int_dtype()).at[perm].set(imask)
+            imask = lax.sub(cumulative.cumsum(lax_conversions.convert_element_type(mask, _int_dtype()), 0),
+                            lax_shape_ops.full(get_aval(mask).shape, 1, _int_dtype()))
+            inv = lax_shape_ops.full(get_aval(mask).shape, 0, _int_dtype()).at[perm].set(imask)
         else:
-            inv = lax.full((n_axis,), 0, _int_dtype())
+            inv = lax_shape_ops.full((n_axis,), 0, _int_dtype())
         out += (inv,)
     if return_counts:
         m = get_aval(mask).shape[0]
         if has_data:
             if size is None:
-                idx = lax.concatenate([ind, lax.full((1,), m, get_aval(ind).dtype)], 0)
+                idx = lax.concatenate([ind, lax_shape_ops.full((1,), m, get_aval(ind).dtype)], 0)
             else:
                 idx = nonzero(mask, size=size + 1)[0]
                 idx = idx.at[1:].set(ufuncs.where(idx[1:], idx[1:], m))
             out += (lax.sub(idx[1:], idx[:-1]),)
         elif n_axis:
-            out += (lax.full((1,), n_axis, _int_dtype()),)
+            out += (lax_shape_ops.full((1,), n_axis, _int_dtype()),)
         else:
-            out += (lax.full((0,), 0, _int_dtype()),)
+            out += (lax_shape_ops.full((0,), 0, _int_dtype()),)
     return out
 
 
@@ -299,9 +304,9 @@ def _lt_total(x, y):
     imaginary part, as JAX's sort comparator orders them."""
     from gpuarr.numpy.ufuncs import isnan
     if dtypes.is_complex(get_aval(x).dtype):
-        xr, yr = lax.real(x), lax.real(y)
+        xr, yr = lax_extras.real(x), lax_extras.real(y)
         return lax.bitwise_or(_lt_total(xr, yr), lax.bitwise_and(
-            _eq_total(xr, yr), _lt_total(lax.imag(x), lax.imag(y))))
+            _eq_total(xr, yr), _lt_total(lax_extras.imag(x), lax_extras.imag(y))))
     lt = lax.lt(x, y)
     if dtypes.is_inexact(get_aval(x).dtype):
         lt = lax.bitwise_or(lt, lax.bitwise_and(isnan(y), lax.bitwise_not(isnan(x))))
@@ -329,10 +334,10 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         raise ValueError(f"invalid argument method={method!r}, expected one of {methods}")
     n = get_aval(a).shape[0]
     v_shape = get_aval(v).shape
-    vv = lax.broadcast_in_dim(v, v_shape + (n,), tuple(range(len(v_shape))))
-    aa = lax.broadcast_in_dim(a, v_shape + (n,), (len(v_shape),))
+    vv = lax_shape_ops.broadcast_in_dim(v, v_shape + (n,), tuple(range(len(v_shape))))
+    aa = lax_shape_ops.broadcast_in_dim(a, v_shape + (n,), (len(v_shape),))
     hit = _lt_total(aa, vv) if side == "left" else lax.bitwise_not(_lt_total(vv, aa))
-    return lax.reduce_sum(lax.convert_element_type(hit, np.int32), (len(v_shape),))
+    return lax_shape_ops.reduce_sum(lax_conversions.convert_element_type(hit, np.int32), (len(v_shape),))
 
 
 def digitize(x, bins, right=False, *, method=None):
@@ -344,14 +349,14 @@ def digitize(x, bins, right=False, *, method=None):
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
     n = get_aval(bins).shape[0]
     if n == 0:
-        return lax.full(get_aval(ensure_array(x)).shape, 0, np.int32)
+        return lax_shape_ops.full(get_aval(ensure_array(x)).shape, 0, np.int32)
     side = "left" if right else "right"
     kw = {} if method is None else {"method": method}
     up = searchsorted(bins, x, side=side, **kw)
-    down = lax.sub(lax.full(get_aval(up).shape, n, np.int32),
-                   searchsorted(lax.rev(bins, (0,)), x, side=side, **kw))
-    increasing = lax.ge(lax.reshape(lax.slice_in_dim(bins, n - 1, n), ()),
-                        lax.reshape(lax.slice_in_dim(bins, 0, 1), ()))
+    down = lax.sub(lax_shape_ops.full(get_aval(up).shape, n, np.int32),
+                   searchsorted(lax_shape_ops.rev(bins, (0,)), x, side=side, **kw))
+    increasing = lax.ge(lax_shape_ops.reshape(lax.slice_in_dim(bins, n - 1, n), ()),
+                        lax_shape_ops.reshape(lax.slice_in_dim(bins, 0, 1), ()))
     return where(increasing, up, down)
 
 
@@ -359,7 +364,7 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     """Counts (or summed `weights`) of each non-negative integer in `x`; negative values count
     as 0 and values >= `length` are dropped, as in JAX. Under jit pass a static `length`."""
     check_arraylike("bincount", x)
-    lax.arguments.check_no_sharding("numpy.bincount", out_sharding)
+    lax_arguments.check_no_sharding("numpy.bincount", out_sharding)
     x = ensure_array(x)
     aval = get_aval(x)
     if not dtypes.is_int(aval.dtype) and aval.dtype != np.bool_:
@@ -374,15 +379,15 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
         length = max(minlength, int(host.max()) + 1 if host.size else 0)
     length = max(int(length), minlength)
     if weights is None:
-        w = lax.full(aval.shape, 1, _int_dtype())
+        w = lax_shape_ops.full(aval.shape, 1, _int_dtype())
     else:
         check_arraylike("bincount", weights)
         (w,) = promote_dtypes(ensure_array(weights))
         if get_aval(w).shape != aval.shape:
             raise ValueError(f"bincount: weights shape {get_aval(w).shape} must match x shape "
                              f"{aval.shape}.")
-    xi = lax.convert_element_type(x, np.int32)
-    xi = lax.max(xi, lax.full(aval.shape, 0, np.int32))
+    xi = lax_conversions.convert_element_type(x, np.int32)
+    xi = lax.max(xi, lax_shape_ops.full(aval.shape, 0, np.int32))
     dn = slicing.ScatterDimensionNumbers((), (0,), (0,))
-    zeros = lax.full((length,), 0, get_aval(w).dtype)
-    return slicing.scatter_add(zeros, lax.reshape(xi, aval.shape + (1,)), w, dn, mode="drop")
+    zeros = lax_shape_ops.full((length,), 0, get_aval(w).dtype)
+    return slicing.scatter_add(zeros, lax_shape_ops.reshape(xi, aval.shape + (1,)), w, dn, mode="drop")

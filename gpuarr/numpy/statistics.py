@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy import creation, manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact, promote_shapes
 from gpuarr.numpy.dtype_functions import astype
@@ -45,13 +47,13 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     _check_inexact_dtype("cov", dtype)
     X = manipulation.atleast_2d(m)
     if not rowvar and get_aval(m).ndim != 1:  # JAX's test (NumPy's is X.shape[0] != 1)
-        X = lax.transpose(X, (1, 0))
+        X = lax_shape_ops.transpose(X, (1, 0))
     if get_aval(X).shape[0] == 0:
         return creation.zeros((0, 0))
     if y is not None:
         y = manipulation.atleast_2d(y)
         if not rowvar and get_aval(y).shape[0] != 1:
-            y = lax.transpose(y, (1, 0))
+            y = lax_shape_ops.transpose(y, (1, 0))
         X = manipulation.concatenate((X, y), axis=0)
     rows, n = get_aval(X).shape
     if n == 0:
@@ -81,9 +83,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     else:
         f = ufuncs.subtract(w_sum, ufuncs.true_divide(
             ufuncs.multiply(ddof, reductions.sum(ufuncs.multiply(w, aweights))), w_sum))
-    X = ufuncs.subtract(X, lax.broadcast_in_dim(avg, (rows, 1), (0,)))
-    X_T = X if w is None else ufuncs.multiply(X, lax.broadcast_to_rank(w, 2))
-    X_T = lax.transpose(X_T, (1, 0))
+    X = ufuncs.subtract(X, lax_shape_ops.broadcast_in_dim(avg, (rows, 1), (0,)))
+    X_T = X if w is None else ufuncs.multiply(X, lax_extras.broadcast_to_rank(w, 2))
+    X_T = lax_shape_ops.transpose(X_T, (1, 0))
     from gpuarr.numpy.products import dot
     return manipulation.squeeze(ufuncs.true_divide(dot(X, ufuncs.conj(X_T)), f))
 
@@ -99,10 +101,10 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
         return ufuncs.true_divide(c, c)
     rows = get_aval(c).shape[0]
     stddev = astype(ufuncs.sqrt(ufuncs.real(creation.diag(c))), get_aval(c).dtype)
-    c = ufuncs.true_divide(c, lax.broadcast_in_dim(stddev, (rows, 1), (0,)))
-    c = ufuncs.true_divide(c, lax.broadcast_in_dim(stddev, (1, rows), (1,)))
+    c = ufuncs.true_divide(c, lax_shape_ops.broadcast_in_dim(stddev, (rows, 1), (0,)))
+    c = ufuncs.true_divide(c, lax_shape_ops.broadcast_in_dim(stddev, (1, rows), (1,)))
     # Complex coefficients have their real and imaginary parts clipped separately.
     real_part = ufuncs.clip(ufuncs.real(c), -1, 1)
     if dtypes.is_complex(get_aval(c).dtype):
-        return lax.complex(real_part, ufuncs.clip(ufuncs.imag(c), -1, 1))
+        return lax_extras.complex(real_part, ufuncs.clip(ufuncs.imag(c), -1, 1))
     return real_part

@@ -17,9 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.array import Array
 from gpuarr.core import get_aval
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import slicing as lax_slicing
 from gpuarr.numpy import reductions, selection
 from gpuarr.numpy.arguments import (
     broadcast_to,
@@ -156,17 +160,17 @@ class ufunc:
             if initial is None:
                 raise ValueError(f"zero-size array to reduction operation {self.__name__} "
                                  "which has no identity")
-            return lax.full(final_shape, initial, dtype)
+            return lax_shape_ops.full(final_shape, initial, dtype)
 
         def body(i, val):
-            new = self(val, lax.convert_element_type(arr[i], dtype))
+            new = self(val, lax_conversions.convert_element_type(arr[i], dtype))
             return new if where is None else jwhere(where[i], new, val)
 
         start = 1 if initial is None else 0
         first = arr[0] if initial is None else ensure_array(initial)
-        first = broadcast_to(lax.convert_element_type(first, dtype), get_aval(arr).shape[1:])
+        first = broadcast_to(lax_conversions.convert_element_type(first, dtype), get_aval(arr).shape[1:])
         result = fori_loop(start, length, body, first)
-        return lax.reshape(result, final_shape) if keepdims else result
+        return lax_shape_ops.reshape(result, final_shape) if keepdims else result
 
     # ------------------------------------------------------------ accumulate
 
@@ -190,9 +194,9 @@ class ufunc:
         shape = get_aval(arr).shape
         axis = canonicalize_axis(axis, len(shape))
         if math.prod(shape) == 0:
-            return lax.full(shape, 0, dtype)
-        arr = lax.convert_element_type(moveaxis(arr, axis, 0), dtype)
-        first = lax.index_in_dim(arr, 0, keepdims=False)
+            return lax_shape_ops.full(shape, 0, dtype)
+        arr = lax_conversions.convert_element_type(moveaxis(arr, axis, 0), dtype)
+        first = lax_slicing.index_in_dim(arr, 0, keepdims=False)
         rest = lax.slice_in_dim(arr, 1, shape[axis])
 
         def step(carry, x):
@@ -200,7 +204,7 @@ class ufunc:
             return y, y
 
         _, tail = scan(step, first, rest)
-        out = lax.concatenate([lax.expand_dims(first, (0,)), tail], 0)
+        out = lax.concatenate([lax_shape_ops.expand_dims(first, (0,)), tail], 0)
         return moveaxis(out, 0, axis)
 
     # ------------------------------------------------------------ at
@@ -220,8 +224,8 @@ class ufunc:
         a = ensure_array(a)
         args = tuple(ensure_array(arg) for arg in args)
         dtype = self._result_dtype(a, *args)
-        a = lax.convert_element_type(a, dtype)
-        args = tuple(lax.convert_element_type(arg, dtype) for arg in args)
+        a = lax_conversions.convert_element_type(a, dtype)
+        args = tuple(lax_conversions.convert_element_type(arg, dtype) for arg in args)
         indices = _index_tuple(indices)
         if not indices:
             return a
@@ -232,9 +236,9 @@ class ufunc:
         if args:
             tail = get_aval(args[0]).shape[len(shape):]
             arg = broadcast_to(args[0], shape + tail)
-            args = (lax.reshape(arg, (math.prod(shape),) + tail),)
+            args = (lax_shape_ops.reshape(arg, (math.prod(shape),) + tail),)
         flat = [idx if isinstance(idx, slice) else
-                lax.reshape(broadcast_to(ensure_array(idx), shape), (math.prod(shape),))
+                lax_shape_ops.reshape(broadcast_to(ensure_array(idx), shape), (math.prod(shape),))
                 for idx in indices]
 
         def step(carry, i):
@@ -274,19 +278,19 @@ class ufunc:
             raise ValueError("reduceat requires a single integer axis.")
         axis = canonicalize_axis(axis, len(shape))
         if dtype is not None:
-            a = lax.convert_element_type(a, dtypes.canonicalize_dtype(dtype))
+            a = lax_conversions.convert_element_type(a, dtypes.canonicalize_dtype(dtype))
         out = selection.take(a, indices, axis=axis)
-        bounds = lax.concatenate([lax.convert_element_type(indices, np.int32),
+        bounds = lax.concatenate([lax_conversions.convert_element_type(indices, np.int32),
                                   np.array([shape[axis]], np.int32)], 0)
         others = tuple(d for d in range(get_aval(out).ndim) if d != axis)
-        bounds = lax.expand_dims(bounds, others)
+        bounds = lax_shape_ops.expand_dims(bounds, others)
         count = get_aval(indices).shape[0]
         start = lax.slice_in_dim(bounds, 0, count, axis=axis)
         end = lax.slice_in_dim(bounds, 1, count + 1, axis=axis)
 
         def body(i, acc):
             inside = lax.bitwise_and(lax.gt(i, start), lax.lt(i, end))
-            row = selection.take(a, lax.expand_dims(i, (0,)), axis=axis)
+            row = selection.take(a, lax_shape_ops.expand_dims(i, (0,)), axis=axis)
             return jwhere(inside, self(acc, row), acc)
 
         return fori_loop(0, shape[axis], body, out)
@@ -302,12 +306,12 @@ class ufunc:
         ashape, bshape = get_aval(A).shape, get_aval(B).shape
         if self.__static_props["call"] is not None:
             # A known elementwise function: broadcasting A against B is the outer product.
-            return self(lax.reshape(A, ashape + (1,) * len(bshape)), B)
+            return self(lax_shape_ops.reshape(A, ashape + (1,) * len(bshape)), B)
         from gpuarr.vmap_api import vmap
-        flat_a = lax.reshape(A, (math.prod(ashape),))
-        flat_b = lax.reshape(B, (math.prod(bshape),))
+        flat_a = lax_shape_ops.reshape(A, (math.prod(ashape),))
+        flat_b = lax_shape_ops.reshape(B, (math.prod(bshape),))
         result = vmap(vmap(self, (None, 0)), (0, None))(flat_a, flat_b)
-        return lax.reshape(result, ashape + bshape)
+        return lax_shape_ops.reshape(result, ashape + bshape)
 
 
 def _index_tuple(idx):
@@ -349,7 +353,7 @@ def _bitwise_reduction(prim_fn, combine, identity, name):
                             f"{aval.dtype.name}.")
         dt = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
         if dt != aval.dtype or aval.weak_type:
-            a = lax.convert_element_type(a, dt)
+            a = lax_conversions.convert_element_type(a, dt)
         if where is not None:
             from gpuarr.numpy.ufuncs import where as jwhere
             # astype wraps: -1 is all ones for unsigned types, True for booleans.
@@ -357,9 +361,9 @@ def _bitwise_reduction(prim_fn, combine, identity, name):
         axes = _axes(axis, aval.ndim)
         out = prim_fn(a, axes)
         if initial is not None:
-            init = lax.convert_element_type(ensure_array(initial), dt)
+            init = lax_conversions.convert_element_type(ensure_array(initial), dt)
             out = combine(out, broadcast_to(init, get_aval(out).shape))
-        return lax.expand_dims(out, tuple(sorted(axes))) if keepdims else out
+        return lax_shape_ops.expand_dims(out, tuple(sorted(axes))) if keepdims else out
     return reduce
 
 
@@ -383,10 +387,11 @@ def _at_update(method, bool_as_int=False):
         check_arraylike("at", a, b)
         a = ensure_array(a)
         if bool_as_int and get_aval(a).dtype == np.bool_:
-            a = lax.convert_element_type(a, np.int32)
-            b = lax.convert_element_type(lax.convert_element_type(ensure_array(b), np.bool_),
+            a = lax_conversions.convert_element_type(a, np.int32)
+            b = lax_conversions.convert_element_type(lax_conversions.convert_element_type(ensure_array(b),
+                                                                                          np.bool_),
                                          np.int32)
-            return lax.convert_element_type(getattr(a.at[indices], method)(b), np.bool_)
+            return lax_conversions.convert_element_type(getattr(a.at[indices], method)(b), np.bool_)
         return getattr(a.at[indices], method)(b)
     return at
 

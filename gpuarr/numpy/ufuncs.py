@@ -6,10 +6,16 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
 from gpuarr.core import Tracer, get_aval
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import special as lax_special
+from gpuarr.lax import special_extra as lax_special_extra
 from gpuarr.numpy import ufunc_api
 from gpuarr.numpy.arguments import (
     _weak_scalar,
@@ -166,7 +172,7 @@ def arccosh(x, /):
     (x,) = promote_dtypes_inexact(x)
     result = lax.acosh(x)
     if dtypes.is_complex(get_aval(result).dtype):
-        result = _where(lax.lt(lax.real(result), 0), lax.neg(result), result)
+        result = _where(lax.lt(lax_extras.real(result), 0), lax.neg(result), result)
     return result
 
 
@@ -174,8 +180,8 @@ arctanh = _unary("arctanh", lax.atanh)
 def _isfinite(x):
     dt = get_aval(x).dtype
     if dtypes.is_complex(dt):  # finite only when both parts are
-        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
-    return lax.is_finite(x) if dtypes.is_float(dt) else lax.full(get_aval(x).shape, True, np.bool_)
+        return lax.bitwise_and(lax.is_finite(lax_extras.real(x)), lax.is_finite(lax_extras.imag(x)))
+    return lax.is_finite(x) if dtypes.is_float(dt) else lax_shape_ops.full(get_aval(x).shape, True, np.bool_)
 
 
 isfinite = _unary("isfinite", _isfinite, promote_dtypes)
@@ -211,9 +217,9 @@ def _ordered(compare):
     def op(x, y):
         if not dtypes.is_complex(get_aval(x).dtype):
             return compare(x, y)
-        same_real = lax.eq(lax.real(x), lax.real(y))
-        return lax.select(same_real, compare(lax.imag(x), lax.imag(y)),
-                          compare(lax.real(x), lax.real(y)))
+        same_real = lax.eq(lax_extras.real(x), lax_extras.real(y))
+        return lax.select(same_real, compare(lax_extras.imag(x), lax_extras.imag(y)),
+                          compare(lax_extras.real(x), lax_extras.real(y)))
     return op
 
 
@@ -277,7 +283,7 @@ def remainder(x1, x2, /):
     x1, x2 = promote_shapes(*promote_dtypes_numeric(x1, x2), fun_name="remainder")
     zero = _strong_scalar(x1, 0)
     if dtypes.is_int(get_aval(x2).dtype):  # x % 0 is 0 for integers, as in JAX
-        x2 = _where(lax.eq(x2, _python_scalar(x2, 0)), lax.full_like(x2, 1), x2)
+        x2 = _where(lax.eq(x2, _python_scalar(x2, 0)), lax_shape_ops.full_like(x2, 1), x2)
     trunc_mod = lax.rem(x1, x2)
     trunc_mod_not_zero = lax.ne(trunc_mod, zero)
     do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)),
@@ -291,8 +297,8 @@ mod = remainder  # JAX's mod calls remainder, so its program is remainder's
 def _fmod(x, y):
     # An integer division by zero gives 0, as JAX divides by 1 there.
     if dtypes.is_int(get_aval(y).dtype):
-        zero = lax.full_like(y, 0)
-        y = lax.select(lax.eq(y, zero), lax.full_like(y, 1), y)
+        zero = lax_shape_ops.full_like(y, 0)
+        y = lax.select(lax.eq(y, zero), lax_shape_ops.full_like(y, 1), y)
     return lax.rem(x, y)
 
 
@@ -318,7 +324,8 @@ def _int_power(x, y):
     # never weakly typed.
     aval = get_aval(x)
     acc = lax.select(lax.bitwise_and(lax.eq(x, zero), lax.ne(y, zero)),
-                     lax.full(aval.shape, 0, aval.dtype), lax.full(aval.shape, 1, aval.dtype))
+                     lax_shape_ops.full(aval.shape, 0, aval.dtype), lax_shape_ops.full(aval.shape, 1,
+                                                                                       aval.dtype))
     for _ in range(6):
         acc = lax.select(lax.ne(lax.bitwise_and(y, one), zero), lax.mul(acc, x), acc)
         x = lax.mul(x, x)
@@ -428,9 +435,9 @@ def isinf(x, /):
     (x,) = promote_dtypes(x)
     dt = get_aval(x).dtype
     if dtypes.is_complex(dt):  # infinite when either part is
-        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
+        return lax.bitwise_or(isinf(lax_extras.real(x)), isinf(lax_extras.imag(x)))
     if not dtypes.is_float(dt):
-        return lax.full(get_aval(x).shape, False, np.bool_)
+        return lax_shape_ops.full(get_aval(x).shape, False, np.bool_)
     return lax.eq(lax.abs(x), np.asarray(np.inf, dt)[()])
 
 
@@ -452,7 +459,8 @@ def round(a, decimals=0, out=None):
     if decimals > np.log10(dtypes.finfo(dt).max):
         return ensure_array(a)  # rounding beyond the type's precision changes nothing, as in JAX
     if dtypes.is_complex(dt):  # real and imaginary parts round separately, as in JAX
-        return lax.complex(_round_float(lax.real(a), decimals), _round_float(lax.imag(a), decimals))
+        return lax_extras.complex(_round_float(lax_extras.real(a), decimals),
+                                  _round_float(lax_extras.imag(a), decimals))
     return _round_float(a, decimals)
 
 
@@ -462,10 +470,10 @@ def _round_float(x, decimals):
         return lax.round(x, 1)
     dt = get_aval(x).dtype
     # float16 scales in float32 so the factor itself stays exact enough.
-    x = lax.convert_element_type(x, np.float32) if dt == np.float16 else x
+    x = lax_conversions.convert_element_type(x, np.float32) if dt == np.float16 else x
     factor = _scalar(x, 10 ** decimals)  # weak for a weak scalar, as JAX's constant
     out = lax.div(lax.round(lax.mul(x, factor), 1), factor)
-    return lax.convert_element_type(out, dt) if dt == np.float16 else out
+    return lax_conversions.convert_element_type(out, dt) if dt == np.float16 else out
 
 
 @_jit(static_argnames=("decimals",))
@@ -525,8 +533,8 @@ def log10(x, /):
     one_over_log10 = _real_const(x, 0.4342944819032518)
     r = lax.log(x)
     if dtypes.is_complex(get_aval(x).dtype):
-        re, im = lax.real(r), lax.imag(r)
-        return lax.complex(lax.mul(re, one_over_log10), lax.mul(im, one_over_log10))
+        re, im = lax_extras.real(r), lax_extras.imag(r)
+        return lax_extras.complex(lax.mul(re, one_over_log10), lax.mul(im, one_over_log10))
     return lax.mul(r, one_over_log10)
 
 
@@ -538,16 +546,16 @@ def log2(x, /):
     (x,) = promote_dtypes_inexact(x)
     r = lax.log(x)
     if dtypes.is_complex(get_aval(x).dtype):
-        re, im = lax.real(r), lax.imag(r)
+        re, im = lax_extras.real(r), lax_extras.imag(r)
         ln2 = lax.log(_strong_scalar(re, 2))
-        return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+        return lax_extras.complex(lax.div(re, ln2), lax.div(im, ln2))
     return lax.div(r, lax.log(_strong_scalar(x, 2)))
 
 
 def _rint(x):
     dt = get_aval(x).dtype
     if dtypes.is_complex(dt):  # rounds the real and imaginary parts, as in JAX
-        return lax.complex(lax.round(lax.real(x), 1), lax.round(lax.imag(x), 1))
+        return lax_extras.complex(lax.round(lax_extras.real(x), 1), lax.round(lax_extras.imag(x), 1))
     return lax.round(x, 1)
 
 
@@ -564,7 +572,7 @@ def _promote_rint(x):
     (x,) = promote_dtypes(x)
     dt = get_aval(x).dtype
     if dtypes.is_int(dt) or dt == np.bool_:
-        return (lax.convert_element_type(x, dtypes.default_float_dtype()),)
+        return (lax_conversions.convert_element_type(x, dtypes.default_float_dtype()),)
     return (x,)
 
 
@@ -627,16 +635,16 @@ def signbit(x, /):
     if dtypes.is_int(dt):
         return lax.lt(x, _strong_scalar(x, 0))
     if dt == np.bool_:
-        return lax.full_like(x, False, np.bool_)
+        return lax_shape_ops.full_like(x, False, np.bool_)
     if not dtypes.is_float(dt):
         raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
     info = dtypes.finfo(dt)
     if info.bits not in (16, 32, 64):  # the 8- and 4-bit floats, as JAX
         raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
     # The top bit, shifted arithmetically down: 0 or -1, as JAX's x >> (nexp + nmant).
-    bits = lax.bitcast_convert_type(x, np.dtype(f"int{info.bits}"))
+    bits = lax_special.bitcast_convert_type(x, np.dtype(f"int{info.bits}"))
     shift = np.asarray(info.nexp + info.nmant, bits.dtype)[()]
-    return lax.convert_element_type(lax.shift_right_arithmetic(bits, shift), np.bool_)
+    return lax_conversions.convert_element_type(lax.shift_right_arithmetic(bits, shift), np.bool_)
 
 
 def _isposneg(name, value):
@@ -644,7 +652,7 @@ def _isposneg(name, value):
         if dtypes.is_complex(get_aval(x).dtype):
             raise ValueError("isposinf/isneginf are not well defined for complex types")
         if not _is_float(x):
-            return lax.full(get_aval(x).shape, False, np.bool_)
+            return lax_shape_ops.full(get_aval(x).shape, False, np.bool_)
         return lax.eq(x, _strong_scalar(x, value))
     unary = _unary(name, op, promote_dtypes)
 
@@ -673,8 +681,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if not (dtypes.is_float(dt) or dtypes.is_complex(dt)):
         return x
     if dtypes.is_complex(dt):
-        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
-                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+        return lax_extras.complex(nan_to_num(lax_extras.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                                  nan_to_num(lax_extras.imag(x), nan=nan, posinf=posinf, neginf=neginf))
     info = dtypes.finfo(dt)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
@@ -696,7 +704,7 @@ def hypot(x1, x2, /):
                              lax.eq(x2, _strong_scalar(x2, np.inf)))
     x1, x2 = lax.max(x1, x2), lax.min(x1, x2)
     is_zero = lax.eq(x1, _python_scalar(x1, 0))
-    safe = _where(lax.eq(x1, _python_scalar(x1, 0)), lax.full_like(x1, 1), x1)
+    safe = _where(lax.eq(x1, _python_scalar(x1, 0)), lax_shape_ops.full_like(x1, 1), x1)
     x = _where(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_python_scalar(x1, 1),
                                                          lax.square(lax.div(x2, safe))))))
     return _where(idx_inf, _scalar(x, np.inf), x)
@@ -751,8 +759,8 @@ def _log1p_exp(d):
 
 
 def _replace_inf(x):
-    re_x = lax.real(x) if dtypes.is_complex(get_aval(x).dtype) else x
-    return lax.select(lax.eq(re_x, _scalar(re_x, np.inf)), lax.full_like(x, 0), x)
+    re_x = lax_extras.real(x) if dtypes.is_complex(get_aval(x).dtype) else x
+    return lax.select(lax.eq(re_x, _scalar(re_x, np.inf)), lax_shape_ops.full_like(x, 0), x)
 
 
 def _wrap_between(x, a):
@@ -777,7 +785,7 @@ def _custom_logaddexp(name, exp, log_base=None, complex_in_jvp=False):
             soft = lax.log1p(exp(delta))
             out = lax.add(amax, soft if scale is None else lax.mul(scale, soft))
             half_period = np.pi if log_base is None else float(np.pi / log_base)
-            return lax.complex(lax.real(out), _wrap_between(lax.imag(out), half_period))
+            return lax_extras.complex(lax_extras.real(out), _wrap_between(lax_extras.imag(out), half_period))
         delta = lax.sub(x1, x2)
         # delta is NaN when both are the same infinity: then x1 + x2 is right (NaN stays NaN).
         same_inf, total = lax.ne(delta, delta), lax.add(x1, x2)
@@ -823,7 +831,8 @@ def _shift(name, signed_op):
     def op(x, y):
         # Float operands reach the lax shift, whose dtype error JAX raises too.
         if get_aval(x).dtype == np.bool_:
-            x, y = lax.convert_element_type(x, np.int32), lax.convert_element_type(y, np.int32)
+            x, y = (lax_conversions.convert_element_type(x, np.int32),
+                    lax_conversions.convert_element_type(y, np.int32))
         dt = get_aval(x).dtype
         # JAX asks NumPy whether the type is unsigned, which uint4 and uint2 are not to NumPy:
         # they shift arithmetically (their top bit is copied), as in JAX.
@@ -847,7 +856,7 @@ def _gcd(x, y, name="gcd"):
     # Euclid's algorithm needs at most ~1.44 * bits steps (Lame's theorem); unrolled.
     for _ in range(int(get_aval(x).dtype.itemsize * 8 * 1.45) + 2):
         done = lax.eq(b, zero)
-        safe_b = lax.select(done, lax.full_like(b, 1), b)
+        safe_b = lax.select(done, lax_shape_ops.full_like(b, 1), b)
         a, b = lax.select(done, a, b), lax.select(done, b, lax.rem(a, safe_b))
     return a
 
@@ -855,7 +864,7 @@ def _gcd(x, y, name="gcd"):
 def _lcm(x, y):
     g = _gcd(x, y, "lcm")
     zero = _scalar(g, 0)
-    safe = lax.select(lax.eq(g, zero), lax.full_like(g, 1), g)
+    safe = lax.select(lax.eq(g, zero), lax_shape_ops.full_like(g, 1), g)
     return lax.select(lax.eq(g, zero), g, lax.abs(lax.mul(lax.div(x, safe), y)))
 
 
@@ -892,7 +901,7 @@ def _normalize_float(x):
     cond = less(lax.abs(x), info.tiny)  # tiny is a NumPy scalar: a weak x becomes strong
     x1 = _where(cond, multiply(x, _scalar(x, 1 << info.nmant)), x)
     x2 = _where(cond, int_type.type(-info.nmant), int_type.type(0))
-    return lax.bitcast_convert_type(x1, int_type), x2
+    return lax_special.bitcast_convert_type(x1, int_type), x2
 
 
 @custom_jvp
@@ -908,19 +917,19 @@ def _frexp(x):
     # The exponent field set to bias - 1 puts the mantissa in [0.5, 1).
     x1 = lax.bitwise_and(x1, _scalar(x1, ~(mask << info.nmant)))
     x1 = lax.bitwise_or(x1, _scalar(x1, (bias - 1) << info.nmant))
-    x1 = lax.bitcast_convert_type(x1, dt)
+    x1 = lax_special.bitcast_convert_type(x1, dt)
     # jnp's |, which makes the weak comparisons of a weak x strong, as JAX's.
     cond = bitwise_or(bitwise_or(isinf(x), lax.ne(x, x)), lax.eq(x, _python_scalar(x, 0)))
-    x2 = _where(cond, lax.full_like(x2, 0), x2)
-    return _where(cond, x, x1), lax.convert_element_type(x2, np.int32)
+    x2 = _where(cond, lax_shape_ops.full_like(x2, 0), x2)
+    return _where(cond, x, x1), lax_conversions.convert_element_type(x2, np.int32)
 
 
 @_frexp.defjvp
 def _frexp_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     m, e = frexp(x)
-    mdot = lax.mul(t, lax.exp2(lax.neg(lax.convert_element_type(e, get_aval(t).dtype))))
-    edot = lax.full_like(e, 0, dtypes.float0)
+    mdot = lax.mul(t, lax.exp2(lax.neg(lax_conversions.convert_element_type(e, get_aval(t).dtype))))
+    edot = lax_shape_ops.full_like(e, 0, dtypes.float0)
     return (m, e), (mdot, edot)
 
 
@@ -949,7 +958,7 @@ def ldexp(x1, x2, /):
         raise ValueError(f"jnp.ldexp requires an integer exponent x2, got dtype {np.dtype(x2_dt).name}")
     (x1,) = promote_dtypes_inexact(x1)
     x1_dt = get_aval(x1).dtype
-    e = lax.convert_element_type(promote_dtypes(x2)[0], x1_dt)
+    e = lax_conversions.convert_element_type(promote_dtypes(x2)[0], x1_dt)
     x1, e = broadcast_arrays(x1, e)
     return _scale2(x1, e)
 
@@ -976,31 +985,31 @@ def bitwise_count(x, /):
     (x,) = promote_dtypes(x)
     _check_int_args("bitwise_count", x)
     if get_aval(x).dtype == np.bool_:
-        return lax.convert_element_type(x, np.uint8)
+        return lax_conversions.convert_element_type(x, np.uint8)
     if not dtypes.is_unsigned(get_aval(x).dtype):
         x = lax.abs(x)
-    return lax.convert_element_type(lax.population_count(x), np.uint8)
+    return lax_conversions.convert_element_type(lax_special.population_count(x), np.uint8)
 
 
 def real(val, /):
     """The real part (the value itself for real inputs)."""
     check_arraylike("real", val)
     (val,) = promote_dtypes(val)
-    return lax.real(val) if dtypes.is_complex(get_aval(val).dtype) else ensure_array(val)
+    return lax_extras.real(val) if dtypes.is_complex(get_aval(val).dtype) else ensure_array(val)
 
 
 def imag(val, /):
     """The imaginary part (zeros for real inputs)."""
     check_arraylike("imag", val)
     (val,) = promote_dtypes(val)
-    return lax.imag(val) if dtypes.is_complex(get_aval(val).dtype) else lax.full_like(val, 0)
+    return lax_extras.imag(val) if dtypes.is_complex(get_aval(val).dtype) else lax_shape_ops.full_like(val, 0)
 
 
 def conjugate(x, /):
     """The complex conjugate (the value itself for real inputs)."""
     check_arraylike("conjugate", x)
     (x,) = promote_dtypes(x)
-    return lax.conj(x) if dtypes.is_complex(get_aval(x).dtype) else ensure_array(x)
+    return lax_extras.conj(x) if dtypes.is_complex(get_aval(x).dtype) else ensure_array(x)
 
 
 conj = conjugate
@@ -1014,12 +1023,12 @@ def angle(z, deg=False):
     z = ensure_array(z)
     aval = get_aval(z)
     if dtypes.is_complex(aval.dtype):
-        out = lax.atan2(lax.imag(z), lax.real(z))
+        out = lax.atan2(lax_extras.imag(z), lax_extras.real(z))
     else:
         # JAX computes non-float and 0-d float input in the strong default float type.
         if not dtypes.is_float(aval.dtype) or not aval.shape:
-            z = lax.convert_element_type(z, dtypes.default_float_dtype())
-        out = lax.atan2(lax.full_like(z, 0), z)
+            z = lax_conversions.convert_element_type(z, dtypes.default_float_dtype())
+        out = lax.atan2(lax_shape_ops.full_like(z, 0), z)
     return rad2deg(out) if deg else out
 
 
@@ -1042,7 +1051,7 @@ def isreal(x):
 @custom_jvp
 def _i0(x):
     abs_x = lax.abs(x)
-    return lax.mul(lax.exp(abs_x), lax.bessel_i0e(abs_x))
+    return lax.mul(lax.exp(abs_x), lax_special_extra.bessel_i0e(abs_x))
 
 
 @_i0.defjvp

@@ -4,9 +4,9 @@ Each is one matmul over the broadcast batch dimensions; shape errors name the gu
 as JAX's (vectorize-based) versions do."""
 from __future__ import annotations
 
-from gpuarr import lax
 from gpuarr.core import get_aval
 from gpuarr.jit_api import jit as _jit
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy.arguments import check_arraylike, check_core_dims, ensure_array
 from gpuarr.numpy.products import matmul
 from gpuarr.numpy.ufuncs import conjugate
@@ -40,5 +40,5 @@ def vecmat(x1, x2, /):
     x1, x2 = ensure_array(x1), ensure_array(x2)
     shape1 = get_aval(x1).shape
     check_core_dims("(n),(n,m)->(m)", (("n",), ("n", "m")), (shape1, get_aval(x2).shape))
-    out = matmul(lax.reshape(conjugate(x1), shape1[:-1] + (1,) + shape1[-1:]), x2)
-    return lax.squeeze(out, (get_aval(out).ndim - 2,))
+    out = matmul(lax_shape_ops.reshape(conjugate(x1), shape1[:-1] + (1,) + shape1[-1:]), x2)
+    return lax_shape_ops.squeeze(out, (get_aval(out).ndim - 2,))

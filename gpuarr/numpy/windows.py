@@ -5,7 +5,9 @@ import builtins
 
 import numpy as np
 
-from gpuarr import dtypes, lax
+from gpuarr import dtypes
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.numpy import creation, ufuncs
 
 
@@ -16,8 +18,8 @@ def _window(name, M, fn):
         raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got "
                         f"({M},).")
     if M <= 1:
-        return lax.full((builtins.max(M, 0),), 1, dt)
-    n = lax.iota(dt, M)
+        return lax_shape_ops.full((builtins.max(M, 0),), 1, dt)
+    n = lax_shape_ops.iota(dt, M)
     return fn(n, M, dt)
 
 
@@ -30,7 +32,7 @@ def bartlett(M):
 
 def _cosine_window(coeffs):
     def fn(n, M, dt):
-        out = lax.full((M,), 0, dt)
+        out = lax_shape_ops.full((M,), 0, dt)
         for k, c in enumerate(coeffs):
             term = lax.cos(lax.mul(n, np.asarray(2 * np.pi * k / (M - 1), dt)[()]))
             out = lax.add(out, lax.mul(term, np.asarray(c, dt)[()]))

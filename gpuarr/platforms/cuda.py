@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from gpuarr.backends import cuda, nvrtc
+from gpuarr.compiler import passes
 from gpuarr.compiler.plan import ElementwiseKernel, KernelStep, Load
 from gpuarr.platforms import Device, Platform
 
@@ -37,6 +38,9 @@ class CudaPlatform(Platform):
         self._contexts: dict = {}
         self._eager: dict = {}
         self._lock = threading.Lock()
+
+    def optimize(self, closed):
+        return passes.optimize(closed)
 
     # ---- devices and buffers
     def devices(self):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import impls
+from gpuarr.compiler import passes
 from gpuarr.platforms import Device, Platform
 
 
@@ -16,6 +17,9 @@ class HostBufferPlatform(Platform):
 
     def devices(self):
         return self._devices
+
+    def optimize(self, closed):
+        return passes.optimize(closed)
 
     def apply_primitive(self, prim, buffers, params):
         return impls.impl_for_values(prim, buffers)(*buffers, **params)

@@ -5,6 +5,7 @@
 eagerly and under jit and vmap. See gpuarr/prng.py for the generator and the key type.
 """
 from gpuarr.prng import KeyDtype, PRNGKeyArray, threefry2x32, threefry_2x32  # noqa: F401
+from gpuarr.prng import PRNGKeyArray as KeyArray  # noqa: F401
 from gpuarr.random.binomial import binomial, multinomial  # noqa: F401
 from gpuarr.random.distributions import (  # noqa: F401
     bernoulli,
@@ -58,5 +59,3 @@ from gpuarr.random.rejection import (  # noqa: F401
     poisson,
     t,
 )
-
-KeyArray = PRNGKeyArray

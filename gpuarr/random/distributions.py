@@ -14,13 +14,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.core import Tracer, get_aval
 from gpuarr.errors import ConcretizationTypeError
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import special as lax_special
 from gpuarr.lax.arguments import check_no_sharding
 from gpuarr.lax.sorting import sort_key_val, top_k
+from gpuarr.numpy import creation, key_functions, reductions, selection, ufuncs
+from gpuarr.numpy import linalg as jnp_linalg
 from gpuarr.numpy.arguments import check_arraylike, promote_dtypes_inexact
+from gpuarr.numpy.einsum import einsum
 from gpuarr.prng import UINT_DTYPES
 from gpuarr.random.keys import (
     canonicalize_shape,
@@ -87,18 +93,18 @@ def _convert(x, dtype):
     """`x` (array, tracer or Python number) as `dtype`, strongly typed."""
     if isinstance(x, (bool, int, float)):
         return _const(dtype, x)
-    return lax.convert_element_type(x, dtype)
+    return lax_conversions.convert_element_type(x, dtype)
 
 
 def _to_rank(x, rank: int):
     shape = _shape_of(x)
     if len(shape) == rank:
         return x
-    return lax.reshape(x, (1,) * (rank - len(shape)) + tuple(shape))
+    return lax_shape_ops.reshape(x, (1,) * (rank - len(shape)) + tuple(shape))
 
 
 def _to_shape(x, shape):
-    return x if _shape_of(x) == tuple(shape) else jnp.broadcast_to(x, shape)
+    return x if _shape_of(x) == tuple(shape) else key_functions.broadcast_to(x, shape)
 
 
 # ---------------------------------------------------------------- uniform and integers
@@ -158,11 +164,11 @@ def _uniform(data, minval, maxval, shape, dtype):
     uint = UINT_DTYPES[nbits]
     bits = random_bits(data, rng_bits, shape)
     if rng_bits != nbits:
-        bits = lax.convert_element_type(bits, uint)
+        bits = lax_conversions.convert_element_type(bits, uint)
     # Random mantissa under the exponent of 1.0 gives a float in [1, 2); shift it to [0, 1).
     float_bits = lax.bitwise_or(lax.shift_right_logical(bits, _const(uint, rng_bits - nmant)),
                                 np.array(1.0, dtype).view(uint)[()])
-    floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(dtype, 1))
+    floats = lax.sub(lax_special.bitcast_convert_type(float_bits, dtype), _const(dtype, 1))
     if unit:
         return floats  # [0, 1): scaling by 1, adding 0 and clamping at 0 change no bit
     span = lax.sub(maxval, minval)
@@ -172,7 +178,7 @@ def _uniform(data, minval, maxval, shape, dtype):
     else:
         # XLA contracts this multiply-add into one fused op: round once, as it does.
         scaled = _fma(floats, span, minval)
-    return lax.max(minval, lax.reshape(scaled, shape))
+    return lax.max(minval, lax_shape_ops.reshape(scaled, shape))
 
 
 def _bound(x, dtype, rank: int):
@@ -202,7 +208,7 @@ def _convert_and_clip_integer(val, dtype):
     src = get_aval(val).dtype
     lo = _const(src, max(np.iinfo(dtype).min, np.iinfo(src).min))
     hi = _const(src, min(np.iinfo(dtype).max, np.iinfo(src).max))
-    return lax.convert_element_type(lax.clamp(lo, val, hi), dtype)
+    return lax_conversions.convert_element_type(lax_special.clamp(lo, val, hi), dtype)
 
 
 def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
@@ -224,15 +230,15 @@ def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
     info = dtypes.iinfo(dtype)  # ml_dtypes' iinfo knows int4 and uint4
     if info.bits < 32:
         # Sample in 32 bits to avoid bias, then cast.
-        minval = jnp.clip(jnp.asarray(minval).astype("int32"), int(info.min), int(info.max))
-        maxval = jnp.clip(jnp.asarray(maxval).astype("int32"), int(info.min), int(info.max) + 1)
+        minval = ufuncs.clip(key_functions.asarray(minval).astype("int32"), int(info.min), int(info.max))
+        maxval = ufuncs.clip(key_functions.asarray(maxval).astype("int32"), int(info.min), int(info.max) + 1)
         return _randint(data, minval, maxval, shape, np.dtype(np.int32)).astype(dtype)
     return _randint(data, minval, maxval, shape, dtype)
 
 
 def _randint(data, minval, maxval, shape, dtype):
     _check_shape("randint", shape, _shape_of(minval), _shape_of(maxval))
-    minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
+    minval, maxval = key_functions.asarray(minval), key_functions.asarray(maxval)
     if not dtypes.is_int(minval.dtype):
         minval = minval.astype(int)
     if not dtypes.is_int(maxval.dtype):
@@ -247,8 +253,8 @@ def _randint(data, minval, maxval, shape, dtype):
     k1, k2 = split_n(data, 2)
     higher, lower = random_bits(k1, nbits, shape), random_bits(k2, nbits, shape)
     udt = UINT_DTYPES[nbits]
-    one = lax.full(shape, 1, udt)
-    span = lax.convert_element_type(lax.sub(maxval, minval), udt)
+    one = lax_shape_ops.full(shape, 1, udt)
+    span = lax_conversions.convert_element_type(lax.sub(maxval, minval), udt)
     span = lax.select(lax.le(maxval, minval), one, span)  # an empty range always gives minval
     span = lax.select(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)),
                       lax.add(span, one), span)
@@ -257,7 +263,7 @@ def _randint(data, minval, maxval, shape, dtype):
     multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
     offset = lax.add(lax.mul(lax.rem(higher, span), multiplier), lax.rem(lower, span))
     offset = lax.rem(offset, span)
-    return lax.add(minval, lax.convert_element_type(offset, dtype))
+    return lax.add(minval, lax_conversions.convert_element_type(offset, dtype))
 
 
 # ---------------------------------------------------------------- shuffles and choices
@@ -287,11 +293,11 @@ def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
         if not dtypes.is_int(dtypes.dtype(x)):
             raise TypeError("x must be an integer or at least 1-dimensional")
         n = _concrete_int(x, "argument x of jax.random.permutation()")
-        return _shuffle(data, jnp.arange(n), axis)
-    x = jnp.asarray(x)
+        return _shuffle(data, creation.arange(n), axis)
+    x = key_functions.asarray(x)
     if independent or ndim == 1:
         return _shuffle(data, x, axis)
-    ind = _shuffle(data, jnp.arange(x.shape[axis]), 0)
+    ind = _shuffle(data, creation.arange(x.shape[axis]), 0)
     return _take(x, ind, axis)
 
 
@@ -323,7 +329,7 @@ def _take(arr, ind, axis):
 def shuffle(key, x, axis=0):
     """Shuffle the elements of `x` along `axis` (deprecated in JAX for `permutation`)."""
     data, _ = check_key("shuffle", key)
-    x = jnp.asarray(x)
+    x = key_functions.asarray(x)
     return _shuffle(data, x, _canonical_axis(axis, max(x.ndim, 1)))
 
 
@@ -335,7 +341,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
         raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
     shape = canonicalize_shape(shape)
     check_arraylike("choice", a)
-    arr = jnp.asarray(a)
+    arr = key_functions.asarray(a)
     if arr.ndim == 0:
         n_inputs = _concrete_int(a, "The error occurred in jax.random.choice()")
     else:
@@ -343,7 +349,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
         n_inputs = arr.shape[axis]
     n_draws = math.prod(shape)
     if n_draws == 0:
-        return jnp.zeros(shape, dtype=arr.dtype)
+        return creation.zeros(shape, dtype=arr.dtype)
     if n_inputs <= 0:
         raise ValueError("a must be greater than 0 unless no samples are taken")
     if not replace and n_draws > n_inputs:
@@ -363,10 +369,10 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
             raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
                              f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
         if replace:
-            p_cuml = jnp.cumsum(p_arr)
+            p_cuml = selection.cumsum(p_arr)
             r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
             # searchsorted(p_cuml, r, side='left') is the count of entries below r.
-            ind = jnp.sum(p_cuml < r[..., None], axis=-1).astype(int)
+            ind = reductions.sum(p_cuml < r[..., None], axis=-1).astype(int)
         else:
             g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + xla_log(p_arr)
             ind = top_k(g, k=n_draws)[1].astype(int)
@@ -407,7 +413,7 @@ def _normal_real(data, shape, dtype):
 
 def _to(x, dtype):
     # Direct bind: float64 is wanted here even with x64 off (it only emulates a fused op).
-    return lax.conversions.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+    return lax_conversions.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
 
 
 def _via_float64(fn, x):
@@ -447,8 +453,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=
     u = _uniform(data, a, b, shape, dtype)
     out = lax.mul(sqrt2, erf_inv_giles(u))
     # Clamp to the open interval: rounding (or u == a) must not leave it.
-    return jnp.clip(out, lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
-                    lax.nextafter(lax.stop_gradient(upper), _const(dtype, -np.inf)))
+    return ufuncs.clip(out, lax.nextafter(lax.stop_gradient(lower), _const(dtype, np.inf)),
+                       lax.nextafter(lax.stop_gradient(upper), _const(dtype, -np.inf)))
 
 
 # XLA's float32 erf: Eigen's rational interpolant x P(x^2) / Q(x^2), each polynomial a chain
@@ -467,16 +473,16 @@ def _erf_xla(x):
     thousands of ulps, so lax.erf (correctly rounded) would not give JAX's numbers."""
     dtype = get_aval(x).dtype
     if dtype.itemsize == 8:
-        return lax.erf(x)
+        return lax_special.erf(x)
     x = _to(x, np.float32)
-    limit = lax.full_like(x, np.float32(3.832506856900711))
+    limit = lax_shape_ops.full_like(x, np.float32(3.832506856900711))
     clamped = lax.ge(lax.abs(x), limit)
     x = lax.select(clamped, lax.mul(lax.sign(x), limit), x)  # keeps inf out of the ratio
     x2 = lax.mul(x, x)
-    p = _fma(x2, lax.full_like(x2, _ERF_P[0]), _ERF_P[1])
+    p = _fma(x2, lax_shape_ops.full_like(x2, _ERF_P[0]), _ERF_P[1])
     for c in _ERF_P[2:]:
         p = _fma(x2, p, c)
-    q = _fma(x2, lax.full_like(x2, _ERF_Q[0]), _ERF_Q[1])
+    q = _fma(x2, lax_shape_ops.full_like(x2, _ERF_Q[0]), _ERF_Q[1])
     for c in _ERF_Q[2:]:
         q = _fma(x2, q, c)
     ratio = lax.div(lax.mul(x, p), q)
@@ -509,17 +515,17 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         shape = _broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
     else:
         _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
-    linalg = jnp.linalg
+    linalg = jnp_linalg
     if method == "svd":
         u, s, _ = linalg.svd(cov)
-        factor = u * jnp.sqrt(s[..., None, :])
+        factor = u * ufuncs.sqrt(s[..., None, :])
     elif method == "eigh":
         w, v = linalg.eigh(cov)
-        factor = v * jnp.sqrt(w[..., None, :])
+        factor = v * ufuncs.sqrt(w[..., None, :])
     else:
         factor = linalg.cholesky(cov)
     z = _normal(data, shape + mean.shape[-1:], dtype)
-    return mean + jnp.einsum("...ij,...j->...i", factor, z)
+    return mean + einsum("...ij,...j->...i", factor, z)
 
 
 _ONE = np.float32(1)  # lognormal's default sigma, as JAX's
@@ -577,8 +583,8 @@ def _rademacher(data, shape, dtype):
     b = lax.lt(_uniform(data, 0., 1., shape, real), _const(real, 0.5))
     if dtype == np.bool_:
         # JAX computes 2 * b - 1 in int32 here: both -1 and 1 become True.
-        return lax.full(shape, True, np.bool_)
-    b = lax.convert_element_type(b, dtype)
+        return lax_shape_ops.full(shape, True, np.bool_)
+    b = lax_conversions.convert_element_type(b, dtype)
     return lax.sub(lax.mul(_const(dtype, 2), b), _const(dtype, 1))
 
 
@@ -652,17 +658,17 @@ def _bits_to_unit_float32(hi, lo):
     """The 64-bit fixed-point fraction hi:lo (nonzero) as a float32 in (0, 1), truncated: the
     leading one sets the exponent and the next 23 bits the mantissa (JAX's _safe_int_to_float)."""
     u32 = np.uint32
-    hiclz, loclz = lax.clz(hi), lax.clz(lo)
-    hi_empty = lax.eq(hiclz, lax.full_like(hiclz, 32))
+    hiclz, loclz = lax_special.clz(hi), lax_special.clz(lo)
+    hi_empty = lax.eq(hiclz, lax_shape_ops.full_like(hiclz, 32))
     mantissa = lax.bitwise_or(
         lax.shift_left(hi, hiclz),
         lax.select(hi_empty, lax.shift_left(lo, loclz),
-                   lax.shift_right_logical(lo, lax.sub(lax.full_like(hiclz, 32), hiclz))))
+                   lax.shift_right_logical(lo, lax.sub(lax_shape_ops.full_like(hiclz, 32), hiclz))))
     mantissa = lax.bitwise_and(lax.shift_right_logical(mantissa, u32(8)), u32((1 << 23) - 1))
-    lead = lax.select(hi_empty, lax.add(loclz, lax.full_like(loclz, 32)), hiclz)
-    exp = lax.shift_left(lax.sub(lax.full_like(lead, 126), lead), u32(23))
+    lead = lax.select(hi_empty, lax.add(loclz, lax_shape_ops.full_like(loclz, 32)), hiclz)
+    exp = lax.shift_left(lax.sub(lax_shape_ops.full_like(lead, 126), lead), u32(23))
     exp = lax.bitwise_and(exp, u32((1 << 30) - (1 << 22)))
-    return lax.bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.dtype(np.float32))
+    return lax_special.bitcast_convert_type(lax.bitwise_or(exp, mantissa), np.dtype(np.float32))
 
 
 def _gumbel_highest(data, shape):
@@ -670,14 +676,14 @@ def _gumbel_highest(data, shape):
     1 - u (log branch), so both tails keep their full resolution."""
     bits = random_bits(data, 32, (2, *shape))
     hi, lo = bits[0], bits[1]
-    one, top = lax.full_like(lo, 1), lax.full_like(lo, 0xFFFFFFFF)
+    one, top = lax_shape_ops.full_like(lo, 1), lax_shape_ops.full_like(lo, 0xFFFFFFFF)
     # 1 - hi:lo in 64-bit fixed point: the complement plus one, carrying into the high word.
     neg_hi, neg_lo = lax.bitwise_not(hi), lax.bitwise_not(lo)
-    neg_hi = lax.add(neg_hi, lax.convert_element_type(lax.eq(neg_lo, top), np.uint32))
+    neg_hi = lax.add(neg_hi, lax_conversions.convert_element_type(lax.eq(neg_lo, top), np.uint32))
     neg_lo = lax.add(neg_lo, one)
-    flip = lax.lt(hi, lax.full_like(hi, 1 << 31))
+    flip = lax.lt(hi, lax_shape_ops.full_like(hi, 1 << 31))
     x = _bits_to_unit_float32(lax.select(flip, hi, neg_hi), lax.select(flip, lo, neg_lo))
-    return jnp.where(flip, -xla_log(-xla_log1p(-x)), -xla_log(-xla_log(x)))
+    return key_functions.where(flip, -xla_log(-xla_log1p(-x)), -xla_log(-xla_log(x)))
 
 
 def _gumbel(data, shape, dtype, mode):
@@ -687,8 +693,8 @@ def _gumbel(data, shape, dtype, mode):
     if mode in ("high", "highest"):
         u = _uniform(data, 0., 1., (2, *shape), dtype)
         high, low = u[0], u[1]
-        x = jnp.where(high >= 0.5, high,
-                      high + _const(dtype, 2.0 ** -info.nmant) * low + _const(dtype, info.tiny))
+        x = key_functions.where(high >= 0.5, high,
+                                high + _const(dtype, 2.0 ** -info.nmant) * low + _const(dtype, info.tiny))
         return -xla_log(-xla_log1p(-x))
     # XLA's log, not NumPy's: the two differ in the last bit for one float in thirty.
     return lax.neg(xla_log(lax.neg(xla_log(_uniform_from_tiny(data, shape, dtype)))))
@@ -707,7 +713,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *, ou
     check_no_sharding("random.categorical", out_sharding)
     data, _ = check_key("categorical", key)
     check_arraylike("categorical", logits)
-    logits = jnp.asarray(logits)
+    logits = key_functions.asarray(logits)
     if not -logits.ndim <= axis < logits.ndim:
         # JAX's np.delete(logits.shape, axis) raises IndexError here.
         raise IndexError(f"axis {axis} is out of bounds for logits of dimension {logits.ndim}; "
@@ -727,15 +733,15 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *, ou
         logits_shape = list(shape[len(shape) - len(batch_shape):])
         logits_shape.insert(axis % logits.ndim, logits.shape[axis])
         g = _gumbel(data, (*prefix, *logits_shape), logits.dtype, mode)
-        return jnp.argmax(g + lax.expand_dims(logits, tuple(range(len(prefix)))), axis=axis)
+        return reductions.argmax(g + lax_shape_ops.expand_dims(logits, tuple(range(len(prefix)))), axis=axis)
     logits = logits + _gumbel(data, logits.shape, logits.dtype, mode)
     k = math.prod(prefix)
     if k > logits.shape[axis]:
         raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number of "
                          f"categories ({logits.shape[axis]}).")
-    _, indices = top_k(jnp.moveaxis(logits, axis, -1), k)
+    _, indices = top_k(key_functions.moveaxis(logits, axis, -1), k)
     dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
-    return lax.reshape(indices, shape, dimensions)
+    return lax_shape_ops.reshape(indices, shape, dimensions)
 
 
 # ---------------------------------------------------------------- on spheres and groups
@@ -751,10 +757,10 @@ def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
     n = _concrete_index(n, "The error occurred in jax.random.orthogonal()")
     m = n if m is None else _concrete_index(m, "The error occurred in jax.random.orthogonal()")
     z = _normal(data, (*shape, max(n, m), min(n, m)), dtype)
-    q, r = jnp.linalg.qr(z)
-    d = jnp.sum(r * jnp.eye(r.shape[-1], dtype=r.dtype), axis=-2)  # diag(r), exactly
-    q = q * jnp.expand_dims(jnp.sign(d), -2)
-    return q if n >= m else jnp.swapaxes(q, -1, -2)
+    q, r = jnp_linalg.qr(z)
+    d = reductions.sum(r * creation.eye(r.shape[-1], dtype=r.dtype), axis=-2)  # diag(r), exactly
+    q = q * key_functions.expand_dims(ufuncs.sign(d), -2)
+    return q if n >= m else key_functions.swapaxes(q, -1, -2)
 
 
 # ---------------------------------------------------------------- more closed-form samplers
@@ -792,7 +798,7 @@ def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
 
 def _maxwell(data, shape, dtype):
     z = _normal(data, shape + (3,), dtype)
-    return jnp.sqrt(jnp.sum(z * z, axis=-1))
+    return ufuncs.sqrt(reductions.sum(z * z, axis=-1))
 
 
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
@@ -801,7 +807,8 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     dtype = _float_dtype("weibull_min", dtype)
     u = _uniform(data, 0., 1., canonicalize_shape(shape), dtype)
     # As JAX: the parameters are not cast to `dtype`; they promote with the draws.
-    return jnp.power(-xla_log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
+    return ufuncs.power(-xla_log1p(-u),
+                        1.0 / key_functions.asarray(concentration)) * key_functions.asarray(scale)
 
 
 def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
@@ -810,12 +817,12 @@ def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
     data, _ = check_key("geometric", key)
     dtype = _int_dtype("geometric", dtype)
     shape = _check_broadcast_shapes("geometric", shape, p)
-    p = jnp.asarray(p)
+    p = key_functions.asarray(p)
     if not dtypes.is_inexact(p.dtype):
         p = p.astype(dtypes.to_inexact_dtype(p.dtype))
     u = _uniform(data, 0., 1., shape, p.dtype)
-    u = jnp.where(u == 0, 1, u)  # as JAX: u = 0 maps to 1, avoiding log(0)
-    g = lax.floor(lax.div(xla_log(u), jnp.broadcast_to(xla_log1p(-p), shape))) + 1
+    u = key_functions.where(u == 0, 1, u)  # as JAX: u = 0 maps to 1, avoiding log(0)
+    g = lax.floor(lax.div(xla_log(u), key_functions.broadcast_to(xla_log1p(-p), shape))) + 1
     return g.astype(dtype)
 
 

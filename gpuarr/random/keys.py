@@ -7,12 +7,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuarr import dtypes, lax, prng
-from gpuarr import numpy as jnp
+from gpuarr import dtypes, prng
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import Tracer, get_aval
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.lax.arguments import check_no_sharding
+from gpuarr.numpy import key_functions
 from gpuarr.prng import PRNGKeyArray
 
 _IMPL_NAMES = ("threefry2x32", "fry", None)
@@ -197,7 +199,7 @@ def clone(key):
                         "Pass a key made by random.key(seed) or random.PRNGKey(seed).")
     if isinstance(key, (Array, Tracer)):
         return key
-    return jnp.asarray(key)  # Python scalars stay weakly typed, as in JAX
+    return key_functions.asarray(key)  # Python scalars stay weakly typed, as in JAX
 
 
 def bits(key, shape=(), dtype=None, *, out_sharding=None):
@@ -220,4 +222,4 @@ def random_bits(data, bit_width: int, shape):
 def split_n(data, n: int):
     """`n` raw subkeys of one raw key, as a list."""
     keys = prng.split_data(data, (n,))
-    return [lax.reshape(lax.slice_in_dim(keys, i, i + 1, axis=0), (2,)) for i in range(n)]
+    return [lax_shape_ops.reshape(lax.slice_in_dim(keys, i, i + 1, axis=0), (2,)) for i in range(n)]

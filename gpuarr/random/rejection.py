@@ -8,12 +8,15 @@ import math
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import special as lax_special
 from gpuarr.lax.arguments import check_no_sharding
 from gpuarr.lax.control_flow import while_loop
+from gpuarr.numpy import creation, key_functions, reductions, ufuncs
 from gpuarr.random.distributions import (
     _check_all_safe_to_cast,
     _check_broadcast_shapes,
@@ -73,14 +76,15 @@ def _gamma_one(data, alpha, log_space):
     def body_fn(state):
         k, x_key, u_key = split_n(state[0], 3)
         _, x, v = while_loop(lambda s: lax.le(s[2], zero), next_xv,
-                             (x_key, lax.full((), 0, dtype), lax.full((), -1, dtype)))
+                             (x_key, lax_shape_ops.full((), 0, dtype), lax_shape_ops.full((), -1, dtype)))
         X = lax.mul(x, x)
         V = lax.mul(lax.mul(v, v), v)
         U = _uniform(u_key, 0., 1., (), dtype)
         return k, X, V, U
 
     k, sub = split_n(data, 2)
-    init = (k, lax.full((), 0, dtype), lax.full((), 1, dtype), lax.full((), 2, dtype))
+    init = (k, lax_shape_ops.full((), 0, dtype), lax_shape_ops.full((), 1, dtype), lax_shape_ops.full((), 2,
+                                                                                                      dtype))
     _, _, V, _ = while_loop(cond_fn, body_fn, init)
     if log_space:
         log_samples = lax.neg(_exponential(sub, (), dtype))
@@ -98,10 +102,10 @@ def _gamma_samples(log_space, data, a):
     shape = _shape_of(a)
     n = math.prod(shape)
     if n == 0:
-        return jnp.zeros(shape, get_aval(a).dtype)
+        return creation.zeros(shape, get_aval(a).dtype)
     keys = split_raw(data, (n,))
-    samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, lax.reshape(a, (n,)))
-    return lax.reshape(samples, shape)
+    samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, lax_shape_ops.reshape(a, (n,)))
+    return lax_shape_ops.reshape(samples, shape)
 
 
 # The samples' derivative in `a` is the implicit reparameterisation gradient, as JAX's
@@ -119,7 +123,7 @@ def _gamma_jvp(log_space, primals, tangents):
         # d log x / da = (dx/da) / x, with x = exp(log x) kept above zero.
         x = lax.exp(lax.stop_gradient(out))
         tiny = np.finfo(x.dtype).tiny
-        x = lax.max(x, lax.full_like(x, tiny))
+        x = lax.max(x, lax_shape_ops.full_like(x, tiny))
         grad = lax.div(random_gamma_grad(a_nd, x), x)
     else:
         grad = random_gamma_grad(a_nd, lax.stop_gradient(out))
@@ -191,9 +195,9 @@ def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
     alpha = _convert(alpha, dtype)
     log_g = _gamma(data, alpha, shape + alpha_shape[-1:], dtype, log_space=True)
     # The softmax, as jax.nn.softmax computes it (an empty last axis gives an empty result).
-    log_max = jnp.max(log_g, axis=-1, keepdims=True, initial=-np.inf)
+    log_max = reductions.max(log_g, axis=-1, keepdims=True, initial=-np.inf)
     unnormalized = _exp(log_g - lax.stop_gradient(log_max))
-    return unnormalized / jnp.sum(unnormalized, axis=-1, keepdims=True)
+    return unnormalized / reductions.sum(unnormalized, axis=-1, keepdims=True)
 
 
 def t(key, df, shape=None, dtype=None, *, out_sharding=None):
@@ -208,7 +212,7 @@ def t(key, df, shape=None, dtype=None, *, out_sharding=None):
     n = _normal(key_n, shape, dtype)
     half_df = lax.div(df, _const(dtype, 2))
     g = _gamma(key_g, half_df, shape, dtype)
-    return n * jnp.sqrt(half_df / g)
+    return n * ufuncs.sqrt(half_df / g)
 
 
 def chisquare(key, df, shape=None, dtype=None, *, out_sharding=None):
@@ -237,9 +241,9 @@ def _poisson_knuth(data, lam, shape, dtype, max_iters):
 
     def cond_fn(carry):
         i, log_prod = carry[0], carry[3]
-        return lax.bitwise_and(jnp.any(lax.gt(log_prod, lax.neg(lam))), lax.lt(i, max_iters))
+        return lax.bitwise_and(reductions.any(lax.gt(log_prod, lax.neg(lam))), lax.lt(i, max_iters))
 
-    init = (np.int32(0), lax.full(shape, 0, dtype), data, lax.full(shape, 0, np.float32))
+    init = (np.int32(0), lax_shape_ops.full(shape, 0, dtype), data, lax_shape_ops.full(shape, 0, np.float32))
     k = while_loop(cond_fn, body_fn, init)[1]
     return lax.sub(k, _const(dtype, 1))
 
@@ -259,7 +263,7 @@ def _poisson_rejection(data, lam, shape, dtype, max_iters):
         u_shifted = 0.5 - abs(u)
         k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
         s = xla_log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
-        t_ = -lam + k * log_lam - lax.lgamma(k + 1)
+        t_ = -lam + k * log_lam - lax_special.lgamma(k + 1)
         accept1 = (u_shifted >= 0.07) & (v <= v_r)
         reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
         accept = accept1 | (~reject & (s <= t_))
@@ -267,11 +271,12 @@ def _poisson_rejection(data, lam, shape, dtype, max_iters):
 
     def cond_fn(carry):
         i, _, accepted, _ = carry
-        return lax.bitwise_and(jnp.any(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
+        return lax.bitwise_and(reductions.any(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
 
-    init = (np.int32(0), lax.full(shape, -1, lam.dtype), lax.full(shape, False, np.bool_), data)
+    init = (np.int32(0), lax_shape_ops.full(shape, -1, lam.dtype), lax_shape_ops.full(shape, False,
+                                                                                      np.bool_), data)
     k = while_loop(cond_fn, body_fn, init)[1]
-    return lax.convert_element_type(k, dtype)
+    return lax_conversions.convert_element_type(k, dtype)
 
 
 def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
@@ -281,14 +286,14 @@ def poisson(key, lam, shape=None, dtype=None, *, out_sharding=None):
     data, _ = check_key("poisson", key)
     dtype = _int_dtype("poisson", dtype)
     shape = canonicalize_shape(shape) if shape is not None else _shape_of(lam)
-    lam = lax.convert_element_type(jnp.broadcast_to(lam, shape), np.float32)
-    use_knuth = jnp.isnan(lam) | (lam < 10)
-    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
-    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+    lam = lax_conversions.convert_element_type(key_functions.broadcast_to(lam, shape), np.float32)
+    use_knuth = ufuncs.isnan(lam) | (lam < 10)
+    lam_knuth = lax.select(use_knuth, lam, lax_shape_ops.full_like(lam, 0.0))
+    lam_rejection = lax.select(use_knuth, lax_shape_ops.full_like(lam, 1e5), lam)
     max_iters = _const(np.int32, np.iinfo(np.int32).max)
     result = lax.select(use_knuth, _poisson_knuth(data, lam_knuth, shape, dtype, max_iters),
                         _poisson_rejection(data, lam_rejection, shape, dtype, max_iters))
-    return lax.select(lam == 0, jnp.zeros_like(result), result)
+    return lax.select(lam == 0, key_functions.zeros_like(result), result)
 
 
 def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
@@ -299,17 +304,17 @@ def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
     dtype = _float_dtype("gamma", dtype)  # JAX's message names gamma, which checks it
     shape = canonicalize_shape(shape)
     d = _concrete_index(d, "The error occurred in jax.random.ball()")
-    p = jnp.asarray(p)  # a weakly typed array, as JAX's jitted sampler sees a Python p
+    p = key_functions.asarray(p)  # a weakly typed array, as JAX's jitted sampler sees a Python p
     k1, k2 = split_n(data, 2)
     g = _generalized_normal(k1, p, (*shape, d), dtype)
     e = _exponential(k2, shape, dtype)
-    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+    return g / (((ufuncs.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
 
 
 def _generalized_normal(data, p, shape, dtype):
     k1, k2 = split_n(data, 2)
     # JAX's sampler is jitted: a Python p is a weakly typed array, so 1 / p rounds in its dtype.
-    inv_p = 1 / jnp.asarray(p)
+    inv_p = 1 / key_functions.asarray(p)
     g = _gamma(k1, inv_p, shape, dtype)
     r = _rademacher(k2, shape, dtype)
     return r * g ** inv_p

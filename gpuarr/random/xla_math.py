@@ -24,13 +24,14 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import lax
 from gpuarr.backends.host_threads import CACHE_BLOCK, run_in_cache_blocks
 from gpuarr.backends.lookup_tables import filling_table
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
 from gpuarr.impls import costly_prims, impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.lax.arguments import _broadcast_shapes, _check_kind, _check_same_dtypes, _coerce_scalars
 from gpuarr.lax.lax import _bcast_tangent, broadcast_batch_rule, unop
 from gpuarr.lax.special import _checked
@@ -541,7 +542,7 @@ def _xla_primitive(name, float32_fn, float64_fn, tangent):
 # d/dx erf_inv(x) = sqrt(pi) / 2 * exp(erf_inv(x) ** 2)
 erf_inv_giles_p, erf_inv_giles = _xla_primitive(
     "erf_inv_giles", _erf_inv32, _erf_inv64_blocks,
-    lambda t, y, x: lax.mul(t, lax.mul(lax.full_like(y, math.sqrt(math.pi) / 2),
+    lambda t, y, x: lax.mul(t, lax.mul(lax_shape_ops.full_like(y, math.sqrt(math.pi) / 2),
                                        lax.exp(lax.mul(y, y)))))
 erf_inv_giles.__doc__ = """erf_inv(x) computed exactly as XLA's CPU backend computes it (Giles'
     polynomials with XLA's log1p and fused multiply-adds): JAX's `lax.erf_inv` bit for bit in
@@ -556,7 +557,7 @@ xla_log.__doc__ = """log(x) as XLA's CPU backend computes it: JAX's `jnp.log` bi
     `lax.log` is NumPy's log, correctly rounded in practice."""
 xla_log1p_p, xla_log1p = _xla_primitive(
     "xla_log1p", _xla_log1p32, np.log1p,
-    lambda t, y, x: lax.div(t, lax.add(x, lax.full_like(x, 1))))
+    lambda t, y, x: lax.div(t, lax.add(x, lax_shape_ops.full_like(x, 1))))
 xla_log1p.__doc__ = """log1p(x) as XLA's CPU backend computes it: JAX's `jnp.log1p` bit for bit
     in float32, float16 and bfloat16. Used by the samplers (gumbel's high modes, exponential)."""
 # Each of these is dozens of NumPy passes per value: a sampler's chain through them from a few
@@ -606,7 +607,7 @@ def _xla_rsqrt32(x):
 # d/dx x ** -1/2 = -1/2 x ** -3/2 = -1/2 rsqrt(x) / x
 xla_rsqrt_p, xla_rsqrt = _xla_primitive(
     "xla_rsqrt", _xla_rsqrt32, lambda x: 1 / np.sqrt(x),
-    lambda t, y, x: lax.mul(t, lax.mul(lax.full_like(y, -0.5), lax.div(y, x))))
+    lambda t, y, x: lax.mul(t, lax.mul(lax_shape_ops.full_like(y, -0.5), lax.div(y, x))))
 xla_rsqrt.__doc__ = """1 / sqrt(x) as XLA's x86 CPU backend computes it (the hardware estimate
     and two Newton steps): JAX's `lax.rsqrt`, and the `a / sqrt(b)` XLA rewrites into it, bit
     for bit in float32. Used by the gamma sampler; `lax.rsqrt` is correctly rounded."""

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import operator
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.numpy import creation, ufuncs
 from gpuarr.numpy.arguments import concrete_value, ensure_array, promote_dtypes_inexact
 
 
@@ -25,12 +27,12 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
     def step(carry, k):
         f0, f1, norm = carry
         f = 2.0 * (k + 1.0) * f1 / z - f0
-        norm = jnp.where(k % 2 == 0, norm + 2.0 * f, norm)  # J_0 + 2 J_2 + 2 J_4 + ...
+        norm = ufuncs.where(k % 2 == 0, norm + 2.0 * f, norm)  # J_0 + 2 J_2 + 2 J_4 + ...
         return (f1, f, norm), f
 
-    zeros = jnp.zeros(z.shape, z.dtype)
-    init = (zeros, jnp.full(z.shape, 1e-16, z.dtype), zeros)
-    (_, _, norm), f = lax.scan(step, init, lax.iota(z.dtype, n_iter + 1), reverse=True)
+    zeros = creation.zeros(z.shape, z.dtype)
+    init = (zeros, creation.full(z.shape, 1e-16, z.dtype), zeros)
+    (_, _, norm), f = lax_control_flow.scan(step, init, lax_shape_ops.iota(z.dtype, n_iter + 1), reverse=True)
     # f[k] is the unnormalized J_k; the sum counted f[0] twice.
     return f[:v + 1] / (norm - f[0])
 

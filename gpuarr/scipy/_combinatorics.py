@@ -7,9 +7,11 @@ import operator
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import lax
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import creation, reductions, selection, ufuncs
 from gpuarr.numpy.arguments import concrete_value
 from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy._gamma import digamma, gamma, gammaln
@@ -21,7 +23,7 @@ def factorial(n, exact: bool = False):
     if exact:
         raise NotImplementedError("factorial with exact=True")
     (n,) = promote_args_inexact("factorial", n)
-    return jnp.where(n < 0, 0, lax.exp(lax.lgamma(n + 1)))
+    return ufuncs.where(n < 0, 0, lax.exp(lax_special.lgamma(n + 1)))
 
 
 def comb(N, k, *, repetition: bool = False):
@@ -29,13 +31,13 @@ def comb(N, k, *, repetition: bool = False):
     `repetition`, the number of multisets, comb(N + k - 1, k) (jax.scipy.special.comb)."""
     N, k = promote_args_inexact("comb", N, k)
     if repetition:
-        return jnp.where((k == 0) & (N >= 0), 1.0, comb(N + k - 1, k))
+        return ufuncs.where((k == 0) & (N >= 0), 1.0, comb(N + k - 1, k))
     valid = (k <= N) & (N >= 0) & (k >= 0)
     # Zeros where the result is 0 keep gammaln away from its poles (and NaN gradients).
-    safe_N = jnp.where(valid, N, 0.0)
-    safe_k = jnp.where(valid, k, 0.0)
+    safe_N = ufuncs.where(valid, N, 0.0)
+    safe_k = ufuncs.where(valid, k, 0.0)
     result = lax.exp(gammaln(safe_N + 1) - gammaln(safe_k + 1) - gammaln(safe_N + 1 - safe_k))
-    return jnp.where(valid, result, 0.0)
+    return ufuncs.where(valid, result, 0.0)
 
 
 @custom_jvp
@@ -44,9 +46,9 @@ def poch(z, m):
     only. Its derivatives are JAX's: (psi(z + m) - psi(z)) (z)_m in z and psi(z + m) (z)_m
     in m (jax.scipy.special.poch)."""
     z, m = promote_args_inexact("poch", z, m)
-    if jnp.issubdtype(z.dtype, np.complexfloating):
+    if dtypes.numpy_issubdtype(z.dtype, np.complexfloating):
         raise ValueError("jnp.poch does not support complex-valued inputs.")
-    return jnp.where(m == 0., jnp.array(1, dtype=z.dtype), gamma(z + m) / gamma(z))
+    return ufuncs.where(m == 0., creation.array(1, dtype=z.dtype), gamma(z + m) / gamma(z))
 
 
 poch.defjvps(
@@ -66,14 +68,14 @@ def bernoulli(n: int):
     n = operator.index(concrete_value(n, "Argument n of bernoulli"))
     if n < 0:
         raise ValueError("n must be a non-negative integer.")
-    b3 = jnp.array([1, -1 / 2, 1 / 6])
+    b3 = creation.array([1, -1 / 2, 1 / 6])
     if n < 3:
         return b3[:n + 1]
-    bn = jnp.zeros(n + 1).at[:3].set(b3)
-    m = jnp.arange(4, n + 1, 2, dtype=bn.dtype)
-    q1 = (1. / np.pi ** 2) * jnp.cumprod(-(m - 1) * m / 4 / np.pi ** 2)
-    k = jnp.arange(2, _ZETA_TERMS, dtype=bn.dtype)
-    q2 = jnp.sum(k[:, None] ** -m[None, :], axis=0) + _zeta_tail(m, float(_ZETA_TERMS))
+    bn = creation.zeros(n + 1).at[:3].set(b3)
+    m = creation.arange(4, n + 1, 2, dtype=bn.dtype)
+    q1 = (1. / np.pi ** 2) * selection.cumprod(-(m - 1) * m / 4 / np.pi ** 2)
+    k = creation.arange(2, _ZETA_TERMS, dtype=bn.dtype)
+    q2 = reductions.sum(k[:, None] ** -m[None, :], axis=0) + _zeta_tail(m, float(_ZETA_TERMS))
     return bn.at[4::2].set(q1 * (1 + q2))
 
 

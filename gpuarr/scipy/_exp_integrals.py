@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.numpy import creation, dtype_functions, functional, manipulation, ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy._gamma import gammaln
 from gpuarr.scipy._series import elementwise_while, polyval
@@ -72,9 +74,9 @@ def _check_real(x, name):
 
 def _branch_index(conds, default):
     """The branch jnp.piecewise takes: the last condition that holds, else `default`."""
-    index = jnp.full(jnp.shape(conds[0]), default, dtype=np.int32)
+    index = creation.full(dtype_functions.shape(conds[0]), default, dtype=np.int32)
     for i, cond in enumerate(conds):
-        index = jnp.where(cond, np.int32(i), index)
+        index = ufuncs.where(cond, np.int32(i), index)
     return index
 
 
@@ -91,21 +93,21 @@ def expi(x):
 
 @custom_jvp
 def _expi(x):
-    return jnp.piecewise(x, [x < 0], [lambda v: -exp1(-v), _expi_positive])
+    return functional.piecewise(x, [x < 0], [lambda v: -exp1(-v), _expi_positive])
 
 
-_expi.defjvps(lambda x_dot, ans, x: jnp.exp(x) / x * x_dot)
+_expi.defjvps(lambda x_dot, ans, x: ufuncs.exp(x) / x * x_dot)
 
 
 def _expi_small(x):
-    return x * (polyval(_EI_A, x) / polyval(_EI_B, x)) + np.euler_gamma + jnp.log(x)
+    return x * (polyval(_EI_A, x) / polyval(_EI_B, x)) + np.euler_gamma + ufuncs.log(x)
 
 
 def _expi_large(a, b):
     def ei(x):
         w = const(x, 1.0) / x
         f = w * (polyval(a, w) / polyval(b, w)) + const(x, 1.0)
-        return jnp.exp(x) * w * f
+        return ufuncs.exp(x) * w * f
     return ei
 
 
@@ -113,7 +115,7 @@ def _expi_positive(x):
     # (0, 2], (2, 4], ..., (32, 64], and the last approximation for everything else.
     conds = [(const(x, 0) < x) & (x <= const(x, 2))] + [
         (const(x, 2 ** i) < x) & (x <= const(x, 2 ** (i + 1))) for i in range(1, 6)]
-    return jnp.piecewise(x, conds, [_expi_small] + [_expi_large(a, b) for a, b in _EI_LARGE])
+    return functional.piecewise(x, conds, [_expi_small] + [_expi_large(a, b) for a, b in _EI_LARGE])
 
 
 # ---------------------------------------------------------------- expn, exp1
@@ -134,7 +136,7 @@ def expn(n, x):
     SciPy have 1 / (n - 1)); no derivative in n (jax.scipy.special.expn)."""
     n, x = promote_args_inexact("expn", n, x)
     _check_real(x, "expn")
-    return _expn(*jnp.broadcast_arrays(n, x))
+    return _expn(*manipulation.broadcast_arrays(n, x))
 
 
 @custom_jvp
@@ -149,17 +151,17 @@ def _expn(n, x):
         x > one,
     ], default=6)
     # The loops see their own elements only; the rest get x = 1/2 or 2 and n = 1.
-    series_x = jnp.where(index == 6, x, const(x, 0.5))
-    fraction_x = jnp.where(index == 5, x, const(x, 2.0))
-    series_n = jnp.where(index == 6, n, one)
-    fraction_n = jnp.where(index == 5, n, one)
-    n1 = jnp.where(n == 1, n + n, n)  # keeps the unused 1 / n from dividing by zero
+    series_x = ufuncs.where(index == 6, x, const(x, 0.5))
+    fraction_x = ufuncs.where(index == 5, x, const(x, 2.0))
+    series_n = ufuncs.where(index == 6, n, one)
+    fraction_n = ufuncs.where(index == 5, n, one)
+    n1 = ufuncs.where(n == 1, n + n, n)  # keeps the unused 1 / n from dividing by zero
     return lax.select_n(
         index,
-        lax.full_like(x, np.nan),
-        lax.full_like(x, np.inf),
+        lax_shape_ops.full_like(x, np.nan),
+        lax_shape_ops.full_like(x, np.inf),
         (one / n1).astype(x.dtype),
-        jnp.exp(-x) / x,
+        ufuncs.exp(-x) / x,
         _expn_large_n(x, n),
         _expn_fraction(fraction_x, fraction_n),
         _expn_series(series_x, series_n),
@@ -177,10 +179,10 @@ def _expn_series(x, n):
     # the k = n - 1 term left out of the sum (Cephes' expn.c).
     eps = dtypes.finfo(x.dtype).eps
     zero, one = const(x, 0.0), const(x, 1.0)
-    psi0 = -np.euler_gamma - jnp.log(x)
+    psi0 = -np.euler_gamma - ufuncs.log(x)
     _, psi = elementwise_while(lambda s: s[0] < n, lambda s: (s[0] + one, s[1] + one / s[0]),
-                               (jnp.ones_like(n), psi0))
-    n1 = jnp.where(n == 1, one + one, n)
+                               (creation.ones_like(n), psi0))
+    n1 = ufuncs.where(n == 1, one + one, n)
     z = -x
 
     def body(state):
@@ -188,12 +190,12 @@ def _expn_series(x, n):
         xk = xk + one
         yk = yk * z / xk
         pk = pk + one
-        ans = ans + jnp.where(pk != zero, yk / pk, zero)
-        return xk, yk, pk, ans, jnp.where(ans != zero, abs(yk / ans), one)
+        ans = ans + ufuncs.where(pk != zero, yk / pk, zero)
+        return xk, yk, pk, ans, ufuncs.where(ans != zero, abs(yk / ans), one)
 
-    init = (zero, one, one - n, jnp.where(n == 1, zero, one / (one - n1)), const(x, np.inf))
+    init = (zero, one, one - n, ufuncs.where(n == 1, zero, one / (one - n1)), const(x, np.inf))
     ans = elementwise_while(lambda s: (x > zero) & (s[4] > eps), body, init)[3]
-    return z ** (n - 1) * psi / jnp.exp(gammaln(n)) - ans
+    return z ** (n - 1) * psi / ufuncs.exp(gammaln(n)) - ans
 
 
 def _expn_fraction(x, n):
@@ -207,22 +209,22 @@ def _expn_fraction(x, n):
         k, pkm2, qkm2, pkm1, qkm1, ans, _, r = state
         k = k + 1
         odd = k % 2 == 1
-        yk = jnp.where(odd, one, x)
-        xk = jnp.where(odd, n + (k - 1) / 2, k / 2)
+        yk = ufuncs.where(odd, one, x)
+        xk = ufuncs.where(odd, n + (k - 1) / 2, k / 2)
         pk = pkm1 * yk + pkm2 * xk
         qk = qkm1 * yk + qkm2 * xk
         nonzero = qk != zero
-        r = jnp.where(nonzero, pk / qk, r)
-        t = jnp.where(nonzero, abs((ans - r) / r), one)
-        ans = jnp.where(nonzero, r, ans)
+        r = ufuncs.where(nonzero, pk / qk, r)
+        t = ufuncs.where(nonzero, abs((ans - r) / r), one)
+        ans = ufuncs.where(nonzero, r, ans)
         pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
         rescale = abs(pk) > big
-        pkm2, pkm1, qkm2, qkm1 = (jnp.where(rescale, v / big, v) for v in (pkm2, pkm1, qkm2, qkm1))
+        pkm2, pkm1, qkm2, qkm1 = (ufuncs.where(rescale, v / big, v) for v in (pkm2, pkm1, qkm2, qkm1))
         return k, pkm2, qkm2, pkm1, qkm1, ans, t, r
 
-    init = (jnp.ones_like(n), one, x, one, x + n, one / (x + n), const(x, np.inf), zero)
+    init = (creation.ones_like(n), one, x, one, x + n, one / (x + n), const(x, np.inf), zero)
     ans = elementwise_while(lambda s: (x > zero) & (s[6] > eps), body, init)[5]
-    return ans * jnp.exp(-x)
+    return ans * ufuncs.exp(-x)
 
 
 def _expn_large_n(x, n):
@@ -233,4 +235,4 @@ def _expn_large_n(x, n):
     ans = yk * n * (const(x, 6) * x * x - const(x, 8) * n * x + n * n)
     ans = yk * (ans + n * (n - const(x, 2) * x))
     ans = yk * (ans + n)
-    return (ans + one) * jnp.exp(-x) / xk
+    return (ans + one) * ufuncs.exp(-x) / xk

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import creation, polynomial, ufuncs
 from gpuarr.numpy.arguments import _convert
 from gpuarr.scipy._arguments import (
     broadcast_arrays,
@@ -97,24 +101,24 @@ def _promote_args_complex(fun_name, *args):
 
 
 def _complex_const(like, re, im):
-    return lax.complex(const(like, re), const(like, im))
+    return lax_extras.complex(const(like, re), const(like, im))
 
 
 def _wofz_upper(z):
     # Weideman's approximation, valid for Im(z) >= 0.
-    re = lax.real(z)
+    re = lax_extras.real(z)
     L = _complex_const(re, _WOFZ_L, 0.)
-    iz = lax.complex(lax.neg(lax.imag(z)), re)
+    iz = lax_extras.complex(lax.neg(lax_extras.imag(z)), re)
     denom = L - iz
     Z = (L + iz) / denom
-    p = jnp.polyval(jnp.asarray(np.array(_WOFZ_C), dtype=Z.dtype), Z)
+    p = polynomial.polyval(creation.asarray(np.array(_WOFZ_C), dtype=Z.dtype), Z)
     one_over_sqrtpi = _complex_const(re, 1. / np.sqrt(np.pi), 0.)
     return 2 * p / (denom * denom) + one_over_sqrtpi / denom
 
 
 @custom_jvp
 def _wofz(z):
-    upper = lax.ge(lax.imag(z), const(lax.real(z), 0.))
+    upper = lax.ge(lax_extras.imag(z), const(lax_extras.real(z), 0.))
     w_upper = _wofz_upper(lax.select(upper, z, lax.neg(z)))
     correction = 2 * lax.exp(lax.neg(z * z)) - w_upper
     return lax.select(upper, w_upper, correction)
@@ -122,7 +126,7 @@ def _wofz(z):
 
 # w'(z) = -2 z w(z) + 2i / sqrt(pi)
 _wofz.defjvps(lambda g, ans, z: g * (lax.neg(2 * z * ans)
-                                     + _complex_const(lax.real(z), 0., 2. / np.sqrt(np.pi))))
+                                     + _complex_const(lax_extras.real(z), 0., 2. / np.sqrt(np.pi))))
 
 
 # ---------------------------------------------------------------- erfcx
@@ -133,7 +137,7 @@ def erfcx(x):
     x; complex input goes through wofz(ix) (jax.scipy.special.erfcx)."""
     (x,) = promote_args_inexact("erfcx", x)
     if dtypes.is_complex(x.dtype):
-        return _wofz(lax.complex(lax.neg(lax.imag(x)), lax.real(x)))
+        return _wofz(lax_extras.complex(lax.neg(lax_extras.imag(x)), lax_extras.real(x)))
     return _erfcx(x)
 
 
@@ -154,10 +158,10 @@ _erfcx.defjvps(lambda g, ans, x: g * (2 * x * ans - const(x, 2. / np.sqrt(np.pi)
 def _erfcx_impl(x, nterms):
     # The series takes over where exp(x^2) would overflow.
     large = x > const(x, np.sqrt(np.log(dtypes.finfo(x.dtype).max)))
-    safe_x = lax.select(large, lax.full_like(x, 1.), x)
-    direct = lax.exp(lax.square(safe_x)) * lax.erfc(safe_x)
+    safe_x = lax.select(large, lax_shape_ops.full_like(x, 1.), x)
+    direct = lax.exp(lax.square(safe_x)) * lax_special.erfc(safe_x)
     t = const(x, 1.) / lax.square(x)
-    p = jnp.polyval(np.array(_ERFCX_ASYMPTOTIC[-nterms:], dtype=x.dtype), t)
+    p = polynomial.polyval(np.array(_ERFCX_ASYMPTOTIC[-nterms:], dtype=x.dtype), t)
     asymptotic = p / (x * const(x, np.sqrt(np.pi)))
     return lax.select(large, asymptotic, direct)
 
@@ -186,25 +190,25 @@ _dawsn.defjvps(lambda g, ans, x: g * (const(x, 1.) - const(x, 2.) * x * ans))
 
 def _dawsn_impl(x):
     # The approximations are for |x|; dawsn is odd (and sign(0) * 0 is the right 0).
-    sign = jnp.sign(x)
+    sign = ufuncs.sign(x)
     ax = lax.abs(x)
     an, ad, bn, bd, cn, cd = (np.array(c, dtype=x.dtype) for c in (
         _DAWSN_AN, _DAWSN_AD, _DAWSN_BN, _DAWSN_BD, _DAWSN_CN, _DAWSN_CD))
     t = const(x, 1.) / lax.square(ax)
     # Each region sees 1 outside itself, so no polynomial overflows into an unused inf / inf.
-    ax_r1 = lax.select(ax < const(x, 3.25), ax, lax.full_like(ax, 1.))
+    ax_r1 = lax.select(ax < const(x, 3.25), ax, lax_shape_ops.full_like(ax, 1.))
     ax2_r1 = lax.square(ax_r1)
-    val_r1 = ax_r1 * jnp.polyval(an, ax2_r1) / jnp.polyval(ad, ax2_r1)
+    val_r1 = ax_r1 * polynomial.polyval(an, ax2_r1) / polynomial.polyval(ad, ax2_r1)
     in_r2 = (ax >= const(x, 3.25)) & (ax < const(x, 6.25))
-    t_r2 = lax.select(in_r2, t, lax.full_like(t, 1.))
+    t_r2 = lax.select(in_r2, t, lax_shape_ops.full_like(t, 1.))
     in_r2 = (ax >= const(x, 3.25)) & (ax < const(x, 6.25))  # recomputed, as in JAX's program
-    ax_r2 = lax.select(in_r2, ax, lax.full_like(ax, 1.))
+    ax_r2 = lax.select(in_r2, ax, lax_shape_ops.full_like(ax, 1.))
     val_r2 = (const(x, 0.5) / ax_r2) * (
-        const(x, 1.) + t_r2 * jnp.polyval(bn, t_r2) / jnp.polyval(bd, t_r2))
-    t_r3 = lax.select(ax >= const(x, 6.25), t, lax.full_like(t, 1.))
-    ax_r3 = lax.select(ax >= const(x, 6.25), ax, lax.full_like(ax, 1.))
+        const(x, 1.) + t_r2 * polynomial.polyval(bn, t_r2) / polynomial.polyval(bd, t_r2))
+    t_r3 = lax.select(ax >= const(x, 6.25), t, lax_shape_ops.full_like(t, 1.))
+    ax_r3 = lax.select(ax >= const(x, 6.25), ax, lax_shape_ops.full_like(ax, 1.))
     val_r3 = (const(x, 0.5) / ax_r3) * (
-        const(x, 1.) + t_r3 * jnp.polyval(cn, t_r3) / jnp.polyval(cd, t_r3))
+        const(x, 1.) + t_r3 * polynomial.polyval(cn, t_r3) / polynomial.polyval(cd, t_r3))
     result = lax.select(ax < const(x, 3.25), val_r1,
                         lax.select(ax < const(x, 6.25), val_r2, val_r3))
     return sign * result

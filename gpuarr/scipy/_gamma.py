@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.jit_api import jit
+from gpuarr.lax import lax
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
 from gpuarr.scipy._arguments import concrete_int, const, promote_args_inexact, require_real
 
 
@@ -15,7 +17,7 @@ def gammaln(x):
     """log|Gamma(x)|, the log of the absolute value of the gamma function
     (jax.scipy.special.gammaln); integer inputs become the default float type."""
     (x,) = promote_args_inexact("gammaln", x)
-    return lax.lgamma(x)  # complex input is a TypeError there, as in JAX
+    return lax_special.lgamma(x)  # complex input is a TypeError there, as in JAX
 
 
 @jit
@@ -27,9 +29,9 @@ def gammasgn(x):
     typ = x.dtype.type  # NumPy scalars: the sign is never weakly typed, as in JAX
     floor_x = lax.floor(x)
     negative = x < 0
-    return jnp.select(
-        [(negative & (x == floor_x)) | jnp.isnan(x),
-         (negative & (floor_x % 2 != 0)) | ((x == 0) & jnp.signbit(x))],
+    return selection.select(
+        [(negative & (x == floor_x)) | ufuncs.isnan(x),
+         (negative & (floor_x % 2 != 0)) | ((x == 0) & ufuncs.signbit(x))],
         [typ(np.nan), typ(-1.0)], typ(1.0))
 
 
@@ -38,39 +40,39 @@ def gamma(x):
     the float type does and is NaN at negative integers); complex input is exp of the
     Lanczos log gamma, NaN at the poles (jax.scipy.special.gamma)."""
     (x,) = promote_args_inexact("gamma", x)
-    if jnp.issubdtype(x.dtype, np.complexfloating):
+    if dtypes.numpy_issubdtype(x.dtype, np.complexfloating):
         return _complex_gamma(x)
-    return gammasgn(x) * lax.exp(lax.lgamma(x))
+    return gammasgn(x) * lax.exp(lax_special.lgamma(x))
 
 
 def _complex_gamma(z):
     from gpuarr.scipy._loggamma import _complex_loggamma
     # JAX's steps (including its repeated `real`), so the traced program is JAX's.
-    is_nan = jnp.isnan(z)
-    is_pole = (jnp.imag(z) == 0) & (jnp.real(z) == jnp.floor(jnp.real(z))) & (jnp.real(z) <= 0)
-    nan_val = jnp.array(complex(np.nan, np.nan), dtype=z.dtype)
+    is_nan = ufuncs.isnan(z)
+    is_pole = (ufuncs.imag(z) == 0) & (ufuncs.real(z) == ufuncs.floor(ufuncs.real(z))) & (ufuncs.real(z) <= 0)
+    nan_val = creation.array(complex(np.nan, np.nan), dtype=z.dtype)
     # Poles and NaNs go through loggamma as 1, so the unselected branch keeps NaN out of
     # the gradient.
     bad = is_pole | is_nan
-    safe = jnp.where(bad, jnp.ones_like(z), z)
-    return jnp.where(bad, nan_val, jnp.exp(_complex_loggamma(safe)))
+    safe = ufuncs.where(bad, creation.ones_like(z), z)
+    return ufuncs.where(bad, nan_val, ufuncs.exp(_complex_loggamma(safe)))
 
 
 def digamma(x):
     """The digamma function psi(x), the derivative of gammaln (jax.scipy.special.digamma)."""
     (x,) = promote_args_inexact("digamma", x)
-    return lax.digamma(x)
+    return lax_special.digamma(x)
 
 
 def polygamma(n, x):
     """The n-th derivative of digamma at x; `n` must have an integer dtype (a float `n` is a
     ValueError, as in JAX) and is promoted with `x` (jax.scipy.special.polygamma)."""
     n_dtype = dtypes.dtype(n, canonicalize=True)
-    if not jnp.issubdtype(n_dtype, np.integer):
+    if not dtypes.numpy_issubdtype(n_dtype, np.integer):
         raise ValueError("Argument `n` to polygamma must be of integer type. "
                          f"Got dtype {n_dtype}.")
     n, x = promote_args_inexact("polygamma", n, x)
-    return lax.polygamma(n, require_real(x, "polygamma"))
+    return lax_special.polygamma(n, require_real(x, "polygamma"))
 
 
 def _algdiv(a, b):
@@ -96,7 +98,7 @@ def _algdiv(a, b):
     w = w * (c / b)
     u = d * lax.log1p(a / b)
     v = a * (lax.log(b) - 1.0)
-    return jnp.where(u <= v, (w - v) - u, (w - u) - v)
+    return ufuncs.where(u <= v, (w - v) - u, (w - u) - v)
 
 
 def betaln(a, b):
@@ -104,10 +106,10 @@ def betaln(a, b):
     the lgamma difference, which stays accurate for large arguments
     (jax.scipy.special.betaln)."""
     a, b = promote_args_inexact("betaln", a, b)
-    a, b = jnp.minimum(a, b), jnp.maximum(a, b)
-    small_b = lax.lgamma(a) + (lax.lgamma(b) - lax.lgamma(a + b))
-    large_b = lax.lgamma(a) + _algdiv(a, b)
-    return jnp.where(b < 8, small_b, large_b)
+    a, b = ufuncs.minimum(a, b), ufuncs.maximum(a, b)
+    small_b = lax_special.lgamma(a) + (lax_special.lgamma(b) - lax_special.lgamma(a + b))
+    large_b = lax_special.lgamma(a) + _algdiv(a, b)
+    return ufuncs.where(b < 8, small_b, large_b)
 
 
 def beta(a, b):
@@ -126,7 +128,7 @@ def multigammaln(a, d):
     a, d_ = promote_args_inexact("multigammaln", a, d)
     constant = lax.mul(lax.mul(lax.mul(const(a, 0.25), d_), lax.sub(d_, const(a, 1))),
                        lax.log(const(a, np.pi)))
-    b = lax.div(jnp.arange(d, dtype=d_.dtype), const(a, 2))
-    res = jnp.sum(gammaln(jnp.expand_dims(a, -1) - jnp.expand_dims(b, tuple(range(a.ndim)))),
-                  axis=-1)
+    b = lax.div(creation.arange(d, dtype=d_.dtype), const(a, 2))
+    res = reductions.sum(gammaln(manipulation.expand_dims(a, -1)
+                                 - manipulation.expand_dims(b, tuple(range(a.ndim)))), axis=-1)
     return res + constant

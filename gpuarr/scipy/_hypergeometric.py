@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import lax
+from gpuarr.numpy import creation, dtype_functions, manipulation, ufuncs
 from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy._gamma import digamma, gamma
 from gpuarr.scipy._series import elementwise_while
@@ -31,7 +32,7 @@ def _sum_terms(serie, term, ratio, weight=None, needed=True):
     """serie + sum_{k>=1} weight(k) t_k, with t_1 = term and t_{k+1} = t_k ratio(k), stopping
     at k = 250 or once |t_k| / |sum| <= eps (so a zero first term, with a zero sum, stops at
     once); k is an int32 array. Elements where `needed` is False are left at their start."""
-    eps = dtypes.finfo(jnp.result_type(term)).eps
+    eps = dtypes.finfo(dtype_functions.result_type(term)).eps
 
     def cond(state):
         serie, k, term = state
@@ -42,7 +43,7 @@ def _sum_terms(serie, term, ratio, weight=None, needed=True):
         serie = serie + (term if weight is None else term * weight(k))
         return serie, k + 1, term * ratio(k)
 
-    one = jnp.ones(jnp.shape(term), np.int32)
+    one = creation.ones(dtype_functions.shape(term), np.int32)
     return elementwise_while(cond, body, (serie, one, term))[0]
 
 
@@ -57,33 +58,33 @@ def hyp1f1(a, b, x):
     a, b, x = promote_args_inexact("hyp1f1", a, b, x)
     if dtypes.is_complex(x.dtype):
         raise ValueError("hyp1f1 does not support complex-valued inputs.")
-    return _hyp1f1(*jnp.broadcast_arrays(a, b, x))
+    return _hyp1f1(*manipulation.broadcast_arrays(a, b, x))
 
 
 @custom_jvp
 def _hyp1f1(a, b, x):
     use_series = lax.abs(x) < 100
-    one = jnp.ones_like(x)
+    one = creation.ones_like(x)
     series = _sum_terms(one, a / b * x, lambda k: (a + k) / (b + k) * x / (k + 1),
                         needed=use_series)
     asymptotic = _sum_terms(one, (b - a) * (1 - a) / x,
                             lambda k: (b - a + k) * (1 - a + k) / (k + 1) / x,
                             needed=~use_series)
     asymptotic = gamma(b) / gamma(a) * lax.exp(x) * x ** (a - b) * asymptotic
-    result = jnp.where(use_series, series, asymptotic)
+    result = ufuncs.where(use_series, series, asymptotic)
     index = (a == 0) * 1 + ((a == b) & (a != 0)) * 2 + ((b == 0) & (a != 0)) * 3
-    return lax.select_n(index.astype(np.int32), result, one, jnp.exp(x),
-                        jnp.full_like(x, np.inf))
+    return lax.select_n(index.astype(np.int32), result, one, ufuncs.exp(x),
+                        creation.full_like(x, np.inf))
 
 
 def _hyp1f1_da(a, b, x):
-    zero = jnp.zeros_like(x)
+    zero = creation.zeros_like(x)
     return _sum_terms(zero, a / b * x, lambda k: (a + k) / (b + k) * x / (k + 1),
                       weight=lambda k: digamma(a + k) - digamma(a))
 
 
 def _hyp1f1_db(a, b, x):
-    zero = jnp.zeros_like(x)
+    zero = creation.zeros_like(x)
     return _sum_terms(zero, a / b * x, lambda k: (a + k) / (b + k) * x / (k + 1),
                       weight=lambda k: digamma(b) - digamma(b + k))
 
@@ -104,7 +105,7 @@ def hyp2f1(a, b, c, x):
     non-positive integer, for x > 1, and at x == 1 unless c - a - b > 0 (Gauss's sum).
     Large results lose accuracy, float32 ones first (jax.scipy.special.hyp2f1)."""
     a, b, c, x = promote_args_inexact("hyp2f1", a, b, c, x)
-    return _hyp2f1(*jnp.broadcast_arrays(a, b, c, x))
+    return _hyp2f1(*manipulation.broadcast_arrays(a, b, c, x))
 
 
 @custom_jvp
@@ -113,19 +114,19 @@ def _hyp2f1(a, b, c, x):
     d = c - a - b
     s = 1 - x
     ca, cb = c - a, c - b
-    id_ = jnp.round(d)
-    index = jnp.where((x == 0) | (((a == 0) | (b == 0)) & (c != 0)), 0,
-            jnp.where((c == 0) | ((c < 0) & (c % 1 == 0)), 1,
-            jnp.where((d <= -1) & ~((jnp.abs(d - id_) >= eps) & (s < 0)), 2,
-            jnp.where((d <= 0) & (x == 1), 1,
-            jnp.where((x < 1) & (b == c), 3,
-            jnp.where((x < 1) & (a == c), 4,
-            jnp.where(x > 1, 1,
-            jnp.where(x == 1, 5, 6))))))))
+    id_ = ufuncs.round(d)
+    index = ufuncs.where((x == 0) | (((a == 0) | (b == 0)) & (c != 0)), 0,
+            ufuncs.where((c == 0) | ((c < 0) & (c % 1 == 0)), 1,
+            ufuncs.where((d <= -1) & ~((ufuncs.abs(d - id_) >= eps) & (s < 0)), 2,
+            ufuncs.where((d <= 0) & (x == 1), 1,
+            ufuncs.where((x < 1) & (b == c), 3,
+            ufuncs.where((x < 1) & (a == c), 4,
+            ufuncs.where(x > 1, 1,
+            ufuncs.where(x == 1, 5, 6))))))))
     return lax.select_n(
         index.astype(np.int32),
-        jnp.ones_like(x),
-        jnp.full_like(x, np.inf),
+        creation.ones_like(x),
+        creation.full_like(x, np.inf),
         s ** d * _terminal_or_series(ca, cb, c, x, needed=index == 2),
         s ** (-a),
         s ** (-b),
@@ -139,12 +140,12 @@ def _terminal_or_series(a, b, c, x, needed):
     # digamma form of the 1 - x transformation converges where the series does not.
     eps = dtypes.finfo(x.dtype).eps * 50
     d = c - a - b
-    neg_int_a = (a <= 0) & (jnp.abs(a - jnp.round(a)) < eps)
-    neg_int_b = (b <= 0) & (jnp.abs(b - jnp.round(b)) < eps)
+    neg_int_a = (a <= 0) & (ufuncs.abs(a - ufuncs.round(a)) < eps)
+    neg_int_b = (b <= 0) & (ufuncs.abs(b - ufuncs.round(b)) < eps)
     terminates = neg_int_a | neg_int_b
-    index = jnp.where((x > 0.9) & ~terminates,
-                      jnp.where(jnp.abs(d - jnp.round(d)) >= eps, 0, 1),
-                      jnp.where(terminates, 2, 0))
+    index = ufuncs.where((x > 0.9) & ~terminates,
+                         ufuncs.where(ufuncs.abs(d - ufuncs.round(d)) >= eps, 0, 1),
+                         ufuncs.where(terminates, 2, 0))
     return lax.select_n(index.astype(np.int32),
                         _hyp2f1_series(a, b, c, x, needed & (index == 0)),
                         _hyp2f1_digamma_transform(a, b, c, x, needed & (index == 1)),
@@ -155,18 +156,18 @@ def _hyp2f1_terminal(a, b, c, x, needed):
     """The finite sum up to k = |a| (a a non-positive integer; b when it is the one with the
     larger magnitude still below |c| for a non-positive integer c)."""
     eps = dtypes.finfo(x.dtype).eps * 50
-    swap = (b < a) & (jnp.abs(b - jnp.round(b)) < eps) & ~((c % 1 == 0) & (c <= 0) & (c > b))
-    a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
-    a = jnp.abs(a)
+    swap = (b < a) & (ufuncs.abs(b - ufuncs.round(b)) < eps) & ~((c % 1 == 0) & (c <= 0) & (c > b))
+    a, b = ufuncs.where(swap, b, a), ufuncs.where(swap, a, b)
+    a = ufuncs.abs(a)
 
     def body(state):
         i, serie, term = state
         term = term * (-(a - i + 1) / (c + i - 1) * (b + i - 1) / i * x)
         return i + 1, serie + term, term
 
-    one = jnp.ones_like(x)
+    one = creation.ones_like(x)
     return elementwise_while(lambda state: needed & (state[0] < a + 1), body,
-                             (jnp.ones_like(a), one, one))[1]
+                             (creation.ones_like(a), one, one))[1]
 
 
 def _hyp2f1_series(a, b, c, x, needed):
@@ -181,8 +182,8 @@ def _hyp2f1_series(a, b, c, x, needed):
         return (serie + term, k + 1,
                 term * ((a + k - 1) * (b + k - 1) / (c + k - 1) / k * x))
 
-    return elementwise_while(cond, body, (jnp.zeros_like(x), jnp.ones_like(x),
-                                          jnp.ones_like(x)))[0]
+    return elementwise_while(cond, body, (creation.zeros_like(x), creation.ones_like(x),
+                                          creation.ones_like(x)))[0]
 
 
 def _hyp2f1_digamma_transform(a, b, c, x, needed):
@@ -191,13 +192,13 @@ def _hyp2f1_digamma_transform(a, b, c, x, needed):
     rtol = dtypes.finfo(x.dtype).eps
     d = c - a - b
     s = 1 - x
-    rd = jnp.round(d)
-    zero = jnp.zeros_like(d)
-    e = jnp.where(rd >= 0, d, -d)
-    d1 = jnp.where(rd >= 0, d, zero)
-    d2 = jnp.where(rd >= 0, zero, d)
-    ard = jnp.where(rd >= 0, rd, -rd).astype(np.int32)
-    ax = jnp.log(s)
+    rd = ufuncs.round(d)
+    zero = creation.zeros_like(d)
+    e = ufuncs.where(rd >= 0, d, -d)
+    d1 = ufuncs.where(rd >= 0, d, zero)
+    d2 = ufuncs.where(rd >= 0, zero, d)
+    ard = ufuncs.where(rd >= 0, rd, -rd).astype(np.int32)
+    ax = ufuncs.log(s)
 
     y = digamma(1.0) + digamma(1.0 + e) - digamma(a + d1) - digamma(b + d1) - ax
     y = y / gamma(e + 1.0)
@@ -205,7 +206,7 @@ def _hyp2f1_digamma_transform(a, b, c, x, needed):
 
     def cond(state):
         _, q, t, y = state
-        return needed & (t < _MAX_TERMS) & (jnp.abs(q) >= rtol * jnp.abs(y))
+        return needed & (t < _MAX_TERMS) & (ufuncs.abs(q) >= rtol * ufuncs.abs(y))
 
     def body(state):
         p, _, t, y = state
@@ -216,7 +217,7 @@ def _hyp2f1_digamma_transform(a, b, c, x, needed):
         p = p * ((b + t + d1) / (t + 1.0 + e))
         return p, q, t + 1.0, y + q
 
-    y = elementwise_while(cond, body, (p, y, jnp.ones_like(x), y))[3]
+    y = elementwise_while(cond, body, (p, y, creation.ones_like(x), y))[3]
 
     # The |m| - 1 extra terms of the finite sum (none where m == 0 or the element is unused).
     def finite_body(state):
@@ -226,21 +227,21 @@ def _hyp2f1_digamma_transform(a, b, c, x, needed):
         p = p / t
         return i + 1, t, p, y1 + p
 
-    one = jnp.ones_like(x)
+    one = creation.ones_like(x)
     y1 = elementwise_while(lambda state: needed & (state[0] < ard), finite_body,
-                           (jnp.ones_like(ard), jnp.zeros_like(x), one, one))[3]
+                           (creation.ones_like(ard), creation.zeros_like(x), one, one))[3]
     gamma_c = gamma(c)
     y1 = y1 * (gamma(e) * gamma_c / (gamma(a + d1) * gamma(b + d1)))
     y_m = y * (gamma_c / (gamma(a + d2) * gamma(b + d2)))
-    y_m = jnp.where((ard & 1) != 0, -y_m, y_m)
+    y_m = ufuncs.where((ard & 1) != 0, -y_m, y_m)
     q = s ** rd
-    with_sum = jnp.where(rd > 0, y_m * q + y1, y_m + y1 * q)
-    return jnp.where(rd == 0, y * gamma_c / (gamma(a) * gamma(b)), with_sum)
+    with_sum = ufuncs.where(rd > 0, y_m * q + y1, y_m + y1 * q)
+    return ufuncs.where(rd == 0, y * gamma_c / (gamma(a) * gamma(b)), with_sum)
 
 
 def _hyp2f1_dparam(weight):
     def derivative(a, b, c, x):
-        zero = jnp.zeros_like(x)
+        zero = creation.zeros_like(x)
         return _sum_terms(zero, a * b / c * x,
                           lambda k: (a + k) * (b + k) / (c + k) / (k + 1) * x,
                           weight=lambda k: weight(a, b, c, k))

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import extras as lax_extras
+from gpuarr.numpy import creation, dtype_functions, manipulation, ufuncs
 from gpuarr.numpy.arguments import concrete_int, concrete_value
 
 
@@ -34,21 +35,22 @@ def _normalized_legendre(l_max: int, x):
     indexed [m, l, point]."""
     p00 = np.zeros((l_max + 1, 1), x.dtype)
     p00[0] = 0.5 / np.sqrt(np.pi)
-    first = jnp.broadcast_to(jnp.asarray(p00), (l_max + 1,) + x.shape)
+    first = manipulation.broadcast_to(creation.asarray(p00), (l_max + 1,) + x.shape)
     if l_max == 0:
         return first[:, None]
-    sin = jnp.sqrt(1.0 - x * x)
+    sin = ufuncs.sqrt(1.0 - x * x)
 
     def degree(carry, coeffs):
         prev1, prev2 = carry
         d0, d1, diag = (c[:, None] for c in coeffs)
-        below = jnp.concatenate([jnp.zeros_like(prev1[:1]), prev1[:-1]], axis=0)  # P_{l-1}^{m-1}
+        below = manipulation.concatenate([creation.zeros_like(prev1[:1]), prev1[:-1]],
+                                         axis=0)  # P_{l-1}^{m-1}
         row = d0 * (x * prev1) - d1 * prev2 + diag * (sin * below)
         return (row, prev1), row
 
-    _, rows = lax.scan(degree, (first, jnp.zeros_like(first)),
-                       _recurrence_coefficients(l_max, x.dtype))
-    return jnp.moveaxis(jnp.concatenate([first[None], rows], axis=0), 0, 1)
+    _, rows = lax_control_flow.scan(degree, (first, creation.zeros_like(first)),
+                                    _recurrence_coefficients(l_max, x.dtype))
+    return manipulation.moveaxis(manipulation.concatenate([first[None], rows], axis=0), 0, 1)
 
 
 def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = None):
@@ -60,8 +62,8 @@ def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = 
     if diff_n is not None:
         raise NotImplementedError(
             "The 'diff_n' argument to jax.scipy.special.sph_harm_y is not supported.")
-    if jnp.isscalar(theta):
-        theta = jnp.array([theta])
+    if dtype_functions.isscalar(theta):
+        theta = creation.array([theta])
     if n_max is None:
         n_max = np.max(concrete_value(n, "The `n_max` argument of `jnp.scipy.special.sph_harm` "
                                          "must be statically specified to use `sph_harm` within "
@@ -69,9 +71,9 @@ def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = 
     n_max = concrete_int(n_max, "The `n_max` argument of `jnp.scipy.special.sph_harm` must be "
                                 "statically specified to use `sph_harm` within JAX "
                                 "transformations.")
-    theta = jnp.asarray(theta)
-    legendre = _normalized_legendre(n_max, jnp.cos(theta))
-    value = legendre.at[abs(m), n, jnp.arange(len(n))].get(mode="clip")
+    theta = creation.asarray(theta)
+    legendre = _normalized_legendre(n_max, ufuncs.cos(theta))
+    value = legendre.at[abs(m), n, creation.arange(len(n))].get(mode="clip")
     angle = abs(m) * phi
-    harmonics = lax.complex(value * jnp.cos(angle), value * jnp.sin(angle))
-    return jnp.where(m < 0, (-1.0) ** abs(m) * jnp.conjugate(harmonics), harmonics)
+    harmonics = lax_extras.complex(value * ufuncs.cos(angle), value * ufuncs.sin(angle))
+    return ufuncs.where(m < 0, (-1.0) ** abs(m) * ufuncs.conjugate(harmonics), harmonics)

@@ -8,9 +8,11 @@ import functools
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import creation, polynomial, ufuncs
 from gpuarr.scipy._arguments import require_float32_or_64
 
 
@@ -26,8 +28,8 @@ def _ndtr(x):
     w = x * half_sqrt_2
     z = lax.abs(w)
     # erfc keeps relative accuracy for large |w|, where 1 + erf(w) would cancel.
-    y = lax.select(lax.lt(z, half_sqrt_2), dtype(1.) + lax.erf(w),
-                   lax.select(lax.gt(w, dtype(0.)), dtype(2.) - lax.erfc(z), lax.erfc(z)))
+    y = lax.select(lax.lt(z, half_sqrt_2), dtype(1.) + lax_special.erf(w),
+                   lax.select(lax.gt(w, dtype(0.)), dtype(2.) - lax_special.erfc(z), lax_special.erfc(z)))
     return dtype(0.5) * y
 
 
@@ -56,35 +58,35 @@ def ndtri(p):
     """The inverse of ndtr: the x with ndtr(x) = p, -inf at p = 0 and inf at p = 1, from
     Cephes' piecewise rational approximations (jax.scipy.special.ndtri); float32 or float64
     input only."""
-    in_dtype = lax.dtype(p)  # a TypeError for lists, as in JAX
+    in_dtype = lax_extras.dtype(p)  # a TypeError for lists, as in JAX
     if in_dtype not in (np.float32, np.float64):
         raise TypeError(
             f"x.dtype={in_dtype} is not supported, see docstring for supported types.")
-    p = jnp.asarray(p)
+    p = creation.asarray(p)
     dtype = p.dtype.type
     shape = np.shape(p)
     p0, q0, p1, q1, p2, q2 = (np.array(c, dtype) for c in (_P0, _Q0, _P1, _Q1, _P2, _Q2))
-    maybe_complement_p = jnp.where(p > dtype(-np.expm1(-2.)), dtype(1.) - p, p)
+    maybe_complement_p = ufuncs.where(p > dtype(-np.expm1(-2.)), dtype(1.) - p, p)
     # Any value other than 0 keeps NaN out of the branches not taken at p = 0 or 1.
-    sanitized = jnp.where(maybe_complement_p == dtype(0.), jnp.full(shape, dtype(0.5)),
-                          maybe_complement_p)
+    sanitized = ufuncs.where(maybe_complement_p == dtype(0.), creation.full(shape, dtype(0.5)),
+                             maybe_complement_p)
     # Centre, p > exp(-2): x / sqrt(2 pi) = w + w^3 P0(w^2) / Q0(w^2).
     w = sanitized - dtype(0.5)
     ww = lax.square(w)
-    x_for_big_p = w + w * ww * (jnp.polyval(p0, ww) / jnp.polyval(q0, ww))
+    x_for_big_p = w + w * ww * (polynomial.polyval(p0, ww) / polynomial.polyval(q0, ww))
     x_for_big_p = x_for_big_p * -dtype(np.sqrt(2. * np.pi))
     # Tails: x = z - log(z) / z - P(1/z) / Q(1/z) / z with z = sqrt(-2 log p).
     z = lax.sqrt(dtype(-2.) * lax.log(sanitized))
     first_term = z - lax.log(z) / z
-    second_term_small_p = jnp.polyval(p2, 1 / z) / jnp.polyval(q2, 1 / z) / z
-    second_term_otherwise = jnp.polyval(p1, 1 / z) / jnp.polyval(q1, 1 / z) / z
+    second_term_small_p = polynomial.polyval(p2, 1 / z) / polynomial.polyval(q2, 1 / z) / z
+    second_term_otherwise = polynomial.polyval(p1, 1 / z) / polynomial.polyval(q1, 1 / z) / z
     x_small_p = first_term - second_term_small_p
     x_otherwise = first_term - second_term_otherwise
-    x = jnp.where(sanitized > dtype(np.exp(-2.)), x_for_big_p,
-                  jnp.where(z >= dtype(8.0), x_small_p, x_otherwise))
-    x = jnp.where(p > dtype(1. - np.exp(-2.)), x, -x)
-    inf = jnp.full(shape, dtype(np.inf))
-    return jnp.where(p == dtype(0.0), -inf, jnp.where(p == dtype(1.0), inf, x))
+    x = ufuncs.where(sanitized > dtype(np.exp(-2.)), x_for_big_p,
+                     ufuncs.where(z >= dtype(8.0), x_small_p, x_otherwise))
+    x = ufuncs.where(p > dtype(1. - np.exp(-2.)), x, -x)
+    inf = creation.full(shape, dtype(np.inf))
+    return ufuncs.where(p == dtype(0.0), -inf, ufuncs.where(p == dtype(1.0), inf, x))
 
 
 # Where log_ndtr switches method, per dtype: below `lower` ndtr underflows, so an asymptotic
@@ -104,17 +106,17 @@ def log_ndtr(x, series_order=3):
         raise ValueError("series_order must be non-negative.")
     if series_order > 30:
         raise ValueError("series_order must be <= 30.")
-    x = jnp.asarray(x)
+    x = creation.asarray(x)
     if x.dtype not in _LOG_NDTR_BOUNDS:
         raise TypeError(f"x.dtype={x.dtype} is not supported.")
     lower, upper = (np.asarray(b, x.dtype) for b in _LOG_NDTR_BOUNDS[x.dtype])
     above = lax.gt(x, upper)
     # Clamping each branch's argument to its own range keeps the unused branches finite, so
     # their zero cotangents do not turn into NaN (0 * inf) in the gradient.
-    ndtr_res = _ndtr(jnp.where(above, -x, lax.max(x, lower)))
-    return jnp.where(above, -ndtr_res,
-                     jnp.where(lax.gt(x, lower), lax.log(ndtr_res),
-                               _log_ndtr_lower(lax.min(x, lower), series_order)))
+    ndtr_res = _ndtr(ufuncs.where(above, -x, lax.max(x, lower)))
+    return ufuncs.where(above, -ndtr_res,
+                        ufuncs.where(lax.gt(x, lower), lax.log(ndtr_res),
+                                     _log_ndtr_lower(lax.min(x, lower), series_order)))
 
 
 @log_ndtr.defjvp
@@ -142,8 +144,8 @@ def _log_ndtr_series(x, series_order, dtype):
     if series_order <= 0:
         return np.array(1, dtype)
     x_2 = lax.square(x)
-    even_sum = jnp.zeros_like(x)
-    odd_sum = jnp.zeros_like(x)
+    even_sum = creation.zeros_like(x)
+    odd_sum = creation.zeros_like(x)
     x_2n = x_2
     for n in range(1, series_order + 1):
         y = np.array(np.prod(np.arange(2 * n - 1, 1, -2)), dtype) / x_2n

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import lax
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import creation, manipulation, products, ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 
 # Nodes t_i and weights w_i for T(h, a) ~ a sum_i w_i exp(-h^2 (1 + a^2 t_i) / 2) / (1 + a^2 t_i),
@@ -39,37 +40,38 @@ def owens_t(h, a):
 
 
 def _quadrature(h, a):
-    quad_pts = jnp.expand_dims(_QUAD_PTS, tuple(range(a.ndim)))
-    r = jnp.square(a)[..., None] * quad_pts
-    integrand = jnp.exp(-0.5 * jnp.square(h)[..., None] * (1. + r)) / (1. + r)
+    quad_pts = manipulation.expand_dims(_QUAD_PTS, tuple(range(a.ndim)))
+    r = ufuncs.square(a)[..., None] * quad_pts
+    integrand = ufuncs.exp(-0.5 * ufuncs.square(h)[..., None] * (1. + r)) / (1. + r)
     # jnp.dot, not @: the same contraction, printed as JAX prints integrand @ weights.
-    return a * jnp.dot(integrand, _QUAD_WTS)
+    return a * products.dot(integrand, _QUAD_WTS)
 
 
 @custom_jvp
 def _owens_t_impl(h, a):
-    h = jnp.abs(h)
-    abs_a = jnp.abs(a)
+    h = ufuncs.abs(h)
+    abs_a = ufuncs.abs(a)
     root_2 = const(h, np.sqrt(2))
     h_normed = h / root_2
     # |a| > 1 goes through T(ah, 1/a).
-    mod_a = jnp.where(abs_a <= 1., abs_a, jnp.reciprocal(abs_a))
-    mod_h = jnp.where(abs_a <= 1., h, abs_a * h)
+    mod_a = ufuncs.where(abs_a <= 1., abs_a, ufuncs.reciprocal(abs_a))
+    mod_h = ufuncs.where(abs_a <= 1., h, abs_a * h)
     result = _quadrature(mod_h, mod_a)
-    result = jnp.where(mod_h == 0., jnp.arctan(mod_a) / (2 * np.pi), result)
-    result = jnp.where(mod_a == 1., 0.125 * lax.erfc(-mod_h / root_2) * lax.erfc(mod_h / root_2),
+    result = ufuncs.where(mod_h == 0., ufuncs.arctan(mod_a) / (2 * np.pi), result)
+    result = ufuncs.where(mod_a == 1.,
+                          0.125 * lax_special.erfc(-mod_h / root_2) * lax_special.erfc(mod_h / root_2),
                        result)
-    norm_h = lax.erfc(h_normed)
-    norm_ah = lax.erfc(abs_a * h_normed)
+    norm_h = lax_special.erfc(h_normed)
+    norm_ah = lax_special.erfc(abs_a * h_normed)
     # erf products where both are small, erfc ones (no cancellation) where they are not.
-    result = jnp.where(
+    result = ufuncs.where(
         abs_a > 1.,
-        jnp.where(abs_a * h <= 0.67,
-                  0.25 - 0.25 * lax.erf(h_normed) * lax.erf(abs_a * h_normed) - result,
-                  0.25 * (norm_h + norm_ah - norm_h * norm_ah) - result),
+        ufuncs.where(abs_a * h <= 0.67,
+                     0.25 - 0.25 * lax_special.erf(h_normed) * lax_special.erf(abs_a * h_normed) - result,
+                     0.25 * (norm_h + norm_ah - norm_h * norm_ah) - result),
         result)
     result = lax.sign(a) * result
-    return jnp.where(jnp.isnan(a) | jnp.isnan(h), jnp.full_like(result, np.nan), result)
+    return ufuncs.where(ufuncs.isnan(a) | ufuncs.isnan(h), creation.full_like(result, np.nan), result)
 
 
 @_owens_t_impl.defjvp
@@ -79,7 +81,7 @@ def _owens_t_jvp(primals, tangents):
     root_2 = const(h, np.sqrt(2))
     # dT/dh = -exp(-h^2/2) erf(ah / sqrt 2) / (2 sqrt(2 pi)); dT/da = exp(-(1 + a^2) h^2 / 2)
     # / (2 pi (1 + a^2)).
-    dout_dh = (-lax.exp(-0.5 * lax.square(h)) * lax.erf(a * h / root_2)
+    dout_dh = (-lax.exp(-0.5 * lax.square(h)) * lax_special.erf(a * h / root_2)
                / (2. * const(h, np.sqrt(2. * np.pi))))
     dout_da = (lax.exp(-0.5 * (lax.square(a) + 1.) * lax.square(h))
                / (2. * np.pi * (lax.square(a) + 1.)))

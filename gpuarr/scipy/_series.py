@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.core import get_aval
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.numpy import dtype_functions, manipulation, reductions
 
 
 def polyval(coeffs, x, dtype=None):
@@ -21,7 +24,7 @@ def polyval(coeffs, x, dtype=None):
     rounded to `dtype` (x's by default), as `jnp.polyval(np.array(coeffs, dtype), x)`: the
     result is strongly typed, and an infinite x gives NaN (0 * inf) as it does there."""
     dt = np.dtype(get_aval(x).dtype if dtype is None else dtype)
-    out = lax.full_like(x, 0)
+    out = lax_shape_ops.full_like(x, 0)
     for c in np.asarray(coeffs, dt):
         out = out * x + c
     return out
@@ -33,16 +36,17 @@ def elementwise_while(cond_fun, body_fun, init):
     one shape (with the condition's); each keeps its initial dtype (Python scalars take the
     default types), strongly typed."""
     active = cond_fun(init)
-    shape = np.broadcast_shapes(jnp.shape(active), *(jnp.shape(v) for v in init))
-    dtypes = [jnp.result_type(v) for v in init]
-    init = tuple(lax.convert_element_type(jnp.broadcast_to(v, shape), dt)
+    shape = np.broadcast_shapes(dtype_functions.shape(active), *(dtype_functions.shape(v) for v in init))
+    dtypes = [dtype_functions.result_type(v) for v in init]
+    init = tuple(lax_conversions.convert_element_type(manipulation.broadcast_to(v, shape), dt)
                  for v, dt in zip(init, dtypes))
 
     def body(carry):
         active, state = carry
-        new = tuple(lax.select(active, lax.convert_element_type(jnp.broadcast_to(n, shape), dt), o)
+        new = tuple(lax.select(active, lax_conversions.convert_element_type(
+                        manipulation.broadcast_to(n, shape), dt), o)
                     for n, o, dt in zip(body_fun(state), state, dtypes))
         return active & cond_fun(new), new
 
-    active = jnp.broadcast_to(active, shape)
-    return lax.while_loop(lambda carry: jnp.any(carry[0]), body, (active, init))[1]
+    active = manipulation.broadcast_to(active, shape)
+    return lax_control_flow.while_loop(lambda carry: reductions.any(carry[0]), body, (active, init))[1]

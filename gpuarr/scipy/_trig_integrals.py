@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
 from gpuarr.jit_api import jit as _jit
+from gpuarr.numpy import creation, polynomial, selection, ufuncs
 from gpuarr.scipy._arguments import promote_args_inexact
 
 # Si(x) = x SN(x^2) / SD(x^2) and Ci(x) = euler_gamma + log(x) + x^2 CN(x^2) / CD(x^2), |x| <= 4.
@@ -114,58 +114,58 @@ def sici(x):
     (x,) = promote_args_inexact("sici", x)
     if dtypes.is_complex(x.dtype):
         raise ValueError(f"Argument `x` to sici must be real-valued. Got dtype {x.dtype}.")
-    x_abs = jnp.abs(x)
+    x_abs = ufuncs.abs(x)
     si_series, ci_series = _sici_series(x_abs)
     si_auxiliary, ci_auxiliary = _sici_auxiliary(x_abs)
     si_asymptotic, ci_asymptotic = _sici_asymptotic(x_abs)
     cond1 = x_abs <= 4
     cond2 = (x_abs > 4) & (x_abs <= 1e9)
-    si = jnp.select([cond1, cond2], [si_series, si_auxiliary], si_asymptotic)
-    ci = jnp.select([cond1, cond2], [ci_series, ci_auxiliary], ci_asymptotic)
-    return jnp.sign(x) * si, jnp.where(jnp.isneginf(x), np.nan, ci)
+    si = selection.select([cond1, cond2], [si_series, si_auxiliary], si_asymptotic)
+    ci = selection.select([cond1, cond2], [ci_series, ci_auxiliary], ci_asymptotic)
+    return ufuncs.sign(x) * si, ufuncs.where(ufuncs.isneginf(x), np.nan, ci)
 
 
 @sici.defjvp
 @_jit
 def sici_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents
-    return sici(x), (jnp.sinc(x / np.pi) * x_dot, jnp.cos(x) / x * x_dot)
+    return sici(x), (ufuncs.sinc(x / np.pi) * x_dot, ufuncs.cos(x) / x * x_dot)
 
 
 def _sici_series(x):
     def si_series(x):
         t = x * x
-        return (x * jnp.polyval(np.array(_SI_N, x.dtype), t)) / jnp.polyval(
+        return (x * polynomial.polyval(np.array(_SI_N, x.dtype), t)) / polynomial.polyval(
             np.array(_SI_D, x.dtype), t)
 
     def ci_series(x):
         t = x * x
-        return (np.euler_gamma + jnp.log(x) + t * jnp.polyval(np.array(_CI_N, x.dtype), t)
-                / jnp.polyval(np.array(_CI_D, x.dtype), t))
+        return (np.euler_gamma + ufuncs.log(x) + t * polynomial.polyval(np.array(_CI_N, x.dtype), t)
+                / polynomial.polyval(np.array(_CI_D, x.dtype), t))
 
-    return jnp.where(x == 0, 0.0, si_series(x)), jnp.where(x == 0, -np.inf, ci_series(x))
+    return ufuncs.where(x == 0, 0.0, si_series(x)), ufuncs.where(x == 0, -np.inf, ci_series(x))
 
 
 def _sici_auxiliary(x):
     # Si = pi/2 - f cos(x) - g sin(x) and Ci = f sin(x) - g cos(x).
-    s, c = jnp.sin(x), jnp.cos(x)
+    s, c = ufuncs.sin(x), ufuncs.cos(x)
     z = 1.0 / (x * x)
     fn4, fd4, gn4, gd4, fn8, fd8, gn8, gd8 = (np.array(k, x.dtype) for k in (
         _FN4, _FD4, _GN4, _GD4, _FN8, _FD8, _GN8, _GD8))
-    f4 = jnp.polyval(fn4, z) / (x * jnp.polyval(fd4, z))
-    g4 = z * jnp.polyval(gn4, z) / jnp.polyval(gd4, z)
-    f8 = jnp.polyval(fn8, z) / (x * jnp.polyval(fd8, z))
-    g8 = z * jnp.polyval(gn8, z) / jnp.polyval(gd8, z)
+    f4 = polynomial.polyval(fn4, z) / (x * polynomial.polyval(fd4, z))
+    g4 = z * polynomial.polyval(gn4, z) / polynomial.polyval(gd4, z)
+    f8 = polynomial.polyval(fn8, z) / (x * polynomial.polyval(fd8, z))
+    g8 = z * polynomial.polyval(gn8, z) / polynomial.polyval(gd8, z)
     below_8 = x < 8.0
-    f = jnp.where(below_8, f4, f8)
-    g = jnp.where(below_8, g4, g8)
+    f = ufuncs.where(below_8, f4, f8)
+    g = ufuncs.where(below_8, g4, g8)
     return (np.pi / 2) - f * c - g * s, f * s - g * c
 
 
 def _sici_asymptotic(x):
-    si = (np.pi / 2) - jnp.cos(x) / x
-    ci = jnp.sin(x) / x
-    return jnp.where(jnp.isposinf(x), np.pi / 2, si), jnp.where(jnp.isposinf(x), 0.0, ci)
+    si = (np.pi / 2) - ufuncs.cos(x) / x
+    ci = ufuncs.sin(x) / x
+    return ufuncs.where(ufuncs.isposinf(x), np.pi / 2, si), ufuncs.where(ufuncs.isposinf(x), 0.0, ci)
 
 
 # ---------------------------------------------------------------- fresnel
@@ -182,23 +182,23 @@ def fresnel(x):
         raise NotImplementedError("Support for complex-valued inputs is not implemented yet.")
     if xxa.dtype in (np.float32, np.float16, dtypes.bfloat16):
         xxa = xxa.astype(np.float32)
-        k = {name: jnp.array(c, dtype=np.float32) for name, c in _FRESNEL_F32.items()}
+        k = {name: creation.array(c, dtype=np.float32) for name, c in _FRESNEL_F32.items()}
         # Unused: JAX's program builds these four empty arrays in single precision too.
-        k.update((name, jnp.empty(0)) for name in ("cd", "sd", "fd", "gd"))
+        k.update((name, creation.empty(0)) for name in ("cd", "sd", "fd", "gd"))
     elif xxa.dtype == np.float64:
-        k = {name: jnp.array(c, dtype=np.float64) for name, c in _FRESNEL_F64.items()}
+        k = {name: creation.array(c, dtype=np.float64) for name, c in _FRESNEL_F64.items()}
     else:
         raise NotImplementedError(f"Support for {xxa.dtype} dtype is not implemented yet.")
     single = xxa.dtype == np.float32
-    x = jnp.abs(xxa)
+    x = ufuncs.abs(xxa)
     x2 = x * x
     t = x2 * x2
     if single:
-        s_small = x * x2 * jnp.polyval(k["sn"], t)
-        c_small = x * jnp.polyval(k["cn"], t)
+        s_small = x * x2 * polynomial.polyval(k["sn"], t)
+        c_small = x * polynomial.polyval(k["cn"], t)
     else:
-        s_small = x * x2 * jnp.polyval(k["sn"], t) / jnp.polyval(k["sd"], t)
-        c_small = x * jnp.polyval(k["cn"], t) / jnp.polyval(k["cd"], t)
+        s_small = x * x2 * polynomial.polyval(k["sn"], t) / polynomial.polyval(k["sd"], t)
+        c_small = x * polynomial.polyval(k["cn"], t) / polynomial.polyval(k["cd"], t)
 
     sinpi, cospi = sincospisquaredhalf(x)
     if single:
@@ -211,23 +211,23 @@ def fresnel(x):
     u = 1.0 / (t * t)
     t = 1.0 / t
     if single:
-        f = 1.0 - u * jnp.polyval(k["fn"], u)
-        g = t * jnp.polyval(k["gn"], u)
+        f = 1.0 - u * polynomial.polyval(k["fn"], u)
+        g = t * polynomial.polyval(k["gn"], u)
     else:
-        f = 1.0 - u * jnp.polyval(k["fn"], u) / jnp.polyval(k["fd"], u)
-        g = t * jnp.polyval(k["gn"], u) / jnp.polyval(k["gd"], u)
+        f = 1.0 - u * polynomial.polyval(k["fn"], u) / polynomial.polyval(k["fd"], u)
+        g = t * polynomial.polyval(k["gn"], u) / polynomial.polyval(k["gd"], u)
     t = np.pi * x
     c_other = 0.5 + (f * sinpi - g * cospi) / t
     s_other = 0.5 - (f * cospi + g * sinpi) / t
 
-    is_inf = jnp.isinf(xxa)
+    is_inf = ufuncs.isinf(xxa)
     small = x2 < 2.5625
     large = x > 36974.0
-    s = jnp.where(is_inf, 0.5, jnp.where(small, s_small, jnp.where(large, s_large, s_other)))
-    c = jnp.where(is_inf, 0.5, jnp.where(small, c_small, jnp.where(large, c_large, c_other)))
+    s = ufuncs.where(is_inf, 0.5, ufuncs.where(small, s_small, ufuncs.where(large, s_large, s_other)))
+    c = ufuncs.where(is_inf, 0.5, ufuncs.where(small, c_small, ufuncs.where(large, c_large, c_other)))
     negative = xxa < 0.0
-    s = jnp.where(negative, -s, s)
-    c = jnp.where(negative, -c, c)
+    s = ufuncs.where(negative, -s, s)
+    c = ufuncs.where(negative, -c, c)
     if original_dtype != xxa.dtype:
         s = s.astype(original_dtype)
         c = c.astype(original_dtype)
@@ -238,13 +238,13 @@ def fresnel(x):
 def sincospisquaredhalf(x):
     """sin and cos of pi x^2 / 2 with the argument reduced exactly: for s = x mod 2,
     x^2 / 2 = s (x - s/2) (mod 2), as SciPy's sinpi and cospi."""
-    x = jnp.abs(x)
-    s = jnp.fmod(x, 2.0)
-    r = jnp.fmod(s * (x - s / 2), 2.0)
-    sinpi = jnp.where(r < 0.5, jnp.sin(np.pi * r),
-                      jnp.where(r > 1.5, jnp.sin(np.pi * (r - 2.0)), -jnp.sin(np.pi * (r - 1.0))))
-    cospi = jnp.where(r == 0.5, 0.0,
-                      jnp.where(r < 1.0, -jnp.sin(np.pi * (r - 0.5)), jnp.sin(np.pi * (r - 1.5))))
+    x = ufuncs.abs(x)
+    s = ufuncs.fmod(x, 2.0)
+    r = ufuncs.fmod(s * (x - s / 2), 2.0)
+    sinpi = ufuncs.where(r < 0.5, ufuncs.sin(np.pi * r),
+                         ufuncs.where(r > 1.5, ufuncs.sin(np.pi * (r - 2.0)), -ufuncs.sin(np.pi * (r - 1.0))))
+    cospi = ufuncs.where(r == 0.5, 0.0,
+                         ufuncs.where(r < 1.0, -ufuncs.sin(np.pi * (r - 0.5)), ufuncs.sin(np.pi * (r - 1.5))))
     return sinpi, cospi
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact, require_real
 
 
@@ -18,7 +19,7 @@ def xlogy(x, y):
     derivative is JAX's log(y) dx + x / y dy (jax.scipy.special.xlogy)."""
     x, y = promote_args_inexact("xlogy", x, y)
     # 0 * log(0) is 0 by definition; a NaN y still gives NaN, as in SciPy.
-    return jnp.where((x != 0) | jnp.isnan(y), lax.mul(x, lax.log(y)), lax.full_like(x, 0))
+    return ufuncs.where((x != 0) | ufuncs.isnan(y), lax.mul(x, lax.log(y)), lax_shape_ops.full_like(x, 0))
 
 
 @xlogy.defjvp
@@ -33,7 +34,7 @@ def xlog1py(x, y):
     """x * log1p(y), defined as 0 where x == 0 (unless y is NaN), so xlog1py(0, -1) = 0; its
     derivative is log1p(y) dx + x / (1 + y) dy (jax.scipy.special.xlog1py)."""
     x, y = promote_args_inexact("xlog1py", x, y)
-    return jnp.where((x != 0) | jnp.isnan(y), lax.mul(x, lax.log1p(y)), lax.full_like(x, 0))
+    return ufuncs.where((x != 0) | ufuncs.isnan(y), lax.mul(x, lax.log1p(y)), lax_shape_ops.full_like(x, 0))
 
 
 @xlog1py.defjvp
@@ -60,7 +61,7 @@ def entr(x):
     (jax.scipy.special.entr)."""
     (x,) = promote_args_inexact("entr", x)
     require_real(x, "entr")
-    return lax.select(lax.lt(x, const(x, 0)), lax.full_like(x, -np.inf), lax.neg(_xlogx(x)))
+    return lax.select(lax.lt(x, const(x, 0)), lax_shape_ops.full_like(x, -np.inf), lax.neg(_xlogx(x)))
 
 
 def rel_entr(p, q):
@@ -72,10 +73,10 @@ def rel_entr(p, q):
     both_positive = lax.bitwise_and(lax.gt(p, zero), lax.gt(q, zero))
     one_zero = lax.bitwise_and(lax.eq(p, zero), lax.ge(q, zero))
     # Ones in the masked-out places keep NaN out of the unused branch and its gradient.
-    safe_p = jnp.where(both_positive, p, 1)
-    safe_q = jnp.where(both_positive, q, 1)
+    safe_p = ufuncs.where(both_positive, p, 1)
+    safe_q = ufuncs.where(both_positive, q, 1)
     log_val = lax.sub(_xlogx(safe_p), xlogy(safe_p, safe_q))
-    return jnp.where(both_positive, log_val, jnp.where(one_zero, zero, np.inf))
+    return ufuncs.where(both_positive, log_val, ufuncs.where(one_zero, zero, np.inf))
 
 
 def kl_div(p, q):

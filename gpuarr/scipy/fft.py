@@ -14,9 +14,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.core import get_aval
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.numpy import fft, selection, ufuncs
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 
 __all__ = ["dct", "dctn", "idct", "idctn"]
@@ -87,7 +89,7 @@ def _ortho_scale(n: int) -> np.ndarray:
 
 def _split_complex(fn, x, **kw):
     """Transform the real and imaginary parts of a complex `x` separately (the DCT is real)."""
-    return lax.complex(fn(jnp.real(x), **kw), fn(jnp.imag(x), **kw))
+    return lax_extras.complex(fn(ufuncs.real(x), **kw), fn(ufuncs.imag(x), **kw))
 
 
 # ---------------------------------------------------------------- one dimension
@@ -105,13 +107,13 @@ def dct(x, type: int = 2, n: int | None = None, axis: int = -1, norm: str | None
     x = _resize(x, n, axis)
     size = get_aval(x).shape[axis]
     order = np.concatenate([np.arange(0, size, 2), np.arange(1, size, 2)[::-1]])
-    spectrum = jnp.fft.fft(jnp.take(x, order, axis=axis), axis=axis)
-    real_dtype = get_aval(jnp.real(spectrum)).dtype
+    spectrum = fft.fft(selection.take(x, order, axis=axis), axis=axis)
+    real_dtype = get_aval(ufuncs.real(spectrum)).dtype
     theta = np.pi * np.arange(size) / (2 * size)
     # 2 Re(V_k exp(-i theta_k)), written on real and imaginary parts.
     cos = _along(2 * np.cos(theta), axis, ndim).astype(real_dtype)
     sin = _along(2 * np.sin(theta), axis, ndim).astype(real_dtype)
-    out = jnp.real(spectrum) * cos + jnp.imag(spectrum) * sin
+    out = ufuncs.real(spectrum) * cos + ufuncs.imag(spectrum) * sin
     if norm == "ortho":
         out = out * _along(_ortho_scale(size), axis, ndim).astype(real_dtype)
     return out
@@ -137,9 +139,9 @@ def idct(x, type: int = 2, n: int | None = None, axis: int = -1, norm: str | Non
     theta = np.pi * np.arange(size) / (2 * size)
     twist = _along(2 * size * scale * np.exp(1j * theta), axis, ndim)
     complex_dtype = dtypes.to_complex_dtype(get_aval(x).dtype)
-    y = jnp.real(jnp.fft.ifft(x * twist.astype(complex_dtype), axis=axis))
+    y = ufuncs.real(fft.ifft(x * twist.astype(complex_dtype), axis=axis))
     order = np.concatenate([np.arange(0, size, 2), np.arange(1, size, 2)[::-1]])
-    return jnp.take(y, np.argsort(order), axis=axis)
+    return selection.take(y, np.argsort(order), axis=axis)
 
 
 # ---------------------------------------------------------------- n dimensions

@@ -1,13 +1,13 @@
 """Numerical integration of sampled data (jax.scipy.integrate): the trapezoidal rule."""
 from __future__ import annotations
 
-from gpuarr import numpy as jnp
 from gpuarr.jit_api import jit
+from gpuarr.numpy import calculus
 
 __all__ = ["trapezoid"]
 
 # One compiled program per argument signature, as JAX's jitted trapezoid.
-_trapezoid = jit(jnp.trapezoid, static_argnames=("axis",))
+_trapezoid = jit(calculus.trapezoid, static_argnames=("axis",))
 
 
 def trapezoid(y, x=None, dx=1.0, axis: int = -1):

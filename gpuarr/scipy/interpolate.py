@@ -14,8 +14,8 @@ from itertools import product
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr import numpy as jnp
 from gpuarr.core import get_aval
+from gpuarr.numpy import creation, dtype_functions, manipulation, sorting, ufuncs
 from gpuarr.numpy.arguments import check_arraylike, promote_dtypes_inexact
 from gpuarr.pytrees import register_pytree_node
 
@@ -36,11 +36,11 @@ def _ndim_coords_from_arrays(points, ndim=None):
         points = points[0]  # an argument tuple
     if isinstance(points, tuple):
         check_arraylike("_ndim_coords_from_arrays", *points)
-        coords = jnp.broadcast_arrays(*points)
+        coords = manipulation.broadcast_arrays(*points)
         float_dtype = dtypes.canonicalize_dtype(float)
-        return jnp.stack([jnp.asarray(c).astype(float_dtype) for c in coords], axis=-1)
+        return manipulation.stack([creation.asarray(c).astype(float_dtype) for c in coords], axis=-1)
     check_arraylike("_ndim_coords_from_arrays", points)
-    points = jnp.asarray(points)
+    points = creation.asarray(points)
     if points.ndim == 1:
         points = points.reshape(-1, 1) if ndim is None else points.reshape(-1, ndim)
     return points
@@ -62,20 +62,20 @@ class RegularGridInterpolator:
         if self.bounds_error:
             raise NotImplementedError("`bounds_error` takes no effect under JIT")
         check_arraylike("RegularGridInterpolator", values)
-        values = jnp.asarray(values)
+        values = creation.asarray(values)
         if len(points) > values.ndim:
             raise ValueError(f"there are {len(points)} point arrays, but values has "
                              f"{values.ndim} dimensions")
         (values,) = promote_dtypes_inexact(values)
         if fill_value is not None:
             check_arraylike("RegularGridInterpolator", fill_value)
-            fill_value = jnp.asarray(fill_value)
-            if not jnp.can_cast(fill_value.dtype, get_aval(values).dtype, casting="same_kind"):
+            fill_value = creation.asarray(fill_value)
+            if not dtype_functions.can_cast(fill_value.dtype, get_aval(values).dtype, casting="same_kind"):
                 raise ValueError("fill_value must be either 'None' or of a type compatible with "
                                  "values")
         self.fill_value = fill_value
         check_arraylike("RegularGridInterpolator", *points)
-        self.grid = tuple(jnp.asarray(p) for p in points)
+        self.grid = tuple(creation.asarray(p) for p in points)
         self.values = values
 
     def __call__(self, xi, method=None):
@@ -97,16 +97,16 @@ class RegularGridInterpolator:
             result = self._evaluate_nearest(indices, distances)
         if self.fill_value is not None:
             mask = out_of_bounds.reshape(result.shape[:1] + (1,) * (result.ndim - 1))
-            result = jnp.where(mask, self.fill_value, result)
+            result = ufuncs.where(mask, self.fill_value, result)
         return result.reshape(xi_shape[:-1] + self.values.shape[ndim:])
 
     def _find_indices(self, xi):
         """Per axis: the index of each point's cell (clamped to the edge cells), its
         normalised distance from the cell's lower edge; and whether it is off the grid."""
         indices, distances = [], []
-        out_of_bounds = jnp.zeros((xi.shape[1],), dtype=bool)
+        out_of_bounds = creation.zeros((xi.shape[1],), dtype=bool)
         for x, g in zip(xi, self.grid):
-            i = jnp.clip(jnp.searchsorted(g, x) - 1, 0, g.size - 2)
+            i = ufuncs.clip(sorting.searchsorted(g, x) - 1, 0, g.size - 2)
             indices.append(i)
             distances.append((x - g[i]) / (g[i + 1] - g[i]))
             out_of_bounds = out_of_bounds | (x < g[0]) | (x > g[-1])
@@ -115,9 +115,9 @@ class RegularGridInterpolator:
     def _evaluate_linear(self, indices, distances):
         # Weights broadcast over the trailing axes of values that the grid does not cover.
         trailing = (slice(None),) + (None,) * (self.values.ndim - len(indices))
-        result = jnp.asarray(0.0)
+        result = creation.asarray(0.0)
         for corner in product((0, 1), repeat=len(indices)):
-            weight = jnp.asarray(1.0)
+            weight = creation.asarray(1.0)
             for upper, y in zip(corner, distances):
                 weight = weight * (y if upper else 1 - y)
             corner_index = tuple(i + upper for upper, i in zip(corner, indices))
@@ -125,7 +125,7 @@ class RegularGridInterpolator:
         return result
 
     def _evaluate_nearest(self, indices, distances):
-        nearest = tuple(jnp.where(y <= 0.5, i, i + 1) for i, y in zip(indices, distances))
+        nearest = tuple(ufuncs.where(y <= 0.5, i, i + 1) for i, y in zip(indices, distances))
         return self.values[nearest]
 
 

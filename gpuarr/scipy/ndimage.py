@@ -13,9 +13,10 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.jit_api import jit
+from gpuarr.lax import lax
+from gpuarr.numpy import creation, ufuncs
 
 __all__ = ["map_coordinates"]
 
@@ -23,17 +24,17 @@ __all__ = ["map_coordinates"]
 def _mirror_index(index, size: int):
     # A triangular wave of period 2 (size - 1): reflect about the first and last samples.
     s = size - 1
-    return jnp.abs((index + s) % (2 * s) - s)
+    return ufuncs.abs((index + s) % (2 * s) - s)
 
 
 def _reflect_index(index, size: int):
     # Reflect about the outer edges of the first and last samples (half a sample further out).
-    return jnp.floor_divide(_mirror_index(2 * index + 1, 2 * size + 1) - 1, 2)
+    return ufuncs.floor_divide(_mirror_index(2 * index + 1, 2 * size + 1) - 1, 2)
 
 
 _INDEX_FIXERS = {
     "constant": lambda index, size: index,
-    "nearest": lambda index, size: jnp.clip(index, 0, size - 1),
+    "nearest": lambda index, size: ufuncs.clip(index, 0, size - 1),
     "wrap": lambda index, size: index % size,
     "mirror": _mirror_index,
     "reflect": _reflect_index,
@@ -50,16 +51,16 @@ def _nearest_nodes(coordinate):
 
 
 def _linear_nodes(coordinate):
-    lower = jnp.floor(coordinate)
+    lower = ufuncs.floor(coordinate)
     upper_weight = coordinate - lower
     index = lower.astype(np.int32)
     return [(index, 1 - upper_weight), (index + 1, upper_weight)]
 
 
 def _map_coordinates(input, coordinates, order: int, mode: str, cval):
-    input = jnp.asarray(input)
-    coordinates = [jnp.asarray(c) for c in coordinates]
-    cval = jnp.asarray(cval, input.dtype)
+    input = creation.asarray(input)
+    coordinates = [creation.asarray(c) for c in coordinates]
+    cval = creation.asarray(cval, input.dtype)
     if len(coordinates) != input.ndim:
         raise ValueError("coordinates must be a sequence of length input.ndim, but "
                          f"{len(coordinates)} != {input.ndim}")
@@ -89,7 +90,7 @@ def _map_coordinates(input, coordinates, order: int, mode: str, cval):
         contribution = input[indices]
         valids = [v for v in valids if v is not None]
         if valids:
-            contribution = jnp.where(functools.reduce(operator.and_, valids), contribution, cval)
+            contribution = ufuncs.where(functools.reduce(operator.and_, valids), contribution, cval)
         outputs.append(functools.reduce(operator.mul, weights) * contribution)
     result = functools.reduce(operator.add, outputs)
     if dtypes.is_int(input.dtype):

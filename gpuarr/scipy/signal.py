@@ -16,9 +16,15 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.core import get_aval
+from gpuarr.lax import conversions as lax_conversions
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import windowed as lax_windowed
+from gpuarr.numpy import creation, manipulation, reductions, selection, ufuncs
+from gpuarr.numpy import fft as jnp_fft
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend", "fftconvolve",
@@ -46,7 +52,7 @@ def _promote(name: str, *xs):
 
 def _to_complex(x):
     dt = dtypes.to_complex_dtype(get_aval(x).dtype)
-    return x if get_aval(x).dtype == dt else lax.convert_element_type(x, dt)
+    return x if get_aval(x).dtype == dt else lax_conversions.convert_element_type(x, dt)
 
 
 # ---------------------------------------------------------------- convolution and correlation
@@ -79,10 +85,11 @@ def _convolve_nd(in1, in2, mode, precision):
         padding = [(k - 1 - (k0 - 1) // 2, k - k0 + (k0 - 1) // 2) for k, k0 in zip(shape, s2)]
     else:
         padding = [(k - 1, k - 1) for k in shape]
-    kernel = lax.rev(in2, tuple(range(len(shape))))
-    out = lax.conv_general_dilated(lax.expand_dims(in1, (0, 1)), lax.expand_dims(kernel, (0, 1)),
+    kernel = lax_shape_ops.rev(in2, tuple(range(len(shape))))
+    out = lax_windowed.conv_general_dilated(lax_shape_ops.expand_dims(in1, (0, 1)),
+                                            lax_shape_ops.expand_dims(kernel, (0, 1)),
                                    (1,) * len(shape), padding, precision=precision)
-    return lax.squeeze(out, (0, 1))
+    return lax_shape_ops.squeeze(out, (0, 1))
 
 
 def _check_fill(name: str, boundary, fillvalue):
@@ -125,7 +132,7 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None
     """N-dimensional cross-correlation (jax.scipy.signal.correlate): the convolution of `in1`
     with the flipped complex conjugate of `in2`."""
     check_arraylike("correlate", in1, in2)
-    flipped = jnp.flip(jnp.conj(ensure_array(in2)))
+    flipped = manipulation.flip(ufuncs.conj(ensure_array(in2)))
     return convolve(in1, flipped, mode, precision=precision, method=method)
 
 
@@ -142,9 +149,9 @@ def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue:
     # second, flipped back; when the second input is the larger (and the modes allow), it is
     # the convolution the other way round, conjugated except in 'valid' mode.
     if mode == "same" or not swap or (mode == "valid" and same_shape):
-        return jnp.flip(_convolve_nd(jnp.flip(in1), jnp.conj(in2), mode, precision))
-    out = _convolve_nd(jnp.flip(in2), jnp.conj(in1), mode, precision)
-    return out if mode == "valid" else jnp.conj(out)
+        return manipulation.flip(_convolve_nd(manipulation.flip(in1), ufuncs.conj(in2), mode, precision))
+    out = _convolve_nd(manipulation.flip(in2), ufuncs.conj(in1), mode, precision)
+    return out if mode == "valid" else ufuncs.conj(out)
 
 
 def _index_tuple(axes) -> tuple:
@@ -194,8 +201,8 @@ def _fftconvolve_axes(in1, in2, mode, axes):
         conv = in1 * in2  # no overlap to sum over: the convolution is a broadcast product
     else:
         complex_input = dtypes.is_complex(get_aval(in1).dtype)
-        fft = jnp.fft.fftn if complex_input else jnp.fft.rfftn
-        ifft = jnp.fft.ifftn if complex_input else jnp.fft.irfftn
+        fft = jnp_fft.fftn if complex_input else jnp_fft.rfftn
+        ifft = jnp_fft.ifftn if complex_input else jnp_fft.irfftn
         conv = ifft(fft(in1, full, axes) * fft(in2, full, axes), full, axes)
     if mode == "full":
         out = full
@@ -222,9 +229,9 @@ def _remove_line(seg):
     t = np.arange(1, npts + 1) / npts
     t = t - t.mean()
     tc = t.reshape((npts,) + (1,) * (get_aval(seg).ndim - 1))
-    real_dtype = get_aval(jnp.real(seg)).dtype
-    slope = jnp.sum(seg * tc.astype(real_dtype), axis=0) / np.asarray(np.sum(t * t), real_dtype)
-    return seg - jnp.mean(seg, axis=0) - tc.astype(real_dtype) * slope
+    real_dtype = get_aval(ufuncs.real(seg)).dtype
+    slope = reductions.sum(seg * tc.astype(real_dtype), axis=0) / np.asarray(np.sum(t * t), real_dtype)
+    return seg - reductions.mean(seg, axis=0) - tc.astype(real_dtype) * slope
 
 
 def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data: None = None):
@@ -234,19 +241,19 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data: No
         raise NotImplementedError("overwrite_data argument not implemented.")
     if type not in ("constant", "linear"):
         raise ValueError("Trend type must be 'linear' or 'constant'.")
-    (data,) = promote_dtypes_inexact(jnp.asarray(data))
+    (data,) = promote_dtypes_inexact(creation.asarray(data))
     data = ensure_array(data)
     if type == "constant":
-        return data - jnp.mean(data, axis, keepdims=True)
+        return data - reductions.mean(data, axis, keepdims=True)
     n = _shape(data)[axis]
     # Breakpoints are static: they decide the pieces' shapes.
     bps = np.sort(np.unique(np.r_[0, bp, n]))
     if bps[0] < 0 or bps[-1] > n:
         raise ValueError("Breakpoints must be non-negative and less than length of data along "
                          "given axis.")
-    data = jnp.moveaxis(data, axis, 0)
+    data = manipulation.moveaxis(data, axis, 0)
     pieces = [_remove_line(data[lo:hi]) for lo, hi in zip(bps[:-1], bps[1:])]
-    return jnp.moveaxis(jnp.concatenate(pieces, axis=0), 0, axis)
+    return manipulation.moveaxis(manipulation.concatenate(pieces, axis=0), 0, axis)
 
 
 # ---------------------------------------------------------------- windows
@@ -361,8 +368,8 @@ def _triage_segments(window, nperseg, input_length: int, dtype):
             warnings.warn(f"nperseg={nperseg_int} is greater than {input_length=}, using "
                           f"nperseg={input_length}", stacklevel=4)
             nperseg_int = input_length
-        return jnp.asarray(_get_window(window, nperseg_int), dtype=dtype), nperseg_int
-    win = jnp.asarray(window, dtype=dtype)
+        return creation.asarray(_get_window(window, nperseg_int), dtype=dtype), nperseg_int
+    win = creation.asarray(window, dtype=dtype)
     nperseg_int = get_aval(win).size if nperseg is None else int(nperseg)
     if get_aval(win).ndim != 1:
         raise ValueError("window must be 1-D")
@@ -384,17 +391,17 @@ def _odd_ext(x, n: int, axis: int = -1):
         raise ValueError(f"The extension length n ({n}) is too big. It must not exceed "
                          f"x.shape[axis]-1, which is {_shape(x)[axis] - 1}.")
     left_end = lax.slice_in_dim(x, 0, 1, axis=axis)
-    left_ext = jnp.flip(lax.slice_in_dim(x, 1, n + 1, axis=axis), axis=axis)
+    left_ext = manipulation.flip(lax.slice_in_dim(x, 1, n + 1, axis=axis), axis=axis)
     right_end = lax.slice_in_dim(x, -1, None, axis=axis)
-    right_ext = jnp.flip(lax.slice_in_dim(x, -(n + 1), -1, axis=axis), axis=axis)
-    return jnp.concatenate((2 * left_end - left_ext, x, 2 * right_end - right_ext), axis=axis)
+    right_ext = manipulation.flip(lax.slice_in_dim(x, -(n + 1), -1, axis=axis), axis=axis)
+    return manipulation.concatenate((2 * left_end - left_ext, x, 2 * right_end - right_ext), axis=axis)
 
 
 def _pad_ends(mode: str, **kwargs):
     def pad(x, n: int, axis: int = -1):
         widths = [(0, 0)] * get_aval(x).ndim
         widths[axis] = (n, n)
-        return jnp.pad(x, widths, mode, **kwargs)
+        return manipulation.pad(x, widths, mode, **kwargs)
     return pad
 
 
@@ -410,7 +417,7 @@ _BOUNDARIES = {
 def _zero_extend(x, length: int):
     """`x` zero-padded at the end of its last axis to `length`."""
     extra = length - _shape(x)[-1]
-    return jnp.concatenate((x, jnp.zeros(_shape(x)[:-1] + (extra,), get_aval(x).dtype)), -1)
+    return manipulation.concatenate((x, creation.zeros(_shape(x)[:-1] + (extra,), get_aval(x).dtype)), -1)
 
 
 def _segment_spectra(x, win, detrend_func, nperseg: int, noverlap: int, nfft: int, sides: str):
@@ -421,14 +428,14 @@ def _segment_spectra(x, win, detrend_func, nperseg: int, noverlap: int, nfft: in
         segments = x[..., None]
     else:
         starts = np.arange(0, length - nperseg + 1, nperseg - noverlap)
-        segments = jnp.take(x, starts[:, None] + np.arange(nperseg), axis=-1)
+        segments = selection.take(x, starts[:, None] + np.arange(nperseg), axis=-1)
     segments = detrend_func(segments)
     if dtypes.is_complex(get_aval(win).dtype):
         segments = _to_complex(segments)
     segments = win * segments
     if sides == "twosided":
-        return jnp.fft.fft(segments, n=nfft)
-    return jnp.fft.rfft(jnp.real(segments), n=nfft)
+        return jnp_fft.fft(segments, n=nfft)
+    return jnp_fft.rfft(ufuncs.real(segments), n=nfft)
 
 
 def _detrend_function(detrend_type, axis: int):
@@ -438,7 +445,7 @@ def _detrend_function(detrend_type, axis: int):
         # As JAX: `axis` is already non-negative here, so a user's function always sees the
         # segments with that axis moved last.
         def moved(d):
-            return jnp.moveaxis(detrend_type(jnp.moveaxis(d, axis, -1)), -1, axis)
+            return manipulation.moveaxis(detrend_type(manipulation.moveaxis(d, axis, -1)), -1, axis)
         return moved
     if not detrend_type:
         return lambda d: d
@@ -483,16 +490,16 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
     nfft = nperseg if nfft is None else operator.index(nfft)
 
     if y is None and get_aval(x).size == 0:
-        return (jnp.zeros(_shape(x), freq_dtype), jnp.zeros(_shape(x), freq_dtype),
-                jnp.zeros(_shape(x), result_dtype))
+        return (creation.zeros(_shape(x), freq_dtype), creation.zeros(_shape(x), freq_dtype),
+                creation.zeros(_shape(x), result_dtype))
     if y is not None and (get_aval(x).size == 0 or get_aval(y).size == 0):
         shape = outershape[:axis] + (min(_shape(x)[axis], _shape(y)[axis]),) + outershape[axis:]
-        return (jnp.zeros(shape, freq_dtype), jnp.zeros(shape, freq_dtype),
-                jnp.zeros(shape, result_dtype))
+        return (creation.zeros(shape, freq_dtype), creation.zeros(shape, freq_dtype),
+                creation.zeros(shape, result_dtype))
 
-    x = jnp.moveaxis(x, axis, -1)
+    x = manipulation.moveaxis(x, axis, -1)
     if y is not None and get_aval(y).ndim > 1:
-        y = jnp.moveaxis(y, axis, -1)
+        y = manipulation.moveaxis(y, axis, -1)
     if y is not None and _shape(x)[-1] != _shape(y)[-1]:
         if _shape(x)[-1] < _shape(y)[-1]:
             x = _zero_extend(x, _shape(y)[-1])
@@ -518,13 +525,13 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
 
     detrend_func = _detrend_function(detrend_type, axis)
     if scaling == "density":
-        scale = 1.0 / (fs * jnp.sum(win * win))
+        scale = 1.0 / (fs * reductions.sum(win * win))
     elif scaling == "spectrum":
-        scale = 1.0 / jnp.sum(win) ** 2
+        scale = 1.0 / reductions.sum(win) ** 2
     else:
         raise ValueError(f"Unknown scaling: {scaling}")
     if mode == "stft":
-        scale = jnp.sqrt(scale)
+        scale = ufuncs.sqrt(scale)
     scale = _to_complex(scale)
 
     sides = "onesided" if return_onesided else "twosided"
@@ -533,16 +540,16 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
         sides = "twosided"
         warnings.warn("Input data is complex, switching to return_onesided=False", stacklevel=3)
     if sides == "twosided":
-        freqs = jnp.fft.fftfreq(nfft, 1 / fs, dtype=freq_dtype)
+        freqs = jnp_fft.fftfreq(nfft, 1 / fs, dtype=freq_dtype)
     else:
-        freqs = jnp.fft.rfftfreq(nfft, 1 / fs, dtype=freq_dtype)
+        freqs = jnp_fft.rfftfreq(nfft, 1 / fs, dtype=freq_dtype)
 
     result = _segment_spectra(x, win, detrend_func, nperseg, noverlap, nfft, sides)
     if y is not None:
         result_y = _segment_spectra(y, win, detrend_func, nperseg, noverlap, nfft, sides)
-        result = jnp.conjugate(result) * result_y
+        result = ufuncs.conjugate(result) * result_y
     elif mode == "psd":
-        result = jnp.conjugate(result) * result
+        result = ufuncs.conjugate(result) * result
     result = result * scale
     if sides == "onesided" and mode == "psd":
         # Fold the negative frequencies onto the positive ones (not the DC term, nor the
@@ -550,14 +557,14 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
         end = None if nfft % 2 else -1
         result = result.at[..., 1:end].mul(2)
 
-    time = jnp.arange(nperseg / 2, _shape(x)[-1] - nperseg / 2 + 1, nperseg - noverlap,
-                      dtype=freq_dtype) / fs
+    time = creation.arange(nperseg / 2, _shape(x)[-1] - nperseg / 2 + 1, nperseg - noverlap,
+                           dtype=freq_dtype) / fs
     if boundary is not None:
         time = time - (nperseg / 2) / fs
     result = result.astype(result_dtype)
     if y is None and mode != "stft":
-        result = jnp.real(result)
-    return freqs, time, jnp.moveaxis(result, -1, axis)
+        result = ufuncs.real(result)
+    return freqs, time, manipulation.moveaxis(result, -1, axis)
 
 
 def stft(x, fs=1.0, window: str = "hann", nperseg: int = 256, noverlap: int | None = None,
@@ -595,17 +602,17 @@ def csd(x, y, fs=1.0, window: str = "hann", nperseg: int | None = None,
             if average == "median":
                 bias = np.asarray(_median_bias(_shape(pxy)[-1]), get_aval(pxy).dtype)
                 if dtypes.is_complex(get_aval(pxy).dtype):
-                    pxy = lax.complex(jnp.median(jnp.real(pxy), axis=-1),
-                                      jnp.median(jnp.imag(pxy), axis=-1))
+                    pxy = lax_extras.complex(reductions.median(ufuncs.real(pxy), axis=-1),
+                                             reductions.median(ufuncs.imag(pxy), axis=-1))
                 else:
-                    pxy = jnp.median(pxy, axis=-1)
+                    pxy = reductions.median(pxy, axis=-1)
                 pxy = pxy / bias
             elif average == "mean":
-                pxy = jnp.mean(pxy, axis=-1)
+                pxy = reductions.mean(pxy, axis=-1)
             else:
                 raise ValueError(f'average must be "median" or "mean", got {average}')
         else:
-            pxy = jnp.reshape(pxy, _shape(pxy)[:-1])
+            pxy = manipulation.reshape(pxy, _shape(pxy)[:-1])
     return freqs, pxy
 
 
@@ -618,7 +625,7 @@ def welch(x, fs=1.0, window: str = "hann", nperseg: int | None = None,
     freqs, pxx = csd(x, None, fs=fs, window=window, nperseg=nperseg, noverlap=noverlap,
                      nfft=nfft, detrend=detrend, return_onesided=return_onesided,
                      scaling=scaling, axis=axis, average=average)
-    return freqs, jnp.real(pxx)
+    return freqs, ufuncs.real(pxx)
 
 
 def _overlap_and_add(x, step: int):
@@ -627,12 +634,12 @@ def _overlap_and_add(x, step: int):
     *batch, nframes, seglen = _shape(x)
     out_size = step * (nframes - 1) + seglen
     chunks = -(-seglen // step)  # each frame covers this many step-long chunks
-    x = jnp.pad(x, [(0, 0)] * len(batch) + [(0, 0), (0, chunks * step - seglen)])
-    x = jnp.reshape(x, (*batch, nframes, chunks, step))
+    x = manipulation.pad(x, [(0, 0)] * len(batch) + [(0, 0), (0, chunks * step - seglen)])
+    x = manipulation.reshape(x, (*batch, nframes, chunks, step))
     # Chunk c of frame j lands on output chunk j + c: shift each chunk column by c and sum.
-    total = sum(jnp.pad(x[..., c, :], [(0, 0)] * len(batch) + [(c, chunks - 1 - c), (0, 0)])
+    total = sum(manipulation.pad(x[..., c, :], [(0, 0)] * len(batch) + [(c, chunks - 1 - c), (0, 0)])
                 for c in range(chunks))
-    total = jnp.reshape(total, (*batch, (nframes + chunks - 1) * step))
+    total = manipulation.reshape(total, (*batch, (nframes + chunks - 1) * step))
     return total[..., :out_size]
 
 
@@ -671,33 +678,33 @@ def istft(Zxx, fs=1.0, window: str = "hann", nperseg: int | None = None,
 
     if time_axis != ndim - 1 or freq_axis != ndim - 2:
         outer = tuple(i for i in range(ndim) if i not in (time_axis, freq_axis))
-        Zxx = jnp.transpose(Zxx, outer + (freq_axis, time_axis))
-    ifunc = jnp.fft.irfft if input_onesided else jnp.fft.ifft
+        Zxx = manipulation.transpose(Zxx, outer + (freq_axis, time_axis))
+    ifunc = jnp_fft.irfft if input_onesided else jnp_fft.ifft
     # [..., frame length, frames]; as JAX, the transform length is the `nfft` argument itself.
     xsubs = ifunc(Zxx, axis=-2, n=nfft)[..., :nperseg_int, :]
     real_dtype = get_aval(xsubs).dtype
     if isinstance(window, (str, tuple)):
-        win = jnp.asarray(_get_window(window, nperseg_int), dtype=real_dtype)
+        win = creation.asarray(_get_window(window, nperseg_int), dtype=real_dtype)
     else:
-        win = jnp.asarray(window)
+        win = creation.asarray(window)
         if get_aval(win).ndim != 1:
             raise ValueError("window must be 1-D")
         if _shape(win)[0] != nperseg_int:
             raise ValueError(f"window must have length of {nperseg_int}")
-    xsubs = xsubs * jnp.sum(win)  # undo the 'spectrum' scaling
-    win = lax.expand_dims(win, (*range(get_aval(xsubs).ndim - 2), -1))
-    x = _overlap_and_add(jnp.swapaxes(xsubs * win, -2, -1), nstep)
-    win_squared = jnp.repeat(win * win, _shape(xsubs)[-1], axis=-1)
-    norm = _overlap_and_add(jnp.swapaxes(win_squared, -2, -1), nstep)
+    xsubs = xsubs * reductions.sum(win)  # undo the 'spectrum' scaling
+    win = lax_shape_ops.expand_dims(win, (*range(get_aval(xsubs).ndim - 2), -1))
+    x = _overlap_and_add(manipulation.swapaxes(xsubs * win, -2, -1), nstep)
+    win_squared = manipulation.repeat(win * win, _shape(xsubs)[-1], axis=-1)
+    norm = _overlap_and_add(manipulation.swapaxes(win_squared, -2, -1), nstep)
     if boundary:
         x = x[..., nperseg_int // 2:-(nperseg_int // 2)]
         norm = norm[..., nperseg_int // 2:-(nperseg_int // 2)]
-    x = x / jnp.where(norm > 1e-10, norm, 1.0)
+    x = x / ufuncs.where(norm > 1e-10, norm, 1.0)
     if get_aval(x).ndim > 1 and time_axis != ndim - 1:
         if freq_axis < time_axis:
             time_axis -= 1
-        x = jnp.moveaxis(x, -1, time_axis)
+        x = manipulation.moveaxis(x, -1, time_axis)
     # As JAX, the times count the first axis of the result.
-    time = jnp.arange(_shape(x)[0], dtype=np.finfo(get_aval(x).dtype).dtype) / fs
+    time = creation.arange(_shape(x)[0], dtype=np.finfo(get_aval(x).dtype).dtype) / fs
     return time, x
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import creation, dtype_functions, reductions, ufuncs
 from gpuarr.numpy.arguments import canonicalize_axes
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy._bessel import bessel_jn
@@ -70,21 +72,21 @@ def log_softmax(x, /, *, axis: int | tuple[int, ...] | None = None):
 def erf(x):
     """The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt (jax.scipy.special.erf)."""
     (x,) = promote_args_inexact("erf", x)
-    return lax.erf(x)
+    return lax_special.erf(x)
 
 
 def erfc(x):
     """The complementary error function 1 - erf(x), accurate where erf(x) is near 1
     (jax.scipy.special.erfc)."""
     (x,) = promote_args_inexact("erfc", x)
-    return lax.erfc(x)
+    return lax_special.erfc(x)
 
 
 def erfinv(x):
     """The inverse of erf on [-1, 1]: +-inf at +-1 and NaN outside
     (jax.scipy.special.erfinv)."""
     (x,) = promote_args_inexact("erfinv", x)
-    return lax.erf_inv(x)
+    return lax_special.erf_inv(x)
 
 
 def expit(x):
@@ -121,26 +123,26 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     negative sum gives NaN, as jax.scipy.special.logsumexp."""
     # JAX's formula step by step, so values, NaNs and the printed program are JAX's.
     if where is not None:
-        a = jnp.where(where, a, 0)
+        a = ufuncs.where(where, a, 0)
     if b is not None:
         a, b = promote_args_inexact("logsumexp", a, b)
-        a = jnp.where(b != 0, a, -np.inf)
+        a = ufuncs.where(b != 0, a, -np.inf)
     else:
         (a,) = promote_args_inexact("logsumexp", a)
     axes = _reduction_axes(axis, a.ndim)
-    amax = jnp.max(a.real, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
-    amax = lax.stop_gradient(lax.select(jnp.isfinite(amax), amax, lax.full_like(amax, 0)))
-    amax_with_dims = amax if keepdims else lax.expand_dims(amax, axes)
+    amax = reductions.max(a.real, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
+    amax = lax.stop_gradient(lax.select(ufuncs.isfinite(amax), amax, lax_shape_ops.full_like(amax, 0)))
+    amax_with_dims = amax if keepdims else lax_shape_ops.expand_dims(amax, axes)
     exp_a = lax.exp(lax.sub(a, amax_with_dims.astype(a.dtype)))
     if b is not None:
         exp_a = lax.mul(exp_a, b)
     sumexp = exp_a.sum(axis=axes, keepdims=keepdims, where=where)
     sign = lax.sign(sumexp)
-    if return_sign or not jnp.iscomplexobj(a):
+    if return_sign or not dtype_functions.iscomplexobj(a):
         sumexp = abs(sumexp)
     out = lax.add(lax.log(sumexp), amax.astype(sumexp.dtype))
     if return_sign:
         return out, sign
-    if b is not None and not jnp.iscomplexobj(out):
-        out = jnp.where(sign < 0, jnp.asarray(np.nan, out.dtype), out)
+    if b is not None and not dtype_functions.iscomplexobj(out):
+        out = ufuncs.where(sign < 0, creation.asarray(np.nan, out.dtype), out)
     return out

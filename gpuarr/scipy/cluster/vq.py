@@ -1,7 +1,7 @@
 """Vector quantization (jax.scipy.cluster.vq): assign observations to their nearest code."""
 from __future__ import annotations
 
-from gpuarr import numpy as jnp
+from gpuarr.numpy import linalg, reductions, selection
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 
 __all__ = ["vq"]
@@ -20,6 +20,6 @@ def vq(obs, code_book, check_finite: bool = True):
         obs, code_book = obs[:, None], code_book[:, None]
     if obs.ndim != 2:
         raise ValueError("ndim different than 1 or 2 are not supported")
-    dist = jnp.linalg.norm(obs[:, None, :] - code_book[None, :, :], axis=-1)  # [m, k]
-    code = jnp.argmin(dist, axis=-1)
-    return code, jnp.take_along_axis(dist, code[:, None], axis=-1)[:, 0]
+    dist = linalg.norm(obs[:, None, :] - code_book[None, :, :], axis=-1)  # [m, k]
+    code = reductions.argmin(dist, axis=-1)
+    return code, selection.take_along_axis(dist, code[:, None], axis=-1)[:, 0]

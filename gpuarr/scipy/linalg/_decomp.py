@@ -11,11 +11,12 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.core import get_aval
 from gpuarr.custom_derivatives import custom_jvp
+from gpuarr.lax import extras as lax_extras
 from gpuarr.lax import linalg as lax_linalg
+from gpuarr.numpy import creation, dtype_functions, manipulation, products, scalar_types, ufuncs
 from gpuarr.numpy import linalg as jnp_linalg
 from gpuarr.numpy.arguments import broadcast_to, ensure_array, promote_dtypes_inexact
 
@@ -23,7 +24,7 @@ from gpuarr.numpy.arguments import broadcast_to, ensure_array, promote_dtypes_in
 def _inexact(*args):
     """Arrays of the arguments (lists allowed, as jnp.asarray allows them), promoted to their
     common inexact dtype."""
-    return [ensure_array(a) for a in promote_dtypes_inexact(*[jnp.asarray(a) for a in args])]
+    return [ensure_array(a) for a in promote_dtypes_inexact(*[creation.asarray(a) for a in args])]
 
 
 def _shape(x):
@@ -32,8 +33,8 @@ def _shape(x):
 
 def _mH(x):
     """The conjugate transpose of the last two axes."""
-    x = jnp.swapaxes(x, -1, -2)
-    return lax.conj(x) if dtypes.is_complex(get_aval(x).dtype) else x
+    x = manipulation.swapaxes(x, -1, -2)
+    return lax_extras.conj(x) if dtypes.is_complex(get_aval(x).dtype) else x
 
 
 def _broadcast_batch(a, b):
@@ -139,7 +140,7 @@ def _solve_pos_jvp(lower, primals, tangents):
     (a, b), (da, db) = primals, tangents
     factors = cho_factor(a, lower=lower)
     x = cho_solve(factors, b)
-    return x, cho_solve(factors, db - jnp.matmul(da, x))
+    return x, cho_solve(factors, db - products.matmul(da, x))
 
 
 def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
@@ -194,7 +195,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False,
     if trans not in (0, 1, 2):
         raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
     m = _shape(lu_)[-2]
-    perm = lax_linalg.lu_pivots_to_permutation(jnp.asarray(pivots, dtype=np.int32), m)
+    perm = lax_linalg.lu_pivots_to_permutation(creation.asarray(pivots, dtype=np.int32), m)
 
     def solve_(lu_b, b_b):
         batch = _shape(lu_b)[:-2]
@@ -215,11 +216,11 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     k = min(m, n)
     # p[i, j] = (permutation[j] == i): a = p @ l @ u since a[permutation] = l @ u.
     # p is real even for complex a, as in JAX.
-    p = jnp.real((permutation[..., None, :] == jnp.arange(m, dtype=np.int32)[:, None]).astype(dt))
-    l_ = jnp.tril(lu_, -1)[..., :, :k] + jnp.eye(m, k, dtype=dt)
-    u = jnp.triu(lu_)[..., :k, :]
+    p = ufuncs.real((permutation[..., None, :] == creation.arange(m, dtype=np.int32)[:, None]).astype(dt))
+    l_ = creation.tril(lu_, -1)[..., :, :k] + creation.eye(m, k, dtype=dt)
+    u = creation.triu(lu_)[..., :k, :]
     if permute_l:
-        return jnp.matmul(p, l_), u
+        return products.matmul(p, l_), u
     return p, l_, u
 
 
@@ -253,40 +254,41 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     a, c = _inexact(a, c)
     if mode not in ("right", "left"):
         raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
-    onedim = jnp.ndim(c) == 1
+    onedim = dtype_functions.ndim(c) == 1
     if onedim:
         c = c[:, None] if mode == "left" else c[None, :]
-    m, n = jnp.shape(a)[-2:]
+    m, n = dtype_functions.shape(a)[-2:]
     k = min(m, n)
-    if mode == "left" and jnp.shape(c)[-2] != k:
+    if mode == "left" and dtype_functions.shape(c)[-2] != k:
         raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape "
-                         f"{tuple(jnp.shape(a))} so Q has {k} columns, but c has "
-                         f"{jnp.shape(c)[-2]} rows (expected {k}).")
-    if mode == "right" and jnp.shape(c)[-1] != m:
+                         f"{tuple(dtype_functions.shape(a))} so Q has {k} columns, but c has "
+                         f"{dtype_functions.shape(c)[-2]} rows (expected {k}).")
+    if mode == "right" and dtype_functions.shape(c)[-1] != m:
         raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape "
-                         f"{tuple(jnp.shape(a))} so Q has {m} rows, but c has "
-                         f"{jnp.shape(c)[-1]} columns (expected {m}).")
-    batch = np.broadcast_shapes(jnp.shape(a)[:-2], jnp.shape(c)[:-2])
-    a = jnp.broadcast_to(a, batch + jnp.shape(a)[-2:])
-    c = jnp.broadcast_to(c, batch + jnp.shape(c)[-2:])
+                         f"{tuple(dtype_functions.shape(a))} so Q has {m} rows, but c has "
+                         f"{dtype_functions.shape(c)[-1]} columns (expected {m}).")
+    batch = np.broadcast_shapes(dtype_functions.shape(a)[:-2], dtype_functions.shape(c)[:-2])
+    a = manipulation.broadcast_to(a, batch + dtype_functions.shape(a)[-2:])
+    c = manipulation.broadcast_to(c, batch + dtype_functions.shape(c)[-2:])
     if pivoting:
-        jpvt = jnp.zeros(batch + (n,), jnp.int32)
+        jpvt = creation.zeros(batch + (n,), scalar_types.int32)
         r, p, taus = lax_linalg._geqp3(a, jpvt)
         p = p - 1  # geqp3's pivots are 1-based
     else:
         (r, taus), p = lax_linalg._geqrf(a), None
     if m > n and mode == "left":  # Q's first k columns: pad c to m rows with zeros
-        c = jnp.concatenate([c, jnp.zeros(batch + (m - k, jnp.shape(c)[-1]), c.dtype)], axis=-2)
+        c = manipulation.concatenate([c, creation.zeros(batch + (m - k, dtype_functions.shape(c)[-1]),
+                                                        c.dtype)], axis=-2)
     if conjugate:  # c @ conj(Q) = (Q^H @ c^T)^T, and Q @ c swaps the same way
-        c = jnp.swapaxes(c, -1, -2)
+        c = manipulation.swapaxes(c, -1, -2)
     out = lax_linalg.ormqr(r, taus, c, left=(mode == "left") != conjugate, transpose=conjugate)
     if conjugate:
-        out = jnp.swapaxes(out, -1, -2)
+        out = manipulation.swapaxes(out, -1, -2)
     if mode == "right":
         out = out[..., :k]
     if onedim:
         out = out.ravel()
-    r = jnp.triu(r[..., :k, :])
+    r = creation.triu(r[..., :k, :])
     return (out, r, p) if pivoting else (out, r)
 
 
@@ -326,7 +328,7 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
     select_range=(lo, hi) keeps eigenvalues lo..hi (inclusive); 'v' is not implemented, as in
     JAX. The matrix is formed densely and handed to eigh; `tol` and `key` are not needed."""
     del tol, key
-    alpha, beta = jnp.asarray(d), jnp.asarray(e)
+    alpha, beta = creation.asarray(d), creation.asarray(e)
     dt = get_aval(alpha).dtype
     if dt != get_aval(beta).dtype:
         raise TypeError("diagonal and off-diagonal values must have same dtype, got "
@@ -348,11 +350,11 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
     else:
         raise ValueError("'select must have a value in {'a', 'i', 'v'}.")
     if n <= 1:
-        w = jnp.real(alpha)
-        return w if eigvals_only else (w, jnp.eye(n, dtype=dt))
+        w = ufuncs.real(alpha)
+        return w if eigvals_only else (w, creation.eye(n, dtype=dt))
     # Lower triangle of the Hermitian matrix: conj(e) below the diagonal.
-    sub = lax.conj(beta) if dtypes.is_complex(dt) else beta
-    t = jnp.diag(alpha) + jnp.diag(sub, k=-1)
+    sub = lax_extras.conj(beta) if dtypes.is_complex(dt) else beta
+    t = creation.diag(alpha) + creation.diag(sub, k=-1)
     v, w = lax_linalg.eigh(t, lower=True, symmetrize_input=False)
     w, v = w[lo:hi + 1], v[:, lo:hi + 1]
     return w if eigvals_only else (w, v)
@@ -364,15 +366,15 @@ def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False, check_fini
     from the reflectors of lax.linalg.hessenberg. `overwrite_a` and `check_finite` are
     accepted for SciPy compatibility and ignored."""
     del overwrite_a, check_finite
-    a = jnp.asarray(a)
+    a = creation.asarray(a)
     n = _shape(a)[-1]
     if n == 0:
-        return (jnp.zeros_like(a), jnp.zeros_like(a)) if calc_q else jnp.zeros_like(a)
+        return (creation.zeros_like(a), creation.zeros_like(a)) if calc_q else creation.zeros_like(a)
     packed, taus = lax_linalg.hessenberg(a)
-    h = jnp.triu(packed, -1)
+    h = creation.triu(packed, -1)
     if not calc_q:
         return h
     # Q = diag(1, Q1), Q1 the product of the reflectors stored below the subdiagonal.
     q1 = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
-    q = jnp.pad(q1, [(0, 0)] * (q1.ndim - 2) + [(1, 0), (1, 0)])
+    q = manipulation.pad(q1, [(0, 0)] * (q1.ndim - 2) + [(1, 0), (1, 0)])
     return h, q.at[..., 0, 0].set(1)

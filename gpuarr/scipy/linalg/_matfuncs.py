@@ -5,11 +5,12 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.ad_api import jvp
 from gpuarr.core import get_aval
+from gpuarr.lax import control_flow as lax_control_flow
 from gpuarr.lax import linalg as lax_linalg
+from gpuarr.numpy import creation, manipulation, products, sorting, ufuncs
 from gpuarr.numpy import linalg as jnp_linalg
 from gpuarr.scipy.linalg._decomp import _inexact, _mH, _shape, solve_triangular
 from gpuarr.vmap_api import vmap
@@ -20,8 +21,8 @@ def _map_matrices(fn, x):
     shape = _shape(x)
     if len(shape) == 2:
         return fn(x)
-    out = vmap(fn)(jnp.reshape(x, (-1,) + shape[-2:]))
-    return jnp.reshape(out, shape[:-2] + _shape(out)[-2:])
+    out = vmap(fn)(manipulation.reshape(x, (-1,) + shape[-2:]))
+    return manipulation.reshape(out, shape[:-2] + _shape(out)[-2:])
 
 
 # Numerator coefficients b_0..b_m of the [m/m] Pade approximants of exp (Higham 2005); the
@@ -48,22 +49,22 @@ _THETAS = {
 
 def _pade(m, a):
     b = _PADE[m]
-    ident = jnp.eye(_shape(a)[0], dtype=get_aval(a).dtype)
-    a2 = jnp.dot(a, a)
+    ident = creation.eye(_shape(a)[0], dtype=get_aval(a).dtype)
+    a2 = products.dot(a, a)
     if m == 13:
-        a4 = jnp.dot(a2, a2)
-        a6 = jnp.dot(a4, a2)
-        u = jnp.dot(a, jnp.dot(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
-                    + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * ident)
-        v = (jnp.dot(a6, b[12] * a6 + b[10] * a4 + b[8] * a2)
+        a4 = products.dot(a2, a2)
+        a6 = products.dot(a4, a2)
+        u = products.dot(a, products.dot(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
+                         + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * ident)
+        v = (products.dot(a6, b[12] * a6 + b[10] * a4 + b[8] * a2)
              + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * ident)
         return u, v
     powers = [ident, a2]  # A^0, A^2, A^4, ...
     for _ in range(m // 2 - 1):
-        powers.append(jnp.dot(powers[-1], a2))
+        powers.append(products.dot(powers[-1], a2))
     odd = sum(b[2 * i + 1] * p for i, p in enumerate(powers))
     even = sum(b[2 * i] * p for i, p in enumerate(powers))
-    return jnp.dot(a, odd), even
+    return products.dot(a, odd), even
 
 
 _THETA_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
@@ -78,10 +79,10 @@ def _expm_2d(a, upper_triangular, max_squarings):
     else:
         raise TypeError(f"A.dtype={dt} is not supported.")
     a_l1 = jnp_linalg.norm(a, 1)
-    n_squarings = jnp.maximum(0, jnp.floor(jnp.log2(a_l1 / maxnorm)))
+    n_squarings = ufuncs.maximum(0, ufuncs.floor(ufuncs.log2(a_l1 / maxnorm)))
     a = a / (2 ** n_squarings).astype(dt)
-    idx = jnp.digitize(a_l1, jnp.array(conds, dtype=get_aval(a_l1).dtype))
-    u, v = lax.switch(idx, [partial(_pade, m) for m in orders], a)
+    idx = sorting.digitize(a_l1, creation.array(conds, dtype=get_aval(a_l1).dtype))
+    u, v = lax_control_flow.switch(idx, [partial(_pade, m) for m in orders], a)
     p, q = u + v, v - u  # numerator and denominator of the approximant
 
     def compute(args):
@@ -90,11 +91,13 @@ def _expm_2d(a, upper_triangular, max_squarings):
 
         # Undo the scaling by squaring n_squarings times (a static number of steps).
         def square(r, i):
-            return lax.cond(i < n_squarings, lambda x: jnp.dot(x, x), lambda x: x, r), None
-        r, _ = lax.scan(square, r, jnp.arange(max_squarings, dtype=get_aval(n_squarings).dtype))
+            return lax_control_flow.cond(i < n_squarings, lambda x: products.dot(x, x), lambda x: x, r), None
+        r, _ = lax_control_flow.scan(square, r, creation.arange(max_squarings,
+                                                                dtype=get_aval(n_squarings).dtype))
         return r
 
-    return lax.cond(n_squarings > max_squarings, lambda args: jnp.full_like(args[0], np.nan),
+    return lax_control_flow.cond(n_squarings > max_squarings, lambda args: creation.full_like(args[0],
+                                                                                              np.nan),
                     compute, (p, q))
 
 
@@ -117,7 +120,7 @@ def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
     """Frechet derivative of expm at A in the direction E, as the JVP of expm: returns
     (expm(A), L(A, E)), or L(A, E) alone when not `compute_expm`. `method` is ignored."""
     del method
-    A, E = jnp.asarray(A), jnp.asarray(E)
+    A, E = creation.asarray(A), creation.asarray(E)
     sa, se = _shape(A), _shape(E)
     if len(sa) < 2 or sa[-2] != sa[-1]:
         raise ValueError(f"expected A to be a (batched) square matrix, got A.shape={sa}")
@@ -132,7 +135,7 @@ def expm_frechet(A, E, *, method=None, compute_expm: bool = True):
 
 def _check_polar_dtype(dt, method):
     """JAX's polar takes inexact input only: QDWH's ValueError or the SVD's TypeError."""
-    if jnp.issubdtype(dt, np.inexact):
+    if dtypes.numpy_issubdtype(dt, np.inexact):
         return
     if method == "qdwh":
         raise ValueError(f"data type {dt.type} not inexact")
@@ -146,7 +149,7 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
     semidefinite. Both methods are computed from the SVD (u = u_svd @ vh_svd); 'qdwh' keeps
     JAX's shape restrictions, and `eps` and `max_iterations` are ignored."""
     del eps, max_iterations
-    a = jnp.asarray(a)
+    a = creation.asarray(a)
     shape = _shape(a)
     if len(shape) < 2:
         raise ValueError("The input `a` must be at least a 2-D array.")
@@ -163,9 +166,9 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
     _check_polar_dtype(get_aval(a).dtype, method)
     u, s, vh = lax_linalg.svd(a, full_matrices=False)
     s = s.astype(get_aval(u).dtype)
-    unitary = jnp.matmul(u, vh)
+    unitary = products.matmul(u, vh)
     if side == "right":
-        posdef = jnp.matmul(_mH(vh) * s[..., None, :], vh)
+        posdef = products.matmul(_mH(vh) * s[..., None, :], vh)
     else:
-        posdef = jnp.matmul(u * s[..., None, :], _mH(u))
+        posdef = products.matmul(u * s[..., None, :], _mH(u))
     return unitary, posdef

@@ -12,13 +12,16 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import dot_precision as lax_dot_precision
 from gpuarr.lax import linalg as lax_linalg
+from gpuarr.lax import slicing as lax_slicing
+from gpuarr.numpy import creation, dtype_functions, functional, manipulation, products, reductions, ufuncs
 from gpuarr.numpy import linalg as jnp_linalg
 from gpuarr.scipy.linalg._decomp import _inexact, _mH, _shape
 
-_HIGHEST = lax.Precision.HIGHEST
+_HIGHEST = lax_dot_precision.Precision.HIGHEST
 
 
 def _superdiagonal_offsets(n):
@@ -33,14 +36,14 @@ def schur(a, output: str = "real"):
     on real input). Not differentiable."""
     if output not in ("real", "complex"):
         raise ValueError(f"Expected 'output' to be either 'real' or 'complex', got {output=}.")
-    a = jnp.asarray(a)
+    a = creation.asarray(a)
     if output == "complex":
         a = a.astype(dtypes.to_complex_dtype(a.dtype))
     return lax_linalg.schur(a)
 
 
 def _rsf2csf_2d(t, z):
-    dt = dtypes.to_complex_dtype(jnp.result_type(t, z))
+    dt = dtypes.to_complex_dtype(dtype_functions.result_type(t, z))
     t, z = t.astype(dt), z.astype(dt)
     n = _shape(t)[0]
     if n == 1:
@@ -50,27 +53,27 @@ def _rsf2csf_2d(t, z):
     def rotate(m, t, z):
         # The Givens rotation that makes the 2x2 block at m - 1 upper triangular, applied to
         # rows m - 1, m (from column m - 1 on), columns m - 1, m (down to row m) and Z.
-        mu = jnp_linalg.eigvals(lax.dynamic_slice(t, (m - 1, m - 1), (2, 2))) - t[m, m]
-        r = jnp_linalg.norm(jnp.stack([mu[0], t[m, m - 1]])).astype(dt)
+        mu = jnp_linalg.eigvals(lax_slicing.dynamic_slice(t, (m - 1, m - 1), (2, 2))) - t[m, m]
+        r = jnp_linalg.norm(manipulation.stack([mu[0], t[m, m - 1]])).astype(dt)
         c, s = mu[0] / r, t[m, m - 1] / r
-        g = jnp.stack([jnp.stack([jnp.conj(c), s]), jnp.stack([-s, c])])
-        rows = lax.dynamic_slice_in_dim(t, m - 1, 2, axis=0)
-        rows = jnp.where(jnp.arange(n) >= m - 1, g @ rows, rows)
-        t = lax.dynamic_update_slice_in_dim(t, rows, m - 1, axis=0)
-        cols = lax.dynamic_slice_in_dim(t, m - 1, 2, axis=1)
-        cols = jnp.where(jnp.arange(n)[:, None] < m + 1, cols @ _mH(g), cols)
-        t = lax.dynamic_update_slice_in_dim(t, cols, m - 1, axis=1)
-        zcols = lax.dynamic_slice_in_dim(z, m - 1, 2, axis=1)
-        return t, lax.dynamic_update_slice_in_dim(z, zcols @ _mH(g), m - 1, axis=1)
+        g = manipulation.stack([manipulation.stack([ufuncs.conj(c), s]), manipulation.stack([-s, c])])
+        rows = lax_slicing.dynamic_slice_in_dim(t, m - 1, 2, axis=0)
+        rows = ufuncs.where(creation.arange(n) >= m - 1, g @ rows, rows)
+        t = lax_slicing.dynamic_update_slice_in_dim(t, rows, m - 1, axis=0)
+        cols = lax_slicing.dynamic_slice_in_dim(t, m - 1, 2, axis=1)
+        cols = ufuncs.where(creation.arange(n)[:, None] < m + 1, cols @ _mH(g), cols)
+        t = lax_slicing.dynamic_update_slice_in_dim(t, cols, m - 1, axis=1)
+        zcols = lax_slicing.dynamic_slice_in_dim(z, m - 1, 2, axis=1)
+        return t, lax_slicing.dynamic_update_slice_in_dim(z, zcols @ _mH(g), m - 1, axis=1)
 
     def step(i, tz):
         t, z = tz
         m = n - i  # from the bottom up
-        block = jnp.abs(t[m, m - 1]) > eps * (jnp.abs(t[m - 1, m - 1]) + jnp.abs(t[m, m]))
-        t, z = lax.cond(block, rotate, lambda m, t, z: (t, z), m, t, z)
+        block = ufuncs.abs(t[m, m - 1]) > eps * (ufuncs.abs(t[m - 1, m - 1]) + ufuncs.abs(t[m, m]))
+        t, z = lax_control_flow.cond(block, rotate, lambda m, t, z: (t, z), m, t, z)
         return t.at[m, m - 1].set(0), z
 
-    return lax.fori_loop(1, n, step, (t, z))
+    return lax_control_flow.fori_loop(1, n, step, (t, z))
 
 
 def rsf2csf(T, Z, check_finite: bool = True):
@@ -78,7 +81,7 @@ def rsf2csf(T, Z, check_finite: bool = True):
     upper triangular by a complex Givens rotation, applied to Z too. Batch axes of T and Z
     broadcast; `check_finite` is ignored."""
     del check_finite
-    T, Z = jnp.asarray(T), jnp.asarray(Z)
+    T, Z = creation.asarray(T), creation.asarray(Z)
     st, sz = _shape(T), _shape(Z)
     if len(st) < 2 or st[-1] != st[-2]:
         raise ValueError("Input 'T' must be square.")
@@ -86,23 +89,23 @@ def rsf2csf(T, Z, check_finite: bool = True):
         raise ValueError("Input 'Z' must be square.")
     if st[-1] != sz[-1]:
         raise ValueError(f"Input array shapes must match: Z: {sz} vs. T: {st}")
-    return jnp.vectorize(_rsf2csf_2d, signature="(n,n),(n,n)->(n,n),(n,n)")(T, Z)
+    return functional.vectorize(_rsf2csf_2d, signature="(n,n),(n,n)->(n,n),(n,n)")(T, Z)
 
 
 def _sqrtm_triu(t):
     """The upper triangular U with U @ U = t (Bjorck and Hammarling 1983): U_ii = sqrt(t_ii),
     U_ij = (t_ij - sum_{i<k<j} U_ik U_kj) / (U_ii + U_jj), and 0 where the sum equals t_ij."""
-    d = jnp.sqrt(jnp.diag(t))
+    d = ufuncs.sqrt(creation.diag(t))
     n = _shape(d)[0]
     offsets = _superdiagonal_offsets(n)
 
     def fill(p, u):
-        s = jnp.matmul(u, u, precision=_HIGHEST)  # superdiagonal p of u is still zero
+        s = products.matmul(u, u, precision=_HIGHEST)  # superdiagonal p of u is still zero
         on, solved = offsets == p, t == s
-        val = jnp.where(solved, 0, (t - s) / jnp.where(on & ~solved, d[:, None] + d[None, :], 1))
-        return jnp.where(on, val, u)
+        val = ufuncs.where(solved, 0, (t - s) / ufuncs.where(on & ~solved, d[:, None] + d[None, :], 1))
+        return ufuncs.where(on, val, u)
 
-    return lax.fori_loop(1, n, fill, jnp.diag(d))
+    return lax_control_flow.fori_loop(1, n, fill, creation.diag(d))
 
 
 def sqrtm(A, blocksize: int = 1):
@@ -112,7 +115,7 @@ def sqrtm(A, blocksize: int = 1):
         raise NotImplementedError("Blocked version is not implemented yet.")
     t, z = schur(A, output="complex")
     u = _sqrtm_triu(t)
-    return jnp.matmul(jnp.matmul(z, u, precision=_HIGHEST), jnp.conj(z.T), precision=_HIGHEST)
+    return products.matmul(products.matmul(z, u, precision=_HIGHEST), ufuncs.conj(z.T), precision=_HIGHEST)
 
 
 def _parlett(f, t):
@@ -120,39 +123,39 @@ def _parlett(f, t):
     f (f_ij (T_jj - T_ii) = T_ij (f_jj - f_ii) + sum_{i<k<j} (T_ik f_kj - f_ik T_kj)), and
     the smallest |T_jj - T_ii| met, which bounds the error."""
     n = _shape(t)[0]
-    d = jnp.diag(t)
+    d = creation.diag(t)
     den = d[None, :] - d[:, None]
     offsets = _superdiagonal_offsets(n)
 
     def fill(p, carry):
         f, minden = carry
         on = offsets == p
-        s = jnp.matmul(t, f) - jnp.matmul(f, t)  # superdiagonal p of f is still zero
-        f = jnp.where(on, jnp.where(den != 0, s / jnp.where(den != 0, den, 1), s), f)
-        return f, jnp.minimum(minden, jnp.min(jnp.where(on, jnp.abs(den), np.inf)))
+        s = products.matmul(t, f) - products.matmul(f, t)  # superdiagonal p of f is still zero
+        f = ufuncs.where(on, ufuncs.where(den != 0, s / ufuncs.where(den != 0, den, 1), s), f)
+        return f, ufuncs.minimum(minden, reductions.min(ufuncs.where(on, ufuncs.abs(den), np.inf)))
 
-    return lax.fori_loop(1, n, fill, (f, jnp.abs(t[0, 0])))
+    return lax_control_flow.fori_loop(1, n, fill, (f, ufuncs.abs(t[0, 0])))
 
 
 def funm(A, func, disp: bool = True):
     """The matrix function of a square matrix defined by the scalar function `func`: `func`
     on the eigenvalues of the complex Schur form, the rest by Parlett's recurrence; always
     complex. With `disp=False` also returns JAX's estimate of the relative error."""
-    A = jnp.asarray(A)
+    A = creation.asarray(A)
     shape = _shape(A)
     if len(shape) != 2 or shape[0] != shape[1]:
         raise ValueError("expected square array_like input")
     t, z = rsf2csf(*schur(A))
-    f = jnp.diag(func(jnp.diag(t))).astype(t.dtype)
+    f = creation.diag(func(creation.diag(t))).astype(t.dtype)
     f, minden = _parlett(f, t)
-    f = z @ f @ jnp.conj(z.T)
+    f = z @ f @ ufuncs.conj(z.T)
     if disp:
         return f
     # As JAX: single precision's epsilon for complex64, double precision's otherwise.
     tol = np.finfo(np.float32 if f.dtype == np.complex64 else np.float64).eps
-    minden = jnp.where(minden == 0.0, tol, minden)
-    err = jnp.where(jnp.any(jnp.isinf(f)), np.inf, jnp.minimum(1, jnp.maximum(
-        tol, (tol / minden) * jnp_linalg.norm(jnp.triu(t, 1), 1))))
+    minden = ufuncs.where(minden == 0.0, tol, minden)
+    err = ufuncs.where(reductions.any(ufuncs.isinf(f)), np.inf, ufuncs.minimum(1, ufuncs.maximum(
+        tol, (tol / minden) * jnp_linalg.norm(creation.triu(t, 1), 1))))
     return f, err
 
 
@@ -160,7 +163,7 @@ def _sylvester_triangular(r, s, f):
     """Y with r Y + Y s = f, r upper and s lower triangular, a column at a time from the
     last (Bartels and Stewart): (r + s_jj I) y_j = f_j - sum_{k>j} y_k s_kj."""
     m, n = _shape(f)
-    eye = jnp.eye(m, dtype=f.dtype)
+    eye = creation.eye(m, dtype=f.dtype)
 
     def column(k, y):
         j = n - 1 - k
@@ -169,7 +172,7 @@ def _sylvester_triangular(r, s, f):
                                          lower=False)
         return y.at[:, j].set(yj[:, 0])
 
-    return lax.fori_loop(0, n, column, jnp.zeros_like(f))
+    return lax_control_flow.fori_loop(0, n, column, creation.zeros_like(f))
 
 
 def _solve_sylvester_2d(a, b, c, *, method, tol):
@@ -189,9 +192,9 @@ def _solve_sylvester_2d(a, b, c, *, method, tol):
     if not dtypes.is_complex(c.dtype):
         x = x.real
     # Eigenvalue sums near zero make the equation (nearly) singular: NaNs, as in JAX.
-    near_singular = jnp.any(
-        jnp.abs(jnp_linalg.eigvals(a)[:, None] + jnp_linalg.eigvals(b)[None, :]) < tol)
-    return jnp.where(near_singular, jnp.full_like(x, np.nan), x)
+    near_singular = reductions.any(
+        ufuncs.abs(jnp_linalg.eigvals(a)[:, None] + jnp_linalg.eigvals(b)[None, :]) < tol)
+    return ufuncs.where(near_singular, creation.full_like(x, np.nan), x)
 
 
 def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
@@ -205,5 +208,5 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
     if _shape(A)[-2:] != (m, m) or _shape(B)[-2:] != (n, n):
         raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {_shape(A)}\n"
                          f"B: {_shape(B)}\nC: {_shape(C)}")
-    return jnp.vectorize(partial(_solve_sylvester_2d, method=method, tol=tol),
-                         signature="(m,m),(n,n),(m,n)->(m,n)")(A, B, C)
+    return functional.vectorize(partial(_solve_sylvester_2d, method=method, tol=tol),
+                                signature="(m,m),(n,n),(m,n)->(m,n)")(A, B, C)

@@ -8,8 +8,9 @@ import operator
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.lax import lax
+from gpuarr.numpy import creation, manipulation, selection, ufuncs
 from gpuarr.numpy.arguments import broadcast_to, check_arraylike, promote_dtypes
 from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy.linalg._decomp import _inexact, _shape
@@ -23,27 +24,27 @@ def _broadcast_leading(x, y):
 
 def _gather_last(x, idx):
     """x[..., idx] for an integer NumPy index array `idx` (any shape)."""
-    return jnp.take(x, jnp.asarray(idx.ravel()), axis=-1).reshape(_shape(x)[:-1] + idx.shape)
+    return selection.take(x, creation.asarray(idx.ravel()), axis=-1).reshape(_shape(x)[:-1] + idx.shape)
 
 
 def block_diag(*arrs):
     """The block-diagonal matrix with the given (at most 2-D) arrays as blocks; scalars and
     vectors count as 1 x 1 and 1 x n blocks. No arguments give an empty (1, 0) matrix."""
     if len(arrs) == 0:
-        arrs = (jnp.zeros((1, 0)),)
-    arrs = tuple(promote_dtypes(*[jnp.asarray(a) for a in arrs]))
+        arrs = (creation.zeros((1, 0)),)
+    arrs = tuple(promote_dtypes(*[creation.asarray(a) for a in arrs]))
     bad = [i for i, a in enumerate(arrs) if np.ndim(a) > 2]
     if bad:
         raise ValueError("Arguments to jax.scipy.linalg.block_diag must have at most 2 "
                          f"dimensions, got {arrs[bad[0]]} at argument {bad[0]}.")
-    arrs = [jnp.atleast_2d(a) for a in arrs]
+    arrs = [manipulation.atleast_2d(a) for a in arrs]
     total = sum(_shape(a)[1] for a in arrs)
     padded, col = [], 0
     for a in arrs:
         cols = _shape(a)[1]
-        padded.append(jnp.pad(a, ((0, 0), (col, total - cols - col))))
+        padded.append(manipulation.pad(a, ((0, 0), (col, total - cols - col))))
         col += cols
-    return jnp.concatenate(padded, axis=0)
+    return manipulation.concatenate(padded, axis=0)
 
 
 def toeplitz(c, r=None):
@@ -51,18 +52,18 @@ def toeplitz(c, r=None):
     r defaults to conj(c)). Leading axes of c and r broadcast to a batch of matrices."""
     if r is None:
         check_arraylike("toeplitz", c)
-        c = jnp.atleast_1d(c)
-        r = jnp.conj(c)
+        c = manipulation.atleast_1d(c)
+        r = ufuncs.conj(c)
     else:
         check_arraylike("toeplitz", c, r)
-        c, r = jnp.atleast_1d(c), jnp.atleast_1d(r)
+        c, r = manipulation.atleast_1d(c), manipulation.atleast_1d(r)
     c, r = promote_dtypes(c, r)
     c, r = _broadcast_leading(c, r)
     m, n = _shape(c)[-1], _shape(r)[-1]
     i, j = np.indices((m, n))
     # Entry (i, j) is element i - j of c below the diagonal and j - i of r above it.
-    return jnp.where(i >= j, _gather_last(c, np.maximum(i - j, 0)),
-                     _gather_last(r, np.maximum(j - i, 0)))
+    return ufuncs.where(i >= j, _gather_last(c, np.maximum(i - j, 0)),
+                        _gather_last(r, np.maximum(j - i, 0)))
 
 
 def hankel(c, r=None):
@@ -70,11 +71,11 @@ def hankel(c, r=None):
     to zeros). Leading axes of c and r broadcast to a batch of matrices."""
     if r is None:
         check_arraylike("hankel", c)
-        c = jnp.asarray(c)
-        r = jnp.zeros_like(c)
+        c = creation.asarray(c)
+        r = creation.zeros_like(c)
     else:
         check_arraylike("hankel", c, r)
-        c, r = jnp.asarray(c), jnp.asarray(r)
+        c, r = creation.asarray(c), creation.asarray(r)
     if c.ndim == 0:
         raise ValueError("hankel: c must be at least 1-dimensional, got a scalar.")
     if r.ndim == 0:
@@ -83,7 +84,7 @@ def hankel(c, r=None):
     c, r = _broadcast_leading(c, r)
     m = _shape(c)[-1]
     s = np.add.outer(np.arange(m), np.arange(_shape(r)[-1]))
-    v = jnp.concatenate([c, r[..., 1:]], axis=-1)  # the anti-diagonals, in order
+    v = manipulation.concatenate([c, r[..., 1:]], axis=-1)  # the anti-diagonals, in order
     return _gather_last(v, s)
 
 
@@ -91,7 +92,7 @@ def circulant(c):
     """The circulant matrix with first column c: A[i, j] = c[(i - j) mod n], for each vector
     along the last axis of c."""
     check_arraylike("circulant", c)
-    c = jnp.atleast_1d(c)
+    c = manipulation.atleast_1d(c)
     n = _shape(c)[-1]
     return _gather_last(c, np.subtract.outer(np.arange(n), np.arange(n)) % n)
 
@@ -101,21 +102,21 @@ def companion(a):
     first row -a[1:] / a[0], ones on the first subdiagonal. Batched over leading axes."""
     check_arraylike("companion", a)
     (a,) = _inexact(a)
-    a = jnp.atleast_1d(a)
+    a = manipulation.atleast_1d(a)
     if _shape(a)[-1] < 2:
         raise ValueError("The length of `a` along the last axis must be at least 2; "
                          f"got shape {_shape(a)}.")
     first_row = -a[..., 1:] / a[..., :1]
     m = _shape(a)[-1] - 1
-    sub = broadcast_to(jnp.eye(m - 1, m, dtype=first_row.dtype), _shape(a)[:-1] + (m - 1, m))
-    return jnp.concatenate([first_row[..., None, :], sub], axis=-2)
+    sub = broadcast_to(creation.eye(m - 1, m, dtype=first_row.dtype), _shape(a)[:-1] + (m - 1, m))
+    return manipulation.concatenate([first_row[..., None, :], sub], axis=-2)
 
 
 def leslie(f, s):
     """The Leslie matrix with fecundity coefficients f (first row) and survival coefficients
     s (first subdiagonal); len(s) == len(f) - 1. Batched over leading axes."""
     check_arraylike("leslie", f, s)
-    f, s = jnp.atleast_1d(f), jnp.atleast_1d(s)
+    f, s = manipulation.atleast_1d(f), manipulation.atleast_1d(s)
     if _shape(f)[-1] < 2:
         raise ValueError("The length of f along the last axis must be at least 2; "
                          f"got shape {_shape(f)}.")
@@ -127,15 +128,15 @@ def leslie(f, s):
     f, s = _broadcast_leading(f, s)
     n = _shape(f)[-1]
     i, j = np.indices((n - 1, n))
-    sub = jnp.where(j == i, _gather_last(s, i), 0)
-    return jnp.concatenate([f[..., None, :], sub], axis=-2)
+    sub = ufuncs.where(j == i, _gather_last(s, i), 0)
+    return manipulation.concatenate([f[..., None, :], sub], axis=-2)
 
 
 def fiedler(a):
     """The symmetric Fiedler matrix |a[i] - a[j]|, for each vector along the last axis."""
     check_arraylike("fiedler", a)
-    a = jnp.atleast_1d(a)
-    return jnp.abs(a[..., :, None] - a[..., None, :])
+    a = manipulation.atleast_1d(a)
+    return ufuncs.abs(a[..., :, None] - a[..., None, :])
 
 
 def fiedler_companion(a):
@@ -144,7 +145,7 @@ def fiedler_companion(a):
     roots, for each vector along the last axis of a. As in JAX, a[..., 0] == 0 is not
     checked (the result then holds infs or NaNs)."""
     (a,) = promote_args_inexact("fiedler_companion", a)
-    a = jnp.atleast_1d(a)
+    a = manipulation.atleast_1d(a)
     if _shape(a)[-1] == 0:
         raise ValueError("fiedler_companion requires the last axis of 'a' to have nonzero "
                          f"length, but got an array of shape {_shape(a)}.")
@@ -162,7 +163,7 @@ def fiedler_companion(a):
     coef = np.where(first, 1, np.where(upper, np.minimum(i + 2, n), np.minimum(i + 1, n)))
     # Ones: below the first entry, two right of the diagonal on even rows, two left on odd.
     ones = ((i == 1) & (j == 0)) | ((j == i + 2) & even) | ((j == i - 2) & ~even & (i >= 3))
-    return jnp.where(first | upper | lower, -_gather_last(a, coef), jnp.where(ones, 1, 0))
+    return ufuncs.where(first | upper | lower, -_gather_last(a, coef), ufuncs.where(ones, 1, 0))
 
 
 def _log_factorial(n: int):
@@ -193,7 +194,7 @@ def pascal(n: int, kind: str | None = None):
     i, j = np.indices((n, n))
     lower = _binom(i, j, _log_factorial(max(n - 1, 0)))
     mat = {"lower": lower, "upper": lower.T, "symmetric": lower @ lower.T}[kind]
-    return jnp.asarray(mat, dtype=np.float32)
+    return creation.asarray(mat, dtype=np.float32)
 
 
 def invpascal(n: int, kind: str | None = None):
@@ -203,7 +204,7 @@ def invpascal(n: int, kind: str | None = None):
     i, j = np.indices((n, n))
     lower = np.where((i - j) % 2, -1.0, 1.0) * _binom(i, j, _log_factorial(max(n - 1, 0)))
     mat = {"lower": lower, "upper": lower.T, "symmetric": lower.T @ lower}[kind]
-    return jnp.asarray(mat, dtype=dtypes.default_float_dtype())
+    return creation.asarray(mat, dtype=dtypes.default_float_dtype())
 
 
 def invhilbert(n: int):
@@ -216,12 +217,12 @@ def invhilbert(n: int):
     with np.errstate(over="ignore", invalid="ignore"):
         mat = (np.where(s % 2, -1.0, 1.0) * (s + 1.0) * _binom(n + i, n - j - 1, log_fact)
                * _binom(n + j, n - i - 1, log_fact) * _binom(s, i, log_fact) ** 2)
-    return jnp.asarray(mat, dtype=dtypes.default_float_dtype())
+    return creation.asarray(mat, dtype=dtypes.default_float_dtype())
 
 
 def hilbert(n: int):
     """The n x n Hilbert matrix 1 / (i + j + 1), in the default float dtype."""
-    a = jnp.arange(n, dtype=dtypes.default_float_dtype())
+    a = creation.arange(n, dtype=dtypes.default_float_dtype())
     return 1.0 / (a[:, None] + a[None, :] + 1)
 
 
@@ -232,7 +233,7 @@ def convolution_matrix(a, n: int, mode: str = "full"):
     if n <= 0:
         raise ValueError(f"n must be a positive integer; got {n}.")
     check_arraylike("convolution_matrix", a)
-    a = jnp.asarray(a)
+    a = creation.asarray(a)
     if a.ndim == 0:
         raise ValueError("convolution_matrix: a must be at least 1-dimensional, got a scalar.")
     m = _shape(a)[-1]
@@ -241,7 +242,7 @@ def convolution_matrix(a, n: int, mode: str = "full"):
     if mode not in ("full", "valid", "same"):
         raise ValueError(f"mode must be one of 'full', 'valid', 'same'; got {mode!r}.")
     pad = [(0, 0)] * (a.ndim - 1) + [(0, n - 1)]
-    az, raz = jnp.pad(a, pad), jnp.pad(jnp.flip(a, axis=-1), pad)
+    az, raz = manipulation.pad(a, pad), manipulation.pad(manipulation.flip(a, axis=-1), pad)
     total = m + n - 1
     if mode == "same":
         trim = min(n, m) - 1
@@ -262,7 +263,7 @@ def hadamard(n: int, dtype=int):
     h = np.ones((1, 1))
     for _ in range(int(math.log2(n))):
         h = np.block([[h, h], [h, -h]])
-    return jnp.asarray(h, dtype=dtype)
+    return creation.asarray(h, dtype=dtype)
 
 
 def helmert(n: int, full: bool = False):
@@ -275,7 +276,7 @@ def helmert(n: int, full: bool = False):
     h = np.where(j <= i, 1.0, np.where(j == k, -k, 0.0)) / np.sqrt(k * (k + 1))
     if full:
         h = np.concatenate([np.full((1, n), 1 / np.sqrt(n)), h], axis=0)
-    return jnp.asarray(h, dtype=dtypes.default_float_dtype())
+    return creation.asarray(h, dtype=dtypes.default_float_dtype())
 
 
 def dft(n: int, scale=None, *, dtype=None):
@@ -290,4 +291,4 @@ def dft(n: int, scale=None, *, dtype=None):
     jk = np.multiply.outer(np.arange(n), np.arange(n)) % max(n, 1)
     w = np.exp(-2j * np.pi * jk / max(n, 1))
     w = w / {None: 1, "sqrtn": np.sqrt(n), "n": n}[scale]
-    return jnp.asarray(w, dtype=dtype)
+    return creation.asarray(w, dtype=dtype)

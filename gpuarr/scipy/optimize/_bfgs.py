@@ -11,14 +11,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.ad_api import value_and_grad
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import dot_precision as lax_dot_precision
+from gpuarr.numpy import creation, products, ufuncs
 from gpuarr.numpy import linalg as jnp_linalg
+from gpuarr.numpy.einsum import einsum
 from gpuarr.scipy.optimize._line_search import line_search
 
-_dot = partial(jnp.dot, precision=lax.Precision.HIGHEST)
-_einsum = partial(jnp.einsum, precision=lax.Precision.HIGHEST)
+_dot = partial(products.dot, precision=lax_dot_precision.Precision.HIGHEST)
+_einsum = partial(einsum, precision=lax_dot_precision.Precision.HIGHEST)
 
 
 class _BFGSResults(NamedTuple):
@@ -58,7 +60,7 @@ def minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_max
     if maxiter is None:
         maxiter = np.size(x0) * 200
     d = x0.shape[0]
-    identity = jnp.eye(d, dtype=x0.dtype)
+    identity = creation.eye(d, dtype=x0.dtype)
 
     f_0, g_0 = value_and_grad(fun)(x0)
     init = _BFGSResults(
@@ -78,9 +80,9 @@ def minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_max
                          gfk=s.g_k, maxiter=line_search_maxiter)
         s_k = ls.a_k * p_k
         y_k = ls.g_k - s.g_k
-        rho_k = jnp.reciprocal(_dot(y_k, s_k))
+        rho_k = ufuncs.reciprocal(_dot(y_k, s_k))
         # H+ = (I - rho s y^T) H (I - rho y s^T) + rho s s^T
-        w = jnp.eye(d, dtype=rho_k.dtype) - rho_k * (s_k[:, None] * y_k[None, :])
+        w = creation.eye(d, dtype=rho_k.dtype) - rho_k * (s_k[:, None] * y_k[None, :])
         h_next = _einsum("ij,jk,lk", w, s.H_k, w) + rho_k * s_k[:, None] * s_k[None, :]
         return s._replace(
             converged=jnp_linalg.norm(ls.g_k, ord=norm) < gtol,
@@ -91,12 +93,12 @@ def minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_max
             x_k=s.x_k + s_k,
             f_k=ls.f_k,
             g_k=ls.g_k,
-            H_k=jnp.where(jnp.isfinite(rho_k), h_next, s.H_k),
+            H_k=ufuncs.where(ufuncs.isfinite(rho_k), h_next, s.H_k),
             old_old_fval=s.f_k,
             line_search_status=ls.status)
 
-    s = lax.while_loop(cond, body, init)
-    status = jnp.where(s.converged, 0,
-                       jnp.where(s.k == maxiter, 1,
-                                 jnp.where(s.failed, 2 + s.line_search_status, -1)))
+    s = lax_control_flow.while_loop(cond, body, init)
+    status = ufuncs.where(s.converged, 0,
+                          ufuncs.where(s.k == maxiter, 1,
+                                       ufuncs.where(s.failed, 2 + s.line_search_status, -1)))
     return s._replace(status=status)

@@ -13,13 +13,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
 from gpuarr.ad_api import value_and_grad
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import dot_precision as lax_dot_precision
+from gpuarr.numpy import creation, manipulation, products, ufuncs
 from gpuarr.numpy import linalg as jnp_linalg
 from gpuarr.scipy.optimize._line_search import line_search
 
-_dot = partial(jnp.dot, precision=lax.Precision.HIGHEST)
+_dot = partial(products.dot, precision=lax_dot_precision.Precision.HIGHEST)
 
 
 class LBFGSResults(NamedTuple):
@@ -69,28 +70,28 @@ def _minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.220446
 
     f_0, g_0 = value_and_grad(fun)(x0)
     init = LBFGSResults(
-        converged=jnp.array(False), failed=jnp.array(False), k=0, nfev=1, ngev=1,
+        converged=creation.array(False), failed=creation.array(False), k=0, nfev=1, ngev=1,
         x_k=x0, f_k=f_0, g_k=g_0,
-        s_history=jnp.zeros((maxcor, d), dtype=dtype),
-        y_history=jnp.zeros((maxcor, d), dtype=dtype),
-        rho_history=jnp.zeros((maxcor,), dtype=dtype),
+        s_history=creation.zeros((maxcor, d), dtype=dtype),
+        y_history=creation.zeros((maxcor, d), dtype=dtype),
+        rho_history=creation.zeros((maxcor,), dtype=dtype),
         gamma=1., status=0, ls_status=0)
 
     def body(s):
         p_k = _two_loop_recursion(s)
         ls = line_search(fun, s.x_k, p_k, old_fval=s.f_k, gfk=s.g_k, maxiter=maxls)
-        s_k = jnp.asarray(ls.a_k).astype(p_k.dtype) * p_k
+        s_k = creation.asarray(ls.a_k).astype(p_k.dtype) * p_k
         y_k = ls.g_k - s.g_k
-        ys = jnp.real(_dot(y_k, s_k))
-        gamma = ys / jnp.real(_dot(jnp.conj(y_k), y_k))
+        ys = ufuncs.real(_dot(y_k, s_k))
+        gamma = ys / ufuncs.real(_dot(ufuncs.conj(y_k), y_k))
 
         # Later tests take precedence: a failed line search outranks every limit.
-        status = jnp.array(0)
-        status = jnp.where(s.f_k - ls.f_k < ftol, 4, status)
-        status = jnp.where(s.ngev >= maxgrad, 3, status)
-        status = jnp.where(s.nfev >= maxfun, 2, status)
-        status = jnp.where(s.k >= maxiter, 1, status)
-        status = jnp.where(ls.failed, 5, status)
+        status = creation.array(0)
+        status = ufuncs.where(s.f_k - ls.f_k < ftol, 4, status)
+        status = ufuncs.where(s.ngev >= maxgrad, 3, status)
+        status = ufuncs.where(s.nfev >= maxfun, 2, status)
+        status = ufuncs.where(s.k >= maxiter, 1, status)
+        status = ufuncs.where(ls.failed, 5, status)
         converged = jnp_linalg.norm(ls.g_k, ord=norm) < gtol
         return LBFGSResults(
             converged=converged,
@@ -103,12 +104,12 @@ def _minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.220446
             g_k=ls.g_k.astype(s.g_k.dtype),
             s_history=_push(s.s_history, s_k),
             y_history=_push(s.y_history, y_k),
-            rho_history=_push(s.rho_history, jnp.reciprocal(ys).astype(y_k.dtype)),
+            rho_history=_push(s.rho_history, ufuncs.reciprocal(ys).astype(y_k.dtype)),
             gamma=gamma.astype(s.g_k.dtype),
-            status=jnp.where(converged, 0, status),
+            status=ufuncs.where(converged, 0, status),
             ls_status=ls.status)
 
-    return lax.while_loop(lambda s: (~s.converged) & (~s.failed), body, init)
+    return lax_control_flow.while_loop(lambda s: (~s.converged) & (~s.failed), body, init)
 
 
 def _two_loop_recursion(s):
@@ -116,16 +117,16 @@ def _two_loop_recursion(s):
     newest to oldest, then back, over the min(k, maxcor) filled rows at the end of the history."""
     dtype = s.rho_history.dtype
     size = s.rho_history.shape[0]
-    filled = jnp.where(s.k < size, s.k, size)
+    filled = ufuncs.where(s.k < size, s.k, size)
 
     def newest_first(j, carry):
         q, alphas = carry
         i = size - 1 - j
-        alpha = s.rho_history[i] * _dot(jnp.conj(s.s_history[i]), q).real.astype(dtype)
-        return q - alpha * jnp.conj(s.y_history[i]), alphas.at[i].set(alpha)
+        alpha = s.rho_history[i] * _dot(ufuncs.conj(s.s_history[i]), q).real.astype(dtype)
+        return q - alpha * ufuncs.conj(s.y_history[i]), alphas.at[i].set(alpha)
 
-    q, alphas = lax.fori_loop(0, filled, newest_first,
-                              (-jnp.conj(s.g_k), jnp.zeros_like(s.rho_history)))
+    q, alphas = lax_control_flow.fori_loop(0, filled, newest_first,
+                                           (-ufuncs.conj(s.g_k), creation.zeros_like(s.rho_history)))
     q = s.gamma * q
 
     def oldest_first(j, q):
@@ -133,9 +134,9 @@ def _two_loop_recursion(s):
         beta = s.rho_history[i] * _dot(s.y_history[i], q).real.astype(dtype)
         return q + (alphas[i] - beta) * s.s_history[i]
 
-    return lax.fori_loop(0, filled, oldest_first, q)
+    return lax_control_flow.fori_loop(0, filled, oldest_first, q)
 
 
 def _push(history, new):
     """Drop the oldest row of `history` and append `new` as the newest."""
-    return jnp.roll(history, -1, axis=0).at[-1].set(new)
+    return manipulation.roll(history, -1, axis=0).at[-1].set(new)

@@ -12,12 +12,14 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
 from gpuarr.ad_api import value_and_grad
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import dot_precision as lax_dot_precision
+from gpuarr.numpy import creation, products, ufuncs
 from gpuarr.numpy.arguments import promote_dtypes_inexact
 
-_dot = partial(jnp.dot, precision=lax.Precision.HIGHEST)
+_dot = partial(products.dot, precision=lax_dot_precision.Precision.HIGHEST)
 
 # Zoom safeguards: a cubic (quadratic) trial step must keep this fraction of the bracket
 # between itself and either end, else the next interpolant (bisection) is used.
@@ -96,11 +98,11 @@ def _cubicmin(a, fa, fpa, b, fb, c, fc):
     db, dc = b - a, c - a
     denom = (db * dc) ** 2 * (db - dc)
     # Solve for the cubic and quadratic coefficients A, B of f(a + t) = A t^3 + B t^2 + fpa t + fa.
-    rows = jnp.array([[dc ** 2, -db ** 2], [-dc ** 3, db ** 3]], dtype=dtype)
-    rhs = jnp.array([fb - fa - fpa * db, fc - fa - fpa * dc], dtype=dtype)
+    rows = creation.array([[dc ** 2, -db ** 2], [-dc ** 3, db ** 3]], dtype=dtype)
+    rhs = creation.array([fb - fa - fpa * db, fc - fa - fpa * dc], dtype=dtype)
     coef_a, coef_b = _dot(rows, rhs) / denom
     radical = coef_b * coef_b - 3. * coef_a * fpa
-    return a + (-coef_b + jnp.sqrt(radical)) / (3. * coef_a)
+    return a + (-coef_b + ufuncs.sqrt(radical)) / (3. * coef_a)
 
 
 def _quadmin(a, fa, fpa, b, fb):
@@ -119,12 +121,12 @@ def _zoom(phi_dphi, sufficient_decrease_fails, curvature_holds, a_lo, phi_lo, dp
         a_lo=a_lo, phi_lo=phi_lo, dphi_lo=dphi_lo,
         a_hi=a_hi, phi_hi=phi_hi, dphi_hi=dphi_hi,
         a_rec=(a_lo + a_hi) / 2., phi_rec=(phi_lo + phi_hi) / 2.,
-        a_star=jnp.ones_like(a_lo), phi_star=phi_lo, dphi_star=dphi_lo, g_star=g_0,
+        a_star=creation.ones_like(a_lo), phi_star=phi_lo, dphi_star=dphi_lo, g_star=g_0,
         nfev=0, ngev=0)
 
     def body(s):
         width = s.a_hi - s.a_lo  # signed, as in JAX: a bracket given high-to-low fails here
-        left, right = jnp.minimum(s.a_hi, s.a_lo), jnp.maximum(s.a_hi, s.a_lo)
+        left, right = ufuncs.minimum(s.a_hi, s.a_lo), ufuncs.maximum(s.a_hi, s.a_lo)
         threshold = 1e-5 if dtypes.finfo(width.dtype).bits < 64 else 1e-10
         failed = s.failed | (width <= threshold)
 
@@ -135,9 +137,9 @@ def _zoom(phi_dphi, sufficient_decrease_fails, curvature_holds, a_lo, phi_lo, dp
         quad = _quadmin(s.a_lo, s.phi_lo, s.dphi_lo, s.a_hi, s.phi_hi)
         use_quad = ((~use_cubic) & (quad > left + _QUAD_MARGIN * width)
                     & (quad < right - _QUAD_MARGIN * width))
-        a_j = jnp.where(use_cubic, cubic, s.a_rec)
-        a_j = jnp.where(use_quad, quad, a_j)
-        a_j = jnp.where((~use_cubic) & (~use_quad), (s.a_lo + s.a_hi) / 2., a_j)
+        a_j = ufuncs.where(use_cubic, cubic, s.a_rec)
+        a_j = ufuncs.where(use_quad, quad, a_j)
+        a_j = ufuncs.where((~use_cubic) & (~use_quad), (s.a_lo + s.a_hi) / 2., a_j)
 
         phi_j, dphi_j, g_j = phi_dphi(a_j)
         phi_j = phi_j.astype(s.phi_lo.dtype)
@@ -153,29 +155,29 @@ def _zoom(phi_dphi, sufficient_decrease_fails, curvature_holds, a_lo, phi_lo, dp
         keep_lo = to_lo & (~flip)
 
         def pick(new_hi, new_lo, old):
-            return jnp.where(to_hi, new_hi, jnp.where(flip, new_lo, old))
+            return ufuncs.where(to_hi, new_hi, ufuncs.where(flip, new_lo, old))
 
         j = s.j + 1
         return _Zoom(
             done=s.done | accept,
             failed=failed | (j >= _ZOOM_MAXITER),
             j=j,
-            a_lo=jnp.where(to_lo, a_j, s.a_lo),
-            phi_lo=jnp.where(to_lo, phi_j, s.phi_lo),
-            dphi_lo=jnp.where(to_lo, dphi_j, s.dphi_lo),
+            a_lo=ufuncs.where(to_lo, a_j, s.a_lo),
+            phi_lo=ufuncs.where(to_lo, phi_j, s.phi_lo),
+            dphi_lo=ufuncs.where(to_lo, dphi_j, s.dphi_lo),
             a_hi=pick(a_j, s.a_lo, s.a_hi),
             phi_hi=pick(phi_j, s.phi_lo, s.phi_hi),
             dphi_hi=pick(dphi_j, s.dphi_lo, s.dphi_hi),
-            a_rec=jnp.where(to_hi | flip, s.a_hi, jnp.where(keep_lo, s.a_lo, s.a_rec)),
-            phi_rec=jnp.where(to_hi | flip, s.phi_hi, jnp.where(keep_lo, s.phi_lo, s.phi_rec)),
-            a_star=jnp.where(accept, a_j, s.a_star),
-            phi_star=jnp.where(accept, phi_j, s.phi_star),
-            dphi_star=jnp.where(accept, dphi_j, s.dphi_star),
-            g_star=jnp.where(accept, g_j, s.g_star),
+            a_rec=ufuncs.where(to_hi | flip, s.a_hi, ufuncs.where(keep_lo, s.a_lo, s.a_rec)),
+            phi_rec=ufuncs.where(to_hi | flip, s.phi_hi, ufuncs.where(keep_lo, s.phi_lo, s.phi_rec)),
+            a_star=ufuncs.where(accept, a_j, s.a_star),
+            phi_star=ufuncs.where(accept, phi_j, s.phi_star),
+            dphi_star=ufuncs.where(accept, dphi_j, s.dphi_star),
+            g_star=ufuncs.where(accept, g_j, s.g_star),
             nfev=s.nfev + 1,
             ngev=s.ngev + 1)
 
-    return lax.while_loop(lambda s: (~s.done) & (~skip) & (~s.failed), body, init)
+    return lax_control_flow.while_loop(lambda s: (~s.done) & (~skip) & (~s.failed), body, init)
 
 
 def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, c2=0.9,
@@ -188,37 +190,37 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
     xk, pk = promote_dtypes_inexact(xk, pk)
 
     def phi_dphi(t):
-        value, grad = value_and_grad(f)(xk + jnp.array(t, dtype=pk.dtype) * pk)
-        return value, jnp.real(_dot(grad, pk)), grad
+        value, grad = value_and_grad(f)(xk + creation.array(t, dtype=pk.dtype) * pk)
+        return value, ufuncs.real(_dot(grad, pk)), grad
 
     evaluate_start = old_fval is None or gfk is None
     if evaluate_start:
         phi_0, dphi_0, gfk = phi_dphi(0)
     else:
-        phi_0, dphi_0 = old_fval, jnp.real(_dot(gfk, pk))
+        phi_0, dphi_0 = old_fval, ufuncs.real(_dot(gfk, pk))
     if old_old_fval is None:
         first_step = 1
     else:
         # 1.01 times the step a quadratic would take to repeat the last decrease, at most 1.
         guess = 1.01 * 2 * (phi_0 - old_old_fval) / dphi_0
-        first_step = jnp.where(guess > 1, 1.0, guess)
+        first_step = ufuncs.where(guess > 1, 1.0, guess)
 
     def sufficient_decrease_fails(a, phi):
         return phi > phi_0 + c1 * a * dphi_0
 
     def curvature_holds(dphi):
-        return jnp.abs(dphi) <= -c2 * dphi_0
+        return ufuncs.abs(dphi) <= -c2 * dphi_0
 
     # Steps carry the type of f and its slope from the start, so every loop keeps its types.
-    a_0 = jnp.zeros((), dtypes.result_type(phi_0, dphi_0))
+    a_0 = creation.zeros((), dtypes.result_type(phi_0, dphi_0))
     init = _Bracket(
-        done=jnp.array(False), failed=jnp.array(False), i=1,
+        done=creation.array(False), failed=creation.array(False), i=1,
         a_i1=a_0, phi_i1=phi_0, dphi_i1=dphi_0,
         nfev=int(evaluate_start), ngev=int(evaluate_start),
         a_star=a_0, phi_star=phi_0, dphi_star=dphi_0, g_star=gfk)
 
     def body(s):
-        a_i = jnp.where(s.i == 1, first_step, s.a_i1 * 2.)
+        a_i = ufuncs.where(s.i == 1, first_step, s.a_i1 * 2.)
         phi_i, dphi_i, g_i = phi_dphi(a_i)
 
         # The step overshoots (zoom between the previous step and it), is accepted, or the
@@ -232,9 +234,9 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
                      s.a_i1, s.phi_i1, s.dphi_i1, gfk, ~zoom_down)
 
         def pick(field, at_i, old):
-            chosen = jnp.where(zoom_up, getattr(up, field), old)
-            chosen = jnp.where(accept, at_i, chosen)
-            return jnp.where(zoom_down, getattr(down, field), chosen)
+            chosen = ufuncs.where(zoom_up, getattr(up, field), old)
+            chosen = ufuncs.where(accept, at_i, chosen)
+            return ufuncs.where(zoom_down, getattr(down, field), chosen)
 
         return _Bracket(
             done=s.done | zoom_up | accept | zoom_down,
@@ -248,13 +250,13 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
             dphi_star=pick("dphi_star", dphi_i, s.dphi_star),
             g_star=pick("g_star", g_i, s.g_star))
 
-    s = lax.while_loop(lambda s: (~s.done) & (s.i <= maxiter) & (~s.failed), body, init)
+    s = lax_control_flow.while_loop(lambda s: (~s.done) & (s.i <= maxiter) & (~s.failed), body, init)
 
-    status = jnp.where(s.failed, 1, jnp.where(s.i > maxiter, 3, 0))
-    a_k = jnp.asarray(s.a_star)
+    status = ufuncs.where(s.failed, 1, ufuncs.where(s.i > maxiter, 3, 0))
+    a_k = creation.asarray(s.a_star)
     if dtypes.finfo(a_k.dtype).bits != 64:
         # Below 64 bits a tiny step can leave the iterate where it is forever; keep it >= 1e-8.
-        a_k = jnp.where(jnp.abs(a_k) < 1e-8, jnp.sign(a_k) * 1e-8, a_k)
+        a_k = ufuncs.where(ufuncs.abs(a_k) < 1e-8, ufuncs.sign(a_k) * 1e-8, a_k)
     return _LineSearchResults(
         failed=s.failed | (~s.done), nit=s.i - 1, nfev=s.nfev, ngev=s.ngev, k=s.i,
         a_k=a_k, f_k=s.phi_star, g_k=s.g_star, status=status)

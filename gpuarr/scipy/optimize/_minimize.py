@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from gpuarr import numpy as jnp
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy.optimize._bfgs import minimize_bfgs
 from gpuarr.scipy.optimize._lbfgs import _minimize_lbfgs
 
@@ -61,7 +61,7 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str, tol: float | N
     result = solver(lambda x: fun(x, *args), x0, **options)
     return OptimizeResults(
         x=result.x_k,
-        success=result.converged & jnp.logical_not(result.failed),
+        success=result.converged & ufuncs.logical_not(result.failed),
         status=result.status,
         fun=result.f_k,
         jac=result.g_k,

@@ -13,7 +13,7 @@ import typing
 
 import numpy as np
 
-from gpuarr import numpy as jnp
+from gpuarr.numpy import creation, manipulation, products, reductions, sorting, ufuncs
 from gpuarr.numpy import linalg as jnp_linalg
 
 __all__ = ["Rotation", "Slerp"]
@@ -28,8 +28,8 @@ def _maybe(flag, fn, x, core_ndim: int):
     axes (x's last `core_ndim` axes are one value)."""
     if isinstance(flag, (bool, np.bool_)):
         return fn(x) if flag else x
-    flag = jnp.asarray(flag)
-    return jnp.where(jnp.reshape(flag, flag.shape + (1,) * core_ndim), fn(x), x)
+    flag = creation.asarray(flag)
+    return ufuncs.where(manipulation.reshape(flag, flag.shape + (1,) * core_ndim), fn(x), x)
 
 
 def _xyz_w(quat):
@@ -37,7 +37,7 @@ def _xyz_w(quat):
 
 
 def _norm(v):
-    return jnp.sqrt(jnp.sum(v * v, axis=-1))
+    return ufuncs.sqrt(reductions.sum(v * v, axis=-1))
 
 
 def _normalize(quat):
@@ -48,12 +48,12 @@ def _compose(p, q):
     """The quaternion product p * q (apply q, then p)."""
     pv, pw = _xyz_w(p)
     qv, qw = _xyz_w(q)
-    vec = pw[..., None] * qv + qw[..., None] * pv + jnp.cross(pv, qv)
-    return jnp.concatenate([vec, (pw * qw - jnp.sum(pv * qv, axis=-1))[..., None]], axis=-1)
+    vec = pw[..., None] * qv + qw[..., None] * pv + products.cross(pv, qv)
+    return manipulation.concatenate([vec, (pw * qw - reductions.sum(pv * qv, axis=-1))[..., None]], axis=-1)
 
 
 def _inv(quat):
-    return quat * jnp.array([-1, -1, -1, 1], dtype=quat.dtype)
+    return quat * creation.array([-1, -1, -1, 1], dtype=quat.dtype)
 
 
 def _as_matrix(quat):
@@ -63,7 +63,7 @@ def _as_matrix(quat):
     rows = [[x2 - y2 - z2 + w2, 2 * (xy - zw), 2 * (xz + yw)],
             [2 * (xy + zw), -x2 + y2 - z2 + w2, 2 * (yz - xw)],
             [2 * (xz - yw), 2 * (yz + xw), -x2 - y2 + z2 + w2]]
-    return jnp.stack([jnp.stack(row, axis=-1) for row in rows], axis=-2)
+    return manipulation.stack([manipulation.stack(row, axis=-1) for row in rows], axis=-2)
 
 
 def _from_matrix(matrix):
@@ -71,7 +71,7 @@ def _from_matrix(matrix):
     the trace is largest (the numerically safest of four formulas)."""
     m = lambda i, j: matrix[..., i, j]
     trace = m(0, 0) + m(1, 1) + m(2, 2)
-    choice = jnp.argmax(jnp.stack([m(0, 0), m(1, 1), m(2, 2), trace], axis=-1), axis=-1)
+    choice = reductions.argmax(manipulation.stack([m(0, 0), m(1, 1), m(2, 2), trace], axis=-1), axis=-1)
     candidates = []
     for i in range(3):
         j, k = (i + 1) % 3, (i + 2) % 3
@@ -80,54 +80,54 @@ def _from_matrix(matrix):
         q[j] = m(j, i) + m(i, j)
         q[k] = m(k, i) + m(i, k)
         q[3] = m(k, j) - m(j, k)
-        candidates.append(jnp.stack(q, axis=-1))
-    candidates.append(jnp.stack([m(2, 1) - m(1, 2), m(0, 2) - m(2, 0), m(1, 0) - m(0, 1),
-                                 1 + trace], axis=-1))
+        candidates.append(manipulation.stack(q, axis=-1))
+    candidates.append(manipulation.stack([m(2, 1) - m(1, 2), m(0, 2) - m(2, 0), m(1, 0) - m(0, 1),
+                                          1 + trace], axis=-1))
     quat = candidates[3]
     for i in range(3):
-        quat = jnp.where((choice == i)[..., None], candidates[i], quat)
+        quat = ufuncs.where((choice == i)[..., None], candidates[i], quat)
     return _normalize(quat)
 
 
 def _as_mrp(quat):
     vec, w = _xyz_w(quat)
-    sign = jnp.where(w < 0, -1.0, 1.0)
+    sign = ufuncs.where(w < 0, -1.0, 1.0)
     return sign[..., None] * vec / (1.0 + sign * w)[..., None]
 
 
 def _from_mrp(mrp):
-    squared_plus_1 = jnp.sum(mrp * mrp, axis=-1) + 1
-    quat = jnp.concatenate([2 * mrp[..., :3], (2 - squared_plus_1)[..., None]], axis=-1)
+    squared_plus_1 = reductions.sum(mrp * mrp, axis=-1) + 1
+    quat = manipulation.concatenate([2 * mrp[..., :3], (2 - squared_plus_1)[..., None]], axis=-1)
     return quat / squared_plus_1[..., None]
 
 
 def _as_rotvec(quat, degrees: bool):
-    quat = jnp.where((quat[..., 3] < 0)[..., None], -quat, quat)  # w >= 0: angle in [0, pi]
+    quat = ufuncs.where((quat[..., 3] < 0)[..., None], -quat, quat)  # w >= 0: angle in [0, pi]
     vec, w = _xyz_w(quat)
-    angle = 2.0 * jnp.arctan2(_norm(vec), w)
+    angle = 2.0 * ufuncs.arctan2(_norm(vec), w)
     angle2 = angle * angle
     # angle / sin(angle / 2), by its Taylor series near zero.
     small_scale = 2 + angle2 / 12 + 7 * angle2 * angle2 / 2880
-    large_scale = angle / jnp.sin(angle / 2)
-    scale = jnp.where(angle <= 1e-3, small_scale, large_scale)
-    scale = _maybe(degrees, jnp.rad2deg, scale, 0)
+    large_scale = angle / ufuncs.sin(angle / 2)
+    scale = ufuncs.where(angle <= 1e-3, small_scale, large_scale)
+    scale = _maybe(degrees, ufuncs.rad2deg, scale, 0)
     return scale[..., None] * vec
 
 
 def _from_rotvec(rotvec, degrees: bool):
-    rotvec = _maybe(degrees, jnp.deg2rad, rotvec, 1)
+    rotvec = _maybe(degrees, ufuncs.deg2rad, rotvec, 1)
     angle = _norm(rotvec)
     angle2 = angle * angle
     # sin(angle / 2) / angle, by its Taylor series near zero.
     small_scale = 0.5 - angle2 / 48 + angle2 * angle2 / 3840
-    large_scale = jnp.sin(angle / 2) / angle
-    scale = jnp.where(angle <= 1e-3, small_scale, large_scale)
-    return jnp.concatenate([scale[..., None] * rotvec, jnp.cos(angle / 2)[..., None]], axis=-1)
+    large_scale = ufuncs.sin(angle / 2) / angle
+    scale = ufuncs.where(angle <= 1e-3, small_scale, large_scale)
+    return manipulation.concatenate([scale[..., None] * rotvec, ufuncs.cos(angle / 2)[..., None]], axis=-1)
 
 
 def _magnitude(quat):
     vec, w = _xyz_w(quat)
-    return 2.0 * jnp.arctan2(_norm(vec), jnp.abs(w))
+    return 2.0 * ufuncs.arctan2(_norm(vec), ufuncs.abs(w))
 
 
 def _make_canonical(quat):
@@ -135,12 +135,12 @@ def _make_canonical(quat):
     neg, zero = quat < 0, quat == 0
     flip = (neg[..., 3] | (zero[..., 3] & neg[..., 0]) | (zero[..., 3] & zero[..., 0] & neg[..., 1])
             | (zero[..., 3] & zero[..., 0] & zero[..., 1] & neg[..., 2]))
-    return jnp.where(flip[..., None], -quat, quat)
+    return ufuncs.where(flip[..., None], -quat, quat)
 
 
 def _apply(matrix, vectors, inverse: bool):
-    matrix = _maybe(inverse, lambda m: jnp.swapaxes(m, -1, -2), matrix, 2)
-    return jnp.matmul(matrix, vectors[..., None])[..., 0]
+    matrix = _maybe(inverse, lambda m: manipulation.swapaxes(m, -1, -2), matrix, 2)
+    return products.matmul(matrix, vectors[..., None])[..., 0]
 
 
 # ---------------------------------------------------------------- Euler angles
@@ -163,13 +163,13 @@ def _parse_seq(seq: str, max_axes: int) -> tuple[bool, tuple[int, ...]]:
 
 def _elementary_quat(axis: int, angle):
     half = angle / 2.0
-    zero = jnp.zeros_like(half)
-    parts = [jnp.sin(half) if a == axis else zero for a in range(3)] + [jnp.cos(half)]
-    return jnp.stack(parts, axis=-1)
+    zero = creation.zeros_like(half)
+    parts = [ufuncs.sin(half) if a == axis else zero for a in range(3)] + [ufuncs.cos(half)]
+    return manipulation.stack(parts, axis=-1)
 
 
 def _from_euler(angles, axes, intrinsic: bool, degrees: bool):
-    angles = _maybe(degrees, jnp.deg2rad, angles, 1)
+    angles = _maybe(degrees, ufuncs.deg2rad, angles, 1)
     result = _elementary_quat(axes[0], angles[..., 0])
     for idx in range(1, len(axes)):
         quat = _elementary_quat(axes[idx], angles[..., idx])
@@ -194,30 +194,30 @@ def _as_euler(quat, axes, extrinsic: bool, degrees: bool):
     else:
         a, b, c, d = q(3) - q(j), q(i) + q(k) * sign, q(j) + q(3), q(k) * sign - q(i)
     eps = 1e-7
-    middle = 2 * jnp.arctan2(jnp.hypot(c, d), jnp.hypot(a, b))
-    case = jnp.where(jnp.abs(middle - np.pi) <= eps, 2, 0)
-    case = jnp.where(jnp.abs(middle) <= eps, 1, case)
-    half_sum = jnp.arctan2(b, a)
-    half_diff = jnp.arctan2(d, c)
+    middle = 2 * ufuncs.arctan2(ufuncs.hypot(c, d), ufuncs.hypot(a, b))
+    case = ufuncs.where(ufuncs.abs(middle - np.pi) <= eps, 2, 0)
+    case = ufuncs.where(ufuncs.abs(middle) <= eps, 1, case)
+    half_sum = ufuncs.arctan2(b, a)
+    half_diff = ufuncs.arctan2(d, c)
     regular = case == 0
     # In gimbal lock only the first angle is determined; the third stays zero.
-    first = jnp.where(case == 1, 2 * half_sum, 2 * half_diff * (-1 if extrinsic else 1))
-    third = jnp.zeros_like(first)
+    first = ufuncs.where(case == 1, 2 * half_sum, 2 * half_diff * (-1 if extrinsic else 1))
+    third = creation.zeros_like(first)
     if extrinsic:
-        first = jnp.where(regular, half_sum - half_diff, first)
-        third = jnp.where(regular, half_sum + half_diff, third)
+        first = ufuncs.where(regular, half_sum - half_diff, first)
+        third = ufuncs.where(regular, half_sum + half_diff, third)
     else:
-        third = jnp.where(regular, half_sum - half_diff, third)
-        first = jnp.where(regular, half_sum + half_diff, first)
+        third = ufuncs.where(regular, half_sum - half_diff, third)
+        first = ufuncs.where(regular, half_sum + half_diff, first)
     if not symmetric:
         if extrinsic:
             third = third * sign
         else:
             first = first * sign
         middle = middle - np.pi / 2
-    angles = jnp.stack([first, middle, third], axis=-1)
+    angles = manipulation.stack([first, middle, third], axis=-1)
     angles = (angles + np.pi) % (2 * np.pi) - np.pi
-    return _maybe(degrees, jnp.rad2deg, angles, 1)
+    return _maybe(degrees, ufuncs.rad2deg, angles, 1)
 
 
 # ---------------------------------------------------------------- the public classes
@@ -232,7 +232,7 @@ class Rotation(typing.NamedTuple):
     @classmethod
     def concatenate(cls, rotations: typing.Sequence):
         """One Rotation holding all of `rotations` in order."""
-        return cls(jnp.concatenate([rotation.quat for rotation in rotations]))
+        return cls(manipulation.concatenate([rotation.quat for rotation in rotations]))
 
     @classmethod
     def from_euler(cls, seq: str, angles, degrees: bool = False):
@@ -243,7 +243,7 @@ class Rotation(typing.NamedTuple):
             raise ValueError("Expected axis specification to be a non-empty string of upto 3 "
                              f"characters, got {seq}")
         intrinsic, axes = _parse_seq(seq, num_axes)
-        angles = jnp.atleast_1d(angles)
+        angles = manipulation.atleast_1d(angles)
         if angles.shape[-1] != num_axes:
             raise ValueError(f"Expected angles of shape (..., {num_axes}) for seq={seq!r}, got "
                              f"shape {angles.shape}.")
@@ -252,28 +252,28 @@ class Rotation(typing.NamedTuple):
     @classmethod
     def from_matrix(cls, matrix):
         """Rotations from rotation matrices [..., 3, 3]."""
-        return cls(_from_matrix(jnp.asarray(matrix)))
+        return cls(_from_matrix(creation.asarray(matrix)))
 
     @classmethod
     def from_mrp(cls, mrp):
         """Rotations from Modified Rodrigues Parameters [..., 3]."""
-        return cls(_from_mrp(jnp.asarray(mrp)))
+        return cls(_from_mrp(creation.asarray(mrp)))
 
     @classmethod
     def from_quat(cls, quat):
         """Rotations from (not necessarily unit) scalar-last quaternions [..., 4]."""
-        return cls(_normalize(jnp.asarray(quat)))
+        return cls(_normalize(creation.asarray(quat)))
 
     @classmethod
     def from_rotvec(cls, rotvec, degrees: bool = False):
         """Rotations from rotation vectors [..., 3] (axis times angle)."""
-        return cls(_from_rotvec(jnp.asarray(rotvec), degrees))
+        return cls(_from_rotvec(creation.asarray(rotvec), degrees))
 
     @classmethod
     def identity(cls, num: int | None = None, dtype=float):
         """The identity rotation (only a single one, `num` None, as in JAX)."""
         assert num is None
-        return cls(jnp.array([0.0, 0.0, 0.0, 1.0], dtype=dtype))
+        return cls(creation.array([0.0, 0.0, 0.0, 1.0], dtype=dtype))
 
     @classmethod
     def random(cls, random_key, num: int | None = None):
@@ -296,7 +296,7 @@ class Rotation(typing.NamedTuple):
 
     def apply(self, vectors, inverse: bool = False):
         """The rotated `vectors` [..., 3] (rotated by the inverse when `inverse`)."""
-        return _apply(self.as_matrix(), jnp.asarray(vectors), inverse)
+        return _apply(self.as_matrix(), creation.asarray(vectors), inverse)
 
     def as_euler(self, seq: str, degrees: bool = False):
         """Euler angles [..., 3] about the three axes of `seq` (see from_euler)."""
@@ -321,7 +321,7 @@ class Rotation(typing.NamedTuple):
         """The quaternions [..., 4]; `canonical` picks w >= 0 (first nonzero entry positive),
         `scalar_first` returns (w, x, y, z)."""
         quat = _make_canonical(self.quat) if canonical else self.quat
-        return jnp.roll(quat, shift=1, axis=-1) if scalar_first else quat
+        return manipulation.roll(quat, shift=1, axis=-1) if scalar_first else quat
 
     def inv(self):
         """The inverse rotations."""
@@ -336,15 +336,15 @@ class Rotation(typing.NamedTuple):
         sum_i w_i q_i q_i^T (Markley et al., 2007)."""
         quat = self.quat
         if weights is None:
-            w = jnp.ones(quat.shape[0], dtype=quat.dtype)
+            w = creation.ones(quat.shape[0], dtype=quat.dtype)
         else:
-            w = jnp.asarray(weights, dtype=quat.dtype)
+            w = creation.asarray(weights, dtype=quat.dtype)
         if w.ndim != 1:
             raise ValueError(f"Expected `weights` to be 1 dimensional, got shape {w.shape}.")
         if w.shape[0] != len(self):
             raise ValueError("Expected `weights` to have number of values equal to number of "
                              f"rotations, got {w.shape[0]} values and {len(self)} rotations.")
-        k = jnp.dot(w[None, :] * quat.T, quat)
+        k = products.dot(w[None, :] * quat.T, quat)
         _, v = jnp_linalg.eigh(k)
         return Rotation(v[:, -1])
 
@@ -370,7 +370,7 @@ class Slerp(typing.NamedTuple):
             raise TypeError("`rotations` must be a `Rotation` instance.")
         if rotations.single or len(rotations) == 1:
             raise ValueError("`rotations` must be a sequence of at least 2 rotations.")
-        times = jnp.asarray(times, dtype=rotations.quat.dtype)
+        times = creation.asarray(times, dtype=rotations.quat.dtype)
         if times.ndim != 1:
             raise ValueError("Expected times to be specified in a 1 dimensional array, got "
                              f"{times.ndim} dimensions.")
@@ -381,17 +381,17 @@ class Slerp(typing.NamedTuple):
         # Strictly increasing times cannot be checked here: they may be traced.
         quat = rotations.as_quat()
         starts = Rotation(quat[:-1])
-        return cls(times=times, timedelta=jnp.diff(times), rotations=starts,
+        return cls(times=times, timedelta=manipulation.diff(times), rotations=starts,
                    rotvecs=(starts.inv() * Rotation(quat[1:])).as_rotvec())
 
     def __call__(self, times):
         """The interpolated rotations at `times` (a scalar gives a single rotation)."""
-        compute_times = jnp.asarray(times, dtype=self.times.dtype)
+        compute_times = creation.asarray(times, dtype=self.times.dtype)
         if compute_times.ndim > 1:
             raise ValueError("`times` must be at most 1-dimensional.")
         single_time = compute_times.ndim == 0
-        compute_times = jnp.atleast_1d(compute_times)
-        ind = jnp.maximum(jnp.searchsorted(self.times, compute_times) - 1, 0)
+        compute_times = manipulation.atleast_1d(compute_times)
+        ind = ufuncs.maximum(sorting.searchsorted(self.times, compute_times) - 1, 0)
         alpha = (compute_times - self.times[ind]) / self.timedelta[ind]
         result = self.rotations[ind] * Rotation.from_rotvec(self.rotvecs[ind] * alpha[:, None])
         return result[0] if single_time else result

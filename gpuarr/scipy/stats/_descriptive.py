@@ -8,8 +8,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.lax import control_flow as lax_control_flow
+from gpuarr.lax import sorting as lax_sorting
+from gpuarr.numpy import creation, functional, manipulation, reductions, selection, sorting, ufuncs
 from gpuarr.numpy.arguments import canonicalize_axis, check_arraylike
 from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.vmap_api import vmap
@@ -38,7 +40,7 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool 
     nan_policy='propagate' is implemented, and as in JAX it counts NaNs as equal values
     rather than propagating them. An empty slice gives (NaN, 0) in the default float type."""
     check_arraylike("mode", a)
-    x = jnp.atleast_1d(a)
+    x = manipulation.atleast_1d(a)
     _check_nan_policy(nan_policy, "mode")
     if axis is not None:
         axis = canonicalize_axis(axis, x.ndim)
@@ -50,7 +52,7 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool 
         output_shape = tuple(s for i, s in enumerate(x.shape) if i != axis)
     if axis is None:
         axis, x = 0, x.ravel()
-    x = jnp.moveaxis(x, axis, 0)
+    x = manipulation.moveaxis(x, axis, 0)
     x = x.reshape(x.shape[0], math.prod(x.shape[1:]))
     vals, counts = vmap(_mode_of_column, in_axes=1)(x)
     return ModeResult(vals.reshape(output_shape), counts.reshape(output_shape))
@@ -58,15 +60,15 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool 
 
 def _mode_of_column(x):
     if x.size == 0:
-        nan = jnp.array(np.nan, dtype=dtypes.default_float_dtype())
-        return nan, jnp.array(0, dtype=dtypes.default_float_dtype())
+        nan = creation.array(np.nan, dtype=dtypes.default_float_dtype())
+        return nan, creation.array(0, dtype=dtypes.default_float_dtype())
     # A fixed-size unique pads with zero counts, which never win the argmax.
-    vals, counts = jnp.unique(x, return_counts=True, size=x.size)
-    return vals[jnp.argmax(counts)], counts.max()
+    vals, counts = sorting.unique(x, return_counts=True, size=x.size)
+    return vals[reductions.argmax(counts)], counts.max()
 
 
 def _inverse_permutation(i):
-    return jnp.empty_like(i).at[i].set(jnp.arange(i.size, dtype=i.dtype))
+    return creation.empty_like(i).at[i].set(creation.arange(i.size, dtype=i.dtype))
 
 
 def rankdata(a, method: str = "average", *, axis: int | None = None,
@@ -80,29 +82,30 @@ def rankdata(a, method: str = "average", *, axis: int | None = None,
     if method not in ("average", "min", "max", "dense", "ordinal"):
         raise ValueError(f"unknown method '{method}'")
     if axis is not None:
-        return jnp.apply_along_axis(rankdata, axis, a, method)
-    a = jnp.ravel(a)
+        return functional.apply_along_axis(rankdata, axis, a, method)
+    a = manipulation.ravel(a)
     out_dtype = dtypes.default_float_dtype()
 
     def ranks(a):
-        arr, sorter = lax.sort_key_val(a, jnp.arange(a.size))
+        arr, sorter = lax_sorting.sort_key_val(a, creation.arange(a.size))
         inv = _inverse_permutation(sorter)
         if method == "ordinal":
             return (inv + 1).astype(out_dtype)
         # obs marks the first of each run of equal sorted values; dense[i] is the run of a[i].
-        obs = jnp.concatenate([jnp.array([True]), arr[1:] != arr[:-1]])
+        obs = manipulation.concatenate([creation.array([True]), arr[1:] != arr[:-1]])
         dense = obs.cumsum()[inv]
         if method == "dense":
             return dense.astype(out_dtype)
         # count[j] is where run j + 1 starts in the sorted order (n past the last run).
-        count = jnp.nonzero(obs, size=arr.size + 1, fill_value=obs.size)[0].astype(out_dtype)
+        count = selection.nonzero(obs, size=arr.size + 1, fill_value=obs.size)[0].astype(out_dtype)
         if method == "max":
             return count[dense]
         if method == "min":
             return count[dense - 1] + 1
         return 0.5 * (count[dense] + count[dense - 1] + 1)
 
-    return lax.cond(jnp.any(jnp.isnan(a)), lambda a: jnp.full_like(a, jnp.nan, out_dtype), ranks, a)
+    return lax_control_flow.cond(reductions.any(ufuncs.isnan(a)),
+                                 lambda a: creation.full_like(a, np.nan, out_dtype), ranks, a)
 
 
 def sem(a, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagate", *,
@@ -113,8 +116,8 @@ def sem(a, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagate", *
     (b,) = promote_args_inexact("sem", a)
     if nan_policy == "propagate":
         size = b.size if axis is None else b.shape[axis]
-        return b.std(axis, ddof=ddof, keepdims=keepdims) / jnp.sqrt(size).astype(b.dtype)
+        return b.std(axis, ddof=ddof, keepdims=keepdims) / ufuncs.sqrt(size).astype(b.dtype)
     if nan_policy == "omit":
-        count = (~jnp.isnan(b)).sum(axis, keepdims=keepdims)
-        return jnp.nanstd(b, axis, ddof=ddof, keepdims=keepdims) / jnp.sqrt(count).astype(b.dtype)
+        count = (~ufuncs.isnan(b)).sum(axis, keepdims=keepdims)
+        return reductions.nanstd(b, axis, ddof=ddof, keepdims=keepdims) / ufuncs.sqrt(count).astype(b.dtype)
     raise ValueError(f"{nan_policy} is not supported")

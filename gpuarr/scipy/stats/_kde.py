@@ -10,11 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dtypes, random
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.numpy import creation, dtype_functions, manipulation, products, reductions, statistics, ufuncs
+from gpuarr.numpy import linalg as jnp_linalg
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 from gpuarr.pytrees import register_pytree_node_class
-from gpuarr.scipy import linalg, special
+from gpuarr.random import distributions, keys
+from gpuarr.scipy import special
+from gpuarr.scipy.linalg import _decomp as scipy_linalg_decomp
 from gpuarr.vmap_api import vmap
 
 BwMethod = None | str | Any | Callable[[Any], Any]
@@ -37,7 +40,7 @@ class gaussian_kde:
 
     def __init__(self, dataset, bw_method: BwMethod = None, weights=None):
         check_arraylike("gaussian_kde", dataset)
-        dataset = jnp.atleast_2d(dataset)
+        dataset = manipulation.atleast_2d(dataset)
         if dtypes.is_complex(dataset.dtype):
             raise NotImplementedError("gaussian_kde does not support complex data")
         if not dataset.size > 1:
@@ -46,29 +49,30 @@ class gaussian_kde:
         if weights is not None:
             check_arraylike("gaussian_kde", weights)
             dataset, weights = (ensure_array(a) for a in promote_dtypes_inexact(dataset, weights))
-            weights = jnp.atleast_1d(weights)
-            weights /= jnp.sum(weights)
+            weights = manipulation.atleast_1d(weights)
+            weights /= reductions.sum(weights)
             if weights.ndim != 1:
                 raise ValueError("`weights` input should be one-dimensional.")
             if len(weights) != n:
                 raise ValueError("`weights` input should be of length n")
         else:
             (dataset,) = promote_dtypes_inexact(dataset)
-            weights = jnp.full(n, 1.0 / n, dtype=dataset.dtype)
+            weights = creation.full(n, 1.0 / n, dtype=dataset.dtype)
         self._setattr("dataset", dataset)
         self._setattr("weights", weights)
-        neff = self._setattr("neff", 1 / jnp.sum(weights ** 2))
+        neff = self._setattr("neff", 1 / reductions.sum(weights ** 2))
         factor = self._bandwidth_factor("scott" if bw_method is None else bw_method, neff, d)
-        data_covariance = jnp.atleast_2d(jnp.cov(dataset, rowvar=1, bias=False, aweights=weights))
+        data_covariance = manipulation.atleast_2d(statistics.cov(dataset, rowvar=1, bias=False,
+                                                                 aweights=weights))
         self._setattr("covariance", data_covariance * factor ** 2)
-        self._setattr("inv_cov", jnp.linalg.inv(data_covariance) / factor ** 2)
+        self._setattr("inv_cov", jnp_linalg.inv(data_covariance) / factor ** 2)
 
     def _bandwidth_factor(self, bw_method, neff, d):
         if isinstance(bw_method, str) and bw_method == "scott":
-            return jnp.power(neff, -1.0 / (d + 4))
+            return ufuncs.power(neff, -1.0 / (d + 4))
         if isinstance(bw_method, str) and bw_method == "silverman":
-            return jnp.power(neff * (d + 2) / 4.0, -1.0 / (d + 4))
-        if jnp.isscalar(bw_method) and not isinstance(bw_method, str):
+            return ufuncs.power(neff * (d + 2) / 4.0, -1.0 / (d + 4))
+        if dtype_functions.isscalar(bw_method) and not isinstance(bw_method, str):
             return bw_method
         if callable(bw_method):
             return bw_method(self)  # sees dataset, weights and neff, as in JAX
@@ -125,8 +129,8 @@ class gaussian_kde:
 
     def integrate_gaussian(self, mean, cov):
         """The integral of the density times the normal density N(mean, cov)."""
-        mean = jnp.atleast_1d(jnp.squeeze(mean))
-        cov = jnp.atleast_2d(cov)
+        mean = manipulation.atleast_1d(manipulation.squeeze(mean))
+        cov = manipulation.atleast_2d(cov)
         if mean.shape != (self.d,):
             raise ValueError(f"mean does not have dimension {self.d}")
         if cov.shape != (self.d, self.d):
@@ -140,10 +144,10 @@ class gaussian_kde:
             raise ValueError("integrate_box_1d() only handles 1D pdfs")
         if np.ndim(low) != 0 or np.ndim(high) != 0:
             raise ValueError("the limits of integration in integrate_box_1d must be scalars")
-        sigma = jnp.squeeze(jnp.sqrt(self.covariance))
-        low = jnp.squeeze((low - self.dataset) / sigma)
-        high = jnp.squeeze((high - self.dataset) / sigma)
-        return jnp.sum(self.weights * (special.ndtr(high) - special.ndtr(low)))
+        sigma = manipulation.squeeze(ufuncs.sqrt(self.covariance))
+        low = manipulation.squeeze((low - self.dataset) / sigma)
+        high = manipulation.squeeze((high - self.dataset) / sigma)
+        return reductions.sum(self.weights * (special.ndtr(high) - special.ndtr(low)))
 
     def integrate_kde(self, other):
         """The integral of the product of this density and another KDE's."""
@@ -153,15 +157,15 @@ class gaussian_kde:
         sm, lg = (self, other) if self.n < other.n else (other, self)
         result = vmap(partial(_gaussian_kernel_convolve, chol, norm, lg.dataset, lg.weights),
                       in_axes=1)(sm.dataset)
-        return jnp.sum(result * sm.weights)
+        return reductions.sum(result * sm.weights)
 
     def resample(self, key, shape=()):
         """Random draws from the density, shape (d, *shape): a data point chosen by weight
         plus a normal draw with the kernel covariance (the same bits as JAX for the same key)."""
-        ind_key, eps_key = random.split(key)
-        ind = random.choice(ind_key, self.n, shape=shape, p=self.weights)
-        eps = random.multivariate_normal(eps_key, jnp.zeros(self.d, self.covariance.dtype),
-                                         self.covariance, shape=shape, dtype=self.dataset.dtype).T
+        ind_key, eps_key = keys.split(key)
+        ind = distributions.choice(ind_key, self.n, shape=shape, p=self.weights)
+        eps = distributions.multivariate_normal(eps_key, creation.zeros(self.d, self.covariance.dtype),
+                                                self.covariance, shape=shape, dtype=self.dataset.dtype).T
         return self.dataset[:, ind] + eps
 
     def integrate_box(self, low_bounds, high_bounds, maxpts=None):
@@ -177,11 +181,11 @@ class gaussian_kde:
     def _reshape_points(self, points):
         if dtypes.is_complex(dtypes.dtype(points)):
             raise NotImplementedError("gaussian_kde does not support complex coordinates")
-        points = jnp.atleast_2d(points)
+        points = manipulation.atleast_2d(points)
         d, m = points.shape
         if d != self.d:
             if d == 1 and m == self.d:  # one point given as a flat vector
-                points = jnp.reshape(points, (self.d, 1))
+                points = manipulation.reshape(points, (self.d, 1))
             else:
                 raise ValueError(f"points have dimension {d}, dataset has dimension {self.d}")
         return points
@@ -189,17 +193,17 @@ class gaussian_kde:
 
 def _sum_factor(cov, d):
     """The Cholesky factor of `cov` (as cho_factor) and 1 / sqrt((2 pi)^d det cov)."""
-    chol = linalg.cho_factor(cov)
-    norm = jnp.sqrt(2 * np.pi) ** d * jnp.prod(jnp.diag(chol[0]))
+    chol = scipy_linalg_decomp.cho_factor(cov)
+    norm = ufuncs.sqrt(2 * np.pi) ** d * reductions.prod(creation.diag(chol[0]))
     return chol, 1.0 / norm
 
 
 def _gaussian_kernel_convolve(chol, norm, target, weights, mean):
     """norm * sum_i weights_i exp(-(t_i - mean)' C^-1 (t_i - mean) / 2), C given by `chol`."""
     diff = target - mean[:, None]
-    alpha = linalg.cho_solve(chol, diff)
-    arg = 0.5 * jnp.sum(diff * alpha, axis=0)
-    return norm * jnp.sum(jnp.exp(-arg) * weights)
+    alpha = scipy_linalg_decomp.cho_solve(chol, diff)
+    arg = 0.5 * reductions.sum(diff * alpha, axis=0)
+    return norm * reductions.sum(ufuncs.exp(-arg) * weights)
 
 
 def _gaussian_kernel_eval(in_log, points, values, xi, precision):
@@ -212,12 +216,12 @@ def _gaussian_kernel_eval(in_log, points, values, xi, precision):
     if precision.shape != (d, d):
         raise ValueError("precision matrix must match data dims")
     # With W W' = precision, the Mahalanobis distance is the Euclidean one after x -> x W.
-    whitening = linalg.cholesky(precision, lower=True)
-    points = jnp.dot(points, whitening)
-    xi = jnp.dot(xi, whitening)
-    log_norm = jnp.sum(jnp.log(jnp.diag(whitening))) - 0.5 * d * jnp.log(2 * np.pi)
-    sq_dist = jnp.sum(jnp.square(points[None, :, :] - xi[:, None, :]), axis=-1)  # (m, n)
+    whitening = scipy_linalg_decomp.cholesky(precision, lower=True)
+    points = products.dot(points, whitening)
+    xi = products.dot(xi, whitening)
+    log_norm = reductions.sum(ufuncs.log(creation.diag(whitening))) - 0.5 * d * ufuncs.log(2 * np.pi)
+    sq_dist = reductions.sum(ufuncs.square(points[None, :, :] - xi[:, None, :]), axis=-1)  # (m, n)
     arg = (log_norm - 0.5 * sq_dist)[:, :, None]  # (m, n, 1)
     if in_log:
-        return special.logsumexp(jnp.log(values)[None] + arg, axis=1)
-    return jnp.sum(values[None] * jnp.exp(arg), axis=1)
+        return special.logsumexp(ufuncs.log(values)[None] + arg, axis=1)
+    return reductions.sum(values[None] * ufuncs.exp(arg), axis=1)

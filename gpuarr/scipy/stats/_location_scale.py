@@ -1,7 +1,7 @@
 """Location-scale families: the standard variable (x - loc) / scale the distributions share."""
 from __future__ import annotations
 
-from gpuarr import lax
+from gpuarr.lax import lax
 
 
 def standardize(x, loc, scale):

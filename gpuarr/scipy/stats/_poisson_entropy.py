@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import numpy as jnp
+from gpuarr.numpy import creation, manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import check_arraylike, ensure_array, promote_dtypes_inexact
 from gpuarr.scipy.special import entr, gammaln, xlogy
 
@@ -17,22 +17,23 @@ def entropy(mu, loc=0):
     check_arraylike("poisson.entropy", mu, loc)
     mu, loc = (ensure_array(a) for a in promote_dtypes_inexact(mu, loc))
     result_shape = np.broadcast_shapes(mu.shape, loc.shape)
-    mu_flat = jnp.ravel(mu)
-    result = jnp.where(
-        mu_flat == 0, jnp.zeros_like(mu_flat),
-        jnp.where(mu_flat < 10, _direct_sum(mu_flat, 35, 20 + mu_flat),
-                  jnp.where(mu_flat < 100, _direct_sum(mu_flat, 250, mu_flat + 10 * jnp.sqrt(mu_flat) + 20),
+    mu_flat = manipulation.ravel(mu)
+    result = ufuncs.where(
+        mu_flat == 0, creation.zeros_like(mu_flat),
+        ufuncs.where(mu_flat < 10, _direct_sum(mu_flat, 35, 20 + mu_flat),
+                  ufuncs.where(mu_flat < 100, _direct_sum(mu_flat, 250,
+                                                          mu_flat + 10 * ufuncs.sqrt(mu_flat) + 20),
                             _asymptotic(mu_flat))))
-    return jnp.broadcast_to(jnp.reshape(result, mu.shape), result_shape)
+    return manipulation.broadcast_to(manipulation.reshape(result, mu.shape), result_shape)
 
 
 def _direct_sum(mu, max_k, bound):
     """sum of entr(p(k)) over k < min(max_k, ceil(bound)), one column per value of mu."""
-    k = jnp.arange(max_k, dtype=mu.dtype)[:, None]
-    probs = jnp.exp(xlogy(k, mu) - gammaln(k + 1) - mu)  # the Poisson mass at k >= 0
-    mask = k < jnp.ceil(bound).astype(k.dtype)[None, :]
-    return jnp.sum(entr(jnp.where(mask, probs, 0.0)), axis=0)
+    k = creation.arange(max_k, dtype=mu.dtype)[:, None]
+    probs = ufuncs.exp(xlogy(k, mu) - gammaln(k + 1) - mu)  # the Poisson mass at k >= 0
+    mask = k < ufuncs.ceil(bound).astype(k.dtype)[None, :]
+    return reductions.sum(entr(ufuncs.where(mask, probs, 0.0)), axis=0)
 
 
 def _asymptotic(mu):
-    return 0.5 * jnp.log(2 * np.pi * np.e * mu) - 1.0 / (12 * mu)
+    return 0.5 * ufuncs.log(2 * np.pi * np.e * mu) - 1.0 / (12 * mu)

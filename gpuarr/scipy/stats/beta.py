@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.lax import special as lax_special
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import betainc, betaln, xlog1py, xlogy
 
@@ -19,9 +20,9 @@ def logpdf(x, a, b, loc=0, scale=1):
     log_linear_term = lax.add(xlogy(lax.sub(a, one), y), xlog1py(lax.sub(b, one), lax.neg(y)))
     log_probs = lax.sub(lax.sub(log_linear_term, betaln(a, b)), lax.log(scale))
     outside = (x > lax.add(loc, scale)) | (x < loc)
-    result = jnp.where(outside, -np.inf, log_probs)
+    result = ufuncs.where(outside, -np.inf, log_probs)
     zero = const(a, 0)
-    return jnp.where((a <= zero) | (b <= zero) | (scale <= zero), np.nan, result)
+    return ufuncs.where((a <= zero) | (b <= zero) | (scale <= zero), np.nan, result)
 
 
 def pdf(x, a, b, loc=0, scale=1):
@@ -32,7 +33,7 @@ def pdf(x, a, b, loc=0, scale=1):
 def _standardized(name, x, a, b, loc, scale):
     x, a, b, loc, scale = promote_args_inexact(name, x, a, b, loc, scale)
     y = lax.div(lax.sub(x, loc), scale)
-    return lax.clamp(const(x, 0), y, const(x, 1)), a, b
+    return lax_special.clamp(const(x, 0), y, const(x, 1)), a, b
 
 
 def cdf(x, a, b, loc=0, scale=1):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import betaln
 
@@ -20,12 +20,12 @@ def logpmf(k, n, a, b, loc=0):
     combiln = lax.neg(lax.add(lax.log1p(n), betaln(lax.add(lax.sub(n, y), one), lax.add(y, one))))
     beta_lns = lax.sub(betaln(lax.add(y, a), lax.add(lax.sub(n, y), b)), betaln(a, b))
     log_probs = lax.add(combiln, beta_lns)
-    log_probs = jnp.where((y == zero) & (n == zero), 0.0, log_probs)
+    log_probs = ufuncs.where((y == zero) & (n == zero), 0.0, log_probs)
     # As in JAX the lower bound compares y with -loc (not 0), so a positive loc lets y dip
     # below zero before the mass becomes -inf.
     outside = (y < lax.neg(loc)) | (y > n) | (lax.add(y, a) <= zero)
-    log_probs = jnp.where(outside, -np.inf, log_probs)
-    return jnp.where((n < zero) | (a <= zero) | (b <= zero), np.nan, log_probs)
+    log_probs = ufuncs.where(outside, -np.inf, log_probs)
+    return ufuncs.where((n < zero) | (a <= zero) | (b <= zero), np.nan, log_probs)
 
 
 def pmf(k, n, a, b, loc=0):

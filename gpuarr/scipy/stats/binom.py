@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import gammaln, xlog1py, xlogy
 
@@ -24,8 +24,8 @@ def logpmf(k, n, p, loc=0):
     # the rounding of the gammaln terms.
     zero = const(y, 0)
     certain = ((y == zero) & (n == zero)) | (log_linear_term == zero)
-    log_probs = jnp.where(certain, 0.0, log_probs)
-    return jnp.where((k >= loc) & (k < loc + n + 1), log_probs, -np.inf)
+    log_probs = ufuncs.where(certain, 0.0, log_probs)
+    return ufuncs.where((k >= loc) & (k < loc + n + 1), log_probs, -np.inf)
 
 
 def pmf(k, n, p, loc=0):

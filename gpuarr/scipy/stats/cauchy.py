@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.stats._location_scale import standardize
 
@@ -26,7 +26,7 @@ def cdf(x, loc=0, scale=1):
     """The distribution function 1/2 + arctan(z) / pi."""
     x, loc, scale = promote_args_inexact("cauchy.cdf", x, loc, scale)
     z = standardize(x, loc, scale)
-    return lax.add(const(x, 0.5), lax.mul(lax.div(const(x, 1.), const(x, np.pi)), jnp.arctan(z)))
+    return lax.add(const(x, 0.5), lax.mul(lax.div(const(x, 1.), const(x, np.pi)), ufuncs.arctan(z)))
 
 
 def logcdf(x, loc=0, scale=1):

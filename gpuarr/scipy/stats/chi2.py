@@ -2,7 +2,7 @@
 distribution with shape df / 2 and twice the scale."""
 from __future__ import annotations
 
-from gpuarr import lax
+from gpuarr.lax import lax
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.stats import gamma
 

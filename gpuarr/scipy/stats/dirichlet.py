@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.lax import shape_ops as lax_shape_ops
+from gpuarr.numpy import manipulation, reductions, ufuncs
 from gpuarr.numpy.arguments import ensure_array, promote_dtypes_inexact
 from gpuarr.scipy._arguments import const
 from gpuarr.scipy.special import gammaln, xlogy
@@ -12,7 +13,7 @@ from gpuarr.scipy.special import gammaln, xlogy
 
 def _on_simplex(x):
     """Whether each column x[:, ...] is positive and sums to 1 (within 1e-6)."""
-    return jnp.all(x > 0, axis=0) & (abs(jnp.sum(x, axis=0) - 1) < 1e-6)
+    return reductions.all(x > 0, axis=0) & (abs(reductions.sum(x, axis=0) - 1) < 1e-6)
 
 
 def logpdf(x, alpha):
@@ -28,12 +29,12 @@ def logpdf(x, alpha):
                          f" fewer; got x.shape={x.shape}, alpha.shape={alpha.shape}")
     one = const(x, 1)
     if x.shape[0] != alpha.shape[0]:
-        x = jnp.concatenate([x, lax.sub(one, x.sum(0, keepdims=True))], axis=0)
-    normalize_term = jnp.sum(gammaln(alpha)) - gammaln(jnp.sum(alpha))
+        x = manipulation.concatenate([x, lax.sub(one, x.sum(0, keepdims=True))], axis=0)
+    normalize_term = reductions.sum(gammaln(alpha)) - gammaln(reductions.sum(alpha))
     if x.ndim > 1:  # alpha runs along x's first axis
-        alpha = lax.broadcast_in_dim(alpha, alpha.shape + (1,) * (x.ndim - 1), (0,))
-    log_probs = lax.sub(jnp.sum(xlogy(lax.sub(alpha, one), x), axis=0), normalize_term)
-    return jnp.where(_on_simplex(x), log_probs, -np.inf)
+        alpha = lax_shape_ops.broadcast_in_dim(alpha, alpha.shape + (1,) * (x.ndim - 1), (0,))
+    log_probs = lax.sub(reductions.sum(xlogy(lax.sub(alpha, one), x), axis=0), normalize_term)
+    return ufuncs.where(_on_simplex(x), log_probs, -np.inf)
 
 
 def pdf(x, alpha):

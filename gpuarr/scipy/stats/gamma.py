@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import gammainc, gammaincc, gammaln, xlogy
 
@@ -17,10 +17,10 @@ def logpdf(x, a, loc=0, scale=1):
     ok = lax.ge(x, loc)
     one = const(x, 1)
     # y = 1 off the support keeps log(y) finite in the branch that is not used.
-    y = jnp.where(ok, lax.div(lax.sub(x, loc), scale), one)
+    y = ufuncs.where(ok, lax.div(lax.sub(x, loc), scale), one)
     log_linear_term = lax.sub(xlogy(lax.sub(a, one), y), y)
     shape_terms = lax.add(gammaln(a), lax.log(scale))
-    return jnp.where(ok, lax.sub(log_linear_term, shape_terms), -np.inf)
+    return ufuncs.where(ok, lax.sub(log_linear_term, shape_terms), -np.inf)
 
 
 def pdf(x, a, loc=0, scale=1):
@@ -50,7 +50,7 @@ def sf(x, a, loc=0, scale=1):
     x, a, loc, scale = promote_args_inexact("gamma.sf", x, a, loc, scale)
     y = lax.div(lax.sub(x, loc), scale)
     # Below the support sf is 1 whatever `a` is (gammaincc(0, 0) would be NaN).
-    return jnp.where(lax.lt(y, const(y, 0)), 1, gammaincc(a, y))
+    return ufuncs.where(lax.lt(y, const(y, 0)), 1, gammaincc(a, y))
 
 
 def logsf(x, a, loc=0, scale=1):

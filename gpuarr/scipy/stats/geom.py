@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import xlog1py
 
@@ -17,9 +17,9 @@ def logpmf(k, p, loc=0):
     zero, one = const(k, 0), const(k, 1)
     x = lax.sub(k, loc)
     log_probs = xlog1py(lax.sub(x, one), lax.neg(p)) + lax.log(p)
-    return jnp.where(x <= zero, -np.inf, log_probs)
+    return ufuncs.where(x <= zero, -np.inf, log_probs)
 
 
 def pmf(k, p, loc=0):
     """The probability mass, exp(logpmf(k, p, loc))."""
-    return jnp.exp(logpmf(k, p, loc))
+    return ufuncs.exp(logpmf(k, p, loc))

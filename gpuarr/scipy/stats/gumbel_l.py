@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import xlog1py, xlogy
 from gpuarr.scipy.stats._location_scale import standardize
 
 
 def _nan_unless_positive(scale, value):
-    return jnp.where(scale > const(scale, 0), value, np.nan)
+    return ufuncs.where(scale > const(scale, 0), value, np.nan)
 
 
 def logpdf(x, loc=0, scale=1):
@@ -46,12 +46,12 @@ def ppf(p, loc=0, scale=1):
     p, loc, scale = promote_args_inexact("gumbel_l.ppf", p, loc, scale)
     ok = (p > const(p, 0)) & (p < const(p, 1))
     val = lax.add(loc, lax.mul(scale, lax.log(xlog1py(-1, lax.neg(p)))))
-    return jnp.where(ok, val, np.nan)
+    return ufuncs.where(ok, val, np.nan)
 
 
 def sf(x, loc=0, scale=1):
     """The survival function exp(-exp(z)), as exp(logsf)."""
-    return jnp.exp(logsf(x, loc, scale))
+    return ufuncs.exp(logsf(x, loc, scale))
 
 
 def logsf(x, loc=0, scale=1):

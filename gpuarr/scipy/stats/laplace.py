@@ -1,7 +1,7 @@
 """The Laplace (double exponential) distribution (jax.scipy.stats.laplace)."""
 from __future__ import annotations
 
-from gpuarr import lax
+from gpuarr.lax import lax
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.stats._location_scale import standardize
 

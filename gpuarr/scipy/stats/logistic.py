@@ -1,8 +1,8 @@
 """The logistic distribution (jax.scipy.stats.logistic)."""
 from __future__ import annotations
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import expit, logit
 from gpuarr.scipy.stats._location_scale import standardize
@@ -15,7 +15,7 @@ def logpdf(x, loc=0, scale=1):
     z = standardize(x, loc, scale)
     two = const(z, 2)
     half_z = lax.div(z, two)
-    return lax.sub(lax.mul(lax.neg(two), jnp.logaddexp(half_z, lax.neg(half_z))),
+    return lax.sub(lax.mul(lax.neg(two), ufuncs.logaddexp(half_z, lax.neg(half_z))),
                    lax.log(scale))
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import dtypes, lax
-from gpuarr import numpy as jnp
+from gpuarr import dtypes
+from gpuarr.lax import lax
+from gpuarr.numpy import reductions, ufuncs
 from gpuarr.numpy.arguments import broadcast_arrays, check_arraylike, ensure_array, promote_dtypes_numeric
 from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy.special import gammaln, xlogy
@@ -23,8 +24,8 @@ def logpmf(x, n, p):
         raise ValueError(f"x and n must be of integer type; got x.dtype={x.dtype}, n.dtype={n.dtype}")
     x = x.astype(p.dtype)
     n = n.astype(p.dtype)
-    logprobs = gammaln(n + 1) + jnp.sum(xlogy(x, p) - gammaln(x + 1), axis=-1)
-    return jnp.where(jnp.equal(jnp.sum(x), n), logprobs, -np.inf)
+    logprobs = gammaln(n + 1) + reductions.sum(xlogy(x, p) - gammaln(x + 1), axis=-1)
+    return ufuncs.where(ufuncs.equal(reductions.sum(x), n), logprobs, -np.inf)
 
 
 def pmf(x, n, p):

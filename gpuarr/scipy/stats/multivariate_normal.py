@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
 from gpuarr.lax import linalg as lax_linalg
+from gpuarr.numpy import creation, manipulation, ufuncs
 from gpuarr.numpy.arguments import promote_dtypes_inexact
+from gpuarr.numpy.einsum import einsum as _einsum
 
 
 def logpdf(x, mean, cov, allow_singular=None):
@@ -16,15 +17,15 @@ def logpdf(x, mean, cov, allow_singular=None):
     is not supported (NotImplementedError), as in JAX."""
     if allow_singular is not None:
         raise NotImplementedError("allow_singular argument of multivariate_normal.logpdf")
-    x, mean, cov = (jnp.asarray(a) for a in promote_dtypes_inexact(x, mean, cov))
-    log_2pi = jnp.log(2 * np.pi)
+    x, mean, cov = (creation.asarray(a) for a in promote_dtypes_inexact(x, mean, cov))
+    log_2pi = ufuncs.log(2 * np.pi)
     if not mean.shape:
-        return -1 / 2 * jnp.square(x - mean) / cov - 1 / 2 * (log_2pi + jnp.log(cov))
+        return -1 / 2 * ufuncs.square(x - mean) / cov - 1 / 2 * (log_2pi + ufuncs.log(cov))
     n = mean.shape[-1]
     if not cov.shape:
         y = x - mean
-        return (-1 / 2 * jnp.einsum("...i,...i->...", y, y) / cov
-                - n / 2 * (log_2pi + jnp.log(cov)))
+        return (-1 / 2 * _einsum("...i,...i->...", y, y) / cov
+                - n / 2 * (log_2pi + ufuncs.log(cov)))
     if cov.ndim < 2 or cov.shape[-2:] != (n, n):
         raise ValueError("multivariate_normal.logpdf got incompatible shapes")
     L = lax_linalg.cholesky(cov)
@@ -32,11 +33,11 @@ def logpdf(x, mean, cov, allow_singular=None):
     # triangular_solve takes a stack of vectors, once both stacks have the same batch shape.
     diff = x - mean
     batch = np.broadcast_shapes(L.shape[:-2], diff.shape[:-1])
-    y = lax_linalg.triangular_solve(jnp.broadcast_to(L, batch + (n, n)),
-                                    jnp.broadcast_to(diff, batch + (n,)),
+    y = lax_linalg.triangular_solve(manipulation.broadcast_to(L, batch + (n, n)),
+                                    manipulation.broadcast_to(diff, batch + (n,)),
                                     lower=True, transpose_a=True)
-    return (-1 / 2 * jnp.einsum("...i,...i->...", y, y) - n / 2 * log_2pi
-            - jnp.log(jnp.diagonal(L, axis1=-1, axis2=-2)).sum(-1))
+    return (-1 / 2 * _einsum("...i,...i->...", y, y) - n / 2 * log_2pi
+            - ufuncs.log(creation.diagonal(L, axis1=-1, axis2=-2)).sum(-1))
 
 
 def pdf(x, mean, cov):

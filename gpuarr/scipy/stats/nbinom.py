@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.special import gammaln, xlogy
 
@@ -18,7 +18,7 @@ def logpmf(k, n, p, loc=0):
     y = lax.sub(k, loc)
     comb_term = lax.sub(lax.sub(gammaln(lax.add(y, n)), gammaln(n)), gammaln(lax.add(y, one)))
     log_linear_term = lax.add(xlogy(n, p), xlogy(y, lax.sub(one, p)))
-    return jnp.where(k < loc, -np.inf, lax.add(comb_term, log_linear_term))
+    return ufuncs.where(k < loc, -np.inf, lax.add(comb_term, log_linear_term))
 
 
 def pmf(k, n, p, loc=0):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import creation
 from gpuarr.scipy import special
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.stats._location_scale import standardize
@@ -52,7 +52,7 @@ def logsf(x, loc=0, scale=1):
 def ppf(q, loc=0, scale=1):
     """The quantile function ndtri(q) * scale + loc, in the default float type as in JAX
     (`q` must be float32 or float64)."""
-    return jnp.asarray(special.ndtri(q) * scale + loc, float)
+    return creation.asarray(special.ndtri(q) * scale + loc, float)
 
 
 def isf(q, loc=0, scale=1):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.stats._location_scale import standardize
 
@@ -19,7 +19,7 @@ def logpdf(x, b, loc=0, scale=1):
     y = standardize(x, loc, scale)
     normalize_term = lax.log(lax.div(scale, b))
     log_probs = lax.neg(lax.add(normalize_term, lax.mul(lax.add(b, const(x, 1)), lax.log(y))))
-    return jnp.where(_below_support(x, loc, scale), -np.inf, log_probs)
+    return ufuncs.where(_below_support(x, loc, scale), -np.inf, log_probs)
 
 
 def pdf(x, b, loc=0, scale=1):
@@ -32,7 +32,7 @@ def cdf(x, b, loc=0, scale=1):
     x, b, loc, scale = promote_args_inexact("pareto.cdf", x, b, loc, scale)
     y = standardize(x, loc, scale)
     p = lax.sub(const(x, 1), lax.pow(y, lax.neg(b)))
-    return jnp.where(_below_support(x, loc, scale), const(x, 0), p)
+    return ufuncs.where(_below_support(x, loc, scale), const(x, 0), p)
 
 
 def logcdf(x, b, loc=0, scale=1):
@@ -40,7 +40,7 @@ def logcdf(x, b, loc=0, scale=1):
     x, b, loc, scale = promote_args_inexact("pareto.logcdf", x, b, loc, scale)
     y = standardize(x, loc, scale)
     val = lax.log1p(lax.neg(lax.pow(y, lax.neg(b))))
-    return jnp.where(_below_support(x, loc, scale), -np.inf, val)
+    return ufuncs.where(_below_support(x, loc, scale), -np.inf, val)
 
 
 def logsf(x, b, loc=0, scale=1):
@@ -48,7 +48,7 @@ def logsf(x, b, loc=0, scale=1):
     x, b, loc, scale = promote_args_inexact("pareto.logsf", x, b, loc, scale)
     y = standardize(x, loc, scale)
     val = lax.neg(lax.mul(b, lax.log(y)))
-    return jnp.where(_below_support(x, loc, scale), const(x, 0), val)
+    return ufuncs.where(_below_support(x, loc, scale), const(x, 0), val)
 
 
 def sf(x, b, loc=0, scale=1):
@@ -61,4 +61,4 @@ def ppf(q, b, loc=0, scale=1):
     q, b, loc, scale = promote_args_inexact("pareto.ppf", q, b, loc, scale)
     one = const(q, 1)
     val = lax.add(loc, lax.mul(scale, lax.pow(lax.sub(one, q), lax.neg(lax.div(one, b)))))
-    return jnp.where(jnp.isnan(q) | (q < 0) | (q > 1), np.nan, val)
+    return ufuncs.where(ufuncs.isnan(q) | (q < 0) | (q > 1), np.nan, val)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
+from gpuarr.lax import lax
+from gpuarr.lax import special as lax_special
 from gpuarr.scipy._arguments import const, promote_args_inexact
 from gpuarr.scipy.stats._location_scale import standardize
 
@@ -18,8 +19,8 @@ def logpdf(x, df, loc=0, scale=1):
     df_plus_one_over_two = lax.add(df_over_two, const(x, 0.5))
     normalize_const = lax.mul(lax.mul(scale, scale), const(x, np.pi))
     normalize_term = lax.sub(
-        lax.add(lax.lgamma(df_over_two), lax.div(lax.log(lax.mul(normalize_const, df)), two)),
-        lax.lgamma(df_plus_one_over_two))
+        lax.add(lax_special.lgamma(df_over_two), lax.div(lax.log(lax.mul(normalize_const, df)), two)),
+        lax_special.lgamma(df_plus_one_over_two))
     quadratic = lax.div(lax.mul(z, z), df)
     return lax.neg(lax.add(normalize_term, lax.mul(df_plus_one_over_two, lax.log1p(quadratic))))
 

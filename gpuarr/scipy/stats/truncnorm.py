@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.numpy import creation, manipulation, selection, ufuncs
 from gpuarr.scipy._arguments import promote_args_inexact
 from gpuarr.scipy.special import log_ndtr, logsumexp, ndtr
 from gpuarr.scipy.stats import norm
@@ -14,22 +14,23 @@ from gpuarr.scipy.stats import norm
 
 def _log_diff(x, y):
     """log(exp(x) - exp(y)), NaN where y > x."""
-    return logsumexp(jnp.array([x, y]), b=jnp.array([jnp.ones_like(x), -jnp.ones_like(y)]), axis=0)
+    return logsumexp(creation.array([x, y]), b=creation.array([creation.ones_like(x),
+                                                               -creation.ones_like(y)]), axis=0)
 
 
 def _log_gauss_mass(a, b):
     """log(ndtr(b) - ndtr(a)) for a <= b, the standard normal mass of [a, b]. Intervals in
     one tail are reflected into the lower tail and use log_ndtr, which keeps them accurate far
     out; intervals around 0 use log1p of the two tail masses left out."""
-    a, b = jnp.broadcast_arrays(jnp.array(a), jnp.array(b))
+    a, b = manipulation.broadcast_arrays(creation.array(a), creation.array(b))
     case_left = b <= 0
     case_right = a > 0
     case_central = ~(case_left | case_right)
-    a_tail = jnp.where(case_right, -b, a)
-    b_tail = jnp.where(case_right, -a, b)
+    a_tail = ufuncs.where(case_right, -b, a)
+    b_tail = ufuncs.where(case_right, -a, b)
     mass_tail = _log_diff(log_ndtr(b_tail), log_ndtr(a_tail))
-    mass_central = jnp.log1p(-ndtr(a) - ndtr(-b))
-    return jnp.where(case_central, mass_central, mass_tail)
+    mass_central = ufuncs.log1p(-ndtr(a) - ndtr(-b))
+    return ufuncs.where(case_central, mass_central, mass_tail)
 
 
 def logpdf(x, a, b, loc=0, scale=1):
@@ -37,8 +38,8 @@ def logpdf(x, a, b, loc=0, scale=1):
     x, a, b, loc, scale = promote_args_inexact("truncnorm.logpdf", x, a, b, loc, scale)
     val = lax.sub(norm.logpdf(x, loc, scale), _log_gauss_mass(a, b))
     y = lax.div(lax.sub(x, loc), scale)
-    val = jnp.where((y < a) | (y > b), -np.inf, val)
-    return jnp.where(a >= b, np.nan, val)
+    val = ufuncs.where((y < a) | (y > b), -np.inf, val)
+    return ufuncs.where(a >= b, np.nan, val)
 
 
 def pdf(x, a, b, loc=0, scale=1):
@@ -51,14 +52,14 @@ def logcdf(x, a, b, loc=0, scale=1):
     Near the top (log cdf > -0.1) it is log1p(-sf) instead, which keeps its accuracy there;
     0 from b on and -inf up to a."""
     x, a, b, loc, scale = promote_args_inexact("truncnorm.logcdf", x, a, b, loc, scale)
-    x, a, b = jnp.broadcast_arrays(x, a, b)
+    x, a, b = manipulation.broadcast_arrays(x, a, b)
     y = lax.div(lax.sub(x, loc), scale)
     lgm_ab = _log_gauss_mass(a, b)
     log_cdf = _log_gauss_mass(a, y) - lgm_ab
     log_sf = _log_gauss_mass(y, b) - lgm_ab
-    log_cdf = jnp.select([y >= b, y <= a, log_cdf > -0.1, y > a],
-                         [0, -np.inf, jnp.log1p(-jnp.exp(log_sf)), log_cdf])
-    return jnp.where(a >= b, np.nan, log_cdf)
+    log_cdf = selection.select([y >= b, y <= a, log_cdf > -0.1, y > a],
+                               [0, -np.inf, ufuncs.log1p(-ufuncs.exp(log_sf)), log_cdf])
+    return ufuncs.where(a >= b, np.nan, log_cdf)
 
 
 def cdf(x, a, b, loc=0, scale=1):

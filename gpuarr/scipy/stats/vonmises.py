@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import lax
-from gpuarr import numpy as jnp
+from gpuarr.lax import lax
+from gpuarr.lax import special_extra as lax_special_extra
+from gpuarr.numpy import ufuncs
 from gpuarr.scipy._arguments import const, promote_args_inexact
 
 
@@ -14,8 +15,8 @@ def logpdf(x, kappa):
     with the exponentially scaled Bessel function, so large kappa does not overflow; NaN
     for kappa <= 0."""
     x, kappa = promote_args_inexact("vonmises.logpdf", x, kappa)
-    val = kappa * (jnp.cos(x) - 1) - jnp.log(2 * np.pi * lax.bessel_i0e(kappa))
-    return jnp.where(kappa > const(kappa, 0), val, np.nan)
+    val = kappa * (ufuncs.cos(x) - 1) - ufuncs.log(2 * np.pi * lax_special_extra.bessel_i0e(kappa))
+    return ufuncs.where(kappa > const(kappa, 0), val, np.nan)
 
 
 def pdf(x, kappa):

@@ -1,4 +1,4 @@
-"""`python -m gpuarr.demo`: train a small MLP classifier with jit(value_and_grad(...)).
+"""`python examples/demo.py`: train a small MLP classifier with jit(value_and_grad(...)).
 
 The data are synthetic (three Gaussian blobs in 8 dimensions, labelled by blob); the model
 is a two-hidden-layer MLP with softmax cross-entropy, trained by plain SGD. The script

@@ -28,7 +28,7 @@ IMPORTED_WITH_JAX = (
     "jax.interpreters.mlir", "jax.interpreters.partial_eval", "jax.interpreters.xla", "jax.lax",
     "jax.monitoring", "jax.nn", "jax.numpy", "jax.ops", "jax.profiler", "jax.random",
     "jax.scipy", "jax.sharding", "jax.stages", "jax.tree", "jax.tree_util", "jax.typing",
-    "jax.version",
+    "jax.version", "jax._src.xla_bridge",
 )
 
 

@@ -55,6 +55,8 @@ from gpuarr import image, nn, scipy, test_util  # noqa: F401, E402
 # Debugging and host callbacks.
 from gpuarr import debug, distributed, experimental  # noqa: F401, E402
 from gpuarr.callbacks import pure_callback  # noqa: F401, E402
+# Mutable array references.
+from gpuarr.refs import Ref, freeze, new_ref  # noqa: F401, E402
 
 # Explicit-key random numbers (threefry2x32, JAX's streams).
 from gpuarr import random  # noqa: F401, E402

@@ -8,11 +8,28 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes
-from gpuarr.core import ShapedArray
+from gpuarr.core import ShapedArray, Tracer
+
+# Classes whose instances are also `Array`s to isinstance, as in JAX: tracers (a traced value
+# is a jax.Array) and key arrays (registered by gpuarr.prng). Code that needs a concrete
+# buffer tests `type(x) is Array`.
+_virtual_subclasses: list = [Tracer]
 
 
-class Array:
-    """A gpuarr array (JAX's `jax.Array`): immutable, on one device, possibly weakly typed."""
+class _ArrayMeta(type):
+    def __instancecheck__(cls, instance):
+        return type.__instancecheck__(cls, instance) or (
+            cls is Array and isinstance(instance, tuple(_virtual_subclasses)))
+
+
+def register_virtual_subclass(cls: type) -> None:
+    """Make instances of `cls` count as Arrays for isinstance (`jax.Array`)."""
+    _virtual_subclasses.append(cls)
+
+
+class Array(metaclass=_ArrayMeta):
+    """A gpuarr array (JAX's `jax.Array`): immutable, on one device, possibly weakly typed.
+    `isinstance(x, Array)` is also true for tracers and key arrays, as in JAX."""
 
     # `_sharding` (a Sharding given by device_put, jit's out_shardings, reshard, shard_map) is
     # left unset by __init__ so that making an Array costs nothing more; unset means the

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -77,16 +78,38 @@ class ShapedArray:
 
 
 def get_aval(x) -> ShapedArray:
-    """The abstract value of a tracer, Array, NumPy value or Python scalar."""
+    """The abstract value of a tracer, Array, NumPy value or Python scalar (or of a type in
+    `pytype_aval_mappings`)."""
     aval = getattr(x, "aval", None)
     if aval is not None:
         return aval
     if isinstance(x, (np.ndarray, np.generic)):  # first: np.float64 is also a Python float
-        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+        return _ndarray_aval(x)
     if isinstance(x, (bool, int, float, complex)):
-        return ShapedArray((), dtypes.dtype(x, canonicalize=True), weak_type=type(x) is not bool)
+        return _scalar_aval(x)
+    for t in type(x).__mro__:
+        rule = pytype_aval_mappings.get(t)
+        if rule is not None:
+            return rule(x)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid array type; "
                     "pass a gpuarr Array, a NumPy array or a Python scalar.")
+
+
+def _ndarray_aval(x) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+
+
+def _scalar_aval(x) -> ShapedArray:
+    return ShapedArray((), dtypes.dtype(x, canonicalize=True), weak_type=type(x) is not bool)
+
+
+# type -> fn(value) -> ShapedArray: abstract values by type (JAX's `core.pytype_aval_mappings`,
+# also `interpreters.xla.pytype_aval_mappings`), where libraries register array-like types of
+# their own; get_aval reads it for types it does not know.
+pytype_aval_mappings: dict[type, Callable] = {
+    np.ndarray: _ndarray_aval, np.generic: _ndarray_aval,
+    bool: _scalar_aval, int: _scalar_aval, float: _scalar_aval, complex: _scalar_aval,
+}
 
 
 def is_concrete(x) -> bool:
@@ -238,6 +261,8 @@ class ClosedProgram:
     in_avals = property(lambda self: self.program.in_avals)
     out_avals = property(lambda self: self.program.out_avals)
     eqns = property(lambda self: self.program.eqns)
+    jaxpr = property(lambda self: self.program)  # JAX's name (ClosedJaxpr.jaxpr)
+    literals = property(lambda self: self.consts)
 
     def pretty(self, source_info: bool = False) -> str:
         return pp_program(self.program, source_info=source_info)
@@ -659,6 +684,67 @@ def set_current_trace(trace: Trace):
         _ctx.trace = prev
 
 
+def find_top_trace(xs) -> Trace:
+    """The trace that binding on `xs` would use: the current one, as tracing is stackless."""
+    del xs
+    return _ctx.trace
+
+
+class OpaqueTraceState:
+    """An identity of a trace that compares equal only for the same live trace."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self, trace: Trace):
+        self._ref = weakref.ref(trace)
+
+    def __eq__(self, other):
+        # weakref.ref returns one shared reference per trace, so identities compare equal
+        # even after the trace is gone (JAX's OpaqueTraceState compares its trace's weakref).
+        return isinstance(other, OpaqueTraceState) and self._ref == other._ref
+
+    def __hash__(self):
+        return id(self._ref)
+
+
+def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
+    """An opaque, comparable identity of the current trace (libraries check that state they
+    captured is used under the same transformation)."""
+    del convention
+    return OpaqueTraceState(_ctx.trace)
+
+
+def mapped_aval(size: int, axis, aval: ShapedArray) -> ShapedArray:
+    """`aval` with the mapped axis `axis` (of length `size`) removed (None: unchanged)."""
+    if axis is None:
+        return aval
+    shape = list(aval.shape)
+    if shape[axis] != size:
+        raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} has length "
+                         f"{shape[axis]}, not the mapped size {size}")
+    del shape[axis]
+    return aval.update(shape=tuple(shape))
+
+
+def unmapped_aval(size: int, axis, aval: ShapedArray, explicit_mesh_axis=None) -> ShapedArray:
+    """`aval` with an axis of length `size` inserted at `axis` (None: unchanged)."""
+    del explicit_mesh_axis
+    if axis is None:
+        return aval
+    shape = list(aval.shape)
+    shape.insert(axis, size)
+    return aval.update(shape=tuple(shape))
+
+
+def valid_jaxtype(x) -> bool:
+    """Whether `x` is a value that operations accept (it has an abstract value)."""
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True
+
+
 def bind(prim: Primitive, *args, **params):
     """Apply `prim` to `args` on the current trace."""
     return _ctx.trace.process_primitive(prim, args, params)
@@ -776,6 +862,11 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PROGRAM_INTERPRETERS = frozenset({"eval_program", "backward_pass", "checkify_program"})
 
 
+# Further directories whose frames are not the user's (libraries register theirs through
+# source_info_util.register_exclusion / traceback_util.register_exclusion).
+excluded_source_paths: list = []
+
+
 def user_source_info() -> SourceInfo | None:
     """Where the user's code applied the operation being bound now.
 
@@ -793,7 +884,8 @@ def user_source_info() -> SourceInfo | None:
                 info = getattr(eqn, "source_info", None)
                 if info is not None:
                     return info
-        elif not fname.endswith(("contextlib.py", "functools.py")):
+        elif not fname.endswith(("contextlib.py", "functools.py")) and not (
+                excluded_source_paths and fname.startswith(tuple(excluded_source_paths))):
             return SourceInfo(fname, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None

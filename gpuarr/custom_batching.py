@@ -460,7 +460,7 @@ def _as_array(x):
     # Outputs are arrays, as when JAX evaluates the traced function (Python scalars weak).
     from gpuarr.array import Array
     from gpuarr.dispatch import wrap
-    if isinstance(x, Array):
+    if type(x) is Array:
         return x
     aval = get_aval(x)
     return wrap(np.asarray(x, aval.dtype), aval.weak_type)

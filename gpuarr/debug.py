@@ -301,7 +301,7 @@ def _sharding_of(x):
                         "inspect_sharding at position 0.")
     if _stages(trace):
         return _compiled_sharding()
-    if not isinstance(x, Array):
+    if type(x) is not Array:
         raise AttributeError(f"'{type(x).__name__}' object has no attribute 'sharding': "
                              "inspect_array_sharding takes Arrays (see device_put).")
     return x.sharding

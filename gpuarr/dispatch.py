@@ -169,11 +169,24 @@ def _host_operand(a):
     dtype JAX gives them (no 64-bit types unless x64 is on), so `lax.sin(1.0)` is float32."""
     if type(a) in _PY_SCALARS:
         return np.asarray(a, dtypes.dtype(a, canonicalize=True))
+    handler = canonicalize_dtype_handlers.get(type(a))
+    if handler is not None:
+        return handler(a)
     if isinstance(a, (np.ndarray, np.generic)):
         dt = dtypes.canonicalize_dtype(a.dtype)
         if dt != a.dtype:
             return np.asarray(a, dt)
     return a
+
+
+def _canonical_ndarray(a):
+    a = np.asarray(a)
+    return np.asarray(a, dtypes.canonicalize_dtype(a.dtype))
+
+
+# type -> fn(value) -> NumPy value: how operands of libraries' own host types enter operations
+# (JAX's `interpreters.xla.canonicalize_dtype_handlers`); NumPy arrays are canonicalised inline.
+canonicalize_dtype_handlers: dict = {np.ndarray: _canonical_ndarray}
 
 
 def wrap(buf, weak_type=False, platform=None) -> Array:

@@ -35,7 +35,7 @@ def device_type(x) -> tuple:
 
 def is_gpu_array(x) -> bool:
     """True for foreign arrays living in CUDA memory (CuPy arrays, CUDA PyTorch tensors)."""
-    if isinstance(x, Array) or not (hasattr(x, "__dlpack_device__")
+    if type(x) is Array or not (hasattr(x, "__dlpack_device__")
                                     or hasattr(x, "__cuda_array_interface__")):
         return False
     return device_type(x)[0] in (CUDA, CUDA_MANAGED)
@@ -47,7 +47,7 @@ def from_dlpack(external_array, device=None, copy=None) -> Array:
     GPU memory stays on its GPU (the cuda platform must be usable); host memory becomes an
     Array on the cpu platform. With x64 off, 64-bit values are converted (copied) to 32 bits,
     as every other way of making an Array does. `device` commits the result to that device."""
-    if isinstance(external_array, Array):
+    if type(external_array) is Array:
         return external_array if device is None else _commit(external_array, device)
     kind, index = device_type(external_array)
     if kind in (CUDA, CUDA_MANAGED):

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
@@ -59,6 +59,8 @@ __all__ = [
     "default_int_dtype",
     "default_uint_dtype",
     "dtype",
+    "DType",
+    "ExtendedDType",
     "extended",
     "finfo",
     "float0",
@@ -168,6 +170,18 @@ class extended(np.generic):
 class prng_key(extended):
     """Scalar class of PRNG key dtypes (`key<fry>`): abstract, for `issubdtype`
     (`issubdtype(random.key(0).dtype, dtypes.prng_key)` is True)."""
+
+
+class ExtendedDType:
+    """The base class of dtype objects outside NumPy's (key dtypes): each names its scalar
+    class (`type`, a subclass of `extended`) and its `name`."""
+
+    __slots__ = ()
+    type: type = extended
+    name: str = "extended"
+
+
+DType = Union[np.dtype, ExtendedDType]  # a dtype of either kind (annotations)
 
 _BOOL = np.dtype(np.bool_)
 _I8, _I16, _I32, _I64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))

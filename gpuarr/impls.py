@@ -24,6 +24,11 @@ from gpuarr.core import ClosedProgram, Primitive, Program
 # exact output dtypes.
 impl_rules: dict[Primitive, Callable] = {}
 
+# prim -> (fun, multiple_results): primitives defined as a function of other operations
+# (JAX's `mlir.lower_fun`, for libraries' own primitives). Their impls run `fun` eagerly; the
+# compiler's inline pass replaces their equations by `fun`'s, so fusion sees through them.
+decompositions: dict[Primitive, tuple] = {}
+
 # The properties below are facts about the impls (what their results are, what they cost), so
 # they are registered beside them; backends read them to plan their code.
 

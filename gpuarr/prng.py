@@ -24,9 +24,17 @@ import math
 import numpy as np
 
 from gpuarr import dtypes, pytrees
+from gpuarr.array import register_virtual_subclass
 from gpuarr.backends.host_threads import run_in_cache_blocks, thread_buffer
 from gpuarr.config import _check_prng_impl, config
-from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
+from gpuarr.core import (
+    Primitive,
+    ShapedArray,
+    Tracer,
+    abstract_eval_rules,
+    get_aval,
+    pytype_aval_mappings,
+)
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.batching import batch_rules
@@ -284,7 +292,7 @@ def random_bits(data, bit_width: int, shape):
 # ---------------------------------------------------------------- typed keys
 
 
-class KeyDtype:
+class KeyDtype(dtypes.ExtendedDType):
     """The dtype of a typed key array; prints as `key<fry>` (threefry2x32), as in JAX."""
 
     __slots__ = ()
@@ -466,6 +474,40 @@ def _broadcast_to(x, shape):
 pytrees.register_pytree_node(
     PRNGKeyArray, lambda k: ((k._base_array,), None), lambda _, children: PRNGKeyArray(children[0]))
 pytrees.present_as_leaf(PRNGKeyArray)  # a leaf to users, as in JAX (gpuarr.tree_util)
+register_virtual_subclass(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
+
+
+class KeyShapedArray(ShapedArray):
+    """The abstract value of a key array (`jax.typeof(key)`): its key shape and dtype
+    `key<fry>`."""
+
+    __slots__ = ()
+
+    def __init__(self, shape, dtype=KEY_DTYPE, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = KEY_DTYPE
+        self.weak_type = False
+        self._hash = None
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> KeyShapedArray:
+        return KeyShapedArray(self.shape if shape is None else shape)
+
+    def __eq__(self, other):
+        return type(other) is KeyShapedArray and self.shape == other.shape
+
+    def __hash__(self):
+        return hash(("key<fry>", self.shape))
+
+    def str_short(self) -> str:
+        return f"key<fry>[{','.join(map(str, self.shape))}]"
+
+    __str__ = str_short
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
+
+
+pytype_aval_mappings[PRNGKeyArray] = lambda k: KeyShapedArray(k.shape)
 
 
 def check_key_data(data):

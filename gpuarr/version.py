@@ -11,3 +11,7 @@ def _version_as_tuple(version_str: str) -> tuple[int, ...]:
 
 __version__: str = _version
 __version_info__: tuple[int, ...] = _version_as_tuple(__version__)
+
+# The JAX release whose behaviour gpuarr follows: `jax.__version__` under `gpuarr.as_jax`, which
+# libraries read to pick code paths.
+jax_version: str = "0.10.2"

@@ -32,7 +32,8 @@ from gpuarr.core import (
     abstract_eval_rules,
     subprograms,
 )
-from gpuarr.impls import host_impl, impl_rules  # the reference semantics (fold)
+from gpuarr.impls import decompositions, host_impl, impl_rules  # the reference semantics (fold)
+from gpuarr.interpreters.partial_eval import trace_to_program
 
 PASSES = ("inline", "simplify", "fold", "cse", "dce")
 _enabled = {name: True for name in PASSES}
@@ -448,8 +449,8 @@ CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "remat2":
 def inline(program: Program, consts: list):
     """Replace each call of a sub-program (nested jit, remat, custom_jvp/vjp) by its equations,
     with fresh variables; the callee's consts become constvars of the caller."""
-    if not any(e.prim.name in CALLS and isinstance(e.params.get(CALLS[e.prim.name]),
-                                                   (Program, ClosedProgram)) for e in program.eqns):
+    if not any(e.prim in decompositions or e.prim.name in CALLS and isinstance(
+            e.params.get(CALLS[e.prim.name]), (Program, ClosedProgram)) for e in program.eqns):
         return program, consts
     constvars, consts = list(program.constvars), list(consts)
     rw = _Rewriter(program)
@@ -476,6 +477,8 @@ def inline(program: Program, consts: list):
     def walk(eqn):
         key = CALLS.get(eqn.prim.name)
         callee = eqn.params.get(key) if key else None
+        if eqn.prim in decompositions:
+            callee = _decomposition(eqn)
         if isinstance(callee, (Program, ClosedProgram)):
             sub = callee.program if isinstance(callee, ClosedProgram) else callee
             sub_consts = callee.consts if isinstance(callee, ClosedProgram) else []
@@ -491,6 +494,16 @@ def inline(program: Program, consts: list):
     for eqn in program.eqns:
         walk(eqn._replace(inputs=[rw.read(a) for a in eqn.inputs]))
     return rw.finish(constvars), consts
+
+
+def _decomposition(eqn) -> ClosedProgram:
+    """The Program of a primitive defined by a function of other operations, for `eqn`."""
+    fun, multiple_results = decompositions[eqn.prim]
+
+    def flat(*args):
+        out = fun(*args, **eqn.params)
+        return list(out) if multiple_results else [out]
+    return trace_to_program(flat, [a.aval for a in eqn.inputs])
 
 
 def optimize(closed: ClosedProgram) -> ClosedProgram:

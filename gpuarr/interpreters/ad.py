@@ -380,3 +380,12 @@ def _jvp_programs(closed, nonzeros, instantiate_all):
     result = pe.trace_to_program(fun, list(closed.in_avals) + tan_avals), tuple(out_nonzeros)
     per_prog[(nonzeros, instantiate_all)] = result
     return result
+
+
+# JAX's names for the rule tables and helpers (jax.interpreters.ad), for rules that libraries
+# register on their own primitives: same signatures as jvp_rules and transpose_rules.
+primitive_jvps = jvp_rules
+primitive_transposes = transpose_rules
+instantiate_zeros = instantiate
+is_undefined_primal = is_undefined
+Zero.from_primal_value = staticmethod(Zero.from_primal)

@@ -216,3 +216,35 @@ def batch_closed(closed: ClosedProgram, axis_size: int, in_dims, force_out, out_
     result = (pe.trace_to_program(fun, in_avals), dims_box[0])
     per_prog[key] = result
     return result
+
+
+# ---------------------------------------------------------------- JAX's rule-table names
+
+class _PrimitiveBatchers:
+    """`jax.interpreters.batching.primitive_batchers`: rules in JAX's older signature
+    `rule(vals, dims, **params) -> (out, out_dims)`, installed into `batch_rules`."""
+
+    def __setitem__(self, prim, rule):
+        def adapted(axis_size, vals, dims, **params):
+            return rule(vals, dims, **params)
+        batch_rules[prim] = adapted
+
+    def __delitem__(self, prim):
+        del batch_rules[prim]
+
+    def __contains__(self, prim):
+        return prim in batch_rules
+
+
+class _AxisPrimitiveBatchers(_PrimitiveBatchers):
+    """`jax.interpreters.batching.axis_primitive_batchers`: rules that also take the axis,
+    `rule(axis_size, axis_name, trace_type, vals, dims, **params)`."""
+
+    def __setitem__(self, prim, rule):
+        def adapted(axis_size, vals, dims, **params):
+            return rule(axis_size, current_axis_name(), None, vals, dims, **params)
+        batch_rules[prim] = adapted
+
+
+primitive_batchers = _PrimitiveBatchers()
+axis_primitive_batchers = _AxisPrimitiveBatchers()

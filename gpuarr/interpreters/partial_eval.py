@@ -361,3 +361,31 @@ def dce_program(prog: Program, used_outputs=None):
     kept.reverse()
     used_inputs = [v.id in live for v in prog.invars]
     return Program(prog.constvars, prog.invars, kept, outvars), used_inputs
+
+
+class PartialVal(tuple):
+    """JAX's partial value: `(aval, None)` for an unknown value, `(None, const)` for a known
+    one (jax.interpreters.partial_eval.PartialVal)."""
+
+    def __new__(cls, xs):
+        pv, const = xs
+        return tuple.__new__(cls, xs)
+
+    @classmethod
+    def known(cls, const) -> PartialVal:
+        return PartialVal((None, const))
+
+    @classmethod
+    def unknown(cls, aval) -> PartialVal:
+        return PartialVal((aval, None))
+
+    def is_known(self) -> bool:
+        return self[0] is None
+
+    def get_known(self):
+        """The known value, or None."""
+        return self[1] if self[0] is None else None
+
+    def get_aval(self):
+        """The abstract value, known or not."""
+        return get_aval(self[1]) if self[0] is None else self[0]

@@ -93,7 +93,7 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin=0, device=None,
         return array(dlpack.from_dlpack(object, copy=copy), dtype, copy=False, order=order,
                      ndmin=ndmin)
     if isinstance(object, (list, tuple)):
-        object = [np.asarray(o) if isinstance(o, Array) else o for o in object]
+        object = [np.asarray(o) if type(o) is Array else o for o in object]
     # Python numbers are weak; NumPy scalars (np.float64 subclasses float) are not.
     weak = dt is None and type(object) in (int, float, complex)
     if object is None:

@@ -223,7 +223,7 @@ class _Concat:
 
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
-        host = tuple(np.asarray(k) if isinstance(k, (Array,)) else k for k in key)
+        host = tuple(np.asarray(k) if type(k) is Array else k for k in key)
         return creation.asarray(self.helper[host])
 
 

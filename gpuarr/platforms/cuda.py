@@ -147,7 +147,7 @@ class CudaPlatform(Platform):
         """A program constant as `run_plan` takes it: device data stays on its device (an
         Array of this platform holds a DeviceBuffer), anything else becomes a host array."""
         from gpuarr.array import Array
-        if isinstance(c, Array):
+        if type(c) is Array:
             c = c._value if c._platform is self else c._host()
         return c if isinstance(c, cuda.DeviceBuffer) else np.asarray(c)
 

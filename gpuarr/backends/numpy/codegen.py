@@ -516,7 +516,7 @@ def _out_plan(prog: Program, last_use, reusable, carries) -> dict:
     # The index of the last equation reading each carry input (`last_use` leaves inputs out).
     last_read = {a.id: i for i, eqn in enumerate(prog.eqns) for a in eqn.inputs
                  if type(a) is not Literal} if carry_in else {}
-    keep = {v.id for v in prog.outvars if type(v) is not Literal}
+    keep = _may_alias_outputs(prog) if in_loop else set()
     plan = {}
     for i, eqn in enumerate(prog.eqns):
         elementwise = ufunc_of(eqn) is not None
@@ -537,6 +537,20 @@ def _out_plan(prog: Program, last_use, reusable, carries) -> dict:
         elif in_loop and out.id in reusable:
             plan[i] = ("loop", out)
     return plan
+
+
+def _may_alias_outputs(prog: Program) -> set:
+    """Ids of the variables whose buffer may be one of the program's outputs: the outputs, and
+    the operands of equations that can return an operand as it is (a cond whose branch returns
+    a value it closes over, a loop, a reshape), followed back to where fresh memory is made.
+    In a loop body such values become the next iteration's carries, so no buffer that the
+    next iteration writes again may hold them."""
+    alias = {v.id for v in prog.outvars if type(v) is not Literal}
+    for eqn in reversed(prog.eqns):
+        if any(v.id in alias for v in eqn.outvars) and not (
+                ufunc_of(eqn) is not None or eqn.prim in fresh_output_prims):
+            alias.update(a.id for a in eqn.inputs if type(a) is not Literal)
+    return alias
 
 
 def _inplace_carries(prog: Program, carries) -> dict:

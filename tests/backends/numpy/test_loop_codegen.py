@@ -623,3 +623,37 @@ def test_reduce_expressions_keep_narrow_and_extension_dtypes(dtype):
         out = np.asarray(jax.jit(op)(x))
         assert out.dtype == dt
         np.testing.assert_array_equal(out.astype(np.float64), ref.astype(np.float64))
+
+
+def _pass_through_cond_loop(lax_mod, jnp_mod, a, s):
+    """A while loop whose body computes `u` elementwise and hands it to the next iteration
+    through a zero-operand cond (the branch returns the value it closes over), then reads the
+    old carry `a` after `u` is computed: blackjax's NUTS trajectory expansion in small."""
+    def body(c):
+        i, a, s = c
+        u = jnp_mod.sin(a) * 3.0
+        s_new = s + a
+        a_new = lax_mod.cond(i % 3 != 2, lambda: u, lambda: a)
+        return i + 1, a_new, s_new
+    return lax_mod.while_loop(lambda c: c[0] < 5, body, (0, a, s))
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_a_value_passed_through_a_cond_into_the_carry_keeps_its_buffer(mode):
+    """The body's temporaries may live in buffers allocated once before the loop, but not one
+    that reaches the carry through a cond: the next iteration would overwrite the carry while
+    it is still read (`s + a` read the new `sin(a) * 3`). Compared with JAX (float32) and with
+    a float64 NumPy loop."""
+    jax_ref = pytest.importorskip("jax")
+    a0, s0 = f32(3), f32(3)
+    fun = lambda a, s: _pass_through_cond_loop(lax, jnp, a, s)  # noqa: E731
+    got = fun(a0, s0) if mode == "eager" else jax.jit(fun)(a0, s0)
+    want = jax_ref.jit(lambda a, s: _pass_through_cond_loop(jax_ref.lax, jax_ref.numpy, a, s))(
+        a0, s0)
+    a, s = a0.astype(np.float64), s0.astype(np.float64)
+    for i in range(5):
+        a, s = (np.sin(a) * 3.0 if i % 3 != 2 else a), s + a
+    for g, w, ref in zip(got[1:], want[1:], (a, s)):
+        assert g.dtype == w.dtype == np.float32 and g.shape == w.shape == (3,)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(g), ref, rtol=1e-5, atol=1e-5)

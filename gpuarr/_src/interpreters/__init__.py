@@ -1,0 +1,1 @@
+"""`jax._src.interpreters`: gpuarr's interpreters."""

@@ -1,0 +1,31 @@
+"""Build hook: the package metadata is in pyproject.toml. This only adds gpuarr_as_jax.pth to
+the installed files (site-packages), so that GPUARR_AS_JAX=1 makes `import jax` resolve to
+gpuarr in any process; with the variable unset the hook imports nothing."""
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+PTH = "gpuarr_as_jax.pth"
+
+
+class build_py_with_pth(build_py):
+    """build_py that also places the .pth file at the root of the built tree."""
+
+    def run(self):
+        super().run()
+        target = Path(self.build_lib) / PTH
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(__file__).parent / PTH, target)
+
+    def get_outputs(self, include_bytecode=True):
+        return super().get_outputs(include_bytecode) + [str(Path(self.build_lib) / PTH)]
+
+    def get_output_mapping(self):
+        mapping = super().get_output_mapping()
+        mapping[str(Path(self.build_lib) / PTH)] = str(Path(__file__).parent / PTH)
+        return mapping
+
+
+setup(cmdclass={"build_py": build_py_with_pth})

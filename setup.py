@@ -8,6 +8,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 PTH = "gpuarr_as_jax.pth"
+SOURCE = Path(__file__).parent / "gpuarr" / PTH  # kept in the package's folder, installed at the root
 
 
 class build_py_with_pth(build_py):
@@ -17,14 +18,14 @@ class build_py_with_pth(build_py):
         super().run()
         target = Path(self.build_lib) / PTH
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(__file__).parent / PTH, target)
+        shutil.copyfile(SOURCE, target)
 
     def get_outputs(self, include_bytecode=True):
         return super().get_outputs(include_bytecode) + [str(Path(self.build_lib) / PTH)]
 
     def get_output_mapping(self):
         mapping = super().get_output_mapping()
-        mapping[str(Path(self.build_lib) / PTH)] = str(Path(__file__).parent / PTH)
+        mapping[str(Path(self.build_lib) / PTH)] = str(SOURCE)
         return mapping
 
 

@@ -93,7 +93,7 @@ def test_module_runner_without_a_script_prints_its_usage():
 def test_environment_variable_hook(tmp_path):
     # The hook pip installs (gpuarr_as_jax.pth) runs this line at startup; run it from a .pth
     # in a site directory made here, as site.py does for site-packages.
-    pth = (ROOT / "gpuarr_as_jax.pth").read_text()
+    pth = (ROOT / "gpuarr" / "gpuarr_as_jax.pth").read_text()
     (tmp_path / "gpuarr_as_jax.pth").write_text(pth)
     code = """
         import site, sys
@@ -117,5 +117,5 @@ def test_the_build_installs_the_hook(tmp_path):
     proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "gpuarr_as_jax.pth").read_text() == (ROOT / "gpuarr_as_jax.pth").read_text()
+    assert (tmp_path / "gpuarr_as_jax.pth").read_text() == (ROOT / "gpuarr" / "gpuarr_as_jax.pth").read_text()
     assert (tmp_path / "gpuarr" / "as_jax.py").exists()

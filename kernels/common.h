@@ -6,8 +6,9 @@
  *  - integer x / 0 == -1 (all bits set), x % 0 == x, INT_MIN / -1 == INT_MIN, INT_MIN % -1 == 0;
  *  - shifts by >= the bit width give 0 (arithmetic right shift: the sign fill);
  *  - max/min of floats propagate NaN.
- * Flush-to-zero: templates are compiled with denormals preserved (NVRTC --ftz=false, no
- * -cl-denorms-are-zero on OpenCL), so subnormal float32 values survive as on the NumPy backend.
+ * Subnormals: OpenCL programs are built with -cl-denorms-are-zero, so float32 and float64
+ * subnormals flush to zero as on XLA's CPU and gpuarr's host paths (backends/float_env.py);
+ * CuPy builds with -ftz=true, which flushes float32 only (docs/arithmetic.md).
  */
 
 /* ---- saturating float -> int conversions ------------------------------------------------ */

@@ -31,7 +31,8 @@ _state: dict = {}
 _programs: dict = {}
 _kernels: dict = {}
 _builds = 0
-_BUILD_OPTIONS = ["-cl-std=CL1.2"]
+# Subnormals flushed, as XLA's CPU code and the host paths (backends/float_env.py) compute.
+_BUILD_OPTIONS = ["-cl-std=CL1.2", "-cl-denorms-are-zero"]
 _MAGIC = b"GPUARR-OPENCL1\n"
 _entries: dict = {}      # source -> (cache path, size of the binary stored there)
 _launched: set = set()   # (source, name, global size, local size) launched so far
@@ -95,7 +96,7 @@ def build_count() -> int:
 
 
 def program(source: str):
-    """The built OpenCL program for `source` (built once, with denormals preserved), from the
+    """The built OpenCL program for `source` (built once, subnormals flushed), from the
     kernel cache's binary when it has a sound one."""
     ctx, _ = _context()
     with _lock:

@@ -410,6 +410,8 @@ def campaign(n_programs: int, seed_value: int, report=print) -> tuple[int, int]:
     def run(data):
         prog = draw_program(data.draw)
         counts[0] += 1
+        if counts[0] % 50 == 0:
+            report(f"... {counts[0]} programs, {counts[1]} differences")
         diff = compare(prog, libs)
         if diff is not None:
             counts[1] += 1

@@ -8,6 +8,7 @@ import numpy as np
 from gpuarr import core, dtypes, impls, memory_limits, placement
 from gpuarr.array import Array
 from gpuarr.backends.device_group import ProcessShards
+from gpuarr.backends.float_env import flushing
 from gpuarr.config import config
 from gpuarr.core import Tracer, default_weak_type_rule, rank_checked_prims, weak_type_rules
 from gpuarr.errors import UnexpectedTracerError
@@ -70,7 +71,8 @@ class EvalTrace(core.Trace):
                 return placed
         if platform is None:
             try:
-                out = (narrow_impl or impls.impl_rules[prim])(*vals, **params)
+                with flushing():  # XLA's CPU arithmetic: subnormals flushed (backends/float_env.py)
+                    out = (narrow_impl or impls.impl_rules[prim])(*vals, **params)
             except MemoryError as e:  # NumPy's, naming the size: JAX's error instead
                 raise memory_limits.out_of_memory(getattr(e, "_total_size", 0)) from None
             except Exception:

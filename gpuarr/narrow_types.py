@@ -117,7 +117,9 @@ def convert(x, dt) -> np.ndarray:
     if src in _INTS:  # exact in int64, from which NumPy converts every way
         x = x.astype(np.int64)
     if dt == np.bool_:
-        return (x.astype(compute_dtype(src)) if src in _FLOATS else x) != 0
+        # Through float64, where every narrow value is normal: float8_e8m0fnu's 2**-127 is a
+        # float32 subnormal, which the host's float environment would compare as zero.
+        return (x.astype(np.float64) if src in _FLOATS else x) != 0
     if dtypes.is_int(dt):
         return _to_int(x, dt)
     if dt in _FLOATS:

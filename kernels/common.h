@@ -6,8 +6,9 @@
  *  - integer x / 0 == -1 (all bits set), x % 0 == x, INT_MIN / -1 == INT_MIN, INT_MIN % -1 == 0;
  *  - shifts by >= the bit width give 0 (arithmetic right shift: the sign fill);
  *  - max/min of floats propagate NaN.
- * Flush-to-zero: templates are compiled with denormals preserved (NVRTC --ftz=false, no
- * -cl-denorms-are-zero on OpenCL), so subnormal float32 values survive as on the NumPy backend.
+ * Subnormals: OpenCL programs are built with -cl-denorms-are-zero, so float32 and float64
+ * subnormals flush to zero as on XLA's CPU and gpuarr's host paths (backends/float_env.py);
+ * CuPy builds with -ftz=true, which flushes float32 only (docs/arithmetic.md).
  */
 
 /* ---- saturating float -> int conversions ------------------------------------------------ */
@@ -51,15 +52,18 @@ GPUARR_DEFINE_INT_OPS(u32, u32, 32, 0)
 GPUARR_DEFINE_INT_OPS(u64, u64, 64, 0)
 
 /* ---- float helpers ----------------------------------------------------------------------- */
-#define GPUARR_DEFINE_FLOAT_OPS(F)                                                              \
+/* tanh saturates to +-1 past TANH_ONE (XLA clamps float32 there; float64 where it rounds to +-1);
+ * PoCL's tanh returns 1 - ulp there, which turns gelu's 1 + tanh(-large) into a tiny nonzero. */
+#define GPUARR_DEFINE_FLOAT_OPS(F, TANH_ONE)                                                    \
   INLINE F max_##F(F a, F b) { return (a != a || a > b) ? a : b; }                             \
   INLINE F min_##F(F a, F b) { return (a != a || a < b) ? a : b; }                             \
   INLINE F sign_##F(F x) { return x != x ? x : x > (F)0 ? (F)1 : x < (F)0 ? (F)-1 : x; }       \
   INLINE F round_away_##F(F x) { return round(x); }                                            \
   INLINE F round_even_##F(F x) { return rint(x); }                                             \
-  INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp(-x)); }
-GPUARR_DEFINE_FLOAT_OPS(f32)
-GPUARR_DEFINE_FLOAT_OPS(f64)
+  INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp(-x)); }                            \
+  INLINE F tanh_##F(F x) { return fabs(x) > (F)(TANH_ONE) ? copysign((F)1, x) : tanh(x); }
+GPUARR_DEFINE_FLOAT_OPS(f32, 7.99881172180175781)
+GPUARR_DEFINE_FLOAT_OPS(f64, 19.1)
 
 /* ---- threefry-2x32 (20 rounds), the hash under gpuarr.random ------------------------------- */
 INLINE u32 rotl32(u32 x, u32 r) { return (x << r) | (x >> (32u - r)); }

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpuarr.backends.float_env import flush_in_this_thread
 from gpuarr.backends.host_memory import aligned_empty
 
 # ---------------------------------------------------------------- the shared pool
@@ -53,7 +54,9 @@ def submit(fn, *args) -> Future:
     """Run `fn(*args)` on the shared pool (started on first use)."""
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(max(1, _THREADS - 1), thread_name_prefix="gpuarr-host")
+        # The pool's threads compute as XLA's do, with subnormals flushed (float_env).
+        _pool = ThreadPoolExecutor(max(1, _THREADS - 1), thread_name_prefix="gpuarr-host",
+                                   initializer=flush_in_this_thread)
     return _pool.submit(fn, *args)
 
 

@@ -2,11 +2,10 @@
 
 No GPU or driver is needed to compile, so every generated kernel is compile-checked on any
 machine with the NVRTC wheel (`pip install "gpuarr[cuda12]"`, i.e. nvidia-cuda-nvrtc-cu12).
-The disk cache lives in `GPUARR_CACHE_DIR` (default `~/.cache/gpuarr`); entries are keyed by
-source, options, arch and NVRTC version, written atomically (temporary file + os.replace) with
-a SHA-256 prefix, and a truncated or corrupt entry is recompiled, never trusted.
+The disk cache (`gpuarr.backends.kernel_cache`, in `GPUARR_CACHE_DIR`) keys entries by source,
+options, arch and NVRTC version; a truncated or corrupt entry is recompiled, never trusted.
 `compile_count()` counts real NVRTC invocations, so tests can show that a warm cache compiles
-nothing. This module imports nothing from gpuarr.
+nothing. This module imports nothing from gpuarr but the kernel cache.
 """
 from __future__ import annotations
 
@@ -15,9 +14,10 @@ import glob
 import hashlib
 import os
 import sys
-import tempfile
 import threading
 from pathlib import Path
+
+from gpuarr.backends import kernel_cache
 
 DEFAULT_ARCH = "sm_90"
 # 177 (function declared but never referenced) and 186 (unsigned compared with zero) come from
@@ -138,34 +138,6 @@ def _nvrtc_compile(source: str, name: str, options: tuple, target: str) -> bytes
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("GPUARR_CACHE_DIR") or Path.home() / ".cache" / "gpuarr")
-
-
-def _read_entry(path: Path):
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 64:
-        return None
-    digest, payload = data[len(_MAGIC): len(_MAGIC) + 64], data[len(_MAGIC) + 64:]
-    if hashlib.sha256(payload).hexdigest().encode() != digest:
-        return None
-    return payload
-
-
-def _write_entry(path: Path, payload: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + payload)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only or full disk only costs a recompilation next time
-
-
 def compile(source: str, name: str = "kernel", arch: str = DEFAULT_ARCH, target: str = "cubin",
             options: tuple = DEFAULT_OPTIONS, use_disk_cache: bool = True) -> bytes:
     """Compile CUDA C `source` to a cubin (or `target='ptx'`) for `arch`, through both caches.
@@ -181,12 +153,12 @@ def compile(source: str, name: str = "kernel", arch: str = DEFAULT_ARCH, target:
     hit = _memory_cache.get(key)
     if hit is not None:
         return hit
-    path = cache_dir() / "nvrtc" / key[:2] / f"{key}.{target}"
-    payload = _read_entry(path) if use_disk_cache else None
+    path = kernel_cache.entry_path("nvrtc", key, target)
+    payload = kernel_cache.read(path, _MAGIC) if use_disk_cache else None
     if payload is None:
         payload = _nvrtc_compile(source, name, options, target)
         if use_disk_cache:
-            _write_entry(path, payload)
+            kernel_cache.write(path, _MAGIC, payload)
     _memory_cache[key] = payload
     return payload
 

@@ -3,21 +3,40 @@
 It takes source text and a launch plan (kernel name, global and local size, argument order)
 and numpy arrays; it never sees the Program IR and imports nothing from gpuarr.core or
 gpuarr.lax. Programs are built once per source text and kept; buffers are uploaded per call.
+
+Program binaries live in gpuarr's kernel cache (`GPUARR_CACHE_DIR/opencl`, checksummed and
+written atomically by `gpuarr.backends.kernel_cache`), not in PoCL's own cache: a damaged file
+there aborts the process inside PoCL, and processes building into one PoCL cache at once make
+builds fail now and then. So PoCL gets a private cache directory per process (unless
+POCL_CACHE_DIR is set), removed at exit; a program is built from its cached binary when that
+passes its checksum, else from source (once more if the build fails), and after its kernels
+first run the binary, which then holds their compiled code too, is stored again.
 """
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import shutil
+import tempfile
 import threading
 
 import numpy as np
 
 from gpuarr import memory_limits
+from gpuarr.backends import kernel_cache
 
 _lock = threading.Lock()
 _state: dict = {}
 _programs: dict = {}
 _kernels: dict = {}
 _builds = 0
+# Subnormals flushed, as XLA's CPU code and the host paths (backends/float_env.py) compute.
+_BUILD_OPTIONS = ["-cl-std=CL1.2", "-cl-denorms-are-zero"]
+_MAGIC = b"GPUARR-OPENCL1\n"
+_entries: dict = {}      # source -> (cache path, size of the binary stored there)
+_launched: set = set()   # (source, name, global size, local size) launched so far
+_dirty: set = set()      # sources whose kernels compiled new code since their binary was stored
 
 
 class OpenCLNotFoundError(RuntimeError):
@@ -33,7 +52,8 @@ def _context():
         raise OpenCLNotFoundError(
             "the opencl platform needs pyopencl and PoCL: pip install 'pyopencl[pocl]'") from e
     try:
-        platforms = cl.get_platforms()
+        with _private_pocl_cache():
+            platforms = cl.get_platforms()
     except cl.Error as e:
         raise OpenCLNotFoundError(f"no OpenCL platform: {e}") from e
     wanted = os.environ.get("GPUARR_OPENCL_PLATFORM", "Portable Computing Language")
@@ -44,6 +64,22 @@ def _context():
     queue = cl.CommandQueue(ctx)
     _state.update(ctx=ctx, queue=queue, cl=cl)
     return ctx, queue
+
+
+class _private_pocl_cache:
+    """PoCL reads POCL_CACHE_DIR when its platform starts: point it at a directory of this
+    process for that moment only (child processes get their own), unless the user set it."""
+
+    def __enter__(self):
+        self.set = "POCL_CACHE_DIR" not in os.environ
+        if self.set:
+            path = tempfile.mkdtemp(prefix="gpuarr-pocl-")
+            atexit.register(shutil.rmtree, path, True)
+            os.environ["POCL_CACHE_DIR"] = path
+
+    def __exit__(self, *exc):
+        if self.set:
+            os.environ.pop("POCL_CACHE_DIR", None)
 
 
 def available() -> bool:
@@ -60,21 +96,73 @@ def build_count() -> int:
 
 
 def program(source: str):
-    """The built OpenCL program for `source` (built once, with denormals preserved)."""
-    global _builds
+    """The built OpenCL program for `source` (built once, subnormals flushed), from the
+    kernel cache's binary when it has a sound one."""
     ctx, _ = _context()
     with _lock:
         prg = _programs.get(source)
         if prg is None:
-            cl = _state["cl"]
-            try:
-                prg = cl.Program(ctx, source).build(options=["-cl-std=CL1.2"])
-            except cl.RuntimeError as e:
-                numbered = "\n".join(f"{n:5d}  {line}" for n, line in enumerate(source.splitlines(), 1))
-                raise RuntimeError(f"OpenCL build failed:\n{e}\n--- source ---\n{numbered}") from e
-            _builds += 1
+            path = kernel_cache.entry_path("opencl", _cache_key(source), "bin")
+            binary = kernel_cache.read(path, _MAGIC)
+            prg = _from_binary(binary) if binary is not None else None
+            if prg is None:
+                prg = _from_source(source)
+                binary = _binary(prg)
+                kernel_cache.write(path, _MAGIC, binary)
+            _entries[source] = (path, len(binary))
             _programs[source] = prg
         return prg
+
+
+def _cache_key(source: str) -> str:
+    dev = _state["ctx"].devices[0]
+    import pyopencl
+    return hashlib.sha256(repr((source, _BUILD_OPTIONS, dev.name, dev.driver_version,
+                                dev.platform.version, pyopencl.VERSION)).encode()).hexdigest()
+
+
+def _binary(prg) -> bytes:
+    return bytes(prg.get_info(_state["cl"].program_info.BINARIES)[0])
+
+
+def _from_binary(binary: bytes):
+    """The program built from a cached binary, or None when the runtime refuses it."""
+    cl = _state["cl"]
+    ctx = _state["ctx"]
+    try:
+        return cl.Program(ctx, ctx.devices[:1], [binary]).build(options=_BUILD_OPTIONS)
+    except cl.Error:
+        return None
+
+
+def _from_source(source: str):
+    """Build `source`; a failed build is tried once more (builds running in several processes
+    at once fail now and then, and succeed when repeated) before its log is raised."""
+    global _builds
+    cl = _state["cl"]
+    for attempt in (0, 1):
+        try:
+            prg = cl.Program(_state["ctx"], source).build(options=_BUILD_OPTIONS)
+            _builds += 1
+            return prg
+        except cl.RuntimeError as e:
+            if attempt:
+                numbered = "\n".join(f"{n:5d}  {line}" for n, line in enumerate(source.splitlines(), 1))
+                raise RuntimeError(f"OpenCL build failed:\n{e}\n--- source ---\n{numbered}") from e
+
+
+def _store_compiled() -> None:
+    """Store again the binaries of programs whose kernels ran for the first time: PoCL compiles
+    a kernel when it first runs, and the program's binary then carries that code."""
+    with _lock:
+        dirty = list(_dirty)
+        _dirty.clear()
+        for source in dirty:
+            path, size = _entries[source]
+            binary = _binary(_programs[source])
+            if len(binary) != size:
+                kernel_cache.write(path, _MAGIC, binary)
+                _entries[source] = (path, len(binary))
 
 
 def upload(array: np.ndarray):
@@ -126,11 +214,17 @@ def launch(source: str, name: str, global_size: int, local_size: int, buffers: l
     if kernel is None:
         kernel = _kernels[(source, name)] = _state["cl"].Kernel(program(source), name)
     kernel(queue, (int(global_size),), (int(local_size),), *buffers)
+    shape = (source, name, int(global_size), int(local_size))
+    if shape not in _launched:
+        _launched.add(shape)
+        _dirty.add(source)
 
 
 def finish() -> None:
     _, queue = _context()
     queue.finish()
+    if _dirty:
+        _store_compiled()
 
 
 def run(source: str, name: str, global_size: int, local_size: int, arg_names, arrays: dict,

@@ -21,7 +21,7 @@ _UNARY_FLOAT = {
     "expm1": "expm1({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})", "cbrt": "cbrt({0})",
     "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})", "asin": "asin({0})",
     "acos": "acos({0})", "atan": "atan({0})", "sinh": "sinh({0})", "cosh": "cosh({0})",
-    "tanh": "tanh({0})", "asinh": "asinh({0})", "acosh": "acosh({0})", "atanh": "atanh({0})",
+    "tanh": "tanh_{t}({0})", "asinh": "asinh({0})", "acosh": "acosh({0})", "atanh": "atanh({0})",
     "floor": "floor({0})", "ceil": "ceil({0})", "abs": "fabs({0})", "sign": "sign_{t}({0})",
     # Computed in double and rounded, as the NumPy backend does, so float32 results agree.
     "erf": "({t})erf((f64){0})", "erfc": "({t})erfc((f64){0})", "lgamma": "({t})lgamma((f64){0})",

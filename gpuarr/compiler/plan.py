@@ -170,7 +170,7 @@ class IndexMap:
 
 def _reshape_view(v: View, shape: tuple) -> View | None:
     """Reshape a single view without a second one, when its strides allow it (else None)."""
-    if v.is_contiguous():
+    if v.is_contiguous() or 0 in shape:  # an empty result reads nothing
         return View.contiguous(shape)
     # Drop size-1 dims, then match groups of old dims against groups of new dims.
     old = [(n, s) for n, s in zip(v.shape, v.strides) if n != 1]

@@ -105,7 +105,16 @@ def _div_impl(x, y):
         q = np.floor_divide(x, safe)
         q = np.where((np.remainder(x, safe) != 0) & ((x < 0) != (safe < 0)), q + 1, q)
         return np.where(y == 0, np.array(-1).astype(x.dtype), q).astype(x.dtype)
+    if x.dtype in _RECIPROCAL_DTYPES and np.shape(y) != np.broadcast_shapes(np.shape(x), np.shape(y)):
+        # A divisor broadcast to the result: XLA multiplies by its reciprocal, rounded to the
+        # dtype (JAX's jnp.divide broadcasts inside a jitted function, so also eagerly), as
+        # the jit pass passes._reciprocal_divisor does.
+        return np.multiply(x, np.true_divide(np.ones((), x.dtype), y).astype(x.dtype, copy=False)
+                           ).astype(x.dtype, copy=False)
     return np.true_divide(x, y).astype(x.dtype, copy=False)
+
+
+_RECIPROCAL_DTYPES = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
 
 
 def _rem_impl(x, y):

@@ -442,6 +442,9 @@ def _scatter_impl(name, operand, indices, updates, *, dimension_numbers, indices
     return np.ascontiguousarray(np.transpose(out.reshape(op_t.shape), inv))
 
 
+_ARITHMETIC_COMBINERS = {"scatter_add": "add", "scatter_sub": "sub", "scatter_mul": "mul"}
+
+
 def _scatter_abstract(name):
     def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted, unique_indices,
              mode):
@@ -450,6 +453,11 @@ def _scatter_abstract(name):
         if updates.dtype != operand.dtype:
             raise TypeError(f"{name} requires the updates to have the operand's dtype; got operand "
                             f"{operand.dtype.name} and updates {updates.dtype.name}.")
+        if name in _ARITHMETIC_COMBINERS and operand.dtype == np.bool_:
+            # JAX traces the combiner (lax.add, lax.sub, lax.mul), which refuses booleans.
+            combiner = _ARITHMETIC_COMBINERS[name]
+            raise TypeError(f"{combiner} does not accept dtype bool at position 0. Accepted dtypes at "
+                            f"position 0 are subtypes of integer, floating, complexfloating.")
         if indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
             raise TypeError(f"{name} scatter_dims_to_operand_dims {dn.scatter_dims_to_operand_dims} "
                             f"must have one entry per index in the last dimension of indices of "

@@ -7,9 +7,10 @@ It has one device unless `jax_num_cpu_devices` (or XLA_FLAGS'
 from __future__ import annotations
 
 from gpuarr import process_group
+from gpuarr.backends import float_env
 from gpuarr.backends import numpy as numpy_backend
 from gpuarr.platforms import Device
-from gpuarr.platforms.host import HostBufferPlatform
+from gpuarr.platforms.host import HostBufferPlatform, computes_floats
 
 
 class CpuDevice(Device):
@@ -31,8 +32,10 @@ class CpuPlatform(HostBufferPlatform):
         return self._local
 
     def codegen(self, closed):
-        """The NumPy backend's Python function for `closed`."""
-        return numpy_backend.compile_closed(closed)
+        """The NumPy backend's Python function for `closed`, run with subnormals flushed as
+        XLA's CPU code runs (backends/float_env.py)."""
+        fn = numpy_backend.compile_closed(closed)
+        return float_env.flushed(fn) if computes_floats(closed.program) else fn
 
 
 def make() -> CpuPlatform:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr.backends import opencl
+from gpuarr.backends import float_env, opencl
 from gpuarr.compiler import compile_closed, inline_calls
 from gpuarr.compiler.fusion import FusionOptions
 from gpuarr.platforms import Device
-from gpuarr.platforms.host import HostBufferPlatform
+from gpuarr.platforms.host import HostBufferPlatform, computes_floats
 
 
 class OpenCLDevice(Device):
@@ -40,7 +40,8 @@ class OpenCLPlatform(HostBufferPlatform):
             return tuple(opencl.run_plan(plan, consts + [np.asarray(b) for b in buffers]))
 
         run.launch_plan = plan
-        return run
+        # Host steps flush subnormals as XLA's CPU code does.
+        return float_env.flushed(run) if computes_floats(closed.program) else run
 
 
 def make() -> OpenCLPlatform:

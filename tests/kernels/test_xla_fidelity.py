@@ -1,0 +1,51 @@
+"""Kernel results that follow XLA where a device's math library differs: tanh saturates to
++-1 as XLA's does (so gelu(approximate=True) of large negatives is -0.0, as in JAX), and
+zero-size strided slices plan without dividing by zero. Compared with JAX under jit on opencl."""
+import jax as real_jax
+import jax.numpy as real_jnp
+import numpy as np
+import pytest
+
+import gpuarr
+import gpuarr.numpy as jnp
+
+pytestmark = [pytest.mark.kernels, pytest.mark.usefixtures("pocl")]
+
+
+@pytest.fixture
+def on_opencl():
+    return lambda f: gpuarr.jit(f, device=gpuarr.devices("opencl")[0])
+
+
+def _same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.signbit(got.astype(np.float32)), np.signbit(want.astype(np.float32)))
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-6, atol=0)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_gelu_tanh_approximation_at_large_negatives(on_opencl, dtype):
+    x = np.array([-100, -30, -10, -9.2, -8, -7.9, -5, -0.5, 0, 0.3, 5, 9.5, np.inf, -np.inf],
+                 np.float32)
+    got = on_opencl(lambda x: gpuarr.nn.gelu(x, approximate=True))(jnp.asarray(x, dtype))
+    _same(got, real_jax.nn.gelu(real_jnp.asarray(x, dtype), approximate=True))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_tanh_saturates_as_xla(on_opencl):
+    x = np.array([-20, -9.5, -8, -7.9989, -7.9988, -3, 0.1, 7.9988, 7.9989, 8, 9.5, 20, np.nan], np.float32)
+    got = np.asarray(on_opencl(jnp.tanh)(jnp.asarray(x)))
+    want = np.asarray(real_jnp.tanh(x))
+    np.testing.assert_array_equal(got[np.abs(x) > 7.99882], want[np.abs(x) > 7.99882])
+    np.testing.assert_allclose(got, want, rtol=6e-7)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("index", [np.s_[:0:1, 1], np.s_[:0:2, 1:3], np.s_[2:0, ::2], np.s_[:, 5:]])
+def test_zero_size_strided_slices(on_opencl, index):
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    got = on_opencl(lambda x: x[index] + 1)(jnp.asarray(x))
+    want = real_jax.jit(lambda x: x[index] + 1)(x)
+    assert got.shape == want.shape and got.dtype == want.dtype

@@ -1,0 +1,166 @@
+"""XLA's arithmetic on the cpu platform, compared with JAX eagerly and under jit: subnormals
+flushed by arithmetic on floats (SPEC S17, docs/arithmetic.md), division by a broadcast
+divisor as a multiplication by its reciprocal, and the cases the differential fuzzer
+(tests/differential_fuzz.py) found: scalar-type constructors on traced arrays, pad widths as
+arrays, dot of bool with integers, integer remainder and floor division by zero, float to
+unsigned conversions, NaN through min/max, int32 overflow, weak types, scatters of booleans."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+from differential_fuzz import Program, compare
+
+import gpuarr
+import gpuarr.numpy as jnp
+from gpuarr.backends import float_env
+
+F32 = np.float32
+
+# name -> (f(np_module), arguments): f builds the function from a jax.numpy-like module.
+CASES = {
+    "bool_ctor": (lambda L: L.bool_, [np.arange(3, dtype=F32)]),
+    "int32_ctor": (lambda L: L.int32, [np.array([1.5, -2.5], F32)]),
+    "uint32_ctor": (lambda L: L.uint32, [np.array([1.5, -2.5, 5e9], F32)]),
+    "float32_ctor_of_bool": (lambda L: L.float32, [np.array([True, False])]),
+    "dot_bool_int32": (lambda L: L.dot, [np.array([True, False, True]), np.array([1, 2, 3], np.int32)]),
+    "dot_bool_uint32": (lambda L: L.dot, [np.array([True, False, True]), np.array([1, 2, 3], np.uint32)]),
+    "dot_bool_bool": (lambda L: L.dot, [np.array([True, False, True]), np.array([True, True, True])]),
+    "int_remainder_by_zero": (lambda L: lambda x, y: x % y,
+                              [np.array([5, -5, 7], np.int32), np.array([0, 0, 2], np.int32)]),
+    "int_remainder_by_weak_zero": (lambda L: lambda x: x % 0, [np.array([5, -5, 7], np.int32)]),
+    "uint_floor_divide_by_zero": (lambda L: lambda x, y: x // y,
+                                  [np.array([5, 0, 7], np.uint32), np.array([0, 0, 2], np.uint32)]),
+    "int_floor_divide_by_zero": (lambda L: lambda x, y: x // y,
+                                 [np.array([5, -5, 0], np.int32), np.zeros(3, np.int32)]),
+    "int_floor_divide_by_false": (lambda L: lambda x: x // False, [np.array([5, -5, 0], np.int32)]),
+    "float_floor_divide_by_zero": (lambda L: lambda x, y: x // y,
+                                   [np.array([5, -5, 0, 3], F32), np.array([0, -0.0, 0, np.inf], F32)]),
+    "float_remainder": (lambda L: L.remainder,
+                        [np.array([5, -5, 0, 3], F32), np.array([0.0, -0.0, 2, -np.inf], F32)]),
+    "float_to_uint32": (lambda L: lambda x: x.astype(L.uint32),
+                        [np.array([-1, -1e10, 5e9, np.nan, np.inf, -np.inf, 3.7, 4.2e9], F32)]),
+    "float_to_uint8": (lambda L: lambda x: x.astype(L.uint8),
+                       [np.array([-1, -1e10, 5e9, np.nan, np.inf, 300, 3.7], F32)]),
+    "float_to_int32": (lambda L: lambda x: x.astype(L.int32),
+                       [np.array([-1, -1e10, 5e9, np.nan, np.inf, -np.inf, 3.7], F32)]),
+    "int32_square_overflows": (lambda L: lambda x: x * x, [np.array([46341, 100000, 2**31 - 1], np.int32)]),
+    "int32_weak_product_overflows": (lambda L: lambda x: x * 100000,
+                                     [np.array([46341, 100000, 2**31 - 1], np.int32)]),
+    "min_max_nan": (lambda L: lambda x, y: L.maximum(L.minimum(x, y), 0.0),
+                    [np.array([np.nan, 1, -np.inf, 1e-39], F32),
+                     np.array([0, np.nan, -1.4e38, -1e-39], F32)]),
+    "weak_where": (lambda L: lambda x: L.where(x > 0, x, 0), [np.array([1, -1], np.int32)]),
+    "weak_scalar_argument": (lambda L: lambda x: x * 2, [3.0]),
+    "weak_sum": (lambda L: L.sum, [3.0]),
+    "pad_numpy_widths": (lambda L: lambda x: L.pad(x, np.array([1, 2])), [np.arange(3.0, dtype=F32)]),
+    "gather_fill_uint32": (lambda L: lambda x: x.at[np.array([5, -9, 1])].get(mode="fill"),
+                           [np.arange(3, dtype=np.uint32)]),
+    "scatter_add_weak_float_into_int": (lambda L: lambda x: x.at[np.array([0, 1])].add(2),
+                                        [np.array([3, 4, 5], np.int32)]),
+    # Subnormals: flushed by arithmetic, kept by negation and abs (bit operations).
+    "subnormal_plus_zero": (lambda L: lambda x: x + L.float32(0), [np.array([1e-39, 1.0], F32)]),
+    "subnormal_compared": (lambda L: lambda x: x > 0, [np.array([1e-39, -1e-39, 1.0], F32)]),
+    "subnormal_product": (lambda L: lambda x: x * 1.0001, [np.array([1e-39, 1.0], F32)]),
+    "subnormal_max": (lambda L: lambda x: L.maximum(x, -1e-39), [np.array([-2e-39, 1, -5], F32)]),
+    "subnormal_quotient": (lambda L: lambda x: x / 3e38, [np.array([1e-2, 1, -1.4e38], F32)]),
+    "subnormal_dividend": (lambda L: lambda x: 1e-39 / x, [np.array([0.0, 1.0, -0.0], F32)]),
+    "subnormal_sqrt": (lambda L: L.sqrt, [np.array([-0.0, -1e-39, 1e-39], F32)]),
+    "subnormal_floor": (lambda L: L.floor, [np.array([-1e-39, 1e-39], F32)]),
+    "subnormal_exp_result": (lambda L: L.exp, [np.array([88.8, -104, -88, -87.5], F32)]),
+    "subnormal_logical_not": (lambda L: L.logical_not, [np.array([1e-39, 0.0, 1.0], F32)]),
+    "subnormal_float64": (lambda L: lambda x: x * 0.5, [np.array([1e-39, 2e-38], F32)]),
+    "subnormal_negated": (lambda L: lambda x: -x, [np.array([1e-39, -1e-39], F32)]),
+    "subnormal_abs": (lambda L: L.abs, [np.array([1e-39, -1e-39], F32)]),
+    # Division by a broadcast divisor multiplies by its reciprocal; by a same-shape one divides.
+    "divide_by_scalar": (lambda L: lambda x: x / 20000, [np.full(3, 62764.0, F32)]),
+    "divide_by_float32_scalar": (lambda L: lambda x, y: x / y, [np.full(3, 62764.0, F32), F32(20000)]),
+    "divide_by_row": (lambda L: lambda x, y: x / y, [np.full((2, 3), 62764.0, F32),
+                                                     np.full(3, 20000.0, F32)]),
+    "divide_same_shape": (lambda L: lambda x, y: x / y, [np.full(3, 62764.0, F32), np.full(3, 20000.0, F32)]),
+    "divide_scalars": (lambda L: lambda i: 4.0 * i / 20000, [np.int32(15691)]),
+    "divide_scalar_by_array": (lambda L: lambda x: 62764.0 / x, [np.full(3, 20000.0, F32)]),
+    "divide_float16_by_scalar": (lambda L: lambda x: x / L.float16(3), [np.full(3, 20000.0, np.float16)]),
+}
+
+
+def _outcome(fn, args):
+    try:
+        out = fn(*args)
+    except Exception as e:  # noqa: BLE001 - compared by class below
+        return "raise", type(e).__name__
+    return np.asarray(out), np.asarray(out).dtype, bool(getattr(out, "weak_type", False))
+
+
+def _check(got, want):
+    if isinstance(want[0], str):
+        assert isinstance(got[0], str), f"JAX raised {want[1]}; gpuarr computed {got}"
+        return
+    assert not isinstance(got[0], str), f"gpuarr raised {got[1]}; JAX computed {want}"
+    assert got[1] == want[1] and got[2] == want[2], (got[1:], want[1:])
+    assert got[0].shape == want[0].shape
+    np.testing.assert_array_equal(got[0], want[0])
+    if want[1].kind == "f":
+        np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(want[0]))
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_jax(name, jit):
+    if name.startswith("subnormal") and not float_env.available():
+        pytest.skip("subnormals survive on this host (docs/arithmetic.md)")
+    make, args = CASES[name]
+    if name == "subnormal_float64":  # float64 under x64: the same flush
+        gpuarr.config.update("jax_enable_x64", True)
+        jax.config.update("jax_enable_x64", True)
+        args = [a.astype(np.float64) * 1e-270 for a in args]
+    try:
+        theirs, ours = make(jjnp), make(jnp)
+        if jit:
+            theirs, ours = jax.jit(theirs), gpuarr.jit(ours)
+        _check(_outcome(ours, args), _outcome(theirs, args))
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_scatters_of_booleans_raise_as_in_jax():
+    x = jnp.array([True, False])
+    for op in ("add", "multiply", "divide", "power"):
+        with pytest.raises(TypeError, match="does not accept dtype bool"):
+            getattr(x.at[0], op)(False)
+        with pytest.raises(TypeError, match="does not accept dtype bool"):
+            gpuarr.jit(lambda x, op=op: getattr(x.at[0], op)(False))(x)
+    np.testing.assert_array_equal(np.asarray(x.at[0].max(False)), [True, False])
+    np.testing.assert_array_equal(np.asarray(x.at[0].set(False)), [False, False])
+
+
+def test_flushing_leaves_python_floats_alone():
+    if not float_env.available():
+        pytest.skip("no float environment to set on this host")
+    assert 1e-310 * 1.0 == 1e-310
+    with float_env.flushing():
+        assert np.float32(1e-39) * np.float32(1) == 0  # inside: XLA's environment
+    assert 1e-310 * 1.0 == 1e-310  # restored after
+    assert float(np.asarray(jnp.array([1e-39], np.float32) + 0)[0]) == 0.0
+    assert 1e-310 * 1.0 == 1e-310
+
+
+def test_fuzzer_programs_found_before():
+    """Programs the differential fuzzer reported, kept as they were drawn."""
+    programs = [
+        Program([np.array([[[-1.27, 3.0], [4.2e9, 1e-39]], [[0.0, 1.41], [0.38, -3.69]]], F32)],
+                [("unary", {"a": 0, "op": "logical_not"}), ("gather", {"a": 1, "idx": [-1]})],
+                [False, False, False], 2),
+        Program([np.array([[2147483648], [0], [2]], np.uint32)],
+                [("reshape", {"a": 0, "shape": (-1,)}), ("sort", {"a": 1, "axis": -1}),
+                 ("binary", {"a": 2, "op": "true_divide", "weak": 1e-39, "swap": True})],
+                [False, False, False, False], 1),
+        Program([np.array([[[True, True], [True, True]], [[False, True], [True, False]]])],
+                [("at", {"a": 0, "op": "multiply", "mode": "drop", "idx": [1], "weak": False})],
+                [False, False], 1),
+        Program([np.array([1.0, 255.5, 2.7], F32)],
+                [("pad", {"a": 0, "width": ((1, 2),), "as": "numpy", "mode": "edge", "value": 0})],
+                [False, False], 1),
+    ]
+    for prog in programs:
+        assert compare(prog) is None, prog.describe()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuarr.backends import host_threads
+from gpuarr.backends import float_env, host_threads
 
 # No -ffast-math: NaN, infinities, signed zeros and subnormals behave as on the NumPy backend.
 # -fwrapv: signed overflow wraps (as XLA). -ffp-contract=off: no fused multiply-adds, so each
@@ -307,7 +307,8 @@ def launch(fn, pointers, items: int, nbytes: int) -> None:
     `pointers`; launches moving at least PARALLEL_MIN_BYTES split over the thread pool."""
     parts = min(threads(), items // SPLIT_ALIGN) if nbytes >= PARALLEL_MIN_BYTES else 1
     if parts <= 1:
-        fn(pointers, 0, items)
+        with float_env.flushing():  # subnormals flushed, as in XLA (the pool's threads always are)
+            fn(pointers, 0, items)
         return
     # Part boundaries on multiples of SPLIT_ALIGN items: each part's vector loop then covers
     # the same items whatever the thread count, and only the launch's last items take the
@@ -315,7 +316,8 @@ def launch(fn, pointers, items: int, nbytes: int) -> None:
     bounds = [items * i // parts // SPLIT_ALIGN * SPLIT_ALIGN for i in range(parts)] + [items]
     futures = [host_threads.submit(fn, pointers, lo, hi)
                for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    fn(pointers, bounds[0], bounds[1])
+    with float_env.flushing():
+        fn(pointers, bounds[0], bounds[1])
     for fut in futures:
         fut.result()
 

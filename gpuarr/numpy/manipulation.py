@@ -41,6 +41,8 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
     check_arraylike("reshape", a)
     if out_sharding is not None:
         lax_arguments.check_no_sharding("numpy.reshape", out_sharding)
+    if isinstance(a, np.ndarray):  # JAX calls the NumPy array's own reshape: NumPy's errors
+        np.lib.stride_tricks.as_strided(a, a.shape, a.strides, writeable=False).reshape(shape)
     a = ensure_array(a)
     size = get_aval(a).size
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)

@@ -918,12 +918,8 @@ def _frexp(x):
     x1 = lax.bitwise_and(x1, _scalar(x1, ~(mask << info.nmant)))
     x1 = lax.bitwise_or(x1, _scalar(x1, (bias - 1) << info.nmant))
     x1 = lax_special.bitcast_convert_type(x1, dt)
-    # jnp's |, which makes the weak comparisons of a weak x strong, as JAX's. Zero is read from
-    # the bits: a float comparison would take a flushed subnormal for zero (XLA's does not).
-    bits = lax_special.bitcast_convert_type(x, np.dtype(f"int{info.bits}"))
-    is_zero = lax.eq(lax.bitwise_and(bits, _scalar(bits, (1 << (info.bits - 1)) - 1)),
-                     _scalar(bits, 0))
-    cond = bitwise_or(bitwise_or(isinf(x), lax.ne(x, x)), is_zero)
+    # jnp's |, which makes the weak comparisons of a weak x strong, as JAX's.
+    cond = bitwise_or(bitwise_or(isinf(x), lax.ne(x, x)), lax.eq(x, _python_scalar(x, 0)))
     x2 = _where(cond, lax_shape_ops.full_like(x2, 0), x2)
     return _where(cond, x, x1), lax_conversions.convert_element_type(x2, np.int32)
 

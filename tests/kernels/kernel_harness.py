@@ -5,7 +5,7 @@ on the same optimized Program, and compare. `BACKEND[0]` says which kernel execu
 import numpy as np
 
 import gpuarr
-from gpuarr.backends import native, nvrtc, opencl
+from gpuarr.backends import float_env, native, nvrtc, opencl
 from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import compile_closed, passes, plan_closed, render
 from gpuarr.core import ClosedProgram, Eqn, Program, ShapedArray, Var
@@ -65,7 +65,8 @@ def run_both(f, *args, nvrtc_check=True):
     closed = optimized(f, *args)
     args = [np.asarray(a) for a in args]
     consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
-    want = codegen.compile_closed(closed)(*args)
+    with float_env.flushing():  # as jitted programs run: subnormals flushed, as in XLA
+        want = codegen.compile_closed(closed)(*args)
     got = execute(closed, consts + args, nvrtc_check)
     return got, [np.asarray(w) for w in want], plan_closed(closed)
 

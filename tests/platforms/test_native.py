@@ -86,7 +86,9 @@ def test_integer_overflow_wraps_and_division_follows_xla(plat, dtype):
 
 
 def test_nan_inf_and_signed_zero_as_numpy_backend(plat):
-    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-40, 3.0], np.float32)
+    # Subnormal inputs are left out: they flush as in XLA, which docs/arithmetic.md sets out
+    # per platform (a select passes one through unflushed where NumPy's sign reads it as 0).
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-37, -1e-36, 3.0], np.float32)
     got, want = run_both(plat, lambda a: (jnp.maximum(a, 0.0), jnp.minimum(a, -0.0), a * 0.0,
                                           jnp.sign(a), 1.0 / a, jnp.sqrt(a), jnp.exp(a),
                                           jnp.log(a), jnp.tanh(a), jnp.max(a), jnp.sum(a)), x)

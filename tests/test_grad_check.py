@@ -265,7 +265,8 @@ ASSERTIONS = {"check"}
 
 
 def test_every_differentiable_primitive_is_in_the_table():
-    names = {p.name for p in ad.jvp_rules}
+    # gpuarr's own primitives: tests register user primitives (jax.extend) in the same table
+    names = {p.name for p in ad.jvp_rules if type(p).__module__ != "gpuarr.extend.core"}
     covered = {n.removesuffix("_batched").removesuffix("_vec_mat").removesuffix("_strided")
                for n in PRIMITIVE_CASES}
     missing = sorted(names - covered - ZERO_JVP - HIGHER_ORDER - INTERNAL

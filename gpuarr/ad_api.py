@@ -17,7 +17,9 @@ from gpuarr.interpreters import ad
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.jit_api import jit
-from gpuarr.lax import conversions
+from gpuarr.lax import conversions, lax
+from gpuarr.lax import extras as lax_extras
+from gpuarr.lax import shape_ops as lax_shape_ops
 from gpuarr.vmap_api import vmap
 
 logger = logging.getLogger("gpuarr")
@@ -443,8 +445,6 @@ def _downcast(x, example):
     """A Jacobian block in the dtype and weak type of `example` (the output leaf for jacfwd,
     the input leaf for jacrev), as JAX unravels them: integer inputs get zeros of their own
     dtype, and a real example takes the real part of a complex block."""
-    from gpuarr.lax import extras as lax_extras
-    from gpuarr.lax import shape_ops as lax_shape_ops
     aval = core.get_aval(example)
     if getattr(x, "dtype", None) == dtypes.float0:
         return lax_shape_ops.full(x.shape, 0, aval.dtype)
@@ -494,8 +494,6 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
             for yl in y_leaves:
                 _check_output_dtype(core.get_aval(yl), holomorphic, "jacfwd")
         jac_leaves = pytrees.tree_leaves(jac_flat)
-        from gpuarr.lax import lax
-        from gpuarr.lax import shape_ops as lax_shape_ops
         per_out = []
         for yl, jl in zip(y_leaves, jac_leaves):
             shape = core.get_aval(yl).shape
@@ -545,8 +543,6 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
         cts_flat = vmap(pull)(*basis)
         in_leaves, in_tree = pytrees.tree_flatten(diff_args)
-        from gpuarr.lax import lax
-        from gpuarr.lax import shape_ops as lax_shape_ops
         per_out, start = [], 0
         for ya in y_avals:
             blocks = []

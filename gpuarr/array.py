@@ -9,6 +9,7 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.core import ShapedArray, Tracer
+from gpuarr.process_group import state
 
 # Classes whose instances are also `Array`s to isinstance, as in JAX: tracers (a traced value
 # is a jax.Array) and key arrays (registered by gpuarr.prng). Code that needs a concrete
@@ -208,7 +209,6 @@ class Array(metaclass=_ArrayMeta):
             device = self.device
             index = s.devices_indices_map(self.shape).get(device, (slice(None),) * self.ndim)
             return [Shard(device, index, 0, self)]
-        from gpuarr.process_group import state
         copies: dict = {}
         out = []
         for device, index in s.devices_indices_map(self.shape).items():

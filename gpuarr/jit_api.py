@@ -38,6 +38,7 @@ from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.lax import linalg_extra
 from gpuarr.lax.control_flow.common import _check_returned
+from gpuarr.sharding import data_parallel
 
 logger = logging.getLogger("gpuarr")
 _flags = config._values
@@ -376,8 +377,10 @@ class Jitted:
         # Computation follows committed inputs; two committed devices raise ValueError.
         device = placement.committed_device(
             leaves, self._name, lambda: leaf_arg_names(in_tree, arg_names, self._sig, statics))
+        in_flat = None
         if self._shardings is not None:  # runs on the device the shardings name
-            device = self._sharding_device(kwargs, in_tree, leaves, arg_names, statics, device)
+            device, in_flat = self._sharding_device(kwargs, in_tree, leaves, arg_names, statics,
+                                                    device)
         where = device or self._device or (
             placement.current_default_device() if placement.active[0] else None)
         state = config.trace_state() if where is None else config.trace_state() + (where,)
@@ -387,6 +390,12 @@ class Jitted:
         entry = self._cache.get(key)
         trace = core.current_trace()
         if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
+            split = data_parallel.mesh_and_specs(leaves, in_flat)
+            if split is not None:  # inputs split over several devices: a program per device
+                out = self._call_split(split, key, leaves, in_tree, sigs, statics, arg_names,
+                                       in_flat is None)
+                if out is not _NOT_SPLIT:
+                    return out
             if entry is None:
                 entry = self._compile(key, leaves, in_tree, sigs, statics, arg_names, where)
                 if self._plain and not kwargs and all(type(x) is Array for x in args) \
@@ -466,12 +475,30 @@ class Jitted:
         if out_s is not None:
             flat = flat + [tree_shardings.sharding_for_spec(mesh, x, "out_shardings", "jit")
                            for x in pytrees.tree_leaves(out_s, is_leaf=lambda x: x is None)]
+        in_flat = flat[:len(leaves)] if in_s is not None else None
         device = tree_shardings.common_device(flat, f"jit({self._name})")
         if committed is not None and device is not None and committed != device:
             raise ValueError(f"Received incompatible devices for jitted computation "
                              f"{self._name}: an input is committed to {committed!r} but the "
                              f"shardings name {device!r}.")
-        return committed or device
+        return committed or device, in_flat
+
+    def _call_split(self, split, key, leaves, in_tree, sigs, statics, arg_names, typed):
+        """The call on inputs split over a mesh of several devices (sharding/data_parallel.py):
+        the Program traced once per signature, then run as one program per device."""
+        mesh, specs = split
+        staged = self._staged_programs()
+        if key not in staged:
+            staged[key] = self._trace(leaves, in_tree, sigs, statics, arg_names)
+        closed, out_tree = staged[key]
+        if data_parallel.has_shard_map(closed):  # already a program per device
+            return _NOT_SPLIT
+        out_flat = None
+        if self._shardings is not None and self._shardings[1] is not None:
+            out_flat = self._out_shardings(out_tree, closed)
+        typed = typed and data_parallel.typed_inputs(mesh)
+        outs = data_parallel.run(closed, leaves, mesh, specs, out_flat, typed)
+        return pytrees.tree_unflatten(out_tree, outs)
 
     def _out_shardings(self, out_tree, closed) -> list:
         """out_shardings as one Sharding (or UNSPECIFIED) per output, checked against the
@@ -700,6 +727,9 @@ class Jitted:
 
     def _cache_size(self):
         return len(self._cache)
+
+
+_NOT_SPLIT = object()
 
 
 def _refuse_execution(name: str):

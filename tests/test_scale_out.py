@@ -73,6 +73,29 @@ def test_collectives_per_device_equal_the_vmap_path_bit_for_bit():
     assert r["errors"]["grad_outside"].startswith("Differentiation of a shard_map over several")
 
 
+def test_jit_on_split_inputs_runs_per_device_with_jax_shardings():
+    """jit with in_shardings (and on inputs already split): one program per device whose
+    reductions over the split axis gain an all-reduce; outputs report JAX's shardings."""
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["jit_split", "4"])
+    (theirs,), _ = _run(["jit_split", "4"], lib="jax")
+    assert ours["specs"] == theirs["specs"]
+    assert ours["committed"] == theirs["committed"]
+    assert ours["out_sharding"] == theirs["out_sharding"]
+    for name, leaves in ours["values"].items():
+        for got, want in zip(leaves, theirs["values"][name]):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert all(all(v) for v in ours["one"].values()), ours["one"]
+    # The gradient's per-device program: local blocks, psum for the batch reductions,
+    # nothing gathered.
+    program = ours["program"]
+    assert "psum[axis_name=('i',)]" in program and "all_gather" not in program
+    assert "b:f32[4,4]" in program  # one device's block of the f32[16,4] batch
+    split, one = ours["losses"]
+    assert split[-1] < split[0]
+    np.testing.assert_allclose(split, one, rtol=2e-6)
+
+
 @pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])
 def test_mpi_collectives_equal_single_process(procs, local):
     _need_mpi()

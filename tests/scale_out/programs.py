@@ -3,6 +3,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
 
     python programs.py LIB devices N          (LIB: gpuarr or jax)
     python programs.py gpuarr collectives N   (N cpu devices in one process)
+    python programs.py LIB jit_split N
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
     mpiexec -n 2 python programs.py gpuarr fault KIND
@@ -136,6 +137,86 @@ def collectives(n):
         out_sharding=repr(sm(x).sharding), errors=errors)
 
 
+def _split_cases():
+    jnp = jax.numpy
+
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+    return {
+        "mul": lambda w, x: x * 2, "sum0": lambda w, x: x.sum(0),
+        "sum1": lambda w, x: x.sum(1), "sumall": lambda w, x: x.sum(),
+        "max0": lambda w, x: x.max(0), "matmul": lambda w, x: x @ w,
+        "grad": lambda w, x: jax.grad(loss)(w, x), "transpose": lambda w, x: x.T,
+        "reshape": lambda w, x: x.reshape(x.shape[0], 2, -1), "xtx": lambda w, x: x.T @ x,
+        "cumsum": lambda w, x: jnp.cumsum(x, 0), "tuple": lambda w, x: (x.sum(), w * 2, x),
+    }
+
+
+def jit_split(n):
+    """jit on inputs split over n devices: output shardings, values, and the per-device
+    program of a gradient, against the one-device computation."""
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((n,), ("i",))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4 * n, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))
+    xa = jax.device_put(x, split)
+    specs, committed, values, one, jitted = {}, {}, {}, {}, []
+    for name, f in _split_cases().items():
+        jitted.append(jax.jit(f, in_shardings=(rep, split)))  # kept: its plans stay cached
+        out = jitted[-1](w, x)
+        leaves = jax.tree_util.tree_leaves(out)
+        specs[name] = [repr(o.sharding.spec) for o in leaves]
+        values[name] = [np.asarray(o).tolist() for o in leaves]
+        if LIB == "gpuarr":  # the same function on one device
+            ref = jax.tree_util.tree_leaves(jax.jit(f)(w, x))
+            one[name] = [bool(np.array_equal(np.asarray(o), np.asarray(r)))
+                         if name in ("mul", "transpose", "reshape", "max0", "cumsum")
+                         else bool(np.allclose(np.asarray(o), np.asarray(r), rtol=1e-5,
+                                               atol=1e-6)) for o, r in zip(leaves, ref)]
+        if name in ("mul", "sum0", "sum1", "matmul", "transpose"):
+            committed[name] = repr(jax.jit(f)(w, xa).sharding.spec)
+    out_s = repr(jax.jit(lambda w, x: x * 2, in_shardings=(rep, split),
+                         out_shardings=rep)(w, x).sharding)
+    program = ""
+    if LIB == "gpuarr":
+        from gpuarr.sharding import data_parallel
+        program = next(str(local) for plans in data_parallel._plans.values()
+                       for (local, _, _) in plans.values() if "dot_general" in str(local)
+                       and "tanh" in str(local))
+    emit(specs=specs, committed=committed, values=values, one=one, out_sharding=out_s,
+         program=program, losses=_split_mlp(mesh) if LIB == "gpuarr" else None)
+
+
+def _split_mlp(mesh):
+    """20 steps of a data-parallel MLP written as plain jit with in_shardings, and the same
+    steps on one device."""
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((64, 8)).astype(np.float32)
+    ys = np.sin(xs.sum(1, keepdims=True)).astype(np.float32)
+    params = {"w1": rng.standard_normal((8, 16)).astype(np.float32) * 0.3,
+              "b1": np.zeros(16, np.float32),
+              "w2": rng.standard_normal((16, 1)).astype(np.float32) * 0.3}
+
+    def step(p, x, y):
+        def loss_fn(p):
+            h = jax.numpy.tanh(x @ p["w1"] + p["b1"])
+            return jax.numpy.mean((h @ p["w2"] - y) ** 2)
+        loss, g = jax.value_and_grad(loss_fn)(p)
+        return loss, jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
+    rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))
+    runs = []
+    for f in (jax.jit(step, in_shardings=(rep, split, split), out_shardings=(rep, rep)),
+              jax.jit(step)):
+        p, losses = params, []
+        for _ in range(20):
+            loss, p = f(p, xs, ys)
+            losses.append(float(loss))
+        runs.append(losses)
+    return runs
+
+
 def _init_distributed(n):
     jax.config.update("jax_num_cpu_devices", n)
     if "--mpi" in sys.argv:
@@ -239,4 +320,4 @@ def fault(kind):
 
 
 {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
- "mlp": mlp, "fault": fault}[WHAT](ARG if WHAT == "fault" else int(ARG))
+ "mlp": mlp, "fault": fault, "jit_split": jit_split}[WHAT](ARG if WHAT == "fault" else int(ARG))

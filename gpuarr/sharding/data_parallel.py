@@ -1,0 +1,380 @@
+"""`jit` over inputs sharded on a mesh of several devices: one program per device.
+
+The jitted Program (traced for the global shapes) is rewritten into the program of one device
+and run as a `shard_map` over the whole mesh (spmd.py). Every value of the Program carries a
+dim spec: for each dimension, the mesh axis it is split over, or None. The inputs' specs come
+from `in_shardings` (or the inputs' NamedShardings); the equations pass them on as XLA's
+sharding propagation does in the data-parallel case:
+
+- elementwise operations keep the split; a replicated operand of full rank is cut to this
+  device's block (a broadcast is broadcast straight to the block);
+- `broadcast_in_dim`, `transpose`, `squeeze` and `reshape`s that keep the split dimension
+  whole move the split with the dimension;
+- a reduction (`reduce_sum`/`max`/`min`) or a `dot_general` contraction over a split
+  dimension reduces the block, then all-reduces it across the axis (`psum`/`pmax`/`pmin`);
+- nested `jit`s and custom-derivative calls are interpreted in place;
+- any other equation with a split operand gathers its operands (`all_gather`) and computes on
+  the global value, replicated on every device.
+
+A sum split over devices is added in another order than on one device, so such results differ
+from the one-device computation by rounding; elementwise work is bit for bit the same. The
+outputs report the sharding JAX gives: `out_shardings` when given, else the spec of each
+output (as XLA's propagation prints it, trailing unsplit dimensions dropped, or, for inputs
+that carry Explicit shardings in their types, one entry per dimension).
+"""
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from gpuarr import core, impls
+from gpuarr.core import ClosedProgram, Literal
+from gpuarr.interpreters import ad
+from gpuarr.lax import lax, parallel, shape_ops, slicing
+from gpuarr.sharding import spmd
+from gpuarr.sharding.mesh import AxisType
+from gpuarr.sharding.partition_spec import PartitionSpec
+from gpuarr.sharding.shardings import NamedSharding
+
+_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_REDUCERS = {"reduce_sum": parallel.psum_p, "reduce_max": parallel.pmax_p,
+             "reduce_min": parallel.pmin_p}
+_INLINED = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
+_ELEMENTWISE_EXTRA = {"select_n", "clamp", ad.add_any_p.name}
+
+
+class _Gather(Exception):
+    """An equation whose operands' splits this module has no rule for."""
+
+
+# ---------------------------------------------------------------- which calls run this way
+
+
+def mesh_and_specs(leaves, in_shardings):
+    """(mesh, one dim spec per leaf) when some input is split over a mesh of several devices,
+    else None. `in_shardings` (flat, or None) wins over an input Array's own sharding."""
+    mesh, specs = None, []
+    for i, leaf in enumerate(leaves):
+        s = in_shardings[i] if in_shardings is not None else None
+        if not isinstance(s, NamedSharding):
+            s = getattr(leaf, "_sharding", None)
+        if not isinstance(s, NamedSharding) or s.mesh.size == 1:
+            specs.append(None)
+            continue
+        if not hasattr(s.mesh, "devices"):  # an AbstractMesh: the concrete one is in context
+            from gpuarr.sharding.tree_shardings import concrete_sharding
+            s = concrete_sharding(s)
+        if mesh is None:
+            mesh = s.mesh
+        elif s.mesh != mesh:
+            return None  # inputs on different meshes: the one-device path raises JAX's error
+        ndim = core.get_aval(leaf).ndim
+        spec = []
+        for entry in s.spec._normalized_spec_for_aval(ndim).partitions:
+            names = spmd._entry_axes(entry)
+            if len(names) > 1:
+                return None  # a dimension split over several axes at once
+            spec.append(names[0] if names else None)
+        specs.append(tuple(spec))
+    if mesh is None or any(d.platform != "cpu" for d in mesh.devices.flat):
+        return None
+    return mesh, [s if s is not None else (None,) * core.get_aval(x).ndim
+                  for s, x in zip(specs, leaves)]
+
+
+def has_shard_map(closed: ClosedProgram) -> bool:
+    """Whether `closed` (or a Program inside it) runs a shard_map of several devices."""
+    def walk(prog):
+        for eqn in prog.eqns:
+            if eqn.prim is spmd.shard_map_p:
+                return True
+            if any(walk(getattr(p, "program", p)) for p in core.subprograms(eqn.params)):
+                return True
+        return False
+    return walk(closed.program)
+
+
+def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool) -> list:
+    """The outputs of `closed` on `leaves` (split as `specs` say over `mesh`), one program per
+    device, each output an Array reporting its sharding."""
+    from gpuarr.dispatch import as_array
+    plan = _plan(closed, mesh, tuple(specs), [core.get_aval(x) for x in leaves])
+    local, out_specs, shown = plan
+    in_specs = tuple(PartitionSpec(*s) for s in specs)
+    outs = spmd.shard_map_p.bind(*[as_array(x) for x in leaves], closed=local, mesh=mesh,
+                                 in_specs=in_specs, out_specs=out_specs)
+    from gpuarr.sharding.tree_shardings import with_sharding
+    results = []
+    for i, out in enumerate(outs):
+        want = out_shardings[i] if out_shardings is not None else None
+        if not isinstance(want, NamedSharding) and not hasattr(want, "device_set"):
+            want = NamedSharding(mesh, _shown_spec(shown[i], typed))
+        results.append(with_sharding(out, want))
+    return results
+
+
+def _shown_spec(spec, typed: bool) -> PartitionSpec:
+    if typed:
+        return PartitionSpec(*spec)
+    spec = list(spec)
+    while spec and spec[-1] is None:
+        spec.pop()
+    return PartitionSpec(*spec)
+
+
+def typed_inputs(mesh) -> bool:
+    """Whether JAX would read the inputs' shardings from their types (Explicit mesh axes)."""
+    return all(mesh._name_to_type[a] == AxisType.Explicit for a in mesh.axis_names)
+
+
+def _plan(closed, mesh, specs, avals):
+    """(per-device ClosedProgram, out PartitionSpecs, shown dim specs), cached per Program."""
+    by_mesh = _plans.setdefault(closed, {})
+    key = (mesh, specs)
+    if key not in by_mesh:
+        box = []
+
+        def per_device(*xs):
+            outs, out_dims, shown = _Interpreter(mesh).run(closed, list(zip(xs, specs)))
+            box.append((out_dims, shown))
+            return outs
+
+        local_avals = [spmd.shard_aval(a, PartitionSpec(*s), mesh) for a, s in zip(avals, specs)]
+        local, hoisted = spmd.trace_per_device(per_device, local_avals, mesh, mesh.axis_names)
+        assert not hoisted  # an eager call closes over no tracer
+        out_dims, shown = box[0]
+        by_mesh[key] = (local, tuple(PartitionSpec(*d) for d in out_dims), shown)
+    return by_mesh[key]
+
+
+# ---------------------------------------------------------------- the per-device interpreter
+
+
+class _Interpreter:
+    """Evaluates a global Program on one device's blocks, tracking each value's dim spec."""
+
+    def __init__(self, mesh):
+        self.mesh = mesh
+        self.hint: dict = {}  # var id -> the spec XLA would report for a gathered result
+        self.broadcasts: dict = {}  # id of a replicated broadcast -> (operand, params)
+
+    def size(self, name) -> int:
+        return self.mesh.shape[name]
+
+    def run(self, closed, args):
+        outs = self.program(closed.program, [(c, (None,) * core.get_aval(c).ndim)
+                                             for c in closed.consts], args)
+        vals = [v for v, _ in outs]
+        dims = [d for _, d in outs]
+        shown = [self.hint.get(id(v), d) for v, d in outs]
+        return vals, dims, shown
+
+    def program(self, prog, consts, args) -> list:
+        env: dict = {}
+
+        def read(a):
+            if type(a) is Literal:
+                val = core._weak_operand(a) if a.aval.weak_type else a.val
+                return val, (None,) * a.aval.ndim
+            return env[a.id]
+
+        for v, x in zip(prog.constvars, consts, strict=True):
+            env[v.id] = x
+        for v, x in zip(prog.invars, args, strict=True):
+            env[v.id] = x
+        for eqn in prog.eqns:
+            ins = [read(a) for a in eqn.inputs]
+            outs = self.equation(eqn, ins)
+            for v, x in zip(eqn.outvars, outs, strict=True):
+                env[v.id] = x
+        return [read(a) for a in prog.outvars]
+
+    def equation(self, eqn, ins) -> list:
+        prim, params = eqn.prim, eqn.params
+        out_avals = [v.aval for v in eqn.outvars]
+        if all(all(n is None for n in d) for _, d in ins):
+            outs = self.bind(prim, [v for v, _ in ins], params, out_avals,
+                             [(None,) * a.ndim for a in out_avals])
+            if prim is shape_ops.broadcast_in_dim_p:
+                self.broadcasts[id(outs[0][0])] = (ins[0][0], params)
+            return outs
+        inner = params.get(_INLINED.get(prim.name, ""), None)
+        if isinstance(inner, ClosedProgram) and len(inner.program.invars) == len(ins):
+            consts = [(c, (None,) * core.get_aval(c).ndim) for c in inner.consts]
+            return self.program(inner.program, consts, ins)
+        try:
+            rule = _RULES.get(prim.name)
+            if rule is None and (prim in impls.elementwise_prims
+                                 or prim.name in _ELEMENTWISE_EXTRA):
+                rule = _elementwise
+            if rule is None:
+                raise _Gather
+            return rule(self, prim, ins, params, out_avals)
+        except _Gather:
+            return self.gathered(prim, ins, params, out_avals)
+
+    def bind(self, prim, vals, params, out_avals, dims) -> list:
+        out = prim.bind(*vals, **params)
+        return list(zip(out if prim.multiple_results else [out], dims))
+
+    def gathered(self, prim, ins, params, out_avals) -> list:
+        """`prim` on the global values, replicated on every device."""
+        vals = [self.gather(v, d) for v, d in ins]
+        outs = self.bind(prim, vals, params, out_avals, [(None,) * a.ndim for a in out_avals])
+        split = [(d, core.get_aval(v)) for v, d in ins if any(d)]
+        for (v, _), aval in zip(outs, out_avals):
+            for d, local in split:  # XLA keeps a same-shaped operand's split on such a result
+                if self.global_shape(local.shape, d) == aval.shape:
+                    self.hint[id(v)] = d
+                    break
+        return outs
+
+    def global_shape(self, shape, dims) -> tuple:
+        return tuple(n * (1 if a is None else self.size(a)) for n, a in zip(shape, dims))
+
+    def gather(self, v, dims):
+        for d, a in enumerate(dims):
+            if a is not None:
+                v = parallel.all_gather_p.bind(
+                    v, all_gather_dimension=d, axis_name=(a,), axis_index_groups=None,
+                    axis_size=self.size(a), tiled=True)
+        return v
+
+    def block(self, v, d: int, name: str):
+        """This device's block along dimension `d` (split over `name`) of a replicated value."""
+        n = self.size(name)
+        shape = core.get_aval(v).shape
+        length = shape[d] // n
+        made = self.broadcasts.get(id(v))
+        if made is not None:  # broadcast along `d`: broadcast straight to the block
+            x, params = made
+            if d not in params["broadcast_dimensions"] or \
+                    core.get_aval(x).shape[params["broadcast_dimensions"].index(d)] == 1:
+                local = shape[:d] + (length,) + shape[d + 1:]
+                return shape_ops.broadcast_in_dim_p.bind(x, **dict(params, shape=local))
+        start = lax.mul(parallel.axis_index_p.bind(axis_name=(name,)), np.int32(length))
+        return slicing.dynamic_slice_in_dim(v, start, length, d)
+
+    def split_like(self, v, dims, want):
+        """`v` (dim spec `dims`) cut so its spec is `want` (only None -> axis changes)."""
+        shape = core.get_aval(v).shape
+        for d, (have, a) in enumerate(zip(dims, want)):
+            if have is None and a is not None:
+                if shape[d] != 1:  # a dimension of size 1 broadcasts: kept
+                    v = self.block(v, d, a)
+            elif have != a:
+                raise _Gather
+        return v
+
+
+def _merge(specs, ndim):
+    """The common spec of operands of rank `ndim` (each dimension split one way at most, each
+    axis naming one dimension)."""
+    out = [None] * ndim
+    for s in specs:
+        for d, a in enumerate(s):
+            if a is not None:
+                if out[d] not in (None, a):
+                    raise _Gather
+                out[d] = a
+    named = [a for a in out if a is not None]
+    if len(named) != len(set(named)):
+        raise _Gather
+    return tuple(out)
+
+
+def _elementwise(self, prim, ins, params, out_avals):
+    ndim = out_avals[0].ndim
+    want = _merge([d for _, d in ins if len(d) == ndim], ndim)
+    vals = [v if len(d) != ndim else self.split_like(v, d, want) for v, d in ins]
+    return self.bind(prim, vals, params, out_avals, [want] * len(out_avals))
+
+
+def _broadcast_in_dim(self, prim, ins, params, out_avals):
+    ((x, dims),) = ins
+    shape, bdims = params["shape"], params["broadcast_dimensions"]
+    want = [None] * len(shape)
+    for src, dst in enumerate(bdims):
+        want[dst] = dims[src]
+    local = tuple(n // (1 if a is None else self.size(a)) for n, a in zip(shape, want))
+    return self.bind(prim, [x], dict(params, shape=local), out_avals, [tuple(want)])
+
+
+def _transpose(self, prim, ins, params, out_avals):
+    ((x, dims),) = ins
+    return self.bind(prim, [x], params, out_avals,
+                     [tuple(dims[p] for p in params["permutation"])])
+
+
+def _squeeze(self, prim, ins, params, out_avals):
+    ((x, dims),) = ins
+    gone = {d % len(dims) for d in params["dimensions"]}
+    return self.bind(prim, [x], params, out_avals,
+                     [tuple(a for d, a in enumerate(dims) if d not in gone)])
+
+
+def _reshape(self, prim, ins, params, out_avals):
+    ((x, dims),) = ins
+    if params.get("dimensions") is not None:
+        raise _Gather
+    old = self.global_shape(core.get_aval(x).shape, dims)
+    new = list(params["new_sizes"])
+    want = [None] * len(new)
+    for d, a in enumerate(dims):
+        if a is None:
+            continue
+        # The split dimension must start a group of the reshape and keep whole blocks.
+        prefix = math.prod(old[:d])
+        starts = [k for k in range(len(new)) if math.prod(new[:k]) == prefix]
+        k = next((k for k in starts if new[k] % self.size(a) == 0
+                  and (new[k] % old[d] == 0 or old[d] % new[k] == 0)), None)
+        if k is None or want[k] is not None:
+            raise _Gather
+        want[k] = a
+        new[k] //= self.size(a)
+    return self.bind(prim, [x], dict(params, new_sizes=tuple(new)), out_avals, [tuple(want)])
+
+
+def _reduce(self, prim, ins, params, out_avals):
+    ((x, dims),) = ins
+    axes = {a % len(dims) for a in params["axes"]}
+    out = prim.bind(x, **params)
+    across = tuple(a for d, a in enumerate(dims) if d in axes and a is not None)
+    if across:
+        out = _REDUCERS[prim.name].bind(out, axis_name=across)
+    return [(out, tuple(a for d, a in enumerate(dims) if d not in axes))]
+
+
+def _dot_general(self, prim, ins, params, out_avals):
+    (x, xd), (y, yd) = ins
+    (xc, yc), (xb, yb) = params["dimension_numbers"]
+    xd, yd = list(xd), list(yd)
+    across = []
+    for contracting, (xs, ys) in ((True, (xc, yc)), (False, (xb, yb))):
+        for i, j in zip(xs, ys):
+            a = xd[i] or yd[j]
+            if xd[i] not in (None, a) or yd[j] not in (None, a):
+                raise _Gather
+            if xd[i] is None and a is not None:
+                x, xd[i] = self.block(x, i, a), a
+            if yd[j] is None and a is not None:
+                y, yd[j] = self.block(y, j, a), a
+            if a is not None and contracting:
+                across.append(a)
+    free_x = [xd[i] for i in range(len(xd)) if i not in xc and i not in xb]
+    free_y = [yd[j] for j in range(len(yd)) if j not in yc and j not in yb]
+    out_dims = tuple([xd[i] for i in xb] + free_x + free_y)
+    named = [a for a in out_dims if a is not None]
+    if len(named) != len(set(named)) or set(named) & set(across):
+        raise _Gather
+    out = prim.bind(x, y, **params)
+    if across:
+        out = parallel.psum_p.bind(out, axis_name=tuple(across))
+    return [(out, out_dims)]
+
+
+_RULES = {"broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "squeeze": _squeeze,
+          "reshape": _reshape, "dot_general": _dot_general,
+          **dict.fromkeys(_REDUCERS, _reduce)}

@@ -18,6 +18,7 @@ import numpy as np
 from gpuarr import core, pytrees
 from gpuarr.device_api import devices as _devices
 from gpuarr.jit_api import jit
+from gpuarr.lax import parallel
 from gpuarr.vmap_api import _broadcast_prefix, vmap
 
 
@@ -48,9 +49,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             it = iter(dyn)
             return fun(*[a if i in statics else next(it) for i, a in enumerate(args)], **kw)
         dyn_axes = dynamic(axes, len(args)) if isinstance(axes, tuple) and statics else axes
-        out = vmap(with_statics, in_axes=dyn_axes, out_axes=mapped_out_axes,
-                   axis_name=axis_name, axis_size=axis_size)(*dynamic(args, len(args)),
-                                                              **kwargs)
+        with parallel.pmap_axis(axis_name):
+            out = vmap(with_statics, in_axes=dyn_axes, out_axes=mapped_out_axes,
+                       axis_name=axis_name, axis_size=axis_size)(*dynamic(args, len(args)),
+                                                                  **kwargs)
         leaves, tree = pytrees.tree_flatten(out)
         flat_axes = _broadcast_prefix(out_axes, out, "pmap out_axes")
         return pytrees.tree_unflatten(
@@ -113,7 +115,8 @@ def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs):
         def body(*shards):
             inner = [v if a is None else squeeze(v, (0,))
                      for v, a in zip(shards, arg_axes)]
-            out = fun(*inner)
+            with parallel.pmap_axis(name):
+                out = fun(*inner)
             return out if out_axes is None else pytrees.tree_map(
                 lambda o: expand_dims(o, (0,)), out)
 

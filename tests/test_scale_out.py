@@ -96,6 +96,19 @@ def test_jit_on_split_inputs_runs_per_device_with_jax_shardings():
     np.testing.assert_allclose(split, one, rtol=2e-6)
 
 
+def test_axis_index_groups_under_pmap_match_jax():
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["groups", "4"])
+    (theirs,), _ = _run(["groups", "4"], lib="jax")
+    assert ours["values"] == theirs["values"]
+    assert all(ours["vectorised"].values()), ours["vectorised"]
+    for name in ("not_a_partition", "vmap", "vmap_all_gather"):
+        assert ours["errors"][name] == theirs["errors"][name], name
+    # JAX's shard_map raises a bare NotImplementedError; gpuarr says what to do instead.
+    assert theirs["errors"]["shard_map"][0] == ours["errors"]["shard_map"][0]
+    assert "not supported in shard_map" in ours["errors"]["shard_map"][1]
+
+
 @pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])
 def test_mpi_collectives_equal_single_process(procs, local):
     _need_mpi()

@@ -10,6 +10,8 @@ in a sum), a gather moves it into a positional axis, a permutation reorders it. 
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from gpuarr import pytrees
@@ -19,7 +21,7 @@ from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules, collective_prims, not_mapped
 from gpuarr.lax import arguments, lax, shape_ops
-from gpuarr.lax.slicing import index_in_dim, index_take
+from gpuarr.lax.slicing import dynamic_index_in_dim, index_in_dim, index_take
 
 
 def _names(axis_name) -> tuple:
@@ -132,41 +134,118 @@ def _axis_index_batch(axis_size, vals, dims, *, axis_name):
 batch_rules[axis_index_p] = _axis_index_batch
 
 
-def _check_groups(axis_index_groups):
-    if axis_index_groups is not None:
-        raise NotImplementedError("axis_index_groups is not supported: collectives reduce over "
-                                  "the whole named axis.")
+# ---------------------------------------------------------------- axis_index_groups
+#
+# As in JAX, only pmap's axes take axis_index_groups (vmap and shard_map raise JAX's
+# NotImplementedError). A grouped collective is the whole axis's all_gather, of which each
+# position combines the rows of its own group: the same values on the vectorised pmap and on
+# a program per device.
+
+_pmap_axes: list = []  # the names of the pmaps being traced
+
+
+@contextlib.contextmanager
+def pmap_axis(name):
+    """Collectives traced inside name the pmap axis `name` (they may take axis_index_groups)."""
+    _pmap_axes.append(name)
+    try:
+        yield
+    finally:
+        _pmap_axes.pop()
+
+
+def _groups(axis_index_groups, names, api):
+    """axis_index_groups checked as JAX checks them: a tuple of tuples of positions, or None."""
+    if axis_index_groups is None:
+        return None
+    if any(n not in _pmap_axes for n in names):
+        from gpuarr.sharding.mesh_context import get_abstract_mesh
+        mesh = get_abstract_mesh()
+        if any(n in getattr(mesh, "manual_axes", ()) for n in names):
+            raise NotImplementedError(
+                f"axis_index_groups is not supported in shard_map ({api} over {names}): "
+                "split the mesh axis into two axes and reduce over one of them.")
+        raise NotImplementedError("axis_index_groups not supported in vmap collectives. Please "
+                                  "open a feature request!" if api != "all_gather" else
+                                  "axis_index_groups not supported in vmap")
+    if len(names) != 1:
+        raise NotImplementedError(f"{api}: axis_index_groups over several axis names at once "
+                                  "is not supported; group the positions of one axis.")
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+    if sorted(i for g in groups for i in g) != list(range(_axis_size_of(names))):
+        raise ValueError("axis_index_groups must cover all indices exactly once")
+    return groups
+
+
+def _group_table(groups, size, pad_with_self):
+    """Row k: the positions of k's group (in group order), padded to the longest group with
+    k itself (harmless for max and min) or with -1."""
+    width = max(len(g) for g in groups)
+    table = np.empty((size, width), np.int32)
+    for g in groups:
+        for k in g:
+            table[k] = list(g) + [k if pad_with_self else -1] * (width - len(g))
+    return table
+
+
+def _my_row(table, name):
+    row = dynamic_index_in_dim(table, axis_index_p.bind(axis_name=(name,)), 0, keepdims=False)
+    return row
+
+
+def _grouped_reduce(prim, v, name, groups):
+    size = _axis_size_of((name,))
+    gathered = all_gather_p.bind(v, all_gather_dimension=0, axis_name=(name,),
+                                 axis_index_groups=None, axis_size=size, tiled=False)
+    if prim is psum_p:  # positions outside the group count as zeros
+        member = np.zeros((size, size), bool)
+        for g in groups:
+            member[np.ix_(g, g)] = True
+        keep = shape_ops.broadcast_in_dim(_my_row(member, name), get_aval(gathered).shape, (0,))
+        return shape_ops.reduce_sum(lax.select(keep, gathered, shape_ops.full_like(gathered, 0)),
+                                    (0,))
+    rows = index_take(gathered, [_my_row(_group_table(groups, size, True), name)], (0,))
+    return (lax.reduce_max if prim is pmax_p else lax.reduce_min)(rows, (0,))
 
 
 def _bind_leaves(prim, x, axis_name, axis_index_groups):
     """`prim` on each leaf of the pytree `x` (Python scalars as weakly typed 0-d arrays)."""
-    _check_groups(axis_index_groups)
     names = _names(axis_name)
-    return pytrees.tree_map(
-        lambda v: prim.bind(*arguments._coerce_scalars(prim.name, v), axis_name=names), x)
+    groups = _groups(axis_index_groups, names, prim.name)
+
+    def one(v):
+        (v,) = arguments._coerce_scalars(prim.name, v)
+        if groups is None:
+            return prim.bind(v, axis_name=names)
+        return _grouped_reduce(prim, v, names[0], groups)
+    return pytrees.tree_map(one, x)
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
     """Sum each leaf of the pytree `x` over the mapped axis (or axes) `axis_name`; the result is
-    the same at every position of the axis (JAX's lax.psum under vmap)."""
+    the same at every position of the axis (JAX's lax.psum under vmap). Under pmap,
+    `axis_index_groups` (lists of axis positions covering each once) sums within each group."""
     return _bind_leaves(psum_p, x, axis_name, axis_index_groups)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
-    """Mean of each leaf of `x` over the mapped axis (or axes) `axis_name` (lax.pmean); integer
-    leaves give floats, as true division does."""
-    _check_groups(axis_index_groups)
-    size = psum(1, axis_name)
-    return pytrees.tree_map(lambda v: psum(v, axis_name) / size, x)
+    """Mean of each leaf of `x` over the mapped axis (or axes) `axis_name` (lax.pmean), or
+    within each of pmap's `axis_index_groups`; integer leaves give floats, as true division
+    does."""
+    size = psum(1, axis_name, axis_index_groups=axis_index_groups)
+    return pytrees.tree_map(
+        lambda v: psum(v, axis_name, axis_index_groups=axis_index_groups) / size, x)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
-    """Elementwise maximum of each leaf of `x` over the mapped axis `axis_name` (lax.pmax)."""
+    """Elementwise maximum of each leaf of `x` over the mapped axis `axis_name` (lax.pmax),
+    or within each of pmap's `axis_index_groups`."""
     return _bind_leaves(pmax_p, x, axis_name, axis_index_groups)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
-    """Elementwise minimum of each leaf of `x` over the mapped axis `axis_name` (lax.pmin)."""
+    """Elementwise minimum of each leaf of `x` over the mapped axis `axis_name` (lax.pmin),
+    or within each of pmap's `axis_index_groups`."""
     return _bind_leaves(pmin_p, x, axis_name, axis_index_groups)
 
 
@@ -444,18 +523,31 @@ def _leafwise(fn, x):
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
     """Each leaf of `x` gathered from every position of the mapped axis `axis_name`: stacked
     along a new positional axis `axis` (or concatenated along the existing axis `axis` when
-    `tiled`); every position gets the same result (lax.all_gather)."""
+    `tiled`); every position gets the same result (lax.all_gather). Under pmap,
+    `axis_index_groups` (groups of equal size) gathers from the positions of each group, in
+    the group's order."""
     if to not in ("varying", "invarying"):
         raise NotImplementedError(f"all_gather(to={to!r}) is not supported; use 'varying'.")
     names = _names(axis_name)
+    groups = _groups(axis_index_groups, names, "all_gather")
+    if groups is not None and len({len(g) for g in groups}) != 1:
+        raise ValueError(f"all_gather: axis_index_groups must all have the same size, got "
+                         f"{[list(g) for g in groups]}.")
 
     def bind(v):
         ndim = get_aval(v).ndim + (not tiled)
         if not -ndim <= axis < ndim:
             raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
-        return all_gather_p.bind(v, all_gather_dimension=axis % ndim, axis_name=names,
-                                 axis_index_groups=axis_index_groups,
-                                 axis_size=_axis_size_of(names), tiled=tiled)
+        if groups is None:
+            return all_gather_p.bind(v, all_gather_dimension=axis % ndim, axis_name=names,
+                                     axis_index_groups=None, axis_size=_axis_size_of(names),
+                                     tiled=tiled)
+        size = _axis_size_of(names)
+        gathered = all_gather_p.bind(v, all_gather_dimension=0, axis_name=names,
+                                     axis_index_groups=None, axis_size=size, tiled=False)
+        rows = index_take(gathered, [_my_row(_group_table(groups, size, True), names[0])], (0,))
+        out = batching.moveaxis(rows, 0, axis % ndim)
+        return _fold(out, axis % ndim) if tiled else out
     return _leafwise(bind, x)
 
 

@@ -4,6 +4,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py LIB devices N          (LIB: gpuarr or jax)
     python programs.py gpuarr collectives N   (N cpu devices in one process)
     python programs.py LIB jit_split N
+    python programs.py LIB groups N
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
     mpiexec -n 2 python programs.py gpuarr fault KIND
@@ -217,6 +218,53 @@ def _split_mlp(mesh):
     return runs
 
 
+def groups(n):
+    """axis_index_groups under pmap on n devices (and, for gpuarr, the vectorised pmap a
+    static argument selects), and the errors of the forms JAX does not run."""
+    jax.config.update("jax_num_cpu_devices", n)
+    x = np.arange(2.0 * n, dtype=np.float32).reshape(n, 2)
+    pairs = [list(range(k, n, n // 2)) for k in range(n // 2)]  # [[0, 2], [1, 3]] for n=4
+    cases = {
+        "psum": lambda v: lax.psum(v, "i", axis_index_groups=pairs),
+        "pmean": lambda v: lax.pmean(v, "i", axis_index_groups=pairs),
+        "pmax": lambda v: lax.pmax(v, "i", axis_index_groups=pairs),
+        "pmin": lambda v: lax.pmin(v, "i", axis_index_groups=pairs),
+        "all_gather": lambda v: lax.all_gather(v, "i", axis_index_groups=pairs),
+        "all_gather_tiled_reversed": lambda v: lax.all_gather(
+            v, "i", tiled=True, axis_index_groups=[g[::-1] for g in pairs]),
+        "psum_unequal": lambda v: lax.psum(v, "i", axis_index_groups=[[0], list(range(1, n))]),
+        "psum_int": lambda v: lax.psum(v.astype(np.int32), "i", axis_index_groups=pairs),
+        "grad": jax.grad(lambda v: lax.psum(v * v, "i", axis_index_groups=pairs).sum()),
+    }
+    values, vectorised = {}, {}
+    for name, f in cases.items():
+        out = jax.pmap(f, axis_name="i")(x)
+        values[name] = [np.asarray(out).tolist(), str(out.dtype)]
+        if LIB == "gpuarr":
+            vec = jax.pmap(lambda v, _: f(v), axis_name="i", static_broadcasted_argnums=1)(x, 0)
+            vectorised[name] = bool(np.array_equal(np.asarray(vec), np.asarray(out)))
+    errors = {}
+    mesh = jax.make_mesh((n,), ("i",))
+    xs = jax.device_put(x, NamedSharding(mesh, P("i")))
+    for name, run in {
+        "not_a_partition": lambda: jax.pmap(
+            lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [1, 2]]), axis_name="i")(x),
+        "vmap": lambda: jax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=pairs),
+                                 axis_name="i")(x),
+        "vmap_all_gather": lambda: jax.vmap(
+            lambda v: lax.all_gather(v, "i", axis_index_groups=pairs), axis_name="i")(x),
+        "shard_map": lambda: jax.shard_map(
+            lambda v: lax.psum(v, "i", axis_index_groups=pairs), mesh=mesh, in_specs=P("i"),
+            out_specs=P("i"))(xs),
+    }.items():
+        try:
+            run()
+            errors[name] = None
+        except Exception as e:  # noqa: BLE001 - the test compares the class and message
+            errors[name] = [type(e).__name__, str(e)]
+    emit(values=values, vectorised=vectorised, errors=errors)
+
+
 def _init_distributed(n):
     jax.config.update("jax_num_cpu_devices", n)
     if "--mpi" in sys.argv:
@@ -319,5 +367,5 @@ def fault(kind):
         emit(process=me, error=type(e).__name__, message=str(e))
 
 
-{"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
- "mlp": mlp, "fault": fault, "jit_split": jit_split}[WHAT](ARG if WHAT == "fault" else int(ARG))
+{"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives, "mlp": mlp,
+ "fault": fault, "jit_split": jit_split, "groups": groups}[WHAT](ARG if WHAT == "fault" else int(ARG))

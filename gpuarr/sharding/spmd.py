@@ -9,6 +9,7 @@ out_specs. An input or output spanning processes is held as the pieces of this p
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import weakref
 
@@ -18,6 +19,7 @@ from gpuarr import core, impls
 from gpuarr.backends.device_group import DeviceGroup, ProcessShards
 from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
+from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
 
 shard_map_p = Primitive("shard_map")
@@ -63,15 +65,24 @@ def global_aval(aval: ShapedArray, spec, mesh) -> ShapedArray:
     return aval.update(shape=shape, weak_type=False)
 
 
-def trace_per_device(fun, avals, mesh, names):
-    """`fun` staged for one device's shard avals, with the mesh axes bound so collectives
-    know their sizes; consts that are tracers of an enclosing trace become leading inputs."""
+@contextlib.contextmanager
+def mesh_axes(mesh, names=None):
+    """The mesh axes bound (as named axes of their sizes) while a per-device Program is traced
+    or transformed, so collectives know their sizes."""
+    names = mesh.axis_names if names is None else names
     for n in names:
         batching._axis_env.append((n, mesh.shape[n]))
     try:
-        closed = partial_eval.trace_to_program(fun, avals)
+        yield
     finally:
         del batching._axis_env[len(batching._axis_env) - len(names):]
+
+
+def trace_per_device(fun, avals, mesh, names):
+    """`fun` staged for one device's shard avals, with the mesh axes bound so collectives
+    know their sizes; consts that are tracers of an enclosing trace become leading inputs."""
+    with mesh_axes(mesh, names):
+        closed = partial_eval.trace_to_program(fun, avals)
     return partial_eval.hoist_tracer_consts(closed)
 
 
@@ -132,16 +143,186 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]
 
 
-def _no_transformation(what):
-    def rule(*args, **params):
-        raise NotImplementedError(
-            f"{what} of a shard_map over several devices is not supported: apply it inside "
-            "the shard_map (e.g. value_and_grad in each device's function, then pmean of the "
-            "gradients, as data-parallel training does).")
-    return rule
+# ---------------------------------------------------------------- transformations
+#
+# Each transformation of a shard_map is a shard_map of the transformed per-device Program, so
+# the transformed collectives (psum's transpose, all_gather's reduce_scatter, ...) run per
+# device as well. Programs derived from one Program are kept while it lives.
+
+_derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _derive(closed, key, make):
+    cache = _derived.setdefault(closed, {})
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _unmentioned(spec, mesh) -> tuple:
+    """The mesh axes a PartitionSpec does not split over (the value is the same along them)."""
+    used = {a for e in spec.partitions for a in _entry_axes(e)}
+    return tuple(a for a in mesh.axis_names if a not in used)
+
+
+def _jvp(primals, tangents, *, closed, mesh, in_specs, out_specs):
+    nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+    with mesh_axes(mesh):
+        jvp_prog, out_nz = ad.jvp_program_nonzero(closed, nonzeros)
+    outs = shard_map_p.bind(
+        *primals, *[t for t in tangents if type(t) is not ad.Zero], closed=jvp_prog, mesh=mesh,
+        in_specs=in_specs + tuple(s for s, nz in zip(in_specs, nonzeros) if nz),
+        out_specs=out_specs + tuple(s for s, nz in zip(out_specs, out_nz) if nz))
+    n = len(closed.out_avals)
+    tangent_outs = iter(outs[n:])
+    return outs[:n], [next(tangent_outs) if nz else ad.Zero(ad.tangent_aval(a))
+                      for nz, a in zip(out_nz, _abstract_eval(
+                          closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs))]
+
+
+def _residual_spec(mesh):
+    """Residuals differ per device: each device's is stacked on a new leading dimension."""
+    return PartitionSpec(tuple(mesh.axis_names))
+
+
+def _split_known(closed, uk, mesh):
+    """(known, unknown, out_uk, n_res) per-device Programs; residuals leave the known Program
+    with a leading unit dimension (split over every mesh axis) and enter the unknown one
+    without it."""
+    from gpuarr.lax import shape_ops
+    with mesh_axes(mesh):
+        known, unknown, out_uk, _, n_res = partial_eval.partial_eval_closed(
+            closed, list(uk), [False] * len(closed.out_avals))
+    n_known = len(known.out_avals) - n_res
+
+    def known_fun(*xs):
+        outs = core.eval_closed(known, *xs)
+        return outs[:n_known] + [shape_ops.expand_dims(r, (0,)) for r in outs[n_known:]]
+
+    def unknown_fun(*xs):
+        res = [shape_ops.squeeze(r, (0,)) for r in xs[:n_res]]
+        return core.eval_closed(unknown, *res, *xs[n_res:])
+
+    k_closed, _ = trace_per_device(known_fun, known.in_avals, mesh, mesh.axis_names)
+    res_avals = [a.update(shape=(1, *a.shape)) for a in known.out_avals[n_known:]]
+    u_closed, _ = trace_per_device(unknown_fun, res_avals + unknown.in_avals[n_res:], mesh,
+                                   mesh.axis_names)
+    return k_closed, u_closed, out_uk, n_res
+
+
+def _partial_eval(trace, args, params):
+    closed, mesh = params["closed"], params["mesh"]
+    in_specs, out_specs = params["in_specs"], params["out_specs"]
+    uk = tuple(not partial_eval.is_known(trace, x) for x in args)
+    known, unknown, out_uk, n_res = _derive(closed, ("partial_eval", uk),
+                                            lambda: _split_known(closed, uk, mesh))
+    res_specs = (_residual_spec(mesh),) * n_res
+    known_outs = []
+    if known.program.outvars:
+        with core.set_current_trace(trace.parent):
+            known_outs = shard_map_p.bind(
+                *[a for a, u in zip(args, uk) if not u], closed=known, mesh=mesh,
+                in_specs=tuple(s for s, u in zip(in_specs, uk) if not u),
+                out_specs=tuple(s for s, u in zip(out_specs, out_uk) if not u) + res_specs)
+    n_known = len(out_uk) - sum(out_uk)
+    staged = partial_eval.StagingTrace.process_primitive(
+        trace, shard_map_p, [*known_outs[n_known:], *[a for a, u in zip(args, uk) if u]],
+        dict(closed=unknown, mesh=mesh,
+             in_specs=res_specs + tuple(s for s, u in zip(in_specs, uk) if u),
+             out_specs=tuple(s for s, u in zip(out_specs, out_uk) if u))) if any(out_uk) else []
+    known_it, staged_it = iter(known_outs[:n_known]), iter(staged)
+    return [next(staged_it) if u else next(known_it) for u in out_uk]
+
+
+def _backward(closed, linear, known, cts):
+    """Cotangents of the `linear` inputs of `closed`. The equations that read only known
+    values (the residuals' unit dimension removed, say) are evaluated first; the rest is
+    linear in the other inputs and is transposed."""
+    prog = closed.program
+    env = {v.id: x for v, x in zip(prog.constvars, closed.consts)}
+    env.update({v.id: x for v, x in zip([v for v, lin in zip(prog.invars, linear) if not lin],
+                                         known)})
+    defined = {v.id: v for v in prog.constvars + prog.invars}
+    rest = []
+    for eqn in prog.eqns:
+        if all(type(a) is core.Literal or a.id in env for a in eqn.inputs):
+            outs = eqn.prim.bind(*[a.val if type(a) is core.Literal else env[a.id]
+                                   for a in eqn.inputs], **eqn.params)
+            for v, x in zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]):
+                env[v.id], defined[v.id] = x, v
+        else:
+            rest.append(eqn)
+    lin_vars = [v for v, lin in zip(prog.invars, linear) if lin]
+    const_ids = [i for i in env if i not in {v.id for v in lin_vars}]
+    as_linear = core.ClosedProgram(
+        core.Program([defined[i] for i in const_ids], lin_vars, rest, prog.outvars),
+        [env[i] for i in const_ids])
+    from gpuarr.lax import shape_ops
+    cts_in = ad.backward_pass(as_linear, list(cts))
+    return [shape_ops.full(v.aval.shape, 0, v.aval.dtype) if type(c) is ad.Zero else c
+            for v, c in zip(lin_vars, cts_in)]
+
+
+def _transpose(cts, *args, closed, mesh, in_specs, out_specs):
+    """The cotangents per device. An output the same on the devices of some mesh axes (its
+    out_spec does not split over them) is read from one of them, so each device takes its
+    share of that cotangent; an input the same on them receives the sum of the devices'
+    cotangents (psum), as in JAX's shard_map."""
+    from gpuarr.lax import lax, parallel, shape_ops
+    undefined = tuple(ad.is_undefined(a) for a in args)
+    zero_cts = tuple(type(c) is ad.Zero for c in cts)
+    known = [a for a in args if not ad.is_undefined(a)]
+    known_specs = tuple(s for s, u in zip(in_specs, undefined) if not u)
+    ct_specs = tuple(s for s, z in zip(out_specs, zero_cts) if not z)
+    local_avals = tuple(shard_aval(core.get_aval(x), s, mesh) for x, s in
+                        zip(known + [c for c in cts if type(c) is not ad.Zero],
+                            known_specs + ct_specs))
+
+    def transposed(*values):
+        it = iter(values[len(known):])
+        cts_in = []
+        for a, z, s in zip(closed.out_avals, zero_cts, out_specs):
+            if z:
+                cts_in.append(ad.Zero(a))
+                continue
+            c = next(it)
+            share = math.prod(mesh.shape[n] for n in _unmentioned(s, mesh))
+            cts_in.append(c if share == 1 else lax.div(c, shape_ops.full_like(c, share)))
+        outs = _backward(closed, undefined, values[:len(known)], cts_in)
+        specs = [s for s, u in zip(in_specs, undefined) if u]
+        return [parallel.psum_p.bind(o, axis_name=_unmentioned(s, mesh))
+                if _unmentioned(s, mesh) else o for o, s in zip(outs, specs)]
+
+    t_closed = _derive(closed, ("transpose", undefined, zero_cts, local_avals), lambda: (
+        trace_per_device(transposed, local_avals, mesh, mesh.axis_names)[0]))
+    outs = iter(shard_map_p.bind(
+        *known, *[c for c in cts if type(c) is not ad.Zero], closed=t_closed, mesh=mesh,
+        in_specs=known_specs + ct_specs,
+        out_specs=tuple(s for s, u in zip(in_specs, undefined) if u)))
+    return [next(outs) if u else None for u in undefined]
+
+
+def _batch(axis_size, vals, dims, *, closed, mesh, in_specs, out_specs):
+    """vmap of a shard_map: the vmapped axis leads every operand, not split over the mesh."""
+    def lead(spec, ndim):
+        return PartitionSpec(None, *spec._normalized_spec_for_aval(ndim).partitions)
+    vals = [v if d is batching.not_mapped else batching.move_to(v, d, 0, axis_size)
+            for v, d in zip(vals, dims)]
+    in_dims = tuple(batching.not_mapped if d is batching.not_mapped else 0 for d in dims)
+    with mesh_axes(mesh):
+        batched, _ = batching.batch_closed(closed, axis_size, in_dims,
+                                           [True] * len(closed.out_avals))
+    outs = shard_map_p.bind(
+        *vals, closed=batched, mesh=mesh,
+        in_specs=tuple(s if d is batching.not_mapped else lead(s, core.get_aval(v).ndim - 1)
+                       for s, v, d in zip(in_specs, vals, in_dims)),
+        out_specs=tuple(lead(s, a.ndim) for s, a in zip(out_specs, closed.out_avals)))
+    return outs, [0] * len(outs)
 
 
 core.abstract_eval_rules[shard_map_p] = _abstract_eval
 impls.impl_rules[shard_map_p] = _impl
-ad.jvp_rules[shard_map_p] = _no_transformation("Differentiation")
-batching.batch_rules[shard_map_p] = _no_transformation("vmap")
+ad.jvp_rules[shard_map_p] = _jvp
+ad.transpose_rules[shard_map_p] = _transpose
+partial_eval.partial_eval_rules[shard_map_p] = _partial_eval
+batching.batch_rules[shard_map_p] = _batch

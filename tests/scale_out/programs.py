@@ -5,6 +5,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py gpuarr collectives N   (N cpu devices in one process)
     python programs.py LIB jit_split N
     python programs.py LIB groups N
+    python programs.py LIB transforms N
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
     mpiexec -n 2 python programs.py gpuarr fault KIND
@@ -128,11 +129,6 @@ def collectives(n):
                       out_specs=P(), check_vma=False)(x)
     except NameError as e:
         errors["unknown_axis"] = str(e)
-    try:
-        jax.grad(jax.shard_map(lambda v: lax.psum(v.sum(), "i"), mesh=mesh, in_specs=P("i"),
-                               out_specs=P()))(x)
-    except NotImplementedError as e:
-        errors["grad_outside"] = str(e)
     emit(same=same, jitted=jitted, two_d=two_d, jit_shardings=jit_shardings, pmap=bool(np.array_equal(
         np.asarray(got_pm), np.asarray(ref_pm))), pmap_devices=len(got_pm.devices()),
         out_sharding=repr(sm(x).sharding), errors=errors)
@@ -265,6 +261,57 @@ def groups(n):
     emit(values=values, vectorised=vectorised, errors=errors)
 
 
+def transforms(n):
+    """grad, jvp and vmap around a shard_map and a pmap over n devices (their transformed
+    collectives run per device), and for gpuarr the same derivatives of the one-device
+    named-vmap path."""
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((n,), ("i",))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2 * n, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 2)).astype(np.float32)
+    ring = [(j, (j + 1) % n) for j in range(n)]
+
+    def body(w, x):
+        h = jax.numpy.tanh(x @ w)
+        return (lax.psum((h ** 2).sum(), "i"), lax.all_gather(h, "i", tiled=True),
+                lax.ppermute(h, "i", ring), lax.pmean(h, "i"))
+
+    def loss_of(outs):
+        a, b, c, d = outs
+        return a + (b ** 3).sum() + (c * jax.numpy.arange(2.0)).sum() + (d ** 2).sum()
+
+    sm = jax.shard_map(body, mesh=mesh, in_specs=(P(), P("i")),
+                       out_specs=(P(), P(), P("i"), P()), check_vma=False)
+    xs = jax.device_put(x, NamedSharding(mesh, P("i")))
+    stacked = jax.device_put(np.stack([x, 2 * x], 1), NamedSharding(mesh, P("i")))
+    pm = jax.pmap(lambda v: lax.psum(jax.numpy.sin(v), "p") * v, axis_name="p")
+    per_position = x.reshape(n, 2, 3)
+    results = {
+        "grad": jax.jit(jax.grad(lambda w, x: loss_of(sm(w, x)), argnums=(0, 1)))(w, xs),
+        "jvp": jax.jit(lambda w, t: jax.jvp(lambda w: sm(w, xs), (w,), (t,)))(
+            w, np.ones_like(w)),
+        "vmap_w": jax.vmap(lambda w: sm(w, xs))(np.stack([w, 2 * w])),
+        "vmap_x": jax.jit(jax.vmap(lambda x: sm(w, x), in_axes=1))(stacked),
+        "pmap_grad": jax.grad(lambda v: pm(v).sum())(per_position),
+        "pmap_vmap": jax.vmap(pm)(np.stack([per_position, -per_position])),
+    }
+    values = {k: [np.asarray(leaf).tolist() for leaf in jax.tree_util.tree_leaves(v)]
+              for k, v in results.items()}
+    one = None
+    if LIB == "gpuarr":  # the one-device path: a named vmap over the stacked shards
+        def vmapped(w, x):
+            a, b, c, d = jax.vmap(body, in_axes=(None, 0), axis_name="i")(
+                w, x.reshape(n, -1, 3))
+            return a[0], b[0], c.reshape(-1, 2), d[0]
+        ref = jax.grad(lambda w, x: loss_of(vmapped(w, x)), argnums=(0, 1))(w, x)
+        ref_pm = jax.grad(lambda v: jax.vmap(lambda u: lax.psum(jax.numpy.sin(u), "p") * u,
+                                             axis_name="p")(v).sum())(per_position)
+        one = {"grad": [np.asarray(leaf).tolist() for leaf in ref],
+               "pmap_grad": [np.asarray(ref_pm).tolist()]}
+    emit(values=values, one=one)
+
+
 def _init_distributed(n):
     jax.config.update("jax_num_cpu_devices", n)
     if "--mpi" in sys.argv:
@@ -367,5 +414,7 @@ def fault(kind):
         emit(process=me, error=type(e).__name__, message=str(e))
 
 
-{"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives, "mlp": mlp,
- "fault": fault, "jit_split": jit_split, "groups": groups}[WHAT](ARG if WHAT == "fault" else int(ARG))
+PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
+            "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
+            "transforms": transforms}
+PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))

@@ -1,6 +1,6 @@
 """pmap: a function mapped over an axis of its inputs, one position per device.
 
-With several cpu devices, each position runs on its own device (shard_map over a
+With several cpu (or cuda) devices, each position runs on its own device (shard_map over a
 one-axis mesh of the first devices: a program per device, collectives between them).
 Otherwise, and for the forms that needs (static arguments, keyword arguments, nested
 in_axes/out_axes), the mapped computation is one vectorised program (`jit` of `vmap` with
@@ -100,7 +100,7 @@ def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs):
     if (size < 2 or kwargs or statics or len(arg_axes) != len(args)
             or not all(a is None or isinstance(a, int) for a in arg_axes)
             or not (out_axes is None or isinstance(out_axes, int))
-            or any(d.platform != "cpu" for d in devs[:size])):
+            or {d.platform for d in devs[:size]} not in ({"cpu"}, {"cuda"})):
         return None
     from gpuarr.lax.shape_ops import expand_dims, squeeze
     from gpuarr.sharding.mesh import AxisType, Mesh

@@ -538,3 +538,120 @@ def test_counters(cp):
     assert snap["syncs"] == 1
     cp._standin.reset()
     assert cp._standin.counters.snapshot()["h2d"] == 0
+
+
+# ---- cupy.cuda.nccl: NCCL's semantics between the simulated GPUs of this process
+
+
+@pytest.fixture
+def two_gpus(cp, monkeypatch):
+    monkeypatch.setenv("CUPY_STANDIN_DEVICES", "2")
+    from cupy.cuda import nccl
+    comms = nccl.NcclCommunicator.initAll(2)
+    streams = []
+    for d in range(2):
+        with cp.cuda.Device(d):
+            streams.append(cp.cuda.Stream(non_blocking=True))
+    return nccl, comms, streams
+
+
+def _on(cp, d, stream, fn):
+    with cp.cuda.Device(d), stream:
+        return fn()
+
+
+def test_nccl_collectives_run_in_stream_order_after_every_rank_called(cp, two_gpus):
+    nccl, comms, streams = two_gpus
+    assert [c.rank_id() for c in comms] == [0, 1] and [c.device_id() for c in comms] == [0, 1]
+    assert comms[0].size() == 2
+    xs = [_on(cp, d, streams[d], lambda d=d: cp.arange(6, dtype=cp.float32) + 10 * d)
+          for d in range(2)]
+    sums = [_on(cp, d, streams[d], lambda: cp.empty(6, cp.float32)) for d in range(2)]
+    gathered = [_on(cp, d, streams[d], lambda: cp.empty(12, cp.float32)) for d in range(2)]
+    scattered = [_on(cp, d, streams[d], lambda: cp.empty(3, cp.float32)) for d in range(2)]
+    nccl.groupStart()
+    for d in range(2):
+        with cp.cuda.Device(d):
+            c, s = comms[d], streams[d].ptr
+            c.allReduce(xs[d].data.ptr, sums[d].data.ptr, 6, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, s)
+            c.allGather(xs[d].data.ptr, gathered[d].data.ptr, 6, nccl.NCCL_FLOAT32, s)
+            c.reduceScatter(xs[d].data.ptr, scattered[d].data.ptr, 3, nccl.NCCL_FLOAT32,
+                            nccl.NCCL_MAX, s)
+            # In-place: later work on the stream sees the collective's result.
+            c.broadcast(xs[d].data.ptr, xs[d].data.ptr, 6, nccl.NCCL_FLOAT32, 1, s)
+    nccl.groupEnd()
+    host = [np.arange(6, dtype=np.float32) + 10 * d for d in range(2)]
+    for d in range(2):
+        get = lambda a, d=d: _on(cp, d, streams[d], lambda: a.get(stream=streams[d]))  # noqa: E731
+        np.testing.assert_array_equal(get(sums[d]), host[0] + host[1])
+        np.testing.assert_array_equal(get(gathered[d]), np.concatenate(host))
+        np.testing.assert_array_equal(get(scattered[d]),
+                                      np.maximum(host[0], host[1])[3 * d:3 * d + 3])
+        np.testing.assert_array_equal(get(xs[d]), host[1])
+
+
+def test_nccl_send_recv_pairs_and_group_rule(cp, two_gpus):
+    nccl, comms, streams = two_gpus
+    xs = [_on(cp, d, streams[d], lambda d=d: cp.full(4, d + 1, cp.int32)) for d in range(2)]
+    ys = [_on(cp, d, streams[d], lambda: cp.zeros(4, cp.int32)) for d in range(2)]
+    nccl.groupStart()
+    for d in range(2):
+        with cp.cuda.Device(d):
+            comms[d].send(xs[d].data.ptr, 4, nccl.NCCL_INT32, 1 - d, streams[d].ptr)
+            comms[d].recv(ys[d].data.ptr, 4, nccl.NCCL_INT32, 1 - d, streams[d].ptr)
+    nccl.groupEnd()
+    for d in range(2):
+        got = _on(cp, d, streams[d], lambda d=d: ys[d].get(stream=streams[d]))
+        np.testing.assert_array_equal(got, np.full(4, 2 - d, np.int32))
+    # One thread driving both ranks outside a group would block on a GPU: an error here.
+    with cp.cuda.Device(0):
+        comms[0].allReduce(xs[0].data.ptr, ys[0].data.ptr, 4, nccl.NCCL_INT32, nccl.NCCL_SUM,
+                           streams[0].ptr)
+    with cp.cuda.Device(1), pytest.raises(nccl.NcclError, match="NCCL_ERROR_INVALID_USAGE"):
+        comms[1].allReduce(xs[1].data.ptr, ys[1].data.ptr, 4, nccl.NCCL_INT32, nccl.NCCL_SUM,
+                           streams[1].ptr)
+    # ... and the stream of the rank that did call cannot get past it.
+    with pytest.raises(nccl.NcclError, match="before ranks \\[1\\] called it"):
+        streams[0].synchronize()
+
+
+def test_nccl_argument_errors(cp, two_gpus):
+    nccl, comms, streams = two_gpus
+    x = _on(cp, 0, streams[0], lambda: cp.ones(4, cp.float32))
+    on_other = _on(cp, 1, streams[1], lambda: cp.ones(4, cp.float32))
+    bad = [  # (call, NCCL's complaint)
+        (lambda: comms[0].allReduce(x.data.ptr, x.data.ptr, 4, 42, nccl.NCCL_SUM,
+                                    streams[0].ptr), "invalid type 42"),
+        (lambda: comms[0].allReduce(x.data.ptr, x.data.ptr, 4, nccl.NCCL_FLOAT32, 9,
+                                    streams[0].ptr), "invalid reduction operation 9"),
+        (lambda: comms[0].allReduce(on_other.data.ptr, x.data.ptr, 4, nccl.NCCL_FLOAT32,
+                                    nccl.NCCL_SUM, streams[0].ptr), "is not memory of device 0"),
+        (lambda: comms[0].broadcast(x.data.ptr, x.data.ptr, 4, nccl.NCCL_FLOAT32, 2,
+                                    streams[0].ptr), "root or peer 2 of 2 ranks"),
+        (lambda: comms[0].allReduce(x.data.ptr, x.data.ptr, 4, nccl.NCCL_FLOAT32,
+                                    nccl.NCCL_SUM, streams[1].ptr), "stream of device 1"),
+    ]
+    for call, detail in bad:
+        with cp.cuda.Device(0), pytest.raises(nccl.NcclError) as info:
+            call()
+        assert str(info.value).startswith("NCCL_ERROR_INVALID_ARGUMENT: invalid argument")
+        assert detail in str(info.value) and info.value.status == nccl.ncclInvalidArgument
+    # Ranks that disagree on the count of one operation.
+    y = _on(cp, 1, streams[1], lambda: cp.ones(2, cp.float32))
+    nccl.groupStart()
+    with cp.cuda.Device(0):
+        comms[0].allReduce(x.data.ptr, x.data.ptr, 4, nccl.NCCL_FLOAT32, nccl.NCCL_SUM,
+                           streams[0].ptr)
+    with cp.cuda.Device(1):
+        comms[1].allReduce(y.data.ptr, y.data.ptr, 2, nccl.NCCL_FLOAT32, nccl.NCCL_SUM,
+                           streams[1].ptr)
+    with pytest.raises(nccl.NcclError, match="the ranks called"):
+        nccl.groupEnd()
+    # A communicator made from a unique id, one rank per device.
+    uid = nccl.get_unique_id()
+    assert len(uid) == nccl.NCCL_UNIQUE_ID_BYTES
+    with cp.cuda.Device(1):
+        one = nccl.NcclCommunicator(2, uid, 1)
+    assert (one.rank_id(), one.device_id(), one.size()) == (1, 1, 2)
+    with pytest.raises(nccl.NcclError, match="joined twice"):
+        nccl.NcclCommunicator(2, uid, 1)

@@ -123,6 +123,28 @@ def test_grad_jvp_vmap_around_per_device_shard_map_and_pmap():
             np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)
 
 
+def test_collectives_between_gpus_run_over_nccl():
+    """Two cuda devices of the CuPy stand-in: shard_map's and pmap's collectives (and the
+    transposed ones of a gradient) go through cupy.cuda.nccl and equal the one-device path."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
+                                                       str(ROOT)]),
+               CUPY_STANDIN_DEVICES="2", GPUARR_PLATFORMS="cuda")
+    proc = subprocess.run([sys.executable, str(PROGRAMS), "gpuarr", "gpus", "2"],
+                          capture_output=True, text=True, timeout=LIMIT, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (r,) = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+            if line.startswith("RESULT ")]
+    if "skip" in r:
+        pytest.skip(r["skip"])
+    assert all(r["same"].values()), r["same"]
+    assert r["pmap"] and r["grad"] == 0.0 and r["pmap_devices"] == ["cuda:0", "cuda:1"]
+    # psum, pmean, pmax and pmap's psum (forward and transposed) are all-reduces; all_gather,
+    # psum_scatter, ppermute and all_to_all their own NCCL calls (one per rank each).
+    assert r["nccl"]["ncclAllGather"] == 4 and r["nccl"]["ncclReduceScatter"] == 2
+    assert r["nccl"]["ncclSend"] == r["nccl"]["ncclRecv"] == 4
+    assert r["nccl"]["ncclAllReduce"] >= 10
+
+
 @pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])
 def test_mpi_collectives_equal_single_process(procs, local):
     _need_mpi()

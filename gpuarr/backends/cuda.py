@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuarr.backends import cuda_library, nvrtc
+from gpuarr.backends import cuda_library, device_group, nccl, nvrtc
 from gpuarr.errors import JaxRuntimeError
 
 PIP_HINT = ('pip install "gpuarr[cuda12]" (CUDA 12: cupy-cuda12x, nvidia-cuda-nvrtc-cu12) or '
@@ -470,6 +470,13 @@ def _host_step(ctx: DeviceContext, step, args) -> list:
     if step.drives_sub_plans:
         with ctx.scope():
             return list(step.fn(*args))
+    if step.name in nccl.COLLECTIVES:  # on a GPU of a mesh: NCCL, the data stays on the GPUs
+        here = device_group.current()
+        if here is not None and here[0].gpu_ids is not None and nccl.supports(args[0].dtype,
+                                                                               step.name):
+            with ctx.scope():
+                return [here[0].gpu_collective(here[1], args[0], step.name, step.params,
+                                               ctx.stream.ptr)]
     if step.role == "library":
         impl = _device_implementation(step)
         if impl is not None:

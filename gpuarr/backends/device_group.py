@@ -58,8 +58,9 @@ class DeviceGroup:
     devices' process indices in mesh order)."""
 
     def __init__(self, axis_names: Sequence[str], axis_sizes: Sequence[int],
-                 device_processes: Sequence[int]):
+                 device_processes: Sequence[int], gpu_ids: Sequence[int] | None = None):
         self.axis_names = tuple(axis_names)
+        self.gpu_ids = None if gpu_ids is None else tuple(gpu_ids)  # GPUs: NCCL between them
         self.axis_sizes = tuple(axis_sizes)
         here = process_group.state.process_index
         self.processes = list(device_processes)
@@ -127,7 +128,19 @@ class DeviceGroup:
         maps the group's operands stacked in axis order (one leading axis per name) to the
         results stacked the same way. `total="sum"` lets a collective over every axis of a
         mesh spanning processes add up over MPI (Allreduce) instead of gathering."""
-        self._inbox[flat] = (np.asarray(value), tuple(names), signature, combine, total)
+        return self._meet(flat, (np.asarray(value), tuple(names), signature, combine, total))
+
+    def gpu_collective(self, flat: int, value, name: str, params: dict, stream: int):
+        """The result at GPU `flat` of the lax collective `name` (its primitive's params) over
+        NCCL: `value` and the result are CuPy arrays on that GPU, ordered on `stream`."""
+        names = tuple(params["axis_name"])
+        self.check_axes(names, name)
+        signature = f"{name} over {names} of {value.dtype}{list(value.shape)}"
+        return self._meet(flat, (value, names, signature, None, (name, params, stream)))
+
+    def _meet(self, flat: int, entry):
+        self._inbox[flat] = entry
+        signature = entry[2]
         timeout = process_group.state.timeout
         try:
             self._barrier.wait(timeout)
@@ -159,6 +172,9 @@ class DeviceGroup:
         values = {f: v[0] for f, v in inbox.items()}
         if self.multi_process:
             process_group.check_same(signature, signature)
+        if combine is None:
+            return self._over_nccl(inbox, names, *total)
+        if self.multi_process:
             if total == "sum" and set(names) == set(self.axis_names):
                 return self._mpi_sum(values)
             values = self._gather_processes(values)
@@ -174,6 +190,21 @@ class DeviceGroup:
             for i, f in enumerate(members):
                 if f in inbox:
                     out[f] = flat_result[i]
+        return out
+
+    def _over_nccl(self, inbox, names, name, params, _) -> dict:
+        """Each group's collective over NCCL, for this process's members."""
+        from gpuarr.backends import nccl
+        out: dict = {}
+        for members in self._groups(names, range(len(self.processes))):
+            ranks = {r: f for r, f in enumerate(members) if f in inbox}
+            if not ranks:
+                continue  # a group of other processes' devices only
+            results = nccl.run(name, params, {r: inbox[f][0] for r, f in ranks.items()},
+                               {r: inbox[f][4][2] for r, f in ranks.items()},
+                               tuple(self.gpu_ids[f] for f in members),
+                               tuple(self.processes[f] for f in members))
+            out.update({ranks[r]: y for r, y in results.items()})
         return out
 
     def _groups(self, names, values) -> list:

@@ -25,6 +25,7 @@ from gpuarr.sharding.shardings import NamedSharding
 shard_map_p = Primitive("shard_map")
 shard_map_p.multiple_results = True
 _compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_compiled_gpu: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _entry_axes(entry) -> tuple:
@@ -131,13 +132,25 @@ def _assemble(pieces: dict, spec, mesh, aval):
 
 
 def _impl(*bufs, closed, mesh, in_specs, out_specs):
-    fn = _compiled.get(closed)
-    if fn is None:
-        fn = _compiled[closed] = impls.compile_closed(closed)
-    group = DeviceGroup(mesh.axis_names, mesh.axis_sizes,
-                        [d.process_index for d in mesh.devices.flat])
+    devices = list(mesh.devices.flat)
+    on_gpus = devices[0].platform == "cuda"
+    group = DeviceGroup(mesh.axis_names, mesh.axis_sizes, [d.process_index for d in devices],
+                        [d.id for d in devices] if on_gpus else None)
     args = {f: [_piece(b, s, mesh, f) for b, s in zip(bufs, in_specs)] for f in group.local}
-    results = group.run(lambda *xs: list(fn(*xs)), args)
+    if on_gpus:  # each GPU runs the kernels of the Program on its piece; NCCL between them
+        from gpuarr import placement
+        platform = placement.platform_of(devices[0])
+        fn = _compiled_gpu.get(closed)
+        if fn is None:
+            fn = _compiled_gpu[closed] = platform.compile(closed)
+        args = {f: [platform.from_host(np.asarray(a), devices[f]) for a in xs]
+                for f, xs in args.items()}
+        results = group.run(lambda *xs: [platform.to_host(r) for r in fn(*xs)], args)
+    else:
+        fn = _compiled.get(closed)
+        if fn is None:
+            fn = _compiled[closed] = impls.compile_closed(closed)
+        results = group.run(lambda *xs: list(fn(*xs)), args)
     out_avals = _abstract_eval(closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
     return [_assemble({f: results[f][i] for f in group.local}, s, mesh, a)
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]

@@ -204,10 +204,10 @@ def device_of(s: Sharding, what: str):
         check_distinct_devices(devices, what)
         from gpuarr.process_group import state
         devices = [d for d in devices if d.process_index == state.process_index] or devices
-        if devices[0].platform != "cpu":
+        if devices[0].platform not in ("cpu", "cuda"):
             raise NotImplementedError(
                 f"{what}: {s} spans {len(devices)} {devices[0].platform} devices; gpuarr "
-                "splits arrays over cpu devices only.")
+                "splits arrays over cpu and cuda devices only.")
     device = devices[0]
     if s.memory_kind not in (None, "device") and device.platform != "cpu":
         raise NotImplementedError(f"{what}: memory kind {s.memory_kind!r} is not supported on "

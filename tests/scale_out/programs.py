@@ -6,6 +6,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py LIB jit_split N
     python programs.py LIB groups N
     python programs.py LIB transforms N
+    python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
     mpiexec -n 2 python programs.py gpuarr fault KIND
@@ -312,6 +313,38 @@ def transforms(n):
     emit(values=values, one=one)
 
 
+def gpus(n):
+    """shard_map, pmap and their gradient on n cuda devices of the CuPy stand-in: the
+    collectives run over cupy.cuda.nccl; the one-device named-vmap path is the reference."""
+    import cupy
+    if not (cupy.cuda.compiler.available() and cupy.cuda._pocl.available()):
+        emit(skip="the stand-in cannot compile (NVRTC) or run (PoCL) kernels here")
+        return
+    from cupy import _standin
+    devices = jax.devices("cuda")[:n]
+    mesh = jax.make_mesh((n,), ("i",), axis_types=(jax.sharding.AxisType.Auto,),
+                         devices=devices)
+    full = np.random.default_rng(0).standard_normal((n * n, 5)).astype(np.float32)
+    _standin.reset()
+    same = {}
+    for name, (fn, spec) in _collective_fns(n).items():
+        sm = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("i"), out_specs=spec,
+                                   check_vma=False))
+        got, ref = np.asarray(sm(full)), _reference(fn, spec, full, n)
+        same[name] = bool(got.dtype == ref.dtype and np.array_equal(got, ref))
+    pm = jax.pmap(lambda v: lax.psum(v, "p") * v, axis_name="p")
+    got_pm = np.asarray(pm(full.reshape(n, n, 5)))
+    ref_pm = np.asarray(jax.vmap(lambda v: lax.psum(v, "p") * v, axis_name="p")(
+        full.reshape(n, n, 5)))
+    grad = jax.grad(lambda v: (pm(v) ** 2).sum())(full.reshape(n, n, 5))
+    ref_grad = jax.grad(lambda v: (jax.vmap(lambda u: lax.psum(u, "p") * u, axis_name="p")(v)
+                                   ** 2).sum())(full.reshape(n, n, 5))
+    emit(same=same, pmap=bool(np.array_equal(got_pm, ref_pm)),
+         grad=float(np.max(np.abs(np.asarray(grad) - np.asarray(ref_grad)))),
+         pmap_devices=sorted(str(d) for d in pm(full.reshape(n, n, 5)).devices()),
+         nccl={k: v for k, v in _standin.counters.library.items() if k.startswith("nccl")})
+
+
 def _init_distributed(n):
     jax.config.update("jax_num_cpu_devices", n)
     if "--mpi" in sys.argv:
@@ -416,5 +449,5 @@ def fault(kind):
 
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
-            "transforms": transforms}
+            "transforms": transforms, "gpus": gpus}
 PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))

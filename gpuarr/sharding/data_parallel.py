@@ -36,7 +36,7 @@ from gpuarr.lax import lax, parallel, shape_ops, slicing
 from gpuarr.sharding import spmd
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
-from gpuarr.sharding.shardings import NamedSharding
+from gpuarr.sharding.shardings import NamedSharding, Sharding
 
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _REDUCERS = {"reduce_sum": parallel.psum_p, "reduce_max": parallel.pmax_p,
@@ -109,7 +109,7 @@ def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool) 
     results = []
     for i, out in enumerate(outs):
         want = out_shardings[i] if out_shardings is not None else None
-        if not isinstance(want, NamedSharding) and not hasattr(want, "device_set"):
+        if not isinstance(want, Sharding):  # unspecified: what propagation gives
             want = NamedSharding(mesh, _shown_spec(shown[i], typed))
         results.append(with_sharding(out, want))
     return results

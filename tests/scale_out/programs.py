@@ -376,6 +376,15 @@ def mpi_collectives(n):
         out = sm(x)
         got = np.asarray(out) if spec == P() else multihost_utils.process_allgather(out)
         same[name] = bool(np.array_equal(got, _reference(fn, spec, full, total)))
+    # jit on the split input: each device's block, its column sums all-reduced (exact here)
+    split = jax.jit(lambda w, v: (v * w).sum(0),
+                    in_shardings=(NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))))
+    same["jit_split"] = bool(np.array_equal(np.asarray(split(np.float32(0.5), x)),
+                                            (full * np.float32(0.5)).sum(0)))
+    # the gradient of a shard_map: its transposed program per device, across the processes
+    grad = jax.jit(jax.grad(lambda v: jax.shard_map(
+        lambda u: lax.psum((u * u).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())(v)))
+    same["grad"] = bool(np.array_equal(multihost_utils.process_allgather(grad(x)), 2 * full))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
     emit(process=jax.process_index(), count=jax.process_count(), devices=total,
          local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),

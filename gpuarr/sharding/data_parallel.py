@@ -31,12 +31,14 @@ import numpy as np
 
 from gpuarr import core, impls
 from gpuarr.core import ClosedProgram, Literal
+from gpuarr.dispatch import as_array
 from gpuarr.interpreters import ad
 from gpuarr.lax import lax, parallel, shape_ops, slicing
 from gpuarr.sharding import spmd
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding, Sharding
+from gpuarr.sharding.tree_shardings import concrete_sharding, with_sharding
 
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _REDUCERS = {"reduce_sum": parallel.psum_p, "reduce_max": parallel.pmax_p,
@@ -64,7 +66,6 @@ def mesh_and_specs(leaves, in_shardings):
             specs.append(None)
             continue
         if not hasattr(s.mesh, "devices"):  # an AbstractMesh: the concrete one is in context
-            from gpuarr.sharding.tree_shardings import concrete_sharding
             s = concrete_sharding(s)
         if mesh is None:
             mesh = s.mesh
@@ -99,13 +100,11 @@ def has_shard_map(closed: ClosedProgram) -> bool:
 def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool) -> list:
     """The outputs of `closed` on `leaves` (split as `specs` say over `mesh`), one program per
     device, each output an Array reporting its sharding."""
-    from gpuarr.dispatch import as_array
     plan = _plan(closed, mesh, tuple(specs), [core.get_aval(x) for x in leaves])
     local, out_specs, shown = plan
     in_specs = tuple(PartitionSpec(*s) for s in specs)
     outs = spmd.shard_map_p.bind(*[as_array(x) for x in leaves], closed=local, mesh=mesh,
                                  in_specs=in_specs, out_specs=out_specs)
-    from gpuarr.sharding.tree_shardings import with_sharding
     results = []
     for i, out in enumerate(outs):
         want = out_shardings[i] if out_shardings is not None else None
@@ -116,6 +115,8 @@ def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool) 
 
 
 def _shown_spec(spec, typed: bool) -> PartitionSpec:
+    """A dim spec as JAX prints it: one entry per dimension from typed shardings, else as
+    XLA's propagation gives it (trailing unsplit dimensions dropped)."""
     if typed:
         return PartitionSpec(*spec)
     spec = list(spec)

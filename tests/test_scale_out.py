@@ -143,6 +143,10 @@ def test_collectives_between_gpus_run_over_nccl():
     assert r["nccl"]["ncclAllGather"] == 4 and r["nccl"]["ncclReduceScatter"] == 2
     assert r["nccl"]["ncclSend"] == r["nccl"]["ncclRecv"] == 4
     assert r["nccl"]["ncclAllReduce"] >= 10
+    # jit with in_shardings on the GPUs: the loss's and the gradient's sums all-reduced
+    # (one NCCL call per GPU each), to float32 rounding of the one-device result.
+    loss_diff, grad_diff, spec, all_reduces = r["jit_split"]
+    assert loss_diff < 1e-6 and grad_diff < 1e-6 and spec == "P()" and all_reduces == 4
 
 
 @pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])

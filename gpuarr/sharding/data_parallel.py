@@ -79,7 +79,7 @@ def mesh_and_specs(leaves, in_shardings):
                 return None  # a dimension split over several axes at once
             spec.append(names[0] if names else None)
         specs.append(tuple(spec))
-    if mesh is None or any(d.platform != "cpu" for d in mesh.devices.flat):
+    if mesh is None or {d.platform for d in mesh.devices.flat} not in ({"cpu"}, {"cuda"}):
         return None
     return mesh, [s if s is not None else (None,) * core.get_aval(x).ndim
                   for s, x in zip(specs, leaves)]

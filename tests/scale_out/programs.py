@@ -339,7 +339,20 @@ def gpus(n):
     grad = jax.grad(lambda v: (pm(v) ** 2).sum())(full.reshape(n, n, 5))
     ref_grad = jax.grad(lambda v: (jax.vmap(lambda u: lax.psum(u, "p") * u, axis_name="p")(v)
                                    ** 2).sum())(full.reshape(n, n, 5))
-    emit(same=same, pmap=bool(np.array_equal(got_pm, ref_pm)),
+    # jit on inputs split over the GPUs: per-GPU blocks, the gradient's sums over NCCL
+    before = _standin.counters.library["ncclAllReduce"]
+    w = np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)
+
+    def loss(w, v):
+        return jax.numpy.mean(jax.numpy.tanh(v @ w) ** 2)
+    split = jax.jit(jax.value_and_grad(loss), in_shardings=(
+        NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))))(w, full)
+    one = jax.jit(jax.value_and_grad(loss))(w, full)
+    jit_split = [float(abs(split[0] - one[0])),
+                 float(np.max(np.abs(np.asarray(split[1]) - np.asarray(one[1])))),
+                 repr(split[1].sharding.spec),
+                 _standin.counters.library["ncclAllReduce"] - before]
+    emit(same=same, pmap=bool(np.array_equal(got_pm, ref_pm)), jit_split=jit_split,
          grad=float(np.max(np.abs(np.asarray(grad) - np.asarray(ref_grad)))),
          pmap_devices=sorted(str(d) for d in pm(full.reshape(n, n, 5)).devices()),
          nccl={k: v for k, v in _standin.counters.library.items() if k.startswith("nccl")})

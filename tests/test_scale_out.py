@@ -1,6 +1,7 @@
 """Several devices and several processes: programs in tests/scale_out/programs.py run in fresh
 processes (cpu device counts are fixed at start; mpiexec starts several), each bounded in time
 so that a hang fails the test. Every process runs on this machine (loopback only)."""
+import functools
 import json
 import os
 import shutil
@@ -72,12 +73,24 @@ def test_collectives_per_device_equal_the_vmap_path_bit_for_bit():
     assert r["errors"]["unknown_axis"].startswith("Found an unbound axis name: nope.")
 
 
+@functools.cache
+def _run_features():
+    (ours,), _ = _run(["features", "4"])
+    (theirs,), _ = _run(["features", "4"], lib="jax")
+    return ours, theirs
+
+
+def _features():
+    """gpuarr's and JAX's results of the `features` program on 4 cpu devices (one run of each
+    for the tests below)."""
+    pytest.importorskip("jax")
+    return _run_features()
+
+
 def test_jit_on_split_inputs_runs_per_device_with_jax_shardings():
     """jit with in_shardings (and on inputs already split): one program per device whose
     reductions over the split axis gain an all-reduce; outputs report JAX's shardings."""
-    pytest.importorskip("jax")
-    (ours,), _ = _run(["jit_split", "4"])
-    (theirs,), _ = _run(["jit_split", "4"], lib="jax")
+    ours, theirs = (r["jit_split"] for r in _features())
     assert ours["specs"] == theirs["specs"]
     assert ours["committed"] == theirs["committed"]
     assert ours["out_sharding"] == theirs["out_sharding"]
@@ -96,9 +109,7 @@ def test_jit_on_split_inputs_runs_per_device_with_jax_shardings():
 
 
 def test_axis_index_groups_under_pmap_match_jax():
-    pytest.importorskip("jax")
-    (ours,), _ = _run(["groups", "4"])
-    (theirs,), _ = _run(["groups", "4"], lib="jax")
+    ours, theirs = (r["groups"] for r in _features())
     assert ours["values"] == theirs["values"]
     assert all(ours["vectorised"].values()), ours["vectorised"]
     for name in ("not_a_partition", "vmap", "vmap_all_gather"):
@@ -111,9 +122,7 @@ def test_axis_index_groups_under_pmap_match_jax():
 def test_grad_jvp_vmap_around_per_device_shard_map_and_pmap():
     """The transformed shard_map (and pmap) runs a program per device, its transposed
     collectives included; values match JAX and the one-device named-vmap path."""
-    pytest.importorskip("jax")
-    (ours,), _ = _run(["transforms", "4"])
-    (theirs,), _ = _run(["transforms", "4"], lib="jax")
+    ours, theirs = (r["transforms"] for r in _features())
     for name, leaves in ours["values"].items():
         assert len(leaves) == len(theirs["values"][name]), name
         for got, want in zip(leaves, theirs["values"][name]):

@@ -3,9 +3,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
 
     python programs.py LIB devices N          (LIB: gpuarr or jax)
     python programs.py gpuarr collectives N   (N cpu devices in one process)
-    python programs.py LIB jit_split N
-    python programs.py LIB groups N
-    python programs.py LIB transforms N
+    python programs.py LIB jit_split N        (or groups, transforms; features: all three)
     python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
@@ -135,6 +133,21 @@ def collectives(n):
         out_sharding=repr(sm(x).sharding), errors=errors)
 
 
+_configured: list = []
+
+
+def _use_devices(n):
+    """n cpu devices, set once per process (several programs may run in one)."""
+    if not _configured:
+        jax.config.update("jax_num_cpu_devices", n)
+        _configured.append(n)
+
+
+def features(n):
+    """jit_split, groups and transforms in one process: one start-up for the three."""
+    return {"jit_split": jit_split(n), "groups": groups(n), "transforms": transforms(n)}
+
+
 def _split_cases():
     jnp = jax.numpy
 
@@ -153,7 +166,7 @@ def _split_cases():
 def jit_split(n):
     """jit on inputs split over n devices: output shardings, values, and the per-device
     program of a gradient, against the one-device computation."""
-    jax.config.update("jax_num_cpu_devices", n)
+    _use_devices(n)
     mesh = jax.make_mesh((n,), ("i",))
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4 * n, 4)).astype(np.float32)
@@ -183,7 +196,7 @@ def jit_split(n):
         program = next(str(local) for plans in data_parallel._plans.values()
                        for (local, _, _) in plans.values() if "dot_general" in str(local)
                        and "tanh" in str(local))
-    emit(specs=specs, committed=committed, values=values, one=one, out_sharding=out_s,
+    return dict(specs=specs, committed=committed, values=values, one=one, out_sharding=out_s,
          program=program, losses=_split_mlp(mesh) if LIB == "gpuarr" else None)
 
 
@@ -218,7 +231,7 @@ def _split_mlp(mesh):
 def groups(n):
     """axis_index_groups under pmap on n devices (and, for gpuarr, the vectorised pmap a
     static argument selects), and the errors of the forms JAX does not run."""
-    jax.config.update("jax_num_cpu_devices", n)
+    _use_devices(n)
     x = np.arange(2.0 * n, dtype=np.float32).reshape(n, 2)
     pairs = [list(range(k, n, n // 2)) for k in range(n // 2)]  # [[0, 2], [1, 3]] for n=4
     cases = {
@@ -259,14 +272,14 @@ def groups(n):
             errors[name] = None
         except Exception as e:  # noqa: BLE001 - the test compares the class and message
             errors[name] = [type(e).__name__, str(e)]
-    emit(values=values, vectorised=vectorised, errors=errors)
+    return dict(values=values, vectorised=vectorised, errors=errors)
 
 
 def transforms(n):
     """grad, jvp and vmap around a shard_map and a pmap over n devices (their transformed
     collectives run per device), and for gpuarr the same derivatives of the one-device
     named-vmap path."""
-    jax.config.update("jax_num_cpu_devices", n)
+    _use_devices(n)
     mesh = jax.make_mesh((n,), ("i",))
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2 * n, 3)).astype(np.float32)
@@ -310,7 +323,7 @@ def transforms(n):
                                              axis_name="p")(v).sum())(per_position)
         one = {"grad": [np.asarray(leaf).tolist() for leaf in ref],
                "pmap_grad": [np.asarray(ref_pm).tolist()]}
-    emit(values=values, one=one)
+    return dict(values=values, one=one)
 
 
 def gpus(n):
@@ -471,5 +484,7 @@ def fault(kind):
 
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
-            "transforms": transforms, "gpus": gpus}
-PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
+            "transforms": transforms, "gpus": gpus, "features": features}
+RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
+if RESULT is not None:
+    emit(**RESULT)

@@ -21,7 +21,12 @@ from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules, collective_prims, not_mapped
 from gpuarr.lax import arguments, lax, shape_ops
-from gpuarr.lax.slicing import dynamic_index_in_dim, index_in_dim, index_take
+from gpuarr.lax.slicing import (
+    dynamic_index_in_dim,
+    dynamic_slice_in_dim,
+    index_in_dim,
+    index_take,
+)
 
 
 def _names(axis_name) -> tuple:
@@ -529,10 +534,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
     if to not in ("varying", "invarying"):
         raise NotImplementedError(f"all_gather(to={to!r}) is not supported; use 'varying'.")
     names = _names(axis_name)
-    groups = _groups(axis_index_groups, names, "all_gather")
-    if groups is not None and len({len(g) for g in groups}) != 1:
-        raise ValueError(f"all_gather: axis_index_groups must all have the same size, got "
-                         f"{[list(g) for g in groups]}.")
+    groups = _equal_groups(axis_index_groups, names, "all_gather")
 
     def bind(v):
         ndim = get_aval(v).ndim + (not tiled)
@@ -553,11 +555,58 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
 
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     """psum of each leaf of `x` over the mapped axis `axis_name`, of which position i keeps
-    only chunk i along `scatter_dimension` (that dimension is dropped unless `tiled`)."""
+    only chunk i along `scatter_dimension` (that dimension is dropped unless `tiled`). Under
+    pmap, `axis_index_groups` (groups of equal size) sums within each group, whose i-th member
+    keeps chunk i."""
     names = _names(axis_name)
+    groups = _equal_groups(axis_index_groups, names, "psum_scatter")
+    if groups is not None:
+        return _leafwise(lambda v: _grouped_scatter(v, names[0], groups, scatter_dimension,
+                                                    tiled), x)
     return _leafwise(lambda v: reduce_scatter_p.bind(
         v, scatter_dimension=scatter_dimension, axis_name=names,
-        axis_index_groups=axis_index_groups, axis_size=_axis_size_of(names), tiled=tiled), x)
+        axis_index_groups=None, axis_size=_axis_size_of(names), tiled=tiled), x)
+
+
+def _equal_groups(axis_index_groups, names, api):
+    groups = _groups(axis_index_groups, names, api)
+    if groups is not None and len({len(g) for g in groups}) != 1:
+        raise ValueError(f"{api}: axis_index_groups must all have the same size, got "
+                         f"{[list(g) for g in groups]}.")
+    return groups
+
+
+def _my_place(groups, name):
+    """This position's index within its group."""
+    place = np.empty(sum(len(g) for g in groups), np.int32)
+    for g in groups:
+        place[list(g)] = np.arange(len(g), dtype=np.int32)
+    return _my_row(place, name)
+
+
+def _grouped_scatter(v, name, groups, scatter_dimension, tiled):
+    m = len(groups[0])
+    total = _grouped_reduce(psum_p, v, name, groups)
+    _reduce_scatter_abstract(get_aval(total), scatter_dimension=scatter_dimension,
+                             axis_name=(name,), axis_index_groups=None, axis_size=m,
+                             tiled=tiled)  # JAX's errors for a dimension that does not split
+    chunk = get_aval(total).shape[scatter_dimension] // m
+    start = lax.mul(_my_place(groups, name), np.int32(chunk))
+    out = dynamic_slice_in_dim(total, start, chunk, scatter_dimension)
+    return out if tiled else shape_ops.squeeze(out, (scatter_dimension,))
+
+
+def _grouped_all_to_all(v, name, groups, split_axis, concat_axis):
+    """Member p of each group receives chunk p of every member's `split_axis`, in group
+    order along `concat_axis` (the tiled form)."""
+    m, size = len(groups[0]), _axis_size_of((name,))
+    gathered = all_gather_p.bind(v, all_gather_dimension=0, axis_name=(name,),
+                                 axis_index_groups=None, axis_size=size, tiled=False)
+    rows = index_take(gathered, [_my_row(_group_table(groups, size, True), name)], (0,))
+    chunk = get_aval(v).shape[split_axis] // m
+    pieces = dynamic_slice_in_dim(rows, lax.mul(_my_place(groups, name), np.int32(chunk)),
+                                  chunk, split_axis + 1)
+    return _fold(batching.moveaxis(pieces, 0, concat_axis), concat_axis)
 
 
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
@@ -565,9 +614,10 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     and map its axis `split_axis` instead: position j receives chunk j of every position's
     `split_axis` (lax.all_to_all). Untiled, `split_axis` must have the mapped axis's size."""
     names = _names(axis_name)
+    groups = _equal_groups(axis_index_groups, names, "all_to_all")
 
     def bind(v, split_axis=split_axis, concat_axis=concat_axis):
-        size = _axis_size_of(names)
+        size = _axis_size_of(names) if groups is None else len(groups[0])
         shape = get_aval(v).shape
         if tiled and shape[split_axis] % size:
             raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to "
@@ -583,9 +633,12 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
             elif concat_axis < split_axis:
                 v = shape_ops.expand_dims(v, (concat_axis,))
                 split_axis += 1
-        out = all_to_all_p.bind(v, split_axis=split_axis, concat_axis=concat_axis,
-                                axis_name=names, axis_index_groups=axis_index_groups,
-                                axis_size=size, tiled=tiled)
+        if groups is not None:
+            out = _grouped_all_to_all(v, names[0], groups, split_axis, concat_axis)
+        else:
+            out = all_to_all_p.bind(v, split_axis=split_axis, concat_axis=concat_axis,
+                                    axis_name=names, axis_index_groups=None, axis_size=size,
+                                    tiled=tiled)
         if not tiled and split_axis != concat_axis:
             out = shape_ops.squeeze(out, (split_axis,))
         return out

@@ -245,6 +245,15 @@ def groups(n):
         "psum_unequal": lambda v: lax.psum(v, "i", axis_index_groups=[[0], list(range(1, n))]),
         "psum_int": lambda v: lax.psum(v.astype(np.int32), "i", axis_index_groups=pairs),
         "grad": jax.grad(lambda v: lax.psum(v * v, "i", axis_index_groups=pairs).sum()),
+        "psum_scatter": lambda v: lax.psum_scatter(v, "i", axis_index_groups=pairs),
+        "psum_scatter_tiled_reversed": lambda v: lax.psum_scatter(
+            jax.numpy.concatenate([v, -v]), "i", tiled=True,
+            axis_index_groups=[g[::-1] for g in pairs]),
+        "all_to_all": lambda v: lax.all_to_all(v.reshape(2, 1), "i", 0, 1,
+                                               axis_index_groups=pairs),
+        "all_to_all_tiled_reversed": lambda v: lax.all_to_all(
+            jax.numpy.stack([v, v + 1]), "i", 1, 0, tiled=True,
+            axis_index_groups=[g[::-1] for g in pairs]),
     }
     values, vectorised = {}, {}
     for name, f in cases.items():
@@ -259,6 +268,8 @@ def groups(n):
     for name, run in {
         "not_a_partition": lambda: jax.pmap(
             lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [1, 2]]), axis_name="i")(x),
+        "scatter_size": lambda: jax.pmap(lambda v: lax.psum_scatter(
+            jax.numpy.concatenate([v, v]), "i", axis_index_groups=pairs), axis_name="i")(x),
         "vmap": lambda: jax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=pairs),
                                  axis_name="i")(x),
         "vmap_all_gather": lambda: jax.vmap(

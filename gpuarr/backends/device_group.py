@@ -198,12 +198,15 @@ class DeviceGroup:
         out: dict = {}
         for members in self._groups(names, range(len(self.processes))):
             ranks = {r: f for r, f in enumerate(members) if f in inbox}
+            devices = tuple(self.gpu_ids[f] for f in members)
+            processes = tuple(self.processes[f] for f in members)
             if not ranks:
-                continue  # a group of other processes' devices only
+                if self.multi_process:  # every process joins each group's id exchange
+                    nccl.communicators(devices, processes)
+                continue
             results = nccl.run(name, params, {r: inbox[f][0] for r, f in ranks.items()},
-                               {r: inbox[f][4][2] for r, f in ranks.items()},
-                               tuple(self.gpu_ids[f] for f in members),
-                               tuple(self.processes[f] for f in members))
+                               {r: inbox[f][4][2] for r, f in ranks.items()}, devices,
+                               processes)
             out.update({ranks[r]: y for r, y in results.items()})
         return out
 

@@ -55,7 +55,9 @@ def supports(dtype, name: str) -> bool:
 
 def communicators(devices: tuple, processes: tuple) -> dict:
     """{rank: communicator} for this process's ranks of the group whose rank r is GPU
-    `devices[r]` of process `processes[r]`."""
+    `devices[r]` of process `processes[r]`. A group spanning processes exchanges its unique
+    id over MPI among all processes, so every process calls this for such a group, in the
+    same order, whether or not it holds one of its ranks."""
     key = (devices, processes)
     with _lock:
         comms = _comms.get(key)
@@ -64,8 +66,9 @@ def communicators(devices: tuple, processes: tuple) -> dict:
         nccl = module()
         here = process_group.state.process_index
         mine = [r for r, p in enumerate(processes) if p == here]
-        if len(set(processes)) == 1:
-            comms = dict(zip(mine, nccl.NcclCommunicator.initAll([int(d) for d in devices])))
+        if len(set(processes)) == 1:  # no exchange: other processes' groups are theirs
+            comms = dict(zip(mine, nccl.NcclCommunicator.initAll([int(d) for d in devices]))) \
+                if mine else {}
         else:
             made = bytes(b % 256 for b in nccl.get_unique_id()) if here == processes[0] else b""
             uid = process_group.allgather_bytes(made, "the NCCL unique id")[processes[0]]

@@ -5,7 +5,10 @@ mesh axes); running it splits each input by its PartitionSpec, runs the compiled
 thread per device of this process (backends/device_group.py: the collectives meet there, and
 over MPI with the devices of other processes), and puts the outputs together by their
 out_specs. An input or output spanning processes is held as the pieces of this process
-(`ProcessShards`).
+(`ProcessShards`). On a mesh of GPUs each device's piece is copied to its GPU and the Program
+runs there as kernels, its collectives over NCCL (backends/nccl.py).
+
+grad, jvp and vmap of the primitive are shard_maps of the transformed per-device Program.
 """
 from __future__ import annotations
 

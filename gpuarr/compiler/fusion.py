@@ -920,7 +920,8 @@ class Fusion:
             outs = tuple(self.buffer_of(v) or self.new_buffer(v.aval) for v in eqn.outvars)
             self.steps.append(HostStep(role, eqn.prim.name, driver, ins, outs, (self.text(eqn),),
                                        "control flow runs on the host; its sub-programs run as "
-                                       "kernel sub-plans", drives_sub_plans=True))
+                                       "kernel sub-plans", params=dict(eqn.params),
+                                       drives_sub_plans=True))
             return
         if impl is None:
             raise NotImplementedError(f"no kernel lowering and no NumPy implementation of {eqn.prim.name}")

@@ -10,11 +10,12 @@ built (a compiler error), that program runs on the NumPy backend, also after one
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
 
-from gpuarr.backends import native
+from gpuarr.backends import native, native_loops
 from gpuarr.backends import numpy as numpy_backend
 from gpuarr.compiler import compile_closed, inline_calls, render
 from gpuarr.compiler.fusion import FusionOptions
@@ -52,6 +53,7 @@ class NativePlatform(HostBufferPlatform):
         closed = inline_calls(closed)
         plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile), dialect="c")
         try:
+            plan = self.native_loops(plan)
             runner = native.PlanRunner(plan, render.prelude("c"))
         except (native.NativeCompileError, native.NativeCompilerNotFoundError) as e:
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -65,6 +67,44 @@ class NativePlatform(HostBufferPlatform):
 
         run.launch_plan = plan
         return run
+
+
+    def sub_plan(self, closed):
+        """(launch plan, native.PlanRunner, consts) of a loop's body or condition, or None when
+        its kernels cannot be built (the loop then keeps the Python driver)."""
+        closed = inline_calls(self.optimize(closed))
+        plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile), dialect="c")
+        try:
+            plan = self.native_loops(plan)
+            runner = native.PlanRunner(plan, render.prelude("c"))
+        except (native.NativeCompileError, native.NativeCompilerNotFoundError):
+            return None
+        return plan, runner, [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
+
+    def native_loops(self, plan):
+        """`plan` with each `scan` and `while` whose body and condition are kernels and matrix
+        products driven by the C loop driver (gpuarr/backends/native_loops.py) instead of
+        Python: no Python work per iteration."""
+        steps = list(plan.steps)
+        for k, step in enumerate(steps):
+            if not getattr(step, "drives_sub_plans", False) or step.params is None:
+                continue
+            p, loop = step.params, None
+            if step.name == "scan":
+                body = self.sub_plan(p["jaxpr"])
+                loop = body and native_loops.scan_loop(_driver_source(), body, p)
+            elif step.name == "while":
+                cond = self.sub_plan(p["cond_jaxpr"])
+                body = cond and self.sub_plan(p["body_jaxpr"])
+                loop = body and native_loops.while_loop(_driver_source(), cond, body, p)
+            if loop:
+                steps[k] = dataclasses.replace(step, fn=loop,
+                                               reason="a loop run by the C loop driver")
+        return dataclasses.replace(plan, steps=tuple(steps))
+
+
+def _driver_source() -> str:
+    return (render.KERNELS_DIR / "loop_driver.c").read_text()
 
 
 def make() -> NativePlatform:

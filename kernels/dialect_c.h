@@ -76,6 +76,13 @@ static _Thread_local i64 gpuarr_begin, gpuarr_end;
 #define GRID_STRIDE_LOOP(T, i, n)                                                      \
   for (T i##_end = GPUARR_RANGE_END(T, i, n), i##_once = 1; i##_once; i##_once = 0)     \
     _Pragma("omp simd") for (T i = (T)gpuarr_begin; i < i##_end; ++i)
+/* Tiles of this thread's range, `tile` items at a time (the last one shorter): `o0` is a
+ * tile's first item and `n` its length. */
+#define TILE_LOOP(T, o0, n, size, tile)                                                \
+  for (T o0##_end = GPUARR_RANGE_END(T, o0, size), o0 = (T)gpuarr_begin, n = 0;          \
+       n = o0##_end - o0 < (tile) ? o0##_end - o0 : (tile), o0 < o0##_end; o0 += (tile))
+/* A loop whose iterations are independent: run them in vector lanes. */
+#define VECTOR_LOOP _Pragma("omp simd")
 /* The block loop: one item per block, in order; a block's body is sequential code. */
 #define GROUP_STRIDE_LOOP(T, o, n)                                                     \
   for (T o##_end = GPUARR_RANGE_END(T, o, n), o = (T)gpuarr_begin; o < o##_end; ++o)

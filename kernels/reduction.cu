@@ -41,6 +41,7 @@ ${pre_body}
     if (tid == 0) {
 ${post_body}
     }
+    ${epilogue_hint}
     for (${index_t} r = tid; r < ${red_size}; r += ${block}) {
       const ${index_t} i = o * ${red_size} + r;
 ${epilogue_body}

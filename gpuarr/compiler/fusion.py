@@ -90,6 +90,10 @@ class FusionOptions:
     chain_depth_limit: int = CHAIN_DEPTH_LIMIT
     sub_compiler: object = None
     array_module: object = np  # the arrays sub-programs take and return (CuPy on the cuda platform)
+    # Column reductions split into chunks that fill a GPU (`_split_axis`); the native platform
+    # turns this off: its threads split the outputs, and its tiled column loop reads each row
+    # of the input once, in order.
+    split_columns: bool = True
 
 
 # ---- step 1: which values get buffers --------------------------------------------------------
@@ -792,7 +796,8 @@ class Fusion:
         probe = DagBuilder(self, self.buffer_of)
         probe.value(x, transforms)
         strategy = _strategy(probe.nodes, out_shape, red_shape)
-        chunks, chunk = _split_axis(strategy, out_shape, red_shape, op)
+        chunks, chunk = _split_axis(strategy, out_shape, red_shape, op) \
+            if strategy != "column" or self.options.split_columns else (0, 0)
         if chunks:
             # Two passes: each row's reduced elements are cut into `chunks` chunks, each reduced
             # by its own block (row, strided) or thread (column), so the device fills; the

@@ -42,6 +42,7 @@ from gpuarr.compiler.plan import (
     ReductionKernel,
     ScanKernel,
     ScatterKernel,
+    View,
     Window,
 )
 
@@ -574,6 +575,64 @@ def reduction_chunk(k: ReductionKernel, by_block: bool) -> tuple:
             f"({chunk} * {c} + {c} <= {k.split} ? {c} : {k.split} - {chunk} * {c})", f"{chunk} * {c}")
 
 
+COLUMN_TILE = 256   # outputs a tiled column reduction keeps in flight (C dialect)
+
+
+def split_offsets(imap: IndexMap, out_rank: int, t: str, prefix: str):
+    """(C offset of the output coordinate `o`, lines computing the reduced part from `r`, its
+    name) for a load whose index map is one strided view over the iteration space
+    `out_shape + red_shape`: the buffer offset is then a sum of the two parts. None otherwise."""
+    if len(imap.views) != 1 or not isinstance(imap.views[0], View):
+        return None
+    v = imap.views[0]
+    out = View(v.shape[:out_rank], v.strides[:out_rank], v.offset)
+    red = View(v.shape[out_rank:], v.strides[out_rank:], 0)
+    lines: list = []
+    out_expr = index_expr(IndexMap((out,)), "o", t, lines, prefix) if out.shape else \
+        str(v.offset)
+    red_expr = index_expr(IndexMap((red,)), "r", t, lines, prefix) if red.shape else "0"
+    if lines:
+        return None
+    return out_expr, [f"const {t} {prefix}_r = {red_expr};"], f"{prefix}_r"
+
+
+def tiled_column(k: ReductionKernel, t: str):
+    """The tiled column form of `k` on the C dialect: (lines hoisted per reduced element,
+    pre-map lines), or None when some node of the pre-map is not a load whose offset splits
+    into an output part and a reduced part (see `split_offsets`), a constant or an op."""
+    if k.value_dtype or k.split or k.limit or k.strategy != "column":
+        return None
+    hoisted, lanes = [], {}
+    for j, node in enumerate(k.pre_nodes):
+        if isinstance(node, Load):
+            parts = split_offsets(node.index, len(k.shape), t, f"p{j}")
+            if parts is None:
+                return None
+            out_expr, lines, red_name = parts
+            hoisted += lines
+            lanes[j] = load_expr(node.arg, f"{out_expr} + {red_name}", node.dtype)
+        elif not isinstance(node, (Const, Op)):
+            return None
+    return hoisted, render_nodes(k.pre_nodes, "p", "i", t, lanes)
+
+
+# Reducers whose partial results may be combined in any order in vector lanes (as XLA's
+# reductions reassociate), declared as OpenMP reductions on the C dialect.
+_SIMD_REDUCERS = ("sum", "prod", "max", "min", "and", "or", "xor")
+
+
+def simd_reduction_hint(k: ReductionKernel, acc_t: str) -> str:
+    """C dialect: the pragmas that let a row's loop keep one partial result per vector lane."""
+    if k.reduce_op not in _SIMD_REDUCERS:
+        return ""
+    if k.reduce_op == "sum":
+        return '_Pragma("omp simd reduction(+:acc)")'
+    identity = literal(k.identity, k.acc_dtype)
+    return (f'_Pragma("omp declare reduction(gpuarr_reduce : {acc_t} : '
+            f'omp_out = REDUCE(omp_out, omp_in)) initializer(omp_priv = {identity})")\n'
+            f'    _Pragma("omp simd reduction(gpuarr_reduce:acc)")')
+
+
 def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel:
     t = index_type(k.out_size * k.red_size, *(a.size for a in k.args), dialect=dialect)
     acc_t = ctype(k.acc_dtype)
@@ -604,12 +663,19 @@ def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel
             no_index=literal(np.iinfo(np.dtype(k.acc_dtype)).max, k.acc_dtype))
     else:
         row_base, red_end, _ = reduction_chunk(k, by_block)
-        # C dialect: a sum over a row may reassociate (as XLA's), so the compiler keeps one
-        # partial sum per vector lane; other reducers keep their order.
-        hint = '_Pragma("omp simd reduction(+:acc)")' \
-            if dialect == "c" and k.reduce_op == "sum" and by_block else ""
-        source = template("reduction.cu" if by_block else "reduction_column.cu").substitute(
-            slots, loop_hint=hint,
+        # C dialect: a row's reduction may reassociate (as XLA's), so the compiler keeps one
+        # partial result per vector lane, and epilogue iterations are independent.
+        c_row = dialect == "c" and by_block
+        tiled = tiled_column(k, t) if dialect == "c" else None
+        name = "reduction.cu" if by_block else "reduction_column.cu"
+        if tiled is not None:
+            name = "reduction_tiled.cu"
+            slots.update(red_offsets=indent(tiled[0], 6), pre_body=indent(tiled[1], 8),
+                         tile=COLUMN_TILE, post_body=indent(post, 8),
+                         epilogue_body=indent(epi, 8))
+        source = template(name).substitute(
+            slots, loop_hint=simd_reduction_hint(k, acc_t) if c_row else "",
+            epilogue_hint='_Pragma("omp simd")' if c_row else "",
             reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
             identity=literal(k.identity, k.acc_dtype), red_end=red_end, row_base=row_base)
     size, block = launch_shape(dialect, k.out_size, block, per_block=by_block)

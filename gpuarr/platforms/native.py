@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 
 import numpy as np
 
-from gpuarr.backends import native, native_loops
+from gpuarr.backends import host_threads, native, native_loops
 from gpuarr.backends import numpy as numpy_backend
 from gpuarr.compiler import compile_closed, inline_calls, render
 from gpuarr.compiler.fusion import FusionOptions
+from gpuarr.lax.dot_precision import is_algorithm
 from gpuarr.platforms import Device
 from gpuarr.platforms.host import HostBufferPlatform
 
@@ -51,9 +53,9 @@ class NativePlatform(HostBufferPlatform):
         if self.unavailable is not None:
             return numpy_backend.compile_closed(closed)
         closed = inline_calls(closed)
-        plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile), dialect="c")
+        plan = compile_closed(closed, self.fusion_options(), dialect="c")
         try:
-            plan = self.native_loops(plan)
+            plan = self.native_loops(products_by_size(plan))
             runner = native.PlanRunner(plan, render.prelude("c"))
         except (native.NativeCompileError, native.NativeCompilerNotFoundError) as e:
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -69,13 +71,17 @@ class NativePlatform(HostBufferPlatform):
         return run
 
 
+    def fusion_options(self) -> FusionOptions:
+        """Loop bodies compile through this platform; column reductions stay one tiled pass."""
+        return FusionOptions(sub_compiler=self.compile, split_columns=False)
+
     def sub_plan(self, closed):
         """(launch plan, native.PlanRunner, consts) of a loop's body or condition, or None when
         its kernels cannot be built (the loop then keeps the Python driver)."""
         closed = inline_calls(self.optimize(closed))
-        plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile), dialect="c")
+        plan = compile_closed(closed, self.fusion_options(), dialect="c")
         try:
-            plan = self.native_loops(plan)
+            plan = self.native_loops(products_by_size(plan))
             runner = native.PlanRunner(plan, render.prelude("c"))
         except (native.NativeCompileError, native.NativeCompilerNotFoundError):
             return None
@@ -101,6 +107,32 @@ class NativePlatform(HostBufferPlatform):
                 steps[k] = dataclasses.replace(step, fn=loop,
                                                reason="a loop run by the C loop driver")
         return dataclasses.replace(plan, steps=tuple(steps))
+
+
+def products_by_size(plan):
+    """`plan` with each plain float matrix/vector product (one contracting dim, no batch dims,
+    rank 1 or 2) calling `np.dot` under the NumPy backend's BLAS thread policy
+    (`host_threads.blas_dot`: one BLAS thread for small products and on a busy machine), as
+    the NumPy backend does; OpenBLAS's threads would otherwise fight the kernels' thread pool
+    and other processes for the cores."""
+    shapes = {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
+    steps = list(plan.steps)
+    for k, step in enumerate(steps):
+        if getattr(step, "name", "") != "dot_general" or step.kind != "host" or not step.params:
+            continue
+        (lc, rc), (lb, rb) = step.params["dimension_numbers"]
+        (xs, xt), (ys, yt), (_, ot) = (shapes[n] for n in step.inputs + step.outputs)
+        precision = step.params.get("precision")
+        if lb or len(lc) != 1 or not (1 <= len(xs) <= 2 and 1 <= len(ys) <= 2) or xt != yt \
+                or xt != ot or xt.char not in "fdFD" or is_algorithm(precision):
+            continue
+        dot = host_threads.blas_dot(math.prod(xs) * math.prod(ys) // max(xs[lc[0]], 1))
+        lhs_t, rhs_t = lc[0] != len(xs) - 1, rc[0] != 0
+
+        def product(x, y, dot=dot, lhs_t=lhs_t, rhs_t=rhs_t):
+            return (dot(x.T if lhs_t else x, y.T if rhs_t else y),)
+        steps[k] = dataclasses.replace(step, fn=product)
+    return dataclasses.replace(plan, steps=tuple(steps))
 
 
 def _driver_source() -> str:

@@ -8,6 +8,7 @@ import gpuarr
 from gpuarr.backends import float_env, native, nvrtc, opencl
 from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import compile_closed, passes, plan_closed, render
+from gpuarr.compiler.fusion import FusionOptions
 from gpuarr.core import ClosedProgram, Eqn, Program, ShapedArray, Var
 
 COMPILED_SOURCES: set = set()
@@ -16,8 +17,8 @@ BACKEND = ["pocl"]
 
 def execute(closed, inputs, nvrtc_check=True) -> list:
     """Run `closed`'s kernel plan on `inputs` (constants first) with the current backend."""
-    if BACKEND[0] == "native":
-        launch_plan = compile_closed(closed, dialect="c")
+    if BACKEND[0] == "native":   # the native platform's options: tiled column reductions
+        launch_plan = compile_closed(closed, FusionOptions(split_columns=False), dialect="c")
         return native.PlanRunner(launch_plan, render.prelude("c"))(inputs)
     launch_plan = compile_closed(closed)
     if nvrtc_check:

@@ -268,3 +268,40 @@ def test_compile_error_names_the_compiler_output_and_source():
     with pytest.raises(native.NativeCompileError, match="rejected the kernels") as info:
         native.PlanRunner(plan, render.prelude("c"))
     assert "out[0] = ;" in str(info.value) and "error" in str(info.value)
+
+
+def _sources(plat, f, *args):
+    run = plat.compile(gpuarr.make_jaxpr(f)(*args))
+    return "".join(s.source for s in run.launch_plan.steps if s.kind == "launch")
+
+
+def test_column_reductions_run_tiled_and_match_numpy_backend(plat):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 70)).astype(np.float32)
+    x[7, 3], x[100, 9] = np.nan, -np.inf
+    k = rng.integers(-1000, 1000, (40, 6, 33)).astype(np.int32)
+
+    def f(x, k):
+        return (jnp.sum(x, axis=0), jnp.max(x, axis=0), jnp.min(x * 2 + 1, axis=0),
+                jnp.prod(x[:20] * 0.5 + 1, axis=0), jnp.sum(k, axis=(0, 1)),
+                jnp.max(k, axis=0), jnp.sum(x.T[3:9], axis=1),
+                x / jnp.sum(jnp.abs(x), axis=0, keepdims=True))
+
+    got, want = run_both(plat, f, x, k)
+    assert_same(got, want, rtol=2e-5, atol=2e-5)
+    assert "strategy column (tiled)" in _sources(plat, f, x, k)
+
+
+def test_row_reductions_keep_nan_and_order_free_reducers_vectorised(plat):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((64, 515)).astype(np.float32)
+    x[3, 400], x[5, 0], x[9, 514] = np.nan, np.inf, -np.inf
+    b = rng.integers(0, 2, (64, 515)).astype(bool)
+
+    def f(x, b):
+        return (jnp.max(x, axis=1), jnp.min(x, axis=1), jnp.all(b, axis=1), jnp.any(b, axis=1),
+                jax_softmax(x), jnp.prod(1 + x * 1e-3, axis=1))
+
+    got, want = run_both(plat, f, x, b)
+    assert_same(got, want, rtol=2e-5, atol=2e-5)
+    assert "omp simd reduction(gpuarr_reduce:acc)" in _sources(plat, f, x, b)

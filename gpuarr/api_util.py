@@ -32,11 +32,31 @@ def leaf_signature(x):
         if aval is None:
             aval = _SCALAR_AVALS[key] = core.get_aval(x)
         return aval
+    if t is np.ndarray:
+        aval = _ARRAY_AVALS.get((x.shape, x.dtype, _flags["enable_x64"]))
+        return aval if aval is not None else _array_aval(x.shape, x.dtype)
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
     return abstractify(x)
+
+
+# Avals of NumPy arguments by (shape, dtype, x64): one object each, whose hash is computed
+# once, so a call with many NumPy arguments builds and hashes no new avals. Bounded: a program
+# called with ever new shapes clears it now and then.
+_ARRAY_AVALS: dict = {}
+_ARRAY_AVALS_MAX = 4096
+
+
+def _array_aval(shape, dtype) -> ShapedArray:
+    key = (shape, dtype, _flags["enable_x64"])
+    aval = _ARRAY_AVALS.get(key)
+    if aval is None:
+        if len(_ARRAY_AVALS) >= _ARRAY_AVALS_MAX:
+            _ARRAY_AVALS.clear()
+        aval = _ARRAY_AVALS[key] = ShapedArray(shape, dtypes.canonicalize_dtype(dtype))
+    return aval
 
 
 def abstractify(x) -> ShapedArray:
@@ -54,6 +74,9 @@ def leaf_buffer(x):
     t = type(x)
     if t is Array:
         return x._buffer
+    if t is np.ndarray:   # as is when its dtype is canonical already (the common case)
+        dtype = dtypes.canonicalize_dtype(x.dtype)
+        return x if dtype is x.dtype else x.astype(dtype)
     if t in SCALARS:
         return np.asarray(x, dtypes.dtype(x, canonicalize=True))[()]
     return np.asarray(x, dtypes.canonicalize_dtype(np.asarray(x).dtype))

@@ -224,6 +224,10 @@ class _CacheEntry:
         return bufs
 
 
+# Leaf types that are never tracers: a call whose leaves are all of these skips the test.
+_PLAIN_LEAVES = frozenset((Array, np.ndarray, int, float, bool, complex))
+
+
 class _HashableStatic:
     """Wraps a static argument: hash plus strict type equality, as JAX does."""
 
@@ -389,7 +393,8 @@ class Jitted:
         key = (in_tree, sigs, statics, state)
         entry = self._cache.get(key)
         trace = core.current_trace()
-        if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
+        if trace is eval_trace and (set(map(type, leaves)) <= _PLAIN_LEAVES
+                                    or not any(isinstance(x, Tracer) for x in leaves)):
             split = data_parallel.mesh_and_specs(leaves, in_flat)
             if split is not None:  # inputs split over several devices: a program per device
                 out = self._call_split(split, key, leaves, in_tree, sigs, statics, arg_names,

@@ -8,9 +8,9 @@ compiler's path and version, the flags, the CPU's features and the source. Entri
 to a temporary file and `os.replace`d (safe with concurrent processes), framed by a
 `GPUARR-NATIVE1` header and the payload's SHA-256; a truncated or corrupt entry is rebuilt and
 rewritten, never loaded. A launch runs work items [0, global size) of an exported
-`<entry>_run(args, begin, end)`; large launches split that range over the shared host thread
-pool (ctypes releases the GIL during the call). This module imports nothing from gpuarr's
-compiler or IR.
+`<entry>_run(args, begin, end)`; large launches split that range over `threads()` threads, the
+calling one and a pool of its own (ctypes releases the GIL during the call). This module
+imports nothing from gpuarr's compiler or IR.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -295,11 +296,29 @@ def entry(lib, name: str):
 
 
 def threads() -> int:
-    """Worker threads a large launch splits over (GPUARR_NATIVE_THREADS fixes the count)."""
+    """Threads a large launch splits over: GPUARR_NATIVE_THREADS when set, else the host
+    pool's count (the machine's cores, at most four)."""
     fixed = os.environ.get("GPUARR_NATIVE_THREADS", "").strip()
     if fixed:
-        return max(1, int(fixed))
+        try:
+            return max(1, int(fixed))
+        except ValueError:
+            raise ValueError(f"GPUARR_NATIVE_THREADS must be a whole number of threads, got "
+                             f"{fixed!r}; unset it to use the machine's cores") from None
     return host_threads._THREADS
+
+
+def _submit(workers: int, fn, *args):
+    """Run fn(*args) on the launch pool, grown to at least `workers` threads (the calling
+    thread runs a launch's first part, so a launch over n threads needs n - 1 of them)."""
+    pool = _state.get("pool")
+    if pool is None or pool._max_workers < workers:
+        old, pool = pool, ThreadPoolExecutor(workers, thread_name_prefix="gpuarr-native",
+                                             initializer=float_env.flush_in_this_thread)
+        _state["pool"] = pool
+        if old is not None:
+            old.shutdown(wait=False)
+    return pool.submit(fn, *args)
 
 
 def launch(fn, pointers, items: int, nbytes: int) -> None:
@@ -314,7 +333,7 @@ def launch(fn, pointers, items: int, nbytes: int) -> None:
     # the same items whatever the thread count, and only the launch's last items take the
     # scalar remainder (vector and scalar math functions may differ by an ulp).
     bounds = [items * i // parts // SPLIT_ALIGN * SPLIT_ALIGN for i in range(parts)] + [items]
-    futures = [host_threads.submit(fn, pointers, lo, hi)
+    futures = [_submit(parts - 1, fn, pointers, lo, hi)
                for lo, hi in zip(bounds[1:-1], bounds[2:])]
     with float_env.flushing():
         fn(pointers, bounds[0], bounds[1])

@@ -305,3 +305,31 @@ def test_row_reductions_keep_nan_and_order_free_reducers_vectorised(plat):
     got, want = run_both(plat, f, x, b)
     assert_same(got, want, rtol=2e-5, atol=2e-5)
     assert "omp simd reduction(gpuarr_reduce:acc)" in _sources(plat, f, x, b)
+
+
+def test_thread_bench_runs_with_numpy_and_a_compiler_only(tmp_path):
+    _require_compiler()
+    out = tmp_path / "threads.json"
+    # JAX and PyOpenCL made unimportable: the bench must not need them.
+    script = ("import runpy, sys; sys.modules['jax'] = None; sys.modules['pyopencl'] = None; "
+              f"sys.argv = ['b', '--threads', '2', '--sizes', '12:13', '--json', {str(out)!r}]; "
+              f"runpy.run_path({str(ROOT / 'bench' / 'bench_native_threads.py')!r}, "
+              "run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    import json
+    data = json.loads(out.read_text())
+    assert data["threads"] == [1, 2] and data["sizes"] == [4096, 8192]
+    for case in data["cases"].values():
+        assert set(case["seconds"]) == {"1", "2"}
+        assert all(len(v) == 2 and min(v) > 0 for v in case["seconds"].values())
+        assert case["threshold_elements"] in (None, 4096, 8192)
+
+
+def test_thread_count_knob_rejects_a_non_number(monkeypatch):
+    monkeypatch.setenv("GPUARR_NATIVE_THREADS", "many")
+    with pytest.raises(ValueError, match="GPUARR_NATIVE_THREADS"):
+        native.threads()
+    monkeypatch.setenv("GPUARR_NATIVE_THREADS", "12")
+    assert native.threads() == 12

@@ -224,14 +224,39 @@ def materialize(program: Program, options: FusionOptions) -> dict:
     for a in program.outvars:
         if isinstance(a, Var):
             reasons.setdefault(a.id, "program output")
-    for vid, users in consumers.items():
-        if vid in reasons or len(users) < 2:
-            continue
-        if cost.get(vid, 0) * (len(users) - 1) > options.recompute_limit:
-            reasons[vid] = (f"shared by {len(users)} consumers; recomputing it (cost "
-                            f"{cost[vid]}) in each would exceed the recompute limit")
+    _share_or_recompute(program, consumers, cost, reasons, options.recompute_limit)
     _bound_chain_depth(program, reasons, options.chain_depth_limit)
     return reasons
+
+
+def _share_or_recompute(program, consumers, cost, reasons, limit) -> None:
+    """Give a buffer to each value read by several consumers whose recomputation would cost
+    more than `limit`. A kernel computes each of its values once, so what counts is the number
+    of kernels that would compute it: the buffered values (kernel roots) its consumers' results
+    flow into unbuffered. Values are visited from the end, so their consumers' roots are known:
+    in `x = sin(x) * a + cos(x) * b` repeated, each `x` feeds one root through both consumers
+    and the chain stays one kernel (until its depth is bounded) instead of one per step."""
+    roots: dict = {}
+    for eqn in reversed(program.eqns):
+        for v in eqn.outvars:
+            users = consumers.get(v.id, ())
+            if v.id not in reasons and len(users) >= 2:
+                reached = set()
+                for u in users:
+                    for w in u.outvars:
+                        reached |= roots.get(w.id, {w.id})
+                if cost.get(v.id, 0) * (len(reached) - 1) > limit:
+                    reasons[v.id] = (f"shared by {len(users)} consumers in {len(reached)} "
+                                     f"kernels; recomputing it (cost {cost[v.id]}) in each would "
+                                     "exceed the recompute limit")
+            if v.id in reasons:
+                roots[v.id] = {v.id}
+            else:
+                reached = set()
+                for u in consumers.get(v.id, ()):
+                    for w in u.outvars:
+                        reached |= roots.get(w.id, {w.id})
+                roots[v.id] = reached or {v.id}
 
 
 def _of_reductions(eqn, kind, reduced: set, constant: set) -> bool:

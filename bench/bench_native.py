@@ -45,9 +45,13 @@ def best_time(fn, *args, repeat=7, min_time=0.2):
 
 
 def _block(out):
-    for leaf in (out if isinstance(out, (tuple, list)) else [out]):
-        if hasattr(leaf, "block_until_ready"):
-            leaf.block_until_ready()
+    """Wait for every array in `out`, nested lists and tuples included (JAX dispatches
+    asynchronously: the MLP step's list of (w, b) pairs would otherwise be timed unfinished)."""
+    if isinstance(out, (tuple, list)):
+        for leaf in out:
+            _block(leaf)
+    elif hasattr(out, "block_until_ready"):
+        out.block_until_ready()
 
 
 # ---- the cases (written once against a numpy-like module and a lax-like module) ------------

@@ -60,6 +60,17 @@ typedef unsigned long long u64;
 typedef float f32;
 typedef double f64;
 
+/* XLA's float environment (subnormals flushed: MXCSR FTZ and DAZ, 0x8040), set by each entry
+ * point around its kernel and restored after, so a launch costs the host no call to set it. */
+#if defined(__x86_64__) && defined(__linux__) /* where float_env.py flushes */
+#define GPUARR_FLUSH_BEGIN \
+  const unsigned gpuarr_csr = __builtin_ia32_stmxcsr(); __builtin_ia32_ldmxcsr(gpuarr_csr | 0x8040u);
+#define GPUARR_FLUSH_END __builtin_ia32_ldmxcsr(gpuarr_csr);
+#else /* the NumPy backend keeps subnormals here too (gpuarr/backends/float_env.py) */
+#define GPUARR_FLUSH_BEGIN
+#define GPUARR_FLUSH_END
+#endif
+
 /* The work items this thread runs, set by the entry point before it calls the kernel. */
 static _Thread_local i64 gpuarr_begin, gpuarr_end;
 

@@ -325,9 +325,8 @@ def launch(fn, pointers, items: int, nbytes: int) -> None:
     """Run work items [0, items) of entry point `fn` with the argument pointer array
     `pointers`; launches moving at least PARALLEL_MIN_BYTES split over the thread pool."""
     parts = min(threads(), items // SPLIT_ALIGN) if nbytes >= PARALLEL_MIN_BYTES else 1
-    if parts <= 1:
-        with float_env.flushing():  # subnormals flushed, as in XLA (the pool's threads always are)
-            fn(pointers, 0, items)
+    if parts <= 1:   # rendered entry points flush subnormals themselves, as XLA computes
+        fn(pointers, 0, items)
         return
     # Part boundaries on multiples of SPLIT_ALIGN items: each part's vector loop then covers
     # the same items whatever the thread count, and only the launch's last items take the
@@ -335,8 +334,7 @@ def launch(fn, pointers, items: int, nbytes: int) -> None:
     bounds = [items * i // parts // SPLIT_ALIGN * SPLIT_ALIGN for i in range(parts)] + [items]
     futures = [_submit(parts - 1, fn, pointers, lo, hi)
                for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    with float_env.flushing():
-        fn(pointers, bounds[0], bounds[1])
+    fn(pointers, bounds[0], bounds[1])
     for fut in futures:
         fut.result()
 

@@ -149,12 +149,14 @@ def launch_shape(dialect: str, items: int, block: int, per_block: bool = False) 
 
 def c_entry_points(entries, args) -> str:
     """C dialect: an exported `<entry>_run(args, begin, end)` per entry point, which runs work
-    items [begin, end) of the kernel with its arguments taken from the pointer array `args`."""
+    items [begin, end) of the kernel with its arguments taken from the pointer array `args`,
+    subnormals flushed as in XLA (GPUARR_FLUSH_BEGIN/END, kernels/dialect_c.h)."""
     casts = ", ".join(f"({'' if a.output else 'const '}{storage(a.dtype)} *)args[{j}]"
                       for j, a in enumerate(args))
     return "".join(
         f"\nGPUARR_EXPORT void {e}_run(void *const *args, i64 begin, i64 end) {{\n"
-        f"  gpuarr_begin = begin;\n  gpuarr_end = end;\n  {e}({casts});\n}}\n" for e in entries)
+        f"  GPUARR_FLUSH_BEGIN\n  gpuarr_begin = begin;\n  gpuarr_end = end;\n  {e}({casts});\n"
+        f"  GPUARR_FLUSH_END\n}}\n" for e in entries)
 
 
 def _finish(dialect: str, source: str, entries, args) -> str:

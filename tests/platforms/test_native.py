@@ -333,3 +333,33 @@ def test_thread_count_knob_rejects_a_non_number(monkeypatch):
         native.threads()
     monkeypatch.setenv("GPUARR_NATIVE_THREADS", "12")
     assert native.threads() == 12
+
+
+def test_kernels_flush_subnormals_as_xla_without_the_host_setting_it(plat):
+    # The entry points set FTZ/DAZ themselves (kernels/dialect_c.h), as XLA computes: a
+    # subnormal operand reads as zero and a subnormal result is written as zero.
+    from gpuarr.backends import float_env
+    if not float_env.available():
+        pytest.skip("subnormals are not flushed on this machine (docs/arithmetic.md)")
+    import jax
+    x = np.array([1e-39, -1e-39, 1.0, 1e-30], np.float32)
+
+    def f(x):
+        return x + 0.0, x * 1e-10, x > 0
+
+    with gpuarr.default_device(plat.devices()[0]):
+        got = gpuarr.jit(f)(x)
+    want = jax.jit(f)(x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    lib = native.load(render.prelude("c") + textwrap.dedent("""
+        GPUARR_EXPORT void probe_run(void *const *args, i64 b, i64 e) {
+          GPUARR_FLUSH_BEGIN
+          ((f32 *)args[0])[0] = ((const f32 *)args[0])[0] * 3.0f;
+          GPUARR_FLUSH_END
+        }"""))
+    out = np.array([1e-39], np.float32)
+    native.entry(lib, "probe")(native.pointers([out]), 0, 1)   # no float_env around the call
+    assert out[0] == 0.0
+    out = np.array([1e-39], np.float32)
+    assert out[0] * np.float32(3.0) != 0.0   # and the caller's own arithmetic is left alone

@@ -581,9 +581,9 @@ COLUMN_TILE = 256   # outputs a tiled column reduction keeps in flight (C dialec
 
 
 def split_offsets(imap: IndexMap, out_rank: int, t: str, prefix: str):
-    """(C offset of the output coordinate `o`, lines computing the reduced part from `r`, its
-    name) for a load whose index map is one strided view over the iteration space
-    `out_shape + red_shape`: the buffer offset is then a sum of the two parts. None otherwise."""
+    """(C offset of the output coordinate `o`, C offset of the reduced coordinate `r`) of a load
+    whose index map is one strided view over the iteration space `out_shape + red_shape`: its
+    buffer offset is then the sum of the two. None for other index maps."""
     if len(imap.views) != 1 or not isinstance(imap.views[0], View):
         return None
     v = imap.views[0]
@@ -593,9 +593,7 @@ def split_offsets(imap: IndexMap, out_rank: int, t: str, prefix: str):
     out_expr = index_expr(IndexMap((out,)), "o", t, lines, prefix) if out.shape else \
         str(v.offset)
     red_expr = index_expr(IndexMap((red,)), "r", t, lines, prefix) if red.shape else "0"
-    if lines:
-        return None
-    return out_expr, [f"const {t} {prefix}_r = {red_expr};"], f"{prefix}_r"
+    return None if lines else (out_expr, red_expr)
 
 
 def tiled_column(k: ReductionKernel, t: str):
@@ -610,12 +608,25 @@ def tiled_column(k: ReductionKernel, t: str):
             parts = split_offsets(node.index, len(k.shape), t, f"p{j}")
             if parts is None:
                 return None
-            out_expr, lines, red_name = parts
-            hoisted += lines
-            lanes[j] = load_expr(node.arg, f"{out_expr} + {red_name}", node.dtype)
+            hoisted.append(f"const {t} p{j}_r = {parts[1]};")
+            lanes[j] = load_expr(node.arg, f"{parts[0]} + p{j}_r", node.dtype)
         elif not isinstance(node, (Const, Op)):
             return None
     return hoisted, render_nodes(k.pre_nodes, "p", "i", t, lanes)
+
+
+def row_loads(nodes, out_rank: int, t: str, prefix: str) -> dict:
+    """C dialect: for the loads of a reduction's pre-map or epilogue (iteration element
+    `i = o * red_size + r`) whose offset splits into an output part and a reduced part (see
+    `split_offsets`), the load written with `o` and `r`, not `i`: no division or remainder per
+    element (a row's broadcast operand is one load per row, and `in[o * n + r]` vectorises)."""
+    lanes = {}
+    for j, node in enumerate(nodes):
+        parts = split_offsets(node.index, out_rank, t, f"{prefix}{j}") \
+            if isinstance(node, Load) else None
+        if parts is not None:
+            lanes[j] = load_expr(node.arg, f"({parts[0]}) + ({parts[1]})", node.dtype)
+    return lanes
 
 
 # Reducers whose partial results may be combined in any order in vector lanes (as XLA's
@@ -638,9 +649,14 @@ def simd_reduction_hint(k: ReductionKernel, acc_t: str) -> str:
 def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel:
     t = index_type(k.out_size * k.red_size, *(a.size for a in k.args), dialect=dialect)
     acc_t = ctype(k.acc_dtype)
-    pre = render_nodes(k.pre_nodes, "p", "i", t)
+    # C dialect: loads by output and reduced coordinates where the pre-map's element is
+    # `o * red_size + r` (one pass, not an arg reduction) and in every epilogue.
+    c_split = dialect == "c" and not (k.split or k.limit or k.value_dtype)
+    pre = render_nodes(k.pre_nodes, "p", "i", t,
+                       row_loads(k.pre_nodes, len(k.shape), t, "p") if c_split else None)
     post = render_nodes(k.post_nodes, "q", "o", t) + store_lines(k.post_stores, "q", "o", t, k.args)
-    epi = render_nodes(k.epilogue_nodes, "e", "i", t)
+    epi = render_nodes(k.epilogue_nodes, "e", "i", t,
+                       row_loads(k.epilogue_nodes, len(k.shape), t, "e") if c_split else None)
     epi += store_lines(k.epilogue_stores, "e", "i", t, k.args)
     by_block = k.strategy != "column"
     block = reduction_block(k, dialect) if by_block else ELEMENTWISE_BLOCK

@@ -34,7 +34,7 @@ def _blas() -> dict | None:
     """{'sgemm', 'dgemm', 'sgemv', 'dgemv'}: addresses of the CBLAS routines of NumPy's
     OpenBLAS (64-bit integers), or None when NumPy ships another BLAS."""
     if "blas" not in _state:
-        found = None
+        found, lib = None, None
         libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
                                       "libscipy_openblas64_*"))
         try:
@@ -45,7 +45,7 @@ def _blas() -> dict | None:
         except (OSError, AttributeError):
             found = None
         _state["blas"] = found
-        _state["blas_lib"] = lib if found else None
+        _state["blas_lib"] = lib if found else None   # kept loaded while its addresses are used
     return _state["blas"]
 
 
@@ -153,10 +153,11 @@ def _carry_update(code: _Code, tag: str, plan, n_in: int, carry_slots: list) -> 
     carry's buffer goes through a staging buffer first, so no copy reads a carry that an earlier
     copy of the same step overwrote."""
     ins = {code.slot((tag, n)): k for k, n in enumerate(plan.inputs[n_in:n_in + len(carry_slots)])}
+    info = _plan_info(plan)
     staged, direct = [], []
     for k, (name, dst) in enumerate(zip(plan.outputs, carry_slots)):
         src = code.slot((tag, name))
-        shape, dtype = plan_info(plan)[name]
+        shape, dtype = info[name]
         nbytes = math.prod(shape) * dtype.itemsize
         if src == dst or ins.get(src) == k:
             continue
@@ -171,7 +172,7 @@ def _carry_update(code: _Code, tag: str, plan, n_in: int, carry_slots: list) -> 
     return first + direct + last
 
 
-def plan_info(plan) -> dict:
+def _plan_info(plan) -> dict:
     return {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
 
 

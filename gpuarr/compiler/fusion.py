@@ -231,32 +231,36 @@ def materialize(program: Program, options: FusionOptions) -> dict:
 
 def _share_or_recompute(program, consumers, cost, reasons, limit) -> None:
     """Give a buffer to each value read by several consumers whose recomputation would cost
-    more than `limit`. A kernel computes each of its values once, so what counts is the number
-    of kernels that would compute it: the buffered values (kernel roots) its consumers' results
-    flow into unbuffered. Values are visited from the end, so their consumers' roots are known:
-    in `x = sin(x) * a + cos(x) * b` repeated, each `x` feeds one root through both consumers
-    and the chain stays one kernel (until its depth is bounded) instead of one per step."""
+    more than `limit`. A kernel computes each value it reads at one index once, so what counts
+    is how many times the value would be computed per element: once for all the same-shape
+    elementwise consumers whose results reach the same buffered value (kernel root) unbuffered,
+    and once for every other consumer (a layout op, a piecewise op, an implicit broadcast or a
+    reduction reads it at an index of its own). Values are visited from the end, so their
+    consumers' roots are known: in `x = sin(x) * a + cos(x) * b` repeated, each `x` feeds one
+    root through both consumers and the chain stays one kernel (until its depth is bounded)
+    instead of one per step, while `x[1:] + x[:-1]` still buffers a costly `x`."""
     roots: dict = {}
+
+    def reached(v) -> set:
+        out = set()
+        for u in consumers.get(v.id, ()):
+            w = u.outvars[0]
+            if lowering.lowering_of(u.prim)[0] == "elementwise" and _fusable(u) \
+                    and len(u.outvars) == 1 and w.aval.shape == v.aval.shape:
+                out |= roots.get(w.id, {w.id})
+            else:
+                out.add(("read", id(u)))
+        return out
+
     for eqn in reversed(program.eqns):
         for v in eqn.outvars:
-            users = consumers.get(v.id, ())
-            if v.id not in reasons and len(users) >= 2:
-                reached = set()
-                for u in users:
-                    for w in u.outvars:
-                        reached |= roots.get(w.id, {w.id})
-                if cost.get(v.id, 0) * (len(reached) - 1) > limit:
-                    reasons[v.id] = (f"shared by {len(users)} consumers in {len(reached)} "
-                                     f"kernels; recomputing it (cost {cost[v.id]}) in each would "
-                                     "exceed the recompute limit")
-            if v.id in reasons:
-                roots[v.id] = {v.id}
-            else:
-                reached = set()
-                for u in consumers.get(v.id, ()):
-                    for w in u.outvars:
-                        reached |= roots.get(w.id, {w.id})
-                roots[v.id] = reached or {v.id}
+            if v.id not in reasons and len(consumers.get(v.id, ())) >= 2:
+                kernels = reached(v)
+                if cost.get(v.id, 0) * (len(kernels) - 1) > limit:
+                    reasons[v.id] = (f"shared by {len(consumers[v.id])} consumers, computed "
+                                     f"{len(kernels)} times per element; recomputing it (cost "
+                                     f"{cost[v.id]}) would exceed the recompute limit")
+            roots[v.id] = {v.id} if v.id in reasons else (reached(v) or {v.id})
 
 
 def _of_reductions(eqn, kind, reduced: set, constant: set) -> bool:

@@ -8,9 +8,11 @@ from helpers import close
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import lax
+from gpuarr.backends import native
 from gpuarr.backends.numpy import codegen
 from gpuarr.compiler import fusion, passes, plan_closed, render
 from gpuarr.compiler.plan import ElementwiseKernel
+from gpuarr.platforms import get_platform
 
 N_OPS = 10_000
 x0 = np.linspace(-2.0, 2.0, 64, dtype=np.float32)
@@ -137,3 +139,41 @@ def test_wide_concatenate_of_nested_concatenates(pocl):
     assert any("pieces" in k.reason for k in plan_closed(closed).kernels)
     got = gpuarr.jit(f)(gpuarr.device_put(x, gpuarr.devices("opencl")[0]))
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def _kernels(f, *args):
+    closed = passes.optimize(gpuarr.make_jaxpr(f)(*args))
+    return [k for k in plan_closed(closed).kernels if isinstance(k, ElementwiseKernel)]
+
+
+def test_shared_value_read_twice_in_one_kernel_is_not_buffered():
+    # Each x feeds both sin and cos, whose results meet again: one kernel computes x once per
+    # element, so no step gets a buffer for being shared; 50 steps are the two kernels the
+    # depth bound makes instead of 50 (fewer launches, less C to compile).
+    def sin_cos(x):
+        for k in range(50):
+            x = jnp.sin(x) * (1.0 + k * 1e-3) + jnp.cos(x) * 0.5 - 0.25
+        return x
+
+    kernels = _kernels(sin_cos, x0)
+    assert len(kernels) == 2 and not any("shared by" in k.reason for k in kernels)
+    want = x0.astype(np.float64)
+    for k in range(50):
+        want = np.sin(want) * np.float32(1.0 + k * 1e-3) + np.cos(want) * 0.5 - 0.25
+    if native.available():   # the two kernels, built and run on the native platform
+        got = get_platform("native").compile(gpuarr.make_jaxpr(sin_cos)(x0))(x0)[0]
+        np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_shared_value_read_at_two_indices_is_still_buffered():
+    # x[1:] + x[:-1] reads a costly x at two offsets: computing it once (a buffer) beats
+    # computing it twice per element, and a chain of such stencils stays linear.
+    def stencil(x):
+        for _ in range(6):
+            x = jnp.exp(jnp.sin(x) * 0.5)
+            x = jnp.concatenate([x[:1], (x[1:] + x[:-1]) * 0.5])
+        return x
+
+    kernels = _kernels(stencil, x0)
+    assert len(kernels) >= 6
+    assert sum("computed 3 times per element" in k.reason for k in kernels) == 6

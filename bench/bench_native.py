@@ -6,7 +6,7 @@ For each case it prints the best time per call of jitted gpuarr on the native pl
 per thread count, GPUARR_NATIVE_THREADS), on the cpu platform (NumPy backend) and of jax.jit,
 then the ratios native / JAX and native / NumPy backend. The issue's targets are printed
 beside native / JAX. `--threshold` times a launch on one thread and split over two, from 16 KiB
-to 4 MiB, which is how backends/native.py's PARALLEL_MIN_BYTES was chosen.
+to 4 MiB; backends/native.py's PARALLEL_MIN_BYTES comes from bench_native_threads.py.
 """
 from __future__ import annotations
 

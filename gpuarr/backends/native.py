@@ -52,11 +52,11 @@ _MAGIC = b"GPUARR-NATIVE1\n"
 # Thread parts start on multiples of this many work items (64 float32 lanes: four AVX-512
 # vectors).
 SPLIT_ALIGN = 64
-# A launch moving fewer bytes than this runs on the calling thread. `bench/bench_native.py
-# --threshold` times one launch on one thread and split over two: on the 2-core machine used
-# so far (busy with other work, so the table was noisy) two threads won from 128 KiB up in
-# most runs; 256 KiB keeps a margin for the hand-off to the pool's thread.
-PARALLEL_MIN_BYTES = 1 << 18
+# A launch moving fewer bytes than this runs on the calling thread. Measured with
+# `bench/bench_native_threads.py` on an idle 13-core x86-64 machine (docs/kernels.md, "Threads"):
+# handing a part to the pool costs about 0.1 ms, so an elementwise chain (16 bytes per item)
+# gains from two threads from 8 MiB moved up, a row sum (4 bytes per item) from 32 MiB.
+PARALLEL_MIN_BYTES = 8 << 20
 
 _lock = threading.Lock()
 _state: dict = {}

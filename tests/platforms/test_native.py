@@ -127,7 +127,7 @@ def test_scatter_gather_and_16_bit_floats(plat):
 
 
 def test_large_launches_split_over_threads_give_the_same_result(plat, monkeypatch):
-    x = np.random.default_rng(3).standard_normal((512, 1024)).astype(np.float32)
+    x = np.random.default_rng(3).standard_normal((2048, 1024)).astype(np.float32)
 
     def f(x):
         return jnp.exp(x) * 2.0 + 1.0, jnp.sum(x, axis=1), jnp.sum(x, axis=0), x.at[3].add(1.0)

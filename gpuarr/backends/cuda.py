@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuarr.backends import cuda_library, device_group, nccl, nvrtc
+from gpuarr.backends import cuda_library, device_group, float_env, nccl, nvrtc
 from gpuarr.errors import JaxRuntimeError
 
 PIP_HINT = ('pip install "gpuarr[cuda12]" (CUDA 12: cupy-cuda12x, nvidia-cuda-nvrtc-cu12) or '
@@ -486,5 +486,6 @@ def _host_step(ctx: DeviceContext, step, args) -> list:
             except cuda_library.NoDeviceForm:
                 pass
     host = [ctx.download(a) for a in args]
-    results = step.fn(*host)
+    with float_env.flushing():  # as the kernels (-ftz) and XLA's CPU code: subnormals flushed
+        results = step.fn(*host)
     return [ctx.upload(np.asarray(r)) for r in results]

@@ -204,6 +204,15 @@ def _scaled_product(eqn, producer):
     return None
 
 
+def _same_operands(eqn, producer):
+    """max(x, x) -> x and min(x, x) -> x, as XLA's simplifier: a subnormal x comes back
+    unchanged where the operation itself would read it as zero and flush it."""
+    x, y = eqn.inputs
+    if not isinstance(x, Literal) and not isinstance(y, Literal) and x.id == y.id:
+        return x
+    return None
+
+
 def _integer_pow_of(eqn, producer):             # x ** 1 -> x (left by vmap of grad of x ** 2)
     return eqn.inputs[0] if eqn.params["y"] == 1 else None
 
@@ -243,6 +252,8 @@ SIMPLIFY_RULES = {
     "add": [_identity_operand(0, True)],
     "sub": [_identity_operand(0, False)],
     "div": [_identity_operand(1, False), _reciprocal_divisor],
+    "max": [_same_operands],
+    "min": [_same_operands],
     "neg": [_involution],
     "not": [_involution],
     "transpose": [_transpose_of],

@@ -34,6 +34,7 @@ from gpuarr.impls import elementwise_prims, impl_rules, narrow_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped, vectorized_rule
+from gpuarr.lax import complex_functions
 from gpuarr.lax.arguments import (
     _SCALARS,
     _as_operand,
@@ -209,6 +210,17 @@ def _xla_complex_nans(ufunc, nan_where):
     return impl
 
 
+def _complex_by_xla(ufunc, complex_impl):
+    """`ufunc` for real operands; `complex_impl` (XLA's expansion, lax/complex_functions.py)
+    for complex ones."""
+    def impl(x):
+        if (x.dtype if type(x) is np.ndarray else np.asarray(x).dtype).kind == "c":
+            return complex_impl(x)
+        return ufunc(x)
+    impl.__name__ = ufunc.__name__
+    return impl
+
+
 def _inf_and_nonfinite(re, im):
     return np.isinf(re) & ~np.isfinite(im)
 
@@ -253,7 +265,7 @@ tan_p = unop("tan", np.tan)
 defjvp(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), square(ans))), with_ans=True)
 asin_p = unop("asin", np.arcsin)
 defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
-acos_p = unop("acos", np.arccos)
+acos_p = unop("acos", _complex_by_xla(np.arccos, complex_functions.acos))
 defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(_const(x, 1), square(x))))))
 atan_p = unop("atan", np.arctan)
 defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
@@ -261,13 +273,13 @@ sinh_p = unop("sinh", _xla_complex_nans(np.sinh, lambda re, im: ~np.isfinite(im)
 defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 cosh_p = unop("cosh", _xla_complex_nans(np.cosh, lambda re, im: ~np.isfinite(im)))
 defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
-asinh_p = unop("asinh", np.arcsinh)
+asinh_p = unop("asinh", _complex_by_xla(np.arcsinh, complex_functions.asinh))
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
-acosh_p = unop("acosh", np.arccosh)
+acosh_p = unop("acosh", _complex_by_xla(np.arccosh, complex_functions.acosh))
 defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
-atanh_p = unop("atanh", np.arctanh)
+atanh_p = unop("atanh", _complex_by_xla(np.arctanh, complex_functions.atanh))
 defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_const(x, 1), x)), div(g, sub(_const(x, 1), x))))
-sqrt_p = unop("sqrt", np.sqrt)
+sqrt_p = unop("sqrt", _complex_by_xla(np.sqrt, complex_functions.sqrt))
 defjvp(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)), with_ans=True)
 
 

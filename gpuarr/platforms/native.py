@@ -16,13 +16,13 @@ import math
 
 import numpy as np
 
-from gpuarr.backends import host_threads, native, native_loops
+from gpuarr.backends import float_env, host_threads, native, native_loops
 from gpuarr.backends import numpy as numpy_backend
 from gpuarr.compiler import compile_closed, inline_calls, render
 from gpuarr.compiler.fusion import FusionOptions
 from gpuarr.lax.dot_precision import is_algorithm
 from gpuarr.platforms import Device
-from gpuarr.platforms.host import HostBufferPlatform
+from gpuarr.platforms.host import HostBufferPlatform, computes_floats
 
 logger = logging.getLogger("gpuarr")
 
@@ -68,8 +68,8 @@ class NativePlatform(HostBufferPlatform):
             return tuple(runner(consts + list(buffers)))
 
         run.launch_plan = plan
-        return run
-
+        # Host steps (complex sqrt, say) flush subnormals as the kernels and XLA's CPU code do.
+        return float_env.flushed(run) if computes_floats(closed.program) else run
 
     def fusion_options(self) -> FusionOptions:
         """Loop bodies compile through this platform; column reductions stay one tiled pass."""

@@ -23,7 +23,11 @@ from gpuarr.lax.dot_products import (
 )
 from gpuarr.lax.extras import reduce_xor_p
 from gpuarr.lax.lax import (
+    acos_p,
+    acosh_p,
+    asinh_p,
     atan2_p,
+    atanh_p,
     cosh_p,
     div_p,
     exp_p,
@@ -42,6 +46,7 @@ from gpuarr.lax.lax import (
     shift_right_arithmetic_p,
     shift_right_logical_p,
     sinh_p,
+    sqrt_p,
     tanh_p,
 )
 from gpuarr.lax.platform_dependent import platform_index, platform_index_p
@@ -53,7 +58,8 @@ float_ufuncs[div_p] = np.true_divide
 float_ufuncs[atan2_p] = np.arctan2
 # Complex operands take the impls (XLA's special values); real ones call the ufuncs.
 for _prim, _ufunc in [(exp_p, np.exp), (log_p, np.log), (log1p_p, np.log1p), (tanh_p, np.tanh),
-                      (sinh_p, np.sinh), (cosh_p, np.cosh)]:
+                      (sinh_p, np.sinh), (cosh_p, np.cosh), (sqrt_p, np.sqrt), (acos_p, np.arccos),
+                      (acosh_p, np.arccosh), (asinh_p, np.arcsinh), (atanh_p, np.arctanh)]:
     float_ufuncs[_prim] = _ufunc
 
 # Compiled Programs call np.power directly where both operands have one real float type (an

@@ -49,6 +49,20 @@ CASES = {
     "min_max_nan": (lambda L: lambda x, y: L.maximum(L.minimum(x, y), 0.0),
                     [np.array([np.nan, 1, -np.inf, 1e-39], F32),
                      np.array([0, np.nan, -1.4e38, -1e-39], F32)]),
+    # float(pred) * a is select(pred, a, 0) in XLA: False times inf or NaN is 0.
+    "bool_array_times_inf": (lambda L: L.multiply, [np.array([True, False, False, True]),
+                                                    np.array([np.inf, np.inf, np.nan, -2], F32)]),
+    "bool_array_operator_product": (lambda L: lambda b, y: L.asarray(b) * y,
+                                    [np.array([True, False]), np.array([np.inf, np.nan], F32)]),
+    "bool_array_divided_by_false": (lambda L: lambda b: L.true_divide(b, False),
+                                    [np.array([True, False, False])]),
+    "bool_array_divided_by_zero": (lambda L: lambda b: b / L.float32(0), [np.array([True, False])]),
+    "float_times_bool_scalar": (lambda L: lambda y: L.multiply(y, np.bool_(False)),
+                                [np.array([np.inf, np.nan, -2], F32)]),
+    "float_times_0d_bool": (lambda L: lambda y, b: L.multiply(y, b),
+                            [np.array([np.inf, np.nan, -2], F32), np.array(False)]),
+    "false_divided_by_array": (lambda L: lambda y: L.true_divide(np.array(False), y),
+                               [np.array([np.inf, 0.0, -2], F32)]),
     "weak_where": (lambda L: lambda x: L.where(x > 0, x, 0), [np.array([1, -1], np.int32)]),
     "weak_scalar_argument": (lambda L: lambda x: x * 2, [3.0]),
     "weak_sum": (lambda L: L.sum, [3.0]),
@@ -168,6 +182,14 @@ def test_fuzzer_programs_found_before():
                 [("cumsum", {"a": 0, "axis": 2}),
                  ("binary", {"a": 0, "op": "minimum", "b": 0, "swap": True})],
                 [False, True, False], 2),
+        # b / False for a bool array: XLA multiplies by 1 / 0 and turns float(b) * inf into
+        # select(b, inf, 0).
+        Program([-1, np.array([[True], [True], [False]]), np.array([[46341], [100], [7]], np.uint32)],
+                [("binary", {"a": 1, "op": "true_divide", "weak": False, "swap": False}),
+                 ("cond", {"a": 2, "c": 0}), ("concatenate", {"a": 0, "b": 3}),
+                 ("binary", {"a": 4, "op": "multiply", "weak": -2.0, "swap": True}),
+                 ("concatenate", {"a": 5, "b": 4})],
+                [False, False, False, True, False, False, False, False], 1),
     ]
     for prog in programs:
         assert compare(prog) is None, prog.describe()

@@ -213,6 +213,30 @@ def _same_operands(eqn, producer):
     return None
 
 
+def _converted_predicate(atom, producer, shape):
+    """The boolean operand of `atom = convert_element_type(pred)` to a float type, of the
+    product's `shape` (XLA matches no broadcast between them), or None."""
+    if isinstance(atom, Literal) or tuple(atom.aval.shape) != tuple(shape):
+        return None
+    p = producer(atom)
+    if (p is not None and p.prim.name == "convert_element_type"
+            and not isinstance(p.inputs[0], Literal) and np.dtype(p.inputs[0].aval.dtype) == np.bool_
+            and np.dtype(atom.aval.dtype) in _RECIPROCAL_DTYPES):
+        return p.inputs[0]
+    return None
+
+
+def _predicate_product(eqn, producer):
+    """float(pred) * a -> select(pred, a, 0), as XLA's simplifier rewrites it: a False
+    operand gives 0 even where `a` is infinite or NaN (`b / False` for a bool array `b` is
+    `[inf, 0]`, not `[inf, nan]`, under jit and in JAX's jnp.true_divide)."""
+    for conv, other in (eqn.inputs, eqn.inputs[::-1]):
+        pred = _converted_predicate(conv, producer, eqn.outvars[0].aval.shape)
+        if pred is not None:
+            return [("select_n", [pred, make_literal(0, eqn.outvars[0].aval), other], {})]
+    return None
+
+
 def _integer_pow_of(eqn, producer):             # x ** 1 -> x (left by vmap of grad of x ** 2)
     return eqn.inputs[0] if eqn.params["y"] == 1 else None
 
@@ -234,13 +258,17 @@ def _reciprocal_divisor(eqn, producer):
     out = eqn.outvars[0]
     if np.dtype(out.aval.dtype) not in _RECIPROCAL_DTYPES or _is_constant(x, producer):
         return None
+    pred = _converted_predicate(x, producer, out.aval.shape)
+    # The product, as _predicate_product then rewrites it (this pass walks once).
+    product = ((lambda r: ("select_n", [pred, make_literal(0, out.aval), r], {}))
+               if pred is not None else (lambda r: ("mul", [x, r], {})))
     if _is_constant(y, producer) or y.aval.shape != out.aval.shape:  # gpuarr's div broadcasts
-        return [("div", [make_literal(1, y.aval), y], {}), ("mul", [x, "$0"], {})]
+        return [("div", [make_literal(1, y.aval), y], {}), product("$0")]
     p = producer(y)
     if p is not None and p.prim.name == "broadcast_in_dim":
         src = p.inputs[0]
         return [("div", [make_literal(1, src.aval), src], {}),
-                ("broadcast_in_dim", ["$0"], dict(p.params)), ("mul", [x, "$1"], {})]
+                ("broadcast_in_dim", ["$0"], dict(p.params)), product("$1")]
     return None
 
 
@@ -248,7 +276,7 @@ SIMPLIFY_RULES = {
     "log": [_log_of],
     "integer_pow": [_integer_pow_of],
     "exp": [_exp_of],
-    "mul": [_identity_operand(1, True), _scaled_product],
+    "mul": [_identity_operand(1, True), _predicate_product, _scaled_product],
     "add": [_identity_operand(0, True)],
     "sub": [_identity_operand(0, False)],
     "div": [_identity_operand(1, False), _reciprocal_divisor],

@@ -98,7 +98,29 @@ def _alias(name, fn):
 
 
 
-def _binary_ufunc(name, op, promote=promote_dtypes):
+def _has_bool(*args):
+    # Arrays only: JAX folds a Python or NumPy bool scalar into a float constant first.
+    return builtins.any(getattr(a, "dtype", None) == np.bool_ and not isinstance(a, np.generic)
+                        for a in args)
+
+
+def _jitted_with_bool(fn):
+    """`fn`, run as a jitted function where an operand is boolean: JAX's jnp functions are
+    jitted, and under jit XLA rewrites float(pred) * a (also x / c -> x * (1 / c)) into
+    select(pred, a, 0), so `b * inf` and `b / False` give 0 where `b` is False, not NaN."""
+    jitted = _jit(fn)
+
+    def call(x, y, /, **kwargs):
+        if (not kwargs and _has_bool(x, y) and not isinstance(x, Tracer)
+                and not isinstance(y, Tracer)):
+            return jitted(x, y)
+        return fn(x, y, **kwargs)
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+def _binary_ufunc(name, op, promote=promote_dtypes, bool_jit=False):
     def fn(x, y, /, *, out=None, where=None):
         if out is not None or where is not None:
             _ufunc_args(name, out, where)
@@ -109,7 +131,7 @@ def _binary_ufunc(name, op, promote=promote_dtypes):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise {name}, as numpy.{name}, with broadcasting and JAX's promotion; "
                   "a jnp.ufunc with reduce, accumulate, at, reduceat and outer methods.")
-    return ufunc_api.binary_ufunc(fn)
+    return ufunc_api.binary_ufunc(_jitted_with_bool(fn) if bool_jit else fn)
 
 
 def _unary_ufunc(name, op, promote=promote_dtypes):
@@ -200,8 +222,9 @@ add = _binary_ufunc("add", lambda x, y: lax.bitwise_or(x, y) if get_aval(x).dtyp
                     else lax.add(x, y))
 subtract = _binary_ufunc("subtract", lax.sub)
 multiply = _binary_ufunc("multiply", lambda x, y: lax.bitwise_and(x, y) if get_aval(x).dtype == np.bool_
-                   else lax.mul(x, y))
+                   else lax.mul(x, y), bool_jit=True)
 true_divide = _binary("true_divide", lax.div, promote_dtypes_inexact, params="x1, x2, /")
+true_divide = _jitted_with_bool(true_divide)
 divide = true_divide
 
 

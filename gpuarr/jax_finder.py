@@ -16,8 +16,9 @@ import types
 
 from gpuarr.version import jax_version
 
-# JAX module names whose gpuarr module has another name: (jax name, gpuarr name).
-RENAMED: dict = {}
+# JAX module names whose gpuarr module has another name: (jax name, gpuarr name). A library
+# that patches `jax._src.compiler` must patch the module jit calls through, not a re-export.
+RENAMED: dict = {"jax._src.compiler": "gpuarr.compilation"}
 CLAIMED_ROOTS = ("jax",)
 # The modules that `import jax` loads with it, so libraries reach them as attributes
 # (`jax.interpreters.xla.X` without importing it).

@@ -14,7 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, dispatch, impls, monitoring, placement, profiler, pytrees, stages
+from gpuarr import (
+    compilation, core, dispatch, impls, monitoring, placement, profiler, pytrees, stages,
+)
 from gpuarr.api_util import (
     ShapeDtypeStruct,
     abstractify,
@@ -608,7 +610,7 @@ class Jitted:
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
         platform = placement.platform_of(device or placement.target_device())
         start = _clock() if monitoring.has_duration_listeners() else None
-        fn = platform.compile(closed)  # the passes, then codegen
+        fn = compilation.backend_compile_and_load(platform, closed)  # the passes, then codegen
         if start is not None:
             monitoring.record_event_duration_secs(
                 "/jax/core/compile/backend_compile_duration", _clock() - start,
@@ -691,8 +693,8 @@ class Jitted:
 
         def compile(lowered):  # the lowered Program has been through the passes already
             plat = platform()
-            entry = _CacheEntry(lowered.compiler_ir(), plat.codegen(lowered.compiler_ir()),
-                                out_tree, [a.weak_type for a in closed.out_avals], plat)
+            fn = compilation.backend_compile_and_load(plat, lowered.compiler_ir(), optimized=True)
+            entry = _CacheEntry(lowered.compiler_ir(), fn, out_tree, [a.weak_type for a in closed.out_avals], plat)
             run = functools.partial(_run_entry, entry, name=self._name)
             if out_flat is not None:
                 run = functools.partial(_run_with_shardings, run, out_flat)

@@ -119,3 +119,35 @@ def test_the_build_installs_the_hook(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "gpuarr_as_jax.pth").read_text() == (ROOT / "gpuarr" / "gpuarr_as_jax.pth").read_text()
     assert (tmp_path / "gpuarr" / "as_jax.py").exists()
+
+
+def test_a_library_can_refuse_compilation_through_jax_src_compiler():
+    """chex's restrict_backends wraps `jax._src.compiler.backend_compile_and_load` by setattr:
+    every jit compilation (and `lower().compile()`) goes through the wrapped function, which
+    sees the backend's `.platform`."""
+    proc = run("""
+        import gpuarr.as_jax
+        import functools
+        import jax, jax.numpy as jnp
+        from jax._src import compiler
+        inner = compiler.backend_compile_and_load
+        seen = []
+
+        @functools.wraps(inner)
+        def refuse_cpu(backend, *args, **kwargs):
+            seen.append(backend.platform)
+            if backend.platform == "cpu":
+                raise RuntimeError("compiling for cpu is forbidden")
+            return inner(backend, *args, **kwargs)
+
+        setattr(compiler, "backend_compile_and_load", refuse_cpu)
+        for compile_ in (lambda f: f(3.0), lambda f: f.lower(3.0).compile()):
+            try:
+                compile_(jax.jit(lambda x: jnp.sin(x) * x))
+            except RuntimeError as e:
+                print(e)
+        setattr(compiler, "backend_compile_and_load", inner)
+        print(float(jax.jit(lambda x: x * 2.0)(3.0)), seen)
+    """, env_extra={"GPUARR_PLATFORMS": "cpu"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["compiling for cpu is forbidden"] * 2 + ["6.0 ['cpu', 'cpu']"]

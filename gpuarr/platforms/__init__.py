@@ -60,6 +60,11 @@ class Platform:
 
     name = "?"
 
+    @property
+    def platform(self) -> str:
+        """The platform's name, as a JAX backend's `.platform` (`jax._src.compiler` hooks read it)."""
+        return self.name
+
     def devices(self) -> list[Device]:
         raise NotImplementedError
 

@@ -14,9 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import (
-    compilation, core, dispatch, impls, monitoring, placement, profiler, pytrees, stages,
-)
+from gpuarr import compilation, core, dispatch, impls, monitoring, placement, profiler, pytrees, stages
 from gpuarr.api_util import (
     ShapeDtypeStruct,
     abstractify,
@@ -694,7 +692,8 @@ class Jitted:
         def compile(lowered):  # the lowered Program has been through the passes already
             plat = platform()
             fn = compilation.backend_compile_and_load(plat, lowered.compiler_ir(), optimized=True)
-            entry = _CacheEntry(lowered.compiler_ir(), fn, out_tree, [a.weak_type for a in closed.out_avals], plat)
+            entry = _CacheEntry(lowered.compiler_ir(), fn, out_tree,
+                                [a.weak_type for a in closed.out_avals], plat)
             run = functools.partial(_run_entry, entry, name=self._name)
             if out_flat is not None:
                 run = functools.partial(_run_with_shardings, run, out_flat)

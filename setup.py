@@ -1,6 +1,7 @@
 """Build hook: the package metadata is in pyproject.toml. This only adds gpuarr_as_jax.pth to
-the installed files (site-packages), so that GPUARR_AS_JAX=1 makes `import jax` resolve to
-gpuarr in any process; with the variable unset the hook imports nothing."""
+the installed files (site-packages), by a wheel install and by an editable one (`pip install
+-e .`) alike, so that GPUARR_AS_JAX=1 makes `import jax` resolve to gpuarr in any process; with
+the variable unset the hook imports nothing."""
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,13 @@ class build_py_with_pth(build_py):
 
     def run(self):
         super().run()
-        target = Path(self.build_lib) / PTH
+        if getattr(self, "editable_mode", False):
+            # An editable wheel installs no build tree: setuptools' editable_wheel packs the
+            # folder it gives `install` as install_lib, the wheel's root (site-packages).
+            root = self.get_finalized_command("install").install_lib
+        else:
+            root = self.build_lib
+        target = Path(root) / PTH
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(SOURCE, target)
 

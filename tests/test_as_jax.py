@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -92,12 +94,14 @@ def test_module_runner_without_a_script_prints_its_usage():
 
 def test_environment_variable_hook(tmp_path):
     # The hook pip installs (gpuarr_as_jax.pth) runs this line at startup; run it from a .pth
-    # in a site directory made here, as site.py does for site-packages.
+    # in a site directory made here, as site.py does for site-packages. It imports nothing of
+    # gpuarr until the first `import jax`.
     pth = (ROOT / "gpuarr" / "gpuarr_as_jax.pth").read_text()
     (tmp_path / "gpuarr_as_jax.pth").write_text(pth)
     code = """
         import site, sys
         site.addsitedir(sys.argv[1])
+        assert "gpuarr" not in sys.modules
         import jax
         print(jax.numpy.__name__)
     """
@@ -110,15 +114,40 @@ def test_environment_variable_hook(tmp_path):
 
 
 def test_the_build_installs_the_hook(tmp_path):
-    """setup.py's build_py puts gpuarr_as_jax.pth at the root of the built tree, which a
-    wheel installs into site-packages."""
-    import pytest
+    """setup.py's build_py puts gpuarr_as_jax.pth (and the module it runs) at the root of the
+    built tree, which a wheel installs into site-packages."""
     pytest.importorskip("setuptools", reason="building needs setuptools")
     proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "gpuarr_as_jax.pth").read_text() == (ROOT / "gpuarr" / "gpuarr_as_jax.pth").read_text()
+    assert (tmp_path / "gpuarr_as_jax.py").exists()
     assert (tmp_path / "gpuarr" / "as_jax.py").exists()
+
+
+@pytest.mark.slow
+def test_an_editable_install_installs_the_hook(tmp_path):
+    """`pip install -e .` into a virtual environment over this one's site-packages (where
+    NumPy lives, a site directory added after the environment's own, whose .pth files run
+    first): GPUARR_AS_JAX=1 then points `import jax` at this checkout's gpuarr."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
+                   timeout=300)
+    python = venv / "bin" / "python"
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                           "--no-build-isolation", "-e", str(ROOT)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    code = "import jax, gpuarr; print(jax.numpy.__name__, gpuarr.__file__)"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPUARR_AS_JAX")}
+    on = subprocess.run([str(python), "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                        env=dict(env, GPUARR_AS_JAX="1"), timeout=300)
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.split() == ["gpuarr.numpy", str(ROOT / "gpuarr" / "__init__.py")]
+    off = subprocess.run([str(python), "-c", "import jax; print(jax.numpy.__name__)"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert off.returncode == 0, off.stderr
+    assert off.stdout.strip() == "jax.numpy"
 
 
 def test_a_library_can_refuse_compilation_through_jax_src_compiler():

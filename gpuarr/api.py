@@ -38,7 +38,7 @@ from gpuarr.device_api import (  # noqa: F401
     typeof,
 )
 from gpuarr.jit_api import (  # noqa: F401
-    Jitted,
+    PjitFunction,
     ShapeDtypeStruct,
     clear_caches,
     config_disable_passes,

@@ -31,6 +31,9 @@ from gpuarr.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from gpuarr.sharding.mesh import empty_abstract_mesh
+from gpuarr.sharding.partition_spec import PartitionSpec
+from gpuarr.sharding.shardings import NamedSharding
 
 # ---------------------------------------------------------------- abstract values
 
@@ -56,6 +59,13 @@ class ShapedArray:
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
+
+    @property
+    def sharding(self):
+        """The sharding in the type, as JAX reports it for a value over no mesh axes: a
+        NamedSharding of the empty abstract mesh, no dimension split (gpuarr's types carry no
+        mesh axes; an Array's own `.sharding` says where it lives)."""
+        return NamedSharding(empty_abstract_mesh, PartitionSpec(*[None] * len(self.shape)))
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape

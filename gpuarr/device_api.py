@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from gpuarr import core, placement, process_group, pytrees
+from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.dispatch import as_array as _as_array  # noqa: F401
@@ -34,6 +35,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         def put(leaf):
             if isinstance(leaf, Tracer):
                 return leaf
+            _check_array_value(leaf)
             return placement.put(leaf, device)
         return pytrees.tree_map(put, x)
     from gpuarr.sharding import mesh_context, partition_spec, shardings, tree_shardings
@@ -62,8 +64,11 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
                 out.append(leaf)
             else:
                 out.append(tree_shardings.with_sharding(leaf, target))
+        elif isinstance(leaf, Tracer):
+            out.append(leaf)
         else:
-            out.append(leaf if isinstance(leaf, Tracer) else placement.put(leaf, target))
+            _check_array_value(leaf)
+            out.append(placement.put(leaf, target))
     return pytrees.tree_unflatten(treedef, out)
 
 
@@ -72,6 +77,17 @@ def _abstractify(x) -> ShapedArray:
         return core.get_aval(x)
     except TypeError:
         raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type") from None
+
+
+def _check_array_value(x) -> None:
+    """JAX's TypeError for a leaf that is no array value (a type, a string, an object array):
+    libraries probe with device_put (chex's with_device variant keeps what it refuses)."""
+    if type(x) is Array:
+        return
+    kind = getattr(_abstractify(x).dtype, "kind", "")
+    if kind in ("O", "U", "S", "V", "M", "m"):
+        raise TypeError(f"Dtype {np.dtype(x.dtype)} is not a valid JAX array type. Only arrays "
+                        "of numeric types are supported by JAX.")
 
 
 def device_get(x):

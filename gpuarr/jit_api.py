@@ -1,4 +1,4 @@
-"""jit: the jit primitive and its transformation rules, `Jitted` (its caches, the call path
+"""jit: the jit primitive and its transformation rules, `PjitFunction` (its caches, the call path
 and the ahead-of-time stages), `jit`, `disable_jit`, `clear_caches`; `make_jaxpr` and
 `eval_shape`. Compiling is the platform's (`Platform.compile` runs the passes, then codegen)."""
 from __future__ import annotations
@@ -307,9 +307,10 @@ def _jit_state(fun, options, static_argnums, static_argnames, donate_argnums, do
     return state
 
 
-class Jitted:
+class PjitFunction:
     """A function compiled once per input signature; calls with a cached signature are cheap.
-    Jits of one function with the same options share their caches (see _JitState)."""
+    Jits of one function with the same options share their caches (see _JitState). Named and
+    printed as JAX's jit object, which libraries recognise by its type's name."""
 
     def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
                  donate_argnames=None, keep_unused=False, inline=False, device=None,
@@ -347,7 +348,14 @@ class Jitted:
         return functools.partial(self, obj)
 
     def __repr__(self):
-        return f"<gpuarr.jit of {self._fun!r}>"
+        return f"<PjitFunction of {self._fun!r}>"  # as JAX prints it (libraries match it)
+
+    @property
+    def __signature__(self):
+        """The wrapped function's signature, as JAX's jit reports it: `inspect.signature(f,
+        follow_wrapped=False)` reads it (this class's `__get__` makes inspect take it for a
+        builtin otherwise)."""
+        return self._sig if self._sig is not None else inspect.signature(self._fun)
 
     # --- the call path ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -834,7 +842,7 @@ def jit(fun: Callable | _NotSpecified = _NOT_SPECIFIED, /, *, in_shardings=None,
         raise JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{option}'")
     options = _options_key(static_argnums, static_argnames, donate_argnums, donate_argnames,
                            keep_unused, inline, where, shardings)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+    return PjitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                   keep_unused, inline, where, shardings, options)
 
 
@@ -945,7 +953,7 @@ def clear_caches():
         for state in by_options.values():
             state.clear()
     for obj in gc.get_objects():  # the jits with a state of their own
-        if type(obj) is Jitted:
+        if type(obj) is PjitFunction:
             obj._state.clear()
     impls.clear_compiled()
     _STAGED.clear()

@@ -9,7 +9,7 @@ import pytest
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import errors, tree_util
-from gpuarr.jit_api import Jitted
+from gpuarr.jit_api import PjitFunction
 
 
 def test_jit_computes_like_eager():
@@ -226,7 +226,7 @@ def test_decorator_forms():
     def c(x, n):
         return x + n
 
-    assert isinstance(a, Jitted)
+    assert isinstance(a, PjitFunction)
     assert float(a(1.0)) == 2.0 and float(b(1.0, 2)) == 3.0 and float(c(1.0, n=3)) == 4.0
     assert a.__name__ == "a" and a.__wrapped__ is not None
 

@@ -11,6 +11,8 @@ import numpy as np
 
 from gpuarr import dtypes
 from gpuarr.array import Array
+from gpuarr.sharding.mesh import empty_abstract_mesh
+from gpuarr.sharding.shardings import NamedSharding
 
 _SCALARS = (bool, int, float, complex)
 
@@ -20,11 +22,18 @@ _SCALARS = (bool, int, float, complex)
 def check_no_sharding(name: str, sharding, param: str = "out_sharding") -> None:
     """JAX's `out_sharding`/`sharding` arguments: gpuarr runs each computation on one device
     and has no sharding objects, so None (the default, "let the compiler decide") is the only
-    value it can honour. (Ops on hot eager paths test `is not None` before calling this.)"""
-    if sharding is not None:
+    value it can honour, and the sharding in an unsharded value's type (`jax.typeof(x).sharding`,
+    which libraries pass on), which splits nothing. (Ops on hot eager paths test `is not None`
+    before calling this.)"""
+    if sharding is not None and not _splits_nothing(sharding):
         raise NotImplementedError(
             f"{name}: gpuarr does not shard arrays (each computation runs on one device), so "
             f"{param}={sharding!r} cannot be honoured; pass {param}=None.")
+
+
+def _splits_nothing(sharding) -> bool:
+    return (isinstance(sharding, NamedSharding) and sharding.mesh is empty_abstract_mesh
+            and not any(sharding.spec))
 
 
 def _dtype_of(x):

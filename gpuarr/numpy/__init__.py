@@ -118,11 +118,12 @@ from gpuarr.numpy.polynomial import (  # noqa: F401, E402
 # jnp.frompyfunc returns a jnp.ufunc, as in JAX.
 from gpuarr.numpy.ufunc_api import frompyfunc, ufunc  # noqa: F401, E402
 
-# Typed key arrays pass through the shape and selection functions, as in JAX.
+# Typed key arrays pass through the shape and selection functions and compare, as in JAX.
 from gpuarr.numpy.key_functions import (  # noqa: F401, E402, F811
-    append, array, array_split, asarray, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays,
-    broadcast_to, concat, concatenate, copy, delete, diagonal, dsplit, empty_like, expand_dims,
-    flip, fliplr, flipud, hsplit, hstack, insert, matrix_transpose, moveaxis, permute_dims, ravel,
-    repeat, reshape, roll, rot90, split, squeeze, stack, swapaxes, take, take_along_axis, tile,
+    append, array, array_equal, array_split, asarray, atleast_1d, atleast_2d, atleast_3d,
+    broadcast_arrays, broadcast_to, concat, concatenate, copy, delete, diagonal, dsplit,
+    empty_like, equal, expand_dims, flip, fliplr, flipud, hsplit, hstack, insert,
+    matrix_transpose, moveaxis, not_equal, permute_dims, ravel, repeat, reshape, roll, rot90,
+    split, squeeze, stack, swapaxes, take, take_along_axis, tile,
     transpose, unstack, vsplit, vstack, where, zeros_like,
 )

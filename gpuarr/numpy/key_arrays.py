@@ -69,3 +69,18 @@ def accepting_key_arrays(fun):
             return a.copy() if kwargs.get("copy", True) else a
         return fun(a, *args, **kwargs)
     return wrapped
+
+
+def comparing_keys(fun, compare):
+    """`jnp.equal`/`jnp.not_equal` (`fun`), also comparing key arrays key by key with the key
+    arrays' own `compare` (`==`, `!=`), as JAX does; a key array against another dtype is
+    JAX's TypeError."""
+    @functools.wraps(fun)
+    def wrapped(x, y, /):
+        if _is_key(x) or _is_key(y):
+            if not (_is_key(x) and _is_key(y)):
+                raise TypeError(f"{fun.__name__} does not accept dtypes {get_aval(x).dtype}, "
+                                f"{get_aval(y).dtype}.")
+            return compare(x, y)
+        return fun(x, y)
+    return wrapped

@@ -3,8 +3,10 @@ arrays (run on the keys' raw data by `key_arrays.accepting_keys`), and `array`/`
 a key array through. Code that may hold key arrays (gpuarr.prng, gpuarr.random) calls these."""
 from __future__ import annotations
 
-from gpuarr.numpy import creation, manipulation, selection, ufuncs
-from gpuarr.numpy.key_arrays import accepting_key_arrays, accepting_keys, on_key_data
+import operator
+
+from gpuarr.numpy import comparisons, creation, manipulation, reductions, selection, ufuncs
+from gpuarr.numpy.key_arrays import accepting_key_arrays, accepting_keys, comparing_keys, on_key_data
 from gpuarr.prng import PRNGKeyArray, _KeyIndexed
 
 append = accepting_keys(manipulation.append)
@@ -51,6 +53,18 @@ take_along_axis = accepting_keys(selection.take_along_axis)
 where = accepting_keys(ufuncs.where)
 array = accepting_key_arrays(creation.array)
 asarray = accepting_key_arrays(creation.asarray)
+equal = comparing_keys(ufuncs.equal, operator.eq)
+not_equal = comparing_keys(ufuncs.not_equal, operator.ne)
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True when both have the same shape and elements; key arrays compare key by key (no key
+    is NaN), as in JAX."""
+    if isinstance(a1, PRNGKeyArray) or isinstance(a2, PRNGKeyArray):
+        if isinstance(a1, PRNGKeyArray) and isinstance(a2, PRNGKeyArray) and a1.shape != a2.shape:
+            return creation.asarray(False)
+        return reductions.all(equal(a1, a2))
+    return comparisons.array_equal(a1, a2, equal_nan)
 
 
 # The key array methods that are these functions (gpuarr.prng, below gpuarr.numpy, defines the

@@ -124,13 +124,14 @@ def get_platform(name: str) -> Platform:
     if plat is not None:
         return plat
     if name not in _MODULES:
-        raise RuntimeError(f"Unknown platform {name!r}; known platforms: {', '.join(_MODULES)}")
+        # JAX's wording ("Unknown backend", "failed to initialize"), which libraries match.
+        raise RuntimeError(f"Unknown backend {name}: gpuarr's platforms are {', '.join(_MODULES)}")
     if name in _failures:
         raise RuntimeError(_failures[name])
     try:
         plat = importlib.import_module(_MODULES[name]).make()
     except Exception as e:  # noqa: BLE001 - any failure means the platform is unusable
-        _failures[name] = f"Unable to initialize platform {name!r}: {e}"
+        _failures[name] = f"Backend {name!r} failed to initialize: {e}"
         raise RuntimeError(_failures[name]) from e
     _loaded[name] = plat
     return plat

@@ -327,7 +327,9 @@ def _check_abstract(*avals, err_tree, debug):
 def _check_impl(*leaves, err_tree, debug):
     if debug:
         return []  # a debug_check only acts under checkify
-    exc = pytrees.tree_unflatten(err_tree, list(leaves)).get_exception()
+    # The payload is formatted into the message as JAX's impl sees it: Arrays, not NumPy values.
+    leaves = [Array(np.asarray(v)) if isinstance(v, (np.ndarray, np.generic)) else v for v in leaves]
+    exc = pytrees.tree_unflatten(err_tree, leaves).get_exception()
     if exc is not None:
         raise JaxRuntimeError(str(exc)) from exc
     return []

@@ -1,9 +1,10 @@
 """The JAX ecosystem on gpuarr: each library's small program (tests/ecosystem/programs/) runs
 under the real JAX and under gpuarr (`python -m gpuarr.run`, in a process that never imports
-the real jax) on the cpu platform and on GPUARR_PLATFORMS=opencl (PoCL), and the two agree to
-rtol 1e-5 in values, shapes and dtypes. The libraries are
-the optional extra `ecosystem` in pyproject.toml; a program whose library is not installed is
-skipped."""
+the real jax), and the two agree to rtol 1e-5 in values, shapes and dtypes. All programs run
+in one process per side (`programs/_run_all.py`), the JAX one and gpuarr's at the same time;
+the cpu platform runs by default, GPUARR_PLATFORMS=opencl (PoCL) with the slow tests. The
+libraries are the optional extra `ecosystem` in pyproject.toml; a program whose library is not
+installed is skipped."""
 import functools
 import importlib.util
 import json
@@ -30,19 +31,36 @@ CASES = {
 }
 
 
-@functools.cache
-def run_program(name: str, gpuarr: bool, platform: str = "cpu") -> dict:
-    """Run one program (on gpuarr's `platform`); return its reported results."""
+def _missing(name: str) -> list:
+    return [m for m in CASES[name] if importlib.util.find_spec(m) is None]
+
+
+def _start(gpuarr: bool, platform: str) -> subprocess.Popen:
+    """A process running every installed program, on gpuarr's `platform` or on JAX."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), str(PROGRAMS), os.environ.get("PYTHONPATH", "")]))
     env.pop("GPUARR_AS_JAX", None)
     env["GPUARR_PLATFORMS"] = platform
-    cmd = [sys.executable] + (["-m", "gpuarr.run"] if gpuarr else []) + [str(PROGRAMS / f"{name}.py")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=PROGRAMS, timeout=600)
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}"
-    out = json.loads(proc.stdout)
-    assert out["jax"] == "jax"
-    return out["results"]
+    names = [n for n in sorted(CASES) if not _missing(n)]
+    cmd = [sys.executable] + (["-m", "gpuarr.run"] if gpuarr else []) + \
+        [str(PROGRAMS / "_run_all.py"), *names]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=PROGRAMS)
+
+
+def _collect(proc: subprocess.Popen, expect_jax: str = "jax") -> dict:
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, f"{' '.join(proc.args)} failed:\n{stderr[-4000:]}"
+    out = json.loads(stdout)
+    assert out["jax"] == expect_jax
+    return out["programs"]
+
+
+@functools.cache
+def results(platform: str) -> tuple:
+    """(gpuarr's results on `platform`, JAX's), the two processes running side by side."""
+    ours, theirs = _start(True, platform), _start(False, "cpu")
+    return _collect(ours), _collect(theirs)
 
 
 def assert_same(ours: dict, theirs: dict, rtol=1e-5, atol=1e-6) -> None:
@@ -54,12 +72,16 @@ def assert_same(ours: dict, theirs: dict, rtol=1e-5, atol=1e-6) -> None:
                                    err_msg=key)
 
 
-@pytest.mark.parametrize("platform", ["cpu", "opencl"])
+@pytest.mark.parametrize("platform", [
+    "cpu", pytest.param("opencl", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_program_matches_jax(name, platform):
-    missing = [m for m in CASES[name] if importlib.util.find_spec(m) is None]
+    missing = _missing(name)
     if missing:
         pytest.skip(f"needs {', '.join(missing)}: pip install 'gpuarr[ecosystem]'")
     if platform == "opencl" and importlib.util.find_spec("pyopencl") is None:
         pytest.skip("the opencl platform needs pyopencl (and PoCL): pip install 'pyopencl[pocl]'")
-    assert_same(run_program(name, True, platform), run_program(name, False))
+    ours, theirs = results(platform)
+    assert "error" not in theirs[name], theirs[name]["error"]
+    assert "error" not in ours[name], ours[name]["error"]
+    assert_same(ours[name]["results"], theirs[name]["results"])

@@ -1,9 +1,12 @@
 """Shared by the programs: print a pytree of results as JSON (leaves as nested lists with
-their dtype and shape), the form the tests compare between gpuarr and JAX."""
+their dtype and shape), the form the tests compare between gpuarr and JAX. Run by
+`_run_all.py`, the results go to its `sink` instead."""
 import json
 import sys
 
 import numpy as np
+
+sink = None  # set by _run_all.py: a callable taking the results
 
 
 def report(results: dict) -> None:
@@ -14,4 +17,7 @@ def report(results: dict) -> None:
         a = np.asarray(leaf)
         out[jax.tree_util.keystr(path)] = {"dtype": str(a.dtype), "shape": list(a.shape),
                                            "value": a.astype(np.float64).ravel().tolist()}
-    json.dump({"jax": jax.__name__, "results": out}, sys.stdout)
+    if sink is not None:
+        sink(out)
+    else:
+        json.dump({"jax": jax.__name__, "results": out}, sys.stdout)

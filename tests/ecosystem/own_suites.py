@@ -9,7 +9,8 @@ of each failure). docs/ecosystem.md reports the figures.
 
 optax's tests come with its source distribution (`pip download optax==0.2.8 --no-binary :all:`),
 unpacked under --work; chex's are in the installed package. Results (JUnit XML per file and run)
-stay in --work, so a run can be resumed file by file; the tests run on one process each."""
+stay in --work, so a run can be resumed file by file; the tests run on one process each, the
+smallest files first. `--only jax` and `--only gpuarr` may run side by side."""
 from __future__ import annotations
 
 import argparse
@@ -86,27 +87,33 @@ def main(argv=None) -> None:
     parser.add_argument("--only", choices=sorted(RUNS), help="run only this one")
     parser.add_argument("-k", dest="select", help="only the test files whose path contains this")
     parser.add_argument("--rerun", action="store_true", help="run files that have results again")
+    parser.add_argument("--summary", action="store_true", help="run nothing: compare the results kept")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per test file")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     cwd, tests = suite_root(args.library, args.work)
-    files = sorted(p for p in tests.rglob("*_test.py") if not args.select or args.select in str(p))
+    # Smallest files first: a run stopped early has covered the most files.
+    files = sorted((p for p in tests.rglob("*_test.py") if not args.select or args.select in str(p)),
+                   key=lambda p: (p.stat().st_size, p))
     results = {run: {} for run in RUNS}
     for test_file in files:
         rel = test_file.relative_to(tests)
         for run in RUNS:
             xml = args.work / "results" / args.library / run / (str(rel).replace("/", "__") + ".xml")
             xml.parent.mkdir(parents=True, exist_ok=True)
-            if (args.only in (None, run)) and (args.rerun or not xml.exists()):
+            if not args.summary and args.only in (None, run) and (args.rerun or not xml.exists()):
                 seconds = run_file(test_file, cwd, run, xml, args.timeout)
                 print(f"{run:7s} {rel}: {seconds:.0f} s", file=sys.stderr, flush=True)
             results[run].update({f"{rel}::{k}": v for k, v in outcomes(xml).items()})
+    ran = {t.partition("::")[0] for t in results["jax"]} & {t.partition("::")[0] for t in results["gpuarr"]}
+    print(f"{len(ran)} of {len(files)} test files have results from both runs")
     for run in RUNS:
-        counts = collections.Counter(o for o, _ in results[run].values())
+        counts = collections.Counter(o for t, (o, _) in results[run].items() if t.partition("::")[0] in ran)
         print(f"{run:7s} passed {counts['passed']:5d}  failed {counts['failed']:4d}  "
               f"skipped {counts['skipped']:4d}")
     differ = {t: results["gpuarr"].get(t, ("missing", "")) for t, (o, _) in results["jax"].items()
-              if o == "passed" and results["gpuarr"].get(t, ("missing",))[0] != "passed"}
+              if o == "passed" and t.partition("::")[0] in ran
+              and results["gpuarr"].get(t, ("missing",))[0] != "passed"}
     print(f"\n{len(differ)} tests pass under JAX but not under gpuarr:")
     for test_id, (outcome, message) in sorted(differ.items()):
         print(f"  {outcome:7s} {test_id}  {message}")

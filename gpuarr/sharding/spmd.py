@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from gpuarr import core, impls
+from gpuarr import compilation, core, impls
 from gpuarr.backends.device_group import DeviceGroup, ProcessShards
 from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
@@ -145,7 +145,7 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
         platform = placement.platform_of(devices[0])
         fn = _compiled_gpu.get(closed)
         if fn is None:
-            fn = _compiled_gpu[closed] = platform.compile(closed)
+            fn = _compiled_gpu[closed] = compilation.backend_compile_and_load(platform, closed)
         args = {f: [platform.from_host(np.asarray(a), devices[f]) for a in xs]
                 for f, xs in args.items()}
         results = group.run(lambda *xs: [platform.to_host(r) for r in fn(*xs)], args)

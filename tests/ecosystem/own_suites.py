@@ -86,6 +86,9 @@ def main(argv=None) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/gpuarr-own-suites"))
     parser.add_argument("--only", choices=sorted(RUNS), help="run only this one")
     parser.add_argument("-k", dest="select", help="only the test files whose path contains this")
+    parser.add_argument("--skip", help="leave out the test files whose path contains this")
+    parser.add_argument("--largest-first", action="store_true",
+                        help="the largest files first (a second run beside one going smallest first)")
     parser.add_argument("--rerun", action="store_true", help="run files that have results again")
     parser.add_argument("--summary", action="store_true", help="run nothing: compare the results kept")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per test file")
@@ -93,8 +96,9 @@ def main(argv=None) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     cwd, tests = suite_root(args.library, args.work)
     # Smallest files first: a run stopped early has covered the most files.
-    files = sorted((p for p in tests.rglob("*_test.py") if not args.select or args.select in str(p)),
-                   key=lambda p: (p.stat().st_size, p))
+    files = sorted((p for p in tests.rglob("*_test.py") if (not args.select or args.select in str(p))
+                    and not (args.skip and args.skip in str(p))),
+                   key=lambda p: (p.stat().st_size, p), reverse=args.largest_first)
     results = {run: {} for run in RUNS}
     for test_file in files:
         rel = test_file.relative_to(tests)

@@ -4,4 +4,4 @@ package; it exists only so that `import jax._src.X` in a library finds gpuarr's 
 # `jax._src.compiler` is gpuarr's compilation module itself (jax_finder.RENAMED), so that a
 # library patching its functions patches what jit calls; `from jax._src import compiler` reads
 # this attribute.
-from gpuarr import compilation as compiler  # noqa: E402,F401
+from gpuarr import compilation as compiler  # noqa: F401

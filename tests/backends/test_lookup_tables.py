@@ -17,6 +17,10 @@ from tests.jax_compare import FLOAT16_CONTRACTION_TOL, float16_units, xla_contra
 jax = pytest.importorskip("jax")
 jrandom = pytest.importorskip("jax.random")
 
+# Tables are built by the NumPy backend's jit; other platforms compile the chain into a kernel
+# and leave the table unbuilt, but their values must still be JAX's.
+TABLES_BUILT = gpuarr.default_backend() == "cpu"
+
 
 def _source(fn, *args):
     return source_of(gpuarr.make_jaxpr(fn)(*args))
@@ -65,10 +69,11 @@ def test_sampler_chain_is_a_table_with_jax_values(name):
     assert table.values is None  # evaluated: the table has not paid for itself yet
     for seed in (1, 2):
         _same(ours_jit(random.key(seed)), theirs_jit(jrandom.key(seed)))
-    assert table.values is not None
+    assert (table.values is not None) == TABLES_BUILT
 
 
 @pytest.mark.slow
+@pytest.mark.numpy_backend  # blocked runs are the NumPy backend's
 def test_float32_normal_table_matches_jax_in_blocked_runs(monkeypatch):
     # 2**21 values go block by block; two calls fill the 2**23-entry domain and build the table.
     grid = xla_math._GridTable()  # erf_inv's own memo: filling the table must not build it
@@ -98,7 +103,10 @@ def test_table_values_are_the_chain_evaluated():
     got = gpuarr.jit(chain)
     for _ in range(3):
         _same(got(bits), expected)
-    _same(table.values, np.asarray(chain(np.arange(4096, dtype=np.uint32) << np.uint32(20))))
+    if TABLES_BUILT:
+        _same(table.values, np.asarray(chain(np.arange(4096, dtype=np.uint32) << np.uint32(20))))
+    else:
+        assert table.values is None
 
 
 def test_uniform_has_no_table():

@@ -2,6 +2,12 @@
 pshuffle, pbroadcast) under vmap with a named axis, and pmap, against JAX: values, shapes
 and dtypes, unmapped operands, jit on either side, an outer axis named inside an inner vmap,
 gradients, and JAX's errors."""
+import inspect
+import os
+import subprocess
+import sys
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -133,27 +139,51 @@ def test_errors_match_jax():
 # ---------------------------------------------------------------- pmap
 
 
-def test_pmap_matches_jax():
-    n = gpuarr.local_device_count()
-    assert n == jax.local_device_count() == 1
-    x = data(n, 3)
+def _pmap_results(pmap, grad, L, x):
+    """pmap's collectives, static arguments, unmapped outputs and gradient, with one library
+    (gpuarr or JAX: this source also runs in a JAX process of its own, see _jax_pmap_results)."""
+    def f(v, w):
+        return L.psum(v * w, "d"), L.all_gather(v, "d"), L.axis_index("d")
+    out = list(pmap(f, axis_name="d", in_axes=(0, None))(x, 2.))
+    out.append(pmap(lambda v, s: v * s, static_broadcasted_argnums=1)(x, 3))
+    out.extend(pmap(lambda v: (v, v.sum()), out_axes=(0, None))(x))
+    out.append(grad(lambda x: pmap(lambda v: v ** 2)(x).sum())(x))
+    return [np.asarray(o) for o in out]
 
-    def f(L):
-        return lambda v, w: (L.psum(v * w, "d"), L.all_gather(v, "d"), L.axis_index("d"))
-    for got, want in zip(gpuarr.pmap(f(lax), axis_name="d", in_axes=(0, None))(x, 2.),
-                         jax.pmap(f(jlax), axis_name="d", in_axes=(0, None))(x, 2.)):
-        same(got, want)
-    scale = gpuarr.pmap(lambda v, s: v * s, static_broadcasted_argnums=1)
-    same(scale(x, 3), jax.pmap(lambda v, s: v * s, static_broadcasted_argnums=1)(x, 3))
-    pair = gpuarr.pmap(lambda v: (v, v.sum()), out_axes=(0, None))(x)
-    for got, want in zip(pair, jax.pmap(lambda v: (v, v.sum()), out_axes=(0, None))(x)):
-        same(got, want)
-    grads = gpuarr.grad(lambda x: gpuarr.pmap(lambda v: v ** 2)(x).sum())(x)
-    same(grads, 2 * x)
+
+def _jax_pmap_results(x):
+    """JAX's results over as many devices as gpuarr has: in this process when JAX has them,
+    else in a JAX process given that many host devices (as on the stand-in's two GPUs)."""
+    n = x.shape[0]
+    if jax.local_device_count() == n:
+        return _pmap_results(jax.pmap, jax.grad, jlax, x)
+    script = (inspect.getsource(_pmap_results) + (
+        "import sys\nimport numpy as np\nimport jax\n"
+        "x = np.load(sys.argv[1])\n"
+        "np.savez(sys.argv[2], *_pmap_results(jax.pmap, jax.grad, jax.lax, x))\n"))
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(f"{tmp}/x.npy", x)
+        env = dict(os.environ, JAX_PLATFORMS="cpu",
+                   XLA_FLAGS=f"--xla_force_host_platform_device_count={n}")
+        subprocess.run([sys.executable, "-c", script, f"{tmp}/x.npy", f"{tmp}/out.npz"],
+                       check=True, env=env, timeout=300)
+        with np.load(f"{tmp}/out.npz") as saved:
+            return [saved[f"arr_{i}"] for i in range(len(saved.files))]
+
+
+def test_pmap_matches_jax():
+    x = data(gpuarr.local_device_count(), 3)
+    got = _pmap_results(gpuarr.pmap, gpuarr.grad, lax, x)
+    want = _jax_pmap_results(x)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        same(g, w)
+    same(got[-1], 2 * x)
 
 
 def test_pmap_axis_longer_than_the_devices():
-    with pytest.raises(ValueError, match="mapped axis of size 2, but only 1 device"):
-        gpuarr.pmap(lambda v: v)(np.ones((2, 3)))
+    n = gpuarr.local_device_count()
+    with pytest.raises(ValueError, match=f"mapped axis of size {n + 1}, but only {n} device"):
+        gpuarr.pmap(lambda v: v)(np.ones((n + 1, 3)))
     with pytest.raises(ValueError, match="rank should be at least 1"):
         gpuarr.pmap(lambda v: v)(np.ones(()))

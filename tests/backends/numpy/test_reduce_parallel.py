@@ -7,6 +7,10 @@ import pytest
 import gpuarr
 import gpuarr.numpy as jnp
 
+# The split between two host threads is the NumPy backend's; kernels split reductions their own
+# way (tests/kernels/test_kernel_limits.py compares them with this backend).
+pytestmark = pytest.mark.numpy_backend
+
 REDUCERS = [(jnp.sum, np.sum), (jnp.max, np.max), (jnp.min, np.min), (jnp.prod, np.prod)]
 CASES = [((1024, 1024), 0), ((1024, 1024), 1), ((4, 512, 600), (0, 2)), ((2048, 600), (1,)),
          ((2 ** 20, 1), 0), ((1, 2 ** 20), 1), ((2, 2 ** 19), (0,))]

@@ -2,7 +2,8 @@
 
 The stand-in is imported only inside the `cp` fixture, which puts tests/cupy_standin first on
 sys.path and afterwards removes it and every cupy/cupyx module again, so the rest of the suite
-(which picks platforms by whether `import cupy` works) never sees it.
+(which picks platforms by whether `import cupy` works) never sees it, or, when the suite runs
+on the stand-in, sees the session's copy again.
 """
 import pathlib
 import sys
@@ -22,6 +23,11 @@ def _drop_modules():
 
 @pytest.fixture(scope="module")
 def cp():
+    # Under GPUARR_CUDA_STANDIN=1 the cuda platform holds the session's stand-in: it is put
+    # back afterwards, else a later `import cupy` would load a third copy, whose arrays, streams
+    # and pools the platform's kernels and allocator do not know.
+    session = {name: sys.modules[name] for name in list(sys.modules)
+               if name.split(".")[0] in ("cupy", "cupyx")}
     _drop_modules()
     sys.path.insert(0, str(STANDIN))
     try:
@@ -30,6 +36,7 @@ def cp():
     finally:
         sys.path.remove(str(STANDIN))
         _drop_modules()
+        sys.modules.update(session)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import numpy as np
 from gpuarr.backends import cuda, nvrtc
 from gpuarr.compiler import passes
 from gpuarr.compiler.plan import ElementwiseKernel, KernelStep, Load
+from gpuarr.core import ClosedProgram
 from gpuarr.platforms import Device, Platform
 
 
@@ -178,7 +179,11 @@ class CudaPlatform(Platform):
             out = prim.bind(*xs, **params)
             return list(out) if prim.multiple_results else [out]
         closed = pe.trace_to_program(body, [ShapedArray(s, d) for s, d in avals])
-        return self.codegen(closed)  # one primitive, as traced: the passes would only cost time
+        if prim.name == "div":
+            # A divisor broadcast to the result is multiplied by its reciprocal eagerly too, as
+            # the cpu platform's impl does (docs/arithmetic.md, "Division").
+            closed = ClosedProgram(passes.simplify(closed.program), closed.consts)
+        return self.codegen(closed)  # other primitives as traced: the passes would only cost time
 
     def _apply_on_host(self, prim, buffers, params):
         from gpuarr import impls

@@ -116,7 +116,11 @@ def _check(got, want):
     assert got[0].shape == want[0].shape
     np.testing.assert_array_equal(got[0], want[0])
     if want[1].kind == "f":
-        np.testing.assert_array_equal(np.signbit(got[0]), np.signbit(want[0]))
+        # JAX here runs on x86, whose invalid operations give a negative NaN; a GPU's NaN is
+        # the device's (NVIDIA's canonical NaN is positive), so elsewhere only numbers' signs.
+        kept = np.ones(want[0].shape, bool) if gpuarr.default_backend() == "cpu" else \
+            ~np.isnan(want[0])
+        np.testing.assert_array_equal(np.signbit(got[0])[kept], np.signbit(want[0])[kept])
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")

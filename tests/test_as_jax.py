@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# gpuarr first, then what the run was given (the CuPy stand-in, under GPUARR_CUDA_STANDIN=1)
+SEARCH_PATH = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 def run(code: str, *args, env_extra=None, module_run=False, tmp_path=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=SEARCH_PATH)
     env.pop("GPUARR_AS_JAX", None)
     env.update(env_extra or {})
     if module_run:
@@ -88,7 +90,7 @@ def test_module_runner_runs_a_script_with_its_arguments(tmp_path):
 
 def test_module_runner_without_a_script_prints_its_usage():
     proc = subprocess.run([sys.executable, "-m", "gpuarr.run"], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+                          env=dict(os.environ, PYTHONPATH=SEARCH_PATH), timeout=120)
     assert proc.returncode == 1 and "usage: python -m gpuarr.run" in proc.stderr
 
 

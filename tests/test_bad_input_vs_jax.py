@@ -198,7 +198,9 @@ CASES = {
         lambda jax, jnp: jax.random.randint(_K(jax), (2,), 0, 3, dtype=jnp.float32)),
     # memory: XLA allocates every output buffer
     "huge zeros": case(lambda jax, jnp: jnp.zeros((1 << 20, 1 << 20))),
-    "huge ones under jit": case(lambda jax, jnp: jax.jit(lambda: jnp.ones((1 << 20, 1 << 20)))()),
+    # under jit a GPU's allocator words it as JAX's GPU client does ("... while trying to ...")
+    "huge ones under jit": case(lambda jax, jnp: jax.jit(lambda: jnp.ones((1 << 20, 1 << 20)))(),
+                                shared=("RESOURCE_EXHAUSTED: Out of memory", f"{1 << 42} bytes")),
     "huge broadcast": case(lambda jax, jnp: jnp.broadcast_to(jnp.ones(1 << 20), (1 << 20, 1 << 20))),
 }
 
@@ -207,8 +209,8 @@ def _outcome(fn, jax, jnp):
     try:
         fn(jax, jnp)
     except Exception as e:  # noqa: BLE001 - the class is what is compared
-        return type(e).__name__, str(e).split("\n")[0]
-    return None, "no error"
+        return type(e).__name__, str(e).split("\n")[0], [c.__name__ for c in type(e).__mro__]
+    return None, "no error", []
 
 
 def _normal(text):
@@ -225,7 +227,8 @@ def test_bad_input_matches_jax(name):
     ours = _outcome(fn, gpuarr, gnp)
     theirs = _outcome(fn, jax, jax.numpy)
     assert theirs[0] is not None, f"JAX raises nothing for {name!r}: not a bad-input case"
-    assert ours[0] == theirs[0], (ours, theirs)
+    # JAX's class, or a subclass (the cuda platform's out-of-memory error is a JaxRuntimeError)
+    assert theirs[0] in ours[2], (ours, theirs)
     got, want = _normal(ours[1]), _normal(theirs[1])
     if ours_fragments:
         for fragment in ours_fragments:

@@ -14,6 +14,8 @@ import pytest
 
 PROGRAMS = Path(__file__).parent / "scale_out" / "programs.py"
 ROOT = Path(__file__).resolve().parents[1]
+# gpuarr first, then what the run was given (the CuPy stand-in, under GPUARR_CUDA_STANDIN=1)
+SEARCH_PATH = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 LIMIT = 300  # seconds per run: a hang fails the test (runs take 5 to 20 s unloaded)
 
 
@@ -28,7 +30,7 @@ def _run(args, mpi=0, lib="gpuarr", check=True):
     cmd = [sys.executable, str(PROGRAMS), lib, *args]
     if mpi:
         cmd = [_mpiexec(), "-n", str(mpi), *cmd, "--mpi"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    env = dict(os.environ, PYTHONPATH=SEARCH_PATH, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env)
     if check:
@@ -52,7 +54,7 @@ def test_cpu_devices_shardings_and_shards_match_jax():
 
 
 def test_xla_flags_device_count():
-    env = dict(os.environ, PYTHONPATH=str(ROOT),
+    env = dict(os.environ, PYTHONPATH=SEARCH_PATH,
                XLA_FLAGS="--xla_force_host_platform_device_count=3")
     out = subprocess.run([sys.executable, "-c", "import gpuarr; print(gpuarr.devices(), "
                           "gpuarr.local_device_count())"],
@@ -213,7 +215,7 @@ def test_absent_or_dead_process_fails_within_the_timeout():
 def test_initialize_without_a_launcher_says_how_to_start():
     code = ("import gpuarr\ntry:\n    gpuarr.distributed.initialize('localhost:1234', 2, 0)\n"
             "except RuntimeError as e:\n    print(e)")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=SEARCH_PATH)
     for k in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID",
               "SLURM_PROCID"):
         env.pop(k, None)
@@ -228,6 +230,6 @@ def test_initialize_without_mpi4py_names_the_extra():
             "except ImportError as e:\n    print(e)\nprint(gpuarr.distributed.is_initialized(), "
             "gpuarr.process_count())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=LIMIT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                         timeout=LIMIT, env=dict(os.environ, PYTHONPATH=SEARCH_PATH))
     assert "pip install 'gpuarr[distributed]'" in out.stdout
     assert out.stdout.strip().endswith("False 1")

@@ -21,6 +21,8 @@ from gpuarr.compiler.plan import Launch, LaunchPlan
 from gpuarr.platforms import get_platform
 
 ROOT = Path(__file__).resolve().parents[2]
+# gpuarr first, then what the run was given (the CuPy stand-in, under GPUARR_CUDA_STANDIN=1)
+SEARCH_PATH = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 def _require_compiler():
@@ -168,7 +170,7 @@ def _run_scale(lib, n=8):
 
 def test_disk_cache_is_used_by_a_second_process_and_survives_corruption(tmp_path):
     _require_compiler()
-    env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": SEARCH_PATH}
     script = textwrap.dedent(f"""
         import numpy as np
         from gpuarr.backends import native
@@ -196,7 +198,7 @@ def test_disk_cache_is_used_by_a_second_process_and_survives_corruption(tmp_path
 
 def test_concurrent_writers_leave_a_valid_entry(tmp_path):
     _require_compiler()
-    env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": SEARCH_PATH}
     script = (f"from gpuarr.backends import native; import numpy as np; "
               f"lib = native.load({_SOURCE % 5!r}); out = np.zeros(2, np.float32); "
               f"native.launch(native.entry(lib, 'scale'), native.pointers([out]), 2, 8); "
@@ -229,7 +231,7 @@ def test_no_or_broken_compiler_falls_back_to_numpy_with_one_line(tmp_path, cc, r
     if cc == "BROKEN":
         cc = _broken_compiler(tmp_path, 'case "$*" in *--version*) echo "cc 1.0";; '
                                         '*) echo "internal compiler error" >&2; exit 1;; esac')
-    env = {**os.environ, "CC": cc, "GPUARR_PLATFORMS": "native", "PYTHONPATH": str(ROOT),
+    env = {**os.environ, "CC": cc, "GPUARR_PLATFORMS": "native", "PYTHONPATH": SEARCH_PATH,
            "GPUARR_CACHE_DIR": str(tmp_path / "cache")}
     script = ("import numpy as np, gpuarr, gpuarr.numpy as jnp\n"
               "print(np.asarray(gpuarr.jit(lambda x: jnp.sum(x * 2))(np.arange(4.0))))")
@@ -248,7 +250,7 @@ def test_compiler_error_falls_back_to_numpy_for_that_program(tmp_path, caplog):
     cc = _broken_compiler(tmp_path, 'for a in "$@"; do case "$a" in *.c) grep -q KERNEL "$a" '
                                     '&& { echo "kernel.c:1: error: rejected" >&2; exit 1; };; '
                                     f'esac; done; exec {" ".join(real)} "$@"')
-    env = {**os.environ, "CC": cc, "GPUARR_PLATFORMS": "native", "PYTHONPATH": str(ROOT),
+    env = {**os.environ, "CC": cc, "GPUARR_PLATFORMS": "native", "PYTHONPATH": SEARCH_PATH,
            "GPUARR_CACHE_DIR": str(tmp_path / "cache")}
     script = ("import numpy as np, gpuarr, gpuarr.numpy as jnp\n"
               "print(np.asarray(gpuarr.jit(lambda x: jnp.cos(x) * 2)(np.zeros(3, np.float32))))")

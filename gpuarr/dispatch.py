@@ -88,7 +88,7 @@ class EvalTrace(core.Trace):
             weaks = weak if isinstance(weak, list) else [weak] * len(out)
             outs = [wrap(o, w, platform) for o, w in zip(out, weaks)]
             if _flags["debug_nans"] or _flags["debug_infs"]:
-                check_outputs(prim, outs, vals, params)
+                check_outputs(prim, outs, args, vals, params)
             return outs
         result = wrap(out, weak, platform)
         if _flags["debug_nans"] or _flags["debug_infs"]:
@@ -200,11 +200,13 @@ def wrap(buf, weak_type=False, platform=None) -> Array:
     return Array(buf, weak_type, platform=platform)
 
 
-def check_outputs(prim, outs, vals, params) -> None:
+def check_outputs(prim, outs, args, vals, params) -> None:
     """check_nans on each output of an eager primitive; a jit call with a NaN/Inf output is
-    first re-run op by op, so the error names the operation inside it."""
+    first re-run op by op on the host, so the error names the operation inside it."""
     if prim.name == "jit" and any(nonfinite_kind(o) is not None for o in outs):
-        raise_at_nonfinite(params["jaxpr"], vals)
+        # device buffers (the cuda platform's) come to the host for the NumPy impls
+        raise_at_nonfinite(params["jaxpr"], [a._host() if type(a) is Array else v
+                                             for a, v in zip(args, vals)])
     for o in outs:
         check_nans(prim, o)
 

@@ -662,6 +662,8 @@ class PjitFunction:
             in_tree, sigs, statics, _ = key
             leaves = [s(b) if isinstance(s, type) else b for s, b in zip(sigs, bufs)]
             closed, _ = self._trace(leaves, in_tree, sigs, statics, None)
+        if entry.platform is not None:  # device buffers: the op-by-op run is on the host
+            bufs = [entry.platform.to_host(b) for b in bufs]
         raise_at_nonfinite(closed, bufs)
         raise FloatingPointError(
             f"{nonfinite_message(kind, f'jit({self._name})')}. Because jax_debug_nans and/or "

@@ -183,9 +183,11 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
 
 
 def default_export_platform() -> str:
-    """The platform `export` targets by default: the default backend's ('cpu' or 'cuda')."""
+    """The platform `export` targets by default: the default backend's ('cpu' or 'cuda').
+    JAX names the platform, not the backend: 'cuda' where `default_backend()` says 'gpu'."""
     from gpuarr.device_api import default_backend
-    return default_backend()
+    backend = default_backend()
+    return "cuda" if backend == "gpu" else backend
 
 
 def deserialize(blob: bytes | bytearray) -> Exported:

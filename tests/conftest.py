@@ -21,14 +21,22 @@ import gpuarr  # noqa: E402 - after the stand-in is on the path
 
 def pytest_collection_modifyitems(config, items):
     """Tests of the NumPy backend's generated code (`numpy_backend`) need it as the default
-    platform; elsewhere (GPUARR_PLATFORMS=cuda, opencl) they skip, saying so."""
+    platform, and so do comparisons of devices, meshes and shardings with JAX's one CPU device
+    (`jax_cpu_devices`); elsewhere (GPUARR_PLATFORMS=cuda, opencl) they skip, saying so."""
     backend = gpuarr.default_backend()
     if backend == "cpu":
         return
-    skip = pytest.mark.skip(reason=f"tests the NumPy backend; the default platform is {backend}")
+    skips = {
+        "numpy_backend": pytest.mark.skip(
+            reason=f"tests the NumPy backend; the default platform is {backend}"),
+        "jax_cpu_devices": pytest.mark.skip(
+            reason=f"compares devices and shardings with JAX's one CPU device; the default "
+                   f"platform is {backend} with {gpuarr.device_count()} device(s)"),
+    }
     for item in items:
-        if item.get_closest_marker("numpy_backend"):
-            item.add_marker(skip)
+        for marker, skip in skips.items():
+            if item.get_closest_marker(marker):
+                item.add_marker(skip)
 
 
 def pytest_report_header(config):

@@ -30,7 +30,8 @@ def _run(args, mpi=0, lib="gpuarr", check=True):
     cmd = [sys.executable, str(PROGRAMS), lib, *args]
     if mpi:
         cmd = [_mpiexec(), "-n", str(mpi), *cmd, "--mpi"]
-    env = dict(os.environ, PYTHONPATH=SEARCH_PATH, JAX_PLATFORMS="cpu")
+    # cpu devices and processes, for gpuarr as for JAX, whatever platform the suite runs on
+    env = dict(os.environ, PYTHONPATH=SEARCH_PATH, JAX_PLATFORMS="cpu", GPUARR_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LIMIT, env=env)
     if check:
@@ -54,7 +55,7 @@ def test_cpu_devices_shardings_and_shards_match_jax():
 
 
 def test_xla_flags_device_count():
-    env = dict(os.environ, PYTHONPATH=SEARCH_PATH,
+    env = dict(os.environ, PYTHONPATH=SEARCH_PATH, GPUARR_PLATFORMS="cpu",
                XLA_FLAGS="--xla_force_host_platform_device_count=3")
     out = subprocess.run([sys.executable, "-c", "import gpuarr; print(gpuarr.devices(), "
                           "gpuarr.local_device_count())"],

@@ -129,6 +129,7 @@ def test_partition_spec_errors(make):
 # ---------------------------------------------------------------- meshes
 
 
+@pytest.mark.jax_cpu_devices
 def test_mesh_properties_and_reprs():
     def props(m, jnp, sh):
         mesh = m.make_mesh((1,), ("i",))
@@ -166,6 +167,7 @@ def test_abstract_mesh():
     _same_error(lambda m, jnp, sh: sh.AbstractMesh((2,), ("i",)).device_ids)
 
 
+@pytest.mark.jax_cpu_devices
 @pytest.mark.parametrize("make", [
     lambda m, sh: m.make_mesh((2,), ("i",)),
     lambda m, sh: m.make_mesh((1, 1), ("i",)),
@@ -180,6 +182,7 @@ def test_mesh_errors(make):
     _same_error(lambda m, jnp, sh: make(m, sh))
 
 
+@pytest.mark.jax_cpu_devices
 def test_mesh_context_managers():
     for m, _, sh in MODS.values():
         mesh = m.make_mesh((1,), ("i",))
@@ -221,6 +224,7 @@ def test_mesh_context_managers():
 # ---------------------------------------------------------------- shardings
 
 
+@pytest.mark.jax_cpu_devices
 def test_named_and_single_device_sharding():
     def props(m, jnp, sh):
         P = sh.PartitionSpec
@@ -253,6 +257,7 @@ def test_named_and_single_device_sharding():
     assert pickle.loads(pickle.dumps(s)) == s
 
 
+@pytest.mark.jax_cpu_devices
 @pytest.mark.parametrize("make", [
     lambda m, sh, P: sh.NamedSharding(m.make_mesh((1,), ("i",)), P("k")),
     lambda m, sh, P: sh.NamedSharding(m.make_mesh((1, 1), ("a", "b")), P("a", "a")),
@@ -278,6 +283,7 @@ def test_sharding_errors(make):
 # ---------------------------------------------------------------- Array.sharding, device_put
 
 
+@pytest.mark.jax_cpu_devices
 def test_array_sharding_and_shards():
     x = _x()
 
@@ -296,6 +302,7 @@ def test_array_sharding_and_shards():
     _same(props)
 
 
+@pytest.mark.jax_cpu_devices
 def test_device_put_with_shardings():
     x = _x((4, 3), seed=1)
 
@@ -422,6 +429,7 @@ def test_jit_sharding_errors_at_jit(kw):
         _same_error(lambda m, jnp, sh: m.jit(lambda a: a, **kw(m, sh)))
 
 
+@pytest.mark.jax_cpu_devices
 def test_jit_rejects_other_sharding_objects():
     e = _err(lambda: gpuarr.jit(lambda a: a, in_shardings=(object(),)))
     assert isinstance(e, TypeError) and isinstance(e, NotImplementedError)
@@ -436,6 +444,7 @@ def test_jit_rejects_other_sharding_objects():
 # ---------------------------------------------------------------- reshard
 
 
+@pytest.mark.jax_cpu_devices
 def test_reshard():
     x = _x((4, 3), seed=4)
 
@@ -478,6 +487,7 @@ def test_auto_and_explicit_axes():
 # ---------------------------------------------------------------- with_sharding_constraint
 
 
+@pytest.mark.jax_cpu_devices
 def test_with_sharding_constraint_values():
     x = _x((2, 3), seed=6)
 
@@ -500,6 +510,7 @@ def test_with_sharding_constraint_values():
     _same(run)
 
 
+@pytest.mark.jax_cpu_devices
 @pytest.mark.parametrize("make", [
     lambda m, sh, x: m.lax.with_sharding_constraint(x, _mesh_s(m, sh, "i")),
     lambda m, sh, x: m.jit(lambda v: m.lax.with_sharding_constraint(v, _mesh_s(m, sh, "i")))(x),
@@ -680,6 +691,7 @@ def _named(fn):
     return a_function
 
 
+@pytest.mark.jax_cpu_devices
 @pytest.mark.parametrize("make", [
     _sm(lambda lax, a: a, lambda P: P("k"), lambda P: P()),
     _sm(lambda lax, a: a, lambda P: P("i"), lambda P: P("k")),
@@ -744,6 +756,7 @@ def test_shard_map_replication_error_names_the_function_eagerly():
                          out_specs=gsh.PartitionSpec())(np.ones(2, np.float32))
 
 
+@pytest.mark.jax_cpu_devices
 def test_shard_map_mesh_in_context_and_larger_meshes():
     def run(m, jnp, sh):
         mesh = m.make_mesh((1,), ("i",))

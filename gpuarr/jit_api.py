@@ -221,6 +221,11 @@ class _CacheEntry:
         if move or self.platform is not None:
             bufs = [placement.buffer_for(x, self.platform_obj) if type(x) is Array else b
                     for x, b in zip(leaves, bufs)]
+        elif any(type(x) is Array and x._platform is not None for x in leaves):
+            # a host-buffer platform (cpu, opencl) given Arrays in device memory (cuda's)
+            bufs = [placement.buffer_for(x, self.platform_obj)
+                    if type(x) is Array and x._platform is not None else b
+                    for x, b in zip(leaves, bufs)]
         return bufs
 
 

@@ -158,7 +158,10 @@ def test_accuracy_bound_holds_and_is_accepted(name):
     for accuracy in (AccuracyMode.HIGHEST, AccuracyMode.DEFAULT, Tolerance(ulps=_MAX_ULPS),
                      Tolerance(rtol=1e-5), Tolerance(atol=1e-3, rtol=1e-4)):
         np.testing.assert_array_equal(fn(x, accuracy=accuracy), fn(x))
-        np.testing.assert_array_equal(gpuarr.jit(lambda v: fn(v, accuracy=accuracy))(x), fn(x))
+        # jit against jit: the same kernel on kernel platforms, where an eager kernel is built
+        # differently (the stand-in's PoCL rounds them up to an ulp apart)
+        np.testing.assert_array_equal(gpuarr.jit(lambda v: fn(v, accuracy=accuracy))(x),
+                                      gpuarr.jit(fn)(x))
     ref = getattr(jlax, name)(x, accuracy=jlax.Tolerance(rtol=1e-5))
     np.testing.assert_allclose(fn(x, accuracy=Tolerance(rtol=1e-5)), ref, rtol=2e-6, atol=1e-7)
 

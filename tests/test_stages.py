@@ -100,6 +100,7 @@ def test_keyword_arguments_keep_their_place():
     np.testing.assert_array_equal(np.asarray(compiled(jnp.ones(2), k=jnp.full(2, 4.0))), [4, 4])
 
 
+@pytest.mark.numpy_backend  # its generated Python; kernel platforms print kernels (below)
 def test_as_text_is_the_generated_code(inputs):
     x, y = inputs
     text = gpuarr.jit(f).lower(x, y).compile().as_text()

@@ -97,7 +97,11 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     @property
     def flags(self) -> _Flags:
-        probe = np.lib.stride_tricks.as_strided(np.empty(1, self.dtype), self._shape, self._strides)
+        # core.pyx (_update_contiguity) reads shape, strides and itemsize only: probed with a
+        # void type of the same size, which NumPy's array interface takes for any dtype
+        # (ml_dtypes' float8 types have none it can parse)
+        probe = np.lib.stride_tricks.as_strided(np.empty(1, np.dtype((np.void, self.itemsize))),
+                                                self._shape, self._strides)
         return _Flags(bool(probe.flags.c_contiguous), bool(probe.flags.f_contiguous),
                       self.base is None)
 

@@ -88,13 +88,14 @@ _dispatched = ("all", "amax", "amin", "any", "argmax", "argmin", "argsort", "bro
                "take_along_axis", "transpose", "where", "zeros_like")
 
 # NumPy's dtypes and ufuncs under CuPy's names (CuPy's ufuncs accept only device arrays).
+# (conj and conjugate: cupy/_core/_routines_math.pyx)
 for _name in ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
               "float16", "float32", "float64", "complex64", "complex128", "dtype", "newaxis",
               "inf", "nan", "pi", "e", "integer", "floating", "complexfloating", "number",
               "add", "subtract", "multiply", "divide", "true_divide", "negative", "exp", "log",
               "sqrt", "sin", "cos", "tanh", "abs", "absolute", "maximum", "minimum", "equal",
               "not_equal", "less", "greater", "isnan", "isfinite", "power", "square", "sign",
-              "floor", "ceil", "result_type", "can_cast", "promote_types"):
+              "floor", "ceil", "conj", "conjugate", "result_type", "can_cast", "promote_types"):
     globals()[_name] = getattr(np, _name)
 
 

@@ -318,7 +318,7 @@ def test_thread_bench_runs_with_numpy_and_a_compiler_only(tmp_path):
               f"runpy.run_path({str(ROOT / 'bench' / 'bench_native_threads.py')!r}, "
               "run_name='__main__')")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          timeout=300, env={**os.environ, "PYTHONPATH": SEARCH_PATH})
     assert done.returncode == 0, done.stderr
     import json
     data = json.loads(out.read_text())

@@ -117,6 +117,7 @@ def _jitted_with_bool(fn):
         return fn(x, y, **kwargs)
     call.__name__ = call.__qualname__ = fn.__name__
     call.__doc__ = fn.__doc__
+    call.__wrapped__ = fn  # inspect.signature shows fn's: JAX's parameter names
     return call
 
 

@@ -21,38 +21,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import best_time  # noqa: E402
+
 import gpuarr  # noqa: E402
 import gpuarr.numpy as gnp  # noqa: E402
 from gpuarr import lax as glax  # noqa: E402
 from gpuarr.platforms import get_platform  # noqa: E402
-
-
-def best_time(fn, *args, repeat=7, min_time=0.2):
-    """Best seconds per call of fn(*args) (results waited for), after one warm-up call."""
-    out = fn(*args)
-    _block(out)
-    best = float("inf")
-    for _ in range(repeat):
-        n, start = 0, time.perf_counter()
-        while True:
-            _block(fn(*args))
-            n += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_time / repeat or n >= 1000:
-                break
-        best = min(best, elapsed / n)
-    return best
-
-
-def _block(out):
-    """Wait for every array in `out`, nested lists and tuples included (JAX dispatches
-    asynchronously: the MLP step's list of (w, b) pairs would otherwise be timed unfinished)."""
-    if isinstance(out, (tuple, list)):
-        for leaf in out:
-            _block(leaf)
-    elif hasattr(out, "block_until_ready"):
-        out.block_until_ready()
-
 
 # ---- the cases (written once against a numpy-like module and a lax-like module) ------------
 

@@ -18,33 +18,19 @@ import json
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # timing.py, also under runpy
+
+from timing import best_time  # noqa: E402
 
 import gpuarr  # noqa: E402
 import gpuarr.numpy as gnp  # noqa: E402
 from gpuarr.backends import native  # noqa: E402
 from gpuarr.platforms import get_platform  # noqa: E402
-
-
-def best_time(fn, *args, repeat=5, min_time=0.05):
-    """Best seconds per call of fn(*args) (results waited for), after one warm-up call."""
-    fn(*args).block_until_ready()
-    best = float("inf")
-    for _ in range(repeat):
-        n, start = 0, time.perf_counter()
-        while True:
-            fn(*args).block_until_ready()
-            n += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_time / repeat or n >= 1000:
-                break
-        best = min(best, elapsed / n)
-    return best
 
 
 def elementwise(n, rng):
@@ -111,7 +97,7 @@ def main():
                 jf = gpuarr.jit(f)
                 for c in counts:
                     os.environ["GPUARR_NATIVE_THREADS"] = str(c)
-                    times[c].append(best_time(jf, *args))
+                    times[c].append(best_time(jf, *args, repeat=5, min_time=0.05))
             row = "".join(f"{times[c][-1] * 1e3:10.3f}" for c in counts)
             speedup = times[1][-1] / min(times[c][-1] for c in counts)
             print(f"{n:10d}{nbytes:12d}{row}{speedup:8.2f}", flush=True)

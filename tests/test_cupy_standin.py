@@ -525,6 +525,24 @@ def test_libraries_match_numpy(cp):
     assert cp._standin.counters.library_calls == sum(lib.values())
 
 
+def test_solve_triangular_is_trsm_without_checks_by_default(cp):
+    # cupyx/scipy/linalg/_solve_triangular.py: check_finite defaults to False and cuBLAS trsm
+    # runs on an infinite or zero diagonal (SciPy's default checks and LAPACK's trtrs raise).
+    from cupyx.scipy import linalg as cpx_linalg
+    a = np.array([[2.0, 1.0], [0.0, np.inf]])
+    b = np.array([[4.0], [3.0]])
+    x = cpx_linalg.solve_triangular(cp.asarray(a), cp.asarray(b)).get()
+    np.testing.assert_array_equal(x, [[2.0], [0.0]])
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        cpx_linalg.solve_triangular(cp.asarray(a), cp.asarray(b), check_finite=True).get()
+    singular = np.array([[1.0, 1.0], [0.0, 0.0]])
+    x = cpx_linalg.solve_triangular(cp.asarray(singular), cp.asarray(b)).get()
+    np.testing.assert_array_equal(x, [[-np.inf], [np.inf]])
+    u = np.array([[2.0, 1.0], [0.0, 3.0]])
+    upper_t = cpx_linalg.solve_triangular(cp.asarray(u), cp.asarray(b), trans="T").get()
+    np.testing.assert_allclose(upper_t, np.linalg.solve(u.T, b))
+
+
 def test_library_calls_are_queued_on_the_current_stream(cp):
     s = cp.cuda.Stream(non_blocking=True)
     d = cp.asarray(np.eye(3) * 4)

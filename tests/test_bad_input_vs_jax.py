@@ -217,6 +217,9 @@ def _normal(text):
     """A message with the library's name, addresses and trailing spaces made neutral."""
     text = re.sub(r"\bgpuarr\b", "jax", text, flags=re.IGNORECASE)
     text = re.sub(r"\bJAX\b", "jax", text)
+    # JAX's eager lax.slice defers to dynamic_slice, whose message shows NumPy integers'
+    # reprs (np.int64(4)); traced, it shows 4: the number is what is compared.
+    text = re.sub(r"\bnp\.u?int(?:8|16|32|64)\((-?\d+)\)", r"\1", text)
     return re.sub(r"0x[0-9a-f]+", "0x?", text).strip()
 
 
@@ -235,7 +238,7 @@ def test_bad_input_matches_jax(name):
             assert fragment in ours[1], (fragment, ours)
     elif shared:
         for fragment in shared:
-            assert fragment in ours[1] and fragment in theirs[1], (fragment, ours, theirs)
+            assert fragment in got and fragment in want, (fragment, ours, theirs)
     elif prefix:
         assert got.startswith(want), (ours, theirs)
     else:

@@ -55,10 +55,15 @@ def _check_parts(got, want, x, ulps):
 
 @pytest.fixture
 def x64():
+    """64-bit types on, here and in JAX, for one test: both flags are put back after it."""
+    old = (bool(gpuarr.config.jax_enable_x64), bool(jax.config.jax_enable_x64))
     gpuarr.config.update("jax_enable_x64", True)
     jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", False)
+    try:
+        yield
+    finally:
+        gpuarr.config.update("jax_enable_x64", old[0])
+        jax.config.update("jax_enable_x64", old[1])
 
 
 @pytest.mark.parametrize("inputs", ["special", "random"])

@@ -410,7 +410,9 @@ def test_table_entry_binds_its_primitive(name):
 
 
 def test_every_primitive_is_covered():
-    registered = {p.name: p for p in core.abstract_eval_rules}
+    # gpuarr's own primitives: tests register user primitives (jax.extend) in the same table
+    registered = {p.name: p for p in core.abstract_eval_rules
+                  if type(p).__module__ != "gpuarr.extend.core"}
     no_rule = sorted(n for n, p in registered.items()
                      if p not in batching.batch_rules and n not in ALLOWLIST)
     no_entry = sorted(n for n in registered if n not in PRIMITIVE_TABLE and n not in ALLOWLIST)

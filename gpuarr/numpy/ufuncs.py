@@ -110,11 +110,12 @@ def _jitted_with_bool(fn):
     select(pred, a, 0), so `b * inf` and `b / False` give 0 where `b` is False, not NaN."""
     jitted = _jit(fn)
 
-    def call(x, y, /, **kwargs):
-        if (not kwargs and _has_bool(x, y) and not isinstance(x, Tracer)
-                and not isinstance(y, Tracer)):
-            return jitted(x, y)
-        return fn(x, y, **kwargs)
+    def call(*args, **kwargs):
+        # Any other call goes to `fn` as it is, so its errors name JAX's parameters.
+        if (len(args) == 2 and not kwargs and _has_bool(*args)
+                and not builtins.any(isinstance(a, Tracer) for a in args)):
+            return jitted(*args)
+        return fn(*args, **kwargs)
     call.__name__ = call.__qualname__ = fn.__name__
     call.__doc__ = fn.__doc__
     call.__wrapped__ = fn  # inspect.signature shows fn's: JAX's parameter names

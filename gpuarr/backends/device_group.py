@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from gpuarr import process_group
+from gpuarr.backends import nccl
 
 _local = threading.local()
 combine_lock = threading.Lock()  # combining steps trace named vmaps, whose axis stack is global
@@ -194,7 +195,6 @@ class DeviceGroup:
 
     def _over_nccl(self, inbox, names, name, params, _) -> dict:
         """Each group's collective over NCCL, for this process's members."""
-        from gpuarr.backends import nccl
         out: dict = {}
         for members in self._groups(names, range(len(self.processes))):
             ranks = {r: f for r, f in enumerate(members) if f in inbox}

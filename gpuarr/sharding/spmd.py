@@ -18,10 +18,11 @@ import weakref
 
 import numpy as np
 
-from gpuarr import compilation, core, impls
+from gpuarr import compilation, core, impls, placement
 from gpuarr.backends.device_group import DeviceGroup, ProcessShards
 from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
+from gpuarr.lax import lax, parallel, shape_ops
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
 
@@ -141,7 +142,6 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
                         [d.id for d in devices] if on_gpus else None)
     args = {f: [_piece(b, s, mesh, f) for b, s in zip(bufs, in_specs)] for f in group.local}
     if on_gpus:  # each GPU runs the kernels of the Program on its piece; NCCL between them
-        from gpuarr import placement
         platform = placement.platform_of(devices[0])
         fn = _compiled_gpu.get(closed)
         if fn is None:
@@ -205,7 +205,6 @@ def _split_known(closed, uk, mesh):
     """(known, unknown, out_uk, n_res) per-device Programs; residuals leave the known Program
     with a leading unit dimension (split over every mesh axis) and enter the unknown one
     without it."""
-    from gpuarr.lax import shape_ops
     with mesh_axes(mesh):
         known, unknown, out_uk, _, n_res = partial_eval.partial_eval_closed(
             closed, list(uk), [False] * len(closed.out_avals))
@@ -273,7 +272,6 @@ def _backward(closed, linear, known, cts):
     as_linear = core.ClosedProgram(
         core.Program([defined[i] for i in const_ids], lin_vars, rest, prog.outvars),
         [env[i] for i in const_ids])
-    from gpuarr.lax import shape_ops
     cts_in = ad.backward_pass(as_linear, list(cts))
     return [shape_ops.full(v.aval.shape, 0, v.aval.dtype) if type(c) is ad.Zero else c
             for v, c in zip(lin_vars, cts_in)]
@@ -284,7 +282,6 @@ def _transpose(cts, *args, closed, mesh, in_specs, out_specs):
     out_spec does not split over them) is read from one of them, so each device takes its
     share of that cotangent; an input the same on them receives the sum of the devices'
     cotangents (psum), as in JAX's shard_map."""
-    from gpuarr.lax import lax, parallel, shape_ops
     undefined = tuple(ad.is_undefined(a) for a in args)
     zero_cts = tuple(type(c) is ad.Zero for c in cts)
     known = [a for a in args if not ad.is_undefined(a)]

@@ -3,14 +3,16 @@ each has, and the MPI communicator joining them (JAX's `jax.distributed` state).
 
 One process needs nothing. Several processes are started by an MPI launcher (`mpiexec -n 4
 python train.py`, `srun`) and joined by `initialize()`; every transfer between them goes through
-MPI (mpi4py, with MPICH or Open MPI). MPI calls here never block without a bound: each one is
-started non-blocking and polled until `timeout` seconds pass, so a process that died or stopped
-taking part makes the others raise `ProcessFailureError` instead of hanging.
+MPI (mpi4py, with MPICH or Open MPI). Waiting for the other processes is bounded: every
+exchange starts with a meeting that ends after `timeout` seconds, so a process that died or
+stopped taking part makes the others raise `ProcessFailureError` instead of hanging.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import threading
 import time
 
 import numpy as np
@@ -88,58 +90,156 @@ def mpi():
     return MPI
 
 
+class _Watchdog:
+    """Ends the bounded waits: a wait is MPI's Waitany on the awaited request and on a
+    generalized request that this thread completes when the wait's deadline passes. The
+    thread sleeps until the earliest deadline, and is woken only when a wait is armed that
+    ends before every armed one (with one timeout, only when none is armed)."""
+
+    def __init__(self):
+        self._cv = threading.Condition()
+        self._armed: dict = {}  # id -> (deadline, generalized request)
+        self._thread: threading.Thread | None = None
+        self._next = 0
+
+    def arm(self, greq, deadline: float) -> int:
+        with self._cv:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, daemon=True,
+                                                name="gpuarr-mpi-watchdog")
+                self._thread.start()
+            self._next += 1
+            if not self._armed or deadline < min(d for d, _ in self._armed.values()):
+                self._cv.notify()
+            self._armed[self._next] = (deadline, greq)
+            return self._next
+
+    def disarm(self, key: int) -> bool:
+        """Whether the wait was still armed (its generalized request is then the caller's
+        to complete)."""
+        with self._cv:
+            return self._armed.pop(key, None) is not None
+
+    def _serve(self) -> None:
+        with self._cv:
+            while True:
+                if not self._armed:
+                    self._cv.wait()
+                    continue
+                now = time.monotonic()
+                for key, (deadline, greq) in list(self._armed.items()):
+                    if deadline <= now:
+                        del self._armed[key]
+                        greq.Complete()
+                if self._armed:
+                    self._cv.wait(min(d for d, _ in self._armed.values()) - now)
+
+
+_watchdog = _Watchdog()
+
+
+def _no_op(*args):
+    return None
+
+
+def _timed_out(what: str) -> ProcessFailureError:
+    return ProcessFailureError(
+        f"{what}: process {state.process_index} waited {state.timeout:g} s for the other "
+        f"{state.process_count - 1} process(es), which did not take part: one of them died, "
+        "hangs, or runs a different sequence of collectives. Set the bound with "
+        "jax.distributed.initialize(heartbeat_timeout_seconds=...).")
+
+
 def wait(request, what: str) -> None:
-    """Poll the non-blocking MPI `request` until it completes; ProcessFailureError after
-    `state.timeout` seconds."""
-    deadline = time.monotonic() + state.timeout
-    pause = 0.0
-    while not request.Test():
-        if time.monotonic() > deadline:
-            raise ProcessFailureError(
-                f"{what}: process {state.process_index} waited {state.timeout:g} s for the "
-                f"other {state.process_count - 1} process(es), which did not take part: one of "
-                "them died, hangs, or runs a different sequence of collectives. Set the bound "
-                "with jax.distributed.initialize(heartbeat_timeout_seconds=...).")
-        time.sleep(pause)
-        pause = min(pause * 2 or 1e-5, 1e-3)
-
-
-def allgather_bytes(data: bytes, what: str) -> list[bytes]:
-    """Every process's `data` (any lengths), in process order."""
-    comm = state.comm
+    """Wait for the non-blocking MPI `request`; ProcessFailureError after `state.timeout`
+    seconds. MPI's own wait (Waitany, with the watchdog's generalized request for the
+    deadline) spins in MPI's progress engine, as its blocking calls do: polling with sleeps
+    in between would stall the transfer, which MPICH moves only inside MPI calls."""
     MPI = mpi()
+    deadline = time.monotonic() + state.timeout
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:  # the watchdog may not call MPI: poll
+        while not request.Test():
+            if time.monotonic() > deadline:
+                raise _timed_out(what)
+            time.sleep(0)  # yields the processor, no pause
+        return
+    greq = MPI.Grequest.Start(_no_op, _no_op, _no_op)
+    key = _watchdog.arm(greq, deadline)
+    done = MPI.Request.Waitany([request, greq])
+    if _watchdog.disarm(key):
+        greq.Complete()
+    greq.Wait()  # frees it
+    if done != 0:
+        raise _timed_out(what)
+
+
+# Every exchange between processes starts with a meeting: an allgather of a digest of what
+# each process is about to do, waited with the bound above. When the processes agree, the data
+# moves with MPI's blocking calls (Allreduce, Allgather: MPI's algorithms for blocking
+# collectives, the fastest it has, and no waiting thread), since every process is then
+# inside the same exchange; a process that dies during it makes the launcher end the run.
+
+
+def _gather_bytes(data: bytes, what: str) -> list[bytes]:
+    comm, MPI = state.comm, mpi()
     sizes = np.zeros(state.process_count, np.int64)
     wait(comm.Iallgather(np.array([len(data)], np.int64), sizes), what)
     out = np.empty(int(sizes.sum()), np.uint8)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     send = np.frombuffer(data, np.uint8) if data else np.empty(0, np.uint8)
-    wait(comm.Iallgatherv(send, [out, sizes, offsets, MPI.BYTE]), what)
+    comm.Allgatherv(send, [out, sizes, offsets, MPI.BYTE])
     return [out[o:o + s].tobytes() for o, s in zip(offsets, sizes)]
 
 
 def check_same(signature: str, what: str) -> None:
     """Every process reached the same collective with the same operands (`signature`: what,
-    shapes, dtypes); ValueError naming the processes that differ."""
-    seen = [s.decode() for s in allgather_bytes(signature.encode(), what)]
-    if len(set(seen)) > 1:
-        lines = "\n".join(f"  process {p}: {s}" for p, s in enumerate(seen))
-        raise ValueError(f"{what}: the processes disagree on the operands (each must call the "
-                         f"same collectives with the same shapes and dtypes):\n{lines}")
+    shapes, dtypes); ValueError naming each process's signature when they differ. The
+    processes compare digests (one small allgather, bounded in time) and exchange the
+    signatures themselves only when they differ."""
+    digest = np.frombuffer(hashlib.blake2b(signature.encode(), digest_size=16).digest(),
+                           np.uint8)
+    seen = np.empty((state.process_count, digest.size), np.uint8)
+    wait(state.comm.Iallgather(digest, seen), what)
+    if (seen == seen[:1]).all():
+        return
+    every = [s.decode() for s in _gather_bytes(signature.encode(), what)]
+    lines = "\n".join(f"  process {p}: {s}" for p, s in enumerate(every))
+    raise ValueError(f"{what}: the processes disagree on the operands (each must call the "
+                     f"same collectives with the same shapes and dtypes):\n{lines}")
 
 
-def allreduce_sum(local: np.ndarray, what: str) -> np.ndarray:
-    """The elementwise sum of every process's `local` (same shape and dtype everywhere)."""
+def allgather_bytes(data: bytes, what: str) -> list[bytes]:
+    """Every process's `data` (any lengths), in process order."""
+    return _gather_bytes(data, what)
+
+
+def allreduce_sum(local: np.ndarray, what: str, *, signature: str | None = None,
+                  in_place: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+    """The elementwise sum of every process's `local` (same shape and dtype everywhere),
+    once the processes agree on `signature` (by default `what` with the shape and dtype).
+    MPI reads `local`'s own buffer when it is contiguous and writes `out` (a C-ordered
+    array of its shape and dtype; a new one when not given), or, with `in_place` (`local` is
+    a C-contiguous array nothing else reads), adds into `local`."""
+    comm, MPI = state.comm, mpi()
+    local = np.asarray(local)
+    check_same(signature or f"{what} of {local.dtype}{list(local.shape)}", what)
+    if in_place and local.flags.c_contiguous and local.flags.writeable:
+        comm.Allreduce(MPI.IN_PLACE, local, op=MPI.SUM)
+        return local
     send = np.require(local, requirements="C")  # keeps 0-d arrays 0-d
-    out = np.empty(send.shape, send.dtype)  # C order, as the send buffer (not empty_like)
-    wait(state.comm.Iallreduce(send, out, op=mpi().SUM), what)
+    out = np.empty(send.shape, send.dtype) if out is None else out
+    comm.Allreduce(send, out, op=MPI.SUM)
     return out
 
 
-def allgather_array(local: np.ndarray, what: str) -> np.ndarray:
-    """Every process's `local`, stacked along a new leading axis in process order."""
+def allgather_array(local: np.ndarray, what: str, *, signature: str | None = None
+                    ) -> np.ndarray:
+    """Every process's `local`, stacked along a new leading axis in process order, once the
+    processes agree on `signature` (by default `what` with the shape and dtype)."""
     local = np.require(local, requirements="C")
+    check_same(signature or f"{what} of {local.dtype}{list(local.shape)}", what)
     out = np.empty((state.process_count, *local.shape), local.dtype)
-    wait(state.comm.Iallgather(local, out), what)
+    state.comm.Allgather(local, out)
     return out
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from gpuarr import process_group
-from gpuarr.backends import nccl
+from gpuarr.backends import host_memory, nccl
 
 _local = threading.local()
 combine_lock = threading.Lock()  # combining steps trace named vmaps, whose axis stack is global
@@ -171,14 +171,14 @@ class DeviceGroup:
 
     def _results(self, inbox, names, signature, combine, total) -> dict:
         values = {f: v[0] for f, v in inbox.items()}
-        if self.multi_process:
-            process_group.check_same(signature, signature)
         if combine is None:
+            if self.multi_process:
+                process_group.check_same(signature, signature)
             return self._over_nccl(inbox, names, *total)
         if self.multi_process:
             if total == "sum" and set(names) == set(self.axis_names):
-                return self._mpi_sum(values)
-            values = self._gather_processes(values)
+                return self._mpi_sum(values, signature)
+            values = self._gather_processes(values, signature)
         sizes = [self.axis_sizes[self.axis_names.index(n)] for n in names]
         out: dict = {}
         for members in self._groups(names, values):
@@ -219,27 +219,32 @@ class DeviceGroup:
             groups.setdefault(tuple(c[n] for n in others), []).append(f)
         return [sorted(m, key=lambda f: self.axis_position(f, names)) for m in groups.values()]
 
-    def _gather_processes(self, values: dict) -> dict:
-        """Every device's operand, from every process (MPI allgather in mesh order)."""
+    def _gather_processes(self, values: dict, signature: str) -> dict:
+        """Every device's operand, from every process (MPI allgather in mesh order), once the
+        processes agree on the collective's `signature`."""
         mine = np.stack([values[f] for f in self.local])
         counts = {p: self.processes.count(p) for p in set(self.processes)}
         if len(set(counts.values())) != 1:
             raise NotImplementedError("a mesh whose processes hold different numbers of its "
                                       "devices: give every process the same device count.")
-        every = process_group.allgather_array(mine, "collective")
+        every = process_group.allgather_array(mine, signature, signature=signature)
         out = {}
         for p in range(every.shape[0]):
             flats = [i for i, q in enumerate(self.processes) if q == p]
             out.update(zip(flats, every[p]))
         return out
 
-    def _mpi_sum(self, values: dict) -> dict:
+    def _mpi_sum(self, values: dict, signature: str) -> dict:
         """Sum over the whole mesh: this process's devices added as the one-device path adds
-        them, then one MPI Allreduce over the processes."""
-        if len(self.local) == 1:
-            partial = values[self.local[0]]
-        else:
+        them, then one MPI Allreduce over the processes (once they agree on `signature`)."""
+        if len(self.local) == 1:  # MPI reads the device's operand, writes the result
+            value = values[self.local[0]]
+            total = process_group.allreduce_sum(
+                value, signature, signature=signature,
+                out=host_memory.reusable_empty(value.shape, value.dtype))
+        else:  # the partial sum is this step's own array: MPI adds into it
             mine = np.stack([values[f] for f in self.local])
             partial = np.add.reduce(mine, axis=0, dtype=mine.dtype)
-        total = process_group.allreduce_sum(partial, "psum")
+            total = process_group.allreduce_sum(partial, signature, signature=signature,
+                                                in_place=True)
         return {f: total for f in self.local}

@@ -14,7 +14,9 @@ does for the GPU pool), and so does any `MALLOC_MMAP_THRESHOLD_` or `MALLOC_TRIM
 set by the user. Other C libraries (musl, macOS) are left alone.
 
 `aligned_empty` gives buffers that start on a cache line, for loops that call BLAS on them
-many times.
+many times. `reusable_empty` gives buffers over glibc's threshold from a small cache of
+blocks that no array uses any more (a collective's 64 MiB result would otherwise be faulted in
+afresh on every call, and unmapped when dropped).
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import sys
+import threading
 
 import numpy as np
 
@@ -69,3 +73,53 @@ def aligned_empty(shape, dtype, alignment: int = 64):
     raw = np.empty(nbytes + alignment, np.uint8)
     start = -raw.ctypes.data % alignment
     return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+class _BlockCache:
+    """Blocks over MMAP_THRESHOLD handed out as arrays, each reused once nothing refers to it
+    but this cache: every array made from a block (and every view of those) holds the block
+    itself as its `base`, so the block's reference count says whether one is alive. At most
+    MAX_BLOCKS are kept, and at most TRIM_THRESHOLD bytes of them unused."""
+
+    MAX_BLOCKS = 16
+
+    def __init__(self):
+        self._blocks: list = []  # least recently handed out first
+        self._lock = threading.Lock()
+
+    def _unused(self, i: int) -> bool:
+        return sys.getrefcount(self._blocks[i]) == 2  # the list's reference and the argument's
+
+    def empty(self, nbytes: int):
+        with self._lock:
+            blocks = self._blocks
+            for i in range(len(blocks)):
+                if blocks[i].nbytes == nbytes and self._unused(i):
+                    blocks.append(blocks.pop(i))
+                    return blocks[-1]
+            blocks.append(np.empty(nbytes, np.uint8))
+            unused = [i for i in range(len(blocks) - 1) if self._unused(i)]
+            spare = sum(blocks[i].nbytes for i in unused)
+            drop = set()
+            for i in unused:  # oldest first
+                if spare <= TRIM_THRESHOLD and len(blocks) - len(drop) <= self.MAX_BLOCKS:
+                    break
+                drop.add(i)
+                spare -= blocks[i].nbytes
+            blocks[:] = [b for i, b in enumerate(blocks) if i not in drop]
+            del blocks[:max(0, len(blocks) - self.MAX_BLOCKS)]
+            return blocks[-1]
+
+
+_blocks = _BlockCache()
+
+
+def reusable_empty(shape, dtype):
+    """An uninitialized C-ordered array; one over MMAP_THRESHOLD bytes comes from blocks that
+    earlier results of the same size have released (see _BlockCache), when malloc's behaviour
+    is gpuarr's to choose."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes <= MMAP_THRESHOLD or not wanted():
+        return np.empty(shape, dtype)
+    return _blocks.empty(nbytes).view(dtype).reshape(shape)

@@ -45,9 +45,9 @@ def process_allgather(in_tree, tiled: bool = False):
         local = _host(x)
         if process_group.state.comm is None:
             return local if tiled else local[None]
-        process_group.check_same(f"process_allgather of {local.dtype}{list(local.shape)}",
-                                 "process_allgather")
-        stacked = process_group.allgather_array(local, "process_allgather")
+        stacked = process_group.allgather_array(
+            local, "process_allgather",
+            signature=f"process_allgather of {local.dtype}{list(local.shape)}")
         return np.concatenate(list(stacked), axis=0) if tiled else stacked
     return pytrees.tree_map(gather, in_tree)
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from gpuarr.backends import host_memory
@@ -64,3 +65,46 @@ def test_platform_allocator_leaves_malloc_alone():
 def test_users_malloc_settings_win():
     assert _run(MALLOC_TRIM_THRESHOLD_="131072")[0] == "False"
     assert _run(MALLOC_MMAP_THRESHOLD_="131072") == ["False", "True"]
+
+
+def _address(a) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def test_large_results_reuse_blocks_no_array_uses():
+    """Arrays over glibc's mmap threshold come from blocks released by earlier arrays of the
+    same size: never one that an array or a view of it still uses."""
+    if not host_memory.wanted():
+        pytest.skip("malloc's behaviour was chosen by the user")
+    n = host_memory.MMAP_THRESHOLD // 4 + 4099  # a size no other test asks for
+    a = host_memory.reusable_empty((n,), np.float32)
+    a[:] = 1.0
+    first = _address(a)
+    b = host_memory.reusable_empty((n,), np.float32)
+    assert _address(b) != first
+    view = a[5:]
+    del a
+    c = host_memory.reusable_empty((n,), np.float32)
+    assert _address(c) not in (first, _address(b))
+    del view, c
+    d = host_memory.reusable_empty((n,), np.float32)
+    assert _address(d) == first and d.shape == (n,) and d.dtype == np.float32
+    assert d.flags.c_contiguous and d.flags.writeable
+    d[:] = 2.0
+    b[:] = 3.0  # b's block is its own
+    assert (d == 2.0).all()
+    small = host_memory.reusable_empty((3, 4), np.int16)
+    assert small.shape == (3, 4) and small.dtype == np.int16 and small.base is None
+
+
+def test_block_cache_keeps_few_unused_bytes(monkeypatch):
+    monkeypatch.setattr(host_memory, "TRIM_THRESHOLD", 3000)
+    cache = host_memory._BlockCache()
+    cache.MAX_BLOCKS = 4
+    held = [cache.empty(1000) for _ in range(6)]  # every block in use
+    assert len(cache._blocks) == 4  # the oldest are no longer tracked
+    del held
+    cache.empty(500)  # 4 unused blocks of 1000 bytes: one is dropped
+    assert sorted(b.nbytes for b in cache._blocks) == [500, 1000, 1000, 1000]
+    kept = cache.empty(1000)
+    assert any(kept is b for b in cache._blocks) and len(cache._blocks) == 4

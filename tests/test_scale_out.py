@@ -4,6 +4,7 @@ so that a hang fails the test. Every process runs on this machine (loopback only
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -234,3 +235,20 @@ def test_initialize_without_mpi4py_names_the_extra():
                          timeout=LIMIT, env=dict(os.environ, PYTHONPATH=SEARCH_PATH))
     assert "pip install 'gpuarr[distributed]'" in out.stdout
     assert out.stdout.strip().endswith("False 1")
+
+
+def test_shard_map_manual_over_some_axes_and_check_vma_match_jax():
+    """On 4 cpu devices (a 2 x 2 mesh): shard_map with `axis_names` a subset of the mesh
+    axes, and check_vma's errors for outputs whose out_specs claim replication they lack
+    (after axis_index, ppermute, all_gather), as JAX 0.10.2 gives them."""
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["manual_axes", "4"])
+    (theirs,), _ = _run(["manual_axes", "4"], lib="jax")
+    assert ours["specs"] == theirs["specs"]
+    assert ours["values"] == theirs["values"]
+    for name, want in theirs["errors"].items():
+        got = ours["errors"][name]
+        # JAX names its own wrapper of the function in the message; compare the rest.
+        assert got[0] == want[0] == "ValueError", name
+        assert (re.sub(r"function '[^']*'", "function f", got[1])
+                == re.sub(r"function '[^']*'", "function f", want[1])), name

@@ -115,8 +115,8 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
             return out_leaves
 
         if the_mesh.size > 1:
-            return _run_per_device(call, box, the_mesh, concrete, names, bound, dyn_args,
-                                   dyn_specs)
+            return _run_per_device(f, call, box, the_mesh, concrete, names, bound, dyn_args,
+                                   dyn_specs, out_specs, check_vma)
         arg_axes = [_spec_axes(s) for s in dyn_specs]
         with use_abstract_mesh(_as_manual_mesh(the_mesh, names)):
             outs, varying = _run_levels(call, bound, dyn_args, arg_axes)
@@ -134,28 +134,55 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
 # ---------------------------------------------------------------- running f
 
 
-def _run_per_device(call, box, mesh, concrete, names, bound, args, specs):
+class _Aval:
+    """An output of the per-device Program as _check_outputs reads it (its aval)."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+
+def _manual_mesh(concrete, names):
+    """The devices of `concrete` at position 0 of the axes outside `names` (shard_map
+    manual over `names` only): JAX partitions the other axes by itself, and the value is the
+    same along them, so one device per block of the manual axes computes it."""
+    index = tuple(slice(None) if n in names else 0 for n in concrete.axis_names)
+    kept = [i for i, n in enumerate(concrete.axis_names) if n in names]
+    return Mesh(concrete.devices[index], tuple(concrete.axis_names[i] for i in kept),
+                axis_types=tuple(concrete.axis_types[i] for i in kept))
+
+
+def _run_per_device(f, call, box, mesh, concrete, names, bound, args, specs, out_specs,
+                    check_vma):
     """shard_map on a mesh of several devices: `f` traced for one device's shards, run on
-    every device (sharding/spmd.py)."""
+    every device (sharding/spmd.py). Manual over some mesh axes only (`axis_names`), it runs
+    on the devices of those axes; the outputs report the whole mesh."""
     if concrete is None:
         concrete = get_concrete_mesh()
         if concrete.empty or concrete.abstract_mesh.shape_tuple != mesh.shape_tuple:
             raise ValueError(f"shard_map over {mesh} needs its devices: pass a concrete Mesh "
                              "(jax.make_mesh) or enter one with jax.set_mesh.")
+    whole = concrete
     if frozenset(mesh.axis_names) != names:
-        raise NotImplementedError(
-            f"shard_map over the mesh axes {sorted(names)} of {mesh}: on several devices "
-            "gpuarr runs shard_map manual over every mesh axis; leave axis_names unset.")
+        if len({d.process_index for d in concrete.devices.flat}) > 1:
+            raise NotImplementedError(
+                f"shard_map over the mesh axes {sorted(names)} of {mesh}, which spans "
+                "processes: gpuarr runs shard_map across processes manual over every mesh "
+                "axis; leave axis_names unset.")
+        concrete = _manual_mesh(concrete, names)
     check_distinct_devices(list(concrete.devices.flat), "shard_map")
     avals = [spmd.shard_aval(core.get_aval(a), s, concrete) for a, s in zip(args, specs)]
     with use_abstract_mesh(_as_manual_mesh(mesh, names)):
         closed, hoisted = spmd.trace_per_device(call, avals, concrete, bound)
     out_tree, out_specs_flat = box[0]
+    varying = spmd.varying_axes(closed, [()] * len(hoisted) + [_spec_axes(s) for s in specs])
+    _check_outputs(f, mesh, out_tree, out_specs, out_specs_flat,
+                   [_Aval(a) for a in closed.out_avals],
+                   [frozenset() if v is None else v for v in varying], check_vma)
     in_specs = (P(),) * len(hoisted) + tuple(specs)
     outs = spmd.shard_map_p.bind(*hoisted, *args, closed=closed, mesh=concrete,
                                  in_specs=in_specs, out_specs=tuple(out_specs_flat))
     if not isinstance(outs[0] if outs else None, Tracer):
-        outs = [_attach(o, NamedSharding(concrete, s)) for o, s in zip(outs, out_specs_flat)]
+        outs = [_attach(o, NamedSharding(whole, s)) for o, s in zip(outs, out_specs_flat)]
     return pytrees.tree_unflatten(out_tree, outs)
 
 

@@ -159,6 +159,61 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]
 
 
+# ---------------------------------------------------------------- varying mesh axes
+#
+# JAX's check_vma: the mesh axes along which each output of the per-device Program may differ
+# between devices. Inputs vary along the axes their in_spec splits over; a reduction over axes
+# gives the same value on each of their devices; a scatter, permutation or axis_index varies
+# along its axes; any other operation (all_gather included, as in JAX, whose
+# all_gather_invariant is another primitive) varies where its operands do.
+
+_INVARIANT_OVER = {parallel.psum_p, parallel.pmax_p, parallel.pmin_p}
+_VARYING_OVER = {parallel.reduce_scatter_p, parallel.all_to_all_p, parallel.ppermute_p,
+                 parallel.axis_index_p}
+_OTHER_COLLECTIVES = {parallel.all_gather_p, parallel.pbroadcast_p}
+
+
+def _sub_programs(params) -> list:
+    return [p if isinstance(p, core.ClosedProgram) else core.ClosedProgram(p, [])
+            for p in core.subprograms(params)]
+
+
+def _has_collectives(closed) -> bool:
+    return any(e.prim in _INVARIANT_OVER or e.prim in _VARYING_OVER
+               or e.prim in _OTHER_COLLECTIVES or any(_has_collectives(c) for c in _sub_programs(e.params))
+               for e in closed.program.eqns)
+
+
+def varying_axes(closed, in_axes) -> list:
+    """The mesh axes (frozensets) along which each output of `closed` may vary, given those
+    of its inputs; None for an output computed by control flow holding collectives (not
+    followed: not checked)."""
+    prog = closed.program
+    env = {v.id: frozenset() for v in prog.constvars}
+    env.update({v.id: frozenset(a) for v, a in zip(prog.invars, in_axes)})
+
+    def of(x):
+        return frozenset() if type(x) is core.Literal else env.get(x.id)
+
+    for eqn in prog.eqns:
+        ins = [of(x) for x in eqn.inputs]
+        subs = _sub_programs(eqn.params)
+        if eqn.prim in _INVARIANT_OVER or eqn.prim in _VARYING_OVER:
+            axes = frozenset(_entry_axes(eqn.params["axis_name"]))
+            base = frozenset().union(*[a for a in ins if a is not None])
+            outs = [base - axes if eqn.prim in _INVARIANT_OVER else base | axes] \
+                * len(eqn.outvars)
+        elif (len(subs) == 1 and len(subs[0].program.invars) == len(eqn.inputs)
+                and len(subs[0].program.outvars) == len(eqn.outvars)):
+            outs = varying_axes(subs[0], ins)  # a call (jit, custom derivatives, remat)
+        elif None in ins or any(_has_collectives(c) for c in subs):
+            outs = [None] * len(eqn.outvars)
+        else:
+            outs = [frozenset().union(*ins)] * len(eqn.outvars)
+        env.update((v.id, a) for v, a in zip(eqn.outvars, outs))
+    return [of(v) for v in prog.outvars]
+
+
 # ---------------------------------------------------------------- transformations
 #
 # Each transformation of a shard_map is a shard_map of the transformed per-device Program, so

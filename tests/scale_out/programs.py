@@ -493,9 +493,50 @@ def fault(kind):
         emit(process=me, error=type(e).__name__, message=str(e))
 
 
+def manual_axes(n):
+    """shard_map manual over a subset of the mesh axes (`axis_names`), and `check_vma` on
+    outputs whose out_specs claim replication, on a 2 x (n/2) mesh of cpu devices."""
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((2, n // 2), ("i", "j"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+    x = np.arange(4 * n * 4, dtype=np.float32).reshape(4 * n, 4)
+
+    def scaled(v):
+        return v * (lax.axis_index("i") + 1).astype(v.dtype) + lax.psum(v, "i")
+
+    values, specs, errors = {}, {}, {}
+    for name, (fn, in_spec, out_spec, kw) in {
+            "subset": (scaled, P("i"), P("i"), dict(axis_names={"i"})),
+            "subset_psum": (lambda v: lax.psum(v.sum(0), "i"), P("i"), P(),
+                            dict(axis_names={"i"})),
+            "unchecked": (lambda v: v * 2, P("i"), P(), dict(check_vma=False)),
+            "checked_psum": (lambda v: lax.psum(v, "i"), P("i"), P(), {}),
+            "gather": (lambda v: lax.all_gather(v, "j", axis=1, tiled=True), P("i", "j"),
+                       P("i", "j"), {}),
+    }.items():
+        f = jax.shard_map(fn, mesh=mesh, in_specs=in_spec, out_specs=out_spec, **kw)
+        out = f(x)
+        values[name] = [np.asarray(out).tolist(), np.asarray(jax.jit(f)(x)).tolist()]
+        specs[name] = str(out.sharding.spec)
+    for name, (fn, out_spec, spec_in) in {
+            "varying_out": (lambda v: v * 2, P(), P("i")),
+            "two_axes": (lambda v: v * lax.axis_index("j"), P("i"), P("i")),
+            "after_ppermute": (lambda v: lax.ppermute(v, "j", [(0, 1), (1, 0)]), P("i"),
+                               P("i")),
+            "after_gather": (lambda v: lax.all_gather(v, "j", axis=1, tiled=True), P("i"),
+                             P("i", "j")),
+    }.items():
+        try:
+            jax.shard_map(fn, mesh=mesh, in_specs=spec_in, out_specs=out_spec)(x)
+            errors[name] = None
+        except Exception as e:  # noqa: BLE001 - the test compares class and message
+            errors[name] = [type(e).__name__, str(e)]
+    return dict(values=values, specs=specs, errors=errors)
+
+
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
-            "transforms": transforms, "gpus": gpus, "features": features}
+            "transforms": transforms, "gpus": gpus, "features": features,
+            "manual_axes": manual_axes}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import dtypes
+from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.process_group import state
 
@@ -55,12 +56,19 @@ class Array(metaclass=_ArrayMeta):
     def aval(self) -> ShapedArray:
         aval = self._aval
         if aval is None:
-            v = self._buffer
+            v = self._stored
             aval = self._aval = ShapedArray(v.shape, v.dtype, self.weak_type)
         return aval
 
     @property
     def _buffer(self):
+        v = self._stored
+        return v.assemble() if type(v) is DeviceShards else v
+
+    @property
+    def _stored(self):
+        """The value as held: for an Array split over several GPUs, their pieces
+        (DeviceShards), which `_buffer` puts together for an operation."""
         if self._deleted:
             raise RuntimeError("Array has been deleted (it was donated to a jitted function or "
                                "deleted with .delete()); use the function's output instead.")
@@ -73,16 +81,18 @@ class Array(metaclass=_ArrayMeta):
             self._python_float = value
         return self
 
-    shape = property(lambda self: tuple(self._buffer.shape))
-    dtype = property(lambda self: np.dtype(self._buffer.dtype))
-    ndim = property(lambda self: len(self._buffer.shape))
-    size = property(lambda self: int(np.prod(self._buffer.shape, dtype=np.int64)))
+    shape = property(lambda self: tuple(self._stored.shape))
+    dtype = property(lambda self: np.dtype(self._stored.dtype))
+    ndim = property(lambda self: len(self._stored.shape))
+    size = property(lambda self: int(np.prod(self._stored.shape, dtype=np.int64)))
     nbytes = property(lambda self: self.size * self.dtype.itemsize)
     itemsize = property(lambda self: self.dtype.itemsize)
 
     # --- host conversion ------------------------------------------------------------
     def _host(self) -> np.ndarray:
-        buf = self._buffer
+        buf = self._stored
+        if type(buf) is DeviceShards:
+            return buf.to_host()
         if self._platform is not None:
             buf = self._platform.to_host(buf)
         return np.asarray(buf)
@@ -153,9 +163,10 @@ class Array(metaclass=_ArrayMeta):
     # --- devices and lifetime ---------------------------------------------------------
     def block_until_ready(self) -> Array:
         """Wait until the value has been computed, then return self."""
-        buf = self._buffer
+        buf = self._stored
         if self._platform is not None:
-            self._platform.block_until_ready(buf)
+            for b in buf.shards.values() if type(buf) is DeviceShards else (buf,):
+                self._platform.block_until_ready(b)
         return self
 
     def devices(self) -> set:
@@ -168,8 +179,11 @@ class Array(metaclass=_ArrayMeta):
         """The Device holding this array (`CpuDevice(id=0)`, `CudaDevice(id=0)`, ...)."""
         if self._device is None:
             plat = self._platform
-            if plat is not None:
-                self._device = plat.device_of(self._buffer)
+            v = self._stored
+            if type(v) is DeviceShards:
+                self._device = v.first_device()
+            elif plat is not None:
+                self._device = plat.device_of(v)
             else:
                 from gpuarr import platforms
                 self._device = platforms.default_platform().local_devices()[0]
@@ -221,7 +235,10 @@ class Array(metaclass=_ArrayMeta):
     global_shards = addressable_shards
 
     def _shard_data(self, device, index) -> Array:
-        buf = self._buffer
+        buf = self._stored
+        if type(buf) is DeviceShards:  # split over GPUs: the piece where it is
+            return Array(buf.shards[device], self.weak_type, device=device, committed=True,
+                         platform=self._platform)
         local = getattr(buf, "shards", None)  # a global array spanning processes
         piece = local[device] if local is not None else np.array(self._host()[index])
         return Array(piece, self.weak_type, device=device, committed=True)
@@ -250,6 +267,10 @@ class Array(metaclass=_ArrayMeta):
         if plat is None or not getattr(plat, "device_buffers", False):
             raise AttributeError("__cuda_array_interface__ is only defined for arrays on a CUDA "
                                  f"device; this array is on {self.device!r}.")
+        if type(self._stored) is DeviceShards:
+            raise AttributeError("__cuda_array_interface__ is only defined for an array on one "
+                                 f"device; this one is split over {len(self._stored.shards)} "
+                                 "GPUs: use its pieces, x.addressable_shards[i].data.")
         return plat.cuda_array_interface(self._buffer)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):

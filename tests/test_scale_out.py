@@ -162,6 +162,25 @@ def test_collectives_between_gpus_run_over_nccl():
     assert loss_diff < 1e-6 and grad_diff < 1e-6 and spec == "P()" and all_reduces == 4
 
 
+def test_array_over_gpus_keeps_each_piece_on_its_gpu():
+    """device_put over 2 cuda devices of the CuPy stand-in: each GPU's memory holds its piece
+    only (no global copy on the first), addressable_shards are those pieces, and shard_map,
+    eager operations and host reads see the whole value."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
+                                                       str(ROOT)]),
+               CUPY_STANDIN_DEVICES="2", GPUARR_PLATFORMS="cuda")
+    proc = subprocess.run([sys.executable, str(PROGRAMS), "gpuarr", "gpu_shards", "2"],
+                          capture_output=True, text=True, timeout=LIMIT, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (r,) = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+            if line.startswith("RESULT ")]
+    assert r["placed"] == [r["piece_bytes"]] * 2
+    assert r["shards"] == [["cuda:0", "cuda:0", [256, 64], True],
+                           ["cuda:1", "cuda:1", [256, 64], True]]
+    assert r["values"] == [True] * 4 and r["spec"] == "P('i',)"
+    assert r["after"] == [r["piece_bytes"]] * 2  # results dropped: the pieces remain
+
+
 @pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])
 def test_mpi_collectives_equal_single_process(procs, local):
     _need_mpi()

@@ -149,7 +149,7 @@ class CudaPlatform(Platform):
         Array of this platform holds a DeviceBuffer), anything else becomes a host array."""
         from gpuarr.array import Array
         if type(c) is Array:
-            c = c._value if c._platform is self else c._host()
+            c = c._buffer if c._platform is self else c._host()  # pieces over GPUs: joined
         return c if isinstance(c, cuda.DeviceBuffer) else np.asarray(c)
 
     # ---- eager operations

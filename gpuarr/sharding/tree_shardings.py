@@ -2,6 +2,8 @@
 device_put's placement, checked and resolved to one device."""
 from __future__ import annotations
 
+import numpy as np
+
 from gpuarr import pytrees
 from gpuarr.pytrees.mapping import _prefix_errors
 from gpuarr.sharding.mesh import AbstractMesh
@@ -240,8 +242,27 @@ def common_device(shardings, what: str):
 
 
 def with_sharding(x, s: Sharding):
-    """A new Array with `x`'s buffer, committed to the device of `s` and reporting `s`."""
-    from gpuarr import placement
-    out = placement.put(x, device_of(s, "device_put"))
-    out._sharding = concrete_sharding(s)
+    """A new Array with `x`'s buffer, committed to the device of `s` and reporting `s`. Over
+    several GPUs of this process, each device receives its own piece (DeviceShards) and
+    none the whole value."""
+    from gpuarr import placement  # these import sharding (through core): not at the top
+    from gpuarr.array import Array
+    from gpuarr.backends.device_shards import DeviceShards
+    s = concrete_sharding(s)
+    device = device_of(s, "device_put")
+    devices = s._device_assignment
+    if device.platform == "cuda" and len(devices) > 1 and isinstance(s, NamedSharding) \
+            and all(d.process_index == device.process_index for d in devices):
+        stored = x._stored if type(x) is Array else None
+        platform = placement.platform_of(device)
+        if type(stored) is DeviceShards and stored.sharding == s:
+            shards = stored
+        else:
+            host = x._host() if type(x) is Array else np.asarray(x)
+            shards = DeviceShards.from_host(host, s, platform)
+        out = Array(shards, getattr(x, "weak_type", False), device=device, committed=True,
+                    platform=platform)
+    else:
+        out = placement.put(x, device)
+    out._sharding = s
     return out

@@ -533,10 +533,49 @@ def manual_axes(n):
     return dict(values=values, specs=specs, errors=errors)
 
 
+def gpu_shards(n):
+    """An array put over n cuda devices of the CuPy stand-in: each GPU holds its own piece
+    and none the whole value (the backend's per-device pool counts the bytes in use)."""
+    import cupy
+
+    from gpuarr import placement
+    devices = jax.devices("cuda")[:n]
+    mesh = jax.make_mesh((n,), ("i",), axis_types=(jax.sharding.AxisType.Auto,),
+                         devices=devices)
+    platform = placement.platform_of(devices[0])
+
+    def in_use():
+        out = []
+        for d in range(n):
+            with cupy.cuda.Device(d):
+                out.append(platform.context(d).pool.used_bytes())
+        return out
+
+    full = np.arange(256 * n * 64, dtype=np.float32).reshape(256 * n, 64)
+    before = in_use()
+    x = jax.device_put(full, NamedSharding(mesh, P("i")))
+    x.block_until_ready()
+    placed = [a - b for a, b in zip(in_use(), before)]
+    shards = [[str(s.device), str(s.data.device), list(s.data.shape),
+               bool(np.array_equal(np.asarray(s.data), full[s.index]))]
+              for s in x.addressable_shards]
+    summed = jax.jit(jax.shard_map(lambda v: lax.psum(v.sum(0), "i"), mesh=mesh,
+                                   in_specs=P("i"), out_specs=P()))(x)
+    doubled = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+    y = x + 1
+    values = [bool(np.array_equal(np.asarray(x), full)),
+              bool(np.array_equal(np.asarray(y), full + 1)),
+              bool(np.allclose(np.asarray(summed), full.sum(0))),
+              bool(np.array_equal(np.asarray(doubled), full * 2))]
+    del y, summed, doubled
+    return dict(piece_bytes=full.nbytes // n, placed=placed, shards=shards, values=values,
+                after=[a - b for a, b in zip(in_use(), before)], spec=str(x.sharding.spec))
+
+
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
-            "manual_axes": manual_axes}
+            "manual_axes": manual_axes, "gpu_shards": gpu_shards}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -181,6 +181,25 @@ def test_array_over_gpus_keeps_each_piece_on_its_gpu():
     assert r["after"] == [r["piece_bytes"]] * 2  # results dropped: the pieces remain
 
 
+def test_nccl_unique_id_goes_over_mpi():
+    """2 processes with one stand-in GPU each: the group's first process makes the NCCL
+    unique id, MPI carries it (as host bytes) to the other, and each process initialises its
+    own rank of the 2-rank communicator with the same id, once."""
+    _need_mpi()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
+                                                       str(ROOT)]),
+               CUPY_STANDIN_DEVICES="1", JAX_PLATFORMS="cpu", GPUARR_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(PROGRAMS), "gpuarr",
+                           "nccl_ids", "1", "--mpi"], capture_output=True, text=True,
+                          timeout=LIMIT, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = sorted((json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+                      if line.startswith("RESULT ")), key=lambda r: r["process"])
+    assert [(r["rank"], r["comm_rank"], r["size"]) for r in results] == [(0, 0, 2), (1, 1, 2)]
+    assert all(r["same_id"] and r["id_bytes"] == 128 and r["cached"] for r in results)
+
+
 @pytest.mark.parametrize("procs,local", [(2, 2), (4, 1)])
 def test_mpi_collectives_equal_single_process(procs, local):
     _need_mpi()

@@ -572,10 +572,30 @@ def gpu_shards(n):
                 after=[a - b for a, b in zip(in_use(), before)], spec=str(x.sharding.spec))
 
 
+def nccl_ids(n):
+    """Processes with one GPU of the CuPy stand-in each: the NCCL unique id of a group of
+    GPUs spanning them is made by the group's first process and carried over MPI, and each
+    process sets up its own rank with it. (The stand-in's cliques live inside one process, so
+    no collective runs across processes here.)"""
+    from cupy.cuda import nccl as standin_nccl
+
+    from gpuarr.backends import nccl
+    from gpuarr.experimental import multihost_utils
+    _init_distributed(n)
+    processes = tuple(range(jax.process_count()))
+    comms = nccl.communicators((0,) * len(processes), processes)
+    ((rank, comm),) = comms.items()
+    (uid,) = standin_nccl._cliques
+    ids = multihost_utils.process_allgather(np.array(uid, np.int64))
+    return dict(process=jax.process_index(), rank=rank, comm_rank=comm.rank_id(),
+                size=comm.size(), same_id=bool((ids == ids[0]).all()), id_bytes=len(uid),
+                cached=nccl.communicators((0,) * len(processes), processes) is comms)
+
+
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
-            "manual_axes": manual_axes, "gpu_shards": gpu_shards}
+            "manual_axes": manual_axes, "gpu_shards": gpu_shards, "nccl_ids": nccl_ids}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -95,6 +95,10 @@ CASES = {
     "divide_same_shape": (lambda L: lambda x, y: x / y, [np.full(3, 62764.0, F32), np.full(3, 20000.0, F32)]),
     "divide_scalars": (lambda L: lambda i: 4.0 * i / 20000, [np.int32(15691)]),
     "divide_scalar_by_array": (lambda L: lambda x: 62764.0 / x, [np.full(3, 20000.0, F32)]),
+    # XLA's float32 tanh is exactly +-1 past its clamp, so gelu's 1 + tanh(-large) is 0.
+    "tanh_past_clamp": (lambda L: L.tanh, [np.array([-9, -8.5, -7.9989, 7.9989, 8.5, 30], F32)]),
+    "gelu_large_negative": (lambda L: lambda x: x * (0.5 * (1 + L.tanh(0.7978846 * (x + 0.044715 * x ** 3)))),
+                            [np.array([-100, -10, -5, 9], F32)]),
     "divide_float16_by_scalar": (lambda L: lambda x: x / L.float16(3), [np.full(3, 20000.0, np.float16)]),
 }
 
@@ -141,6 +145,14 @@ def test_matches_jax(name, jit):
         _check(_outcome(ours, args), _outcome(theirs, args))
     finally:
         jax.config.update("jax_enable_x64", False)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_gelu_of_large_negative_inputs_is_zero_as_in_jax(jit):
+    x = np.array([-100, -10, -5.5, -5, 0, 10], F32)  # where tanh is +-1 or 0: no rounding
+    ours = (gpuarr.jit if jit else lambda f: f)(lambda x: gpuarr.nn.gelu(x, approximate=True))
+    theirs = (jax.jit if jit else lambda f: f)(lambda x: jax.nn.gelu(x, approximate=True))
+    _check(_outcome(ours, [x]), _outcome(theirs, [x]))
 
 
 def test_scatters_of_booleans_raise_as_in_jax():

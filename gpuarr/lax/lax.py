@@ -250,7 +250,21 @@ def _expm1_impl(x):
 
 expm1_p = unop("expm1", _expm1_impl)
 defjvp(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(x, 1))), with_ans=True)
-tanh_p = unop("tanh", _xla_complex_nans(np.tanh,
+# XLA's float32 tanh clamps its argument and returns exactly +-1 past 7.99881172, where the C
+# library's gives 1 - ulp (so jax.nn.gelu's 1 + tanh(-large) is 0 there); kernels/common.h's
+# tanh_f32 clamps at the same point. float64 rounds to +-1 there in both.
+TANH_ONE_F32 = np.float32(7.99881172180175781)
+
+
+def tanh_real(x):
+    """np.tanh, exactly +-1 past XLA's float32 clamp."""
+    out = np.tanh(x)
+    if out.dtype == np.float32:
+        out = np.where(np.abs(x) > TANH_ONE_F32, np.copysign(np.float32(1), x), out)
+    return out
+
+
+tanh_p = unop("tanh", _xla_complex_nans(tanh_real,
                                         lambda re, im: np.isfinite(re) & ~np.isfinite(im)))
 defjvp(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)), with_ans=True)
 

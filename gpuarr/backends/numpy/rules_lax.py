@@ -57,7 +57,7 @@ from gpuarr.lax.shape_ops import _PARALLEL_REDUCE_SIZE, reduce_sum_p
 float_ufuncs[div_p] = np.true_divide
 float_ufuncs[atan2_p] = np.arctan2
 # Complex operands take the impls (XLA's special values); real ones call the ufuncs.
-for _prim, _ufunc in [(exp_p, np.exp), (log_p, np.log), (log1p_p, np.log1p), (tanh_p, np.tanh),
+for _prim, _ufunc in [(exp_p, np.exp), (log_p, np.log), (log1p_p, np.log1p),
                       (sinh_p, np.sinh), (cosh_p, np.cosh), (sqrt_p, np.sqrt), (acos_p, np.arccos),
                       (acosh_p, np.arccosh), (asinh_p, np.arcsinh), (atanh_p, np.arctanh)]:
     float_ufuncs[_prim] = _ufunc
@@ -74,6 +74,10 @@ def _real_ufunc(ufunc):
     return lambda eqn: None if eqn.inputs[0].aval.dtype.kind == "c" else ufunc
 
 
+# float32 tanh takes the impl, which is exactly +-1 past XLA's clamp (lax.tanh_real).
+blocked_ufunc_rules[tanh_p] = lambda eqn: (
+    np.tanh if eqn.inputs[0].aval.dtype.kind == "f" and eqn.inputs[0].aval.dtype != np.float32
+    else None)
 blocked_ufunc_rules[max_p] = _real_ufunc(np.maximum)
 blocked_ufunc_rules[min_p] = _real_ufunc(np.minimum)
 blocked_ufunc_rules[expm1_p] = _real_ufunc(np.expm1)

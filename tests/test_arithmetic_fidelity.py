@@ -85,6 +85,14 @@ CASES = {
     "subnormal_float64": (lambda L: lambda x: x * 0.5, [np.array([1e-39, 2e-38], F32)]),
     "subnormal_min_of_itself": (lambda L: lambda x: L.minimum(x, x), [np.array([1e-39, -1e-39, 1], F32)]),
     "subnormal_max_of_itself": (lambda L: lambda x: L.maximum(x, x), [np.array([1e-39, -1e-39, 1], F32)]),
+    # float(i) against a subnormal constant compares exactly (LLVM folds it to an integer
+    # comparison); a float operand reads the constant as zero.
+    "subnormal_against_uint32": (lambda L: lambda x: (x < 1e-39, x >= 1e-39, x == 1e-39, -1e-39 < x),
+                                 [np.array([0, 1, 2**32 - 1], np.uint32)]),
+    "subnormal_against_int32": (lambda L: lambda x: (x > -1e-39, x <= -1e-39, x != 1e-39, x <= 1e-39),
+                                [np.array([0, 1, -1], np.int32)]),
+    "subnormal_against_bool": (lambda L: lambda x: x < 1e-39, [np.array([True, False])]),
+    "subnormal_against_float32": (lambda L: lambda x: x < 1e-39, [np.array([0.0, 1e-39, -1e-39], F32)]),
     "subnormal_negated": (lambda L: lambda x: -x, [np.array([1e-39, -1e-39], F32)]),
     "subnormal_abs": (lambda L: L.abs, [np.array([1e-39, -1e-39], F32)]),
     # Division by a broadcast divisor multiplies by its reciprocal; by a same-shape one divides.
@@ -206,6 +214,13 @@ def test_fuzzer_programs_found_before():
                  ("binary", {"a": 4, "op": "multiply", "weak": -2.0, "swap": True}),
                  ("concatenate", {"a": 5, "b": 4})],
                 [False, False, False, True, False, False, False, False], 1),
+        # uint32 < 1e-39 under jit: an integer comparison, the constant not flushed.
+        Program([np.array([[[7, 100], [5, 8]], [[0, 16], [65536, 10]]], np.uint32)],
+                [("binary", {"a": 0, "op": "less", "weak": 1e-39, "swap": False}),
+                 ("binary", {"a": 0, "op": "less", "b": 1, "swap": False}),
+                 ("binary", {"a": 1, "op": "logical_and", "b": 1, "swap": True}),
+                 ("scan", {"a": 3}), ("reduce", {"a": 3, "op": "any", "axis": -2})],
+                [False, False, False, False, False, False], 1),
     ]
     for prog in programs:
         assert compare(prog) is None, prog.describe()

@@ -237,6 +237,38 @@ def _predicate_product(eqn, producer):
     return None
 
 
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+# cmp(float(i), c) for an integer i and a subnormal c: cmp(float(i), 0) with the strictness
+# that compares exactly ({sign of c: {cmp: new cmp}}); eq and ne are constant.
+_AGAINST_ZERO = {True: {"lt": "le", "le": "le", "gt": "gt", "ge": "gt"},
+                 False: {"lt": "lt", "le": "lt", "gt": "ge", "ge": "ge"}}
+
+
+def _converted_integer_comparison(eqn, producer):
+    """float(i) < c for an integer (or bool) i and a subnormal constant c compares exactly:
+    LLVM's instcombine, which XLA runs on its CPU and GPU code, folds a comparison of an
+    integer-to-float conversion with a constant into an integer comparison
+    (foldFCmpIntToFPConst), so the constant is not read as zero as flushed arithmetic
+    would read it: `jit(lambda x: x < 1e-39)(uint32 0)` is True, for a float32 0 False."""
+    for i, (conv, c) in enumerate((eqn.inputs, eqn.inputs[::-1])):
+        v = _literal_value(c)
+        if (v is None or v.size != 1 or isinstance(conv, Literal)
+                or np.dtype(conv.aval.dtype) not in (np.dtype(np.float32), np.dtype(np.float64))):
+            continue
+        p = producer(conv)
+        if p is None or p.prim.name != "convert_element_type" or isinstance(p.inputs[0], Literal) \
+                or np.dtype(p.inputs[0].aval.dtype).kind not in "biu":
+            continue
+        c = v.reshape(()).astype(conv.aval.dtype)
+        if c == 0 or not abs(c) < np.finfo(c.dtype).tiny:
+            continue
+        cmp = _MIRRORED[eqn.prim.name] if i else eqn.prim.name
+        if cmp in ("eq", "ne"):  # a converted integer is never NaN: b != b is False
+            return [("ne" if cmp == "eq" else "eq", [conv, conv], {})]
+        return [(_AGAINST_ZERO[bool(c > 0)][cmp], [conv, make_literal(0, conv.aval)], {})]
+    return None
+
+
 def _integer_pow_of(eqn, producer):             # x ** 1 -> x (left by vmap of grad of x ** 2)
     return eqn.inputs[0] if eqn.params["y"] == 1 else None
 
@@ -280,6 +312,7 @@ SIMPLIFY_RULES = {
     "add": [_identity_operand(0, True)],
     "sub": [_identity_operand(0, False)],
     "div": [_identity_operand(1, False), _reciprocal_divisor],
+    **{cmp: [_converted_integer_comparison] for cmp in _MIRRORED},
     "max": [_same_operands],
     "min": [_same_operands],
     "neg": [_involution],

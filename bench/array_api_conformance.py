@@ -7,10 +7,14 @@ Run (about 30 minutes per namespace with 25 examples on two cores):
     python bench/array_api_conformance.py [--max-examples 25] [-k EXPR] [FILES ...]
 FILES are paths inside the suite (array_api_tests/test_linalg.py); all of it by default.
 GPUARR_ARRAY_API_TESTS names the suite's directory where it is not ../shared/external/.
+Long runs go by parts: `--namespace NAME` runs one side only and `--results DIR` adds each
+run's outcomes to DIR/NAME.json, so that parts run one after another, or side by side, are
+compared as one run (`--namespace none --results DIR` only compares what DIR holds).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -61,12 +65,27 @@ def main(argv=None) -> int:
     parser.add_argument("files", nargs="*", help="test files or ids inside the suite")
     parser.add_argument("--max-examples", type=int, default=25)
     parser.add_argument("-k", dest="select", default=None, help="pytest -k expression")
+    parser.add_argument("--namespace", choices=NAMESPACES + ("none",), default=None,
+                        help="run this namespace only (none: run nothing, compare --results)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="folder of NAME.json outcomes: each run adds to them, and the "
+                             "comparison reads them")
     args = parser.parse_args(argv)
     if not (SUITE / "array_api_tests").is_dir():
         print(f"array-api-tests not found at {SUITE} (set GPUARR_ARRAY_API_TESTS)")
         return 2
-    results = {m: run_suite(m, SUITE, args.max_examples, args.files, args.select)
-               for m in NAMESPACES}
+    run = NAMESPACES if args.namespace is None else () if args.namespace == "none" \
+        else (args.namespace,)
+    results = {m: {} for m in NAMESPACES}
+    for m in NAMESPACES:
+        saved = args.results / f"{m}.json" if args.results else None
+        if saved is not None and saved.exists():
+            results[m] = json.loads(saved.read_text())
+        if m in run:
+            results[m].update(run_suite(m, SUITE, args.max_examples, args.files, args.select))
+            if saved is not None:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                saved.write_text(json.dumps(results[m], indent=0, sort_keys=True))
     ours, theirs = (results[m] for m in NAMESPACES)
     for m in NAMESPACES:
         counts = {k: sum(1 for v in results[m].values() if v == k)

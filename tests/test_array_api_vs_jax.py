@@ -114,6 +114,26 @@ def test_scalar_boolean_index():
     _same(lambda xp: xp.asarray(np.ones((2, 3)))[..., False, 0])
 
 
+@pytest.mark.parametrize("shape, mask, prefix", [
+    ((0, 1), (0, 0), ()), ((3,), (0,), ()), ((3, 2), (0, 2), ()), ((3, 2), (3, 0), ()),
+    ((3, 2), (0,), (slice(None),)), ((3, 2, 2), (0, 0), (0,))])
+def test_boolean_mask_with_empty_axes(shape, mask, prefix):
+    # A mask's axis of size 0 stands for any axis in JAX: it selects nothing.
+    host = np.arange(math.prod(shape), dtype=np.float32).reshape(shape)
+    _same(lambda xp: xp.asarray(host)[prefix + (xp.zeros(mask, bool),)])
+    _same(lambda xp: xp.asarray(host)[prefix + (np.zeros(mask, bool),)])
+
+
+@pytest.mark.parametrize("shape, mask, message", [
+    ((3, 2), (0, 3), "boolean index did not match shape"),
+    ((3, 2), (2,), "boolean index did not match shape"),
+    ((3,), (3, 1), "Too many indices"), ((0,), (0, 0), "Too many indices")])
+def test_boolean_mask_of_the_wrong_shape_raises(shape, mask, message):
+    for xp in (gnp, jnp):
+        with pytest.raises(IndexError, match=message):
+            xp.ones(shape)[xp.zeros(mask, bool)]
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), (1, 0), (0, 2), (), -1])
 @pytest.mark.parametrize("ord", [2, 1, 0, 3, 0.5, -1, math.inf, -math.inf])
 @pytest.mark.parametrize("keepdims", [False, True])

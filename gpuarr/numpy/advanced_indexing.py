@@ -79,7 +79,11 @@ def normalize_index(idx, shape):
                                  "axis or jnp.where(cond, x, y) to select.")
             if Ellipsis not in out:  # the axes it covers are known: check them, as JAX
                 dim = sum(1 for j in out if j is not None and j is not SEPARATOR)
-                if mask.shape != shape[dim:dim + mask.ndim]:
+                expected = shape[dim:dim + mask.ndim]
+                # JAX lets a mask's axis of size 0 stand for any axis (it selects nothing);
+                # one with more axes than are left is "Too many indices", raised below.
+                if len(expected) == mask.ndim and not all(
+                        m in (0, s) for m, s in zip(mask.shape, expected)):
                     raise IndexError(f"boolean index did not match shape of indexed array in index "
                                      f"{dim}: got {mask.shape}, expected "
                                      f"{list(shape[dim:dim + mask.ndim])}")

@@ -30,7 +30,14 @@ GPUARR_DEFINE_SAT_ALL(f32)
 GPUARR_DEFINE_SAT_ALL(f64)
 
 /* ---- integer division, remainder and shifts with XLA's answers ---------------------------- */
-#define GPUARR_DEFINE_INT_OPS(T, UT, BITS, MIN)                                                 \
+/* add/sub/mul/neg_wrap compute in the unsigned type WT (32 bits at least, so that 8- and 16-bit
+ * operands are not promoted to a signed int): signed overflow is undefined behaviour in OpenCL C
+ * and CUDA, which have no -fwrapv, and the compilers use it (`a + b > 0` became `a > -b`). */
+#define GPUARR_DEFINE_INT_OPS(T, UT, WT, BITS, MIN)                                             \
+  INLINE T add_wrap_##T(T x, T y) { return (T)((WT)x + (WT)y); }                               \
+  INLINE T sub_wrap_##T(T x, T y) { return (T)((WT)x - (WT)y); }                               \
+  INLINE T mul_wrap_##T(T x, T y) { return (T)((WT)x * (WT)y); }                               \
+  INLINE T neg_wrap_##T(T x) { return (T)((WT)0 - (WT)x); }                                    \
   INLINE T div_##T(T x, T y) {                                                                 \
     return y == 0 ? (T)-1 : ((T)(MIN) != 0 && x == (T)(MIN) && y == (T)-1) ? x : (T)(x / y);   \
   }                                                                                            \
@@ -42,14 +49,14 @@ GPUARR_DEFINE_SAT_ALL(f64)
   INLINE T shr_arith_##T(T x, T s) {                                                           \
     return (UT)s >= (UT)(BITS) ? (x < (T)0 ? (T)-1 : (T)0) : (T)(x >> s);                      \
   }
-GPUARR_DEFINE_INT_OPS(i8, u8, 8, -128)
-GPUARR_DEFINE_INT_OPS(i16, u16, 16, -32768)
-GPUARR_DEFINE_INT_OPS(i32, u32, 32, (-2147483647 - 1))
-GPUARR_DEFINE_INT_OPS(i64, u64, 64, (-9223372036854775807LL - 1))
-GPUARR_DEFINE_INT_OPS(u8, u8, 8, 0)
-GPUARR_DEFINE_INT_OPS(u16, u16, 16, 0)
-GPUARR_DEFINE_INT_OPS(u32, u32, 32, 0)
-GPUARR_DEFINE_INT_OPS(u64, u64, 64, 0)
+GPUARR_DEFINE_INT_OPS(i8, u8, u32, 8, -128)
+GPUARR_DEFINE_INT_OPS(i16, u16, u32, 16, -32768)
+GPUARR_DEFINE_INT_OPS(i32, u32, u32, 32, (-2147483647 - 1))
+GPUARR_DEFINE_INT_OPS(i64, u64, u64, 64, (-9223372036854775807LL - 1))
+GPUARR_DEFINE_INT_OPS(u8, u8, u32, 8, 0)
+GPUARR_DEFINE_INT_OPS(u16, u16, u32, 16, 0)
+GPUARR_DEFINE_INT_OPS(u32, u32, u32, 32, 0)
+GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
 
 /* ---- float helpers ----------------------------------------------------------------------- */
 /* tanh saturates to +-1 past TANH_ONE (XLA clamps float32 there; float64 where it rounds to +-1);

@@ -62,7 +62,13 @@ EXPRESSIONS: dict = {
     ("clamp", "*"): "({1} < {0} ? {0} : {1} > {2} ? {2} : {1})",
     ("clamp", "f"): "min_{t}(max_{t}({1}, {0}), {2})",
     ("fma", "f"): "xla_fma_{t}({0}, {1}, {2})",  # rounded as xla_fma on the host (special.h)
-    ("abs", "i"): "({0} < 0 ? ({t})-{0} : {0})", ("abs", "u"): "{0}",
+    ("abs", "i"): "({0} < 0 ? neg_wrap_{t}({0}) : {0})", ("abs", "u"): "{0}",
+    # Signed integers wrap, and unsigned 16-bit products are not promoted to a signed int
+    # (kernels/common.h); OpenCL C and CUDA have no -fwrapv.
+    ("add", "i"): "add_wrap_{t}({0}, {1})", ("sub", "i"): "sub_wrap_{t}({0}, {1})",
+    ("mul", "i"): "mul_wrap_{t}({0}, {1})", ("mul", "u"): "mul_wrap_{t}({0}, {1})",
+    ("neg", "i"): "neg_wrap_{t}({0})", ("square", "i"): "mul_wrap_{t}({0}, {0})",
+    ("square", "u"): "mul_wrap_{t}({0}, {0})",
     # Bit counts see the operand's own width: go through the unsigned type `{u}` first, and
     # discount the zero bits that widening an 8- or 16-bit value to 32 bits adds (`{pad}`).
     ("population_count", "i"): "({t})MATH_POPCOUNT{bits}(({u}){0})",
@@ -95,6 +101,9 @@ for _kind in "iu":
 # Reductions: (op, kind) -> combining expression of `a` and `b`, and the identity.
 REDUCERS: dict = {
     ("sum", "*"): "a + b", ("prod", "*"): "a * b",
+    # Integers wrap (kernels/common.h): a signed overflow would be undefined behaviour.
+    ("sum", "i"): "add_wrap_{t}(a, b)", ("prod", "i"): "mul_wrap_{t}(a, b)",
+    ("prod", "u"): "mul_wrap_{t}(a, b)",
     ("max", "f"): "max_{t}(a, b)", ("min", "f"): "min_{t}(a, b)",
     ("max", "*"): "(a > b ? a : b)", ("min", "*"): "(a < b ? a : b)",
     ("and", "*"): "a & b", ("or", "*"): "a | b", ("xor", "*"): "a ^ b",

@@ -1,6 +1,8 @@
 """Kernel results that follow XLA where a device's math library differs: tanh saturates to
 +-1 as XLA's does (so gelu(approximate=True) of large negatives is -0.0, as in JAX), and
-zero-size strided slices plan without dividing by zero. Compared with JAX under jit on opencl."""
+zero-size strided slices plan without dividing by zero, and integer arithmetic wraps (signed
+overflow is undefined behaviour in OpenCL C, which the compiler used). Compared with JAX under
+jit on opencl."""
 import jax as real_jax
 import jax.numpy as real_jnp
 import numpy as np
@@ -49,3 +51,30 @@ def test_zero_size_strided_slices(on_opencl, index):
     got = on_opencl(lambda x: x[index] + 1)(jnp.asarray(x))
     want = real_jax.jit(lambda x: x[index] + 1)(x)
     assert got.shape == want.shape and got.dtype == want.dtype
+
+
+I32_MIN = -2**31
+WRAPPING = {
+    # sum(x) > 0 of a sum that wraps: PoCL turned `a + b > 0` into `a > -b` (the fuzzer, seed 212)
+    "sum_compared": (lambda L: lambda x: (L.sum(x) > 0, L.sum(x)), [np.array([2, I32_MIN, -3], np.int32)]),
+    "cond_on_wrapped_sum": (lambda L: lambda x: L.where(L.sum(x) > 0, x * 2, x + 1),
+                            [np.array([2, I32_MIN, -3], np.int32)]),
+    "add_compared": (lambda L: lambda x, y: (x + y > 0, x - y < 0), [np.array([2**31 - 1, 5], np.int32),
+                                                                      np.array([1, -2**31 + 1], np.int32)]),
+    "negate_min": (lambda L: lambda x: (-x, L.abs(x), -x > 0), [np.array([I32_MIN, 3], np.int32)]),
+    "int8_product": (lambda L: lambda x: (x * x, x * x > 0), [np.array([-128, 100, 16], np.int8)]),
+    "uint16_product": (lambda L: lambda x: (x * x, L.prod(x)), [np.array([65535, 65535, 300], np.uint16)]),
+    "int32_prod_compared": (lambda L: lambda x: L.prod(x) < 0, [np.array([65536, 65536, 3], np.int32)]),
+}
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("name", sorted(WRAPPING))
+def test_integer_arithmetic_wraps_as_xla(on_opencl, name):
+    make, args = WRAPPING[name]
+    got = on_opencl(make(jnp))(*[jnp.asarray(a) for a in args])
+    want = real_jax.jit(make(real_jnp))(*args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)

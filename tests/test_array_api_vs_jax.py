@@ -198,3 +198,16 @@ def test_complex_special_values_as_xla(x64, name, jit):
         z = np.array([complex(a, b) for a in parts for b in parts], dtype)
         _same(lambda xp: (jax if xp is jnp else gpuarr).jit(getattr(xp, name))(xp.asarray(z))
               if jit else getattr(xp, name)(xp.asarray(z)), tol=1e-5)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_complex_tanh_at_infinite_real_parts(x64, jit):
+    """tanh(+-inf + yj) is +-1 + 0j with the sign of sin(2y) on the zero, in JAX and in C99: the
+    suite's test of `1 + 0j` draws y at random (unseeded), so it passes or fails for both
+    namespaces by the draw (y = 1.2806811310955692e154 gives 1 - 0j in both)."""
+    ys = [1.0, 2.0, 3e38, 1e-45, 0.0, -2.0, 1e10, 123456.789]
+    ys += [1.2806811310955692e154, 1e300, 5e-324] if x64 else []
+    for dtype in ["complex64"] + (["complex128"] if x64 else []):
+        z = np.array([complex(s, y) for s in (math.inf, -math.inf) for y in ys], dtype)
+        _same(lambda xp: (jax if xp is jnp else gpuarr).jit(xp.tanh)(xp.asarray(z))
+              if jit else xp.tanh(xp.asarray(z)))

@@ -326,10 +326,11 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
     lines = []
     if node.op == "integer_pow":
         y = node.attrs[0]
+        times = _multiply(node.dtype)
         if abs(y) > 64:  # one named square per bit: the nested product doubles with each bit
-            lines, squares = _named_squares(name, args[0], abs(y), ctype(node.dtype))
+            lines, squares = _named_squares(name, args[0], abs(y), ctype(node.dtype), times)
         else:
-            squares = _nested_squares(args[0], abs(y))
+            squares = _nested_squares(args[0], abs(y), times)
         expr = integer_pow_expr(squares, y, node.dtype)
     else:
         text = lowering.expression(node.op, arg_dtypes[0] if arg_dtypes else node.dtype)
@@ -385,23 +386,32 @@ def integer_pow_expr(squares: list, y: int, dtype) -> str:
     `squares[k]`, the expression of x**(2**k)."""
     if y == 0:
         return literal(1, dtype)
-    expr = " * ".join(sq for k, sq in enumerate(squares) if abs(y) >> k & 1)
+    expr = functools.reduce(_multiply(dtype),
+                            [sq for k, sq in enumerate(squares) if abs(y) >> k & 1])
     return f"({literal(1, dtype)} / ({expr}))" if y < 0 else f"({expr})"
 
 
-def _nested_squares(arg: str, n: int) -> list:
-    """x, (x * x), ((x * x) * (x * x)), ... up to the top bit of `n`, written inline."""
+def _multiply(dtype):
+    """The product of two expressions of `dtype`: integers wrap through their unsigned type
+    (kernels/common.h), since signed overflow is undefined behaviour in C, OpenCL C and CUDA."""
+    if np.dtype(dtype).kind in "iu":
+        return lambda a, b: f"mul_wrap_{ctype(dtype)}({a}, {b})"
+    return lambda a, b: f"({a} * {b})"
+
+
+def _nested_squares(arg: str, n: int, times) -> list:
+    """x, x*x, (x*x)*(x*x), ... up to the top bit of `n`, written inline with `times`."""
     squares = [arg]
     for _ in range(1, n.bit_length()):
-        squares.append(f"({squares[-1]} * {squares[-1]})")
+        squares.append(times(squares[-1], squares[-1]))
     return squares
 
 
-def _named_squares(name: str, arg: str, n: int, t: str) -> tuple:
+def _named_squares(name: str, arg: str, n: int, t: str, times) -> tuple:
     """(statements naming x**(2**k) `{name}_sq_{k}` up to the top bit of `n`, those names)."""
     names = [f"{name}_sq_{k}" for k in range(n.bit_length())]
     lines = [f"const {t} {names[0]} = {arg};"]
-    lines += [f"const {t} {b} = {a} * {a};" for a, b in zip(names, names[1:])]
+    lines += [f"const {t} {b} = {times(a, a)};" for a, b in zip(names, names[1:])]
     return lines, names
 
 

@@ -65,6 +65,10 @@ WRAPPING = {
     "int8_product": (lambda L: lambda x: (x * x, x * x > 0), [np.array([-128, 100, 16], np.int8)]),
     "uint16_product": (lambda L: lambda x: (x * x, L.prod(x)), [np.array([65535, 65535, 300], np.uint16)]),
     "int32_prod_compared": (lambda L: lambda x: L.prod(x) < 0, [np.array([65536, 65536, 3], np.int32)]),
+    # integer_pow multiplies by repeated squaring: each product wraps too
+    "int32_power_compared": (lambda L: lambda x: (x ** 3, x ** 3 > 0, x ** 5 < 0),
+                             [np.array([2000, -1700, 65536, 7], np.int32)]),
+    "int8_power": (lambda L: lambda x: (x ** 2, x ** 7), [np.array([-128, 100, 16, 3], np.int8)]),
 }
 
 

@@ -82,7 +82,14 @@ class EvalTrace(core.Trace):
             guard = platform_guards.get(prim)
             if guard is not None:
                 guard(**params)
-            out = platform.apply_primitive(prim, vals, params)
+            try:
+                out = platform.apply_primitive(prim, vals, params)
+            except MemoryError as e:
+                raise memory_limits.out_of_memory(getattr(e, "_total_size", 0)) from None
+            except Exception:
+                # Host-buffer platforms run the same NumPy code: JAX's error, as on cpu.
+                _raise_abstract_error(prim, args, params)
+                raise
         weak = weak_type_rules.get(prim, default_weak_type_rule)(*args, **params)
         if prim.multiple_results:
             weaks = weak if isinstance(weak, list) else [weak] * len(out)

@@ -61,9 +61,14 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
 /* ---- float helpers ----------------------------------------------------------------------- */
 /* tanh saturates to +-1 past TANH_ONE (XLA clamps float32 there; float64 where it rounds to +-1);
  * PoCL's tanh returns 1 - ulp there, which turns gelu's 1 + tanh(-large) into a tiny nonzero. */
+/* SELECTED_FLOAT: the operand max/min return, as the dialect's float environment leaves it
+ * (dialect_c.h flushes a subnormal one as XLA's CPU code does; the identity elsewhere). */
+#ifndef SELECTED_FLOAT
+#define SELECTED_FLOAT(F, x) (x)
+#endif
 #define GPUARR_DEFINE_FLOAT_OPS(F, TANH_ONE)                                                    \
-  INLINE F max_##F(F a, F b) { return (a != a || a > b) ? a : b; }                             \
-  INLINE F min_##F(F a, F b) { return (a != a || a < b) ? a : b; }                             \
+  INLINE F max_##F(F a, F b) { return SELECTED_FLOAT(F, (a != a || a > b) ? a : b); }          \
+  INLINE F min_##F(F a, F b) { return SELECTED_FLOAT(F, (a != a || a < b) ? a : b); }          \
   INLINE F sign_##F(F x) { return x != x ? x : x > (F)0 ? (F)1 : x < (F)0 ? (F)-1 : x; }       \
   INLINE F round_away_##F(F x) { return round(x); }                                            \
   INLINE F round_even_##F(F x) { return rint(x); }                                             \

@@ -66,6 +66,10 @@ typedef double f64;
 #define GPUARR_FLUSH_BEGIN \
   const unsigned gpuarr_csr = __builtin_ia32_stmxcsr(); __builtin_ia32_ldmxcsr(gpuarr_csr | 0x8040u);
 #define GPUARR_FLUSH_END __builtin_ia32_ldmxcsr(gpuarr_csr);
+/* max and min pick an operand without arithmetic, so DAZ alone leaves a subnormal operand as
+ * it is; XLA's maxps/minps return it as a zero of its sign (maximum(-2e-39, -1e-39) is -0). */
+#define SELECTED_FLOAT(F, x) (fabs(x) < (F)(sizeof(F) == 4 ? 1.17549435e-38 : 2.2250738585072014e-308) \
+                              ? copysign((F)0, x) : (x))
 #else /* the NumPy backend keeps subnormals here too (gpuarr/backends/float_env.py) */
 #define GPUARR_FLUSH_BEGIN
 #define GPUARR_FLUSH_END

@@ -191,6 +191,9 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated case name fragments")
     parser.add_argument("--threshold", action="store_true", help="time the thread split")
     opts = parser.parse_args()
+    # An explicit platform list: the cpu platform is then the NumPy backend, the peer measured
+    # here; the native platform is reached by its device.
+    gpuarr.config.update("jax_platforms", "cpu")
     if opts.threshold:
         threshold_table()
         return

@@ -16,13 +16,17 @@ if STANDIN_ON:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(STANDIN)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
 
+from helpers import jit_runs_numpy_backend  # noqa: E402
+
 import gpuarr  # noqa: E402 - after the stand-in is on the path
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests of the NumPy backend's generated code (`numpy_backend`) need it as the default
-    platform, and so do comparisons of devices, meshes and shardings with JAX's one CPU device
-    (`jax_cpu_devices`); elsewhere (GPUARR_PLATFORMS=cuda, opencl) they skip, saying so."""
+    """Tests of the NumPy backend's generated code (`numpy_backend`) need the cpu platform as
+    the default (where its jitted programs compile to kernels, `_numpy_backend_pinned` pins the
+    NumPy backend for them), and so do comparisons of devices, meshes and shardings with JAX's
+    one CPU device (`jax_cpu_devices`); elsewhere (GPUARR_PLATFORMS=cuda, opencl, native) they
+    skip, saying so."""
     backend = gpuarr.default_backend()
     if backend == "cpu":
         return
@@ -52,3 +56,13 @@ def _restore_config():
     for name, value in saved.items():
         if gpuarr.config._values[name] != value:
             gpuarr.config.update(name, value)
+
+
+@pytest.fixture(autouse=True)
+def _numpy_backend_pinned(request, _restore_config):
+    """A `numpy_backend` test on the cpu platform runs with `jax_platforms="cpu"`, which
+    compiles jitted programs with the NumPy backend even where a C compiler makes them native
+    kernels by default (the configuration is restored after the test)."""
+    if request.node.get_closest_marker("numpy_backend") and gpuarr.default_backend() == "cpu" \
+            and not jit_runs_numpy_backend():
+        gpuarr.config.update("jax_platforms", "cpu")

@@ -2,6 +2,8 @@
 Comparisons with JAX itself (outcomes, errors, signatures) live in `jax_compare.py`."""
 import numpy as np
 
+import gpuarr
+
 
 def rand(shape, dtype=np.float32, seed=0, low=None, high=None):
     """Random operands of `shape` and `dtype` from NumPy's default generator seeded with `seed`
@@ -53,3 +55,10 @@ def equal(got, want, err_msg=""):
     assert got.shape == want.shape, (err_msg, got.shape, want.shape)
     assert got.dtype == want.dtype, (err_msg, got.dtype, want.dtype)
     np.testing.assert_array_equal(got, want, err_msg=err_msg)
+
+
+def jit_runs_numpy_backend() -> bool:
+    """Whether jitted programs run on the NumPy backend: the default platform is cpu and
+    compiles with it (GPUARR_PLATFORMS=cpu, or no C compiler; else native kernels)."""
+    plat = gpuarr.platforms.default_platform()
+    return plat.name == "cpu" and plat.kernels() is None

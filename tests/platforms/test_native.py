@@ -43,7 +43,7 @@ def run_both(plat, f, *args):
     """(native results, NumPy backend results) of jit(f) on the same optimized Program."""
     closed = gpuarr.make_jaxpr(f)(*args)
     got = plat.compile(closed)(*[np.asarray(a) for a in args])
-    want = get_platform("cpu").compile(closed)(*[np.asarray(a) for a in args])
+    want = get_platform("cpu").compile_numpy(closed)(*[np.asarray(a) for a in args])
     return got, want
 
 
@@ -365,3 +365,46 @@ def test_kernels_flush_subnormals_as_xla_without_the_host_setting_it(plat):
     assert out[0] == 0.0
     out = np.array([1e-39], np.float32)
     assert out[0] * np.float32(3.0) != 0.0   # and the caller's own arithmetic is left alone
+
+
+# ---- selection: the default CPU platform for jitted programs -------------------------------
+
+_SELECTION = ("import logging, numpy as np, gpuarr, gpuarr.numpy as jnp\n"
+              "from gpuarr.backends import native\n"
+              "logging.basicConfig(format='%(message)s')\n"
+              "out = gpuarr.jit(lambda x: jnp.sum(jnp.tanh(x) * 2))(np.arange(4.0, dtype=np.float32))\n"
+              "print(gpuarr.default_backend(), gpuarr.devices()[0], native.build_count(),\n"
+              "      round(float(out), 4), gpuarr.platforms.get_platform('cpu').kernels() is not None)")
+
+
+def _selection(tmp_path, **env_vars):
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUARR_PLATFORMS", "JAX_PLATFORMS",
+                                                            "CC", "GPUARR_CUDA_STANDIN")}
+    env.update(PYTHONPATH=str(ROOT), GPUARR_CACHE_DIR=str(tmp_path / "cache"), **env_vars)
+    done = subprocess.run([sys.executable, "-c", _SELECTION], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split(), [ln for ln in done.stderr.splitlines() if "native platform" in ln]
+
+
+WANT_SUM = str(round(float(np.sum(np.tanh(np.arange(4.0, dtype=np.float32)) * 2)), 4))
+
+
+def test_native_kernels_compile_the_default_cpu_platforms_jitted_programs(tmp_path):
+    _require_compiler()
+    out, log = _selection(tmp_path)
+    # JAX's names (cpu, CpuDevice) stay; the jitted program was built by the C compiler.
+    assert out == ["cpu", "cpu:0", "1", WANT_SUM, "True"], out
+    assert log == []
+
+
+def test_platforms_cpu_forces_the_numpy_backend(tmp_path):
+    out, log = _selection(tmp_path, GPUARR_PLATFORMS="cpu")
+    assert out == ["cpu", "cpu:0", "0", WANT_SUM, "False"], out
+    assert log == []
+
+
+def test_without_a_compiler_the_default_is_the_numpy_backend_with_one_line(tmp_path):
+    out, log = _selection(tmp_path, CC="/nonexistent/cc")
+    assert out == ["cpu", "cpu:0", "0", WANT_SUM, "False"], out
+    assert len(log) == 1 and "no working C compiler" in log[0] and "NumPy backend" in log[0], log

@@ -543,6 +543,17 @@ def test_solve_triangular_is_trsm_without_checks_by_default(cp):
     np.testing.assert_allclose(upper_t, np.linalg.solve(u.T, b))
 
 
+def test_square_integer_indices_of_one_column(cp):
+    # Output shapes are found on stand-in operands: square integer ones must stay valid
+    # indices, as sort's order of a (k, 1) batch is (cupy/_manipulation: take_along_axis).
+    keys = cp.asarray(np.array([[3.0], [1.0]]))
+    order = cp.asarray(np.zeros((1, 1), np.int64))
+    np.testing.assert_array_equal(cp.take_along_axis(keys[:1], order, axis=-1).get(), [[3.0]])
+    two = cp.asarray(np.array([[5, 7], [9, 11]]))
+    idx = cp.asarray(np.array([[1, 0], [1, 1]]))
+    np.testing.assert_array_equal(cp.take_along_axis(two, idx, axis=-1).get(), [[7, 5], [11, 11]])
+
+
 def test_eig_is_geev_with_complex_results(cp, monkeypatch):
     # cupy/linalg/_eigenvalue.py (CuPy 14): eig/eigvals are cuSOLVER Xgeev, whose eigenvalues
     # are complex even where NumPy's are real; right eigenvectors only; empty inputs keep their

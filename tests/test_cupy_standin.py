@@ -543,6 +543,42 @@ def test_solve_triangular_is_trsm_without_checks_by_default(cp):
     np.testing.assert_allclose(upper_t, np.linalg.solve(u.T, b))
 
 
+def test_square_integer_indices_of_one_column(cp):
+    # Output shapes are found on stand-in operands: square integer ones must stay valid
+    # indices, as sort's order of a (k, 1) batch is (cupy/_manipulation: take_along_axis).
+    keys = cp.asarray(np.array([[3.0], [1.0]]))
+    order = cp.asarray(np.zeros((1, 1), np.int64))
+    np.testing.assert_array_equal(cp.take_along_axis(keys[:1], order, axis=-1).get(), [[3.0]])
+    two = cp.asarray(np.array([[5, 7], [9, 11]]))
+    idx = cp.asarray(np.array([[1, 0], [1, 1]]))
+    np.testing.assert_array_equal(cp.take_along_axis(two, idx, axis=-1).get(), [[7, 5], [11, 11]])
+
+
+def test_eig_is_geev_with_complex_results(cp, monkeypatch):
+    # cupy/linalg/_eigenvalue.py (CuPy 14): eig/eigvals are cuSOLVER Xgeev, whose eigenvalues
+    # are complex even where NumPy's are real; right eigenvectors only; empty inputs keep their
+    # linalg type; float16 is refused; cupyx/_cusolver.pyx makes geev need cuSOLVER >= 11.7.
+    sym = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+    w, v = cp.linalg.eig(cp.asarray(sym))
+    assert w.dtype == np.complex64 and v.dtype == np.complex64 and v.shape == (2, 2)
+    want_w, want_v = np.linalg.eig(sym)
+    np.testing.assert_allclose(w.get(), want_w, rtol=1e-6)
+    np.testing.assert_allclose(v.get(), want_v, rtol=1e-6)
+    rot = np.array([[[0.0, -1.0], [1.0, 0.0]]] * 2)
+    np.testing.assert_allclose(cp.linalg.eigvals(cp.asarray(rot)).get(), [[1j, -1j]] * 2)
+    w0 = cp.linalg.eigvals(cp.asarray(np.zeros((0, 0), np.float32)))
+    assert w0.dtype == np.float32 and w0.shape == (0,)
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        cp.linalg.eig(cp.asarray(np.ones((2, 3))))
+    with pytest.raises(TypeError, match="float16"):
+        cp.linalg.eig(cp.asarray(sym.astype(np.float16)))
+    bad = cp.linalg.eig(cp.asarray(np.array([[np.nan, 0.0], [0.0, 1.0]])))
+    assert not np.isnan(bad[0].get()).any()  # undefined, unchecked: no NaNs promised
+    monkeypatch.setenv("CUPY_STANDIN_CUSOLVER", "11600")
+    with pytest.raises(RuntimeError, match="geev is not available"):
+        cp.linalg.eig(cp.asarray(sym))
+
+
 def test_library_calls_are_queued_on_the_current_stream(cp):
     s = cp.cuda.Stream(non_blocking=True)
     d = cp.asarray(np.eye(3) * 4)

@@ -1,14 +1,15 @@
 """Library primitives on the GPU: CuPy implementations of the plan steps that are library calls
 (cuBLAS for products and convolutions, CUB/thrust for sorts, cuFFT for transforms, cuSOLVER
-for triangular solves, Cholesky, LU, QR, SVD and symmetric eigendecompositions), so a jitted
-program's
-matrices never leave the device.
+for triangular solves, Cholesky, LU, QR, SVD, symmetric and general eigendecompositions), so
+a jitted program's matrices never leave the device.
 
 Each implementation takes the cupy module, the operands (CuPy arrays) and the equation's
 params, and returns its results in the primitive's order; the plan runner casts them to the
 output buffers' dtypes. `implementation(name, params)` is None where a case has no device
-form here (an algorithm-precision product, narrow types, batched triangular solves): the runner
-then uses the NumPy implementation on the host, which is slower but never different.
+form here (an algorithm-precision product, narrow types, batched triangular solves, QR with
+column pivoting and left eigenvectors, which cuSOLVER does not compute, or a cuSOLVER older
+than geev): the runner then uses the NumPy implementation on the host, which is slower but
+never different, and copies the operands down and the results up.
 Like the other backends this module imports nothing from gpuarr.core or gpuarr.lax, so the
 primitives' params are read by name.
 """
@@ -213,6 +214,29 @@ def _eigh(lower, sort_eigenvalues):
     return impl
 
 
+def _eig(compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs=False,
+         implementation=None):
+    # cuSOLVER's geev (CuPy 14's cupy.linalg.eig) computes right eigenvectors only; JAX's
+    # EigImplementation.LAPACK and MAGMA ask for the host's LAPACK.
+    choice = getattr(implementation, "value", implementation)
+    if compute_left_eigenvectors or choice not in (None, "cusolver"):
+        return None
+
+    def impl(cp, x):
+        from cupyx.cusolver import check_availability
+        if not hasattr(cp.linalg, "eig") or not check_availability("geev"):
+            raise NoDeviceForm  # CuPy < 14 or cuSOLVER < 11.7 (CUDA 12.6 update 2)
+        c = x.astype(_decomposition_dtype(x), copy=False)
+        # geev's dev_info goes unchecked (CuPy raises only under errstate) and its outputs are
+        # undefined where it fails: JAX's NaNs for matrices with non-finite entries.
+        ok = cp.all(cp.isfinite(c), axis=(-2, -1))
+        if not compute_right_eigenvectors:
+            return (cp.where(ok[..., None], cp.linalg.eigvals(c), cp.nan),)
+        w, v = cp.linalg.eig(c)
+        return cp.where(ok[..., None], w, cp.nan), cp.where(ok[..., None, None], v, cp.nan)
+    return impl
+
+
 def _cholesky():
     def impl(cp, x):
         # CuPy (cupy/linalg/_decomposition.py) does not raise where potrf fails: like LAPACK's
@@ -254,4 +278,4 @@ class NoDeviceForm(Exception):
 
 _RULES = {"dot_general": _dot_general, "sort": _sort, "fft": _fft,
           "triangular_solve": _triangular_solve, "conv_general_dilated": _conv, "qr": _qr,
-          "svd": _svd, "eigh": _eigh, "cholesky": _cholesky, "lu": _lu}
+          "svd": _svd, "eigh": _eigh, "eig": _eig, "cholesky": _cholesky, "lu": _lu}

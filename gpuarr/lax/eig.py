@@ -37,7 +37,9 @@ from gpuarr.lax.linalg import (
 
 
 class EigImplementation(enum.Enum):
-    """Which library computes the decomposition; every choice runs NumPy's LAPACK on the host."""
+    """Which library computes the decomposition. On the cuda platform None and CUSOLVER run
+    cuSOLVER's geev (right eigenvectors only; left ones, MAGMA and LAPACK use the host's LAPACK);
+    elsewhere every choice runs NumPy's LAPACK on the host."""
 
     CUSOLVER = "cusolver"
     MAGMA = "magma"

@@ -457,6 +457,9 @@ def test_mlp_step_makes_no_host_transfers(standin):
     ("svd", lambda a: jnp.linalg.svd(a, compute_uv=False), (F[:6, :9],)),
     ("eigh", lambda a: jnp.linalg.eigvalsh(a @ a.T + 8 * jnp.eye(6)), (F[:6, :9],)),
     ("cholesky", lambda a: jnp.linalg.cholesky(a @ a.T + 8 * jnp.eye(6)), (F[:6, :9],)),
+    ("eigvals", lambda a: jnp.linalg.eigvals(a), (F[:6, :6],)),  # cuSOLVER geev, CuPy 14
+    ("eig_batched", lambda a: jnp.linalg.eig(a), (F[:, :75].reshape(-1, 5, 5)[:3],)),
+    ("eig_symmetric", lambda a: jnp.linalg.eig(a + a.T)[0].real, (F[:5, :5],)),  # complex w
     ("cholesky_batched", lambda a: jnp.linalg.cholesky(a @ a.mT + 8 * jnp.eye(4)),
      (F[:, :24].reshape(-1, 4, 6),)),
     ("triangular", lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True),
@@ -489,6 +492,54 @@ def test_device_cholesky_fills_failed_factorizations_with_nans(standin):
     want = np.asarray(jax.jit(jnp.linalg.cholesky)(np.stack([good, bad, good])))
     assert np.isnan(got[1]).all() and np.isnan(want[1]).all()
     np.testing.assert_allclose(got[[0, 2]], want[[0, 2]], rtol=1e-5, atol=1e-6)
+
+
+def test_device_eig_gives_nans_where_geev_fails(standin):
+    """cuSOLVER's geev leaves undefined outputs where it fails and CuPy leaves dev_info
+    unchecked: matrices with non-finite entries get JAX's NaNs from gpuarr, the others their
+    eigenpairs."""
+    a = F[:, :48].reshape(-1, 4, 4)[:3].copy()
+    a[1, 2, 0] = np.inf
+    x = jax.device_put(a, standin.devices()[0])
+    counters = _counters()
+    counters.reset()
+    w, v = jax.jit(jnp.linalg.eig)(x)
+    w, v = np.asarray(w), np.asarray(v)
+    assert counters.library.get("linalg.eig") == 1 and counters.d2h == 2, counters
+    assert w.dtype == np.complex64 and v.shape == (3, 4, 4)
+    assert np.isnan(w[1]).all() and np.isnan(v[1]).all()
+    want_w, want_v = np.linalg.eig(a[[0, 2]].astype(np.float64))
+    np.testing.assert_allclose(w[[0, 2]], want_w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(v[[0, 2]], want_v, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["left_eigenvectors", "lapack", "old_cusolver", "pivoted_qr"])
+def test_host_library_steps_count_their_transfers(standin, monkeypatch, case):
+    """Steps cuSOLVER has no form of (left eigenvectors, QR with column pivoting, geev before
+    cuSOLVER 11.7, or EigImplementation.LAPACK asked for) run NumPy's LAPACK on the host: the
+    operand comes down once and every result goes up, and the counters see each copy."""
+    a = F[:5, :5]
+    f, outs = {
+        "left_eigenvectors": (lambda m: jax.lax.linalg.eig(m, compute_right_eigenvectors=False), 2),
+        "lapack": (lambda m: jax.lax.linalg.eig(
+            m, implementation=jax.lax.linalg.EigImplementation.LAPACK), 3),
+        "old_cusolver": (lambda m: jax.lax.linalg.eig(m, compute_left_eigenvectors=False), 2),
+        "pivoted_qr": (lambda m: jax.lax.linalg.qr(m, pivoting=True), 3),
+    }[case]
+    if case == "old_cusolver":
+        monkeypatch.setenv("CUPY_STANDIN_CUSOLVER", "11600")  # CUDA 12.5's cuSOLVER: no geev
+    x = jax.device_put(a, standin.devices()[0])
+    jitted = jax.jit(lambda m: [o * 2 for o in f(m)])  # kernels after the host step
+    jax.block_until_ready(jitted(x))
+    counters = _counters()
+    counters.reset()
+    got = jax.block_until_ready(jitted(x))
+    assert counters.d2h == 1 and counters.h2d == outs, counters
+    assert not any(k.startswith("linalg.eig") for k in counters.library), counters
+    want = jax.jit(lambda m: [o * 2 for o in f(m)])(_on_cpu(a))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape", [(6, 6), (3, 5, 5), (7, 4), (4, 7)])

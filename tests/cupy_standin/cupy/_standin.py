@@ -2,8 +2,9 @@
 
 Settings come from the environment (read when first needed): CUPY_STANDIN_DEVICES (default 1),
 CUPY_STANDIN_MEMORY (bytes per device, default 4 GiB), CUPY_STANDIN_DRIVER (driver version,
-default 12090). `counters` counts what the program asked of the simulated GPU, at the time it
-was issued: transfers each way (`h2d`, `h2d_bytes`, `d2h`, `d2h_bytes`), kernel launches
+default 12090), CUPY_STANDIN_CUSOLVER (cuSOLVER's version number, default 11704: CUDA
+12.9's). `counters` counts what the program asked of the simulated GPU, at the time it was
+issued: transfers each way (`h2d`, `h2d_bytes`, `d2h`, `d2h_bytes`), kernel launches
 (`launches`, and `launches_by_name`), library calls (`library_calls`, and `library` by
 function name), synchronisations (`syncs`) and NVRTC compilations that missed both of CuPy's
 kernel caches (`compiles`). `reset()` zeroes them.
@@ -25,6 +26,10 @@ def device_memory() -> int:
 
 def driver_version() -> int:
     return int(os.environ.get("CUPY_STANDIN_DRIVER", "12090"))
+
+
+def cusolver_version() -> int:
+    return int(os.environ.get("CUPY_STANDIN_CUSOLVER", "11704"))
 
 
 class Counters:

@@ -1,1 +1,1 @@
-"""cupyx of the CuPy stand-in: only cupyx.scipy.linalg."""
+"""cupyx of the CuPy stand-in: cupyx.scipy.linalg and cupyx.cusolver.check_availability."""

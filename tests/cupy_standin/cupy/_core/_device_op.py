@@ -70,11 +70,14 @@ def _is_array(x) -> bool:
 
 def dummy(x):
     """A stand-in operand for finding output shapes: identity matrices in the last two axes
-    of square arrays (so factorisations succeed), else ones (zeros for integers, so they are
-    valid indices); it allocates nothing big."""
+    of square floating arrays (so factorisations succeed), else ones; integers and bools are
+    zeros, square or not, so they are valid indices (an identity's 1 is out of bounds along an
+    axis of length 1); it allocates nothing big."""
     if not _is_array(x):
         return x
-    base = np.zeros((), x.dtype) if x.dtype.kind in "biu" else np.ones((), x.dtype)
+    if x.dtype.kind in "biu":
+        return np.broadcast_to(np.zeros((), x.dtype), x.shape)
+    base = np.ones((), x.dtype)
     if x.ndim >= 2 and x.shape[-1] == x.shape[-2] and x.size:
         base = np.eye(x.shape[-1], dtype=x.dtype)
     return np.broadcast_to(base, x.shape)

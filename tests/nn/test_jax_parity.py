@@ -192,7 +192,10 @@ def test_activation_grads(name):
     def fn(api, jnp):
         f = getattr(api.nn, name)
         return api.vmap(api.grad(f))(_a(jnp, POINTS))
-    same_values(fn, 1e-6)
+    # Eager ops on kernel platforms call the device's tanh (OpenCL allows 5 ulp, CUDA's tanhf
+    # 2); gelu's derivative at -3 subtracts nearly equal terms, magnifying that to 3e-5.
+    on_host = gpuarr.platforms.default_platform().name == "cpu"
+    same_values(fn, 1e-6 if on_host or name != "gelu" else 1e-4)
 
 
 def test_gelu_exact_grad():

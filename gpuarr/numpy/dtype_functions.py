@@ -127,4 +127,7 @@ def iterable(y):
 def astype(x, dtype, /, *, copy=False, device=None):
     """`x` converted to `dtype` (float -> int saturates)."""
     check_arraylike("astype", x)
+    if isinstance(dtype, dtypes.ExtendedDType) or isinstance(getattr(x, "dtype", None),
+                                                             dtypes.ExtendedDType):
+        return lax_conversions.convert_element_type(x, dtype)  # key arrays: only to their dtype
     return lax_conversions.convert_element_type(ensure_array(x), dtypes.check_user_dtype(dtype, "astype"))

@@ -124,3 +124,11 @@ def test_key_arrays_convert_only_to_their_own_dtype_as_in_jax():
     for got, want in zip(ours[:2], theirs[:2]):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert ours[2:] == theirs[2:]
+
+
+@pytest.mark.parametrize("name", ["complex64", "complex128", "float32", "bfloat16", "int8", "bool_"])
+def test_iscomplexobj_reads_a_scalar_type_s_dtype_as_jax(name):
+    # optax's alias tests skip complex cases with jnp.iscomplexobj(jnp.complex64).
+    ours, theirs = getattr(gnp, name), getattr(jnp, name)
+    assert gnp.iscomplexobj(ours) == jnp.iscomplexobj(theirs)
+    assert gnp.isrealobj(ours) == jnp.isrealobj(theirs)

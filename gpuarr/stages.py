@@ -110,7 +110,7 @@ class Lowered(_Stage):
         """The optimized Program itself; with `dialect="hlo"`, its HLO module (an object whose
         `as_hlo_text()` is the text XLA prints, see gpuarr.compiler.hlo_text)."""
         if _check_dialect(dialect) == "hlo":
-            return hlo_module(self._closed, self.fun_name, self._arg_names)
+            return _hlo_module(self._closed, self.fun_name, self._arg_names)
         return self._closed
 
     def compile(self, compiler_options=None) -> Compiled:
@@ -175,7 +175,7 @@ class Compiled(_Stage):
 
 # (ClosedProgram, function name, argument names) -> HLO module: filled by
 # gpuarr.compiler.hlo_text at import (the compiler sits above this module).
-hlo_module = None
+_hlo_module = None
 
 
 def _check_dialect(dialect):

@@ -14,9 +14,8 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import ad_api, dtypes
-from gpuarr.config import config
-from gpuarr.tree_util import tree_map, tree_reduce
+from gpuarr import ad_api, dtypes, tree_util
+from gpuarr.config import config as _config
 
 __all__ = ["check_close", "check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
 
@@ -53,7 +52,7 @@ _default_tolerance = {
 }
 
 # Gradient tolerances by dtype (JAX's default_gradient_tolerance).
-default_gradient_tolerance = {
+_default_gradient_tolerance = {
     **_named(("float4_e2m1fn", "float8_e8m0fnu"), 1e0),
     **_named(("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
               "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "bfloat16"), 1e-1),
@@ -105,23 +104,23 @@ def _assert_close(a, b, atol=None, rtol=None, err_msg=""):
 def check_close(xs, ys, atol=None, rtol=None, err_msg=""):
     """Assert two pytrees of arrays are close leaf by leaf, with tolerances per dtype (a
     number, or a dict from dtype to number) scaled by each leaf's size, as JAX's."""
-    tree_map(partial(_assert_close, atol=atol, rtol=rtol, err_msg=err_msg), xs, ys)
+    tree_util.tree_map(partial(_assert_close, atol=atol, rtol=rtol, err_msg=err_msg), xs, ys)
 
 
 def _check_dtypes_match(xs, ys):
     def check(x, y):
-        if config.enable_x64:
+        if _config.enable_x64:
             assert _dtype(x) == _dtype(y), f"dtypes differ: {_dtype(x)} vs {_dtype(y)}"
         else:
             assert dtypes.canonicalize_dtype(_dtype(x)) == dtypes.canonicalize_dtype(_dtype(y)), \
                 f"dtypes differ: {_dtype(x)} vs {_dtype(y)}"
-    tree_map(check, xs, ys)
+    tree_util.tree_map(check, xs, ys)
 
 
 def _inner_prod(xs, ys):
     def contract(x, y):
         return np.real(np.dot(np.conj(x).reshape(-1), y.reshape(-1)))
-    return tree_reduce(np.add, tree_map(contract, xs, ys))
+    return tree_util.tree_reduce(np.add, tree_util.tree_map(contract, xs, ys))
 
 
 def _safe_subtract(x, y, *, dtype):
@@ -137,10 +136,10 @@ def _keep_input_type(f):
     return wrapped
 
 
-_add = partial(tree_map, _keep_input_type(operator.add))
-_sub = partial(tree_map, _keep_input_type(operator.sub))
-_safe_sub = partial(tree_map, lambda x, y: _safe_subtract(x, y, dtype=_dtype(x)))
-_conj = partial(tree_map, _keep_input_type(np.conj))
+_add = partial(tree_util.tree_map, _keep_input_type(operator.add))
+_sub = partial(tree_util.tree_map, _keep_input_type(operator.sub))
+_safe_sub = partial(tree_util.tree_map, lambda x, y: _safe_subtract(x, y, dtype=_dtype(x)))
+_conj = partial(tree_util.tree_map, _keep_input_type(np.conj))
 
 
 def _scalar_mul(xs, a):
@@ -148,7 +147,7 @@ def _scalar_mul(xs, a):
         dtype = _dtype(x)
         result = np.multiply(x, np.array(a, dtype=dtype), dtype=dtype)
         return result.item() if _is_python_scalar(x) else result
-    return tree_map(mul, xs)
+    return tree_util.tree_map(mul, xs)
 
 
 def _rand_like(rng, x):
@@ -181,10 +180,10 @@ def _merge_tolerance(tol, default):
 def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     """Check a JVP (`f_jvp(args, tangents)`, typically `partial(jvp, f)`) against central
     differences in one random direction; raises AssertionError on a mismatch."""
-    atol = _merge_tolerance(atol, default_gradient_tolerance)
-    rtol = _merge_tolerance(rtol, default_gradient_tolerance)
+    atol = _merge_tolerance(atol, _default_gradient_tolerance)
+    rtol = _merge_tolerance(rtol, _default_gradient_tolerance)
     rng = np.random.RandomState(0)
-    tangent = tree_map(partial(_rand_like, rng), args)
+    tangent = tree_util.tree_map(partial(_rand_like, rng), args)
     v_out, t_out = f_jvp(args, tangent)
     _check_dtypes_match(v_out, t_out)
     v_out_expected = f(*args)
@@ -199,16 +198,16 @@ def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
 def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     """Check a VJP (`f_vjp(*args)`, typically `partial(vjp, f)`) through <ct, J t> with J t
     by central differences in one random direction; raises AssertionError on a mismatch."""
-    atol = _merge_tolerance(atol, default_gradient_tolerance)
-    rtol = _merge_tolerance(rtol, default_gradient_tolerance)
+    atol = _merge_tolerance(atol, _default_gradient_tolerance)
+    rtol = _merge_tolerance(rtol, _default_gradient_tolerance)
     rand_like = partial(_rand_like, np.random.RandomState(0))
     v_out, vjpfun = f_vjp(*args)
     v_out_expected = f(*args)
     check_close(v_out, v_out_expected, atol=atol, rtol=rtol,
                 err_msg=f"{err_msg} primal" if err_msg else "primal")
-    tangent = tree_map(rand_like, args)
+    tangent = tree_util.tree_map(rand_like, args)
     tangent_out = numerical_jvp(f, args, tangent, eps=eps)
-    cotangent = tree_map(rand_like, v_out)
+    cotangent = tree_util.tree_map(rand_like, v_out)
     cotangent_out = _conj(vjpfun(_conj(cotangent)))
     ip = _inner_prod(tangent, cotangent_out)
     ip_expected = _inner_prod(tangent_out, cotangent)

@@ -516,4 +516,4 @@ LOWERINGS = {
     "jit": _call,
 }
 
-stages.hlo_module = hlo_module  # Lowered.compiler_ir(dialect="hlo")
+stages._hlo_module = hlo_module  # Lowered.compiler_ir(dialect="hlo")

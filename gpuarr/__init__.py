@@ -75,6 +75,7 @@ from gpuarr import dlpack  # noqa: F401, E402
 # Kernel plans: what the compiler makes of a function; ahead-of-time stages (jit(f).lower);
 # type annotations.
 from gpuarr.compiler.explain import explain  # noqa: F401, E402
+from gpuarr.compiler import hlo_text as _hlo_text  # noqa: F401, E402  (fills stages._hlo_module)
 from gpuarr import monitoring, ops, profiler, stages, typing  # noqa: F401, E402
 # The whole API in one namespace, as `gpuarr.api`.
 from gpuarr import api  # noqa: F401, E402

@@ -716,7 +716,8 @@ class PjitFunction:
                                    functools.partial(_compiled_text, entry))
 
         def lower(traced):
-            return stages.Lowered(platform().optimize(traced.jaxpr), *common, compile)
+            return stages.Lowered(platform().optimize(traced.jaxpr), *common, compile,
+                                  arg_names=names)
 
         return stages.Traced(closed, *common, lower)
 

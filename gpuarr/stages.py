@@ -93,17 +93,24 @@ class Lowered(_Stage):
     """A traced function after the compiler's passes, ready to compile."""
 
     def __init__(self, closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
-                 out_info, compile: Callable):
+                 out_info, compile: Callable, arg_names=()):
         super().__init__(closed, in_tree, out_tree, args_info, fun_name, donate_argnums,
                          out_info)
         self._compile = compile
+        self._arg_names = tuple(arg_names)
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
-        """The optimized Program, in JAX's jaxpr syntax (with source lines if `debug_info`)."""
+        """The optimized Program, in JAX's jaxpr syntax (with source lines if `debug_info`);
+        with `dialect="hlo"`, its HLO text as XLA prints it."""
+        if _check_dialect(dialect) == "hlo":
+            return self.compiler_ir("hlo").as_hlo_text()
         return self._closed.pretty(source_info=debug_info)
 
-    def compiler_ir(self, dialect: str | None = None) -> ClosedProgram:
-        """The optimized Program itself."""
+    def compiler_ir(self, dialect: str | None = None):
+        """The optimized Program itself; with `dialect="hlo"`, its HLO module (an object whose
+        `as_hlo_text()` is the text XLA prints, see gpuarr.compiler.hlo_text)."""
+        if _check_dialect(dialect) == "hlo":
+            return _hlo_module(self._closed, self.fun_name, self._arg_names)
         return self._closed
 
     def compile(self, compiler_options=None) -> Compiled:
@@ -164,6 +171,18 @@ class Compiled(_Stage):
     def runtime_executable(self) -> Callable:
         """The compiled callable over flat input buffers, returning a tuple of buffers."""
         return self._run
+
+
+# (ClosedProgram, function name, argument names) -> HLO module: filled by
+# gpuarr.compiler.hlo_text at import (the compiler sits above this module).
+_hlo_module = None
+
+
+def _check_dialect(dialect):
+    if dialect not in (None, "stablehlo", "hlo"):
+        raise ValueError(f"unknown dialect: {dialect}. The dialects are 'stablehlo' (gpuarr's "
+                         "optimized Program) and 'hlo' (its HLO text).")
+    return dialect
 
 
 def _type_str(aval) -> str:

@@ -62,3 +62,23 @@ def jit_runs_numpy_backend() -> bool:
     compiles with it (GPUARR_PLATFORMS=cpu, or no C compiler; else native kernels)."""
     plat = gpuarr.platforms.default_platform()
     return plat.name == "cpu" and plat.kernels() is None
+
+
+def check_grads_x64(f, args, order, **kwargs):
+    """`check_grads` of `f` at `args` in float64: JAX's check_grads computes in the arguments'
+    dtypes, where float32 central differences (eps 1e-4) carry errors near 1e-3; the checks
+    written for float64 accuracy (second orders, steep functions, tolerances of 1e-4) pass
+    their inexact arguments as float64 with 64-bit types on, as JAX's tests do under
+    JAX_ENABLE_X64."""
+    from gpuarr import tree_util
+    from gpuarr.config import enable_x64
+    from gpuarr.test_util import check_grads
+
+    def to_f64(x):
+        if isinstance(x, (bool, int)) or np.asarray(x).dtype.kind not in "fc":
+            return x
+        x = np.asarray(x)
+        return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+    with enable_x64():
+        check_grads(f, tuple(tree_util.tree_map(to_f64, tuple(args))), order, **kwargs)

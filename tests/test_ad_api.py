@@ -3,7 +3,7 @@ jacobians and hessians against finite differences, float0, checkpoint, linear_tr
 composition with jit and vmap, and the SPEC behaviours S5 and S18."""
 import numpy as np
 import pytest
-from helpers import allclose
+from helpers import allclose, check_grads_x64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +12,6 @@ import gpuarr.lax as lax
 import gpuarr.numpy as jnp
 from gpuarr import dtypes, grad, jit, vmap
 from gpuarr.ad_checkpoint import checkpoint, checkpoint_policies
-from gpuarr.test_util import check_grads
 
 
 def _fd_jacobian(f, x, eps=1e-6):
@@ -369,7 +368,7 @@ def test_checkpoint_around_control_flow(fn):
                 vmap(grad(checkpoint(fn)))(jnp.stack([x, -x]))[0]):
         allclose(got, want)
         assert got.shape == (4,) and got.dtype == np.float32
-    check_grads(checkpoint(fn), (np.linspace(0.1, 1.0, 4),), order=2, modes=("rev",))
+    check_grads_x64(checkpoint(fn), (np.linspace(0.1, 1.0, 4),), order=2, modes=("rev",))
     if fn is _scan_fn:  # the backward pass runs the primal scan again
         assert _count_eqns(jax.make_jaxpr(grad(checkpoint(fn)))(x).program, "sin") == 2
         assert _count_eqns(jax.make_jaxpr(grad(fn))(x).program, "sin") == 1
@@ -398,7 +397,7 @@ def test_abs_of_complex_is_real_with_jax_derivative():
     with jax.enable_x64():
         out = jit(jnp.abs)(z)
         assert out.dtype == np.float64
-        check_grads(jnp.abs, (z,), order=2)
+        check_grads_x64(jnp.abs, (z,), order=2)
     t = np.array([1 + 1j, 2 - 1j, -1j], np.complex64)
     got = jax.jvp(jnp.abs, (z.astype(np.complex64),), (t,))[1]
     want = jax_ref.jvp(jax_ref.numpy.abs, (z.astype(np.complex64),), (t,))[1]

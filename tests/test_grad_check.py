@@ -6,6 +6,7 @@ import pkgutil
 
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 
 import gpuarr
 import gpuarr.lax as lax
@@ -13,7 +14,6 @@ import gpuarr.nn as nn
 import gpuarr.numpy as jnp
 from gpuarr.interpreters import ad
 from gpuarr.scipy import special
-from gpuarr.test_util import check_grads
 
 # Import every lax module so that every primitive registered so far is in ad.jvp_rules.
 for _pkg in (gpuarr.lax, gpuarr.numpy):
@@ -281,7 +281,7 @@ def test_every_differentiable_primitive_is_in_the_table():
 def test_primitive_grads(name):
     fun, args, order, *tol = PRIMITIVE_CASES[name]
     tol = tol[0] if tol else 1e-4
-    check_grads(fun, args, order, modes=("fwd", "rev"), atol=tol, rtol=tol)
+    check_grads_x64(fun, args, order, modes=("fwd", "rev"), atol=tol, rtol=tol)
 
 
 _seq_sin_mul = gpuarr.custom_batching.sequential_vmap(lambda x: jnp.sin(x) * x)
@@ -304,7 +304,7 @@ COMPOSITE_CASES = {
 @pytest.mark.parametrize("name", sorted(COMPOSITE_CASES))
 def test_higher_order_primitive_grads(name):
     fun, args, order = COMPOSITE_CASES[name]
-    check_grads(fun, args, order, atol=1e-4, rtol=1e-4)
+    check_grads_x64(fun, args, order, atol=1e-4, rtol=1e-4)
 
 
 def test_custom_vjp_grads_rev_only():
@@ -313,7 +313,7 @@ def test_custom_vjp_grads_rev_only():
         return jnp.sin(x)
 
     f.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda c, g: (g * c,))
-    check_grads(f, [R(3)], 1, modes=("rev",))
+    check_grads_x64(f, [R(3)], 1, modes=("rev",))
 
 
 ZERO_CASES = [
@@ -381,7 +381,7 @@ NN_CASES = {
 @pytest.mark.parametrize("name", sorted(NN_CASES))
 def test_nn_grads(name):
     fun, args = NN_CASES[name]
-    check_grads(fun, args, 2, atol=1e-4, rtol=1e-4)
+    check_grads_x64(fun, args, 2, atol=1e-4, rtol=1e-4)
 
 
 def test_every_nn_function_is_checked():
@@ -406,3 +406,78 @@ def test_vmap_of_grad_matches_loop(name):
         want = g(*[b[i] for b in batch])
         for o, w in zip(out, want):
             np.testing.assert_allclose(np.asarray(o)[i], np.asarray(w), rtol=2e-5, atol=2e-5)
+
+
+# ---------------------------------------------------------------- check_grads itself, as JAX's
+
+def _chex_hard(np_, lax_, grad):
+    """chex's NumericalGradsAssertTest.test_hard function: ten steep steps of an inner loop."""
+    def f(lr, x):
+        inner_loss = lambda y: np_.sum((y - 1.0) ** 2)  # noqa: E731
+        inner_grad = grad(inner_loss)
+        for _ in range(10):
+            x1 = x - lr * inner_grad(x) + 100 * lr ** 2
+            x2 = x - lr * inner_grad(x) - 100 * lr ** 2
+            x = lax_.select((x > 3.0).any(), x1, x2 + lr)
+        return np_.sum(inner_loss(x))
+    return f
+
+
+def _outcome(check, f, args, **kwargs):
+    try:
+        check(f, args, order=1, **kwargs)
+    except AssertionError as e:
+        return "fails", str(e).splitlines()[1:3]
+    return "passes", None
+
+
+@pytest.mark.parametrize("size", [1, 5, 15])
+def test_check_grads_computes_in_the_arguments_dtype_as_jax(size):
+    # float32 arguments are differentiated and differenced in float32 with float32's
+    # tolerance (2e-3 times the number of elements compared), as JAX's check_grads does.
+    jax = pytest.importorskip("jax")
+    from jax import test_util as jtu
+
+    from gpuarr.test_util import check_grads
+    lr = np.float32(0.2)
+    x = np.linspace(-1, 2, size, dtype=np.float32)
+    seen = []
+
+    def record(f):
+        def wrapped(*args):
+            seen.append(args[1].dtype)
+            return f(*args)
+        return wrapped
+
+    ours = _outcome(check_grads, record(_chex_hard(jnp, lax, gpuarr.grad)), (lr, x), atol=0.01 * size)
+    assert set(map(np.dtype, seen)) == {np.dtype(np.float32)}
+    theirs = _outcome(jtu.check_grads, _chex_hard(jax.numpy, jax.lax, jax.grad), (lr, x),
+                      atol=0.01 * size)
+    assert ours[0] == theirs[0] == "passes"
+
+
+def test_check_grads_tolerance_follows_the_dtype_as_jax():
+    # A derivative 0.1% off passes float32's tolerance (2e-3) and fails float64's (1e-5), in
+    # gpuarr as in JAX.
+    jax = pytest.importorskip("jax")
+    from jax import test_util as jtu
+
+    from gpuarr.config import enable_x64
+    from gpuarr.test_util import check_grads
+
+    def off_by_a_little(custom_jvp, np_):
+        @custom_jvp
+        def f(x):
+            return np_.sin(x)
+        f.defjvp(lambda p, t: (np_.sin(p[0]), np_.cos(p[0]) * t[0] * 1.001))
+        return f
+
+    ours = off_by_a_little(gpuarr.custom_jvp, jnp)
+    theirs = off_by_a_little(jax.custom_jvp, jax.numpy)
+    x32 = np.array([0.3], np.float32)
+    assert _outcome(check_grads, ours, (x32,), modes=("fwd",))[0] == "passes"
+    assert _outcome(jtu.check_grads, theirs, (x32,), modes=("fwd",))[0] == "passes"
+    with enable_x64(), jax.enable_x64(True):
+        x64 = x32.astype(np.float64)
+        assert _outcome(check_grads, ours, (x64,), modes=("fwd",))[0] == "fails"
+        assert _outcome(jtu.check_grads, theirs, (x64,), modes=("fwd",))[0] == "fails"

@@ -104,3 +104,31 @@ def test_checkify_formats_the_message_with_arrays():
 def test_an_unknown_backend_is_named_as_jax_names_it(backend):
     with pytest.raises(RuntimeError, match="Unknown backend"):
         gpuarr.devices(backend)
+
+
+def test_key_arrays_convert_only_to_their_own_dtype_as_in_jax():
+    # optax's MultiSteps casts every leaf of its state back to its dtype, keys included.
+    def run(jax_, np_):
+        k = jax_.random.key(0)
+        same = jax_.jit(lambda k: np_.astype(np_.where(True, k, k), k.dtype))(k)
+        out = [jax_.random.key_data(same), jax_.random.key_data(np_.astype(k, k.dtype))]
+        for bad in (lambda: np_.astype(k, np_.float32),
+                    lambda: jax_.lax.convert_element_type(k, np_.uint32),
+                    lambda: jax_.lax.convert_element_type(np_.ones(2, np_.uint32), k.dtype)):
+            with pytest.raises(ValueError) as info:
+                bad()
+            out.append(str(info.value).split(". ")[0])
+        return out
+
+    ours, theirs = run(gpuarr, gnp), run(jax, jnp)
+    for got, want in zip(ours[:2], theirs[:2]):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert ours[2:] == theirs[2:]
+
+
+@pytest.mark.parametrize("name", ["complex64", "complex128", "float32", "bfloat16", "int8", "bool_"])
+def test_iscomplexobj_reads_a_scalar_type_s_dtype_as_jax(name):
+    # optax's alias tests skip complex cases with jnp.iscomplexobj(jnp.complex64).
+    ours, theirs = getattr(gnp, name), getattr(jnp, name)
+    assert gnp.iscomplexobj(ours) == jnp.iscomplexobj(theirs)
+    assert gnp.isrealobj(ours) == jnp.isrealobj(theirs)

@@ -78,6 +78,9 @@ _CONSTANTS = (*_SCALARS, np.generic)
 
 def convert_element_type(operand, new_dtype):
     """Cast to `new_dtype` (float -> int saturates; NaN becomes 0), as lax.convert_element_type."""
+    if isinstance(new_dtype, dtypes.ExtendedDType) or isinstance(
+            getattr(operand, "dtype", None), dtypes.ExtendedDType):
+        return _convert_extended(operand, new_dtype)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if isinstance(operand, _CONSTANTS) and new_dtype != dtypes.float0 and not (
             dtypes.is_int(new_dtype) and not np.isfinite(operand)):
@@ -92,6 +95,20 @@ def convert_element_type(operand, new_dtype):
     if aval.dtype == new_dtype and not aval.weak_type and hasattr(operand, "aval"):
         return operand  # already an Array (or tracer) of that type; NumPy values still convert
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=False)
+
+
+def _convert_extended(operand, new_dtype):
+    """Key arrays convert only to their own dtype, which leaves them as they are (as in JAX:
+    optax's MultiSteps casts every leaf of its state, keys included, back to its dtype)."""
+    old = getattr(operand, "dtype", None)
+    if isinstance(old, dtypes.ExtendedDType) and old == new_dtype:
+        return operand
+    def name(dt):
+        return dt.name if isinstance(dt, dtypes.ExtendedDType) else np.dtype(dt).name
+    hint = ("Use jax.random.key_data(key) for the key's integer data."
+            if isinstance(old, dtypes.ExtendedDType) else
+            "Use jax.random.wrap_key_data(data) to make keys of integer data.")
+    raise ValueError(f"Cannot convert_element_type from {name(old)} to {name(new_dtype)}. {hint}")
 
 
 def _convert_weak(operand, new_dtype, weak_type):

@@ -101,13 +101,20 @@ def isscalar(element):
 
 
 def iscomplexobj(x):
-    """True when `x` has a complex dtype."""
-    if x is None:
+    """True when `x` has a complex dtype: its `dtype` attribute's, so a scalar type such as
+    jnp.complex64 counts too (optax's tests ask it of dtypes), as in JAX."""
+    if isinstance(x, (complex, np.complexfloating)):
+        return True
+    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
         return False
     try:
-        return dtypes.is_complex(_aval_of(x).dtype)
-    except (TypeError, ValueError):
-        return np.iscomplexobj(x)
+        typ = x.dtype.type
+    except AttributeError:
+        try:
+            typ = _aval_of(x).dtype.type
+        except (TypeError, ValueError):
+            return np.iscomplexobj(x)
+    return dtypes.issubdtype(typ, np.complexfloating)
 
 
 def isrealobj(x):
@@ -127,4 +134,7 @@ def iterable(y):
 def astype(x, dtype, /, *, copy=False, device=None):
     """`x` converted to `dtype` (float -> int saturates)."""
     check_arraylike("astype", x)
+    if isinstance(dtype, dtypes.ExtendedDType) or isinstance(getattr(x, "dtype", None),
+                                                             dtypes.ExtendedDType):
+        return lax_conversions.convert_element_type(x, dtype)  # key arrays: only to their dtype
     return lax_conversions.convert_element_type(ensure_array(x), dtypes.check_user_dtype(dtype, "astype"))

@@ -4,11 +4,11 @@ to y0, t, args and closed-over values against JAX and finite differences, pytree
 vmap and the argument checks."""
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr.experimental.ode import odeint
-from gpuarr.test_util import check_grads
 
 jax = pytest.importorskip("jax")
 jjnp = pytest.importorskip("jax.numpy")
@@ -221,7 +221,7 @@ def test_grads_match_finite_differences(x64):
     def fn(y0, t, a):
         return odeint(f, y0, t, a, 0.4, rtol=1e-12, atol=1e-12)
 
-    check_grads(fn, (np.array([1.0, 2.0]), np.array([0.0, 0.4, 0.9]), 1.1), order=1,
+    check_grads_x64(fn, (np.array([1.0, 2.0]), np.array([0.0, 0.4, 0.9]), 1.1), order=1,
                 modes=("rev",), atol=1e-6, rtol=1e-6)
     # Decay: d/dk of y0 * exp(-k t) at the last time is -t y0 exp(-k t).
     g = gpuarr.grad(lambda k: odeint(decay, jnp.float64([2.0]), jnp.asarray([0., 1.5]), k)[-1, 0])

@@ -5,12 +5,12 @@ Oracles: NumPy in float64 (closed forms of the implicit derivatives), finite dif
 `_root_cases` take the jax / jax.numpy modules as arguments)."""
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
 from gpuarr.backends.numpy import codegen
-from gpuarr.test_util import check_grads
 
 f32 = np.float32
 A0 = np.array([[4.0, 1.0], [2.0, 3.0]], f32)
@@ -127,9 +127,9 @@ def test_linear_solve_reverse_mode(name, ref):
 
 def test_linear_solve_check_grads():
     A, b = np.float64(A0), np.float64(B0)
-    check_grads(LIN["full"], (A, b), 2)
-    check_grads(LIN["symmetric"], (A, b), 2)
-    check_grads(LIN["forward_only"], (A, b), 2, modes=("fwd",))
+    check_grads_x64(LIN["full"], (A, b), 2)
+    check_grads_x64(LIN["symmetric"], (A, b), 2)
+    check_grads_x64(LIN["forward_only"], (A, b), 2, modes=("fwd",))
 
 
 def test_missing_transpose_solve_error_in_reverse_mode():
@@ -380,8 +380,8 @@ def test_root_matches_jax(ref):
 
 
 def test_root_check_grads():
-    check_grads(ROOT["sqrt_cubed"], (2.0,), 2)
-    check_grads(ROOT["vector"], (np.float64(P0),), 1)
+    check_grads_x64(ROOT["sqrt_cubed"], (2.0,), 2)
+    check_grads_x64(ROOT["vector"], (np.float64(P0),), 1)
 
 
 def test_root_grad_and_higher_order():

@@ -11,12 +11,11 @@ import inspect
 
 import numpy as np
 import pytest
-from helpers import close, rand
+from helpers import check_grads_x64, close, rand
 from jax_compare import same_error
 
 import gpuarr
 from gpuarr.lax import linalg as lax_linalg
-from gpuarr.test_util import check_grads
 
 jax = pytest.importorskip("jax")
 jax_linalg = jax.lax.linalg
@@ -395,8 +394,8 @@ def test_qdwh_jit_vmap_and_jvp(x64):
     vmap_matches_loop(lambda x: lax_linalg.qdwh(x)[:2], [xs], (0,), tol=1e-10)
     vmap_matches_loop(lambda x: lax_linalg.qdwh(x)[2:], [np.moveaxis(xs, 0, 1)], (1,))
     # The JVP runs through the loops; reverse mode stops at the while_loop, as in JAX.
-    check_grads(lambda x: lax_linalg.qdwh(x)[0], (xs[1],), 1, modes=("fwd",))
-    check_grads(lambda x: lax_linalg.qdwh(x)[1], (xs[2],), 1, modes=("fwd",))
+    check_grads_x64(lambda x: lax_linalg.qdwh(x)[0], (xs[1],), 1, modes=("fwd",))
+    check_grads_x64(lambda x: lax_linalg.qdwh(x)[1], (xs[2],), 1, modes=("fwd",))
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for "
                                          "lax.while_loop"):
         gpuarr.grad(lambda x: lax_linalg.qdwh(x)[0].sum())(xs[0])

@@ -12,12 +12,12 @@ import re
 
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import tree_util
 from gpuarr.lax import linalg as lax_linalg
-from gpuarr.test_util import check_grads
 
 TOL = {np.complex128: 1e-8, np.complex64: 5e-3}
 
@@ -272,7 +272,7 @@ def test_slogdet_method_like_jax():
 @pytest.mark.parametrize("name", ALL_CASES)
 def test_check_grads(name):
     fn, make = _case(name)
-    check_grads(lambda *xs: fn(lax_linalg, jnp, *xs), make(np.complex128), order=1,
+    check_grads_x64(lambda *xs: fn(lax_linalg, jnp, *xs), make(np.complex128), order=1,
                 modes=("fwd", "rev"))
 
 
@@ -281,7 +281,7 @@ def test_check_grads(name):
                                   "det-2x2", "det-4x4", "slogdet-2x2", "slogdet-3x3"])
 def test_check_grads_second_order(name):
     fn, make = _case(name)
-    check_grads(lambda *xs: fn(lax_linalg, jnp, *xs), make(np.complex128), order=2,
+    check_grads_x64(lambda *xs: fn(lax_linalg, jnp, *xs), make(np.complex128), order=2,
                 modes=("fwd", "rev"))
 
 

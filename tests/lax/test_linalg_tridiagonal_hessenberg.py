@@ -9,13 +9,12 @@ jit, and for tridiagonal_solve under finite-difference gradient checks.
 """
 import numpy as np
 import pytest
-from helpers import allclose, rand
+from helpers import allclose, check_grads_x64, rand
 
 import gpuarr
 from gpuarr import dtypes
 from gpuarr.lax import linalg as lax_linalg
 from gpuarr.scipy import linalg as gl
-from gpuarr.test_util import check_grads
 
 try:
     import jax as ref
@@ -202,11 +201,11 @@ def test_tridiagonal_solve_singular_matches_jax(x64):
 def test_tridiagonal_solve_grads():
     dl, d, du = diagonals((), 5, dominant=True, seed=2)
     b = rand((5, 2), np.float64, seed=3)
-    check_grads(lax_linalg.tridiagonal_solve, (dl, d, du, b), order=2, modes=("fwd", "rev"),
+    check_grads_x64(lax_linalg.tridiagonal_solve, (dl, d, du, b), order=2, modes=("fwd", "rev"),
                 atol=1e-5, rtol=1e-5)
     # Batched diagonals, and b alone.
     dl, d, du = diagonals((2,), 4, dominant=True, seed=4)
-    check_grads(lambda b: lax_linalg.tridiagonal_solve(dl, d, du, b), (rand((2, 4, 1), np.float64),),
+    check_grads_x64(lambda b: lax_linalg.tridiagonal_solve(dl, d, du, b), (rand((2, 4, 1), np.float64),),
                 order=1, modes=("fwd", "rev"))
 
 

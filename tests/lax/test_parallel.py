@@ -3,10 +3,10 @@ against NumPy reductions over the batch axis, nesting, jit on either side, contr
 gradients, and JAX's NameError for an axis name no vmap binds."""
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 
 import gpuarr as jax
 from gpuarr import lax
-from gpuarr.test_util import check_grads
 
 X = np.arange(12, dtype=np.float32).reshape(4, 3) - 5
 
@@ -77,7 +77,7 @@ def test_gradients():
     def centred_sq(w):
         return named(lambda v: (v * w - lax.pmean(v * w, "i")) ** 2)(X).sum()
     w = np.float32(1.5)
-    check_grads(centred_sq, (w,), order=2, rtol=2e-2)
+    check_grads_x64(centred_sq, (w,), order=2, rtol=2e-2)
     want = 2 * ((X - X.mean(0)) ** 2).sum() * w
     np.testing.assert_allclose(jax.grad(centred_sq)(w), want, rtol=1e-5)
     # d/dv of psum(v) . v: psum(v) directly, plus psum's transpose (a psum) of the cotangent v,

@@ -2,12 +2,11 @@
 by finite differences, vmap against a Python loop, and JAX as an oracle for the general forms."""
 import numpy as np
 import pytest
-from helpers import rand
+from helpers import check_grads_x64, rand
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
-from gpuarr.test_util import check_grads
 
 GDN = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
 SDN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
@@ -95,7 +94,7 @@ def test_gather_errors():
 
 def test_gather_grad_is_scatter_add_and_vmap():
     x = rand((4, 3)).astype(np.float64)
-    check_grads(lambda x: lax.gather(x, ROWS, GDN, (1, 3)), (x,), order=2)
+    check_grads_x64(lambda x: lax.gather(x, ROWS, GDN, (1, 3)), (x,), order=2)
     g = jax.grad(lambda x: lax.gather(x, ROWS, GDN, (1, 3)).sum())(x.astype(np.float32))
     assert_same(g, np.array([[1] * 3, [0] * 3, [2] * 3, [0] * 3], np.float32))
     xs = rand((3, 4, 3))
@@ -167,11 +166,11 @@ def test_scatter_errors():
 def test_scatter_grads():
     x, u = rand((4, 3)).astype(np.float64), rand((3, 3), seed=1).astype(np.float64)
     uniq = np.array([[0], [2]], np.int32)
-    check_grads(lambda x, u: lax.scatter_add(x, ROWS, u, SDN), (x, u), order=2)
-    check_grads(lambda x, u: lax.scatter_sub(x, ROWS, u, SDN), (x, u), order=1)
-    check_grads(lambda x, u: lax.scatter(x, uniq, u, SDN, unique_indices=True), (x, u[:2]), order=2)
-    check_grads(lambda x, u: lax.scatter_mul(x, uniq, u, SDN, unique_indices=True), (x, u[:2]), order=1)
-    check_grads(lambda x, u: lax.scatter_max(x, uniq, u, SDN), (x, u[:2]), order=1)
+    check_grads_x64(lambda x, u: lax.scatter_add(x, ROWS, u, SDN), (x, u), order=2)
+    check_grads_x64(lambda x, u: lax.scatter_sub(x, ROWS, u, SDN), (x, u), order=1)
+    check_grads_x64(lambda x, u: lax.scatter(x, uniq, u, SDN, unique_indices=True), (x, u[:2]), order=2)
+    check_grads_x64(lambda x, u: lax.scatter_mul(x, uniq, u, SDN, unique_indices=True), (x, u[:2]), order=1)
+    check_grads_x64(lambda x, u: lax.scatter_max(x, uniq, u, SDN), (x, u[:2]), order=1)
     # With repeated indices the last update wins, and only it receives a gradient.
     g = jax.grad(lambda u: lax.scatter(np.zeros((4, 3), np.float32), ROWS, u, SDN).sum())(
         u.astype(np.float32))
@@ -246,8 +245,8 @@ def test_dynamic_slice_under_jit_with_traced_start():
 
 def test_dynamic_slice_grads_and_vmap():
     x = rand((4, 5)).astype(np.float64)
-    check_grads(lambda x: lax.dynamic_slice(x, (1, 2), (2, 2)), (x,), order=2)
-    check_grads(lambda x, u: lax.dynamic_update_slice(x, u, (1, 2)), (x, x[:2, :2] * 3), order=2)
+    check_grads_x64(lambda x: lax.dynamic_slice(x, (1, 2), (2, 2)), (x,), order=2)
+    check_grads_x64(lambda x, u: lax.dynamic_update_slice(x, u, (1, 2)), (x, x[:2, :2] * 3), order=2)
     g = jax.grad(lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 2)).sum())(x.astype(np.float32), 1)
     want = np.zeros((4, 5), np.float32)
     want[1:3, 1:3] = 1

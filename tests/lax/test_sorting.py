@@ -2,14 +2,13 @@
 (and JAX for JAX-specific outputs), with gradients by finite differences and vmap vs a loop."""
 import numpy as np
 import pytest
-from helpers import close, rand
+from helpers import check_grads_x64, close, rand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr import lax
-from gpuarr.test_util import check_grads
 
 
 def loop_vmap(f, *args):
@@ -48,8 +47,8 @@ def test_lax_sort_nans_last_and_multi_operand():
 
 def test_lax_sort_grad_and_vmap():
     x = np.random.RandomState(0).permutation(6).astype(np.float64) * 0.7
-    check_grads(lambda x: lax.sort(x), (x,), order=2)
-    check_grads(lambda x, y: lax.sort((x, y))[1], (x, x[::-1] * 2), order=1)
+    check_grads_x64(lambda x: lax.sort(x), (x,), order=2)
+    check_grads_x64(lambda x, y: lax.sort((x, y))[1], (x, x[::-1] * 2), order=1)
     xs = rand((3, 4, 5))
     close(jax.vmap(lambda x: lax.sort(x, 0))(xs), loop_vmap(lambda x: lax.sort(x, 0), xs), 1e-6)
     ys = rand((3, 4, 5), seed=1)
@@ -73,7 +72,7 @@ def test_top_k_matches_jax_ties_and_nans():
     with pytest.raises(ValueError, match="k argument"):
         lax.top_k(x, 6)
     xs = rand((3, 6))
-    check_grads(lambda x: lax.top_k(x, 3)[0], (xs.astype(np.float64),), order=2)
+    check_grads_x64(lambda x: lax.top_k(x, 3)[0], (xs.astype(np.float64),), order=2)
     close(jax.vmap(lambda x: lax.top_k(x, 2)[1])(xs), loop_vmap(lambda x: lax.top_k(x, 2)[1], xs), 1e-6)
 
 
@@ -98,11 +97,11 @@ def test_lax_cumulative(name, dtype):
 def test_cumulative_grads():
     x = np.random.RandomState(0).permutation(6).astype(np.float64) * 0.7 - 1.5
     for fn in (lax.cumsum, lax.cumprod, lax.cummax, lax.cummin):
-        check_grads(lambda x: fn(x, 0), (x,), order=2)
-        check_grads(lambda x: fn(x, 0, reverse=True), (x,), order=1)
+        check_grads_x64(lambda x: fn(x, 0), (x,), order=2)
+        check_grads_x64(lambda x: fn(x, 0, reverse=True), (x,), order=1)
     x2 = np.random.RandomState(1).standard_normal((3, 4))
-    check_grads(lambda x: lax.cumprod(x, 1), (x2,), order=1)
-    check_grads(lambda x: lax.cumprod(jnp.asarray(x).at[1].set(0.0), 0), (x,), order=1)  # zeros are fine
+    check_grads_x64(lambda x: lax.cumprod(x, 1), (x2,), order=1)
+    check_grads_x64(lambda x: lax.cumprod(jnp.asarray(x).at[1].set(0.0), 0), (x,), order=1)  # zeros are fine
 
 
 def test_cumlogsumexp_values_infinities_grads_and_vmap():
@@ -118,8 +117,8 @@ def test_cumlogsumexp_values_infinities_grads_and_vmap():
     close(lax.cumlogsumexp(np.array([-np.inf, -np.inf, 0.0], np.float32)),
           np.array([-np.inf, -np.inf, 0.0], np.float32), 1e-6)
     x64 = x.astype(np.float64)[0]
-    check_grads(lambda v: lax.cumlogsumexp(v, 0), (x64,), order=2)
-    check_grads(lambda v: lax.cumlogsumexp(v, 0, reverse=True), (x64,), order=1)
+    check_grads_x64(lambda v: lax.cumlogsumexp(v, 0), (x64,), order=2)
+    check_grads_x64(lambda v: lax.cumlogsumexp(v, 0, reverse=True), (x64,), order=1)
     g = jax.grad(lambda v: lax.cumlogsumexp(v)[-1])(big)  # the softmax of the whole prefix
     close(g, np.array([1, 1, 0, np.exp(-1)], np.float32) / np.float32(2 + np.exp(-1)),
           1e-5)

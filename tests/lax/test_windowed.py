@@ -4,11 +4,10 @@ import itertools
 
 import numpy as np
 import pytest
-from helpers import allclose, rand
+from helpers import allclose, check_grads_x64, rand
 
 import gpuarr as jax
 from gpuarr import lax
-from gpuarr.test_util import check_grads
 
 
 def loop_vmap(f, *args):
@@ -97,7 +96,7 @@ def test_conv_values_against_loops(case):
 def test_conv_grads_and_vmap(case):
     x, w = _conv_args(case)
     x, w = x[:1, :, :5, :4], w
-    check_grads(lambda x, w: lax.conv_general_dilated(x, w, **case), (x, w), order=1,
+    check_grads_x64(lambda x, w: lax.conv_general_dilated(x, w, **case), (x, w), order=1,
                 modes=("rev",), atol=1e-3, rtol=1e-3)
     xs, ws = np.stack([x, 2 * x]), np.stack([w, -w])
     f = lambda x, w: lax.conv_general_dilated(x, w, **case)  # noqa: E731
@@ -121,7 +120,7 @@ def test_conv_dimension_numbers_strings_and_helpers():
              ref_conv(xn, wn, (1, 1), ((1, 1), (0, 0)), (1, 1), (2, 1)), 1e-4)
     dn = lax.conv_dimension_numbers(x.shape, w.shape, ("NHWC", "HWIO", "NHWC"))
     assert dn == lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
-    check_grads(lambda w: lax.conv_general_dilated(x[:1, :4, :4].astype(np.float64), w, (2, 1), "SAME",
+    check_grads_x64(lambda w: lax.conv_general_dilated(x[:1, :4, :4].astype(np.float64), w, (2, 1), "SAME",
                                                    dimension_numbers=("NHWC", "HWIO", "NHWC")),
                 (w,), order=1, modes=("rev",), atol=1e-3, rtol=1e-3)
 
@@ -207,7 +206,7 @@ def test_reduce_window(kind, case):
     allclose(got, want, 1e-4)
     assert np.asarray(got).dtype == np.float32
     xd = np.random.RandomState(3).permutation(30).reshape(5, 6).astype(np.float64) * 0.37
-    check_grads(lambda x: lax.reduce_window(x, init, comp, **case), (xd,), order=1,
+    check_grads_x64(lambda x: lax.reduce_window(x, init, comp, **case), (xd,), order=1,
                 atol=1e-3, rtol=1e-3)
     xs = np.stack([x, -x, 2 * x])
     f = lambda x: lax.reduce_window(x, init, comp, **case)  # noqa: E731

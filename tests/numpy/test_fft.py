@@ -3,6 +3,7 @@ errors as JAX raises them, gradients by finite differences and against JAX, vmap
 Python loop, and jit."""
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +11,6 @@ import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import lax
 from gpuarr.lax import FftType
-from gpuarr.test_util import check_grads
 
 RNG = np.random.default_rng(0)
 NORMS = [None, "backward", "ortho", "forward"]
@@ -298,7 +298,7 @@ GRAD_CASES = {
 @pytest.mark.parametrize("name", sorted(GRAD_CASES))
 def test_gradients_by_finite_differences(name):
     fun, args = GRAD_CASES[name]
-    check_grads(fun, args, 1, modes=("fwd", "rev"))
+    check_grads_x64(fun, args, 1, modes=("fwd", "rev"))
 
 
 # Real-valued functions through rfft/irfft/hfft/ihfft, whose transposes are subtle; `re`
@@ -408,4 +408,4 @@ def test_check_grads_between_real_and_complex_spaces(fn):
     x = rng.normal(size=(6,))
     if fn in (jnp.fft.irfft, jnp.fft.hfft):
         x = x + 1j * rng.normal(size=(6,))
-    check_grads(fn, (x,), order=1, modes=("fwd", "rev"))
+    check_grads_x64(fn, (x,), order=1, modes=("fwd", "rev"))

@@ -5,7 +5,7 @@ gradients with finite differences (gpuarr.test_util.check_grads); vmap with a Py
 """
 import numpy as np
 import pytest
-from helpers import allclose, rand
+from helpers import allclose, check_grads_x64, rand
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +13,6 @@ import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import lax
 from gpuarr.lax import linalg as lax_linalg
-from gpuarr.test_util import check_grads
 
 TOL = {np.float32: 2e-4, np.float64: 1e-10}
 DTYPES = [np.float32, np.float64]
@@ -284,11 +283,11 @@ def _svd_products(u, s, vh):
 def test_grads(name):
     fn, shape = GRAD_CASES[name]
     x = rand(shape, np.float64, seed=7)
-    check_grads(fn, (x,), order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+    check_grads_x64(fn, (x,), order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
 
 
 def test_second_order_grad_det():
-    check_grads(jnp.linalg.det, (rand((3, 3), np.float64, seed=8),), order=2, atol=1e-5, rtol=1e-5)
+    check_grads_x64(jnp.linalg.det, (rand((3, 3), np.float64, seed=8),), order=2, atol=1e-5, rtol=1e-5)
 
 
 def test_grad_det_formula():
@@ -626,12 +625,12 @@ def test_cross(ashape, bshape, kw):
 def test_cross_errors_and_grad():
     with pytest.raises(ValueError, match="Dimension must be either 2 or 3"):
         jnp.cross(np.ones(4), np.ones(4))
-    check_grads(lambda a, b: jnp.cross(a, b),
+    check_grads_x64(lambda a, b: jnp.cross(a, b),
                 (rand((2, 3), np.float64, seed=1), rand((2, 3), np.float64, seed=2)), order=1)
-    check_grads(lambda a, b: jnp.kron(a, b),
+    check_grads_x64(lambda a, b: jnp.kron(a, b),
                 (rand((2, 2), np.float64, seed=1), rand((3,), np.float64, seed=2)), order=1)
-    check_grads(lambda a: jnp.trace(a, offset=1), (rand((3, 4), np.float64, seed=1),), order=1)
-    check_grads(lambda a, b: jnp.tensordot(a, b),
+    check_grads_x64(lambda a: jnp.trace(a, offset=1), (rand((3, 4), np.float64, seed=1),), order=1)
+    check_grads_x64(lambda a, b: jnp.tensordot(a, b),
                 (rand((2, 3, 4), np.float64, seed=1), rand((3, 4), np.float64, seed=2)), order=1)
 
 

@@ -6,14 +6,13 @@ from functools import partial
 
 import numpy as np
 import pytest
-from helpers import equal
+from helpers import check_grads_x64, equal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpuarr as jax
 import gpuarr.numpy as jnp
 from gpuarr.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
-from gpuarr.test_util import check_grads
 
 SETOPS = ["intersect1d", "setdiff1d", "setxor1d", "union1d"]
 DTYPES = [np.int32, np.float32, np.uint8, np.int8, np.bool_]
@@ -275,7 +274,7 @@ def test_sized_setops_gradients_by_finite_differences():
     # permutations plus padding, so their gradients are well defined.
     x, y = np.array([3.5, 1.5, 2.25, 7.]), np.array([1., 3.])
     for name in ["setdiff1d", "setxor1d", "union1d"]:
-        check_grads(lambda x: getattr(jnp, name)(x, y, size=7, fill_value=0.5), (x,), order=2)
+        check_grads_x64(lambda x: getattr(jnp, name)(x, y, size=7, fill_value=0.5), (x,), order=2)
 
 
 # ---------------------------------------------------------------- the unique_* family
@@ -514,9 +513,9 @@ def test_put_vmap_matches_loop():
 
 def test_place_and_put_gradients():
     mask = MASK.astype(bool)
-    check_grads(lambda x, v: jnp.place(x, mask, v, inplace=False),
+    check_grads_x64(lambda x, v: jnp.place(x, mask, v, inplace=False),
                 (X.astype(np.float64), np.array([1., 2., 3.])), order=2)
-    check_grads(lambda x, v: jnp.put(x, np.array([0, 5, 11, 5]), v, inplace=False),
+    check_grads_x64(lambda x, v: jnp.put(x, np.array([0, 5, 11, 5]), v, inplace=False),
                 (X.astype(np.float64), np.array([1., 2.])), order=2)
     # Each value lands in every masked slot it is tiled to: its gradient counts them.
     g = jax.grad(lambda v: jnp.place(X, mask, v, inplace=False).sum())(np.array([1., 2.], np.float32))
@@ -551,7 +550,7 @@ def test_sort_complex_nans_and_x64():
 
 def test_sort_complex_gradient():
     w = np.array([1., 10., 100., 1000.])
-    check_grads(lambda x: jnp.real(jnp.sort_complex(x)) * w, (np.array([3., -1., 2.5, 0.]),),
+    check_grads_x64(lambda x: jnp.real(jnp.sort_complex(x)) * w, (np.array([3., -1., 2.5, 0.]),),
                 order=2)
     g = jax.grad(lambda x: (jnp.real(jnp.sort_complex(x)) * w.astype(np.float32)).sum())(
         np.array([3., -1., 2.5, 0.], np.float32))

@@ -3,6 +3,7 @@ polyfit: values, shapes and dtypes against NumPy (float64 references), gradients
 differences, vmap against a Python loop, jit against eager, and the error cases."""
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +11,6 @@ import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr import lax
 from gpuarr.errors import ConcretizationTypeError
-from gpuarr.test_util import check_grads
 
 MODES = ("full", "same", "valid")
 
@@ -118,8 +118,8 @@ def test_convolve_errors(args, kwargs, err, match):
 @pytest.mark.parametrize("mode", MODES)
 def test_convolve_correlate_gradients(mode):
     a, v = sample((6,), np.float64), sample((3,), np.float64, 1)
-    check_grads(lambda x, y: jnp.convolve(x, y, mode=mode), (a, v), order=2)
-    check_grads(lambda x, y: jnp.correlate(x, y, mode=mode), (v, a), order=2)
+    check_grads_x64(lambda x, y: jnp.convolve(x, y, mode=mode), (a, v), order=2)
+    check_grads_x64(lambda x, y: jnp.correlate(x, y, mode=mode), (v, a), order=2)
 
 
 def test_convolve_vmap_and_jit_match_loop():
@@ -174,8 +174,8 @@ def test_matvec_vecmat_errors():
 
 def test_matvec_vecmat_gradients_and_vmap():
     a, x = sample((2, 3, 4), np.float64), sample((4,), np.float64, 1)
-    check_grads(jnp.matvec, (a, x), order=1)
-    check_grads(jnp.vecmat, (sample((3,), np.float64), a), order=1)
+    check_grads_x64(jnp.matvec, (a, x), order=1)
+    check_grads_x64(jnp.vecmat, (sample((3,), np.float64), a), order=1)
     xs = sample((5, 4), np.float32)
     out = gpuarr.vmap(jnp.matvec, in_axes=(None, 0))(a[0].astype(np.float32), xs)
     loop = np.stack([np.asarray(jnp.matvec(a[0].astype(np.float32), x)) for x in xs])
@@ -281,9 +281,9 @@ def test_eigvals_gradient_by_finite_differences():
         w = jnp.linalg.eigvals(x)
         return jnp.real(jnp.sum(w * w * w)) + jnp.imag(jnp.sum(jnp.exp(w) * (1 + 2j)))
 
-    check_grads(f, (a,), order=1)
+    check_grads_x64(f, (a,), order=1)
     b = sample((3, 3), np.complex128, 3)
-    check_grads(lambda x: jnp.real(jnp.sum(jnp.linalg.eigvals(x) ** 3)), (b,), order=1,
+    check_grads_x64(lambda x: jnp.real(jnp.sum(jnp.linalg.eigvals(x) ** 3)), (b,), order=1,
                 modes=("fwd",))
 
 
@@ -327,10 +327,10 @@ def test_eigenvector_derivatives_need_opt_in():
 @pytest.mark.parametrize("dtype", [np.float64, np.complex128])
 def test_eigenvector_derivatives_with_opt_in(dtype):
     a = sample((3, 3), dtype, 5)
-    check_grads(lambda x: lax.linalg.eig(x, enable_eigvec_derivs=True), (a,), order=1,
+    check_grads_x64(lambda x: lax.linalg.eig(x, enable_eigvec_derivs=True), (a,), order=1,
                 modes=("fwd",))
     if dtype == np.float64:  # (reverse mode of complex inputs: test_complex_eig_gradients...)
-        check_grads(lambda x: jnp.real(lax.linalg.eig(x, enable_eigvec_derivs=True)[2]
+        check_grads_x64(lambda x: jnp.real(lax.linalg.eig(x, enable_eigvec_derivs=True)[2]
                                        * np.arange(1, 10).reshape(3, 3)).sum(), (a,), order=1)
 
 
@@ -442,8 +442,8 @@ def test_polyfit_float32_dtype_and_jax_shapes():
 
 def test_polyfit_gradient_and_jit():
     x, y = _data()
-    check_grads(lambda yy: jnp.polyfit(x, yy, 2), (y,), order=1)
-    check_grads(lambda xx: jnp.polyfit(xx, y, 2), (x,), order=1, atol=1e-4, rtol=1e-4)
+    check_grads_x64(lambda yy: jnp.polyfit(x, yy, 2), (y,), order=1)
+    check_grads_x64(lambda xx: jnp.polyfit(xx, y, 2), (x,), order=1, atol=1e-4, rtol=1e-4)
     f = gpuarr.jit(jnp.polyfit, static_argnames=("deg",))
     np.testing.assert_allclose(np.asarray(f(x, y, deg=2)), np.asarray(jnp.polyfit(x, y, 2)),
                                rtol=1e-5)

@@ -2,12 +2,11 @@
 dtypes, batches against a Python loop, jit, vmap, finite-difference gradients and errors."""
 import numpy as np
 import pytest
-from helpers import allclose, rand
+from helpers import allclose, check_grads_x64, rand
 
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr.scipy import linalg as gl
-from gpuarr.test_util import check_grads
 
 sl = pytest.importorskip("scipy.linalg")
 
@@ -263,7 +262,7 @@ GRADS = [
 
 @pytest.mark.parametrize("name,fn,args", GRADS, ids=[c[0] for c in GRADS])
 def test_grads(name, fn, args):
-    check_grads(fn, args, order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+    check_grads_x64(fn, args, order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
 
 
 def test_errors():

@@ -2,12 +2,12 @@
 dtypes and weak types as in JAX, finite-difference gradients, jit and vmap, edge cases."""
 import numpy as np
 import pytest
+from helpers import check_grads_x64
 
 import gpuarr
 import gpuarr.numpy as jnp
 from gpuarr.errors import ConcretizationTypeError
 from gpuarr.scipy import special, stats
-from gpuarr.test_util import check_grads
 
 sp = pytest.importorskip("scipy.special")
 ss = pytest.importorskip("scipy.stats")
@@ -183,12 +183,12 @@ GRADS = [
 
 @pytest.mark.parametrize("fn,args", GRADS, ids=_name)
 def test_special_gradients_match_finite_differences(fn, args):
-    check_grads(fn, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6)
+    check_grads_x64(fn, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6)
 
 
 def test_second_order_gradients():
-    check_grads(special.xlogy, (P[:3], POS[:3]), order=2, rtol=1e-5)
-    check_grads(special.log_ndtr, (np.array([-30.0, -2, 3, 9]),), order=2, rtol=1e-5)
+    check_grads_x64(special.xlogy, (P[:3], POS[:3]), order=2, rtol=1e-5)
+    check_grads_x64(special.log_ndtr, (np.array([-30.0, -2, 3, 9]),), order=2, rtol=1e-5)
 
 
 # (gpuarr function, SciPy reference, float64 arguments); loc/scale where the family has them
@@ -274,7 +274,7 @@ def test_multivariate_normal_matches_scipy():
         batched = stats.multivariate_normal.logpdf(x[:, None], mean, np.stack([cov, 2 * cov]))
         assert batched.shape == (5, 2)
         np.testing.assert_allclose(batched[:, 1], ss.multivariate_normal.logpdf(x, mean, 2 * cov))
-    check_grads(lambda x, m, c: stats.multivariate_normal.logpdf(x, m, c @ c.T),
+    check_grads_x64(lambda x, m, c: stats.multivariate_normal.logpdf(x, m, c @ c.T),
                 (x, mean, np.linalg.cholesky(cov)), order=1, rtol=1e-5)
 
 
@@ -287,7 +287,7 @@ def test_multivariate_normal_matches_scipy():
     (lambda mu: stats.poisson.logpmf(np.arange(13.0), mu), (POS,)),
 ], ids=_name)
 def test_stats_gradients_match_finite_differences(fn, args):
-    check_grads(fn, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6)
+    check_grads_x64(fn, args, order=1, rtol=1e-5, atol=1e-6, eps=1e-6)
 
 
 def test_jit_and_vmap():

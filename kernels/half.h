@@ -49,3 +49,22 @@ INLINE bf16 f32_to_bf16(f32 f) {
 /* The float32 value rounded to the nearest 16-bit float: one operation's result. */
 INLINE f32 round_f16(f32 x) { return f16_to_f32(f32_to_f16(x)); }
 INLINE f32 round_bf16(f32 x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+/* XLA's NextAfter on a 16-bit float's bits: stepping the float32 value and rounding back would
+ * return x itself. hx, hy are the operands' bits, neither of them NaN. */
+INLINE u32 next_bits16(u32 hx, u32 hy) {
+  if (hx == hy || ((hx | hy) & 0x7fffu) == 0u) return hy; /* equal, or +0 and -0: y */
+  if ((hx & 0x7fffu) == 0u) return (hy & 0x8000u) | 1u;  /* the smallest subnormal towards y */
+  const int away = (hx & 0x8000u) == (hy & 0x8000u) && (hy & 0x7fffu) > (hx & 0x7fffu);
+  return away ? hx + 1u : hx - 1u;                        /* magnitude up, or towards zero */
+}
+INLINE f32 nextafter_f16(f32 x, f32 y) {
+  const u32 hx = (u32)f32_to_f16(x), hy = (u32)f32_to_f16(y);
+  if ((hx & 0x7fffu) > 0x7c00u || (hy & 0x7fffu) > 0x7c00u) return F32_BITS(0x7fc00000u);
+  return f16_to_f32((f16)next_bits16(hx, hy));
+}
+INLINE f32 nextafter_bf16(f32 x, f32 y) {
+  const u32 hx = (u32)f32_to_bf16(x), hy = (u32)f32_to_bf16(y);
+  if ((hx & 0x7fffu) > 0x7f80u || (hy & 0x7fffu) > 0x7f80u) return F32_BITS(0x7fc00000u);
+  return bf16_to_f32((bf16)next_bits16(hx, hy));
+}

@@ -323,6 +323,9 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
         return [f"{decl} {bitcast_expr(args[0], arg_dtypes[0], node.dtype)};{comment}"]
     if node.op == "proj":
         return [f"const u32 {name} = {args[0]}[{node.attrs[0]}];{comment}"]
+    half = STORAGE.get(np.dtype(node.dtype).name)
+    if half and node.op == "nextafter":  # the float32 step would round back to x: step the bits
+        return [f"{decl} nextafter_{half}({args[0]}, {args[1]});{comment}"]
     lines = []
     if node.op == "integer_pow":
         y = node.attrs[0]
@@ -340,7 +343,6 @@ def render_op(node: Op, name: str, args: list, arg_dtypes: list) -> list:
         expr = text.format(*args, t=ctype(node.dtype),
                            s=ctype(arg_dtypes[0]) if arg_dtypes else "",
                            bits=64 if width == 64 else 32, u=unsigned, pad=max(0, 32 - width))
-    half = STORAGE.get(np.dtype(node.dtype).name)
     if half and node.op not in _EXACT_OPS:
         # Compute in float32, round the result to 16 bits, as each NumPy float16 op does.
         expr = f"round_{half}({expr})"

@@ -276,6 +276,23 @@ def test_half_conversions_round_to_nearest_even(dtype):
     assert no_host_steps(plan)
 
 
+@pytest.mark.parametrize("dtype", HALVES, ids=["float16", "bfloat16"])
+def test_half_nextafter_steps_the_16_bit_value(dtype):
+    """nextafter(x, y) of 16-bit floats is their neighbour, not x (a float32 step rounds back),
+    through zeros of both signs, subnormals, the largest finite value, infinities and NaN:
+    jnp.spacing(float16) on the kernel platforms is nextafter(x, inf) - x."""
+    from kernel_harness import run_both
+    tiny = float(dtypes.finfo(dtype).smallest_subnormal)
+    big = float(dtypes.finfo(dtype).max)
+    values = [0.0, -0.0, tiny, -tiny, 1.0, -1.5, big, -big, np.inf, -np.inf, np.nan, 100.0]
+    x = np.array([a for a in values for _ in values], dtype)
+    y = np.array([b for _ in values for b in values], dtype)
+    got, want, plan = run_both(lambda x, y: (lax.nextafter(x, y), jnp.spacing(x)), x, y)
+    for g, w in zip(got, want):
+        assert_same(g, w)
+    assert no_host_steps(plan)
+
+
 def test_complex64_arithmetic_fuses():
     x = (rng.standard_normal((6, 8)) + 1j * rng.standard_normal((6, 8))).astype(np.complex64)
     y = (rng.standard_normal((8,)) + 1j * rng.standard_normal((8,))).astype(np.complex64)

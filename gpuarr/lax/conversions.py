@@ -116,7 +116,12 @@ def _convert_weak(operand, new_dtype, weak_type):
     aval = get_aval(operand)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return operand
-    if (type(operand) is Array and aval.dtype == new_dtype and not aval.shape
-            and operand._platform is None):  # a constant's flag: a literal when staged, as in JAX
-        return Array(operand._value, weak_type=weak_type)
+    if type(operand) is Array and aval.dtype == new_dtype and not aval.shape:
+        # A constant's flag: a literal when staged, as in JAX, whatever platform holds it (a
+        # device scalar keeps its buffer; jaxprs print the same on every platform).
+        if operand._platform is None:
+            return Array(operand._value, weak_type=weak_type)
+        if not hasattr(operand, "_sharding"):
+            return Array(operand._value, weak_type, operand._device, operand._committed,
+                         operand._platform)
     return convert_element_type_p.bind(operand, new_dtype=np.dtype(new_dtype), weak_type=weak_type)

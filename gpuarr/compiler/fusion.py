@@ -575,6 +575,8 @@ class DagBuilder:
                 t = _then_pad(transforms, shape, low, (0,) * len(shape))
                 pieces.append((start + n, (yield x, t)))
             start += n
+        if not pieces:  # every input is empty along `dim`: so is the output, nothing is read
+            return self.const(0, dtype)
         c = self.coord(shape, dim, transforms)
         result = pieces[-1][1]
         for end, value in reversed(pieces[:-1]):

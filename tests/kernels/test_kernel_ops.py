@@ -143,6 +143,14 @@ def test_concatenate_is_one_fused_kernel():
     check(lambda x: jnp.concatenate([x, -x, x * 3.0], axis=0).T, x)
 
 
+def test_concatenate_of_empty_inputs_only():
+    """Every input empty along the axis (jnp.piecewise with no conditions concatenates two):
+    the output is empty too, and planning it must not look for a last piece."""
+    e = np.zeros((2, 0), np.float32)
+    check(lambda a, b: jnp.concatenate([a, b], axis=1) + 1.0, e, e)
+    check(lambda a, b: jnp.concatenate([a, b]), np.zeros((0,), bool), np.zeros((0,), bool))
+
+
 @pytest.mark.parametrize("starts", [(1, 2), (4, 6), (-3, 0), (9, -9)])
 def test_dynamic_update_slice_clamps_its_starts(starts):
     x = rng.standard_normal((5, 7)).astype(np.float32)

@@ -62,7 +62,7 @@ class NativePlatform(HostBufferPlatform):
             logger.warning("native platform: running this program on the NumPy backend: %s",
                            reason)
             return numpy_backend.compile_closed(closed)
-        consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
+        consts = [numpy_backend.as_numpy(c) for c in closed.consts]  # device Arrays copied here
 
         def run(*buffers):
             return tuple(runner(consts + list(buffers)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr.backends import float_env, opencl
+from gpuarr.backends import numpy as numpy_backend
 from gpuarr.compiler import compile_closed, inline_calls
 from gpuarr.compiler.fusion import FusionOptions
 from gpuarr.platforms import Device
@@ -34,7 +35,7 @@ class OpenCLPlatform(HostBufferPlatform):
         control-flow bodies go through `compile` (passes, then kernels) as sub-plans."""
         closed = inline_calls(closed)
         plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile))
-        consts = [np.asarray(getattr(c, "_value", c)) for c in closed.consts]
+        consts = [np.asarray(numpy_backend.as_numpy(c)) for c in closed.consts]
 
         def run(*buffers):
             return tuple(opencl.run_plan(plan, consts + [np.asarray(b) for b in buffers]))

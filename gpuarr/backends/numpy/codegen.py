@@ -165,7 +165,7 @@ class Codegen:
 
     def const(self, value) -> str:
         """A global name for a Program's const (an Array or NumPy value) as a NumPy value."""
-        return self.obj(_as_numpy(value), "c")
+        return self.obj(as_numpy(value), "c")
 
     def read(self, atom) -> str:
         if type(atom) is Literal:
@@ -768,7 +768,8 @@ def _reusable_input(eqn, i, last_use, reusable, min_size=_MIN_MANAGED_SIZE):
     return None
 
 
-def _as_numpy(x):
+def as_numpy(x):
+    """A Program's const as a NumPy value: an Array held on a device is copied to the host."""
     if getattr(x, "_platform", None) is not None:  # an Array on a device: copy it here
         return x._host()
     buf = getattr(x, "_value", None)

@@ -8,5 +8,4 @@ calls and every rule agrees with. Importing this package registers the rules and
 compiler as the host compiler of `gpuarr.impls` (`import gpuarr` and the cpu platform do).
 """
 from gpuarr.backends.numpy import rules_control_flow, rules_lax, rules_random  # noqa: F401
-from gpuarr.backends.numpy.codegen import (  # noqa: F401
-    as_numpy, compile_closed, compile_program, source_of)
+from gpuarr.backends.numpy.codegen import as_numpy, compile_closed, compile_program, source_of  # noqa: F401

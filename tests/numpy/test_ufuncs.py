@@ -3,7 +3,7 @@ precision matters) over dtypes and shapes (0-d, empty, broadcasting), result dty
 jax.numpy (the dtype oracle where NumPy's promotion differs), gradients, vmap, and errors."""
 import numpy as np
 import pytest
-from helpers import check_grads_x64
+from helpers import check_grads_x64, jit_runs_numpy_backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -264,7 +264,10 @@ def test_vmap_matches_loop(name):
     out = gpuarr.vmap(fn)(x, y)
     loop = np.stack([np.asarray(fn(x[i], y[i])) for i in range(4)])
     np.testing.assert_array_equal(out, loop)
-    np.testing.assert_array_equal(gpuarr.jit(fn)(x, y), fn(x, y))
+    # Compiled kernels call vectorised math (libmvec, device libraries) where eager ops call
+    # NumPy's: an ulp apart at most.
+    rtol = 0 if jit_runs_numpy_backend() else 4e-7
+    np.testing.assert_allclose(gpuarr.jit(fn)(x, y), fn(x, y), rtol=rtol, atol=0)
 
 
 ALL_NAMES = sorted(set(UNARY_FLOAT) | set(UNARY_SAME) | set(UNARY_BOOL) | set(BINARY)

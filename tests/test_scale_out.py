@@ -136,17 +136,23 @@ def test_grad_jvp_vmap_around_per_device_shard_map_and_pmap():
             np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)
 
 
-def test_collectives_between_gpus_run_over_nccl():
-    """Two cuda devices of the CuPy stand-in: shard_map's and pmap's collectives (and the
-    transposed ones of a gradient) go through cupy.cuda.nccl and equal the one-device path."""
+def _on_two_standin_gpus(program: str) -> dict:
+    """The RESULT of tests/scale_out/programs.py's `program` on 2 cuda devices of the stand-in."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
                                                        str(ROOT)]),
                CUPY_STANDIN_DEVICES="2", GPUARR_PLATFORMS="cuda")
-    proc = subprocess.run([sys.executable, str(PROGRAMS), "gpuarr", "gpus", "2"],
+    proc = subprocess.run([sys.executable, str(PROGRAMS), "gpuarr", program, "2"],
                           capture_output=True, text=True, timeout=LIMIT, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (r,) = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
             if line.startswith("RESULT ")]
+    return r
+
+
+def test_collectives_between_gpus_run_over_nccl():
+    """Two cuda devices of the CuPy stand-in: shard_map's and pmap's collectives (and the
+    transposed ones of a gradient) go through cupy.cuda.nccl and equal the one-device path."""
+    r = _on_two_standin_gpus("gpus")
     if "skip" in r:
         pytest.skip(r["skip"])
     assert all(r["same"].values()), r["same"]
@@ -166,14 +172,7 @@ def test_array_over_gpus_keeps_each_piece_on_its_gpu():
     """device_put over 2 cuda devices of the CuPy stand-in: each GPU's memory holds its piece
     only (no global copy on the first), addressable_shards are those pieces, and shard_map,
     eager operations and host reads see the whole value."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
-                                                       str(ROOT)]),
-               CUPY_STANDIN_DEVICES="2", GPUARR_PLATFORMS="cuda")
-    proc = subprocess.run([sys.executable, str(PROGRAMS), "gpuarr", "gpu_shards", "2"],
-                          capture_output=True, text=True, timeout=LIMIT, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (r,) = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
-            if line.startswith("RESULT ")]
+    r = _on_two_standin_gpus("gpu_shards")
     assert r["placed"] == [r["piece_bytes"]] * 2
     assert r["shards"] == [["cuda:0", "cuda:0", [256, 64], True],
                            ["cuda:1", "cuda:1", [256, 64], True]]

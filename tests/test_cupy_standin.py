@@ -554,6 +554,21 @@ def test_square_integer_indices_of_one_column(cp):
     np.testing.assert_array_equal(cp.take_along_axis(two, idx, axis=-1).get(), [[7, 5], [11, 11]])
 
 
+def test_real_and_imag(cp):
+    # cupy/_math/arithmetic.py: real/imag are the array's attributes; core.pyx's _imag_getter
+    # gives a strided view of a complex array and new zeros for a real one
+    z = cp.asarray(np.array([1 + 2j, -3 - 4j], np.complex64))
+    re, im = cp.real(z), cp.imag(z)
+    assert re.dtype == im.dtype == np.float32 and im.strides == (8,)
+    np.testing.assert_array_equal(im.get(), [2, -4])
+    np.testing.assert_array_equal(re.get(), [1, -3])
+    x = cp.asarray(np.array([1.5, 2.5], np.float32))
+    assert cp.real(x) is x
+    zeros = cp.imag(x)
+    assert zeros.dtype == np.float32 and zeros.data.ptr != x.data.ptr
+    np.testing.assert_array_equal(zeros.get(), [0, 0])
+
+
 def test_eig_is_geev_with_complex_results(cp, monkeypatch):
     # cupy/linalg/_eigenvalue.py (CuPy 14): eig/eigvals are cuSOLVER Xgeev, whose eigenvalues
     # are complex even where NumPy's are real; right eigenvectors only; empty inputs keep their

@@ -107,3 +107,17 @@ def ndim(a):
 
 def size(a):
     return a.size
+
+
+def real(val):
+    """cupy/_math/arithmetic.py: `val.real`, a host value made a device array first."""
+    from cupy._core.core import ndarray
+    from cupy._creation import array
+    return (val if isinstance(val, ndarray) else array(val)).real
+
+
+def imag(val):
+    """cupy/_math/arithmetic.py: `val.imag`, a host value made a device array first."""
+    from cupy._core.core import ndarray
+    from cupy._creation import array
+    return (val if isinstance(val, ndarray) else array(val)).imag

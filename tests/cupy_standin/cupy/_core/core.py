@@ -110,6 +110,15 @@ class ndarray:  # noqa: N801 - CuPy's name
         # core.pyx (_real_getter): a strided view of a complex array, the array itself otherwise
         return self._derive(lambda h: h.real) if self.dtype.kind == "c" else self
 
+    @property
+    def imag(self) -> ndarray:
+        # core.pyx (_imag_getter): a strided view of a complex array; for any other, a new
+        # array of zeros of its shape and dtype
+        if self.dtype.kind == "c":
+            return self._derive(lambda h: h.imag)
+        from cupy._creation import zeros
+        return zeros(self._shape, self.dtype)
+
     def _geometry(self) -> _device_op.Geometry:
         return _device_op.Geometry(self.data.ptr, self._shape, self._strides, self.dtype)
 

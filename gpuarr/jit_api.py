@@ -233,6 +233,21 @@ class _CacheEntry:
 _PLAIN_LEAVES = frozenset((Array, np.ndarray, int, float, bool, complex))
 
 
+def _fast_key(args, sigs) -> list | None:
+    """The fast path's key for positional `args` with leaf signatures `sigs` (see
+    PjitFunction.__call__), or None when they are not all Arrays and NumPy arrays of a
+    canonical dtype (those are converted on every call, so they take the full path)."""
+    key = []
+    for a, sig in zip(args, sigs):
+        if type(a) is Array:
+            key.append(sig)
+        elif type(a) is np.ndarray and leaf_buffer(a) is a:
+            key += [a.shape, a.dtype]
+        else:
+            return None
+    return key
+
+
 class _HashableStatic:
     """Wraps a static argument: hash plus strict type equality, as JAX does."""
 
@@ -364,18 +379,28 @@ class PjitFunction:
 
     # --- the call path ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        # Fast path: positional Array arguments, eager, nothing special to do.
+        # Fast path: positional arguments that are Arrays (keyed by aval) or NumPy arrays
+        # (keyed by shape and dtype: no aval to find or hash), eager, nothing special to do.
         if not kwargs and self._plain:
-            sig = []
+            sig, bufs = [], []
             for a in args:
-                if type(a) is not Array or a._deleted or a._committed:
+                t = type(a)
+                if t is Array:
+                    if a._deleted or a._committed:
+                        break
+                    sig.append(a._aval or a.aval)
+                    bufs.append(a._value)
+                elif t is np.ndarray:
+                    sig.append(a.shape)
+                    sig.append(a.dtype)
+                    bufs.append(a)
+                else:
                     break
-                sig.append(a._aval or a.aval)
             else:
                 entry = self._fast.get((*sig, config._trace_state))
                 if entry is not None and config._fast_dispatch and core._ctx.trace is eval_trace \
                         and not placement.active[0]:
-                    return entry.wrap_outputs(entry.fn(*[a._value for a in args]))
+                    return entry.wrap_outputs(entry.fn(*bufs))
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -416,9 +441,10 @@ class PjitFunction:
                     return out
             if entry is None:
                 entry = self._compile(key, leaves, in_tree, sigs, statics, arg_names, where)
-                if self._plain and not kwargs and all(type(x) is Array for x in args) \
-                        and len(leaves) == len(args) and where is None:
-                    self._fast[(*sigs, key[3])] = entry
+                if self._plain and not kwargs and len(leaves) == len(args) and where is None:
+                    fast_key = _fast_key(args, sigs)
+                    if fast_key is not None:
+                        self._fast[(*fast_key, key[3])] = entry
             bufs = entry.buffers(leaves, move=where is not None)
             if _flags["no_execution"]:
                 _refuse_execution(self._name)

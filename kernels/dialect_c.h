@@ -47,7 +47,9 @@ GPUARR_SIMD_1(atanh) GPUARR_SIMD_1(cbrt) GPUARR_SIMD_2(atan2)
 #define SHARED
 #define INLINE static inline
 #define BARRIER() ((void)0)
-#define GPUARR_EXPORT __attribute__((visibility("default")))
+/* Exported and never inlined into the generated `gpuarr_program`, which calls each entry point
+ * once: a copy there would only double the compiler's work. */
+#define GPUARR_EXPORT __attribute__((visibility("default"), noinline))
 
 typedef signed char i8;
 typedef unsigned char u8;

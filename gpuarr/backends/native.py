@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpuarr.backends import float_env, host_threads
+from gpuarr.backends import float_env, host_threads, native_dispatch
 
 # No -ffast-math: NaN, infinities, signed zeros and subnormals behave as on the NumPy backend.
 # -fwrapv: signed overflow wraps (as XLA). -ffp-contract=off: no fused multiply-adds, so each
@@ -372,13 +372,19 @@ def translation_unit(sources, prelude: str = "") -> str:
 class PlanRunner:
     """A LaunchPlan (gpuarr.compiler.plan) built into one shared object, callable on NumPy
     inputs. Building raises NativeCompileError / NativeCompilerNotFoundError; running never
-    compiles."""
+    compiles. A plan of launches and copies also gets a generated entry point running them
+    all (backends/native_dispatch.py): `run` then costs one ctypes call."""
 
     def __init__(self, plan, prelude: str = ""):
         self.plan = plan
         self.info = {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
+        self.constants = {name: contiguous(value) for name, value in plan.constants}
+        self.fed = set(plan.inputs) | set(self.constants)
         launches = [s for s in plan.steps if s.kind == "launch"]
-        self.lib = load(translation_unit([s.source for s in launches], prelude)) \
+        self.program = None
+        self.n_inputs = len(plan.inputs)
+        driver = self._program_source(plan) if launches else ""
+        self.lib = load(translation_unit([s.source for s in launches], prelude) + driver) \
             if launches else None
         self.steps = []
         for step in plan.steps:
@@ -389,8 +395,48 @@ class PlanRunner:
                                    int(step.global_size), nbytes))
             else:
                 self.steps.append((step.kind, step))
-        self.constants = {name: contiguous(value) for name, value in plan.constants}
-        self.fed = set(plan.inputs) | set(self.constants)
+        if driver:
+            self.program = native_dispatch.entry_point(self.lib)
+        self.max_launch_bytes = max((s[4] for s in self.steps if s[0] == "launch"), default=0)
+
+    def _program_source(self, plan) -> str:
+        """The generated entry point's text, or "" when the plan has host steps, an input of
+        unknown dtype, or NumPy's array struct was not found (see native_dispatch)."""
+        if any(s.kind not in ("launch", "copy") for s in plan.steps) \
+                or any(n not in self.info for n in plan.inputs):
+            return ""
+        self.lay = native_dispatch.layout_array([self.info[n][1] for n in plan.inputs])
+        if self.lay is None:
+            return ""
+        produced = [n for n in dict.fromkeys(plan.outputs) if n not in self.fed]
+        self.out_specs = [self.info[n] for n in produced]
+        position = {n: k for k, n in enumerate(produced)}
+        inputs = {n: k for k, n in enumerate(plan.inputs)}
+        # Each output: the output tuple's array, or a copy of an input or a constant.
+        self.out_order = None if list(plan.outputs) == produced else [
+            ("out", position[n]) if n in position else
+            ("const", n) if n in self.constants else ("in", inputs[n]) for n in plan.outputs]
+        fixed = list(self.constants)
+        self.fixed = (ctypes.c_void_p * max(1, len(fixed)))(
+            *[self.constants[n].ctypes.data for n in fixed])
+        steps = [("launch", s.name, s.args, int(s.global_size)) if s.kind == "launch"
+                 else ("copy", s.src, s.dst) for s in plan.steps]
+        return native_dispatch.program_source(plan.inputs, produced, fixed, steps, self.info)
+
+    def run(self, inputs: tuple):
+        """The plan's outputs for the tuple `inputs`: one call of the generated entry point
+        when the plan has one, no launch splits over threads and the inputs are C-contiguous
+        arrays of the plan's dtypes; else step by step."""
+        if self.program is not None and self.max_launch_bytes < PARALLEL_MIN_BYTES \
+                and len(inputs) == self.n_inputs:
+            outs = tuple([np.empty(shape, dtype) for shape, dtype in self.out_specs])
+            if self.program(id(inputs), id(outs), self.fixed, self.lay) == 0:
+                if self.out_order is None:
+                    return outs
+                return tuple(outs[k] if kind == "out" else
+                             np.array(inputs[k] if kind == "in" else self.constants[k], copy=True)
+                             for kind, k in self.out_order)
+        return tuple(self(list(inputs)))
 
     def _buffer(self, env: dict, name: str) -> np.ndarray:
         buf = env.get(name)

@@ -62,14 +62,17 @@ class NativePlatform(HostBufferPlatform):
             logger.warning("native platform: running this program on the NumPy backend: %s",
                            reason)
             return numpy_backend.compile_closed(closed)
-        consts = [numpy_backend.as_numpy(c) for c in closed.consts]  # device Arrays copied here
+        consts = tuple(numpy_backend.as_numpy(c) for c in closed.consts)  # device Arrays copied
+        run_plan = runner.run
 
         def run(*buffers):
-            return tuple(runner(consts + list(buffers)))
+            return run_plan(consts + buffers if consts else buffers)
 
         run.launch_plan = plan
-        # Host steps (complex sqrt, say) flush subnormals as the kernels and XLA's CPU code do.
-        return float_env.flushed(run) if computes_floats(closed.program) else run
+        # Host steps (complex sqrt, say) flush subnormals as the kernels and XLA's CPU code do;
+        # the kernels' entry points set the float environment themselves.
+        host = any(step.kind == "host" for step in plan.steps)
+        return float_env.flushed(run) if host and computes_floats(closed.program) else run
 
     def fusion_options(self) -> FusionOptions:
         """Loop bodies compile through this platform; column reductions stay one tiled pass."""

@@ -14,11 +14,13 @@ KERNEL void ${name}(${params}) {
   const int tid = LOCAL_ID();
   GROUP_STRIDE_LOOP(${index_t}, o, ${out_size}) {
     ${acc_t} acc = ${identity};
+    ${keep_decl}
     ${loop_hint}
     for (${index_t} r = tid; r < ${red_end}; r += ${block}) {
       const ${index_t} i = ${row_base} + r;
 ${pre_body}
       acc = REDUCE(acc, (${acc_t})${pre_value});
+      ${keep_store}
     }
     partial[tid] = acc;
     BARRIER();

@@ -658,6 +658,53 @@ def simd_reduction_hint(k: ReductionKernel, acc_t: str) -> str:
             f'    _Pragma("omp simd reduction(gpuarr_reduce:acc)")')
 
 
+# Ops whose value a row reduction keeps for its epilogue rather than computing it twice.
+_COSTLY_OPS = frozenset({
+    "exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+    "cosh", "tanh", "asinh", "acosh", "atanh", "cbrt", "erf", "erfc", "lgamma", "logistic",
+    "erf_inv", "digamma", "pow", "atan2"})
+# The most a kept row may take (a local array per row: it stays in the L1 cache).
+KEEP_ROW_BYTES = 32 << 10
+
+
+def _node_keys(nodes) -> list:
+    """A structural key per node (ops by what they compute from their operands' keys), so
+    nodes of two lists that compute the same value at the same element compare equal."""
+    keys: list = []
+    for n, node in enumerate(nodes):
+        if isinstance(node, Op):
+            keys.append(("op", node.op, node.dtype, node.attrs, tuple(keys[a] for a in node.args)))
+        elif isinstance(node, (Load, Const)):
+            keys.append(node)
+        else:   # accumulators, iotas, gathers, windows: never matched
+            keys.append(("node", n, id(nodes)))
+    return keys
+
+
+def kept_premap(k: ReductionKernel) -> int | None:
+    """C dialect, one-pass row reduction: the epilogue node that computes the pre-map's value
+    again (softmax's `exp(x - max)`, read by the row sum and by the epilogue's division),
+    when that value costs a transcendental and a row of it fits in KEEP_ROW_BYTES; the row
+    loop then keeps its values in a local array for the epilogue. None otherwise."""
+    if not k.epilogue_nodes or k.split or k.limit or k.value_dtype:
+        return None
+    pre = k.pre_nodes
+    root = pre[k.pre_root]
+    if not isinstance(root, Op) or k.red_size * np.dtype(root.dtype).itemsize > KEEP_ROW_BYTES:
+        return None
+    stack, costly = [k.pre_root], False
+    while stack and not costly:
+        node = pre[stack.pop()]
+        if isinstance(node, Op):
+            costly = node.op in _COSTLY_OPS
+            stack.extend(node.args)
+    if not costly:
+        return None
+    root_key = _node_keys(pre)[k.pre_root]
+    return next((j for j, key in enumerate(_node_keys(k.epilogue_nodes)) if key == root_key),
+                None)
+
+
 def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel:
     t = index_type(k.out_size * k.red_size, *(a.size for a in k.args), dialect=dialect)
     acc_t = ctype(k.acc_dtype)
@@ -667,10 +714,13 @@ def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel
     pre = render_nodes(k.pre_nodes, "p", "i", t,
                        row_loads(k.pre_nodes, len(k.shape), t, "p") if c_split else None)
     post = render_nodes(k.post_nodes, "q", "o", t) + store_lines(k.post_stores, "q", "o", t, k.args)
-    epi = render_nodes(k.epilogue_nodes, "e", "i", t,
-                       row_loads(k.epilogue_nodes, len(k.shape), t, "e") if c_split else None)
-    epi += store_lines(k.epilogue_stores, "e", "i", t, k.args)
     by_block = k.strategy != "column"
+    epi_lanes = row_loads(k.epilogue_nodes, len(k.shape), t, "e") if c_split else None
+    kept = kept_premap(k) if c_split and by_block else None
+    if kept is not None:   # the epilogue reads the row's kept pre-map values
+        epi_lanes[kept] = "kept[r]"
+    epi = render_nodes(k.epilogue_nodes, "e", "i", t, epi_lanes)
+    epi += store_lines(k.epilogue_stores, "e", "i", t, k.args)
     block = reduction_block(k, dialect) if by_block else ELEMENTWISE_BLOCK
     slots = dict(
         name=k.name, reduce_op=k.reduce_op, out_size=k.out_size, red_size=k.red_size,
@@ -703,8 +753,11 @@ def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel
             slots.update(red_offsets=indent(tiled[0], 6), pre_body=indent(tiled[1], 8),
                          tile=COLUMN_TILE, post_body=indent(post, 8),
                          epilogue_body=indent(epi, 8))
+        keep_t = ctype(k.pre_nodes[k.pre_root].dtype) if kept is not None else ""
         source = template(name).substitute(
             slots, loop_hint=simd_reduction_hint(k, acc_t) if c_row else "",
+            keep_decl=f"{keep_t} kept[{k.red_size}];" if kept is not None else "",
+            keep_store=f"kept[r] = p{k.pre_root};" if kept is not None else "",
             epilogue_hint='_Pragma("omp simd")' if c_row else "",
             reduce_expr=lowering.reducer(k.reduce_op, k.acc_dtype).format(t=acc_t),
             identity=literal(k.identity, k.acc_dtype), red_end=red_end, row_base=row_base)

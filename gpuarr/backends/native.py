@@ -48,6 +48,7 @@ COMPILE_TIMEOUT_S = 600
 # a function, and plans of thousands of pieces (a 5,000-array concatenate renders 97 MB of C)
 # took over 300 s at -O3, 127 s at -O2, 43 s at -O1 and 7 s at -O0.
 OPT_LEVELS = ((2 << 20, "-O3"), (16 << 20, "-O1"), (None, "-O0"))
+PCH_LEVEL = "-O3"   # the level the precompiled prelude is built for (`prepare_prelude`)
 _MAGIC = b"GPUARR-NATIVE1\n"
 # Thread parts start on multiples of this many work items (64 float32 lanes: four AVX-512
 # vectors).
@@ -171,7 +172,10 @@ def _probe() -> dict:
                 if lib.gpuarr_probe(1.0) == 2.0:
                     resolved = [shutil.which(command[0]) or command[0]] + command[1:]
                     identity = repr((resolved, version.stdout.strip()))
-                    return {"command": command, "flags": flags, "identity": identity}
+                    text = version.stdout.lower()
+                    gcc = "free software foundation" in text and "clang" not in text
+                    return {"command": command, "flags": flags, "identity": identity,
+                            "gcc": gcc}
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             last = last[0]
         except (OSError, subprocess.SubprocessError, AttributeError) as e:
@@ -233,12 +237,58 @@ def cache_key(source: str) -> str:
                           .encode()).hexdigest()
 
 
+def prepare_prelude(prelude: str) -> None:
+    """Start building `prelude` (the headers every translation unit starts with) into a gcc
+    precompiled header on a background thread, once per process: parsing the prelude is about
+    half of gcc's time on a small program. Translation units built once it is ready include it
+    instead of parsing the text (same flags, -O3 only, as a precompiled header must be built
+    with the flags of the code using it); until then, and with other compilers, nothing
+    changes. A precompiled header gcc cannot use costs nothing: gcc then reads the header
+    text beside it."""
+    tc = toolchain()
+    with _lock:
+        if not tc.get("gcc") or "pch" in _state:
+            return
+        entry = _state["pch"] = {"text": prelude, "ready": threading.Event(), "ok": False}
+    header = _work_dir() / f"prelude-{hashlib.sha256(prelude.encode()).hexdigest()[:16]}.h"
+    entry["header"] = header
+    flags = [f for f in (PCH_LEVEL,) + tuple(tc["flags"]) if f != "-shared"
+             and not f.startswith("-l")]
+
+    def build():
+        try:
+            header.write_text(prelude)
+            done = subprocess.run(tc["command"] + flags + ["-x", "c-header", str(header), "-o",
+                                                           f"{header}.gch"],
+                                  capture_output=True, timeout=COMPILE_TIMEOUT_S)
+            entry["ok"] = done.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            entry["ok"] = False
+        finally:
+            entry["ready"].set()
+    threading.Thread(target=build, name="gpuarr-native-pch", daemon=True).start()
+
+
+def _with_precompiled_prelude(source: str, level: str) -> str | None:
+    """`source` with its prelude replaced by an #include of the precompiled prelude, or None
+    when that is not built (yet), failed, or does not fit (another prelude or -O level)."""
+    entry = _state.get("pch")
+    if entry is None or not entry["ready"].is_set() or not entry["ok"] or level != PCH_LEVEL \
+            or not source.startswith(entry["text"]):
+        return None
+    return f'#include "{entry["header"]}"\n' + source[len(entry["text"]):]
+
+
 def _compile(source: str, key: str) -> bytes:
     global _builds
     tc = toolchain()
     out = _work_dir() / f"build-{key}-{threading.get_ident()}.so"
+    command = tc["command"] + list(flags(source))
     try:
-        done = _run_compiler(tc["command"] + list(flags(source)), source, out)
+        text = _with_precompiled_prelude(source, command[len(tc["command"])])
+        done = _run_compiler(command, text, out) if text is not None else None
+        if done is None or done.returncode != 0:   # errors are reported on the full text
+            done = _run_compiler(command, source, out)
     except (OSError, subprocess.SubprocessError) as e:
         raise NativeCompileError(f"the C compiler could not run: {e}") from e
     with _lock:

@@ -76,7 +76,8 @@ def layout_array(input_dtypes) -> ctypes.Array | None:
 
 
 _HELPERS = f"""
-#include <stdlib.h>
+void *aligned_alloc(size_t alignment, size_t size); /* <stdlib.h>'s, not parsed whole */
+void free(void *block);
 #define GPUARR_ITEM(t, k) (*(const char *const *)((t) + lay[0] + 8 * (k)))
 #define GPUARR_FIELD(o, k, T) (*(const T *)((o) + lay[k]))
 #define GPUARR_DATA(o) GPUARR_FIELD(o, 2, char *)

@@ -41,6 +41,7 @@ class NativePlatform(HostBufferPlatform):
         try:
             native.toolchain()
             self.unavailable = None
+            native.prepare_prelude(render.prelude("c"))
         except native.NativeCompilerNotFoundError as e:
             self.unavailable = str(e)
             logger.warning("native platform: no working C compiler, jitted programs run on "

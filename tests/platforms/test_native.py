@@ -408,3 +408,46 @@ def test_without_a_compiler_the_default_is_the_numpy_backend_with_one_line(tmp_p
     out, log = _selection(tmp_path, CC="/nonexistent/cc")
     assert out == ["cpu", "cpu:0", "0", WANT_SUM, "False"], out
     assert len(log) == 1 and "no working C compiler" in log[0] and "NumPy backend" in log[0], log
+
+
+def _precompiled_prelude():
+    _require_compiler()
+    if not native.toolchain()["gcc"]:
+        pytest.skip("the precompiled prelude is gcc's")
+    native.prepare_prelude(render.prelude("c"))
+    entry = native._state["pch"]
+    assert entry["ready"].wait(300) and entry["ok"]
+    return entry
+
+
+def test_translation_units_include_the_precompiled_prelude(plat):
+    entry = _precompiled_prelude()
+    x = np.linspace(-2, 2, 40, dtype=np.float32)
+    f = lambda x: jnp.tanh(x * 1.25) + jnp.exp(-x * x) * 0.0625  # noqa: E731
+    source = _sources(plat, f, x)
+    text = native._with_precompiled_prelude(source, native.PCH_LEVEL)
+    assert text is not None and text.startswith("#include") and len(text) < len(source)
+    assert native._with_precompiled_prelude(source, "-O1") is None   # built for -O3 only
+    tc = native.toolchain()
+    out = native._work_dir() / "pch-check.so"
+    done = native._run_compiler(tc["command"] + [native.PCH_LEVEL, "-H"] + list(tc["flags"]),
+                                text, out)
+    assert done.returncode == 0 and f"! {entry['header']}.gch" in done.stderr  # gcc used it
+    assert_same(*run_both(plat, f, x))
+
+
+def test_a_corrupt_precompiled_prelude_still_builds_right(plat, tmp_path, monkeypatch):
+    entry = _precompiled_prelude()
+    gch = Path(f"{entry['header']}.gch")
+    saved = gch.read_bytes()
+    monkeypatch.setenv("GPUARR_CACHE_DIR", str(tmp_path))   # nothing built yet: gcc runs
+    try:
+        gch.write_bytes(b"not a precompiled header")
+        native.clear_memory_cache()
+        before = native.build_count()
+        x = np.linspace(-1, 1, 33, dtype=np.float32)
+        got, want = run_both(plat, lambda x: jnp.sin(x) * 3.0 - x * 0.03125, x)
+        assert native.build_count() > before
+        assert_same(got, want)
+    finally:
+        gch.write_bytes(saved)

@@ -441,10 +441,11 @@ class PjitFunction:
                     return out
             if entry is None:
                 entry = self._compile(key, leaves, in_tree, sigs, statics, arg_names, where)
-                if self._plain and not kwargs and len(leaves) == len(args) and where is None:
-                    fast_key = _fast_key(args, sigs)
-                    if fast_key is not None:
-                        self._fast[(*fast_key, key[3])] = entry
+            if self._plain and not kwargs and len(leaves) == len(args) and where is None:
+                # also when compiled already: NumPy arrays of a signature first seen as Arrays
+                fast_key = _fast_key(args, sigs)
+                if fast_key is not None:
+                    self._fast.setdefault((*fast_key, key[3]), entry)
             bufs = entry.buffers(leaves, move=where is not None)
             if _flags["no_execution"]:
                 _refuse_execution(self._name)

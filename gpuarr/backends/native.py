@@ -238,35 +238,59 @@ def cache_key(source: str) -> str:
 
 
 def prepare_prelude(prelude: str) -> None:
-    """Start building `prelude` (the headers every translation unit starts with) into a gcc
-    precompiled header on a background thread, once per process: parsing the prelude is about
-    half of gcc's time on a small program. Translation units built once it is ready include it
-    instead of parsing the text (same flags, -O3 only, as a precompiled header must be built
-    with the flags of the code using it); until then, and with other compilers, nothing
-    changes. A precompiled header gcc cannot use costs nothing: gcc then reads the header
-    text beside it."""
+    """Make `prelude` (the headers every translation unit starts with) a gcc precompiled
+    header: parsing it is about half of gcc's time on a small program. It lives in the disk
+    cache (`native/pch/<sha256>.h` and `.h.gch`, keyed as shared objects are, with -O3 and the
+    same flags, as a precompiled header must be built with the flags of the code using it), so
+    a machine builds it once; when missing it is built on a background thread, written to a
+    temporary file and `os.replace`d. Translation units built once it is ready include it
+    instead of parsing the text; until then, and with other compilers, nothing changes."""
     tc = toolchain()
     with _lock:
         if not tc.get("gcc") or "pch" in _state:
             return
         entry = _state["pch"] = {"text": prelude, "ready": threading.Event(), "ok": False}
-    header = _work_dir() / f"prelude-{hashlib.sha256(prelude.encode()).hexdigest()[:16]}.h"
-    entry["header"] = header
     flags = [f for f in (PCH_LEVEL,) + tuple(tc["flags"]) if f != "-shared"
              and not f.startswith("-l")]
+    key = hashlib.sha256(repr((tc["identity"], flags, _cpu_features(), prelude)).encode())
+    header = entry["header"] = cache_dir() / "native" / "pch" / f"{key.hexdigest()}.h"
+    gch = Path(f"{header}.gch")
+    if header.exists() and gch.exists():
+        entry["ok"] = True
+        entry["ready"].set()
+        return
 
     def build():
         try:
-            header.write_text(prelude)
+            header.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=header.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(prelude)
+            os.replace(tmp, header)
+            fd, tmp = tempfile.mkstemp(dir=header.parent, suffix=".gch.tmp")
+            os.close(fd)
             done = subprocess.run(tc["command"] + flags + ["-x", "c-header", str(header), "-o",
-                                                           f"{header}.gch"],
+                                                           tmp],
                                   capture_output=True, timeout=COMPILE_TIMEOUT_S)
-            entry["ok"] = done.returncode == 0
+            if done.returncode == 0:
+                os.replace(tmp, gch)
+                entry["ok"] = True
+            else:
+                os.unlink(tmp)
         except (OSError, subprocess.SubprocessError):
-            entry["ok"] = False
+            entry["ok"] = False   # a read-only or full disk: the text is parsed as before
         finally:
             entry["ready"].set()
     threading.Thread(target=build, name="gpuarr-native-pch", daemon=True).start()
+
+
+def _drop_precompiled_prelude() -> None:
+    """A build with the precompiled prelude failed where the text built: stop using it, and
+    remove it from the cache so that the next process builds it again."""
+    entry = _state.get("pch")
+    if entry is not None and entry["ok"]:
+        entry["ok"] = False
+        Path(f"{entry['header']}.gch").unlink(missing_ok=True)
 
 
 def _with_precompiled_prelude(source: str, level: str) -> str | None:
@@ -288,7 +312,9 @@ def _compile(source: str, key: str) -> bytes:
         text = _with_precompiled_prelude(source, command[len(tc["command"])])
         done = _run_compiler(command, text, out) if text is not None else None
         if done is None or done.returncode != 0:   # errors are reported on the full text
-            done = _run_compiler(command, source, out)
+            failed, done = done, _run_compiler(command, source, out)
+            if failed is not None and done.returncode == 0:
+                _drop_precompiled_prelude()
     except (OSError, subprocess.SubprocessError) as e:
         raise NativeCompileError(f"the C compiler could not run: {e}") from e
     with _lock:

@@ -14,6 +14,7 @@ imports nothing from gpuarr's compiler or IR.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -92,6 +93,9 @@ def _compiler_command() -> list:
 def _work_dir() -> Path:
     if "work" not in _state:
         _state["work"] = Path(tempfile.mkdtemp(prefix="gpuarr-native-"))
+        # The loaded objects stay mapped after their files go (POSIX unlink semantics), so the
+        # directory is removed at exit rather than left behind by every process.
+        atexit.register(shutil.rmtree, _state["work"], ignore_errors=True)
     return _state["work"]
 
 

@@ -196,6 +196,23 @@ def test_disk_cache_is_used_by_a_second_process_and_survives_corruption(tmp_path
         assert entry.read_bytes() == data or run()[0] == "0"   # and rewritten
 
 
+def test_a_process_removes_its_loaded_objects_directory_at_exit(tmp_path):
+    _require_compiler()
+    env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": SEARCH_PATH}
+    script = textwrap.dedent(f"""
+        from gpuarr.backends import native
+        native.load({_SOURCE % 3!r})
+        work = native._work_dir()
+        print(work, sorted(p.suffix for p in work.iterdir()))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    work, suffixes = done.stdout.split(" ", 1)
+    assert ".so" in suffixes          # the process did load an object from there
+    assert not os.path.exists(work)   # and left nothing behind in the temporary directory
+
+
 def test_concurrent_writers_leave_a_valid_entry(tmp_path):
     _require_compiler()
     env = {**os.environ, "GPUARR_CACHE_DIR": str(tmp_path), "PYTHONPATH": SEARCH_PATH}

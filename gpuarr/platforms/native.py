@@ -23,6 +23,7 @@ from gpuarr.compiler.fusion import FusionOptions
 from gpuarr.lax.dot_precision import is_algorithm
 from gpuarr.platforms import Device
 from gpuarr.platforms.host import HostBufferPlatform, computes_floats
+from gpuarr.sharding.spmd import shard_map_p
 
 logger = logging.getLogger("gpuarr")
 
@@ -54,6 +55,8 @@ class NativePlatform(HostBufferPlatform):
         if self.unavailable is not None:
             return numpy_backend.compile_closed(closed)
         closed = inline_calls(closed)
+        if runs_per_device(closed.program):
+            return numpy_backend.compile_closed(closed)
         plan = compile_closed(closed, self.fusion_options(), dialect="c")
         try:
             plan = self.native_loops(products_by_size(plan))
@@ -111,6 +114,13 @@ class NativePlatform(HostBufferPlatform):
                 steps[k] = dataclasses.replace(step, fn=loop,
                                                reason="a loop run by the C loop driver")
         return dataclasses.replace(plan, steps=tuple(steps))
+
+
+def runs_per_device(prog) -> bool:
+    """Whether `prog` holds a shard_map over several devices: its operands and results may be
+    pieces held per process (ProcessShards), which the kernels' contiguous host buffers cannot
+    hold, and its per-device Programs are compiled by sharding/spmd.py itself."""
+    return any(e.prim is shard_map_p and e.params["mesh"].size > 1 for e in prog.eqns)
 
 
 def products_by_size(plan):

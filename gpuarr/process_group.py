@@ -4,15 +4,15 @@ each has, and the MPI communicator joining them (JAX's `jax.distributed` state).
 One process needs nothing. Several processes are started by an MPI launcher (`mpiexec -n 4
 python train.py`, `srun`) and joined by `initialize()`; every transfer between them goes through
 MPI (mpi4py, with MPICH or Open MPI). Waiting for the other processes is bounded: every
-exchange starts with a meeting that ends after `timeout` seconds, so a process that died or
-stopped taking part makes the others raise `ProcessFailureError` instead of hanging.
+exchange starts with a meeting, and every wait (the meeting's and the data's) ends after
+`timeout` seconds, so a process that died or stopped taking part, before or during a
+transfer, makes the others raise `ProcessFailureError` instead of hanging.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-import threading
 import time
 
 import numpy as np
@@ -90,62 +90,6 @@ def mpi():
     return MPI
 
 
-class _Watchdog:
-    """Ends the bounded waits: a wait is MPI's Waitany on the awaited request and on a
-    generalized request that this thread completes when the wait's deadline passes. The
-    thread sleeps until the deadline it last saw and is woken only for a wait that ends
-    before it (with one timeout: only when it sleeps with nothing armed), so collectives
-    in a row cost it nothing."""
-
-    def __init__(self):
-        self._cv = threading.Condition()
-        self._armed: dict = {}  # id -> (deadline, generalized request)
-        self._thread: threading.Thread | None = None
-        self._next = 0
-        self._sleep_until: float | None = None  # None: until notified
-
-    def arm(self, greq, deadline: float) -> int:
-        with self._cv:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, daemon=True,
-                                                name="gpuarr-mpi-watchdog")
-                self._thread.start()
-            self._next += 1
-            if self._sleep_until is None or deadline < self._sleep_until:
-                self._cv.notify()
-            self._armed[self._next] = (deadline, greq)
-            return self._next
-
-    def disarm(self, key: int) -> bool:
-        """Whether the wait was still armed (its generalized request is then the caller's
-        to complete)."""
-        with self._cv:
-            return self._armed.pop(key, None) is not None
-
-    def _serve(self) -> None:
-        with self._cv:
-            while True:
-                if not self._armed:
-                    self._sleep_until = None
-                    self._cv.wait()
-                    continue
-                now = time.monotonic()
-                for key, (deadline, greq) in list(self._armed.items()):
-                    if deadline <= now:
-                        del self._armed[key]
-                        greq.Complete()
-                if self._armed:
-                    self._sleep_until = min(d for d, _ in self._armed.values())
-                    self._cv.wait(self._sleep_until - now)
-
-
-_watchdog = _Watchdog()
-
-
-def _no_op(*args):
-    return None
-
-
 def _timed_out(what: str) -> ProcessFailureError:
     return ProcessFailureError(
         f"{what}: process {state.process_index} waited {state.timeout:g} s for the other "
@@ -156,32 +100,34 @@ def _timed_out(what: str) -> ProcessFailureError:
 
 def wait(request, what: str) -> None:
     """Wait for the non-blocking MPI `request`; ProcessFailureError after `state.timeout`
-    seconds. MPI's own wait (Waitany, with the watchdog's generalized request for the
-    deadline) spins in MPI's progress engine, as its blocking calls do: polling with sleeps
-    in between would stall the transfer, which MPICH moves only inside MPI calls."""
+    seconds, or as soon as MPI reports that a process is gone. The wait tests the request
+    with no pause (MPICH moves data only inside MPI calls, so sleeping between tests would
+    stall the transfer), yielding the processor between tests so that a process sharing this
+    core runs its side of the exchange, and reads the clock every 64 tests. On a busy 2-core
+    machine this loop moved 64 MiB all-reduces at 0.97 to 0.98 of a blocking Allreduce's
+    rate; MPI's Waitany on the request and on a generalized request completed by a watchdog
+    thread at the deadline reached 0.90, and testing without yielding 0.94."""
     MPI = mpi()
     deadline = time.monotonic() + state.timeout
-    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:  # the watchdog may not call MPI: poll
+    tests = 0
+    try:
         while not request.Test():
-            if time.monotonic() > deadline:
+            os.sched_yield()
+            tests += 1
+            if not tests & 63 and time.monotonic() > deadline:
                 raise _timed_out(what)
-            time.sleep(0)  # yields the processor, no pause
-        return
-    greq = MPI.Grequest.Start(_no_op, _no_op, _no_op)
-    key = _watchdog.arm(greq, deadline)
-    done = MPI.Request.Waitany([request, greq])
-    if _watchdog.disarm(key):
-        greq.Complete()
-    greq.Wait()  # frees it
-    if done != 0:
-        raise _timed_out(what)
+    except MPI.Exception as e:
+        raise ProcessFailureError(
+            f"{what}: MPI reported a failure while process {state.process_index} waited for "
+            f"the other {state.process_count - 1} process(es): {e}. One of them died or "
+            "left the run.") from e
 
 
 # Every exchange between processes starts with a meeting: an allgather of a digest of what
 # each process is about to do, waited with the bound above. When the processes agree, the data
-# moves with MPI's blocking calls on the calling thread (MPICH's Allreduce of 64 MiB ran
-# faster than its Iallreduce, and no other thread has to wake up), since every process is
-# then inside the same exchange; a process that dies during it makes the launcher end the run.
+# moves with MPI's non-blocking collectives, waited with the same bound: a process that dies
+# while the data moves leaves the others with ProcessFailureError, whether or not the launcher
+# ends the run.
 
 
 def _gather_bytes(data: bytes, what: str) -> list[bytes]:
@@ -191,7 +137,7 @@ def _gather_bytes(data: bytes, what: str) -> list[bytes]:
     out = np.empty(int(sizes.sum()), np.uint8)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     send = np.frombuffer(data, np.uint8) if data else np.empty(0, np.uint8)
-    comm.Allgatherv(send, [out, sizes, offsets, MPI.BYTE])
+    wait(comm.Iallgatherv(send, [out, sizes, offsets, MPI.BYTE]), what)
     return [out[o:o + s].tobytes() for o, s in zip(offsets, sizes)]
 
 
@@ -228,11 +174,11 @@ def allreduce_sum(local: np.ndarray, what: str, *, signature: str | None = None,
     local = np.asarray(local)
     check_same(signature or f"{what} of {local.dtype}{list(local.shape)}", what)
     if in_place and local.flags.c_contiguous and local.flags.writeable:
-        comm.Allreduce(MPI.IN_PLACE, local, op=MPI.SUM)
+        wait(comm.Iallreduce(MPI.IN_PLACE, local, op=MPI.SUM), what)
         return local
     send = np.require(local, requirements="C")  # keeps 0-d arrays 0-d
     out = np.empty(send.shape, send.dtype) if out is None else out
-    comm.Allreduce(send, out, op=MPI.SUM)
+    wait(comm.Iallreduce(send, out, op=MPI.SUM), what)
     return out
 
 
@@ -243,7 +189,7 @@ def allgather_array(local: np.ndarray, what: str, *, signature: str | None = Non
     local = np.require(local, requirements="C")
     check_same(signature or f"{what} of {local.dtype}{list(local.shape)}", what)
     out = np.empty((state.process_count, *local.shape), local.dtype)
-    state.comm.Allgather(local, out)
+    wait(state.comm.Iallgather(local, out), what)
     return out
 
 

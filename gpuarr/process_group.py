@@ -90,7 +90,13 @@ def mpi():
     return MPI
 
 
-def _timed_out(what: str) -> ProcessFailureError:
+def _timed_out(what: str, moving: bool) -> ProcessFailureError:
+    if moving:
+        return ProcessFailureError(
+            f"{what}: the data did not finish moving between the {state.process_count} "
+            f"processes within {state.timeout:g} s (process {state.process_index} waited): "
+            "another process died or stopped during the transfer. Set the bound with "
+            "jax.distributed.initialize(heartbeat_timeout_seconds=...).")
     return ProcessFailureError(
         f"{what}: process {state.process_index} waited {state.timeout:g} s for the other "
         f"{state.process_count - 1} process(es), which did not take part: one of them died, "
@@ -98,9 +104,10 @@ def _timed_out(what: str) -> ProcessFailureError:
         "jax.distributed.initialize(heartbeat_timeout_seconds=...).")
 
 
-def wait(request, what: str) -> None:
+def wait(request, what: str, moving: bool = False) -> None:
     """Wait for the non-blocking MPI `request`; ProcessFailureError after `state.timeout`
-    seconds, or as soon as MPI reports that a process is gone. The wait tests the request
+    seconds (`moving`: the data of an exchange the processes met for, else the meeting
+    itself), or as soon as MPI reports that a process is gone. The wait tests the request
     with no pause (MPICH moves data only inside MPI calls, so sleeping between tests would
     stall the transfer), yielding the processor between tests so that a process sharing this
     core runs its side of the exchange, and reads the clock every 64 tests. On a busy 2-core
@@ -115,7 +122,7 @@ def wait(request, what: str) -> None:
             os.sched_yield()
             tests += 1
             if not tests & 63 and time.monotonic() > deadline:
-                raise _timed_out(what)
+                raise _timed_out(what, moving)
     except MPI.Exception as e:
         raise ProcessFailureError(
             f"{what}: MPI reported a failure while process {state.process_index} waited for "
@@ -137,7 +144,7 @@ def _gather_bytes(data: bytes, what: str) -> list[bytes]:
     out = np.empty(int(sizes.sum()), np.uint8)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     send = np.frombuffer(data, np.uint8) if data else np.empty(0, np.uint8)
-    wait(comm.Iallgatherv(send, [out, sizes, offsets, MPI.BYTE]), what)
+    wait(comm.Iallgatherv(send, [out, sizes, offsets, MPI.BYTE]), what, moving=True)
     return [out[o:o + s].tobytes() for o, s in zip(offsets, sizes)]
 
 
@@ -174,11 +181,11 @@ def allreduce_sum(local: np.ndarray, what: str, *, signature: str | None = None,
     local = np.asarray(local)
     check_same(signature or f"{what} of {local.dtype}{list(local.shape)}", what)
     if in_place and local.flags.c_contiguous and local.flags.writeable:
-        wait(comm.Iallreduce(MPI.IN_PLACE, local, op=MPI.SUM), what)
+        wait(comm.Iallreduce(MPI.IN_PLACE, local, op=MPI.SUM), what, moving=True)
         return local
     send = np.require(local, requirements="C")  # keeps 0-d arrays 0-d
     out = np.empty(send.shape, send.dtype) if out is None else out
-    wait(comm.Iallreduce(send, out, op=MPI.SUM), what)
+    wait(comm.Iallreduce(send, out, op=MPI.SUM), what, moving=True)
     return out
 
 
@@ -189,7 +196,7 @@ def allgather_array(local: np.ndarray, what: str, *, signature: str | None = Non
     local = np.require(local, requirements="C")
     check_same(signature or f"{what} of {local.dtype}{list(local.shape)}", what)
     out = np.empty((state.process_count, *local.shape), local.dtype)
-    wait(state.comm.Iallgather(local, out), what)
+    wait(state.comm.Iallgather(local, out), what, moving=True)
     return out
 
 

@@ -255,6 +255,29 @@ def test_absent_or_dead_process_fails_within_the_timeout():
     assert proc.returncode != 0
 
 
+def test_process_dying_during_a_transfer_fails_the_others_within_the_timeout():
+    """Process 1 exits with its part of a 64 MiB psum posted to MPI; the launcher is told to
+    leave the other running (MPICH's -disable-auto-cleanup), so that gpuarr itself must end
+    process 0's wait: ProcessFailureError after the 2 s bound, not a hang."""
+    _need_mpi()
+    usage = subprocess.run([_mpiexec(), "--help"], capture_output=True, text=True,
+                           timeout=60).stdout
+    if "-disable-auto-cleanup" not in usage:
+        pytest.skip("the launcher cannot leave the survivors running (MPICH's hydra can)")
+    env = dict(os.environ, PYTHONPATH=SEARCH_PATH, GPUARR_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run([_mpiexec(), "-disable-auto-cleanup", "-n", "2", sys.executable,
+                           str(PROGRAMS), "gpuarr", "fault", "dies_in_transfer", "--mpi"],
+                          capture_output=True, text=True, timeout=LIMIT, env=env)
+    results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+               if line.startswith("RESULT ")]
+    assert [r["process"] for r in results] == [0], proc.stdout[-3000:] + proc.stderr[-3000:]
+    (r,) = results
+    assert r["error"] == "ProcessFailureError", r
+    assert "another process died or stopped during the transfer" in r["message"]
+    assert 2 <= r["waited"] < 2 + 30  # the bound, and the time to notice it on a busy machine
+
+
 def test_initialize_without_a_launcher_says_how_to_start():
     code = ("import gpuarr\ntry:\n    gpuarr.distributed.initialize('localhost:1234', 2, 0)\n"
             "except RuntimeError as e:\n    print(e)")

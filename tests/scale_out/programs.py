@@ -488,9 +488,29 @@ def fault(kind):
             x = _global(mesh, P("i"), np.ones((2, 3), np.float32))
             jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
                           out_specs=P())(x)
+        elif kind == "dies_in_transfer":  # process 1 dies with its 64 MiB psum under way
+            if me == 1:
+                from gpuarr import process_group
+                bounded_wait = process_group.wait
+
+                def wait(request, what, moving=False):  # exits with the data's MPI call posted
+                    if moving:
+                        os._exit(3)
+                    bounded_wait(request, what, moving)
+                process_group.wait = wait
+            x = _global(mesh, P("i"), np.ones((2, 1 << 24), np.float32))
+            started = time.monotonic()
+            try:
+                jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
+                              out_specs=P())(x)
+            finally:
+                waited = time.monotonic() - started
         emit(process=me, error=None)
     except Exception as e:  # noqa: BLE001 - the test reads the class and message
-        emit(process=me, error=type(e).__name__, message=str(e))
+        emit(process=me, error=type(e).__name__, message=str(e),
+             waited=locals().get("waited"))
+        if kind == "dies_in_transfer":  # MPI cannot finalize with a process gone
+            os._exit(0)
 
 
 def manual_axes(n):

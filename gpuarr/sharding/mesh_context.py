@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from gpuarr import core
+from gpuarr.dispatch import eval_trace
 from gpuarr.sharding.mesh import (
     AbstractMesh,
     AxisType,
@@ -22,8 +24,6 @@ def _physical_mesh() -> Mesh:
 
 
 def _trace_state_clean() -> bool:
-    from gpuarr import core
-    from gpuarr.dispatch import eval_trace
     return core.current_trace() is eval_trace
 
 

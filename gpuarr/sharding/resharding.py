@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import functools
 
-from gpuarr import pytrees
+from gpuarr import core, pytrees
+from gpuarr.core import Tracer
+from gpuarr.dispatch import as_array
 from gpuarr.sharding.mesh import AxisType, Mesh, empty_abstract_mesh
 from gpuarr.sharding.mesh_context import get_abstract_mesh, use_abstract_mesh
 from gpuarr.sharding.partition_spec import PartitionSpec
@@ -79,9 +81,6 @@ def reshard(xs, out_shardings):
     NamedSharding, or a PartitionSpec on the mesh in context; only Explicit axes). The values
     are unchanged (one device holds them whole); concrete Arrays come back reporting the new
     sharding, traced values come back as they are."""
-    from gpuarr import core
-    from gpuarr.core import Tracer
-    from gpuarr.dispatch import as_array
     x_flat, treedef = pytrees.tree_flatten(xs)
     shardings_flat = flatten_axis_resources("reshard out_shardings", treedef, out_shardings,
                                             tupled_args=True)

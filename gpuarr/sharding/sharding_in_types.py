@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuarr import core
+from gpuarr.array import Array
+from gpuarr.core import Tracer
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
@@ -29,8 +32,6 @@ def type_spec(x):
     """The PartitionSpec that JAX's type of `x` carries (`jax.typeof(x).sharding.spec`): one
     entry per dimension, only Explicit axes. None for a traced value, whose sharding gpuarr
     does not track."""
-    from gpuarr.array import Array
-    from gpuarr.core import Tracer
     if isinstance(x, Tracer):
         return None
     ndim = np.ndim(x)
@@ -50,7 +51,6 @@ def aval_str(aval) -> str:
 
 def type_str(x, spec) -> str:
     """`float32[4@i]`: JAX's short type of `x` with the mesh axes its dimensions use."""
-    from gpuarr import core
     aval = core.get_aval(x)
     dims = []
     for n, s in zip(aval.shape, spec.partitions if spec is not None else [None] * aval.ndim):

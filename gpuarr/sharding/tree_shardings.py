@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuarr import pytrees
+from gpuarr import placement, pytrees
+from gpuarr.array import Array
+from gpuarr.backends.device_shards import DeviceShards
+from gpuarr.process_group import state as process_state
 from gpuarr.pytrees.mapping import _prefix_errors
 from gpuarr.sharding.mesh import AbstractMesh
 from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, make_mesh
@@ -204,8 +207,8 @@ def device_of(s: Sharding, what: str):
     devices = s._device_assignment
     if len(devices) > 1:
         check_distinct_devices(devices, what)
-        from gpuarr.process_group import state
-        devices = [d for d in devices if d.process_index == state.process_index] or devices
+        devices = [d for d in devices if d.process_index == process_state.process_index] \
+            or devices
         if devices[0].platform not in ("cpu", "cuda"):
             raise NotImplementedError(
                 f"{what}: {s} spans {len(devices)} {devices[0].platform} devices; gpuarr "
@@ -245,9 +248,6 @@ def with_sharding(x, s: Sharding):
     """A new Array with `x`'s buffer, committed to the device of `s` and reporting `s`. Over
     several GPUs of this process, each device receives its own piece (DeviceShards) and
     none the whole value."""
-    from gpuarr import placement  # these import sharding (through core): not at the top
-    from gpuarr.array import Array
-    from gpuarr.backends.device_shards import DeviceShards
     s = concrete_sharding(s)
     device = device_of(s, "device_put")
     devices = s._device_assignment

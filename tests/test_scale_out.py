@@ -316,3 +316,19 @@ def test_shard_map_manual_over_some_axes_and_check_vma_match_jax():
         assert got[0] == want[0] == "ValueError", name
         assert (re.sub(r"function '[^']*'", "function f", got[1])
                 == re.sub(r"function '[^']*'", "function f", want[1])), name
+
+
+def test_check_vma_through_control_flow_matches_jax():
+    """cond, switch, while_loop, scan and fori_loop inside a shard_map on 2 cpu devices:
+    which bodies JAX 0.10.2 accepts, their values, and JAX's TypeErrors (a loop whose body
+    changes the mesh axes its carry varies along, branches that disagree) word for word."""
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["vma_control_flow", "2"])
+    (theirs,), _ = _run(["vma_control_flow", "2"], lib="jax")
+    assert sorted(ours) == sorted(theirs)
+    for name, want in theirs.items():
+        got = ours[name]
+        if want[0] == "ValueError":  # JAX names its own wrapper of the function
+            want[1] = re.sub(r"function '[^']*'", "function f", want[1])
+            got[1] = re.sub(r"function '[^']*'", "function f", got[1])
+        assert got == want, name

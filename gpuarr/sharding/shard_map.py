@@ -174,7 +174,8 @@ def _run_per_device(f, call, box, mesh, concrete, names, bound, args, specs, out
     with use_abstract_mesh(_as_manual_mesh(mesh, names)):
         closed, hoisted = spmd.trace_per_device(call, avals, concrete, bound)
     out_tree, out_specs_flat = box[0]
-    varying = spmd.varying_axes(closed, [()] * len(hoisted) + [_spec_axes(s) for s in specs])
+    varying = spmd.varying_axes(closed, [()] * len(hoisted) + [_spec_axes(s) for s in specs],
+                                mesh.axis_names, check_vma)
     _check_outputs(f, mesh, out_tree, out_specs, out_specs_flat,
                    [_Aval(a) for a in closed.out_avals],
                    [frozenset() if v is None else v for v in varying], check_vma)

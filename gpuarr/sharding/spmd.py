@@ -23,6 +23,7 @@ from gpuarr.backends.device_group import DeviceGroup, ProcessShards
 from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
 from gpuarr.lax import lax, parallel, shape_ops
+from gpuarr.lax.control_flow import common, conditionals, loops, scans
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
 
@@ -184,13 +185,16 @@ def _has_collectives(closed) -> bool:
                for e in closed.program.eqns)
 
 
-def varying_axes(closed, in_axes) -> list:
+def varying_axes(closed, in_axes, mesh_names=(), check=False) -> list:
     """The mesh axes (frozensets) along which each output of `closed` may vary, given those
-    of its inputs; None for an output computed by control flow holding collectives (not
-    followed: not checked)."""
+    of its inputs; None for an output computed from one whose axes are unknown. `cond`,
+    `while` and `scan` are followed as JAX 0.10.2 types them: with `check` (check_vma), a
+    loop's carry must vary along the same axes after the body as before it, and the branches
+    of a cond must agree (JAX's TypeErrors); without it, the outputs vary where any branch or
+    iteration may make them vary. `mesh_names` orders the axes in messages."""
     prog = closed.program
     env = {v.id: frozenset() for v in prog.constvars}
-    env.update({v.id: frozenset(a) for v, a in zip(prog.invars, in_axes)})
+    env.update({v.id: None if a is None else frozenset(a) for v, a in zip(prog.invars, in_axes)})
 
     def of(x):
         return frozenset() if type(x) is core.Literal else env.get(x.id)
@@ -203,15 +207,134 @@ def varying_axes(closed, in_axes) -> list:
             base = frozenset().union(*[a for a in ins if a is not None])
             outs = [base - axes if eqn.prim in _INVARIANT_OVER else base | axes] \
                 * len(eqn.outvars)
+        elif eqn.prim in _CONTROL_FLOW and None not in ins:
+            outs = _CONTROL_FLOW[eqn.prim](eqn, ins, mesh_names, check)
         elif (len(subs) == 1 and len(subs[0].program.invars) == len(eqn.inputs)
                 and len(subs[0].program.outvars) == len(eqn.outvars)):
-            outs = varying_axes(subs[0], ins)  # a call (jit, custom derivatives, remat)
+            outs = varying_axes(subs[0], ins, mesh_names, check)  # a call (jit, remat, ...)
         elif None in ins or any(_has_collectives(c) for c in subs):
             outs = [None] * len(eqn.outvars)
         else:
             outs = [frozenset().union(*ins)] * len(eqn.outvars)
         env.update((v.id, a) for v, a in zip(eqn.outvars, outs))
     return [of(v) for v in prog.outvars]
+
+
+def _type_str(aval, axes, mesh_names) -> str:
+    """JAX's short type of a per-device value: `float32[2]{V:i}`."""
+    shape = ",".join(str(d) for d in aval.shape)
+    ordered = [n for n in mesh_names if n in axes] + sorted(set(axes) - set(mesh_names))
+    return f"{aval.dtype.name}[{shape}]" + (f"{{V:{','.join(ordered)}}}" if ordered else "")
+
+
+def _listed(diffs: list) -> str:
+    if len(diffs) == 1:
+        return f"{diffs[0][0].upper()}{diffs[0][1:]}.\n"
+    return "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n"
+
+
+def _pcast_hint(fixes: list) -> str:
+    if not fixes:
+        return ""
+    hint = (f"This might be fixed by {fixes[0]}.\n" if len(fixes) == 1 else
+            "This might be fixed by:\n" + "\n".join(f"  * {d};" for d in fixes[:-1])
+            + f"\n  * {fixes[-1]}.\n")
+    return hint + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for "
+                   "more information.\n\n")
+
+
+def _ordered(axes, mesh_names) -> tuple:
+    return tuple(n for n in mesh_names if n in axes)
+
+
+def _cond_axes(eqn, ins, mesh_names, check) -> list:
+    branches = eqn.params["branches"]
+    outs = [varying_axes(b, ins[1:], mesh_names, check) for b in branches]
+    if check:
+        avals = branches[0].out_avals
+        where, funs = common.labels.get(branches[0], (None, None))
+        if where is None:
+            where = [f" at path [{i}]" if len(avals) > 1 else "" for i in range(len(avals))]
+        if len(branches) == 2:  # branch 0 is false_fun
+            api, pairs = "cond", [("true_fun", 1, "false_fun", 0)]
+        else:  # JAX's labels
+            api = "switch"
+            pairs = [("branch 0", 0, f"branch{i}", i) for i in range(1, len(outs))]
+        for name1, i1, name2, i2 in pairs:
+            out1, out2 = outs[i1], outs[i2]
+            if out1 == out2:
+                continue
+            header = f"{name1} is {funs[i1]}\n{name2} is {funs[i2]}\n\n" if funs else ""
+            diffs = [f"the output of {name1}{w} has type {_type_str(a, x, mesh_names)} but "
+                     f"the corresponding output of {name2} has type "
+                     f"{_type_str(a, y, mesh_names)}, so the manual axis types do not match"
+                     for w, a, x, y in zip(where, avals, out1, out2) if x != y]
+            # JAX's wording of the fix, whose axes are those the other branch lacks
+            fixes = [f"applying `jax.lax.pcast(..., {_ordered(a1 - a2, mesh_names)}, "
+                     f"to='varying')` to the output of {n}{w}"
+                     for w, x, y in zip(where, out1, out2) if x != y
+                     for n, a1, a2 in ((name1, y, x), (name2, x, y)) if a2 - a1]
+            raise TypeError(
+                f"{api} branches must have equal output types but they differ.\n\n{header}"
+                f"{_listed(diffs)}\n{_pcast_hint(fixes)}Revise {name1} and/or {name2} so "
+                "that all output types match.")
+    return [frozenset().union(*col) for col in zip(*outs)]
+
+
+def _carry_check(name, body, avals, carry_in, carry_out, mesh_names) -> None:
+    """JAX's TypeError when a loop body changes the axes its carry varies along."""
+    if carry_in == carry_out:
+        return
+    where = common.labels.get(body) or [
+        f"the input carry at path [{i}]" if len(avals) > 1 else "the input carry"
+        for i in range(len(avals))]
+    diffs = [f"{w} has type {_type_str(a, x, mesh_names)} but the corresponding output carry "
+             f"component has type {_type_str(a, y, mesh_names)}, so the manual axis types do "
+             "not match" for w, a, x, y in zip(where, avals, carry_in, carry_out) if x != y]
+    fixes = [f"applying `jax.lax.pcast(..., {_ordered(y - x, mesh_names)}, to='varying')`, to "
+             f"the initial carry value corresponding to {w}"
+             for w, x, y in zip(where, carry_in, carry_out) if x != y and y - x]
+    raise TypeError(
+        f"{name} function carry input and carry output must have equal types, but they "
+        f"differ:\n\n{_listed(diffs)}\n{_pcast_hint(fixes)}Revise the function so that all "
+        "output types match the corresponding input types.")
+
+
+def _loop_carry(body, consts, carry, extra, n_carry, name, mesh_names, check) -> tuple:
+    """(carry axes, body outputs' axes) of a loop: with `check`, the body must keep its
+    carry's axes; else the carry takes the union of every iteration's."""
+    while True:
+        outs = varying_axes(body, [*consts, *carry, *extra], mesh_names, check)
+        if any(o is None for o in outs):
+            return [None] * len(carry), outs
+        if check:
+            _carry_check(name, body, body.in_avals[len(consts):len(consts) + n_carry], list(carry),
+                         outs[:n_carry], mesh_names)
+            return list(carry), outs
+        grown = [a | b for a, b in zip(carry, outs[:n_carry])]
+        if grown == list(carry):
+            return grown, outs
+        carry = grown
+
+
+def _while_axes(eqn, ins, mesh_names, check) -> list:
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    carry, _ = _loop_carry(p["body_jaxpr"], ins[nc:nc + nb], ins[nc + nb:], [],
+                           len(ins) - nc - nb, "while_loop body", mesh_names, check)
+    return carry
+
+
+def _scan_axes(eqn, ins, mesh_names, check) -> list:
+    p = eqn.params
+    nc, ncar = p["num_consts"], p["num_carry"]
+    carry, outs = _loop_carry(p["jaxpr"], ins[:nc], ins[nc:nc + ncar], ins[nc + ncar:], ncar,
+                              "scan body", mesh_names, check)
+    return carry + list(outs[ncar:])
+
+
+_CONTROL_FLOW = {conditionals.cond_p: _cond_axes, loops.while_p: _while_axes,
+                 scans.scan_p: _scan_axes}
 
 
 # ---------------------------------------------------------------- transformations

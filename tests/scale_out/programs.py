@@ -513,6 +513,68 @@ def fault(kind):
             os._exit(0)
 
 
+def _vma_cases():
+    """shard_map bodies holding cond, while_loop, scan and fori_loop, with collectives inside
+    and around them."""
+    def psum(u):
+        return lax.psum(u, "i")
+    return {
+        "cond_psum_both": lambda v: lax.cond(True, psum, lambda u: psum(u * 2), v),
+        "cond_psum_one": lambda v: lax.cond(True, psum, lambda u: u * 2, v),
+        "cond_after_psum": lambda v: lax.cond(True, lambda u: u + 1, lambda u: u * 2, psum(v)),
+        "cond_varying_pred": lambda v: lax.cond(v[0] > 0, lambda u: u + 1, lambda u: u * 2,
+                                                psum(v)),
+        "switch_axis_index": lambda v: lax.switch(1, [lambda u: u, lambda u: u + 1,
+                                                      lambda u: u + lax.axis_index("i")],
+                                                  psum(v)),
+        "cond_tuple": lambda v: lax.cond(True, lambda u: (psum(u), u),
+                                         lambda u: (u, psum(u)), v)[0],
+        "while_psum": lambda v: lax.while_loop(lambda c: c[0] < 3,
+                                               lambda c: (c[0] + 1, psum(c[1])), (0, v))[1],
+        "while_invariant": lambda v: lax.while_loop(lambda c: c[0] < 3,
+                                                    lambda c: (c[0] + 1, c[1] * 2),
+                                                    (0, psum(v)))[1],
+        "while_adds_input": lambda v: lax.while_loop(lambda c: c[0] < 3,
+                                                     lambda c: (c[0] + 1, c[1] + v),
+                                                     (0, psum(v)))[1],
+        "while_varying_pred": lambda v: lax.while_loop(lambda c: c[0] < v[0],
+                                                       lambda c: (c[0] + 1, c[1]),
+                                                       (0.0, psum(v)))[1],
+        "scan_psum_carry": lambda v: lax.scan(lambda c, _: (psum(c), None), v, None,
+                                              length=2)[0],
+        "scan_invariant": lambda v: lax.scan(lambda c, _: (c * 2, c), psum(v), None,
+                                             length=2)[1],
+        "scan_varying_ys": lambda v: lax.scan(lambda c, _: (c, c + v), psum(v), None,
+                                              length=2)[1],
+        "scan_varying_xs": lambda v: lax.scan(lambda c, a: ((c[0] + a, c[1]), a),
+                                              (0.0, 1.0), v)[0][1],
+        "scan_psum_xs": lambda v: lax.scan(lambda c, a: (c + psum(a), a), 0.0, v)[0],
+        "fori_psum": lambda v: lax.fori_loop(0, 3, lambda i, c: psum(c) / 2, v),
+        "fori_invariant": lambda v: lax.fori_loop(0, 3, lambda i, c: c * 2, psum(v)),
+        "fori_adds_input": lambda v: lax.fori_loop(0, 3, lambda i, c: c + v, psum(v)),
+        "fori_axis_index": lambda v: lax.fori_loop(0, 3, lambda i, c: c + lax.axis_index("i"),
+                                                   psum(v)),
+    }
+
+
+def vma_control_flow(n):
+    """check_vma through control flow on n cpu devices: each case's value, or its error's
+    class and message, with out_specs=P() (and the failing ones again with check_vma=False)."""
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((n,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+    x = np.arange(2.0 * n, dtype=np.float32)
+    out = {}
+    for name, f in _vma_cases().items():
+        try:
+            got = jax.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
+            out[name] = ["ok", np.asarray(got).tolist()]
+        except (TypeError, ValueError) as e:
+            unchecked = jax.shard_map(lambda v, f=f: jax.numpy.ravel(f(v)), mesh=mesh,
+                                      in_specs=P("i"), out_specs=P("i"), check_vma=False)(x)
+            out[name] = [type(e).__name__, str(e), np.asarray(unchecked).tolist()]
+    return out
+
+
 def manual_axes(n):
     """shard_map manual over a subset of the mesh axes (`axis_names`), and `check_vma` on
     outputs whose out_specs claim replication, on a 2 x (n/2) mesh of cpu devices."""
@@ -615,7 +677,8 @@ def nccl_ids(n):
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
-            "manual_axes": manual_axes, "gpu_shards": gpu_shards, "nccl_ids": nccl_ids}
+            "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
+            "gpu_shards": gpu_shards, "nccl_ids": nccl_ids}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -247,6 +247,19 @@ def _carry_component(body_fun):
                       else "the input carry")
 
 
+# How JAX's type errors name the parts of a loop's carry or a cond's outputs, kept beside the
+# traced body (a loop's body, a cond's branch 0) for checks made after tracing (shard_map's
+# check_vma, sharding/spmd.py): a label per leaf, and for cond the header naming the branches.
+labels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def label_carry(closed, body_fun, in_tree, in_avals) -> None:
+    """Remember how JAX's carry messages name each carry leaf of the loop body `closed`."""
+    component = _carry_component(body_fun)
+    paths = _leaf_paths(in_tree, in_avals) or [()] * len(in_avals)
+    labels[closed] = [component(p) for p in paths]
+
+
 def _check_carry(name, body_fun, in_tree, in_avals, out_tree, out_avals):
     """JAX's checks (and messages) that a loop body returns its carry's structure and types."""
     component = _carry_component(body_fun)

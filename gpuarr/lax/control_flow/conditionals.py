@@ -47,6 +47,7 @@ from gpuarr.lax.control_flow.common import (
     _trace_body,
     _transpose_closed,
     _type_str,
+    labels,
 )
 
 # ================================================================ cond / switch
@@ -290,6 +291,10 @@ def _bind_cond(index, branch_funs, operands, api_name, **params):
             _check_branch_outputs(api_name, "branch 0", f"branch{i}", branch_funs[0],
                                   branch_funs[i], outs[0], outs[i])
     joined, consts = _join_branches(traced)
+    out_paths = _leaf_paths(traced[0][2], traced[0][0].out_avals)
+    labels[joined[0]] = ([f" at path {pytrees.keystr(p)}" if p and out_paths else ""
+                          for p in out_paths or [()] * len(traced[0][0].out_avals)],
+                         [_fun_name(f) for f in branch_funs])
     operands = [*consts, *builtins.map(_operand, leaves)]
     outs = cond_p.bind(index, *operands, branches=tuple(joined), **params)
     fwds = [set(f) for f in zip(*(_forwarded(br) for br in joined))]

@@ -39,6 +39,7 @@ from gpuarr.lax.control_flow.common import (
     _shape_of,
     _trace_body,
     _with_unused_inputs,
+    label_carry,
 )
 from gpuarr.lax.control_flow.scans import (
     _scan,
@@ -191,6 +192,7 @@ def _while_loop(cond_fun, body_fun, init_val, traced_for="while_body", src=None)
     if changed:
         (cond_closed, cond_consts, _), (body_closed, body_consts, body_tree) = trace(avals)
     _check_carry("while_loop body", check, carry_tree, avals, body_tree, body_closed.out_avals)
+    label_carry(body_closed, check, carry_tree, avals)
     carry = list(builtins.map(_operand, leaves))
     outs = while_p.bind(*cond_consts, *body_consts, *carry,
                         **_while_params(cond_closed, body_closed, len(cond_consts),

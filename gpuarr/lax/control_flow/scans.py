@@ -42,6 +42,7 @@ from gpuarr.lax.control_flow.common import (
     _shape_of,
     _trace_body,
     _zeros,
+    label_carry,
 )
 
 # ================================================================ scan
@@ -311,6 +312,7 @@ def _scan(f, init, xs, length, reverse, unroll, traced_for="scan", src=None):
         carry_out_tree = out_tree.children()[0]
     _check_carry("scan body", check, carry_tree, carry_avals, carry_out_tree,
                  closed.out_avals[:n])
+    label_carry(closed, check, carry_tree, carry_avals)
     if isinstance(unroll, bool):
         unroll = builtins.max(length, 1) if unroll else 1
     if unroll < 0:

@@ -175,13 +175,18 @@ def test_collectives_between_gpus_run_over_nccl():
 def test_array_over_gpus_keeps_each_piece_on_its_gpu():
     """device_put over 2 cuda devices of the CuPy stand-in: each GPU's memory holds its piece
     only (no global copy on the first), addressable_shards are those pieces, and shard_map,
-    eager operations and host reads see the whole value."""
+    eager operations and host reads see the whole value; an eager shard_map's outputs stay
+    as pieces on their GPUs, with no transfer through the host."""
     r = _on_two_standin_gpus("gpu_shards")
     assert r["placed"] == [r["piece_bytes"]] * 2
     assert r["shards"] == [["cuda:0", "cuda:0", [256, 64], True],
                            ["cuda:1", "cuda:1", [256, 64], True]]
     assert r["values"] == [True] * 4 and r["spec"] == "P('i',)"
     assert r["after"] == [r["piece_bytes"]] * 2  # results dropped: the pieces remain
+    # An eager shard_map reads each GPU's piece there and leaves its result there.
+    assert r["eager"] == dict(moved=[0, 0], grew=[r["piece_bytes"]] * 2, stored="DeviceShards",
+                              spec="P('i',)", devices=["cuda:0", "cuda:1"],
+                              replicated=["cuda:0", "cuda:1"])
 
 
 def test_nccl_unique_id_goes_over_mpi():

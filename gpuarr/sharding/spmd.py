@@ -18,8 +18,10 @@ import weakref
 
 import numpy as np
 
-from gpuarr import compilation, core, impls, placement
+from gpuarr import compilation, core, dispatch, impls, placement
+from gpuarr.array import Array
 from gpuarr.backends.device_group import DeviceGroup, ProcessShards
+from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
 from gpuarr.lax import lax, parallel, shape_ops
@@ -157,6 +159,57 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
         results = group.run(lambda *xs: list(fn(*xs)), args)
     out_avals = _abstract_eval(closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
     return [_assemble({f: results[f][i] for f in group.local}, s, mesh, a)
+            for i, (s, a) in enumerate(zip(out_specs, out_avals))]
+
+
+def runs_on_gpus_eagerly(mesh, args) -> bool:
+    """Whether a shard_map over `mesh` called on `args` outside any transformation runs as
+    `run_on_gpus`: several GPUs, all of this process, and no traced operand."""
+    devices = list(mesh.devices.flat)
+    here = devices[0].process_index
+    return (len(devices) > 1 and devices[0].platform == "cuda"
+            and all(d.process_index == here for d in devices)
+            and core.current_trace() is dispatch.eval_trace
+            and not any(isinstance(a, core.Tracer) for a in args))
+
+
+def _gpu_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
+    """Device `flat`'s block of operand `arg` on its GPU: the piece the operand already keeps
+    there when it is split the same way (DeviceShards), else copied from the host (the host
+    value read once per operand, kept in `host`)."""
+    device = mesh.devices.flat[flat]
+    stored = arg._stored if type(arg) is Array else None
+    shape = np.shape(stored if stored is not None else arg)
+    index = _slices(_index(mesh, spec, len(shape), flat), shape)
+    if type(stored) is DeviceShards:
+        piece = stored.piece(device, index)
+        if piece is not None:
+            return piece
+    if k not in host:
+        host[k] = arg._host() if type(arg) is Array else np.asarray(arg)
+    return platform.from_host(np.require(host[k][index], requirements="C"), device)
+
+
+def run_on_gpus(args, closed, mesh, in_specs, out_specs) -> list:
+    """shard_map over several GPUs of this process, run eagerly: each GPU reads its block of
+    each operand where it is (no GPU receives the whole value), runs the Program's kernels
+    (collectives over NCCL) and keeps its results; every output is an Array of those pieces
+    (DeviceShards), a replicated one held by each of its GPUs, as JAX holds them."""
+    devices = list(mesh.devices.flat)
+    platform = placement.platform_of(devices[0])
+    group = DeviceGroup(mesh.axis_names, mesh.axis_sizes, [d.process_index for d in devices],
+                        [d.id for d in devices])
+    fn = _compiled_gpu.get(closed)
+    if fn is None:
+        fn = _compiled_gpu[closed] = compilation.backend_compile_and_load(platform, closed)
+    host: dict = {}
+    per_device = {f: [_gpu_piece(a, s, mesh, f, platform, host, k)
+                      for k, (a, s) in enumerate(zip(args, in_specs))] for f in group.local}
+    results = group.run(lambda *xs: list(fn(*xs)), per_device)
+    out_avals = _abstract_eval(closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    return [Array(DeviceShards({devices[f]: results[f][i] for f in group.local}, a.shape,
+                               a.dtype, NamedSharding(mesh, s), platform),
+                  False, device=devices[0], committed=True, platform=platform)
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]
 
 

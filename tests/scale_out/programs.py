@@ -619,6 +619,7 @@ def gpu_shards(n):
     """An array put over n cuda devices of the CuPy stand-in: each GPU holds its own piece
     and none the whole value (the backend's per-device pool counts the bytes in use)."""
     import cupy
+    from cupy import _standin
 
     from gpuarr import placement
     devices = jax.devices("cuda")[:n]
@@ -643,7 +644,20 @@ def gpu_shards(n):
               for s in x.addressable_shards]
     summed = jax.jit(jax.shard_map(lambda v: lax.psum(v.sum(0), "i"), mesh=mesh,
                                    in_specs=P("i"), out_specs=P()))(x)
-    doubled = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+    double = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    double(x).block_until_ready()  # compiled, its constants on each GPU
+    _standin.counters.reset()
+    held = in_use()
+    doubled = double(x)
+    doubled.block_until_ready()
+    # eager shard_map: no byte through the host, each GPU holds its piece of the result
+    eager = dict(moved=[_standin.counters.h2d_bytes, _standin.counters.d2h_bytes],
+                 grew=[a - b for a, b in zip(in_use(), held)],
+                 stored=type(doubled._stored).__name__, spec=str(doubled.sharding.spec),
+                 devices=[str(s.data.device) for s in doubled.addressable_shards],
+                 replicated=[str(s.data.device) for s in jax.shard_map(
+                     lambda v: lax.psum(v.sum(0), "i"), mesh=mesh, in_specs=P("i"),
+                     out_specs=P())(x).addressable_shards])
     y = x + 1
     values = [bool(np.array_equal(np.asarray(x), full)),
               bool(np.array_equal(np.asarray(y), full + 1)),
@@ -651,7 +665,8 @@ def gpu_shards(n):
               bool(np.array_equal(np.asarray(doubled), full * 2))]
     del y, summed, doubled
     return dict(piece_bytes=full.nbytes // n, placed=placed, shards=shards, values=values,
-                after=[a - b for a, b in zip(in_use(), before)], spec=str(x.sharding.spec))
+                after=[a - b for a, b in zip(in_use(), before)], spec=str(x.sharding.spec),
+                eager=eager)
 
 
 def nccl_ids(n):

@@ -8,6 +8,7 @@ import numpy as np
 from gpuarr import core, dtypes, impls, memory_limits, placement
 from gpuarr.array import Array
 from gpuarr.backends.device_group import ProcessShards
+from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.backends.float_env import flushing
 from gpuarr.config import config
 from gpuarr.core import Tracer, default_weak_type_rule, rank_checked_prims, weak_type_rules
@@ -30,6 +31,10 @@ class EvalTrace(core.Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
+        if DeviceShards.made and prim in impls.elementwise_prims and _split_over_gpus(args):
+            outs = _per_piece(self, prim, args, params)
+            if outs is not None:
+                return outs
         vals = []
         platform = None
         committed = False
@@ -119,6 +124,45 @@ class EvalTrace(core.Trace):
         if prim in impls.elementwise_prims:
             _keep_sharding(args, outs)
         return results
+
+
+def _split_over_gpus(args) -> bool:
+    return any(type(a) is Array and type(a._value) is DeviceShards for a in args)
+
+
+def _per_piece(trace, prim, args, params):
+    """An elementwise primitive on Arrays split over GPUs (DeviceShards) run on each GPU's
+    piece, as JAX runs it with the operands' sharding: the results are pieces with that
+    sharding, each equal to the whole computation's block. None (the value is then read
+    joined) unless every split operand shares one sharding and the others are host scalars."""
+    split = [a._value for a in args if type(a) is Array and type(a._value) is DeviceShards]
+    first = split[0]
+    if any(s.sharding != first.sharding or s.shape != first.shape for s in split):
+        return None
+    for a in args:
+        if type(a) is Array and type(a._value) is not DeviceShards and (
+                a.ndim or a._platform is not None):
+            return None
+        if type(a) is not Array and np.ndim(a):
+            return None
+    pieces: dict = {}
+    for device, _ in first.sharding.devices_indices_map(first.shape).items():
+        operands = [Array(a._value.shards[device], a.weak_type, device=device, committed=True,
+                          platform=first.platform)
+                    if type(a) is Array and type(a._value) is DeviceShards else a for a in args]
+        pieces[device] = trace.process_primitive(prim, operands, params)
+    outs = []
+    for i in range(len(next(iter(pieces.values()))) if prim.multiple_results else 1):
+        at = {d: r[i] if prim.multiple_results else r for d, r in pieces.items()}
+        one = next(iter(at.values()))
+        shards = DeviceShards({d: r._stored for d, r in at.items()}, first.shape, one.dtype,
+                              first.sharding, first.platform)
+        out = Array(shards, one.weak_type, device=first.first_device(), committed=True,
+                    platform=first.platform)
+        spec = first.sharding.spec._normalized_spec_for_aval(len(first.shape))
+        out._sharding = first.sharding.update(spec=spec)
+        outs.append(out)
+    return outs if prim.multiple_results else outs[0]
 
 
 def _keep_sharding(args, outs) -> None:

@@ -16,8 +16,10 @@ class DeviceShards:
     JAX holds them); `shape` and `dtype` are the global value's."""
 
     __slots__ = ("shards", "shape", "dtype", "sharding", "platform")
+    made = False  # whether any was made: eager dispatch looks for them only then
 
     def __init__(self, shards: dict, shape, dtype, sharding, platform):
+        DeviceShards.made = True
         self.shards = shards
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)

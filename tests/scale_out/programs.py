@@ -658,6 +658,27 @@ def gpu_shards(n):
                  replicated=[str(s.data.device) for s in jax.shard_map(
                      lambda v: lax.psum(v.sum(0), "i"), mesh=mesh, in_specs=P("i"),
                      out_specs=P())(x).addressable_shards])
+    # eager elementwise operations run on each GPU's piece, bit for bit the one-GPU values
+    rnd = jax.device_put(np.random.default_rng(0).standard_normal(full.shape).astype(np.float32),
+                         NamedSharding(mesh, P("i")))
+    whole = jax.device_put(rnd, devices[0])
+    per_piece = {}
+    for name, fn in {"add": lambda v: v + 1.5, "sin": jax.numpy.sin,
+                     "mul": lambda v: v * v, "exp": lambda v: jax.numpy.exp(v) * 2.5,
+                     "cast": lambda v: v.astype(np.int32)}.items():
+        fn(rnd).block_until_ready()
+        _standin.counters.reset()
+        held = in_use()
+        out = fn(rnd)
+        out.block_until_ready()
+        per_piece[name] = [
+            type(out._stored).__name__, str(out.sharding.spec),
+            [a - b for a, b in zip(in_use(), held)] == [out.nbytes // n] * n,
+            _standin.counters.d2h_bytes + _standin.counters.h2d_bytes <= 8 * n,
+            bool(np.array_equal(np.asarray(out), np.asarray(fn(whole)))), str(out.dtype)]
+        del out
+    eager["per_piece"] = per_piece
+    del rnd, whole
     y = x + 1
     values = [bool(np.array_equal(np.asarray(x), full)),
               bool(np.array_equal(np.asarray(y), full + 1)),

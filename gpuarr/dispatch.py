@@ -159,15 +159,14 @@ def _per_piece(trace, prim, args, params):
                               first.sharding, first.platform)
         out = Array(shards, one.weak_type, device=first.first_device(), committed=True,
                     platform=first.platform)
-        spec = first.sharding.spec._normalized_spec_for_aval(len(first.shape))
-        out._sharding = first.sharding.update(spec=spec)
+        out._sharding = _elementwise_sharding(first.sharding, len(first.shape))
         outs.append(out)
     return outs if prim.multiple_results else outs[0]
 
 
 def _keep_sharding(args, outs) -> None:
-    """Elementwise results keep the sharding their operands share over several devices (as
-    JAX's do), with the spec written out for every dimension."""
+    """Elementwise results keep the sharding their operands share over several devices, as
+    JAX's do (`_elementwise_sharding`)."""
     found = {a._sharding for a in args if type(a) is Array
              and getattr(a, "_sharding", None) is not None and a._sharding.num_devices > 1}
     if len(found) != 1:
@@ -175,11 +174,18 @@ def _keep_sharding(args, outs) -> None:
     (s,) = found
     shape = next(a.shape for a in args if type(a) is Array and getattr(a, "_sharding", None)
                  is s)
-    spec = getattr(s, "spec", None)
     for r in outs:
         if type(r) is Array and r.shape == shape:
-            r._sharding = s if spec is None else s.update(
-                spec=spec._normalized_spec_for_aval(len(shape)))
+            r._sharding = _elementwise_sharding(s, len(shape))
+
+
+def _elementwise_sharding(s, ndim: int):
+    """The sharding JAX reports for an elementwise result of operands sharded by `s`: over
+    Explicit mesh axes the spec written out for every dimension (the type's), else `s`."""
+    spec = getattr(s, "spec", None)
+    if spec is None or not s.mesh._any_axis_explicit:
+        return s
+    return s.update(spec=spec._normalized_spec_for_aval(ndim))
 
 
 def _raise_abstract_error(prim, args, params) -> None:

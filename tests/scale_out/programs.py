@@ -47,6 +47,9 @@ def devices(n):
     cb = jax.make_array_from_callback(g.shape, s2, lambda idx: g[idx])
     sd = jax.make_array_from_single_device_arrays(g.shape, s2,
                                                   [s.data for s in cb.addressable_shards])
+    auto = jax.device_put(g, NamedSharding(
+        jax.make_mesh((2, n // 2), ("x", "y"), axis_types=(jax.sharding.AxisType.Auto,) * 2),
+        P("x")))  # Auto axes: elementwise results report the operand's spec as it is
     emit(late_update=late, assembled=[np.asarray(cb).tolist(), repr(cb.sharding),
                     [[str(s.device), repr(s.index)] for s in cb.addressable_shards],
                     np.asarray(sd).tolist(), [str(s.device) for s in sd.addressable_shards]],
@@ -61,7 +64,8 @@ def devices(n):
          replicated=x.is_fully_replicated, addressable=x.is_fully_addressable,
          shard_shape=list(x.sharding.shard_shape(x.shape)),
          value=np.asarray(x * 2).tolist(), elementwise=[repr((x * 2).sharding),
-                                                       repr(jax.numpy.sin(x).sharding)])
+                                                       repr(jax.numpy.sin(x).sharding),
+                                                       repr((auto + 1).sharding)])
 
 
 def _collective_fns(n):

@@ -31,7 +31,9 @@ class EvalTrace(core.Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
-        if DeviceShards.made and prim in impls.elementwise_prims and _split_over_gpus(args):
+        if DeviceShards.made and (prim in impls.elementwise_prims
+                                  or prim in impls.axis_reduction_prims) \
+                and _split_over_gpus(args):
             outs = _per_piece(self, prim, args, params)
             if outs is not None:
                 return outs
@@ -131,10 +133,12 @@ def _split_over_gpus(args) -> bool:
 
 
 def _per_piece(trace, prim, args, params):
-    """An elementwise primitive on Arrays split over GPUs (DeviceShards) run on each GPU's
-    piece, as JAX runs it with the operands' sharding: the results are pieces with that
-    sharding, each equal to the whole computation's block. None (the value is then read
-    joined) unless every split operand shares one sharding and the others are host scalars."""
+    """An elementwise primitive, or a reduction over dimensions left whole, on Arrays split
+    over GPUs (DeviceShards) run on each GPU's piece, as JAX runs it with the operands'
+    sharding: the results are pieces, each equal to the whole computation's block, with the
+    sharding JAX gives. None (the value is then read joined) unless every split operand
+    shares one sharding, the others are host scalars, and a reduction's dimensions are not
+    split."""
     split = [a._value for a in args if type(a) is Array and type(a._value) is DeviceShards]
     first = split[0]
     if any(s.sharding != first.sharding or s.shape != first.shape for s in split):
@@ -145,8 +149,20 @@ def _per_piece(trace, prim, args, params):
             return None
         if type(a) is not Array and np.ndim(a):
             return None
+    sharding, ndim = first.sharding, len(first.shape)
+    if prim in impls.axis_reduction_prims:
+        spec = sharding.spec._normalized_spec_for_aval(ndim).partitions
+        reduced = set(params["axes"])
+        if any(spec[d] is not None for d in reduced):
+            return None  # a reduction across devices: read joined, as one device adds it
+        kept = [p for d, p in enumerate(spec) if d not in reduced]
+        ndim = len(kept)
+        if not sharding.mesh._any_axis_explicit:  # JAX's Auto spec: no trailing Nones
+            while kept and kept[-1] is None:
+                kept.pop()
+        sharding = sharding.update(spec=type(sharding.spec)(*kept))
     pieces: dict = {}
-    for device, _ in first.sharding.devices_indices_map(first.shape).items():
+    for device in first.sharding.devices_indices_map(first.shape):
         operands = [Array(a._value.shards[device], a.weak_type, device=device, committed=True,
                           platform=first.platform)
                     if type(a) is Array and type(a._value) is DeviceShards else a for a in args]
@@ -155,13 +171,24 @@ def _per_piece(trace, prim, args, params):
     for i in range(len(next(iter(pieces.values()))) if prim.multiple_results else 1):
         at = {d: r[i] if prim.multiple_results else r for d, r in pieces.items()}
         one = next(iter(at.values()))
-        shards = DeviceShards({d: r._stored for d, r in at.items()}, first.shape, one.dtype,
-                              first.sharding, first.platform)
+        shape = tuple(n * w for n, w in zip(one.shape, _ways(sharding, ndim)))
+        shards = DeviceShards({d: r._stored for d, r in at.items()}, shape, one.dtype,
+                              sharding, first.platform)
         out = Array(shards, one.weak_type, device=first.first_device(), committed=True,
                     platform=first.platform)
-        out._sharding = _elementwise_sharding(first.sharding, len(first.shape))
+        out._sharding = _elementwise_sharding(sharding, ndim)
         outs.append(out)
     return outs if prim.multiple_results else outs[0]
+
+
+def _ways(sharding, ndim: int) -> list:
+    """How many pieces `sharding` cuts each of `ndim` dimensions into."""
+    mesh = sharding.mesh
+    out = []
+    for p in sharding.spec._normalized_spec_for_aval(ndim).partitions:
+        names = () if p is None else p if isinstance(p, tuple) else (p,)
+        out.append(int(np.prod([mesh.shape[n] for n in names], dtype=np.int64)))
+    return out
 
 
 def _keep_sharding(args, outs) -> None:

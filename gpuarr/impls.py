@@ -35,6 +35,10 @@ decompositions: dict[Primitive, tuple] = {}
 # Primitives that map operand elements to output elements one by one (operands of the
 # output's shape or 0-d).
 elementwise_prims: set[Primitive] = set()
+# Primitives that reduce their one operand over the dimensions `axes` (a param), each result
+# element computed from one line of operand elements along them: split along the other
+# dimensions, each piece reduces to the matching piece of the result.
+axis_reduction_prims: set[Primitive] = set()
 # Primitives whose impl always returns a new array (never a view of an input), so a dead
 # result may be overwritten by a later elementwise step (matrix products, say).
 fresh_output_prims: set[Primitive] = set()

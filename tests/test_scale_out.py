@@ -187,8 +187,9 @@ def test_array_over_gpus_keeps_each_piece_on_its_gpu():
     assert r["eager"] == dict(moved=[0, 0], grew=[r["piece_bytes"]] * 2, stored="DeviceShards",
                               spec="P('i',)", devices=["cuda:0", "cuda:1"],
                               replicated=["cuda:0", "cuda:1"], per_piece=r["eager"]["per_piece"])
-    # Eager elementwise operations run per piece (each GPU's memory grows by its piece of the
-    # result, nothing but scalars moves), their values bit for bit those on one GPU.
+    # Eager elementwise operations, and reductions over the unsplit dimension, run per piece
+    # (each GPU's memory grows by its piece of the result, nothing but scalars moves), their
+    # values bit for bit those on one GPU.
     for name, got in r["eager"]["per_piece"].items():
         dtype = "int32" if name == "cast" else "float32"
         assert got == ["DeviceShards", "P('i',)", True, True, True, dtype], name  # Auto axes

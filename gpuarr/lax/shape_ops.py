@@ -18,7 +18,7 @@ import numpy as np
 from gpuarr import dtypes, narrow_types
 from gpuarr.backends.host_threads import submit
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
-from gpuarr.impls import fresh_output_prims, impl_rules, narrow_rules
+from gpuarr.impls import axis_reduction_prims, fresh_output_prims, impl_rules, narrow_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, deflinear
 from gpuarr.interpreters.batching import batch_rules
@@ -287,6 +287,7 @@ def reducer(name, impl, kind=None, out_dtype=None) -> Primitive:
     prim = Primitive(name)
     impl_rules[prim] = impl
     fresh_output_prims.add(prim)  # ufunc.reduce never returns a view of its operand
+    axis_reduction_prims.add(prim)
     abstract_eval_rules[prim] = _reduce_abstract(name, kind, out_dtype)
     batch_rules[prim] = partial(_reduce_batch, prim)
     return prim

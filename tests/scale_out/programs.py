@@ -662,14 +662,16 @@ def gpu_shards(n):
                  replicated=[str(s.data.device) for s in jax.shard_map(
                      lambda v: lax.psum(v.sum(0), "i"), mesh=mesh, in_specs=P("i"),
                      out_specs=P())(x).addressable_shards])
-    # eager elementwise operations run on each GPU's piece, bit for bit the one-GPU values
+    # eager elementwise operations, and reductions over unsplit dimensions, run on each GPU's
+    # piece, bit for bit the one-GPU values
     rnd = jax.device_put(np.random.default_rng(0).standard_normal(full.shape).astype(np.float32),
                          NamedSharding(mesh, P("i")))
     whole = jax.device_put(rnd, devices[0])
     per_piece = {}
     for name, fn in {"add": lambda v: v + 1.5, "sin": jax.numpy.sin,
                      "mul": lambda v: v * v, "exp": lambda v: jax.numpy.exp(v) * 2.5,
-                     "cast": lambda v: v.astype(np.int32)}.items():
+                     "cast": lambda v: v.astype(np.int32), "sum": lambda v: v.sum(1),
+                     "max": lambda v: v.max(1), "mean": lambda v: v.mean(1)}.items():
         fn(rnd).block_until_ready()
         _standin.counters.reset()
         held = in_use()

@@ -73,7 +73,12 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
   INLINE F round_away_##F(F x) { return round(x); }                                            \
   INLINE F round_even_##F(F x) { return rint(x); }                                             \
   INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp(-x)); }                            \
-  INLINE F tanh_##F(F x) { return fabs(x) > (F)(TANH_ONE) ? copysign((F)1, x) : tanh(x); }
+  INLINE F tanh_##F(F x) { return TANH_OF_##F(x, (F)(TANH_ONE)); }
+#define TANH_CLAMPED(F, x, one) (fabs(x) > (one) ? copysign((F)1, x) : tanh(x))
+#ifndef TANH_OF_f32 /* dialect_c.h computes XLA CPU's own float32 tanh instead */
+#define TANH_OF_f32(x, one) TANH_CLAMPED(f32, x, one)
+#endif
+#define TANH_OF_f64(x, one) TANH_CLAMPED(f64, x, one)
 GPUARR_DEFINE_FLOAT_OPS(f32, 7.99881172180175781)
 GPUARR_DEFINE_FLOAT_OPS(f64, 19.1)
 

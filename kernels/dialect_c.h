@@ -77,6 +77,31 @@ typedef double f64;
 #define GPUARR_FLUSH_END
 #endif
 
+/* float32 tanh as XLA's CPU code computes it (its rational approximation, evaluated with fused
+ * multiply-adds, clamped past 7.99881172 and exact for |x| < 0.0004, as in XLA's
+ * codegen/intrinsic tanh): bit for bit JAX's on the cpu platform, and a few multiply-adds per
+ * lane where the C library's tanhf is a call. fma() is explicit, so -ffp-contract=off leaves it. */
+INLINE f32 xla_tanh_f32(f32 x) {
+  const f32 clamp = 7.99881172180175781f;
+  const f32 c = x > clamp ? clamp : x < -clamp ? -clamp : x;
+  const f32 x2 = c * c;
+  f32 num = -2.76076847742355e-16f;
+  num = fmaf(num, x2, 2.00018790482477e-13f);
+  num = fmaf(num, x2, -8.60467152213735e-11f);
+  num = fmaf(num, x2, 5.12229709037114e-08f);
+  num = fmaf(num, x2, 1.48572235717979e-05f);
+  num = fmaf(num, x2, 6.37261928875436e-04f);
+  num = fmaf(num, x2, 4.89352455891786e-03f);
+  f32 den = 1.19825839466702e-06f;
+  den = fmaf(den, x2, 1.18534705686654e-04f);
+  den = fmaf(den, x2, 2.26843463243900e-03f);
+  den = fmaf(den, x2, 4.89352518554385e-03f);
+  const f32 ax = fabsf(x);
+  const f32 poly = (c * num) / den;
+  return ax >= 20.0f ? copysignf(1.0f, x) : ax < 0.0004f ? x : poly;
+}
+#define TANH_OF_f32(x, one) xla_tanh_f32(x)
+
 /* The work items this thread runs, set by the entry point before it calls the kernel. */
 static _Thread_local i64 gpuarr_begin, gpuarr_end;
 

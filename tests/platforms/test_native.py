@@ -150,6 +150,24 @@ def test_jit_selects_native_by_platform_name(plat):
                                rtol=1e-6)
 
 
+def test_float32_tanh_is_xla_cpus_bit_for_bit(plat):
+    """The C dialect computes XLA CPU's float32 tanh (kernels/dialect_c.h): every bit as JAX's
+    jitted tanh, where the C library's tanhf differs in the last place for most inputs."""
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.standard_normal(1 << 16).astype(np.float32) * s
+                        for s in (1e-3, 0.1, 1.0, 3.0, 10.0)] +
+                       [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-39, -1e-39, 4e-4,
+                                  -4e-4, 7.9988117, 8.0, 20.0, -20.0], np.float32)])
+    with gpuarr.default_device(plat.devices()[0]):
+        got = np.asarray(gpuarr.jit(jnp.tanh)(x))
+    want = np.asarray(jax.jit(jax.numpy.tanh)(x))
+    assert got.dtype == want.dtype == np.float32 and got.shape == want.shape
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
 # ---- the disk cache ---------------------------------------------------------------------
 
 _SOURCE = textwrap.dedent("""

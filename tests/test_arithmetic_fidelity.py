@@ -95,6 +95,10 @@ CASES = {
     "subnormal_against_float32": (lambda L: lambda x: x < 1e-39, [np.array([0.0, 1e-39, -1e-39], F32)]),
     "subnormal_negated": (lambda L: lambda x: -x, [np.array([1e-39, -1e-39], F32)]),
     "subnormal_abs": (lambda L: L.abs, [np.array([1e-39, -1e-39], F32)]),
+    # 16 elements: the native platform's vectorised loop calls glibc's vector logf, which does
+    # not read a subnormal as zero under DAZ by itself (log2 was -150, the fuzzer, seed 121).
+    "subnormal_log_vectorised": (lambda L: lambda x: (L.log(x), L.log2(x), L.log10(x)),
+                                 [np.resize(np.array([1e-39, -1e-39, 5e-45, -5e-45, 0, -0.0, 1], F32), 16)]),
     # Division by a broadcast divisor multiplies by its reciprocal; by a same-shape one divides.
     "divide_by_scalar": (lambda L: lambda x: x / 20000, [np.full(3, 62764.0, F32)]),
     "divide_by_float32_scalar": (lambda L: lambda x, y: x / y, [np.full(3, 62764.0, F32), F32(20000)]),
@@ -221,6 +225,12 @@ def test_fuzzer_programs_found_before():
                  ("binary", {"a": 1, "op": "logical_and", "b": 1, "swap": True}),
                  ("scan", {"a": 3}), ("reduce", {"a": 3, "op": "any", "axis": -2})],
                 [False, False, False, False, False, False], 1),
+        # log2 of a subnormal in a vectorised native kernel (seed 121): -inf, as XLA reads it.
+        Program([np.array([[[np.inf, -11.12], [0.72, -3e9]], [[2.36, -0.028], [1e-39, -0.0]]], F32),
+                 np.array(7, np.uint32)],
+                [("reshape", {"a": 0, "shape": (2, -1)}), ("unary", {"a": 2, "op": "neg"}),
+                 ("unary", {"a": 0, "op": "log2"})],
+                [False, False, False, False, True], 2),
     ]
     for prog in programs:
         assert compare(prog) is None, prog.describe()

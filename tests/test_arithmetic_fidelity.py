@@ -95,6 +95,22 @@ CASES = {
     "subnormal_against_float32": (lambda L: lambda x: x < 1e-39, [np.array([0.0, 1e-39, -1e-39], F32)]),
     "subnormal_negated": (lambda L: lambda x: -x, [np.array([1e-39, -1e-39], F32)]),
     "subnormal_abs": (lambda L: L.abs, [np.array([1e-39, -1e-39], F32)]),
+    # Under jit, a one-element select reads a subnormal constant as zero (XLA folds it into a
+    # literal of the result's shape, which its one-element fusion emits flushed); two elements,
+    # or a select fused into a larger result, keep it, and eagerly it is an argument.
+    "subnormal_selected_0d": (lambda L: lambda x: L.where(x > 0, x, 1e-39), [F32(-1)]),
+    "subnormal_selected_one_element": (lambda L: lambda x: (L.where(x > 0, x, 1e-39),
+                                                            L.where(x < 0, -1e-39, x)),
+                                       [np.array([-1.0], F32)]),
+    "subnormal_selected_1x1": (lambda L: lambda x: L.where(x > 0, x, F32(1e-39)), [np.array([[-1.0]], F32)]),
+    "subnormal_selected_closed_over": (lambda L: lambda x: L.where(x > 0, x, np.full((1,), 1e-39, F32)),
+                                       [np.array([-1.0], F32)]),
+    "subnormal_selected_two_elements": (lambda L: lambda x: L.where(x > 0, x, 1e-39),
+                                        [np.array([-1, 2], F32)]),
+    "subnormal_selected_then_broadcast": (lambda L: lambda x: L.broadcast_to(L.where(x > 0, x, 1e-39), (3,)),
+                                          [np.array([-1.0], F32)]),
+    "subnormal_selected_then_concatenated": (lambda L: lambda x: L.concatenate([L.where(x > 0, x, 1e-39), x]),
+                                             [np.array([-1.0], F32)]),
     # 16 elements: the native platform's vectorised loop calls glibc's vector logf, which does
     # not read a subnormal as zero under DAZ by itself (log2 was -150, the fuzzer, seed 121).
     "subnormal_log_vectorised": (lambda L: lambda x: (L.log(x), L.log2(x), L.log10(x)),

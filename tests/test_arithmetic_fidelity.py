@@ -111,6 +111,13 @@ CASES = {
                                           [np.array([-1.0], F32)]),
     "subnormal_selected_then_concatenated": (lambda L: lambda x: L.concatenate([L.where(x > 0, x, 1e-39), x]),
                                              [np.array([-1.0], F32)]),
+    # Loop and branch bodies compile when first run, inside the flushed program: their constant
+    # folding must keep a subnormal constant, as XLA's does (native and opencl flushed it).
+    "subnormal_constant_in_branch": (lambda L: lambda x: _lax(L).cond(x[0] > 0, lambda: x,
+                                                                      lambda: L.full_like(x, 1e-39)),
+                                     [np.array([-1, 2, 3], F32)]),
+    "subnormal_constant_in_loop": (lambda L: lambda x: _lax(L).fori_loop(
+        0, 2, lambda i, c: L.where(c > 5, c, 1e-39), x), [np.array([-1, 2, 3], F32)]),
     # 16 elements: the native platform's vectorised loop calls glibc's vector logf, which does
     # not read a subnormal as zero under DAZ by itself (log2 was -150, the fuzzer, seed 121).
     "subnormal_log_vectorised": (lambda L: lambda x: (L.log(x), L.log2(x), L.log10(x)),
@@ -129,6 +136,10 @@ CASES = {
                             [np.array([-100, -10, -5, 9], F32)]),
     "divide_float16_by_scalar": (lambda L: lambda x: x / L.float16(3), [np.full(3, 20000.0, np.float16)]),
 }
+
+
+def _lax(L):
+    return jax.lax if L is jjnp else gpuarr.lax
 
 
 def _outcome(fn, args):

@@ -118,6 +118,12 @@ CASES = {
                                      [np.array([-1, 2, 3], F32)]),
     "subnormal_constant_in_loop": (lambda L: lambda x: _lax(L).fori_loop(
         0, 2, lambda i, c: L.where(c > 5, c, 1e-39), x), [np.array([-1, 2, 3], F32)]),
+    # A Python scalar reaches XLA as an argument of JAX's jitted jnp.pad: bool(1e-39) is False
+    # there (the fuzzer, seed 223); a concrete array's conversion JAX folds in NumPy: True.
+    "subnormal_pad_value_of_bool": (lambda L: lambda b: L.pad(b, ((0, 1),), constant_values=1e-39),
+                                    [np.array([True, False, True])]),
+    "subnormal_array_to_bool": (lambda L: lambda b: L.float32(1e-39).astype(bool) & b,
+                                [np.array([True, False])]),
     # 16 elements: the native platform's vectorised loop calls glibc's vector logf, which does
     # not read a subnormal as zero under DAZ by itself (log2 was -150, the fuzzer, seed 121).
     "subnormal_log_vectorised": (lambda L: lambda x: (L.log(x), L.log2(x), L.log10(x)),
@@ -258,6 +264,13 @@ def test_fuzzer_programs_found_before():
                 [("reshape", {"a": 0, "shape": (2, -1)}), ("unary", {"a": 2, "op": "neg"}),
                  ("unary", {"a": 0, "op": "log2"})],
                 [False, False, False, False, True], 2),
+        # bool(1e-39) as a pad value, converted by XLA: False (seed 223, opencl and every platform).
+        Program([np.array([[False, True, False, True]]), np.array([[-6], [46341], [0]], np.int32),
+                 np.array([True, False, True])],
+                [("pad", {"a": 2, "width": ((0, 1),), "as": "array", "mode": "constant", "value": 1e-39}),
+                 ("cumsum", {"a": 3, "axis": -1}), ("cumsum", {"a": 3, "axis": -1}),
+                 ("binary", {"a": 3, "op": "bitwise_and", "b": 1, "swap": True})],
+                [False] * 7, 2),
     ]
     for prog in programs:
         assert compare(prog) is None, prog.describe()

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from contextlib import nullcontext
 
 import numpy as np
 
+from gpuarr.backends.float_env import flushing
 from gpuarr.config import config
 from gpuarr.core import (
     ClosedProgram,
@@ -515,8 +517,16 @@ def fold(program: Program, consts: list):
                     and eqn.outvars[0].aval.shape == ())
         if foldable:
             try:
-                with np.errstate(all="ignore"):
-                    value = np.asarray(impl(*[np.asarray(a.val) for a in inputs], **eqn.params))
+                # The literals as their dtype's values (as JAX converts Python scalars), then
+                # the equation as XLA computes it, subnormal operands read as zero: a Python
+                # scalar reaches XLA as an argument of JAX's jitted jnp functions (`jnp.pad(b,
+                # constant_values=1e-39)` pads a bool array with False). JAX itself folds the
+                # conversion of a concrete array while tracing, in NumPy: not flushed.
+                args = [np.asarray(a.val).astype(a.aval.dtype) for a in inputs]
+                traced_fold = eqn.prim.name == "convert_element_type" and not any(
+                    a.aval.weak_type for a in inputs)
+                with np.errstate(all="ignore"), (nullcontext() if traced_fold else flushing()):
+                    value = np.asarray(impl(*args, **eqn.params))
             except Exception:  # noqa: BLE001 - leave anything that fails to run for run time
                 value = None
             if value is not None and value.shape == ():

@@ -62,7 +62,10 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
 /* tanh saturates to +-1 past TANH_ONE (XLA clamps float32 there; float64 where it rounds to +-1);
  * PoCL's tanh returns 1 - ulp there, which turns gelu's 1 + tanh(-large) into a tiny nonzero. */
 /* SELECTED_FLOAT: the operand max/min return, as the dialect's float environment leaves it
- * (dialect_c.h flushes a subnormal one as XLA's CPU code does; the identity elsewhere). */
+ * (dialect_c.h flushes a subnormal one as XLA's CPU code does; the identity elsewhere).
+ * log reads its operand through it too: glibc's vector logf (libmvec, dialect_c.h) decodes a
+ * subnormal's bits itself under DAZ (log(1e-39) = -103.97, NaN for -1e-39) where XLA reads
+ * it as zero (-inf), as the scalar logf does. */
 #ifndef SELECTED_FLOAT
 #define SELECTED_FLOAT(F, x) (x)
 #endif
@@ -73,7 +76,8 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
   INLINE F round_away_##F(F x) { return round(x); }                                            \
   INLINE F round_even_##F(F x) { return rint(x); }                                             \
   INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp(-x)); }                            \
-  INLINE F tanh_##F(F x) { return TANH_OF_##F(x, (F)(TANH_ONE)); }
+  INLINE F tanh_##F(F x) { return TANH_OF_##F(x, (F)(TANH_ONE)); }                          \
+  INLINE F log_##F(F x) { return log(SELECTED_FLOAT(F, x)); }
 #define TANH_CLAMPED(F, x, one) (fabs(x) > (one) ? copysign((F)1, x) : tanh(x))
 #ifndef TANH_OF_f32 /* dialect_c.h computes XLA CPU's own float32 tanh instead */
 #define TANH_OF_f32(x, one) TANH_CLAMPED(f32, x, one)

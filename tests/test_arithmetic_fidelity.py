@@ -95,6 +95,39 @@ CASES = {
     "subnormal_against_float32": (lambda L: lambda x: x < 1e-39, [np.array([0.0, 1e-39, -1e-39], F32)]),
     "subnormal_negated": (lambda L: lambda x: -x, [np.array([1e-39, -1e-39], F32)]),
     "subnormal_abs": (lambda L: L.abs, [np.array([1e-39, -1e-39], F32)]),
+    # Under jit, a one-element select reads a subnormal constant as zero (XLA folds it into a
+    # literal of the result's shape, which its one-element fusion emits flushed); two elements,
+    # or a select fused into a larger result, keep it, and eagerly it is an argument.
+    "subnormal_selected_0d": (lambda L: lambda x: L.where(x > 0, x, 1e-39), [F32(-1)]),
+    "subnormal_selected_one_element": (lambda L: lambda x: (L.where(x > 0, x, 1e-39),
+                                                            L.where(x < 0, -1e-39, x)),
+                                       [np.array([-1.0], F32)]),
+    "subnormal_selected_1x1": (lambda L: lambda x: L.where(x > 0, x, F32(1e-39)), [np.array([[-1.0]], F32)]),
+    "subnormal_selected_closed_over": (lambda L: lambda x: L.where(x > 0, x, np.full((1,), 1e-39, F32)),
+                                       [np.array([-1.0], F32)]),
+    "subnormal_selected_two_elements": (lambda L: lambda x: L.where(x > 0, x, 1e-39),
+                                        [np.array([-1, 2], F32)]),
+    "subnormal_selected_then_broadcast": (lambda L: lambda x: L.broadcast_to(L.where(x > 0, x, 1e-39), (3,)),
+                                          [np.array([-1.0], F32)]),
+    "subnormal_selected_then_concatenated": (lambda L: lambda x: L.concatenate([L.where(x > 0, x, 1e-39), x]),
+                                             [np.array([-1.0], F32)]),
+    # Loop and branch bodies compile when first run, inside the flushed program: their constant
+    # folding must keep a subnormal constant, as XLA's does (native and opencl flushed it).
+    "subnormal_constant_in_branch": (lambda L: lambda x: _lax(L).cond(x[0] > 0, lambda: x,
+                                                                      lambda: L.full_like(x, 1e-39)),
+                                     [np.array([-1, 2, 3], F32)]),
+    "subnormal_constant_in_loop": (lambda L: lambda x: _lax(L).fori_loop(
+        0, 2, lambda i, c: L.where(c > 5, c, 1e-39), x), [np.array([-1, 2, 3], F32)]),
+    # A Python scalar reaches XLA as an argument of JAX's jitted jnp.pad: bool(1e-39) is False
+    # there (the fuzzer, seed 223); a concrete array's conversion JAX folds in NumPy: True.
+    "subnormal_pad_value_of_bool": (lambda L: lambda b: L.pad(b, ((0, 1),), constant_values=1e-39),
+                                    [np.array([True, False, True])]),
+    "subnormal_array_to_bool": (lambda L: lambda b: L.float32(1e-39).astype(bool) & b,
+                                [np.array([True, False])]),
+    # 16 elements: the native platform's vectorised loop calls glibc's vector logf, which does
+    # not read a subnormal as zero under DAZ by itself (log2 was -150, the fuzzer, seed 121).
+    "subnormal_log_vectorised": (lambda L: lambda x: (L.log(x), L.log2(x), L.log10(x)),
+                                 [np.resize(np.array([1e-39, -1e-39, 5e-45, -5e-45, 0, -0.0, 1], F32), 16)]),
     # Division by a broadcast divisor multiplies by its reciprocal; by a same-shape one divides.
     "divide_by_scalar": (lambda L: lambda x: x / 20000, [np.full(3, 62764.0, F32)]),
     "divide_by_float32_scalar": (lambda L: lambda x, y: x / y, [np.full(3, 62764.0, F32), F32(20000)]),
@@ -109,6 +142,10 @@ CASES = {
                             [np.array([-100, -10, -5, 9], F32)]),
     "divide_float16_by_scalar": (lambda L: lambda x: x / L.float16(3), [np.full(3, 20000.0, np.float16)]),
 }
+
+
+def _lax(L):
+    return jax.lax if L is jjnp else gpuarr.lax
 
 
 def _outcome(fn, args):
@@ -221,6 +258,19 @@ def test_fuzzer_programs_found_before():
                  ("binary", {"a": 1, "op": "logical_and", "b": 1, "swap": True}),
                  ("scan", {"a": 3}), ("reduce", {"a": 3, "op": "any", "axis": -2})],
                 [False, False, False, False, False, False], 1),
+        # log2 of a subnormal in a vectorised native kernel (seed 121): -inf, as XLA reads it.
+        Program([np.array([[[np.inf, -11.12], [0.72, -3e9]], [[2.36, -0.028], [1e-39, -0.0]]], F32),
+                 np.array(7, np.uint32)],
+                [("reshape", {"a": 0, "shape": (2, -1)}), ("unary", {"a": 2, "op": "neg"}),
+                 ("unary", {"a": 0, "op": "log2"})],
+                [False, False, False, False, True], 2),
+        # bool(1e-39) as a pad value, converted by XLA: False (seed 223, opencl and every platform).
+        Program([np.array([[False, True, False, True]]), np.array([[-6], [46341], [0]], np.int32),
+                 np.array([True, False, True])],
+                [("pad", {"a": 2, "width": ((0, 1),), "as": "array", "mode": "constant", "value": 1e-39}),
+                 ("cumsum", {"a": 3, "axis": -1}), ("cumsum", {"a": 3, "axis": -1}),
+                 ("binary", {"a": 3, "op": "bitwise_and", "b": 1, "swap": True})],
+                [False] * 7, 2),
     ]
     for prog in programs:
         assert compare(prog) is None, prog.describe()

@@ -53,6 +53,18 @@ def _load():
         env.mxcsr |= FTZ_DAZ
         set_env(env)
         return saved
+
+    def unflush() -> _FEnv | None:
+        """Clear FTZ and DAZ in this thread; the environment to restore, None if clear."""
+        env = _FEnv()
+        get_env(env)
+        if env.mxcsr & FTZ_DAZ == 0:
+            return None
+        saved = _FEnv.from_buffer_copy(env)
+        env.mxcsr &= ~FTZ_DAZ & 0xFFFFFFFF
+        set_env(env)
+        return saved
+    flush.unflush = unflush
     return flush, set_env
 
 
@@ -113,5 +125,23 @@ def flushed(fn):
             if saved is not None:
                 _restore(saved)
     run.__dict__.update(getattr(fn, "__dict__", {}))  # source, launch_plan, donating
+    run.__wrapped__ = fn
+    return run
+
+
+def unflushed(fn):
+    """`fn` wrapped to run with subnormals kept, whatever the calling thread's environment: for
+    compiling, which a loop's driver may do inside a flushed program, and whose constant
+    folding keeps subnormal constants as XLA's does."""
+    if _flush is None:
+        return fn
+
+    def run(*args):
+        saved = _flush.unflush()
+        try:
+            return fn(*args)
+        finally:
+            if saved is not None:
+                _restore(saved)
     run.__wrapped__ = fn
     return run

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 _UNARY_FLOAT = {
-    "exp": "exp({0})", "exp2": "exp2({0})", "log": "log({0})", "log1p": "log1p({0})",
+    "exp": "exp({0})", "exp2": "exp2({0})", "log": "log_{t}({0})", "log1p": "log1p({0})",
     "expm1": "expm1({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})", "cbrt": "cbrt({0})",
     "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})", "asin": "asin({0})",
     "acos": "acos({0})", "atan": "atan({0})", "sinh": "sinh({0})", "cosh": "cosh({0})",

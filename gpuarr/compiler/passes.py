@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from contextlib import nullcontext
 
 import numpy as np
 
+from gpuarr.backends.float_env import flushing
 from gpuarr.config import config
 from gpuarr.core import (
     ClosedProgram,
@@ -269,11 +271,53 @@ def _converted_integer_comparison(eqn, producer):
     return None
 
 
+def _one_element_selection(eqn, producer):
+    """A select whose result has one element reads a subnormal constant case as a zero of its
+    sign, as XLA's CPU code does: it folds the constant into a literal of the result's shape
+    (a broadcast to one element is a reshape, which constant folding evaluates), and a
+    one-element fusion emits its literals flushed, while it keeps a broadcast of a scalar
+    constant. So under jit `where(x > 0, x, 1e-39)` is 0 for `x` of shape (), (1,) or (1, 1)
+    and 1e-39 for two elements or more; the value passed as an argument comes through."""
+    out = eqn.outvars[0].aval
+    if np.dtype(out.dtype) not in _FLUSHED_DTYPES or int(np.prod(out.shape)) != 1:
+        return None
+    cases = list(eqn.inputs[1:])
+    for i, c in enumerate(cases):
+        v = _scalar_constant(c, producer)
+        if v is not None and v != 0 and abs(v) < np.finfo(out.dtype).tiny:
+            cases[i] = make_literal(np.copysign(0, v), c.aval)  # a scalar: select_n broadcasts it
+    kept = [a for a, b in zip([eqn.inputs[0], *cases], eqn.inputs) if a is b]
+    if len(kept) == len(eqn.inputs) or not any(a.aval.shape == out.shape for a in kept):
+        return None
+    return [("select_n", [eqn.inputs[0], *cases], dict(eqn.params))]
+
+
+def _scalar_constant(atom, producer):
+    """The value of a float constant scalar `atom`, seen through broadcasts and conversions
+    between float types (constant folding runs after this pass), or None."""
+    while not isinstance(atom, Literal):
+        p = producer(atom)
+        if p is not None and p.prim is CONSTANT:  # a closed-over array of one element
+            if int(np.prod(atom.aval.shape)) != 1 or np.dtype(atom.aval.dtype).kind != "f":
+                return None
+            try:  # a host array, a gpuarr Array or a device buffer
+                return np.asarray(p.params.get("value"), atom.aval.dtype).reshape(())
+            except Exception:  # noqa: BLE001 - a buffer that does not convert is left alone
+                return None
+        if p is None or p.prim.name not in ("broadcast_in_dim", "convert_element_type", "reshape") \
+                or np.dtype(p.inputs[0].aval.dtype).kind != "f":
+            return None
+        atom = p.inputs[0]
+    v = _literal_value(atom)
+    return v.reshape(()) if v.size == 1 and v.dtype.kind == "f" else None
+
+
 def _integer_pow_of(eqn, producer):             # x ** 1 -> x (left by vmap of grad of x ** 2)
     return eqn.inputs[0] if eqn.params["y"] == 1 else None
 
 
 _RECIPROCAL_DTYPES = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
+_FLUSHED_DTYPES = {np.dtype(np.float32), np.dtype(np.float64)}  # XLA's CPU code computes float16 in float32
 
 
 def _is_constant(atom, producer) -> bool:
@@ -313,6 +357,7 @@ SIMPLIFY_RULES = {
     "sub": [_identity_operand(0, False)],
     "div": [_identity_operand(1, False), _reciprocal_divisor],
     **{cmp: [_converted_integer_comparison] for cmp in _MIRRORED},
+    "select_n": [_one_element_selection],
     "max": [_same_operands],
     "min": [_same_operands],
     "neg": [_involution],
@@ -379,11 +424,14 @@ def _prim(name):
 CONSTANT = Primitive("constant")
 
 
-def simplify(program: Program) -> Program:
-    """Apply SIMPLIFY_RULES until no rule fires on an equation (a single forward walk)."""
+def simplify(program: Program, consts=None) -> Program:
+    """Apply SIMPLIFY_RULES until no rule fires on an equation (a single forward walk);
+    `consts`, the values of the constvars where known, are the CONSTANT equations' `value`."""
     rw = _Rewriter(program)
-    for v in program.constvars:
-        rw.defs[v.id] = Eqn(CONSTANT, [], {}, [v])
+    fused_into_larger = _fused_into_larger(program)
+    values = list(consts) if consts is not None else [None] * len(program.constvars)
+    for v, value in zip(program.constvars, values):
+        rw.defs[v.id] = Eqn(CONSTANT, [], {"value": value}, [v])
     for eqn in program.eqns:
         inputs = [rw.read(a) for a in eqn.inputs]
         eqn = eqn._replace(inputs=inputs)
@@ -392,6 +440,8 @@ def simplify(program: Program) -> Program:
         replacement = None
         if not eqn.prim.multiple_results and len(eqn.outvars) == 1:
             for rule in SIMPLIFY_RULES.get(eqn.prim.name, ()):
+                if rule in _ONE_ELEMENT_FUSION_RULES and eqn.outvars[0].id in fused_into_larger:
+                    continue
                 replacement = rule(eqn, rw.producer)
                 if replacement is not None:
                     break
@@ -411,6 +461,29 @@ def simplify(program: Program) -> Program:
         else:
             rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
     return rw.finish(program.constvars)
+
+
+# Rules that hold for a one-element value only where XLA's fusion of it has one element too.
+_ONE_ELEMENT_FUSION_RULES = {_one_element_selection}
+# Consumers XLA's CPU fusion does not fuse a producer into (besides control flow).
+_NOT_FUSED = {"dot_general", "sort", "scatter", "scatter_add", "scatter_sub", "scatter_mul",
+              "scatter_min", "scatter_max", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
+
+
+def _fused_into_larger(program: Program) -> set:
+    """The ids of one-element values that reach, through one-element elementwise or layout
+    steps, a step with a larger result that XLA would fuse them into (a broadcast, a
+    concatenation): their code is then that larger loop's."""
+    size = lambda v: int(np.prod(v.aval.shape))  # noqa: E731
+    grows = set()
+    for eqn in reversed(program.eqns):
+        if (eqn.prim.multiple_results or eqn.prim.name in _NOT_FUSED
+                or any(True for _ in subprograms(eqn.params))):
+            continue
+        larger = any(size(v) > 1 or v.id in grows for v in eqn.outvars)
+        if larger:
+            grows.update(a.id for a in eqn.inputs if not isinstance(a, Literal) and size(a) == 1)
+    return grows
 
 
 def _scalar_broadcast_operands(eqn, rw) -> list:
@@ -444,8 +517,16 @@ def fold(program: Program, consts: list):
                     and eqn.outvars[0].aval.shape == ())
         if foldable:
             try:
-                with np.errstate(all="ignore"):
-                    value = np.asarray(impl(*[np.asarray(a.val) for a in inputs], **eqn.params))
+                # The literals as their dtype's values (as JAX converts Python scalars), then
+                # the equation as XLA computes it, subnormal operands read as zero: a Python
+                # scalar reaches XLA as an argument of JAX's jitted jnp functions (`jnp.pad(b,
+                # constant_values=1e-39)` pads a bool array with False). JAX itself folds the
+                # conversion of a concrete array while tracing, in NumPy: not flushed.
+                args = [np.asarray(a.val).astype(a.aval.dtype) for a in inputs]
+                traced_fold = eqn.prim.name == "convert_element_type" and not any(
+                    a.aval.weak_type for a in inputs)
+                with np.errstate(all="ignore"), (nullcontext() if traced_fold else flushing()):
+                    value = np.asarray(impl(*args, **eqn.params))
             except Exception:  # noqa: BLE001 - leave anything that fails to run for run time
                 value = None
             if value is not None and value.shape == ():
@@ -586,7 +667,7 @@ def optimize(closed: ClosedProgram) -> ClosedProgram:
     if enabled("inline"):
         program, consts = inline(program, consts)
     if enabled("simplify"):
-        program = simplify(program)
+        program = simplify(program, consts)
     if enabled("fold"):
         program, consts = fold(program, consts)
     if enabled("cse"):

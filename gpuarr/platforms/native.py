@@ -80,7 +80,7 @@ class NativePlatform(HostBufferPlatform):
 
     def fusion_options(self) -> FusionOptions:
         """Loop bodies compile through this platform; column reductions stay one tiled pass."""
-        return FusionOptions(sub_compiler=self.compile, split_columns=False)
+        return FusionOptions(sub_compiler=float_env.unflushed(self.compile), split_columns=False)
 
     def sub_plan(self, closed):
         """(launch plan, native.PlanRunner, consts) of a loop's body or condition, or None when

@@ -34,7 +34,7 @@ class OpenCLPlatform(HostBufferPlatform):
         """Fuse and render `closed` (its calls inlined first: a kernel plan cannot run one);
         control-flow bodies go through `compile` (passes, then kernels) as sub-plans."""
         closed = inline_calls(closed)
-        plan = compile_closed(closed, FusionOptions(sub_compiler=self.compile))
+        plan = compile_closed(closed, FusionOptions(sub_compiler=float_env.unflushed(self.compile)))
         consts = [np.asarray(numpy_backend.as_numpy(c)) for c in closed.consts]
 
         def run(*buffers):

@@ -82,3 +82,18 @@ def test_integer_arithmetic_wraps_as_xla(on_opencl, name):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("kind", ["cond", "fori_loop"])
+def test_subnormal_constants_in_loop_bodies_are_kept(on_opencl, kind):
+    # A body compiles when first run, inside the flushed program; its constant folding keeps
+    # the subnormal, as XLA's does.
+    def make(lax, np_):
+        if kind == "cond":
+            return lambda x: lax.cond(x[0] > 0, lambda: x, lambda: np_.full_like(x, 1e-39))
+        return lambda x: lax.fori_loop(0, 2, lambda i, c: np_.where(c > 5, c, 1e-39), x)
+    x = np.array([-1, 2, 3], np.float32)
+    got = np.asarray(on_opencl(make(gpuarr.lax, jnp))(jnp.asarray(x)))
+    want = np.asarray(real_jax.jit(make(real_jax.lax, real_jnp))(x))
+    np.testing.assert_array_equal(got, want)

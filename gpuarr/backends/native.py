@@ -34,12 +34,16 @@ from gpuarr.backends import float_env, host_threads, native_dispatch
 # No -ffast-math: NaN, infinities, signed zeros and subnormals behave as on the NumPy backend.
 # -fwrapv: signed overflow wraps (as XLA). -ffp-contract=off: no fused multiply-adds, so each
 # operation rounds as NumPy's does. -fno-math-errno changes no result and lets sqrt vectorise.
+# -fno-trapping-math changes no result either (kernels never read the floating-point exception
+# flags): it lets the compiler compute both arms of a select, so `where`s and tanh's small-input
+# select vectorise without AVX-512's masks (on AVX2, "control flow in loop" kept them scalar).
 # -fopenmp-simd honours `omp simd` without the OpenMP runtime. -fno-tree-pre: GCC 12's partial
 # redundancy elimination leaves code in the latch of a loop that combines a vector math call's
 # result with a loop-invariant value (softmax's `exp(x - m) * (1 / s)`), which then does not
 # vectorise (ten times slower); clang ignores the flag (its warning is silenced by -w).
 BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off",
-              "-fno-math-errno", "-fopenmp-simd", "-fvisibility=hidden", "-w", "-fno-tree-pre")
+              "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-fvisibility=hidden",
+              "-w", "-fno-tree-pre")
 NATIVE_ARCH = ("-march=native",)
 # glibc's vector math library: kernels/dialect_c.h declares its functions `simd` under
 # GPUARR_LIBMVEC, so vectorised loops call them (x86-64 glibc only; the probe drops it elsewhere).

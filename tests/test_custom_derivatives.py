@@ -519,3 +519,24 @@ def test_symbolic_zeros_match_jax():
     assert ours_seen == theirs_seen
     for a, b in zip(gpuarr.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+def test_custom_vjp_fwd_takes_nondiff_arguments_in_place():
+    # JAX calls fwd with the function's own argument order and bwd with the non-differentiable
+    # arguments first (flax's fp8 quantized_dot has nondiff_argnums=(8, 9)).
+    def make(api):
+        f = api.custom_vjp(lambda x, spec, y: x * y - len(spec), nondiff_argnums=(1,))
+
+        def fwd(x, spec, y):
+            assert isinstance(spec, str)
+            return f(x, spec, y), (x, y)
+
+        def bwd(spec, res, ct):
+            x, y = res
+            return ct * y * len(spec), ct * x
+        f.defvjp(fwd, bwd)
+        return api.grad(lambda x, y: f(x, "ab", y), argnums=(0, 1))
+    real_jax = pytest.importorskip("jax")
+    got, want = make(gpuarr)(3.0, 5.0), make(real_jax)(3.0, 5.0)
+    for g, w in zip(got, want):
+        allclose(g, np.asarray(w), 1e-6)

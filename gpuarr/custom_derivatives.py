@@ -415,6 +415,7 @@ impls.impl_rules[custom_lin_p] = _custom_lin_impl
 abstract_eval_rules[custom_lin_p] = lambda *avals, num_res, bwd, out_avals, in_float: [
     ad.tangent_aval(a) for a in out_avals]
 ad.transpose_rules[custom_lin_p] = _custom_lin_transpose
+ad.transposed_without_cotangents.add(custom_lin_p)
 
 
 def _custom_lin_jvp(primals, tangents, **params):

@@ -3,6 +3,7 @@ sharding in a value's type, device_put's refusal of non-array leaves, comparison
 arrays, the jit object's name and signature, checkify's message values and the backend errors."""
 import inspect
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -132,3 +133,20 @@ def test_iscomplexobj_reads_a_scalar_type_s_dtype_as_jax(name):
     ours, theirs = getattr(gnp, name), getattr(jnp, name)
     assert gnp.iscomplexobj(ours) == jnp.iscomplexobj(theirs)
     assert gnp.isrealobj(ours) == jnp.isrealobj(theirs)
+
+
+def test_parse_flags_with_absl_applies_the_jax_flags_of_the_command_line(monkeypatch):
+    # flax's test files call jax.config.parse_flags_with_absl() at import.
+    monkeypatch.setattr(sys, "argv", ["prog", "-q", "--jax_debug_infs", "--jax_no_such=1",
+                                      "--jax_default_matmul_precision=highest", "--",
+                                      "--jax_debug_nans=1"])
+    before = {n: gpuarr.config.read(n) for n in ("debug_infs", "debug_nans",
+                                                 "default_matmul_precision")}
+    try:
+        gpuarr.config.parse_flags_with_absl()
+        assert gpuarr.config.debug_infs is True
+        assert gpuarr.config.default_matmul_precision == "highest"
+        assert gpuarr.config.debug_nans == before["debug_nans"]  # after "--": not a flag
+    finally:
+        for name, value in before.items():
+            gpuarr.config.update(name, value)

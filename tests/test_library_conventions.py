@@ -150,3 +150,20 @@ def test_parse_flags_with_absl_applies_the_jax_flags_of_the_command_line(monkeyp
     finally:
         for name, value in before.items():
             gpuarr.config.update(name, value)
+
+
+def test_mesh_utils_lay_devices_out_as_jax():
+    # flax's tests build meshes with jax.experimental.mesh_utils.create_device_mesh.
+    from jax.experimental import mesh_utils as theirs
+
+    from gpuarr.experimental import mesh_utils as ours
+    n = len(jax.devices())
+    got, want = ours.create_device_mesh((n,)), theirs.create_device_mesh((n,))
+    assert got.shape == want.shape and [d.id for d in got.flat] == [d.id for d in want.flat]
+    got = ours.create_hybrid_device_mesh((n,), (1,), process_is_granule=True)
+    want = theirs.create_hybrid_device_mesh((n,), (1,), process_is_granule=True)
+    assert [d.id for d in got.flat] == [d.id for d in want.flat]
+    for module in (ours, theirs):
+        with pytest.raises(ValueError, match=f"Number of devices {n} must equal the product of "
+                                             rf"mesh_shape \({n + 1},\)"):
+            module.create_device_mesh((n + 1,))

@@ -167,3 +167,14 @@ def test_mesh_utils_lay_devices_out_as_jax():
         with pytest.raises(ValueError, match=f"Number of devices {n} must equal the product of "
                                              rf"mesh_shape \({n + 1},\)"):
             module.create_device_mesh((n + 1,))
+
+
+def test_eval_shape_takes_shaped_arrays_as_jax():
+    # flax's ConvLocal finds its output shape with eval_shape over ShapedArrays.
+    def conv(m):
+        return lambda lhs, rhs: m.lax.conv_general_dilated(lhs, rhs, (1,), "SAME")
+    got = gpuarr.eval_shape(conv(gpuarr), gpuarr.core.ShapedArray((1, 2, 8), np.float32),
+                            gpuarr.core.ShapedArray((3, 2, 3), np.float32))
+    want = jax.eval_shape(conv(jax), jax.core.ShapedArray((1, 2, 8), np.float32),
+                          jax.core.ShapedArray((3, 2, 3), np.float32))
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)

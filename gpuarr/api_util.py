@@ -86,6 +86,8 @@ def leaf_aval(x):
     """The aval of an argument leaf that may be a ShapeDtypeStruct or a tracer."""
     if isinstance(x, ShapeDtypeStruct):
         return ShapedArray(x.shape, x.dtype, x.weak_type)
+    if type(x) is ShapedArray:  # eval_shape takes avals as JAX's does (flax's ConvLocal)
+        return x
     if isinstance(x, Tracer):
         return x.aval
     return abstractify(x)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import sys
 
 _TRUE = {"1", "true", "yes", "on", "y", "t"}
 
@@ -193,6 +194,17 @@ class Config:
 
     def read(self, name: str):
         return self._values[_canonical(name)]
+
+    def parse_flags_with_absl(self) -> None:
+        """Apply the `--jax_<option>[=value]` flags of the command line (those before a `--`),
+        as JAX's parse_flags_with_absl does (test files call it at import); the other
+        arguments, and flags naming no option of gpuarr, are left alone."""
+        for arg in sys.argv[1:]:
+            if arg == "--":
+                break
+            name, has_value, value = arg[2:].partition("=")
+            if arg.startswith("--jax_") and _canonical(name, strict=False):
+                self.update(name, value if has_value else True)
 
     def add_listener(self, fn) -> None:
         """Call `fn(name, value)` after every update (caches that depend on options use this)."""

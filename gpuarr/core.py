@@ -142,6 +142,11 @@ class Primitive:
     def bind(self, *args, **params):
         return _ctx.trace.process_primitive(self, args, params)
 
+    def get_bind_params(self, params):
+        """The parameters to bind this primitive with, given an equation's (JAX's hook for
+        interpreters of jaxprs such as equinox's; the same parameters here)."""
+        return params
+
     def __repr__(self):
         return self.name
 
@@ -225,6 +230,27 @@ class Eqn(NamedTuple):
     params: dict
     outvars: list
     source_info: SourceInfo | None = None
+
+    # JAX's names for the fields (JaxprEqn), which interpreters of jaxprs read.
+    primitive = property(lambda self: self.prim)
+    invars = property(lambda self: self.inputs)
+
+    @property
+    def effects(self) -> frozenset:
+        """JAX's set of the equation's effects: gpuarr tells only whether there is one (a
+        callback, a print, a check), so an effectful equation has the one SIDE_EFFECT."""
+        return _EFFECTFUL if self.prim.effectful or _has_effectful_subprogram(self) else _PURE
+
+
+class SideEffect:
+    """The effect of an effectful equation (JAX's `Effect`; gpuarr has one kind)."""
+
+    def __repr__(self):
+        return "SideEffect"
+
+
+SIDE_EFFECT = SideEffect()
+_EFFECTFUL, _PURE = frozenset((SIDE_EFFECT,)), frozenset()
 
 
 class Program:
@@ -663,6 +689,12 @@ class Trace:
     def process_primitive(self, prim: Primitive, args, params):
         raise NotImplementedError
 
+    @property
+    def main(self):
+        """The trace's identity (JAX's `Trace.main`, which libraries compare with `is` to tell
+        their own tracers from others')."""
+        return self
+
     def __repr__(self):
         return type(self).__name__
 
@@ -877,6 +909,13 @@ _PROGRAM_INTERPRETERS = frozenset({"eval_program", "backward_pass", "checkify_pr
 excluded_source_paths: list = []
 
 
+def is_user_file(filename: str) -> bool:
+    """Whether a frame of `filename` is the user's: outside gpuarr and every registered
+    library directory (JAX's traceback_util.include_filename)."""
+    return not filename.startswith(_PKG_DIR) and not (
+        excluded_source_paths and filename.startswith(tuple(excluded_source_paths)))
+
+
 def user_source_info() -> SourceInfo | None:
     """Where the user's code applied the operation being bound now.
 
@@ -912,6 +951,13 @@ def _weak_operand(lit: Literal):
     if type(py) in (int, float, complex) and dtypes.dtype(py, canonicalize=True) == lit.aval.dtype:
         return py
     return lit.val
+
+
+def eval_jaxpr(jaxpr: Program, consts, *args, propagate_source_info: bool = True):
+    """Evaluate `jaxpr` with `consts` on `args` under the current trace (JAX's
+    jax.core.eval_jaxpr); a list of the outputs."""
+    del propagate_source_info  # equations always bind with their own source locations
+    return eval_program(jaxpr, consts, args)
 
 
 def eval_program(prog: Program, consts, args):

@@ -415,6 +415,7 @@ impls.impl_rules[custom_lin_p] = _custom_lin_impl
 abstract_eval_rules[custom_lin_p] = lambda *avals, num_res, bwd, out_avals, in_float: [
     ad.tangent_aval(a) for a in out_avals]
 ad.transpose_rules[custom_lin_p] = _custom_lin_transpose
+ad.transposed_without_cotangents.add(custom_lin_p)
 
 
 def _custom_lin_jvp(primals, tangents, **params):
@@ -573,8 +574,9 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
             perturbed = [True] * len(primals) if perturbed is None else perturbed
             primals = [CustomVJPPrimal(p, q) for p, q in zip(primals, perturbed, strict=True)]
         args = merge(pytrees.tree_unflatten(in_tree, list(primals)))
-        diff = [a for i, a in enumerate(args) if i not in cv.nondiff_argnums]
-        res = cv.fwd(*nondiff, *diff) if cv.nondiff_argnums else cv.fwd(*args)
+        # fwd takes the arguments where the function takes them (only bwd takes the
+        # non-differentiable ones first), as in JAX.
+        res = cv.fwd(*args)
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
             raise TypeError(f"Custom VJP fwd rule {_name(cv.fwd)} for function {cv.__name__} "
                             "must produce a pair (list or tuple of length two) where the first "

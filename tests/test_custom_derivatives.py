@@ -519,3 +519,58 @@ def test_symbolic_zeros_match_jax():
     assert ours_seen == theirs_seen
     for a, b in zip(gpuarr.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+def test_custom_vjp_fwd_takes_nondiff_arguments_in_place():
+    # JAX calls fwd with the function's own argument order and bwd with the non-differentiable
+    # arguments first (flax's fp8 quantized_dot has nondiff_argnums=(8, 9)).
+    def make(api):
+        f = api.custom_vjp(lambda x, spec, y: x * y - len(spec), nondiff_argnums=(1,))
+
+        def fwd(x, spec, y):
+            assert isinstance(spec, str)
+            return f(x, spec, y), (x, y)
+
+        def bwd(spec, res, ct):
+            x, y = res
+            return ct * y * len(spec), ct * x
+        f.defvjp(fwd, bwd)
+        return api.grad(lambda x, y: f(x, "ab", y), argnums=(0, 1))
+    real_jax = pytest.importorskip("jax")
+    got, want = make(gpuarr)(3.0, 5.0), make(real_jax)(3.0, 5.0)
+    for g, w in zip(got, want):
+        allclose(g, np.asarray(w), 1e-6)
+
+
+def test_custom_vjp_bwd_runs_when_every_output_cotangent_is_zero():
+    # A bwd may return values that do not depend on the cotangents: flax's fp8 in_q returns the
+    # new scale and amax history as the gradients of the old ones, while the product using its
+    # outputs (another custom_vjp) gives them no cotangent. JAX still calls bwd, eagerly and
+    # under jit (outputs nothing uses are dropped before, so their bwd does not run).
+    def make(api):
+        @partial(api.custom_vjp, nondiff_argnums=(0,))
+        def update(n, x, history):
+            return x * 1.0, history
+
+        def fwd(n, x, history):
+            return (x * 1.0, history), api.numpy.max(api.numpy.abs(x)) * n
+
+        def bwd(n, amax, cts):
+            return None, api.numpy.zeros(3).at[0].set(amax)
+        update.defvjp(fwd, bwd)
+
+        @api.custom_vjp
+        def use(y, history):
+            return (y * history).sum() + y.sum()
+        use.defvjp(lambda y, history: (use(y, history), None), lambda res, ct: (None, None))
+        return api.grad(lambda x, history: use(*update(2.0, x, history)), argnums=(0, 1))
+    real_jax = pytest.importorskip("jax")
+    x, history = np.array([1.0, -4.0, 2.0], np.float32), np.zeros(3, np.float32)
+    for jitted in (False, True):
+        ours, theirs = make(gpuarr), make(real_jax)
+        if jitted:
+            ours, theirs = gpuarr.jit(ours), real_jax.jit(theirs)
+        got, want = ours(x, history), theirs(x, history)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        np.testing.assert_array_equal(np.asarray(got[1]), [8.0, 0.0, 0.0])

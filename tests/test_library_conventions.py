@@ -3,6 +3,7 @@ sharding in a value's type, device_put's refusal of non-array leaves, comparison
 arrays, the jit object's name and signature, checkify's message values and the backend errors."""
 import inspect
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -132,3 +133,48 @@ def test_iscomplexobj_reads_a_scalar_type_s_dtype_as_jax(name):
     ours, theirs = getattr(gnp, name), getattr(jnp, name)
     assert gnp.iscomplexobj(ours) == jnp.iscomplexobj(theirs)
     assert gnp.isrealobj(ours) == jnp.isrealobj(theirs)
+
+
+def test_parse_flags_with_absl_applies_the_jax_flags_of_the_command_line(monkeypatch):
+    # flax's test files call jax.config.parse_flags_with_absl() at import.
+    monkeypatch.setattr(sys, "argv", ["prog", "-q", "--jax_debug_infs", "--jax_no_such=1",
+                                      "--jax_default_matmul_precision=highest", "--",
+                                      "--jax_debug_nans=1"])
+    before = {n: gpuarr.config.read(n) for n in ("debug_infs", "debug_nans",
+                                                 "default_matmul_precision")}
+    try:
+        gpuarr.config.parse_flags_with_absl()
+        assert gpuarr.config.debug_infs is True
+        assert gpuarr.config.default_matmul_precision == "highest"
+        assert gpuarr.config.debug_nans == before["debug_nans"]  # after "--": not a flag
+    finally:
+        for name, value in before.items():
+            gpuarr.config.update(name, value)
+
+
+def test_mesh_utils_lay_devices_out_as_jax():
+    # flax's tests build meshes with jax.experimental.mesh_utils.create_device_mesh.
+    from jax.experimental import mesh_utils as theirs
+
+    from gpuarr.experimental import mesh_utils as ours
+    n = len(jax.devices())
+    got, want = ours.create_device_mesh((n,)), theirs.create_device_mesh((n,))
+    assert got.shape == want.shape and [d.id for d in got.flat] == [d.id for d in want.flat]
+    got = ours.create_hybrid_device_mesh((n,), (1,), process_is_granule=True)
+    want = theirs.create_hybrid_device_mesh((n,), (1,), process_is_granule=True)
+    assert [d.id for d in got.flat] == [d.id for d in want.flat]
+    for module in (ours, theirs):
+        with pytest.raises(ValueError, match=f"Number of devices {n} must equal the product of "
+                                             rf"mesh_shape \({n + 1},\)"):
+            module.create_device_mesh((n + 1,))
+
+
+def test_eval_shape_takes_shaped_arrays_as_jax():
+    # flax's ConvLocal finds its output shape with eval_shape over ShapedArrays.
+    def conv(m):
+        return lambda lhs, rhs: m.lax.conv_general_dilated(lhs, rhs, (1,), "SAME")
+    got = gpuarr.eval_shape(conv(gpuarr), gpuarr.core.ShapedArray((1, 2, 8), np.float32),
+                            gpuarr.core.ShapedArray((3, 2, 3), np.float32))
+    want = jax.eval_shape(conv(jax), jax.core.ShapedArray((1, 2, 8), np.float32),
+                          jax.core.ShapedArray((3, 2, 3), np.float32))
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)

@@ -1008,9 +1008,10 @@ CONCAT_PIECES = 64          # a wider concatenate is written by several launches
 SPLIT_THRESHOLD = 1 << 16   # full reductions at least this big run in two passes
 SPLIT_GROUPS = 1024         # blocks of the first pass
 SCAN_SEQUENTIAL_MAX = 16    # rows this short scan sequentially even when contiguous
-# Rows shorter than this reduce in order, one thread each (strategy column): as NumPy's pairwise
-# sum adds fewer than 8 elements one after the other, so short sums round as the NumPy backend's.
-ORDERED_MAX = 8
+# Rows shorter than this reduce in order from the identity, one thread each (strategy column):
+# XLA's CPU backend adds up to 32 elements per output one after the other (below 4096 operand
+# elements), and so does the NumPy backend (lax.shape_ops.IN_ORDER_MAX): short sums round alike.
+ORDERED_MAX = 33
 
 
 def _split_groups(out_shape, red_shape, op) -> tuple:

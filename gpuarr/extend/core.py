@@ -18,6 +18,7 @@ from gpuarr.core import (  # noqa: F401
     Tracer,
     Var,
     abstract_eval_rules,
+    eval_jaxpr,
     eval_program,
     find_top_trace,
     get_aval,
@@ -35,7 +36,17 @@ class Effect:
     """The base class of side effects a primitive may declare (JAX's `core.Effect`)."""
 
 
-class Primitive(core.Primitive):
+class _PrimitiveType(type):
+    """`isinstance(p, jax.extend.core.Primitive)` holds for gpuarr's own primitives too, as in
+    JAX, where one class serves both (equinox's jaxpr interpreter annotates with it)."""
+
+    def __instancecheck__(cls, obj):
+        if cls is Primitive:
+            return isinstance(obj, core.Primitive)
+        return super().__instancecheck__(obj)
+
+
+class Primitive(core.Primitive, metaclass=_PrimitiveType):
     """A primitive defined by a library: `def_impl(f)` gives its eager evaluation over arrays,
     `def_abstract_eval(f)` its output shapes and dtypes from the inputs' (ShapedArrays)."""
 
@@ -77,15 +88,12 @@ class Primitive(core.Primitive):
         return effectful_abstract_eval
 
 
-def jaxpr_as_fn(closed: ClosedJaxpr) -> Callable:
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
     """A function that evaluates `closed` on its arguments (one list of outputs)."""
     return lambda *args: eval_program(closed.program, closed.consts, args)
 
 
-def eval_jaxpr(jaxpr: Jaxpr, consts, *args, propagate_source_info: bool = True):
-    """Evaluate `jaxpr` with `consts` on `args` under the current trace."""
-    del propagate_source_info
-    return eval_program(jaxpr, consts, args)
+jaxpr_as_fn = jaxpr_as_fun
 
 
 def _buffer(x):

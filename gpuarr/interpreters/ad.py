@@ -294,6 +294,12 @@ def linearize_flat(fun: Callable, primals):
     return primals_out, ClosedProgram(program, linear.consts)
 
 
+# Primitives whose transpose runs even when every output cotangent is zero, as in JAX: a
+# custom_vjp's bwd may return values that do not depend on the cotangents (flax's fp8 ops
+# return the new scales and amax histories as the gradients of the old ones).
+transposed_without_cotangents: set = set()
+
+
 def backward_pass(linear: ClosedProgram, cts_out):
     """Transpose a linear Program: output cotangents in, input cotangents (maybe Zero) out."""
     prog = linear.program
@@ -317,7 +323,7 @@ def backward_pass(linear: ClosedProgram, cts_out):
         write_ct(v, ct)
     for eqn in reversed(prog.eqns):
         cts = [ct_env.pop(v.id, None) for v in eqn.outvars]
-        if all(c is None for c in cts):
+        if all(c is None for c in cts) and eqn.prim not in transposed_without_cotangents:
             continue
         cts = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts, strict=True)]
         rule = transpose_rules.get(eqn.prim)

@@ -220,9 +220,34 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((_index_tuple(lc), _index_tuple(rc)), (_index_tuple(lb), _index_tuple(rb)))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+    lhs, rhs = _common_operand_dtype(lhs, rhs, pet)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                               precision=canonicalize_precision(precision),
                               preferred_element_type=pet)
+
+
+def _precision_rank(dt):
+    """JAX's (and XLA's HigherPrecisionType) order of operand types: complex above real, then
+    exponent range, mantissa, width and signedness."""
+    real = dtypes.finfo(dt).dtype if dtypes.is_complex(dt) else dt
+    floating = dtypes.is_float(real)
+    return (dtypes.is_complex(dt), dtypes.finfo(real).maxexp if floating else -1,
+            dtypes.finfo(real).nmant if floating else -1, dtypes.itemsize_bits(real),
+            not dtypes.is_unsigned_int(real))
+
+
+def _common_operand_dtype(lhs, rhs, pet):
+    """Operands of different types (an float8_e5m2 gradient times a float8_e4m3fn weight in
+    flax's fp8 ops) both converted to the result type, the preferred one or else the higher of
+    the two, as XLA's operand upcasting computes them; the primitive then sees one type."""
+    lt, rt = get_aval(lhs).dtype, get_aval(rhs).dtype
+    if lt == rt or isinstance(lt, dtypes.ExtendedDType) or isinstance(rt, dtypes.ExtendedDType):
+        return lhs, rhs
+    lrank, rrank = _precision_rank(lt), _precision_rank(rt)
+    if lrank == rrank:
+        raise TypeError(f"lax.dot_general argument type error: {lt}, {rt}")
+    target = pet if pet is not None else (lt if lrank > rrank else rt)
+    return convert_element_type(lhs, target), convert_element_type(rhs, target)
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,

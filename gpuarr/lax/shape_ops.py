@@ -303,6 +303,8 @@ def _ufunc_reduce(ufunc):
             x = np.asarray(x)
         if bounded and x.size == 0:
             return np.asarray(ufunc.reduce(x, axis=axes, initial=_reduce_identity(ufunc, x.dtype)))
+        if ufunc is np.add and in_order_sum(x, axes):
+            return sum_in_order(x, axes)
         if x.size >= _PARALLEL_REDUCE_SIZE and axes and x.shape[0] > 1:
             if 0 not in axes:
                 return _reduce_in_halves(ufunc, x, axes)
@@ -316,6 +318,36 @@ def _ufunc_reduce(ufunc):
 # as in one call; when it is reduced, two partial results are combined (sums round differently
 # from one NumPy call, as any other summation order would).
 _PARALLEL_REDUCE_SIZE = 1 << 20
+
+
+# XLA's CPU backend sums a floating-point reduction of at most this many elements per output
+# (so no axis longer than its window, see narrow_types._WINDOW) one element after the other
+# from +0.0, in row-major order of the reduced indices, when the operand has fewer than
+# _LIBRARY_MIN elements (from there a YNNPACK fusion reduces, in an order of its own). NumPy's
+# pairwise sum adds 8 or more contiguous elements in eight interleaved partial sums, which
+# rounds differently in float32 (chex's numerical gradient of a 15-element sum fell outside its
+# tolerance). docs/ecosystem.md lists the small shapes XLA's vectorizer orders otherwise.
+IN_ORDER_MAX = 32
+_IN_ORDER_MIN = 8  # below this NumPy's inner loop adds in order already
+_LIBRARY_MIN = 4096
+
+
+def in_order_sum(x, axes) -> bool:
+    """Whether a sum of `x` over `axes` takes XLA's in-order path (see IN_ORDER_MAX)."""
+    if x.dtype.kind not in "fc" or not axes or not 0 < x.size < _LIBRARY_MIN:
+        return False
+    return _IN_ORDER_MIN <= math.prod(x.shape[a] for a in axes) <= IN_ORDER_MAX
+
+
+def sum_in_order(x, axes):
+    """The sum of `x` over `axes` adding the reduced elements one after the other from +0.0,
+    in row-major order of the reduced indices, as XLA's CPU backend does for short sums."""
+    axes = sorted(axes)
+    keep = [i for i in range(x.ndim) if i not in axes]
+    rows = np.transpose(x, axes + keep).reshape(math.prod(x.shape[a] for a in axes), -1)
+    acc = np.add.accumulate(rows, axis=0, dtype=x.dtype)[-1]
+    np.add(acc, 0, out=acc)  # XLA starts from +0.0: a sum of -0.0s is +0.0
+    return acc.reshape([x.shape[i] for i in keep])
 
 
 def _reduce_in_halves(ufunc, x, axes, combine=True):

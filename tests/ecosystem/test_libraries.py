@@ -25,6 +25,7 @@ CASES = {
     "chex_dataclass": ("chex",),
     "equinox_mlp": ("equinox",),
     "flax_linen": ("flax",),
+    "flax_fp8": ("flax",),
     "flax_nnx": ("flax", "optax"),
     "distrax_normal": ("distrax",),
     "blackjax_hmc": ("blackjax",),

@@ -4,6 +4,8 @@ mlir.register_lowering(p, mlir.lower_fun(f))) run eagerly, under jit, grad and v
 compose; each is defined identically on JAX and compared with it. Also the names around them:
 pytype_aval_mappings, trace identity, PartialVal, Ref, Format, key arrays and tracers as
 jax.Array."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -204,3 +206,56 @@ def test_format_and_layout():
     assert fmt.layout.major_to_minor == (1, 0) and fmt.sharding is sharding
     with pytest.raises(TypeError, match="Layout or None"):
         Format("C", sharding)
+
+
+def _interpret(api, closed, *args):
+    importlib.import_module(f"{api.__name__}.extend.core")
+    """Evaluate a jaxpr equation by equation through JAX's public names, as equinox's
+    finalise_eval_jaxpr does: eqn.primitive, eqn.invars, get_bind_params, jax.core.eval_jaxpr."""
+    env = {}
+    for v, x in zip(closed.jaxpr.invars, args):
+        env[v] = x
+    for eqn in closed.jaxpr.eqns:
+        assert isinstance(eqn.primitive, api.extend.core.Primitive)
+        params = eqn.primitive.get_bind_params(eqn.params)
+        ins = [v.val if isinstance(v, api.extend.core.Literal) else env[v] for v in eqn.invars]
+        out = eqn.primitive.bind(*ins, **params)
+        for v, o in zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]):
+            env[v] = o
+    return [env[v] for v in closed.jaxpr.outvars], api.core.eval_jaxpr(
+        closed.jaxpr, closed.consts, *args)
+
+
+def test_jaxpr_interpreters_read_jax_names_of_equations():
+    x = np.linspace(0.0, 1.0, 5).astype(np.float32)
+    for api in (gpuarr, jax):
+        closed = api.make_jaxpr(lambda x: api.numpy.sin(x) * 2.0 + 1.0)(x)
+        by_eqn, evaluated = _interpret(api, closed, x)
+        np.testing.assert_allclose(np.asarray(by_eqn[0]), np.sin(x) * 2 + 1, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(evaluated[0]), np.sin(x) * 2 + 1, rtol=1e-6)
+        assert [e.effects for e in closed.jaxpr.eqns] == [set()] * len(closed.jaxpr.eqns)
+    printing = gpuarr.make_jaxpr(lambda x: gpuarr.debug.print("{}", x))(1.0)
+    assert all(len(e.effects) == 1 for e in printing.jaxpr.eqns)
+
+
+def test_trace_main_is_the_identity_libraries_compare():
+    # equinox's filter_jvp keeps the outputs whose tracer's trace has the top trace's `main`.
+    seen = []
+
+    def f(x):
+        top = extend.core.find_top_trace([x])
+        seen.append(top.main is x._trace.main)
+        return x * 2.0
+    gpuarr.jvp(f, (1.0,), (1.0,))
+    assert seen == [True]
+
+
+def test_jax_lib_version_and_traceback_frames():
+    import sys
+
+    from gpuarr import lib
+    from gpuarr._src import traceback_util
+    assert lib.__version__ == jax.lib.__version__
+    assert traceback_util.include_frame(sys._getframe())  # a test's frame is the user's
+    gpuarr_frame = type("F", (), {"f_code": gpuarr.numpy.sum.__code__})()
+    assert not traceback_util.include_frame(gpuarr_frame)

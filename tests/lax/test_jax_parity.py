@@ -849,3 +849,23 @@ def test_complex_atan2_matches_jax():
         return lambda t: lib.arctan2(t * (1 + 0.5j), 2 - 1j * t).real
     np.testing.assert_allclose(gpuarr.grad(f(gnp))(np.float32(0.3)),
                                jax.grad(f(jjnp))(np.float32(0.3)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("lt,rt,pet", [
+    (ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, np.float32),
+    (ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, None),
+    (np.float16, np.float32, None), (np.int8, np.float16, None), (np.int32, np.uint32, None)])
+def test_dot_general_of_operands_of_different_types(lt, rt, pet, jit):
+    # flax's fp8 ops multiply a float8_e5m2 gradient by a float8_e4m3fn weight.
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 4)) * 4).astype(lt)
+    y = (rng.standard_normal((4, 2)) * 4).astype(rt)
+    dn = (((1,), (0,)), ((), ()))
+    check(lambda m, a, b: m.lax.dot_general(a, b, dn, preferred_element_type=pet), x, y, jit=jit)
+
+
+def test_dot_general_of_two_types_of_equal_rank_is_refused_as_in_jax():
+    # Same exponent range, mantissa and width: neither is higher, JAX raises TypeError.
+    x, y = np.ones((2, 2), ml_dtypes.float8_e4m3fnuz), np.ones((2, 2), ml_dtypes.float8_e4m3)
+    check(lambda m, a, b: m.lax.dot_general(a, b, (((1,), (0,)), ((), ()))), x, y)

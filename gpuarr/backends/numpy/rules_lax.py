@@ -50,7 +50,7 @@ from gpuarr.lax.lax import (
     tanh_p,
 )
 from gpuarr.lax.platform_dependent import platform_index, platform_index_p
-from gpuarr.lax.shape_ops import _PARALLEL_REDUCE_SIZE, reduce_sum_p
+from gpuarr.lax.shape_ops import _PARALLEL_REDUCE_SIZE, in_order_sum, reduce_sum_p
 
 # ---------------------------------------------------------------- elementwise: the ufunc itself
 
@@ -114,8 +114,9 @@ def _reduce_expr(ufunc):
     (empty and very large operands) cannot arise. The dtype is passed only where NumPy might
     change it (integer sums and products widen; extension types like bfloat16)."""
     def rule(x, axes):
-        if not axes or not 0 < x.size < _PARALLEL_REDUCE_SIZE:
-            return None
+        if not axes or not 0 < x.size < _PARALLEL_REDUCE_SIZE or (
+                ufunc is np.add and in_order_sum(x, axes)):
+            return None  # the impl: its special cases, XLA's order for short sums
         keeps = x.dtype.kind in "fc" or (x.dtype.kind in "biu" and ufunc not in (np.add, np.multiply))
         # One axis as an int: NumPy parses it faster than a tuple.
         axis = repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))

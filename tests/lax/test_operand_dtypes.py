@@ -50,7 +50,6 @@ def test_weak_operands_give_weak_results_with_a_python_scalar():
     (lax.sub, (F32, F32.astype(np.float16))),
     (lax.select, (F32 > 1, I32, F32)),
     (lambda a, b: lax.concatenate([a, b], 0), (I32, F32)),
-    (lax.dot, (F32, I32)),
     (lax.shift_left, (I32, I32.astype(np.uint32))),
     (lax.rem, (F32, I32)),
     (lax.sin, (I32,)),        # floating-point only
@@ -63,6 +62,19 @@ def test_rejected_operand_dtypes_raise_eagerly_and_under_jit(fn, args):
         fn(*args)
     with pytest.raises(TypeError, match="dtype"):
         gpuarr.jit(fn)(*args)
+
+
+@pytest.mark.parametrize("a,b,want", [
+    (np.float32, np.int32, np.float32), (np.int32, np.float32, np.float32),
+    (np.float32, np.float16, np.float32), (np.int8, np.int32, np.int32),
+])
+def test_dot_takes_operands_of_different_types_as_jax(a, b, want):
+    """JAX 0.10.2's lax.dot accepts mixed operand types and returns the wider type (flax's fp8
+    layers rely on it), eagerly and under jit."""
+    x, y = np.arange(3).astype(a), np.arange(1, 4).astype(b)
+    for out in both(lax.dot, x, y):
+        assert out.dtype == want and out.shape == ()
+        assert float(out) == 8.0
 
 
 def test_accepted_mixes_still_run_eagerly():

@@ -11,6 +11,7 @@ from gpuarr import core, dtypes, pytrees
 from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
+from gpuarr.earray import EArray
 
 _flags = config._values
 SCALARS = (bool, int, float, complex)
@@ -79,6 +80,8 @@ def leaf_buffer(x):
         return x if dtype is x.dtype else x.astype(dtype)
     if t in SCALARS:
         return np.asarray(x, dtypes.dtype(x, canonicalize=True))[()]
+    if t is EArray:  # an extended dtype's array: programs take its physical data
+        return x._data._buffer
     return np.asarray(x, dtypes.canonicalize_dtype(np.asarray(x).dtype))
 
 
@@ -199,7 +202,7 @@ class ShapeDtypeStruct:
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding
 

@@ -45,7 +45,9 @@ class ShapedArray:
 
     def __init__(self, shape, dtype, weak_type: bool = False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        # An extended dtype (dtypes.ExtendedDType: flax's fm32) is kept as it is.
+        self.dtype = dtype if isinstance(dtype, (np.dtype, dtypes.ExtendedDType)) \
+            else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self._hash = None
 
@@ -85,6 +87,35 @@ class ShapedArray:
 
     def __str__(self):  # as JAX prints a type in messages: ~float32[2,3] (~ marks weak types)
         return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+
+def is_extended_dtype(dt) -> bool:
+    """Whether `dt` is an extended dtype with rules of its own (JAX's
+    `isinstance(dt, dtypes.ExtendedDType)` for a user-defined one such as flax's `fm32`); key
+    dtypes, whose arrays are pytrees of their data, are not."""
+    return isinstance(dt, dtypes.ExtendedDType) and hasattr(dt, "_rules")
+
+
+def physical_element_aval(dtype) -> ShapedArray:
+    """The aval of one element's physical data for an extended dtype (its rules'
+    `physical_element_aval`: float32[] for flax's fm32); a NumPy dtype is its own."""
+    if is_extended_dtype(dtype):
+        return dtype._rules.physical_element_aval(dtype)
+    return ShapedArray((), dtype)
+
+
+def physical_aval(aval):
+    """The aval backends store for `aval` (JAX's `core.physical_aval`): for an extended
+    dtype, the element's physical aval with `aval`'s shape in front; others are their own."""
+    if isinstance(aval, ShapedArray) and is_extended_dtype(aval.dtype):
+        elt = physical_element_aval(aval.dtype)
+        return ShapedArray((*aval.shape, *elt.shape), elt.dtype, aval.weak_type)
+    return aval
+
+
+def has_extended_dtype(aval) -> bool:
+    """Whether `aval` is of a user-defined extended dtype (one with rules: fm32)."""
+    return is_extended_dtype(getattr(aval, "dtype", None))
 
 
 def get_aval(x) -> ShapedArray:

@@ -378,7 +378,7 @@ def _cast(x, dtype):
 
 def _type_str(aval) -> str:
     """`float32[3]`, as JAX's messages print types (`float0[]` for float0)."""
-    name = "float0" if aval.dtype == dtypes.float0 else np.dtype(aval.dtype).name
+    name = "float0" if aval.dtype == dtypes.float0 else aval.dtype.name
     return f"{name}[{','.join(map(str, aval.shape))}]"
 
 
@@ -453,8 +453,7 @@ batching.batch_rules[custom_lin_p] = _custom_lin_batch
 
 def _custom_vjp_call_jvp(primals, tangents, *, name, bwd, call_jaxpr, fwd, symbolic_zeros):
     outs, res = fwd(list(primals), [type(t) is not Zero for t in tangents])
-    in_float = tuple(dtypes.is_float(get_aval(p).dtype) or dtypes.is_complex(get_aval(p).dtype)
-                     for p in primals)
+    in_float = tuple(ad.tangent_aval(get_aval(p)).dtype != dtypes.float0 for p in primals)
     tans = [ad.instantiate(t) for t, f in zip(tangents, in_float, strict=True) if f]
     out_avals = tuple(get_aval(o).strip_weak_type() for o in outs)
     touts = custom_lin_p.bind(*res, *tans, num_res=len(res), bwd=bwd, out_avals=out_avals,

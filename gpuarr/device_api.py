@@ -15,6 +15,7 @@ from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.dispatch import as_array as _as_array  # noqa: F401
+from gpuarr.earray import EArray
 from gpuarr.version import __version__
 
 logger = logging.getLogger("gpuarr")
@@ -35,6 +36,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         def put(leaf):
             if isinstance(leaf, Tracer):
                 return leaf
+            if type(leaf) is EArray:  # an extended dtype's array: its data moves
+                return EArray(leaf.aval, put(leaf._data))
             _check_array_value(leaf)
             return placement.put(leaf, device)
         return pytrees.tree_map(put, x)
@@ -46,6 +49,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         targets = tree_shardings.flatten_axes("device_put device", treedef, device)
     out = []
     for leaf, target in zip(leaves, targets):
+        if type(leaf) is EArray:
+            out.append(EArray(leaf.aval, device_put(leaf._data, target)))
+            continue
         if isinstance(target, partition_spec.PartitionSpec):
             mesh = mesh_context.get_concrete_mesh()
             if mesh.empty:

@@ -12,7 +12,9 @@ from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.backends.float_env import flushing
 from gpuarr.config import config
 from gpuarr.core import Tracer, default_weak_type_rule, rank_checked_prims, weak_type_rules
+from gpuarr.earray import EArray, logical_result
 from gpuarr.errors import UnexpectedTracerError
+from gpuarr.interpreters import physical
 from gpuarr.placement import current_default_device, platform_of
 
 _flags = config._values  # read directly: this is the hot path of every eager op
@@ -31,6 +33,9 @@ class EvalTrace(core.Trace):
     __slots__ = ()
 
     def process_primitive(self, prim, args, params):
+        dtype_param = physical.dtype_params.get(prim)
+        if dtype_param is not None and isinstance(params.get(dtype_param), dtypes.ExtendedDType):
+            return _apply_extended(prim, args, params)
         if DeviceShards.made and (prim in impls.elementwise_prims
                                   or prim in impls.axis_reduction_prims) \
                 and _split_over_gpus(args):
@@ -52,6 +57,8 @@ class EvalTrace(core.Trace):
                 raise UnexpectedTracerError(f"A tracer of {a._trace!r} reached eager evaluation of "
                                             f"{prim.name}: {a!r}. Return traced values from the "
                                             "transformed function instead of storing them.")
+            elif type(a) is EArray:
+                return _apply_extended(prim, args, params)
             else:
                 vals.append(_host_operand(a))
         narrow_impl = None
@@ -126,6 +133,19 @@ class EvalTrace(core.Trace):
         if prim in impls.elementwise_prims:
             _keep_sharding(args, outs)
         return results
+
+
+def _apply_extended(prim, args, params):
+    """`prim` on operands or results of an extended dtype: its physical form runs on the
+    physical data, and results of an extended dtype are made by the dtype's result handler."""
+    avals = [core.get_aval(a) for a in args]
+    physical.check_operands(prim, avals, params)
+    out_avals = core.abstract_eval_rules[prim](*avals, **params)
+    outs = physical.bind_physical(prim, [physical.physical_value(a) for a in args], avals,
+                                  out_avals, params)
+    results = [logical_result(as_array(o), a) if core.has_extended_dtype(a) else o
+               for o, a in zip(outs, out_avals, strict=True)]
+    return results if prim.multiple_results else results[0]
 
 
 def _split_over_gpus(args) -> bool:

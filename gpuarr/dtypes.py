@@ -173,8 +173,13 @@ class prng_key(extended):
 
 
 class ExtendedDType:
-    """The base class of dtype objects outside NumPy's (key dtypes): each names its scalar
-    class (`type`, a subclass of `extended`) and its `name`."""
+    """The base class of dtype objects outside NumPy's (JAX's `dtypes.ExtendedDType`): each
+    names its scalar class (`type`, a subclass of `extended`) and its `name`. A user-defined
+    one (flax's `fm32`) also has `_rules`, a class whose static methods give its physical
+    element type (`physical_element_aval(dtype)`), its autodiff (`add`, `zero`,
+    `tangent_dtype`), the conversions allowed (`convert_from`, `convert_to`) and the result
+    handler of its arrays (`global_sharded_result_handler`); avals of such a dtype flow
+    through the transformations, and backends store their physical data."""
 
     __slots__ = ()
     type: type = extended
@@ -435,7 +440,13 @@ def dtype(x: Any, *, canonicalize: bool = False) -> np.dtype:
     """
     if x is None:
         raise TypeError("Cannot determine dtype of None")
-    dt = _INDEX_DTYPE[_code(x) >> 1]
+    try:
+        dt = _INDEX_DTYPE[_code(x) >> 1]
+    except TypeError:  # an extended dtype, or a value of one, is its own dtype, as in JAX
+        ext = x if isinstance(x, ExtendedDType) else getattr(x, "dtype", None)
+        if isinstance(ext, ExtendedDType):
+            return ext
+        raise
     if canonicalize:
         return dt if _x64 else _TO_32.get(dt, dt)
     return dt
@@ -843,8 +854,14 @@ else:
     iinfo = np.iinfo
 
 
+# What the type predicates see for an extended dtype: none of them holds for it.
+_OPAQUE = np.dtype("V1")
+
+
 def _dt(x: Any) -> np.dtype:
-    return x if isinstance(x, np.dtype) else np.dtype(x)
+    if isinstance(x, np.dtype):
+        return x
+    return _OPAQUE if isinstance(x, ExtendedDType) else np.dtype(x)
 
 
 def is_bool(dt: Any) -> bool:
@@ -901,7 +918,10 @@ _SHORT_NAMES: dict[np.dtype, str] = {float0: "float0"}
 
 
 def short_dtype_name(dtype: Any) -> str:
-    """The short name used when printing programs: f32, bf16, i8, u64, c64, bool, float0..."""
+    """The short name used when printing programs: f32, bf16, i8, u64, c64, bool, float0...
+    (an extended dtype prints its own name, as in JAX)."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
     dt = _dt(dtype)
     name = _SHORT_NAMES.get(dt)
     if name is None:

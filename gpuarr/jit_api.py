@@ -33,7 +33,8 @@ from gpuarr.compile_log import _clock, _log_compile, _log_trace
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram, Primitive, ShapedArray, Tracer, abstract_eval_rules
 from gpuarr.dispatch import eval_trace, raise_at_nonfinite
-from gpuarr.interpreters import ad, batching
+from gpuarr.earray import logical_result
+from gpuarr.interpreters import ad, batching, physical
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.lax import linalg_extra
@@ -185,14 +186,21 @@ class _CacheEntry:
     """One compiled signature of a jit: the Program, the platform's callable, and what turns
     its output buffers into the caller's Arrays."""
 
-    __slots__ = ("closed", "fn", "out_tree", "out_weak", "single", "platform", "platform_obj")
+    __slots__ = ("closed", "fn", "out_tree", "out_weak", "single", "platform", "platform_obj",
+                 "extended")
 
-    def __init__(self, closed, fn, out_tree, out_weak, platform=None):
+    def __init__(self, closed, fn, out_tree, out_weak, platform=None, out_avals=None):
         self.closed = closed
         self.fn = fn
         self.out_tree = out_tree
         self.out_weak = out_weak
         self.single = out_tree == pytrees.tree_structure(0)
+        # Outputs of an extended dtype (their position and logical aval): the program returns
+        # their physical data, which the dtype's result handler makes into its arrays.
+        out_avals = closed.out_avals if out_avals is None else out_avals
+        self.extended = [(i, a) for i, a in enumerate(out_avals) if core.has_extended_dtype(a)]
+        if self.extended:
+            self.single = False
         self.platform_obj = platform
         # Only platforms whose buffers live on a device (cuda) wrap outputs with the platform;
         # cpu and opencl return host NumPy arrays.
@@ -210,6 +218,8 @@ class _CacheEntry:
                        for o, w in zip(outs, self.out_weak)]
         else:  # device buffers (cuda) stay where they are
             results = [Array(o, w, platform=plat) for o, w in zip(outs, self.out_weak)]
+        for i, aval in self.extended:
+            results[i] = logical_result(results[i], aval)
         if flat:
             return results
         return results[0] if self.single else pytrees.tree_unflatten(self.out_tree, results)
@@ -648,7 +658,8 @@ class PjitFunction:
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
         platform = placement.platform_of(device or placement.target_device())
         start = _clock() if monitoring.has_duration_listeners() else None
-        fn = compilation.backend_compile_and_load(platform, closed)  # the passes, then codegen
+        # the passes, then codegen, of the program over physical data
+        fn = compilation.backend_compile_and_load(platform, physical.physicalize(closed))
         if start is not None:
             monitoring.record_event_duration_secs(
                 "/jax/core/compile/backend_compile_duration", _clock() - start,
@@ -735,7 +746,7 @@ class PjitFunction:
             plat = platform()
             fn = compilation.backend_compile_and_load(plat, lowered.compiler_ir(), optimized=True)
             entry = _CacheEntry(lowered.compiler_ir(), fn, out_tree,
-                                [a.weak_type for a in closed.out_avals], plat)
+                                [a.weak_type for a in closed.out_avals], plat, closed.out_avals)
             run = functools.partial(_run_entry, entry, name=self._name)
             if out_flat is not None:
                 run = functools.partial(_run_with_shardings, run, out_flat)
@@ -743,7 +754,8 @@ class PjitFunction:
                                    functools.partial(_compiled_text, entry))
 
         def lower(traced):
-            return stages.Lowered(platform().optimize(traced.jaxpr), *common, compile,
+            return stages.Lowered(platform().optimize(physical.physicalize(traced.jaxpr)),
+                                  *common, compile,
                                   arg_names=names)
 
         return stages.Traced(closed, *common, lower)

@@ -15,7 +15,7 @@ from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from gpuarr import api_util, pytrees
+from gpuarr import api_util, core, pytrees
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, ShapedArray, subprograms
 
 
@@ -146,7 +146,9 @@ class Compiled(_Stage):
         mismatches = []
         for i, (leaf, want) in enumerate(zip(leaves, self._closed.in_avals)):
             got = api_util.abstractify(leaf)
-            if (got.shape, got.dtype) != (want.shape, want.dtype):
+            # the compiled Program takes an extended dtype's physical data
+            if (got.shape, got.dtype) != (want.shape, want.dtype) and not (
+                    core.has_extended_dtype(got) and core.physical_aval(got) == want):
                 name = self._arg_names[i] if i < len(self._arg_names) else f"args[{i}]"
                 mismatches.append(f"Argument '{name}' compiled with {_type_str(want)} and "
                                   f"called with {_type_str(got)}")
@@ -186,7 +188,7 @@ def _check_dialect(dialect):
 
 
 def _type_str(aval) -> str:
-    return f"{np.dtype(aval.dtype).name}[{','.join(map(str, aval.shape))}]"
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 # ---------------------------------------------------------------- cost analysis

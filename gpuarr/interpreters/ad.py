@@ -24,6 +24,7 @@ from gpuarr.core import (
     check_tracer_alive,
     current_trace,
     get_aval,
+    is_extended_dtype,
     set_current_trace,
 )
 from gpuarr.interpreters import batching
@@ -59,9 +60,12 @@ class Zero:
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-    """Tangents of integer and boolean values have dtype float0, as in JAX."""
+    """Tangents of integer and boolean values have dtype float0, as in JAX; those of an
+    extended dtype the dtype its rules give (`_rules.tangent_dtype`)."""
     if dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype):
         return aval
+    if is_extended_dtype(aval.dtype):
+        return ShapedArray(aval.shape, aval.dtype._rules.tangent_dtype(aval.dtype))
     return ShapedArray(aval.shape, dtypes.float0)
 
 
@@ -86,8 +90,11 @@ def add_tangents(x, y):
         return y
     if type(y) is Zero:
         return x
-    if getattr(x, "dtype", None) == dtypes.float0:
+    dt = getattr(x, "dtype", None)
+    if dt == dtypes.float0:
         return x
+    if is_extended_dtype(dt):  # the dtype's own sum (fm32's is a maximum)
+        return dt._rules.add(dt, x, y)
     return add_any_p.bind(x, y)
 
 

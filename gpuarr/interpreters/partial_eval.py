@@ -33,6 +33,7 @@ from gpuarr.core import (
     subprograms,
     user_source_info,
 )
+from gpuarr.interpreters.physical import check_operands
 
 # prim -> rule(trace, args, params) for primitives with some unknown inputs under
 # PartialEvalTrace (jit inlines, control flow splits its body). Default: stage it whole.
@@ -114,7 +115,9 @@ class StagingTrace(Trace):
         rule = abstract_eval_rules.get(prim)
         if rule is None:
             raise NotImplementedError(f"primitive {prim.name} has no abstract evaluation rule")
-        out_avals = rule(*[a.aval for a in inputs], **params)
+        in_avals = [a.aval for a in inputs]
+        check_operands(prim, in_avals, params)
+        out_avals = rule(*in_avals, **params)
         outvars = [Var(aval) for aval in out_avals]
         self.eqns.append(Eqn(prim, inputs, params, outvars, user_source_info()))
         outs = [StagingTracer(self, v) for v in outvars]

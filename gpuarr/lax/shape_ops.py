@@ -17,11 +17,20 @@ import numpy as np
 
 from gpuarr import dtypes, narrow_types
 from gpuarr.backends.host_threads import submit
-from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
+from gpuarr.core import (
+    Primitive,
+    ShapedArray,
+    abstract_eval_rules,
+    get_aval,
+    is_extended_dtype,
+    physical_element_aval,
+    weak_type_rules,
+)
 from gpuarr.impls import axis_reduction_prims, fresh_output_prims, impl_rules, narrow_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, deflinear
 from gpuarr.interpreters.batching import batch_rules
+from gpuarr.interpreters.physical import physical_rules
 from gpuarr.lax.arguments import _SCALARS, _as_operand, _check_kind, _dtype_of, _never_weak, check_no_sharding
 from gpuarr.lax.conversions import _convert_weak
 
@@ -187,6 +196,38 @@ def transpose(operand, permutation):
     if permutation == tuple(range(len(permutation))):
         return operand
     return transpose_p.bind(operand, permutation=permutation)
+
+
+# ---- on the physical data of an extended dtype, whose element may have axes of its own:
+# they trail the array's axes and stay in place.
+
+def _trailing(aval, start: int) -> tuple:
+    """The element axes of `aval`'s extended dtype, numbered from `start`."""
+    return tuple(range(start, start + len(physical_element_aval(aval.dtype).shape)))
+
+
+def _broadcast_in_dim_physical(in_avals, out_avals, x, shape, broadcast_dimensions):
+    elt = physical_element_aval(out_avals[0].dtype).shape
+    return [broadcast_in_dim_p.bind(
+        x, shape=(*shape, *elt),
+        broadcast_dimensions=(*broadcast_dimensions, *_trailing(out_avals[0], len(shape))))]
+
+
+def _reshape_physical(in_avals, out_avals, x, new_sizes, dimensions=None):
+    elt = physical_element_aval(out_avals[0].dtype).shape
+    if dimensions is not None:
+        dimensions = (*dimensions, *_trailing(in_avals[0], len(dimensions)))
+    return [reshape_p.bind(x, new_sizes=(*new_sizes, *elt), dimensions=dimensions)]
+
+
+def _transpose_physical(in_avals, out_avals, x, permutation):
+    return [transpose_p.bind(
+        x, permutation=(*permutation, *_trailing(in_avals[0], len(permutation))))]
+
+
+physical_rules[transpose_p] = _transpose_physical
+physical_rules[broadcast_in_dim_p] = _broadcast_in_dim_physical
+physical_rules[reshape_p] = _reshape_physical
 
 
 def _canonical_axis(axis, ndim):
@@ -494,6 +535,9 @@ def empty_like_aval(aval):
 
 def _zeros_like_aval(aval):
     # Instantiated zeros keep the weak type, as JAX's zeros_like_shaped_array does.
+    if is_extended_dtype(aval.dtype):  # the dtype's own zero (fm32's is -inf), broadcast
+        zero = aval.dtype._rules.zero(aval.dtype)
+        return broadcast_in_dim_p.bind(zero, shape=tuple(aval.shape), broadcast_dimensions=())
     return _full(aval.shape, 0, dtypes.canonicalize_dtype(aval.dtype), aval.weak_type)
 
 

@@ -22,6 +22,7 @@ from gpuarr.core import (
     abstract_eval_rules,
     eval_closed,
     get_aval,
+    is_extended_dtype,
     subprograms,
 )
 from gpuarr.impls import compile_program
@@ -175,6 +176,8 @@ def _jvp_closed(closed: ClosedProgram, nonzeros):
 
 
 def _zeros(aval):
+    if is_extended_dtype(aval.dtype):  # the dtype's own zero
+        return ad.zeros_like_aval(aval)
     return shape_ops.full(aval.shape, 0, aval.dtype)
 
 

@@ -255,7 +255,7 @@ def _scan_transpose(cts, *args, jaxpr, length, num_carry, num_consts, reverse, u
         rest = a[n_kc + n_lc + ncar:]
         ct_y, kx = rest[:len(y_ct_avals)], rest[len(y_ct_avals):]
         cts_in = _backward(jaxpr, linear, list(kc) + list(kx), list(ct_c) + list(ct_y))
-        new_acc = [lax.add(s, c) for s, c in zip(acc, cts_in[:n_lc])]
+        new_acc = [ad.add_tangents(s, c) for s, c in zip(acc, cts_in[:n_lc])]
         return new_acc + cts_in[n_lc:n_lc + ncar] + cts_in[n_lc + ncar:]
 
     t_closed = pe.trace_to_program(

@@ -26,6 +26,7 @@ CASES = {
     "equinox_mlp": ("equinox",),
     "flax_linen": ("flax",),
     "flax_fp8": ("flax",),
+    "flax_fp8_meta": ("flax",),
     "flax_nnx": ("flax", "optax"),
     "distrax_normal": ("distrax",),
     "blackjax_hmc": ("blackjax",),

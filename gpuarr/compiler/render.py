@@ -18,7 +18,7 @@ import hashlib
 import math
 import os
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -658,6 +658,21 @@ def simd_reduction_hint(k: ReductionKernel, acc_t: str) -> str:
             f'    _Pragma("omp simd reduction(gpuarr_reduce:acc)")')
 
 
+# Bytes of partial results a row reduction keeps in flight on the C dialect (`row_lanes`):
+# four AVX-512 or eight AVX2 registers, enough independent adds to cover the add's latency.
+ROW_LANE_BYTES = 256
+
+
+def row_lanes(k: ReductionKernel) -> int:
+    """C dialect, one-pass row reduction by an order-free reducer: how many partial results
+    its row loop keeps (kernels/reduction_lanes.cu), or 0 to keep reduction.cu's single
+    accumulator (other reducers, complex values, rows shorter than the lanes)."""
+    if k.reduce_op not in _SIMD_REDUCERS or np.dtype(k.acc_dtype).kind not in "biuf":
+        return 0
+    lanes = min(64, ROW_LANE_BYTES // np.dtype(k.acc_dtype).itemsize)
+    return lanes if k.red_size >= lanes else 0
+
+
 # Ops whose value a row reduction keeps for its epilogue rather than computing it twice.
 _COSTLY_OPS = frozenset({
     "exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
@@ -753,6 +768,10 @@ def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel
             slots.update(red_offsets=indent(tiled[0], 6), pre_body=indent(tiled[1], 8),
                          tile=COLUMN_TILE, post_body=indent(post, 8),
                          epilogue_body=indent(epi, 8))
+        lanes = row_lanes(k) if c_split and c_row else 0
+        if lanes:
+            name = "reduction_lanes.cu"
+            slots.update(lanes=lanes, pre_body=indent(pre, 8))
         keep_t = ctype(k.pre_nodes[k.pre_root].dtype) if kept is not None else ""
         source = template(name).substitute(
             slots, loop_hint=simd_reduction_hint(k, acc_t) if c_row else "",
@@ -962,7 +981,17 @@ def render_plan(plan: KernelPlan, dump_dir: str | None = None,
     """
     dump_dir = dump_dir or os.environ.get("GPUARR_DUMP_DIR")
     steps, scratch = [], []
-    for step in plan.steps:
+    plan_steps = plan.steps
+    if dialect == "c":   # row reductions sharing their rows run as one launch
+        from gpuarr.compiler import row_groups
+        plan_steps = row_groups.group(plan_steps)
+    for step in plan_steps:
+        if dialect == "c" and isinstance(step, row_groups.RowGroup):
+            launch, rendered = row_groups.launch(step)
+            steps.append(launch)
+            if dump_dir:
+                dump(replace(rendered[0], name=launch.name, source=launch.source), dump_dir)
+            continue
         if not isinstance(step, KernelStep):
             steps.append(step)
             continue

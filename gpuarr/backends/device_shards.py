@@ -1,9 +1,12 @@
-"""The buffer of an Array split over several GPUs of this process: each device keeps its own
-piece, and no device holds the whole value.
+"""The buffer of an Array split over several devices of this process (GPUs, or cpu devices):
+each device keeps its own piece, and no device holds the whole value.
 
-`shard_map` (and `addressable_shards`) read the pieces where they are. Any other operation
-reads `assemble()`: the global value put together on the first device of the sharding for
-that operation only, then dropped, so the pieces stay the only copy between operations.
+`shard_map`, `jit`'s per-device path and eager per-piece operations (and
+`addressable_shards`) read the pieces where they are. Any other operation reads `assemble()`:
+the global value put together on the first device of the sharding for that operation only,
+then dropped, so the pieces stay the only copy between operations. On cpu devices each piece
+is a NumPy array of its own (never a view of another device's memory), as each XLA cpu
+device owns its buffers.
 """
 from __future__ import annotations
 
@@ -30,11 +33,20 @@ class DeviceShards:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def array_platform(self):
+        """The platform an Array of these pieces names: None for host buffers (cpu devices),
+        as every Array on the cpu platform."""
+        return self.platform if getattr(self.platform, "device_buffers", False) else None
+
     @classmethod
     def from_host(cls, value: np.ndarray, sharding, platform) -> DeviceShards:
-        """`value` split by `sharding`, each device's piece copied to it from the host."""
+        """`value` split by `sharding`, each device's piece copied to it from the host (a
+        fresh NumPy array per cpu device)."""
         value = np.asarray(value)
-        shards = {d: platform.from_host(np.require(value[index], requirements="C"), d)
+        host = not getattr(platform, "device_buffers", False)
+        shards = {d: platform.from_host(own_copy(value[index]) if host else
+                                        np.require(value[index], requirements="C"), d)
                   for d, index in sharding.devices_indices_map(value.shape).items()}
         return cls(shards, value.shape, value.dtype, sharding, platform)
 
@@ -60,12 +72,59 @@ class DeviceShards:
         """The global value as one buffer on the first device (made for one operation)."""
         return self.platform.from_host(self.to_host(), self.first_device())
 
+    def relabelled(self, sharding) -> DeviceShards | None:
+        """The same pieces reporting `sharding` when it places every piece where this one
+        does (`P('i')` and `P('i', None)`, one mesh object or another of the same devices),
+        else None."""
+        if sharding == self.sharding:
+            return self
+        try:
+            theirs = sharding.devices_indices_map(self.shape)
+        except (ValueError, TypeError):
+            return None
+        mine = self.sharding.devices_indices_map(self.shape)
+        if set(theirs) != set(mine) or any(
+                _normalized(theirs[d], self.shape) != _normalized(i, self.shape)
+                for d, i in mine.items()):
+            return None
+        return DeviceShards(self.shards, self.shape, self.dtype, sharding, self.platform)
+
     def piece(self, device, index):
         """This device's piece when it is the block `index` of the global value, else None."""
         if device not in self.shards:
             return None
         mine = self.sharding.devices_indices_map(self.shape)[device]
-        norm = [tuple(s.indices(n)) for s, n in zip(index, self.shape)]
-        if [tuple(s.indices(n)) for s, n in zip(mine, self.shape)] != norm:
+        if _normalized(mine, self.shape) != _normalized(index, self.shape):
             return None
         return self.shards[device]
+
+
+def _normalized(index, shape) -> list:
+    return [tuple(s.indices(n)) for s, n in zip(index, shape)]
+
+
+def own_copy(value) -> np.ndarray:
+    """A C-ordered NumPy array owning its memory, equal to `value`."""
+    return np.array(value, order="C", copy=True)
+
+
+def owned_pieces(results: dict, inputs: dict) -> dict:
+    """Per-device host results (flat position -> list of NumPy values) with every piece owning
+    its memory: a piece that is a view (a collective's rows of one array), the same object as
+    another device's piece or an input not held by its device, is copied. `inputs`: flat
+    position -> (the pieces that device holds itself, the other operands it read)."""
+    foreign = {id(b) for _, others in inputs.values() for b in others}
+    seen: set = set()
+    out: dict = {}
+    for f, values in results.items():
+        own = {id(b) for b in inputs[f][0]}
+        kept = []
+        for v in values:
+            v = np.asarray(v)
+            if id(v) in seen or id(v) in foreign or (
+                    id(v) not in own and (v.base is not None or not v.flags.owndata)):
+                v = own_copy(v)
+            seen.add(id(v))
+            kept.append(v)
+        out[f] = kept
+    return out

@@ -97,14 +97,52 @@ def has_shard_map(closed: ClosedProgram) -> bool:
     return walk(closed.program)
 
 
+def run_shard_maps(closed: ClosedProgram, leaves, out_shardings) -> list | None:
+    """The outputs of `closed` when it is made of shard_maps over devices of this process
+    only (`jit(shard_map(f))`): each runs with every device's pieces kept on it
+    (spmd.run_per_device), the outputs reporting what JAX reports (`out_shardings` when
+    given, else the out_spec, one entry per dimension over Explicit mesh axes). None when
+    the Program holds anything else (it then runs compiled, as written)."""
+    prog = closed.program
+    if not prog.eqns or any(e.prim is not spmd.shard_map_p for e in prog.eqns):
+        return None
+    args = [as_array(x) for x in leaves]
+    if any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in prog.eqns):
+        return None
+    made = {v.id for e in prog.eqns for v in e.outvars}
+    if any(type(v) is Literal or v.id not in made for v in prog.outvars):
+        return None
+    env = {v.id: as_array(c) for v, c in zip(prog.constvars, closed.consts)}
+    env.update((v.id, x) for v, x in zip(prog.invars, args))
+    for eqn in prog.eqns:
+        params = eqn.params
+        mesh = params["mesh"]
+        ins = [a.val if type(a) is Literal else env[a.id] for a in eqn.inputs]
+        outs = spmd.run_per_device(ins, params["closed"], mesh, params["in_specs"],
+                                   params["out_specs"])
+        for v, out, spec in zip(eqn.outvars, outs, params["out_specs"], strict=True):
+            if typed_inputs(mesh):
+                spec = spec._normalized_spec_for_aval(v.aval.ndim)
+            env[v.id] = with_sharding(out, NamedSharding(mesh, spec))
+    results = [env[v.id] for v in prog.outvars]
+    if out_shardings is not None:
+        results = [with_sharding(r, s) if isinstance(s, Sharding) else r
+                   for r, s in zip(results, out_shardings)]
+    return results
+
+
 def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool) -> list:
     """The outputs of `closed` on `leaves` (split as `specs` say over `mesh`), one program per
     device, each output an Array reporting its sharding."""
     plan = _plan(closed, mesh, tuple(specs), [core.get_aval(x) for x in leaves])
     local, out_specs, shown = plan
     in_specs = tuple(PartitionSpec(*s) for s in specs)
-    outs = spmd.shard_map_p.bind(*[as_array(x) for x in leaves], closed=local, mesh=mesh,
-                                 in_specs=in_specs, out_specs=out_specs)
+    args = [as_array(x) for x in leaves]
+    if spmd.runs_per_device_eagerly(mesh, args):  # each device's pieces stay on it
+        outs = spmd.run_per_device(args, local, mesh, in_specs, out_specs)
+    else:
+        outs = spmd.shard_map_p.bind(*args, closed=local, mesh=mesh, in_specs=in_specs,
+                                     out_specs=out_specs)
     results = []
     for i, out in enumerate(outs):
         want = out_shardings[i] if out_shardings is not None else None

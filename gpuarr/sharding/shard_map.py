@@ -180,9 +180,9 @@ def _run_per_device(f, call, box, mesh, concrete, names, bound, args, specs, out
                    [_Aval(a) for a in closed.out_avals],
                    [frozenset() if v is None else v for v in varying], check_vma)
     in_specs = (P(),) * len(hoisted) + tuple(specs)
-    if spmd.runs_on_gpus_eagerly(concrete, [*hoisted, *args]):  # outputs stay in pieces
-        outs = spmd.run_on_gpus([*hoisted, *args], closed, concrete, in_specs,
-                                tuple(out_specs_flat))
+    if spmd.runs_per_device_eagerly(concrete, [*hoisted, *args]):  # outputs stay in pieces
+        outs = spmd.run_per_device([*hoisted, *args], closed, concrete, in_specs,
+                                   tuple(out_specs_flat))
     else:
         outs = spmd.shard_map_p.bind(*hoisted, *args, closed=closed, mesh=concrete,
                                      in_specs=in_specs, out_specs=tuple(out_specs_flat))

@@ -21,7 +21,7 @@ import numpy as np
 from gpuarr import compilation, core, dispatch, impls, placement
 from gpuarr.array import Array
 from gpuarr.backends.device_group import DeviceGroup, ProcessShards
-from gpuarr.backends.device_shards import DeviceShards
+from gpuarr.backends.device_shards import DeviceShards, owned_pieces
 from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
 from gpuarr.lax import lax, parallel, shape_ops
@@ -162,20 +162,21 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]
 
 
-def runs_on_gpus_eagerly(mesh, args) -> bool:
+def runs_per_device_eagerly(mesh, args) -> bool:
     """Whether a shard_map over `mesh` called on `args` outside any transformation runs as
-    `run_on_gpus`: several GPUs, all of this process, and no traced operand."""
+    `run_per_device`: several cpu devices or GPUs, all of this process, no traced operand."""
     devices = list(mesh.devices.flat)
     here = devices[0].process_index
-    return (len(devices) > 1 and devices[0].platform == "cuda"
+    return (len(devices) > 1 and devices[0].platform in ("cpu", "cuda")
             and all(d.process_index == here for d in devices)
             and core.current_trace() is dispatch.eval_trace
             and not any(isinstance(a, core.Tracer) for a in args))
 
 
-def _gpu_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
-    """Device `flat`'s block of operand `arg` on its GPU: the piece the operand already keeps
-    there when it is split the same way (DeviceShards), else copied from the host (the host
+def _device_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
+    """(device `flat`'s block of operand `arg` on it, whether the device holds it already):
+    the piece the operand keeps there when it is split the same way (DeviceShards), else
+    copied from the host to a GPU, or a view of the host value for a cpu device (the host
     value read once per operand, kept in `host`)."""
     device = mesh.devices.flat[flat]
     stored = arg._stored if type(arg) is Array else None
@@ -184,33 +185,49 @@ def _gpu_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
     if type(stored) is DeviceShards:
         piece = stored.piece(device, index)
         if piece is not None:
-            return piece
+            return piece, True
     if k not in host:
         host[k] = arg._host() if type(arg) is Array else np.asarray(arg)
-    return platform.from_host(np.require(host[k][index], requirements="C"), device)
+    return platform.from_host(np.require(host[k][index], requirements="C"), device), False
 
 
-def run_on_gpus(args, closed, mesh, in_specs, out_specs) -> list:
-    """shard_map over several GPUs of this process, run eagerly: each GPU reads its block of
-    each operand where it is (no GPU receives the whole value), runs the Program's kernels
-    (collectives over NCCL) and keeps its results; every output is an Array of those pieces
-    (DeviceShards), a replicated one held by each of its GPUs, as JAX holds them."""
+def run_per_device(args, closed, mesh, in_specs, out_specs) -> list:
+    """shard_map over several devices of this process (GPUs or cpu devices), run eagerly:
+    each device reads its block of each operand where it is (no device receives the whole
+    value), runs the Program (GPUs: its kernels, collectives over NCCL; cpu devices: the NumPy
+    backend, collectives over host memory) and keeps its results; every output is an Array of
+    those pieces (DeviceShards), a replicated one held by each of its devices, as JAX holds
+    them. On cpu devices every piece owns its memory."""
     devices = list(mesh.devices.flat)
+    on_gpus = devices[0].platform == "cuda"
     platform = placement.platform_of(devices[0])
     group = DeviceGroup(mesh.axis_names, mesh.axis_sizes, [d.process_index for d in devices],
-                        [d.id for d in devices])
-    fn = _compiled_gpu.get(closed)
-    if fn is None:
-        fn = _compiled_gpu[closed] = compilation.backend_compile_and_load(platform, closed)
+                        [d.id for d in devices] if on_gpus else None)
+    if on_gpus:
+        fn = _compiled_gpu.get(closed)
+        if fn is None:
+            fn = _compiled_gpu[closed] = compilation.backend_compile_and_load(platform, closed)
+    else:
+        fn = _compiled.get(closed)
+        if fn is None:
+            fn = _compiled[closed] = impls.compile_closed(closed)
     host: dict = {}
-    per_device = {f: [_gpu_piece(a, s, mesh, f, platform, host, k)
-                      for k, (a, s) in enumerate(zip(args, in_specs))] for f in group.local}
+    read = {f: [_device_piece(a, s, mesh, f, platform, host, k)
+                for k, (a, s) in enumerate(zip(args, in_specs))] for f in group.local}
+    per_device = {f: [p for p, _ in xs] for f, xs in read.items()}
     results = group.run(lambda *xs: list(fn(*xs)), per_device)
+    if not on_gpus:  # host results: no piece may be a view of another device's memory
+        results = owned_pieces(results, {f: ([p for p, held in xs if held],
+                                             [p for p, held in xs if not held])
+                                         for f, xs in read.items()})
     out_avals = _abstract_eval(closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
-    return [Array(DeviceShards({devices[f]: results[f][i] for f in group.local}, a.shape,
-                               a.dtype, NamedSharding(mesh, s), platform),
-                  False, device=devices[0], committed=True, platform=platform)
-            for i, (s, a) in enumerate(zip(out_specs, out_avals))]
+    outs = []
+    for i, (s, a) in enumerate(zip(out_specs, out_avals)):
+        shards = DeviceShards({devices[f]: results[f][i] for f in group.local}, a.shape,
+                              a.dtype, NamedSharding(mesh, s), platform)
+        outs.append(Array(shards, False, device=devices[0], committed=True,
+                          platform=shards.array_platform))
+    return outs
 
 
 # ---------------------------------------------------------------- varying mesh axes

@@ -246,23 +246,32 @@ def common_device(shardings, what: str):
 
 def with_sharding(x, s: Sharding):
     """A new Array with `x`'s buffer, committed to the device of `s` and reporting `s`. Over
-    several GPUs of this process, each device receives its own piece (DeviceShards) and
-    none the whole value."""
+    several devices of this process (GPUs or cpu devices), each device receives its own piece
+    (DeviceShards) and none the whole value."""
     s = concrete_sharding(s)
     device = device_of(s, "device_put")
-    devices = s._device_assignment
-    if device.platform == "cuda" and len(devices) > 1 and isinstance(s, NamedSharding) \
-            and all(d.process_index == device.process_index for d in devices):
+    if splits_over_local_devices(s):
         stored = x._stored if type(x) is Array else None
         platform = placement.platform_of(device)
-        if type(stored) is DeviceShards and stored.sharding == s:
-            shards = stored
-        else:
+        shards = stored.relabelled(s) if type(stored) is DeviceShards else None
+        if shards is None:
             host = x._host() if type(x) is Array else np.asarray(x)
             shards = DeviceShards.from_host(host, s, platform)
         out = Array(shards, getattr(x, "weak_type", False), device=device, committed=True,
-                    platform=platform)
+                    platform=shards.array_platform)
     else:
         out = placement.put(x, device)
     out._sharding = s
     return out
+
+
+def splits_over_local_devices(s) -> bool:
+    """Whether an Array placed with Sharding `s` is held as one piece per device: a
+    NamedSharding over several cpu devices or GPUs, all of this process."""
+    if not isinstance(s, NamedSharding) or not hasattr(s.mesh, "devices"):
+        return False
+    devices = s._device_assignment
+    first = devices[0]
+    return (len(devices) > 1 and first.platform in ("cpu", "cuda")
+            and all(d.process_index == first.process_index == process_state.process_index
+                    for d in devices))

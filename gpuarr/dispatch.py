@@ -8,7 +8,7 @@ import numpy as np
 from gpuarr import core, dtypes, impls, memory_limits, placement
 from gpuarr.array import Array
 from gpuarr.backends.device_group import ProcessShards
-from gpuarr.backends.device_shards import DeviceShards
+from gpuarr.backends.device_shards import DeviceShards, own_copy
 from gpuarr.backends.float_env import flushing
 from gpuarr.config import config
 from gpuarr.core import Tracer, default_weak_type_rule, rank_checked_prims, weak_type_rules
@@ -36,10 +36,12 @@ class EvalTrace(core.Trace):
         dtype_param = physical.dtype_params.get(prim)
         if dtype_param is not None and isinstance(params.get(dtype_param), dtypes.ExtendedDType):
             return _apply_extended(prim, args, params)
-        if DeviceShards.made and (prim in impls.elementwise_prims
-                                  or prim in impls.axis_reduction_prims) \
-                and _split_over_gpus(args):
-            outs = _per_piece(self, prim, args, params)
+        if DeviceShards.made and _split_over_devices(args):
+            outs = None
+            if prim in impls.elementwise_prims or prim in impls.axis_reduction_prims:
+                outs = _per_piece(self, prim, args, params)
+            if outs is None and split_reductions[0] is not None:
+                outs = split_reductions[0](prim, args, params)
             if outs is not None:
                 return outs
         vals = []
@@ -148,25 +150,40 @@ def _apply_extended(prim, args, params):
     return results if prim.multiple_results else results[0]
 
 
-def _split_over_gpus(args) -> bool:
+# Reductions and argmax/argmin across the split dimension of an Array split over several
+# devices: fn(prim, args, params) -> outputs or None, filled by sharding.data_parallel (which
+# runs them per device, combined by collectives) when it is imported.
+split_reductions: list = [None]
+
+
+def _split_over_devices(args) -> bool:
     return any(type(a) is Array and type(a._value) is DeviceShards for a in args)
 
 
 def _per_piece(trace, prim, args, params):
     """An elementwise primitive, or a reduction over dimensions left whole, on Arrays split
-    over GPUs (DeviceShards) run on each GPU's piece, as JAX runs it with the operands'
+    over devices (DeviceShards) run on each device's piece, as JAX runs it with the operands'
     sharding: the results are pieces, each equal to the whole computation's block, with the
-    sharding JAX gives. None (the value is then read joined) unless every split operand
-    shares one sharding, the others are host scalars, and a reduction's dimensions are not
-    split."""
+    sharding JAX gives. An elementwise operand of the same shape that is not split (`x + b`
+    once `b` is broadcast) is cut into the same blocks, each device receiving its own. None
+    (the value is then read joined) unless every split operand shares one sharding, the
+    others are host scalars or such operands, and a reduction's dimensions are not split."""
     split = [a._value for a in args if type(a) is Array and type(a._value) is DeviceShards]
     first = split[0]
     if any(s.sharding != first.sharding or s.shape != first.shape for s in split):
         return None
-    for a in args:
+    blocks = first.sharding.devices_indices_map(first.shape)
+    cut: dict = {}  # operand position -> device -> its block of that operand, on the device
+    for i, a in enumerate(args):
         if type(a) is Array and type(a._value) is not DeviceShards and (
                 a.ndim or a._platform is not None):
-            return None
+            if prim not in impls.elementwise_prims or a.ndim != len(first.shape) or any(
+                    n not in (m, 1) for n, m in zip(a.shape, first.shape)):
+                return None
+            host = a._host()
+            cut[i] = {d: first.platform.from_host(own_copy(host[tuple(
+                s if n == m else slice(None) for s, n, m in zip(index, a.shape, first.shape))]),
+                d) for d, index in blocks.items()}
         if type(a) is not Array and np.ndim(a):
             return None
     sharding, ndim = first.sharding, len(first.shape)
@@ -174,7 +191,7 @@ def _per_piece(trace, prim, args, params):
         spec = sharding.spec._normalized_spec_for_aval(ndim).partitions
         reduced = set(params["axes"])
         if any(spec[d] is not None for d in reduced):
-            return None  # a reduction across devices: read joined, as one device adds it
+            return None  # across devices: per device with a combine (split_reductions)
         kept = [p for d, p in enumerate(spec) if d not in reduced]
         ndim = len(kept)
         if not sharding.mesh._any_axis_explicit:  # JAX's Auto spec: no trailing Nones
@@ -182,10 +199,12 @@ def _per_piece(trace, prim, args, params):
                 kept.pop()
         sharding = sharding.update(spec=type(sharding.spec)(*kept))
     pieces: dict = {}
-    for device in first.sharding.devices_indices_map(first.shape):
-        operands = [Array(a._value.shards[device], a.weak_type, device=device, committed=True,
-                          platform=first.platform)
-                    if type(a) is Array and type(a._value) is DeviceShards else a for a in args]
+    for device in blocks:
+        operands = [Array(a._value.shards[device] if i not in cut else cut[i][device],
+                          a.weak_type, device=device, committed=True,
+                          platform=first.array_platform)
+                    if i in cut or (type(a) is Array and type(a._value) is DeviceShards) else a
+                    for i, a in enumerate(args)]
         pieces[device] = trace.process_primitive(prim, operands, params)
     outs = []
     for i in range(len(next(iter(pieces.values()))) if prim.multiple_results else 1):
@@ -195,7 +214,7 @@ def _per_piece(trace, prim, args, params):
         shards = DeviceShards({d: r._stored for d, r in at.items()}, shape, one.dtype,
                               sharding, first.platform)
         out = Array(shards, one.weak_type, device=first.first_device(), committed=True,
-                    platform=first.platform)
+                    platform=first.array_platform)
         out._sharding = _elementwise_sharding(sharding, ndim)
         outs.append(out)
     return outs if prim.multiple_results else outs[0]

@@ -15,6 +15,7 @@ from gpuarr.core import (
     eval_closed,
     get_aval,
     set_current_trace,
+    subprograms,
 )
 from gpuarr.interpreters import partial_eval as pe
 
@@ -60,6 +61,21 @@ moveaxis: Callable = None  # type: ignore[assignment]
 broadcast_batched: Callable = None  # type: ignore[assignment]
 
 
+def _names_axis(params, name) -> bool:
+    """Whether a sub-program in `params` (a loop's body, a branch) holds a collective over
+    the named axis `name`: it is batched even when no operand is (an `axis_index` in the
+    body differs along the axis), not run outside the axis where the name is unbound."""
+    for sub in subprograms(params):
+        for eqn in getattr(sub, "program", sub).eqns:
+            if eqn.prim in collective_prims:
+                axes = eqn.params.get("axis_name")
+                if name == axes or (isinstance(axes, tuple) and name in axes):
+                    return True
+            if _names_axis(eqn.params, name):
+                return True
+    return False
+
+
 class BatchTracer(Tracer):
     __slots__ = ("val", "bdim")
 
@@ -100,7 +116,8 @@ class BatchTrace(Trace):
             v, d = self.to_val_dim(x)
             vals.append(v)
             dims.append(d)
-        if all(d is not_mapped for d in dims) and prim not in collective_prims:
+        if all(d is not_mapped for d in dims) and prim not in collective_prims and not (
+                self.axis_name is not None and _names_axis(params, self.axis_name)):
             with set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         rule = batch_rules.get(prim)

@@ -29,10 +29,12 @@ import weakref
 
 import numpy as np
 
-from gpuarr import core, impls
+from gpuarr import core, dispatch, impls
+from gpuarr.array import Array
+from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.core import ClosedProgram, Literal
 from gpuarr.dispatch import as_array
-from gpuarr.interpreters import ad
+from gpuarr.interpreters import ad, partial_eval
 from gpuarr.lax import lax, parallel, shape_ops, slicing
 from gpuarr.sharding import spmd
 from gpuarr.sharding.mesh import AxisType
@@ -41,9 +43,11 @@ from gpuarr.sharding.shardings import NamedSharding, Sharding
 from gpuarr.sharding.tree_shardings import concrete_sharding, with_sharding
 
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_eager_programs: dict = {}  # (primitive, params, aval) -> its one-equation ClosedProgram
 _REDUCERS = {"reduce_sum": parallel.psum_p, "reduce_max": parallel.pmax_p,
              "reduce_min": parallel.pmin_p}
 _INLINED = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
+_EAGER_EXTRA = {lax.argmax_p, lax.argmin_p, shape_ops.reshape_p}  # with the reductions
 _ELEMENTWISE_EXTRA = {"select_n", "clamp", ad.add_any_p.name}
 
 
@@ -97,6 +101,41 @@ def has_shard_map(closed: ClosedProgram) -> bool:
     return walk(closed.program)
 
 
+def run_eagerly(prim, args, params):
+    """An eager reduction (`reduce_sum`, `reduce_max`, ...), `argmax`/`argmin` or `reshape` of an Array
+    split over several devices of this process, run as JAX runs it: each device reduces its
+    piece and the devices combine their results (an all-reduce, over NCCL between GPUs), the
+    result replicated on every device with the sharding JAX reports. On cpu devices float sums
+    are added whole on each device instead (gathered), bit for bit the one-device sum; on GPUs
+    they are added per piece, so they differ from one GPU's sum in rounding, as JAX's do.
+    None for any other primitive or operand (the caller then reads the value joined)."""
+    if prim not in impls.axis_reduction_prims and prim not in _EAGER_EXTRA:
+        return None
+    if len(args) != 1 or type(args[0]) is not Array or type(args[0]._value) is not DeviceShards:
+        return None
+    (x,) = args
+    found = mesh_and_specs(args, [x._value.sharding])
+    if found is None:
+        return None
+    mesh, specs = found
+    exact = mesh.devices.flat[0].platform != "cuda"
+    try:
+        key = (prim, tuple(sorted(params.items())), core.get_aval(x))
+        closed = _eager_programs.get(key)
+    except TypeError:  # a parameter that cannot be hashed
+        return None
+    if closed is None:
+        def one(v):
+            out = prim.bind(v, **params)
+            return list(out) if prim.multiple_results else [out]
+        closed = _eager_programs[key] = partial_eval.trace_to_program(one, [x.aval])
+    outs = run(closed, args, mesh, specs, None, typed_inputs(mesh), exact)
+    weak = core.weak_type_rules.get(prim, core.default_weak_type_rule)(*args, **params)
+    for out, w in zip(outs, weak if isinstance(weak, list) else [weak] * len(outs)):
+        out.weak_type = w
+    return outs if prim.multiple_results else outs[0]
+
+
 def run_shard_maps(closed: ClosedProgram, leaves, out_shardings) -> list | None:
     """The outputs of `closed` when it is made of shard_maps over devices of this process
     only (`jit(shard_map(f))`): each runs with every device's pieces kept on it
@@ -131,10 +170,12 @@ def run_shard_maps(closed: ClosedProgram, leaves, out_shardings) -> list | None:
     return results
 
 
-def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool) -> list:
+def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool,
+        exact: bool = False) -> list:
     """The outputs of `closed` on `leaves` (split as `specs` say over `mesh`), one program per
-    device, each output an Array reporting its sharding."""
-    plan = _plan(closed, mesh, tuple(specs), [core.get_aval(x) for x in leaves])
+    device, each output an Array reporting its sharding. `exact`: float sums across devices
+    gather their operand and add it whole, bit for bit as one device adds it."""
+    plan = _plan(closed, mesh, tuple(specs), [core.get_aval(x) for x in leaves], exact)
     local, out_specs, shown = plan
     in_specs = tuple(PartitionSpec(*s) for s in specs)
     args = [as_array(x) for x in leaves]
@@ -168,15 +209,15 @@ def typed_inputs(mesh) -> bool:
     return all(mesh._name_to_type[a] == AxisType.Explicit for a in mesh.axis_names)
 
 
-def _plan(closed, mesh, specs, avals):
+def _plan(closed, mesh, specs, avals, exact=False):
     """(per-device ClosedProgram, out PartitionSpecs, shown dim specs), cached per Program."""
     by_mesh = _plans.setdefault(closed, {})
-    key = (mesh, specs)
+    key = (mesh, specs, exact)
     if key not in by_mesh:
         box = []
 
         def per_device(*xs):
-            outs, out_dims, shown = _Interpreter(mesh).run(closed, list(zip(xs, specs)))
+            outs, out_dims, shown = _Interpreter(mesh, exact).run(closed, list(zip(xs, specs)))
             box.append((out_dims, shown))
             return outs
 
@@ -194,8 +235,9 @@ def _plan(closed, mesh, specs, avals):
 class _Interpreter:
     """Evaluates a global Program on one device's blocks, tracking each value's dim spec."""
 
-    def __init__(self, mesh):
+    def __init__(self, mesh, exact=False):
         self.mesh = mesh
+        self.exact = exact  # float sums across devices gathered, added whole
         self.hint: dict = {}  # var id -> the spec XLA would report for a gathered result
         self.broadcasts: dict = {}  # id of a replicated broadcast -> (operand, params)
 
@@ -379,8 +421,11 @@ def _reshape(self, prim, ins, params, out_avals):
 def _reduce(self, prim, ins, params, out_avals):
     ((x, dims),) = ins
     axes = {a % len(dims) for a in params["axes"]}
-    out = prim.bind(x, **params)
     across = tuple(a for d, a in enumerate(dims) if d in axes and a is not None)
+    if across and self.exact and prim.name == "reduce_sum" \
+            and np.dtype(core.get_aval(x).dtype).kind in "fc":
+        raise _Gather  # added whole on each device: no other order of additions
+    out = prim.bind(x, **params)
     if across:
         out = _REDUCERS[prim.name].bind(out, axis_name=across)
     return [(out, tuple(a for d, a in enumerate(dims) if d not in axes))]
@@ -414,6 +459,46 @@ def _dot_general(self, prim, ins, params, out_avals):
     return [(out, out_dims)]
 
 
-_RULES = {"broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "squeeze": _squeeze,
+def _arg_extreme(self, prim, ins, params, out_avals):
+    """argmax/argmin along a split dimension: each device finds its block's extreme and its
+    index there, the devices' extremes and indices are gathered (one value per device), and
+    the first device holding the overall extreme gives the index (NaNs first, ties to the
+    lowest index, as on one device)."""
+    ((x, dims),) = ins
+    (axis,) = params["axes"]
+    name = dims[axis]
+    kept = tuple(a for d, a in enumerate(dims) if d != axis)
+    dtype = np.dtype(core.get_aval(x).dtype)
+    if name is None:
+        return self.bind(prim, [x], params, out_avals, [kept])
+    if dtype.kind not in "fiu":
+        raise _Gather
+    n = self.size(name)
+    index_dtype = np.dtype(params["index_dtype"])
+    local = prim.bind(x, **params)
+    best = (lax.reduce_max_p if prim is lax.argmax_p else lax.reduce_min_p).bind(
+        x, axes=(axis,))
+
+    def gather(v):  # (n, *rest): every device's value, in mesh order
+        return parallel.all_gather_p.bind(v, all_gather_dimension=0, axis_name=(name,),
+                                          axis_index_groups=None, axis_size=n, tiled=False)
+
+    bests, indices = gather(best), gather(local)
+    owner = prim.bind(bests, axes=(0,), index_dtype=index_dtype)  # which device's block
+    shape = core.get_aval(indices).shape
+    mine = lax.eq(shape_ops.broadcasted_iota(index_dtype, shape, 0),
+                  shape_ops.broadcast_in_dim(owner, shape, tuple(range(1, len(shape)))))
+    zeros = shape_ops.full(shape, 0, index_dtype)
+    picked = shape_ops.reduce_sum(lax.select_n(mine, zeros, indices), (0,))
+    length = np.asarray(core.get_aval(x).shape[axis], index_dtype)
+    out = lax.add(picked, lax.mul(owner, length))
+    return [(out, kept)]
+
+
+_RULES = {"argmax": _arg_extreme, "argmin": _arg_extreme,
+          "broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "squeeze": _squeeze,
           "reshape": _reshape, "dot_general": _dot_general,
           **dict.fromkeys(_REDUCERS, _reduce)}
+
+
+dispatch.split_reductions[0] = run_eagerly

@@ -117,9 +117,19 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
         if the_mesh.size > 1:
             return _run_per_device(f, call, box, the_mesh, concrete, names, bound, dyn_args,
                                    dyn_specs, out_specs, check_vma)
+        # One device: `f` is staged once for its shard (so check_vma types control flow as
+        # JAX does, spmd.varying_axes), then run as a named vmap of size 1 per mesh axis.
         arg_axes = [_spec_axes(s) for s in dyn_specs]
+        avals = [spmd.shard_aval(core.get_aval(a), s, the_mesh)
+                 for a, s in zip(dyn_args, dyn_specs)]
         with use_abstract_mesh(_as_manual_mesh(the_mesh, names)):
-            outs, varying = _run_levels(call, bound, dyn_args, arg_axes)
+            closed, hoisted = spmd.trace_per_device(call, avals, the_mesh, bound)
+            varying = spmd.varying_axes(closed, [()] * len(hoisted) + arg_axes,
+                                        the_mesh.axis_names, check_vma)
+            outs, _ = _run_levels(functools.partial(core.eval_closed, closed), bound,
+                                  [*hoisted, *dyn_args],
+                                  [frozenset()] * len(hoisted) + arg_axes)
+        varying = [frozenset() if v is None else v for v in varying]
         out_tree, out_specs_flat = box[0]
         outs = [_as_value(o) for o in outs]
         _check_outputs(f, the_mesh, out_tree, out_specs, out_specs_flat, outs, varying,

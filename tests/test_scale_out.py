@@ -116,6 +116,29 @@ def test_jit_on_split_inputs_runs_per_device_with_jax_shardings():
     np.testing.assert_allclose(split, one, rtol=2e-6)
 
 
+def test_arrays_over_cpu_devices_own_a_buffer_per_device():
+    """On 4 cpu devices, device_put, shard_map, pmap, jit (data-parallel, and of a shard_map)
+    and eager operations (elementwise, broadcasts, reductions and argmax across the split
+    dimension, reshape) give Arrays whose pieces are each device's own buffer (no two shards
+    share memory), with JAX's shardings, shard shapes and dtypes and its values; gpuarr's
+    eager results, cpu sums across devices included, are bit for bit the one-device ones."""
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["cpu_shards", "4"])
+    (theirs,), _ = _run(["cpu_shards", "4"], lib="jax")
+    assert sorted(ours["arrays"]) == sorted(theirs["arrays"])
+    for name, (spec, dtype, shapes, _, value) in theirs["arrays"].items():
+        got = ours["arrays"][name]
+        assert got[:3] == [spec, dtype, shapes], name
+        # JAX's cpu device_put may alias an aligned NumPy array for every device of a
+        # replicated sharding; gpuarr always gives each device its own copy.
+        assert got[3] is True, name
+        np.testing.assert_allclose(got[4], value, rtol=1e-6, atol=1e-5, err_msg=name)
+    held = ours["held"]
+    same = held.pop("same")
+    assert set(held.values()) == {"DeviceShards"}, held
+    assert all(same.values()), same
+
+
 def test_axis_index_groups_under_pmap_match_jax():
     ours, theirs = (r["groups"] for r in _features())
     assert ours["values"] == theirs["values"]
@@ -140,6 +163,7 @@ def test_grad_jvp_vmap_around_per_device_shard_map_and_pmap():
             np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6, err_msg=name)
 
 
+@functools.cache
 def _on_two_standin_gpus(program: str) -> dict:
     """The RESULT of tests/scale_out/programs.py's `program` on 2 cuda devices of the stand-in."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
@@ -193,6 +217,51 @@ def test_array_over_gpus_keeps_each_piece_on_its_gpu():
     for name, got in r["eager"]["per_piece"].items():
         dtype = "int32" if name == "cast" else "float32"
         assert got == ["DeviceShards", "P('i',)", True, True, True, dtype], name  # Auto axes
+
+
+def test_reductions_across_gpus_combine_over_nccl():
+    """Eager reductions and argmax/argmin across the split dimension of an array over 2
+    stand-in GPUs run on each GPU's piece and combine over NCCL (an all-reduce; argmax an
+    all-gather of one value and index per GPU): nothing but scalars crosses the host, the
+    result is held by both GPUs, replicated (P()) as JAX reports it. Sums are added in
+    another order than on one GPU, so they agree to float32 rounding; max, min and argmax
+    exactly. A broadcast row added to the array is cut into each GPU's block."""
+    r = _on_two_standin_gpus("gpu_shards")
+    if "skip" in r:
+        pytest.skip(r["skip"])
+    for name, (held, spec, moved, nccl, devices, diff, same_dtype) in r["across"].items():
+        assert held == "DeviceShards" and devices == ["cuda:0", "cuda:1"], name
+        assert same_dtype, name
+        if name == "addrow":  # elementwise: the row's blocks go to each GPU, nothing else
+            assert spec == "P('i',)" and nccl == {} and moved == 2 * 64 * 4 and diff == 0.0
+            continue
+        assert spec == "P()", name
+        assert moved <= 8, name  # at most a scalar operand (mean's divisor) through the host
+        if name.startswith("arg"):
+            assert nccl == {"ncclAllGather": 4} and diff == 0.0, name
+        else:
+            assert nccl == {"ncclAllReduce": 2}, name
+            assert diff <= (0.0 if name in ("max0", "min") else 1e-6), name
+
+
+def test_jit_data_parallel_runs_per_gpu_and_keeps_pieces():
+    """jit on an array split over 2 stand-in GPUs with replicated weights: each GPU runs the
+    per-device program on its own piece (nothing crosses the host or another GPU), the
+    gradient's sums are all-reduced over NCCL, and the outputs stay as pieces on both GPUs
+    with JAX's shardings; the loss and gradient equal the one-GPU results to float32
+    rounding, an elementwise jit bit for bit."""
+    r = _on_two_standin_gpus("gpu_shards")
+    if "skip" in r:
+        pytest.skip(r["skip"])
+    step, elementwise = r["jit_split"]["step"], r["jit_split"]["elementwise"]
+    assert step["moved"] == 0 and step["nccl"] == {"ncclAllReduce": 4}
+    assert step["held"] == ["DeviceShards"] * 2 and step["specs"] == ["P()", "P()"]
+    assert step["devices"] == [["cuda:0", "cuda:1"]] * 2
+    assert step["diff"][0] <= 1e-6 and step["diff"][1] <= 1e-6
+    assert elementwise["moved"] == 0 and elementwise["nccl"] == {}
+    assert elementwise["held"] == ["DeviceShards"] and elementwise["specs"] == ["P('i',)"]
+    assert elementwise["grew"] == [r["piece_bytes"]] * 2  # each GPU: its block of the result
+    assert elementwise["same"] == [True]
 
 
 def test_nccl_unique_id_goes_over_mpi():
@@ -329,13 +398,15 @@ def test_shard_map_manual_over_some_axes_and_check_vma_match_jax():
                 == re.sub(r"function '[^']*'", "function f", want[1])), name
 
 
-def test_check_vma_through_control_flow_matches_jax():
-    """cond, switch, while_loop, scan and fori_loop inside a shard_map on 2 cpu devices:
-    which bodies JAX 0.10.2 accepts, their values, and JAX's TypeErrors (a loop whose body
-    changes the mesh axes its carry varies along, branches that disagree) word for word."""
+@pytest.mark.parametrize("n", [1, 2])
+def test_check_vma_through_control_flow_matches_jax(n):
+    """cond, switch, while_loop, scan and fori_loop inside a shard_map on 1 (the named-vmap
+    path) and 2 cpu devices: which bodies JAX 0.10.2 accepts, their values (axis_index in a
+    branch or loop body included), and JAX's TypeErrors (a loop whose body changes the mesh
+    axes its carry varies along, branches that disagree) word for word."""
     pytest.importorskip("jax")
-    (ours,), _ = _run(["vma_control_flow", "2"])
-    (theirs,), _ = _run(["vma_control_flow", "2"], lib="jax")
+    (ours,), _ = _run(["vma_control_flow", str(n)])
+    (theirs,), _ = _run(["vma_control_flow", str(n)], lib="jax")
     assert sorted(ours) == sorted(theirs)
     for name, want in theirs.items():
         got = ours[name]

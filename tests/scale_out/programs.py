@@ -684,6 +684,8 @@ def gpu_shards(n):
             bool(np.array_equal(np.asarray(out), np.asarray(fn(whole)))), str(out.dtype)]
         del out
     eager["per_piece"] = per_piece
+    across = _gpu_across(rnd, whole, in_use, n)
+    jit_split = _gpu_jit_split(mesh, rnd, whole, devices, in_use, n)
     del rnd, whole
     y = x + 1
     values = [bool(np.array_equal(np.asarray(x), full)),
@@ -693,7 +695,138 @@ def gpu_shards(n):
     del y, summed, doubled
     return dict(piece_bytes=full.nbytes // n, placed=placed, shards=shards, values=values,
                 after=[a - b for a, b in zip(in_use(), before)], spec=str(x.sharding.spec),
-                eager=eager)
+                eager=eager, across=across, jit_split=jit_split)
+
+
+def _moved_and_nccl():
+    """Bytes through the host since the last reset, and the NCCL calls issued."""
+    from cupy import _standin
+    c = _standin.counters
+    return c.h2d_bytes + c.d2h_bytes, {k: v for k, v in c.library.items() if k.startswith("nccl")}
+
+
+def _gpu_across(rnd, whole, in_use, n):
+    """Eager reductions and argmax/argmin across the split dimension of `rnd` (split over n
+    GPUs), and a broadcast row added to it: per GPU with a combine over NCCL. Per operation:
+    how the result is held, its spec, the bytes through the host, the NCCL calls, its
+    devices, the largest difference from the one-GPU result (relative to its largest
+    magnitude), and whether dtypes agree."""
+    from cupy import _standin
+    jnp = jax.numpy
+    row = np.arange(rnd.shape[1], dtype=np.float32)
+    out = {}
+    for name, fn in {"sum": lambda v: v.sum(), "sum0": lambda v: v.sum(0),
+                     "mean": lambda v: v.mean(), "max0": lambda v: v.max(0),
+                     "min": lambda v: v.min(), "argmax": lambda v: v.argmax(),
+                     "argmax0": lambda v: v.argmax(0), "argmin0": lambda v: jnp.argmin(v, 0),
+                     "addrow": lambda v: v + row}.items():
+        fn(rnd).block_until_ready()
+        _standin.counters.reset()
+        r = fn(rnd)
+        r.block_until_ready()
+        moved, calls = _moved_and_nccl()
+        ref = fn(whole)
+        out[name] = [type(r._stored).__name__, str(r.sharding.spec), moved, calls,
+                     sorted(str(s.data.device) for s in r.addressable_shards),
+                     float(np.max(np.abs(np.asarray(r, np.float64) - np.asarray(ref)))
+                           / max(1.0, float(np.max(np.abs(np.asarray(ref)))))),
+                     r.dtype == ref.dtype]
+    return out
+
+
+def _gpu_jit_split(mesh, rnd, whole, devices, in_use, n):
+    """jit's data-parallel case on n GPUs: a value-and-gradient step on batch-split rows and
+    replicated weights, and an elementwise jit, run per GPU on the pieces where they are;
+    their outputs stay as pieces on the GPUs."""
+    from cupy import _standin
+    jnp = jax.numpy
+    w = np.linspace(-1, 1, rnd.shape[1] * 3, dtype=np.float32).reshape(rnd.shape[1], 3)
+    wr = jax.device_put(w, NamedSharding(mesh, P()))
+
+    def loss(a, v):
+        return jnp.mean(jnp.tanh(v @ a) ** 2)
+    step = jax.jit(jax.value_and_grad(loss))
+    twice = jax.jit(lambda v: jnp.tanh(v) * 2)
+    out = {}
+    for name, fn, ref in (("step", lambda: step(wr, rnd),
+                           lambda: step(jax.device_put(w, devices[0]), whole)),
+                          ("elementwise", lambda: twice(rnd), lambda: twice(whole))):
+        jax.block_until_ready(fn())
+        _standin.counters.reset()
+        held = in_use()
+        got = fn()
+        jax.block_until_ready(got)
+        moved, calls = _moved_and_nccl()
+        grew = [a - b for a, b in zip(in_use(), held)]
+        leaves, want = jax.tree.leaves(got), jax.tree.leaves(ref())
+        out[name] = dict(
+            moved=moved, nccl=calls, grew=grew, nbytes=[a.nbytes for a in leaves],
+            held=[type(a._stored).__name__ for a in leaves],
+            specs=[str(a.sharding.spec) for a in leaves],
+            devices=[[str(s.data.device) for s in a.addressable_shards] for a in leaves],
+            diff=[float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+                  for a, b in zip(leaves, want)],
+            same=[bool(np.array_equal(np.asarray(a), np.asarray(b)))
+                  for a, b in zip(leaves, want)])
+    return out
+
+
+def _pieces_owned(a) -> bool:
+    """Whether no two addressable shards of `a` share memory (each device owns its piece)."""
+    data = [np.asarray(s.data) for s in a.addressable_shards]
+    return not any(np.shares_memory(p, q) for i, p in enumerate(data) for q in data[i + 1:])
+
+
+def cpu_shards(n):
+    """Arrays over n cpu devices: what device_put, shard_map, pmap, jit and eager operations
+    give (sharding spec, dtype, each shard's shape, whether each device owns its piece, the
+    value), and for gpuarr how each is held and whether it equals the one-device result bit
+    for bit."""
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((n,), ("i",))
+    jnp = jax.numpy
+    rng = np.random.default_rng(1)
+    full = rng.standard_normal((8 * n, 6)).astype(np.float32)
+    full[3, 2] = full[5 * n, 4] = 9.0  # argmax ties across devices: the first index wins
+    row = np.arange(6, dtype=np.float32)
+    w = np.linspace(-1, 1, 18, dtype=np.float32).reshape(6, 3)
+    split, rep = NamedSharding(mesh, P("i")), NamedSharding(mesh, P())
+    x = jax.device_put(full, split)
+    one = jnp.asarray(full)  # the one-device path
+    eager = {"add": lambda v: v + 1.5, "sin": jnp.sin, "addrow": lambda v: v + row,
+             "where": lambda v: jnp.where(v > 0, v, 0.0), "cast": lambda v: v.astype(np.int32),
+             "sum": lambda v: v.sum(), "sum0": lambda v: v.sum(0), "sum1": lambda v: v.sum(1),
+             "max0": lambda v: v.max(0), "min": lambda v: v.min(), "mean": lambda v: v.mean(),
+             "argmax": lambda v: v.argmax(), "argmax0": lambda v: v.argmax(0),
+             "argmin0": lambda v: jnp.argmin(v, 0), "reshape": lambda v: v.reshape(-1)}
+    made = {"put": x, "put_replicated": jax.device_put(full, rep),
+            "shard_map": jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"),
+                                       out_specs=P("i"))(x),
+            "shard_map_psum": jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh,
+                                            in_specs=P("i"), out_specs=P())(x),
+            "pmap": jax.pmap(lambda v: lax.psum(v, "p") * v, axis_name="p")(
+                full.reshape(n, 8, 6)),
+            "jit": jax.jit(lambda v: jnp.tanh(v) * 2)(x),
+            "jit_shard_map": jax.jit(jax.shard_map(lambda v: lax.psum(v.sum(0), "i"),
+                                                   mesh=mesh, in_specs=P("i"),
+                                                   out_specs=P()))(x),
+            "jit_in_shardings": jax.jit(lambda a, v: jnp.tanh(v @ a), in_shardings=(rep, split))(
+                w, full)}
+    made.update((name, fn(x)) for name, fn in eager.items())
+    out = {}
+    for name, a in made.items():
+        spec = getattr(a.sharding, "spec", None)
+        out[name] = [None if name == "pmap" else str(spec), str(a.dtype),
+                     [list(s.data.shape) for s in a.addressable_shards], _pieces_owned(a),
+                     np.asarray(a).tolist()]
+    held = {}
+    if LIB == "gpuarr":
+        held = {name: type(a._stored).__name__ for name, a in made.items()}
+        held["same"] = {name: bool(np.array_equal(np.asarray(made[name]), np.asarray(fn(one))))
+                        for name, fn in eager.items()}
+        held["same"]["jit"] = bool(np.array_equal(
+            np.asarray(made["jit"]), np.asarray(jax.jit(lambda v: jnp.tanh(v) * 2)(one))))
+    return dict(arrays=out, held=held)
 
 
 def nccl_ids(n):
@@ -720,7 +853,7 @@ PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": m
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
             "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
-            "gpu_shards": gpu_shards, "nccl_ids": nccl_ids}
+            "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "cpu_shards": cpu_shards}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gpuarr import dtypes, pytrees
+from gpuarr import dtypes, placement, pytrees
 from gpuarr.array import Array
+from gpuarr.backends.device_shards import DeviceShards, own_copy
 from gpuarr.core import Tracer
 from gpuarr.errors import UnexpectedTracerError
 from gpuarr.pytrees.mapping import _prefix_errors
@@ -96,6 +97,15 @@ def _assemble_pieces(pieces, shape, dtype, sharding) -> Array:
     from gpuarr.backends.device_group import ProcessShards
     indices = sharding.addressable_devices_indices_map(shape)
     hosts = [p._host() if type(p) is Array else np.asarray(p) for p in pieces]
+    if tree_shardings.splits_over_local_devices(sharding):  # each device: its own copy
+        platform = placement.platform_of(next(iter(indices)))
+        shards = DeviceShards({d: platform.from_host(own_copy(h), d)
+                               for d, h in zip(indices, hosts)}, shape, dtype, sharding,
+                              platform)
+        out = Array(shards, False, device=next(iter(indices)), committed=True,
+                    platform=shards.array_platform)
+        out._sharding = sharding
+        return out
     if sharding.is_fully_addressable:
         buf = np.empty(shape, dtype)
         for idx, piece in zip(indices.values(), hosts):

@@ -249,7 +249,8 @@ def test_jit_data_parallel_runs_per_gpu_and_keeps_pieces():
     per-device program on its own piece (nothing crosses the host or another GPU), the
     gradient's sums are all-reduced over NCCL, and the outputs stay as pieces on both GPUs
     with JAX's shardings; the loss and gradient equal the one-GPU results to float32
-    rounding, an elementwise jit bit for bit."""
+    rounding, an elementwise jit bit for bit. jit of a shard_map (alone, or among other
+    operations) keeps its pieces too."""
     r = _on_two_standin_gpus("gpu_shards")
     if "skip" in r:
         pytest.skip(r["skip"])
@@ -262,6 +263,13 @@ def test_jit_data_parallel_runs_per_gpu_and_keeps_pieces():
     assert elementwise["held"] == ["DeviceShards"] and elementwise["specs"] == ["P('i',)"]
     assert elementwise["grew"] == [r["piece_bytes"]] * 2  # each GPU: its block of the result
     assert elementwise["same"] == [True]
+    # jit of a shard_map, alone and with elementwise work around it: the same, per GPU
+    for name, spec, nccl in (("shard_map", "P()", {"ncclAllReduce": 2}),
+                             ("around_shard_map", "P('i',)", {})):
+        got = r["jit_split"][name]
+        assert got["held"] == ["DeviceShards"] and got["specs"] == [spec], name
+        assert got["nccl"] == nccl and got["moved"] <= 8 * 2, name  # scalars only
+        assert got["devices"] == [["cuda:0", "cuda:1"]] and got["diff"][0] <= 1e-4, name
 
 
 def test_nccl_unique_id_goes_over_mpi():

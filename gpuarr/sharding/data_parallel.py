@@ -137,33 +137,45 @@ def run_eagerly(prim, args, params):
 
 
 def run_shard_maps(closed: ClosedProgram, leaves, out_shardings) -> list | None:
-    """The outputs of `closed` when it is made of shard_maps over devices of this process
-    only (`jit(shard_map(f))`): each runs with every device's pieces kept on it
+    """The outputs of `closed`, a Program holding shard_maps over devices of this process
+    (`jit(shard_map(f))`), each run with every device's pieces kept on it
     (spmd.run_per_device), the outputs reporting what JAX reports (`out_shardings` when
-    given, else the out_spec, one entry per dimension over Explicit mesh axes). None when
-    the Program holds anything else (it then runs compiled, as written)."""
+    given, else the out_spec, one entry per dimension over Explicit mesh axes). Over GPUs the
+    Program's other equations run eagerly between them (elementwise work on each GPU's piece,
+    see dispatch.py), so no piece is joined on one GPU. None for a Program with other
+    equations over cpu devices (it runs compiled, as written, on the NumPy backend)."""
     prog = closed.program
-    if not prog.eqns or any(e.prim is not spmd.shard_map_p for e in prog.eqns):
-        return None
+    maps = [e for e in prog.eqns if e.prim is spmd.shard_map_p]
     args = [as_array(x) for x in leaves]
-    if any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in prog.eqns):
+    if not maps or any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in maps):
         return None
-    made = {v.id for e in prog.eqns for v in e.outvars}
-    if any(type(v) is Literal or v.id not in made for v in prog.outvars):
+    if len(maps) < len(prog.eqns) and any(
+            e.params["mesh"].devices.flat[0].platform != "cuda" for e in maps):
         return None
     env = {v.id: as_array(c) for v, c in zip(prog.constvars, closed.consts)}
     env.update((v.id, x) for v, x in zip(prog.invars, args))
+
+    def read(a):
+        if type(a) is Literal:
+            return core._weak_operand(a) if a.aval.weak_type else a.val
+        return env[a.id]
+
     for eqn in prog.eqns:
         params = eqn.params
+        ins = [read(a) for a in eqn.inputs]
+        if eqn.prim is not spmd.shard_map_p:
+            out = eqn.prim.bind(*ins, **params)
+            env.update((v.id, o) for v, o in zip(
+                eqn.outvars, out if eqn.prim.multiple_results else [out], strict=True))
+            continue
         mesh = params["mesh"]
-        ins = [a.val if type(a) is Literal else env[a.id] for a in eqn.inputs]
         outs = spmd.run_per_device(ins, params["closed"], mesh, params["in_specs"],
                                    params["out_specs"])
         for v, out, spec in zip(eqn.outvars, outs, params["out_specs"], strict=True):
             if typed_inputs(mesh):
                 spec = spec._normalized_spec_for_aval(v.aval.ndim)
             env[v.id] = with_sharding(out, NamedSharding(mesh, spec))
-    results = [env[v.id] for v in prog.outvars]
+    results = [as_array(read(v)) for v in prog.outvars]
     if out_shardings is not None:
         results = [with_sharding(r, s) if isinstance(s, Sharding) else r
                    for r, s in zip(results, out_shardings)]

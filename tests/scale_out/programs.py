@@ -736,8 +736,9 @@ def _gpu_across(rnd, whole, in_use, n):
 
 def _gpu_jit_split(mesh, rnd, whole, devices, in_use, n):
     """jit's data-parallel case on n GPUs: a value-and-gradient step on batch-split rows and
-    replicated weights, and an elementwise jit, run per GPU on the pieces where they are;
-    their outputs stay as pieces on the GPUs."""
+    replicated weights, and an elementwise jit, run per GPU on the pieces where they are; and
+    jit of a shard_map, alone and among elementwise work. Their outputs stay as pieces on the
+    GPUs."""
     from cupy import _standin
     jnp = jax.numpy
     w = np.linspace(-1, 1, rnd.shape[1] * 3, dtype=np.float32).reshape(rnd.shape[1], 3)
@@ -747,10 +748,17 @@ def _gpu_jit_split(mesh, rnd, whole, devices, in_use, n):
         return jnp.mean(jnp.tanh(v @ a) ** 2)
     step = jax.jit(jax.value_and_grad(loss))
     twice = jax.jit(lambda v: jnp.tanh(v) * 2)
+    summed = jax.jit(jax.shard_map(lambda v: lax.psum(v.sum(0), "i"), mesh=mesh,
+                                   in_specs=P("i"), out_specs=P()))
+    doubled = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    around = jax.jit(lambda v: jnp.tanh(doubled(v * 3) + 1.0))  # a shard_map among other work
     out = {}
     for name, fn, ref in (("step", lambda: step(wr, rnd),
                            lambda: step(jax.device_put(w, devices[0]), whole)),
-                          ("elementwise", lambda: twice(rnd), lambda: twice(whole))):
+                          ("elementwise", lambda: twice(rnd), lambda: twice(whole)),
+                          ("shard_map", lambda: summed(rnd), lambda: whole.sum(0)),
+                          ("around_shard_map", lambda: around(rnd),
+                           lambda: jnp.tanh(whole * 3 * 2 + 1.0))):
         jax.block_until_ready(fn())
         _standin.counters.reset()
         held = in_use()

@@ -177,10 +177,10 @@ def _per_piece(trace, prim, args, params):
     for i, a in enumerate(args):
         if type(a) is Array and type(a._value) is not DeviceShards and (
                 a.ndim or a._platform is not None):
-            if prim not in impls.elementwise_prims or a.ndim != len(first.shape) or any(
-                    n not in (m, 1) for n, m in zip(a.shape, first.shape)):
+            if prim not in impls.elementwise_prims or a.ndim not in (0, len(first.shape)) \
+                    or any(n not in (m, 1) for n, m in zip(a.shape, first.shape)):
                 return None
-            host = a._host()
+            host = a._host()  # a scalar on a GPU, or a broadcast operand: each device's block
             cut[i] = {d: first.platform.from_host(own_copy(host[tuple(
                 s if n == m else slice(None) for s, n, m in zip(index, a.shape, first.shape))]),
                 d) for d, index in blocks.items()}

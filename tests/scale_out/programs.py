@@ -667,11 +667,13 @@ def gpu_shards(n):
     rnd = jax.device_put(np.random.default_rng(0).standard_normal(full.shape).astype(np.float32),
                          NamedSharding(mesh, P("i")))
     whole = jax.device_put(rnd, devices[0])
+    two = jax.numpy.float32(2)  # a scalar held on the first GPU
     per_piece = {}
     for name, fn in {"add": lambda v: v + 1.5, "sin": jax.numpy.sin,
                      "mul": lambda v: v * v, "exp": lambda v: jax.numpy.exp(v) * 2.5,
                      "cast": lambda v: v.astype(np.int32), "sum": lambda v: v.sum(1),
-                     "max": lambda v: v.max(1), "mean": lambda v: v.mean(1)}.items():
+                     "max": lambda v: v.max(1), "mean": lambda v: v.mean(1),
+                     "gpu_scalar": lambda v, s=two: v * s}.items():
         fn(rnd).block_until_ready()
         _standin.counters.reset()
         held = in_use()
@@ -684,6 +686,7 @@ def gpu_shards(n):
             bool(np.array_equal(np.asarray(out), np.asarray(fn(whole)))), str(out.dtype)]
         del out
     eager["per_piece"] = per_piece
+    del two, fn  # the scalar on the first GPU, held by the last case's default
     across = _gpu_across(rnd, whole, in_use, n)
     jit_split = _gpu_jit_split(mesh, rnd, whole, devices, in_use, n)
     del rnd, whole

@@ -2,11 +2,10 @@
 `jax.make_array_from_single_device_arrays`, `jax.make_array_from_process_local_data`).
 
 A global Array is assembled from one buffer per addressable device of a Sharding. With one
-device the piece is the array itself. Over several cpu devices of this process the pieces are
-written into the global value (host devices share memory; each device's shard is a piece of
-it); over devices of several processes the Array holds this process's pieces
-(`ProcessShards`). The functions keep JAX's checks and messages (wrong shard shape, dtype,
-count), and the result is committed and reports `sharding`.
+device the piece is the array itself. Over several devices of this process each device keeps
+its own copy of its piece (`DeviceShards`); over devices of several processes the Array holds
+this process's pieces (`ProcessShards`). The functions keep JAX's checks and messages (wrong
+shard shape, dtype, count), and the result is committed and reports `sharding`.
 """
 from __future__ import annotations
 

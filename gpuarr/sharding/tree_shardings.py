@@ -200,8 +200,8 @@ def concrete_sharding(s: Sharding) -> Sharding:
 def device_of(s: Sharding, what: str):
     """The device that computations on data placed by Sharding `s` run on outside shard_map
     and pmap: its one device, or for a sharding over several, the first this process holds
-    (the global value is kept there: host devices share memory, so each device's shard is a
-    piece of it; on GPUs shard_map and pmap copy each device's block to its GPU)."""
+    (operations that read the global value put it together there; each device of a NamedSharding
+    keeps its own piece, `with_sharding`)."""
     if isinstance(s, NamedSharding):
         s = concrete_sharding(s)
     devices = s._device_assignment

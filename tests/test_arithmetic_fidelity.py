@@ -124,6 +124,21 @@ CASES = {
                                     [np.array([True, False, True])]),
     "subnormal_array_to_bool": (lambda L: lambda b: L.float32(1e-39).astype(bool) & b,
                                 [np.array([True, False])]),
+    # Constants computed with constants under jit fold exactly (StableHLO's folder, before
+    # XLA's flushed arithmetic); eagerly, and through a nested jit's argument, they are XLA's
+    # arithmetic, subnormals read as zero.
+    "subnormal_weak_array_to_bool": (lambda L: lambda b: L.asarray(1e-39).astype(bool) & b,
+                                     [np.array([True, False])]),
+    "subnormal_constant_compared": (lambda L: lambda b: ((L.asarray(1e-39) != 0) & b,
+                                                         (L.asarray(F32(1e-39)) > 0) | b),
+                                    [np.array([True, False])]),
+    "subnormal_constant_arithmetic": (lambda L: lambda b: L.where(
+        b, L.asarray(F32(1e-39)) * 2, L.sqrt(L.asarray(F32(1e-39)))), [np.array([True, False])]),
+    "subnormal_constant_selected": (lambda L: lambda b: L.where(
+        b, _lax(L).select(L.asarray(F32(1e-39)) > 0, L.asarray(F32(1e-39)), F32(2)), 3.0),
+        [np.array([True, False])]),
+    "subnormal_constant_through_nested_jit": (lambda L: lambda b: _jit(L)(lambda c: c != 0)(1e-39) & b,
+                                              [np.array([True, False])]),
     # 16 elements: the native platform's vectorised loop calls glibc's vector logf, which does
     # not read a subnormal as zero under DAZ by itself (log2 was -150, the fuzzer, seed 121).
     "subnormal_log_vectorised": (lambda L: lambda x: (L.log(x), L.log2(x), L.log10(x)),
@@ -146,6 +161,10 @@ CASES = {
 
 def _lax(L):
     return jax.lax if L is jjnp else gpuarr.lax
+
+
+def _jit(L):
+    return jax.jit if L is jjnp else gpuarr.jit
 
 
 def _outcome(fn, args):

@@ -281,6 +281,9 @@ def _one_element_selection(eqn, producer):
     out = eqn.outvars[0].aval
     if np.dtype(out.dtype) not in _FLUSHED_DTYPES or int(np.prod(out.shape)) != 1:
         return None
+    pred, p = eqn.inputs[0], producer(eqn.inputs[0])
+    if isinstance(pred, Literal) or p is not None and all(isinstance(a, Literal) for a in p.inputs):
+        return None  # a constant predicate: the select folds away (exactly) before XLA's fusion
     cases = list(eqn.inputs[1:])
     for i, c in enumerate(cases):
         v = _scalar_constant(c, producer)
@@ -518,23 +521,28 @@ def fold(program: Program, consts: list):
         if foldable:
             try:
                 # The literals as their dtype's values (as JAX converts Python scalars), then
-                # the equation as XLA computes it, subnormal operands read as zero: a Python
-                # scalar reaches XLA as an argument of JAX's jitted jnp functions (`jnp.pad(b,
-                # constant_values=1e-39)` pads a bool array with False). JAX itself folds the
-                # conversion of a concrete array while tracing, in NumPy: not flushed.
+                # the equation exactly, as StableHLO's folder does with the constants of the
+                # program JAX lowers; a constant passed to a nested jit is an argument there,
+                # which XLA's own constant folding reads as zero if subnormal (flushed).
                 args = [np.asarray(a.val).astype(a.aval.dtype) for a in inputs]
-                traced_fold = eqn.prim.name == "convert_element_type" and not any(
-                    a.aval.weak_type for a in inputs)
-                with np.errstate(all="ignore"), (nullcontext() if traced_fold else flushing()):
+                passed = any(isinstance(a, ArgumentLiteral) for a in inputs)
+                with np.errstate(all="ignore"), (flushing() if passed else nullcontext()):
                     value = np.asarray(impl(*args, **eqn.params))
             except Exception:  # noqa: BLE001 - leave anything that fails to run for run time
                 value = None
             if value is not None and value.shape == ():
                 out = eqn.outvars[0]
-                rw.env[out.id] = Literal(value.astype(out.aval.dtype)[()], out.aval)
+                rw.env[out.id] = (ArgumentLiteral if passed else Literal)(
+                    value.astype(out.aval.dtype)[()], out.aval)
                 continue
-        rw.emit(eqn.prim, inputs, eqn.params, eqn.outvars, eqn.source_info)
-    return rw.finish(program.constvars), consts
+        rw.emit(eqn.prim, [_plain(a) for a in inputs], eqn.params, eqn.outvars, eqn.source_info)
+    folded = rw.finish(program.constvars)
+    return Program(folded.constvars, folded.invars, folded.eqns,
+                   [_plain(a) for a in folded.outvars]), consts
+
+
+def _plain(atom):
+    return Literal(atom.val, atom.aval, atom.shown) if isinstance(atom, ArgumentLiteral) else atom
 
 
 def _key_of(value):
@@ -592,6 +600,14 @@ def dce(program: Program) -> Program:
     return Program(program.constvars, program.invars, list(reversed(kept)), program.outvars)
 
 
+class ArgumentLiteral(Literal):
+    """A literal passed as an argument to a call that `inline` spliced: JAX lowers the call as
+    a function whose parameter it is, so XLA's constant folding, not StableHLO's, computes
+    with it (subnormals read as zero, as in XLA's flushed arithmetic)."""
+
+    __slots__ = ()
+
+
 # Call-like primitives and the param holding the program they call: inlined before fusion,
 # so fusion and the other passes see across their boundaries.
 CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "remat2": "jaxpr",
@@ -599,9 +615,11 @@ CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "remat2":
          "custom_vmap_call": "call", "composite": "jaxpr"}
 
 
-def inline(program: Program, consts: list):
+def inline(program: Program, consts: list, mark_arguments: bool = False):
     """Replace each call of a sub-program (nested jit, remat, custom_jvp/vjp) by its equations,
-    with fresh variables; the callee's consts become constvars of the caller."""
+    with fresh variables; the callee's consts become constvars of the caller. With
+    `mark_arguments`, literals passed to a call become `ArgumentLiteral`s, for `fold` (which
+    turns them back into plain literals)."""
     if not any(e.prim in decompositions or e.prim.name in CALLS and isinstance(
             e.params.get(CALLS[e.prim.name]), (Program, ClosedProgram)) for e in program.eqns):
         return program, consts
@@ -616,7 +634,8 @@ def inline(program: Program, consts: list):
             consts.append(c)
             env[v.id] = cv
         for v, a in zip(sub.invars, inputs):
-            env[v.id] = a
+            env[v.id] = ArgumentLiteral(a.val, a.aval, a.shown) if mark_arguments and isinstance(
+                a, Literal) else a
         look = lambda a: a if isinstance(a, Literal) else env[a.id]  # noqa: E731
         for eqn in sub.eqns:
             ins = [look(a) for a in eqn.inputs]
@@ -665,7 +684,7 @@ def optimize(closed: ClosedProgram) -> ClosedProgram:
         return closed
     program, consts = closed.program, list(closed.consts)
     if enabled("inline"):
-        program, consts = inline(program, consts)
+        program, consts = inline(program, consts, mark_arguments=enabled("fold"))
     if enabled("simplify"):
         program = simplify(program, consts)
     if enabled("fold"):

@@ -7,8 +7,10 @@ import operator
 
 import numpy as np
 
+from gpuarr import core
 from gpuarr.array import Array
 from gpuarr.core import Tracer, get_aval
+from gpuarr.dispatch import eval_trace
 from gpuarr.jit_api import jit as _jit
 from gpuarr.lax import arguments as lax_arguments
 from gpuarr.lax import conversions as lax_conversions
@@ -892,7 +894,14 @@ def _pad_constant(a, widths, cv):
     """Constant padding; `cv` may be traced, so it stays an array (cast like JAX's)."""
     aval = get_aval(a)
     nd = aval.ndim
-    cv = lax_conversions._convert_weak(ensure_array(cv), aval.dtype, aval.weak_type)
+    cv = ensure_array(cv)
+    if isinstance(cv, Tracer):
+        cv = lax_conversions._convert_weak(cv, aval.dtype, aval.weak_type)
+    else:
+        # JAX's pad is a jit: a constant value reaches XLA as an argument, converted by XLA's
+        # arithmetic (a subnormal reads as zero: `constant_values=1e-39` pads bools False).
+        with core.set_current_trace(eval_trace):
+            cv = lax_conversions._convert_weak(cv, aval.dtype, aval.weak_type)
     shape = get_aval(cv).shape
     if len(shape) == 0:
         return lax.pad(a, cv, [(b, e, 0) for b, e in widths])

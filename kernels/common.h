@@ -72,12 +72,46 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
 #define GPUARR_DEFINE_FLOAT_OPS(F, TANH_ONE)                                                    \
   INLINE F max_##F(F a, F b) { return SELECTED_FLOAT(F, (a != a || a > b) ? a : b); }          \
   INLINE F min_##F(F a, F b) { return SELECTED_FLOAT(F, (a != a || a < b) ? a : b); }          \
-  INLINE F sign_##F(F x) { return x != x ? x : x > (F)0 ? (F)1 : x < (F)0 ? (F)-1 : x; }       \
+  INLINE F sign_##F(F x) {                                                                     \
+    return x != x ? x : x > (F)0 ? (F)1 : x < (F)0 ? (F)-1 : copysign((F)0, x);                 \
+  }                                                                                            \
   INLINE F round_away_##F(F x) { return round(x); }                                            \
   INLINE F round_even_##F(F x) { return rint(x); }                                             \
   INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp(-x)); }                            \
-  INLINE F tanh_##F(F x) { return TANH_OF_##F(x, (F)(TANH_ONE)); }                          \
+  INLINE F tanh_clamped_##F(F x) { return TANH_OF_##F(x, (F)(TANH_ONE)); }                        \
   INLINE F log_##F(F x) { return log(SELECTED_FLOAT(F, x)); }
+/* Subnormal operands (zero exponent bits; zeros give f(+-0) either way) of XLA's expansions,
+ * as gpuarr/lax/subnormal_operands.py gives them on the host: sin, tan, atan and expm1 (and
+ * float32 tanh) return x, asin, sinh, asinh, atanh and log1p (and float64 tanh and cbrt) a zero
+ * of x's sign, float32 cbrt -5.5951735e-16 and acos pi/2 (one ulp low for a negative one). A
+ * device's math library (glibc's vector functions, PoCL's, CUDA's) reads them as zero or
+ * computes with them. Bit tests, so every dialect's float environment gives the same. */
+#ifdef GPUARR_SUBNORMALS_SURVIVE /* hosts without XLA's flushed environment (float_env.py) */
+#define TINY_f32(x) 0
+#define TINY_f64(x) 0
+#else
+#define TINY_f32(x) ((BITS_F32(x) & 0x7f800000u) == 0u)
+#define TINY_f64(x) ((BITS_F64(x) & 0x7ff0000000000000ull) == 0ull)
+#endif
+#define NONZERO_f32(x) ((BITS_F32(x) << 1) != 0u)
+#define NONZERO_f64(x) ((BITS_F64(x) << 1) != 0ull)
+#define GPUARR_DEFINE_TINY_OPS(F, TANH_TINY, CBRT_TINY, ACOS_NEGATIVE, ACOS_POSITIVE)              \
+  INLINE F sin_##F(F x) { return TINY_##F(x) ? x : sin(x); }                                     \
+  INLINE F tan_##F(F x) { return TINY_##F(x) ? x : tan(x); }                                     \
+  INLINE F atan_##F(F x) { return TINY_##F(x) ? x : atan(x); }                                   \
+  INLINE F expm1_##F(F x) { return TINY_##F(x) ? x : expm1(x); }                                 \
+  INLINE F asin_##F(F x) { return TINY_##F(x) ? copysign((F)0, x) : asin(x); }                   \
+  INLINE F sinh_##F(F x) { return TINY_##F(x) ? copysign((F)0, x) : sinh(x); }                   \
+  INLINE F asinh_##F(F x) { return TINY_##F(x) ? copysign((F)0, x) : asinh(x); }                 \
+  INLINE F atanh_##F(F x) { return TINY_##F(x) ? copysign((F)0, x) : atanh(x); }                 \
+  INLINE F log1p_##F(F x) { return TINY_##F(x) ? copysign((F)0, x) : log1p(x); }                 \
+  INLINE F tanh_##F(F x) { return TINY_##F(x) ? (TANH_TINY) : tanh_clamped_##F(x); }             \
+  INLINE F cbrt_##F(F x) { return TINY_##F(x) && NONZERO_##F(x) ? (CBRT_TINY) : cbrt(x); }       \
+  INLINE F tiny_zero_##F(F x, F y) { return TINY_##F(x) ? copysign((F)0, x) : y; }               \
+  INLINE F acos_##F(F x) {                                                                       \
+    return TINY_##F(x) && NONZERO_##F(x) ? (MATH_SIGNBIT(x) ? (ACOS_NEGATIVE) : (ACOS_POSITIVE))      \
+                                          : acos(x);                                             \
+  }
 #define TANH_CLAMPED(F, x, one) (fabs(x) > (one) ? copysign((F)1, x) : tanh(x))
 #ifndef TANH_OF_f32 /* dialect_c.h computes XLA CPU's own float32 tanh instead */
 #define TANH_OF_f32(x, one) TANH_CLAMPED(f32, x, one)
@@ -85,6 +119,27 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
 #define TANH_OF_f64(x, one) TANH_CLAMPED(f64, x, one)
 GPUARR_DEFINE_FLOAT_OPS(f32, 7.99881172180175781)
 GPUARR_DEFINE_FLOAT_OPS(f64, 19.1)
+/* float32 atan2 with a subnormal operand, as XLA's own atan2f (fdlibm's) computes it flushed:
+ * its zero and infinity tests read bits, its quotient y / x reads a subnormal as zero
+ * (gpuarr/lax/subnormal_operands.py, follow_xla_atan2). */
+INLINE f32 atan2_f32(f32 y, f32 x) {
+#ifdef GPUARR_SUBNORMALS_SURVIVE
+  return atan2(y, x);
+#else
+  const u32 by = BITS_F32(y) & 0x7fffffffu, bx = BITS_F32(x) & 0x7fffffffu;
+  const int ysub = by != 0u && by < 0x800000u, xsub = bx != 0u && bx < 0x800000u;
+  if (!(ysub || xsub) || by > 0x7f800000u || bx > 0x7f800000u || by == 0u) return atan2(y, x);
+  if (BITS_F32(x) == 0x3f800000u) return y;
+  if (bx == 0u || by == 0x7f800000u) return copysign(1.57079637f, y);
+  if (bx == 0x7f800000u) return MATH_SIGNBIT(x) ? copysign(3.14159274f, y) : copysign(0.0f, y);
+  const f32 z = ysub && xsub ? NAN_F32 : ysub ? 0.0f : 1.57079637f, pi_lo = -8.7422776573e-08f;
+  return MATH_SIGNBIT(x) ? (MATH_SIGNBIT(y) ? (z - pi_lo) - 3.14159274f : 3.14159274f - (z - pi_lo))
+                    : (MATH_SIGNBIT(y) ? -z : z);
+#endif
+}
+INLINE f64 atan2_f64(f64 y, f64 x) { return atan2(y, x); }
+GPUARR_DEFINE_TINY_OPS(f32, x, -5.5951735e-16f, 1.57079625f, 1.57079637f)
+GPUARR_DEFINE_TINY_OPS(f64, copysign(0.0, x), copysign(0.0, x), 1.5707963267948966, 1.5707963267948966)
 
 /* ---- threefry-2x32 (20 rounds), the hash under gpuarr.random ------------------------------- */
 INLINE u32 rotl32(u32 x, u32 r) { return (x << r) | (x >> (32u - r)); }

@@ -73,6 +73,7 @@ typedef double f64;
 #define SELECTED_FLOAT(F, x) (fabs(x) < (F)(sizeof(F) == 4 ? 1.17549435e-38 : 2.2250738585072014e-308) \
                               ? copysign((F)0, x) : (x))
 #else /* the NumPy backend keeps subnormals here too (gpuarr/backends/float_env.py) */
+#define GPUARR_SUBNORMALS_SURVIVE 1
 #define GPUARR_FLUSH_BEGIN
 #define GPUARR_FLUSH_END
 #endif

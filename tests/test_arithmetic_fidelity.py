@@ -143,6 +143,23 @@ CASES = {
     # not read a subnormal as zero under DAZ by itself (log2 was -150, the fuzzer, seed 121).
     "subnormal_log_vectorised": (lambda L: lambda x: (L.log(x), L.log2(x), L.log10(x)),
                                  [np.resize(np.array([1e-39, -1e-39, 5e-45, -5e-45, 0, -0.0, 1], F32), 16)]),
+    # Transcendental functions of subnormals as XLA's expansions give them, at every size:
+    # some return x, others a zero of its sign (lax/subnormal_operands.py).
+    **{f"subnormal_{kind}_{n}": (make, [np.resize(np.array([1e-39, -1e-39, 5e-45, -1.1e-38, 0, -0.0, 2e-30],
+                                                           F32), n)])
+       for n in (1, 3, 16)
+       for kind, make in [
+           ("kept", lambda L: lambda x: (L.sin(x), L.tan(x), L.arctan(x), L.tanh(x), L.expm1(x))),
+           ("zeroed", lambda L: lambda x: (L.arcsin(x), L.sinh(x), L.arcsinh(x), L.arctanh(x),
+                                           L.log1p(x), L.sqrt(x), L.sign(x))),
+           ("cbrt_arccos", lambda L: lambda x: (L.cbrt(x), L.arccos(x)))]},
+    "subnormal_erf_inv": (lambda L: _lax(L).erf_inv, [np.array([1e-39, -1e-39, 5e-45, 0, -0.0], F32)]),
+    # atan2 is XLA's own atan2f (fdlibm's) under the flushed environment.
+    "subnormal_arctan2": (lambda L: L.arctan2, [
+        np.array([1e-39] * 12 + [-1e-39] * 6 + [0, -0.0, 1e-30, 1, -1, 3e38, np.inf, np.nan, -1e-30], F32),
+        np.array([1e-39, -1e-39, 0, -0.0, 1e-30, -1e-30, 1, -1, 3e38, -3e38, np.inf, -np.inf,
+                  1e-39, -1e-39, 0, -1e-30, 1, -np.inf, 1e-39, -1e-39, -1e-39, -1e-39, 1e-39, -1e-39,
+                  -1e-39, 1e-39, -1e-39], F32)]),
     # Division by a broadcast divisor multiplies by its reciprocal; by a same-shape one divides.
     "divide_by_scalar": (lambda L: lambda x: x / 20000, [np.full(3, 62764.0, F32)]),
     "divide_by_float32_scalar": (lambda L: lambda x, y: x / y, [np.full(3, 62764.0, F32), F32(20000)]),
@@ -209,6 +226,29 @@ def test_matches_jax(name, jit):
         _check(_outcome(ours, args), _outcome(theirs, args))
     finally:
         jax.config.update("jax_enable_x64", False)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("n", [2, 16])
+def test_float64_transcendentals_of_subnormals(n, jit):
+    if not float_env.available():
+        pytest.skip("subnormals survive on this host (docs/arithmetic.md)")
+    x = np.resize(np.array([1e-310, -1e-310, 5e-324, -2e-308, 0, -0.0]), n)
+
+    def make(L):
+        return lambda x: (L.sin(x), L.tan(x), L.arctan(x), L.expm1(x), L.tanh(x), L.arcsin(x),
+                          L.sinh(x), L.arcsinh(x), L.arctanh(x), L.log1p(x), L.cbrt(x), L.arccos(x))
+    gpuarr.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        theirs, ours = make(jjnp), make(jnp)
+        if jit:
+            theirs, ours = jax.jit(theirs), gpuarr.jit(ours)
+        for got, want in zip(ours(x), theirs(x)):
+            _check(_outcome(lambda: got, []), _outcome(lambda: want, []))
+    finally:
+        jax.config.update("jax_enable_x64", False)
+        gpuarr.config.update("jax_enable_x64", False)
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])

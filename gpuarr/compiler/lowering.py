@@ -17,11 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 _UNARY_FLOAT = {
-    "exp": "exp({0})", "exp2": "exp2({0})", "log": "log_{t}({0})", "log1p": "log1p({0})",
-    "expm1": "expm1({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})", "cbrt": "cbrt({0})",
-    "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})", "asin": "asin({0})",
-    "acos": "acos({0})", "atan": "atan({0})", "sinh": "sinh({0})", "cosh": "cosh({0})",
-    "tanh": "tanh_{t}({0})", "asinh": "asinh({0})", "acosh": "acosh({0})", "atanh": "atanh({0})",
+    "exp": "exp({0})", "exp2": "exp2({0})", "log": "log_{t}({0})", "log1p": "log1p_{t}({0})",
+    "expm1": "expm1_{t}({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})", "cbrt": "cbrt_{t}({0})",
+    "sin": "sin_{t}({0})", "cos": "cos({0})", "tan": "tan_{t}({0})", "asin": "asin_{t}({0})",
+    "acos": "acos_{t}({0})", "atan": "atan_{t}({0})", "sinh": "sinh_{t}({0})", "cosh": "cosh({0})",
+    "tanh": "tanh_{t}({0})", "asinh": "asinh_{t}({0})", "acosh": "acosh({0})", "atanh": "atanh_{t}({0})",
     "floor": "floor({0})", "ceil": "ceil({0})", "abs": "fabs({0})", "sign": "sign_{t}({0})",
     # Computed in double and rounded, as the NumPy backend does, so float32 results agree.
     "erf": "({t})erf((f64){0})", "erfc": "({t})erfc((f64){0})", "lgamma": "({t})lgamma((f64){0})",
@@ -29,7 +29,7 @@ _UNARY_FLOAT = {
     "round_away": "round_away_{t}({0})", "round_even": "round_even_{t}({0})",
     # Device functions in kernels/special.h: erf_inv is Giles' polynomial (as XLA) in the
     # operand's precision; digamma runs in double and is rounded, as the NumPy backend does.
-    "erf_inv": "erf_inv_{t}({0})", "digamma": "({t})digamma_f64((f64){0})",
+    "erf_inv": "tiny_zero_{t}({0}, erf_inv_{t}({0}))", "digamma": "({t})digamma_f64((f64){0})",
     # The samplers' functions, step for step as their NumPy emulation of XLA's CPU code
     # (gpuarr/random/xla_math.py), so kernels draw the cpu platform's streams bit for bit.
     "erf_inv_giles": "erf_inv_giles_{t}({0})", "xla_log": "xla_log_{t}({0})",
@@ -38,7 +38,7 @@ _UNARY_FLOAT = {
 
 _BINARY_FLOAT = {
     "div": "{0} / {1}", "rem": "fmod({0}, {1})", "pow": "pow({0}, {1})",
-    "max": "max_{t}({0}, {1})", "min": "min_{t}({0}, {1})", "atan2": "atan2({0}, {1})",
+    "max": "max_{t}({0}, {1})", "min": "min_{t}({0}, {1})", "atan2": "atan2_{t}({0}, {1})",
     "nextafter": "nextafter({0}, {1})",
     "polygamma": "({t})polygamma_f64((f64){0}, (f64){1})",
 }

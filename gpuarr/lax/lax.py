@@ -34,7 +34,7 @@ from gpuarr.impls import elementwise_prims, impl_rules, narrow_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.ad import Zero, defjvp, defjvp_zero, deflinear, is_undefined
 from gpuarr.interpreters.batching import batch_rules, not_mapped, vectorized_rule
-from gpuarr.lax import complex_functions
+from gpuarr.lax import complex_functions, xla_tanh
 from gpuarr.lax.arguments import (
     _SCALARS,
     _as_operand,
@@ -90,6 +90,7 @@ from gpuarr.lax.shape_ops import (
     transpose,
     transpose_p,  # noqa: F401
 )
+from gpuarr.lax.subnormal_operands import following_xla
 
 # ---------------------------------------------------------------- elementwise families
 
@@ -237,7 +238,7 @@ exp2_p = unop("exp2", np.exp2)
 defjvp(exp2_p, lambda g, ans, x: mul(log(_const(x, 2)), mul(g, ans)), with_ans=True)
 log_p = unop("log", _xla_complex_nans(np.log, _inf_and_nan))
 defjvp(log_p, lambda g, x: div(g, x))
-log1p_p = unop("log1p", _xla_complex_nans(np.log1p, _inf_and_nan))
+log1p_p = unop("log1p", following_xla("log1p", _xla_complex_nans(np.log1p, _inf_and_nan)))
 defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 def _expm1_impl(x):
     out = np.expm1(x)
@@ -248,7 +249,7 @@ def _expm1_impl(x):
     return out
 
 
-expm1_p = unop("expm1", _expm1_impl)
+expm1_p = unop("expm1", following_xla("expm1", _expm1_impl))
 defjvp(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(x, 1))), with_ans=True)
 # XLA's float32 tanh clamps its argument and returns exactly +-1 past 7.99881172, where the C
 # library's gives 1 - ulp (so jax.nn.gelu's 1 + tanh(-large) is 0 there); kernels/common.h's
@@ -257,41 +258,40 @@ TANH_ONE_F32 = np.float32(7.99881172180175781)
 
 
 def tanh_real(x):
-    """np.tanh, exactly +-1 past XLA's float32 clamp."""
-    out = np.tanh(x)
-    if out.dtype == np.float32:
-        out = np.where(np.abs(x) > TANH_ONE_F32, np.copysign(np.float32(1), x), out)
-    return out
+    """np.tanh; float32 as XLA computes it (lax/xla_tanh.py), exactly +-1 past its clamp."""
+    if np.asarray(x).dtype == np.float32:
+        return xla_tanh.tanh_f32(x)
+    return np.tanh(x)
 
 
-tanh_p = unop("tanh", _xla_complex_nans(tanh_real,
-                                        lambda re, im: np.isfinite(re) & ~np.isfinite(im)))
+tanh_p = unop("tanh", following_xla("tanh", _xla_complex_nans(
+    tanh_real, lambda re, im: np.isfinite(re) & ~np.isfinite(im))))
 defjvp(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)), with_ans=True)
 
 
 logistic_p = unop("logistic", _logistic_impl)
 defjvp(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(x, 1), ans))), with_ans=True)
-sin_p = unop("sin", np.sin)
+sin_p = unop("sin", following_xla("sin", np.sin))
 defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 cos_p = unop("cos", np.cos)
 defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
-tan_p = unop("tan", np.tan)
+tan_p = unop("tan", following_xla("tan", np.tan))
 defjvp(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), square(ans))), with_ans=True)
-asin_p = unop("asin", np.arcsin)
+asin_p = unop("asin", following_xla("asin", np.arcsin))
 defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
-acos_p = unop("acos", _complex_by_xla(np.arccos, complex_functions.acos))
+acos_p = unop("acos", following_xla("acos", _complex_by_xla(np.arccos, complex_functions.acos)))
 defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(_const(x, 1), square(x))))))
-atan_p = unop("atan", np.arctan)
+atan_p = unop("atan", following_xla("atan", np.arctan))
 defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
-sinh_p = unop("sinh", _xla_complex_nans(np.sinh, lambda re, im: ~np.isfinite(im)))
+sinh_p = unop("sinh", following_xla("sinh", _xla_complex_nans(np.sinh, lambda re, im: ~np.isfinite(im))))
 defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 cosh_p = unop("cosh", _xla_complex_nans(np.cosh, lambda re, im: ~np.isfinite(im)))
 defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
-asinh_p = unop("asinh", _complex_by_xla(np.arcsinh, complex_functions.asinh))
+asinh_p = unop("asinh", following_xla("asinh", _complex_by_xla(np.arcsinh, complex_functions.asinh)))
 defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 acosh_p = unop("acosh", _complex_by_xla(np.arccosh, complex_functions.acosh))
 defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
-atanh_p = unop("atanh", _complex_by_xla(np.arctanh, complex_functions.atanh))
+atanh_p = unop("atanh", following_xla("atanh", _complex_by_xla(np.arctanh, complex_functions.atanh)))
 defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_const(x, 1), x)), div(g, sub(_const(x, 1), x))))
 sqrt_p = unop("sqrt", _complex_by_xla(np.sqrt, complex_functions.sqrt))
 defjvp(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)), with_ans=True)
@@ -301,7 +301,7 @@ rsqrt_p = unop("rsqrt", _rsqrt_impl)
 defjvp(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))), with_ans=True)
 square_p = unop("square", np.square, "number")
 defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
-cbrt_p = unop("cbrt", np.cbrt, "float")
+cbrt_p = unop("cbrt", following_xla("cbrt", np.cbrt), "float")
 defjvp(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))),
        with_ans=True)
 abs_p = unop("abs", np.abs, "number")

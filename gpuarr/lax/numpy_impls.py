@@ -12,6 +12,7 @@ import numpy as np
 
 from gpuarr import dtypes, narrow_types
 from gpuarr.lax.shape_ops import _ufunc_reduce
+from gpuarr.lax.subnormal_operands import follow_xla_atan2
 
 # ---------------------------------------------------------------- elementwise
 
@@ -160,7 +161,7 @@ def _minmax_impl(ufunc, compare, x, y):
 
 def _atan2_impl(x, y):
     if not np.iscomplexobj(x):
-        return np.arctan2(x, y)
+        return follow_xla_atan2(x, y, np.arctan2(x, y))
     # The principal branch of -i log((y + i x) / sqrt(y^2 + x^2)), as XLA's complex atan2,
     # evaluated in complex128.
     wide_x, wide_y = np.asarray(x, np.complex128), np.asarray(y, np.complex128)

@@ -40,6 +40,7 @@ from gpuarr.lax.lax import (
     unop,
 )
 from gpuarr.lax.shape_ops import broadcast_in_dim
+from gpuarr.lax.subnormal_operands import following_xla
 
 _SQRT_PI = math.sqrt(math.pi)
 
@@ -164,7 +165,7 @@ erf_p = unop("erf", _in_f64(_erf64), "float")
 defjvp(erf_p, lambda g, x: mul(_const(x, 2 / _SQRT_PI), mul(g, exp(neg(square(x))))))
 erfc_p = unop("erfc", _in_f64(_erfc64), "float")
 defjvp(erfc_p, lambda g, x: mul(_const(x, -2 / _SQRT_PI), mul(g, exp(neg(square(x))))))
-erf_inv_p = unop("erf_inv", _in_f64(_erf_inv64), "float")
+erf_inv_p = unop("erf_inv", following_xla("erf_inv", _in_f64(_erf_inv64)), "float")
 defjvp(erf_inv_p, lambda g, ans, x: mul(_const(x, _SQRT_PI / 2), mul(g, exp(square(ans)))),
        with_ans=True)
 

@@ -11,8 +11,9 @@ from functools import partial
 import numpy as np
 
 from gpuarr.backends.host_threads import blas_dot
-from gpuarr.backends.numpy.codegen import blocked_ufunc_rules, expr_rules, float_ufuncs
+from gpuarr.backends.numpy.codegen import block_kernel_rules, blocked_ufunc_rules, expr_rules, float_ufuncs
 from gpuarr.core import Literal
+from gpuarr.lax import lax as lax_prims
 from gpuarr.lax.conversions import convert_element_type_p
 from gpuarr.lax.dot_precision import is_algorithm
 from gpuarr.lax.dot_products import (
@@ -23,16 +24,10 @@ from gpuarr.lax.dot_products import (
 )
 from gpuarr.lax.extras import reduce_xor_p
 from gpuarr.lax.lax import (
-    acos_p,
     acosh_p,
-    asinh_p,
-    atan2_p,
-    atanh_p,
     cosh_p,
     div_p,
     exp_p,
-    expm1_p,
-    log1p_p,
     log_p,
     max_p,
     min_p,
@@ -45,22 +40,43 @@ from gpuarr.lax.lax import (
     shift_left_p,
     shift_right_arithmetic_p,
     shift_right_logical_p,
-    sinh_p,
     sqrt_p,
     tanh_p,
 )
 from gpuarr.lax.platform_dependent import platform_index, platform_index_p
 from gpuarr.lax.shape_ops import _PARALLEL_REDUCE_SIZE, in_order_sum, reduce_sum_p
+from gpuarr.lax.subnormal_operands import follow_xla
 
 # ---------------------------------------------------------------- elementwise: the ufunc itself
 
 float_ufuncs[div_p] = np.true_divide
-float_ufuncs[atan2_p] = np.arctan2
-# Complex operands take the impls (XLA's special values); real ones call the ufuncs.
-for _prim, _ufunc in [(exp_p, np.exp), (log_p, np.log), (log1p_p, np.log1p),
-                      (sinh_p, np.sinh), (cosh_p, np.cosh), (sqrt_p, np.sqrt), (acos_p, np.arccos),
-                      (acosh_p, np.arccosh), (asinh_p, np.arcsinh), (atanh_p, np.arctanh)]:
+# Complex operands take the impls (XLA's special values); real ones call the ufuncs. (log1p,
+# sinh, acos, asinh, atanh and expm1 take their impls: XLA's values for subnormal operands,
+# lax/subnormal_operands.py.)
+for _prim, _ufunc in [(exp_p, np.exp), (log_p, np.log), (cosh_p, np.cosh), (sqrt_p, np.sqrt),
+                      (acosh_p, np.arccosh)]:
     float_ufuncs[_prim] = _ufunc
+
+
+
+def _following_xla_block(name, ufunc):
+    """A block kernel: the ufunc into the block's output, then XLA's values for subnormal
+    operands (lax/subnormal_operands.py; the check is one comparison where there are none)."""
+    def kernel(x, out):
+        ufunc(x, out=out)
+        fixed = follow_xla(name, x, out)
+        if fixed is not out:
+            np.copyto(out, fixed)
+        return out
+    return lambda eqn: kernel if eqn.inputs[0].aval.dtype == eqn.outvars[0].aval.dtype \
+        and eqn.inputs[0].aval.dtype.kind == "f" else None
+
+
+for _name, _ufunc in [("sin", np.sin), ("tan", np.tan), ("atan", np.arctan), ("asin", np.arcsin),
+                      ("acos", np.arccos), ("sinh", np.sinh), ("asinh", np.arcsinh),
+                      ("atanh", np.arctanh), ("log1p", np.log1p), ("expm1", np.expm1),
+                      ("cbrt", np.cbrt)]:
+    block_kernel_rules[getattr(lax_prims, f"{_name}_p")] = _following_xla_block(_name, _ufunc)
 
 # Compiled Programs call np.power directly where both operands have one real float type (an
 # integer exponent would make NumPy compute in float64; a complex zero base needs the impl).
@@ -74,13 +90,12 @@ def _real_ufunc(ufunc):
     return lambda eqn: None if eqn.inputs[0].aval.dtype.kind == "c" else ufunc
 
 
-# float32 tanh takes the impl, which is exactly +-1 past XLA's clamp (lax.tanh_real).
+# float32 tanh takes the impl, XLA's own (lax/xla_tanh.py, through lax.tanh_real).
 blocked_ufunc_rules[tanh_p] = lambda eqn: (
     np.tanh if eqn.inputs[0].aval.dtype.kind == "f" and eqn.inputs[0].aval.dtype != np.float32
     else None)
 blocked_ufunc_rules[max_p] = _real_ufunc(np.maximum)
 blocked_ufunc_rules[min_p] = _real_ufunc(np.minimum)
-blocked_ufunc_rules[expm1_p] = _real_ufunc(np.expm1)
 
 
 def _constant_shift_ufunc(op):

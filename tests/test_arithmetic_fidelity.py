@@ -54,6 +54,16 @@ CASES = {
                                                     np.array([np.inf, np.inf, np.nan, -2], F32)]),
     "bool_array_operator_product": (lambda L: lambda b, y: L.asarray(b) * y,
                                     [np.array([True, False]), np.array([np.inf, np.nan], F32)]),
+    # XLA turns a dot of vectors, or of one-element operands, into a product, where float(pred)
+    # * a is then select(pred, a, 0) (the fuzzer, seed 143).
+    "dot_of_vector_and_float_bool": (lambda L: lambda a, b: L.dot(a, L.float32(b)),
+                                     [np.array([np.inf, 1], F32), np.array([False, True])]),
+    "dot_of_one_element_float_bool": (lambda L: lambda a, b: L.dot(
+        L.reshape(a, (-1, 1))[:1], L.reshape(L.float32(b), (1, -1))[:, :1]), [F32(np.inf), np.array(False)]),
+    "dot_of_one_element_vectors": (lambda L: lambda a, b: L.dot(
+        L.reshape(L.float32(b), (-1,))[:1], L.reshape(a, (-1,))[:1]), [F32(np.inf), np.array(False)]),
+    "outer_of_float_bool": (lambda L: lambda a, b: L.outer(a, L.float32(b)),
+                            [np.array([np.inf, 1], F32), np.array([False, True])]),
     "bool_array_divided_by_false": (lambda L: lambda b: L.true_divide(b, False),
                                     [np.array([True, False, False])]),
     "bool_array_divided_by_zero": (lambda L: lambda b: b / L.float32(0), [np.array([True, False])]),
@@ -330,6 +340,11 @@ def test_fuzzer_programs_found_before():
                  ("cumsum", {"a": 3, "axis": -1}), ("cumsum", {"a": 3, "axis": -1}),
                  ("binary", {"a": 3, "op": "bitwise_and", "b": 1, "swap": True})],
                 [False] * 7, 2),
+        # dot of inf with float(False), one element each: 0 in XLA (seed 143, cpu).
+        Program([np.array(np.inf, F32), np.array(False)],
+                [("ctor", {"a": 1, "dtype": "float32"}), ("dot", {"a": 0, "b": 2, "k": 1, "outer": True}),
+                 ("reduce", {"a": 0, "op": "max", "axis": None}), ("unary", {"a": 3, "op": "isnan"})],
+                [False, False, False, True, False, False], 3),
     ]
     for prog in programs:
         assert compare(prog) is None, prog.describe()

@@ -239,6 +239,53 @@ def _predicate_product(eqn, producer):
     return None
 
 
+def _predicate_dot(eqn, producer):
+    """dot(a, float(pred)) of operands of one shape that XLA's simplifier turns into a product
+    (a dot of vectors into reduce(a * b), a dot of one-element operands into a * b), where
+    `_predicate_product` then applies: float(pred) * a is select(pred, a, 0), so a False
+    element gives 0 even where `a` is infinite (`jnp.dot(a, jnp.float32(b))` of a bool `b`)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.inputs
+    out = eqn.outvars[0].aval
+    shape = tuple(lhs.aval.shape)
+    if lb or rb or shape != tuple(rhs.aval.shape) or not (
+            lhs.aval.dtype == rhs.aval.dtype == out.dtype):
+        return None
+    vector = len(shape) == 1 and tuple(lc) == tuple(rc) == (0,)
+    one = all(d == 1 for d in shape) and tuple(out.shape) == shape
+    if not (vector or one):
+        return None
+    for conv, other in ((lhs, rhs), (rhs, lhs)):
+        pred = _converted_predicate(conv, producer, shape)
+        if pred is None and all(d == 1 for d in shape):
+            pred = _one_converted_predicate(conv, producer)
+        if pred is None:
+            continue
+        steps = []
+        if tuple(pred.aval.shape) != shape:  # one element, seen through reshapes and slices
+            steps.append(("reshape", [pred], {"new_sizes": shape, "dimensions": None}))
+            pred = "$0"
+        steps.append(("select_n", [pred, make_literal(0, other.aval), other], {}))
+        if vector:
+            steps.append(("reduce_sum", [f"${len(steps) - 1}"], {"axes": (0,)}))
+        return steps
+    return None
+
+
+def _one_converted_predicate(atom, producer):
+    """The one-element bool `pred` of a one-element `atom` that is float(pred) reshaped or
+    sliced (moves XLA's simplifier sees through), or None."""
+    while not isinstance(atom, Literal) and int(np.prod(atom.aval.shape)) == 1:
+        p = producer(atom)
+        if p is None:
+            return None
+        if p.prim.name in ("reshape", "slice", "squeeze", "expand_dims", "broadcast_in_dim"):
+            atom = p.inputs[0]
+            continue
+        return _converted_predicate(atom, producer, atom.aval.shape)
+    return None
+
+
 _MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 # cmp(float(i), c) for an integer i and a subnormal c: cmp(float(i), 0) with the strictness
 # that compares exactly ({sign of c: {cmp: new cmp}}); eq and ne are constant.
@@ -356,6 +403,7 @@ SIMPLIFY_RULES = {
     "integer_pow": [_integer_pow_of],
     "exp": [_exp_of],
     "mul": [_identity_operand(1, True), _predicate_product, _scaled_product],
+    "dot_general": [_predicate_dot],
     "add": [_identity_operand(0, True)],
     "sub": [_identity_operand(0, False)],
     "div": [_identity_operand(1, False), _reciprocal_divisor],

@@ -410,7 +410,9 @@ class _LinearJVP:
         # The staged types, not the given tangents', decide the outputs' dtypes and weak
         # types: a tangent that is a Python scalar, a strongly typed scalar for a weakly typed
         # primal or a narrower float passes through eager evaluation with its own type.
-        outs = [_match_aval(o, a) for o, a in zip(outs, self.out_avals)]
+        # A constant tangent (a literal of the Program) comes back as an Array too.
+        outs = [_match_aval(_as_array(o) if isinstance(o, (int, float, complex)) else o, a)
+                for o, a in zip(outs, self.out_avals)]
         return pytrees.tree_unflatten(self.out_tree, outs)
 
 

@@ -62,6 +62,16 @@ class ShapedArray:
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
+    def to_tangent_aval(self) -> ShapedArray:
+        """The type of this value's tangents (and cotangents): itself for inexact dtypes,
+        float0 of its shape otherwise, weak type kept, as JAX's aval method."""
+        if dtypes.is_float(self.dtype) or dtypes.is_complex(self.dtype):
+            return self
+        return ShapedArray(self.shape, dtypes.float0, self.weak_type)
+
+    to_ct_aval = to_tangent_aval
+    at_least_vspace = to_tangent_aval  # JAX's older name, still read by libraries
+
     @property
     def sharding(self):
         """The sharding in the type, as JAX reports it for a value over no mesh axes: a
@@ -984,6 +994,15 @@ def _weak_operand(lit: Literal):
     return lit.val
 
 
+def literal_operand(lit: Literal):
+    """The value an interpreter binds for a literal: a weak one as its Python number, a bool
+    as a Python bool (as JAX's interpreters hand literals to rules that test `x is True`),
+    others as their NumPy scalar."""
+    if lit.aval.weak_type:
+        return _weak_operand(lit)
+    return bool(lit.val) if lit.aval.dtype == np.bool_ else lit.val
+
+
 def eval_jaxpr(jaxpr: Program, consts, *args, propagate_source_info: bool = True):
     """Evaluate `jaxpr` with `consts` on `args` under the current trace (JAX's
     jax.core.eval_jaxpr); a list of the outputs."""
@@ -997,7 +1016,7 @@ def eval_program(prog: Program, consts, args):
 
     def read(a):
         if type(a) is Literal:
-            return _weak_operand(a) if a.aval.weak_type else a.val
+            return literal_operand(a)
         return env[a.id]
 
     for v, x in zip(prog.constvars, consts, strict=True):

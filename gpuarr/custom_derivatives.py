@@ -9,10 +9,11 @@ residuals: linearize stages it into the linear Program, and `backward_pass` tran
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -161,9 +162,11 @@ class SymbolicZero:
         return f"SymbolicZero({self.aval.str_short()})"
 
 
-class CustomVJPPrimal(NamedTuple):
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
     """An input of a custom_vjp fwd rule defined with `symbolic_zeros=True`: its `value`, and
-    whether it is `perturbed` (has a nonzero tangent, so its cotangent is wanted)."""
+    whether it is `perturbed` (has a nonzero tangent, so its cotangent is wanted). A leaf of
+    pytrees, as in JAX, so that `tree_map` over fwd's arguments sees each one whole."""
 
     value: Any
     perturbed: bool
@@ -188,6 +191,24 @@ def _instantiate(t):
     return t.instantiate() if type(t) is SymbolicZero else ad.instantiate(t)
 
 
+def _staged_operands(primals):
+    """The primals a custom rule sees: under a staging trace, the literals of the Program
+    being transformed (Python and NumPy scalars) as Arrays of their types, as JAX's rules see
+    every input of a jitted function as an array (equinox's rules read `.shape` of each and
+    partition them with `isinstance(x, jax.Array)`); eagerly, the values as given."""
+    if _eager():
+        return list(primals)
+    from gpuarr.dispatch import wrap
+    out = []
+    for p in primals:
+        if isinstance(p, (bool, int, float, complex)):
+            p = wrap(np.asarray(p, dtypes.dtype(p, canonicalize=True)), type(p) is not bool)
+        elif isinstance(p, np.generic):
+            p = wrap(np.asarray(p, dtypes.canonicalize_dtype(p.dtype)))
+        out.append(p)
+    return out
+
+
 def _custom_jvp_call_jvp(primals, tangents, *, name, call_jaxpr, jvp, symbolic_zeros,
                          num_consts=0):
     # The constants' tangents stay symbolic: a zero one needs no work from the function.
@@ -197,7 +218,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, name, call_jaxpr, jvp, symbolic_z
     else:
         tangents = [ad.instantiate(t) for t in tangents]
     tangents = c_tans + tangents
-    outs, touts = jvp(list(primals), tangents)
+    outs, touts = jvp(_staged_operands(primals), tangents)
     touts = [Zero(ad.tangent_aval(get_aval(o)))
              if type(t) is SymbolicZero or getattr(t, "dtype", None) == dtypes.float0
              else t for o, t in zip(outs, touts, strict=True)]
@@ -452,7 +473,7 @@ batching.batch_rules[custom_lin_p] = _custom_lin_batch
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, name, bwd, call_jaxpr, fwd, symbolic_zeros):
-    outs, res = fwd(list(primals), [type(t) is not Zero for t in tangents])
+    outs, res = fwd(_staged_operands(primals), [type(t) is not Zero for t in tangents])
     in_float = tuple(ad.tangent_aval(get_aval(p)).dtype != dtypes.float0 for p in primals)
     tans = [ad.instantiate(t) for t, f in zip(tangents, in_float, strict=True) if f]
     out_avals = tuple(get_aval(o).strip_weak_type() for o in outs)
@@ -604,41 +625,54 @@ def _flat_vjp_rules(cv: custom_vjp, nondiff, merge, in_tree, out_tree, closed):
         n_args = len(pytrees.tree_unflatten(in_tree, [0] * len(in_avals)))
         if isinstance(got, list) and len(got) == n_args:  # JAX takes a list of that length
             got = tuple(got)
-        if not isinstance(got, tuple) or len(got) != n_args:
-            raise TypeError("Custom VJP bwd rule must produce an output with the same container "
-                            "(pytree) structure as the args tuple of the primal function, and "
-                            "in particular must produce a tuple of length equal to the number "
-                            "of arguments to the primal function, but got bwd output structure "
-                            f"{pytrees.tree_structure(got)} for primal input structure "
-                            f"{in_tree}.")
-        flat = _flatten_cts(got, pytrees.tree_unflatten(in_tree, list(in_avals)))
+        flat = _flatten_cts(got, in_tree)
         paths = [pytrees.keystr(k) for k, _ in pytrees.tree_flatten_with_path(
             pytrees.tree_unflatten(in_tree, [object()] * len(in_avals)))[0]]
-        return [None if c is None or type(c) is SymbolicZero else _match_ct(c, a, k)
-                for c, a, k in zip(flat, in_avals, paths)]
+        return [None if c is None else _match_ct(c, a, k)
+                for c, a, k in zip(flat, in_avals, paths, strict=True)]
 
     fwd.__name__ = _name(cv.fwd)
     bwd.__name__ = _name(cv.bwd)
     return fwd, bwd
 
 
-def _flatten_cts(cts, avals_tree):
-    """Flatten bwd's output against the argument tree; None stands for a zero subtree."""
-    out = []
-    for ct, sub in zip(cts, avals_tree, strict=True):
-        n = len(pytrees.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ShapedArray)))
-        if ct is None:
-            out.extend([None] * n)
-            continue
-        leaves = pytrees.tree_leaves(ct, is_leaf=lambda x: x is None)
-        if len(leaves) != n:
-            raise TypeError(f"Custom VJP bwd rule produced a cotangent with {len(leaves)} leaves "
-                            f"for an argument with {n}; its structure must match the argument.")
-        out.extend(leaves)
-    return out
+def _flatten_cts(cts, in_tree):
+    """bwd's output flattened against the arguments, as JAX does: a None stands for a zero
+    subtree (a None leaf where the argument has one adds nothing), and a leaf where the
+    argument has a subtree stands for each of its leaves."""
+    dummy = pytrees.tree_unflatten(in_tree, [object()] * in_tree.num_leaves)
+    flat = []
+
+    def append(x, d):
+        n = len(pytrees.tree_leaves(d))
+        if x is not None or d is not None:
+            flat.extend([x] * n)
+        return x
+
+    try:
+        if not isinstance(cts, tuple):
+            raise ValueError
+        pytrees.tree_map(append, cts, dummy, is_leaf=lambda x: x is None)
+    except ValueError:
+        raise TypeError("Custom VJP bwd rule must produce an output with the same container "
+                        "(pytree) structure as the args tuple of the primal function, and in "
+                        "particular must produce a tuple of length equal to the number of "
+                        "arguments to the primal function, but got bwd output structure "
+                        f"{pytrees.tree_structure(cts)} for primal input structure "
+                        f"{in_tree}.") from None
+    return flat
 
 
 def _match_ct(ct, aval, path=""):
+    if type(ct) is SymbolicZero:
+        if ct.aval.shape != aval.shape or ct.aval.dtype != ad.tangent_aval(aval).dtype:
+            raise ValueError("Custom VJP bwd rule produced a SymbolicZero with a shape/dtype "
+                             "that does not match the corresponding input tangent shape/dtype: "
+                             f"at output{path} the SymbolicZero had shape/dtype "
+                             f"{_type_str(ct.aval)} while the corresponding input had "
+                             f"shape/dtype {_type_str(aval)}. Consider just returning a None "
+                             "here instead of a SymbolicZero object.")
+        return None
     if getattr(ct, "dtype", None) == dtypes.float0:
         return None
     shape = get_aval(ct).shape

@@ -19,12 +19,12 @@ from gpuarr.core import (
     ShapedArray,
     Trace,
     Tracer,
-    _weak_operand,
     abstract_eval_rules,
     check_tracer_alive,
     current_trace,
     get_aval,
     is_extended_dtype,
+    literal_operand,
     set_current_trace,
 )
 from gpuarr.interpreters import batching
@@ -321,7 +321,7 @@ def backward_pass(linear: ClosedProgram, cts_out):
 
     def read_in(atom):
         if isinstance(atom, Literal):  # a weak literal stays weak, as when evaluated
-            return _weak_operand(atom) if atom.aval.weak_type else atom.val
+            return literal_operand(atom)
         if atom.id in primal_env:
             return primal_env[atom.id]
         return UndefinedPrimal(atom.aval)

@@ -69,7 +69,8 @@ def check(case):
             assert g == w
             continue
         assert g[:3] == w[:3], (g[:3], w[:3])
-        np.testing.assert_allclose(g[3], w[3], rtol=1e-6, atol=1e-6)
+        if w[1].kind != "V":  # float0 tangents have no values
+            np.testing.assert_allclose(g[3], w[3], rtol=1e-6, atol=1e-6)
 
 
 def cases(table):
@@ -333,7 +334,33 @@ WHILE = {
         lambda a: lax.while_loop(lambda c: c < 10, lambda c: c * a, 1.0))(2.0),
     "jvp weak": lambda jx, jnp, lax: jx.jvp(
         lambda a: lax.while_loop(lambda c: c < 10, lambda c: c * a, 1.0), (2.0,), (1.0,)),
+    # linearize splits the loop: the known carries run now, the whole loop is staged for the
+    # tangents; transposing that staged loop is JAX's reverse-mode error.
+    "linearize": lambda jx, jnp, lax: _linearized(jx, lambda a: _three_carries(jnp, lax, a, 3)),
+    "linearize traced trip count": lambda jx, jnp, lax: jx.jit(lambda a, n: _linearized(
+        jx, lambda a: _three_carries(jnp, lax, a, n), a))(2.0, 3),
+    "linearize a jitted loop": lambda jx, jnp, lax: _linearized(
+        jx, jx.jit(lambda a: _three_carries(jnp, lax, a, 4))),
+    "linearize, predicate on a tangent's carry": lambda jx, jnp, lax: _linearized(
+        jx, lambda a: lax.while_loop(lambda c: c[1] < 10.0, lambda c: (c[0] + 1, c[1] * a),
+                                     (0, 1.0))),
+    "vjp of a linearizable loop": lambda jx, jnp, lax: jx.vjp(
+        lambda a: _three_carries(jnp, lax, a, 3), 2.0)[1]((np.zeros((), jx.dtypes.float0),
+                                                           V, 1.0)),
+    "grad of a jitted loop": lambda jx, jnp, lax: jx.grad(
+        lambda a: jx.jit(lambda a: _three_carries(jnp, lax, a, 3))(a)[1].sum())(2.0),
 }
+
+
+def _three_carries(jnp, lax, a, n):
+    """A loop with a counter, a carry the argument reaches and one it does not."""
+    return lax.while_loop(lambda c: c[0] < n,
+                          lambda c: (c[0] + 1, jnp.sin(c[1]) * a, c[2] * 2.0), (0, V, 1.5))
+
+
+def _linearized(jx, f, a=2.0):
+    out, f_jvp = jx.linearize(f, a)
+    return out, f_jvp(1.0), f_jvp(-0.5)
 
 ASSOCIATIVE_SCAN = {
     "add": lambda jx, jnp, lax: [lax.associative_scan(jnp.add, V),

@@ -1,7 +1,7 @@
 """while_loop, and fori_loop and map on top of it and of scan: the `while` primitive
 (`while[cond_jaxpr=... body_jaxpr=...]`, JAX's params) and its rules. A while_loop with a
-dynamic trip count cannot be reversed, as in JAX; fori_loop with bounds known at trace time
-is a scan, so it can.
+dynamic trip count can be linearized but not transposed, as in JAX; fori_loop with bounds
+known at trace time is a scan, so it can.
 """
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ import numpy as np
 
 from gpuarr import dtypes, pytrees
 from gpuarr.core import (
+    ClosedProgram,
     Primitive,
+    Program,
     Tracer,
     abstract_eval_rules,
     get_aval,
+    set_current_trace,
     weak_type_rules,
 )
 from gpuarr.impls import impl_rules
@@ -115,10 +118,47 @@ ad.jvp_rules[while_p] = _while_jvp
 
 
 def _while_partial_eval(trace, args, params):
+    """JAX's rule: the carries an unknown input reaches (a fixpoint over the body) are
+    unknown. With a known predicate, a loop of the known carries runs now, and the whole loop
+    is staged for the unknown ones (recomputing the known part). That is what `linearize`
+    needs; transposing the staged loop then raises JAX's error (`_while_transpose`)."""
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    uk = [not pe.is_known(trace, x) for x in args]
+    cond_uk, body_uk, carry_uk = uk[:nc], uk[nc:nc + nb], uk[nc + nb:]
+    while True:
+        body_known, _, out_uk, _, _ = pe.partial_eval_closed(
+            params["body_jaxpr"], body_uk + carry_uk, carry_uk)
+        new = [a or b for a, b in zip(carry_uk, out_uk, strict=True)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    cond_known, _, (pred_uk,), _, _ = pe.partial_eval_closed(
+        params["cond_jaxpr"], cond_uk + carry_uk, [False])
+    if pred_uk or all(carry_uk):
+        return pe.StagingTrace.process_primitive(trace, while_p, args, params)
+    n_known = carry_uk.count(False)
+    known_args = [x for x, u in zip(args, cond_uk + body_uk + carry_uk, strict=True) if not u]
+    with set_current_trace(trace.parent):
+        known_outs = iter(while_p.bind(*known_args, **_while_params(
+            _first_outputs(cond_known, 1), _first_outputs(body_known, n_known),
+            cond_uk.count(False), body_uk.count(False))))
+    staged = pe.StagingTrace.process_primitive(trace, while_p, args, params)
+    return [o if u else next(known_outs) for o, u in zip(staged, carry_uk, strict=True)]
+
+
+def _first_outputs(closed, n):
+    """`closed` computing only its first `n` outputs (the residuals after them dropped)."""
+    prog = closed.program
+    prog, _ = pe.dce_program(Program(prog.constvars, prog.invars, prog.eqns, prog.outvars[:n]))
+    return ClosedProgram(prog, closed.consts)
+
+
+def _while_transpose(cts, *args, **params):
     raise ValueError(_REVERSE_WHILE_MSG)
 
 
 pe.partial_eval_rules[while_p] = _while_partial_eval
+ad.transpose_rules[while_p] = _while_transpose
 
 
 def _while_batch(axis_size, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):

@@ -1,0 +1,166 @@
+"""What custom_jvp and custom_vjp rules are handed, compared with JAX 0.10.2: the inputs of a
+rule under jit (arrays, never the Program's literals as Python numbers), `CustomVJPPrimal` as
+one pytree leaf, residuals that are Python values, bwd outputs with None subtrees, and the
+tangent types of avals. Libraries' rules (equinox's checkpointed while loop) depend on each."""
+import numpy as np
+import pytest
+
+import gpuarr
+
+jax = pytest.importorskip("jax")
+
+
+def _kinds(values):
+    """What a rule can observe of its inputs: Python scalar type or array (shape, dtype)."""
+    out = []
+    for v in values:
+        if isinstance(v, (bool, int, float, complex)) and not hasattr(v, "shape"):
+            out.append((type(v).__mro__[-2].__name__, v))  # JAX's TypedInt is an int
+        else:
+            out.append(("array", np.shape(v), np.dtype(v.dtype).name))
+    return out
+
+
+def _jvp_inputs(lib):
+    seen = []
+
+    @lib.custom_jvp
+    def f(i, b, x):
+        return x * i
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        seen.append(_kinds(primals))
+        return f(*primals), tangents[2] * primals[0]
+
+    def g(x):
+        return f(lib.numpy.array(3), lib.numpy.array(True), x)
+
+    out = [lib.linearize(lib.jit(g), 2.0)[0], lib.jvp(lib.jit(g), (2.0,), (1.0,))[1]]
+    return [float(o) for o in out], seen
+
+
+def test_a_custom_jvp_rule_under_jit_sees_arrays():
+    got, want = _jvp_inputs(gpuarr), _jvp_inputs(jax)
+    assert got[0] == want[0]
+    assert got[1] and got[1] == want[1]
+
+
+def _vjp_inputs(lib):
+    seen = []
+
+    @lib.custom_vjp
+    def f(i, x):
+        return x * i
+
+    def fwd(i, x):
+        seen.append(_kinds([i.value, x.value]) + [type(i).__name__, i.perturbed, x.perturbed])
+        # tree_map over the arguments sees each CustomVJPPrimal whole, as JAX passes them.
+        flags = lib.tree_util.tree_map(lambda p: p.perturbed, (i, x))
+        return x.value * i.value, (i.value, flags)
+
+    def bwd(res, g):
+        i, flags = res
+        seen.append(("bwd", flags, type(flags[0]).__name__))
+        return None, g * i
+
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+
+    def g(x):
+        return f(lib.numpy.array(3.0), x)
+
+    out = lib.jit(lib.value_and_grad(lib.jit(g)))(2.0)
+    return [float(o) for o in out], seen
+
+
+def test_a_custom_vjp_rule_under_jit_sees_arrays_and_whole_primals():
+    got, want = _vjp_inputs(gpuarr), _vjp_inputs(jax)
+    assert got[0] == want[0] == [6.0, 3.0]
+    assert got[1] == want[1]
+
+
+def _python_residuals(lib):
+    seen = []
+
+    @lib.custom_vjp
+    def f(x):
+        return x * 2
+
+    def fwd(x):
+        return x * 2, (True, (False, True))
+
+    def bwd(res, g):
+        seen.append([type(r).__name__ for r in lib.tree_util.tree_leaves(res)])
+        return (g * 2,)
+
+    f.defvjp(fwd, bwd)
+    out = [lib.grad(f)(1.0), lib.jit(lib.grad(f))(1.0), lib.grad(lib.jit(f))(1.0),
+           lib.jit(lib.grad(lib.jit(f)))(1.0)]
+    return [float(o) for o in out], seen
+
+
+def test_python_bool_residuals_come_back_as_bools():
+    got, want = _python_residuals(gpuarr), _python_residuals(jax)
+    assert got == want
+
+
+def _none_subtrees(lib):
+    @lib.custom_vjp
+    def f(x):
+        return x[1][1] * 3.0
+
+    def fwd(x):
+        return f(x), None
+
+    def bwd(_, g):
+        # None where the argument has an empty subtree or a whole subtree of leaves.
+        return ((None, (None, g * 3.0)),)
+
+    f.defvjp(fwd, bwd)
+    x = (lib.numpy.ones(2), (None, lib.numpy.float32(2.0)))
+    return lib.tree_util.tree_map(np.asarray, lib.grad(f)(x))
+
+
+def test_bwd_may_return_none_for_subtrees():
+    got, want = _none_subtrees(gpuarr), _none_subtrees(jax)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1][0] is want[1][0] is None
+    assert float(got[1][1]) == float(want[1][1]) == 3.0
+
+
+def _bad_bwd(lib, ct):
+    @lib.custom_vjp
+    def f(x, y):
+        return x * y
+
+    f.defvjp(lambda x, y: (x * y, None), lambda _, g: ct(lib, g))
+    try:
+        lib.grad(f)(1.0, 2.0)
+    except (TypeError, ValueError) as e:  # the error itself is compared
+        return type(e).__name__, str(e).split("\n")[0]
+    return None
+
+
+@pytest.mark.parametrize("ct", [
+    lambda lib, g: (g,),
+    lambda lib, g: g,
+    lambda lib, g: (g, (g, g)),
+    lambda lib, g: (lib.custom_derivatives.SymbolicZero(
+        lib.core.ShapedArray((2,), np.float32)), g),
+], ids=["too few", "not a tuple", "subtree for a leaf", "symbolic zero of another shape"])
+def test_a_bwd_of_the_wrong_structure_raises_as_jax(ct):
+    got, want = _bad_bwd(gpuarr, ct), _bad_bwd(jax, ct)
+    assert got is not None and want is not None
+    assert got[0] == want[0]
+    assert got[1].split(" but got")[0] == want[1].split(" but got")[0]
+
+
+@pytest.mark.parametrize("dtype, weak", [(np.float32, False), (np.float16, True),
+                                         (np.int32, True), (np.bool_, False),
+                                         (np.complex64, False)])
+def test_aval_tangent_types(dtype, weak):
+    ours = gpuarr.core.ShapedArray((2, 3), dtype, weak_type=weak)
+    theirs = jax.core.ShapedArray((2, 3), dtype, weak_type=weak)
+    for name in ("to_tangent_aval", "to_ct_aval", "at_least_vspace"):
+        got, want = getattr(ours, name)(), getattr(theirs, name)()
+        assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)

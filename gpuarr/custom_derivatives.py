@@ -21,7 +21,6 @@ from gpuarr import dtypes, impls, pytrees
 from gpuarr.core import (
     ClosedProgram,
     Primitive,
-    ShapedArray,
     abstract_eval_rules,
     current_trace,
     eval_closed,

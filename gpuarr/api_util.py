@@ -3,7 +3,9 @@ a call's leaves as avals and buffers, argnums/argnames checked against a signatu
 argument names, and ShapeDtypeStruct, the shape and dtype that may stand in for an argument."""
 from __future__ import annotations
 
+import inspect
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -12,6 +14,7 @@ from gpuarr.array import Array
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.earray import EArray
+from gpuarr.extend.linear_util import WrappedFun
 
 _flags = config._values
 SCALARS = (bool, int, float, complex)
@@ -231,3 +234,49 @@ class ShapeDtypeStruct:
 
     def __hash__(self):
         return hash((self.shape, self.dtype, self.weak_type))
+
+
+# ---------------------------------------------------------------- JAX's tracing helpers
+# Libraries trace a function themselves with these and `partial_eval.trace_to_jaxpr_nounits`
+# (flax's scan checks that the broadcast values do not depend on the scanned ones).
+
+
+class DebugInfo(NamedTuple):
+    """What a traced function is, for messages (JAX's `core.DebugInfo`)."""
+
+    traced_for: str
+    func_src_info: str
+    arg_names: tuple
+    result_paths: tuple | None = None
+
+
+def debug_info(traced_for: str, fun, args, kwargs, *, static_argnums=(), static_argnames=(),
+               result_paths_thunk=None, sourceinfo=None, signature=None) -> DebugInfo:
+    """The DebugInfo of `fun` called with the example `args` and `kwargs`: its name and
+    source line, and a name per argument leaf (`x`, `params['w']`), statics left out."""
+    del result_paths_thunk
+    if sourceinfo is None:
+        name = getattr(fun, "__name__", type(fun).__name__)
+        code = getattr(fun, "__code__", None)
+        sourceinfo = f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+    try:
+        signature = signature or inspect.signature(fun)
+        bound = signature.bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):  # no signature, or arguments it does not take
+        bound = {f"args[{i}]": a for i, a in enumerate(args)} | dict(kwargs)
+    statics = [p for i, p in enumerate(bound) if i in set(static_argnums)]
+    names = []
+    for param, value in bound.items():
+        if param in statics or param in static_argnames:
+            continue
+        for path, _ in pytrees.tree_flatten_with_path(value)[0]:
+            names.append(f"{param}{pytrees.keystr(path)}")
+    return DebugInfo(traced_for, sourceinfo, tuple(names))
+
+
+def flatten_fun_nokwargs(fun, in_tree):
+    """`(flat, out_tree)`: the wrapped function `fun` over the leaves of arguments of the
+    structure `in_tree`, returning its output's leaves; `out_tree()` is that output's treedef
+    once it has run (JAX's `api_util.flatten_fun_nokwargs` of a `linear_util.WrappedFun`)."""
+    flat, out_tree = pytrees.flatten_fun(getattr(fun, "call_wrapped", fun), in_tree)
+    return WrappedFun(flat, {}, getattr(fun, "debug_info", None)), out_tree

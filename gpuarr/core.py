@@ -38,12 +38,22 @@ from gpuarr.sharding.shardings import NamedSharding
 # ---------------------------------------------------------------- abstract values
 
 
-class ShapedArray:
+class AbstractValue:
+    """The base class of abstract values (JAX's `core.AbstractValue`)."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: shape, dtype and whether its dtype is weak."""
 
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
-    def __init__(self, shape, dtype, weak_type: bool = False):
+    def __init__(self, shape, dtype, weak_type: bool = False, *, sharding=None,
+                 manual_axis_type=None, memory_space=None):
+        # JAX's keywords are accepted for the types libraries build from a value's own
+        # (`x.aval.sharding`): gpuarr's types carry no mesh axes, so they are not kept.
+        del sharding, manual_axis_type, memory_space
         self.shape = tuple(shape)
         # An extended dtype (dtypes.ExtendedDType: flax's fm32) is kept as it is.
         self.dtype = dtype if isinstance(dtype, (np.dtype, dtypes.ExtendedDType)) \

@@ -248,6 +248,27 @@ def partial_eval_closed(closed, in_uk, instantiate, invariant_in=()):
     return (known, *box[0])
 
 
+def trace_to_jaxpr_nounits(fun, pvals, instantiate=False):
+    """JAX's partial evaluation of a wrapped function on PartialVals: the known values are
+    computed now, the rest is staged. Returns (Program over the unknown inputs, one PartialVal
+    per output: known with its value or unknown with its type, the Program's consts)."""
+    trace = PartialEvalTrace(current_trace())
+    args = [pv.get_known() if pv.is_known() else trace.new_arg(pv[0]) for pv in pvals]
+    try:
+        with set_current_trace(trace):
+            outs = list(getattr(fun, "call_wrapped", fun)(*args))
+    except BaseException:
+        trace.alive = False
+        raise
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(outs)
+    out_uk = [not is_known(trace, o) or inst for o, inst in zip(outs, instantiate, strict=True)]
+    closed = trace.finish([o for o, u in zip(outs, out_uk) if u])
+    out_pvals = [PartialVal.unknown(get_aval(o)) if u else PartialVal.known(o)
+                 for o, u in zip(outs, out_uk)]
+    return closed.program, out_pvals, list(closed.consts)
+
+
 def hoist_tracer_consts(closed: ClosedProgram):
     """Move consts that are tracers into leading inputs; return (program, those tracers)."""
     prog = closed.program

@@ -1,5 +1,6 @@
 """Windowed operations: `conv_general_dilated` (with `conv` and `conv_with_general_padding`) and
-`reduce_window` for sum, max and min. Shapes, padding rules and transposes follow JAX."""
+`reduce_window` (sum, max and min as primitives; any other computation folded). Shapes,
+padding rules and transposes follow JAX."""
 from __future__ import annotations
 
 import itertools
@@ -7,8 +8,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gpuarr import dtypes, narrow_types
-from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval, weak_type_rules
+from gpuarr import dtypes, narrow_types, pytrees
+from gpuarr.array import Array
+from gpuarr.core import (
+    Primitive,
+    ShapedArray,
+    Tracer,
+    abstract_eval_rules,
+    get_aval,
+    weak_type_rules,
+)
 from gpuarr.impls import impl_rules, narrow_rules
 from gpuarr.interpreters import ad
 from gpuarr.interpreters.ad import Zero
@@ -611,16 +620,59 @@ def _computation_kind(computation):
         return "max"
     if computation in (lax.min, np.minimum) or getattr(computation, "__name__", "") in ("min", "minimum"):
         return "min"
-    raise NotImplementedError(f"reduce_window supports the computations lax.add, lax.max and "
-                              f"lax.min; got {computation!r}.")
+    return None
+
+
+def _generic_reduce_window(operands, init_values, computation, window_dimensions,
+                           window_strides, padding, base_dilation, window_dilation):
+    """reduce_window of any computation over a pytree of operands: each output starts from
+    the init values and folds in its window's elements in row-major order; padding and the
+    holes of base dilation hold the init values, as in XLA."""
+    flat, tree = pytrees.tree_flatten(operands)
+    flat_init, init_tree = pytrees.tree_flatten(init_values)
+    if tree != init_tree:
+        raise ValueError("Operands must have the same tree structure as init_values: "
+                         f"{tree} vs. {init_tree}")
+    if any(get_aval(i).shape for i in flat_init):
+        raise TypeError("reduce_window expected init_values to be scalars but init_values have "
+                        f"shapes {[get_aval(i).shape for i in flat_init]}.")
+    shape = get_aval(flat[0]).shape
+    if isinstance(padding, str):
+        padding = padtype_to_pads(shape, _dilate_shape(window_dimensions, window_dilation),
+                                  window_strides, padding)
+    params = dict(window_dimensions=window_dimensions, window_strides=window_strides,
+                  padding=tuple((int(lo), int(hi)) for lo, hi in padding),
+                  base_dilation=base_dilation, window_dilation=window_dilation)
+    out_shape = _reduce_window_shape(shape, **params)
+    inits = [conversions.convert_element_type(i, get_aval(x).dtype)
+             for x, i in zip(flat, flat_init, strict=True)]
+    windows = zip(*[_window_slices(x, i, out_shape=out_shape, **params)
+                    for x, i in zip(flat, inits)])
+    acc = pytrees.tree_unflatten(tree, [shape_ops.full(out_shape, i, get_aval(x).dtype)
+                                        for x, i in zip(flat, inits)])
+    for window in windows:
+        acc = computation(acc, pytrees.tree_unflatten(tree, list(window)))
+        acc_tree = pytrees.tree_structure(acc)
+        if acc_tree != tree:
+            raise ValueError("reduce_window output must have the same tree structure as the "
+                             f"operands {tree} vs. {acc_tree}")
+    return acc
 
 
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
                   padding="VALID", base_dilation=None, window_dilation=None):
-    """Reduce each window of `operand` with `computation` (lax.add, lax.max or lax.min) starting
-    from `init_value`; strides default to 1 and `padding` is 'VALID' (the default), 'SAME' or
-    (low, high) pairs, as lax.reduce_window."""
+    """Reduce each window of `operand` (an array or a pytree of them) with `computation`
+    starting from `init_value`; strides default to 1 and `padding` is 'VALID' (the default),
+    'SAME' or (low, high) pairs, as lax.reduce_window. lax.add, lax.max and lax.min are one
+    primitive each; other computations fold the window's elements in order."""
     kind = _computation_kind(computation)
+    nd = len(window_dimensions)
+    if kind is None or not isinstance(operand, (Array, Tracer, np.ndarray, np.generic)):
+        return _generic_reduce_window(
+            operand, init_value, computation, tuple(int(w) for w in window_dimensions),
+            *[(1,) * nd if v is None else tuple(int(x) for x in v) for v in (window_strides,)],
+            padding, *[(1,) * nd if v is None else tuple(int(x) for x in v)
+                       for v in (base_dilation, window_dilation)])
     nd = get_aval(operand).ndim
     window_dimensions = tuple(int(w) for w in window_dimensions)
     window_strides = (1,) * nd if window_strides is None else tuple(int(s) for s in window_strides)

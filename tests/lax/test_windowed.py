@@ -221,7 +221,58 @@ def test_reduce_window_ints_init_and_errors():
     got = lax.reduce_window(x, 100, lax.add, (1, 2), (1, 2), "VALID")
     allclose(got, np.array([[101, 105], [109, 113], [117, 121]]), 1e-4)
     assert np.asarray(got).dtype == np.int32
-    with pytest.raises(NotImplementedError, match="lax.add"):
-        lax.reduce_window(x, 0, lax.mul, (1, 1), (1, 1), "VALID")
+    got = lax.reduce_window(x, 2, lax.mul, (1, 2), (1, 2), "VALID")
+    allclose(got, 2 * x[:, ::2] * x[:, 1::2], 1e-4)
+    assert np.asarray(got).dtype == np.int32
     with pytest.raises(TypeError, match="window_strides"):
         lax.reduce_window(x, 0, lax.add, (1, 1), (1,), "VALID")
+
+
+GENERIC_WINDOWS = {
+    "product": lambda lax, x: lax.reduce_window(x, 1.0, lambda a, b: a * b, (2, 2), (1, 1),
+                                                "VALID"),
+    "product SAME, strided, dilated": lambda lax, x: lax.reduce_window(
+        x, 1.0, lambda a, b: a * b, (2, 2), (2, 1), "SAME", (1, 2), (1, 2)),
+    "pytree of operands": lambda lax, x: lax.reduce_window(
+        (x, (x * 10).astype(np.int32)), (1.0, 0), lambda a, b: (a[0] * b[0], a[1] + b[1]),
+        (2, 2), (1, 1), ((1, 0), (0, 1))),
+    "traced init value": lambda lax, x: lax.reduce_window(
+        x, x[0, 0], lambda a, b: lax.max(a, b) - 0.5, (3, 1), None, "VALID"),
+    "init tree differs": lambda lax, x: lax.reduce_window((x, x), (1.0,), lambda a, b: a,
+                                                          (2, 2), (1, 1), "VALID"),
+    "init not scalar": lambda lax, x: lax.reduce_window(x, np.ones(2, np.float32),
+                                                        lambda a, b: a * b, (2, 2)),
+    "output tree differs": lambda lax, x: lax.reduce_window(x, 1.0, lambda a, b: (a * b, a),
+                                                            (2, 2), (1, 1), "VALID"),
+}
+
+
+@pytest.mark.parametrize("case", list(GENERIC_WINDOWS.values()), ids=list(GENERIC_WINDOWS))
+def test_reduce_window_of_any_computation_matches_jax(case):
+    jjax = pytest.importorskip("jax")
+
+    def run(lax_module):
+        x = np.linspace(0.5, 2.0, 12, dtype=np.float32).reshape(3, 4)
+        try:
+            return "ok", jax.tree_util.tree_leaves(case(lax_module, x))
+        except (TypeError, ValueError) as e:  # the error itself is compared
+            return "err", type(e).__name__, str(e)
+
+    got, want = run(lax), run(jjax.lax)
+    assert got[0] == want[0], (got, want)
+    if got[0] == "err":
+        assert got[1:] == want[1:]
+        return
+    for g, w in zip(got[1], want[1], strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        allclose(g, np.asarray(w), 1e-6)
+
+
+def test_reduce_window_of_any_computation_differentiates_and_batches():
+    def f(x):
+        return lax.reduce_window(x, 1.0, lambda a, b: a * b, (2, 2), (1, 1), "SAME")
+
+    x = rand((3, 4), seed=3) + 1.5
+    check_grads_x64(f, (x,), order=1)
+    xs = rand((2, 3, 4), seed=4)
+    allclose(jax.vmap(f)(xs), loop_vmap(f, xs), 1e-5)

@@ -280,3 +280,11 @@ def flatten_fun_nokwargs(fun, in_tree):
     once it has run (JAX's `api_util.flatten_fun_nokwargs` of a `linear_util.WrappedFun`)."""
     flat, out_tree = pytrees.flatten_fun(getattr(fun, "call_wrapped", fun), in_tree)
     return WrappedFun(flat, {}, getattr(fun, "debug_info", None)), out_tree
+
+
+def flatten_fun(fun, in_tree):
+    """As `flatten_fun_nokwargs`, for arguments `(args, kwargs)` of the structure `in_tree`
+    (JAX's `api_util.flatten_fun`): `fun(*args, **kwargs)` over their leaves."""
+    call = getattr(fun, "call_wrapped", fun)
+    flat, out_tree = pytrees.flatten_fun(lambda args, kwargs: call(*args, **kwargs), in_tree)
+    return WrappedFun(flat, {}, getattr(fun, "debug_info", None)), out_tree

@@ -63,3 +63,41 @@ def test_avals_take_jax_keywords_and_share_a_base():
                                                          theirs.weak_type)
     assert isinstance(ours, gpuarr.core.AbstractValue)
     assert isinstance(theirs, jax.core.AbstractValue)
+
+
+def _lazy(lib, pe, lu, dependent):
+    """flax's lazy_init: outputs that do not depend on an unknown (shape-only) argument are
+    computed; one that does stays unknown. The unknown argument is never materialised."""
+    def f(x, *, scale):
+        w = lib.numpy.full((x.shape[-1], 2), scale)
+        return {"w": w, "y": x @ w if dependent else w.sum()}
+
+    big = lib.ShapeDtypeStruct((1 << 30, 8), np.float32)
+    leaves, in_tree = lib.tree_util.tree_flatten(((big,), {"scale": 0.5}))
+    fun = lu.wrap_init(f, debug_info=lib.api_util.debug_info("lazy", f, (in_tree,), {}))
+    flat, out_tree = lib.api_util.flatten_fun(fun, in_tree)
+    pvals = [pe.PartialVal.unknown(lib.core.ShapedArray(x.shape, x.dtype))
+             if isinstance(x, lib.ShapeDtypeStruct) else pe.PartialVal.known(x) for x in leaves]
+    _, out_pvals, _ = pe.trace_to_jaxpr_nounits(flat, pvals)
+    out = lib.tree_util.tree_unflatten(out_tree(), [
+        ("known", np.asarray(c)) if pv is None else ("unknown", pv.shape, np.dtype(pv.dtype))
+        for pv, c in out_pvals])
+    return out
+
+
+@pytest.mark.parametrize("dependent", [False, True])
+def test_flatten_fun_with_keywords_and_lazy_evaluation_as_jax(dependent):
+    from jax.extend import linear_util as jlu
+    from jax.interpreters import partial_eval as jpe
+
+    from gpuarr.extend import linear_util as glu
+    from gpuarr.interpreters import partial_eval as gpe
+    got, want = _lazy(gpuarr, gpe, glu, dependent), _lazy(jax, jpe, jlu, dependent)
+    assert got.keys() == want.keys()
+    for k in got:
+        assert got[k][0] == want[k][0]
+        if got[k][0] == "known":
+            np.testing.assert_array_equal(got[k][1], want[k][1])
+            assert got[k][1].dtype == want[k][1].dtype
+        else:
+            assert got[k][1:] == want[k][1:]

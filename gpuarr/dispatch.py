@@ -22,8 +22,9 @@ _default_device_blocks = placement.active
 _host_memory = memory_limits.host_memory_bytes()
 
 # NumPy warns about floating-point exceptions (log(0), 0/0, overflow); JAX arrays produce
-# inf/nan silently, and jax_debug_nans is the way to catch them. The filter only covers
-# warnings raised from gpuarr's own modules, at no cost per operation.
+# inf/nan silently, and jax_debug_nans is the way to catch them. Host computation runs with
+# NumPy's floating-point errors ignored (float_env.flushing); this filter covers the rest of
+# gpuarr's own NumPy calls, at no cost per operation, where no filter of the caller's wins.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"gpuarr\.")
 
 

@@ -4,6 +4,8 @@ divisor as a multiplication by its reciprocal, and the cases the differential fu
 (tests/differential_fuzz.py) found: scalar-type constructors on traced arrays, pad widths as
 arrays, dot of bool with integers, integer remainder and floor division by zero, float to
 unsigned conversions, NaN through min/max, int32 overflow, weak types, scatters of booleans."""
+import warnings
+
 import jax
 import jax.numpy as jjnp
 import numpy as np
@@ -348,3 +350,28 @@ def test_fuzzer_programs_found_before():
     ]
     for prog in programs:
         assert compare(prog) is None, prog.describe()
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_floating_point_exceptions_raise_no_warnings_as_in_jax(jit):
+    # XLA computes 0/0, log(0) and overflow silently; a program whose warnings are errors
+    # (pytest's filterwarnings = error, as flax's and equinox's suites set) must not see
+    # NumPy's RuntimeWarnings, whatever filters gpuarr installed at import.
+    def f(L):
+        def g(x, n):
+            return [x / x, L.log(x), L.exp(x + 1000.0), x / n.astype(x.dtype), L.sqrt(x - 1.0)]
+        return g
+
+    args = [np.zeros((), F32), np.zeros((), np.int32)]
+    ours, theirs = f(jnp), f(jjnp)
+    if jit:
+        ours, theirs = gpuarr.jit(ours), jax.jit(theirs)
+    want = [np.asarray(w) for w in theirs(*map(jjnp.asarray, args))]
+    ours_args = list(map(jnp.asarray, args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [np.asarray(g) for g in ours(*ours_args)]
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    assert np.geterr()["invalid"] == "warn"  # the caller's NumPy settings are untouched

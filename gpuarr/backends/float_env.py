@@ -10,8 +10,13 @@ arithmetic alone; gpuarr's pool threads keep them set (`flush_in_this_thread`). 
 is read and written through the C math library's `fegetenv`/`fesetenv`, whose x86-64 `fenv_t`
 ends with the MXCSR word (glibc's and musl's bits/fenv.h: 32 bytes, the x87 environment
 first). Elsewhere (other architectures or systems, a C library without these) `available()` is
-False and subnormals survive, as docs/arithmetic.md records. This module imports only the
-standard library.
+False and subnormals survive, as docs/arithmetic.md records.
+
+XLA also computes 0/0, log(0) and overflows silently, where NumPy reports each as a
+RuntimeWarning, which a program that turns warnings into errors (pytest's `filterwarnings =
+error`) sees; the same contexts turn NumPy's floating-point error handling off
+(`np.errstate(all="ignore")`, set through NumPy's context variable, at a fraction of the
+cost of entering an errstate).
 """
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ import ctypes
 import ctypes.util
 import platform
 import sys
+
+import numpy as np
 
 FTZ_DAZ = 0x8040  # MXCSR bit 15 (flush to zero) and bit 6 (denormals are zero)
 
@@ -76,54 +83,77 @@ def available() -> bool:
     return _flush is not None
 
 
+def _numpy_errors():
+    """NumPy's context variable holding its floating-point error handling, and its value with
+    every error ignored (None, None where NumPy keeps it elsewhere)."""
+    try:
+        from numpy._core import _ufunc_config
+        var = _ufunc_config._extobj_contextvar
+    except (ImportError, AttributeError):
+        return None, None
+    with np.errstate(all="ignore"):
+        return var, var.get()
+
+
+_errors_var, _IGNORE_ALL = _numpy_errors()
+
+
+def _quiet():
+    """Ignore NumPy's floating-point errors in this thread; the token that `_unquiet` takes."""
+    if _errors_var is not None:
+        return _errors_var.set(_IGNORE_ALL)
+    state = np.errstate(all="ignore")
+    state.__enter__()
+    return state
+
+
+def _unquiet(token) -> None:
+    if _errors_var is not None:
+        _errors_var.reset(token)
+    else:
+        token.__exit__(None, None, None)
+
+
 class _Flushing:
-    """Context manager: FTZ and DAZ set inside, the previous environment restored after."""
-    __slots__ = ("_saved",)
+    """Context manager: FTZ and DAZ set and NumPy's floating-point warnings off inside, the
+    previous environment restored after."""
+    __slots__ = ("_saved", "_token")
 
     def __enter__(self):
-        self._saved = _flush()
+        self._token = _quiet()
+        self._saved = _flush() if _flush is not None else None
 
     def __exit__(self, *exc):
         if self._saved is not None:
             _restore(self._saved)
-
-
-class _Nothing:
-    __slots__ = ()
-
-    def __enter__(self):
-        pass
-
-    def __exit__(self, *exc):
-        pass
-
-
-_NOTHING = _Nothing()
+        _unquiet(self._token)
 
 
 def flushing():
-    """A context in which this thread's float arithmetic flushes subnormals to zero."""
-    return _Flushing() if _flush is not None else _NOTHING
+    """A context in which this thread's float arithmetic flushes subnormals to zero and
+    raises no NumPy floating-point warnings."""
+    return _Flushing()
 
 
 def flush_in_this_thread() -> None:
-    """Set FTZ and DAZ for good in the calling thread (gpuarr's own pool threads)."""
+    """Set FTZ and DAZ, and NumPy's floating-point warnings off, for good in the calling
+    thread (gpuarr's own pool threads)."""
+    _quiet()
     if _flush is not None:
         _flush()
 
 
 def flushed(fn):
     """`fn` wrapped to run under `flushing()` (compiled Programs' host callables)."""
-    if _flush is None:
-        return fn
-
     def run(*args):
-        saved = _flush()
+        token = _quiet()
+        saved = _flush() if _flush is not None else None
         try:
             return fn(*args)
         finally:
             if saved is not None:
                 _restore(saved)
+            _unquiet(token)
     run.__dict__.update(getattr(fn, "__dict__", {}))  # source, launch_plan, donating
     run.__wrapped__ = fn
     return run

@@ -49,10 +49,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         flat_args, in_tree = pytrees.tree_flatten((args, kwargs))
         flat_axes = _flatten_in_axes(in_tree, in_axes)
-        # Unmapped leaves that are not array-like (strings, ...) reach `fun` as they are, as
-        # in JAX; NumPy values and Python scalars become Arrays.
-        flat_args = [a if isinstance(a, (Array, Tracer)) or (ax is None and not _array_like(a))
-                     else _as_array(a) for a, ax in zip(flat_args, flat_axes)]
+        # Unmapped leaves reach `fun` as they are (a Python int stays an int), as in JAX;
+        # mapped NumPy values and Python scalars become Arrays.
+        flat_args = [a if isinstance(a, (Array, Tracer)) or ax is None else _as_array(a)
+                     for a, ax in zip(flat_args, flat_axes)]
         size = _mapped_size(fun, in_tree, flat_args, flat_axes, axis_size)
         dims = [None if ax is None else ax % core.get_aval(x).ndim
                 for x, ax in zip(flat_args, flat_axes)]

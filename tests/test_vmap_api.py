@@ -161,7 +161,7 @@ PRIMITIVE_TABLE = {
     # contractions
     "dot_general": (lambda x, y: lax.dot_general(x, y, _DN), [f32(2, 3), f32(3, 4)]),
     # indexing
-    "gather": (lambda x, i: x[i], [f32(4, 3), _GATHER_IDX]),
+    "gather": (lambda x, i: jnp.asarray(x)[i], [f32(4, 3), _GATHER_IDX]),
     "scatter": (lambda x, i, u: jnp.asarray(x).at[i].set(u), [f32(4, 3), _GATHER_IDX, f32(2, 3)]),
     "scatter_add": (lambda x, i, u: jnp.asarray(x).at[i].add(u), [f32(4, 3), _GATHER_IDX, f32(2, 3)]),
     "scatter_sub": (lambda x, i, u: jnp.asarray(x).at[i].subtract(u), [f32(4, 3), _GATHER_IDX, f32(2, 3)]),

@@ -688,8 +688,10 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                     padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
     dt = get_aval(operand).dtype
     ident = _identity(kind, dt)
-    if not isinstance(init_value, (np.ndarray, np.generic, bool, int, float)) or \
-            np.asarray(init_value).astype(dt) != ident:
+    with np.errstate(invalid="ignore"):  # an -inf init for an integer operand casts silently
+        known = isinstance(init_value, (np.ndarray, np.generic, bool, int, float))
+        is_ident = known and np.asarray(init_value).astype(dt) == ident
+    if not is_ident:
         init = arguments._coerce_scalars("reduce_window", out, init_value)[1] \
             if isinstance(init_value, (bool, int, float)) else init_value
         out = {"sum": lax.add, "max": lax.max, "min": lax.min}[kind](out, init)

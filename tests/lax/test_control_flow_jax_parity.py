@@ -418,6 +418,11 @@ VMAP = {
         jx.vmap(lambda: jnp.float32(1.0), axis_size=3)(),
         jx.vmap(lambda: 1.0, axis_size=3)()],
     "nothing mapped": lambda jx, jnp, lax: jx.vmap(lambda x: x * 2, in_axes=None)(V),
+    # Unmapped leaves reach the function as given (equinox's adaptive pools type-check an
+    # int size passed with in_axes None).
+    "unmapped leaves as given": lambda jx, jnp, lax: jx.vmap(
+        lambda x, n, f, z: x * n + 10 * (type(n) is int) + 100 * (type(f) is float)
+        + 1000 * (type(z) is np.float32), (0, None, None, None))(V, 4, 2.5, np.float32(2)),
     "no arguments": lambda jx, jnp, lax: jx.vmap(lambda: 1.0)(),
     "sizes disagree": lambda jx, jnp, lax: jx.vmap(lambda a, b: a + b)(X, V[:2]),
     "sizes disagree, most common first": lambda jx, jnp, lax: jx.vmap(

@@ -164,3 +164,30 @@ def test_aval_tangent_types(dtype, weak):
     for name in ("to_tangent_aval", "to_ct_aval", "at_least_vspace"):
         got, want = getattr(ours, name)(), getattr(theirs, name)()
         assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)
+
+
+def _what_jvp_passes(lib):
+    """Which values inside jvp are the JVP trace's tracers (only those with a nonzero
+    tangent, as JAX's maybe_jvp_tracer), and what primals the function is given."""
+    from_jvp = []
+
+    def f(x, n, s):
+        tracer = lib.interpreters.ad.JVPTracer
+        y, m = x * 2.0, n * 3
+        from_jvp.extend([isinstance(v, tracer) for v in (x, n, s, y, m)])
+        from_jvp.append(type(s).__name__)
+        return y, m, s
+
+    f0 = np.zeros((), lib.dtypes.float0)
+    out = lib.jvp(f, (np.float32(1.5), np.int32(2), 2.5), (np.float32(1.0), f0, 0.5))
+    # (The tangent passed through as given is left out: gpuarr's jvp takes tangents as Arrays.)
+    return from_jvp, [(type(o).__name__ if isinstance(o, float) else np.asarray(o).dtype.name)
+                      for o in lib.tree_util.tree_leaves(out)][:5]
+
+
+def test_jvp_traces_only_perturbed_values_and_keeps_primals_as_given():
+    import jax.interpreters.ad  # noqa: F401  (the attribute path below)
+
+    import gpuarr.interpreters.ad  # noqa: F401
+    got, want = _what_jvp_passes(gpuarr), _what_jvp_passes(jax)
+    assert got == want

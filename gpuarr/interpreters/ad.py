@@ -158,17 +158,25 @@ class JVPTrace(Trace):
         with set_current_trace(self.parent):
             out_p, out_t = rule(primals, tangents, **params)
         if prim.multiple_results:
-            return [self.pure(p, t) for p, t in zip(out_p, out_t, strict=True)]
-        return self.pure(out_p, out_t)
+            return [self.maybe_tracer(p, t) for p, t in zip(out_p, out_t, strict=True)]
+        return self.maybe_tracer(out_p, out_t)
 
     def pure(self, primal, tangent):
+        return JVPTracer(self, primal, tangent)
+
+    def maybe_tracer(self, primal, tangent):
+        """A tracer only for a value with a tangent: with a symbolic zero (or float0) one the
+        primal itself, as JAX's `maybe_jvp_tracer` (libraries tell the values that depend on
+        a differentiated input by whether they are this trace's tracers)."""
+        if type(tangent) is Zero or getattr(tangent, "dtype", None) == dtypes.float0:
+            return primal
         return JVPTracer(self, primal, tangent)
 
 
 def jvp_flat(fun: Callable, primals, tangents):
     """Run `fun(*primals)` carrying `tangents`; return (primal outs, tangent outs (maybe Zero))."""
     trace = JVPTrace(current_trace())
-    ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents, strict=True)]
+    ins = [trace.maybe_tracer(p, t) for p, t in zip(primals, tangents, strict=True)]
     try:
         with set_current_trace(trace):
             outs = fun(*ins)

@@ -191,3 +191,49 @@ def test_jvp_traces_only_perturbed_values_and_keeps_primals_as_given():
     import gpuarr.interpreters.ad  # noqa: F401
     got, want = _what_jvp_passes(gpuarr), _what_jvp_passes(jax)
     assert got == want
+
+
+def _zero_carries(lib, loop):
+    """Which tangents a custom rule inside a loop body sees as symbolic zeros, differentiating
+    with respect to `x` only: the carry `y` never meets `x`, so it stays a zero, as JAX finds
+    by a fixpoint over the body (equinox's nondifferentiable carries rely on it)."""
+    seen = []
+
+    @lib.custom_jvp
+    def probe(v, w):
+        return v + w
+
+    def probe_jvp(primals, tangents):
+        seen.append(type(tangents[1]).__name__ == "SymbolicZero")
+        return probe(*primals), tangents[0]
+
+    probe.defjvp(probe_jvp, symbolic_zeros=True)
+    jnp, lax = lib.numpy, lib.lax
+
+    def body(c):
+        i, x, y = c
+        x2 = lax.cond(i < 2, lambda x: x * 2.0, lambda x: x, x)
+        return i + 1, probe(x2, y), y + 1.0
+
+    def run(x, y):
+        if loop == "scan":
+            c, _ = lax.scan(lambda c, _: (body(c), None), (0, x, y), length=3)
+        elif loop == "fori":
+            c = lax.fori_loop(0, 3, lambda _, c: body(c), (0, x, y))
+        else:
+            c = lax.while_loop(lambda c: c[0] < 3, body, (0, x, y))
+        return c[1] + c[2]
+
+    if loop == "while":
+        out = lib.jvp(lambda x: run(x, jnp.float32(0.5)), (jnp.float32(1.0),),
+                      (jnp.float32(1.0),))
+    else:
+        out = lib.value_and_grad(run)(jnp.float32(1.0), jnp.float32(0.5))
+    return [float(o) for o in out], sorted(set(seen))
+
+
+@pytest.mark.parametrize("loop", ["scan", "fori", "while"])
+def test_loop_carries_without_tangents_stay_symbolic_zeros(loop):
+    got, want = _zero_carries(gpuarr, loop), _zero_carries(jax, loop)
+    assert got == want
+    assert want[1] == [True]

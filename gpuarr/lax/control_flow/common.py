@@ -158,21 +158,27 @@ def _with_unused_inputs(closed: ClosedProgram, avals, where: int) -> ClosedProgr
     return ClosedProgram(Program(prog.constvars, invars, prog.eqns, prog.outvars), closed.consts)
 
 
-def _jvp_closed(closed: ClosedProgram, nonzeros):
-    """(primals, nonzero tangents) -> (primal outs, tangents of the inexact outputs)."""
+def _jvp_closed(closed: ClosedProgram, nonzeros, instantiate=None):
+    """(primals, nonzero tangents) -> (primal outs, tangents of the inexact outputs). With
+    `instantiate` (a flag per output), only the outputs whose tangent is not a symbolic zero,
+    or is flagged, get one (JAX's jvp_jaxpr); the second result says which."""
     in_avals = list(closed.in_avals)
-    out_nz = [_is_inexact(a) for a in closed.out_avals]
     n = len(in_avals)
+    box = []
 
     def fun(*args):
         tans = iter(args[n:])
         tangents = [next(tans) if nz else Zero(ad.tangent_aval(a))
                     for a, nz in zip(in_avals, nonzeros, strict=True)]
         outs_p, outs_t = ad.jvp_flat(lambda *xs: eval_closed(closed, *xs), args[:n], tangents)
+        out_nz = [_is_inexact(a) and (instantiate is None or inst or type(t) is not Zero)
+                  for a, t, inst in zip(closed.out_avals, outs_t,
+                                        instantiate or [True] * len(outs_t), strict=True)]
+        box[:] = [out_nz]
         return outs_p + [ad.instantiate(t) for t, nz in zip(outs_t, out_nz) if nz]
 
     tan_avals = [a for a, nz in zip(in_avals, nonzeros, strict=True) if nz]
-    return pe.trace_to_program(fun, in_avals + tan_avals), out_nz
+    return pe.trace_to_program(fun, in_avals + tan_avals), box[0]
 
 
 def _zeros(aval):

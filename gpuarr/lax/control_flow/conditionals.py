@@ -85,8 +85,13 @@ weak_type_rules[cond_p] = lambda index, *ops, branches, **params: [
 def _cond_jvp(primals, tangents, branches, **params):
     index, *ops = primals
     nonzeros = tuple(type(t) is not Zero for t in tangents[1:])
-    jvps = [_jvp_closed(br, nonzeros) for br in branches]
-    out_nz = jvps[0][1]
+    # An output has a tangent when some branch gives it one (JAX's rule); the others stay
+    # symbolic zeros.
+    n = len(branches[0].out_avals)
+    out_nz = [False] * n
+    for br in branches:
+        out_nz = [a or b for a, b in zip(out_nz, _jvp_closed(br, nonzeros, [False] * n)[1])]
+    jvps = [_jvp_closed(br, nonzeros, out_nz) for br in branches]
     nz_tans = [t for t in tangents[1:] if type(t) is not Zero]
     outs = cond_p.bind(index, *ops, *nz_tans, branches=tuple(j for j, _ in jvps), **params)
     n = len(branches[0].out_avals)

@@ -95,9 +95,15 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     nc, nb = cond_nconsts, body_nconsts
     bconsts, carry = primals[nc:nc + nb], primals[nc + nb:]
     bconst_t, carry_t = tangents[nc:nc + nb], tangents[nc + nb:]
-    carry_nz = [_is_inexact(get_aval(c)) for c in carry]
     const_nz = [type(t) is not Zero for t in bconst_t]
-    jvp_body, _ = _jvp_closed(body_jaxpr, tuple(const_nz + carry_nz))
+    # The carries with tangents: a fixpoint over the body, as JAX's.
+    carry_nz = [type(t) is not Zero and _is_inexact(get_aval(c)) for c, t in zip(carry, carry_t)]
+    while True:
+        jvp_body, out_nz = _jvp_closed(body_jaxpr, tuple(const_nz + carry_nz), carry_nz)
+        new = [a or b for a, b in zip(carry_nz, out_nz)]
+        if new == carry_nz:
+            break
+        carry_nz = new
     n_cnz, n_car = sum(const_nz), len(carry)
     # jvp_body inputs: bconsts, carry, const tangents, carry tangents -> reorder consts first.
     order = (list(range(nb)) + list(range(nb + n_car, nb + n_car + n_cnz))

@@ -96,9 +96,18 @@ def _scan_jvp(primals, tangents, jaxpr, length, num_carry, num_consts, reverse, 
     nc, ncar = num_consts, num_carry
     nx = len(primals) - nc - ncar
     const_nz = [type(t) is not Zero for t in tangents[:nc]]
-    carry_nz = [_is_inexact(a) for a in jaxpr.in_avals[nc:nc + ncar]]
     xs_nz = [type(t) is not Zero for t in tangents[nc + ncar:]]
-    jvp_body, out_nz = _jvp_closed(jaxpr, tuple(const_nz + carry_nz + xs_nz))
+    # A carry has a tangent when its initial value has one or the body gives it one: a
+    # fixpoint, as JAX's (a carry that stays a symbolic zero reaches custom rules as one).
+    carry_nz = [type(t) is not Zero and _is_inexact(a)
+                for t, a in zip(tangents[nc:nc + ncar], jaxpr.in_avals[nc:nc + ncar])]
+    while True:
+        jvp_body, out_nz = _jvp_closed(jaxpr, tuple(const_nz + carry_nz + xs_nz),
+                                       carry_nz + [False] * (len(jaxpr.out_avals) - ncar))
+        new = [a or b for a, b in zip(carry_nz, out_nz[:ncar])]
+        if new == carry_nz:
+            break
+        carry_nz = new
     n_in = nc + ncar + nx
     k_c, k_car, k_x = sum(const_nz), sum(carry_nz), sum(xs_nz)
     t0 = n_in

@@ -14,7 +14,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import compilation, core, dispatch, impls, monitoring, placement, profiler, pytrees, stages
+from gpuarr import (
+    compilation,
+    core,
+    dispatch,
+    dtypes,
+    impls,
+    monitoring,
+    placement,
+    profiler,
+    pytrees,
+    stages,
+)
 from gpuarr.api_util import (
     ShapeDtypeStruct,
     abstractify,
@@ -187,7 +198,7 @@ class _CacheEntry:
     its output buffers into the caller's Arrays."""
 
     __slots__ = ("closed", "fn", "out_tree", "out_weak", "single", "platform", "platform_obj",
-                 "extended")
+                 "extended", "float0_outs")
 
     def __init__(self, closed, fn, out_tree, out_weak, platform=None, out_avals=None):
         self.closed = closed
@@ -200,6 +211,11 @@ class _CacheEntry:
         out_avals = closed.out_avals if out_avals is None else out_avals
         self.extended = [(i, a) for i, a in enumerate(out_avals) if core.has_extended_dtype(a)]
         if self.extended:
+            self.single = False
+        # float0 outputs (gradients of integer inputs) leave as NumPy arrays, as JAX's do:
+        # they support no operation.
+        self.float0_outs = [i for i, a in enumerate(out_avals) if a.dtype == dtypes.float0]
+        if self.float0_outs:
             self.single = False
         self.platform_obj = platform
         # Only platforms whose buffers live on a device (cuda) wrap outputs with the platform;
@@ -220,9 +236,13 @@ class _CacheEntry:
             results = [Array(o, w, platform=plat) for o, w in zip(outs, self.out_weak)]
         for i, aval in self.extended:
             results[i] = logical_result(results[i], aval)
+        for i in self.float0_outs:
+            results[i] = np.zeros(results[i].shape, dtypes.float0)
         if flat:
             return results
-        return results[0] if self.single else pytrees.tree_unflatten(self.out_tree, results)
+        if self.single:
+            return results[0]
+        return pytrees.tree_unflatten(self.out_tree, results)
 
     def buffers(self, leaves, move=False) -> list:
         """The argument leaves as the buffers `fn` takes; Arrays are moved to its platform's

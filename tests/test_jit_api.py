@@ -396,3 +396,18 @@ def test_closed_over_numpy_constants_take_their_canonical_dtype():
     assert out.dtype == np.int32
     np.testing.assert_array_equal(np.asarray(out), 1 - np.arange(5))
     assert jax.jit(lambda: np.arange(3.0) * 2)().dtype == np.float32
+
+
+@pytest.mark.parametrize("argnums", [1, (0, 1)])
+def test_float0_outputs_leave_jit_as_numpy_arrays_as_in_jax(argnums):
+    # A gradient with respect to an integer is float0, which supports no operation: JAX's jit
+    # returns it as a NumPy array, so comparing two of them (equinox's tree_equal) works.
+    jjax = pytest.importorskip("jax")
+
+    def run(lib):
+        f = lib.jit(lambda x, i: lib.grad(lambda x, i: x * 2.0, argnums, allow_int=True)(x, i))
+        leaves = lib.tree_util.tree_leaves(f(1.0, 2))
+        return [(isinstance(g, np.ndarray), g.dtype, np.shape(g), bool(np.all(g == g)))
+                for g in leaves]
+
+    assert run(jax) == run(jjax)

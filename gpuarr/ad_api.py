@@ -20,7 +20,7 @@ from gpuarr.jit_api import jit
 from gpuarr.lax import conversions, lax
 from gpuarr.lax import extras as lax_extras
 from gpuarr.lax import shape_ops as lax_shape_ops
-from gpuarr.vmap_api import vmap
+from gpuarr.vmap_api import vmap, wraps
 
 logger = logging.getLogger("gpuarr")
 _flags = config._values
@@ -248,7 +248,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         raise TypeError(f"Expected a callable value, got {fun!r}")
     argnums_all = index_tuple(argnums)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         if max(argnums_all) >= len(args):  # max(()) raises ValueError, as in JAX
             raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
@@ -318,7 +318,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     _no_reduce_axes(reduce_axes, "grad")
     vg = value_and_grad(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:
             (_, aux), g = vg(*args, **kwargs)
@@ -462,7 +462,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     result mirrors the output pytree, then the `argnums` structure, as jax.jacfwd."""
     argnums_all = index_tuple(argnums)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def jacfun(*args, **kwargs):
         argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)
@@ -522,7 +522,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     cotangents); block shapes and pytree layout as in `jacfwd` (jax.jacrev)."""
     argnums_all = index_tuple(argnums)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def jacfun(*args, **kwargs):
         argnums_t = _resolve_argnums(argnums_all, len(args))
         diff_args = tuple(args[i] for i in argnums_t)

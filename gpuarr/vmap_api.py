@@ -41,7 +41,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
         in_axes = tuple(in_axes)  # lists and tuples are interchangeable here, as in JAX
     _check_axes_spec(in_axes, out_axes)
 
-    @functools.wraps(fun)
+    @wraps(fun)
     def vmap_f(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
@@ -88,6 +88,18 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None, s
         return pytrees.tree_unflatten(out_tree, results)
 
     return vmap_f
+
+
+def wraps(fun):
+    """`functools.wraps(fun)` that keeps what it can of a callable whose attributes do not
+    copy (an object whose `__name__` is no string), as JAX's transformations do."""
+    def decorate(wrapper):
+        try:
+            return functools.update_wrapper(wrapper, fun)
+        except (TypeError, AttributeError):
+            wrapper.__wrapped__ = fun
+            return wrapper
+    return decorate
 
 
 def _check_callable(fun):

@@ -352,6 +352,14 @@ WHILE = {
 }
 
 
+class _Unnamed:
+    """A callable object whose `__name__` is a field value, not a string (equinox modules)."""
+    __name__ = 42
+
+    def __call__(self, x):
+        return x * x
+
+
 def _three_carries(jnp, lax, a, n):
     """A loop with a counter, a carry the argument reaches and one it does not."""
     return lax.while_loop(lambda c: c[0] < n,
@@ -420,6 +428,8 @@ VMAP = {
     "nothing mapped": lambda jx, jnp, lax: jx.vmap(lambda x: x * 2, in_axes=None)(V),
     # Unmapped leaves reach the function as given (equinox's adaptive pools type-check an
     # int size passed with in_axes None).
+    "a callable whose __name__ is no string": lambda jx, jnp, lax: [
+        jx.vmap(_Unnamed())(V), jx.grad(_Unnamed())(2.0)],
     "unmapped leaves as given": lambda jx, jnp, lax: jx.vmap(
         lambda x, n, f, z: x * n + 10 * (type(n) is int) + 100 * (type(f) is float)
         + 1000 * (type(z) is np.float32), (0, None, None, None))(V, 4, 2.5, np.float32(2)),

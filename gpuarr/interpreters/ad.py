@@ -405,7 +405,27 @@ def _jvp_programs(closed, nonzeros, instantiate_all):
 
 # JAX's names for the rule tables and helpers (jax.interpreters.ad), for rules that libraries
 # register on their own primitives: same signatures as jvp_rules and transpose_rules.
-primitive_jvps = jvp_rules
+class _PrimitiveJVPs(dict):
+    """`jax.interpreters.ad.primitive_jvps`: a rule set here goes into `jvp_rules`, called
+    with its primals and tangents as tuples, as JAX passes them (a rule may use them as a
+    pytree prefix, equinox's vmapped primitives do)."""
+
+    def __setitem__(self, prim, rule):
+        def adapted(primals, tangents, **params):
+            return rule(tuple(primals), tuple(tangents), **params)
+        jvp_rules[prim] = adapted
+
+    def __getitem__(self, prim):
+        return jvp_rules[prim]
+
+    def __contains__(self, prim):
+        return prim in jvp_rules
+
+    def get(self, prim, default=None):
+        return jvp_rules.get(prim, default)
+
+
+primitive_jvps = _PrimitiveJVPs()
 primitive_transposes = transpose_rules
 instantiate_zeros = instantiate
 is_undefined_primal = is_undefined

@@ -243,7 +243,7 @@ class _PrimitiveBatchers:
 
     def __setitem__(self, prim, rule):
         def adapted(axis_size, vals, dims, **params):
-            return rule(vals, dims, **params)
+            return rule(tuple(vals), tuple(dims), **params)  # tuples, as JAX passes them
         batch_rules[prim] = adapted
 
     def __delitem__(self, prim):
@@ -259,7 +259,7 @@ class _AxisPrimitiveBatchers(_PrimitiveBatchers):
 
     def __setitem__(self, prim, rule):
         def adapted(axis_size, vals, dims, **params):
-            return rule(axis_size, current_axis_name(), None, vals, dims, **params)
+            return rule(axis_size, current_axis_name(), None, tuple(vals), tuple(dims), **params)
         batch_rules[prim] = adapted
 
 

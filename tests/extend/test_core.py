@@ -259,3 +259,33 @@ def test_jax_lib_version_and_traceback_frames():
     assert traceback_util.include_frame(sys._getframe())  # a test's frame is the user's
     gpuarr_frame = type("F", (), {"f_code": gpuarr.numpy.sum.__code__})()
     assert not traceback_util.include_frame(gpuarr_frame)
+
+
+def _rule_arguments(ext, ad_mod, batching_mod, lib):
+    """The Python types a library's JVP and batching rules are handed (JAX: tuples)."""
+    seen = []
+    p = ext.core.Primitive("probe_args")
+    p.def_impl(lambda x: x)
+    p.def_abstract_eval(lambda x: x)
+
+    def jvp(primals, tangents):
+        seen.append(("jvp", type(primals).__name__, type(tangents).__name__))
+        return p.bind(*primals), tangents[0]
+
+    def batch(vals, dims):
+        seen.append(("batch", type(vals).__name__, type(dims).__name__))
+        return p.bind(*vals), dims[0]
+
+    ad_mod.primitive_jvps[p] = jvp
+    batching_mod.primitive_batchers[p] = batch
+    lib.jvp(p.bind, (np.float32(1.0),), (np.float32(1.0),))
+    lib.vmap(p.bind)(np.ones(2, np.float32))
+    return seen
+
+
+def test_library_rules_get_tuples_as_in_jax():
+    from jax.interpreters import ad as jad
+    from jax.interpreters import batching as jbatching
+    got = _rule_arguments(extend, ad, batching, gpuarr)
+    want = _rule_arguments(jax.extend, jad, jbatching, jax)
+    assert got == want

@@ -125,7 +125,7 @@ def shapes_seen(method, in_axes, x, y):
 ])
 def test_vmap_methods_as_documented(method, expected):
     x = jnp.arange(4.0)
-    out, seen = shapes_seen(method, (0, None), x, 1.0)
+    out, seen = shapes_seen(method, (0, None), x, np.float32(1.0))
     np.testing.assert_allclose(out, [1.0, 2.0, 3.0, 4.0])
     assert out.dtype == np.float32
     assert seen == expected

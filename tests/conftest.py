@@ -3,6 +3,8 @@
 With GPUARR_CUDA_STANDIN=1 the suite runs against the CuPy stand-in (`tests/cupy_standin`, see
 docs/cuda-standin.md): `import cupy` finds it, here and in the subprocesses tests start, so the
 real cuda platform runs its kernels on PoCL (with GPUARR_PLATFORMS=cuda, as the default)."""
+import ctypes
+import gc
 import os
 import sys
 from pathlib import Path
@@ -47,6 +49,40 @@ def pytest_report_header(config):
     if STANDIN_ON:
         return f"cuda: the CuPy stand-in ({STANDIN}), default platform {gpuarr.default_backend()}"
     return None
+
+
+# JAX's caches keep the executable of every oracle program a test compiled: in one process
+# running the suite they were most of the growth (1.3 of the 1.5 GB gained over 520 tests of
+# tests/lax, on the cpu platform and on the CuPy stand-in alike), which took each xdist worker of
+# a whole run past 4.5 GB. They are emptied between tests once the process has grown this much
+# since they were last emptied.
+_JAX_CACHE_GROWTH = 1 << 30
+_rss_at_clear = [0]
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0  # no /proc: nothing to measure, nothing emptied
+
+
+@pytest.fixture(autouse=True)
+def _bounded_jax_caches():
+    yield
+    rss = _resident_bytes()
+    if not _rss_at_clear[0]:
+        _rss_at_clear[0] = rss
+    jax = sys.modules.get("jax")
+    if jax is not None and rss - _rss_at_clear[0] > _JAX_CACHE_GROWTH:
+        jax.clear_caches()
+        gc.collect()
+        try:  # glibc keeps freed memory mapped; hand it back so the next measure starts low
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+        _rss_at_clear[0] = _resident_bytes()
 
 
 @pytest.fixture(autouse=True)

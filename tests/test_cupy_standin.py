@@ -326,6 +326,30 @@ def test_rawmodule_appends_ftz_true_as_cupy_does(kernels):
     assert y.get()[0] == 0.0
 
 
+def test_pocl_programs_are_kept_as_checksummed_binaries(kernels, tmp_path, monkeypatch):
+    """A process that has not built a kernel's source loads the PoCL binary an earlier build
+    stored (its program has no source); a damaged binary is built from source again."""
+    cp = kernels
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
+    pocl = cp.cuda._pocl
+    cl = pocl._context()["cl"]
+    src = PRELUDE + "KERNEL void twice(GLOBAL const f32 *x, GLOBAL f32 *y) { y[0] = 2.0f * x[0]; }"
+
+    def run():
+        pocl._programs.pop((src, True), None)  # as in a process that has not built it yet
+        x, y = cp.full(1, 3, np.float32), cp.zeros(1, np.float32)
+        cp.RawModule(code=src).get_function("twice")((1,), (1,), (x, y))
+        assert y.get()[0] == 6
+        return pocl._programs[(src, True)].get_info(cl.program_info.SOURCE)
+
+    assert run() != ""  # built from the source, then stored
+    (stored,) = tmp_path.glob("pocl/*/*.bin")
+    assert run() == ""  # loaded from the binary
+    stored.write_bytes(stored.read_bytes()[:-16] + bytes(16))
+    assert run() != ""  # the checksum refused it: built again, and stored soundly again
+    assert run() == ""
+
+
 def test_gpuarr_plan_runs_on_one_stream_and_needs_waits_across_streams(kernels):
     """A rendered gpuarr plan compiles with NVRTC and runs on PoCL; an upload queued on
     another stream without an event wait leaves its kernels reading stale memory."""

@@ -1,6 +1,7 @@
 """Run the named programs (`_run_all.py optax_mlp flax_linen ...`) one after another in this
-process and print {"jax": ..., "programs": {name: {"results": ...} or {"error": ...}}} as
-JSON: one process, one import of JAX (or gpuarr) and the libraries, for all of them."""
+process and print {"jax": ..., "platform": ..., "programs": {name: {"results": ...} or
+{"error": ...}}} as JSON: one process, one import of JAX (or gpuarr) and the libraries, for all
+of them; "platform" is the default backend the programs ran on."""
 import json
 import runpy
 import sys
@@ -22,4 +23,5 @@ for name in sys.argv[1:]:
         programs[name] = {"error": traceback.format_exc()}
 import jax  # noqa: E402 - the programs import it first, through whichever switch is on
 
-json.dump({"jax": jax.__name__, "programs": programs}, sys.stdout)
+json.dump({"jax": jax.__name__, "platform": jax.default_backend(), "programs": programs},
+          sys.stdout)

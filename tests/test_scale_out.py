@@ -275,7 +275,8 @@ def test_jit_data_parallel_runs_per_gpu_and_keeps_pieces():
 def test_nccl_unique_id_goes_over_mpi():
     """2 processes with one stand-in GPU each: the group's first process makes the NCCL
     unique id, MPI carries it (as host bytes) to the other, and each process initialises its
-    own rank of the 2-rank communicator with the same id (returning once both joined), once."""
+    own rank of the 2-rank communicator with the same id (returning once both joined), once.
+    An all-reduce whose count differs between the processes is NCCL's invalid argument."""
     _need_mpi()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
                                                        str(ROOT)]),
@@ -289,6 +290,9 @@ def test_nccl_unique_id_goes_over_mpi():
                       if line.startswith("RESULT ")), key=lambda r: r["process"])
     assert [(r["rank"], r["comm_rank"], r["size"]) for r in results] == [(0, 0, 2), (1, 1, 2)]
     assert all(r["same_id"] and r["id_bytes"] == 128 and r["cached"] for r in results)
+    for r in results:  # counts that differ between the processes' ranks: NCCL's error in both
+        assert r["mismatch"].startswith("NCCL_ERROR_INVALID_ARGUMENT: invalid argument")
+        assert "collective call 0: the ranks called" in r["mismatch"]
 
 
 def test_collectives_between_gpus_of_two_processes_run_over_nccl():

@@ -861,9 +861,23 @@ def nccl_ids(n):
     ((rank, comm),) = comms.items()
     (uid,) = standin_nccl._cliques
     ids = multihost_utils.process_allgather(np.array(uid, np.int64))
+    # Ranks of two processes disagreeing on an all-reduce's count: NCCL's invalid argument
+    # in both, when their streams reach it.
+    import cupy
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cupy.ones(4, cupy.float32)
+    comm.allReduce(x.data.ptr, x.data.ptr, 3 + rank, standin_nccl.NCCL_FLOAT32,
+                   standin_nccl.NCCL_SUM, stream.ptr)
+    try:
+        stream.synchronize()
+        mismatch = None
+    except standin_nccl.NcclError as e:
+        mismatch = str(e)
     return dict(process=jax.process_index(), rank=rank, comm_rank=comm.rank_id(),
                 size=comm.size(), same_id=bool((ids == ids[0]).all()), id_bytes=len(uid),
-                cached=nccl.communicators((0,) * len(processes), processes) is comms)
+                cached=nccl.communicators((0,) * len(processes), processes) is comms,
+                mismatch=mismatch)
 
 
 def gpu_processes(n):
@@ -908,6 +922,7 @@ def gpu_processes(n):
     # (only the 16-byte meetings before each collective may use them).
     from gpuarr import process_group
     used = {"allgather_array": 0, "allreduce_sum": 0}
+
     def counting(name, real):
         def counted(*args, **kw):
             used[name] += 1

@@ -325,6 +325,8 @@ def test_collectives_between_gpus_of_two_processes_run_over_nccl():
         # ids number every process's GPUs; local_hardware_id is the CUDA ordinal in its process
         assert r["devices"] == [[0, 0, 0], [1, 0, 1], [2, 1, 0], [3, 1, 1]]
         assert r["local"] == [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
+        assert r["remote_put"].startswith(f"CudaDevice(id={3 if p == 0 else 0}) is a GPU of "
+                                          f"process {1 - p}: this process can place data")
         assert all(r["same"].values()), r["same"]
         for name, moved in r["moved"].items():
             assert moved["h2d"] and moved["d2h"], (name, moved)

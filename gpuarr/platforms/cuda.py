@@ -82,6 +82,11 @@ class CudaPlatform(Platform):
             else self._local[0]
 
     def from_host(self, value, device):
+        if device.process_index != process_group.state.process_index:
+            raise ValueError(f"{device!r} is a GPU of process {device.process_index}: this "
+                             "process can place data on its own GPUs only "
+                             "(jax.local_devices()); make an array spanning processes with "
+                             "jax.make_array_from_process_local_data.")
         ctx = self.context(device.local_hardware_id)
         data = ctx.as_device(value)
         return cuda.DeviceBuffer(data, ctx.record(), ctx)

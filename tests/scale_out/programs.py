@@ -935,7 +935,12 @@ def gpu_processes(n):
     counts = _standin.counters.snapshot()
     trained.update(nccl={k: v for k, v in counts["library"].items() if k.startswith("nccl")},
                    peer_bytes=counts["peer_bytes"], mpi_data=used)
-    return dict(process=jax.process_index(), count=jax.process_count(),
+    try:  # another process's GPU
+        jax.device_put(full, gpus[-1 if jax.process_index() == 0 else 0])
+        remote_put = None
+    except ValueError as e:
+        remote_put = str(e)
+    return dict(process=jax.process_index(), count=jax.process_count(), remote_put=remote_put,
                 devices=[[d.id, d.process_index, d.local_hardware_id] for d in gpus],
                 local=[str(d) for d in jax.local_devices()], same=same, moved=moved,
                 mlp=trained)

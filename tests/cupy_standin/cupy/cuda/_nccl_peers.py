@@ -220,6 +220,11 @@ def _start() -> None:
     with _cond:
         if _threads:
             return
+        MPI = mpi()  # noqa: N806
+        if MPI.Query_thread() != MPI.THREAD_MULTIPLE:  # two threads here call MPI
+            raise RuntimeError("the CuPy stand-in's NCCL between processes needs MPI "
+                               "initialised with MPI_THREAD_MULTIPLE (mpi4py's default "
+                               "thread level)")
         for target in (_receiving, _running):
             t = threading.Thread(target=target, daemon=True, name=f"nccl-standin{target.__name__}")
             t.start()

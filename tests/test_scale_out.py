@@ -275,7 +275,8 @@ def test_jit_data_parallel_runs_per_gpu_and_keeps_pieces():
 def test_nccl_unique_id_goes_over_mpi():
     """2 processes with one stand-in GPU each: the group's first process makes the NCCL
     unique id, MPI carries it (as host bytes) to the other, and each process initialises its
-    own rank of the 2-rank communicator with the same id, once."""
+    own rank of the 2-rank communicator with the same id (returning once both joined), once.
+    An all-reduce whose count differs between the processes is NCCL's invalid argument."""
     _need_mpi()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
                                                        str(ROOT)]),
@@ -289,6 +290,57 @@ def test_nccl_unique_id_goes_over_mpi():
                       if line.startswith("RESULT ")), key=lambda r: r["process"])
     assert [(r["rank"], r["comm_rank"], r["size"]) for r in results] == [(0, 0, 2), (1, 1, 2)]
     assert all(r["same_id"] and r["id_bytes"] == 128 and r["cached"] for r in results)
+    for r in results:  # counts that differ between the processes' ranks: NCCL's error in both
+        assert r["mismatch"].startswith("NCCL_ERROR_INVALID_ARGUMENT: invalid argument")
+        assert "collective call 0: the ranks called" in r["mismatch"]
+
+
+def test_collectives_between_gpus_of_two_processes_run_over_nccl():
+    """mpiexec -n 2 with 2 stand-in GPUs per process, the cuda platform listing all 4:
+    shard_map's psum, pmax, all_gather, psum_scatter, ppermute and all_to_all over the 4 GPUs
+    equal the one-device path, and the data-parallel MLP gives the one-process losses to
+    float32 rounding. The data between the processes went through the stand-in's NCCL (its
+    calls, and bytes sent to the other process), not through the host: each GPU's piece went
+    in and its result came out, nothing more, and gpuarr's own MPI exchanges carried none."""
+    _need_mpi()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
+                                                       str(ROOT)]),
+               CUPY_STANDIN_DEVICES="2", JAX_PLATFORMS="cpu", GPUARR_PLATFORMS="cuda")
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(PROGRAMS), "gpuarr",
+                           "gpu_processes", "2", "--mpi"], capture_output=True, text=True,
+                          timeout=LIMIT, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = sorted((json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+                      if line.startswith("RESULT ")), key=lambda r: r.get("process", 0))
+    if any("skip" in r for r in results):
+        pytest.skip(results[0]["skip"])
+    (one,), _ = _run(["mlp", "1"])
+    calls = {"psum": {"ncclAllReduce": 2}, "pmax": {"ncclAllReduce": 2},
+             "all_gather": {"ncclAllGather": 2}, "psum_scatter": {"ncclReduceScatter": 2},
+             "ppermute": {"ncclSend": 2, "ncclRecv": 2},
+             "all_to_all": {"ncclSend": 6, "ncclRecv": 6}}  # 3 peers per GPU, 2 GPUs
+    assert [r["process"] for r in results] == [0, 1]
+    for p, r in enumerate(results):
+        # ids number every process's GPUs; local_hardware_id is the CUDA ordinal in its process
+        assert r["devices"] == [[0, 0, 0], [1, 0, 1], [2, 1, 0], [3, 1, 1]]
+        assert r["local"] == [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
+        assert r["remote_put"].startswith(f"CudaDevice(id={3 if p == 0 else 0}) is a GPU of "
+                                          f"process {1 - p}: this process can place data")
+        assert all(r["same"].values()), r["same"]
+        for name, moved in r["moved"].items():
+            assert moved["h2d"] and moved["d2h"], (name, moved)
+            assert moved["nccl"] == calls[name], (name, moved)
+            assert moved["peer_bytes"] > 0, name
+        mlp = r["mlp"]
+        assert mlp["devices"] == 4
+        np.testing.assert_allclose(mlp["losses"], one["losses"], rtol=2e-6)
+        # every step's gradients (and loss) all-reduced over NCCL, 2 local GPUs each sending
+        # its part to the other process; gpuarr's MPI moved no data
+        assert mlp["nccl"]["ncclAllReduce"] >= 20 * 5 * 2 and set(mlp["nccl"]) == {
+            "ncclAllReduce"}
+        assert mlp["peer_bytes"] >= 20 * 2 * mlp["gradient_bytes"]
+        assert mlp["mpi_data"] == {"allgather_array": 0, "allreduce_sum": 0}
 
 
 @pytest.mark.parametrize("procs,local,platforms", [(2, 2, "cpu"), (4, 1, "cpu"), (2, 1, "")])

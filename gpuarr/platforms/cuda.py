@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 
+from gpuarr import process_group
 from gpuarr.backends import cuda, nvrtc
 from gpuarr.compiler import passes
 from gpuarr.compiler.plan import ElementwiseKernel, KernelStep, Load
@@ -21,6 +22,12 @@ from gpuarr.platforms import Device, Platform
 
 class CudaDevice(Device):
     kind_name = "CudaDevice"
+
+    def __init__(self, platform: str, id: int = 0, process_index: int = 0,
+                 local_hardware_id: int | None = None):
+        super().__init__(platform, id, process_index)
+        # the GPU's CUDA ordinal in its own process (JAX's name); ids number every process's
+        self.local_hardware_id = id if local_hardware_id is None else local_hardware_id
 
     @property
     def device_kind(self):
@@ -35,7 +42,14 @@ class CudaPlatform(Platform):
         count = cuda.device_count()  # CudaNotFoundError without CuPy, a driver or a GPU
         nvrtc.library()  # NVRTCNotFoundError naming the pip extra
         self.settings = cuda.memory_settings()
-        self._devices = [CudaDevice("cuda", i) for i in range(count)]
+        here = process_group.state.process_index
+        counts = [count]
+        if process_group.state.process_count > 1:  # every process's GPUs, in process order
+            counts = [int(c) for c in process_group.allgather_array(
+                np.array([count], np.int64), "the cuda platform's GPU counts")[:, 0]]
+        self._devices = [CudaDevice("cuda", sum(counts[:p]) + i, p, i)
+                         for p, n in enumerate(counts) for i in range(n)]
+        self._local = [d for d in self._devices if d.process_index == here]
         self._contexts: dict = {}
         self._eager: dict = {}
         self._lock = threading.Lock()
@@ -46,6 +60,9 @@ class CudaPlatform(Platform):
     # ---- devices and buffers
     def devices(self):
         return self._devices
+
+    def local_devices(self):
+        return self._local
 
     def check_memory(self, closed) -> None:
         """Nothing in advance: the device allocator raises DeviceOutOfMemoryError (JAX's
@@ -61,11 +78,16 @@ class CudaPlatform(Platform):
         return ctx
 
     def device_of(self, buffer):
-        return self._devices[buffer.context.index] if isinstance(buffer, cuda.DeviceBuffer) \
-            else self._devices[0]
+        return self._local[buffer.context.index] if isinstance(buffer, cuda.DeviceBuffer) \
+            else self._local[0]
 
     def from_host(self, value, device):
-        ctx = self.context(device.id)
+        if device.process_index != process_group.state.process_index:
+            raise ValueError(f"{device!r} is a GPU of process {device.process_index}: this "
+                             "process can place data on its own GPUs only "
+                             "(jax.local_devices()); make an array spanning processes with "
+                             "jax.make_array_from_process_local_data.")
+        ctx = self.context(device.local_hardware_id)
         data = ctx.as_device(value)
         return cuda.DeviceBuffer(data, ctx.record(), ctx)
 
@@ -90,10 +112,11 @@ class CudaPlatform(Platform):
         cp = cuda.cupy()
         for b in buffers:
             if isinstance(b, cp.ndarray):
-                return self.context(b.device.id)
+                return self.context(b.device.id)  # a CuPy device: the ordinal
         from gpuarr.placement import current_default_device
         device = current_default_device()
-        return self.context(device.id if device is not None and device.platform == "cuda" else 0)
+        return self.context(device.local_hardware_id if device is not None
+                            and device.platform == "cuda" else 0)
 
     # ---- compiling Programs
     def codegen(self, closed):
@@ -189,7 +212,7 @@ class CudaPlatform(Platform):
         from gpuarr import impls
         host = [self.to_host(b) for b in buffers]
         out = impls.impl_for_values(prim, host)(*host, **params)
-        device = self._devices[0]
+        device = self._local[0]
         if prim.multiple_results:
             return [self.from_host(np.asarray(o), device) for o in out]
         return self.from_host(np.asarray(out), device)

@@ -142,7 +142,7 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
     devices = list(mesh.devices.flat)
     on_gpus = devices[0].platform == "cuda"
     group = DeviceGroup(mesh.axis_names, mesh.axis_sizes, [d.process_index for d in devices],
-                        [d.id for d in devices] if on_gpus else None)
+                        [d.local_hardware_id for d in devices] if on_gpus else None)
     args = {f: [_piece(b, s, mesh, f) for b, s in zip(bufs, in_specs)] for f in group.local}
     if on_gpus:  # each GPU runs the kernels of the Program on its piece; NCCL between them
         platform = placement.platform_of(devices[0])
@@ -160,6 +160,22 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
     out_avals = _abstract_eval(closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
     return [_assemble({f: results[f][i] for f in group.local}, s, mesh, a)
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]
+
+
+def run_across_processes(args, closed, mesh, in_specs, out_specs) -> list:
+    """shard_map over a mesh of GPUs spanning processes, called outside any transformation:
+    each local GPU receives its piece of each operand (held by this process), runs the
+    Program's kernels with NCCL between every process's GPUs, and its results come back as
+    this process's pieces (ProcessShards; a replicated output is its value)."""
+    bufs = [a._buffer if type(a) is Array and type(a._buffer) is ProcessShards
+            else np.asarray(a) for a in args]
+    outs = _impl(*bufs, closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    return [Array(o, False) for o in outs]
+
+
+def spans_processes(mesh) -> bool:
+    devices = list(mesh.devices.flat)
+    return any(d.process_index != devices[0].process_index for d in devices)
 
 
 def runs_per_device_eagerly(mesh, args) -> bool:
@@ -202,7 +218,7 @@ def run_per_device(args, closed, mesh, in_specs, out_specs) -> list:
     on_gpus = devices[0].platform == "cuda"
     platform = placement.platform_of(devices[0])
     group = DeviceGroup(mesh.axis_names, mesh.axis_sizes, [d.process_index for d in devices],
-                        [d.id for d in devices] if on_gpus else None)
+                        [d.local_hardware_id for d in devices] if on_gpus else None)
     if on_gpus:
         fn = _compiled_gpu.get(closed)
         if fn is None:

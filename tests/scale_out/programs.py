@@ -8,6 +8,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
     mpiexec -n 2 python programs.py gpuarr fault KIND
+    mpiexec -n 2 python programs.py gpuarr gpu_processes N   (N stand-in GPUs per process)
 """
 import json
 import os
@@ -436,6 +437,10 @@ def mpi_collectives(n):
 def mlp(n):
     """A data-parallel MLP: 20 steps of shard_map with pmean of the gradients."""
     _init_distributed(n)
+    return _mlp()
+
+
+def _mlp():
     rng = np.random.default_rng(0)
     xs = rng.standard_normal((64, 8)).astype(np.float32)
     ys = np.sin(xs.sum(1, keepdims=True)).astype(np.float32)
@@ -462,7 +467,9 @@ def mlp(n):
     for _ in range(20):
         loss, params = step(params, x, y)
         losses.append(float(loss))
-    emit(losses=losses, devices=jax.device_count(), seconds=time.perf_counter() - start)
+    return dict(losses=losses, devices=jax.device_count(), seconds=time.perf_counter() - start,
+                process=jax.process_index(),
+                gradient_bytes=sum(np.asarray(v).nbytes for v in params.values()))
 
 
 def fault(kind):
@@ -843,8 +850,7 @@ def cpu_shards(n):
 def nccl_ids(n):
     """Processes with one GPU of the CuPy stand-in each: the NCCL unique id of a group of
     GPUs spanning them is made by the group's first process and carried over MPI, and each
-    process sets up its own rank with it. (The stand-in's cliques live inside one process, so
-    no collective runs across processes here.)"""
+    process sets up its own rank with it (gpu_processes runs collectives over it)."""
     from cupy.cuda import nccl as standin_nccl
 
     from gpuarr.backends import nccl
@@ -855,16 +861,97 @@ def nccl_ids(n):
     ((rank, comm),) = comms.items()
     (uid,) = standin_nccl._cliques
     ids = multihost_utils.process_allgather(np.array(uid, np.int64))
+    # Ranks of two processes disagreeing on an all-reduce's count: NCCL's invalid argument
+    # in both, when their streams reach it.
+    import cupy
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cupy.ones(4, cupy.float32)
+    comm.allReduce(x.data.ptr, x.data.ptr, 3 + rank, standin_nccl.NCCL_FLOAT32,
+                   standin_nccl.NCCL_SUM, stream.ptr)
+    try:
+        stream.synchronize()
+        mismatch = None
+    except standin_nccl.NcclError as e:
+        mismatch = str(e)
     return dict(process=jax.process_index(), rank=rank, comm_rank=comm.rank_id(),
                 size=comm.size(), same_id=bool((ids == ids[0]).all()), id_bytes=len(uid),
-                cached=nccl.communicators((0,) * len(processes), processes) is comms)
+                cached=nccl.communicators((0,) * len(processes), processes) is comms,
+                mismatch=mismatch)
+
+
+def gpu_processes(n):
+    """Processes with n GPUs of the CuPy stand-in each: shard_map's collectives over a mesh of
+    every process's GPUs go through the stand-in's NCCL between the processes; the one-device
+    named-vmap path is the reference. Counts what crossed the host and NCCL meanwhile."""
+    import cupy
+    from cupy import _standin
+
+    from gpuarr.experimental import multihost_utils
+    if not (cupy.cuda.compiler.available() and cupy.cuda._pocl.available()):
+        emit(skip="the stand-in cannot compile (NVRTC) or run (PoCL) kernels here")
+        return None
+    jax.distributed.initialize(cluster_detection_method="mpi4py", heartbeat_timeout_seconds=60)
+    gpus = jax.devices("cuda")
+    total = len(gpus)
+    mesh = jax.make_mesh((total,), ("i",), devices=gpus)
+    full = np.random.default_rng(1).standard_normal((total * total, 3)).astype(np.float32)
+    full = np.round(full * 8) / 8  # sums of these are exact in any order
+    x = _global(mesh, P("i"), full)
+    piece = full.nbytes // total
+    same, moved = {}, {}
+    fns = _collective_fns(total)
+    for name in ("psum", "pmax", "all_gather", "psum_scatter", "ppermute", "all_to_all"):
+        fn, spec = fns[name]
+        sm = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("i"), out_specs=spec,
+                                   check_vma=False))
+        _standin.reset()
+        out = sm(x)
+        counts = _standin.counters.snapshot()
+        got = np.asarray(out) if spec == P() else multihost_utils.process_allgather(out)
+        ref = _reference(fn, spec, full, total)
+        same[name] = bool(got.dtype == ref.dtype and np.array_equal(got, ref))
+        out_piece = ref.nbytes if spec == P() else ref.nbytes // total
+        # host transfers: each local GPU's input piece in and its result out, nothing else
+        moved[name] = dict(h2d=counts["h2d_bytes"] == n * piece,
+                           d2h=counts["d2h_bytes"] == n * out_piece,
+                           nccl={k: v for k, v in counts["library"].items()
+                                 if k.startswith("nccl")},
+                           peer_bytes=counts["peer_bytes"])
+    # The data-parallel MLP over every GPU; gpuarr's own MPI exchanges counted meanwhile
+    # (only the 16-byte meetings before each collective may use them).
+    from gpuarr import process_group
+    used = {"allgather_array": 0, "allreduce_sum": 0}
+
+    def counting(name, real):
+        def counted(*args, **kw):
+            used[name] += 1
+            return real(*args, **kw)
+        return counted
+    for name in used:
+        setattr(process_group, name, counting(name, getattr(process_group, name)))
+    _standin.reset()
+    trained = _mlp()
+    counts = _standin.counters.snapshot()
+    trained.update(nccl={k: v for k, v in counts["library"].items() if k.startswith("nccl")},
+                   peer_bytes=counts["peer_bytes"], mpi_data=used)
+    try:  # another process's GPU
+        jax.device_put(full, gpus[-1 if jax.process_index() == 0 else 0])
+        remote_put = None
+    except ValueError as e:
+        remote_put = str(e)
+    return dict(process=jax.process_index(), count=jax.process_count(), remote_put=remote_put,
+                devices=[[d.id, d.process_index, d.local_hardware_id] for d in gpus],
+                local=[str(d) for d in jax.local_devices()], same=same, moved=moved,
+                mlp=trained)
 
 
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
             "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
-            "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "cpu_shards": cpu_shards}
+            "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
+            "cpu_shards": cpu_shards}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -6,8 +6,9 @@ default 12090), CUPY_STANDIN_CUSOLVER (cuSOLVER's version number, default 11704:
 12.9's). `counters` counts what the program asked of the simulated GPU, at the time it was
 issued: transfers each way (`h2d`, `h2d_bytes`, `d2h`, `d2h_bytes`), kernel launches
 (`launches`, and `launches_by_name`), library calls (`library_calls`, and `library` by
-function name), synchronisations (`syncs`) and NVRTC compilations that missed both of CuPy's
-kernel caches (`compiles`). `reset()` zeroes them.
+function name), bytes NCCL sent to ranks in other processes (`peer_bytes`), synchronisations
+(`syncs`) and NVRTC compilations that missed both of CuPy's kernel caches (`compiles`).
+`reset()` zeroes them.
 """
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class Counters:
         self.library = collections.Counter()  # library function name -> calls
         self.syncs = 0
         self.compiles = 0
+        self.peer_bytes = 0
 
     @property
     def launches(self) -> int:
@@ -67,6 +69,10 @@ class Counters:
         with self._lock:
             self.compiles += 1
 
+    def peer(self, nbytes: int) -> None:
+        with self._lock:
+            self.peer_bytes += int(nbytes)
+
     def library_call(self, name: str) -> None:
         with self._lock:
             self.library[name] += 1
@@ -87,7 +93,8 @@ class Counters:
         return {"h2d": self.h2d, "h2d_bytes": self.h2d_bytes, "d2h": self.d2h,
                 "d2h_bytes": self.d2h_bytes, "launches": self.launches,
                 "launches_by_name": dict(self.launches_by_name), "library_calls": self.library_calls,
-                "library": dict(self.library), "syncs": self.syncs, "compiles": self.compiles}
+                "library": dict(self.library), "syncs": self.syncs, "compiles": self.compiles,
+                "peer_bytes": self.peer_bytes}
 
 
 counters = Counters()

@@ -27,8 +27,15 @@ operations", "Group calls", "Point-to-point communication", "CUDA stream semanti
 - A stream forced to run past an operation some rank has not called would wait for ever on a
   GPU; here it raises NcclError (NCCL_ERROR_INVALID_USAGE) saying which ranks are missing.
 
-Only ranks of this process take part: the stand-in moves no data between processes. Each
-issued call counts in `cupy._standin.counters.library` (ncclAllReduce, ncclSend, ...).
+- `NcclCommunicator(ndev, commId, rank)` returns once all `ndev` ranks have called it with
+  `commId` (ncclCommInitRank); inside a group it returns at once and `groupEnd` waits, so
+  one thread can set up several ranks (a communicator is usable after that groupEnd).
+
+The ranks of a unique id made while MPI (mpi4py) runs with several processes may live in any
+of them: the processes exchange the ranks' parts over MPI (`_nccl_peers`), where NCCL uses
+its own transports. Without MPI, or through `initAll`, a clique is this process's ranks only.
+Each issued call counts in `cupy._standin.counters.library` (ncclAllReduce, ncclSend, ...),
+and the bytes sent to other processes in `counters.peer_bytes`.
 """
 from __future__ import annotations
 
@@ -39,7 +46,7 @@ import threading
 import numpy as np
 
 from cupy import _standin
-from cupy.cuda import _queue, memory, runtime
+from cupy.cuda import _nccl_peers, _queue, memory, runtime
 
 # nccl.h
 NCCL_INT8 = NCCL_CHAR = 0
@@ -64,7 +71,7 @@ _REDUCE = {NCCL_SUM: np.add, NCCL_PROD: np.multiply, NCCL_MAX: np.maximum,
            NCCL_MIN: np.minimum, NCCL_AVG: np.add}
 
 ncclSuccess, ncclUnhandledCudaError, ncclSystemError, ncclInternalError = 0, 1, 2, 3  # noqa: N816
-ncclInvalidArgument, ncclInvalidUsage = 4, 5  # noqa: N816
+ncclInvalidArgument, ncclInvalidUsage, ncclRemoteError = 4, 5, 6  # noqa: N816
 _ERRORS = {  # cupy's ERROR2 names, ncclGetErrorString's messages
     1: ("NCCL_ERROR_UNHANDLED_CUDA_ERROR",
         "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"),
@@ -73,6 +80,7 @@ _ERRORS = {  # cupy's ERROR2 names, ncclGetErrorString's messages
         "internal error - please report this issue to the NCCL developers"),
     4: ("NCCL_ERROR_INVALID_ARGUMENT", "invalid argument (run with NCCL_DEBUG=WARN for details)"),
     5: ("NCCL_ERROR_INVALID_USAGE", "invalid usage (run with NCCL_DEBUG=WARN for details)"),
+    6: ("NCCL_ERROR_REMOTE_ERROR", "remote process exited or there was a network error"),
 }
 
 
@@ -96,7 +104,7 @@ def get_version() -> int:
 
 
 def get_unique_id() -> tuple:
-    return tuple(int(b) - 256 if b > 127 else int(b) for b in os.urandom(NCCL_UNIQUE_ID_BYTES))
+    return _nccl_peers.unique_id(os.urandom(NCCL_UNIQUE_ID_BYTES))
 
 
 # ---- cliques: the communicators of one unique id ---------------------------------------------
@@ -107,8 +115,10 @@ _tls = threading.local()
 
 
 class _Clique:
-    def __init__(self, nranks: int):
+    def __init__(self, nranks: int, uid=None):
         self.nranks = nranks
+        self.uid = uid  # for a clique whose ranks may be in other processes
+        self.processes: dict | None = None  # rank -> process, once every rank has joined
         self.devices: dict = {}  # rank -> device
         self.seq: dict = {}  # rank -> number of collective calls issued
         self.ops: dict = {}  # ("coll", k) or ("p2p", src, dst, k) -> _Operation
@@ -116,62 +126,123 @@ class _Clique:
 
 
 class _Operation:
-    """One collective (or one send/recv pair): the calls of its ranks, run once all are in."""
+    """One collective (or one send/recv pair): the calls of its ranks, run once all are in.
+    `local`: the slots (ranks, or the send and recv roles) this process holds."""
 
-    def __init__(self, clique, key, needed: int):
-        self.clique, self.key, self.needed = clique, key, needed
+    def __init__(self, clique, key, needed: int, local):
+        self.clique, self.key, self.needed, self.local = clique, key, needed, tuple(local)
         self.calls: dict = {}  # rank (or role) -> (kind, args, queue op)
-        self.ran = False
+        self.ran = self.sent = False
+        self.group = [self]  # the operations issued in one group with it (several processes)
 
     def missing(self) -> list:
-        return sorted(set(range(self.needed)) - set(self.calls))
+        return sorted(set(self.local) - set(self.calls))
+
+    def rank_of(self, slot: int) -> int:
+        return self.key[1 + slot] if self.key[0] == "p2p" else slot
 
     def run(self) -> None:
         if self.ran:
             return
-        if len(self.calls) < self.needed:
+        if self.missing():
             raise NcclError(ncclInvalidUsage, f"a stream reached {self.describe()} before "
                             f"ranks {self.missing()} called it; on a GPU it would wait for ever")
         self.ran = True
-        calls = self.calls
-        kind = next(iter(calls.values()))[0]
-        if kind == "p2p":
-            src, count, dtype = calls[0][1]
-            dst = calls[1][1][0]
-            _view(dst, count, dtype)[...] = _view(src, count, dtype)
+        calls = {s: (c[0], c[1]) for s, c in self.calls.items()}
+        received: dict = {}
+        if len(self.local) < self.needed:
+            received = self._exchange(calls)
+            _check_match(calls, self.describe())
+        _compute(calls, received, self.needed, set(self.local))
+
+    def _send(self) -> None:
+        """Send this process's parts to the operation's other processes, once the work
+        queued before them has run."""
+        if self.sent:
             return
-        args = {r: c[1] for r, c in calls.items()}
-        n = self.needed
-        count, dtype = args[0]["count"], args[0]["dtype"]
-        if kind in ("allReduce", "reduce"):
-            op = args[0]["op"]
-            total = _reduce([_view(args[r]["send"], count, dtype) for r in range(n)], op, dtype)
-            if op == NCCL_AVG:
-                total = (total / n).astype(_DTYPES[dtype])
-            for r in range(n):
-                if kind == "allReduce" or r == args[r]["root"]:
-                    _view(args[r]["recv"], count, dtype)[...] = total
-        elif kind == "broadcast":
-            root = args[0]["root"]
-            value = _view(args[root]["send"], count, dtype).copy()
-            for r in range(n):
-                _view(args[r]["recv"], count, dtype)[...] = value
-        elif kind == "allGather":
-            parts = [_view(args[r]["send"], count, dtype).copy() for r in range(n)]
-            for r in range(n):
-                _view(args[r]["recv"], count * n, dtype)[...] = np.concatenate(parts)
-        elif kind == "reduceScatter":
-            total = _reduce([_view(args[r]["send"], count * n, dtype) for r in range(n)],
-                            args[0]["op"], dtype)
-            if args[0]["op"] == NCCL_AVG:
-                total = (total / n).astype(_DTYPES[dtype])
-            for r in range(n):
-                _view(args[r]["recv"], count, dtype)[...] = total[r * count:(r + 1) * count]
+        self.sent = True
+        for c in self.calls.values():
+            for before in (c[4], *c[2].deps):
+                _queue.run_until(before)
+        clique = self.clique
+        parts = {s: (c[0], c[1], _sent_data(c[0], c[1], s, clique.nranks))
+                 for s, c in self.calls.items()}
+        here = _nccl_peers.me()
+        others = {clique.processes[self.rank_of(s)] for s in range(self.needed)} - {here}
+        _nccl_peers.send_parts(clique.uid, self.key, others, parts)
+
+    def _exchange(self, calls: dict) -> dict:
+        """This process's parts to the other processes, theirs back. The operations of one
+        group progress together (NCCL fuses them): all their parts leave before any wait."""
+        clique = self.clique
+        for operation in self.group:
+            operation._send()
+        remote = _nccl_peers.wait_parts(clique.uid, self.key,
+                                        set(range(self.needed)) - set(self.local),
+                                        self.describe())
+        _nccl_peers.ran(clique.uid, self.key)
+        calls.update({s: (p[0], p[1]) for s, p in remote.items()})
+        return {s: p[2] for s, p in remote.items()}
 
     def describe(self) -> str:
         if self.key[0] == "p2p":
             return f"the send from rank {self.key[1]} to rank {self.key[2]}"
         return f"collective call {self.key[1]}"
+
+
+def _sent_data(kind, args, slot, nranks):
+    """What an operation needs from one rank of another process: its send buffer's data."""
+    if kind == "p2p":
+        return _view(*args).copy() if slot == 0 else None
+    if kind == "broadcast" and slot != args["root"]:
+        return None
+    count = args["count"] * (nranks if kind == "reduceScatter" else 1)
+    return _view(args["send"], count, args["dtype"]).copy()
+
+
+def _compute(calls: dict, received: dict, n: int, local: set) -> None:
+    """Run an operation: read every rank's send data (`received` for other processes' ranks,
+    else its buffer) and write the receive buffers of the `local` ranks."""
+    kind = next(iter(calls.values()))[0]
+    if kind == "p2p":
+        src, count, dtype = calls[0][1]
+        data = received[0] if 0 in received else _view(src, count, dtype)
+        if 1 in local:
+            _view(calls[1][1][0], count, dtype)[...] = data
+        return
+    args = {r: c[1] for r, c in calls.items()}
+    count, dtype = args[0]["count"], args[0]["dtype"]
+
+    def sent(r, size):
+        return received[r] if r in received else _view(args[r]["send"], size, dtype)
+
+    def write(r, size, value):
+        if r in local:
+            _view(args[r]["recv"], size, dtype)[...] = value
+
+    if kind in ("allReduce", "reduce"):
+        op = args[0]["op"]
+        total = _reduce([sent(r, count) for r in range(n)], op, dtype)
+        if op == NCCL_AVG:
+            total = (total / n).astype(_DTYPES[dtype])
+        for r in range(n):
+            if kind == "allReduce" or r == args[r]["root"]:
+                write(r, count, total)
+    elif kind == "broadcast":
+        root = args[0]["root"]
+        value = sent(root, count).copy()
+        for r in range(n):
+            write(r, count, value)
+    elif kind == "allGather":
+        whole = np.concatenate([sent(r, count).copy() for r in range(n)])
+        for r in range(n):
+            write(r, count * n, whole)
+    elif kind == "reduceScatter":
+        total = _reduce([sent(r, count * n) for r in range(n)], args[0]["op"], dtype)
+        if args[0]["op"] == NCCL_AVG:
+            total = (total / n).astype(_DTYPES[dtype])
+        for r in range(n):
+            write(r, count, total[r * count:(r + 1) * count])
 
 
 def _reduce(values, op, dtype):
@@ -196,7 +267,7 @@ def _group() -> list | None:
 def groupStart() -> None:  # noqa: N802 - CuPy's name
     """Start a group of NCCL calls; they are issued at the matching outermost groupEnd."""
     if _group() is None:
-        _tls.group, _tls.depth = [], 0
+        _tls.group, _tls.depth, _tls.inits = [], 0, []
     _tls.depth += 1
 
 
@@ -207,13 +278,23 @@ def groupEnd() -> None:  # noqa: N802
     _tls.depth -= 1
     if _tls.depth:
         return
-    calls, _tls.group = _tls.group, None
+    calls, inits, _tls.group, _tls.inits = _tls.group, _tls.inits, None, []
+    for clique in dict.fromkeys(inits):  # the group's inits complete together
+        _joined(clique)
     with _lock:
         # The group's calls progress together: each waits for the work queued on the
         # streams before the group, never for another call of the group.
         before: dict = {}
         for issue in calls:
             issue(grouped=before)
+    for expect in before.get("expect", ()):
+        _nccl_peers.expect(*expect)
+
+
+def _joined(clique) -> None:
+    """Wait until every rank of `clique` (spanning processes) has joined."""
+    if clique.processes is None:
+        clique.processes = {r: p for r, (p, _) in _nccl_peers.table(clique.uid).items()}
 
 
 class NcclCommunicator:
@@ -225,12 +306,20 @@ class NcclCommunicator:
             raise AssertionError  # nccl.pyx: assert len(commId) == NCCL_UNIQUE_ID_BYTES
         if ndev < 1 or not 0 <= rank < ndev:
             raise NcclError(ncclInvalidArgument, f"rank {rank} of {ndev}")
+        across = _nccl_peers.root_of(commId) is not None  # ranks in several processes
         with _lock:
-            clique = _cliques.setdefault(tuple(commId), _Clique(ndev))
+            clique = _cliques.setdefault(tuple(commId),
+                                         _Clique(ndev, tuple(commId) if across else None))
             if clique.nranks != ndev or rank in clique.devices:
                 raise NcclError(ncclInvalidUsage, f"rank {rank} of a clique of "
                                 f"{clique.nranks} joined twice or with another size")
             self._init(clique, rank, runtime.getDevice())
+        if across:  # ncclCommInitRank: returns once every rank has joined (in a group: at
+            _nccl_peers.join(commId, ndev, rank, self._device)  # groupEnd)
+            if _group() is not None:
+                _tls.inits.append(clique)
+            else:
+                _joined(clique)
 
     def _init(self, clique, rank, device):
         clique.devices[rank] = device
@@ -260,9 +349,24 @@ class NcclCommunicator:
 
     # ---- queries
     def _live(self):
-        if getattr(self, "_clique", None) is None:
+        clique = getattr(self, "_clique", None)
+        if clique is None:
             raise NcclError(ncclInvalidArgument, "the communicator was destroyed")
-        return self._clique
+        if clique.uid is not None:
+            if clique.processes is None:
+                raise NcclError(ncclInvalidUsage, "the communicator is used before the "
+                                "groupEnd that completes its initialisation")
+            self.check_async_error()
+        return clique
+
+    def check_async_error(self) -> None:
+        """Raise the error an operation of this communicator met while it ran
+        (ncclCommGetAsyncError)."""
+        clique = getattr(self, "_clique", None)
+        error = clique is not None and clique.uid is not None \
+            and _nccl_peers.async_error(clique.uid)
+        if error:
+            raise error
 
     def device_id(self) -> int:
         self._live()
@@ -385,7 +489,12 @@ class NcclCommunicator:
         clique = self._clique
         operation = clique.ops.get(key)
         if operation is None:
-            operation = clique.ops[key] = _Operation(clique, key, needed)
+            local = range(needed)
+            if clique.uid is not None:
+                here = _nccl_peers.me()
+                ranks = key[1:3] if key[0] == "p2p" else range(needed)
+                local = [s for s, r in enumerate(ranks) if clique.processes[r] == here]
+            operation = clique.ops[key] = _Operation(clique, key, needed, local)
         if grouped is None and operation.calls:
             # This thread issued another rank's part outside a group and now this one: on a
             # GPU the first call would not have returned (NCCL's group-call rule).
@@ -393,31 +502,41 @@ class NcclCommunicator:
             if threading.get_ident() in others:
                 raise NcclError(ncclInvalidUsage, "one thread issued several ranks of "
                                 f"{operation.describe()} outside groupStart/groupEnd")
+        if grouped is not None and clique.uid is not None \
+                and operation not in grouped.setdefault("operations", []):
+            operation.group = grouped["operations"]
+            operation.group.append(operation)
         last = queue.last if queue.last is not None and not queue.last.done else None
         before = last if grouped is None else grouped.setdefault(id(queue), last)
         op = _queue.submit(operation.run, queue)
         operation.calls[slot] = (call[0], call[1], op, threading.get_ident(), before)
-        if len(operation.calls) == needed:
-            _check_match(operation)
+        if len(operation.calls) == len(operation.local):
+            if len(operation.local) == needed:  # else checked when the parts meet
+                _check_match(operation.calls, operation.describe())
             # Every rank's part runs after the work queued before every rank's part.
             priors = [c[4] for c in operation.calls.values() if c[4] is not None]
             for c in operation.calls.values():
                 c[2].deps.extend(p for p in priors if p.queue is not c[2].queue)
             del clique.ops[key]
+            if clique.uid is not None:  # another process may wait for this part
+                expect = (clique.uid, key, lambda: _queue.run_until(op))
+                if grouped is None:
+                    _nccl_peers.expect(*expect)
+                else:  # once the whole group is issued
+                    grouped.setdefault("expect", []).append(expect)
 
 
-def _check_match(operation) -> None:
-    calls = operation.calls
+def _check_match(calls: dict, what: str) -> None:
     kinds = {c[0] for c in calls.values()}
     if kinds == {"p2p"}:
         (_, (_, n0, t0), *_), (_, (_, n1, t1), *_) = calls[0], calls[1]
         if (n0, t0) != (n1, t1):
-            raise NcclError(ncclInvalidArgument, f"{operation.describe()}: send of {n0} "
+            raise NcclError(ncclInvalidArgument, f"{what}: send of {n0} "
                             f"elements of type {t0}, recv of {n1} of type {t1}")
         return
     shapes = {(c[0], c[1]["count"], c[1]["dtype"], c[1]["op"], c[1]["root"])
               for c in calls.values()}
     if len(shapes) != 1:
-        raise NcclError(ncclInvalidArgument, f"{operation.describe()}: the ranks called "
+        raise NcclError(ncclInvalidArgument, f"{what}: the ranks called "
                         f"{sorted(shapes, key=str)}")
 

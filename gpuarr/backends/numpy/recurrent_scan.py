@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gpuarr.backends.host_memory import aligned_empty
-from gpuarr.backends.numpy.codegen import KEYWORD_OUT, impl_for, ufunc_of
+from gpuarr.backends.numpy.codegen import KEYWORD_OUT, block_kernel_rules, impl_for, ufunc_of
 from gpuarr.core import Literal
 from gpuarr.impls import elementwise_prims
 from gpuarr.lax.dot_precision import is_algorithm
@@ -196,7 +196,7 @@ def emit(gen, cell: Cell, consts, carry_in: str, seq: str, length: int, reverse:
     bufs = [f"{ws}.buffers[{k}]" for k in range(len(cell.tail))]
     names = {cell.sum_id: bufs[0] if cell.tail else f"{ws}.carries"}
     names.update({vid: consts[i] for vid, i in cell.tail_reads.items()})
-    ufuncs = [ufunc_of(eqn) for eqn in cell.tail]
+    ufuncs = [_step_fn(eqn) for eqn in cell.tail]
     if all(f is not None and f not in KEYWORD_OUT for f in ufuncs):
         _emit_driven(gen, cell, ufuncs, ws, bufs, names)
     else:
@@ -207,6 +207,17 @@ def emit(gen, cell: Cell, consts, carry_in: str, seq: str, length: int, reverse:
             rows = f"{ws}.z[:{length}, :{n}]" if old else f"{ws}.z[1:, :{n}]"
             gen.line(f"{y} = {rows}{'[::-1]' if reverse else ''}.copy()")
     gen.line(f"{pool}.append({ws})" if pooled else f"del {ws}")
+
+
+def _step_fn(eqn):
+    """The ufunc computing a tail equation, or its one-operand block kernel, which is called
+    as a ufunc is, `kernel(x, out)` (sin and the other functions that give XLA's values for
+    subnormal operands, lax/subnormal_operands.py), or None."""
+    ufunc = ufunc_of(eqn)
+    if ufunc is not None or len(eqn.inputs) != 1 or len(eqn.outvars) != 1:
+        return ufunc
+    rule = block_kernel_rules.get(eqn.prim)
+    return rule(eqn) if rule is not None else None
 
 
 def _emit_driven(gen, cell, ufuncs, ws, bufs, names) -> None:

@@ -380,9 +380,10 @@ def _root_transpose(const_lengths, jaxprs, tangent_solve, tree):
         try:  # as JAX: transpose tangent_solve, linear in b
             return list(linear_transpose(
                 lambda *b: eval_closed(jaxprs.solve, *params.solve, *b), *cts)(list(cts)))
-        except (NotImplementedError, TypeError):
-            # tangent_solve has no transpose (a while_loop, a custom_linear_solve without
-            # transpose_solve): solve g^T y = ct with it, in a custom_linear_solve.
+        except (NotImplementedError, TypeError, ValueError):
+            # tangent_solve has no transpose (a while_loop, whose transpose raises JAX's
+            # ValueError; a custom_linear_solve without transpose_solve): solve g^T y = ct
+            # with it, in a custom_linear_solve.
             def matvec(v):
                 out = eval_closed(jaxprs.matvec, *params.matvec, *pytrees.tree_leaves(v))
                 return pytrees.tree_unflatten(tree, out)

@@ -28,6 +28,7 @@ from gpuarr.core import (
     get_aval,
     weak_type_rules,
 )
+from gpuarr.dispatch import wrap
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
@@ -197,7 +198,6 @@ def _staged_operands(primals):
     partition them with `isinstance(x, jax.Array)`); eagerly, the values as given."""
     if _eager():
         return list(primals)
-    from gpuarr.dispatch import wrap
     out = []
     for p in primals:
         if isinstance(p, (bool, int, float, complex)):

@@ -36,11 +36,13 @@ def plan_closed(closed, options=None):
 def compile_closed(closed, options=None, dialect: str = "gpu"):
     """Fuse and render a ClosedProgram into a LaunchPlan (see gpuarr.compiler.plan), in kernel
     `dialect` ("gpu" for CUDA and OpenCL, "c" for the native platform)."""
-    from gpuarr.compiler import render
+    from gpuarr.compiler import render, row_groups
     from gpuarr.config import config
     start = time.perf_counter()
     plan = plan_closed(closed, options)
-    launch_plan = render.render_plan(plan, dialect=dialect)
+    # In C, row reductions sharing their rows run as one launch.
+    launch_plan = render.render_plan(plan, dialect=dialect,
+                                     regroup=row_groups.group if dialect == "c" else None)
     if config.log_compiles:
         kernels = [s.name for s in launch_plan.steps if s.kind == "launch"]
         host = [s.name for s in launch_plan.steps if s.kind == "host"]

@@ -970,24 +970,22 @@ def render(kernel, dialect: str = "gpu") -> RenderedKernel:
 
 
 def render_plan(plan: KernelPlan, dump_dir: str | None = None,
-                dialect: str = "gpu") -> LaunchPlan:
+                dialect: str = "gpu", regroup=None) -> LaunchPlan:
     """Render every kernel of `plan` into a LaunchPlan a backend can run without the IR.
 
     Kernel argument names are replaced by the plan's buffer names; a kernel's scratch buffers
     (see `RenderedKernel.scratch`) become plan buffers of their own, and its setup entries
     launches before it. With `dump_dir` (or the
     environment variable GPUARR_DUMP_DIR) every rendered kernel is also written there as
-    `<name>.cu`.
+    `<name>.cu`. `regroup` may replace runs of steps by objects that render themselves into
+    one Launch (`render_launch()`: the native platform's row groups, compiler/row_groups.py).
     """
     dump_dir = dump_dir or os.environ.get("GPUARR_DUMP_DIR")
     steps, scratch = [], []
-    plan_steps = plan.steps
-    if dialect == "c":   # row reductions sharing their rows run as one launch
-        from gpuarr.compiler import row_groups
-        plan_steps = row_groups.group(plan_steps)
+    plan_steps = regroup(plan.steps) if regroup is not None else plan.steps
     for step in plan_steps:
-        if dialect == "c" and isinstance(step, row_groups.RowGroup):
-            launch, rendered = row_groups.launch(step)
+        if hasattr(step, "render_launch"):
+            launch, rendered = step.render_launch()
             steps.append(launch)
             if dump_dir:
                 dump(replace(rendered[0], name=launch.name, source=launch.source), dump_dir)

@@ -22,6 +22,10 @@ class RowGroup:
 
     steps: tuple
 
+    def render_launch(self) -> tuple:
+        """(the group's Launch, its kernels' RenderedKernels): see `launch`."""
+        return launch(self)
+
 
 def _row_kernel(step) -> bool:
     k = getattr(step, "kernel", None)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dtypes, impls, pytrees
+from gpuarr import dispatch, dtypes, impls, pytrees
 from gpuarr.core import (
     ClosedProgram,
     Primitive,
@@ -28,7 +28,6 @@ from gpuarr.core import (
     get_aval,
     weak_type_rules,
 )
-from gpuarr.dispatch import wrap
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
@@ -201,9 +200,9 @@ def _staged_operands(primals):
     out = []
     for p in primals:
         if isinstance(p, (bool, int, float, complex)):
-            p = wrap(np.asarray(p, dtypes.dtype(p, canonicalize=True)), type(p) is not bool)
+            p = dispatch.wrap(np.asarray(p, dtypes.dtype(p, canonicalize=True)), type(p) is not bool)
         elif isinstance(p, np.generic):
-            p = wrap(np.asarray(p, dtypes.canonicalize_dtype(p.dtype)))
+            p = dispatch.wrap(np.asarray(p, dtypes.canonicalize_dtype(p.dtype)))
         out.append(p)
     return out
 

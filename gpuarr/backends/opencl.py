@@ -51,31 +51,35 @@ def _context():
     except ImportError as e:
         raise OpenCLNotFoundError(
             "the opencl platform needs pyopencl and PoCL: pip install 'pyopencl[pocl]'") from e
-    try:
-        with _private_pocl_cache():
+    with _private_pocl_cache():
+        try:
             platforms = cl.get_platforms()
-    except cl.Error as e:
-        raise OpenCLNotFoundError(f"no OpenCL platform: {e}") from e
-    wanted = os.environ.get("GPUARR_OPENCL_PLATFORM", "Portable Computing Language")
-    chosen = [p for p in platforms if p.name == wanted] or platforms
-    if not chosen:
-        raise OpenCLNotFoundError("no OpenCL platform found (install pocl-binary-distribution)")
-    ctx = cl.Context(devices=chosen[0].get_devices()[:1])
+        except cl.Error as e:
+            raise OpenCLNotFoundError(f"no OpenCL platform: {e}") from e
+        wanted = os.environ.get("GPUARR_OPENCL_PLATFORM", "Portable Computing Language")
+        chosen = [p for p in platforms if p.name == wanted] or platforms
+        if not chosen:
+            raise OpenCLNotFoundError("no OpenCL platform found (install pocl-binary-distribution)")
+        ctx = cl.Context(devices=chosen[0].get_devices()[:1])
     queue = cl.CommandQueue(ctx)
     _state.update(ctx=ctx, queue=queue, cl=cl)
     return ctx, queue
 
 
 class _private_pocl_cache:
-    """PoCL reads POCL_CACHE_DIR when its platform starts: point it at a directory of this
-    process for that moment only (child processes get their own), unless the user set it."""
+    """PoCL reads POCL_CACHE_DIR once, when its devices start (at the first context, not at the
+    platform list): point it at this process's directory for that moment only (child processes
+    get their own), unless the user set it."""
+
+    path = None
 
     def __enter__(self):
         self.set = "POCL_CACHE_DIR" not in os.environ
         if self.set:
-            path = tempfile.mkdtemp(prefix="gpuarr-pocl-")
-            atexit.register(shutil.rmtree, path, True)
-            os.environ["POCL_CACHE_DIR"] = path
+            if _private_pocl_cache.path is None:
+                _private_pocl_cache.path = tempfile.mkdtemp(prefix="gpuarr-pocl-")
+                atexit.register(shutil.rmtree, _private_pocl_cache.path, True)
+            os.environ["POCL_CACHE_DIR"] = _private_pocl_cache.path
 
     def __exit__(self, *exc):
         if self.set:

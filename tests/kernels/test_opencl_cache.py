@@ -99,6 +99,15 @@ def test_a_users_pocl_cache_dir_is_kept(tmp_path):
     assert builds >= 2 and any(pocl.iterdir())
 
 
+def test_pocl_writes_into_the_private_directory_only(tmp_path):
+    """PoCL reads POCL_CACHE_DIR when its devices start: it must be set then, or PoCL's files
+    land in the user's cache directory, shared by every process."""
+    home = tmp_path / "home"
+    builds, _, _ = _run(tmp_path / "gpuarr", HOME=str(home), XDG_CACHE_HOME=str(home / "xdg"))
+    assert builds >= 2
+    assert not (home / "xdg" / "pocl").exists() and not (home / ".cache" / "pocl").exists()
+
+
 def test_build_errors_carry_the_numbered_source():
     with pytest.raises(RuntimeError, match=r"OpenCL build failed(.|\n)*    2  this is not C;"):
         opencl.program("__kernel void k(__global float *x) { x[0] = 1.0f; }\nthis is not C;\n")

@@ -570,7 +570,7 @@ class PjitFunction:
         if self._shardings is not None and self._shardings[1] is not None:
             out_flat = self._out_shardings(out_tree, closed)
         if data_parallel.has_shard_map(closed):  # already a program per device
-            outs = data_parallel.run_shard_maps(closed, leaves, out_flat)
+            outs = data_parallel.run_shard_maps(closed, leaves, out_flat, typed)
             return _NOT_SPLIT if outs is None else pytrees.tree_unflatten(out_tree, outs)
         typed = typed and data_parallel.typed_inputs(mesh)
         outs = data_parallel.run(closed, leaves, mesh, specs, out_flat, typed)

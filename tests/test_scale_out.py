@@ -139,6 +139,37 @@ def test_arrays_over_cpu_devices_own_a_buffer_per_device():
     assert all(same.values()), same
 
 
+@functools.cache
+def _run_split_ops():
+    (ours,), _ = _run(["split_ops", "2"])
+    (theirs,), _ = _run(["split_ops", "2"], lib="jax")
+    return ours, theirs
+
+
+def _split_ops():
+    """gpuarr's and JAX's results of the `split_ops` program on 2 cpu devices."""
+    pytest.importorskip("jax")
+    return _run_split_ops()
+
+
+def test_per_block_eager_operations_and_jit_around_shard_map_match_jax():
+    """On 2 cpu devices (Auto and Explicit meshes): eager matrix products keeping their
+    contraction whole, slices, sorts and cumulative operations along unsplit dimensions,
+    transposes and concatenation run on each device's blocks, and jitted functions holding
+    shard_maps among other operations keep their outputs as pieces; each result has JAX's
+    sharding, dtype, shard shapes and values, and the eager ones are bit for bit the
+    one-device results."""
+    ours, theirs = _split_ops()
+    assert sorted(ours["arrays"]) == sorted(theirs["arrays"])
+    assert len(theirs["arrays"]) == 2 * (22 + 7)
+    for name, (spec, dtype, shapes, value) in theirs["arrays"].items():
+        got = ours["arrays"][name]
+        assert got[:3] == [spec, dtype, shapes], name
+        np.testing.assert_allclose(got[3], value, rtol=1e-6, atol=1e-6, err_msg=name)
+    assert set(ours["held"].values()) == {"DeviceShards"}, ours["held"]
+    assert len(ours["same"]) == 2 * 22 and all(ours["same"].values()), ours["same"]
+
+
 def test_axis_index_groups_under_pmap_match_jax():
     ours, theirs = (r["groups"] for r in _features())
     assert ours["values"] == theirs["values"]
@@ -270,6 +301,34 @@ def test_jit_data_parallel_runs_per_gpu_and_keeps_pieces():
         assert got["held"] == ["DeviceShards"] and got["specs"] == [spec], name
         assert got["nccl"] == nccl and got["moved"] <= 8 * 2, name  # scalars only
         assert got["devices"] == [["cuda:0", "cuda:1"]] and got["diff"][0] <= 1e-4, name
+    # The equations around the shard_map run as each GPU's compiled plan: `v * 3` one kernel,
+    # the shard_map one, `tanh(. + 1)` one fused kernel per GPU (eagerly: two), nothing through
+    # the host; a matrix product after it reads the replicated weights each GPU holds.
+    around, after = r["jit_split"]["around_shard_map"], r["jit_split"]["matmul_after_shard_map"]
+    assert around["moved"] == 0 and around["launches"] == 3 * 2 and around["same"] == [True]
+    assert after["moved"] == 0 and after["library"] == {"matmul": 2} and after["nccl"] == {}
+    assert after["held"] == ["DeviceShards"] and after["specs"] == ["P('i',)"]
+    assert after["launches"] == 2 * 2 and after["diff"][0] <= 1e-6
+
+
+def test_per_block_eager_operations_run_on_each_gpu():
+    """The eager operations of the cpu-device test above on 2 stand-in GPUs: each runs on
+    the GPUs' pieces where they are (no piece through the host, no NCCL call: at most a
+    scalar operand crosses), its result held by both GPUs with the sharding JAX reports on
+    cpu devices, bit for bit the one-GPU result, with its dtype."""
+    r = _on_two_standin_gpus("gpu_shards")
+    if "skip" in r:
+        pytest.skip(r["skip"])
+    _, theirs = _split_ops()
+    blocks = dict(r["per_block"])
+    moved, w_bytes, held, same = blocks.pop("host_weights")
+    assert held == "DeviceShards" and same and moved <= 4 * w_bytes  # w only, never x's pieces
+    assert len(blocks) == 22
+    for name, (held, spec, moved, nccl, devices, same, dtype, one_dtype) in blocks.items():
+        assert held == "DeviceShards" and devices == ["cuda:0", "cuda:1"], name
+        assert spec == theirs["arrays"][f"auto/{name}"][0], name
+        assert dtype == one_dtype == theirs["arrays"][f"auto/{name}"][1], name
+        assert moved <= 8 * 2 and nccl == {} and same, name
 
 
 def test_nccl_unique_id_goes_over_mpi():

@@ -35,7 +35,7 @@ from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.core import ClosedProgram, Literal
 from gpuarr.dispatch import as_array
 from gpuarr.interpreters import ad, partial_eval
-from gpuarr.lax import lax, parallel, shape_ops, slicing
+from gpuarr.lax import cumulative, dot_products, lax, parallel, shape_ops, slicing, sorting
 from gpuarr.sharding import spmd
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
@@ -43,11 +43,20 @@ from gpuarr.sharding.shardings import NamedSharding, Sharding
 from gpuarr.sharding.tree_shardings import concrete_sharding, with_sharding
 
 _plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_step_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Program -> _steps
 _eager_programs: dict = {}  # (primitive, params, aval) -> its one-equation ClosedProgram
 _REDUCERS = {"reduce_sum": parallel.psum_p, "reduce_max": parallel.pmax_p,
              "reduce_min": parallel.pmin_p}
 _INLINED = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr"}
 _EAGER_EXTRA = {lax.argmax_p, lax.argmin_p, shape_ops.reshape_p}  # with the reductions
+# Eager operations that run on each device's block where JAX runs them without communication
+# (a matrix product keeping its contraction whole, slices, sorts and cumulative operations
+# along unsplit dimensions, transposes, concatenation along an unsplit dimension); any other
+# split of their operands keeps the joined path, where XLA would reshard.
+_PER_BLOCK = {dot_products.dot_general_p, shape_ops.transpose_p, shape_ops.squeeze_p,
+              lax.slice_p, lax.concatenate_p, sorting.sort_p, cumulative.cumsum_p,
+              cumulative.cumprod_p, cumulative.cummax_p, cumulative.cummin_p,
+              cumulative.cumlogsumexp_p}
 _ELEMENTWISE_EXTRA = {"select_n", "clamp", ad.add_any_p.name}
 
 
@@ -108,27 +117,34 @@ def run_eagerly(prim, args, params):
     result replicated on every device with the sharding JAX reports. On cpu devices float sums
     are added whole on each device instead (gathered), bit for bit the one-device sum; on GPUs
     they are added per piece, so they differ from one GPU's sum in rounding, as JAX's do.
-    None for any other primitive or operand (the caller then reads the value joined)."""
-    if prim not in impls.axis_reduction_prims and prim not in _EAGER_EXTRA:
+    The operations of `_PER_BLOCK` run on each device's blocks of their operands when no
+    device needs another's data, bit for bit the one-device result, their results kept as
+    pieces with the sharding JAX reports. None for any other primitive or operand (the
+    caller then reads the value joined)."""
+    per_block = prim in _PER_BLOCK
+    if not per_block and prim not in impls.axis_reduction_prims and prim not in _EAGER_EXTRA:
         return None
-    if len(args) != 1 or type(args[0]) is not Array or type(args[0]._value) is not DeviceShards:
+    if not all(type(a) is Array for a in args) or (not per_block and len(args) != 1):
         return None
-    (x,) = args
-    found = mesh_and_specs(args, [x._value.sharding])
+    found = mesh_and_specs(args, [a._value.sharding if type(a._value) is DeviceShards else None
+                                  for a in args])
     if found is None:
         return None
     mesh, specs = found
-    exact = mesh.devices.flat[0].platform != "cuda"
+    exact = per_block or mesh.devices.flat[0].platform != "cuda"
+    avals = [core.get_aval(a) for a in args]
     try:
-        key = (prim, tuple(sorted(params.items())), core.get_aval(x))
+        key = (prim, tuple(sorted(params.items())), *avals)
         closed = _eager_programs.get(key)
     except TypeError:  # a parameter that cannot be hashed
         return None
     if closed is None:
-        def one(v):
-            out = prim.bind(v, **params)
+        def one(*vs):
+            out = prim.bind(*vs, **params)
             return list(out) if prim.multiple_results else [out]
-        closed = _eager_programs[key] = partial_eval.trace_to_program(one, [x.aval])
+        closed = _eager_programs[key] = partial_eval.trace_to_program(one, avals)
+    if per_block and _plan(closed, mesh, tuple(specs), avals, exact)[3]:
+        return None  # a device would need another's data: XLA reshards, gpuarr joins
     outs = run(closed, args, mesh, specs, None, typed_inputs(mesh), exact)
     weak = core.weak_type_rules.get(prim, core.default_weak_type_rule)(*args, **params)
     for out, w in zip(outs, weak if isinstance(weak, list) else [weak] * len(outs)):
@@ -136,31 +152,87 @@ def run_eagerly(prim, args, params):
     return outs if prim.multiple_results else outs[0]
 
 
-def run_shard_maps(closed: ClosedProgram, leaves, out_shardings) -> list | None:
+def run_shard_maps(closed: ClosedProgram, leaves, out_shardings, typed: bool = True) -> list | None:
     """The outputs of `closed`, a Program holding shard_maps over devices of this process
     (`jit(shard_map(f))`), each run with every device's pieces kept on it
     (spmd.run_per_device), the outputs reporting what JAX reports (`out_shardings` when
-    given, else the out_spec, one entry per dimension over Explicit mesh axes). Over GPUs the
-    Program's other equations run eagerly between them (elementwise work on each GPU's piece,
-    see dispatch.py), so no piece is joined on one GPU. None for a Program with other
-    equations over cpu devices (it runs compiled, as written, on the NumPy backend)."""
-    prog = closed.program
-    maps = [e for e in prog.eqns if e.prim is spmd.shard_map_p]
+    given, else the out_spec, one entry per dimension over Explicit mesh axes). The Program's
+    other equations, between the shard_maps, run as the data-parallel jit runs them (`run`:
+    one compiled program per device on the pieces where they are, GPUs' as the cuda
+    platform's plans), their results reporting the shardings XLA propagates; a stretch of
+    them that would gather a split operand runs eagerly instead (dispatch.py: on each
+    device's piece where it can). `typed`: the inputs' shardings come from their types (no
+    `in_shardings`). None where a shard_map does not run per device eagerly (the Program
+    then runs compiled, as written)."""
+    maps = [e for e in closed.program.eqns if e.prim is spmd.shard_map_p]
     args = [as_array(x) for x in leaves]
     across = [e for e in maps if spmd.spans_processes(e.params["mesh"])]
     if across and all(e.params["mesh"].devices.flat[0].platform == "cuda" for e in across):
-        return _run_eqns(closed, args, out_shardings, across=True)
+        return _run_steps(closed, args, out_shardings, typed, across=True)
     if not maps or any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in maps):
         return None
-    if len(maps) < len(prog.eqns) and any(
-            e.params["mesh"].devices.flat[0].platform != "cuda" for e in maps):
+    return _run_steps(closed, args, out_shardings, typed)
+
+
+def _steps(closed: ClosedProgram) -> list:
+    """`closed`'s equations in order: each shard_map equation alone, and between them each
+    stretch of other equations as a ClosedProgram of its own (its inputs the variables it reads
+    from before it, but `closed`'s constants, which stay its constants; its outputs those read
+    after it), cached while `closed` lives."""
+    steps = _step_cache.get(closed)
+    if steps is not None:
+        return steps
+    prog = closed.program
+    consts = {v.id: c for v, c in zip(prog.constvars, closed.consts)}
+    steps, stretch = [], []
+
+    def close(end: int):
+        if not stretch:
+            return
+        made = {v.id for e in stretch for v in e.outvars}
+        reads, seen = [], set()
+        for e in stretch:
+            for a in e.inputs:
+                if type(a) is not Literal and a.id not in made and a.id not in seen:
+                    seen.add(a.id)
+                    reads.append(a)
+        later = {a.id for e in prog.eqns[end:] for a in e.inputs if type(a) is not Literal}
+        later |= {a.id for a in prog.outvars if type(a) is not Literal}
+        outs = [v for e in stretch for v in e.outvars if v.id in later]
+        # the Program's constants stay constants: compiled into each device's program once
+        held = [a for a in reads if a.id in consts]
+        reads = [a for a in reads if a.id not in consts]
+        steps.append(ClosedProgram(core.Program(held, reads, list(stretch), outs),
+                                   [consts[a.id] for a in held]))
+        stretch.clear()
+
+    for k, eqn in enumerate(prog.eqns):
+        if eqn.prim is spmd.shard_map_p:
+            close(k)
+            steps.append(eqn)
+        else:
+            stretch.append(eqn)
+    close(len(prog.eqns))
+    _step_cache[closed] = steps
+    return steps
+
+
+def _run_stretch(step: ClosedProgram, ins, typed: bool) -> list | None:
+    """A stretch of equations between shard_maps as jit's data-parallel program per device,
+    or None when no input is split over several devices or an equation would gather."""
+    found = mesh_and_specs(ins, None)
+    if found is None:
         return None
-    return _run_eqns(closed, args, out_shardings)
+    mesh, specs = found
+    if _plan(step, mesh, tuple(specs), [core.get_aval(x) for x in ins])[3]:
+        return None
+    return run(step, ins, mesh, specs, None, typed and typed_inputs(mesh))
 
 
-def _run_eqns(closed, args, out_shardings, across=False) -> list:
-    """`closed`'s equations in order: shard_maps per device (`across`: over GPUs of several
-    processes, each process running its own), the others eagerly."""
+def _run_steps(closed, args, out_shardings, typed, across=False) -> list:
+    """`closed`'s steps in order: shard_maps per device (`across`: over GPUs of several
+    processes, each process running its own), the stretches between them per device
+    (`_run_stretch`; `across`: eagerly), else their equations eagerly."""
     prog = closed.program
     env = {v.id: as_array(c) for v, c in zip(prog.constvars, closed.consts)}
     env.update((v.id, x) for v, x in zip(prog.invars, args))
@@ -170,21 +242,27 @@ def _run_eqns(closed, args, out_shardings, across=False) -> list:
             return core._weak_operand(a) if a.aval.weak_type else a.val
         return env[a.id]
 
-    for eqn in prog.eqns:
-        params = eqn.params
-        ins = [read(a) for a in eqn.inputs]
-        if eqn.prim is not spmd.shard_map_p:
-            out = eqn.prim.bind(*ins, **params)
-            env.update((v.id, o) for v, o in zip(
-                eqn.outvars, out if eqn.prim.multiple_results else [out], strict=True))
+    for step in _steps(closed):
+        if type(step) is ClosedProgram:
+            ins = [read(a) for a in step.program.invars]
+            outs = None if across else _run_stretch(step, ins, typed)
+            if outs is not None:
+                env.update((v.id, o) for v, o in zip(step.program.outvars, outs, strict=True))
+                continue
+            for eqn in step.program.eqns:
+                out = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+                env.update((v.id, o) for v, o in zip(
+                    eqn.outvars, out if eqn.prim.multiple_results else [out], strict=True))
             continue
+        params = step.params
+        ins = [read(a) for a in step.inputs]
         mesh = params["mesh"]
-        run = spmd.run_across_processes if across else spmd.run_per_device
-        outs = run(ins, params["closed"], mesh, params["in_specs"], params["out_specs"])
+        run_map = spmd.run_across_processes if across else spmd.run_per_device
+        outs = run_map(ins, params["closed"], mesh, params["in_specs"], params["out_specs"])
         if across:
-            env.update((v.id, o) for v, o in zip(eqn.outvars, outs, strict=True))
+            env.update((v.id, o) for v, o in zip(step.outvars, outs, strict=True))
             continue
-        for v, out, spec in zip(eqn.outvars, outs, params["out_specs"], strict=True):
+        for v, out, spec in zip(step.outvars, outs, params["out_specs"], strict=True):
             if typed_inputs(mesh):
                 spec = spec._normalized_spec_for_aval(v.aval.ndim)
             env[v.id] = with_sharding(out, NamedSharding(mesh, spec))
@@ -201,7 +279,7 @@ def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool,
     device, each output an Array reporting its sharding. `exact`: float sums across devices
     gather their operand and add it whole, bit for bit as one device adds it."""
     plan = _plan(closed, mesh, tuple(specs), [core.get_aval(x) for x in leaves], exact)
-    local, out_specs, shown = plan
+    local, out_specs, shown, _ = plan
     in_specs = tuple(PartitionSpec(*s) for s in specs)
     args = [as_array(x) for x in leaves]
     if spmd.runs_per_device_eagerly(mesh, args):  # each device's pieces stay on it
@@ -235,22 +313,25 @@ def typed_inputs(mesh) -> bool:
 
 
 def _plan(closed, mesh, specs, avals, exact=False):
-    """(per-device ClosedProgram, out PartitionSpecs, shown dim specs), cached per Program."""
+    """(per-device ClosedProgram, out PartitionSpecs, shown dim specs, whether some equation
+    gathers its operands), cached per Program. `exact`: float sums and contractions across
+    devices are not split (one device's order of additions)."""
     by_mesh = _plans.setdefault(closed, {})
     key = (mesh, specs, exact)
     if key not in by_mesh:
         box = []
 
         def per_device(*xs):
-            outs, out_dims, shown = _Interpreter(mesh, exact).run(closed, list(zip(xs, specs)))
-            box.append((out_dims, shown))
+            interpreter = _Interpreter(mesh, exact)
+            outs, out_dims, shown = interpreter.run(closed, list(zip(xs, specs)))
+            box.append((out_dims, shown, interpreter.gathers))
             return outs
 
         local_avals = [spmd.shard_aval(a, PartitionSpec(*s), mesh) for a, s in zip(avals, specs)]
         local, hoisted = spmd.trace_per_device(per_device, local_avals, mesh, mesh.axis_names)
         assert not hoisted  # an eager call closes over no tracer
-        out_dims, shown = box[0]
-        by_mesh[key] = (local, tuple(PartitionSpec(*d) for d in out_dims), shown)
+        out_dims, shown, gathers = box[0]
+        by_mesh[key] = (local, tuple(PartitionSpec(*d) for d in out_dims), shown, gathers > 0)
     return by_mesh[key]
 
 
@@ -263,6 +344,7 @@ class _Interpreter:
     def __init__(self, mesh, exact=False):
         self.mesh = mesh
         self.exact = exact  # float sums across devices gathered, added whole
+        self.gathers = 0  # equations computed on gathered (global) values
         self.hint: dict = {}  # var id -> the spec XLA would report for a gathered result
         self.broadcasts: dict = {}  # id of a replicated broadcast -> (operand, params)
 
@@ -327,6 +409,7 @@ class _Interpreter:
 
     def gathered(self, prim, ins, params, out_avals) -> list:
         """`prim` on the global values, replicated on every device."""
+        self.gathers += 1
         vals = [self.gather(v, d) for v, d in ins]
         outs = self.bind(prim, vals, params, out_avals, [(None,) * a.ndim for a in out_avals])
         split = [(d, core.get_aval(v)) for v, d in ins if any(d)]
@@ -476,8 +559,8 @@ def _dot_general(self, prim, ins, params, out_avals):
     free_y = [yd[j] for j in range(len(yd)) if j not in yc and j not in yb]
     out_dims = tuple([xd[i] for i in xb] + free_x + free_y)
     named = [a for a in out_dims if a is not None]
-    if len(named) != len(set(named)) or set(named) & set(across):
-        raise _Gather
+    if len(named) != len(set(named)) or set(named) & set(across) or (across and self.exact):
+        raise _Gather  # (exact: a contraction is added whole, in one device's order)
     out = prim.bind(x, y, **params)
     if across:
         out = parallel.psum_p.bind(out, axis_name=tuple(across))
@@ -520,9 +603,40 @@ def _arg_extreme(self, prim, ins, params, out_avals):
     return [(out, kept)]
 
 
+def _slice(self, prim, ins, params, out_avals):
+    """A slice taking every element of the split dimensions: each device slices its block."""
+    ((x, dims),) = ins
+    shape = self.global_shape(core.get_aval(x).shape, dims)
+    limit = list(params["limit_indices"])
+    strides = params["strides"] or (1,) * len(dims)
+    for d, a in enumerate(dims):
+        if a is not None:
+            if params["start_indices"][d] != 0 or limit[d] != shape[d] or strides[d] != 1:
+                raise _Gather
+            limit[d] = shape[d] // self.size(a)
+    return self.bind(prim, [x], dict(params, limit_indices=tuple(limit)), out_avals, [dims])
+
+
+def _along_unsplit(key: str):
+    """The rule of an operation along the dimension `params[key]` (sort, a cumulative
+    operation, concatenate) on operands of one rank: each device works on its blocks when
+    that dimension is not split (unsplit operands are cut to the blocks of the split ones)."""
+    def rule(self, prim, ins, params, out_avals):
+        ndim = out_avals[0].ndim
+        want = _merge([d for _, d in ins], ndim)
+        if want[params[key] % ndim] is not None:
+            raise _Gather
+        vals = [self.split_like(v, d, want) for v, d in ins]
+        return self.bind(prim, vals, params, out_avals, [want] * len(out_avals))
+    return rule
+
+
 _RULES = {"argmax": _arg_extreme, "argmin": _arg_extreme,
           "broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "squeeze": _squeeze,
-          "reshape": _reshape, "dot_general": _dot_general,
+          "reshape": _reshape, "dot_general": _dot_general, "slice": _slice,
+          "sort": _along_unsplit("dimension"), "concatenate": _along_unsplit("dimension"),
+          **dict.fromkeys(("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"),
+                          _along_unsplit("axis")),
           **dict.fromkeys(_REDUCERS, _reduce)}
 
 

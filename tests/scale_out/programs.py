@@ -4,6 +4,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py LIB devices N          (LIB: gpuarr or jax)
     python programs.py gpuarr collectives N   (N cpu devices in one process)
     python programs.py LIB jit_split N        (or groups, transforms; features: all three)
+    python programs.py LIB split_ops N        (eager per-block operations, jit around shard_map)
     python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
@@ -199,7 +200,7 @@ def jit_split(n):
     if LIB == "gpuarr":
         from gpuarr.sharding import data_parallel
         program = next(str(local) for plans in data_parallel._plans.values()
-                       for (local, _, _) in plans.values() if "dot_general" in str(local)
+                       for (local, *_) in plans.values() if "dot_general" in str(local)
                        and "tanh" in str(local))
     return dict(specs=specs, committed=committed, values=values, one=one, out_sharding=out_s,
          program=program, losses=_split_mlp(mesh) if LIB == "gpuarr" else None)
@@ -695,6 +696,7 @@ def gpu_shards(n):
     eager["per_piece"] = per_piece
     del two, fn  # the scalar on the first GPU, held by the last case's default
     across = _gpu_across(rnd, whole, in_use, n)
+    per_block = _gpu_per_block(mesh, rnd, devices, n)
     jit_split = _gpu_jit_split(mesh, rnd, whole, devices, in_use, n)
     del rnd, whole
     y = x + 1
@@ -705,7 +707,7 @@ def gpu_shards(n):
     del y, summed, doubled
     return dict(piece_bytes=full.nbytes // n, placed=placed, shards=shards, values=values,
                 after=[a - b for a, b in zip(in_use(), before)], spec=str(x.sharding.spec),
-                eager=eager, across=across, jit_split=jit_split)
+                eager=eager, across=across, jit_split=jit_split, per_block=per_block)
 
 
 def _moved_and_nccl():
@@ -744,6 +746,40 @@ def _gpu_across(rnd, whole, in_use, n):
     return out
 
 
+def _gpu_per_block(mesh, rnd, devices, n):
+    """_per_block_cases on n GPUs (weights replicated, held by each GPU): per operation, how
+    the result is held, its spec, the bytes through the host, the NCCL calls, its devices,
+    whether it equals the one-GPU result bit for bit, and its dtype; "host_weights": `x @ w`
+    with w a NumPy array ([bytes through the host, w's bytes])."""
+    from cupy import _standin
+    rng = np.random.default_rng(3)
+    full = np.asarray(rnd)
+    w = rng.standard_normal((full.shape[1], 8)).astype(np.float32)
+    ops = _operands(full, rng.standard_normal((8 * n, 6, 2)).astype(np.float32), w, mesh,
+                    lambda v, spec: jax.device_put(v, NamedSharding(mesh, spec or P())))
+    ops["full"] = ops["xr"]  # no host operand: each GPU holds the replicated value
+    one = {k: jax.device_put(np.asarray(v), devices[0]) for k, v in ops.items()}
+    out = {}
+    for name, fn in _per_block_cases().items():
+        jax.block_until_ready(fn(ops))
+        _standin.counters.reset()
+        r = fn(ops)
+        r.block_until_ready()
+        moved, calls = _moved_and_nccl()
+        ref = fn(one)
+        out[name] = [type(r._stored).__name__, str(r.sharding.spec), moved, calls,
+                     [str(s.data.device) for s in r.addressable_shards],
+                     bool(np.array_equal(np.asarray(r), np.asarray(ref))), str(r.dtype),
+                     str(ref.dtype)]
+    (ops["x"] @ w).block_until_ready()
+    _standin.counters.reset()
+    r = ops["x"] @ w
+    r.block_until_ready()
+    out["host_weights"] = [_moved_and_nccl()[0], w.nbytes, type(r._stored).__name__,
+                           bool(np.array_equal(np.asarray(r), np.asarray(one["x"] @ w)))]
+    return out
+
+
 def _gpu_jit_split(mesh, rnd, whole, devices, in_use, n):
     """jit's data-parallel case on n GPUs: a value-and-gradient step on batch-split rows and
     replicated weights, and an elementwise jit, run per GPU on the pieces where they are; and
@@ -762,23 +798,28 @@ def _gpu_jit_split(mesh, rnd, whole, devices, in_use, n):
                                    in_specs=P("i"), out_specs=P()))
     doubled = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
     around = jax.jit(lambda v: jnp.tanh(doubled(v * 3) + 1.0))  # a shard_map among other work
+    then_matmul = jax.jit(lambda v, a: jnp.tanh(doubled(v) @ a + 1.0))
     out = {}
     for name, fn, ref in (("step", lambda: step(wr, rnd),
                            lambda: step(jax.device_put(w, devices[0]), whole)),
                           ("elementwise", lambda: twice(rnd), lambda: twice(whole)),
                           ("shard_map", lambda: summed(rnd), lambda: whole.sum(0)),
                           ("around_shard_map", lambda: around(rnd),
-                           lambda: jnp.tanh(whole * 3 * 2 + 1.0))):
+                           lambda: jnp.tanh(whole * 3 * 2 + 1.0)),
+                          ("matmul_after_shard_map", lambda: then_matmul(rnd, wr),
+                           lambda: jnp.tanh((whole * 2) @ w + 1.0))):
         jax.block_until_ready(fn())
         _standin.counters.reset()
         held = in_use()
         got = fn()
         jax.block_until_ready(got)
         moved, calls = _moved_and_nccl()
+        launches, library = _standin.counters.launches, dict(_standin.counters.library)
         grew = [a - b for a, b in zip(in_use(), held)]
         leaves, want = jax.tree.leaves(got), jax.tree.leaves(ref())
         out[name] = dict(
             moved=moved, nccl=calls, grew=grew, nbytes=[a.nbytes for a in leaves],
+            launches=launches, library=library,
             held=[type(a._stored).__name__ for a in leaves],
             specs=[str(a.sharding.spec) for a in leaves],
             devices=[[str(s.data.device) for s in a.addressable_shards] for a in leaves],
@@ -793,6 +834,89 @@ def _pieces_owned(a) -> bool:
     """Whether no two addressable shards of `a` share memory (each device owns its piece)."""
     data = [np.asarray(s.data) for s in a.addressable_shards]
     return not any(np.shares_memory(p, q) for i, p in enumerate(data) for q in data[i + 1:])
+
+
+def _per_block_cases():
+    """Eager operations JAX runs on each device's blocks without communication, on `a`: x
+    (rows split), xc (columns split), x3 (3-D, first dimension split), xr (replicated), w
+    (unsplit weights), wc (weights' columns split) and full (x's value on the host)."""
+    jnp = jax.numpy
+    return {
+        "matmul": lambda a: a["x"] @ a["w"], "dot": lambda a: jnp.dot(a["x"], a["w"]),
+        "matmul_wc": lambda a: a["xr"] @ a["wc"], "dot_wc": lambda a: jnp.dot(a["full"], a["wc"]),
+        "slice": lambda a: a["x"][:, 1:4], "index": lambda a: a["x"][:, 2],
+        "index_neg": lambda a: a["x"][:, -1], "slice_step": lambda a: a["x"][:, ::2],
+        "slice3": lambda a: a["x3"][:, 2:5, 1], "slice_col": lambda a: a["xc"][2:5],
+        "lax_slice": lambda a: lax.slice(a["x"], (0, 1), (a["x"].shape[0], 5)),
+        "sort": lambda a: jnp.sort(a["x"], axis=1), "argsort": lambda a: jnp.argsort(a["x"], 1),
+        "sort_col": lambda a: jnp.sort(a["xc"], axis=0), "lax_sort": lambda a: lax.sort(a["x"]),
+        "cumsum": lambda a: jnp.cumsum(a["x"], axis=1),
+        "cumprod": lambda a: jnp.cumprod(a["x"], axis=1),
+        "lax_cumsum": lambda a: lax.cumsum(a["x"], axis=1, reverse=True),
+        "cummax": lambda a: lax.cummax(a["x"], axis=1),
+        "transpose": lambda a: a["x"].T, "transpose3": lambda a: jnp.transpose(a["x3"], (2, 0, 1)),
+        "concat": lambda a: jnp.concatenate([a["x"], a["x"] * 2], axis=1),
+    }
+
+
+def _operands(full, x3, w, mesh, put):
+    """The operands of _per_block_cases, placed by `put(value, spec)` (spec None: unsplit)."""
+    return dict(full=full, x=put(full, P("i")), xc=put(full, P(None, "i")),
+                x3=put(x3, P("i")), xr=put(full, P()), w=put(w, None), wc=put(w, P(None, "i")))
+
+
+def _described(a) -> list:
+    """[spec, dtype, each shard's shape, value] of an Array."""
+    spec = getattr(a.sharding, "spec", None)
+    return [None if spec is None else str(spec), str(a.dtype),
+            [list(s.data.shape) for s in a.addressable_shards], np.asarray(a).tolist()]
+
+
+def _around_cases(mesh):
+    """jitted functions holding shard_maps among other operations."""
+    jnp = jax.numpy
+    doubled = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    summed = jax.shard_map(lambda v: lax.psum(v.sum(0), "i"), mesh=mesh, in_specs=P("i"),
+                           out_specs=P())
+    w = np.linspace(-1, 1, 18, dtype=np.float32).reshape(6, 3)
+    return {"around": lambda v: jnp.tanh(doubled(v * 3) + 1.0),
+            "matmul_after": lambda v: jnp.tanh(doubled(v) @ w + 1.0),
+            "sum_after": lambda v: jnp.sin(summed(v)) * 2,
+            "two_maps": lambda v: doubled(jnp.cos(doubled(v))).sum(1),
+            "outputs": lambda v: (doubled(v) + 1, summed(v * 2), v.T)}
+
+
+def split_ops(n):
+    """On n cpu devices, over an Auto and an Explicit mesh: eager operations JAX runs per
+    device without communication (_per_block_cases), and jitted functions holding shard_maps
+    among other operations. Per result: spec, dtype, shard shapes and value; for gpuarr also
+    how it is held and whether it equals the one-device result bit for bit."""
+    jax.config.update("jax_num_cpu_devices", n)
+    rng = np.random.default_rng(2)
+    full = rng.standard_normal((8 * n, 6)).astype(np.float32)
+    x3 = rng.standard_normal((4 * n, 6, 2)).astype(np.float32)
+    w = rng.standard_normal((6, 4)).astype(np.float32)
+    out, held, same = {}, {}, {}
+    for kind, types in (("auto", (jax.sharding.AxisType.Auto,)),
+                        ("explicit", (jax.sharding.AxisType.Explicit,))):
+        mesh = jax.make_mesh((n,), ("i",), axis_types=types)
+        ops = _operands(full, x3, w, mesh, lambda v, spec: v if spec is None else
+                        jax.device_put(v, NamedSharding(mesh, spec)))
+        one = {k: v if k == "full" else jax.numpy.asarray(np.asarray(v)) for k, v in ops.items()}
+        results = {f"{kind}/{name}": (fn(ops), lambda fn=fn: fn(one))
+                   for name, fn in _per_block_cases().items()}
+        x = ops["x"]
+        for name, fn in _around_cases(mesh).items():
+            got = jax.tree.leaves(jax.jit(fn)(x))
+            for i, r in enumerate(got):
+                results[f"{kind}/jit_{name}/{i}"] = (r, None)
+        for name, (r, ref) in results.items():
+            out[name] = _described(r)
+            if LIB == "gpuarr":
+                held[name] = type(r._stored).__name__
+                if ref is not None:
+                    same[name] = bool(np.array_equal(np.asarray(r), np.asarray(ref())))
+    return dict(arrays=out, held=held, same=same)
 
 
 def cpu_shards(n):
@@ -951,7 +1075,7 @@ PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": m
             "transforms": transforms, "gpus": gpus, "features": features,
             "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
             "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
-            "cpu_shards": cpu_shards}
+            "cpu_shards": cpu_shards, "split_ops": split_ops}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

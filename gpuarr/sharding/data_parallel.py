@@ -168,10 +168,10 @@ def run_shard_maps(closed: ClosedProgram, leaves, out_shardings, typed: bool = T
     args = [as_array(x) for x in leaves]
     across = [e for e in maps if spmd.spans_processes(e.params["mesh"])]
     if across and all(e.params["mesh"].devices.flat[0].platform == "cuda" for e in across):
-        return _run_steps(closed, args, out_shardings, typed, across=True)
+        return _run_eqns(closed, args, out_shardings, typed, across=True)
     if not maps or any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in maps):
         return None
-    return _run_steps(closed, args, out_shardings, typed)
+    return _run_eqns(closed, args, out_shardings, typed)
 
 
 def _steps(closed: ClosedProgram) -> list:
@@ -229,7 +229,7 @@ def _run_stretch(step: ClosedProgram, ins, typed: bool) -> list | None:
     return run(step, ins, mesh, specs, None, typed and typed_inputs(mesh))
 
 
-def _run_steps(closed, args, out_shardings, typed, across=False) -> list:
+def _run_eqns(closed, args, out_shardings, typed, across=False) -> list:
     """`closed`'s steps in order: shard_maps per device (`across`: over GPUs of several
     processes, each process running its own), the stretches between them per device
     (`_run_stretch`; `across`: eagerly), else their equations eagerly."""

@@ -38,6 +38,7 @@ class EvalTrace(core.Trace):
         if dtype_param is not None and isinstance(params.get(dtype_param), dtypes.ExtendedDType):
             return _apply_extended(prim, args, params)
         if DeviceShards.made and _split_over_devices(args):
+            _check_devices(prim, args)
             outs = None
             if prim in impls.elementwise_prims or prim in impls.axis_reduction_prims:
                 outs = _per_piece(self, prim, args, params)
@@ -152,13 +153,31 @@ def _apply_extended(prim, args, params):
 
 
 # Reductions and argmax/argmin across the split dimension of an Array split over several
-# devices: fn(prim, args, params) -> outputs or None, filled by sharding.data_parallel (which
-# runs them per device, combined by collectives) when it is imported.
+# devices, and the operations JAX runs on each device's blocks (dot, slices, sorts, ...):
+# fn(prim, args, params) -> outputs or None, filled by sharding.data_parallel (which runs them
+# as a program per device, combined by collectives) when it is imported.
 split_reductions: list = [None]
 
 
 def _split_over_devices(args) -> bool:
     return any(type(a) is Array and type(a._value) is DeviceShards for a in args)
+
+
+def _check_devices(prim, args) -> None:
+    """JAX's ValueError for an operand committed to other devices than a split operand's."""
+    split = next(a for a in args if type(a) is Array and type(a._value) is DeviceShards)
+    want = set(split._value.shards)
+    for a in args:
+        if type(a) is Array and a._committed and a.devices() != want:
+            def said(x, devices):
+                shape = ",".join(map(str, x.shape))
+                return (f"an argument with shape {x.dtype.name}[{shape}] and with device ids "
+                        f"{sorted(d.id for d in devices)} on platform "
+                        f"{x.device.platform.upper()}")
+            raise ValueError(
+                f"Received incompatible devices for computation {prim.name}. Got "
+                f"{said(split, want)} and {said(a, a.devices())}. Put them on the same devices "
+                "first (gpuarr.device_put(x, y.sharding)).")
 
 
 def _per_piece(trace, prim, args, params):

@@ -158,7 +158,8 @@ def test_per_block_eager_operations_and_jit_around_shard_map_match_jax():
     transposes and concatenation run on each device's blocks, and jitted functions holding
     shard_maps among other operations keep their outputs as pieces; each result has JAX's
     sharding, dtype, shard shapes and values, and the eager ones are bit for bit the
-    one-device results."""
+    one-device results. Combining a split array with an operand committed to one device is
+    JAX's ValueError."""
     ours, theirs = _split_ops()
     assert sorted(ours["arrays"]) == sorted(theirs["arrays"])
     assert len(theirs["arrays"]) == 2 * (22 + 7)
@@ -168,6 +169,9 @@ def test_per_block_eager_operations_and_jit_around_shard_map_match_jax():
         np.testing.assert_allclose(got[3], value, rtol=1e-6, atol=1e-6, err_msg=name)
     assert set(ours["held"].values()) == {"DeviceShards"}, ours["held"]
     assert len(ours["same"]) == 2 * 22 and all(ours["same"].values()), ours["same"]
+    # a split operand with one committed to a single device: JAX's ValueError
+    assert ours["errors"] == theirs["errors"]
+    assert {e[0] for e in ours["errors"].values()} == {"ValueError"}, ours["errors"]
 
 
 def test_axis_index_groups_under_pmap_match_jax():

@@ -890,13 +890,15 @@ def split_ops(n):
     """On n cpu devices, over an Auto and an Explicit mesh: eager operations JAX runs per
     device without communication (_per_block_cases), and jitted functions holding shard_maps
     among other operations. Per result: spec, dtype, shard shapes and value; for gpuarr also
-    how it is held and whether it equals the one-device result bit for bit."""
+    how it is held and whether it equals the one-device result bit for bit. `errors`: what
+    combining a split array with one committed to a single device raises."""
     jax.config.update("jax_num_cpu_devices", n)
     rng = np.random.default_rng(2)
     full = rng.standard_normal((8 * n, 6)).astype(np.float32)
     x3 = rng.standard_normal((4 * n, 6, 2)).astype(np.float32)
     w = rng.standard_normal((6, 4)).astype(np.float32)
-    out, held, same = {}, {}, {}
+    jnp = jax.numpy
+    out, held, same, errors = {}, {}, {}, {}
     for kind, types in (("auto", (jax.sharding.AxisType.Auto,)),
                         ("explicit", (jax.sharding.AxisType.Explicit,))):
         mesh = jax.make_mesh((n,), ("i",), axis_types=types)
@@ -910,13 +912,20 @@ def split_ops(n):
             got = jax.tree.leaves(jax.jit(fn)(x))
             for i, r in enumerate(got):
                 results[f"{kind}/jit_{name}/{i}"] = (r, None)
+        on_one = jax.device_put(w, jax.devices()[1])  # committed to one device of the mesh
+        for name, fn in (("add", lambda: x[:, :4] + on_one[0]), ("matmul", lambda: x @ on_one),
+                         ("concat", lambda: jnp.concatenate([x[:, :4], on_one], 0))):
+            try:
+                errors[f"{kind}/{name}"] = [None, list(fn().shape)]
+            except ValueError as e:  # JAX's message names a jitted computation: its start
+                errors[f"{kind}/{name}"] = ["ValueError", str(e)[:len("Received incompatible")]]
         for name, (r, ref) in results.items():
             out[name] = _described(r)
             if LIB == "gpuarr":
                 held[name] = type(r._stored).__name__
                 if ref is not None:
                     same[name] = bool(np.array_equal(np.asarray(r), np.asarray(ref())))
-    return dict(arrays=out, held=held, same=same)
+    return dict(arrays=out, held=held, same=same, errors=errors)
 
 
 def cpu_shards(n):

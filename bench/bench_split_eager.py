@@ -1,0 +1,91 @@
+"""Eager operations on an array split over N cpu devices, and a jitted function holding a
+shard_map among other operations.
+
+Each operation JAX runs per device without communication (`x @ w` with `x` split on rows and
+`w` replicated, a slice and a transpose, `sort` and `cumsum` along the unsplit axis) and
+`jit(lambda v: tanh(shard_map(f)(v * 3) @ w + 1))` run on a float32 (4096, 512) array split
+over N devices, and on the same array on one device. JAX runs the same calls with N host
+devices in a process of its own in the same run (the device count is fixed when the platform
+starts). Reported per operation: each library's split time over its one-device time, and
+gpuarr's split time over JAX's. The devices share this machine's cores.
+Run: python bench/bench_split_eager.py [N]   (default N = 2)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+REPEATS = 7
+
+
+def _worker(lib: str, n: int) -> None:
+    if lib == "jax":
+        import jax
+    else:
+        import gpuarr as jax
+    jax.config.update("jax_num_cpu_devices", n)
+    jnp = jax.numpy
+    P, NamedSharding = jax.sharding.PartitionSpec, jax.sharding.NamedSharding
+    rng = np.random.default_rng(0)
+    full = rng.standard_normal((4096, 512)).astype(np.float32)
+    w_host = (rng.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
+    mesh = jax.make_mesh((n,), ("i",))
+    x = jax.device_put(full, NamedSharding(mesh, P("i")))
+    w = jax.device_put(w_host, NamedSharding(mesh, P()))
+    x1, w1 = jax.device_put(full, jax.devices()[0]), jax.device_put(w_host, jax.devices()[0])
+    smap = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    around = jax.jit(lambda v, a: jnp.tanh(smap(v * 3) @ a + 1.0))
+    cases = {"matmul": lambda v, a: v @ a, "slice": lambda v, a: v[:, 100:300],
+             "transpose": lambda v, a: v.T, "sort": lambda v, a: jnp.sort(v, axis=1),
+             "cumsum": lambda v, a: jnp.cumsum(v, axis=1), "jit_around_shard_map": around}
+    times = {}
+    for name, fn in cases.items():
+        for where, args in (("split", (x, w)), ("one", (x1, w1))):
+            if name == "jit_around_shard_map" and where == "one":
+                fn = jax.jit(lambda v, a: jnp.tanh(v * 3 * 2 @ a + 1.0))
+            jax.block_until_ready(fn(*args))
+            runs = []
+            for _ in range(REPEATS):
+                start = time.perf_counter()
+                jax.block_until_ready(fn(*args))
+                runs.append(time.perf_counter() - start)
+            times[f"{name}/{where}"] = float(np.median(runs))
+    print("RESULT " + json.dumps(times), flush=True)
+
+
+def _run(lib: str, n: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", GPUARR_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, __file__, "--worker", lib, str(n)],
+                         capture_output=True, text=True, timeout=900, env=env)
+    if out.returncode:
+        raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
+    (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+    return json.loads(line[7:])
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    ours, theirs = _run("gpuarr", n), _run("jax", n)
+    names = list(dict.fromkeys(k.split("/")[0] for k in ours))
+    print(f"{'operation':>22} {'gpuarr split':>13} {'split/one':>9} {'JAX split':>10} "
+          f"{'split/one':>9} {'gpuarr/JAX':>10}")
+    for name in names:
+        a, a1 = ours[f"{name}/split"], ours[f"{name}/one"]
+        b, b1 = theirs[f"{name}/split"], theirs[f"{name}/one"]
+        print(f"{name:>22} {a * 1e3:10.2f} ms {a / a1:9.2f} {b * 1e3:7.2f} ms {b / b1:9.2f} "
+              f"{a / b:10.2f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        _worker(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()

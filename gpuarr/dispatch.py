@@ -173,7 +173,8 @@ def _per_piece(trace, prim, args, params):
     first = split[0]
     if any(s.sharding != first.sharding or s.shape != first.shape for s in split):
         return None
-    blocks = first.sharding.devices_indices_map(first.shape)
+    blocks = {d: index for d, index in first.sharding.devices_indices_map(first.shape).items()
+              if d in first.shards}  # spanning processes: this process's devices
     cut: dict = {}  # operand position -> device -> its block of that operand, on the device
     for i, a in enumerate(args):
         if type(a) is Array and type(a._value) is not DeviceShards and (

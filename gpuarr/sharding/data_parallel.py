@@ -147,9 +147,6 @@ def run_shard_maps(closed: ClosedProgram, leaves, out_shardings) -> list | None:
     prog = closed.program
     maps = [e for e in prog.eqns if e.prim is spmd.shard_map_p]
     args = [as_array(x) for x in leaves]
-    across = [e for e in maps if spmd.spans_processes(e.params["mesh"])]
-    if across and all(e.params["mesh"].devices.flat[0].platform == "cuda" for e in across):
-        return _run_eqns(closed, args, out_shardings, across=True)
     if not maps or any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in maps):
         return None
     if len(maps) < len(prog.eqns) and any(
@@ -158,9 +155,9 @@ def run_shard_maps(closed: ClosedProgram, leaves, out_shardings) -> list | None:
     return _run_eqns(closed, args, out_shardings)
 
 
-def _run_eqns(closed, args, out_shardings, across=False) -> list:
-    """`closed`'s equations in order: shard_maps per device (`across`: over GPUs of several
-    processes, each process running its own), the others eagerly."""
+def _run_eqns(closed, args, out_shardings) -> list:
+    """`closed`'s equations in order: shard_maps per device (over GPUs of several processes,
+    each process running its own), the others eagerly."""
     prog = closed.program
     env = {v.id: as_array(c) for v, c in zip(prog.constvars, closed.consts)}
     env.update((v.id, x) for v, x in zip(prog.invars, args))
@@ -179,11 +176,8 @@ def _run_eqns(closed, args, out_shardings, across=False) -> list:
                 eqn.outvars, out if eqn.prim.multiple_results else [out], strict=True))
             continue
         mesh = params["mesh"]
-        run = spmd.run_across_processes if across else spmd.run_per_device
-        outs = run(ins, params["closed"], mesh, params["in_specs"], params["out_specs"])
-        if across:
-            env.update((v.id, o) for v, o in zip(eqn.outvars, outs, strict=True))
-            continue
+        outs = spmd.run_per_device(ins, params["closed"], mesh, params["in_specs"],
+                                   params["out_specs"])
         for v, out, spec in zip(eqn.outvars, outs, params["out_specs"], strict=True):
             if typed_inputs(mesh):
                 spec = spec._normalized_spec_for_aval(v.aval.ndim)

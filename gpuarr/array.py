@@ -305,9 +305,12 @@ class Array(metaclass=_ArrayMeta):
     def __repr__(self):
         if self._deleted:
             return "Array(<deleted>)"
-        value = self._host()
         dt = self.dtype
         extra = f", dtype={dt.name}" + (", weak_type=True" if self.weak_type else "")
+        if getattr(self._value, "shards", None) is not None and not (
+                self.is_fully_addressable or self.is_fully_replicated):
+            return f"Array(shape={self.shape}{extra})"  # JAX's, for other processes' pieces
+        value = self._host()
         body = np.array2string(value, separator=", ", prefix="Array(", suffix=extra + ")",
                                threshold=1000)
         if value.size == 0:

@@ -152,8 +152,9 @@ def _apply_extended(prim, args, params):
 
 
 # Reductions and argmax/argmin across the split dimension of an Array split over several
-# devices: fn(prim, args, params) -> outputs or None, filled by sharding.data_parallel (which
-# runs them per device, combined by collectives) when it is imported.
+# devices, and shard_maps that a transformation's rule binds on such Arrays: fn(prim, args,
+# params) -> outputs or None, filled by sharding.data_parallel (which runs them per device,
+# combined by collectives) when it is imported.
 split_reductions: list = [None]
 
 

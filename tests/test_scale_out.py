@@ -368,7 +368,7 @@ def test_arrays_over_gpus_of_two_processes_keep_their_pieces_there():
     """make_array_from_process_local_data over the GPUs of 2 processes puts each local piece
     on its GPU, and a shard_map reads the outputs of the one before it where they are: nothing
     crosses the host, only NCCL's all-reduce crosses to the other process, and the values
-    equal the one-GPU results bit for bit."""
+    equal the one-GPU results bit for bit. So does the gradient of a shard_map, not jitted."""
     for p, r in enumerate(_gpu_processes()):
         local = [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
         assert r["placed"] == ["DeviceShards", [local[0], True], [local[1], True]]
@@ -377,6 +377,10 @@ def test_arrays_over_gpus_of_two_processes_keep_their_pieces_there():
         assert chain["host"] == 0 and chain["nccl"] == {"ncclAllReduce": 2}
         assert chain["peer"] > 0 and chain["diff"] == [0.0, 0.0]
         assert chain["specs"] == ["P('i',)", "P(None,)"]
+        grad = r["chain"]["grad"]  # grad of a shard_map, eagerly: per GPU as well
+        _held_on(grad, local)
+        assert grad["host"] <= 4 * 2 and grad["diff"] == [0.0] and grad["specs"] == ["P('i',)"]
+        assert grad["nccl"] == {"ncclAllReduce": 4}  # the psum, and its transpose
 
 
 def test_eager_operations_on_arrays_over_gpus_of_two_processes():

@@ -108,7 +108,14 @@ def run_eagerly(prim, args, params):
     result replicated on every device with the sharding JAX reports. On cpu devices float sums
     are added whole on each device instead (gathered), bit for bit the one-device sum; on GPUs
     they are added per piece, so they differ from one GPU's sum in rounding, as JAX's do.
-    None for any other primitive or operand (the caller then reads the value joined)."""
+    A shard_map bound eagerly (by grad's, jvp's or vmap's rule) runs per device on the pieces
+    where they are. None for any other primitive or operand (the caller then reads the value
+    joined)."""
+    if prim is spmd.shard_map_p:
+        if not spmd.runs_per_device_eagerly(params["mesh"], args):
+            return None
+        return spmd.run_per_device(args, params["closed"], params["mesh"], params["in_specs"],
+                                   params["out_specs"])
     if prim not in impls.axis_reduction_prims and prim not in _EAGER_EXTRA:
         return None
     if len(args) != 1 or type(args[0]) is not Array or type(args[0]._value) is not DeviceShards:

@@ -990,6 +990,11 @@ def _beyond_shard_map(mesh, full, x, n):
     chain = {}
     got, host, nccl, peer = _counted(lambda: (double(x), total(double(x))))
     record("chain", got, (one * 2, (one * 2).sum(0)), host, nccl, peer, chain)
+    # grad of a shard_map, not jitted: its transposed program per GPU on the pieces
+    squares = jax.grad(lambda v: jax.shard_map(
+        lambda u: lax.psum((u * u).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())(v))
+    got, host, nccl, peer = _counted(lambda: squares(x))
+    record("grad", got, one * 2, host, nccl, peer, chain)
     # eager operations: elementwise and per-piece reductions on each GPU, reductions across
     # the split dimension all-reduced (argmax all-gathered) over NCCL
     eager = {}

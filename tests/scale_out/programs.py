@@ -428,7 +428,13 @@ def mpi_collectives(n):
         lambda u: lax.psum((u * u).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())(v)))
     same["grad"] = bool(np.array_equal(multihost_utils.process_allgather(grad(x)), 2 * full))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
+    try:  # pmap across processes runs on GPUs only
+        jax.pmap(lambda v: lax.psum(v, "p"), "p")(np.ones((n, 2), np.float32))
+        pmap_error = None
+    except NotImplementedError as e:
+        pmap_error = str(e)
     emit(process=jax.process_index(), count=jax.process_count(), devices=total,
+         pmap_error=pmap_error,
          local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),
          broadcast=float(multihost_utils.broadcast_one_to_all(
              np.float32(10 + jax.process_index()))))
@@ -1003,7 +1009,8 @@ def _beyond_shard_map(mesh, full, x, n):
                      "max1": lambda v: v.max(1), "sum": lambda v: v.sum(),
                      "sum0": lambda v: v.sum(0), "sin_sum": lambda v: jnp.sin(v).sum(),
                      "max": lambda v: v.max(), "argmax": lambda v: v.argmax(),
-                     "mean0": lambda v: v.mean(0)}.items():
+                     "argmin0": lambda v: jnp.argmin(v, 0), "mean0": lambda v: v.mean(0),
+                     "addrow": lambda v: v + np.arange(3, dtype=np.float32)}.items():
         got, host, nccl, peer = _counted(lambda fn=fn: fn(x))
         record(name, got, fn(one), host, nccl, peer, eager)
     # jit's data-parallel case: batch split, weights replicated, the sums all-reduced
@@ -1042,7 +1049,18 @@ def _beyond_shard_map(mesh, full, x, n):
     pmaps["chained"] = dict(host=host, nccl=nccl, shape=list(got.shape),
                             same=bool(np.array_equal(np.asarray(got), np.broadcast_to(
                                 (positions * 2).sum(0), got.shape))))
-    return dict(chain=chain, eager=eager, jit_split=split, pmap=pmaps)
+    errors = {}  # what needs the global value of a split array, and pmap's other forms
+    for name, fn in {"slice": lambda: x[:2], "read": lambda: np.asarray(x),
+                     "pmap_static": lambda: jax.pmap(lambda v, c: v * c, "p",
+                                                     static_broadcasted_argnums=1)(mine, 2)
+                     }.items():
+        try:
+            fn()
+            errors[name] = None
+        except (RuntimeError, NotImplementedError) as e:
+            errors[name] = f"{type(e).__name__}: {e}"
+    return dict(chain=chain, eager=eager, jit_split=split, pmap=pmaps, errors=errors,
+                shown=repr(x))
 
 
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,

@@ -210,7 +210,8 @@ class Array(metaclass=_ArrayMeta):
 
     @property
     def is_fully_addressable(self) -> bool:
-        """Whether this process addresses every device of the sharding (always: one process)."""
+        """Whether this process addresses every device of the sharding (not when the array
+        spans the devices of several processes)."""
         return self.sharding.is_fully_addressable
 
     @property

@@ -101,13 +101,6 @@ def _abstract_eval(*avals, closed, mesh, in_specs, out_specs):
 
 def _piece(buf, spec, mesh, flat):
     device = mesh.devices.flat[flat]
-    if type(buf) is DeviceShards and buf.spans_processes:  # on this process's GPUs
-        piece = buf.piece(device, _slices(_index(mesh, spec, buf.ndim, flat), buf.shape))
-        if piece is None:
-            raise ValueError(f"shard_map: an input spanning processes is split otherwise than "
-                             f"its in_spec {spec} says on {device!r}: pass data sharded as "
-                             "the in_specs say.")
-        return buf.platform.to_host(piece)
     if isinstance(buf, ProcessShards):
         if device not in buf.shards:
             raise ValueError(f"shard_map: an input spanning processes holds no piece for "

@@ -6,7 +6,9 @@ Otherwise, and for the forms that needs (static arguments, keyword arguments, ne
 in_axes/out_axes), the mapped computation is one vectorised program (`jit` of `vmap` with
 the axis name, so collectives work as under pmap) on the default device; both give the same
 values. As with JAX, the mapped axis may not be longer than the number of devices: portable
-pmap programs size it with `local_device_count()`.
+pmap programs size it with `local_device_count()`. Across processes (on GPUs) each process
+passes its own positions, the collectives span every process's devices, and each process gets
+back its own positions (sharding/process_arrays.py).
 """
 from __future__ import annotations
 
@@ -117,7 +119,7 @@ def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs, default=
                 for d in [d for d in devs if d.process_index == p][:size]]
     else:
         devs = devs[:size]
-    if (size < 2 and not across or kwargs or statics or len(arg_axes) != len(args)
+    if ((size < 2 and not across) or kwargs or statics or len(arg_axes) != len(args)
             or not all(a is None or isinstance(a, int) for a in arg_axes)
             or not (out_axes is None or isinstance(out_axes, int))
             or {d.platform for d in devs} not in ({"cpu"}, {"cuda"})):

@@ -210,7 +210,8 @@ class Array(metaclass=_ArrayMeta):
 
     @property
     def is_fully_addressable(self) -> bool:
-        """Whether this process addresses every device of the sharding (always: one process)."""
+        """Whether this process addresses every device of the sharding (not when the array
+        spans the devices of several processes)."""
         return self.sharding.is_fully_addressable
 
     @property
@@ -305,9 +306,12 @@ class Array(metaclass=_ArrayMeta):
     def __repr__(self):
         if self._deleted:
             return "Array(<deleted>)"
-        value = self._host()
         dt = self.dtype
         extra = f", dtype={dt.name}" + (", weak_type=True" if self.weak_type else "")
+        if getattr(self._value, "shards", None) is not None and not (
+                self.is_fully_addressable or self.is_fully_replicated):
+            return f"Array(shape={self.shape}{extra})"  # JAX's, for other processes' pieces
+        value = self._host()
         body = np.array2string(value, separator=", ", prefix="Array(", suffix=extra + ")",
                                threshold=1000)
         if value.size == 0:

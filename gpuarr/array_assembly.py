@@ -96,7 +96,7 @@ def _assemble_pieces(pieces, shape, dtype, sharding) -> Array:
     from gpuarr.backends.device_group import ProcessShards
     indices = sharding.addressable_devices_indices_map(shape)
     hosts = [p._host() if type(p) is Array else np.asarray(p) for p in pieces]
-    if tree_shardings.splits_over_local_devices(sharding):  # each device: its own copy
+    if tree_shardings.held_in_pieces(sharding):  # each device: its own copy
         platform = placement.platform_of(next(iter(indices)))
         shards = DeviceShards({d: platform.from_host(own_copy(h), d)
                                for d, h in zip(indices, hosts)}, shape, dtype, sharding,
@@ -289,8 +289,16 @@ def _from_process_block(sharding, data, global_shape) -> Array:
         idx = tuple(slice((k - k0) * (n // w), (k - k0 + 1) * (n // w))
                     for (k, w), k0, n in zip(where[f], first, inferred))
         pieces[mesh.devices.flat[f]] = np.ascontiguousarray(data[idx])
-    buf = data if inferred == data.shape else ProcessShards(pieces, inferred, data.dtype, sharding)
     device = mesh.devices.flat[local[0]]
+    if device.platform == "cuda":  # each piece on its GPU, as within one process
+        platform = placement.platform_of(device)
+        shards = DeviceShards({d: platform.from_host(p, d) for d, p in pieces.items()},
+                              inferred, data.dtype, sharding, platform)
+        out = Array(shards, False, device=device, committed=True,
+                    platform=shards.array_platform)
+        out._sharding = sharding
+        return out
+    buf = data if inferred == data.shape else ProcessShards(pieces, inferred, data.dtype, sharding)
     out = Array(buf, False, device=device, committed=True)
     out._sharding = sharding
     return out

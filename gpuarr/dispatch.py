@@ -153,9 +153,10 @@ def _apply_extended(prim, args, params):
 
 
 # Reductions and argmax/argmin across the split dimension of an Array split over several
-# devices, and the operations JAX runs on each device's blocks (dot, slices, sorts, ...):
-# fn(prim, args, params) -> outputs or None, filled by sharding.data_parallel (which runs them
-# as a program per device, combined by collectives) when it is imported.
+# devices, the operations JAX runs on each device's blocks (dot, slices, sorts, ...), and
+# shard_maps that a transformation's rule binds on such Arrays: fn(prim, args, params) ->
+# outputs or None, filled by sharding.data_parallel (which runs them as a program per device,
+# combined by collectives) when it is imported.
 split_reductions: list = [None]
 
 
@@ -192,7 +193,8 @@ def _per_piece(trace, prim, args, params):
     first = split[0]
     if any(s.sharding != first.sharding or s.shape != first.shape for s in split):
         return None
-    blocks = first.sharding.devices_indices_map(first.shape)
+    blocks = {d: index for d, index in first.sharding.devices_indices_map(first.shape).items()
+              if d in first.shards}  # spanning processes: this process's devices
     cut: dict = {}  # operand position -> device -> its block of that operand, on the device
     for i, a in enumerate(args):
         if type(a) is Array and type(a._value) is not DeviceShards and (

@@ -6,7 +6,9 @@ Otherwise, and for the forms that needs (static arguments, keyword arguments, ne
 in_axes/out_axes), the mapped computation is one vectorised program (`jit` of `vmap` with
 the axis name, so collectives work as under pmap) on the default device; both give the same
 values. As with JAX, the mapped axis may not be longer than the number of devices: portable
-pmap programs size it with `local_device_count()`.
+pmap programs size it with `local_device_count()`. Across processes (on GPUs) each process
+passes its own positions, the collectives span every process's devices, and each process gets
+back its own positions (sharding/process_arrays.py).
 """
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gpuarr import core, pytrees
+from gpuarr import core, process_group, pytrees
 from gpuarr.device_api import devices as _devices
 from gpuarr.jit_api import jit
 from gpuarr.lax import parallel
+from gpuarr.sharding import process_arrays
 from gpuarr.vmap_api import _broadcast_prefix, vmap
 
 
@@ -35,7 +38,8 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         raise ValueError("global_arg_shapes only worked with xmap and is not supported.")
     statics = ((static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int)
                else tuple(static_broadcasted_argnums))
-    count = len(devices) if devices is not None else len(_devices(backend))
+    # Across processes (JAX's multi-controller pmap) each process maps its local devices.
+    count = len(devices) if devices is not None else len(_mapped_devices(backend))
     axes = tuple(in_axes) if isinstance(in_axes, list) else in_axes
     # Outputs unmapped by out_axes come back mapped and are read at position 0.
     mapped_out_axes = pytrees.tree_map(lambda a: 0 if a is None else a, out_axes,
@@ -69,7 +73,8 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
                              f"device{'s are' if count != 1 else ' is'} available. Size the "
                              "mapped axis with jax.local_device_count().")
         per_device = _per_device_form(size, args, kwargs, axes, out_axes, statics,
-                                      devices if devices is not None else _devices(backend))
+                                      devices if devices is not None else _devices(backend),
+                                      devices is None)
         if per_device is not None:
             return per_device(fun, axis_name, *args)
         return compiled(*args, **kwargs)
@@ -94,14 +99,39 @@ def _mapped_size(args, kwargs, axes, axis_size) -> int:
     return 0
 
 
-def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs):
-    """The per-device runner when this call can run a position per cpu device, else None."""
+def _mapped_devices(backend):
+    """The devices one process's pmap maps over: this process's when several processes
+    run the computation (each passes its local batch), else every device."""
+    devs = _devices(backend)
+    if process_group.state.process_count > 1:
+        devs = [d for d in devs if d.process_index == process_group.state.process_index]
+    return devs
+
+
+def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs, default=False):
+    """The per-device runner when this call can run a position per cpu device or GPU, else
+    None. With several processes and the `default` devices, the positions of every process
+    form the mapped axis (process order) and each process passes and gets back its own."""
     arg_axes = axes if isinstance(axes, tuple) else (axes,) * len(args)
-    if (size < 2 or kwargs or statics or len(arg_axes) != len(args)
+    across = default and process_group.state.process_count > 1
+    if across:  # the first `size` GPUs of each process
+        devs = [d for p in range(process_group.state.process_count)
+                for d in [d for d in devs if d.process_index == p][:size]]
+    else:
+        devs = devs[:size]
+    if ((size < 2 and not across) or kwargs or statics or len(arg_axes) != len(args)
             or not all(a is None or isinstance(a, int) for a in arg_axes)
             or not (out_axes is None or isinstance(out_axes, int))
-            or {d.platform for d in devs[:size]} not in ({"cpu"}, {"cuda"})):
+            or {d.platform for d in devs} not in ({"cpu"}, {"cuda"})):
+        if across:
+            raise NotImplementedError(
+                "pmap across processes runs a position per device with positional arguments "
+                "mapped over one axis (an int or None in in_axes and out_axes), without "
+                "static or keyword arguments.")
         return None
+    if across and devs[0].platform != "cuda":
+        raise NotImplementedError("pmap across processes runs on GPUs; on cpu devices use "
+                                  "shard_map over a mesh of every process's devices.")
     from gpuarr.lax.shape_ops import expand_dims, squeeze
     from gpuarr.sharding.mesh import AxisType, Mesh
     from gpuarr.sharding.partition_spec import PartitionSpec
@@ -109,8 +139,11 @@ def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs):
 
     def run(fun, axis_name, *xs):
         name = "_pmap" if axis_name is None else axis_name
-        mesh = Mesh(np.array(devs[:size], dtype=object), (name,), (AxisType.Auto,))
+        mesh = Mesh(np.array(devs, dtype=object), (name,), (AxisType.Auto,))
         moved = [x if a is None else _move_to_front(x, a) for x, a in zip(xs, arg_axes)]
+        if across:  # each process's batch: its positions of the global input
+            moved = [x if a is None else process_arrays.global_from_local(x, mesh)
+                     for x, a in zip(moved, arg_axes)]
 
         def body(*shards):
             inner = [v if a is None else squeeze(v, (0,))
@@ -125,6 +158,8 @@ def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs):
         out_spec = PartitionSpec() if out_axes is None else PartitionSpec(name)
         out = shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_spec,
                         check_vma=False)(*moved)
+        if across:
+            out = pytrees.tree_map(lambda o: process_arrays.local_from_global(o, size), out)
         if not out_axes:
             return out
         return pytrees.tree_map(lambda o: _move_from_front(o, out_axes), out)

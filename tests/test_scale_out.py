@@ -358,14 +358,10 @@ def test_nccl_unique_id_goes_over_mpi():
         assert "collective call 0: the ranks called" in r["mismatch"]
 
 
-def test_collectives_between_gpus_of_two_processes_run_over_nccl():
-    """mpiexec -n 2 with 2 stand-in GPUs per process, the cuda platform listing all 4:
-    shard_map's psum, pmax, all_gather, psum_scatter, ppermute and all_to_all over the 4 GPUs
-    equal the one-device path, and the data-parallel MLP gives the one-process losses to
-    float32 rounding. The data between the processes went through the stand-in's NCCL (its
-    calls, and bytes sent to the other process), not through the host: each GPU's piece went
-    in and its result came out, nothing more, and gpuarr's own MPI exchanges carried none."""
-    _need_mpi()
+@functools.cache
+def _two_processes_with_gpus() -> list:
+    """The RESULTs of `mpiexec -n 2` running tests/scale_out/programs.py's gpu_processes with
+    2 stand-in GPUs per process (4 in the mesh), in process order."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests" / "cupy_standin"),
                                                        str(ROOT)]),
                CUPY_STANDIN_DEVICES="2", JAX_PLATFORMS="cpu", GPUARR_PLATFORMS="cuda")
@@ -374,25 +370,44 @@ def test_collectives_between_gpus_of_two_processes_run_over_nccl():
                            "gpu_processes", "2", "--mpi"], capture_output=True, text=True,
                           timeout=LIMIT, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = sorted((json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
-                      if line.startswith("RESULT ")), key=lambda r: r.get("process", 0))
+    return sorted((json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines()
+                   if line.startswith("RESULT ")), key=lambda r: r.get("process", 0))
+
+
+def _gpu_processes() -> list:
+    _need_mpi()
+    results = _two_processes_with_gpus()
     if any("skip" in r for r in results):
         pytest.skip(results[0]["skip"])
+    assert [r["process"] for r in results] == [0, 1]
+    return results
+
+
+def test_collectives_between_gpus_of_two_processes_run_over_nccl():
+    """mpiexec -n 2 with 2 stand-in GPUs per process, the cuda platform listing all 4:
+    shard_map's psum, pmax, all_gather, psum_scatter, ppermute and all_to_all over the 4 GPUs
+    equal the one-device path, and the data-parallel MLP gives the one-process losses to
+    float32 rounding. The data between the processes went through the stand-in's NCCL (its
+    calls, and bytes sent to the other process), not through the host: the input's pieces
+    were on the GPUs already, the results stay there, and gpuarr's own MPI exchanges carried
+    none."""
+    results = _gpu_processes()
     (one,), _ = _run(["mlp", "1"])
     calls = {"psum": {"ncclAllReduce": 2}, "pmax": {"ncclAllReduce": 2},
              "all_gather": {"ncclAllGather": 2}, "psum_scatter": {"ncclReduceScatter": 2},
              "ppermute": {"ncclSend": 2, "ncclRecv": 2},
              "all_to_all": {"ncclSend": 6, "ncclRecv": 6}}  # 3 peers per GPU, 2 GPUs
-    assert [r["process"] for r in results] == [0, 1]
     for p, r in enumerate(results):
+        local = [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
         # ids number every process's GPUs; local_hardware_id is the CUDA ordinal in its process
         assert r["devices"] == [[0, 0, 0], [1, 0, 1], [2, 1, 0], [3, 1, 1]]
-        assert r["local"] == [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
+        assert r["local"] == local
         assert r["remote_put"].startswith(f"CudaDevice(id={3 if p == 0 else 0}) is a GPU of "
                                           f"process {1 - p}: this process can place data")
         assert all(r["same"].values()), r["same"]
         for name, moved in r["moved"].items():
-            assert moved["h2d"] and moved["d2h"], (name, moved)
+            assert moved["host"] == 0, (name, moved)
+            assert moved["held"] == "DeviceShards" and moved["devices"] == local, name
             assert moved["nccl"] == calls[name], (name, moved)
             assert moved["peer_bytes"] > 0, name
         mlp = r["mlp"]
@@ -406,6 +421,106 @@ def test_collectives_between_gpus_of_two_processes_run_over_nccl():
         assert mlp["mpi_data"] == {"allgather_array": 0, "allreduce_sum": 0}
 
 
+def _held_on(got: dict, local: list, n: int = 1) -> None:
+    """Each of the `n` outputs of a case is pieces on this process's GPUs."""
+    assert got["held"] == ["DeviceShards"] * n and got["devices"] == [local] * n, got
+    assert got["dtypes"] == [True] * n, got
+
+
+def test_arrays_over_gpus_of_two_processes_keep_their_pieces_there():
+    """make_array_from_process_local_data over the GPUs of 2 processes puts each local piece
+    on its GPU, and a shard_map reads the outputs of the one before it where they are: nothing
+    crosses the host, only NCCL's all-reduce crosses to the other process, and the values
+    equal the one-GPU results bit for bit. So does the gradient of a shard_map, not jitted."""
+    for p, r in enumerate(_gpu_processes()):
+        local = [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
+        assert r["placed"] == ["DeviceShards", [local[0], True], [local[1], True]]
+        chain = r["chain"]["chain"]
+        _held_on(chain, local, 2)
+        assert chain["host"] == 0 and chain["nccl"] == {"ncclAllReduce": 2}
+        assert chain["peer"] > 0 and chain["diff"] == [0.0, 0.0]
+        assert chain["specs"] == ["P('i',)", "P(None,)"]
+        grad = r["chain"]["grad"]  # grad of a shard_map, eagerly: per GPU as well
+        _held_on(grad, local)
+        assert grad["host"] <= 4 * 2 and grad["diff"] == [0.0] and grad["specs"] == ["P('i',)"]
+        assert grad["nccl"] == {"ncclAllReduce": 4}  # the psum, and its transpose
+
+
+def test_eager_operations_on_arrays_over_gpus_of_two_processes():
+    """Eager elementwise operations and reductions on an array over the GPUs of 2 processes
+    run as within one process: per GPU piece (elementwise, over the unsplit dimension), or per
+    piece with an all-reduce (all-gather for argmax) over NCCL across the processes, the
+    result held by the GPUs with JAX's sharding. Nothing but a scalar operand crosses the
+    host; values equal one GPU's bit for bit (the data's sums are exact in any order), the
+    sum of sines to float32 rounding."""
+    for p, r in enumerate(_gpu_processes()):
+        local = [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
+        for name, got in r["eager"].items():
+            _held_on(got, local)
+            # a scalar per GPU at most; the added row's block per GPU
+            assert got["host"] <= (3 * 4 * 2 if name == "addrow" else 4 * 2), (name, got)
+            if name in ("add", "sin", "mul", "cast", "sum1", "max1", "addrow"):
+                assert got["nccl"] == {} and got["diff"] == [0.0], (name, got)
+                assert got["specs"][0].startswith("P('i'"), (name, got)
+                continue
+            assert got["nccl"] == ({"ncclAllGather": 4} if name.startswith("arg") else
+                                   {"ncclAllReduce": 2}), (name, got)
+            assert got["peer"] > 0, name
+            assert got["diff"][0] <= (1e-6 if name == "sin_sum" else 0.0), (name, got)
+            assert got["specs"] == (["P(None,)"] if name.endswith("0") else ["P()"]), name
+
+
+def test_jit_on_inputs_split_over_gpus_of_two_processes():
+    """jit's data-parallel case over the GPUs of 2 processes (batch split, weights
+    replicated): each GPU runs the per-device program on its piece, the loss's and gradient's
+    sums are all-reduced over NCCL across the processes, nothing crosses the host, and the
+    outputs stay on the GPUs with JAX's shardings; the values equal one GPU's to float32
+    rounding (an elementwise jit bit for bit)."""
+    for p, r in enumerate(_gpu_processes()):
+        local = [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
+        step, elementwise = r["jit_split"]["step"], r["jit_split"]["elementwise"]
+        _held_on(step, local, 2)
+        assert step["host"] == 0 and step["nccl"] == {"ncclAllReduce": 4}
+        assert step["peer"] > 0 and max(step["diff"]) <= 1e-6
+        assert step["specs"] == ["P()", "P(None, None)"]
+        _held_on(elementwise, local)
+        assert elementwise["host"] == 0 and elementwise["nccl"] == {}
+        assert elementwise["diff"] == [0.0] and elementwise["specs"] == ["P('i', None)"]
+
+
+def test_pmap_over_gpus_of_two_processes():
+    """pmap with 2 processes of 2 GPUs: each process passes its 2 positions and gets back
+    its own (on its GPUs), and psum, pmean, all_gather and psum_scatter span all 4 GPUs over
+    NCCL, equal to the named vmap over the 4 positions. Only the local batch crosses the host
+    (a scalar more for pmean's divisor); a pmap on another's outputs reads them on the GPUs."""
+    calls = {"psum": {"ncclAllReduce": 2}, "pmean": {"ncclAllReduce": 4},
+             "all_gather": {"ncclAllGather": 2}, "psum_scatter": {"ncclReduceScatter": 2}}
+    for p, r in enumerate(_gpu_processes()):
+        local = [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
+        for name, got in r["pmap"].items():
+            assert got["same"], name
+            assert got["shape"][0] == 2, name
+            if name == "chained":
+                assert got["host"] == 0 and got["nccl"] == {"ncclAllReduce": 2}
+                continue
+            assert got["devices"] == local and got["nccl"] == calls[name], (name, got)
+            batch = 2 * 3 * 4  # the local positions, float32[2, 3]
+            assert batch <= got["host"] <= batch + 4 * 2, (name, got)
+        assert r["errors"]["pmap_static"].startswith(
+            "NotImplementedError: pmap across processes runs a position per device")
+
+
+def test_reading_a_split_array_over_gpus_of_two_processes_is_jax_error():
+    """What needs the global value of an array split over the GPUs of 2 processes (a slice,
+    np.asarray) raises JAX's error for reading an array spanning processes; its repr is
+    JAX's shape and dtype."""
+    for r in _gpu_processes():
+        for name in ("slice", "read"):
+            assert r["errors"][name].startswith(
+                "RuntimeError: Fetching value for `jax.Array` that spans non-addressable"), name
+        assert r["shown"] == "Array(shape=(16, 3), dtype=float32)"
+
+
 @pytest.mark.parametrize("procs,local,platforms", [(2, 2, "cpu"), (4, 1, "cpu"), (2, 1, "")])
 def test_mpi_collectives_equal_single_process(procs, local, platforms):
     _need_mpi()
@@ -416,6 +531,7 @@ def test_mpi_collectives_equal_single_process(procs, local, platforms):
         assert all(r["same"].values()), r["same"]
         assert r["allgather"] == [float(p) for p in range(procs)]
         assert r["broadcast"] == 10.0
+        assert r["pmap_error"].startswith("pmap across processes runs on GPUs; on cpu devices")
 
 
 def test_data_parallel_mlp_same_losses_on_devices_and_processes():

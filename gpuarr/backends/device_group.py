@@ -19,6 +19,7 @@ import numpy as np
 
 from gpuarr import process_group
 from gpuarr.backends import host_memory, nccl
+from gpuarr.backends.device_shards import NOT_ADDRESSABLE
 
 _local = threading.local()
 combine_lock = threading.Lock()  # combining steps trace named vmaps, whose axis stack is global
@@ -42,11 +43,7 @@ class ProcessShards:
         return len(self.shape)
 
     def __array__(self, dtype=None, copy=None):
-        raise RuntimeError(
-            "Fetching value for `jax.Array` that spans non-addressable (non process local) "
-            "devices is not possible. You can use "
-            "`jax.experimental.multihost_utils.process_allgather` to print the global array, "
-            "or compute on it inside shard_map.")
+        raise RuntimeError(NOT_ADDRESSABLE)
 
 
 def current():

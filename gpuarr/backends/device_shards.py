@@ -1,5 +1,6 @@
-"""The buffer of an Array split over several devices of this process (GPUs, or cpu devices):
-each device keeps its own piece, and no device holds the whole value.
+"""The buffer of an Array split over several devices (GPUs, or cpu devices of this process):
+each device keeps its own piece, and no device holds the whole value. Over GPUs of several
+processes each process holds the pieces of its own GPUs only.
 
 `shard_map`, `jit`'s per-device path and eager per-piece operations (and
 `addressable_shards`) read the pieces where they are. Any other operation reads `assemble()`:
@@ -12,11 +13,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuarr.process_group import state as process_state
+
+NOT_ADDRESSABLE = (
+    "Fetching value for `jax.Array` that spans non-addressable (non process local) "
+    "devices is not possible. You can use "
+    "`jax.experimental.multihost_utils.process_allgather` to print the global array, "
+    "or compute on it inside shard_map.")
+
 
 class DeviceShards:
     """`shards`: device -> the platform's buffer of that device's piece, for every device of
-    the NamedSharding `sharding` (replicated pieces are held by each of their devices, as
-    JAX holds them); `shape` and `dtype` are the global value's."""
+    the NamedSharding `sharding` that this process holds (replicated pieces are held by each
+    of their devices, as JAX holds them); `shape` and `dtype` are the global value's."""
 
     __slots__ = ("shards", "shape", "dtype", "sharding", "platform")
     made = False  # whether any was made: eager dispatch looks for them only then
@@ -41,13 +50,14 @@ class DeviceShards:
 
     @classmethod
     def from_host(cls, value: np.ndarray, sharding, platform) -> DeviceShards:
-        """`value` split by `sharding`, each device's piece copied to it from the host (a
-        fresh NumPy array per cpu device)."""
+        """`value` split by `sharding`, each device of this process receiving its piece from
+        the host (a fresh NumPy array per cpu device)."""
         value = np.asarray(value)
         host = not getattr(platform, "device_buffers", False)
         shards = {d: platform.from_host(own_copy(value[index]) if host else
                                         np.require(value[index], requirements="C"), d)
-                  for d, index in sharding.devices_indices_map(value.shape).items()}
+                  for d, index in sharding.devices_indices_map(value.shape).items()
+                  if d.process_index == process_state.process_index}
         return cls(shards, value.shape, value.dtype, sharding, platform)
 
     def __array__(self, dtype=None, copy=None):
@@ -57,13 +67,21 @@ class DeviceShards:
     def first_device(self):
         return next(iter(self.shards))
 
+    @property
+    def spans_processes(self) -> bool:
+        """Whether other processes hold some of the pieces (GPUs of several processes)."""
+        return len(self.shards) != self.sharding.num_devices
+
     def to_host(self) -> np.ndarray:
-        """The global value on the host, from each distinct piece once."""
+        """The global value on the host, from each distinct piece once. Spanning processes,
+        only a replicated value can be read (from a piece of this process), as in JAX."""
+        if self.spans_processes and not self.sharding.is_fully_replicated:
+            raise RuntimeError(NOT_ADDRESSABLE)
         out = np.empty(self.shape, self.dtype)
         done = set()
         for d, index in self.sharding.devices_indices_map(self.shape).items():
             key = tuple((i.start, i.stop, i.step) for i in index)
-            if key not in done:
+            if key not in done and d in self.shards:
                 done.add(key)
                 out[index] = self.platform.to_host(self.shards[d])
         return out

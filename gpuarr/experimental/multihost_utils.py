@@ -14,6 +14,7 @@ import numpy as np
 from gpuarr import process_group, pytrees
 from gpuarr.array import Array
 from gpuarr.backends.device_group import ProcessShards
+from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.dispatch import as_array
 
 __all__ = ["assert_equal", "broadcast_one_to_all", "process_allgather", "sync_global_devices"]
@@ -25,9 +26,10 @@ def _host(x) -> np.ndarray:
 
 def _gather_global(x: Array) -> np.ndarray:
     """The whole value of an Array spanning processes, from every process's pieces."""
-    buf = x._buffer
+    buf = x._stored
+    host = buf.platform.to_host if type(buf) is DeviceShards else np.asarray
     index = x.sharding.devices_indices_map(x.shape)
-    mine = [(index[d], np.asarray(p)) for d, p in buf.shards.items()]
+    mine = [(index[d], np.asarray(host(p))) for d, p in buf.shards.items()]
     out = np.empty(buf.shape, buf.dtype)
     for blob in process_group.allgather_bytes(pickle.dumps(mine), "process_allgather"):
         for idx, piece in pickle.loads(blob):
@@ -40,7 +42,8 @@ def process_allgather(in_tree, tiled: bool = False):
     (one spanning processes) gives its whole value. Host data and other Arrays are stacked
     along a new leading axis in process order (concatenated along axis 0 when `tiled`)."""
     def gather(x):
-        if isinstance(x, Array) and isinstance(x._value, ProcessShards):
+        if type(x) is Array and (type(x._value) is ProcessShards or (
+                type(x._value) is DeviceShards and x._value.spans_processes)):
             return _gather_global(x)
         local = _host(x)
         if process_group.state.comm is None:

@@ -119,8 +119,14 @@ def run_eagerly(prim, args, params):
     they are added per piece, so they differ from one GPU's sum in rounding, as JAX's do.
     The operations of `_PER_BLOCK` run on each device's blocks of their operands when no
     device needs another's data, bit for bit the one-device result, their results kept as
-    pieces with the sharding JAX reports. None for any other primitive or operand (the
-    caller then reads the value joined)."""
+    pieces with the sharding JAX reports. A shard_map bound eagerly (by grad's, jvp's or
+    vmap's rule) runs per device on the pieces where they are. None for any other primitive
+    or operand (the caller then reads the value joined)."""
+    if prim is spmd.shard_map_p:
+        if not spmd.runs_per_device_eagerly(params["mesh"], args):
+            return None
+        return spmd.run_per_device(args, params["closed"], params["mesh"], params["in_specs"],
+                                   params["out_specs"])
     per_block = prim in _PER_BLOCK
     if not per_block and prim not in impls.axis_reduction_prims and prim not in _EAGER_EXTRA:
         return None
@@ -166,9 +172,6 @@ def run_shard_maps(closed: ClosedProgram, leaves, out_shardings, typed: bool = T
     then runs compiled, as written)."""
     maps = [e for e in closed.program.eqns if e.prim is spmd.shard_map_p]
     args = [as_array(x) for x in leaves]
-    across = [e for e in maps if spmd.spans_processes(e.params["mesh"])]
-    if across and all(e.params["mesh"].devices.flat[0].platform == "cuda" for e in across):
-        return _run_eqns(closed, args, out_shardings, typed, across=True)
     if not maps or any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in maps):
         return None
     return _run_eqns(closed, args, out_shardings, typed)
@@ -229,10 +232,10 @@ def _run_stretch(step: ClosedProgram, ins, typed: bool) -> list | None:
     return run(step, ins, mesh, specs, None, typed and typed_inputs(mesh))
 
 
-def _run_eqns(closed, args, out_shardings, typed, across=False) -> list:
-    """`closed`'s steps in order: shard_maps per device (`across`: over GPUs of several
-    processes, each process running its own), the stretches between them per device
-    (`_run_stretch`; `across`: eagerly), else their equations eagerly."""
+def _run_eqns(closed, args, out_shardings, typed) -> list:
+    """`closed`'s steps in order: shard_maps per device (over GPUs of several processes, each
+    process running its own), the stretches between them per device (`_run_stretch`), else
+    their equations eagerly."""
     prog = closed.program
     env = {v.id: as_array(c) for v, c in zip(prog.constvars, closed.consts)}
     env.update((v.id, x) for v, x in zip(prog.invars, args))
@@ -245,7 +248,7 @@ def _run_eqns(closed, args, out_shardings, typed, across=False) -> list:
     for step in _steps(closed):
         if type(step) is ClosedProgram:
             ins = [read(a) for a in step.program.invars]
-            outs = None if across else _run_stretch(step, ins, typed)
+            outs = _run_stretch(step, ins, typed)
             if outs is not None:
                 env.update((v.id, o) for v, o in zip(step.program.outvars, outs, strict=True))
                 continue
@@ -257,11 +260,8 @@ def _run_eqns(closed, args, out_shardings, typed, across=False) -> list:
         params = step.params
         ins = [read(a) for a in step.inputs]
         mesh = params["mesh"]
-        run_map = spmd.run_across_processes if across else spmd.run_per_device
-        outs = run_map(ins, params["closed"], mesh, params["in_specs"], params["out_specs"])
-        if across:
-            env.update((v.id, o) for v, o in zip(step.outvars, outs, strict=True))
-            continue
+        outs = spmd.run_per_device(ins, params["closed"], mesh, params["in_specs"],
+                                   params["out_specs"])
         for v, out, spec in zip(step.outvars, outs, params["out_specs"], strict=True):
             if typed_inputs(mesh):
                 spec = spec._normalized_spec_for_aval(v.aval.ndim)

@@ -5,8 +5,9 @@ mesh axes); running it splits each input by its PartitionSpec, runs the compiled
 thread per device of this process (backends/device_group.py: the collectives meet there, and
 over MPI with the devices of other processes), and puts the outputs together by their
 out_specs. An input or output spanning processes is held as the pieces of this process
-(`ProcessShards`). On a mesh of GPUs each device's piece is copied to its GPU and the Program
-runs there as kernels, its collectives over NCCL (backends/nccl.py).
+(`ProcessShards`). On a mesh of GPUs (of this process or several) the Program runs on each
+GPU as kernels, its collectives over NCCL (backends/nccl.py), on the pieces each GPU keeps
+(`DeviceShards`, of this process's GPUs only when the mesh spans processes).
 
 grad, jvp and vmap of the primitive are shard_maps of the transformed per-device Program.
 """
@@ -162,29 +163,14 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
             for i, (s, a) in enumerate(zip(out_specs, out_avals))]
 
 
-def run_across_processes(args, closed, mesh, in_specs, out_specs) -> list:
-    """shard_map over a mesh of GPUs spanning processes, called outside any transformation:
-    each local GPU receives its piece of each operand (held by this process), runs the
-    Program's kernels with NCCL between every process's GPUs, and its results come back as
-    this process's pieces (ProcessShards; a replicated output is its value)."""
-    bufs = [a._buffer if type(a) is Array and type(a._buffer) is ProcessShards
-            else np.asarray(a) for a in args]
-    outs = _impl(*bufs, closed=closed, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
-    return [Array(o, False) for o in outs]
-
-
-def spans_processes(mesh) -> bool:
-    devices = list(mesh.devices.flat)
-    return any(d.process_index != devices[0].process_index for d in devices)
-
-
 def runs_per_device_eagerly(mesh, args) -> bool:
     """Whether a shard_map over `mesh` called on `args` outside any transformation runs as
-    `run_per_device`: several cpu devices or GPUs, all of this process, no traced operand."""
+    `run_per_device`: several GPUs (of any processes) or cpu devices of this process, no
+    traced operand."""
     devices = list(mesh.devices.flat)
     here = devices[0].process_index
     return (len(devices) > 1 and devices[0].platform in ("cpu", "cuda")
-            and all(d.process_index == here for d in devices)
+            and (devices[0].platform == "cuda" or all(d.process_index == here for d in devices))
             and core.current_trace() is dispatch.eval_trace
             and not any(isinstance(a, core.Tracer) for a in args))
 
@@ -193,7 +179,8 @@ def _device_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
     """(device `flat`'s block of operand `arg` on it, whether the device holds it already):
     the piece the operand keeps there when it is split the same way (DeviceShards), else
     copied from the host to a GPU, or a view of the host value for a cpu device (the host
-    value read once per operand, kept in `host`)."""
+    value read once per operand, kept in `host`). An operand spanning processes held on the
+    host (ProcessShards) gives each GPU its piece."""
     device = mesh.devices.flat[flat]
     stored = arg._stored if type(arg) is Array else None
     shape = np.shape(stored if stored is not None else arg)
@@ -202,6 +189,8 @@ def _device_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
         piece = stored.piece(device, index)
         if piece is not None:
             return piece, True
+    if type(stored) is ProcessShards:
+        return platform.from_host(_piece(stored, spec, mesh, flat), device), False
     if k not in host:
         host[k] = arg._host() if type(arg) is Array else np.asarray(arg)
     return platform.from_host(np.require(host[k][index], requirements="C"), device), False

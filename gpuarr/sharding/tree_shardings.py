@@ -246,11 +246,11 @@ def common_device(shardings, what: str):
 
 def with_sharding(x, s: Sharding):
     """A new Array with `x`'s buffer, committed to the device of `s` and reporting `s`. Over
-    several devices of this process (GPUs or cpu devices), each device receives its own piece
-    (DeviceShards) and none the whole value."""
+    several GPUs or cpu devices of this process, each device of this process receives its own
+    piece (DeviceShards) and none the whole value."""
     s = concrete_sharding(s)
     device = device_of(s, "device_put")
-    if splits_over_local_devices(s):
+    if held_in_pieces(s):
         stored = x._stored if type(x) is Array else None
         platform = placement.platform_of(device)
         shards = stored.relabelled(s) if type(stored) is DeviceShards else None
@@ -265,13 +265,15 @@ def with_sharding(x, s: Sharding):
     return out
 
 
-def splits_over_local_devices(s) -> bool:
+def held_in_pieces(s) -> bool:
     """Whether an Array placed with Sharding `s` is held as one piece per device: a
-    NamedSharding over several cpu devices or GPUs, all of this process."""
+    NamedSharding over several cpu devices of this process, or over several GPUs (those of
+    other processes holding their own pieces)."""
     if not isinstance(s, NamedSharding) or not hasattr(s.mesh, "devices"):
         return False
     devices = s._device_assignment
     first = devices[0]
-    return (len(devices) > 1 and first.platform in ("cpu", "cuda")
-            and all(d.process_index == first.process_index == process_state.process_index
-                    for d in devices))
+    return len(devices) > 1 and (first.platform == "cuda" or (
+        first.platform == "cpu" and all(
+            d.process_index == first.process_index == process_state.process_index
+            for d in devices)))

@@ -429,7 +429,13 @@ def mpi_collectives(n):
         lambda u: lax.psum((u * u).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())(v)))
     same["grad"] = bool(np.array_equal(multihost_utils.process_allgather(grad(x)), 2 * full))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
+    try:  # pmap across processes runs on GPUs only
+        jax.pmap(lambda v: lax.psum(v, "p"), "p")(np.ones((n, 2), np.float32))
+        pmap_error = None
+    except NotImplementedError as e:
+        pmap_error = str(e)
     emit(process=jax.process_index(), count=jax.process_count(), devices=total,
+         pmap_error=pmap_error,
          local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),
          broadcast=float(multihost_utils.broadcast_one_to_all(
              np.float32(10 + jax.process_index()))))
@@ -1031,7 +1037,9 @@ def gpu_processes(n):
     full = np.random.default_rng(1).standard_normal((total * total, 3)).astype(np.float32)
     full = np.round(full * 8) / 8  # sums of these are exact in any order
     x = _global(mesh, P("i"), full)
-    piece = full.nbytes // total
+    placed = [type(x._stored).__name__] + [
+        [str(s.data.device), bool(np.array_equal(np.asarray(s.data), full[s.index]))]
+        for s in x.addressable_shards]
     same, moved = {}, {}
     fns = _collective_fns(total)
     for name in ("psum", "pmax", "all_gather", "psum_scatter", "ppermute", "all_to_all"):
@@ -1040,14 +1048,15 @@ def gpu_processes(n):
                                    check_vma=False))
         _standin.reset()
         out = sm(x)
+        out.block_until_ready()
         counts = _standin.counters.snapshot()
         got = np.asarray(out) if spec == P() else multihost_utils.process_allgather(out)
         ref = _reference(fn, spec, full, total)
         same[name] = bool(got.dtype == ref.dtype and np.array_equal(got, ref))
-        out_piece = ref.nbytes if spec == P() else ref.nbytes // total
-        # host transfers: each local GPU's input piece in and its result out, nothing else
-        moved[name] = dict(h2d=counts["h2d_bytes"] == n * piece,
-                           d2h=counts["d2h_bytes"] == n * out_piece,
+        # the pieces stay on the GPUs: nothing crosses the host, the results are pieces
+        moved[name] = dict(host=counts["h2d_bytes"] + counts["d2h_bytes"],
+                           held=type(out._stored).__name__,
+                           devices=[str(s.data.device) for s in out.addressable_shards],
                            nccl={k: v for k, v in counts["library"].items()
                                  if k.startswith("nccl")},
                            peer_bytes=counts["peer_bytes"])
@@ -1076,7 +1085,115 @@ def gpu_processes(n):
     return dict(process=jax.process_index(), count=jax.process_count(), remote_put=remote_put,
                 devices=[[d.id, d.process_index, d.local_hardware_id] for d in gpus],
                 local=[str(d) for d in jax.local_devices()], same=same, moved=moved,
-                mlp=trained)
+                mlp=trained, placed=placed, **_beyond_shard_map(mesh, full, x, n))
+
+
+def _counted(fn):
+    """`fn()` once to compile, then again with the stand-in's counters reset: (its result,
+    bytes through the host, NCCL calls, bytes NCCL sent to the other process)."""
+    from cupy import _standin
+    jax.block_until_ready(fn())
+    _standin.reset()
+    out = fn()
+    jax.block_until_ready(out)
+    c = _standin.counters
+    return (out, c.h2d_bytes + c.d2h_bytes,
+            {k: v for k, v in c.library.items() if k.startswith("nccl")}, c.peer_bytes)
+
+
+def _beyond_shard_map(mesh, full, x, n):
+    """Arrays over the GPUs of every process beyond one shard_map: chained shard_maps, eager
+    operations, jit on split inputs and pmap, against one GPU of this process (the one-device
+    path) and the named vmap, with what crossed the host and NCCL for each."""
+    from gpuarr.experimental import multihost_utils
+    jnp = jax.numpy
+    one = jax.device_put(full, jax.local_devices()[0])  # the whole value on one GPU
+
+    def read(a):  # the global value of an Array over every process's GPUs
+        return multihost_utils.process_allgather(a)
+
+    def record(name, got, ref, host, nccl, peer, out):
+        leaves, want = jax.tree.leaves(got), jax.tree.leaves(ref)
+        out[name] = dict(
+            host=host, nccl=nccl, peer=peer, held=[type(a._stored).__name__ for a in leaves],
+            specs=[str(a.sharding.spec) for a in leaves],
+            devices=[[str(s.data.device) for s in a.addressable_shards] for a in leaves],
+            dtypes=[bool(a.dtype == b.dtype) for a, b in zip(leaves, want)],
+            diff=[float(np.max(np.abs(read(a).astype(np.float64) - np.asarray(b)))
+                        / max(1.0, float(np.max(np.abs(np.asarray(b))))))
+                  for a, b in zip(leaves, want)])
+    # a shard_map reads the outputs of the one before it where they are
+    double = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    total = jax.jit(jax.shard_map(lambda v: lax.psum(v.sum(0), "i"), mesh=mesh,
+                                  in_specs=P("i"), out_specs=P()))
+    chain = {}
+    got, host, nccl, peer = _counted(lambda: (double(x), total(double(x))))
+    record("chain", got, (one * 2, (one * 2).sum(0)), host, nccl, peer, chain)
+    # grad of a shard_map, not jitted: its transposed program per GPU on the pieces
+    squares = jax.grad(lambda v: jax.shard_map(
+        lambda u: lax.psum((u * u).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())(v))
+    got, host, nccl, peer = _counted(lambda: squares(x))
+    record("grad", got, one * 2, host, nccl, peer, chain)
+    # eager operations: elementwise and per-piece reductions on each GPU, reductions across
+    # the split dimension all-reduced (argmax all-gathered) over NCCL
+    eager = {}
+    for name, fn in {"add": lambda v: v + 1.5, "sin": jnp.sin, "mul": lambda v: v * v,
+                     "cast": lambda v: v.astype(np.int32), "sum1": lambda v: v.sum(1),
+                     "max1": lambda v: v.max(1), "sum": lambda v: v.sum(),
+                     "sum0": lambda v: v.sum(0), "sin_sum": lambda v: jnp.sin(v).sum(),
+                     "max": lambda v: v.max(), "argmax": lambda v: v.argmax(),
+                     "argmin0": lambda v: jnp.argmin(v, 0), "mean0": lambda v: v.mean(0),
+                     "addrow": lambda v: v + np.arange(3, dtype=np.float32)}.items():
+        got, host, nccl, peer = _counted(lambda fn=fn: fn(x))
+        record(name, got, fn(one), host, nccl, peer, eager)
+    # jit's data-parallel case: batch split, weights replicated, the sums all-reduced
+    w = np.linspace(-1, 1, full.shape[1] * 3, dtype=np.float32).reshape(full.shape[1], 3)
+    wr = jax.device_put(w, NamedSharding(mesh, P()))
+
+    def loss(a, v):
+        return jnp.mean(jnp.tanh(v @ a) ** 2)
+    step = jax.jit(jax.value_and_grad(loss))
+    twice = jax.jit(lambda v: jnp.tanh(v) * 2)
+    split = {}
+    for name, fn, ref in (("step", lambda: step(wr, x),
+                           lambda: step(jax.device_put(w, one.device), one)),
+                          ("elementwise", lambda: twice(x), lambda: twice(one))):
+        got, host, nccl, peer = _counted(fn)
+        record(name, got, ref(), host, nccl, peer, split)
+    # pmap: each process passes its n positions; the collectives span all the GPUs
+    positions = full[:n * jax.process_count()]
+    mine = positions[jax.process_index() * n:(jax.process_index() + 1) * n]
+    pmaps = {}
+    for name, fn in {"psum": lambda v: lax.psum(v, "p"), "pmean": lambda v: lax.pmean(v, "p"),
+                     "all_gather": lambda v: lax.all_gather(v, "p"),
+                     "psum_scatter": lambda v: lax.psum_scatter(
+                         jnp.tile(v, mesh.size), "p", tiled=True)}.items():
+        mapped = jax.pmap(fn, "p")
+        ref = np.asarray(jax.vmap(fn, axis_name="p")(positions))
+        got, host, nccl, peer = _counted(lambda mapped=mapped: mapped(mine))
+        pmaps[name] = dict(host=host, nccl=nccl, shape=list(got.shape),
+                           devices=[str(s.data.device) for s in got.addressable_shards],
+                           same=bool(np.array_equal(np.asarray(got), ref[
+                               jax.process_index() * n:(jax.process_index() + 1) * n])))
+    # a pmap on the outputs of another reads them on their GPUs
+    first, again = jax.pmap(lambda v: v * 2, "p"), jax.pmap(lambda v: lax.psum(v, "p"), "p")
+    doubled = first(mine)
+    got, host, nccl, peer = _counted(lambda: again(doubled))
+    pmaps["chained"] = dict(host=host, nccl=nccl, shape=list(got.shape),
+                            same=bool(np.array_equal(np.asarray(got), np.broadcast_to(
+                                (positions * 2).sum(0), got.shape))))
+    errors = {}  # what needs the global value of a split array, and pmap's other forms
+    for name, fn in {"slice": lambda: x[:2], "read": lambda: np.asarray(x),
+                     "pmap_static": lambda: jax.pmap(lambda v, c: v * c, "p",
+                                                     static_broadcasted_argnums=1)(mine, 2)
+                     }.items():
+        try:
+            fn()
+            errors[name] = None
+        except (RuntimeError, NotImplementedError) as e:
+            errors[name] = f"{type(e).__name__}: {e}"
+    return dict(chain=chain, eager=eager, jit_split=split, pmap=pmaps, errors=errors,
+                shown=repr(x))
 
 
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,

@@ -79,13 +79,21 @@ typedef double f64;
 #endif
 
 /* float32 tanh as XLA's CPU code computes it (its rational approximation, evaluated with fused
- * multiply-adds, clamped past 7.99881172 and exact for |x| < 0.0004, as in XLA's
+ * multiply-adds, clamped to +-7.99881172 and exact for |x| < 0.0004, as in XLA's
  * codegen/intrinsic tanh): bit for bit JAX's on the cpu platform, and a few multiply-adds per
- * lane where the C library's tanhf is a call. fma() is explicit, so -ffp-contract=off leaves it. */
+ * lane where the C library's tanhf is a call. fma() is explicit, so -ffp-contract=off leaves it.
+ * Written for the vectoriser, with two selects on |x| and nothing else: XLA picks the clamp so
+ * that the rational function there is exactly +-1, so past it the result is copysign(1, x)
+ * (infinities included) and the operand needs no clamping (a NaN fails both tests and
+ * propagates through the polynomials); a subnormal x takes the |x| < 0.0004 arm and is
+ * returned as it is, so common.h leaves out its bit test (TANH_KEEPS_TINY_f32). A clamp as
+ * nested selects compiled to seven compare-and-blend instructions per vector, and gcc does not
+ * turn a vectorised select into maxps / minps. Checked bit for bit against XLA's clamped form
+ * over all 2^32 inputs, with and without flushed subnormals, on AVX-512, AVX2 and scalar code. */
 INLINE f32 xla_tanh_f32(f32 x) {
   const f32 clamp = 7.99881172180175781f;
-  const f32 c = x > clamp ? clamp : x < -clamp ? -clamp : x;
-  const f32 x2 = c * c;
+  const f32 ax = fabsf(x);
+  const f32 x2 = x * x;
   f32 num = -2.76076847742355e-16f;
   num = fmaf(num, x2, 2.00018790482477e-13f);
   num = fmaf(num, x2, -8.60467152213735e-11f);
@@ -97,11 +105,12 @@ INLINE f32 xla_tanh_f32(f32 x) {
   den = fmaf(den, x2, 1.18534705686654e-04f);
   den = fmaf(den, x2, 2.26843463243900e-03f);
   den = fmaf(den, x2, 4.89352518554385e-03f);
-  const f32 ax = fabsf(x);
-  const f32 poly = (c * num) / den;
-  return ax >= 20.0f ? copysignf(1.0f, x) : ax < 0.0004f ? x : poly;
+  const f32 poly = (x * num) / den;
+  const f32 saturated = ax > clamp ? copysignf(1.0f, x) : poly;
+  return ax < 0.0004f ? x : saturated;
 }
 #define TANH_OF_f32(x, one) xla_tanh_f32(x)
+#define TANH_KEEPS_TINY_f32 1
 
 /* The work items this thread runs, set by the entry point before it calls the kernel. */
 static _Thread_local i64 gpuarr_begin, gpuarr_end;

@@ -155,10 +155,19 @@ def test_float32_tanh_is_xla_cpus_bit_for_bit(plat):
     jitted tanh, where the C library's tanhf differs in the last place for most inputs."""
     jax = pytest.importorskip("jax")
     rng = np.random.default_rng(7)
+    # Every 4099th bit pattern (about a million values across every exponent, both signs,
+    # subnormals and NaNs), and the edges of the arms: |x| < 0.0004, the clamp at 7.99881172
+    # past which the result is +-1, and the largest floats.
+    sweep = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = np.array([4e-4, 7.99881172180175781, 8.0, 20.0, 1e30,
+                      np.finfo(np.float32).max, np.finfo(np.float32).tiny], np.float32)
+    edges = np.concatenate([edges, np.nextafter(edges, np.float32(0)),
+                            np.nextafter(edges, np.float32(np.inf))])
     x = np.concatenate([rng.standard_normal(1 << 16).astype(np.float32) * s
                         for s in (1e-3, 0.1, 1.0, 3.0, 10.0)] +
                        [np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-39, -1e-39, 4e-4,
-                                  -4e-4, 7.9988117, 8.0, 20.0, -20.0], np.float32)])
+                                  -4e-4, 7.9988117, 8.0, 20.0, -20.0], np.float32),
+                        sweep, edges, -edges])
     with gpuarr.default_device(plat.devices()[0]):
         got = np.asarray(gpuarr.jit(jnp.tanh)(x))
     want = np.asarray(jax.jit(jax.numpy.tanh)(x))

@@ -167,7 +167,7 @@ def _split_over_devices(args) -> bool:
 def _check_devices(prim, args) -> None:
     """JAX's ValueError for an operand committed to other devices than a split operand's."""
     split = next(a for a in args if type(a) is Array and type(a._value) is DeviceShards)
-    want = set(split._value.shards)
+    want = split.devices()  # every device of its sharding, other processes' too
     for a in args:
         if type(a) is Array and a._committed and a.devices() != want:
             def said(x, devices):

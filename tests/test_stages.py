@@ -170,3 +170,17 @@ def test_stage_types_jax_names():
     assert stages.CompilerOptions == dict[str, str | bool]
     assert issubclass(errors.InconclusiveDimensionOperation, Exception)
     assert lax.DotAlgorithmPreset in lax.PrecisionLike.__args__
+
+
+def _pmap_ahead_of_time(lib):
+    f = lib.pmap(lambda x, y: 2 * x + y, in_axes=(0, None), donate_argnums=(0,))
+    x = lib.numpy.array([3])
+    lowered = f.lower(x, 4)
+    assert "mul" in lowered.as_text() or "multiply" in lowered.as_text()
+    compiled = lowered.compile()
+    out = compiled(lib.numpy.array([3]), 4)
+    return type(lowered).__name__, type(compiled).__name__, np.asarray(out).tolist(), out.dtype
+
+
+def test_pmap_lower_and_compile_as_jax():
+    assert _pmap_ahead_of_time(gpuarr) == _pmap_ahead_of_time(jax)

@@ -184,3 +184,19 @@ def _pmap_ahead_of_time(lib):
 
 def test_pmap_lower_and_compile_as_jax():
     assert _pmap_ahead_of_time(gpuarr) == _pmap_ahead_of_time(jax)
+
+
+def _compile_with_options(lib, options):
+    lowered = lib.jit(lambda x, y: 2 * x + y).lower(lib.numpy.array(3), 4)
+    try:
+        out = lowered.compile(compiler_options=options)(lib.numpy.array(3), 4)
+    except lib.errors.JaxRuntimeError as e:
+        return "JaxRuntimeError", str(e)
+    return int(out)
+
+
+@pytest.mark.parametrize("options", [
+    {"xla_gpu_autotune_level": "0"}, {"xla_cpu_enable_fast_math": True},
+    {"exec_time_optimization_effort": 0.5}, {"an option that does not make sense": "bad"}])
+def test_compiler_options_accepted_and_refused_as_jax(options):
+    assert _compile_with_options(gpuarr, options) == _compile_with_options(jax, options)

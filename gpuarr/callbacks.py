@@ -27,7 +27,9 @@ from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.lax import shape_ops
 
-logger = logging.getLogger(__name__)
+# JAX's logger name for a failed callback: filters and levels set on it (libraries silence
+# it while they raise a callback's error again with a message of their own) apply here too.
+logger = logging.getLogger("jax._src.callback")
 _SCALARS = (bool, int, float, complex)
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                 "legacy_vectorized", None)

@@ -97,10 +97,15 @@ def _callback_failures(lib, io_callback):
     return out
 
 
-def test_a_failing_callback_raises_jax_runtime_error():
+def test_a_failing_callback_raises_jax_runtime_error(caplog):
     real = pytest.importorskip("jax")
     from jax.experimental import io_callback as real_io_callback
-    assert _callback_failures(jax, io_callback) == _callback_failures(real, real_io_callback)
+
+    def failures(lib, io):
+        caplog.clear()
+        out = _callback_failures(lib, io)
+        return out, [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    assert failures(jax, io_callback) == failures(real, real_io_callback)
 
 
 def test_argument_and_spec_errors():

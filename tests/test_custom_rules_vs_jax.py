@@ -267,3 +267,35 @@ def test_loop_carries_without_tangents_stay_symbolic_zeros(loop):
     got, want = _zero_carries(gpuarr, loop), _zero_carries(jax, loop)
     assert got == want
     assert want[1] == [True]
+
+
+def _call_through_bind_params(lib):
+    """An interpreter of jaxprs (equinox's finalise_jaxpr) evaluates a custom_jvp or
+    custom_vjp call through `get_bind_params`: `subfuns[0].call_wrapped` is the call as a
+    function of the equation's inputs, and binding with those parameters runs it too."""
+    @lib.custom_jvp
+    def f(x):
+        return lib.numpy.sin(x) * 2.0
+
+    f.defjvp(lambda p, t: (f(p[0]), t[0]))
+
+    @lib.custom_vjp
+    def g(x):
+        return x * 3.0
+
+    g.defvjp(lambda x: (g(x), None), lambda _, ct: (ct,))
+    out = []
+    for fn in (f, g):
+        jaxpr = lib.make_jaxpr(fn)(1.5).jaxpr
+        eqn = jaxpr.eqns[0]
+        params = eqn.primitive.get_bind_params(eqn.params)
+        x = np.float32(1.5)
+        via_fun = params["subfuns"][0].call_wrapped(x)
+        via_bind = eqn.primitive.bind(x, **params)
+        out.append((eqn.primitive.name, [float(v) for v in via_fun],
+                    [float(v) for v in via_bind]))
+    return out
+
+
+def test_custom_calls_evaluate_through_get_bind_params():
+    assert _call_through_bind_params(gpuarr) == _call_through_bind_params(jax)

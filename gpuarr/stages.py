@@ -15,9 +15,8 @@ from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from gpuarr import api_util, core, pytrees
+from gpuarr import api_util, compilation, core, pytrees
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, ShapedArray, subprograms
-from gpuarr.errors import JaxRuntimeError
 
 
 class ArgInfo:
@@ -115,9 +114,9 @@ class Lowered(_Stage):
         return self._closed
 
     def compile(self, compiler_options=None) -> Compiled:
-        """Compile for the current default platform. `compiler_options` are XLA's (see
-        `check_compiler_options`): checked as JAX checks them, with no effect here."""
-        check_compiler_options(compiler_options)
+        """Compile for the current default platform. `compiler_options` are XLA's: checked
+        as JAX checks them (`compilation.check_compiler_options`), with no effect here."""
+        compilation.check_compiler_options(compiler_options)
         return self._compile(self)
 
 
@@ -250,25 +249,6 @@ def _costs(program, repeat: int) -> dict:
 
 # Options `Lowered.compile(compiler_options=...)` takes, as JAX types them.
 CompilerOptions = dict[str, Union[str, bool]]
-
-# XLA's options that jax's compiler sets on the executable's build options; every other
-# option XLA takes is a field of its DebugOptions, all named `xla_...`.
-_BUILD_OPTIONS = ("exec_time_optimization_effort", "memory_fitting_effort",
-                  "optimization_level", "memory_fitting_level")
-
-
-def check_compiler_options(options) -> None:
-    """JAX's JaxRuntimeError for a compiler option XLA would refuse. The options tune XLA's
-    compiler, which gpuarr does not run, so the ones XLA takes (its DebugOptions fields, whose
-    names begin with `xla_`, and the build options above) are accepted and change nothing."""
-    for name, value in (options or {}).items():
-        if not isinstance(name, str) or not (name.startswith("xla_") or name in _BUILD_OPTIONS):
-            raise JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{name}'")
-        if not isinstance(value, (str, bool, int, float)):
-            raise JaxRuntimeError(f"INVALID_ARGUMENT: While setting option {name}, "
-                                  f"'{value}' is not a valid value: give a str, bool, int or "
-                                  "float.")
-
 
 @runtime_checkable
 class Wrapped(Protocol):

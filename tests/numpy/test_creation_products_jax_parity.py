@@ -489,3 +489,11 @@ def _loaded(lib, tmp_path):
 
 def test_load_restores_bfloat16_as_jax(tmp_path):
     assert _loaded(gpuarr, tmp_path) == _loaded(jax, tmp_path)
+
+
+def test_jnp_dtype_is_numpys_dtype_class_as_jax():
+    # Libraries write types with it (orbax: `DType = jnp.dtype | np.dtype`).
+    assert gjnp.dtype is rjnp.dtype is np.dtype
+    for x in ["bfloat16", float, np.int8]:
+        assert gjnp.dtype(x) == rjnp.dtype(x)
+    assert gjnp.dtype(gjnp.ones(3)) == rjnp.dtype(rjnp.ones(3))

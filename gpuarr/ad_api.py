@@ -354,10 +354,10 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
                              f"shape {pa.shape} and tangent shape as {ta.shape}")
     store: dict = {}
     flat_fun = _flatten_fun_aux(fun, in_tree, has_aux, store, "jvp")
-    # Primals reach the function as given (a custom rule may compute on a Python float), as
-    # in JAX; tangents as Arrays, which JAX's conversions of them make them.
+    # Primals and tangents reach the function as given (a custom rule may compute on a Python
+    # float, and an output that is an input returns its tangent unchanged), as in JAX.
     tangents_in = [Zero(ad.tangent_aval(core.get_aval(p))) if getattr(t, "dtype", None) == dtypes.float0
-                   else _as_array(t) for p, t in zip(flat_p, flat_t)]
+                   else t for p, t in zip(flat_p, flat_t)]
     outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, tangents_in)
     outs_p, aux, out_tree = _split_aux(store, outs_p)
     outs_t = outs_t[:len(outs_p)]

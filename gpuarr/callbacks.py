@@ -13,6 +13,8 @@ straight-line Python code run in program order.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -20,10 +22,14 @@ import numpy as np
 
 from gpuarr import core, dtypes, pytrees
 from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, weak_type_rules
+from gpuarr.errors import JaxRuntimeError
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.lax import shape_ops
 
+# JAX's logger name for a failed callback: filters and levels set on it (libraries silence
+# it while they raise a callback's error again with a message of their own) apply here too.
+logger = logging.getLogger("jax._src.callback")
 _SCALARS = (bool, int, float, complex)
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
                 "legacy_vectorized", None)
@@ -61,14 +67,25 @@ class _Sequential:
         per_elem = []
         for i in range(self.axis_size):
             sliced = [a if d is None else np.take(a, i, axis=d) for a, d in zip(args, self.dims)]
-            per_elem.append(call_checked(self.inner, sliced, self.result_avals))
+            per_elem.append(_call_checked(self.inner, sliced, self.result_avals))
         return [np.stack([r[k] for r in per_elem]) if per_elem else
                 np.empty((0,) + aval.shape, aval.dtype)
                 for k, aval in enumerate(self.result_avals)]
 
 
-def call_checked(callback, args, result_avals) -> list:
-    """Call `callback` on NumPy arrays; check its results against `result_avals` (JAX's errors)."""
+def call_checked(callback, args, result_avals, kind="pure_callback") -> list:
+    """Call `callback` on NumPy arrays and check its results against `result_avals`. Whatever
+    it raises (or a wrong result) comes back as JAX's JaxRuntimeError, whose message ends with
+    the Python traceback, after a log line naming the callback's kind."""
+    try:
+        return _call_checked(callback, args, result_avals)
+    except Exception as e:
+        logger.exception("jax.%s failed", kind)
+        trace = "".join(traceback.format_exception(e))
+        raise JaxRuntimeError(f"INTERNAL: CpuCallback error calling callback: {trace}") from e
+
+
+def _call_checked(callback, args, result_avals) -> list:
     outs = callback(*[np.asarray(a) for a in args])
     if len(outs) != len(result_avals):
         raise RuntimeError(f"Mismatched number of outputs from callback. Expected: "
@@ -214,7 +231,7 @@ io_callback_p = Primitive("io_callback", multiple_results=True, effectful=True)
 
 
 def _io_callback_impl(*args, callback, result_avals, sharding, ordered):
-    return call_checked(callback, args, result_avals)
+    return call_checked(callback, args, result_avals, "io_callback")
 
 
 def _io_callback_abstract(*avals, callback, result_avals, sharding, ordered):

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuarr import dispatch, dtypes, impls, pytrees
+from gpuarr import core, dispatch, dtypes, impls, pytrees
 from gpuarr.core import (
     ClosedProgram,
     Primitive,
@@ -135,9 +135,38 @@ def _call_weak_types(*args, call_jaxpr, **_):
     return [a.weak_type for a in call_jaxpr.out_avals]
 
 
+class _CallFun:
+    """A call equation's Program as a function of all its inputs, with linear_util's
+    `call_wrapped` (JAX's `subfuns[0]`)."""
+
+    __slots__ = ("closed",)
+
+    def __init__(self, closed):
+        self.closed = closed
+
+    def call_wrapped(self, *args):
+        return core.eval_closed(self.closed, *args)
+
+    __call__ = call_wrapped
+
+
+class _CallPrimitive(Primitive):
+    """custom_jvp_call and custom_vjp_call: `get_bind_params` adds JAX's `subfuns`, led by
+    the call as a function of its inputs (interpreters of jaxprs such as equinox's evaluate
+    it), and binding ignores them: the equation's own parameters define the call."""
+
+    __slots__ = ()
+
+    def get_bind_params(self, params):
+        return dict(params, subfuns=(_CallFun(params["call_jaxpr"]),))
+
+    def bind(self, *args, subfuns=None, **params):
+        return super().bind(*args, **params)
+
+
 # ---------------------------------------------------------------- custom_jvp
 
-custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p = _CallPrimitive("custom_jvp_call", multiple_results=True)
 impls.impl_rules[custom_jvp_call_p] = _eval_call
 abstract_eval_rules[custom_jvp_call_p] = _call_abstract
 weak_type_rules[custom_jvp_call_p] = _call_weak_types
@@ -407,7 +436,7 @@ def _name(f) -> str:
 
 # ---------------------------------------------------------------- custom_vjp
 
-custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p = _CallPrimitive("custom_vjp_call", multiple_results=True)
 impls.impl_rules[custom_vjp_call_p] = _eval_call
 abstract_eval_rules[custom_vjp_call_p] = _call_abstract
 weak_type_rules[custom_vjp_call_p] = _call_weak_types

@@ -125,14 +125,18 @@ ad.transpose_rules[debug_callback_p] = lambda cts, *args, callback, ordered: [No
 def _bind_callback(fn, args, kwargs, ordered: bool, label: str) -> None:
     flat, in_tree = pytrees.tree_flatten((args, kwargs))
     static, dyn, weak = [], [], []
+    # Weak types are known while tracing only: a callback that runs in a compiled program
+    # gets plain Arrays, as JAX's does; one that runs now (eager, eager jvp) keeps them.
+    staged = type(core.current_trace()) is pe.StagingTrace
     for i, leaf in enumerate(flat):
         try:
             core.get_aval(leaf)
         except TypeError:
             static.append((i, leaf))
             continue
-        weak.append(isinstance(leaf, _SCALARS) and type(leaf) is not bool
-                    or bool(getattr(leaf, "weak_type", False)))
+        abstract = staged or isinstance(leaf, core.Tracer) and leaf.to_concrete_value() is None
+        weak.append(not abstract and (isinstance(leaf, _SCALARS) and type(leaf) is not bool
+                                      or bool(getattr(leaf, "weak_type", False))))
         dyn.append(_operand(leaf))
     cb = _DebugCallback(fn, in_tree, tuple(static), tuple(weak), label)
     debug_callback_p.bind(*dyn, callback=cb, ordered=bool(ordered))

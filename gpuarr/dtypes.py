@@ -711,8 +711,24 @@ def result_type(*args: Any, return_weak_type_flag: bool = False):
     Arguments may be Python scalars (int, float and complex ones are weak), numpy arrays and
     scalars, dtype-likes, Python scalar types (`int`, `float`, `complex` count as weak), None (the
     default float type) or objects with `dtype` and optionally `weak_type` attributes. With
-    `return_weak_type_flag=True` returns `(dtype, weak_type)`.
+    `return_weak_type_flag=True` returns `(dtype, weak_type)`. Arrays of an extended dtype (key
+    arrays) give their dtype when they are all of it, as in JAX, and promote with nothing else.
     """
+    try:
+        return _result_type(args, return_weak_type_flag)
+    except TypeError:
+        dts = [getattr(a, "dtype", None) for a in args if not isinstance(a, type)]
+        ext = next((d for d in dts if isinstance(d, ExtendedDType)), None)
+        if ext is None:
+            raise
+        weak = [bool(getattr(a, "weak_type", False)) for a in args]
+        if len(args) == 1 or (len(dts) == len(args) and len(set(dts)) == 1 and not all(weak)):
+            out = (ext, weak[0] if len(args) == 1 else False)
+            return out if return_weak_type_flag else ext
+        raise ValueError(f"dtype={ext} is not a valid dtype for JAX type promotion.") from None
+
+
+def _result_type(args, return_weak_type_flag):
     x64 = _x64
     cache = _RESULT_CACHE_X64 if x64 else _RESULT_CACHE_X32
     if _strict:

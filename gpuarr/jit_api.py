@@ -905,9 +905,7 @@ def jit(fun: Callable | _NotSpecified = _NOT_SPECIFIED, /, *, in_shardings=None,
     shardings = None
     if in_shardings is not None or out_shardings is not None:
         shardings = _jit_shardings(in_shardings, out_shardings, device, backend)
-    for option in compiler_options or {}:
-        from gpuarr.errors import JaxRuntimeError
-        raise JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{option}'")
+    compilation.check_compiler_options(compiler_options)
     options = _options_key(static_argnums, static_argnames, donate_argnums, donate_argnames,
                            keep_unused, inline, where, shardings)
     return PjitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,

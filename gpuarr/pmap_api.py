@@ -64,14 +64,23 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
 
     compiled = jit(vectorised, static_argnums=statics, donate_argnums=donate_argnums)
 
-    @functools.wraps(fun)
-    def mapped(*args, **kwargs):
+    def checked_size(args, kwargs):
         dyn_axes = dynamic(axes, len(args)) if isinstance(axes, tuple) and statics else axes
         size = _mapped_size(dynamic(args, len(args)), kwargs, dyn_axes, axis_size)
         if size > count:
             raise ValueError(f"pmap got a mapped axis of size {size}, but only {count} "
                              f"device{'s are' if count != 1 else ' is'} available. Size the "
                              "mapped axis with jax.local_device_count().")
+        return size
+
+    def lower(*args, **kwargs):
+        # Ahead-of-time stages of the vectorised program (JAX's pmap(f).lower(...)).
+        checked_size(args, kwargs)
+        return compiled.lower(*args, **kwargs)
+
+    @functools.wraps(fun)
+    def mapped(*args, **kwargs):
+        size = checked_size(args, kwargs)
         per_device = _per_device_form(size, args, kwargs, axes, out_axes, statics,
                                       devices if devices is not None else _devices(backend),
                                       devices is None)
@@ -79,6 +88,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             return per_device(fun, axis_name, *args)
         return compiled(*args, **kwargs)
 
+    mapped.lower = lower
     return mapped
 
 

@@ -15,7 +15,7 @@ from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
 
-from gpuarr import api_util, core, pytrees
+from gpuarr import api_util, compilation, core, pytrees
 from gpuarr.core import TRANSCENDENTAL_PRIMS, ClosedProgram, ShapedArray, subprograms
 
 
@@ -114,7 +114,9 @@ class Lowered(_Stage):
         return self._closed
 
     def compile(self, compiler_options=None) -> Compiled:
-        """Compile for the current default platform."""
+        """Compile for the current default platform. `compiler_options` are XLA's: checked
+        as JAX checks them (`compilation.check_compiler_options`), with no effect here."""
+        compilation.check_compiler_options(compiler_options)
         return self._compile(self)
 
 
@@ -247,7 +249,6 @@ def _costs(program, repeat: int) -> dict:
 
 # Options `Lowered.compile(compiler_options=...)` takes, as JAX types them.
 CompilerOptions = dict[str, Union[str, bool]]
-
 
 @runtime_checkable
 class Wrapped(Protocol):

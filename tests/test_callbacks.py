@@ -77,6 +77,37 @@ def test_result_mismatches_raise(wrap):
                                          jax.ShapeDtypeStruct((3,), np.float32), x))(x)
 
 
+def _callback_failures(lib, io_callback):
+    """The class of the error and the ends of its message when a callback raises, eagerly and
+    under jit, for pure_callback and io_callback (equinox's filter_pure_callback expects a
+    RuntimeError from a callback that raised ValueError)."""
+    def bad(x):
+        raise ValueError("bad thing")
+
+    spec = lib.ShapeDtypeStruct((), np.float32)
+    calls = [lambda x: lib.pure_callback(bad, spec, x), lambda x: io_callback(bad, spec, x)]
+    out = []
+    for call in calls:
+        for wrap in (lambda f: f, lib.jit):
+            with pytest.raises(Exception) as info:
+                wrap(call)(np.float32(1))
+            msg = str(info.value)
+            out.append((type(info.value).__name__, isinstance(info.value, RuntimeError),
+                        msg.split(":", 2)[:2], msg.splitlines()[-1]))
+    return out
+
+
+def test_a_failing_callback_raises_jax_runtime_error(caplog):
+    real = pytest.importorskip("jax")
+    from jax.experimental import io_callback as real_io_callback
+
+    def failures(lib, io):
+        caplog.clear()
+        out = _callback_failures(lib, io)
+        return out, [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    assert failures(jax, io_callback) == failures(real, real_io_callback)
+
+
 def test_argument_and_spec_errors():
     with pytest.raises(ValueError, match="64-bit types"):
         jax.pure_callback(lambda x: x, jax.ShapeDtypeStruct((), np.float64), 1.0)

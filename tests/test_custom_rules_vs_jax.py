@@ -180,9 +180,8 @@ def _what_jvp_passes(lib):
 
     f0 = np.zeros((), lib.dtypes.float0)
     out = lib.jvp(f, (np.float32(1.5), np.int32(2), 2.5), (np.float32(1.0), f0, 0.5))
-    # (The tangent passed through as given is left out: gpuarr's jvp takes tangents as Arrays.)
     return from_jvp, [(type(o).__name__ if isinstance(o, float) else np.asarray(o).dtype.name)
-                      for o in lib.tree_util.tree_leaves(out)][:5]
+                      for o in lib.tree_util.tree_leaves(out)]
 
 
 def test_jvp_traces_only_perturbed_values_and_keeps_primals_as_given():
@@ -190,6 +189,37 @@ def test_jvp_traces_only_perturbed_values_and_keeps_primals_as_given():
 
     import gpuarr.interpreters.ad  # noqa: F401
     got, want = _what_jvp_passes(gpuarr), _what_jvp_passes(jax)
+    assert got == want
+
+
+def _python_float_tangents(lib):
+    """A Python float tangent passes through jvp as given (a function returning its input, a
+    custom rule reading it, lax.add, which converts nothing), and becomes an Array where
+    jax.numpy promotes its tracer (x + 1: a tracer over a concrete value converts even to its
+    own type)."""
+    seen = []
+
+    @lib.custom_jvp
+    def call(x):
+        return x * 2.0
+
+    @call.defjvp
+    def call_jvp(primals, tangents):
+        seen.append((type(primals[0]).__name__, type(tangents[0]).__name__))
+        return call(primals[0]), tangents[0] ** 2
+
+    fns = [lambda x: x, call, lambda x: lib.lax.add(x, 1.0), lambda x: x + 1,
+           lambda x: lib.numpy.sin(x), lib.jit(lambda x: x + 1)]
+    outs = []
+    for fn in fns:
+        p, t = lib.jvp(fn, (2.0,), (3.0,))
+        outs.append([(type(v).__name__ if isinstance(v, float) else
+                      (np.asarray(v).dtype.name, bool(v.weak_type)), float(v)) for v in (p, t)])
+    return outs, seen
+
+
+def test_jvp_passes_python_float_tangents_as_given():
+    got, want = _python_float_tangents(gpuarr), _python_float_tangents(jax)
     assert got == want
 
 
@@ -237,3 +267,35 @@ def test_loop_carries_without_tangents_stay_symbolic_zeros(loop):
     got, want = _zero_carries(gpuarr, loop), _zero_carries(jax, loop)
     assert got == want
     assert want[1] == [True]
+
+
+def _call_through_bind_params(lib):
+    """An interpreter of jaxprs (equinox's finalise_jaxpr) evaluates a custom_jvp or
+    custom_vjp call through `get_bind_params`: `subfuns[0].call_wrapped` is the call as a
+    function of the equation's inputs, and binding with those parameters runs it too."""
+    @lib.custom_jvp
+    def f(x):
+        return lib.numpy.sin(x) * 2.0
+
+    f.defjvp(lambda p, t: (f(p[0]), t[0]))
+
+    @lib.custom_vjp
+    def g(x):
+        return x * 3.0
+
+    g.defvjp(lambda x: (g(x), None), lambda _, ct: (ct,))
+    out = []
+    for fn in (f, g):
+        jaxpr = lib.make_jaxpr(fn)(1.5).jaxpr
+        eqn = jaxpr.eqns[0]
+        params = eqn.primitive.get_bind_params(eqn.params)
+        x = np.float32(1.5)
+        via_fun = params["subfuns"][0].call_wrapped(x)
+        via_bind = eqn.primitive.bind(x, **params)
+        out.append((eqn.primitive.name, [float(v) for v in via_fun],
+                    [float(v) for v in via_bind]))
+    return out
+
+
+def test_custom_calls_evaluate_through_get_bind_params():
+    assert _call_through_bind_params(gpuarr) == _call_through_bind_params(jax)

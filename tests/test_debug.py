@@ -285,3 +285,27 @@ def test_debug_log_writes_to_the_logger(caplog, capsys):
         jax.vmap(lambda x: jax.debug.log("v={}", x))(jnp.arange(2.0))
     assert [r.getMessage() for r in caplog.records] == ["x=1", "y=2.0", "v=0.0", "v=1.0"]
     assert capsys.readouterr().out == ""
+
+
+def _callback_weak_types(lib):
+    """The weak type of a callback's Arrays: kept where the callback runs at once (eager,
+    eager jvp and grad), dropped inside a compiled program, constants included."""
+    seen = []
+
+    def record(tag):
+        return lambda y: seen.append((tag, y.dtype.name, bool(y.weak_type)))
+
+    jnp = lib.numpy
+    lib.debug.callback(record("eager"), jnp.asarray(1.0))
+    lib.jit(lambda x: lib.debug.callback(record("jit"), x))(1.0)
+    lib.jit(lambda: lib.debug.callback(record("jit const"), jnp.asarray(1.0)))()
+    lib.jvp(lambda x: (lib.debug.callback(record("jvp"), x), x)[1], (1.0,), (1.0,))
+    lib.grad(lambda x: (lib.debug.callback(record("grad"), x), x)[1])(1.0)
+    lib.jit(lib.grad(lambda x: (lib.debug.callback(record("jit grad"), x), x)[1]))(1.0)
+    lib.effects_barrier()
+    return seen
+
+
+def test_callback_weak_types_as_jax():
+    real = pytest.importorskip("jax")
+    assert _callback_weak_types(jax) == _callback_weak_types(real)

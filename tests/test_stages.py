@@ -170,3 +170,33 @@ def test_stage_types_jax_names():
     assert stages.CompilerOptions == dict[str, str | bool]
     assert issubclass(errors.InconclusiveDimensionOperation, Exception)
     assert lax.DotAlgorithmPreset in lax.PrecisionLike.__args__
+
+
+def _pmap_ahead_of_time(lib):
+    f = lib.pmap(lambda x, y: 2 * x + y, in_axes=(0, None), donate_argnums=(0,))
+    x = lib.numpy.array([3])
+    lowered = f.lower(x, 4)
+    assert "mul" in lowered.as_text() or "multiply" in lowered.as_text()
+    compiled = lowered.compile()
+    out = compiled(lib.numpy.array([3]), 4)
+    return type(lowered).__name__, type(compiled).__name__, np.asarray(out).tolist(), out.dtype
+
+
+def test_pmap_lower_and_compile_as_jax():
+    assert _pmap_ahead_of_time(gpuarr) == _pmap_ahead_of_time(jax)
+
+
+def _compile_with_options(lib, options):
+    lowered = lib.jit(lambda x, y: 2 * x + y).lower(lib.numpy.array(3), 4)
+    try:
+        out = lowered.compile(compiler_options=options)(lib.numpy.array(3), 4)
+    except lib.errors.JaxRuntimeError as e:
+        return "JaxRuntimeError", str(e)
+    return int(out)
+
+
+@pytest.mark.parametrize("options", [
+    {"xla_gpu_autotune_level": "0"}, {"xla_cpu_enable_fast_math": True},
+    {"exec_time_optimization_effort": 0.5}, {"an option that does not make sense": "bad"}])
+def test_compiler_options_accepted_and_refused_as_jax(options):
+    assert _compile_with_options(gpuarr, options) == _compile_with_options(jax, options)

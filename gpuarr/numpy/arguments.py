@@ -110,6 +110,11 @@ def _convert(x, dt, weak):
         return x
     aval = get_aval(x)
     if aval.dtype == dt and aval.weak_type == weak:
+        if isinstance(x, Tracer) and x.to_concrete_value() is not None:
+            # A tracer over a concrete value (an eager jvp's) converts even to its own type, as
+            # in JAX: a Python float tangent becomes an Array there (lax functions keep it).
+            return lax_conversions.convert_element_type_p.bind(
+                x, new_dtype=np.dtype(dt), weak_type=weak)
         return x
     return lax_conversions._convert_weak(x, dt, weak)
 

@@ -754,9 +754,18 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 def load(file, *args, **kwargs):
-    """numpy.load, with arrays (not archives) returned as Arrays."""
+    """numpy.load, with arrays (not archives) returned as Arrays. NumPy saves bfloat16 as
+    two-byte voids (`V2`), which load as bfloat16 again, as in JAX; arrays of types gpuarr
+    does not hold stay NumPy arrays."""
     out = np.load(file, *args, **kwargs)
-    return asarray(out) if isinstance(out, np.ndarray) and out.dtype != object_dtype else out
+    if not isinstance(out, np.ndarray):
+        return out
+    if out.dtype == np.dtype("V2"):
+        out = out.view(dtypes.bfloat16)
+    try:
+        return asarray(out)
+    except TypeError:
+        return out
 
 
 def copyto(dst, src, casting=None, where=None):

@@ -32,9 +32,9 @@ def result_type(*args):
     return dtypes.result_type(*args)
 
 
-def dtype(x, align=False, copy=False):
-    """The dtype of `x` (a dtype, type, name, array or scalar), as numpy.dtype."""
-    return dtypes.dtype(x)
+# NumPy's dtype class itself, as JAX's `jnp.dtype` is: libraries write types such as
+# `jnp.dtype | np.dtype`, and `jnp.dtype(x)` is what NumPy makes of `x` (of an array, its dtype).
+dtype = np.dtype
 
 
 def can_cast(from_, to, casting="safe"):

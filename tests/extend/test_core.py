@@ -289,3 +289,45 @@ def test_library_rules_get_tuples_as_in_jax():
     got = _rule_arguments(extend, ad, batching, gpuarr)
     want = _rule_arguments(jax.extend, jad, jbatching, jax)
     assert got == want
+
+
+def _callback_lowered(lib):
+    """A primitive whose MLIR rule emits a Python callback (equinox's noinline): eagerly its
+    impl runs; under jit the callback does, calling a jitted function traced once for the
+    four calls of one signature; the rule itself runs at each compilation."""
+    counts = {"impl": 0, "callback": 0, "traced": 0}
+    p = lib.extend.core.Primitive("host_double")
+
+    def impl(x):
+        counts["impl"] += 1
+        return x * 2
+
+    @lib.jit
+    def doubled(x):
+        counts["traced"] += 1
+        return x * 2
+
+    def callback(x):
+        counts["callback"] += 1
+        return (doubled(x),)
+
+    def rule(ctx, x):
+        results, _, keepalive = lib.interpreters.mlir.emit_python_callback(
+            ctx, callback, None, [x], ctx.avals_in, ctx.avals_out, has_side_effect=False)
+        ctx.module_context.add_keepalive(keepalive)
+        return results
+
+    p.def_impl(impl)
+    p.def_abstract_eval(lambda x: x)
+    lib.interpreters.mlir.register_lowering(p, rule)
+    x = np.arange(3.0, dtype=np.float32)
+    eager = p.bind(x)
+    after_eager = dict(counts)
+    jitted = lib.jit(lambda x: p.bind(x) + p.bind(x) + p.bind(x + 1) + p.bind(x + 2))(x)
+    return np.asarray(eager).tolist(), np.asarray(jitted).tolist(), after_eager, counts
+
+
+def test_a_rule_emitting_a_python_callback_runs_it_under_jit():
+    import jax.extend.core  # noqa: F401  (the attribute paths above)
+    import jax.interpreters.mlir  # noqa: F401
+    assert _callback_lowered(gpuarr) == _callback_lowered(jax)

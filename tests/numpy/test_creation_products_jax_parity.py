@@ -470,3 +470,30 @@ def test_unwrap_edge_inputs():
     check(lambda m, p: m.unwrap(p), np.array([3], np.int32))
     check(lambda m, p: m.unwrap(p), np.zeros((2, 0), np.float32))
     check(lambda m, p: m.unwrap(p, period=4), np.array([0, 3, 7, 1], np.int32), jit=True)
+
+
+def _loaded(lib, tmp_path):
+    """jnp.load of what np.save wrote: bfloat16 comes back as bfloat16 (NumPy saved it as
+    two-byte voids), a float32 array as an Array, an object array as it was saved."""
+    import ml_dtypes
+    out = []
+    for k, value in enumerate([np.array([1.5, -2.0], ml_dtypes.bfloat16),
+                               np.array([1.0, 2.0], np.float32),
+                               np.array([{"a": 1}], dtype=object)]):
+        path = tmp_path / f"{lib.__name__}{k}.npy"
+        np.save(path, value, allow_pickle=True)
+        got = lib.numpy.load(path, allow_pickle=True)
+        out.append((isinstance(got, np.ndarray), str(got.dtype), got.tolist()))
+    return out
+
+
+def test_load_restores_bfloat16_as_jax(tmp_path):
+    assert _loaded(gpuarr, tmp_path) == _loaded(jax, tmp_path)
+
+
+def test_jnp_dtype_is_numpys_dtype_class_as_jax():
+    # Libraries write types with it (orbax: `DType = jnp.dtype | np.dtype`).
+    assert gjnp.dtype is rjnp.dtype is np.dtype
+    for x in ["bfloat16", float, np.int8]:
+        assert gjnp.dtype(x) == rjnp.dtype(x)
+    assert gjnp.dtype(gjnp.ones(3)) == rjnp.dtype(rjnp.ones(3))

@@ -78,3 +78,20 @@ def test_arithmetic_and_astype_on_keys_raise_as_in_jax():
         k.astype(np.uint32)
     with pytest.raises(TypeError):
         gnp.sin(k)
+
+
+def _key_result_types(lib):
+    """jnp.result_type of key arrays: their dtype when all arguments are of it (flax's scan
+    builds the avals of its key inputs with it); promoting with anything else raises."""
+    k = lib.random.split(lib.random.key(0), 3)
+    out = []
+    for args in [(k,), (k, k), (k, 1.0), (k, lib.numpy.float32(1)), (k.dtype,)]:
+        try:
+            out.append(str(lib.numpy.result_type(*args)))
+        except (TypeError, ValueError) as e:
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+def test_result_type_of_key_arrays_as_jax():
+    assert _key_result_types(gpuarr) == _key_result_types(jax)

@@ -116,3 +116,57 @@ def test_a_row_group_splits_over_threads(plat, monkeypatch):
     run, ref = compile_both(plat, lambda x: softmax(jnp, x), x)
     (got,), (want,) = run(x), ref(x)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
+ROW_SHAPES = [(4096, 4096), (1003, 77), (61, 1000), (200, 33)]
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=[f"{r}x{n}" for r, n in ROW_SHAPES])
+def test_a_memory_bound_row_sum_reads_rows_side_by_side_and_matches(plat, shape):
+    from gpuarr.compiler import render
+    x = np.random.default_rng(shape[1]).standard_normal(shape).astype(np.float32) * 10
+    x[shape[0] - 1, 5] = np.inf
+    run, ref = compile_both(plat, lambda x: jnp.sum(x * 2.0, axis=1), x)
+    (launch,) = launches(run)
+    assert f"Rows run {render.ROW_GROUP} at a time with 8 lanes each" in launch.source
+    (got,), (want,) = run(x), ref(x)
+    assert got.shape == want.shape == shape[:1] and got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-3)
+    exact = (x.astype(np.float64) * 2).sum(1)
+    np.testing.assert_allclose(got, exact, rtol=2e-6, atol=2e-3)
+
+
+def test_row_groups_divide_the_thread_split():
+    from gpuarr.backends import native
+    from gpuarr.compiler import render
+    assert native.SPLIT_ALIGN % render.ROW_GROUP == 0
+
+
+def test_a_row_sum_is_the_same_on_any_thread_count(plat, monkeypatch):
+    from gpuarr.backends import native
+    monkeypatch.setattr(native, "PARALLEL_MIN_BYTES", 0)
+    x = np.random.default_rng(6).standard_normal((1003, 300)).astype(np.float32)
+    run, ref = compile_both(plat, lambda x: jnp.sum(x, axis=1), x)
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("GPUARR_NATIVE_THREADS", threads)
+        results.append(np.asarray(run(x)[0]))
+    for got in results[1:]:
+        np.testing.assert_array_equal(got, results[0])
+    # Ranges that cut a group of rows (not the launch's own split) run those rows one at a time.
+    monkeypatch.setattr(native, "SPLIT_ALIGN", 1)
+    got = np.asarray(run(x)[0])
+    np.testing.assert_allclose(got, np.asarray(ref(x)[0]), rtol=2e-6, atol=1e-4)
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(1), rtol=2e-6, atol=1e-4)
+
+
+@pytest.mark.parametrize("f", [lambda x: jnp.sum(jnp.exp(x), axis=1),
+                               lambda x: x - jnp.mean(x, axis=1, keepdims=True)],
+                         ids=["transcendental", "epilogue"])
+def test_row_reductions_bound_by_arithmetic_or_with_an_epilogue_run_one_row_at_a_time(plat, f):
+    x = np.random.default_rng(7).standard_normal((64, 256)).astype(np.float32)
+    run, ref = compile_both(plat, f, x)
+    sources = [s.source for s in launches(run) if "(lanes)" in s.source]
+    assert sources and all("Rows run 1 at a time" in s for s in sources)
+    (got,), (want,) = run(x), ref(x)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-5)

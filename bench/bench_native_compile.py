@@ -7,12 +7,16 @@ of bench_native.py's first-call case.
 Prints the best wall seconds of: the Python side (trace, passes, fusion, rendering); the C
 compiler on an empty translation unit (process start, assembler, linker); on the prelude alone,
 parsed as text and included precompiled; and on the 200-op program at -O1, -O2 and -O3, as text
-and with the precompiled prelude. Each compiler run builds a shared object with the native
-backend's flags. Needs only NumPy and a C compiler.
+and with the precompiled prelude, and without the backend's gcc-only flags (`GCC_FLAGS`). Each
+compiler run builds a shared object with the native backend's flags. Beside each wall time, the
+best CPU seconds the compiler's processes used (user + system, from the children's resource
+usage): on a machine shared with other work the wall time also counts the wait for a core.
+Needs only NumPy and a C compiler.
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import tempfile
@@ -44,6 +48,19 @@ def best(fn, repeat):
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def best_run(command, repeat) -> str:
+    """'<wall> s (<cpu> s CPU)': the best of `repeat` runs of `command`, wall and CPU apart."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return f"{min(walls):.3f} s ({min(cpus):.3f} s CPU)"
 
 
 def main():
@@ -84,6 +101,8 @@ def main():
                       f'#include "{header}"\n' + body))
         cases.append(("the same with -pipe (no temporary files)", "-pipe",
                       f'#include "{header}"\n' + body))
+        if tc.get("gcc"):   # against "-O3, prelude as text" (the precompiled one has them)
+            cases.append(("-O3, prelude as text, without GCC_FLAGS", "-O3 default", source))
         print(f"{len(source) - len(prelude)} bytes of kernel text after a {len(prelude)}-byte "
               f"prelude")
         for label, level, text in cases:
@@ -91,14 +110,13 @@ def main():
             src.write_text(text)
             libs = [f for f in base if f.startswith("-l") and level != "-c"]
             flags = ["-O3", "-c"] if level == "-c" else ["-O3", "-pipe"] if level == "-pipe" \
-                else [level]
+                else ["-O3"] if level == "-O3 default" else [level]
             flags += [f for f in base if not f.startswith("-l") and not (level == "-c" and
                                                                          f == "-shared")]
+            if level == "-O3 default":
+                flags = [f for f in flags if f not in native.GCC_FLAGS]
             command = tc["command"] + flags + ["-o", str(tmp / "unit.so"), str(src)] + libs
-
-            def run(command=command):
-                subprocess.run(command, check=True, capture_output=True)
-            print(f"  {label:44} {best(run, opts.repeat):.3f} s", flush=True)
+            print(f"  {label:44} {best_run(command, opts.repeat)}", flush=True)
         # The link alone, of the 200-op program's object file, with the linkers and library
         # sets a shared object can be linked with.
         obj = tmp / "unit.o"
@@ -116,10 +134,8 @@ def main():
             command = tc["command"] + ["-shared"] + extra + ["-o", str(tmp / "unit.so"),
                                                              str(obj)] + libs + more
 
-            def run(command=command):
-                subprocess.run(command, check=True, capture_output=True)
             try:
-                print(f"  {label:44} {best(run, opts.repeat):.3f} s", flush=True)
+                print(f"  {label:44} {best_run(command, opts.repeat)}", flush=True)
             except subprocess.CalledProcessError as e:
                 print(f"  {label:44} failed: {e.stderr.decode().strip()[:80]}")
 

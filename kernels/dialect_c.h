@@ -135,15 +135,6 @@ static _Thread_local i64 gpuarr_begin, gpuarr_end;
        n = o0##_end - o0 < (tile) ? o0##_end - o0 : (tile), o0 < o0##_end; o0 += (tile))
 /* A loop whose iterations are independent: run them in vector lanes. */
 #define VECTOR_LOOP _Pragma("omp simd")
-/* This thread's work items [begin, end), clipped to n, as two constants. */
-#define THREAD_RANGE(T, begin, end, n) \
-  const T begin = (T)gpuarr_begin, end = GPUARR_RANGE_END(T, begin, n)
-/* A loop of a small constant trip count, unrolled whole (each copy keeps its own registers). */
-#define UNROLLED_LOOP _Pragma("GCC unroll 16")
-/* Helpers whose constant arguments fix their loop counts once inlined, whatever their size;
- * and helpers called from several places, compiled once. */
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-#define OUT_OF_LINE static __attribute__((noinline))
 /* The block loop: one item per block, in order; a block's body is sequential code. */
 #define GROUP_STRIDE_LOOP(T, o, n)                                                     \
   for (T o##_end = GPUARR_RANGE_END(T, o, n), o = (T)gpuarr_begin; o < o##_end; ++o)

@@ -661,38 +661,16 @@ def simd_reduction_hint(k: ReductionKernel, acc_t: str) -> str:
 # Bytes of partial results a row reduction keeps in flight on the C dialect (`row_lanes`):
 # four AVX-512 or eight AVX2 registers, enough independent adds to cover the add's latency.
 ROW_LANE_BYTES = 256
-# Rows a memory-bound row reduction reads side by side, with this many bytes of partial
-# results each (`row_group_shape`): eight rows of one AVX2 register read 4096^2 float32 at 29
-# GB/s on one core where one row of 256 bytes read 25 (and 16 rows, or 16 lanes per row, no
-# more). The group must divide the launch's thread split (backends/native.py, SPLIT_ALIGN).
-ROW_GROUP = 8
-ROW_GROUP_LANE_BYTES = 32
-# Rows run side by side only for pre-maps this small (each row's copy is compiled).
-ROW_GROUP_MAX_NODES = 24
 
 
 def row_lanes(k: ReductionKernel) -> int:
     """C dialect, one-pass row reduction by an order-free reducer: how many partial results
     its row loop keeps (kernels/reduction_lanes.cu), or 0 to keep reduction.cu's single
-    accumulator (other reducers, complex values). A power of two (the lanes combine pairwise),
-    at most the row's length."""
+    accumulator (other reducers, complex values, rows shorter than the lanes)."""
     if k.reduce_op not in _SIMD_REDUCERS or np.dtype(k.acc_dtype).kind not in "biuf":
         return 0
     lanes = min(64, ROW_LANE_BYTES // np.dtype(k.acc_dtype).itemsize)
-    while lanes > k.red_size:
-        lanes //= 2
-    return lanes if lanes > 1 else 0
-
-
-def row_group_shape(k: ReductionKernel, lanes: int, kept) -> tuple:
-    """C dialect, a row reduction with `lanes` partial results per row: (rows read side by side,
-    partial results per row there). Several rows only where memory bounds the row, not
-    arithmetic: no epilogue (it would read the rows again, from a farther cache), no kept row
-    values, no transcendental and a small pre-map; else (1, lanes)."""
-    if k.epilogue_nodes or kept is not None or len(k.pre_nodes) > ROW_GROUP_MAX_NODES \
-            or _costly(k.pre_nodes, k.pre_root):
-        return 1, lanes
-    return ROW_GROUP, min(lanes, ROW_GROUP_LANE_BYTES // np.dtype(k.acc_dtype).itemsize)
+    return lanes if k.red_size >= lanes else 0
 
 
 # Ops whose value a row reduction keeps for its epilogue rather than computing it twice.
@@ -718,18 +696,6 @@ def _node_keys(nodes) -> list:
     return keys
 
 
-def _costly(nodes, root: int) -> bool:
-    """Whether computing node `root` of `nodes` takes a transcendental (`_COSTLY_OPS`)."""
-    stack = [root]
-    while stack:
-        node = nodes[stack.pop()]
-        if isinstance(node, Op):
-            if node.op in _COSTLY_OPS:
-                return True
-            stack.extend(node.args)
-    return False
-
-
 def kept_premap(k: ReductionKernel) -> int | None:
     """C dialect, one-pass row reduction: the epilogue node that computes the pre-map's value
     again (softmax's `exp(x - max)`, read by the row sum and by the epilogue's division),
@@ -739,8 +705,15 @@ def kept_premap(k: ReductionKernel) -> int | None:
         return None
     pre = k.pre_nodes
     root = pre[k.pre_root]
-    if not isinstance(root, Op) or k.red_size * np.dtype(root.dtype).itemsize > KEEP_ROW_BYTES \
-            or not _costly(pre, k.pre_root):
+    if not isinstance(root, Op) or k.red_size * np.dtype(root.dtype).itemsize > KEEP_ROW_BYTES:
+        return None
+    stack, costly = [k.pre_root], False
+    while stack and not costly:
+        node = pre[stack.pop()]
+        if isinstance(node, Op):
+            costly = node.op in _COSTLY_OPS
+            stack.extend(node.args)
+    if not costly:
         return None
     root_key = _node_keys(pre)[k.pre_root]
     return next((j for j, key in enumerate(_node_keys(k.epilogue_nodes)) if key == root_key),
@@ -796,14 +769,10 @@ def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel
                          tile=COLUMN_TILE, post_body=indent(post, 8),
                          epilogue_body=indent(epi, 8))
         lanes = row_lanes(k) if c_split and c_row else 0
-        keep_t = ctype(k.pre_nodes[k.pre_root].dtype) if kept is not None else ""
         if lanes:
             name = "reduction_lanes.cu"
-            rows, group_lanes = row_group_shape(k, lanes, kept)
-            slots.update(lanes=lanes, rows=rows, group_lanes=group_lanes,
-                         args=", ".join(a.name for a in k.args),
-                         keep_param=f", {keep_t} *kept" if kept is not None else "",
-                         keep_arg=", kept" if kept is not None else "")
+            slots.update(lanes=lanes, pre_body=indent(pre, 8))
+        keep_t = ctype(k.pre_nodes[k.pre_root].dtype) if kept is not None else ""
         source = template(name).substitute(
             slots, loop_hint=simd_reduction_hint(k, acc_t) if c_row else "",
             keep_decl=f"{keep_t} kept[{k.red_size}];" if kept is not None else "",

@@ -351,9 +351,7 @@ def test_row_reductions_keep_nan_and_order_free_reducers_vectorised(plat):
 
     got, want = run_both(plat, f, x, b)
     assert_same(got, want, rtol=2e-5, atol=2e-5)
-    source = _sources(plat, f, x, b)   # max, min, all, any and prod keep lanes, as the sum
-    assert all(f"{op} reduction, 64 outputs x 515 reduced elements,\n// strategy row (lanes)"
-               in source for op in ("max", "min", "and", "or", "prod"))
+    assert "omp simd reduction(gpuarr_reduce:acc)" in _sources(plat, f, x, b)
 
 
 def test_thread_bench_runs_with_numpy_and_a_compiler_only(tmp_path):

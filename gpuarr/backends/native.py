@@ -45,10 +45,8 @@ BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off",
               "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-fvisibility=hidden",
               "-w", "-fno-tree-pre")
 NATIVE_ARCH = ("-march=native",)
-# gcc only: no vectorised copy of a loop's remainder (the last iterations short of a vector,
-# at most 15 for float32 on AVX-512, run as scalar code). gcc's third copy of each loop body
-# (AVX-512 main loop, AVX2 remainder, scalar remainder) was a quarter of its time on a 200-op
-# program (0.195 against 0.150 s of CPU, bench/bench_native_compile.py), for a few elements.
+# gcc only: a loop's remainder runs as scalar code, not in a narrower vector copy of the loop
+# too (a quarter of gcc's time on a 200-op program: bench/bench_native_compile.py).
 GCC_FLAGS = ("--param", "vect-epilogues-nomask=0")
 # glibc's vector math library: kernels/dialect_c.h declares its functions `simd` under
 # GPUARR_LIBMVEC, so vectorised loops call them (x86-64 glibc only; the probe drops it elsewhere).
@@ -173,8 +171,7 @@ def _probe() -> dict:
             f"the C compiler {shlex.join(command)!r} failed to report its version: "
             f"{(version.stderr or version.stdout).strip().splitlines()[:1]}")
     last = ""
-    text = version.stdout.lower()
-    gcc = "free software foundation" in text and "clang" not in text
+    gcc = "free software foundation" in version.stdout.lower() and "clang" not in version.stdout
     for k, extra in enumerate((NATIVE_ARCH + LIBMVEC, NATIVE_ARCH, LIBMVEC, ())):
         flags = BASE_FLAGS + (GCC_FLAGS if gcc else ()) + extra
         out = _work_dir() / f"probe{k}.so"

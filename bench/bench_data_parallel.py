@@ -14,15 +14,15 @@ Run: python bench/bench_data_parallel.py [N]   (default N = 2)
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # timing.py
+import timing  # noqa: E402
+
 REPEATS = 7
 
 
@@ -72,20 +72,9 @@ def _worker(lib: str, n: int) -> None:
     print("RESULT " + json.dumps({"times": times, "losses": losses}), flush=True)
 
 
-def _run(lib: str, n: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
-    out = subprocess.run([sys.executable, __file__, "--worker", lib, str(n)],
-                         capture_output=True, text=True, timeout=900, env=env)
-    if out.returncode:
-        raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
-    (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
-    return json.loads(line[7:])
-
-
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    ours, theirs = _run("gpuarr", n), _run("jax", n)
+    ours, theirs = (timing.worker_result(__file__, lib, n) for lib in ("gpuarr", "jax"))
     for lib, r in (("gpuarr", ours), ("jax", theirs)):
         t = r["times"]
         print(f"{lib:>6}: one device {t['one'] * 1e3:8.1f} ms, split over {n} "

@@ -13,15 +13,15 @@ Run: python bench/bench_split_eager.py [N]   (default N = 2)
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # timing.py
+import timing  # noqa: E402
+
 REPEATS = 7
 
 
@@ -60,20 +60,10 @@ def _worker(lib: str, n: int) -> None:
     print("RESULT " + json.dumps(times), flush=True)
 
 
-def _run(lib: str, n: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", GPUARR_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
-    out = subprocess.run([sys.executable, __file__, "--worker", lib, str(n)],
-                         capture_output=True, text=True, timeout=900, env=env)
-    if out.returncode:
-        raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
-    (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
-    return json.loads(line[7:])
-
-
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    ours, theirs = _run("gpuarr", n), _run("jax", n)
+    ours, theirs = (timing.worker_result(__file__, lib, n, GPUARR_PLATFORMS="cpu")
+                    for lib in ("gpuarr", "jax"))
     names = list(dict.fromkeys(k.split("/")[0] for k in ours))
     print(f"{'operation':>22} {'gpuarr split':>13} {'split/one':>9} {'JAX split':>10} "
           f"{'split/one':>9} {'gpuarr/JAX':>10}")

@@ -1,7 +1,11 @@
 """Timing helper shared by the benchmark scripts (run them as `python bench/<name>.py`)."""
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 
@@ -84,3 +88,18 @@ def block(out):
             block(leaf)
     elif hasattr(out, "block_until_ready"):
         out.block_until_ready()
+
+
+def worker_result(script: str, lib: str, n: int, **env) -> dict:
+    """The RESULT line's JSON of `python script --worker lib n`, run in a fresh process on the
+    cpu platform (a library's cpu device count is fixed when its platform starts) with `env`
+    added and XLA_FLAGS removed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(script)))
+    env = dict(os.environ, PYTHONPATH=root, JAX_PLATFORMS="cpu", **env)
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, script, "--worker", lib, str(n)],
+                         capture_output=True, text=True, timeout=900, env=env)
+    if out.returncode:
+        raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
+    (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+    return json.loads(line[len("RESULT "):])

@@ -27,11 +27,7 @@ REPEATS = 7
 
 
 def _worker(lib: str, n: int) -> None:
-    if lib == "jax":
-        import jax
-    else:
-        import gpuarr as jax
-    jax.config.update("jax_num_cpu_devices", n)
+    jax = timing.library_with_cpu_devices(lib, n)
     jnp = jax.numpy
     P, NamedSharding = jax.sharding.PartitionSpec, jax.sharding.NamedSharding
     rng = np.random.default_rng(0)

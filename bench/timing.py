@@ -103,3 +103,11 @@ def worker_result(script: str, lib: str, n: int, **env) -> dict:
         raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
     (line,) = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
     return json.loads(line[len("RESULT "):])
+
+
+def library_with_cpu_devices(lib: str, n: int):
+    """`jax` or gpuarr (as `lib` says) with `n` cpu devices, for a worker process."""
+    import importlib
+    module = importlib.import_module("jax" if lib == "jax" else "gpuarr")
+    module.config.update("jax_num_cpu_devices", n)
+    return module

@@ -110,9 +110,10 @@ def _convert(x, dt, weak):
         return x
     aval = get_aval(x)
     if aval.dtype == dt and aval.weak_type == weak:
-        if isinstance(x, Tracer) and x.to_concrete_value() is not None:
-            # A tracer over a concrete value (an eager jvp's) converts even to its own type, as
-            # in JAX: a Python float tangent becomes an Array there (lax functions keep it).
+        if weak and isinstance(x, Tracer) and x.to_concrete_value() is not None:
+            # A weakly typed tracer over a concrete value (an eager jvp's of a Python float)
+            # converts even to its own type, as in JAX: a Python float tangent becomes an
+            # Array there (lax functions keep it).
             return lax_conversions.convert_element_type_p.bind(
                 x, new_dtype=np.dtype(dt), weak_type=weak)
         return x

@@ -22,6 +22,7 @@ from gpuarr import (
     impls,
     monitoring,
     placement,
+    platforms,
     profiler,
     pytrees,
     stages,
@@ -1022,6 +1023,7 @@ def clear_caches():
         if type(obj) is PjitFunction:
             obj._state.clear()
     impls.clear_compiled()
+    platforms.clear_caches()
     _STAGED.clear()
     ad._jvp_program_cache.clear()
     batching._batch_closed_cache.clear()

@@ -54,8 +54,9 @@ def pytest_report_header(config):
 # JAX's caches keep the executable of every oracle program a test compiled: in one process
 # running the suite they were most of the growth (1.3 of the 1.5 GB gained over 520 tests of
 # tests/lax, on the cpu platform and on the CuPy stand-in alike), which took each xdist worker of
-# a whole run past 4.5 GB. They are emptied between tests once the process has grown this much
-# since they were last emptied.
+# a whole run past 4.5 GB. They are emptied between tests, with gpuarr's own (compiled programs
+# and, on the cuda platform, the eager operations' kernels), once the process has grown this
+# much since they were last emptied.
 _JAX_CACHE_GROWTH = 1 << 30
 _rss_at_clear = [0]
 
@@ -75,8 +76,10 @@ def _bounded_jax_caches():
     if not _rss_at_clear[0]:
         _rss_at_clear[0] = rss
     jax = sys.modules.get("jax")
-    if jax is not None and rss - _rss_at_clear[0] > _JAX_CACHE_GROWTH:
-        jax.clear_caches()
+    if rss - _rss_at_clear[0] > _JAX_CACHE_GROWTH:
+        if jax is not None:
+            jax.clear_caches()
+        gpuarr.clear_caches()
         gc.collect()
         try:  # glibc keeps freed memory mapped; hand it back so the next measure starts low
             ctypes.CDLL(None).malloc_trim(0)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +34,9 @@ VECTOR_ALIGNMENT = 16  # the widest load a kernel makes (LOAD4 of 32-bit values)
 # on the cuda platform (SPEC S17 allows it; docs/cuda-standin.md says so), so gpuarr's own
 # --ftz=false is not passed where it would be overridden.
 RAWMODULE_OPTIONS = tuple(o for o in nvrtc.DEFAULT_OPTIONS if not o.startswith("--ftz"))
+# Kernel sources kept loaded per device beyond those a live plan holds: the modules of plans
+# still in use stay loaded through their prepared launches however many there are.
+LOADED_MODULES = 1024
 
 
 class CudaNotFoundError(RuntimeError):
@@ -159,6 +164,35 @@ def device_count() -> int:
     return n
 
 
+class PlanKey:
+    """An identity for values cached per compiled program (its constants on each device),
+    weakly referenceable so that the cache entry goes with the program."""
+
+    __slots__ = ("__weakref__",)
+
+
+class PerPlan:
+    """Values built once per plan (or step, or PlanKey) and dropped when it is collected.
+
+    Keyed by `id(owner)`, as plans are compared by identity, with a finalizer that removes the
+    entry: a dict that held its owners would keep every program a process ever ran, with its
+    constants' device memory and its loaded kernels, for the life of the process."""
+
+    def __init__(self):
+        self._entries: dict = {}
+
+    def get(self, owner, build):
+        key = id(owner)
+        hit = self._entries.get(key)
+        if hit is None:
+            hit = self._entries[key] = build()
+            weakref.finalize(owner, self._entries.pop, key, None)
+        return hit
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class DeviceBuffer:
     """A CuPy array plus the event recorded after the launch that wrote it."""
 
@@ -220,10 +254,10 @@ class DeviceContext:
             self.pool.set_limit(size=self.limit)
             if settings.preallocate:  # what the pool holds already counts against the limit
                 self._preallocate(min(self.limit - self.pool.total_bytes(), int(free * 0.98)))
-        self._functions: dict = {}
-        self._modules: dict = {}
-        self.launchers: dict = {}  # id(plan) -> (plan, {step index: prepared launch})
-        self._constants: dict = {}
+        self._modules: OrderedDict = OrderedDict()  # source -> RawModule, least recent first
+        self._functions: dict = {}  # (source, name) -> Function, for the modules loaded
+        self.launchers = PerPlan()  # plan -> {step index: prepared launch}
+        self._constants = PerPlan()  # PlanKey -> the plan's constants on this device
         self._lock = threading.Lock()
 
     def _preallocate(self, nbytes: int) -> None:
@@ -333,7 +367,9 @@ class DeviceContext:
     # kernels
     def function(self, source: str, name: str):
         """Kernel `name` of `source`, compiled by CuPy's RawModule (NVRTC for this device's
-        architecture, cached on disk by CuPy) and loaded once per device."""
+        architecture, cached on disk by CuPy) and loaded once per device. The least recently
+        used modules beyond LOADED_MODULES are let go (CuPy unloads a module with its last
+        reference), so a process that compiles many programs does not fill the device."""
         key = (source, name)
         fn = self._functions.get(key)
         if fn is None:
@@ -342,6 +378,11 @@ class DeviceContext:
                 if module is None:
                     module = self._modules[source] = self.cp.RawModule(
                         code=source, options=RAWMODULE_OPTIONS)
+                    while len(self._modules) > LOADED_MODULES:
+                        gone, _ = self._modules.popitem(last=False)
+                        for k in [k for k in self._functions if k[0] == gone]:
+                            del self._functions[k]
+                self._modules.move_to_end(source)
                 fn = self._functions[key] = module.get_function(name)
         return fn
 
@@ -355,17 +396,15 @@ class DeviceContext:
         fn, stream = self.function(source, name), self.stream
         return lambda args: fn(grid, block, args, stream=stream)
 
-    def constants(self, key, values) -> list:
-        """Device copies of a plan's constants (host values or DeviceBuffers), made once per plan."""
-        cached = self._constants.get(key)
-        if cached is None:
-            cached = self._constants[key] = [self.as_device(v) for v in values]
-        return cached
+    def constants(self, key: PlanKey, values) -> list:
+        """Device copies of a plan's constants (host values or DeviceBuffers), made once per
+        plan and freed with it."""
+        return self._constants.get(key, lambda: [self.as_device(v) for v in values])
 
 
 # ---- running a launch plan ----------------------------------------------------------------------
 
-def run_plan(ctx: DeviceContext, plan, inputs, aliases=None, plan_key=None) -> list:
+def run_plan(ctx: DeviceContext, plan, inputs, aliases, plan_key: PlanKey) -> list:
     """Run a LaunchPlan on `ctx`'s stream; returns one DeviceBuffer per output, without waiting.
 
     `inputs` may be DeviceBuffers, CuPy arrays or host values. `aliases` maps an output buffer
@@ -382,8 +421,7 @@ def _run_plan(ctx, plan, inputs, aliases, plan_key) -> list:
     device: dict = {}
     for name, value in zip(plan.inputs, inputs):
         device[name] = ctx.as_device(value)
-    consts = ctx.constants(plan_key if plan_key is not None else id(plan),
-                           [v for _, v in plan.constants])
+    consts = ctx.constants(plan_key, [v for _, v in plan.constants])
     for (name, _), value in zip(plan.constants, consts):
         device[name] = value
     donated = {out: device[plan.inputs[i]] for out, i in (aliases or {}).items()}
@@ -428,38 +466,27 @@ def _passed_through(plan) -> set:
     return set(plan.inputs) | {name for name, _ in plan.constants}
 
 
-_infos: dict = {}  # id(plan) -> (plan, {buffer: (shape, dtype)}): computed once per plan
+_infos = PerPlan()  # plan -> {buffer: (shape, dtype)}: computed once per plan
 
 
 def _buffer_info(plan) -> dict:
-    hit = _infos.get(id(plan))
-    if hit is not None and hit[0] is plan:
-        return hit[1]
-    info = {name: (tuple(shape), np.dtype(dtype)) for name, shape, dtype in plan.buffers}
-    _infos[id(plan)] = (plan, info)
-    return info
+    return _infos.get(plan, lambda: {name: (tuple(shape), np.dtype(dtype))
+                                     for name, shape, dtype in plan.buffers})
 
 
 def _launchers(ctx: DeviceContext, plan) -> dict:
     """{step index: prepared launch} of `plan` on `ctx`, built on the plan's first run there."""
-    cache = ctx.launchers
-    hit = cache.get(id(plan))
-    if hit is not None and hit[0] is plan:
-        return hit[1]
-    launchers = {i: ctx.prepare(s.source, s.name, s.global_size, s.local_size)
-                 for i, s in enumerate(plan.steps) if s.kind == "launch"}
-    cache[id(plan)] = (plan, launchers)
-    return launchers
+    return ctx.launchers.get(plan, lambda: {
+        i: ctx.prepare(s.source, s.name, s.global_size, s.local_size)
+        for i, s in enumerate(plan.steps) if s.kind == "launch"})
 
 
-_device_impls: dict = {}  # id(step) -> (step, CuPy implementation or None): built once per step
+_device_impls = PerPlan()  # step -> CuPy implementation or None: built once per step
 
 
 def _device_implementation(step):
-    hit = _device_impls.get(id(step))
-    if hit is None or hit[0] is not step:
-        hit = _device_impls[id(step)] = (step, cuda_library.implementation(step.name, step.params))
-    return hit[1]
+    return _device_impls.get(step, lambda: (
+        cuda_library.implementation(step.name, step.params),))[0]
 
 
 def _host_step(ctx: DeviceContext, step, args) -> list:

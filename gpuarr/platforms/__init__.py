@@ -116,6 +116,15 @@ class Platform:
         """The device holding `buffer` (platforms with several devices look at the buffer)."""
         return self.local_devices()[0]
 
+    def clear_caches(self) -> None:
+        """Drop the programs the platform compiled and keeps itself (eager operations')."""
+
+
+def clear_caches() -> None:
+    """Drop the compiled programs every loaded platform keeps (see `Platform.clear_caches`)."""
+    for plat in list(_loaded.values()):
+        plat.clear_caches()
+
 
 def get_platform(name: str) -> Platform:
     """The Platform named `name` (loading it on first use); RuntimeError when unusable."""

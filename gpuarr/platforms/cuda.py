@@ -9,6 +9,7 @@ the plan shows it is safe (see `donation_aliases`).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -18,6 +19,10 @@ from gpuarr.compiler import passes
 from gpuarr.compiler.plan import ElementwiseKernel, KernelStep, Load
 from gpuarr.core import ClosedProgram
 from gpuarr.platforms import Device, Platform
+
+# Compiled single operations kept, as JAX keeps its primitives' executables (jax._src.util.cache,
+# 4,096 entries by default): each holds its kernels and their device constants.
+EAGER_PROGRAMS = 4096
 
 
 class CudaDevice(Device):
@@ -51,11 +56,14 @@ class CudaPlatform(Platform):
                          for p, n in enumerate(counts) for i in range(n)]
         self._local = [d for d in self._devices if d.process_index == here]
         self._contexts: dict = {}
-        self._eager: dict = {}
+        self._eager: OrderedDict = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
 
     def optimize(self, closed):
         return passes.optimize(closed)
+
+    def clear_caches(self) -> None:
+        self._eager.clear()
 
     # ---- devices and buffers
     def devices(self):
@@ -133,7 +141,7 @@ class CudaPlatform(Platform):
         launch_plan = render.render_plan(kernel_plan)
         consts = [self._constant(c) for c in closed.consts]
         nconsts = len(consts)
-        const_key, plan_key = object(), object()  # constants are uploaded once per device
+        const_key, plan_key = cuda.PlanKey(), cuda.PlanKey()  # constants: once per device
 
         def make(aliases):
             def run(*buffers):
@@ -190,6 +198,10 @@ class CudaPlatform(Platform):
             return self._apply_on_host(prim, buffers, params)
         if fn is None:
             fn = self._eager[key] = self._compile_primitive(prim, avals, params)
+            while len(self._eager) > EAGER_PROGRAMS:
+                self._eager.popitem(last=False)
+        else:
+            self._eager.move_to_end(key)
         outs = fn(*[b if isinstance(b, cuda.DeviceBuffer) else np.asarray(b, a[1])
                     for b, a in zip(buffers, avals)])
         return list(outs) if prim.multiple_results else outs[0]

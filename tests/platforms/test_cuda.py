@@ -2,6 +2,7 @@
 memory settings, error messages, cache keys, donation analysis, NVRTC compilation of the plans
 the GPU runs) run everywhere; `gpu`-marked tests run programs on a CUDA device against the
 NumPy backend and skip, with the reason, where there is none."""
+import gc
 import math
 import os
 import subprocess
@@ -413,6 +414,38 @@ def test_device_constants_in_jitted_programs(standin):
     got = jax.jit(lambda a: a * w)(_on_cpu(np.ones(3, np.float32)))
     assert got.device == jax.devices("cpu")[0]
     np.testing.assert_array_equal(np.asarray(got), [0, 1, 2])
+
+
+def test_dropped_programs_free_their_device_constants(standin):
+    """A jitted function's constants live on the device as long as its compiled program, and
+    leave with it: they were kept for the life of the process."""
+    dev = standin.devices()[0]
+    pool = standin.context(dev.id).pool
+    w = np.random.default_rng(0).standard_normal(1 << 18).astype(np.float32)  # 1 MiB
+    x = jax.device_put(np.ones(1 << 18, np.float32), dev)
+    f = jax.jit(lambda a: a * w + 1.0)
+    jax.block_until_ready(f(x))
+    gc.collect()
+    before = pool.used_bytes()
+    np.testing.assert_array_equal(np.asarray(f(x)), w + np.float32(1.0))
+    del f
+    jax.clear_caches()
+    gc.collect()
+    assert pool.used_bytes() <= before - w.nbytes
+
+
+def test_loaded_kernels_stay_bounded(standin, monkeypatch):
+    """Each device keeps at most LOADED_MODULES kernel sources loaded besides those of live
+    programs, and programs still cached keep running after their module left the table."""
+    monkeypatch.setattr(cuda, "LOADED_MODULES", 3)
+    dev = standin.devices()[0]
+    ctx = standin.context(dev.id)
+    x = jax.device_put(np.arange(8, dtype=np.float32), dev)
+    fs = [jax.jit(lambda a, k=k: jnp.sin(a) * (k + 0.5) + k) for k in range(6)]
+    for k, f in enumerate(fs):
+        close(np.asarray(f(x)), (np.sin(np.arange(8.0)) * (k + 0.5) + k).astype(np.float32), 1e-6)
+        assert len(ctx._modules) <= 3
+    close(np.asarray(fs[0](x)), (np.sin(np.arange(8.0)) * 0.5).astype(np.float32), 1e-6)
 
 
 def _counters():

@@ -19,12 +19,18 @@ import hashlib
 import os
 import tempfile
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
 _lock = threading.Lock()
 _state: dict = {}
-_programs: dict = {}
+# Built programs, least recently used first. A Function holds its kernel (and so its program)
+# for as long as gpuarr keeps the Function, as a loaded CUDA module lives with its RawModule;
+# this memo only saves rebuilding a source that comes back, and is bounded because a whole
+# test run builds tens of thousands of programs, each holding PoCL's compiled code.
+_programs: OrderedDict = OrderedDict()
+_PROGRAMS = 256
 _MAGIC = b"CUPY-STANDIN-POCL1\n"
 
 
@@ -52,7 +58,9 @@ def kernel(source: str, name: str, flush_denormals: bool):
     key = (source, flush_denormals)
     with _lock:
         prg = _programs.get(key)
-        if prg is None:
+        if prg is not None:
+            _programs.move_to_end(key)
+        else:
             opts = ["-cl-std=CL1.2"] + (["-cl-denorms-are-zero"] if flush_denormals else [])
             path = _cache_path(source, opts)
             binary = _read_binary(path)
@@ -67,6 +75,8 @@ def kernel(source: str, name: str, flush_denormals: bool):
                         f"{e}") from e
                 _write_binary(path, bytes(prg.get_info(st["cl"].program_info.BINARIES)[0]))
             _programs[key] = prg
+            while len(_programs) > _PROGRAMS:
+                _programs.popitem(last=False)
         return st["cl"].Kernel(prg, name)
 
 

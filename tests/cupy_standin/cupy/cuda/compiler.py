@@ -15,12 +15,25 @@ import re
 import sys
 import tempfile
 import threading
+from collections import OrderedDict
 
 from cupy import _standin
 
 _lock = threading.Lock()
 _lib = None
-_cache: dict = {}
+# Compiled images kept in memory, least recently used first. CuPy keeps none here (a RawModule
+# holds its own module, and compiler.py reads the disk cache for each new one); this memo only
+# saves the stand-in the disk read, so it is bounded: a whole test run compiles tens of
+# thousands of kernels.
+_cache: OrderedDict = OrderedDict()
+_CACHED = 1024
+
+
+def _remember(key, compiled):
+    _cache[key] = compiled
+    while len(_cache) > _CACHED:
+        _cache.popitem(last=False)
+    return compiled
 
 
 class CompileException(Exception):
@@ -172,12 +185,12 @@ def _compile(source: str, options: tuple, filename: str = "kern.cu") -> Compiled
     key = (source, options)
     hit = _cache.get(key)
     if hit is not None:
+        _cache.move_to_end(key)
         return hit
     path = _disk_path(source, options)
     hit = _load_cached(path)
     if hit is not None:
-        _cache[key] = hit
-        return hit
+        return _remember(key, hit)
     _standin.counters.compile()
     lib = _library()
     prog = ctypes.c_void_p()
@@ -199,6 +212,6 @@ def _compile(source: str, options: tuple, filename: str = "kern.cu") -> Compiled
         lib.nvrtcGetCUBIN(prog, image)
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    compiled = _cache[key] = Compiled(image.raw, log, _resources(log))
+    compiled = _remember(key, Compiled(image.raw, log, _resources(log)))
     _save_cached(path, compiled)
     return compiled

@@ -254,7 +254,7 @@ class DeviceContext:
             self.pool.set_limit(size=self.limit)
             if settings.preallocate:  # what the pool holds already counts against the limit
                 self._preallocate(min(self.limit - self.pool.total_bytes(), int(free * 0.98)))
-        self._modules: OrderedDict = OrderedDict()  # source -> RawModule, least recent first
+        self._modules: OrderedDict = OrderedDict()  # source -> RawModule, oldest first
         self._functions: dict = {}  # (source, name) -> Function, for the modules loaded
         self.launchers = PerPlan()  # plan -> {step index: prepared launch}
         self._constants = PerPlan()  # PlanKey -> the plan's constants on this device
@@ -367,8 +367,8 @@ class DeviceContext:
     # kernels
     def function(self, source: str, name: str):
         """Kernel `name` of `source`, compiled by CuPy's RawModule (NVRTC for this device's
-        architecture, cached on disk by CuPy) and loaded once per device. The least recently
-        used modules beyond LOADED_MODULES are let go (CuPy unloads a module with its last
+        architecture, cached on disk by CuPy) and loaded once per device. The modules loaded
+        longest ago beyond LOADED_MODULES are let go (CuPy unloads a module with its last
         reference), so a process that compiles many programs does not fill the device."""
         key = (source, name)
         fn = self._functions.get(key)
@@ -382,7 +382,6 @@ class DeviceContext:
                         gone, _ = self._modules.popitem(last=False)
                         for k in [k for k in self._functions if k[0] == gone]:
                             del self._functions[k]
-                self._modules.move_to_end(source)
                 fn = self._functions[key] = module.get_function(name)
         return fn
 

@@ -193,15 +193,18 @@ class CudaPlatform(Platform):
         avals = tuple(_aval_key(b) for b in buffers)
         try:
             key = (prim, avals, tuple(sorted(params.items())))
-            fn = self._eager.get(key)
+            with self._lock:
+                fn = self._eager.get(key)
+                if fn is not None:
+                    self._eager.move_to_end(key)
         except TypeError:
             return self._apply_on_host(prim, buffers, params)
         if fn is None:
-            fn = self._eager[key] = self._compile_primitive(prim, avals, params)
-            while len(self._eager) > EAGER_PROGRAMS:
-                self._eager.popitem(last=False)
-        else:
-            self._eager.move_to_end(key)
+            fn = self._compile_primitive(prim, avals, params)
+            with self._lock:
+                self._eager[key] = fn
+                while len(self._eager) > EAGER_PROGRAMS:
+                    self._eager.popitem(last=False)
         outs = fn(*[b if isinstance(b, cuda.DeviceBuffer) else np.asarray(b, a[1])
                     for b, a in zip(buffers, avals)])
         return list(outs) if prim.multiple_results else outs[0]

@@ -448,6 +448,20 @@ def test_loaded_kernels_stay_bounded(standin, monkeypatch):
     close(np.asarray(fs[0](x)), (np.sin(np.arange(8.0)) * 0.5).astype(np.float32), 1e-6)
 
 
+def test_eager_operations_cache_is_bounded_and_cleared(standin, monkeypatch):
+    """Eager operations' compiled kernels are kept as JAX keeps its primitives' executables:
+    a bounded number, least recently used first to go, all dropped by clear_caches."""
+    from gpuarr.platforms import cuda as cuda_platform
+    monkeypatch.setattr(cuda_platform, "EAGER_PROGRAMS", 2)
+    x = jax.device_put(np.arange(4, dtype=np.float32), standin.devices()[0])
+    for op, want in [(jnp.sin, np.sin), (jnp.cos, np.cos), (jnp.exp, np.exp)]:
+        close(np.asarray(op(x)), want(np.arange(4, dtype=np.float32)), 1e-6)
+        assert len(standin._eager) <= 2
+    jax.clear_caches()
+    assert len(standin._eager) == 0
+    close(np.asarray(jnp.sin(x)), np.sin(np.arange(4, dtype=np.float32)), 1e-6)
+
+
 def _counters():
     return _cp()._standin.counters
 

@@ -40,7 +40,8 @@ class EvalTrace(core.Trace):
         if DeviceShards.made and _split_over_devices(args):
             _check_devices(prim, args)
             outs = None
-            if prim in impls.elementwise_prims or prim in impls.axis_reduction_prims:
+            if prim in impls.elementwise_prims or prim in impls.axis_reduction_prims \
+                    or prim.name in _SELECTS:
                 outs = _per_piece(self, prim, args, params)
             if outs is None and split_reductions[0] is not None:
                 outs = split_reductions[0](prim, args, params)
@@ -158,6 +159,7 @@ def _apply_extended(prim, args, params):
 # outputs or None, filled by sharding.data_parallel (which runs them as a program per device,
 # combined by collectives) when it is imported.
 split_reductions: list = [None]
+_SELECTS = ("select_n", "clamp")  # elementwise too, their operands of one shape or scalars
 
 
 def _split_over_devices(args) -> bool:
@@ -199,7 +201,8 @@ def _per_piece(trace, prim, args, params):
     for i, a in enumerate(args):
         if type(a) is Array and type(a._value) is not DeviceShards and (
                 a.ndim or a._platform is not None):
-            if prim not in impls.elementwise_prims or a.ndim not in (0, len(first.shape)) \
+            if (prim not in impls.elementwise_prims and prim.name not in _SELECTS) \
+                    or a.ndim not in (0, len(first.shape)) \
                     or any(n not in (m, 1) for n, m in zip(a.shape, first.shape)):
                 return None
             host = a._host()  # a scalar on a GPU, or a broadcast operand: each device's block

@@ -174,6 +174,28 @@ def test_per_block_eager_operations_and_jit_around_shard_map_match_jax():
     assert {e[0] for e in ours["errors"].values()} == {"ValueError"}, ours["errors"]
 
 
+def test_eager_operations_along_the_split_dimension_match_jax():
+    """On 4 cpu devices (a 4-device and a 2x2 mesh, Auto axes; `rev` and `concatenate` also
+    over an Explicit axis): slices, reversals, concatenation, dynamic slices, sorts,
+    cumulative operations, gathers and scatters along split dimensions give JAX's sharding,
+    dtype, shard shapes and values, held as pieces, bit for bit the one-device results; the
+    slices, reversals, concatenations and dynamic slices never put an operand together whole
+    (each device reads only what its block needs from the pieces holding it)."""
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["split_dimension", "4"])
+    (theirs,), _ = _run(["split_dimension", "4"], lib="jax")
+    assert sorted(ours["arrays"]) == sorted(theirs["arrays"])
+    assert len(theirs["arrays"]) == 63
+    for name, (spec, dtype, shapes, value) in theirs["arrays"].items():
+        got = ours["arrays"][name]
+        assert got[:3] == [spec, dtype, shapes], name
+        np.testing.assert_allclose(got[3], value, rtol=1e-6, atol=1e-6, err_msg=name)
+    assert set(ours["held"].values()) == {"DeviceShards"}, ours["held"]
+    assert len(ours["same"]) == 63 and all(ours["same"].values()), ours["same"]
+    regions = {n.split("/")[1] for n in ours["arrays"] if n.startswith("region/")}
+    assert len(regions) == 35 and all(ours["joins"][n] == 0 for n in regions), ours["joins"]
+
+
 def test_axis_index_groups_under_pmap_match_jax():
     ours, theirs = (r["groups"] for r in _features())
     assert ours["values"] == theirs["values"]

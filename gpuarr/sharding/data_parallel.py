@@ -36,7 +36,7 @@ from gpuarr.core import ClosedProgram, Literal
 from gpuarr.dispatch import as_array
 from gpuarr.interpreters import ad, partial_eval
 from gpuarr.lax import cumulative, dot_products, lax, parallel, shape_ops, slicing, sorting
-from gpuarr.sharding import spmd
+from gpuarr.sharding import split_dimension, spmd
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding, Sharding
@@ -51,12 +51,12 @@ _INLINED = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": 
 _EAGER_EXTRA = {lax.argmax_p, lax.argmin_p, shape_ops.reshape_p}  # with the reductions
 # Eager operations that run on each device's block where JAX runs them without communication
 # (a matrix product keeping its contraction whole, slices, sorts and cumulative operations
-# along unsplit dimensions, transposes, concatenation along an unsplit dimension); any other
-# split of their operands keeps the joined path, where XLA would reshard.
+# along unsplit dimensions, transposes, broadcasts, concatenation along an unsplit dimension);
+# along a split dimension, where XLA reshards, split_dimension.py runs them.
 _PER_BLOCK = {dot_products.dot_general_p, shape_ops.transpose_p, shape_ops.squeeze_p,
-              lax.slice_p, lax.concatenate_p, sorting.sort_p, cumulative.cumsum_p,
-              cumulative.cumprod_p, cumulative.cummax_p, cumulative.cummin_p,
-              cumulative.cumlogsumexp_p}
+              shape_ops.broadcast_in_dim_p, lax.slice_p, lax.concatenate_p, sorting.sort_p,
+              cumulative.cumsum_p, cumulative.cumprod_p, cumulative.cummax_p,
+              cumulative.cummin_p, cumulative.cumlogsumexp_p}
 _ELEMENTWISE_EXTRA = {"select_n", "clamp", ad.add_any_p.name}
 
 
@@ -119,9 +119,10 @@ def run_eagerly(prim, args, params):
     they are added per piece, so they differ from one GPU's sum in rounding, as JAX's do.
     The operations of `_PER_BLOCK` run on each device's blocks of their operands when no
     device needs another's data, bit for bit the one-device result, their results kept as
-    pieces with the sharding JAX reports. A shard_map bound eagerly (by grad's, jvp's or
-    vmap's rule) runs per device on the pieces where they are. None for any other primitive
-    or operand (the caller then reads the value joined)."""
+    pieces with the sharding JAX reports; along a split dimension they, gathers, dynamic
+    slices and scatters run as split_dimension.py runs them. A shard_map bound eagerly (by
+    grad's, jvp's or vmap's rule) runs per device on the pieces where they are. None for any
+    other primitive or operand (the caller then reads the value joined)."""
     if prim is spmd.shard_map_p:
         if not spmd.runs_per_device_eagerly(params["mesh"], args):
             return None
@@ -129,13 +130,13 @@ def run_eagerly(prim, args, params):
                                    params["out_specs"])
     per_block = prim in _PER_BLOCK
     if not per_block and prim not in impls.axis_reduction_prims and prim not in _EAGER_EXTRA:
-        return None
+        return split_dimension.run(prim, args, params)  # along a split dimension
     if not all(type(a) is Array for a in args) or (not per_block and len(args) != 1):
-        return None
+        return split_dimension.run(prim, args, params) if per_block else None
     found = mesh_and_specs(args, [a._value.sharding if type(a._value) is DeviceShards else None
                                   for a in args])
     if found is None:
-        return None
+        return split_dimension.run(prim, args, params) if per_block else None
     mesh, specs = found
     exact = per_block or mesh.devices.flat[0].platform != "cuda"
     avals = [core.get_aval(a) for a in args]
@@ -150,7 +151,7 @@ def run_eagerly(prim, args, params):
             return list(out) if prim.multiple_results else [out]
         closed = _eager_programs[key] = partial_eval.trace_to_program(one, avals)
     if per_block and _plan(closed, mesh, tuple(specs), avals, exact)[3]:
-        return None  # a device would need another's data: XLA reshards, gpuarr joins
+        return split_dimension.run(prim, args, params)  # a device needs another's data
     outs = run(closed, args, mesh, specs, None, typed_inputs(mesh), exact)
     weak = core.weak_type_rules.get(prim, core.default_weak_type_rule)(*args, **params)
     for out, w in zip(outs, weak if isinstance(weak, list) else [weak] * len(outs)):

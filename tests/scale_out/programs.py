@@ -5,6 +5,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py gpuarr collectives N   (N cpu devices in one process)
     python programs.py LIB jit_split N        (or groups, transforms; features: all three)
     python programs.py LIB split_ops N        (eager per-block operations, jit around shard_map)
+    python programs.py LIB split_dimension 4  (eager operations along the split dimension)
     python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
@@ -1196,12 +1197,128 @@ def _beyond_shard_map(mesh, full, x, n):
                 shown=repr(x))
 
 
+def _split_dimension_cases(idx):
+    """Eager operations along the split dimension (`region`: computed from the pieces that
+    hold what they need, else on the operands joined), on `a`: x (rows split over 4 devices),
+    xij (rows over 'i', columns over 'j' of a 2x2 mesh), xji (the other way), xt (columns
+    split), y8 (8 rows, split), xr (replicated), sidx (indices split) and full (x's value)."""
+    jnp = jax.numpy
+    region = {
+        "slice": lambda a: a["x"][1:5], "step": lambda a: a["x"][::2],
+        "index": lambda a: a["x"][3], "index_neg": lambda a: a["x"][-1],
+        "slice_step3": lambda a: a["x"][5:13:3], "lax_slice": lambda a: lax.slice(
+            a["x"], (2, 0), (14, 8)), "ij_slice": lambda a: a["xij"][1:5],
+        "ij_slice_both": lambda a: a["xij"][1:5, 2:6], "ij_index": lambda a: a["xij"][3],
+        "ji_slice": lambda a: a["xji"][2:6], "ij_step": lambda a: a["xij"][::2],
+        "cols_slice": lambda a: a["xt"][:, 1:5], "cols_index": lambda a: a["xt"][:, 3],
+        "rev": lambda a: a["x"][::-1], "ij_rev": lambda a: lax.rev(a["xij"], (0,)),
+        "rev_both": lambda a: lax.rev(a["x"], (0, 1)),
+        "concat": lambda a: jnp.concatenate([a["x"], a["x"] * 2], 0),
+        "concat_ones": lambda a: jnp.concatenate([a["x"], jnp.ones((4, 8), np.float32)], 0),
+        "concat_ones3": lambda a: jnp.concatenate([a["x"], jnp.ones((3, 8), np.float32)], 0),
+        "concat_short": lambda a: jnp.concatenate([a["x"], a["y8"]], 0),
+        "concat_short_first": lambda a: jnp.concatenate([a["y8"], a["x"]], 0),
+        "concat_replicated": lambda a: jnp.concatenate([a["x"], a["xr"]], 0),
+        "concat_three": lambda a: jnp.concatenate([a["x"], a["x"], a["x"]], 0),
+        "concat_numpy": lambda a: jnp.concatenate([a["x"], a["full"]], 0),
+        "ij_concat": lambda a: jnp.concatenate([a["xij"], a["xij"]], 0),
+        "ij_concat1": lambda a: jnp.concatenate([a["xij"], a["xij"]], 1),
+        "cols_concat": lambda a: jnp.concatenate([a["xt"], a["xt"]], 1),
+        "dynamic_slice": lambda a: lax.dynamic_slice(a["x"], (3, 1), (4, 3)),
+        "dynamic_slice_clamped": lambda a: lax.dynamic_slice(a["x"], (14, 1), (4, 3)),
+        "dynamic_slice_whole": lambda a: lax.dynamic_slice(a["x"], (0, 1), (16, 3)),
+        "dynamic_slice_array": lambda a: lax.dynamic_slice_in_dim(a["x"], jnp.int32(6), 5, 0),
+        "ij_dynamic_slice": lambda a: lax.dynamic_slice(a["xij"], (3, 1), (4, 4)),
+        "ij_dynamic_slice_cols": lambda a: lax.dynamic_slice(a["xij"], (0, 1), (16, 4))}
+    joined = {
+        "sort": lambda a: jnp.sort(a["x"], axis=0), "argsort": lambda a: jnp.argsort(a["x"], 0),
+        "lax_sort": lambda a: lax.sort(a["x"], dimension=0),
+        "lax_sort_two": lambda a: lax.sort((a["x"], a["x"] * 2), dimension=0, num_keys=1),
+        "ij_sort": lambda a: jnp.sort(a["xij"], axis=0),
+        "cumsum": lambda a: jnp.cumsum(a["x"], axis=0),
+        "cumprod": lambda a: jnp.cumprod(a["x"], axis=0),
+        "cummax": lambda a: lax.cummax(a["x"], axis=0),
+        "cumsum_reverse": lambda a: lax.cumsum(a["x"], axis=0, reverse=True),
+        "ij_cumsum": lambda a: jnp.cumsum(a["xij"], axis=0),
+        "gather": lambda a: a["x"][idx], "take": lambda a: jnp.take(a["x"], idx, axis=0),
+        "ij_gather": lambda a: a["xij"][idx],
+        "take_cols": lambda a: jnp.take(a["x"], np.array([1, 4]), axis=1),
+        "ij_take_cols": lambda a: jnp.take(a["xij"], np.array([1, 4]), axis=1),
+        "gather_2d": lambda a: a["x"][idx.reshape(5, 1) % 4, idx.reshape(1, 5) % 8],
+        "gather_split_indices": lambda a: a["x"][a["sidx"]],
+        "gather_scalar": lambda a: a["x"][jnp.int32(3)],
+        "set": lambda a: a["x"].at[idx].set(1.0), "add": lambda a: a["x"].at[idx].add(2.0),
+        "max": lambda a: a["x"].at[idx].max(0.5), "set_row": lambda a: a["x"].at[3].set(0.5),
+        "set_col": lambda a: a["x"].at[:, 2].set(0.5),
+        "add_rows": lambda a: a["x"].at[2:6].add(1.0),
+        "ij_set": lambda a: a["xij"].at[idx].set(1.0),
+        "set_split_updates": lambda a: a["x"].at[idx[:4]].set(a["y8"][:4] * 3),
+        "dynamic_update_slice": lambda a: lax.dynamic_update_slice(
+            a["x"], jnp.zeros((2, 3), np.float32), (3, 1))}
+    return region, joined
+
+
+def split_dimension(n):
+    """On n = 4 cpu devices (Auto axes): eager slices, reversals, concatenation, dynamic
+    slices, sorts, cumulative operations, gathers and scatters along split dimensions
+    (_split_dimension_cases), and `rev` and `concatenate` over an Explicit axis. Per result:
+    spec, dtype, shard shapes, value; for gpuarr also how it is held, whether it equals the
+    one-device result bit for bit, and how many times an operand was put together whole."""
+    jax.config.update("jax_num_cpu_devices", n)
+    jnp = jax.numpy
+    rng = np.random.default_rng(3)
+    full = rng.standard_normal((16, 8)).astype(np.float32)
+    full[9, 3] = full[2, 3]  # a tie for the sorts
+    idx = np.array([3, 0, 15, 5, 5], np.int32)
+    auto = (jax.sharding.AxisType.Auto,)
+    m1 = jax.make_mesh((n,), ("i",), axis_types=auto)
+    m2 = jax.make_mesh((2, n // 2), ("i", "j"), axis_types=auto * 2)
+    mx = jax.make_mesh((n,), ("i",), axis_types=(jax.sharding.AxisType.Explicit,))
+
+    def put(v, mesh, *spec):
+        return jax.device_put(v, NamedSharding(mesh, P(*spec)))
+
+    ops = dict(full=full, x=put(full, m1, "i"), xij=put(full, m2, "i", "j"),
+               xji=put(full, m2, "j", "i"), xt=put(full, m1, None, "i"),
+               y8=put(full[:8], m1, "i"), xr=put(full, m1),
+               sidx=put(np.arange(1, 9, dtype=np.int32), m1, "i"))
+    one = {k: v if k == "full" else jnp.asarray(np.asarray(v)) for k, v in ops.items()}
+    region, joined = _split_dimension_cases(idx)
+    region["explicit_rev"] = lambda a: a["xe"][::-1]
+    region["explicit_concat"] = lambda a: jnp.concatenate([a["xe"], a["xe"] * 2], 0)
+    ops["xe"], one["xe"] = put(full, mx, "i"), jnp.asarray(full)
+    joins = [0]
+    if LIB == "gpuarr":
+        from gpuarr.backends.device_shards import DeviceShards
+        assemble = DeviceShards.assemble
+
+        def counted(self):
+            joins[0] += 1
+            return assemble(self)
+        DeviceShards.assemble = counted
+    out, held, same, whole = {}, {}, {}, {}
+    for kind, cases in (("region", region), ("joined", joined)):
+        for name, fn in cases.items():
+            joins[0] = 0
+            got = jax.tree.leaves(fn(ops))
+            whole[name] = joins[0]
+            for i, r in enumerate(got):
+                key = f"{kind}/{name}/{i}"
+                out[key] = _described(r)
+                if LIB == "gpuarr":
+                    held[key] = type(r._stored).__name__
+                    same[key] = bool(np.array_equal(
+                        np.asarray(r), np.asarray(jax.tree.leaves(fn(one))[i])))
+    return dict(arrays=out, held=held, same=same, joins=whole)
+
+
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
             "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
             "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
-            "cpu_shards": cpu_shards, "split_ops": split_ops}
+            "cpu_shards": cpu_shards, "split_ops": split_ops,
+            "split_dimension": split_dimension}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

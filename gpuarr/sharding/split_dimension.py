@@ -1,0 +1,292 @@
+"""Eager operations along the split dimension of an Array split over several devices of this
+process, with the sharding JAX reports for each (XLA's propagation over Auto mesh axes).
+
+Two kinds of rule, one per primitive:
+
+- Regions (`slice`, `rev`, `concatenate`, `dynamic_slice`): each device's block of the result
+  is read from the pieces that hold it, each piece giving only the part of it that the block
+  needs (a replicated result is read once and copied to each device), so nothing else moves.
+- Joined (`sort` and the cumulative operations along a split dimension, gathers, scatters,
+  `dynamic_update_slice`): the primitive runs on the operands put together on the first
+  device, and its result is cut into the pieces of the sharding JAX reports.
+
+Either way the values are bit for bit the one-device computation's. Over Explicit mesh axes,
+where JAX types the result's sharding or raises ShardingTypeError, only `rev` and
+`concatenate` run here (their specs written out per dimension, as JAX's typed shardings
+print); the others keep the caller's joined path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import core, dispatch
+from gpuarr.array import Array
+from gpuarr.backends.device_shards import DeviceShards, own_copy
+from gpuarr.lax import cumulative, lax, shape_ops, slicing, sorting
+from gpuarr.sharding.partition_spec import PartitionSpec
+from gpuarr.sharding.shardings import NamedSharding
+from gpuarr.sharding.tree_shardings import with_sharding
+
+_SCATTERS = {slicing.scatter_p, slicing.scatter_add_p, slicing.scatter_sub_p,
+             slicing.scatter_mul_p, slicing.scatter_min_p, slicing.scatter_max_p,
+             slicing.scatter_apply_p, slicing.dynamic_update_slice_p}
+_ALONG = {sorting.sort_p: "dimension", cumulative.cumsum_p: "axis", cumulative.cumprod_p: "axis",
+          cumulative.cummax_p: "axis", cumulative.cummin_p: "axis",
+          cumulative.cumlogsumexp_p: "axis"}
+
+
+def run(prim, args, params):
+    """`prim` on `args` (some split over several devices of this process) as JAX runs it
+    along a split dimension, or None where no rule here applies (the caller then reads the
+    operands joined and reports the first device)."""
+    if prim not in _REGIONS and prim not in _ALONG and prim not in _SCATTERS \
+            and prim is not slicing.gather_p:
+        return None
+    split = [a._value for a in args if type(a) is Array and type(a._value) is DeviceShards]
+    if not split or any(s.spans_processes for s in split):
+        return None
+    mesh = split[0].sharding.mesh
+    if any(s.sharding.mesh != mesh for s in split):
+        return None
+    typed = mesh._any_axis_explicit
+    if prim in _REGIONS and (not typed or prim in (shape_ops.rev_p, lax.concatenate_p)):
+        return _REGIONS[prim](args, params, split[0], typed)
+    if typed:
+        return None
+    spec = _joined_spec(prim, args, params)
+    if spec is None:
+        return None
+    return _joined(prim, args, params, split[0], spec)
+
+
+# ---------------------------------------------------------------- reading pieces
+
+
+def _entries(a) -> list:
+    """`a`'s spec entry per dimension (None: unsplit), or all None when `a` is not split."""
+    if type(a) is Array and type(a._value) is DeviceShards:
+        return list(a._value.sharding.spec._normalized_spec_for_aval(a.ndim).partitions)
+    return [None] * np.ndim(a)
+
+
+def _ways(mesh, entry) -> int:
+    names = () if entry is None else entry if isinstance(entry, tuple) else (entry,)
+    return int(np.prod([mesh.shape[n] for n in names], dtype=np.int64))
+
+
+def _as_index(coords: np.ndarray):
+    """`coords` as a basic slice when they step evenly (a view, no copy), else as they are."""
+    if len(coords) == 1 or (len(coords) > 1 and np.all(np.diff(coords) == coords[1] - coords[0])
+                            and coords[1] != coords[0]):
+        step = int(coords[1] - coords[0]) if len(coords) > 1 else 1
+        stop = int(coords[-1]) + step
+        return slice(int(coords[0]), stop if stop >= 0 else None, step)
+    return coords
+
+
+def _read(a, coords) -> np.ndarray:
+    """`a`'s global value at `coords` (one array of indices per dimension: the value's
+    `[np.ix_(*coords)]`) on the host, each piece of a split `a` giving only the bounding box
+    of the coordinates it holds."""
+    v = a._value if type(a) is Array else None
+    if type(v) is not DeviceShards:
+        host = a._host() if type(a) is Array else np.asarray(a)
+        return _take(host, coords)
+    out = np.empty([len(c) for c in coords], v.dtype)
+    done = set()
+    for device, index in v.sharding.devices_indices_map(v.shape).items():
+        bounds = tuple(s.indices(n)[:2] for s, n in zip(index, v.shape))
+        if bounds in done or device not in v.shards:
+            continue  # a replicated block is read from one of its devices
+        done.add(bounds)
+        at, local = [], []
+        for c, (lo, hi) in zip(coords, bounds):
+            hit = np.flatnonzero((c >= lo) & (c < hi))
+            if not hit.size:
+                break
+            at.append(hit)
+            local.append(c[hit] - lo)
+        else:
+            box = tuple(slice(int(k.min()), int(k.max()) + 1) for k in local)
+            part = v.platform.to_host(v.shards[device][box])
+            _put(out, at, _take(np.asarray(part), [k - b.start for k, b in zip(local, box)]))
+    return out
+
+
+def _take(value: np.ndarray, coords) -> np.ndarray:
+    index = [_as_index(c) for c in coords]
+    if all(type(i) is slice for i in index):
+        return value[tuple(index)]
+    return value[np.ix_(*[np.arange(*i.indices(n)) if type(i) is slice else i
+                          for i, n in zip(index, value.shape)])]
+
+
+def _put(out: np.ndarray, at, part) -> None:
+    index = [_as_index(c) for c in at]
+    if all(type(i) is slice for i in index):
+        out[tuple(index)] = part
+    else:
+        out[np.ix_(*[np.arange(*i.indices(n)) if type(i) is slice else i
+                     for i, n in zip(index, out.shape)])] = part
+
+
+def _result(first: DeviceShards, shape, dtype, entries, typed, weak, block) -> Array:
+    """An Array of pieces over `first`'s mesh with spec `entries`: each device's piece is
+    `block(index)` (index: the device's block of the result, one range per dimension), read
+    once per distinct block and copied to the other devices holding it."""
+    sharding = NamedSharding(first.sharding.mesh, _shown(entries, typed))
+    made: dict = {}
+    shards = {}
+    for device, index in sharding.devices_indices_map(tuple(shape)).items():
+        if device not in first.shards:
+            continue
+        ranges = tuple(np.arange(*s.indices(n)) for s, n in zip(index, shape))
+        key = tuple((int(r[0]), len(r)) if len(r) else (0, 0) for r in ranges)
+        if key in made:
+            host = own_copy(made[key])
+        else:
+            host = made[key] = np.asarray(block(ranges), dtype)
+            if not host.flags.owndata or not host.flags.c_contiguous:
+                host = made[key] = own_copy(host)
+        shards[device] = first.platform.from_host(host, device)
+    out = Array(DeviceShards(shards, shape, dtype, sharding, first.platform), weak,
+                device=first.first_device(), committed=True, platform=first.array_platform)
+    out._sharding = sharding
+    return out
+
+
+def _shown(entries, typed: bool) -> PartitionSpec:
+    """A spec as JAX prints it: one entry per dimension over Explicit axes, else without the
+    trailing unsplit dimensions."""
+    entries = list(entries)
+    while not typed and entries and entries[-1] is None:
+        entries.pop()
+    return PartitionSpec(*entries)
+
+
+def _weak(prim, args, params) -> bool:
+    weak = core.weak_type_rules.get(prim, core.default_weak_type_rule)(*args, **params)
+    return weak[0] if isinstance(weak, list) else weak
+
+
+# ---------------------------------------------------------------- regions
+
+
+def _slice(args, params, first, typed):
+    """A slice (steps included) along a split dimension: replicated along it, as XLA
+    propagates it (`x[1:5]` of `P('i')` is `P()`); dimensions taken whole keep their split."""
+    (x,) = args
+    starts, limits = params["start_indices"], params["limit_indices"]
+    strides = params["strides"] or (1,) * x.ndim
+    shape = tuple(max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(starts, limits, strides))
+    entries = [e if (lo, hi, st) == (0, n, 1) else None
+               for e, lo, hi, st, n in zip(_entries(x), starts, limits, strides, x.shape)]
+    return _result(first, shape, x.dtype, entries, typed, _weak(lax.slice_p, args, params),
+                   lambda ranges: _read(x, [lo + st * r for lo, st, r in
+                                            zip(starts, strides, ranges)]))
+
+
+def _rev(args, params, first, typed):
+    """Reversed along some dimensions: the split kept, each device's block read from the
+    piece(s) mirroring it."""
+    (x,) = args
+    dims = set(params["dimensions"])
+    return _result(first, x.shape, x.dtype, _entries(x), typed,
+                   _weak(shape_ops.rev_p, args, params),
+                   lambda ranges: _read(x, [n - 1 - r if d in dims else r
+                                            for d, (r, n) in enumerate(zip(ranges, x.shape))]))
+
+
+def _dynamic_slice(args, params, first, typed):
+    """A dynamic slice at concrete start indices (clamped into the operand, as XLA clamps
+    them): dimensions taken whole keep their split, the others are replicated."""
+    x, *starts = args
+    sizes = params["slice_sizes"]
+    starts = [min(max(int(_read(s, [])) if type(s) is Array else int(s), 0), n - k)
+              for s, n, k in zip(starts, x.shape, sizes)]
+    entries = [e if k == n else None for e, k, n in zip(_entries(x), sizes, x.shape)]
+    return _result(first, tuple(sizes), x.dtype, entries, typed,
+                   _weak(slicing.dynamic_slice_p, args, params),
+                   lambda ranges: _read(x, [s + r for s, r in zip(starts, ranges)]))
+
+
+def _concatenate(args, params, first, typed):
+    """Concatenation along a split dimension: the split operands' spec, the concatenated
+    dimension keeping its split where the devices divide it (else replicated, as XLA
+    propagates it); each device's block read from the operands' pieces covering it."""
+    axis = params["dimension"]
+    specs = [_entries(a) for a in args if type(a) is Array and type(a._value) is DeviceShards]
+    if any(s[:axis] + s[axis + 1:] != specs[0][:axis] + specs[0][axis + 1:] for s in specs):
+        return None  # split otherwise along other dimensions: XLA reshards, gpuarr joins
+    entries = list(next((s for s in specs if s[axis] is not None), specs[0]))
+    shape = list(args[0].shape)
+    shape[axis] = sum(np.shape(a)[axis] for a in args)
+    if shape[axis] % _ways(first.sharding.mesh, entries[axis]):
+        if typed:
+            return None  # JAX's ValueError over Explicit axes: the joined path says it
+        entries[axis] = None
+    offsets = np.cumsum([0] + [np.shape(a)[axis] for a in args])
+
+    def block(ranges):
+        out = np.empty([len(r) for r in ranges], first.dtype)
+        r = ranges[axis]
+        for a, lo, hi in zip(args, offsets[:-1], offsets[1:]):
+            hit = np.flatnonzero((r >= lo) & (r < hi))
+            if hit.size:
+                coords = list(ranges)
+                coords[axis] = r[hit] - lo
+                _put(out, [np.arange(len(c)) for c in ranges[:axis]] + [hit]
+                     + [np.arange(len(c)) for c in ranges[axis + 1:]], _read(a, coords))
+        return out
+
+    return _result(first, tuple(shape), first.dtype, entries, typed,
+                   _weak(lax.concatenate_p, args, params), block)
+
+
+_REGIONS = {lax.slice_p: _slice, shape_ops.rev_p: _rev, lax.concatenate_p: _concatenate,
+            slicing.dynamic_slice_p: _dynamic_slice}
+
+
+# ---------------------------------------------------------------- joined, then cut
+
+
+def _joined_spec(prim, args, params) -> list | None:
+    """The spec entries JAX gives the result of `prim` (a joined rule), or None."""
+    if prim in _ALONG or prim in _SCATTERS:
+        operand = args[0] if prim in _SCATTERS else next(
+            a for a in args if type(a) is Array and type(a._value) is DeviceShards)
+        return _entries(operand) if type(operand) is Array and \
+            type(operand._value) is DeviceShards else None
+    if prim is slicing.gather_p:
+        return _gather_entries(args, params)
+    return None
+
+
+def _gather_entries(args, params) -> list | None:
+    """A gather's result spec: an offset dimension keeps the operand's split when the gather
+    takes that dimension whole, a batch dimension keeps the indices' split (as XLA
+    propagates them: `x[idx]` of `P('i')` is `P()`, `jnp.take(x, idx, 1)` is `P('i')`)."""
+    operand, indices = args
+    dn = params["dimension_numbers"]
+    sizes = params["slice_sizes"]
+    skipped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    offset = [e if sizes[d] == n else None for d, (e, n) in
+              enumerate(zip(_entries(operand), operand.shape)) if d not in skipped]
+    batch = iter(_entries(indices)[:-1])
+    offsets = iter(offset)
+    rank = len(offset) + np.ndim(indices) - 1
+    entries = [next(offsets) if d in dn.offset_dims else next(batch) for d in range(rank)]
+    named = [e for e in entries if e is not None]
+    return entries if len(named) == len(set(named)) else None
+
+
+def _joined(prim, args, params, first, entries):
+    """`prim` on the operands put together on the first device, each result cut into the
+    pieces of the sharding JAX reports."""
+    joined = [Array(a._value.assemble(), a.weak_type, device=a._value.first_device(),
+                    committed=True, platform=a._value.array_platform)
+              if type(a) is Array and type(a._value) is DeviceShards else a for a in args]
+    outs = dispatch.eval_trace.process_primitive(prim, joined, params)
+    sharding = NamedSharding(first.sharding.mesh, _shown(entries, False))
+    placed = [with_sharding(o, sharding) for o in (outs if prim.multiple_results else [outs])]
+    return placed if prim.multiple_results else placed[0]

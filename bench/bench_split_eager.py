@@ -2,9 +2,11 @@
 shard_map among other operations.
 
 Each operation JAX runs per device without communication (`x @ w` with `x` split on rows and
-`w` replicated, a slice and a transpose, `sort` and `cumsum` along the unsplit axis) and
-`jit(lambda v: tanh(shard_map(f)(v * 3) @ w + 1))` run on a float32 (4096, 512) array split
-over N devices, and on the same array on one device. JAX runs the same calls with N host
+`w` replicated, a slice and a transpose, `sort` and `cumsum` along the unsplit axis),
+`jit(lambda v: tanh(shard_map(f)(v * 3) @ w + 1))`, and operations along the split rows (a
+slice of 100 rows, a reversal, a concatenation, a gather and a scatter-add of 256 rows, a
+sort) run on a float32 (4096, 512) array split over N devices, and on the same array on one
+device. JAX runs the same calls with N host
 devices in a process of its own in the same run (the device count is fixed when the platform
 starts). Reported per operation: each library's split time over its one-device time, and
 gpuarr's split time over JAX's. The devices share this machine's cores.
@@ -38,9 +40,15 @@ def _worker(lib: str, n: int) -> None:
     x1, w1 = jax.device_put(full, jax.devices()[0]), jax.device_put(w_host, jax.devices()[0])
     smap = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
     around = jax.jit(lambda v, a: jnp.tanh(smap(v * 3) @ a + 1.0))
+    rows = np.arange(0, 4096, 16, dtype=np.int32)[::-1].copy()  # 256 rows from every device
     cases = {"matmul": lambda v, a: v @ a, "slice": lambda v, a: v[:, 100:300],
              "transpose": lambda v, a: v.T, "sort": lambda v, a: jnp.sort(v, axis=1),
-             "cumsum": lambda v, a: jnp.cumsum(v, axis=1), "jit_around_shard_map": around}
+             "cumsum": lambda v, a: jnp.cumsum(v, axis=1), "jit_around_shard_map": around,
+             # along the split dimension
+             "slice_rows": lambda v, a: v[1000:1100], "reverse_rows": lambda v, a: v[::-1],
+             "concat_rows": lambda v, a: jnp.concatenate([v, v], 0),
+             "gather_rows": lambda v, a: v[rows], "scatter_rows": lambda v, a: v.at[rows].add(1.0),
+             "sort_rows": lambda v, a: jnp.sort(v, axis=0)}
     times = {}
     for name, fn in cases.items():
         for where, args in (("split", (x, w)), ("one", (x1, w1))):

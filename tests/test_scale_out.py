@@ -357,6 +357,29 @@ def test_per_block_eager_operations_run_on_each_gpu():
         assert moved <= 8 * 2 and nccl == {} and same, name
 
 
+def test_eager_operations_along_the_split_dimension_on_gpus():
+    """The cases of the cpu-device test above on 2 stand-in GPUs: JAX's shardings (on 2 cpu
+    devices), dtypes, shard shapes and values, held as pieces on the GPUs, bit for bit the
+    one-GPU results. A slice, reversal, concatenation or dynamic slice moves through the host
+    only what the result needs (each needed part of a piece out, each GPU's block in: at most
+    three times the result's bytes on 2 GPUs, with a NumPy operand's own transfer)."""
+    pytest.importorskip("jax")
+    r = _on_two_standin_gpus("split_dimension")
+    if "skip" in r:
+        pytest.skip(r["skip"])
+    (theirs,), _ = _run(["split_dimension", "2"], lib="jax")
+    assert sorted(r["arrays"]) == sorted(theirs["arrays"])
+    for name, (spec, dtype, shapes, value) in theirs["arrays"].items():
+        got = r["arrays"][name]
+        assert got[:3] == [spec, dtype, shapes], name
+        np.testing.assert_allclose(got[3], value, rtol=1e-6, atol=1e-6, err_msg=name)
+    assert set(r["held"].values()) == {"DeviceShards"} and all(r["same"].values()), r["same"]
+    regions = {n.split("/")[1] for n in r["arrays"] if n.startswith("region/")}
+    for name in regions:
+        moved, nbytes = r["moved"][name]
+        assert r["joins"][name] == 0 and moved <= 3 * nbytes + 64, (name, moved, nbytes)
+
+
 def test_nccl_unique_id_goes_over_mpi():
     """2 processes with one stand-in GPU each: the group's first process makes the NCCL
     unique id, MPI carries it (as host bytes) to the other, and each process initialises its

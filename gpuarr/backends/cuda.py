@@ -213,6 +213,10 @@ class DeviceBuffer:
         if self.event is not None:
             self.event.synchronize()
 
+    def region(self, index) -> DeviceBuffer:
+        """A view of the block `index` (basic slices) of this buffer, written by the same launch."""
+        return DeviceBuffer(self.data[index], self.event, self.context)
+
     @property
     def __cuda_array_interface__(self) -> dict:
         cai = dict(self.data.__cuda_array_interface__)

@@ -42,7 +42,7 @@ def run(prim, args, params):
     if prim not in _REGIONS and prim not in _ALONG and prim not in _SCATTERS \
             and prim is not slicing.gather_p:
         return None
-    split = [a._value for a in args if type(a) is Array and type(a._value) is DeviceShards]
+    split = [a._value for a in _split(args)]
     if not split or any(s.spans_processes for s in split):
         return None
     mesh = split[0].sharding.mesh
@@ -67,6 +67,10 @@ def _entries(a) -> list:
     if type(a) is Array and type(a._value) is DeviceShards:
         return list(a._value.sharding.spec._normalized_spec_for_aval(a.ndim).partitions)
     return [None] * np.ndim(a)
+
+
+def _split(args) -> list:
+    return [a for a in args if type(a) is Array and type(a._value) is DeviceShards]
 
 
 def _ways(mesh, entry) -> int:
@@ -107,9 +111,14 @@ def _read(a, coords) -> np.ndarray:
             at.append(hit)
             local.append(c[hit] - lo)
         else:
-            box = tuple(slice(int(k.min()), int(k.max()) + 1) for k in local)
-            part = v.platform.to_host(v.shards[device][box])
-            _put(out, at, _take(np.asarray(part), [k - b.start for k, b in zip(local, box)]))
+            # evenly spaced coordinates: that view of the piece; else its bounding box
+            box = [_as_index(k) for k in local]
+            if not all(type(b) is slice and b.step > 0 for b in box):
+                box = [slice(int(k.min()), int(k.max()) + 1, 1) for k in local]
+            piece = v.shards[device]  # a GPU's buffer, or a cpu device's NumPy array
+            part = np.asarray(v.platform.to_host(
+                piece.region(tuple(box)) if hasattr(piece, "region") else piece[tuple(box)]))
+            _put(out, at, _take(part, [(k - b.start) // b.step for k, b in zip(local, box)]))
     return out
 
 
@@ -130,11 +139,13 @@ def _put(out: np.ndarray, at, part) -> None:
                      for i, n in zip(index, out.shape)])] = part
 
 
-def _result(first: DeviceShards, shape, dtype, entries, typed, weak, block) -> Array:
+def _result(first: DeviceShards, shape, dtype, entries, typed, weak, block, args) -> Array:
     """An Array of pieces over `first`'s mesh with spec `entries`: each device's piece is
     `block(index)` (index: the device's block of the result, one range per dimension), read
-    once per distinct block and copied to the other devices holding it."""
-    sharding = NamedSharding(first.sharding.mesh, _shown(entries, typed))
+    once per distinct block and copied to the other devices holding it. `args`: the
+    operands (a split one's spec may be reported: `_shown`)."""
+    mesh = first.sharding.mesh
+    sharding = NamedSharding(mesh, _shown(mesh, entries, typed, _split(args)))
     made: dict = {}
     shards = {}
     for device, index in sharding.devices_indices_map(tuple(shape)).items():
@@ -155,13 +166,30 @@ def _result(first: DeviceShards, shape, dtype, entries, typed, weak, block) -> A
     return out
 
 
-def _shown(entries, typed: bool) -> PartitionSpec:
-    """A spec as JAX prints it: one entry per dimension over Explicit axes, else without the
-    trailing unsplit dimensions."""
-    entries = list(entries)
-    while not typed and entries and entries[-1] is None:
-        entries.pop()
-    return PartitionSpec(*entries)
+def _shown(mesh, entries, typed: bool, like=()) -> PartitionSpec:
+    """A spec as JAX prints it: one entry per dimension over Explicit axes; else the spec of
+    an operand in `like` that places the pieces the same way (JAX keeps an input's sharding
+    when XLA's equals it), or as XLA's propagation gives it back (axes of size 1 and trailing
+    unsplit dimensions dropped)."""
+    if typed:
+        return PartitionSpec(*entries)
+    placed = _placed(mesh, entries)
+    for a in like:
+        if a.ndim == len(entries) and _placed(mesh, _entries(a)) == placed:
+            return a.sharding.spec
+    while placed and placed[-1] is None:
+        placed.pop()
+    return PartitionSpec(*placed)
+
+
+def _placed(mesh, entries) -> list:
+    """`entries` without the mesh axes of size 1 (which split nothing)."""
+    out = []
+    for e in entries:
+        names = tuple(n for n in (() if e is None else e if isinstance(e, tuple) else (e,))
+                      if mesh.shape[n] > 1)
+        out.append(None if not names else names[0] if len(names) == 1 else names)
+    return out
 
 
 def _weak(prim, args, params) -> bool:
@@ -183,7 +211,7 @@ def _slice(args, params, first, typed):
                for e, lo, hi, st, n in zip(_entries(x), starts, limits, strides, x.shape)]
     return _result(first, shape, x.dtype, entries, typed, _weak(lax.slice_p, args, params),
                    lambda ranges: _read(x, [lo + st * r for lo, st, r in
-                                            zip(starts, strides, ranges)]))
+                                            zip(starts, strides, ranges)]), args)
 
 
 def _rev(args, params, first, typed):
@@ -194,7 +222,8 @@ def _rev(args, params, first, typed):
     return _result(first, x.shape, x.dtype, _entries(x), typed,
                    _weak(shape_ops.rev_p, args, params),
                    lambda ranges: _read(x, [n - 1 - r if d in dims else r
-                                            for d, (r, n) in enumerate(zip(ranges, x.shape))]))
+                                            for d, (r, n) in enumerate(zip(ranges, x.shape))]),
+                   args)
 
 
 def _dynamic_slice(args, params, first, typed):
@@ -207,7 +236,7 @@ def _dynamic_slice(args, params, first, typed):
     entries = [e if k == n else None for e, k, n in zip(_entries(x), sizes, x.shape)]
     return _result(first, tuple(sizes), x.dtype, entries, typed,
                    _weak(slicing.dynamic_slice_p, args, params),
-                   lambda ranges: _read(x, [s + r for s, r in zip(starts, ranges)]))
+                   lambda ranges: _read(x, [s + r for s, r in zip(starts, ranges)]), args)
 
 
 def _concatenate(args, params, first, typed):
@@ -215,7 +244,7 @@ def _concatenate(args, params, first, typed):
     dimension keeping its split where the devices divide it (else replicated, as XLA
     propagates it); each device's block read from the operands' pieces covering it."""
     axis = params["dimension"]
-    specs = [_entries(a) for a in args if type(a) is Array and type(a._value) is DeviceShards]
+    specs = [_entries(a) for a in _split(args)]
     if any(s[:axis] + s[axis + 1:] != specs[0][:axis] + specs[0][axis + 1:] for s in specs):
         return None  # split otherwise along other dimensions: XLA reshards, gpuarr joins
     entries = list(next((s for s in specs if s[axis] is not None), specs[0]))
@@ -240,7 +269,7 @@ def _concatenate(args, params, first, typed):
         return out
 
     return _result(first, tuple(shape), first.dtype, entries, typed,
-                   _weak(lax.concatenate_p, args, params), block)
+                   _weak(lax.concatenate_p, args, params), block, args)
 
 
 _REGIONS = {lax.slice_p: _slice, shape_ops.rev_p: _rev, lax.concatenate_p: _concatenate,
@@ -287,6 +316,9 @@ def _joined(prim, args, params, first, entries):
                     committed=True, platform=a._value.array_platform)
               if type(a) is Array and type(a._value) is DeviceShards else a for a in args]
     outs = dispatch.eval_trace.process_primitive(prim, joined, params)
-    sharding = NamedSharding(first.sharding.mesh, _shown(entries, False))
+    mesh = first.sharding.mesh
+    # a scatter's sharding is reported as XLA gives it back, never as its operand's
+    like = () if prim in _SCATTERS else _split(args)
+    sharding = NamedSharding(mesh, _shown(mesh, entries, False, like))
     placed = [with_sharding(o, sharding) for o in (outs if prim.multiple_results else [outs])]
     return placed if prim.multiple_results else placed[0]

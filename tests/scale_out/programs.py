@@ -1296,12 +1296,20 @@ def split_dimension(n):
             joins[0] += 1
             return assemble(self)
         DeviceShards.assemble = counted
-    out, held, same, whole = {}, {}, {}, {}
+    standin = os.environ.get("GPUARR_PLATFORMS") == "cuda"  # the CuPy stand-in's counters
+    out, held, same, whole, moved = {}, {}, {}, {}, {}
     for kind, cases in (("region", region), ("joined", joined)):
         for name, fn in cases.items():
+            if standin:
+                jax.block_until_ready(fn(ops))
+                from cupy import _standin
+                _standin.counters.reset()
             joins[0] = 0
             got = jax.tree.leaves(fn(ops))
             whole[name] = joins[0]
+            if standin:
+                jax.block_until_ready(got)
+                moved[name] = [_moved_and_nccl()[0], sum(r.nbytes for r in got)]
             for i, r in enumerate(got):
                 key = f"{kind}/{name}/{i}"
                 out[key] = _described(r)
@@ -1309,7 +1317,7 @@ def split_dimension(n):
                     held[key] = type(r._stored).__name__
                     same[key] = bool(np.array_equal(
                         np.asarray(r), np.asarray(jax.tree.leaves(fn(one))[i])))
-    return dict(arrays=out, held=held, same=same, joins=whole)
+    return dict(arrays=out, held=held, same=same, joins=whole, moved=moved)
 
 
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,

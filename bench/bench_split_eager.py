@@ -36,6 +36,9 @@ def _worker(lib: str, n: int) -> None:
     w_host = (rng.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
     mesh = jax.make_mesh((n,), ("i",))
     x = jax.device_put(full, NamedSharding(mesh, P("i")))
+    # along the split rows over Explicit axes JAX raises ShardingTypeError: an Auto mesh
+    auto = jax.make_mesh((n,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+    xa = jax.device_put(full, NamedSharding(auto, P("i")))
     w = jax.device_put(w_host, NamedSharding(mesh, P()))
     x1, w1 = jax.device_put(full, jax.devices()[0]), jax.device_put(w_host, jax.devices()[0])
     smap = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
@@ -51,7 +54,8 @@ def _worker(lib: str, n: int) -> None:
              "sort_rows": lambda v, a: jnp.sort(v, axis=0)}
     times = {}
     for name, fn in cases.items():
-        for where, args in (("split", (x, w)), ("one", (x1, w1))):
+        split = (xa, w) if name.endswith("_rows") else (x, w)
+        for where, args in (("split", split), ("one", (x1, w1))):
             if name == "jit_around_shard_map" and where == "one":
                 fn = jax.jit(lambda v, a: jnp.tanh(v * 3 * 2 @ a + 1.0))
             jax.block_until_ready(fn(*args))

@@ -12,6 +12,9 @@ sharding propagation does in the data-parallel case:
   whole move the split with the dimension;
 - a reduction (`reduce_sum`/`max`/`min`) or a `dot_general` contraction over a split
   dimension reduces the block, then all-reduces it across the axis (`psum`/`pmax`/`pmin`);
+- a gather taking whole its operand's split dimensions (its indices split on batch
+  dimensions or not), and a scatter into dimensions the operand does not split, work on the
+  blocks (a scatter's updates cut to the block);
 - nested `jit`s and custom-derivative calls are interpreted in place;
 - any other equation with a split operand gathers its operands (`all_gather`) and computes on
   the global value, replicated on every device.
@@ -56,7 +59,8 @@ _EAGER_EXTRA = {lax.argmax_p, lax.argmin_p, shape_ops.reshape_p}  # with the red
 _PER_BLOCK = {dot_products.dot_general_p, shape_ops.transpose_p, shape_ops.squeeze_p,
               shape_ops.broadcast_in_dim_p, lax.slice_p, lax.concatenate_p, sorting.sort_p,
               cumulative.cumsum_p, cumulative.cumprod_p, cumulative.cummax_p,
-              cumulative.cummin_p, cumulative.cumlogsumexp_p}
+              cumulative.cummin_p, cumulative.cumlogsumexp_p, slicing.gather_p,
+              *split_dimension.SCATTERS}
 _ELEMENTWISE_EXTRA = {"select_n", "clamp", ad.add_any_p.name}
 
 
@@ -131,6 +135,9 @@ def run_eagerly(prim, args, params):
     per_block = prim in _PER_BLOCK
     if not per_block and prim not in impls.axis_reduction_prims and prim not in _EAGER_EXTRA:
         return split_dimension.run(prim, args, params)  # along a split dimension
+    if per_block:  # host operands (a scatter's NumPy indices) as Arrays, cut per device
+        args = [a if type(a) is Array or not isinstance(a, (np.ndarray, np.generic))
+                else as_array(a) for a in args]
     if not all(type(a) is Array for a in args) or (not per_block and len(args) != 1):
         return split_dimension.run(prim, args, params) if per_block else None
     found = mesh_and_specs(args, [a._value.sharding if type(a._value) is DeviceShards else None
@@ -173,7 +180,7 @@ def run_shard_maps(closed: ClosedProgram, leaves, out_shardings, typed: bool = T
     then runs compiled, as written)."""
     maps = [e for e in closed.program.eqns if e.prim is spmd.shard_map_p]
     args = [as_array(x) for x in leaves]
-    if not maps or any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in maps):
+    if any(not spmd.runs_per_device_eagerly(e.params["mesh"], args) for e in maps):
         return None
     return _run_eqns(closed, args, out_shardings, typed)
 
@@ -254,9 +261,12 @@ def _run_eqns(closed, args, out_shardings, typed) -> list:
                 env.update((v.id, o) for v, o in zip(step.program.outvars, outs, strict=True))
                 continue
             for eqn in step.program.eqns:
-                out = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
-                env.update((v.id, o) for v, o in zip(
-                    eqn.outvars, out if eqn.prim.multiple_results else [out], strict=True))
+                ins = [read(a) for a in eqn.inputs]
+                out = _nested(eqn, ins, typed)
+                if out is None:
+                    out = eqn.prim.bind(*ins, **eqn.params)
+                    out = out if eqn.prim.multiple_results else [out]
+                env.update((v.id, o) for v, o in zip(eqn.outvars, out, strict=True))
             continue
         params = step.params
         ins = [read(a) for a in step.inputs]
@@ -272,6 +282,19 @@ def _run_eqns(closed, args, out_shardings, typed) -> list:
         results = [with_sharding(r, s) if isinstance(s, Sharding) else r
                    for r, s in zip(results, out_shardings)]
     return results
+
+
+def _nested(eqn, ins, typed) -> list | None:
+    """An inner `jit` or a `cond` (its branch at the concrete index, clamped as XLA clamps
+    it) whose Programs hold a shard_map, run by its own steps so that the shard_map runs per
+    device on the pieces where they are; None for any other equation."""
+    if eqn.prim.name == "jit" and has_shard_map(eqn.params["jaxpr"]):
+        return _run_eqns(eqn.params["jaxpr"], ins, None, typed)
+    if eqn.prim.name == "cond" and any(has_shard_map(b) for b in eqn.params["branches"]):
+        branches = eqn.params["branches"]  # the other branch too runs per device
+        chosen = branches[min(max(int(np.asarray(ins[0])), 0), len(branches) - 1)]
+        return _run_eqns(chosen, ins[1:], None, typed)
+    return None
 
 
 def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool,
@@ -632,12 +655,61 @@ def _along_unsplit(key: str):
     return rule
 
 
+def _gather(self, prim, ins, params, out_avals):
+    """A gather taking whole each split dimension of its operand (`jnp.take(x, idx, 1)` of
+    rows split), its indices split on batch dimensions or not: each device gathers from its
+    blocks; the offset dimensions keep the operand's split, the batch ones the indices'."""
+    (x, xd), (idx, idd) = ins
+    dn, sizes = params["dimension_numbers"], list(params["slice_sizes"])
+    skipped = set(dn.collapsed_slice_dims) | set(dn.start_index_map)
+    if dn.operand_batching_dims or idd[-1] is not None:
+        raise _Gather
+    shape = self.global_shape(core.get_aval(x).shape, xd)
+    for d, a in enumerate(xd):
+        if a is not None:
+            if d in skipped or sizes[d] != shape[d]:
+                raise _Gather
+            sizes[d] //= self.size(a)
+    offset = iter([a for d, a in enumerate(xd) if d not in dn.collapsed_slice_dims])
+    batch = iter(idd[:-1])
+    out = tuple(next(offset) if d in dn.offset_dims else next(batch)
+                for d in range(out_avals[0].ndim))
+    named = [a for a in out if a is not None]
+    if len(named) != len(set(named)):
+        raise _Gather
+    return self.bind(prim, [x, idx], dict(params, slice_sizes=tuple(sizes)), out_avals, [out])
+
+
+def _scatter(self, prim, ins, params, out_avals):
+    """A scatter into dimensions its operand does not split (`x.at[:, 2].set(v)` of rows
+    split), with unsplit indices: each device scatters its block of the updates (the
+    window dimension covering a split one, cut to the device's block) into its block."""
+    (x, xd), (idx, idd), (upd, ud) = ins
+    dn = params["dimension_numbers"]
+    if any(idd) or dn.operand_batching_dims:
+        raise _Gather
+    shape = self.global_shape(core.get_aval(x).shape, xd)
+    windows = [d for d in range(len(xd)) if d not in dn.inserted_window_dims]
+    want = [None] * len(ud)
+    for w, d in zip(dn.update_window_dims, windows):
+        if xd[d] is not None:
+            if d in dn.scatter_dims_to_operand_dims or \
+                    self.global_shape(core.get_aval(upd).shape, ud)[w] != shape[d]:
+                raise _Gather
+            want[w] = xd[d]
+    if any(xd[d] is not None for d in dn.inserted_window_dims):
+        raise _Gather
+    upd = self.split_like(upd, ud, want)
+    return self.bind(prim, [x, idx, upd], params, out_avals, [xd])
+
+
 _RULES = {"argmax": _arg_extreme, "argmin": _arg_extreme,
           "broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "squeeze": _squeeze,
           "reshape": _reshape, "dot_general": _dot_general, "slice": _slice,
           "sort": _along_unsplit("dimension"), "concatenate": _along_unsplit("dimension"),
           **dict.fromkeys(("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"),
                           _along_unsplit("axis")),
+          "gather": _gather, **dict.fromkeys(split_dimension.SCATTER_NAMES, _scatter),
           **dict.fromkeys(_REDUCERS, _reduce)}
 
 

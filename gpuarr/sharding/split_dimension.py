@@ -8,7 +8,9 @@ Two kinds of rule, one per primitive:
   needs (a replicated result is read once and copied to each device), so nothing else moves.
 - Joined (`sort` and the cumulative operations along a split dimension, gathers, scatters,
   `dynamic_update_slice`): the primitive runs on the operands put together on the first
-  device, and its result is cut into the pieces of the sharding JAX reports.
+  device, and its result is cut into the pieces of the sharding JAX reports. (A gather
+  taking the split dimensions whole, or a scatter into unsplit ones, runs on each device's
+  blocks before it gets here: data_parallel.py's rules.)
 
 Either way the values are bit for bit the one-device computation's. Over Explicit mesh axes,
 where JAX types the result's sharding or raises ShardingTypeError, only `rev` and
@@ -27,12 +29,12 @@ from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
 from gpuarr.sharding.tree_shardings import with_sharding
 
-_SCATTERS = {slicing.scatter_p, slicing.scatter_add_p, slicing.scatter_sub_p,
-             slicing.scatter_mul_p, slicing.scatter_min_p, slicing.scatter_max_p,
-             slicing.scatter_apply_p, slicing.dynamic_update_slice_p}
-_ALONG = {sorting.sort_p: "dimension", cumulative.cumsum_p: "axis", cumulative.cumprod_p: "axis",
-          cumulative.cummax_p: "axis", cumulative.cummin_p: "axis",
-          cumulative.cumlogsumexp_p: "axis"}
+SCATTERS = (slicing.scatter_p, slicing.scatter_add_p, slicing.scatter_sub_p,
+            slicing.scatter_mul_p, slicing.scatter_min_p, slicing.scatter_max_p)
+SCATTER_NAMES = tuple(p.name for p in SCATTERS)
+_SCATTERS = {*SCATTERS, slicing.scatter_apply_p, slicing.dynamic_update_slice_p}
+_ALONG = {sorting.sort_p, cumulative.cumsum_p, cumulative.cumprod_p, cumulative.cummax_p,
+          cumulative.cummin_p, cumulative.cumlogsumexp_p}
 
 
 def run(prim, args, params):

@@ -890,7 +890,12 @@ def _around_cases(mesh):
             "matmul_after": lambda v: jnp.tanh(doubled(v) @ w + 1.0),
             "sum_after": lambda v: jnp.sin(summed(v)) * 2,
             "two_maps": lambda v: doubled(jnp.cos(doubled(v))).sum(1),
-            "outputs": lambda v: (doubled(v) + 1, summed(v * 2), v.T)}
+            "outputs": lambda v: (doubled(v) + 1, summed(v * 2), v.T),
+            # nested: the branch taken at run time, and an inner jit
+            "cond_map": lambda v: lax.cond(v.sum() > -1e9, doubled, lambda u: u * 3, v) + 1.0,
+            "cond_other": lambda v: lax.cond(v.sum() < -1e9, doubled, lambda u: u * 3, v),
+            "cond_summed": lambda v: lax.cond(v.sum() > -1e9, summed, lambda u: u.sum(0), v),
+            "inner_jit": lambda v: jnp.sin(jax.jit(doubled)(v))}
 
 
 def split_ops(n):
@@ -1199,7 +1204,8 @@ def _beyond_shard_map(mesh, full, x, n):
 
 def _split_dimension_cases(idx):
     """Eager operations along the split dimension (`region`: computed from the pieces that
-    hold what they need, else on the operands joined), on `a`: x (rows split over 4 devices),
+    hold what they need, `per_block`: on each device's blocks, else on the operands joined),
+    on `a`: x (rows split over 4 devices),
     xij (rows over 'i', columns over 'j' of a 2x2 mesh), xji (the other way), xt (columns
     split), y8 (8 rows, split), xr (replicated), sidx (indices split) and full (x's value)."""
     jnp = jax.numpy
@@ -1242,20 +1248,21 @@ def _split_dimension_cases(idx):
         "ij_cumsum": lambda a: jnp.cumsum(a["xij"], axis=0),
         "gather": lambda a: a["x"][idx], "take": lambda a: jnp.take(a["x"], idx, axis=0),
         "ij_gather": lambda a: a["xij"][idx],
-        "take_cols": lambda a: jnp.take(a["x"], np.array([1, 4]), axis=1),
         "ij_take_cols": lambda a: jnp.take(a["xij"], np.array([1, 4]), axis=1),
         "gather_2d": lambda a: a["x"][idx.reshape(5, 1) % 4, idx.reshape(1, 5) % 8],
         "gather_split_indices": lambda a: a["x"][a["sidx"]],
         "gather_scalar": lambda a: a["x"][jnp.int32(3)],
         "set": lambda a: a["x"].at[idx].set(1.0), "add": lambda a: a["x"].at[idx].add(2.0),
         "max": lambda a: a["x"].at[idx].max(0.5), "set_row": lambda a: a["x"].at[3].set(0.5),
-        "set_col": lambda a: a["x"].at[:, 2].set(0.5),
         "add_rows": lambda a: a["x"].at[2:6].add(1.0),
         "ij_set": lambda a: a["xij"].at[idx].set(1.0),
         "set_split_updates": lambda a: a["x"].at[idx[:4]].set(a["y8"][:4] * 3),
         "dynamic_update_slice": lambda a: lax.dynamic_update_slice(
             a["x"], jnp.zeros((2, 3), np.float32), (3, 1))}
-    return region, joined
+    per_block = {  # along unsplit dimensions of an operand split on others
+        "take_cols": lambda a: jnp.take(a["x"], np.array([1, 4]), axis=1),
+        "set_col": lambda a: a["x"].at[:, 2].set(0.5)}
+    return region, per_block, joined
 
 
 def split_dimension(n):
@@ -1283,7 +1290,7 @@ def split_dimension(n):
                y8=put(full[:8], m1, "i"), xr=put(full, m1),
                sidx=put(np.arange(1, 9, dtype=np.int32), m1, "i"))
     one = {k: v if k == "full" else jnp.asarray(np.asarray(v)) for k, v in ops.items()}
-    region, joined = _split_dimension_cases(idx)
+    region, per_block, joined = _split_dimension_cases(idx)
     region["explicit_rev"] = lambda a: a["xe"][::-1]
     region["explicit_concat"] = lambda a: jnp.concatenate([a["xe"], a["xe"] * 2], 0)
     ops["xe"], one["xe"] = put(full, mx, "i"), jnp.asarray(full)
@@ -1298,7 +1305,7 @@ def split_dimension(n):
         DeviceShards.assemble = counted
     standin = os.environ.get("GPUARR_PLATFORMS") == "cuda"  # the CuPy stand-in's counters
     out, held, same, whole, moved = {}, {}, {}, {}, {}
-    for kind, cases in (("region", region), ("joined", joined)):
+    for kind, cases in (("region", region), ("per_block", per_block), ("joined", joined)):
         for name, fn in cases.items():
             if standin:
                 jax.block_until_ready(fn(ops))

@@ -11,6 +11,7 @@ import numpy as np
 
 from gpuarr import core, dtypes, pytrees
 from gpuarr.array import Array
+from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.config import config
 from gpuarr.core import ShapedArray, Tracer
 from gpuarr.earray import EArray
@@ -77,7 +78,8 @@ def leaf_buffer(x):
     """The host or device buffer a compiled program takes for one argument leaf."""
     t = type(x)
     if t is Array:
-        return x._buffer
+        v = x._stored
+        return v.program_buffer() if type(v) is DeviceShards else v
     if t is np.ndarray:   # as is when its dtype is canonical already (the common case)
         dtype = dtypes.canonicalize_dtype(x.dtype)
         return x if dtype is x.dtype else x.astype(dtype)

@@ -2,9 +2,9 @@
 `jax.make_array_from_single_device_arrays`, `jax.make_array_from_process_local_data`).
 
 A global Array is assembled from one buffer per addressable device of a Sharding. With one
-device the piece is the array itself. Over several devices of this process each device keeps
-its own copy of its piece (`DeviceShards`); over devices of several processes the Array holds
-this process's pieces (`ProcessShards`). The functions keep JAX's checks and messages (wrong
+device the piece is the array itself. Over several devices each device keeps its own copy of
+its piece (`DeviceShards`; over devices of several processes, this process's pieces). The
+functions keep JAX's checks and messages (wrong
 shard shape, dtype, count), and the result is committed and reports `sharding`.
 """
 from __future__ import annotations
@@ -93,7 +93,6 @@ def _assemble_pieces(pieces, shape, dtype, sharding) -> Array:
     `addressable_devices_indices_map` order)."""
     if sharding.num_devices == 1:
         return _assemble(pieces[0], sharding)
-    from gpuarr.backends.device_group import ProcessShards
     indices = sharding.addressable_devices_indices_map(shape)
     hosts = [p._host() if type(p) is Array else np.asarray(p) for p in pieces]
     if tree_shardings.held_in_pieces(sharding):  # each device: its own copy
@@ -105,12 +104,9 @@ def _assemble_pieces(pieces, shape, dtype, sharding) -> Array:
                     platform=shards.array_platform)
         out._sharding = sharding
         return out
-    if sharding.is_fully_addressable:
-        buf = np.empty(shape, dtype)
-        for idx, piece in zip(indices.values(), hosts):
-            buf[idx] = piece
-    else:
-        buf = ProcessShards(dict(zip(indices, hosts)), shape, dtype, sharding)
+    buf = np.empty(shape, dtype)
+    for idx, piece in zip(indices.values(), hosts):
+        buf[idx] = piece
     out = Array(buf, False, device=next(iter(indices)), committed=True)
     out._sharding = sharding
     return out
@@ -269,7 +265,6 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
 
 def _from_process_block(sharding, data, global_shape) -> Array:
     """A global Array from this process's block `data` of it (see above)."""
-    from gpuarr.backends.device_group import ProcessShards
     from gpuarr.sharding.spmd import _index
     data = np.asarray(data)
     data = data.astype(dtypes.canonicalize_dtype(data.dtype), copy=False)
@@ -290,15 +285,10 @@ def _from_process_block(sharding, data, global_shape) -> Array:
                     for (k, w), k0, n in zip(where[f], first, inferred))
         pieces[mesh.devices.flat[f]] = np.ascontiguousarray(data[idx])
     device = mesh.devices.flat[local[0]]
-    if device.platform == "cuda":  # each piece on its GPU, as within one process
-        platform = placement.platform_of(device)
-        shards = DeviceShards({d: platform.from_host(p, d) for d, p in pieces.items()},
-                              inferred, data.dtype, sharding, platform)
-        out = Array(shards, False, device=device, committed=True,
-                    platform=shards.array_platform)
-        out._sharding = sharding
-        return out
-    buf = data if inferred == data.shape else ProcessShards(pieces, inferred, data.dtype, sharding)
-    out = Array(buf, False, device=device, committed=True)
+    platform = placement.platform_of(device)  # each piece on its device, as in one process
+    host = not getattr(platform, "device_buffers", False)
+    shards = DeviceShards({d: platform.from_host(own_copy(p) if host else p, d)
+                           for d, p in pieces.items()}, inferred, data.dtype, sharding, platform)
+    out = Array(shards, False, device=device, committed=True, platform=shards.array_platform)
     out._sharding = sharding
     return out

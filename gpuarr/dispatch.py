@@ -7,7 +7,6 @@ import numpy as np
 
 from gpuarr import core, dtypes, impls, memory_limits, placement
 from gpuarr.array import Array
-from gpuarr.backends.device_group import ProcessShards
 from gpuarr.backends.device_shards import DeviceShards, own_copy
 from gpuarr.backends.float_env import flushing
 from gpuarr.config import config
@@ -340,7 +339,7 @@ canonicalize_dtype_handlers: dict = {np.ndarray: _canonical_ndarray}
 
 
 def wrap(buf, weak_type=False, platform=None) -> Array:
-    if platform is None and type(buf) is not np.ndarray and type(buf) is not ProcessShards:
+    if platform is None and type(buf) is not np.ndarray and type(buf) is not DeviceShards:
         buf = np.asarray(buf)
     # A broadcast view allocates nothing where XLA would allocate it all.
     if type(buf) is np.ndarray and buf.nbytes > _host_memory:

@@ -40,7 +40,7 @@ from gpuarr.api_util import (
     validate_argnums,
 )
 from gpuarr.array import Array
-from gpuarr.backends.device_group import ProcessShards
+from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.compile_log import _clock, _log_compile, _log_trace
 from gpuarr.config import config
 from gpuarr.core import ClosedProgram, Primitive, ShapedArray, Tracer, abstract_eval_rules
@@ -951,9 +951,9 @@ def _jit_shardings(in_shardings, out_shardings, device, backend):
 
 
 def _host_buffer(o):
-    """An output buffer of a host platform as an Array holds it: a NumPy array, or the
-    pieces of a global array spanning processes."""
-    return o if type(o) is ProcessShards else np.asarray(o)
+    """An output buffer of a host platform as an Array holds it: a NumPy array, or this
+    process's pieces of a global array spanning processes."""
+    return o if type(o) is DeviceShards else np.asarray(o)
 
 
 def _result_paths(out_tree) -> list[str]:

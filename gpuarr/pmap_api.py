@@ -48,13 +48,15 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     def dynamic(seq, n):
         return tuple(seq[i] for i in range(n) if i not in statics)
 
+    def dynamic_axes(args):
+        return dynamic(axes, len(args)) if isinstance(axes, tuple) and statics else axes
+
     def vectorised(*args, **kwargs):
         def with_statics(*dyn, **kw):
             it = iter(dyn)
             return fun(*[a if i in statics else next(it) for i, a in enumerate(args)], **kw)
-        dyn_axes = dynamic(axes, len(args)) if isinstance(axes, tuple) and statics else axes
         with parallel.pmap_axis(axis_name):
-            out = vmap(with_statics, in_axes=dyn_axes, out_axes=mapped_out_axes,
+            out = vmap(with_statics, in_axes=dynamic_axes(args), out_axes=mapped_out_axes,
                        axis_name=axis_name, axis_size=axis_size)(*dynamic(args, len(args)),
                                                                   **kwargs)
         leaves, tree = pytrees.tree_flatten(out)
@@ -65,8 +67,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     compiled = jit(vectorised, static_argnums=statics, donate_argnums=donate_argnums)
 
     def checked_size(args, kwargs):
-        dyn_axes = dynamic(axes, len(args)) if isinstance(axes, tuple) and statics else axes
-        size = _mapped_size(dynamic(args, len(args)), kwargs, dyn_axes, axis_size)
+        size = _mapped_size(dynamic(args, len(args)), kwargs, dynamic_axes(args), axis_size)
         if size > count:
             raise ValueError(f"pmap got a mapped axis of size {size}, but only {count} "
                              f"device{'s are' if count != 1 else ' is'} available. Size the "
@@ -80,12 +81,17 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
 
     @functools.wraps(fun)
     def mapped(*args, **kwargs):
+        if statics and max(statics) >= len(args):
+            raise ValueError(
+                f"pmapped function has static_broadcasted_argnums={statics} but was called "
+                f"with only {len(args)} positional argument{'s' if len(args) > 1 else ''}. "
+                "All static broadcasted arguments must be passed positionally.")
         size = checked_size(args, kwargs)
-        per_device = _per_device_form(size, args, kwargs, axes, out_axes, statics,
+        per_device = _per_device_form(size, args, kwargs, dynamic_axes(args), out_axes, statics,
                                       devices if devices is not None else _devices(backend),
                                       devices is None)
         if per_device is not None:
-            return per_device(fun, axis_name, *args)
+            return per_device(fun, axis_name)
         return compiled(*args, **kwargs)
 
     mapped.lower = lower
@@ -118,53 +124,61 @@ def _mapped_devices(backend):
     return devs
 
 
-def _per_device_form(size, args, kwargs, axes, out_axes, statics, devs, default=False):
+def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, default=False):
     """The per-device runner when this call can run a position per cpu device or GPU, else
     None. With several processes and the `default` devices, the positions of every process
-    form the mapped axis (process order) and each process passes and gets back its own."""
-    arg_axes = axes if isinstance(axes, tuple) else (axes,) * len(args)
+    form the mapped axis (process order) and each process passes and gets back its own.
+    Every leaf of the dynamic arguments is mapped over its `in_axes` entry (keyword
+    arguments over axis 0, as in JAX); static arguments are passed whole to every
+    position."""
     across = default and process_group.state.process_count > 1
-    if across:  # the first `size` GPUs of each process
+    if across:  # the first `size` devices of each process
         devs = [d for p in range(process_group.state.process_count)
                 for d in [d for d in devs if d.process_index == p][:size]]
     else:
         devs = devs[:size]
-    if ((size < 2 and not across) or kwargs or statics or len(arg_axes) != len(args)
-            or not all(a is None or isinstance(a, int) for a in arg_axes)
+    dyn = tuple(a for i, a in enumerate(args) if i not in statics)
+    try:
+        leaves, tree = pytrees.tree_flatten((dyn, kwargs))
+        leaf_axes = _broadcast_prefix((dyn_axes, {k: 0 for k in kwargs}), (dyn, kwargs),
+                                      "pmap in_axes")
+    except ValueError:
+        if across:
+            raise
+        return None  # the vectorised path reports it as JAX does
+    if ((size < 2 and not across)
             or not (out_axes is None or isinstance(out_axes, int))
             or {d.platform for d in devs} not in ({"cpu"}, {"cuda"})):
         if across:
             raise NotImplementedError(
-                "pmap across processes runs a position per device with positional arguments "
-                "mapped over one axis (an int or None in in_axes and out_axes), without "
-                "static or keyword arguments.")
+                "pmap across processes runs a position per device with out_axes an int or "
+                "None (one for every output).")
         return None
-    if across and devs[0].platform != "cuda":
-        raise NotImplementedError("pmap across processes runs on GPUs; on cpu devices use "
-                                  "shard_map over a mesh of every process's devices.")
     from gpuarr.lax.shape_ops import expand_dims, squeeze
     from gpuarr.sharding.mesh import AxisType, Mesh
     from gpuarr.sharding.partition_spec import PartitionSpec
     from gpuarr.sharding.shard_map import shard_map
 
-    def run(fun, axis_name, *xs):
+    def run(fun, axis_name):
         name = "_pmap" if axis_name is None else axis_name
         mesh = Mesh(np.array(devs, dtype=object), (name,), (AxisType.Auto,))
-        moved = [x if a is None else _move_to_front(x, a) for x, a in zip(xs, arg_axes)]
+        moved = [x if a is None else _move_to_front(x, a) for x, a in zip(leaves, leaf_axes)]
         if across:  # each process's batch: its positions of the global input
             moved = [x if a is None else process_arrays.global_from_local(x, mesh)
-                     for x, a in zip(moved, arg_axes)]
+                     for x, a in zip(moved, leaf_axes)]
 
         def body(*shards):
-            inner = [v if a is None else squeeze(v, (0,))
-                     for v, a in zip(shards, arg_axes)]
+            inner = [v if a is None else squeeze(v, (0,)) for v, a in zip(shards, leaf_axes)]
+            dyn_in, kw = pytrees.tree_unflatten(tree, inner)
+            it = iter(dyn_in)
             with parallel.pmap_axis(name):
-                out = fun(*inner)
+                out = fun(*[a if i in statics else next(it) for i, a in enumerate(args)],
+                          **kw)
             return out if out_axes is None else pytrees.tree_map(
                 lambda o: expand_dims(o, (0,)), out)
 
         in_specs = tuple(PartitionSpec() if a is None else PartitionSpec(name)
-                         for a in arg_axes)
+                         for a in leaf_axes)
         out_spec = PartitionSpec() if out_axes is None else PartitionSpec(name)
         out = shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_spec,
                         check_vma=False)(*moved)

@@ -74,6 +74,8 @@ def test_collectives_per_device_equal_the_vmap_path_bit_for_bit():
     assert all(r["jitted"].values()), r["jitted"]
     assert r["two_d"] == [True, True]
     assert r["pmap"] and r["pmap_devices"] == 4
+    # a keyword argument, and a static one, still run a position per device
+    assert r["pmap_forms"] == {"keywords": [True, 4], "static": [True, 4]}
     assert r["jit_shardings"] == [True, "NamedSharding(mesh=Mesh('i': 4, axis_types=(Explicit,"
                                   ")), spec=P(), memory_kind=device)", 4]
     assert r["out_sharding"] == ("NamedSharding(mesh=Mesh('i': 4, axis_types=(Explicit,)), "
@@ -539,10 +541,13 @@ def test_jit_on_inputs_split_over_gpus_of_two_processes():
 def test_pmap_over_gpus_of_two_processes():
     """pmap with 2 processes of 2 GPUs: each process passes its 2 positions and gets back
     its own (on its GPUs), and psum, pmean, all_gather and psum_scatter span all 4 GPUs over
-    NCCL, equal to the named vmap over the 4 positions. Only the local batch crosses the host
-    (a scalar more for pmean's divisor); a pmap on another's outputs reads them on the GPUs."""
-    calls = {"psum": {"ncclAllReduce": 2}, "pmean": {"ncclAllReduce": 4},
-             "all_gather": {"ncclAllGather": 2}, "psum_scatter": {"ncclReduceScatter": 2}}
+    NCCL, equal to the named vmap over the 4 positions; so do a pmap given a keyword argument
+    (mapped over its leading axis) and one given a static argument. Only the local batch
+    crosses the host (pmean's divisor is the axis size, with no all-reduce); a pmap on
+    another's outputs reads them on the GPUs."""
+    calls = {"psum": {"ncclAllReduce": 2}, "pmean": {"ncclAllReduce": 2},
+             "all_gather": {"ncclAllGather": 2}, "psum_scatter": {"ncclReduceScatter": 2},
+             "keywords": {"ncclAllReduce": 2}, "static": {"ncclAllReduce": 2}}
     for p, r in enumerate(_gpu_processes()):
         local = [f"cuda:{2 * p}", f"cuda:{2 * p + 1}"]
         for name, got in r["pmap"].items():
@@ -553,9 +558,12 @@ def test_pmap_over_gpus_of_two_processes():
                 continue
             assert got["devices"] == local and got["nccl"] == calls[name], (name, got)
             batch = 2 * 3 * 4  # the local positions, float32[2, 3]
-            assert batch <= got["host"] <= batch + 4 * 2, (name, got)
-        assert r["errors"]["pmap_static"].startswith(
-            "NotImplementedError: pmap across processes runs a position per device")
+            if name == "keywords":  # two mapped arguments
+                batch *= 2
+            assert got["host"] == batch, (name, got)  # pmean's divisor is folded: no scalar
+        assert r["errors"]["pmap_out_axes"].startswith(
+            "NotImplementedError: pmap across processes runs a position per device with "
+            "out_axes an int or None")
 
 
 def test_reading_a_split_array_over_gpus_of_two_processes_is_jax_error():
@@ -569,17 +577,92 @@ def test_reading_a_split_array_over_gpus_of_two_processes_is_jax_error():
         assert r["shown"] == "Array(shape=(16, 3), dtype=float32)"
 
 
-@pytest.mark.parametrize("procs,local,platforms", [(2, 2, "cpu"), (4, 1, "cpu"), (2, 1, "")])
-def test_mpi_collectives_equal_single_process(procs, local, platforms):
-    _need_mpi()
+_MPI_RUNS = [(2, 2, "cpu"), (4, 1, "cpu"), (2, 1, "")]
+
+
+@functools.cache
+def _run_mpi_collectives(procs, local, platforms) -> list:
     results, _ = _run(["mpi_collectives", str(local)], mpi=procs, platforms=platforms)
     assert sorted(r["process"] for r in results) == list(range(procs))
-    for r in results:
+    return results
+
+
+def _mpi_collectives(procs, local, platforms) -> list:
+    """The RESULTs of `mpiexec -n procs` running the mpi_collectives program with `local` cpu
+    devices per process (one run for the tests below)."""
+    _need_mpi()
+    return _run_mpi_collectives(procs, local, platforms)
+
+
+@pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
+def test_mpi_collectives_equal_single_process(procs, local, platforms):
+    for r in _mpi_collectives(procs, local, platforms):
         assert r["count"] == procs and r["devices"] == procs * local and r["local"] == local
         assert all(r["same"].values()), r["same"]
         assert r["allgather"] == [float(p) for p in range(procs)]
         assert r["broadcast"] == 10.0
-        assert r["pmap_error"].startswith("pmap across processes runs on GPUs; on cpu devices")
+
+
+_NO_MPI = {"allgather_array": 0, "allreduce_sum": 0}
+
+
+@pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
+def test_pmap_over_cpu_devices_of_several_processes(procs, local, platforms):
+    """pmap with several processes of cpu devices: each process passes its local batch and
+    gets back its own positions, held by its devices; psum, pmean, pmax, all_gather,
+    psum_scatter and ppermute span every process's devices over MPI and equal the
+    one-process named vmap over all the positions (bit for bit; a sum of unrounded values,
+    added in MPI's order, to float32 rounding). Keyword arguments are mapped over their
+    leading axis and a static argument is passed whole, as in JAX. `psum(1, axis)` is the
+    axis size with no exchange (so pmean all-reduces only its operand), and a pmap on
+    another's outputs reads them on their devices (no batch copied in from the host)."""
+    for r in _mpi_collectives(procs, local, platforms):
+        for name, got in r["pmap"].items():
+            assert got["same"], (name, got)
+            assert got["held"] == "DeviceShards" and got["devices"] == r["local_ids"], name
+            assert got["shape"][0] == local, name
+        used = {name: got["used"] for name, got in r["pmap"].items()}
+        for name in ("psum", "pmean", "psum_rounding", "keywords", "static"):
+            assert used[name]["allreduce_sum"] == 1 and used[name]["allgather_array"] == 0, (
+                name, used[name])
+        for name in ("pmax", "all_gather", "psum_scatter", "ppermute"):
+            assert used[name]["allgather_array"] == 1, (name, used[name])
+        assert used["size"] == dict(_NO_MPI, from_host=1)
+        assert used["keywords"]["from_host"] == 3  # three mapped arguments
+        assert used["chained"] == {"allgather_array": 0, "allreduce_sum": 1, "from_host": 0}
+
+
+@pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
+def test_eager_operations_over_cpu_devices_of_several_processes(procs, local, platforms):
+    """Eager operations on an array split over the cpu devices of several processes run as
+    on GPUs: elementwise ones (a scalar, a broadcast row), reductions over the unsplit
+    dimension and the per-block ones (a matrix product keeping its contraction whole, a
+    slice and a cumsum along the unsplit dimension, a transpose) on each device's piece with
+    no exchange, reductions and argmax/argmin across
+    the split dimension per device with MPI between the processes; the results are pieces
+    on this process's devices with JAX's shardings, bit for bit the one-device results (cpu
+    sums across devices add the gathered operand whole). Reading or slicing the split array
+    is JAX's error, and its repr is JAX's shape and dtype."""
+    for r in _mpi_collectives(procs, local, platforms):
+        for name, got in r["eager"].items():
+            assert got["same"], (name, got)
+            assert got["held"] == "DeviceShards" and got["devices"] == r["local_ids"], name
+            if name in ("add", "sin", "mul", "cast", "sum1", "max1", "addrow", "dot", "slice1",
+                        "cumsum1", "transpose"):
+                assert got["used"] == dict(_NO_MPI, from_host=0), (name, got)
+                assert got["spec"] == ("P(None, 'i')" if name == "transpose" else
+                                       "P('i',)" if name in ("sum1", "max1") else
+                                       "P('i', None)"), (name, got)
+                continue
+            assert got["used"]["allgather_array"] >= 1, (name, got)
+            assert got["spec"] == ("P(None,)" if name.endswith("0") else "P()"), (name, got)
+        for name, error in r["errors"].items():
+            assert error.startswith("RuntimeError: Fetching value for `jax.Array` that spans "
+                                    "non-addressable"), name
+        rows = procs * local * procs * local
+        assert r["shown"] == f"Array(shape=({rows}, 3), dtype=float32)"
+        assert r["pmap_error"].startswith("pmap across processes runs a position per device "
+                                          "with out_axes an int or None")
 
 
 def test_data_parallel_mlp_same_losses_on_devices_and_processes():

@@ -19,31 +19,9 @@ import numpy as np
 
 from gpuarr import process_group
 from gpuarr.backends import host_memory, nccl
-from gpuarr.backends.device_shards import NOT_ADDRESSABLE
 
 _local = threading.local()
 combine_lock = threading.Lock()  # combining steps trace named vmaps, whose axis stack is global
-
-
-class ProcessShards:
-    """The buffer of an Array that spans several processes: the pieces this process holds
-    (device -> NumPy array), with the global shape and dtype. Reading the whole value is an
-    error that says how to get it."""
-
-    __slots__ = ("shards", "shape", "dtype", "sharding")
-
-    def __init__(self, shards: dict, shape, dtype, sharding):
-        self.shards = shards
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-        self.sharding = sharding
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __array__(self, dtype=None, copy=None):
-        raise RuntimeError(NOT_ADDRESSABLE)
 
 
 def current():

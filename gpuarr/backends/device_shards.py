@@ -1,6 +1,6 @@
-"""The buffer of an Array split over several devices (GPUs, or cpu devices of this process):
-each device keeps its own piece, and no device holds the whole value. Over GPUs of several
-processes each process holds the pieces of its own GPUs only.
+"""The buffer of an Array split over several devices (GPUs, or cpu devices): each device
+keeps its own piece, and no device holds the whole value. Over the devices of several
+processes each process holds the pieces of its own devices only.
 
 `shard_map`, `jit`'s per-device path and eager per-piece operations (and
 `addressable_shards`) read the pieces where they are. Any other operation reads `assemble()`:
@@ -69,8 +69,18 @@ class DeviceShards:
 
     @property
     def spans_processes(self) -> bool:
-        """Whether other processes hold some of the pieces (GPUs of several processes)."""
+        """Whether other processes hold some of the pieces."""
         return len(self.shards) != self.sharding.num_devices
+
+    def program_buffer(self):
+        """What a compiled program takes for this value: the global value on the first
+        device, or, for host pieces spanning processes (not replicated), these pieces, which
+        only a shard_map inside the program reads (anything else reading them raises JAX's
+        error)."""
+        if (self.spans_processes and not self.sharding.is_fully_replicated
+                and not getattr(self.platform, "device_buffers", False)):
+            return self
+        return self.assemble()
 
     def to_host(self) -> np.ndarray:
         """The global value on the host, from each distinct piece once. Spanning processes,

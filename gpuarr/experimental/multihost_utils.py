@@ -13,7 +13,6 @@ import numpy as np
 
 from gpuarr import process_group, pytrees
 from gpuarr.array import Array
-from gpuarr.backends.device_group import ProcessShards
 from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.dispatch import as_array
 
@@ -42,8 +41,7 @@ def process_allgather(in_tree, tiled: bool = False):
     (one spanning processes) gives its whole value. Host data and other Arrays are stacked
     along a new leading axis in process order (concatenated along axis 0 when `tiled`)."""
     def gather(x):
-        if type(x) is Array and (type(x._value) is ProcessShards or (
-                type(x._value) is DeviceShards and x._value.spans_processes)):
+        if type(x) is Array and type(x._value) is DeviceShards and x._value.spans_processes:
             return _gather_global(x)
         local = _host(x)
         if process_group.state.comm is None:

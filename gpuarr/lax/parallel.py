@@ -16,11 +16,11 @@ import numpy as np
 
 from gpuarr import pytrees
 from gpuarr.backends import device_group
-from gpuarr.core import Primitive, ShapedArray, abstract_eval_rules, get_aval
+from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules, collective_prims, not_mapped
-from gpuarr.lax import arguments, lax, shape_ops
+from gpuarr.lax import arguments, conversions, lax, shape_ops
 from gpuarr.lax.slicing import (
     dynamic_index_in_dim,
     dynamic_slice_in_dim,
@@ -229,15 +229,35 @@ def _bind_leaves(prim, x, axis_name, axis_index_groups):
 def psum(x, axis_name, *, axis_index_groups=None):
     """Sum each leaf of the pytree `x` over the mapped axis (or axes) `axis_name`; the result is
     the same at every position of the axis (JAX's lax.psum under vmap). Under pmap,
-    `axis_index_groups` (lists of axis positions covering each once) sums within each group."""
+    `axis_index_groups` (lists of axis positions covering each once) sums within each group.
+    When no leaf is traced, the value is the same at every position and the sum is the value
+    times the axis (or group) size, with no collective, as JAX folds it (`psum(1, 'i')` is
+    the axis size, a Python int)."""
+    leaves = pytrees.tree_leaves(x)
+    if leaves and not any(isinstance(v, Tracer) for v in leaves):
+        return _psum_of_constants(x, axis_name, axis_index_groups)
     return _bind_leaves(psum_p, x, axis_name, axis_index_groups)
+
+
+def _psum_of_constants(x, axis_name, axis_index_groups):
+    names = _names(axis_name)
+    groups = _groups(axis_index_groups, names, "psum")
+    size = len(groups[0]) if groups is not None else _axis_size_of(names)
+
+    def times_size(v):
+        if get_aval(v).dtype == np.bool_:
+            v = conversions.convert_element_type(v, np.int32)
+        if type(v) in (int, float, complex):  # JAX keeps a Python number's type
+            return type(v)(size) * v
+        return np.asarray(size, get_aval(v).dtype) * v
+    return pytrees.tree_map(times_size, x)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
     """Mean of each leaf of `x` over the mapped axis (or axes) `axis_name` (lax.pmean), or
     within each of pmap's `axis_index_groups`; integer leaves give floats, as true division
     does."""
-    size = psum(1, axis_name, axis_index_groups=axis_index_groups)
+    size = psum(1, axis_name, axis_index_groups=axis_index_groups)  # the size, no collective
     return pytrees.tree_map(
         lambda v: psum(v, axis_name, axis_index_groups=axis_index_groups) / size, x)
 

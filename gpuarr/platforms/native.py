@@ -118,7 +118,7 @@ class NativePlatform(HostBufferPlatform):
 
 def runs_per_device(prog) -> bool:
     """Whether `prog` holds a shard_map over several devices: its operands and results may be
-    pieces held per process (ProcessShards), which the kernels' contiguous host buffers cannot
+    pieces held per process (DeviceShards), which the kernels' contiguous host buffers cannot
     hold, and its per-device Programs are compiled by sharding/spmd.py itself."""
     return any(e.prim is shard_map_p and e.params["mesh"].size > 1 for e in prog.eqns)
 

@@ -4,10 +4,9 @@
 mesh axes); running it splits each input by its PartitionSpec, runs the compiled Program on a
 thread per device of this process (backends/device_group.py: the collectives meet there, and
 over MPI with the devices of other processes), and puts the outputs together by their
-out_specs. An input or output spanning processes is held as the pieces of this process
-(`ProcessShards`). On a mesh of GPUs (of this process or several) the Program runs on each
-GPU as kernels, its collectives over NCCL (backends/nccl.py), on the pieces each GPU keeps
-(`DeviceShards`, of this process's GPUs only when the mesh spans processes).
+out_specs. Each device keeps its pieces (`DeviceShards`; of this process's devices only when
+the mesh spans processes). On a mesh of GPUs (of this process or several) the Program runs on
+each GPU as kernels, its collectives over NCCL (backends/nccl.py).
 
 grad, jvp and vmap of the primitive are shard_maps of the transformed per-device Program.
 """
@@ -21,7 +20,7 @@ import numpy as np
 
 from gpuarr import compilation, core, dispatch, impls, placement
 from gpuarr.array import Array
-from gpuarr.backends.device_group import DeviceGroup, ProcessShards
+from gpuarr.backends.device_group import DeviceGroup
 from gpuarr.backends.device_shards import DeviceShards, owned_pieces
 from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
@@ -101,7 +100,7 @@ def _abstract_eval(*avals, closed, mesh, in_specs, out_specs):
 
 def _piece(buf, spec, mesh, flat):
     device = mesh.devices.flat[flat]
-    if isinstance(buf, ProcessShards):
+    if type(buf) is DeviceShards:  # host pieces spanning processes (program_buffer)
         if device not in buf.shards:
             raise ValueError(f"shard_map: an input spanning processes holds no piece for "
                              f"{device!r}; make it with the mesh passed to shard_map.")
@@ -119,13 +118,14 @@ def _piece(buf, spec, mesh, flat):
 
 def _assemble(pieces: dict, spec, mesh, aval):
     """The global value from each local device's output piece: a NumPy array when this
-    process's devices hold all of it, else ProcessShards."""
+    process's devices hold all of it, else this process's pieces (DeviceShards)."""
     every = {f: _index(mesh, spec, aval.ndim, f) for f in range(mesh.size)}
     covered = {every[f] for f in pieces}
     if covered != set(every.values()):
         devices = mesh.devices.flat
-        return ProcessShards({devices[f]: np.asarray(p) for f, p in pieces.items()},
-                             aval.shape, aval.dtype, NamedSharding(mesh, spec))
+        return DeviceShards({devices[f]: np.asarray(p) for f, p in pieces.items()},
+                            aval.shape, aval.dtype, NamedSharding(mesh, spec),
+                            placement.platform_of(devices[0]))
     whole = tuple((0, 1) for _ in aval.shape)
     for f, p in pieces.items():
         if every[f] == whole:  # a replicated output: any device's piece is the value
@@ -165,12 +165,9 @@ def _impl(*bufs, closed, mesh, in_specs, out_specs):
 
 def runs_per_device_eagerly(mesh, args) -> bool:
     """Whether a shard_map over `mesh` called on `args` outside any transformation runs as
-    `run_per_device`: several GPUs (of any processes) or cpu devices of this process, no
-    traced operand."""
+    `run_per_device`: several GPUs or cpu devices (of any processes), no traced operand."""
     devices = list(mesh.devices.flat)
-    here = devices[0].process_index
     return (len(devices) > 1 and devices[0].platform in ("cpu", "cuda")
-            and (devices[0].platform == "cuda" or all(d.process_index == here for d in devices))
             and core.current_trace() is dispatch.eval_trace
             and not any(isinstance(a, core.Tracer) for a in args))
 
@@ -179,8 +176,7 @@ def _device_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
     """(device `flat`'s block of operand `arg` on it, whether the device holds it already):
     the piece the operand keeps there when it is split the same way (DeviceShards), else
     copied from the host to a GPU, or a view of the host value for a cpu device (the host
-    value read once per operand, kept in `host`). An operand spanning processes held on the
-    host (ProcessShards) gives each GPU its piece."""
+    value read once per operand, kept in `host`)."""
     device = mesh.devices.flat[flat]
     stored = arg._stored if type(arg) is Array else None
     shape = np.shape(stored if stored is not None else arg)
@@ -189,18 +185,17 @@ def _device_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
         piece = stored.piece(device, index)
         if piece is not None:
             return piece, True
-    if type(stored) is ProcessShards:
-        return platform.from_host(_piece(stored, spec, mesh, flat), device), False
     if k not in host:
         host[k] = arg._host() if type(arg) is Array else np.asarray(arg)
     return platform.from_host(np.require(host[k][index], requirements="C"), device), False
 
 
 def run_per_device(args, closed, mesh, in_specs, out_specs) -> list:
-    """shard_map over several devices of this process (GPUs or cpu devices), run eagerly:
-    each device reads its block of each operand where it is (no device receives the whole
-    value), runs the Program (GPUs: its kernels, collectives over NCCL; cpu devices: the NumPy
-    backend, collectives over host memory) and keeps its results; every output is an Array of
+    """shard_map over several devices (GPUs or cpu devices, of this process or several), run
+    eagerly: each device reads its block of each operand where it is (no device receives the
+    whole value), runs the Program (GPUs: its kernels, collectives over NCCL; cpu devices: the
+    NumPy backend, collectives over host memory and MPI) and keeps its results (this
+    process's devices' results when the mesh spans processes); every output is an Array of
     those pieces (DeviceShards), a replicated one held by each of its devices, as JAX holds
     them. On cpu devices every piece owns its memory."""
     devices = list(mesh.devices.flat)

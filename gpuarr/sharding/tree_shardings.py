@@ -246,8 +246,8 @@ def common_device(shardings, what: str):
 
 def with_sharding(x, s: Sharding):
     """A new Array with `x`'s buffer, committed to the device of `s` and reporting `s`. Over
-    several GPUs or cpu devices of this process, each device of this process receives its own
-    piece (DeviceShards) and none the whole value."""
+    several GPUs or cpu devices, each device of this process receives its own piece
+    (DeviceShards) and none the whole value."""
     s = concrete_sharding(s)
     device = device_of(s, "device_put")
     if held_in_pieces(s):
@@ -267,13 +267,9 @@ def with_sharding(x, s: Sharding):
 
 def held_in_pieces(s) -> bool:
     """Whether an Array placed with Sharding `s` is held as one piece per device: a
-    NamedSharding over several cpu devices of this process, or over several GPUs (those of
-    other processes holding their own pieces)."""
+    NamedSharding over several cpu devices or GPUs (those of other processes holding their
+    own pieces)."""
     if not isinstance(s, NamedSharding) or not hasattr(s.mesh, "devices"):
         return False
     devices = s._device_assignment
-    first = devices[0]
-    return len(devices) > 1 and (first.platform == "cuda" or (
-        first.platform == "cpu" and all(
-            d.process_index == first.process_index == process_state.process_index
-            for d in devices)))
+    return len(devices) > 1 and devices[0].platform in ("cpu", "cuda")

@@ -40,6 +40,31 @@ def test_unmapped_values_count_once_per_position():
     assert_same(out, np.broadcast_to(X[0], X.shape))
 
 
+def test_psum_of_constants_is_the_axis_size_times_them_as_jax_folds_it():
+    """No traced leaf: the value is the same at every position, so psum is the value times
+    the axis size, with no collective in the program; a Python number keeps its type and a
+    NumPy value its dtype, as in JAX (pmean's divisor is such a psum)."""
+    jax_ = pytest.importorskip("jax")
+    for lib in (jax, jax_):
+        seen = []
+
+        def f(v, lib=lib, seen=seen):
+            seen.append([lib.lax.psum(1, "i"), lib.lax.psum(np.float32(2), "i"),
+                         lib.lax.psum(np.ones(2, np.int32), "i")])
+            return v / lib.lax.psum(1, "i")
+        out = lib.vmap(f, axis_name="i")(X)
+        assert_same(out, X / 4)
+        assert [(type(v), np.asarray(v).dtype) for v in seen[0]] == [
+            (int, np.dtype(np.int64)), (np.float32, np.dtype(np.float32)),
+            (np.ndarray, np.dtype(np.int32))], lib
+        assert seen[0][0] == 4 and seen[0][1] == 8 and seen[0][2].tolist() == [4, 4]
+        program = str(lib.make_jaxpr(lib.vmap(f, axis_name="i"))(X))
+        assert "psum" not in program and "reduce_sum" not in program, program
+    out = named(lambda v: lax.pmean(v, "i"))(X)  # only the operand is summed
+    assert str(jax.make_jaxpr(named(lambda v: lax.pmean(v, "i")))(X)).count("reduce_sum") == 1
+    assert_same(out, np.broadcast_to(X.mean(0), X.shape))
+
+
 def test_pmean_of_integers_is_float_and_pytrees_map():
     out = named(lambda v: lax.pmean(v, "i"))(np.arange(4, dtype=np.int32))
     assert_same(out, np.full(4, 1.5, np.float32))

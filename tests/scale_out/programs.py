@@ -123,6 +123,15 @@ def collectives(n):
     ref_pm = jax.vmap(lambda v: lax.psum(v, "p") * lax.axis_index("p"), axis_name="p")(
         full.reshape(n, n, 5))
     got_pm = pm(full.reshape(n, n, 5))
+    # keyword arguments (mapped over their leading axis) and a static argument, per device
+    stacked = full.reshape(n, n, 5)
+    forms = {"keywords": (jax.pmap(lambda v, *, w: lax.psum(v * w, "p"), "p")(stacked, w=stacked),
+                          jax.vmap(lambda v: lax.psum(v * v, "p"), axis_name="p")(stacked)),
+             "static": (jax.pmap(lambda v, c: lax.pmean(v * c, "p"), "p",
+                                 static_broadcasted_argnums=1)(stacked, 3),
+                        jax.vmap(lambda v: lax.pmean(v * 3, "p"), axis_name="p")(stacked))}
+    pmap_forms = {name: [bool(np.array_equal(np.asarray(got), np.asarray(ref))),
+                         len(got.addressable_shards)] for name, (got, ref) in forms.items()}
     # jit's data-parallel form: batch-sharded input, replicated parameter and output
     dp = jax.jit(lambda w, v: (v * w).sum(0), in_shardings=(NamedSharding(mesh, P()),
                                                             NamedSharding(mesh, P("i"))),
@@ -137,7 +146,7 @@ def collectives(n):
         errors["unknown_axis"] = str(e)
     emit(same=same, jitted=jitted, two_d=two_d, jit_shardings=jit_shardings, pmap=bool(np.array_equal(
         np.asarray(got_pm), np.asarray(ref_pm))), pmap_devices=len(got_pm.devices()),
-        out_sharding=repr(sm(x).sharding), errors=errors)
+        pmap_forms=pmap_forms, out_sharding=repr(sm(x).sharding), errors=errors)
 
 
 _configured: list = []
@@ -430,16 +439,138 @@ def mpi_collectives(n):
         lambda u: lax.psum((u * u).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())(v)))
     same["grad"] = bool(np.array_equal(multihost_utils.process_allgather(grad(x)), 2 * full))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
-    try:  # pmap across processes runs on GPUs only
-        jax.pmap(lambda v: lax.psum(v, "p"), "p")(np.ones((n, 2), np.float32))
+    try:  # out_axes other than one int or None for every output
+        jax.pmap(lambda v: (v, v), "p", out_axes=(0, None))(full[:n])
         pmap_error = None
     except NotImplementedError as e:
         pmap_error = str(e)
     emit(process=jax.process_index(), count=jax.process_count(), devices=total,
-         pmap_error=pmap_error,
          local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),
          broadcast=float(multihost_utils.broadcast_one_to_all(
-             np.float32(10 + jax.process_index()))))
+             np.float32(10 + jax.process_index()))),
+         pmap=_cpu_pmap(full, n), pmap_error=pmap_error, **_cpu_eager(mesh, full, x))
+
+
+def _mpi_counted(fn):
+    """(`fn()`, how many of gpuarr's MPI exchanges that carry data it made, and how many
+    local batches pmap copied in from the host), counted after a first call that
+    compiles."""
+    from gpuarr import process_group
+    from gpuarr.sharding import process_arrays
+    fn()
+    used = {"allgather_array": 0, "allreduce_sum": 0, "from_host": 0}
+    real = {name: getattr(process_group, name) for name in ("allgather_array", "allreduce_sum")}
+    real["from_host"] = process_arrays.make_array_from_process_local_data
+
+    def counting(name):
+        def counted(*args, **kw):
+            used[name] += 1
+            return real[name](*args, **kw)
+        return counted
+    for name in ("allgather_array", "allreduce_sum"):
+        setattr(process_group, name, counting(name))
+    process_arrays.make_array_from_process_local_data = counting("from_host")
+    try:
+        out = fn()
+    finally:
+        for name in ("allgather_array", "allreduce_sum"):
+            setattr(process_group, name, real[name])
+        process_arrays.make_array_from_process_local_data = real["from_host"]
+    return out, used
+
+
+def _cpu_pmap(full, n):
+    """pmap over the cpu devices of every process: each process passes its n positions and
+    gets back its own; the collectives span all the positions, against the one-process named
+    vmap over all of them (bit for bit: these sums are exact in any order; a sum of
+    unrounded values to float32 rounding)."""
+    k, count = jax.process_index(), jax.process_count()
+    jnp = jax.numpy
+    positions = full[:n * count]
+    mine = positions[k * n:(k + 1) * n]
+    rough = np.random.default_rng(2).standard_normal(positions.shape).astype(np.float32)
+    perm = [(j, (j + 1) % (n * count)) for j in range(n * count)]
+    cases = {"psum": lambda v: lax.psum(v, "p"), "pmean": lambda v: lax.pmean(v, "p"),
+             "pmax": lambda v: lax.pmax(v, "p"), "all_gather": lambda v: lax.all_gather(v, "p"),
+             "psum_scatter": lambda v: lax.psum_scatter(jnp.tile(v, n * count), "p",
+                                                        tiled=True),
+             "ppermute": lambda v: lax.ppermute(v, "p", perm),
+             "size": lambda v: v * lax.psum(1, "p")}
+    out = {}
+
+    def record(name, got, ref, used, exact=True):
+        got_host = np.asarray(got)
+        want = ref[k * n:(k + 1) * n]
+        out[name] = dict(
+            used=used, shape=list(got.shape), held=type(got._stored).__name__,
+            devices=[s.data.device.id for s in got.addressable_shards],
+            same=bool(got_host.dtype == want.dtype and (
+                np.array_equal(got_host, want) if exact else
+                np.allclose(got_host, want, rtol=2e-6, atol=1e-6))))
+    for name, fn in cases.items():
+        got, used = _mpi_counted(lambda fn=fn: jax.pmap(fn, "p")(mine))
+        record(name, got, np.asarray(jax.vmap(fn, axis_name="p")(positions)), used)
+    got, used = _mpi_counted(lambda: jax.pmap(lambda v: lax.psum(v, "p"), "p")(
+        rough[k * n:(k + 1) * n]))
+    record("psum_rounding", got, np.asarray(jax.vmap(lambda v: lax.psum(v, "p"),
+                                                     axis_name="p")(rough)), used, exact=False)
+    # keyword arguments (mapped over their leading axis) and a static argument, as JAX's
+    def keyed(v, w, *, c):
+        return lax.psum(v * w, "p") + c
+    got, used = _mpi_counted(lambda: jax.pmap(keyed, "p")(mine, w=mine, c=mine))
+    record("keywords", got, np.asarray(jax.vmap(lambda v, w, c: keyed(v, w, c=c),
+                                                axis_name="p")(positions, positions,
+                                                               positions)), used)
+    scaled = jax.pmap(lambda v, c: lax.pmean(v * c, "p"), "p", static_broadcasted_argnums=1)
+    got, used = _mpi_counted(lambda: scaled(mine, 3))
+    record("static", got, np.asarray(jax.vmap(lambda v: lax.pmean(v * 3, "p"),
+                                              axis_name="p")(positions)), used)
+    # a pmap on the outputs of another reads them where they are (no batch from the host)
+    doubled = jax.pmap(lambda v: v * 2, "p")(mine)
+    again = jax.pmap(lambda v: lax.psum(v, "p"), "p")
+    got, used = _mpi_counted(lambda: again(doubled))
+    record("chained", got, np.broadcast_to((positions * 2).sum(0), positions.shape), used)
+    return out
+
+
+def _cpu_eager(mesh, full, x):
+    """Eager operations on `x`, split over the cpu devices of every process, against the same
+    operation on the whole value on one device of this process: elementwise ones, reductions
+    over the unsplit dimension and the per-block ones on each device's piece, reductions
+    across the split dimension with MPI between the processes; reading `x` or slicing it
+    along the split dimension is JAX's error."""
+    from gpuarr.experimental import multihost_utils
+    jnp = jax.numpy
+    one = jax.device_put(full, jax.local_devices()[0])
+    local = sorted(d.id for d in jax.local_devices())
+    eager = {}
+    for name, fn in {"add": lambda v: v + 1.5, "sin": jnp.sin, "mul": lambda v: v * v,
+                     "cast": lambda v: v.astype(np.int32), "sum1": lambda v: v.sum(1),
+                     "max1": lambda v: v.max(1), "sum": lambda v: v.sum(),
+                     "sum0": lambda v: v.sum(0), "sin_sum": lambda v: jnp.sin(v).sum(),
+                     "max": lambda v: v.max(), "argmax": lambda v: v.argmax(),
+                     "argmin0": lambda v: jnp.argmin(v, 0), "mean0": lambda v: v.mean(0),
+                     "addrow": lambda v: v + np.arange(3, dtype=np.float32),
+                     # per block, as JAX runs them without communication
+                     "dot": lambda v: v @ np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3),
+                     "slice1": lambda v: v[:, 1:], "cumsum1": lambda v: jnp.cumsum(v, axis=1),
+                     "transpose": lambda v: v.T}.items():
+        got, used = _mpi_counted(lambda fn=fn: fn(x))
+        want = np.asarray(fn(one))
+        value = multihost_utils.process_allgather(got)
+        eager[name] = dict(used=used, held=type(got._stored).__name__,
+                           spec=str(got.sharding.spec),
+                           devices=sorted(s.data.device.id for s in got.addressable_shards),
+                           same=bool(value.dtype == want.dtype and np.array_equal(value, want)))
+    errors = {}
+    for name, fn in {"slice": lambda: x[:2], "read": lambda: np.asarray(x),
+                     "index": lambda: x[3]}.items():
+        try:
+            fn()
+            errors[name] = None
+        except RuntimeError as e:
+            errors[name] = f"{type(e).__name__}: {e}"
+    return dict(eager=eager, errors=errors, shown=repr(x), local_ids=local)
 
 
 def mlp(n):
@@ -1188,10 +1319,22 @@ def _beyond_shard_map(mesh, full, x, n):
     pmaps["chained"] = dict(host=host, nccl=nccl, shape=list(got.shape),
                             same=bool(np.array_equal(np.asarray(got), np.broadcast_to(
                                 (positions * 2).sum(0), got.shape))))
+    # keyword arguments (mapped over their leading axis) and a static argument, as JAX's
+    for name, mapped, ref in (
+            ("keywords", lambda: jax.pmap(lambda v, *, w: lax.psum(v * w, "p"), "p")(mine, w=mine),
+             jax.vmap(lambda v: lax.psum(v * v, "p"), axis_name="p")(positions)),
+            ("static", lambda: jax.pmap(lambda v, c: lax.psum(v * c, "p"), "p",
+                                        static_broadcasted_argnums=1)(mine, 3),
+             jax.vmap(lambda v: lax.psum(v * 3, "p"), axis_name="p")(positions))):
+        got, host, nccl, peer = _counted(mapped)
+        pmaps[name] = dict(host=host, nccl=nccl, shape=list(got.shape),
+                           devices=[str(s.data.device) for s in got.addressable_shards],
+                           same=bool(np.array_equal(np.asarray(got), np.asarray(ref)[
+                               jax.process_index() * n:(jax.process_index() + 1) * n])))
     errors = {}  # what needs the global value of a split array, and pmap's other forms
     for name, fn in {"slice": lambda: x[:2], "read": lambda: np.asarray(x),
-                     "pmap_static": lambda: jax.pmap(lambda v, c: v * c, "p",
-                                                     static_broadcasted_argnums=1)(mine, 2)
+                     "pmap_out_axes": lambda: jax.pmap(lambda v: (v, v), "p",
+                                                       out_axes=(0, None))(mine)
                      }.items():
         try:
             fn()

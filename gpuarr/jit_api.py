@@ -249,8 +249,9 @@ class _CacheEntry:
         """The argument leaves as the buffers `fn` takes; Arrays are moved to its platform's
         device when it has device buffers, or when `move` (a call committed to a device)."""
         bufs = [leaf_buffer(x) for x in leaves]
-        if move or self.platform is not None:
-            bufs = [placement.buffer_for(x, self.platform_obj) if type(x) is Array else b
+        if move or self.platform is not None:  # host pieces spanning processes stay pieces
+            bufs = [placement.buffer_for(x, self.platform_obj)
+                    if type(x) is Array and type(b) is not DeviceShards else b
                     for x, b in zip(leaves, bufs)]
         elif any(type(x) is Array and x._platform is not None for x in leaves):
             # a host-buffer platform (cpu, opencl) given Arrays in device memory (cuda's)

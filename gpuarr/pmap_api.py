@@ -2,13 +2,12 @@
 
 With several cpu (or cuda) devices, each position runs on its own device (shard_map over a
 one-axis mesh of the first devices: a program per device, collectives between them).
-Otherwise, and for the forms that needs (static arguments, keyword arguments, nested
-in_axes/out_axes), the mapped computation is one vectorised program (`jit` of `vmap` with
-the axis name, so collectives work as under pmap) on the default device; both give the same
-values. As with JAX, the mapped axis may not be longer than the number of devices: portable
-pmap programs size it with `local_device_count()`. Across processes (on GPUs) each process
-passes its own positions, the collectives span every process's devices, and each process gets
-back its own positions (sharding/process_arrays.py).
+Otherwise, and for nested out_axes, the mapped computation is one vectorised program (`jit`
+of `vmap` with the axis name, so collectives work as under pmap) on the default device; both
+give the same values. As with JAX, the mapped axis may not be longer than the number of
+devices: portable pmap programs size it with `local_device_count()`. Across processes each
+process passes its own positions, the collectives span every process's devices, and each
+process gets back its own positions (sharding/process_arrays.py).
 """
 from __future__ import annotations
 
@@ -128,15 +127,11 @@ def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, defa
     """The per-device runner when this call can run a position per cpu device or GPU, else
     None. With several processes and the `default` devices, the positions of every process
     form the mapped axis (process order) and each process passes and gets back its own.
-    Every leaf of the dynamic arguments is mapped over its `in_axes` entry (keyword
-    arguments over axis 0, as in JAX); static arguments are passed whole to every
-    position."""
+    Each leaf of the dynamic arguments is mapped over its `in_axes` entry (keyword arguments
+    over axis 0, as in JAX); static arguments are passed whole to every position."""
     across = default and process_group.state.process_count > 1
-    if across:  # the first `size` devices of each process
-        devs = [d for p in range(process_group.state.process_count)
-                for d in [d for d in devs if d.process_index == p][:size]]
-    else:
-        devs = devs[:size]
+    devs = [d for p in range(process_group.state.process_count)  # each process's first `size`
+            for d in [d for d in devs if d.process_index == p][:size]] if across else devs[:size]
     dyn = tuple(a for i, a in enumerate(args) if i not in statics)
     try:
         leaves, tree = pytrees.tree_flatten((dyn, kwargs))

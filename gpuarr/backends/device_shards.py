@@ -73,10 +73,9 @@ class DeviceShards:
         return len(self.shards) != self.sharding.num_devices
 
     def program_buffer(self):
-        """What a compiled program takes for this value: the global value on the first
-        device, or, for host pieces spanning processes (not replicated), these pieces, which
-        only a shard_map inside the program reads (anything else reading them raises JAX's
-        error)."""
+        """What a compiled program takes: the global value on the first device, or, for host
+        pieces spanning processes (not replicated), these pieces, which only a shard_map in
+        the program reads (anything else reading them raises JAX's error)."""
         if (self.spans_processes and not self.sharding.is_fully_replicated
                 and not getattr(self.platform, "device_buffers", False)):
             return self

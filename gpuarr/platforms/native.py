@@ -20,6 +20,7 @@ from gpuarr.backends import float_env, host_threads, native, native_loops
 from gpuarr.backends import numpy as numpy_backend
 from gpuarr.compiler import compile_closed, inline_calls, render
 from gpuarr.compiler.fusion import FusionOptions
+from gpuarr.core import subprograms
 from gpuarr.lax.dot_precision import is_algorithm
 from gpuarr.platforms import Device
 from gpuarr.platforms.host import HostBufferPlatform, computes_floats
@@ -117,10 +118,12 @@ class NativePlatform(HostBufferPlatform):
 
 
 def runs_per_device(prog) -> bool:
-    """Whether `prog` holds a shard_map over several devices: its operands and results may be
-    pieces held per process (DeviceShards), which the kernels' contiguous host buffers cannot
-    hold, and its per-device Programs are compiled by sharding/spmd.py itself."""
-    return any(e.prim is shard_map_p and e.params["mesh"].size > 1 for e in prog.eqns)
+    """Whether `prog` holds a shard_map over several devices (in a branch or loop too): its
+    operands and results may be pieces held per process (DeviceShards), which the kernels'
+    contiguous buffers cannot hold; sharding/spmd.py compiles its per-device Programs."""
+    return any((e.prim is shard_map_p and e.params["mesh"].size > 1) or any(
+        runs_per_device(getattr(p, "program", p)) for p in subprograms(e.params))
+        for e in prog.eqns)
 
 
 def products_by_size(plan):

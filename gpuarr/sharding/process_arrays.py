@@ -1,11 +1,11 @@
-"""An array of this process's positions and the global array over every process's GPUs,
-each made from the other without moving a piece (JAX's multi-controller `pmap`: each process
-passes its local batch, the collectives span every process's devices, and each process gets
-back its own positions).
+"""An array of this process's positions and the global array over every process's devices
+(GPUs or cpu devices), each made from the other without moving a piece (JAX's
+multi-controller `pmap`: each process passes its local batch, the collectives span every
+process's devices, and each process gets back its own positions).
 
 The global array of a one-axis mesh spanning processes holds position k of the mapped axis on
 the mesh's k-th device; this process's positions are its devices' pieces, in mesh order, which
-a local array over the same GPUs (`P(name)` on a mesh of this process's devices) holds as well.
+a local array over the same devices (`P(name)` on a mesh of those devices) holds as well.
 """
 from __future__ import annotations
 

@@ -438,6 +438,17 @@ def mpi_collectives(n):
     grad = jax.jit(jax.grad(lambda v: jax.shard_map(
         lambda u: lax.psum((u * u).sum(), "i"), mesh=mesh, in_specs=P("i"), out_specs=P())(v)))
     same["grad"] = bool(np.array_equal(multihost_utils.process_allgather(grad(x)), 2 * full))
+    # eagerly, and jitted among other operations or nested in a jitted cond
+    shifted = jax.shard_map(lambda u: u * 2 + lax.psum(u.sum(), "i"), mesh=mesh,
+                            in_specs=P("i"), out_specs=P("i"))
+    for name, fn, want in (
+            ("eager_grad", jax.grad(lambda v: shifted(v).sum()),
+             np.full_like(full, 2 + full.size)),
+            ("around", jax.jit(lambda v: shifted(v * 3) - 1.0), full * 6 + 3 * full.sum() - 1),
+            ("in_cond", jax.jit(lambda v: lax.cond(True, shifted, shifted, v)),
+             full * 2 + full.sum())):
+        got = multihost_utils.process_allgather(fn(x))
+        same[name] = bool(got.dtype == want.dtype and np.array_equal(got, want))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
     try:  # out_axes other than one int or None for every output
         jax.pmap(lambda v: (v, v), "p", out_axes=(0, None))(full[:n])

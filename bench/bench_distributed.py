@@ -4,7 +4,9 @@
     shard_map over a mesh of both processes' cpu devices, against a raw mpi4py `Allreduce` of
     the same buffer into a preallocated output, in the same run, ROUNDS rounds each running
     both in a shuffled order after a barrier; the ratio is psum's bandwidth over Allreduce's
-    (median of the per-round ratios, with the quartiles);
+    (median of the per-round ratios, with the quartiles); so is that of `pmap`'s psum of each
+    process's local batch (one position per process: its 64 MiB, taken from the host on
+    every call, as a pmap given a NumPy batch takes it);
 (b) one data-parallel step of an MLP (batch 8192, 512 -> 1024 -> 1024 -> 1, value_and_grad and
     SGD) on 1 process (the step as one jitted program) and on 2 processes (jitted shard_map,
     each process with half the batch, gradients averaged with pmean); the scaling figure is
@@ -67,10 +69,12 @@ def _allreduce(jax, mesh, sharding) -> dict:
     x = jax.make_array_from_process_local_data(sharding, local)
     psum = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
                                  out_specs=P()))
+    pmapped = jax.pmap(lambda v: jax.lax.psum(v, "p"), "p")
     out = np.empty_like(local)
     comm = MPI.COMM_WORLD
     runs = {"raw": lambda: comm.Allreduce(local, out),
-            "psum": lambda: psum(x).block_until_ready()}
+            "psum": lambda: psum(x).block_until_ready(),
+            "pmap": lambda: pmapped(local[None]).block_until_ready()}
     for run in runs.values():
         run()
     times: dict = {k: [] for k in runs}
@@ -82,10 +86,11 @@ def _allreduce(jax, mesh, sharding) -> dict:
             runs[k]()
             times[k].append(time.perf_counter() - t)
     ratios = np.array(times["raw"]) / np.array(times["psum"])
-    return dict(process=me, raw_s=times["raw"], psum_s=times["psum"],
+    pmap_ratios = np.array(times["raw"]) / np.array(times["pmap"])
+    return dict(process=me, raw_s=times["raw"], psum_s=times["psum"], pmap_s=times["pmap"],
                 ratio=float(np.median(ratios)),
                 ratio_quartiles=[float(q) for q in np.quantile(ratios, [0.25, 0.75])],
-                mib=n * 4 / 2**20)
+                pmap_ratio=float(np.median(pmap_ratios)), mib=n * 4 / 2**20)
 
 
 def _worker(what: str) -> None:
@@ -161,6 +166,9 @@ def _print_allreduce(allreduce: list) -> None:
           f"{ours * 1e3:.1f} ms ({r['mib'] / ours:.0f} MiB/s; {min(r['psum_s']) * 1e3:.0f} to "
           f"{max(r['psum_s']) * 1e3:.0f} ms); psum/Allreduce bandwidth ratio, median of the "
           f"rounds: {spread}")
+    print(f"pmap's psum of each process's local batch {np.median(r['pmap_s']) * 1e3:.1f} ms; "
+          "pmap/Allreduce bandwidth ratio, median of the rounds: "
+          + ", ".join(f"process {x['process']}: {x['pmap_ratio']:.3f}" for x in allreduce))
 
 
 def _print_steps(one: float, two: float) -> None:

@@ -77,7 +77,8 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
   }                                                                                            \
   INLINE F round_away_##F(F x) { return round(x); }                                            \
   INLINE F round_even_##F(F x) { return rint(x); }                                             \
-  INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp(-x)); }                            \
+  INLINE F exp_##F(F x) { return EXP_OF_##F(x); }                                            \
+  INLINE F logistic_##F(F x) { return (F)1 / ((F)1 + exp_##F(-x)); }                        \
   INLINE F tanh_clamped_##F(F x) { return TANH_OF_##F(x, (F)(TANH_ONE)); }                        \
   INLINE F log_##F(F x) { return log(SELECTED_FLOAT(F, x)); }
 /* Subnormal operands (zero exponent bits; zeros give f(+-0) either way) of XLA's expansions,
@@ -125,6 +126,10 @@ GPUARR_DEFINE_INT_OPS(u64, u64, u64, 64, 0)
 #define TANH_OF_f32(x, one) TANH_CLAMPED(f32, x, one)
 #endif
 #define TANH_OF_f64(x, one) TANH_CLAMPED(f64, x, one)
+#ifndef EXP_OF_f32 /* dialect_c.h inlines a polynomial where the host has fused multiply-adds */
+#define EXP_OF_f32(x) exp(x)
+#endif
+#define EXP_OF_f64(x) exp(x)
 GPUARR_DEFINE_FLOAT_OPS(f32, 7.99881172180175781)
 GPUARR_DEFINE_FLOAT_OPS(f64, 19.1)
 /* float32 atan2 with a subnormal operand, as XLA's own atan2f (fdlibm's) computes it flushed:

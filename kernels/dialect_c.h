@@ -169,6 +169,38 @@ INLINE f64 gpuarr_f64_bits(u64 u) { f64 x; memcpy(&x, &u, 8); return x; }
 #define BITS_F64(x) gpuarr_bits_f64(x)
 #define F64_BITS(x) gpuarr_f64_bits((u64)(x))
 
+/* float32 exp inline, where the host has fused multiply-adds: x = n ln2 + r with |r| <= ln2/2
+ * (n by the round-to-nearest shift trick, ln2 in two parts), exp(r) by a degree-6 polynomial
+ * (the minimax coefficients of Arm's optimized-routines expf_1u, 0.37 ulp plus rounding), the
+ * result scaled by 2^n built from n's bits; |n| > 126 splits the scale in two factors so that
+ * overflow gives inf and underflow 0 (or a subnormal where subnormals survive), and NaN
+ * propagates through the polynomial. Within 1 ulp of the correctly rounded result for every
+ * float32 input with a normal result (checked over all 2^32; libmvec's expf promises 4). A
+ * vectorised loop computes it in registers: a libmvec call spilled softmax's 64 row lanes
+ * around every call. Written as selects, so both arms are computed and the loop vectorises. */
+#if defined(__FMA__) || defined(__aarch64__)
+INLINE f32 gpuarr_exp_f32(f32 x) {
+  const f32 shift = 0x1.8p23f;
+  const f32 z = fmaf(x, 0x1.715476p+0f, shift);
+  const f32 n = z - shift;
+  f32 r = fmaf(n, -0x1.62e4p-1f, x);
+  r = fmaf(n, -0x1.7f7d1cp-20f, r);
+  const u32 e = gpuarr_bits_f32(z) << 23;
+  f32 p = fmaf(0x1.6a6000p-10f, r, 0x1.12718ep-7f);
+  p = fmaf(p, r, 0x1.555af0p-5f);
+  p = fmaf(p, r, 0x1.555430p-3f);
+  p = fmaf(p, r, 0x1.fffff4p-2f);
+  p = fmaf(p, r, 1.0f);
+  p = fmaf(p, r, 1.0f);
+  const f32 an = fabsf(n);
+  const u32 b = n <= 0.0f ? 0x83000000u : 0u;
+  const f32 s1 = gpuarr_f32_bits(0x7f000000u + b);
+  const f32 far = an > 192.0f ? s1 * s1 : (p * s1) * gpuarr_f32_bits(e - b);
+  return an > 126.0f ? far : gpuarr_f32_bits(e + 0x3f800000u) * p;
+}
+#define EXP_OF_f32(x) gpuarr_exp_f32(x)
+#endif
+
 /* Bit counts; a count of leading zeros of 0 is the width, as CUDA's __clz. */
 INLINE i32 gpuarr_clz32(u32 x) { return x ? __builtin_clz(x) : 32; }
 INLINE i32 gpuarr_clz64(u64 x) { return x ? __builtin_clzll(x) : 64; }

@@ -4,13 +4,15 @@
 ${equations}
 // Why this kernel ends here: ${reason}
 #define REDUCE(a, b) (${reduce_expr})
+#define LANE_REDUCE(a, b) (${lane_expr})
 
 // The row strategy of a host that runs work in vector lanes (the C dialect): one output per
 // work item, its row's elements dealt to ${lanes} partial results (element r to lane
 // r % ${lanes}), so neighbouring elements never wait on each other's add and the compiler keeps
 // the partials in several vector registers (the reduction reassociates, as XLA's do); the
-// last chunk of a row may be shorter. The lanes then combine. A row's values may be kept for
-// the epilogue.
+// last chunk of a row may be shorter. The lanes then combine (with REDUCE; a lane's step,
+// LANE_REDUCE, may leave what only the combine needs to do, such as flushing a subnormal max).
+// A row's values may be kept for the epilogue.
 KERNEL void ${name}(${params}) {
   GROUP_STRIDE_LOOP(${index_t}, o, ${out_size}) {
     ${keep_decl}
@@ -23,7 +25,7 @@ KERNEL void ${name}(${params}) {
         const ${index_t} r = r0 + l;
         const ${index_t} i = o * ${red_size} + r;
 ${pre_body}
-        lane[l] = REDUCE(lane[l], (${acc_t})${pre_value});
+        lane[l] = LANE_REDUCE(lane[l], (${acc_t})${pre_value});
         ${keep_store}
       }
     }
@@ -41,3 +43,4 @@ ${epilogue_body}
   }
 }
 #undef REDUCE
+#undef LANE_REDUCE

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 _UNARY_FLOAT = {
-    "exp": "exp({0})", "exp2": "exp2({0})", "log": "log_{t}({0})", "log1p": "log1p_{t}({0})",
+    "exp": "exp_{t}({0})", "exp2": "exp2({0})", "log": "log_{t}({0})", "log1p": "log1p_{t}({0})",
     "expm1": "expm1_{t}({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})", "cbrt": "cbrt_{t}({0})",
     "sin": "sin_{t}({0})", "cos": "cos({0})", "tan": "tan_{t}({0})", "asin": "asin_{t}({0})",
     "acos": "acos_{t}({0})", "atan": "atan_{t}({0})", "sinh": "sinh_{t}({0})", "cosh": "cosh({0})",
@@ -109,6 +109,16 @@ REDUCERS: dict = {
     ("and", "*"): "a & b", ("or", "*"): "a | b", ("xor", "*"): "a ^ b",
     ("logaddexp", "f"): "logaddexp_{t}(a, b)",
 }
+# A vector lane's step of a row reduction on the C dialect (kernels/reduction_lanes.cu), where
+# it differs from REDUCERS: float max/min keep a NaN (its test first) and otherwise pick the
+# larger (smaller) operand, a compare and a blend per vector where max_{t} also costs the
+# subnormal flush of SELECTED_FLOAT (kernels/common.h) on every element. The lanes combine
+# with the full reducer, which flushes once per row; under the kernels' DAZ environment the
+# comparisons already read a subnormal as zero.
+LANE_REDUCERS: dict = {
+    ("max", "f"): "(b) != (b) || (b) > (a) ? (b) : (a)",
+    ("min", "f"): "(b) != (b) || (b) < (a) ? (b) : (a)",
+}
 
 # Arg reductions: (op, kind) -> when the candidate (vb, ib) beats the current best (va, ia).
 # JAX's rule: the larger (smaller) value wins, NaN beats every number, and ties (equal values
@@ -184,6 +194,11 @@ def reducer(op: str, dtype) -> str:
         if key in REDUCERS:
             return REDUCERS[key]
     raise KeyError(f"no reducer {op!r} for {np.dtype(dtype).name}")
+
+
+def lane_reducer(op: str, dtype) -> str:
+    """A vector lane's step of a row reduction (LANE_REDUCERS), else the reducer itself."""
+    return LANE_REDUCERS.get((op, dtype_kind(dtype))) or reducer(op, dtype)
 
 
 # ---- per-primitive lowering rules ------------------------------------------------------------

@@ -771,7 +771,8 @@ def render_reduction(k: ReductionKernel, dialect: str = "gpu") -> RenderedKernel
         lanes = row_lanes(k) if c_split and c_row else 0
         if lanes:
             name = "reduction_lanes.cu"
-            slots.update(lanes=lanes, pre_body=indent(pre, 8))
+            slots.update(lanes=lanes, pre_body=indent(pre, 8),
+                         lane_expr=lowering.lane_reducer(k.reduce_op, k.acc_dtype).format(t=acc_t))
         keep_t = ctype(k.pre_nodes[k.pre_root].dtype) if kept is not None else ""
         source = template(name).substitute(
             slots, loop_hint=simd_reduction_hint(k, acc_t) if c_row else "",

@@ -313,20 +313,46 @@ def _with_precompiled_prelude(source: str, level: str) -> str | None:
     return f'#include "{entry["header"]}"\n' + source[len(entry["text"]):]
 
 
-def _compile(source: str, key: str) -> bytes:
+def _build(command: list, source: str, out: Path, level: str):
+    """Run the compiler on `source` (its prelude precompiled when that is ready), again on the
+    full text when that fails (errors then name the whole source): the finished process."""
+    text = _with_precompiled_prelude(source, level)
+    done = _run_compiler(command, text, out) if text is not None else None
+    if done is None or done.returncode != 0:
+        failed, done = done, _run_compiler(command, source, out)
+        if failed is not None and done.returncode == 0:
+            _drop_precompiled_prelude()
+    return done
+
+
+def _compile(source: str, key: str, units=()) -> bytes:
+    """The shared object built from `source`; from the translation units `units` (each a
+    part of it, see `translation_units`) compiled side by side, then linked, when given."""
     global _builds
     tc = toolchain()
     out = _work_dir() / f"build-{key}-{threading.get_ident()}.so"
     command = tc["command"] + list(flags(source))
+    level = command[len(tc["command"])]
+    objects = [out.with_name(f"{out.stem}-{k}.o") for k in range(len(units))]
     try:
-        text = _with_precompiled_prelude(source, command[len(tc["command"])])
-        done = _run_compiler(command, text, out) if text is not None else None
-        if done is None or done.returncode != 0:   # errors are reported on the full text
-            failed, done = done, _run_compiler(command, source, out)
-            if failed is not None and done.returncode == 0:
-                _drop_precompiled_prelude()
+        if len(units) < 2:
+            done = _build(command, source, out, level)
+        else:
+            compile_only = [a for a in command if a != "-shared" and not a.startswith("-l")]
+            with ThreadPoolExecutor(len(units)) as pool:
+                runs = list(pool.map(lambda u, o: (u, _build(compile_only + ["-c"], u, o, level)),
+                                     units, objects))
+            source, done = next(((u, d) for u, d in runs if d.returncode != 0), runs[-1])
+            if done.returncode == 0:
+                libs = [a for a in command if a.startswith("-l")]
+                done = subprocess.run(tc["command"] + ["-shared", "-o", str(out)] +
+                                      [str(o) for o in objects] + libs, capture_output=True,
+                                      text=True, timeout=COMPILE_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as e:
         raise NativeCompileError(f"the C compiler could not run: {e}") from e
+    finally:
+        for o in objects:
+            o.unlink(missing_ok=True)
     with _lock:
         _builds += 1
     try:
@@ -339,8 +365,10 @@ def _compile(source: str, key: str) -> bytes:
         out.unlink(missing_ok=True)
 
 
-def load(source: str, use_disk_cache: bool = True) -> ctypes.CDLL:
-    """The loaded shared object built from C `source`, through the memory and disk caches."""
+def load(source: str, use_disk_cache: bool = True, units=()) -> ctypes.CDLL:
+    """The loaded shared object built from C `source`, through the memory and disk caches;
+    `units`, when given, are translation units that together define what `source` does, which
+    a build compiles side by side (the cache key is `source`'s either way)."""
     key = cache_key(source)
     lib = _memory_cache.get(key)
     if lib is not None:
@@ -349,7 +377,7 @@ def load(source: str, use_disk_cache: bool = True) -> ctypes.CDLL:
     payload = _read_entry(path) if use_disk_cache else None
     lib = _open(payload, key)[0] if payload is not None else None
     if lib is None:
-        payload = _compile(source, key)
+        payload = _compile(source, key, units)
         lib, error = _open(payload, key)
         if lib is None:
             raise NativeCompileError(
@@ -455,6 +483,32 @@ def translation_unit(sources, prelude: str = "") -> str:
     return "".join(parts)
 
 
+# The least kernel text (bytes after the prelude) worth a compiler process of its own: gcc's
+# start, the precompiled prelude's load and the separate link cost about 0.03 s of CPU, and
+# gcc at -O3 turns 8 KiB of kernels into code in about as long (bench_native_compile.py).
+PART_MIN_BYTES = 8 << 10
+
+
+def translation_units(sources, prelude: str, tail: str = "") -> list:
+    """`translation_unit(sources, prelude) + tail` cut into translation units to compile side
+    by side, one per core, each at least PART_MIN_BYTES of kernel text: each unit is the
+    prelude, a share of the distinct kernel texts (largest first, each to the smallest unit
+    so far) and, in the smallest, `tail`. A single unit (an empty list) where that does not
+    pay: one kernel text, too little text, or one core."""
+    bodies = [s[len(prelude):] if prelude and s.startswith(prelude) else s
+              for s in dict.fromkeys(sources)]
+    count = min(len(bodies), host_threads._CPUS, sum(map(len, bodies)) // PART_MIN_BYTES)
+    if count < 2 or host_threads._machine_is_busy():
+        return []
+    units = [[0, []] for _ in range(count)]
+    for body in sorted(bodies, key=len, reverse=True):
+        unit = min(units, key=lambda u: u[0])
+        unit[0] += len(body)
+        unit[1].append(body)
+    min(units, key=lambda u: u[0])[1].append(tail)
+    return [prelude + "".join(parts) for _, parts in units]
+
+
 class PlanRunner:
     """A LaunchPlan (gpuarr.compiler.plan) built into one shared object, callable on NumPy
     inputs. Building raises NativeCompileError / NativeCompilerNotFoundError; running never
@@ -470,8 +524,9 @@ class PlanRunner:
         self.program = None
         self.n_inputs = len(plan.inputs)
         driver = self._program_source(plan) if launches else ""
-        self.lib = load(translation_unit([s.source for s in launches], prelude) + driver) \
-            if launches else None
+        texts = [s.source for s in launches]
+        self.lib = load(translation_unit(texts, prelude) + driver,
+                        units=translation_units(texts, prelude, driver)) if launches else None
         self.steps = []
         for step in plan.steps:
             if step.kind == "launch":

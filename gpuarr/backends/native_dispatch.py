@@ -128,7 +128,10 @@ def program_source(inputs, outputs, fixed, steps, info) -> str:
     alloc = [f"  char *scratch = aligned_alloc({ALIGN}, {total});",
              "  if (!scratch) return 2;"] if total else []
     free = ["  free(scratch);"] if total else []
-    return (_HELPERS +
+    # The entry points, which may be defined in another translation unit of the program.
+    entries = dict.fromkeys(step[1] for step in steps if step[0] == "launch")
+    return (_HELPERS + "".join(f"GPUARR_EXPORT void {e}_run(void *const *args, i64 begin, "
+                               "i64 end);\n" for e in entries) +
             "GPUARR_EXPORT int gpuarr_program(const char *inputs, const char *outputs,\n"
             "                                 void *const *fixed, const i64 *lay) {\n" +
             "\n".join(lines + alloc + body + free) + "\n  return 0;\n}\n")

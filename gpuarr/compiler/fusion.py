@@ -145,6 +145,7 @@ KERNEL_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", 
                  "uint64", "float32", "float64", *lowering.HALF_FLOATS)
 
 
+@functools.cache
 def _kernel_dtype(dtype) -> bool:
     return np.dtype(dtype).name in KERNEL_DTYPES
 

@@ -15,6 +15,7 @@ defines `atom` in the rewritten program (None for inputs and literals; also None
 """
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter
 from contextlib import nullcontext
@@ -197,7 +198,7 @@ def _scaled_product(eqn, producer):
                 and p.prim.name == "dot_general" and np.dtype(c.aval.dtype).kind in "fc"):
             a, b = p.inputs
             if a.aval.dtype == b.aval.dtype == prod.aval.dtype:
-                size = lambda v: int(np.prod(v.aval.shape))  # noqa: E731
+                size = lambda v: math.prod(v.aval.shape)  # noqa: E731
                 i = 0 if size(a) < size(b) else 1
                 if size(p.inputs[i]) < size(prod):
                     scaled = [("mul", [c, p.inputs[i]], {})]
@@ -275,7 +276,7 @@ def _predicate_dot(eqn, producer):
 def _one_converted_predicate(atom, producer):
     """The one-element bool `pred` of a one-element `atom` that is float(pred) reshaped or
     sliced (moves XLA's simplifier sees through), or None."""
-    while not isinstance(atom, Literal) and int(np.prod(atom.aval.shape)) == 1:
+    while not isinstance(atom, Literal) and math.prod(atom.aval.shape) == 1:
         p = producer(atom)
         if p is None:
             return None
@@ -326,7 +327,7 @@ def _one_element_selection(eqn, producer):
     constant. So under jit `where(x > 0, x, 1e-39)` is 0 for `x` of shape (), (1,) or (1, 1)
     and 1e-39 for two elements or more; the value passed as an argument comes through."""
     out = eqn.outvars[0].aval
-    if np.dtype(out.dtype) not in _FLUSHED_DTYPES or int(np.prod(out.shape)) != 1:
+    if np.dtype(out.dtype) not in _FLUSHED_DTYPES or math.prod(out.shape) != 1:
         return None
     pred, p = eqn.inputs[0], producer(eqn.inputs[0])
     if isinstance(pred, Literal) or p is not None and all(isinstance(a, Literal) for a in p.inputs):
@@ -348,7 +349,7 @@ def _scalar_constant(atom, producer):
     while not isinstance(atom, Literal):
         p = producer(atom)
         if p is not None and p.prim is CONSTANT:  # a closed-over array of one element
-            if int(np.prod(atom.aval.shape)) != 1 or np.dtype(atom.aval.dtype).kind != "f":
+            if math.prod(atom.aval.shape) != 1 or np.dtype(atom.aval.dtype).kind != "f":
                 return None
             try:  # a host array, a gpuarr Array or a device buffer
                 return np.asarray(p.params.get("value"), atom.aval.dtype).reshape(())
@@ -525,7 +526,7 @@ def _fused_into_larger(program: Program) -> set:
     """The ids of one-element values that reach, through one-element elementwise or layout
     steps, a step with a larger result that XLA would fuse them into (a broadcast, a
     concatenation): their code is then that larger loop's."""
-    size = lambda v: int(np.prod(v.aval.shape))  # noqa: E731
+    size = lambda v: math.prod(v.aval.shape)  # noqa: E731
     grows = set()
     for eqn in reversed(program.eqns):
         if (eqn.prim.multiple_results or eqn.prim.name in _NOT_FUSED
@@ -559,14 +560,13 @@ def fold(program: Program, consts: list):
     rw = _Rewriter(program)
     for eqn in program.eqns:
         inputs = [rw.read(a) for a in eqn.inputs]
-        impl = impl_rules.get(eqn.prim)
-        if impl is not None:
-            impl = host_impl(eqn.prim, [a.aval.dtype for a in eqn.inputs])
-        foldable = (inputs and impl is not None and not eqn.prim.multiple_results
-                    and not eqn.prim.effectful and not any(True for _ in subprograms(eqn.params))
-                    and all(isinstance(a, Literal) for a in inputs)
-                    and eqn.outvars[0].aval.shape == ())
+        # The cheap tests first: most equations read a variable.
+        foldable = (inputs and all(isinstance(a, Literal) for a in inputs)
+                    and not eqn.prim.multiple_results and not eqn.prim.effectful
+                    and eqn.outvars[0].aval.shape == () and eqn.prim in impl_rules
+                    and not any(True for _ in subprograms(eqn.params)))
         if foldable:
+            impl = host_impl(eqn.prim, [a.aval.dtype for a in eqn.inputs])
             try:
                 # The literals as their dtype's values (as JAX converts Python scalars), then
                 # the equation exactly, as StableHLO's folder does with the constants of the

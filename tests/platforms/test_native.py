@@ -497,3 +497,38 @@ def test_a_corrupt_precompiled_prelude_still_builds_right(plat, tmp_path, monkey
     finally:
         gch.write_bytes(saved)
         entry["ok"] = True   # dropped (and removed) if gcc refused it; restored for the others
+
+
+def test_a_programs_kernels_build_side_by_side_as_units_and_link_into_one_object(
+        plat, tmp_path, monkeypatch):
+    from gpuarr.backends import host_threads
+    x = np.linspace(-1, 1, 96 * 40, dtype=np.float32).reshape(96, 40)
+
+    def f(x):
+        y = x
+        for k in range(12):
+            y = jnp.sin(y) * (1.0 + k / 64) + jnp.cos(y) * 0.5
+        return y, jax_softmax(x * 3), jnp.sum(jnp.exp(x), axis=0)
+
+    monkeypatch.setattr(native, "PART_MIN_BYTES", 1)
+    monkeypatch.setattr(host_threads, "_CPUS", 3)
+    monkeypatch.setattr(host_threads, "_machine_is_busy", lambda: False)
+    monkeypatch.setenv("GPUARR_CACHE_DIR", str(tmp_path))
+    commands = []
+    run_compiler = native._run_compiler
+
+    def spy(command, source, out):
+        commands.append(command)
+        return run_compiler(command, source, out)
+    monkeypatch.setattr(native, "_run_compiler", spy)
+    native.clear_memory_cache()
+    before = native.build_count()
+    closed = gpuarr.make_jaxpr(f)(x)
+    run = plat.compile(closed)
+    launches = [s for s in run.launch_plan.steps if s.kind == "launch"]
+    units = native.translation_units([s.source for s in launches], render.prelude("c"), "tail")
+    assert len(units) == 3 and sum(u.endswith("tail") for u in units) == 1
+    assert native.build_count() == before + 1   # one build: three compiler runs and a link
+    assert sum("-c" in c for c in commands) == 3 and "-shared" not in commands[0]
+    got = run(x)
+    assert_same(got, get_platform("cpu").compile_numpy(closed)(x), rtol=2e-6, atol=2e-6)

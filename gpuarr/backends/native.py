@@ -494,7 +494,8 @@ def translation_units(sources, prelude: str, tail: str = "") -> list:
     by side, one per core, each at least PART_MIN_BYTES of kernel text: each unit is the
     prelude, a share of the distinct kernel texts (largest first, each to the smallest unit
     so far) and, in the smallest, `tail`. A single unit (an empty list) where that does not
-    pay: one kernel text, too little text, or one core."""
+    pay: one kernel text, too little text, one core, or cores that other processes keep busy
+    (`host_threads._machine_is_busy`, as for BLAS's threads: the units would only queue)."""
     bodies = [s[len(prelude):] if prelude and s.startswith(prelude) else s
               for s in dict.fromkeys(sources)]
     count = min(len(bodies), host_threads._CPUS, sum(map(len, bodies)) // PART_MIN_BYTES)

@@ -532,3 +532,19 @@ def test_a_programs_kernels_build_side_by_side_as_units_and_link_into_one_object
     assert sum("-c" in c for c in commands) == 3 and "-shared" not in commands[0]
     got = run(x)
     assert_same(got, get_platform("cpu").compile_numpy(closed)(x), rtol=2e-6, atol=2e-6)
+
+
+def test_float32_exp_is_within_an_ulp_and_keeps_its_special_values(plat):
+    x = np.concatenate([np.linspace(-104, 89, 400_003, dtype=np.float32),
+                        np.float32([0.0, -0.0, 1e-40, -1e-40, np.inf, -np.inf, np.nan, 88.72283,
+                                    88.72284, -87.33654, -200, 200])])
+    got, want = run_both(plat, lambda v: (jnp.exp(v), lax.logistic(v)), x)
+    exact = np.exp(x.astype(np.float64))
+    normal = (exact >= np.finfo(np.float32).tiny) & (exact <= np.finfo(np.float32).max)
+    rounded = exact[normal].astype(np.float32)
+    ulps = np.abs(got[0][normal].view(np.int32).astype(np.int64) - rounded.view(np.int32))
+    assert got[0].dtype == np.float32 and ulps.max() <= 1
+    tail = got[0][-12:]
+    assert list(tail[:6]) == [1, 1, 1, 1, np.inf, 0] and np.isnan(tail[6])
+    assert tail[8] == np.inf and tail[10] == 0 and tail[11] == np.inf and tail[7] < np.inf
+    assert_same(got, want, rtol=3e-7, atol=0)

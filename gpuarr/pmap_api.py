@@ -64,6 +64,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
             tree, [leaf[0] if ax is None else leaf for leaf, ax in zip(leaves, flat_axes)])
 
     compiled = jit(vectorised, static_argnums=statics, donate_argnums=donate_argnums)
+    staged: dict = {}  # the per-device form's shard_maps, each caching its traced Program
 
     def checked_size(args, kwargs):
         size = _mapped_size(dynamic(args, len(args)), kwargs, dynamic_axes(args), axis_size)
@@ -88,7 +89,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
         size = checked_size(args, kwargs)
         per_device = _per_device_form(size, args, kwargs, dynamic_axes(args), out_axes, statics,
                                       devices if devices is not None else _devices(backend),
-                                      devices is None)
+                                      devices is None, staged)
         if per_device is not None:
             return per_device(fun, axis_name)
         return compiled(*args, **kwargs)
@@ -123,12 +124,15 @@ def _mapped_devices(backend):
     return devs
 
 
-def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, default=False):
+def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, default=False,
+                     staged=None):
     """The per-device runner when this call can run a position per cpu device or GPU, else
     None. With several processes and the `default` devices, the positions of every process
     form the mapped axis (process order) and each process passes and gets back its own.
     Each leaf of the dynamic arguments is mapped over its `in_axes` entry (keyword arguments
-    over axis 0, as in JAX); static arguments are passed whole to every position."""
+    over axis 0, as in JAX); static arguments are passed whole to every position. `staged`
+    keeps a shard_map per argument structure, static values and devices, so that a later
+    call with the same shapes and dtypes runs the Program traced by the first."""
     across = default and process_group.state.process_count > 1
     devs = [d for p in range(process_group.state.process_count)  # each process's first `size`
             for d in [d for d in devs if d.process_index == p][:size]] if across else devs[:size]
@@ -149,40 +153,59 @@ def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, defa
                 "pmap across processes runs a position per device with out_axes an int or "
                 "None (one for every output).")
         return None
-    from gpuarr.lax.shape_ops import expand_dims, squeeze
-    from gpuarr.sharding.mesh import AxisType, Mesh
-    from gpuarr.sharding.partition_spec import PartitionSpec
-    from gpuarr.sharding.shard_map import shard_map
+    # the static values (not the whole arguments, which would keep this call's batch alive)
+    fixed = {i: args[i] for i in statics}
+    key = (tree, tuple(leaf_axes), out_axes, tuple(devs), len(args),
+           tuple((i, type(v), v) for i, v in sorted(fixed.items())))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable static value: staged afresh on each call
+        key = None
 
     def run(fun, axis_name):
-        name = "_pmap" if axis_name is None else axis_name
-        mesh = Mesh(np.array(devs, dtype=object), (name,), (AxisType.Auto,))
+        entry = staged.get((key, axis_name)) if key is not None and staged is not None else None
+        if entry is None:
+            entry = _staged_map(fun, axis_name, devs, tree, leaf_axes, out_axes, fixed,
+                                len(args))
+            if key is not None and staged is not None:
+                staged[key, axis_name] = entry
+        mesh, mapped = entry
         moved = [x if a is None else _move_to_front(x, a) for x, a in zip(leaves, leaf_axes)]
         if across:  # each process's batch: its positions of the global input
             moved = [x if a is None else process_arrays.global_from_local(x, mesh)
                      for x, a in zip(moved, leaf_axes)]
-
-        def body(*shards):
-            inner = [v if a is None else squeeze(v, (0,)) for v, a in zip(shards, leaf_axes)]
-            dyn_in, kw = pytrees.tree_unflatten(tree, inner)
-            it = iter(dyn_in)
-            with parallel.pmap_axis(name):
-                out = fun(*[a if i in statics else next(it) for i, a in enumerate(args)],
-                          **kw)
-            return out if out_axes is None else pytrees.tree_map(
-                lambda o: expand_dims(o, (0,)), out)
-
-        in_specs = tuple(PartitionSpec() if a is None else PartitionSpec(name)
-                         for a in leaf_axes)
-        out_spec = PartitionSpec() if out_axes is None else PartitionSpec(name)
-        out = shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_spec,
-                        check_vma=False)(*moved)
+        out = mapped(*moved)
         if across:
             out = pytrees.tree_map(lambda o: process_arrays.local_from_global(o, size), out)
         if not out_axes:
             return out
         return pytrees.tree_map(lambda o: _move_from_front(o, out_axes), out)
     return run
+
+
+def _staged_map(fun, axis_name, devs, tree, leaf_axes, out_axes, fixed, nargs):
+    """(the one-axis mesh of `devs`, the shard_map running `fun` at each position of it)."""
+    from gpuarr.lax.shape_ops import expand_dims, squeeze
+    from gpuarr.sharding.mesh import AxisType, Mesh
+    from gpuarr.sharding.partition_spec import PartitionSpec
+    from gpuarr.sharding.shard_map import cached_shard_map
+
+    name = "_pmap" if axis_name is None else axis_name
+    mesh = Mesh(np.array(devs, dtype=object), (name,), (AxisType.Auto,))
+
+    def body(*shards):
+        inner = [v if a is None else squeeze(v, (0,)) for v, a in zip(shards, leaf_axes)]
+        dyn_in, kw = pytrees.tree_unflatten(tree, inner)
+        it = iter(dyn_in)
+        with parallel.pmap_axis(name):
+            out = fun(*[fixed[i] if i in fixed else next(it) for i in range(nargs)], **kw)
+        return out if out_axes is None else pytrees.tree_map(
+            lambda o: expand_dims(o, (0,)), out)
+
+    in_specs = tuple(PartitionSpec() if a is None else PartitionSpec(name) for a in leaf_axes)
+    out_spec = PartitionSpec() if out_axes is None else PartitionSpec(name)
+    return mesh, cached_shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_spec,
+                                  check_vma=False)
 
 
 def _move_to_front(x, axis):

@@ -615,21 +615,53 @@ def test_pmap_over_cpu_devices_of_several_processes(procs, local, platforms):
     added in MPI's order, to float32 rounding). Keyword arguments are mapped over their
     leading axis and a static argument is passed whole, as in JAX. `psum(1, axis)` is the
     axis size with no exchange (so pmean all-reduces only its operand), and a pmap on
-    another's outputs reads them on their devices (no batch copied in from the host)."""
+    another's outputs reads them on their devices (no batch copied in from the host). A
+    C-ordered float32 NumPy batch is lent to the devices, not copied (a result returning it
+    unchanged is copied out, so changing the batch afterwards leaves the result alone); a
+    float64 batch is converted, so copied. Repeated calls with the same shapes and static
+    value trace the function once, as JAX's pmap."""
     for r in _mpi_collectives(procs, local, platforms):
-        for name, got in r["pmap"].items():
+        pmaps = {name: got for name, got in r["pmap"].items() if name != "traces"}
+        for name, got in pmaps.items():
             assert got["same"], (name, got)
             assert got["held"] == "DeviceShards" and got["devices"] == r["local_ids"], name
             assert got["shape"][0] == local, name
-        used = {name: got["used"] for name, got in r["pmap"].items()}
-        for name in ("psum", "pmean", "psum_rounding", "keywords", "static"):
+        used = {name: got["used"] for name, got in pmaps.items()}
+        for name in ("psum", "pmean", "psum_rounding", "keywords", "static", "float64"):
             assert used[name]["allreduce_sum"] == 1 and used[name]["allgather_array"] == 0, (
                 name, used[name])
         for name in ("pmax", "all_gather", "psum_scatter", "ppermute"):
             assert used[name]["allgather_array"] == 1, (name, used[name])
-        assert used["size"] == dict(_NO_MPI, from_host=1)
+        assert used["size"] == dict(_NO_MPI, from_host=1, copied=0)
         assert used["keywords"]["from_host"] == 3  # three mapped arguments
-        assert used["chained"] == {"allgather_array": 0, "allreduce_sum": 1, "from_host": 0}
+        assert used["chained"] == dict(_NO_MPI, allreduce_sum=1, from_host=0, copied=0)
+        assert all(u["copied"] == 0 for name, u in used.items() if name != "float64"), used
+        assert used["float64"]["from_host"] == used["float64"]["copied"] == 1
+        assert used["identity"] == dict(_NO_MPI, from_host=1, copied=0)
+        assert not pmaps["identity"]["shares"]
+        assert r["pmap"]["traces"] == 3
+
+
+@pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
+def test_psum_results_across_processes_own_their_memory(procs, local, platforms):
+    """Two psums in a row over 36 MiB per device (a jitted shard_map's and a pmap's), both
+    results kept: every value of both equals the exact sum, no two pieces share memory
+    (the MPI sum's result block is reused only once nothing refers to it), and with one
+    device per process each result is that block itself, not a copy of it."""
+    for r in _mpi_collectives(procs, local, platforms):
+        for name, got in r["kept"].items():
+            assert got["same"] == [True, True] and not got["shared"], (name, got)
+            if local == 1:
+                assert all(got["own_block"]), (name, got)
+
+
+def test_pmap_traces_once_per_signature_as_jax():
+    """pmap over 2 cpu devices traces its function once per argument shapes and static
+    value, as JAX's pmap does (a repeated call runs the Program traced by the first)."""
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["pmap_traces", "2"])
+    (theirs,), _ = _run(["pmap_traces", "2"], lib="jax")
+    assert ours == theirs == {"traces": 3}
 
 
 @pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
@@ -649,7 +681,7 @@ def test_eager_operations_over_cpu_devices_of_several_processes(procs, local, pl
             assert got["held"] == "DeviceShards" and got["devices"] == r["local_ids"], name
             if name in ("add", "sin", "mul", "cast", "sum1", "max1", "addrow", "dot", "slice1",
                         "cumsum1", "transpose"):
-                assert got["used"] == dict(_NO_MPI, from_host=0), (name, got)
+                assert got["used"] == dict(_NO_MPI, from_host=0, copied=0), (name, got)
                 assert got["spec"] == ("P(None, 'i')" if name == "transpose" else
                                        "P('i',)" if name in ("sum1", "max1") else
                                        "P('i', None)"), (name, got)

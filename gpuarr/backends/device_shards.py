@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuarr.backends import host_memory
 from gpuarr.process_group import state as process_state
 
 NOT_ADDRESSABLE = (
@@ -25,18 +26,21 @@ NOT_ADDRESSABLE = (
 class DeviceShards:
     """`shards`: device -> the platform's buffer of that device's piece, for every device of
     the NamedSharding `sharding` that this process holds (replicated pieces are held by each
-    of their devices, as JAX holds them); `shape` and `dtype` are the global value's."""
+    of their devices, as JAX holds them); `shape` and `dtype` are the global value's.
+    `borrowed`: the pieces are views of the caller's host memory (a pmap's NumPy batch, for
+    that call only), so no result may keep one as its own."""
 
-    __slots__ = ("shards", "shape", "dtype", "sharding", "platform")
+    __slots__ = ("shards", "shape", "dtype", "sharding", "platform", "borrowed")
     made = False  # whether any was made: eager dispatch looks for them only then
 
-    def __init__(self, shards: dict, shape, dtype, sharding, platform):
+    def __init__(self, shards: dict, shape, dtype, sharding, platform, borrowed=False):
         DeviceShards.made = True
         self.shards = shards
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.sharding = sharding
         self.platform = platform
+        self.borrowed = borrowed
 
     @property
     def ndim(self) -> int:
@@ -114,7 +118,8 @@ class DeviceShards:
                 _normalized(theirs[d], self.shape) != _normalized(i, self.shape)
                 for d, i in mine.items()):
             return None
-        return DeviceShards(self.shards, self.shape, self.dtype, sharding, self.platform)
+        return DeviceShards(self.shards, self.shape, self.dtype, sharding, self.platform,
+                            self.borrowed)
 
     def piece(self, device, index):
         """This device's piece when it is the block `index` of the global value, else None."""
@@ -138,17 +143,24 @@ def own_copy(value) -> np.ndarray:
 def owned_pieces(results: dict, inputs: dict) -> dict:
     """Per-device host results (flat position -> list of NumPy values) with every piece owning
     its memory: a piece that is a view (a collective's rows of one array), the same object as
-    another device's piece or an input not held by its device, is copied. `inputs`: flat
-    position -> (the pieces that device holds itself, the other operands it read)."""
+    another device's piece or an input not held by its device, is copied. A whole block of
+    `host_memory`'s cache (an MPI sum's result) is the result's own and is kept, once: the
+    cache hands a block out again only when nothing refers to it. `inputs`: flat position ->
+    (the pieces that device holds itself, the other operands it read)."""
     foreign = {id(b) for _, others in inputs.values() for b in others}
-    seen: set = set()
+    # ids of the objects (and cache blocks) some piece or input already holds
+    seen: set = {id(host_memory.cached_block(b)) for held, others in inputs.values()
+                 for b in (*held, *others)} - {id(None)}
     out: dict = {}
     for f, values in results.items():
         own = {id(b) for b in inputs[f][0]}
         kept = []
         for v in values:
             v = np.asarray(v)
-            if id(v) in seen or id(v) in foreign or (
+            block = None if id(v) in own else host_memory.cached_block(v)
+            if block is not None and id(block) not in seen:
+                seen.add(id(block))
+            elif id(v) in seen or id(v) in foreign or (
                     id(v) not in own and (v.base is not None or not v.flags.owndata)):
                 v = own_copy(v)
             seen.add(id(v))

@@ -16,7 +16,8 @@ set by the user. Other C libraries (musl, macOS) are left alone.
 `aligned_empty` gives buffers that start on a cache line, for loops that call BLAS on them
 many times. `reusable_empty` gives buffers over glibc's threshold from a small cache of
 blocks that no array uses any more (a collective's 64 MiB result would otherwise be faulted in
-afresh on every call, and unmapped when dropped).
+afresh on every call, and unmapped when dropped); `cached_block` tells whether an array is the
+whole of such a block, which then belongs to it alone for as long as it lives.
 """
 from __future__ import annotations
 
@@ -110,6 +111,10 @@ class _BlockCache:
             del blocks[:max(0, len(blocks) - self.MAX_BLOCKS)]
             return blocks[-1]
 
+    def holds(self, block) -> bool:
+        with self._lock:
+            return any(b is block for b in self._blocks)
+
 
 _blocks = _BlockCache()
 
@@ -123,3 +128,15 @@ def reusable_empty(shape, dtype):
     if nbytes <= MMAP_THRESHOLD or not wanted():
         return np.empty(shape, dtype)
     return _blocks.empty(nbytes).view(dtype).reshape(shape)
+
+
+def cached_block(value):
+    """The cache's block when `value` is a C-ordered view of the whole of one (as
+    `reusable_empty` hands them out), else None. Such a block belongs to the arrays made from
+    it: the cache hands it out again only once nothing else refers to it."""
+    block = getattr(value, "base", None)
+    if (type(block) is not np.ndarray or block.dtype != np.uint8 or block.ndim != 1
+            or not value.flags.c_contiguous or value.nbytes != block.nbytes
+            or value.ctypes.data != block.ctypes.data):
+        return None
+    return block if _blocks.holds(block) else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuarr import core, dispatch, dtypes, placement
 from gpuarr.array import Array
 from gpuarr.array_assembly import make_array_from_process_local_data
 from gpuarr.backends.device_shards import DeviceShards
@@ -51,6 +52,24 @@ def global_from_local(x, mesh) -> Array:
         if all(p is not None for p in pieces.values()):
             return _of_pieces(DeviceShards(pieces, global_shape, stored.dtype, sharding,
                                            stored.platform), x.weak_type)
+    return batch_from_host(x, sharding, global_shape)
+
+
+def batch_from_host(x, sharding, global_shape) -> Array:
+    """The global array over `sharding` (one position per local device) of this process's
+    host batch `x`. A C-ordered, aligned NumPy array of a canonical dtype passed eagerly is
+    lent, each device reading its position as a view for this call (a result the program
+    returns unchanged is copied out, spmd.run_per_device); anything else is copied in, as
+    make_array_from_process_local_data copies it."""
+    local = _local_devices(sharding.mesh)
+    platform = placement.platform_of(local[0])
+    if (type(x) is np.ndarray and x.flags.c_contiguous and x.flags.aligned
+            and x.dtype == dtypes.canonicalize_dtype(x.dtype)
+            and not getattr(platform, "device_buffers", False)
+            and core.current_trace() is dispatch.eval_trace):
+        pieces = {d: x[i:i + 1] for i, d in enumerate(local)}
+        return _of_pieces(DeviceShards(pieces, global_shape, x.dtype, sharding, platform,
+                                       borrowed=True), False)
     return make_array_from_process_local_data(sharding, np.asarray(x), global_shape)
 
 

@@ -2,7 +2,7 @@
 
 shard_map runs `f` once per device on that device's shard of each input. On a mesh of several
 devices that is what happens: `f` is traced for one device's shards and run on each
-(`_run_per_device`, sharding/spmd.py). On a mesh of one device every mesh axis has size 1 and
+(`_stage_per_device`, sharding/spmd.py). On a mesh of one device every mesh axis has size 1 and
 each shard is the whole array: `f` runs once, with
 each manual mesh axis name bound as a named vmap axis of size 1. An input whose in_spec names
 an axis gets a new leading axis of size 1 mapped by that vmap (it *varies* along the axis);
@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from typing import NamedTuple
 
 from gpuarr import core, pytrees
 from gpuarr.array import Array
@@ -74,7 +75,15 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     return _shard_map(f, **kwargs)
 
 
-def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
+def cached_shard_map(f, *, mesh, in_specs, out_specs, check_vma=True):
+    """shard_map of `f` whose per-device Program, traced and compiled on the first eager call
+    over several devices, is reused by later eager calls with the same argument structure,
+    shapes and dtypes (pmap's cache, as jit's: `f` is traced once per signature)."""
+    return _shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                      axis_names=frozenset(), check_vma=check_vma, cache={})
+
+
+def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma, cache=None):
     if not callable(f):
         raise TypeError("shard_map requires a callable for its first argument, but got "
                         f"{f} of type {type(f)}.")
@@ -115,8 +124,17 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma):
             return out_leaves
 
         if the_mesh.size > 1:
-            return _run_per_device(f, call, box, the_mesh, concrete, names, bound, dyn_args,
-                                   dyn_specs, out_specs, check_vma)
+            key = None  # only eager calls reuse a staged Program (nothing traced is baked in)
+            if (cache is not None and all(dyn) and concrete is not None
+                    and spmd.runs_per_device_eagerly(concrete, dyn_args)):
+                key = (in_tree, tuple(dyn_specs), tuple(core.get_aval(a) for a in dyn_args))
+            staged = cache.get(key) if key is not None else None
+            if staged is None:
+                staged = _stage_per_device(f, call, box, the_mesh, concrete, names, bound,
+                                           dyn_args, dyn_specs, out_specs, check_vma)
+                if key is not None and not staged.hoisted:
+                    cache[key] = staged
+            return _run_staged(staged, dyn_args)
         # One device: `f` is staged once for its shard (so check_vma types control flow as
         # JAX does, spmd.varying_axes), then run as a named vmap of size 1 per mesh axis.
         arg_axes = [_spec_axes(s) for s in dyn_specs]
@@ -161,9 +179,20 @@ def _manual_mesh(concrete, names):
                 axis_types=tuple(concrete.axis_types[i] for i in kept))
 
 
-def _run_per_device(f, call, box, mesh, concrete, names, bound, args, specs, out_specs,
-                    check_vma):
-    """shard_map on a mesh of several devices: `f` traced for one device's shards, run on
+class _Staged(NamedTuple):
+    """A shard_map's per-device Program and what running it needs."""
+    closed: core.ClosedProgram
+    hoisted: list  # tracers of an enclosing trace that the Program takes first
+    out_tree: object
+    out_specs_flat: tuple
+    mesh: Mesh  # the devices it runs on
+    whole: Mesh  # the mesh the outputs report
+    in_specs: tuple
+
+
+def _stage_per_device(f, call, box, mesh, concrete, names, bound, args, specs, out_specs,
+                      check_vma) -> _Staged:
+    """shard_map on a mesh of several devices: `f` traced for one device's shards, to run on
     every device (sharding/spmd.py). Manual over some mesh axes only (`axis_names`), it runs
     on the devices of those axes; the outputs report the whole mesh."""
     if concrete is None:
@@ -183,22 +212,29 @@ def _run_per_device(f, call, box, mesh, concrete, names, bound, args, specs, out
     avals = [spmd.shard_aval(core.get_aval(a), s, concrete) for a, s in zip(args, specs)]
     with use_abstract_mesh(_as_manual_mesh(mesh, names)):
         closed, hoisted = spmd.trace_per_device(call, avals, concrete, bound)
-    out_tree, out_specs_flat = box[0]
+    out_tree, out_specs_flat = box[-1]
     varying = spmd.varying_axes(closed, [()] * len(hoisted) + [_spec_axes(s) for s in specs],
                                 mesh.axis_names, check_vma)
     _check_outputs(f, mesh, out_tree, out_specs, out_specs_flat,
                    [_Aval(a) for a in closed.out_avals],
                    [frozenset() if v is None else v for v in varying], check_vma)
-    in_specs = (P(),) * len(hoisted) + tuple(specs)
-    if spmd.runs_per_device_eagerly(concrete, [*hoisted, *args]):  # outputs stay in pieces
-        outs = spmd.run_per_device([*hoisted, *args], closed, concrete, in_specs,
-                                   tuple(out_specs_flat))
+    return _Staged(closed, list(hoisted), out_tree, tuple(out_specs_flat), concrete, whole,
+                   (P(),) * len(hoisted) + tuple(specs))
+
+
+def _run_staged(staged: _Staged, args):
+    """Run a staged shard_map on `args`: per device, or bound into the enclosing trace."""
+    closed, mesh = staged.closed, staged.mesh
+    ins = [*staged.hoisted, *args]
+    if spmd.runs_per_device_eagerly(mesh, ins):  # outputs stay in pieces
+        outs = spmd.run_per_device(ins, closed, mesh, staged.in_specs, staged.out_specs_flat)
     else:
-        outs = spmd.shard_map_p.bind(*hoisted, *args, closed=closed, mesh=concrete,
-                                     in_specs=in_specs, out_specs=tuple(out_specs_flat))
+        outs = spmd.shard_map_p.bind(*ins, closed=closed, mesh=mesh, in_specs=staged.in_specs,
+                                     out_specs=staged.out_specs_flat)
     if not isinstance(outs[0] if outs else None, Tracer):
-        outs = [_attach(o, NamedSharding(whole, s)) for o, s in zip(outs, out_specs_flat)]
-    return pytrees.tree_unflatten(out_tree, outs)
+        outs = [_attach(o, NamedSharding(staged.whole, s))
+                for o, s in zip(outs, staged.out_specs_flat)]
+    return pytrees.tree_unflatten(staged.out_tree, outs)
 
 
 def _run_levels(call, axes, vals, arg_axes, level=0):

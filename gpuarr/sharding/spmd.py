@@ -183,8 +183,8 @@ def _device_piece(arg, spec, mesh, flat, platform, host: dict, k: int):
     index = _slices(_index(mesh, spec, len(shape), flat), shape)
     if type(stored) is DeviceShards:
         piece = stored.piece(device, index)
-        if piece is not None:
-            return piece, True
+        if piece is not None:  # a borrowed piece is the caller's memory, not the device's
+            return piece, not stored.borrowed
     if k not in host:
         host[k] = arg._host() if type(arg) is Array else np.asarray(arg)
     return platform.from_host(np.require(host[k][index], requirements="C"), device), False

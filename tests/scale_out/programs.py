@@ -6,6 +6,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py LIB jit_split N        (or groups, transforms; features: all three)
     python programs.py LIB split_ops N        (eager per-block operations, jit around shard_map)
     python programs.py LIB split_dimension 4  (eager operations along the split dimension)
+    python programs.py LIB pmap_traces N      (how often pmap traces over repeated calls)
     python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
@@ -459,19 +460,21 @@ def mpi_collectives(n):
          local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),
          broadcast=float(multihost_utils.broadcast_one_to_all(
              np.float32(10 + jax.process_index()))),
-         pmap=_cpu_pmap(full, n), pmap_error=pmap_error, **_cpu_eager(mesh, full, x))
+         pmap=_cpu_pmap(full, n), pmap_error=pmap_error, kept=_kept_sums(mesh),
+         **_cpu_eager(mesh, full, x))
 
 
 def _mpi_counted(fn):
-    """(`fn()`, how many of gpuarr's MPI exchanges that carry data it made, and how many
-    local batches pmap copied in from the host), counted after a first call that
-    compiles."""
+    """(`fn()`, how many of gpuarr's MPI exchanges that carry data it made, how many local
+    batches pmap took in from the host and how many of those it copied), counted after a
+    first call that compiles."""
     from gpuarr import process_group
     from gpuarr.sharding import process_arrays
     fn()
-    used = {"allgather_array": 0, "allreduce_sum": 0, "from_host": 0}
+    used = {"allgather_array": 0, "allreduce_sum": 0, "from_host": 0, "copied": 0}
     real = {name: getattr(process_group, name) for name in ("allgather_array", "allreduce_sum")}
-    real["from_host"] = process_arrays.make_array_from_process_local_data
+    real["from_host"] = process_arrays.batch_from_host
+    real["copied"] = process_arrays.make_array_from_process_local_data
 
     def counting(name):
         def counted(*args, **kw):
@@ -480,13 +483,15 @@ def _mpi_counted(fn):
         return counted
     for name in ("allgather_array", "allreduce_sum"):
         setattr(process_group, name, counting(name))
-    process_arrays.make_array_from_process_local_data = counting("from_host")
+    process_arrays.batch_from_host = counting("from_host")
+    process_arrays.make_array_from_process_local_data = counting("copied")
     try:
         out = fn()
     finally:
         for name in ("allgather_array", "allreduce_sum"):
             setattr(process_group, name, real[name])
-        process_arrays.make_array_from_process_local_data = real["from_host"]
+        process_arrays.batch_from_host = real["from_host"]
+        process_arrays.make_array_from_process_local_data = real["copied"]
     return out, used
 
 
@@ -541,6 +546,71 @@ def _cpu_pmap(full, n):
     again = jax.pmap(lambda v: lax.psum(v, "p"), "p")
     got, used = _mpi_counted(lambda: again(doubled))
     record("chained", got, np.broadcast_to((positions * 2).sum(0), positions.shape), used)
+    # a NumPy batch is lent to the devices for the call: a result returning it is copied out
+    lent = mine.copy()
+    got, used = _mpi_counted(lambda: jax.pmap(lambda v: v, "p")(lent))
+    lent[:] = -7.0
+    record("identity", got, positions, used)
+    out["identity"]["shares"] = any(np.shares_memory(np.asarray(s.data), lent)
+                                    for s in got.addressable_shards)
+    # a batch of another dtype is converted, so copied in
+    got, used = _mpi_counted(lambda: jax.pmap(cases["psum"], "p")(mine.astype(np.float64)))
+    record("float64", got, np.asarray(jax.vmap(cases["psum"], axis_name="p")(positions)), used)
+    out["traces"] = _pmap_traces(mine)
+    return out
+
+
+def _pmap_traces(batch):
+    """How often pmap traced its function over calls with the same shapes and static value,
+    a new static value, a new shape, and the first again (JAX: once per signature, 3)."""
+    traces = []
+
+    def traced(v, c):
+        traces.append(v.shape)  # a Python side effect: runs when the function is traced
+        return lax.psum(v * c, "p")
+    mapped = jax.pmap(traced, "p", static_broadcasted_argnums=1)
+    for v, c in ((batch, 2), (batch + 1, 2), (batch, 3), (batch[:, :2], 2), (batch, 2)):
+        mapped(v, c).block_until_ready()
+    return len(traces)
+
+
+def pmap_traces(n):
+    """pmap over n cpu devices of one process: how often it traced (see _pmap_traces)."""
+    jax.config.update("jax_num_cpu_devices", n)
+    batch = np.arange(n * 6, dtype=np.float32).reshape(n, 6)
+    return dict(traces=_pmap_traces(batch))
+
+
+def _kept_sums(mesh):
+    """Two psums in a row over 36 MiB per device, jitted in a shard_map and in a pmap, both
+    results kept: each result's block (host_memory's cache, which reuses blocks over 32 MiB)
+    is its own, so the second sum never writes into the first (every value compared), and
+    with one device per process the result is the MPI sum's block itself (not copied)."""
+    from gpuarr.backends import host_memory
+    me = jax.process_index()
+    local = [d for d in mesh.devices.flat if d.process_index == me]
+    size = 9 << 20
+    base = (np.arange(size) % 7).astype(np.float32)
+    block = np.stack([base + d.id for d in local])
+    every = sum(range(mesh.size))
+    want = [mesh.size * base * k + every * k for k in (1, 2)]
+    sharding = NamedSharding(mesh, P("i"))
+    psum = jax.jit(jax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
+                                 out_specs=P()))
+    pmapped = jax.pmap(lambda v: lax.psum(v, "p"), "p")
+    got = {"jit": [psum(jax.make_array_from_process_local_data(sharding, (block * k).ravel()))
+                   for k in (1, 2)],
+           "pmap": [pmapped(block * k) for k in (1, 2)]}
+    out = {}
+    for name, (a, b) in got.items():
+        pieces = [list(x._stored.shards.values()) for x in (a, b)]
+        flat = pieces[0] + pieces[1]
+        out[name] = dict(
+            same=[bool(all(np.array_equal(p.reshape(-1, size)[0], w) for p in ps))
+                  for ps, w in zip(pieces, want)],
+            shared=any(np.shares_memory(p, q) for i, p in enumerate(flat)
+                       for q in flat[i + 1:]),
+            own_block=[host_memory.cached_block(p) is not None for p in flat])
     return out
 
 
@@ -1487,7 +1557,7 @@ PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": m
             "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
             "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
             "cpu_shards": cpu_shards, "split_ops": split_ops,
-            "split_dimension": split_dimension}
+            "split_dimension": split_dimension, "pmap_traces": pmap_traces}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -7,7 +7,9 @@ of `vmap` with the axis name, so collectives work as under pmap) on the default 
 give the same values. As with JAX, the mapped axis may not be longer than the number of
 devices: portable pmap programs size it with `local_device_count()`. Across processes each
 process passes its own positions, the collectives span every process's devices, and each
-process gets back its own positions (sharding/process_arrays.py).
+process gets back its own positions (sharding/process_arrays.py). The per-device form keeps
+the Program it traced for each argument structure, shapes, dtypes and static values, as
+JAX's pmap (and jit) do.
 """
 from __future__ import annotations
 

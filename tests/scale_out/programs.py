@@ -614,6 +614,19 @@ def _kept_sums(mesh):
     return out
 
 
+def _eager_cases():
+    """Eager operations on an array split over the rows of a (rows, 3) float32 value:
+    elementwise, reductions within and across the split dimension, arg-reductions."""
+    jnp = jax.numpy
+    return {"add": lambda v: v + 1.5, "sin": jnp.sin, "mul": lambda v: v * v,
+            "cast": lambda v: v.astype(np.int32), "sum1": lambda v: v.sum(1),
+            "max1": lambda v: v.max(1), "sum": lambda v: v.sum(),
+            "sum0": lambda v: v.sum(0), "sin_sum": lambda v: jnp.sin(v).sum(),
+            "max": lambda v: v.max(), "argmax": lambda v: v.argmax(),
+            "argmin0": lambda v: jnp.argmin(v, 0), "mean0": lambda v: v.mean(0),
+            "addrow": lambda v: v + np.arange(3, dtype=np.float32)}
+
+
 def _cpu_eager(mesh, full, x):
     """Eager operations on `x`, split over the cpu devices of every process, against the same
     operation on the whole value on one device of this process: elementwise ones, reductions
@@ -625,13 +638,7 @@ def _cpu_eager(mesh, full, x):
     one = jax.device_put(full, jax.local_devices()[0])
     local = sorted(d.id for d in jax.local_devices())
     eager = {}
-    for name, fn in {"add": lambda v: v + 1.5, "sin": jnp.sin, "mul": lambda v: v * v,
-                     "cast": lambda v: v.astype(np.int32), "sum1": lambda v: v.sum(1),
-                     "max1": lambda v: v.max(1), "sum": lambda v: v.sum(),
-                     "sum0": lambda v: v.sum(0), "sin_sum": lambda v: jnp.sin(v).sum(),
-                     "max": lambda v: v.max(), "argmax": lambda v: v.argmax(),
-                     "argmin0": lambda v: jnp.argmin(v, 0), "mean0": lambda v: v.mean(0),
-                     "addrow": lambda v: v + np.arange(3, dtype=np.float32),
+    for name, fn in {**_eager_cases(),
                      # per block, as JAX runs them without communication
                      "dot": lambda v: v @ np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3),
                      "slice1": lambda v: v[:, 1:], "cumsum1": lambda v: jnp.cumsum(v, axis=1),
@@ -1355,13 +1362,7 @@ def _beyond_shard_map(mesh, full, x, n):
     # eager operations: elementwise and per-piece reductions on each GPU, reductions across
     # the split dimension all-reduced (argmax all-gathered) over NCCL
     eager = {}
-    for name, fn in {"add": lambda v: v + 1.5, "sin": jnp.sin, "mul": lambda v: v * v,
-                     "cast": lambda v: v.astype(np.int32), "sum1": lambda v: v.sum(1),
-                     "max1": lambda v: v.max(1), "sum": lambda v: v.sum(),
-                     "sum0": lambda v: v.sum(0), "sin_sum": lambda v: jnp.sin(v).sum(),
-                     "max": lambda v: v.max(), "argmax": lambda v: v.argmax(),
-                     "argmin0": lambda v: jnp.argmin(v, 0), "mean0": lambda v: v.mean(0),
-                     "addrow": lambda v: v + np.arange(3, dtype=np.float32)}.items():
+    for name, fn in _eager_cases().items():
         got, host, nccl, peer = _counted(lambda fn=fn: fn(x))
         record(name, got, fn(one), host, nccl, peer, eager)
     # jit's data-parallel case: batch split, weights replicated, the sums all-reduced

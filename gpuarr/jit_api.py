@@ -1021,7 +1021,7 @@ def clear_caches():
         for state in by_options.values():
             state.clear()
     for obj in gc.get_objects():  # the jits with a state of their own
-        if type(obj) is PjitFunction:
+        if type(obj) is PjitFunction and hasattr(obj, "_state"):  # none: its __init__ raised
             obj._state.clear()
     impls.clear_compiled()
     platforms.clear_caches()

@@ -256,6 +256,16 @@ def test_x64_is_part_of_the_cache_key():
     assert len(traced) == 2
 
 
+def test_clear_caches_with_a_jit_whose_construction_raised():
+    # the half-made jit stays reachable from the kept traceback, without a cache of its own
+    with pytest.raises(TypeError, match="Expected a callable value") as raised:
+        jax.jit(1)
+    assert raised.value.__traceback__ is not None
+    jax.clear_caches()
+    f = jax.jit(lambda x: x + 1)
+    assert float(f(1.0)) == 2.0
+
+
 def test_disable_jit_and_clear_caches(capsys):
     f = jax.jit(lambda x: (print("tracing"), x + 1)[1])
     f(1.0)

@@ -152,6 +152,7 @@ def test_parse_flags_with_absl_applies_the_jax_flags_of_the_command_line(monkeyp
             gpuarr.config.update(name, value)
 
 
+@pytest.mark.jax_cpu_devices
 def test_mesh_utils_lay_devices_out_as_jax():
     # flax's tests build meshes with jax.experimental.mesh_utils.create_device_mesh.
     from jax.experimental import mesh_utils as theirs

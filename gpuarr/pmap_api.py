@@ -22,7 +22,11 @@ from gpuarr import core, process_group, pytrees
 from gpuarr.device_api import devices as _devices
 from gpuarr.jit_api import jit
 from gpuarr.lax import parallel
+from gpuarr.lax.shape_ops import expand_dims, squeeze, transpose
 from gpuarr.sharding import process_arrays
+from gpuarr.sharding.mesh import AxisType, Mesh
+from gpuarr.sharding.partition_spec import PartitionSpec
+from gpuarr.sharding.shard_map import cached_shard_map
 from gpuarr.vmap_api import _broadcast_prefix, vmap
 
 
@@ -187,10 +191,6 @@ def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, defa
 
 def _staged_map(fun, axis_name, devs, tree, leaf_axes, out_axes, fixed, nargs):
     """(the one-axis mesh of `devs`, the shard_map running `fun` at each position of it)."""
-    from gpuarr.lax.shape_ops import expand_dims, squeeze
-    from gpuarr.sharding.mesh import AxisType, Mesh
-    from gpuarr.sharding.partition_spec import PartitionSpec
-    from gpuarr.sharding.shard_map import cached_shard_map
 
     name = "_pmap" if axis_name is None else axis_name
     mesh = Mesh(np.array(devs, dtype=object), (name,), (AxisType.Auto,))
@@ -219,7 +219,6 @@ def _move_from_front(x, axis):
 
 
 def _moveaxis(x, src, dst):
-    from gpuarr.lax.shape_ops import transpose
     ndim = core.get_aval(x).ndim
     perm = list(range(ndim))
     perm.insert(dst % ndim, perm.pop(src % ndim))

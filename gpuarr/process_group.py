@@ -200,6 +200,23 @@ def allgather_array(local: np.ndarray, what: str, *, signature: str | None = Non
     return out
 
 
+def alltoallv(send: np.ndarray, send_counts, recv_counts, what: str, *,
+              signature: str) -> np.ndarray:
+    """Every process's bytes for this one: `send` (uint8) holds, in process order, the
+    `send_counts[q]` bytes for process q; the result, the `recv_counts[q]` bytes from each q
+    in process order. One MPI Alltoallv once the processes agree on `signature`."""
+    MPI = mpi()
+    check_same(signature, what)
+    send_counts = np.asarray(send_counts, np.int64)
+    recv_counts = np.asarray(recv_counts, np.int64)
+    out = np.empty(int(recv_counts.sum()), np.uint8)
+    send_at = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
+    recv_at = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
+    wait(state.comm.Ialltoallv([send, send_counts, send_at, MPI.BYTE],
+                               [out, recv_counts, recv_at, MPI.BYTE]), what, moving=True)
+    return out
+
+
 def barrier(what: str) -> None:
     if state.comm is not None:
         wait(state.comm.Ibarrier(), what)

@@ -11,6 +11,7 @@ from gpuarr.process_group import state as process_state
 from gpuarr.pytrees.mapping import _prefix_errors
 from gpuarr.sharding.mesh import AbstractMesh
 from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, make_mesh
+from gpuarr.sharding import piece_exchange
 from gpuarr.sharding.partition_spec import _UNCONSTRAINED, PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding, Sharding, _check_unique_resources
 
@@ -254,6 +255,8 @@ def with_sharding(x, s: Sharding):
         stored = x._stored if type(x) is Array else None
         platform = placement.platform_of(device)
         shards = stored.relabelled(s) if type(stored) is DeviceShards else None
+        if shards is None and type(stored) is DeviceShards and stored.spans_processes:
+            shards = piece_exchange.reshard(stored, s)  # each device's block, over MPI
         if shards is None:
             host = x._host() if type(x) is Array else np.asarray(x)
             shards = DeviceShards.from_host(host, s, platform)

@@ -1,0 +1,136 @@
+"""The pieces of an Array split over the devices of several processes laid out by another
+NamedSharding (`jax.device_put(x, sharding)`, `with_sharding_constraint`, jit's
+`out_shardings`): each device receives only its block, read from the pieces that hold it.
+
+Every process computes the same plan from the two shardings. Each region of a device's new
+block comes from one holder of the source block covering it: the device itself when it
+holds it, else a device of its own process, else the holders in turn, so a replicated source
+spreads the sending over its processes. A region that another process needs goes to it once,
+however many of its devices need it, in one MPI Alltoallv (none when no region crosses
+processes); within a process the regions are copied, and a block the device already holds is
+kept as it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpuarr import process_group
+from gpuarr.backends.device_shards import DeviceShards
+
+
+def _bounds(index, shape) -> tuple:
+    """(start, stop) per dimension of a NamedSharding's block (its slices step by 1)."""
+    return tuple(s.indices(n)[:2] for s, n in zip(index, shape))
+
+
+def _overlap(a: tuple, b: tuple) -> tuple | None:
+    out = tuple((max(lo, lo2), min(hi, hi2)) for (lo, hi), (lo2, hi2) in zip(a, b))
+    return out if all(lo < hi for lo, hi in out) else None
+
+
+def _within(region: tuple, block: tuple) -> tuple:
+    """`region` (global bounds) as slices of the piece holding `block`."""
+    return tuple(slice(lo - b, hi - b) for (lo, hi), (b, _) in zip(region, block))
+
+
+def _size(region: tuple) -> int:
+    return int(np.prod([hi - lo for lo, hi in region], dtype=np.int64))
+
+
+def plan(source, target, shape) -> list:
+    """(holder, device, its block, region) for every device of `target` and every region of
+    its block held by a distinct block of `source` (both NamedShardings of `shape`), in the
+    same order in every process."""
+    held: dict = {}
+    for d, index in source.devices_indices_map(shape).items():
+        held.setdefault(_bounds(index, shape), []).append(d)
+    out = []
+    for n, (d, index) in enumerate(target.devices_indices_map(shape).items()):
+        block = _bounds(index, shape)
+        for bounds, holders in held.items():
+            region = _overlap(block, bounds)
+            if region is None:
+                continue
+            holder = d if d in holders else next(
+                (h for h in holders if h.process_index == d.process_index),
+                holders[n % len(holders)])
+            out.append((holder, d, block, region))
+    return out
+
+
+def crosses_processes(src: DeviceShards, target) -> bool:
+    """Whether laying `src` out by `target` moves a region between processes."""
+    return any(h.process_index != d.process_index for h, d, _, _ in
+               plan(src.sharding, target, src.shape))
+
+
+def reshard(src: DeviceShards, target) -> DeviceShards:
+    """`src`'s value laid out by NamedSharding `target` (of the same shape): this process's
+    devices of `target` each receive their block (see the module's docstring). Every process
+    calls this for the same Array and sharding."""
+    me, count = process_group.state.process_index, process_group.state.process_count
+    shape, dtype = src.shape, src.dtype
+    steps = plan(src.sharding, target, shape)
+    blocks = {d: _bounds(i, shape) for d, i in src.sharding.devices_indices_map(shape).items()}
+    host = {}  # holder -> its piece on the host
+
+    def read(holder, region):
+        if holder not in host:
+            host[holder] = np.asarray(src.platform.to_host(src.shards[holder]))
+        return host[holder][_within(region, blocks[holder])]
+
+    outgoing = [dict() for _ in range(count)]  # process -> {(holder, region)}, in plan order
+    incoming = [dict() for _ in range(count)]
+    for holder, d, _, region in steps:
+        p, q = holder.process_index, d.process_index
+        if p != q and p == me:
+            outgoing[q].setdefault((holder, region))
+        if p != q and q == me:
+            incoming[p].setdefault((holder, region))
+    received: dict = {}
+    if any(h.process_index != d.process_index for h, d, _, _ in steps):
+        width = dtype.itemsize
+        send_counts = [sum(_size(r) for _, r in m) * width for m in outgoing]
+        recv_counts = [sum(_size(r) for _, r in m) * width for m in incoming]
+        send = np.empty(sum(send_counts), np.uint8)
+        at = 0
+        for m in outgoing:
+            for holder, region in m:
+                k = _size(region) * width
+                if k:
+                    np.copyto(send[at:at + k].view(dtype).reshape(
+                        [hi - lo for lo, hi in region]), read(holder, region))
+                at += k
+        ids = [d.id for d in src.sharding._device_assignment]
+        into = [d.id for d in target._device_assignment]
+        got = process_group.alltoallv(
+            send, send_counts, recv_counts, "jax.device_put of an Array spanning processes",
+            signature=f"reshard {dtype}{list(shape)} from {src.sharding.spec} over {ids} to "
+                      f"{target.spec} over {into}")
+        at = 0
+        for p, m in enumerate(incoming):
+            for holder, region in m:
+                k = _size(region) * width
+                received[holder, region] = got[at:at + k].view(dtype).reshape(
+                    [hi - lo for lo, hi in region])
+                at += k
+    pieces: dict = {}
+    for holder, d, block, region in steps:
+        if d.process_index != me:
+            continue
+        if holder == d and region == block == blocks[holder]:
+            pieces[d] = src.shards[d]  # the device keeps its own block (arrays are immutable)
+            continue
+        if d not in pieces:
+            pieces[d] = np.empty([hi - lo for lo, hi in block], dtype)
+        part = received[holder, region] if holder.process_index != me else read(holder, region)
+        pieces[d][_within(region, block)] = part
+    shards = {}
+    for d, index in target.devices_indices_map(shape).items():
+        if d.process_index == me:
+            v = pieces.get(d)
+            if v is None:  # an empty block
+                v = np.empty([hi - lo for lo, hi in _bounds(index, shape)], dtype)
+            shards[d] = v if d in src.shards and v is src.shards[d] else \
+                src.platform.from_host(v, d)
+    return DeviceShards(shards, shape, dtype, target, src.platform)

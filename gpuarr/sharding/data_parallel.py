@@ -39,7 +39,7 @@ from gpuarr.core import ClosedProgram, Literal
 from gpuarr.dispatch import as_array
 from gpuarr.interpreters import ad, partial_eval
 from gpuarr.lax import cumulative, dot_products, lax, parallel, shape_ops, slicing, sorting
-from gpuarr.sharding import split_dimension, spmd
+from gpuarr.sharding import global_value, split_dimension, spmd
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding, Sharding
@@ -115,6 +115,17 @@ def has_shard_map(closed: ClosedProgram) -> bool:
 
 
 def run_eagerly(prim, args, params):
+    """`prim` on Arrays split over several devices, run as `_run_eagerly` runs it; where no
+    rule there applies and an operand is split over devices of several processes, on the
+    operands made replicated, the result laid out by the sharding XLA propagates
+    (global_value.py). None otherwise (the caller reads the value joined)."""
+    out = _run_eagerly(prim, args, params)
+    if out is None and prim is not spmd.shard_map_p and global_value.spans_processes(args):
+        out = global_value.run(prim, args, params)
+    return out
+
+
+def _run_eagerly(prim, args, params):
     """An eager reduction (`reduce_sum`, `reduce_max`, ...), `argmax`/`argmin` or `reshape` of an Array
     split over several devices of this process, run as JAX runs it: each device reduces its
     piece and the devices combine their results (an all-reduce, over NCCL between GPUs), the

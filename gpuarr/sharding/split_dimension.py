@@ -25,6 +25,7 @@ from gpuarr import core, dispatch
 from gpuarr.array import Array
 from gpuarr.backends.device_shards import DeviceShards, own_copy
 from gpuarr.lax import cumulative, lax, shape_ops, slicing, sorting
+from gpuarr.sharding import global_value
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
 from gpuarr.sharding.tree_shardings import with_sharding
@@ -45,12 +46,14 @@ def run(prim, args, params):
             and prim is not slicing.gather_p:
         return None
     split = [a._value for a in _split(args)]
-    if not split or any(s.spans_processes for s in split):
+    if not split:
         return None
     mesh = split[0].sharding.mesh
     if any(s.sharding.mesh != mesh for s in split):
         return None
     typed = mesh._any_axis_explicit
+    if global_value.spans_processes(args):
+        return _across_processes(prim, args, params, split[0], typed)
     if prim in _REGIONS and (not typed or prim in (shape_ops.rev_p, lax.concatenate_p)):
         return _REGIONS[prim](args, params, split[0], typed)
     if typed:
@@ -202,6 +205,32 @@ def _weak(prim, args, params) -> bool:
 # ---------------------------------------------------------------- regions
 
 
+def _across_processes(prim, args, params, first, typed):
+    """`prim` on operands split over devices of several processes: computed on the operands
+    made replicated (global_value.py), the result laid out by the spec the rules here give,
+    or None where none applies (the caller's rules then run it the same way)."""
+    if prim in _REGIONS and (not typed or prim in (shape_ops.rev_p, lax.concatenate_p)):
+        entries = _REGION_ENTRIES[prim](args, params, first)
+    elif not typed:
+        entries = _joined_spec(prim, args, params)
+    else:
+        return None
+    if entries is None:
+        return None
+    mesh = first.sharding.mesh
+    like = () if prim in _SCATTERS else _split(args)
+    return global_value.run(prim, args, params, lambda ndim: NamedSharding(
+        mesh, _shown(mesh, entries, typed, like)))
+
+
+def _slice_entries(args, params, first) -> list:
+    (x,) = args
+    starts, limits = params["start_indices"], params["limit_indices"]
+    strides = params["strides"] or (1,) * x.ndim
+    return [e if (lo, hi, st) == (0, n, 1) else None
+            for e, lo, hi, st, n in zip(_entries(x), starts, limits, strides, x.shape)]
+
+
 def _slice(args, params, first, typed):
     """A slice (steps included) along a split dimension: replicated along it, as XLA
     propagates it (`x[1:5]` of `P('i')` is `P()`); dimensions taken whole keep their split."""
@@ -209,8 +238,7 @@ def _slice(args, params, first, typed):
     starts, limits = params["start_indices"], params["limit_indices"]
     strides = params["strides"] or (1,) * x.ndim
     shape = tuple(max(0, -(-(hi - lo) // st)) for lo, hi, st in zip(starts, limits, strides))
-    entries = [e if (lo, hi, st) == (0, n, 1) else None
-               for e, lo, hi, st, n in zip(_entries(x), starts, limits, strides, x.shape)]
+    entries = _slice_entries(args, params, first)
     return _result(first, shape, x.dtype, entries, typed, _weak(lax.slice_p, args, params),
                    lambda ranges: _read(x, [lo + st * r for lo, st, r in
                                             zip(starts, strides, ranges)]), args)
@@ -228,6 +256,11 @@ def _rev(args, params, first, typed):
                    args)
 
 
+def _dynamic_slice_entries(args, params, first) -> list:
+    x, sizes = args[0], params["slice_sizes"]
+    return [e if k == n else None for e, k, n in zip(_entries(x), sizes, x.shape)]
+
+
 def _dynamic_slice(args, params, first, typed):
     """A dynamic slice at concrete start indices (clamped into the operand, as XLA clamps
     them): dimensions taken whole keep their split, the others are replicated."""
@@ -235,10 +268,23 @@ def _dynamic_slice(args, params, first, typed):
     sizes = params["slice_sizes"]
     starts = [min(max(int(_read(s, [])) if type(s) is Array else int(s), 0), n - k)
               for s, n, k in zip(starts, x.shape, sizes)]
-    entries = [e if k == n else None for e, k, n in zip(_entries(x), sizes, x.shape)]
+    entries = _dynamic_slice_entries(args, params, first)
     return _result(first, tuple(sizes), x.dtype, entries, typed,
                    _weak(slicing.dynamic_slice_p, args, params),
                    lambda ranges: _read(x, [s + r for s, r in zip(starts, ranges)]), args)
+
+
+def _concatenate_entries(args, params, first) -> list | None:
+    axis = params["dimension"]
+    specs = [_entries(a) for a in _split(args)]
+    if any(s[:axis] + s[axis + 1:] != specs[0][:axis] + specs[0][axis + 1:] for s in specs):
+        return None  # split otherwise along other dimensions: XLA reshards, gpuarr joins
+    entries = list(next((s for s in specs if s[axis] is not None), specs[0]))
+    if sum(np.shape(a)[axis] for a in args) % _ways(first.sharding.mesh, entries[axis]):
+        if first.sharding.mesh._any_axis_explicit:
+            return None  # JAX's ValueError over Explicit axes: the joined path says it
+        entries[axis] = None
+    return entries
 
 
 def _concatenate(args, params, first, typed):
@@ -246,16 +292,11 @@ def _concatenate(args, params, first, typed):
     dimension keeping its split where the devices divide it (else replicated, as XLA
     propagates it); each device's block read from the operands' pieces covering it."""
     axis = params["dimension"]
-    specs = [_entries(a) for a in _split(args)]
-    if any(s[:axis] + s[axis + 1:] != specs[0][:axis] + specs[0][axis + 1:] for s in specs):
-        return None  # split otherwise along other dimensions: XLA reshards, gpuarr joins
-    entries = list(next((s for s in specs if s[axis] is not None), specs[0]))
+    entries = _concatenate_entries(args, params, first)
+    if entries is None:
+        return None
     shape = list(args[0].shape)
     shape[axis] = sum(np.shape(a)[axis] for a in args)
-    if shape[axis] % _ways(first.sharding.mesh, entries[axis]):
-        if typed:
-            return None  # JAX's ValueError over Explicit axes: the joined path says it
-        entries[axis] = None
     offsets = np.cumsum([0] + [np.shape(a)[axis] for a in args])
 
     def block(ranges):
@@ -276,6 +317,9 @@ def _concatenate(args, params, first, typed):
 
 _REGIONS = {lax.slice_p: _slice, shape_ops.rev_p: _rev, lax.concatenate_p: _concatenate,
             slicing.dynamic_slice_p: _dynamic_slice}
+_REGION_ENTRIES = {lax.slice_p: _slice_entries, shape_ops.rev_p: lambda a, p, f: _entries(a[0]),
+                   lax.concatenate_p: _concatenate_entries,
+                   slicing.dynamic_slice_p: _dynamic_slice_entries}
 
 
 # ---------------------------------------------------------------- joined, then cut

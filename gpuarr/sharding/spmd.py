@@ -26,6 +26,7 @@ from gpuarr.core import Primitive, ShapedArray
 from gpuarr.interpreters import ad, batching, partial_eval
 from gpuarr.lax import lax, parallel, shape_ops
 from gpuarr.lax.control_flow import common, conditionals, loops, scans
+from gpuarr.sharding import piece_exchange
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
 
@@ -139,8 +140,28 @@ def _assemble(pieces: dict, spec, mesh, aval):
     return out
 
 
+def as_specified(buf, spec, mesh):
+    """An operand of a shard_map over `mesh`: pieces spanning processes held otherwise than
+    `spec` splits them over `mesh` resharded to it first (piece_exchange.py, over MPI), as
+    XLA reshards them; anything else as it is."""
+    stored = buf._stored if type(buf) is Array else buf
+    if type(stored) is not DeviceShards or not stored.spans_processes:
+        return buf
+    target = NamedSharding(mesh, spec)
+    if stored.relabelled(target) is not None:
+        return buf
+    shards = piece_exchange.reshard(stored, target)
+    if type(buf) is not Array:
+        return shards
+    out = Array(shards, buf.weak_type, device=shards.first_device(), committed=True,
+                platform=shards.array_platform)
+    out._sharding = target
+    return out
+
+
 def _impl(*bufs, closed, mesh, in_specs, out_specs):
     devices = list(mesh.devices.flat)
+    bufs = [as_specified(b, s, mesh) for b, s in zip(bufs, in_specs)]
     on_gpus = devices[0].platform == "cuda"
     group = DeviceGroup(mesh.axis_names, mesh.axis_sizes, [d.process_index for d in devices],
                         [d.local_hardware_id for d in devices] if on_gpus else None)
@@ -212,6 +233,7 @@ def run_per_device(args, closed, mesh, in_specs, out_specs) -> list:
         if fn is None:
             fn = _compiled[closed] = impls.compile_closed(closed)
     host: dict = {}
+    args = [as_specified(a, s, mesh) for a, s in zip(args, in_specs)]
     read = {f: [_device_piece(a, s, mesh, f, platform, host, k)
                 for k, (a, s) in enumerate(zip(args, in_specs))] for f in group.local}
     per_device = {f: [p for p, _ in xs] for f, xs in read.items()}

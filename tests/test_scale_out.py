@@ -603,7 +603,7 @@ def test_mpi_collectives_equal_single_process(procs, local, platforms):
         assert r["broadcast"] == 10.0
 
 
-_NO_MPI = {"allgather_array": 0, "allreduce_sum": 0}
+_NO_MPI = {"allgather_array": 0, "allreduce_sum": 0, "alltoallv": 0}
 
 
 @pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
@@ -673,8 +673,8 @@ def test_eager_operations_over_cpu_devices_of_several_processes(procs, local, pl
     no exchange, reductions and argmax/argmin across
     the split dimension per device with MPI between the processes; the results are pieces
     on this process's devices with JAX's shardings, bit for bit the one-device results (cpu
-    sums across devices add the gathered operand whole). Reading or slicing the split array
-    is JAX's error, and its repr is JAX's shape and dtype."""
+    sums across devices add the gathered operand whole). Reading the split array to the host
+    (`np.asarray`, `str`, `tolist`) is JAX's error, and its repr is JAX's shape and dtype."""
     for r in _mpi_collectives(procs, local, platforms):
         for name, got in r["eager"].items():
             assert got["same"], (name, got)
@@ -695,6 +695,50 @@ def test_eager_operations_over_cpu_devices_of_several_processes(procs, local, pl
         assert r["shown"] == f"Array(shape=({rows}, 3), dtype=float32)"
         assert r["pmap_error"].startswith("pmap across processes runs a position per device "
                                           "with out_axes an int or None")
+
+
+@functools.cache
+def _jax_reshard_specs(n) -> dict:
+    """The shardings JAX (XLA's propagation) gives the reshard cases on n cpu devices."""
+    (specs,), _ = _run(["reshard_specs", str(n)], lib="jax")
+    return specs
+
+
+_RESHARD_ONLY = ("put_rep", "put_col", "put_back", "constraint", "jit_out")
+
+
+@pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
+def test_resharding_and_global_value_across_processes_match_jax(procs, local, platforms):
+    """An Array split over the rows of the cpu devices of several processes, resharded
+    (device_put to replicated, to split columns and back, with_sharding_constraint, jit's
+    out_shardings, a shard_map eager or jitted whose in_spec splits the columns) and used by
+    eager operations that need its global value (slices and an index along the split
+    dimension, stack, concatenate, dots contracting or keeping the split, a gather, pad,
+    sort, cumsum, fft, median): every result equals the one-device result bit for bit, is
+    held as this process's pieces, and reports the sharding JAX gives on one process with as
+    many cpu devices. A resharding is one MPI Alltoallv carrying only the blocks another
+    process lacks, once per process however many of its devices need them."""
+    pytest.importorskip("jax")
+    n = procs * local
+    rows, cols, width = 4 * n, 4, 4  # the (4n, 4) float32 value, split over the rows
+    mine = rows * local // n  # the rows this process holds
+    specs = _jax_reshard_specs(n)
+    for r in _mpi_collectives(procs, local, platforms):
+        got = r["reshard"]
+        assert set(got) == set(specs)
+        for name, case in got.items():
+            assert case["same"] and case["held"] == "DeviceShards", (name, case)
+            assert case["spec"] == specs[name], (name, case["spec"], specs[name])
+        for name in _RESHARD_ONLY:
+            assert got[name]["used"] == dict(_NO_MPI, alltoallv=2 if name == "put_back" else 1,
+                                             from_host=0, copied=0), (name, got[name])
+        assert got["smap"]["used"]["alltoallv"] == got["smap_jit"]["used"]["alltoallv"] == 1
+        # replicated: this process's rows to each other process, once
+        assert got["put_rep"]["sent"] == mine * cols * width * (procs - 1)
+        assert got["put_rep"]["shapes"] == [[rows, cols]]
+        # split columns: this process's rows of the other processes' columns
+        assert got["put_col"]["sent"] == mine * (cols * (n - local) // n) * width
+        assert got["put_col"]["shapes"] == [[rows, cols // n]]
 
 
 def test_data_parallel_mlp_same_losses_on_devices_and_processes():

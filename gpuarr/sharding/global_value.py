@@ -13,7 +13,7 @@ import numpy as np
 from gpuarr import dispatch, impls
 from gpuarr.array import Array
 from gpuarr.backends.device_shards import DeviceShards
-from gpuarr.lax import dot_products, extras, shape_ops
+from gpuarr.lax import dot_products, extras, lax, shape_ops
 from gpuarr.sharding import piece_exchange
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
@@ -81,7 +81,8 @@ def result_spec(prim, args, params, index: int, shape) -> PartitionSpec:
     dimensions (the left's first; a contraction's split is summed away), an elementwise
     result the splits of its operands' dimensions of its size (the first operand's first:
     `x[:, None] * y[None, :]` of split vectors is split as `x`), a stack its operands'
-    splits around the new dimension, a broadcast its operand's
+    splits around the new dimension, a pad its operand's where the devices divide the padded
+    size, a broadcast its operand's
     along the dimensions it keeps whole, a result of the shape of its one split operand
     that operand's spec (an FFT along another dimension, a sort), and any other result is
     replicated. A mesh axis splits one dimension at most."""
@@ -98,6 +99,9 @@ def result_spec(prim, args, params, index: int, shape) -> PartitionSpec:
         entries = _once([next((_entries(a)[d] for a in split if _entries(a)[d] is not None),
                               None) for d in range(len(shape) - 1)])
         entries.insert(params["axis"], None)
+    elif prim is lax.pad_p:  # a padded dimension keeps its split where the devices divide it
+        entries = [e if e is not None and n % _ways(mesh, e) == 0 else None
+                   for e, n in zip(_entries(args[0]), shape)]
     elif prim is shape_ops.broadcast_in_dim_p:
         (x, *_), entries = args, [None] * len(shape)
         for e, d, n in zip(_entries(x), params["broadcast_dimensions"], np.shape(x)):
@@ -110,6 +114,11 @@ def result_spec(prim, args, params, index: int, shape) -> PartitionSpec:
         while entries and entries[-1] is None:
             entries.pop()
     return PartitionSpec(*entries)
+
+
+def _ways(mesh, entry) -> int:
+    names = entry if isinstance(entry, tuple) else (entry,)
+    return int(np.prod([mesh.shape[n] for n in names], dtype=np.int64))
 
 
 def _dot_entries(args, params) -> list:

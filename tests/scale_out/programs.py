@@ -461,6 +461,8 @@ def mpi_collectives(n):
          broadcast=float(multihost_utils.broadcast_one_to_all(
              np.float32(10 + jax.process_index()))),
          pmap=_cpu_pmap(full, n), pmap_error=pmap_error, kept=_kept_sums(mesh),
+         reshard=_mpi_reshard(jax.make_mesh((total,), ("i",),
+                                            axis_types=(jax.sharding.AxisType.Auto,)), total),
          **_cpu_eager(mesh, full, x))
 
 
@@ -471,8 +473,10 @@ def _mpi_counted(fn):
     from gpuarr import process_group
     from gpuarr.sharding import process_arrays
     fn()
-    used = {"allgather_array": 0, "allreduce_sum": 0, "from_host": 0, "copied": 0}
-    real = {name: getattr(process_group, name) for name in ("allgather_array", "allreduce_sum")}
+    used = {"allgather_array": 0, "allreduce_sum": 0, "alltoallv": 0, "from_host": 0,
+            "copied": 0}
+    real = {name: getattr(process_group, name)
+            for name in ("allgather_array", "allreduce_sum", "alltoallv")}
     real["from_host"] = process_arrays.batch_from_host
     real["copied"] = process_arrays.make_array_from_process_local_data
 
@@ -481,14 +485,14 @@ def _mpi_counted(fn):
             used[name] += 1
             return real[name](*args, **kw)
         return counted
-    for name in ("allgather_array", "allreduce_sum"):
+    for name in ("allgather_array", "allreduce_sum", "alltoallv"):
         setattr(process_group, name, counting(name))
     process_arrays.batch_from_host = counting("from_host")
     process_arrays.make_array_from_process_local_data = counting("copied")
     try:
         out = fn()
     finally:
-        for name in ("allgather_array", "allreduce_sum"):
+        for name in ("allgather_array", "allreduce_sum", "alltoallv"):
             setattr(process_group, name, real[name])
         process_arrays.batch_from_host = real["from_host"]
         process_arrays.make_array_from_process_local_data = real["copied"]
@@ -631,8 +635,8 @@ def _cpu_eager(mesh, full, x):
     """Eager operations on `x`, split over the cpu devices of every process, against the same
     operation on the whole value on one device of this process: elementwise ones, reductions
     over the unsplit dimension and the per-block ones on each device's piece, reductions
-    across the split dimension with MPI between the processes; reading `x` or slicing it
-    along the split dimension is JAX's error."""
+    across the split dimension with MPI between the processes; reading `x` to the host
+    (`np.asarray`, `str`, `tolist`) is JAX's error."""
     from gpuarr.experimental import multihost_utils
     jnp = jax.numpy
     one = jax.device_put(full, jax.local_devices()[0])
@@ -651,14 +655,99 @@ def _cpu_eager(mesh, full, x):
                            devices=sorted(s.data.device.id for s in got.addressable_shards),
                            same=bool(value.dtype == want.dtype and np.array_equal(value, want)))
     errors = {}
-    for name, fn in {"slice": lambda: x[:2], "read": lambda: np.asarray(x),
-                     "index": lambda: x[3]}.items():
+    for name, fn in {"read": lambda: np.asarray(x), "str": lambda: str(x),
+                     "tolist": lambda: x.tolist()}.items():
         try:
             fn()
             errors[name] = None
         except RuntimeError as e:
             errors[name] = f"{type(e).__name__}: {e}"
     return dict(eager=eager, errors=errors, shown=repr(x), local_ids=local)
+
+
+def _reshard_cases(mesh):
+    """Operations on `y`, split over the rows of the Auto mesh `mesh` ('i'), that need blocks
+    other devices hold: reshardings (device_put, with_sharding_constraint, jit's
+    out_shardings and in_shardings, a shard_map whose in_spec splits the columns), then eager
+    operations on the global value. (name -> (function, whether its one-device reference
+    takes the host value: a shard_map over the mesh))."""
+    jnp = jax.numpy
+
+    def put(*spec):
+        return NamedSharding(mesh, P(*spec))
+    smap = jax.shard_map(lambda v: v * 2 + lax.psum(v.sum(0), "i"), mesh=mesh,
+                         in_specs=P(None, "i"), out_specs=P(None, "i"))
+    return {
+        "put_rep": (lambda y: jax.device_put(y, put()), False),
+        "put_col": (lambda y: jax.device_put(y, put(None, "i")), False),
+        "put_back": (lambda y: jax.device_put(jax.device_put(y, put(None, "i")), put("i")),
+                     False),
+        "constraint": (lambda y: lax.with_sharding_constraint(y, put(None, "i")), False),
+        "jit_out": (lambda y: jax.jit(lambda v: v * 3, out_shardings=put(None, "i"))(y),
+                    False),
+        "smap": (smap, True), "smap_jit": (jax.jit(smap), True),
+        "slice": (lambda y: y[1:3], False), "index": (lambda y: y[3], False),
+        "step": (lambda y: y[::2], False), "stack": (lambda y: jnp.stack([y, y + 1]), False),
+        "stack1": (lambda y: jnp.stack([y, y], 1), False),
+        "concat0": (lambda y: jnp.concatenate([y, y[:3]]), False),
+        "dot_t": (lambda y: y.T @ y, False), "dot_yyt": (lambda y: y @ y.T, False),
+        "sort0": (lambda y: jnp.sort(y, 0), False),
+        "take": (lambda y: y[jnp.array([1, 5, 2])], False),
+        "pad": (lambda y: jnp.pad(y, 1), False), "fft0": (lambda y: jnp.fft.fft(y, axis=0), False),
+        "cumsum0": (lambda y: jnp.cumsum(y, 0), False), "median": (jnp.median, False),
+    }
+
+
+def _reshard_value(total):
+    """The (4 * total, 4) float32 value the reshard cases split over `total` devices."""
+    y = np.random.default_rng(3).standard_normal((4 * total, 4)).astype(np.float32)
+    return np.round(y * 8) / 8
+
+
+def _mpi_reshard(mesh, total):
+    """The reshard cases on an Array split over the cpu devices of every process, against
+    the same operation on the whole value on one device of this process (bit for bit), with
+    the exchanges they made and the bytes this process sent over MPI."""
+    from gpuarr import process_group
+    from gpuarr.experimental import multihost_utils
+    full = _reshard_value(total)
+    y = _global(mesh, P("i"), full)
+    one = jax.device_put(full, jax.local_devices()[0])
+    out = {}
+    real = process_group.alltoallv
+    sent = [0]
+
+    def counting(send, *args, **kw):
+        sent[0] += int(send.size)
+        return real(send, *args, **kw)
+    def whole(a):  # the value of an Array over every process's devices, or of one device
+        if getattr(a._stored, "spans_processes", False):
+            return multihost_utils.process_allgather(a)
+        return np.asarray(a)
+    process_group.alltoallv = counting
+    try:
+        for name, (fn, host) in _reshard_cases(mesh).items():
+            sent[0] = 0
+            got, used = _mpi_counted(lambda fn=fn: fn(y))
+            want, value = whole(fn(full if host else one)), whole(got)
+            out[name] = dict(
+                used=used, sent=sent[0] // 2,  # _mpi_counted calls it twice
+                spec=str(got.sharding.spec), held=type(got._stored).__name__,
+                same=bool(value.dtype == want.dtype and value.shape == want.shape
+                          and np.array_equal(value, want)),
+                shapes=sorted({tuple(s.data.shape) for s in got.addressable_shards}))
+    finally:
+        process_group.alltoallv = real
+    return out
+
+
+def reshard_specs(n):
+    """The shardings of the reshard cases on one process with n cpu devices (run with JAX,
+    whose XLA propagates them)."""
+    jax.config.update("jax_num_cpu_devices", n)
+    mesh = jax.make_mesh((n,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+    y = jax.device_put(_reshard_value(n), NamedSharding(mesh, P("i")))
+    return {name: str(fn(y).sharding.spec) for name, (fn, _) in _reshard_cases(mesh).items()}
 
 
 def mlp(n):
@@ -1558,7 +1647,8 @@ PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": m
             "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
             "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
             "cpu_shards": cpu_shards, "split_ops": split_ops,
-            "split_dimension": split_dimension, "pmap_traces": pmap_traces}
+            "split_dimension": split_dimension, "pmap_traces": pmap_traces,
+            "reshard_specs": reshard_specs}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

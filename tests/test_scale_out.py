@@ -566,12 +566,35 @@ def test_pmap_over_gpus_of_two_processes():
             "out_axes an int or None")
 
 
-def test_reading_a_split_array_over_gpus_of_two_processes_is_jax_error():
-    """What needs the global value of an array split over the GPUs of 2 processes (a slice,
-    np.asarray) raises JAX's error for reading an array spanning processes; its repr is
-    JAX's shape and dtype."""
+def test_resharding_over_gpus_of_two_processes_goes_over_nccl():
+    """An array split over the GPUs of 2 processes, put replicated (and back to its split)
+    with device_put, and used by eager operations that need its global value (a slice along
+    the split dimension, stack, a dot contracting the split): each GPU receives the blocks it
+    lacks from the GPUs holding them over NCCL (send/recv), nothing through the host for the
+    reshardings, and the results equal the one-GPU results bit for bit, held by this
+    process's GPUs with JAX's shardings."""
     for r in _gpu_processes():
-        for name in ("slice", "read"):
+        got = r["reshard"]
+        for name, case in got.items():
+            assert case["diff"] == [0.0] and case["dtypes"] == [True], (name, case)
+            assert case["held"] == ["DeviceShards"] and case["devices"] == [r["local"]], name
+            assert set(case["nccl"]) == {"ncclSend", "ncclRecv"}, (name, case)
+        assert {name: case["specs"][0] for name, case in got.items()} == {
+            "put_rep": "P()", "put_back": "P('i',)", "slice": "P(None, None)",
+            "stack": "P(None, 'i', None)", "dot_t": "P(None, None)"}
+        block = 4 * 3 * 4  # each GPU's rows of the (16, 3) float32 value
+        for name in ("put_rep", "put_back", "slice"):
+            # each local GPU's block to the 2 GPUs of the other process, 3 receives per GPU
+            assert got[name]["host"] == 0 and got[name]["peer"] == 2 * 2 * block, got[name]
+            assert got[name]["nccl"] == {"ncclSend": 6, "ncclRecv": 6}, got[name]
+
+
+def test_reading_a_split_array_over_gpus_of_two_processes_is_jax_error():
+    """Reading an array split over the GPUs of 2 processes to the host (np.asarray, str)
+    raises JAX's error for reading an array spanning processes; its repr is JAX's shape
+    and dtype."""
+    for r in _gpu_processes():
+        for name in ("str", "read"):
             assert r["errors"][name].startswith(
                 "RuntimeError: Fetching value for `jax.Array` that spans non-addressable"), name
         assert r["shown"] == "Array(shape=(16, 3), dtype=float32)"

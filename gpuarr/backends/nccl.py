@@ -10,7 +10,8 @@ process initialises its members' ranks inside one groupStart/groupEnd.
 stream, inside one groupStart/groupEnd (one thread drives every local GPU, as NCCL requires):
 reductions are allReduce, all_gather is allGather, psum_scatter is reduceScatter, pbroadcast
 is broadcast, and ppermute and all_to_all are send/recv pairs. Operands and results are CuPy
-arrays on the members' devices; a result never leaves its GPU.
+arrays on the members' devices; a result never leaves its GPU. `exchange` moves blocks
+between GPUs (an Array's pieces laid out by another sharding) as send/recv pairs.
 """
 from __future__ import annotations
 
@@ -169,6 +170,28 @@ def run(name: str, params: dict, values: dict, streams: dict, devices: tuple,
     if values and next(iter(values.values())).dtype == np.bool_:
         out = {r: y.view(np.bool_) for r, y in out.items()}
     return out
+
+
+def exchange(ops: list, devices: tuple, processes: tuple) -> None:
+    """Point-to-point transfers within the group whose rank r is GPU `devices[r]` of process
+    `processes[r]`: `ops` lists ("send" or "recv", this process's rank, the peer's rank, a
+    C-contiguous CuPy array on the rank's GPU, its stream pointer) in an order every process
+    shares (NCCL matches each pair's sends and receives in order), issued inside one
+    groupStart/groupEnd. Bytes move as NCCL_UINT8, so any dtype does."""
+    import cupy
+    nccl = module()
+    comms = communicators(devices, processes)
+    nccl.groupStart()
+    try:
+        for kind, rank, peer, x, stream in ops:
+            with cupy.cuda.Device(int(devices[rank])):
+                raw = x.reshape(-1).view(np.uint8)
+                if kind == "send":
+                    comms[rank].send(raw.data.ptr, raw.size, nccl.NCCL_UINT8, peer, stream)
+                else:
+                    comms[rank].recv(raw.data.ptr, raw.size, nccl.NCCL_UINT8, peer, stream)
+    finally:
+        nccl.groupEnd()
 
 
 def _gathered(params):

@@ -14,6 +14,7 @@ from gpuarr import dispatch, impls
 from gpuarr.array import Array
 from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.lax import dot_products, extras, lax, shape_ops
+from gpuarr.process_group import state as process_state
 from gpuarr.sharding import piece_exchange
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding
@@ -65,8 +66,26 @@ def run(prim, args, params, sharding_of=None):
     for i, o in enumerate(outs if prim.multiple_results else [outs]):
         s = sharding_of(o.ndim) if sharding_of is not None else NamedSharding(
             mesh, result_spec(prim, args, params, i, o.shape))
-        placed.append(with_sharding(o, s))
+        placed.append(_laid_out(o, s) if first.array_platform is not None
+                      else with_sharding(o, s))
     return placed if prim.multiple_results else placed[0]
+
+
+def _laid_out(o: Array, s) -> Array:
+    """`o`, whole on a GPU of this process, as this process's pieces of sharding `s`: each
+    GPU's block copied from it on the GPUs (no piece through the host)."""
+    platform, data = o._platform, o._stored
+    shards = {}
+    for d, index in s.devices_indices_map(o.shape).items():
+        if d.process_index == process_state.process_index:
+            ctx = platform.context(d.local_hardware_id)
+            data.synchronize()
+            shards[d] = ctx.buffer(ctx.as_device(data.data[index]), ctx.record())
+    stored = DeviceShards(shards, o.shape, o.dtype, s, platform)
+    out = Array(stored, o.weak_type, device=stored.first_device(), committed=True,
+                platform=platform)
+    out._sharding = s
+    return out
 
 
 def _entries(a) -> list:

@@ -8,13 +8,15 @@ holds it, else a device of its own process, else the holders in turn, so a repli
 spreads the sending over its processes. A region that another process needs goes to it once,
 however many of its devices need it, in one MPI Alltoallv (none when no region crosses
 processes); within a process the regions are copied, and a block the device already holds is
-kept as it is.
+kept as it is. Over GPUs every region a GPU lacks comes from its holder's GPU over NCCL
+(send/recv pairs), as the collectives between GPUs of several processes move their data.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from gpuarr import process_group
+from gpuarr.backends import nccl
 from gpuarr.backends.device_shards import DeviceShards
 
 
@@ -72,6 +74,8 @@ def reshard(src: DeviceShards, target) -> DeviceShards:
     shape, dtype = src.shape, src.dtype
     steps = plan(src.sharding, target, shape)
     blocks = {d: _bounds(i, shape) for d, i in src.sharding.devices_indices_map(shape).items()}
+    if getattr(src.platform, "device_buffers", False):
+        return _on_gpus(src, target, steps, blocks)
     host = {}  # holder -> its piece on the host
 
     def read(holder, region):
@@ -108,7 +112,7 @@ def reshard(src: DeviceShards, target) -> DeviceShards:
             signature=f"reshard {dtype}{list(shape)} from {src.sharding.spec} over {ids} to "
                       f"{target.spec} over {into}")
         at = 0
-        for p, m in enumerate(incoming):
+        for m in incoming:
             for holder, region in m:
                 k = _size(region) * width
                 received[holder, region] = got[at:at + k].view(dtype).reshape(
@@ -134,3 +138,55 @@ def reshard(src: DeviceShards, target) -> DeviceShards:
             shards[d] = v if d in src.shards and v is src.shards[d] else \
                 src.platform.from_host(v, d)
     return DeviceShards(shards, shape, dtype, target, src.platform)
+
+
+def _on_gpus(src: DeviceShards, target, steps: list, blocks: dict) -> DeviceShards:
+    """`reshard` over GPUs: each region a device lacks comes from its holder's GPU over NCCL
+    (send/recv pairs in one group, the communicator spanning the processes as a collective's
+    does), nothing through the host; a block the device holds itself is copied on it."""
+    me, shape, platform = process_group.state.process_index, src.shape, src.platform
+    order = list(dict.fromkeys([*src.sharding._device_assignment, *target._device_assignment]))
+    rank = {d: r for r, d in enumerate(order)}
+    ctx = {d: platform.context(d.local_hardware_id) for d in order if d.process_index == me}
+    for d in src.shards:
+        src.shards[d].synchronize()  # the launches that wrote the pieces
+    pieces: dict = {}
+    ops, moved = [], []
+    for holder, d, block, region in steps:
+        if d.process_index == me and holder == d and region == block == blocks[holder]:
+            pieces[d] = src.shards[d]
+            continue
+        if d.process_index == me and d not in pieces:
+            pieces[d] = ctx[d].empty([hi - lo for lo, hi in block], src.dtype)
+        if holder == d:
+            if d.process_index != me:
+                continue
+            with ctx[d].scope():
+                pieces[d][_within(region, block)] = \
+                    src.shards[d].data[_within(region, blocks[d])]
+            continue
+        if holder.process_index == me:
+            with ctx[holder].scope():
+                part = ctx[holder].cp.ascontiguousarray(
+                    src.shards[holder].data[_within(region, blocks[holder])])
+            ops.append(("send", rank[holder], rank[d], part, ctx[holder].stream.ptr))
+        if d.process_index == me:
+            into = ctx[d].empty([hi - lo for lo, hi in region], src.dtype)
+            ops.append(("recv", rank[d], rank[holder], into, ctx[d].stream.ptr))
+            moved.append((d, block, region, into))
+    if any(h != d for h, d, _, _ in steps):  # every process joins the group, as NCCL needs
+        nccl.exchange(ops, tuple(d.local_hardware_id for d in order),
+                      tuple(d.process_index for d in order))
+    for d, block, region, into in moved:
+        with ctx[d].scope():
+            pieces[d][_within(region, block)] = into
+    shards = {}
+    for d, index in target.devices_indices_map(shape).items():
+        if d.process_index != me:
+            continue
+        v = pieces.get(d)
+        if v is None:  # an empty block
+            v = ctx[d].empty([hi - lo for lo, hi in _bounds(index, shape)], src.dtype)
+        shards[d] = v if d in src.shards and v is src.shards[d] else \
+            ctx[d].buffer(v, ctx[d].record())
+    return DeviceShards(shards, shape, src.dtype, target, platform)

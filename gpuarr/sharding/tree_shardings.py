@@ -9,9 +9,9 @@ from gpuarr.array import Array
 from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.process_group import state as process_state
 from gpuarr.pytrees.mapping import _prefix_errors
+from gpuarr.sharding import piece_exchange
 from gpuarr.sharding.mesh import AbstractMesh
 from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, make_mesh
-from gpuarr.sharding import piece_exchange
 from gpuarr.sharding.partition_spec import _UNCONSTRAINED, PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding, Sharding, _check_unique_resources
 

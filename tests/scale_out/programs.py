@@ -1502,8 +1502,19 @@ def _beyond_shard_map(mesh, full, x, n):
                            devices=[str(s.data.device) for s in got.addressable_shards],
                            same=bool(np.array_equal(np.asarray(got), np.asarray(ref)[
                                jax.process_index() * n:(jax.process_index() + 1) * n])))
-    errors = {}  # what needs the global value of a split array, and pmap's other forms
-    for name, fn in {"slice": lambda: x[:2], "read": lambda: np.asarray(x),
+    # resharding over NCCL, and eager operations on the global value (made replicated)
+    reshard = {}
+    for name, fn in {"put_rep": lambda v: jax.device_put(v, NamedSharding(mesh, P())),
+                     "put_back": lambda v: jax.device_put(
+                         jax.device_put(v, NamedSharding(mesh, P())),
+                         NamedSharding(mesh, P("i"))),
+                     "slice": lambda v: v[1:3], "stack": lambda v: jnp.stack([v, v + 1]),
+                     "dot_t": lambda v: v.T @ v}.items():
+        got, host, nccl, peer = _counted(lambda fn=fn: fn(x))
+        record(name, got, one if name.startswith("put") else fn(one), host, nccl, peer,
+               reshard)
+    errors = {}  # reading a split array to the host, and pmap's other forms
+    for name, fn in {"str": lambda: str(x), "read": lambda: np.asarray(x),
                      "pmap_out_axes": lambda: jax.pmap(lambda v: (v, v), "p",
                                                        out_axes=(0, None))(mine)
                      }.items():
@@ -1513,7 +1524,7 @@ def _beyond_shard_map(mesh, full, x, n):
         except (RuntimeError, NotImplementedError) as e:
             errors[name] = f"{type(e).__name__}: {e}"
     return dict(chain=chain, eager=eager, jit_split=split, pmap=pmaps, errors=errors,
-                shown=repr(x))
+                reshard=reshard, shown=repr(x))
 
 
 def _split_dimension_cases(idx):

@@ -151,17 +151,20 @@ def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, defa
         if across:
             raise
         return None  # the vectorised path reports it as JAX does
+    # across processes out_axes may be a pytree prefix of the outputs (one process gives
+    # back its positions of each); within one, one int or None runs per device
+    axes_leaves, axes_tree = pytrees.tree_flatten(out_axes, is_leaf=lambda a: a is None)
     if ((size < 2 and not across)
-            or not (out_axes is None or isinstance(out_axes, int))
+            or not (out_axes is None or isinstance(out_axes, int) or across)
+            or not all(a is None or isinstance(a, int) for a in axes_leaves)
             or {d.platform for d in devs} not in ({"cpu"}, {"cuda"})):
         if across:
-            raise NotImplementedError(
-                "pmap across processes runs a position per device with out_axes an int or "
-                "None (one for every output).")
+            raise ValueError(f"pmap out_axes must be a pytree prefix of the outputs with "
+                             f"ints or None at its leaves, got {out_axes!r}.")
         return None
     # the static values (not the whole arguments, which would keep this call's batch alive)
     fixed = {i: args[i] for i in statics}
-    key = (tree, tuple(leaf_axes), out_axes, tuple(devs), len(args),
+    key = (tree, tuple(leaf_axes), axes_tree, tuple(axes_leaves), tuple(devs), len(args),
            tuple((i, type(v), v) for i, v in sorted(fixed.items())))
     try:
         hash(key)
@@ -183,9 +186,13 @@ def _per_device_form(size, args, kwargs, dyn_axes, out_axes, statics, devs, defa
         out = mapped(*moved)
         if across:
             out = pytrees.tree_map(lambda o: process_arrays.local_from_global(o, size), out)
-        if not out_axes:
-            return out
-        return pytrees.tree_map(lambda o: _move_from_front(o, out_axes), out)
+        if out_axes is None or isinstance(out_axes, int):
+            return out if not out_axes else pytrees.tree_map(
+                lambda o: _move_from_front(o, out_axes), out)
+        outs, out_tree = pytrees.tree_flatten(out)
+        flat_axes = _broadcast_prefix(out_axes, out, "pmap out_axes")
+        return pytrees.tree_unflatten(out_tree, [o if not a else _move_from_front(o, a)
+                                                 for o, a in zip(outs, flat_axes)])
     return run
 
 
@@ -201,11 +208,17 @@ def _staged_map(fun, axis_name, devs, tree, leaf_axes, out_axes, fixed, nargs):
         it = iter(dyn_in)
         with parallel.pmap_axis(name):
             out = fun(*[fixed[i] if i in fixed else next(it) for i in range(nargs)], **kw)
-        return out if out_axes is None else pytrees.tree_map(
-            lambda o: expand_dims(o, (0,)), out)
+        if out_axes is None:
+            return out
+        leaves, out_tree = pytrees.tree_flatten(out)
+        flat_axes = _broadcast_prefix(out_axes, out, "pmap out_axes")
+        return pytrees.tree_unflatten(out_tree, [o if a is None else expand_dims(o, (0,))
+                                                 for o, a in zip(leaves, flat_axes)])
 
     in_specs = tuple(PartitionSpec() if a is None else PartitionSpec(name) for a in leaf_axes)
-    out_spec = PartitionSpec() if out_axes is None else PartitionSpec(name)
+    # a pytree prefix of the outputs: each mapped output split over the positions
+    out_spec = pytrees.tree_map(lambda a: PartitionSpec() if a is None else PartitionSpec(name),
+                                out_axes, is_leaf=lambda a: a is None)
     return mesh, cached_shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_spec,
                                   check_vma=False)
 

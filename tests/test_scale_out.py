@@ -544,7 +544,9 @@ def test_pmap_over_gpus_of_two_processes():
     NCCL, equal to the named vmap over the 4 positions; so do a pmap given a keyword argument
     (mapped over its leading axis) and one given a static argument. Only the local batch
     crosses the host (pmean's divisor is the axis size, with no all-reduce); a pmap on
-    another's outputs reads them on the GPUs."""
+    another's outputs reads them on the GPUs. out_axes given per output (a dict: axis 1,
+    None, axis 0) gives each process its positions of the mapped outputs and the unmapped
+    one whole, as JAX."""
     calls = {"psum": {"ncclAllReduce": 2}, "pmean": {"ncclAllReduce": 2},
              "all_gather": {"ncclAllGather": 2}, "psum_scatter": {"ncclReduceScatter": 2},
              "keywords": {"ncclAllReduce": 2}, "static": {"ncclAllReduce": 2}}
@@ -561,9 +563,9 @@ def test_pmap_over_gpus_of_two_processes():
             if name == "keywords":  # two mapped arguments
                 batch *= 2
             assert got["host"] == batch, (name, got)  # pmean's divisor is folded: no scalar
-        assert r["errors"]["pmap_out_axes"].startswith(
-            "NotImplementedError: pmap across processes runs a position per device with "
-            "out_axes an int or None")
+        assert r["pmap_out_axes"] == {  # out_axes per output, as JAX
+            "outer": {"same": True, "shape": [3, 2, 2]}, "max": {"same": True, "shape": [3]},
+            "twice": {"same": True, "shape": [2, 3]}}
 
 
 def test_resharding_over_gpus_of_two_processes_goes_over_nccl():
@@ -642,7 +644,9 @@ def test_pmap_over_cpu_devices_of_several_processes(procs, local, platforms):
     C-ordered float32 NumPy batch is lent to the devices, not copied (a result returning it
     unchanged is copied out, so changing the batch afterwards leaves the result alone); a
     float64 batch is converted, so copied. Repeated calls with the same shapes and static
-    value trace the function once, as JAX's pmap."""
+    value trace the function once, as JAX's pmap. out_axes given per output (a dict: axis
+    1, None, axis 0) gives each process its positions of the mapped outputs and the
+    unmapped one whole, equal to the named vmap's."""
     for r in _mpi_collectives(procs, local, platforms):
         pmaps = {name: got for name, got in r["pmap"].items() if name != "traces"}
         for name, got in pmaps.items():
@@ -663,6 +667,9 @@ def test_pmap_over_cpu_devices_of_several_processes(procs, local, platforms):
         assert used["identity"] == dict(_NO_MPI, from_host=1, copied=0)
         assert not pmaps["identity"]["shares"]
         assert r["pmap"]["traces"] == 3
+        assert r["pmap_out_axes"] == {  # out_axes per output, as JAX
+            "outer": {"same": True, "shape": [3, local, 2]}, "max": {"same": True, "shape": [3]},
+            "twice": {"same": True, "shape": [local, 3]}}
 
 
 @pytest.mark.parametrize("procs,local,platforms", _MPI_RUNS)
@@ -716,8 +723,6 @@ def test_eager_operations_over_cpu_devices_of_several_processes(procs, local, pl
                                     "non-addressable"), name
         rows = procs * local * procs * local
         assert r["shown"] == f"Array(shape=({rows}, 3), dtype=float32)"
-        assert r["pmap_error"].startswith("pmap across processes runs a position per device "
-                                          "with out_axes an int or None")
 
 
 @functools.cache

@@ -451,19 +451,36 @@ def mpi_collectives(n):
         got = multihost_utils.process_allgather(fn(x))
         same[name] = bool(got.dtype == want.dtype and np.array_equal(got, want))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
-    try:  # out_axes other than one int or None for every output
-        jax.pmap(lambda v: (v, v), "p", out_axes=(0, None))(full[:n])
-        pmap_error = None
-    except NotImplementedError as e:
-        pmap_error = str(e)
     emit(process=jax.process_index(), count=jax.process_count(), devices=total,
          local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),
          broadcast=float(multihost_utils.broadcast_one_to_all(
              np.float32(10 + jax.process_index()))),
-         pmap=_cpu_pmap(full, n), pmap_error=pmap_error, kept=_kept_sums(mesh),
+         pmap=_cpu_pmap(full, n), pmap_out_axes=_pmap_out_axes(full, n),
+         kept=_kept_sums(mesh),
          reshard=_mpi_reshard(jax.make_mesh((total,), ("i",),
                                             axis_types=(jax.sharding.AxisType.Auto,)), total),
          **_cpu_eager(mesh, full, x))
+
+
+def _pmap_out_axes(full, n):
+    """pmap across processes with out_axes given per output (a dict: one mapped along axis
+    1, one unmapped, one along axis 0) against the named vmap over every process's
+    positions: each process gets its positions of the mapped outputs, the unmapped one
+    whole (name -> equal, shape)."""
+    jnp = jax.numpy
+    k = jax.process_index()
+    positions = full[:n * jax.process_count()]
+    axes = {"outer": 1, "max": None, "twice": 0}
+
+    def per_output(v):
+        return {"outer": jnp.outer(v, v[:2]), "max": lax.pmax(v, "p"), "twice": v * 2}
+    got = jax.pmap(per_output, "p", out_axes=axes)(positions[k * n:(k + 1) * n])
+    want = jax.vmap(per_output, axis_name="p", out_axes=axes)(positions)
+    mine = {name: np.asarray(want[name]) if a is None else
+            np.take(np.asarray(want[name]), np.arange(k * n, (k + 1) * n), axis=a)
+            for name, a in axes.items()}
+    return {name: dict(same=bool(np.array_equal(np.asarray(got[name]), mine[name])),
+                       shape=list(got[name].shape)) for name in axes}
 
 
 def _mpi_counted(fn):
@@ -1513,18 +1530,15 @@ def _beyond_shard_map(mesh, full, x, n):
         got, host, nccl, peer = _counted(lambda fn=fn: fn(x))
         record(name, got, one if name.startswith("put") else fn(one), host, nccl, peer,
                reshard)
-    errors = {}  # reading a split array to the host, and pmap's other forms
-    for name, fn in {"str": lambda: str(x), "read": lambda: np.asarray(x),
-                     "pmap_out_axes": lambda: jax.pmap(lambda v: (v, v), "p",
-                                                       out_axes=(0, None))(mine)
-                     }.items():
+    errors = {}  # reading a split array to the host
+    for name, fn in {"str": lambda: str(x), "read": lambda: np.asarray(x)}.items():
         try:
             fn()
             errors[name] = None
-        except (RuntimeError, NotImplementedError) as e:
+        except RuntimeError as e:
             errors[name] = f"{type(e).__name__}: {e}"
     return dict(chain=chain, eager=eager, jit_split=split, pmap=pmaps, errors=errors,
-                reshard=reshard, shown=repr(x))
+                reshard=reshard, pmap_out_axes=_pmap_out_axes(full, n), shown=repr(x))
 
 
 def _split_dimension_cases(idx):

@@ -200,21 +200,26 @@ def allgather_array(local: np.ndarray, what: str, *, signature: str | None = Non
     return out
 
 
-def alltoallv(send: np.ndarray, send_counts, recv_counts, what: str, *,
-              signature: str) -> np.ndarray:
-    """Every process's bytes for this one: `send` (uint8) holds, in process order, the
-    `send_counts[q]` bytes for process q; the result, the `recv_counts[q]` bytes from each q
-    in process order. One MPI Alltoallv once the processes agree on `signature`."""
+def alltoallv(send: np.ndarray, send_counts, recv_counts, what: str, *, signature: str,
+              send_at=None, recv: np.ndarray | None = None, recv_at=None) -> np.ndarray:
+    """Every process's bytes for this one, in one MPI Alltoallv once the processes agree on
+    `signature`: `send` (uint8) holds the `send_counts[q]` bytes for process q at byte
+    `send_at[q]` (by default one after another in process order); the `recv_counts[q]`
+    bytes from each q land in `recv` at `recv_at[q]` (by default a new buffer, in process
+    order), which is returned."""
     MPI = mpi()
     check_same(signature, what)
     send_counts = np.asarray(send_counts, np.int64)
     recv_counts = np.asarray(recv_counts, np.int64)
-    out = np.empty(int(recv_counts.sum()), np.uint8)
-    send_at = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
-    recv_at = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
-    wait(state.comm.Ialltoallv([send, send_counts, send_at, MPI.BYTE],
-                               [out, recv_counts, recv_at, MPI.BYTE]), what, moving=True)
-    return out
+    if send_at is None:
+        send_at = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
+    if recv is None:
+        recv = np.empty(int(recv_counts.sum()), np.uint8)
+        recv_at = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
+    wait(state.comm.Ialltoallv([send, send_counts, np.asarray(send_at, np.int64), MPI.BYTE],
+                               [recv, recv_counts, np.asarray(recv_at, np.int64), MPI.BYTE]),
+         what, moving=True)
+    return recv
 
 
 def barrier(what: str) -> None:

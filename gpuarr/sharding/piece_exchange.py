@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpuarr import process_group
-from gpuarr.backends import nccl
+from gpuarr.backends import host_memory, nccl
 from gpuarr.backends.device_shards import DeviceShards
 
 
@@ -60,12 +60,6 @@ def plan(source, target, shape) -> list:
     return out
 
 
-def crosses_processes(src: DeviceShards, target) -> bool:
-    """Whether laying `src` out by `target` moves a region between processes."""
-    return any(h.process_index != d.process_index for h, d, _, _ in
-               plan(src.sharding, target, src.shape))
-
-
 def reshard(src: DeviceShards, target) -> DeviceShards:
     """`src`'s value laid out by NamedSharding `target` (of the same shape): this process's
     devices of `target` each receive their block (see the module's docstring). Every process
@@ -83,19 +77,80 @@ def reshard(src: DeviceShards, target) -> DeviceShards:
             host[holder] = np.asarray(src.platform.to_host(src.shards[holder]))
         return host[holder][_within(region, blocks[holder])]
 
+    pieces: dict = {}  # this process's new blocks, made first so that MPI can write into them
+    for holder, d, block, region in steps:
+        if d.process_index == me and d not in pieces:
+            keep = holder == d and region == block == blocks[holder]
+            # a block over 32 MiB comes from the cache of unused ones, not fresh pages
+            pieces[d] = src.shards[d] if keep else host_memory.reusable_empty(
+                [hi - lo for lo, hi in block], dtype)
     outgoing = [dict() for _ in range(count)]  # process -> {(holder, region)}, in plan order
-    incoming = [dict() for _ in range(count)]
-    for holder, d, _, region in steps:
+    incoming = [dict() for _ in range(count)]  # process -> {(holder, region): [(device, block)]}
+    for holder, d, block, region in steps:
         p, q = holder.process_index, d.process_index
         if p != q and p == me:
             outgoing[q].setdefault((holder, region))
         if p != q and q == me:
-            incoming[p].setdefault((holder, region))
+            incoming[p].setdefault((holder, region), []).append((d, block))
     received: dict = {}
     if any(h.process_index != d.process_index for h, d, _, _ in steps):
-        width = dtype.itemsize
-        send_counts = [sum(_size(r) for _, r in m) * width for m in outgoing]
-        recv_counts = [sum(_size(r) for _, r in m) * width for m in incoming]
+        received = _exchange(src, target, outgoing, incoming, pieces, read, blocks)
+    for holder, d, block, region in steps:
+        if d.process_index != me or pieces[d] is src.shards.get(d):
+            continue
+        if holder.process_index != me:
+            part = received[holder, region]
+            if part is None:
+                continue  # received in place
+        else:
+            part = read(holder, region)
+        pieces[d][_within(region, block)] = part
+    shards = {}
+    for d, index in target.devices_indices_map(shape).items():
+        if d.process_index == me:
+            v = pieces.get(d)
+            if v is None:  # an empty block
+                v = np.empty([hi - lo for lo, hi in _bounds(index, shape)], dtype)
+            shards[d] = v if v is src.shards.get(d) else src.platform.from_host(v, d)
+    return DeviceShards(shards, shape, dtype, target, src.platform)
+
+
+def _contiguous_at(region: tuple, block: tuple) -> int | None:
+    """The element offset of `region` in the C-ordered piece holding `block` when the region
+    is one contiguous run of it (dimensions after the last partial one taken whole, those
+    before it of extent 1), else None."""
+    extents = [hi - lo for lo, hi in block]
+    partial = [i for i, ((lo, hi), n) in enumerate(zip(region, extents)) if hi - lo != n]
+    j = partial[-1] if partial else 0
+    if any(hi - lo != 1 for lo, hi in region[:j]):
+        return None
+    offset = 0
+    for (lo, _), (b, _), n in zip(region, block, extents):
+        offset = offset * n + lo - b
+    return offset
+
+
+def _exchange(src, target, outgoing, incoming, pieces, read, blocks) -> dict:
+    """The regions crossing processes, in one Alltoallv: (holder, region) -> its values, or
+    None for a region MPI wrote into its device's new block. Where every process pair
+    carries one region, contiguous in the piece it comes from (one local piece) or goes to
+    (one local device's block), MPI reads or writes those pieces themselves; otherwise the
+    regions are packed into (or unpacked from) one buffer."""
+    dtype, width = src.dtype, src.dtype.itemsize
+    send_counts = [sum(_size(r) for _, r in m) * width for m in outgoing]
+    recv_counts = [sum(_size(r) for _, r in m) * width for m in incoming]
+    # sending from the one local piece holding every outgoing region
+    holders = {h for m in outgoing for h, _ in m}
+    send = send_at = None
+    if len(holders) == 1 and all(len(m) <= 1 for m in outgoing):
+        (h,) = holders
+        piece = read(h, blocks[h])
+        at = [_contiguous_at(r, blocks[h]) for m in outgoing for _, r in m]
+        if piece.flags.c_contiguous and None not in at:
+            send = piece.reshape(-1).view(np.uint8)
+            offsets = iter(at)
+            send_at = [next(offsets) * width if m else 0 for m in outgoing]
+    if send is None:
         send = np.empty(sum(send_counts), np.uint8)
         at = 0
         for m in outgoing:
@@ -105,39 +160,32 @@ def reshard(src: DeviceShards, target) -> DeviceShards:
                     np.copyto(send[at:at + k].view(dtype).reshape(
                         [hi - lo for lo, hi in region]), read(holder, region))
                 at += k
-        ids = [d.id for d in src.sharding._device_assignment]
-        into = [d.id for d in target._device_assignment]
-        got = process_group.alltoallv(
-            send, send_counts, recv_counts, "jax.device_put of an Array spanning processes",
-            signature=f"reshard {dtype}{list(shape)} from {src.sharding.spec} over {ids} to "
-                      f"{target.spec} over {into}")
-        at = 0
-        for m in incoming:
-            for holder, region in m:
-                k = _size(region) * width
-                received[holder, region] = got[at:at + k].view(dtype).reshape(
-                    [hi - lo for lo, hi in region])
-                at += k
-    pieces: dict = {}
-    for holder, d, block, region in steps:
-        if d.process_index != me:
-            continue
-        if holder == d and region == block == blocks[holder]:
-            pieces[d] = src.shards[d]  # the device keeps its own block (arrays are immutable)
-            continue
-        if d not in pieces:
-            pieces[d] = np.empty([hi - lo for lo, hi in block], dtype)
-        part = received[holder, region] if holder.process_index != me else read(holder, region)
-        pieces[d][_within(region, block)] = part
-    shards = {}
-    for d, index in target.devices_indices_map(shape).items():
-        if d.process_index == me:
-            v = pieces.get(d)
-            if v is None:  # an empty block
-                v = np.empty([hi - lo for lo, hi in _bounds(index, shape)], dtype)
-            shards[d] = v if d in src.shards and v is src.shards[d] else \
-                src.platform.from_host(v, d)
-    return DeviceShards(shards, shape, dtype, target, src.platform)
+    # receiving into the one local block every incoming region goes to
+    into = {d for m in incoming for needing in m.values() for d, _ in needing}
+    recv = recv_at = None
+    if len(into) == 1 and all(len(m) <= 1 for m in incoming):
+        (d,) = into
+        at = [_contiguous_at(r, needing[0][1]) for m in incoming
+              for (_, r), needing in m.items()]
+        if None not in at and pieces[d] is not src.shards.get(d):
+            recv = pieces[d].reshape(-1).view(np.uint8)
+            offsets = iter(at)
+            recv_at = [next(offsets) * width if m else 0 for m in incoming]
+    ids = [d.id for d in src.sharding._device_assignment]
+    got = process_group.alltoallv(
+        send, send_counts, recv_counts, "jax.device_put of an Array spanning processes",
+        signature=f"reshard {dtype}{list(src.shape)} from {src.sharding.spec} over {ids} to "
+                  f"{target.spec} over {[d.id for d in target._device_assignment]}",
+        send_at=send_at, recv=recv, recv_at=recv_at)
+    received: dict = {}
+    at = 0
+    for m in incoming:
+        for holder, region in m:
+            k = _size(region) * width
+            received[holder, region] = None if recv is not None else \
+                got[at:at + k].view(dtype).reshape([hi - lo for lo, hi in region])
+            at += k
+    return received
 
 
 def _on_gpus(src: DeviceShards, target, steps: list, blocks: dict) -> DeviceShards:

@@ -735,7 +735,7 @@ def _mpi_reshard(mesh, total):
     sent = [0]
 
     def counting(send, *args, **kw):
-        sent[0] += int(send.size)
+        sent[0] += int(np.sum(args[0]))  # the bytes for the other processes
         return real(send, *args, **kw)
     def whole(a):  # the value of an Array over every process's devices, or of one device
         if getattr(a._stored, "spans_processes", False):

@@ -1,10 +1,11 @@
 """Eager operations that need the global value of an Array split over the devices of several
 processes (a dot contracting the split dimension, `jnp.stack` of split operands, a pad, a
 sort or a slice along the split dimension, ...), run as JAX runs them: the operands are
-resharded to replicated (piece_exchange.py: each process receives the blocks it lacks over
-MPI), every process computes the primitive on its copy, and the result is cut into this
-process's pieces of the sharding JAX reports, so no further exchange is needed. Reading
-such an Array to the host (`np.asarray`, `float`, printing) still raises JAX's error.
+resharded to replicated (piece_exchange.py: each device receives the blocks it lacks, over
+MPI between cpu devices, over NCCL between GPUs), every process computes the primitive on
+its copy, and the result is cut into this process's pieces of the sharding JAX reports, so
+no further exchange is needed. Reading such an Array to the host (`np.asarray`, `float`,
+printing) still raises JAX's error.
 """
 from __future__ import annotations
 
@@ -56,8 +57,8 @@ def _local(a):
 
 def run(prim, args, params, sharding_of=None):
     """`prim` on `args` (some split over devices of several processes) computed on the
-    operands made replicated, each result laid out by `sharding_of(result's ndim)` (a
-    NamedSharding; by default the spec `result_spec` gives)."""
+    operands made replicated, each result laid out by `sharding_of(its ndim)` (a
+    NamedSharding; by default by the spec `result_spec` gives) as this process's pieces."""
     first = next(a._value for a in args if type(a) is Array and type(a._value) is DeviceShards
                  and a._value.spans_processes)
     outs = dispatch.eval_trace.process_primitive(prim, [_local(a) for a in args], params)
@@ -100,11 +101,11 @@ def result_spec(prim, args, params, index: int, shape) -> PartitionSpec:
     dimensions (the left's first; a contraction's split is summed away), an elementwise
     result the splits of its operands' dimensions of its size (the first operand's first:
     `x[:, None] * y[None, :]` of split vectors is split as `x`), a stack its operands'
-    splits around the new dimension, a pad its operand's where the devices divide the padded
-    size, a broadcast its operand's
-    along the dimensions it keeps whole, a result of the shape of its one split operand
-    that operand's spec (an FFT along another dimension, a sort), and any other result is
-    replicated. A mesh axis splits one dimension at most."""
+    splits around the new dimension, a pad its operand's where the devices divide the
+    padded size, a broadcast its operand's along the dimensions it keeps whole, a result of
+    the shape of its one split operand that operand's spec (an FFT along the split
+    dimension, a sort), and any other result is replicated. A mesh axis splits one
+    dimension at most."""
     split = [a for a in args if type(a) is Array and type(a._value) is DeviceShards]
     mesh = split[0]._value.sharding.mesh
     typed = mesh._any_axis_explicit

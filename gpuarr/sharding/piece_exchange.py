@@ -1,6 +1,7 @@
 """The pieces of an Array split over the devices of several processes laid out by another
 NamedSharding (`jax.device_put(x, sharding)`, `with_sharding_constraint`, jit's
-`out_shardings`): each device receives only its block, read from the pieces that hold it.
+`out_shardings`, a shard_map's operand held otherwise than its in_spec): each device
+receives only its block, read from the pieces that hold it.
 
 Every process computes the same plan from the two shardings. Each region of a device's new
 block comes from one holder of the source block covering it: the device itself when it

@@ -19,6 +19,10 @@ import numpy as np
 from gpuarr import core
 from gpuarr.interpreters import partial_eval
 from gpuarr.lax import lax, shape_ops, slicing
+from gpuarr.sharding.mesh import AxisType
+from gpuarr.sharding.partition_spec import PartitionSpec
+from gpuarr.sharding.shardings import NamedSharding
+from gpuarr.sharding.tree_shardings import with_sharding
 
 # body Program -> {signature: the Program taking iteration `i`'s slice of each xs}
 _slicers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -59,8 +63,20 @@ def run_scan(eqn, ins, run_program) -> list:
     if not y_avals:
         return carry
     if length == 0:
-        return carry + [np.zeros((0, *a.shape), a.dtype) for a in y_avals]
+        return carry + [_empty((0, *a.shape), a.dtype, ins) for a in y_avals]
     return carry + run_program(_stacker(length, y_avals), [y for out in ys for y in out])
+
+
+def _empty(shape, dtype, ins):
+    """A scan's output of length 0, replicated over the devices of the mesh its inputs are
+    split over, as JAX places it (`P()`; one entry per dimension over Explicit axes)."""
+    mesh = next((s.mesh for s in (getattr(x, "_sharding", None) for x in ins)
+                 if isinstance(s, NamedSharding) and s.mesh.size > 1), None)
+    if mesh is None:  # no input split: on the default device
+        return np.zeros(shape, dtype)
+    typed = all(mesh._name_to_type[a] == AxisType.Explicit for a in mesh.axis_names)
+    spec = PartitionSpec(*[None] * len(shape)) if typed else PartitionSpec()
+    return with_sharding(np.zeros(shape, dtype), NamedSharding(mesh, spec))
 
 
 def _slicer(body, xs):

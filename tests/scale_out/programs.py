@@ -451,6 +451,7 @@ def mpi_collectives(n):
              full * 2 + full.sum())):
         got = multihost_utils.process_allgather(fn(x))
         same[name] = bool(got.dtype == want.dtype and np.array_equal(got, want))
+    same.update(_mpi_loops(mesh, x, full, shifted))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
     try:  # out_axes other than one int or None for every output
         jax.pmap(lambda v: (v, v), "p", out_axes=(0, None))(full[:n])
@@ -464,6 +465,40 @@ def mpi_collectives(n):
          pmap=_cpu_pmap(full, n), pmap_error=pmap_error, kept=_kept_sums(mesh),
          **_cpu_eager(mesh, full, x))
 
+
+def _mpi_loops(mesh, x, full, shifted) -> dict:
+    """Jitted loops of shard_map steps over every process's devices (a fori_loop, a scan with
+    stacked outputs, a while_loop whose predicate is a psum), against NumPy (sums of eighths,
+    exact in any order): whether each output equals it, held as this process's pieces."""
+    from gpuarr.experimental import multihost_utils
+    absum = jax.shard_map(lambda u: lax.psum(jax.numpy.abs(u).sum(), "i"), mesh=mesh,
+                          in_specs=P("i"), out_specs=P())
+
+    def step(a):
+        return a * 2 + a.sum()
+    carry, ys, sums = full, [], []
+    for _ in range(2):
+        ys.append(carry * 3)
+        sums.append(np.abs(carry).sum())
+        carry = step(carry)
+    grown = full
+    while np.abs(grown).sum() < 1e4:
+        grown = step(grown)
+    cases = {
+        "in_fori": (lambda v: lax.fori_loop(0, 2, lambda k, u: shifted(u), v), [carry]),
+        "in_scan": (lambda v: lax.scan(lambda c, _: (shifted(c), (c * 3, absum(c))), v, None,
+                                       length=2), [carry, np.stack(ys), np.float32(sums)]),
+        "in_while": (lambda v: lax.while_loop(lambda u: absum(u) < 1e4, shifted, v),
+                     [grown])}
+    same = {}
+    for name, (fn, want) in cases.items():
+        got = jax.tree.leaves(jax.jit(fn)(x))
+        same[name] = all(type(a._stored).__name__ == "DeviceShards"
+                         and len(a.addressable_shards) == len(jax.local_devices())
+                         for a in got) and all(
+            np.array_equal(multihost_utils.process_allgather(a), np.asarray(w, np.float32))
+            for a, w in zip(got, want, strict=True))
+    return same
 
 def _mpi_counted(fn):
     """(`fn()`, how many of gpuarr's MPI exchanges that carry data it made, how many local

@@ -210,22 +210,22 @@ def _run_loops():
 def test_shard_map_in_jitted_loops_runs_per_device():
     """On 4 cpu devices (an Auto and an Explicit mesh): jitted fori_loops, scans (stacked
     outputs, split xs, reverse), a while_loop whose predicate is a psum, nested loops with a
-    cond, and a loop among other operations, all of shard_map steps, run per device: every
+    cond, a loop among other operations and a scan of length 0, all of shard_map steps, run per device: every
     output is held as pieces on the 4 devices, nothing is put together whole, the values are
     bit for bit the named-vmap path's and the shardings, dtypes and shard shapes JAX's
     (`P(None, 'i')` for a scan's stacked outputs)."""
     pytest.importorskip("jax")
     ours, theirs = _run_loops()
     assert sorted(ours["arrays"]) == sorted(theirs["arrays"])
-    assert len(theirs["arrays"]) == 2 * 10
+    assert len(theirs["arrays"]) == 2 * 12
     for name, (spec, dtype, shapes, value) in theirs["arrays"].items():
         got = ours["arrays"][name]
         assert got[:3] == [spec, dtype, shapes], name
         np.testing.assert_allclose(got[3], value, rtol=1e-5, atol=1e-5, err_msg=name)
     assert set(ours["held"].values()) == {"DeviceShards"}, ours["held"]
     assert all(d == [f"cpu:{k}" for k in range(4)] for d in ours["devices"].values())
-    assert len(ours["same"]) == 20 and all(ours["same"].values()), ours["same"]
-    assert len(ours["joins"]) == 12 and set(ours["joins"].values()) == {0}, ours["joins"]
+    assert len(ours["same"]) == 24 and all(ours["same"].values()), ours["same"]
+    assert len(ours["joins"]) == 14 and set(ours["joins"].values()) == {0}, ours["joins"]
     assert theirs["arrays"]["Auto/while/1"][3] >= 2  # the predicate ran several iterations
 
 
@@ -443,7 +443,7 @@ def test_shard_map_in_jitted_loops_runs_per_gpu():
     if "skip" in r:
         pytest.skip(r["skip"])
     theirs, _ = _run_loops()
-    assert len(r["arrays"]) == 10
+    assert len(r["arrays"]) == 12
     for name, (spec, dtype, shapes, _) in r["arrays"].items():
         assert [spec, dtype] == theirs["arrays"][name][:2], name
         assert shapes == theirs["arrays"][name][2][:2], name  # 4 rows per device in both

@@ -284,11 +284,21 @@ def _run_eqns(closed, args, out_shardings, typed) -> list:
             if typed_inputs(mesh):
                 spec = spec._normalized_spec_for_aval(v.aval.ndim)
             env[v.id] = with_sharding(out, NamedSharding(mesh, spec))
-    results = [as_array(read(v)) for v in prog.outvars]
+    results = [_typed(as_array(read(v))) for v in prog.outvars]
     if out_shardings is not None:
         results = [with_sharding(r, s) if isinstance(s, Sharding) else r
                    for r, s in zip(results, out_shardings)]
     return results
+
+
+def _typed(out):
+    """`out` reporting its spec with one entry per dimension over Explicit mesh axes, as
+    JAX's typed shardings print (an input returned as it is, a loop of no iterations)."""
+    s = getattr(out, "_sharding", None)
+    if not isinstance(s, NamedSharding) or s.mesh.size == 1 or not typed_inputs(s.mesh):
+        return out
+    spec = s.spec._normalized_spec_for_aval(out.ndim)
+    return out if spec == s.spec else with_sharding(out, NamedSharding(s.mesh, spec))
 
 
 def _nested(eqn, ins, typed) -> list | None:

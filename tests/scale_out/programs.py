@@ -1600,6 +1600,8 @@ def _loop_steps(step, total):
                                     length=3), ("x",)),
         "scan_xs": (lambda v, xs: lax.scan(lambda c, x: (step(c) + x, c * x), v, xs,
                                            reverse=True), ("x", "xs")),
+        "scan_empty": (lambda v: lax.scan(lambda c, _: (step(c), total(c)), v, None,
+                                          length=0), ("x",)),
         "while": (lambda v: lax.while_loop(lambda c: total(c[0]) < 400.0, grow,
                                            (v, np.int32(0))), ("x",)),
         "nested": (lambda v: lax.fori_loop(0, 2, lambda k, u: lax.cond(

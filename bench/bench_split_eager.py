@@ -3,7 +3,9 @@ shard_map among other operations.
 
 Each operation JAX runs per device without communication (`x @ w` with `x` split on rows and
 `w` replicated, a slice and a transpose, `sort` and `cumsum` along the unsplit axis),
-`jit(lambda v: tanh(shard_map(f)(v * 3) @ w + 1))`, and operations along the split rows (a
+`jit(lambda v: tanh(shard_map(f)(v * 3) @ w + 1))`, a jitted `fori_loop` of 10 shard_map
+steps (`tanh(v @ w * 0.5 + pmean(v.mean(0)))`, the carry kept split), and operations along
+the split rows (a
 slice of 100 rows, a reversal, a concatenation, a gather and a scatter-add of 256 rows, a
 sort) run on a float32 (4096, 512) array split over N devices, and on the same array on one
 device. JAX runs the same calls with N host
@@ -43,10 +45,14 @@ def _worker(lib: str, n: int) -> None:
     x1, w1 = jax.device_put(full, jax.devices()[0]), jax.device_put(w_host, jax.devices()[0])
     smap = jax.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
     around = jax.jit(lambda v, a: jnp.tanh(smap(v * 3) @ a + 1.0))
+    step = jax.shard_map(lambda v, a: jnp.tanh(v @ a * 0.5 + jax.lax.pmean(v.mean(0), "i")),
+                         mesh=mesh, in_specs=(P("i"), P()), out_specs=P("i"))
+    looped = jax.jit(lambda v, a: jax.lax.fori_loop(0, 10, lambda k, u: step(u, a), v))
     rows = np.arange(0, 4096, 16, dtype=np.int32)[::-1].copy()  # 256 rows from every device
     cases = {"matmul": lambda v, a: v @ a, "slice": lambda v, a: v[:, 100:300],
              "transpose": lambda v, a: v.T, "sort": lambda v, a: jnp.sort(v, axis=1),
              "cumsum": lambda v, a: jnp.cumsum(v, axis=1), "jit_around_shard_map": around,
+             "fori_loop_shard_map": looped,
              # along the split dimension
              "slice_rows": lambda v, a: v[1000:1100], "reverse_rows": lambda v, a: v[::-1],
              "concat_rows": lambda v, a: jnp.concatenate([v, v], 0),
@@ -58,6 +64,9 @@ def _worker(lib: str, n: int) -> None:
         for where, args in (("split", split), ("one", (x1, w1))):
             if name == "jit_around_shard_map" and where == "one":
                 fn = jax.jit(lambda v, a: jnp.tanh(v * 3 * 2 @ a + 1.0))
+            if name == "fori_loop_shard_map" and where == "one":
+                fn = jax.jit(lambda v, a: jax.lax.fori_loop(
+                    0, 10, lambda k, u: jnp.tanh(u @ a * 0.5 + u.mean(0)), v))
             jax.block_until_ready(fn(*args))
             runs = []
             for _ in range(REPEATS):

@@ -200,6 +200,53 @@ def test_eager_operations_along_the_split_dimension_match_jax():
     assert len(kept) == 37 and all(ours["joins"][n] == 0 for n in kept), ours["joins"]
 
 
+@functools.cache
+def _run_loops():
+    (ours,), _ = _run(["loops", "4"])
+    (theirs,), _ = _run(["loops", "4"], lib="jax")
+    return ours, theirs
+
+
+def test_shard_map_in_jitted_loops_runs_per_device():
+    """On 4 cpu devices (an Auto and an Explicit mesh): jitted fori_loops, scans (stacked
+    outputs, split xs, reverse), a while_loop whose predicate is a psum, nested loops with a
+    cond, a loop among other operations and a scan of length 0, all of shard_map steps, run per device: every
+    output is held as pieces on the 4 devices, nothing is put together whole, the values are
+    bit for bit the named-vmap path's and the shardings, dtypes and shard shapes JAX's
+    (`P(None, 'i')` for a scan's stacked outputs)."""
+    pytest.importorskip("jax")
+    ours, theirs = _run_loops()
+    assert sorted(ours["arrays"]) == sorted(theirs["arrays"])
+    assert len(theirs["arrays"]) == 2 * 12
+    for name, (spec, dtype, shapes, value) in theirs["arrays"].items():
+        got = ours["arrays"][name]
+        assert got[:3] == [spec, dtype, shapes], name
+        np.testing.assert_allclose(got[3], value, rtol=1e-5, atol=1e-5, err_msg=name)
+    assert set(ours["held"].values()) == {"DeviceShards"}, ours["held"]
+    assert all(d == [f"cpu:{k}" for k in range(4)] for d in ours["devices"].values())
+    assert len(ours["same"]) == 24 and all(ours["same"].values()), ours["same"]
+    assert len(ours["joins"]) == 14 and set(ours["joins"].values()) == {0}, ours["joins"]
+    assert theirs["arrays"]["Auto/while/1"][3] >= 2  # the predicate ran several iterations
+
+
+def test_data_parallel_training_loop_of_shard_map_steps():
+    """A data-parallel MLP trained for 20 steps as one jitted fori_loop over a shard_map
+    step (pmean of the gradients) on 4 cpu devices gives the losses and parameters of a
+    Python loop calling the same step (to float32 rounding; here equal), and JAX's; its
+    outputs stay replicated pieces with JAX's shardings."""
+    pytest.importorskip("jax")
+    ours, theirs = (r["mlp"] for r in _run_loops())
+    losses = np.asarray(ours["losses"])
+    assert losses[-1] < 0.6 * losses[0]
+    np.testing.assert_allclose(losses, ours["eager"], rtol=2e-6)
+    for got, want in zip(ours["params"], ours["eager_params"]):
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(losses, theirs["losses"], rtol=2e-5)
+    for got, want in zip(ours["params"], theirs["params"]):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+    assert ours["specs"] == theirs["specs"] and set(ours["held"]) == {"DeviceShards"}
+
+
 def test_axis_index_groups_under_pmap_match_jax():
     ours, theirs = (r["groups"] for r in _features())
     assert ours["values"] == theirs["values"]
@@ -383,6 +430,35 @@ def test_eager_operations_along_the_split_dimension_on_gpus():
     for name in kept:
         moved, nbytes = r["moved"][name]
         assert r["joins"][name] == 0 and moved <= 3 * nbytes + 64, (name, moved, nbytes)
+
+
+def test_shard_map_in_jitted_loops_runs_per_gpu():
+    """The jitted loops of shard_map steps on 2 stand-in GPUs: each output held as pieces on
+    both GPUs with JAX's shardings, bit for bit the one-GPU named-vmap path; the collectives
+    are NCCL all-reduces, and only scalars cross the host: nothing for a fori_loop or scan
+    of static length, a while_loop's predicate once per iteration (and scan's step index).
+    The training loop equals the Python loop of the same step."""
+    pytest.importorskip("jax")
+    r = _on_two_standin_gpus("loops")
+    if "skip" in r:
+        pytest.skip(r["skip"])
+    theirs, _ = _run_loops()
+    assert len(r["arrays"]) == 12
+    for name, (spec, dtype, shapes, _) in r["arrays"].items():
+        assert [spec, dtype] == theirs["arrays"][name][:2], name
+        assert shapes == theirs["arrays"][name][2][:2], name  # 4 rows per device in both
+    assert set(r["held"].values()) == {"DeviceShards"} and all(r["same"].values()), r["same"]
+    assert all(d == ["cuda:0", "cuda:1"] for d in r["devices"].values())
+    assert set(r["joins"].values()) == {0}, r["joins"]
+    moved = r["moved"]
+    for name, steps in (("fori", 3), ("scan", 9), ("nested", 5), ("around", 2)):
+        assert moved[name] == [0, {"ncclAllReduce": 2 * steps}], (name, moved[name])
+    assert moved["scan_xs"][0] <= 3 * 2 * 16  # scalars (the step index) to each GPU
+    iterations = r["arrays"]["Auto/while/1"][3]
+    assert moved["while"][1] == {"ncclAllReduce": 2 * (2 * iterations + 1)}
+    assert moved["while"][0] <= 4 * (iterations + 1) + 8  # the predicates, one byte each
+    np.testing.assert_allclose(r["mlp"]["losses"], r["mlp"]["eager"], rtol=2e-6)
+    assert r["mlp"]["held"] == ["DeviceShards"] * 4
 
 
 def test_nccl_unique_id_goes_over_mpi():

@@ -39,7 +39,7 @@ from gpuarr.core import ClosedProgram, Literal
 from gpuarr.dispatch import as_array
 from gpuarr.interpreters import ad, partial_eval
 from gpuarr.lax import cumulative, dot_products, lax, parallel, shape_ops, slicing, sorting
-from gpuarr.sharding import global_value, split_dimension, spmd
+from gpuarr.sharding import global_value, nested_loops, split_dimension, spmd
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
 from gpuarr.sharding.shardings import NamedSharding, Sharding
@@ -104,14 +104,14 @@ def mesh_and_specs(leaves, in_shardings):
 
 def has_shard_map(closed: ClosedProgram) -> bool:
     """Whether `closed` (or a Program inside it) runs a shard_map of several devices."""
-    def walk(prog):
-        for eqn in prog.eqns:
-            if eqn.prim is spmd.shard_map_p:
-                return True
-            if any(walk(getattr(p, "program", p)) for p in core.subprograms(eqn.params)):
-                return True
-        return False
-    return walk(closed.program)
+    return any(_holds_shard_map(e) for e in closed.program.eqns)
+
+
+def _holds_shard_map(eqn) -> bool:
+    """Whether `eqn` is a shard_map or one of its Programs runs one."""
+    return eqn.prim is spmd.shard_map_p or any(
+        _holds_shard_map(e) for p in core.subprograms(eqn.params)
+        for e in getattr(p, "program", p).eqns)
 
 
 def run_eagerly(prim, args, params):
@@ -197,9 +197,10 @@ def run_shard_maps(closed: ClosedProgram, leaves, out_shardings, typed: bool = T
 
 
 def _steps(closed: ClosedProgram) -> list:
-    """`closed`'s equations in order: each shard_map equation alone, and between them each
-    stretch of other equations as a ClosedProgram of its own (its inputs the variables it reads
-    from before it, but `closed`'s constants, which stay its constants; its outputs those read
+    """`closed`'s equations in order: each equation holding a shard_map (the shard_map, or a
+    `jit`, `cond`, `while` or `scan` running one) alone, and between them each stretch of
+    other equations as a ClosedProgram of its own (its inputs the variables it reads from
+    before it, but `closed`'s constants, which stay its constants; its outputs those read
     after it), cached while `closed` lives."""
     steps = _step_cache.get(closed)
     if steps is not None:
@@ -229,7 +230,7 @@ def _steps(closed: ClosedProgram) -> list:
         stretch.clear()
 
     for k, eqn in enumerate(prog.eqns):
-        if eqn.prim is spmd.shard_map_p:
+        if _holds_shard_map(eqn):
             close(k)
             steps.append(eqn)
         else:
@@ -253,8 +254,8 @@ def _run_stretch(step: ClosedProgram, ins, typed: bool) -> list | None:
 
 def _run_eqns(closed, args, out_shardings, typed) -> list:
     """`closed`'s steps in order: shard_maps per device (over GPUs of several processes, each
-    process running its own), the stretches between them per device (`_run_stretch`), else
-    their equations eagerly."""
+    process running its own), the equations nesting them by their own steps (`_nested`), the
+    stretches between them per device (`_run_stretch`), else their equations eagerly."""
     prog = closed.program
     env = {v.id: as_array(c) for v, c in zip(prog.constvars, closed.consts)}
     env.update((v.id, x) for v, x in zip(prog.invars, args))
@@ -273,11 +274,17 @@ def _run_eqns(closed, args, out_shardings, typed) -> list:
                 continue
             for eqn in step.program.eqns:
                 ins = [read(a) for a in eqn.inputs]
-                out = _nested(eqn, ins, typed)
-                if out is None:
-                    out = eqn.prim.bind(*ins, **eqn.params)
-                    out = out if eqn.prim.multiple_results else [out]
+                out = eqn.prim.bind(*ins, **eqn.params)
+                out = out if eqn.prim.multiple_results else [out]
                 env.update((v.id, o) for v, o in zip(eqn.outvars, out, strict=True))
+            continue
+        if step.prim is not spmd.shard_map_p:
+            ins = [read(a) for a in step.inputs]
+            out = _nested(step, ins, typed)
+            if out is None:  # another equation holding one: run as written
+                out = step.prim.bind(*ins, **step.params)
+                out = out if step.prim.multiple_results else [out]
+            env.update((v.id, o) for v, o in zip(step.outvars, out, strict=True))
             continue
         params = step.params
         ins = [read(a) for a in step.inputs]
@@ -288,23 +295,44 @@ def _run_eqns(closed, args, out_shardings, typed) -> list:
             if typed_inputs(mesh):
                 spec = spec._normalized_spec_for_aval(v.aval.ndim)
             env[v.id] = with_sharding(out, NamedSharding(mesh, spec))
-    results = [as_array(read(v)) for v in prog.outvars]
+    results = [_typed(as_array(read(v))) for v in prog.outvars]
     if out_shardings is not None:
         results = [with_sharding(r, s) if isinstance(s, Sharding) else r
                    for r, s in zip(results, out_shardings)]
     return results
 
 
+def _typed(out):
+    """`out` reporting its spec with one entry per dimension over Explicit mesh axes, as
+    JAX's typed shardings print (an input returned as it is, a loop of no iterations)."""
+    s = getattr(out, "_sharding", None)
+    if not isinstance(s, NamedSharding) or s.mesh.size == 1 or not typed_inputs(s.mesh):
+        return out
+    spec = s.spec._normalized_spec_for_aval(out.ndim)
+    return out if spec == s.spec else with_sharding(out, NamedSharding(s.mesh, spec))
+
+
 def _nested(eqn, ins, typed) -> list | None:
-    """An inner `jit` or a `cond` (its branch at the concrete index, clamped as XLA clamps
-    it) whose Programs hold a shard_map, run by its own steps so that the shard_map runs per
-    device on the pieces where they are; None for any other equation."""
-    if eqn.prim.name == "jit" and has_shard_map(eqn.params["jaxpr"]):
-        return _run_eqns(eqn.params["jaxpr"], ins, None, typed)
-    if eqn.prim.name == "cond" and any(has_shard_map(b) for b in eqn.params["branches"]):
+    """An equation whose Programs hold a shard_map, run by its own steps so that the
+    shard_map runs per device on the pieces where they are: an inner `jit` (or a custom
+    derivative's call), a `cond` (its branch at the concrete index, clamped as XLA clamps
+    it), a `while` or a `scan` (iteration by iteration, nested_loops.py); None for any other
+    equation."""
+    def run_program(closed, args):
+        return _run_eqns(closed, args, None, typed)
+
+    name = eqn.prim.name
+    inner = eqn.params.get(_INLINED.get(name, ""))
+    if isinstance(inner, ClosedProgram) and len(inner.program.invars) == len(ins):
+        return run_program(inner, ins)
+    if name == "cond":
         branches = eqn.params["branches"]  # the other branch too runs per device
         chosen = branches[min(max(int(np.asarray(ins[0])), 0), len(branches) - 1)]
-        return _run_eqns(chosen, ins[1:], None, typed)
+        return run_program(chosen, ins[1:])
+    if name == "while":
+        return nested_loops.run_while(eqn, ins, run_program)
+    if name == "scan":
+        return nested_loops.run_scan(eqn, ins, run_program)
     return None
 
 
@@ -652,6 +680,23 @@ def _slice(self, prim, ins, params, out_avals):
     return self.bind(prim, [x], dict(params, limit_indices=tuple(limit)), out_avals, [dims])
 
 
+def _dynamic_slice(self, prim, ins, params, out_avals):
+    """A dynamic slice taking every element of the split dimensions (a scan's slice of its
+    `xs`): each device slices its block, whose start along those dimensions clamps to 0."""
+    (x, dims), *starts = ins
+    shape = self.global_shape(core.get_aval(x).shape, dims)
+    sizes = list(params["slice_sizes"])
+    for d, a in enumerate(dims):
+        if a is not None:
+            if sizes[d] != shape[d]:
+                raise _Gather
+            sizes[d] //= self.size(a)
+    if any(any(d) for _, d in starts):
+        raise _Gather
+    return self.bind(prim, [x, *[v for v, _ in starts]], dict(params, slice_sizes=tuple(sizes)),
+                     out_avals, [dims])
+
+
 def _along_unsplit(key: str):
     """The rule of an operation along the dimension `params[key]` (sort, a cumulative
     operation, concatenate) on operands of one rank: each device works on its blocks when
@@ -717,6 +762,7 @@ def _scatter(self, prim, ins, params, out_avals):
 _RULES = {"argmax": _arg_extreme, "argmin": _arg_extreme,
           "broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "squeeze": _squeeze,
           "reshape": _reshape, "dot_general": _dot_general, "slice": _slice,
+          "dynamic_slice": _dynamic_slice,
           "sort": _along_unsplit("dimension"), "concatenate": _along_unsplit("dimension"),
           **dict.fromkeys(("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"),
                           _along_unsplit("axis")),

@@ -7,6 +7,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py LIB split_ops N        (eager per-block operations, jit around shard_map)
     python programs.py LIB split_dimension 4  (eager operations along the split dimension)
     python programs.py LIB pmap_traces N      (how often pmap traces over repeated calls)
+    python programs.py LIB loops N            (jitted loops of shard_map steps; or on GPUs)
     python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
@@ -450,6 +451,7 @@ def mpi_collectives(n):
              full * 2 + full.sum())):
         got = multihost_utils.process_allgather(fn(x))
         same[name] = bool(got.dtype == want.dtype and np.array_equal(got, want))
+    same.update(_mpi_loops(mesh, x, full, shifted))
     gathered = multihost_utils.process_allgather(np.float32(jax.process_index()))
     emit(process=jax.process_index(), count=jax.process_count(), devices=total,
          local=len(jax.local_devices()), same=same, allgather=gathered.tolist(),
@@ -482,6 +484,40 @@ def _pmap_out_axes(full, n):
     return {name: dict(same=bool(np.array_equal(np.asarray(got[name]), mine[name])),
                        shape=list(got[name].shape)) for name in axes}
 
+
+def _mpi_loops(mesh, x, full, shifted) -> dict:
+    """Jitted loops of shard_map steps over every process's devices (a fori_loop, a scan with
+    stacked outputs, a while_loop whose predicate is a psum), against NumPy (sums of eighths,
+    exact in any order): whether each output equals it, held as this process's pieces."""
+    from gpuarr.experimental import multihost_utils
+    absum = jax.shard_map(lambda u: lax.psum(jax.numpy.abs(u).sum(), "i"), mesh=mesh,
+                          in_specs=P("i"), out_specs=P())
+
+    def step(a):
+        return a * 2 + a.sum()
+    carry, ys, sums = full, [], []
+    for _ in range(2):
+        ys.append(carry * 3)
+        sums.append(np.abs(carry).sum())
+        carry = step(carry)
+    grown = full
+    while np.abs(grown).sum() < 1e4:
+        grown = step(grown)
+    cases = {
+        "in_fori": (lambda v: lax.fori_loop(0, 2, lambda k, u: shifted(u), v), [carry]),
+        "in_scan": (lambda v: lax.scan(lambda c, _: (shifted(c), (c * 3, absum(c))), v, None,
+                                       length=2), [carry, np.stack(ys), np.float32(sums)]),
+        "in_while": (lambda v: lax.while_loop(lambda u: absum(u) < 1e4, shifted, v),
+                     [grown])}
+    same = {}
+    for name, (fn, want) in cases.items():
+        got = jax.tree.leaves(jax.jit(fn)(x))
+        same[name] = all(type(a._stored).__name__ == "DeviceShards"
+                         and len(a.addressable_shards) == len(jax.local_devices())
+                         for a in got) and all(
+            np.array_equal(multihost_utils.process_allgather(a), np.asarray(w, np.float32))
+            for a, w in zip(got, want, strict=True))
+    return same
 
 def _mpi_counted(fn):
     """(`fn()`, how many of gpuarr's MPI exchanges that carry data it made, how many local
@@ -1666,6 +1702,150 @@ def split_dimension(n):
     return dict(arrays=out, held=held, same=same, joins=whole, moved=moved)
 
 
+def _loop_steps(step, total):
+    """jitted loops of shard_map steps, written with `step` (rows split, a pmean of the
+    blocks' column means) and `total` (a psum, replicated): the same code runs the per-device
+    functions under the named vmap. name -> (function, its arguments' names)."""
+    def grow(c):  # a while_loop's carry, growing: the predicate reads a psum of it
+        return c[0] * 1.5 + step(c[0]), c[1] + 1
+    return {
+        "fori": (lambda v: lax.fori_loop(0, 3, lambda k, u: step(u), v), ("x",)),
+        "scan": (lambda v: lax.scan(lambda c, _: (step(c), (total(c), step(c) * 2)), v, None,
+                                    length=3), ("x",)),
+        "scan_xs": (lambda v, xs: lax.scan(lambda c, x: (step(c) + x, c * x), v, xs,
+                                           reverse=True), ("x", "xs")),
+        "scan_empty": (lambda v: lax.scan(lambda c, _: (step(c), total(c)), v, None,
+                                          length=0), ("x",)),
+        "while": (lambda v: lax.while_loop(lambda c: total(c[0]) < 400.0, grow,
+                                           (v, np.int32(0))), ("x",)),
+        "nested": (lambda v: lax.fori_loop(0, 2, lambda k, u: lax.cond(
+            k == 0, step, lambda w: w * 2, lax.fori_loop(0, 2, lambda j, w: step(w), u)), v),
+            ("x",)),
+        "around": (lambda v: jax.numpy.sin(lax.fori_loop(0, 2, lambda k, u: step(u), v * 2)),
+                   ("x",)),
+    }
+
+
+def _mlp_loop(mesh, x, y, params):
+    """A data-parallel MLP trained for 20 steps as one jitted `fori_loop` over a shard_map
+    step (each device: its rows; `pmean` of the loss and gradients), and as a Python loop
+    calling the same step: (losses, final parameters) of each."""
+    jnp = jax.numpy
+
+    def local(p, xb, yb):
+        def loss_fn(p):
+            h = jnp.tanh(xb @ p["w1"] + p["b1"])
+            return jnp.mean((h @ p["w2"] - yb) ** 2)
+        loss, g = jax.value_and_grad(loss_fn)(p)
+        g = lax.pmean(g, "i")
+        return lax.pmean(loss, "i"), jax.tree.map(lambda a, b: a - 0.1 * b, p, g)
+    # check_vma=False: each device's gradient is its own, which the pmean averages (with
+    # check_vma, JAX's gradient of the replicated parameters is already the devices' sum)
+    step = jax.shard_map(local, mesh=mesh, in_specs=(P(), P("i"), P("i")),
+                         out_specs=(P(), P()), check_vma=False)
+
+    def train(p, xb, yb):
+        def body(k, c):
+            loss, q = step(c[0], xb, yb)
+            return q, c[1].at[k].set(loss)
+        return lax.fori_loop(0, 20, body, (p, jnp.zeros(20, jnp.float32)))
+    looped, losses = jax.jit(train)(params, x, y)
+    p, eager, one_step = params, [], jax.jit(step)
+    for _ in range(20):
+        loss, p = one_step(p, x, y)
+        eager.append(float(loss))
+    return dict(losses=np.asarray(losses).tolist(), eager=eager,
+                params=[np.asarray(a).tolist() for a in jax.tree.leaves(looped)],
+                eager_params=[np.asarray(a).tolist() for a in jax.tree.leaves(p)],
+                specs=[str(a.sharding.spec) for a in jax.tree.leaves((looped, losses))],
+                held=[type(getattr(a, "_stored", None)).__name__
+                      for a in jax.tree.leaves((looped, losses))])
+
+
+def _vmap_path(fn, names, args, n, specs):
+    """The named-vmap path on one device: `fn` (written with the per-device steps) mapped
+    over each device's blocks, its outputs put together as their shardings say."""
+    blocks = {"x": args["x"].reshape(n, -1, *args["x"].shape[1:]),
+              "xs": np.moveaxis(args["xs"].reshape(3, n, -1, args["xs"].shape[2]), 1, 0)}
+    outs = jax.tree.leaves(jax.vmap(fn, axis_name="i")(*[blocks[k] for k in names]))
+    whole = []
+    for out, spec in zip(outs, specs):
+        out = np.asarray(out)
+        split = [d for d, a in enumerate(spec) if a is not None]
+        whole.append(np.concatenate(list(out), split[0]) if split else out[0])
+    return whole
+
+
+def loops(n):
+    """On n cpu devices (or GPUs of the CuPy stand-in): jitted while_loops, scans and
+    fori_loops of shard_map steps on split inputs, over an Auto and an Explicit mesh. Per
+    output: spec, dtype, shard shapes, value; for gpuarr also how it is held, the devices of
+    its pieces and whether it equals the named-vmap path bit for bit. `mlp`: a data-parallel
+    training loop against the eager loop of the same steps."""
+    on_gpus = os.environ.get("GPUARR_PLATFORMS") == "cuda"
+    if not on_gpus:
+        jax.config.update("jax_num_cpu_devices", n)
+    devices = jax.devices()[:n]
+    rng = np.random.default_rng(4)
+    full = rng.standard_normal((4 * n, 4)).astype(np.float32)
+    xs = rng.standard_normal((3, 4 * n, 4)).astype(np.float32)
+    jnp = jax.numpy
+
+    def local_step(u):
+        return jnp.tanh(u * 0.5 + lax.pmean(u.mean(0), "i"))
+
+    def local_total(u):
+        return lax.psum(jnp.abs(u).sum(), "i")
+    out, held, where, same, moved, joins = {}, {}, {}, {}, {}, {}
+    counted = [0]
+    if LIB == "gpuarr":  # count how often a split value is put together whole
+        from gpuarr.backends.device_shards import DeviceShards
+        assemble = DeviceShards.assemble
+
+        def counting(self):
+            counted[0] += 1
+            return assemble(self)
+        DeviceShards.assemble = counting
+    for kind in ("Auto",) if on_gpus else ("Auto", "Explicit"):
+        mesh = jax.make_mesh((n,), ("i",), axis_types=(getattr(jax.sharding.AxisType, kind),),
+                             devices=devices)
+        step = jax.shard_map(local_step, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+        total = jax.shard_map(local_total, mesh=mesh, in_specs=P("i"), out_specs=P())
+        args = {"x": jax.device_put(full, NamedSharding(mesh, P("i"))),
+                "xs": jax.device_put(xs, NamedSharding(mesh, P(None, "i")))}
+        local = _loop_steps(local_step, local_total)
+        for name, (fn, names) in _loop_steps(step, total).items():
+            counted[0] = 0
+            got = jax.tree.leaves(jax.jit(fn)(*[args[k] for k in names]))
+            joins[f"{kind}/{name}"] = counted[0]
+            if on_gpus:  # again, compiled: what crossed the host, and the NCCL calls
+                from cupy import _standin
+                _standin.counters.reset()
+                jax.block_until_ready(jax.jit(fn)(*[args[k] for k in names]))
+                moved[name] = _moved_and_nccl()
+            if LIB == "gpuarr":
+                ref = _vmap_path(local[name][0], names, {"x": full, "xs": xs}, n,
+                                 [a.sharding.spec for a in got])
+            for i, r in enumerate(got):
+                key = f"{kind}/{name}/{i}"
+                out[key] = _described(r)
+                if LIB == "gpuarr":
+                    held[key] = type(r._stored).__name__
+                    where[key] = [str(s.data.device) for s in r.addressable_shards]
+                    same[key] = bool(r.dtype == ref[i].dtype and np.array_equal(
+                        np.asarray(r), ref[i]))
+    x = rng.standard_normal((8 * n, 8)).astype(np.float32)
+    y = np.sin(x.sum(1, keepdims=True)).astype(np.float32)
+    params = {"w1": rng.standard_normal((8, 16)).astype(np.float32) * 0.3,
+              "b1": np.zeros(16, np.float32),
+              "w2": rng.standard_normal((16, 1)).astype(np.float32) * 0.3}
+    mesh = jax.make_mesh((n,), ("i",), devices=devices)
+    mlp = _mlp_loop(mesh, jax.device_put(x, NamedSharding(mesh, P("i"))),
+                    jax.device_put(y, NamedSharding(mesh, P("i"))), params)
+    return dict(arrays=out, held=held, devices=where, same=same, moved=moved, joins=joins,
+                mlp=mlp)
+
+
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
@@ -1673,7 +1853,7 @@ PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": m
             "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
             "cpu_shards": cpu_shards, "split_ops": split_ops,
             "split_dimension": split_dimension, "pmap_traces": pmap_traces,
-            "reshard_specs": reshard_specs}
+            "reshard_specs": reshard_specs, "loops": loops}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -90,12 +90,69 @@ LOOPS = [("a + b * c, ordinary stores", "fma3", 16), ("a + b * c, non-temporal s
          ("memcpy of one input", "copy", 8), ("sum of the three inputs (reads only)", "read3", 12)]
 
 
+def chain(np_):
+    return lambda x, y, z: np_.sqrt(np_.abs(np_.tanh(x * 1.5 + y) * z - 0.5))
+
+
+def stores_table(n, counts, rounds):
+    """The jitted chain with non-temporal stores against ordinary ones (render.STREAM_MIN_BYTES
+    at 0 and past the launch's bytes), and JAX's, in alternating rounds (the machine's load
+    drifts): per thread count, each one's best and median milliseconds and the median of the
+    per-round ratios."""
+    import statistics
+    import time
+
+    import jax
+    import jax.numpy as jnp
+
+    from gpuarr.compiler import render
+    rng = np.random.default_rng(0)
+    host = [rng.standard_normal(n).astype(np.float32) for _ in range(3)]
+    device = get_platform("native").devices()[0]
+    args = tuple(gpuarr.device_put(v, device) for v in host)
+    calls = {}
+    for label, threshold in (("streamed", 0), ("ordinary", 1 << 62)):
+        render.STREAM_MIN_BYTES = threshold
+        f = gpuarr.jit(chain(gnp))
+        f(*args).block_until_ready()   # rendered and built now, under this threshold
+        calls[label] = lambda f=f: f(*args).block_until_ready()
+    jf = jax.jit(chain(jnp))
+    jargs = tuple(jax.device_put(v, jax.devices("cpu")[0]) for v in host)
+    calls["JAX"] = lambda: jf(*jargs).block_until_ready()
+    print(f"chain at {n} float32 elements, {rounds} rounds of 10 calls each")
+    print(f"{'threads':8}" + "".join(f"{k + ' best/median (ms)':>30}" for k in calls)
+          + f"{'streamed/ordinary':>19}{'streamed/JAX':>14}{'ordinary/JAX':>14}")
+    for t in counts:
+        os.environ["GPUARR_NATIVE_THREADS"] = t
+        times = {k: [] for k in calls}
+        for _ in range(rounds):
+            for k, call in calls.items():
+                call()
+                t0 = time.perf_counter()
+                for _ in range(10):
+                    call()
+                times[k].append((time.perf_counter() - t0) / 10)
+        med = lambda a, b: statistics.median(x / y for x, y in zip(times[a], times[b]))  # noqa: E731
+        cells = "".join(f"{min(v) * 1e3:17.3f} / {statistics.median(v) * 1e3:8.3f}"
+                        for v in times.values())
+        print(f"{t:8}{cells}{med('streamed', 'ordinary'):19.3f}{med('streamed', 'JAX'):14.3f}"
+              f"{med('ordinary', 'JAX'):14.3f}", flush=True)
+    os.environ.pop("GPUARR_NATIVE_THREADS", None)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=22, help="log2 of the element count")
     parser.add_argument("--threads", default="1,2", help="thread counts")
     parser.add_argument("--jax", action="store_true", help="time JAX's jitted chain too")
+    parser.add_argument("--stores", action="store_true",
+                        help="the jitted chain with non-temporal against ordinary stores, "
+                             "and JAX's, in alternating rounds")
+    parser.add_argument("--rounds", type=int, default=15, help="rounds of --stores")
     opts = parser.parse_args()
+    if opts.stores:
+        stores_table(1 << opts.size, [t for t in opts.threads.split(",") if t], opts.rounds)
+        return
     n = 1 << opts.size
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))

@@ -139,6 +139,91 @@ static _Thread_local i64 gpuarr_begin, gpuarr_end;
 #define GROUP_STRIDE_LOOP(T, o, n)                                                     \
   for (T o##_end = GPUARR_RANGE_END(T, o, n), o = (T)gpuarr_begin; o < o##_end; ++o)
 
+/* Non-temporal (streaming) stores of an elementwise kernel's contiguous outputs, chosen by the
+ * renderer for launches too large for the last-level cache (render.STREAM_MIN_BYTES): an
+ * ordinary store to a line not in the cache first reads it (read for ownership), so a
+ * streamed output moves half the bytes. The compiler cannot vectorise a streaming store of
+ * one element (gcc has no __builtin_nontemporal_store and ignores `omp simd nontemporal`),
+ * so this thread's range is walked in tiles of GPUARR_STREAM_TILE items: inside a tile the
+ * kernel's own loop runs unchanged (`gpuarr_begin`/`gpuarr_end` shadowed by the tile's
+ * bounds) and writes each streamed output through a pointer of the same name shadowed to
+ * point into a local tile, which is then copied out with full-width streaming stores. A
+ * tile of 128 float32 items (512 bytes) stays in L1; longer bursts of streaming stores stall
+ * the loads. Builtins, not <immintrin.h>, whose parsing costs gcc 0.15 s per program. */
+#define GPUARR_STREAM_TILE 128
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__AVX512F__)
+typedef long long gpuarr_stream_v64 __attribute__((vector_size(64)));
+#define GPUARR_STREAM_PUT64(p, v) __builtin_ia32_movntdq512((gpuarr_stream_v64 *)(p), v)
+#endif
+#if defined(__AVX__)
+typedef long long gpuarr_stream_v32 __attribute__((vector_size(32)));
+#define GPUARR_STREAM_PUT32(p, v) __builtin_ia32_movntdq256((gpuarr_stream_v32 *)(p), v)
+#endif
+#if defined(__SSE2__)
+typedef long long gpuarr_stream_v16 __attribute__((vector_size(16)));
+#define GPUARR_STREAM_PUT16(p, v) __builtin_ia32_movntdq((gpuarr_stream_v16 *)(p), v)
+#endif
+#elif defined(__clang__) && defined(__has_builtin)
+#if __has_builtin(__builtin_nontemporal_store)
+typedef long long gpuarr_stream_v16 __attribute__((vector_size(16)));
+#define GPUARR_STREAM_PUT16(p, v) __builtin_nontemporal_store(v, (gpuarr_stream_v16 *)(p))
+#endif
+#endif
+/* Streaming stores are weakly ordered: fence them before the launch's threads are joined. */
+#if defined(GPUARR_STREAM_PUT16) && defined(__x86_64__)
+#define STREAM_FENCE() __builtin_ia32_sfence()
+#else
+#define STREAM_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
+/* Stream whole W-byte vectors of the tile while `d` is aligned to W (after a wider loop it
+ * still is, with fewer than the wider width's bytes left). */
+#define GPUARR_STREAM_RUN(W)                                                             \
+  if (((__UINTPTR_TYPE__)d & (W - 1)) == 0)                                              \
+    for (; bytes >= W; bytes -= W, d += W, s += W) {                                     \
+      gpuarr_stream_v##W v;                                                              \
+      memcpy(&v, s, W);                                                                  \
+      GPUARR_STREAM_PUT##W(d, v);                                                        \
+    }
+/* Copy `bytes` of a tile to `dst`: whole vectors streamed, as wide as the host's vectors and
+ * `dst`'s alignment allow (the native backend allocates large outputs 64-byte aligned, NumPy
+ * 32 bytes past a 64-byte boundary; tiles start on multiples of GPUARR_STREAM_TILE items, so
+ * every tile of an output has its first tile's alignment), the rest (a range's last partial vector, or a buffer aligned to
+ * less than 16 bytes) with ordinary stores. */
+INLINE void gpuarr_stream_copy(void *dst, const void *tile, i64 bytes) {
+  char *d = (char *)dst;
+  const char *s = (const char *)tile;
+#if defined(GPUARR_STREAM_PUT64)
+  GPUARR_STREAM_RUN(64)
+#endif
+#if defined(GPUARR_STREAM_PUT32)
+  GPUARR_STREAM_RUN(32)
+#endif
+#if defined(GPUARR_STREAM_PUT16)
+  GPUARR_STREAM_RUN(16)
+#endif
+  memcpy(d, s, (size_t)bytes);
+}
+/* The tiles of this thread's range, clipped to n, each a block in which `gpuarr_begin` and
+ * `gpuarr_end` are the tile's bounds. */
+#define STREAM_TILES(n)                                                                  \
+  for (i64 gpuarr_t0 = gpuarr_begin, gpuarr_tend = (i64)(n) < gpuarr_end ? (i64)(n) : gpuarr_end; \
+       gpuarr_t0 < gpuarr_tend; gpuarr_t0 += GPUARR_STREAM_TILE)
+#define STREAM_RANGE()                                                                   \
+  const i64 gpuarr_begin = gpuarr_t0;                                                    \
+  const i64 gpuarr_end = gpuarr_tend - gpuarr_t0 < GPUARR_STREAM_TILE ? gpuarr_tend      \
+                                                                      : gpuarr_t0 + GPUARR_STREAM_TILE;
+/* Output `a` of element type T written into a tile: `a` itself is shadowed by a pointer that
+ * places the tile's items at their own indices (formed through an integer, as it points
+ * before the tile), and a##_dst keeps the real buffer. */
+#define STREAM_TILE(T, a)                                                                \
+  T a##_tile[GPUARR_STREAM_TILE] __attribute__((aligned(64)));                           \
+  T *const a##_dst = a;                                                                  \
+  T *const a = (T *)((__UINTPTR_TYPE__)a##_tile - (__UINTPTR_TYPE__)(gpuarr_begin * (i64)sizeof(T)));
+#define STREAM_FLUSH(a)                                                                  \
+  gpuarr_stream_copy(a##_dst + gpuarr_begin, a##_tile,                                   \
+                     (gpuarr_end - gpuarr_begin) * (i64)sizeof(a##_tile[0]));
+
 /* No warp shuffles; the shared-memory tree of a one-thread block is empty. */
 #define HAS_WARP_SHUFFLE 0
 #define WARP_SIZE 1

@@ -2,8 +2,8 @@
 // Program equations:
 ${equations}
 // Why this kernel ends here: ${reason}
-KERNEL void ${name}(${params}) {
+KERNEL void ${name}(${params}) {${stream_open}
   GRID_STRIDE_LOOP(${index_t}, i, ${size}) {
 ${body}
-  }
+  }${stream_close}
 }

@@ -467,6 +467,25 @@ def pointers(arrays) -> ctypes.Array:
 
 # ---- running a whole launch plan ---------------------------------------------------------------
 
+# Outputs of at least this many bytes are allocated 64-byte aligned: kernels stream large
+# outputs with full-vector non-temporal stores (STREAM_TILES, kernels/dialect_c.h), which need
+# the alignment, where NumPy's allocator aligns to 16 bytes (32 mod 64 for large arrays).
+ALIGNED_MIN_BYTES = 1 << 20
+ALIGNMENT = 64
+
+
+def empty(shape, dtype) -> np.ndarray:
+    """np.empty(shape, dtype), its data 64-byte aligned when it holds ALIGNED_MIN_BYTES or
+    more (a view of a slightly larger byte buffer)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if nbytes < ALIGNED_MIN_BYTES:
+        return np.empty(shape, dtype)
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def contiguous(value, dtype=None) -> np.ndarray:
     """`value` as a C-contiguous array of `dtype`, keeping its shape (np.ascontiguousarray
     would make a 0-d array 1-d); no copy when it already is one."""
@@ -571,7 +590,7 @@ class PlanRunner:
         arrays of the plan's dtypes; else step by step."""
         if self.program is not None and self.max_launch_bytes < PARALLEL_MIN_BYTES \
                 and len(inputs) == self.n_inputs:
-            outs = tuple([np.empty(shape, dtype) for shape, dtype in self.out_specs])
+            outs = tuple([empty(shape, dtype) for shape, dtype in self.out_specs])
             if self.program(id(inputs), id(outs), self.fixed, self.lay) == 0:
                 if self.out_order is None:
                     return outs
@@ -584,7 +603,7 @@ class PlanRunner:
         buf = env.get(name)
         if buf is None:
             shape, dtype = self.info[name]
-            buf = env[name] = np.empty(shape, dtype)
+            buf = env[name] = empty(shape, dtype)
         return buf
 
     def __call__(self, inputs) -> list:

@@ -9,7 +9,8 @@ compiles as CUDA C++ under NVRTC and as OpenCL C under PoCL (dialect "gpu": the 
 picked by `__OPENCL_VERSION__`), or as C11 for the host (dialect "c", kernels/dialect_c.h).
 The differences the C header cannot hide are the choices `dialect` makes here: blocks of one
 thread, launch sizes counted in work items, no 16-byte vector path (the C compiler vectorises
-the scalar loop) and an exported `<entry>_run(args, begin, end)` per entry point.
+the scalar loop), non-temporal stores through tiles for elementwise launches past the
+last-level cache (`stream_slots`) and an exported `<entry>_run(args, begin, end)` per entry point.
 """
 from __future__ import annotations
 
@@ -544,6 +545,41 @@ def render_elementwise_vec4(k: ElementwiseKernel, t: str, plan) -> str:
         loads=indent(load_lines, 4), body=indent(body, 4), stores=indent(stores, 4))
 
 
+# C dialect: an elementwise launch moving at least this many bytes (inputs and outputs) writes
+# its contiguous outputs with non-temporal stores (STREAM_TILES in kernels/dialect_c.h): past
+# the last-level cache its output lines would only be read for ownership and evicted again.
+# bench/bench_native_stream.py --stores compares both stores on the chain.
+STREAM_MIN_BYTES = 32 << 20
+
+
+def streamed_outputs(k: ElementwiseKernel) -> list:
+    """The outputs of `k` to write with non-temporal stores: none below STREAM_MIN_BYTES, and
+    none unless every output is written whole, only at the loop's own index, and never read
+    (each then goes through a tile, see STREAM_TILE in kernels/dialect_c.h)."""
+    nbytes = sum(a.size * np.dtype(a.dtype).itemsize for a in k.args)
+    outputs = {a.name: a for a in k.args if a.output}
+    if nbytes < STREAM_MIN_BYTES or not outputs:
+        return []
+    if any(isinstance(n, Load) and n.arg in outputs for n in k.nodes) \
+            or any(a.size != k.size for a in outputs.values()) \
+            or any(not _contiguous(st.index) for st in k.stores if st.arg in outputs) \
+            or set(outputs) - {st.arg for st in k.stores}:
+        return []
+    return list(outputs.values())
+
+
+def stream_slots(k: ElementwiseKernel) -> tuple:
+    """The C dialect's `${stream_open}` and `${stream_close}` slots of elementwise.cu: the
+    kernel's loop inside STREAM_TILES with a tile per streamed output, or empty."""
+    outs = streamed_outputs(k)
+    if not outs:
+        return "", ""
+    tiles = "".join(f"\n    STREAM_TILE({storage(a.dtype)}, {a.name})" for a in outs)
+    flush = "".join(f"\n    STREAM_FLUSH({a.name})" for a in outs)
+    return (f"\n  STREAM_TILES({k.size}) {{\n    STREAM_RANGE(){tiles}",
+            f"{flush}\n  }}\n  STREAM_FENCE();")
+
+
 def render_elementwise(k: ElementwiseKernel, dialect: str = "gpu") -> RenderedKernel:
     t = index_type(k.size, *(a.size for a in k.args), dialect=dialect)
     plan = _vector_plan(k) if dialect == "gpu" else None
@@ -555,9 +591,11 @@ def render_elementwise(k: ElementwiseKernel, dialect: str = "gpu") -> RenderedKe
                               tuple(a.name for a in k.args if a.output))
     body = render_nodes(k.nodes, "v", "i", t)
     body += store_lines(k.stores, "v", "i", t, k.args)
+    stream_open, stream_close = stream_slots(k) if dialect == "c" else ("", "")
     source = template("elementwise.cu").substitute(
         name=k.name, shape=tuple(k.shape), size=k.size, index_t=t, equations=equations(k),
-        reason=k.reason or "end of program", params=params(k.args), body=indent(body, 4))
+        reason=k.reason or "end of program", params=params(k.args), body=indent(body, 4),
+        stream_open=stream_open, stream_close=stream_close)
     size, block = launch_shape(dialect, k.size, ELEMENTWISE_BLOCK)
     return RenderedKernel(k.name, _finish(dialect, source, (k.name,), k.args), size, block,
                           tuple(a.name for a in k.args),
@@ -589,7 +627,11 @@ def reduction_chunk(k: ReductionKernel, by_block: bool) -> tuple:
             f"({chunk} * {c} + {c} <= {k.split} ? {c} : {k.split} - {chunk} * {c})", f"{chunk} * {c}")
 
 
-COLUMN_TILE = 256   # outputs a tiled column reduction keeps in flight (C dialect)
+# Outputs a tiled column reduction keeps in flight (C dialect): up to a whole 4096-wide row
+# (16 KiB of float32 accumulators, in L1), so a thread that owns every output reads its input
+# as one contiguous stream; 256 outputs (1 KiB of each row, then a 16 KiB jump) cost one
+# thread 5.2-5.8 ms of CPU for a 4096x4096 float32 column sum against 3.7-4.0 ms (docs/kernels.md).
+COLUMN_TILE = 4096
 
 
 def split_offsets(imap: IndexMap, out_rank: int, t: str, prefix: str):

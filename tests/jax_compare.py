@@ -125,3 +125,16 @@ def assert_same_as_jax_float32(gpuarr_fn, jax_fn, args, tol):
     want = outcome(jax, jax_fn, args, arrays_only=True)
     for g, w in same_results(got, want):
         assert_close_float32(g, w, tol)
+
+
+def assert_same_results(got, want, rtol=1e-6, atol=1e-6):
+    """Two sequences of arrays agree: shapes and dtypes exactly, integers and booleans
+    exactly, floats within rtol/atol (NaN where NaN)."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)

@@ -19,6 +19,7 @@ from gpuarr.backends import native
 from gpuarr.compiler import render
 from gpuarr.compiler.plan import Launch, LaunchPlan
 from gpuarr.platforms import get_platform
+from tests.jax_compare import assert_same_results as assert_same
 
 ROOT = Path(__file__).resolve().parents[2]
 # gpuarr first, then what the run was given (the CuPy stand-in, under GPUARR_CUDA_STANDIN=1)
@@ -45,17 +46,6 @@ def run_both(plat, f, *args):
     got = plat.compile(closed)(*[np.asarray(a) for a in args])
     want = get_platform("cpu").compile_numpy(closed)(*[np.asarray(a) for a in args])
     return got, want
-
-
-def assert_same(got, want, rtol=1e-6, atol=1e-6):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        if w.dtype.kind in "biu":
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
 
 
 def test_fused_program_matches_numpy_backend(plat):

@@ -12,6 +12,7 @@ import gpuarr.numpy as jnp
 from gpuarr.backends import native
 from gpuarr.compiler import render
 from gpuarr.platforms import get_platform
+from tests.jax_compare import assert_same_results as assert_same
 
 
 @pytest.fixture
@@ -25,17 +26,6 @@ def run_both(plat, f, *args):
     got = plat.compile(closed)(*[np.asarray(a) for a in args])
     want = get_platform("cpu").compile_numpy(closed)(*[np.asarray(a) for a in args])
     return got, want
-
-
-def assert_same(got, want, rtol, atol):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        if w.dtype.kind in "biu":
-            np.testing.assert_array_equal(g, w)
-        else:
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
 
 
 def sources(plat, f, *args) -> str:

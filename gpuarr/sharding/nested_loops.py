@@ -12,6 +12,7 @@ keep their split (`P(None, 'i')`), as XLA lays them out.
 """
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -26,8 +27,6 @@ from gpuarr.sharding.tree_shardings import with_sharding
 
 # body Program -> {signature: the Program taking iteration `i`'s slice of each xs}
 _slicers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# (length, avals) -> the Program stacking `length` iterations' outputs
-_stackers: dict = {}
 
 
 def run_while(eqn, ins, run_program) -> list:
@@ -64,7 +63,7 @@ def run_scan(eqn, ins, run_program) -> list:
         return carry
     if length == 0:
         return carry + [_empty((0, *a.shape), a.dtype, ins) for a in y_avals]
-    return carry + run_program(_stacker(length, y_avals), [y for out in ys for y in out])
+    return carry + run_program(_stacker(length, tuple(y_avals)), [y for out in ys for y in out])
 
 
 def _empty(shape, dtype, ins):
@@ -92,14 +91,12 @@ def _slicer(body, xs):
     return by_body[avals]
 
 
-def _stacker(length: int, avals):
+@functools.lru_cache(maxsize=256)  # bounded: one entry per loop length and output types
+def _stacker(length: int, avals: tuple):
     """The Program stacking `length` iterations' outputs (given iteration by iteration, in
     the order of `avals`) along a new leading dimension."""
-    key = (length, tuple(avals))
-    if key not in _stackers:
-        def stack(*ys):
-            k = len(avals)
-            return [lax.concatenate([shape_ops.expand_dims(y, (0,)) for y in ys[j::k]], 0)
-                    for j in range(k)]
-        _stackers[key] = partial_eval.trace_to_program(stack, list(avals) * length)
-    return _stackers[key]
+    def stack(*ys):
+        k = len(avals)
+        return [lax.concatenate([shape_ops.expand_dims(y, (0,)) for y in ys[j::k]], 0)
+                for j in range(k)]
+    return partial_eval.trace_to_program(stack, list(avals) * length)

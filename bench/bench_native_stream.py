@@ -94,11 +94,15 @@ def chain(np_):
     return lambda x, y, z: np_.sqrt(np_.abs(np_.tanh(x * 1.5 + y) * z - 0.5))
 
 
-def stores_table(n, counts, rounds):
-    """The jitted chain with non-temporal stores against ordinary ones (render.STREAM_MIN_BYTES
-    at 0 and past the launch's bytes), and JAX's, in alternating rounds (the machine's load
-    drifts): per thread count, each one's best and median milliseconds and the median of the
-    per-round ratios."""
+def fma(np_):
+    return lambda x, y, z: x + y * z
+
+
+def stores_table(n, counts, rounds, body=chain):
+    """The jitted `body` (the chain, or memory-bound `x + y * z`) with non-temporal stores
+    against ordinary ones (render.STREAM_MIN_BYTES at 0 and past the launch's bytes), and JAX's,
+    in alternating rounds (the machine's load drifts): per thread count, each one's best and
+    median milliseconds and the median of the per-round ratios."""
     import statistics
     import time
 
@@ -113,13 +117,13 @@ def stores_table(n, counts, rounds):
     calls = {}
     for label, threshold in (("streamed", 0), ("ordinary", 1 << 62)):
         render.STREAM_MIN_BYTES = threshold
-        f = gpuarr.jit(chain(gnp))
+        f = gpuarr.jit(body(gnp))
         f(*args).block_until_ready()   # rendered and built now, under this threshold
         calls[label] = lambda f=f: f(*args).block_until_ready()
-    jf = jax.jit(chain(jnp))
+    jf = jax.jit(body(jnp))
     jargs = tuple(jax.device_put(v, jax.devices("cpu")[0]) for v in host)
     calls["JAX"] = lambda: jf(*jargs).block_until_ready()
-    print(f"chain at {n} float32 elements, {rounds} rounds of 10 calls each")
+    print(f"{body.__name__} at {n} float32 elements, {rounds} rounds of 10 calls each")
     print(f"{'threads':8}" + "".join(f"{k + ' best/median (ms)':>30}" for k in calls)
           + f"{'streamed/ordinary':>19}{'streamed/JAX':>14}{'ordinary/JAX':>14}")
     for t in counts:
@@ -149,9 +153,11 @@ def main():
                         help="the jitted chain with non-temporal against ordinary stores, "
                              "and JAX's, in alternating rounds")
     parser.add_argument("--rounds", type=int, default=15, help="rounds of --stores")
+    parser.add_argument("--fma", action="store_true", help="--stores times x + y * z instead")
     opts = parser.parse_args()
     if opts.stores:
-        stores_table(1 << opts.size, [t for t in opts.threads.split(",") if t], opts.rounds)
+        stores_table(1 << opts.size, [t for t in opts.threads.split(",") if t], opts.rounds,
+                     fma if opts.fma else chain)
         return
     n = 1 << opts.size
     rng = np.random.default_rng(0)
@@ -161,14 +167,14 @@ def main():
     counts = [t for t in opts.threads.split(",") if t]
     print(f"{'loop':40}" + "".join(f"{t + ' thread(s)':>22}" for t in counts))
     device = get_platform("native").devices()[0]
-    chain = gpuarr.jit(lambda x, y, z: gnp.sqrt(gnp.abs(gnp.tanh(x * 1.5 + y) * z - 0.5)))
+    jitted = gpuarr.jit(chain(gnp))
     args = tuple(gpuarr.device_put(v, device) for v in (a, b, c))
-    rows = [("jitted chain (native)", lambda: chain(*args).block_until_ready(), 16)]
+    rows = [("jitted chain (native)", lambda: jitted(*args).block_until_ready(), 16)]
     if opts.jax:
         import jax
         import jax.numpy as jnp
         cpu = jax.devices("cpu")[0]
-        jchain = jax.jit(lambda x, y, z: jnp.sqrt(jnp.abs(jnp.tanh(x * 1.5 + y) * z - 0.5)))
+        jchain = jax.jit(chain(jnp))
         jargs = tuple(jax.device_put(v, cpu) for v in (a, b, c))
         rows.append(("jitted chain (JAX)", lambda: jchain(*jargs).block_until_ready(), 16))
     pointers = native.pointers([a, b, c, out])

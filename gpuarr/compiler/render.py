@@ -546,19 +546,20 @@ def render_elementwise_vec4(k: ElementwiseKernel, t: str, plan) -> str:
 
 
 # C dialect: an elementwise launch moving at least this many bytes (inputs and outputs) writes
-# its contiguous outputs with non-temporal stores (STREAM_TILES in kernels/dialect_c.h): past
-# the last-level cache its output lines would only be read for ownership and evicted again.
-# bench/bench_native_stream.py --stores compares both stores on the chain.
-STREAM_MIN_BYTES = 32 << 20
+# its contiguous outputs with non-temporal stores (STREAM_TILES in kernels/dialect_c.h), saving
+# the read for ownership of each output line. None: never. They lost on the idle benchmark
+# machine at every size where they would apply (docs/kernels.md, "Streaming stores"), so they
+# are off until a machine shows a gain; bench/bench_native_stream.py --stores [--fma] compares.
+STREAM_MIN_BYTES = None
 
 
 def streamed_outputs(k: ElementwiseKernel) -> list:
-    """The outputs of `k` to write with non-temporal stores: none below STREAM_MIN_BYTES, and
-    none unless every output is written whole, only at the loop's own index, and never read
-    (each then goes through a tile, see STREAM_TILE in kernels/dialect_c.h)."""
+    """The outputs of `k` to write with non-temporal stores: none below STREAM_MIN_BYTES (or
+    when it is None), and none unless every output is written whole, only at the loop's own
+    index, and never read (each then goes through a tile, see STREAM_TILE in dialect_c.h)."""
     nbytes = sum(a.size * np.dtype(a.dtype).itemsize for a in k.args)
     outputs = {a.name: a for a in k.args if a.output}
-    if nbytes < STREAM_MIN_BYTES or not outputs:
+    if STREAM_MIN_BYTES is None or nbytes < STREAM_MIN_BYTES or not outputs:
         return []
     if any(isinstance(n, Load) and n.arg in outputs for n in k.nodes) \
             or any(a.size != k.size for a in outputs.values()) \

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import hashlib
+import math
 import os
 import platform
 import shlex
@@ -478,7 +479,7 @@ def empty(shape, dtype) -> np.ndarray:
     """np.empty(shape, dtype), its data 64-byte aligned when it holds ALIGNED_MIN_BYTES or
     more (a view of a slightly larger byte buffer)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize   # math.prod: np.prod costs 2 us per launch
     if nbytes < ALIGNED_MIN_BYTES:
         return np.empty(shape, dtype)
     raw = np.empty(nbytes + ALIGNMENT, np.uint8)

@@ -1,17 +1,22 @@
 """with_sharding_constraint: constrain the sharding of intermediate values (JAX's
 `lax.with_sharding_constraint`).
 
-On gpuarr's single device every sharding holds the whole array, so the constraint never
-changes a value: it is validated as JAX validates it (pytree prefix, rank, mesh in context,
-axis types) and the values come back as they are. Concrete Arrays come back reporting the
-sharding, as JAX's eager result does; traced values (inside jit, grad, vmap) are returned
-unchanged, with no equation in the program.
+The constraint is validated as JAX validates it (pytree prefix, rank, mesh in context, axis
+types). Concrete Arrays come back placed with the sharding (resharded over several devices),
+as JAX's eager result does. A traced value constrained to a sharding over several devices
+gains a `sharding_constraint` equation: the identity on each device's value, which jit's
+data-parallel path (data_parallel.py) runs as XLA does, moving the blocks so that the value
+that follows is laid out as the sharding says (an all-gather for `P()`). Over one device the
+constraint changes nothing and leaves no equation.
 """
 from __future__ import annotations
 
 from gpuarr import core, pytrees
 from gpuarr.array import Array
 from gpuarr.core import Tracer
+from gpuarr.impls import impl_rules, narrow_rules
+from gpuarr.interpreters import ad, batching
+from gpuarr.lax.lax import unop
 from gpuarr.sharding.mesh import AbstractMesh, AxisType
 from gpuarr.sharding.mesh_context import _physical_mesh, get_abstract_mesh, get_concrete_mesh
 from gpuarr.sharding.partition_spec import PartitionSpec
@@ -20,11 +25,44 @@ from gpuarr.sharding.shardings import NamedSharding
 from gpuarr.sharding.tree_shardings import (
     UnspecifiedValue,
     check_aval_sharding,
+    concrete_sharding,
     flatten_axes,
+    held_in_pieces,
     prepare_axis_resources,
     sharding_for_spec,
     with_sharding,
 )
+
+# The value laid out as `sharding` says (a NamedSharding over several devices); `retype`: the
+# constraint of a device_put, which sets the layout over Explicit axes too (a constraint of
+# with_sharding_constraint keeps the splits a value's type already has there).
+sharding_constraint_p = unop("sharding_constraint", lambda x, sharding, retype: x, "any")
+narrow_rules[sharding_constraint_p] = impl_rules[sharding_constraint_p]
+ad.deflinear(sharding_constraint_p, lambda ct, x, **params: [
+    ct if type(ct) is ad.Zero else sharding_constraint_p.bind(ct, **params)])
+
+
+def _constraint_batch_rule(axis_size, vals, dims, *, sharding, retype):
+    """Under vmap the batch dimension is left unconstrained (None in the spec), as in JAX."""
+    (x,), (d,) = vals, dims
+    if d is batching.not_mapped:
+        return sharding_constraint_p.bind(x, sharding=sharding, retype=retype), d
+    spec = list(sharding.spec._normalized_spec_for_aval(x.ndim - 1).partitions)
+    spec.insert(d, None)
+    batched = NamedSharding(sharding.mesh, PartitionSpec(*spec))
+    return sharding_constraint_p.bind(x, sharding=batched, retype=retype), d
+
+
+batching.batch_rules[sharding_constraint_p] = _constraint_batch_rule
+
+
+def constrain_traced(x, s, retype: bool = False):
+    """Traced `x` constrained to Sharding `s`: an equation where `s` spans several devices
+    (jit's data-parallel path lays the value out so), else `x` itself."""
+    s = concrete_sharding(s)
+    if not held_in_pieces(s):
+        return x
+    return sharding_constraint_p.bind(x, sharding=s, retype=retype)
 
 
 def _assert_same_spec(x, user: NamedSharding) -> None:
@@ -94,7 +132,8 @@ def with_sharding_constraint(x, shardings):
     """Constrain each leaf of the pytree `x` to the matching leaf of `shardings` (a Sharding,
     or a PartitionSpec on the mesh in context; a pytree prefix of `x`). Under an all-Explicit
     mesh it asserts that the inputs already have that sharding (use `reshard` to change it);
-    otherwise the spec may only name Auto axes. Values are unchanged."""
+    otherwise the spec may only name Auto axes. Values are unchanged; their layout over
+    several devices follows the sharding."""
     x_flat, tree = pytrees.tree_flatten(x)
     avals = [core.get_aval(v) for v in x_flat]
     prepare_axis_resources(shardings, "shardings", allow_unconstrained_dims=True)
@@ -119,5 +158,6 @@ def with_sharding_constraint(x, shardings):
             outs.append(v)
             continue
         _check_auto(s)
-        outs.append(v if isinstance(v, Tracer) else _constrain(v, s, context_mesh))
+        outs.append(constrain_traced(v, s) if isinstance(v, Tracer)
+                    else _constrain(v, s, context_mesh))
     return pytrees.tree_unflatten(tree, outs)

@@ -18,6 +18,9 @@ from gpuarr.dispatch import as_array as _as_array  # noqa: F401
 from gpuarr.earray import EArray
 from gpuarr.version import __version__
 
+# device_put of a traced value with a Sharding (filled by sharding/sharding_constraint.py)
+traced_put = [lambda x, sharding: x]
+
 logger = logging.getLogger("gpuarr")
 _flags = config._values
 _SCALARS = (bool, int, float, complex)
@@ -67,7 +70,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
             aval = leaf.aval if isinstance(leaf, Tracer) else _abstractify(leaf)
             tree_shardings.check_aval_sharding((target,), (aval,), ("",), "device_put args")
             if isinstance(leaf, Tracer):  # over Explicit axes of several devices: re-laid out
-                out.append(_put_traced(leaf, target))
+                out.append(traced_put[0](leaf, target))
             else:
                 out.append(tree_shardings.with_sharding(leaf, target))
         elif isinstance(leaf, Tracer):
@@ -76,15 +79,6 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
             _check_array_value(leaf)
             out.append(placement.put(leaf, target))
     return pytrees.tree_unflatten(treedef, out)
-
-
-def _put_traced(x, s):
-    """A traced value put with Sharding `s`: as JAX's device_put inside jit, a NamedSharding
-    over Explicit mesh axes sets its type, so its layout; any other leaves it as it is."""
-    from gpuarr.sharding.sharding_constraint import NamedSharding, constrain_traced
-    if not isinstance(s, NamedSharding) or not s.mesh.are_all_axes_explicit:
-        return x
-    return constrain_traced(x, s, retype=True)
 
 
 def _abstractify(x) -> ShapedArray:

@@ -15,6 +15,8 @@ sharding propagation does in the data-parallel case:
 - a gather taking whole its operand's split dimensions (its indices split on batch
   dimensions or not), and a scatter into dimensions the operand does not split, work on the
   blocks (a scatter's updates cut to the block);
+- a `sharding_constraint` (with_sharding_constraint, or device_put over Explicit axes, on a
+  traced value) gathers the dimensions split otherwise and cuts the blocks it names;
 - nested `jit`s and custom-derivative calls are interpreted in place;
 - any other equation with a split operand gathers its operands (`all_gather`) and computes on
   the global value, replicated on every device.
@@ -37,12 +39,12 @@ from gpuarr.array import Array
 from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.core import ClosedProgram, Literal
 from gpuarr.dispatch import as_array
-from gpuarr.interpreters import ad, partial_eval
+from gpuarr.impls import impl_rules, narrow_rules
+from gpuarr.interpreters import ad, batching, partial_eval
 from gpuarr.lax import cumulative, dot_products, lax, parallel, shape_ops, slicing, sorting
 from gpuarr.sharding import global_value, nested_loops, split_dimension, spmd
 from gpuarr.sharding.mesh import AxisType
 from gpuarr.sharding.partition_spec import PartitionSpec
-from gpuarr.sharding.sharding_constraint import sharding_constraint_p
 from gpuarr.sharding.shardings import NamedSharding, Sharding
 from gpuarr.sharding.tree_shardings import concrete_sharding, with_sharding
 
@@ -63,6 +65,29 @@ _PER_BLOCK = {dot_products.dot_general_p, shape_ops.transpose_p, shape_ops.squee
               cumulative.cummin_p, cumulative.cumlogsumexp_p, slicing.gather_p,
               *split_dimension.SCATTERS}
 _ELEMENTWISE_EXTRA = {"select_n", "clamp", ad.add_any_p.name}
+
+
+# The value laid out as `sharding` says (a NamedSharding over several devices); `retype`: the
+# constraint of a device_put, which sets the layout over Explicit axes too (a constraint of
+# with_sharding_constraint keeps the splits a value's type already has there).
+sharding_constraint_p = lax.unop("sharding_constraint", lambda x, sharding, retype: x, "any")
+narrow_rules[sharding_constraint_p] = impl_rules[sharding_constraint_p]
+ad.deflinear(sharding_constraint_p, lambda ct, x, **params: [
+    ct if type(ct) is ad.Zero else sharding_constraint_p.bind(ct, **params)])
+
+
+def _constraint_batch_rule(axis_size, vals, dims, *, sharding, retype):
+    """Under vmap the batch dimension is left unconstrained (None in the spec), as in JAX."""
+    (x,), (d,) = vals, dims
+    if d is batching.not_mapped:
+        return sharding_constraint_p.bind(x, sharding=sharding, retype=retype), d
+    spec = list(sharding.spec._normalized_spec_for_aval(x.ndim - 1).partitions)
+    spec.insert(d, None)
+    batched = NamedSharding(sharding.mesh, PartitionSpec(*spec))
+    return sharding_constraint_p.bind(x, sharding=batched, retype=retype), d
+
+
+batching.batch_rules[sharding_constraint_p] = _constraint_batch_rule
 
 
 class _Gather(Exception):

@@ -14,9 +14,8 @@ from __future__ import annotations
 from gpuarr import core, pytrees
 from gpuarr.array import Array
 from gpuarr.core import Tracer
-from gpuarr.impls import impl_rules, narrow_rules
-from gpuarr.interpreters import ad, batching
-from gpuarr.lax.lax import unop
+from gpuarr.device_api import traced_put
+from gpuarr.sharding.data_parallel import sharding_constraint_p
 from gpuarr.sharding.mesh import AbstractMesh, AxisType
 from gpuarr.sharding.mesh_context import _physical_mesh, get_abstract_mesh, get_concrete_mesh
 from gpuarr.sharding.partition_spec import PartitionSpec
@@ -33,28 +32,6 @@ from gpuarr.sharding.tree_shardings import (
     with_sharding,
 )
 
-# The value laid out as `sharding` says (a NamedSharding over several devices); `retype`: the
-# constraint of a device_put, which sets the layout over Explicit axes too (a constraint of
-# with_sharding_constraint keeps the splits a value's type already has there).
-sharding_constraint_p = unop("sharding_constraint", lambda x, sharding, retype: x, "any")
-narrow_rules[sharding_constraint_p] = impl_rules[sharding_constraint_p]
-ad.deflinear(sharding_constraint_p, lambda ct, x, **params: [
-    ct if type(ct) is ad.Zero else sharding_constraint_p.bind(ct, **params)])
-
-
-def _constraint_batch_rule(axis_size, vals, dims, *, sharding, retype):
-    """Under vmap the batch dimension is left unconstrained (None in the spec), as in JAX."""
-    (x,), (d,) = vals, dims
-    if d is batching.not_mapped:
-        return sharding_constraint_p.bind(x, sharding=sharding, retype=retype), d
-    spec = list(sharding.spec._normalized_spec_for_aval(x.ndim - 1).partitions)
-    spec.insert(d, None)
-    batched = NamedSharding(sharding.mesh, PartitionSpec(*spec))
-    return sharding_constraint_p.bind(x, sharding=batched, retype=retype), d
-
-
-batching.batch_rules[sharding_constraint_p] = _constraint_batch_rule
-
 
 def constrain_traced(x, s, retype: bool = False):
     """Traced `x` constrained to Sharding `s`: an equation where `s` spans several devices
@@ -63,6 +40,17 @@ def constrain_traced(x, s, retype: bool = False):
     if not held_in_pieces(s):
         return x
     return sharding_constraint_p.bind(x, sharding=s, retype=retype)
+
+
+def _put_traced(x, s):
+    """A traced value put with Sharding `s`: as JAX's device_put inside jit, a NamedSharding
+    over Explicit mesh axes sets its type, so its layout; any other leaves it as it is."""
+    if not isinstance(s, NamedSharding) or not s.mesh.are_all_axes_explicit:
+        return x
+    return constrain_traced(x, s, retype=True)
+
+
+traced_put[0] = _put_traced
 
 
 def _assert_same_spec(x, user: NamedSharding) -> None:

@@ -169,7 +169,8 @@ def test_sharding_constraint_inside_data_parallel_jit_matches_jax(n):
     (ours, theirs) = _jit_shardings(n)
     assert theirs["constraint"]["Auto/out"]["outputs"][0][2].endswith("spec=P(), "
                                                                       "memory_kind=device)")
-    exact = ("to_columns", "input", "device_put", "to_rows", "committed")  # no arithmetic
+    exact = ("to_columns", "input", "device_put", "to_rows", "committed", "vmap",
+             "unconstrained")  # no arithmetic
     _same_call_results(ours["constraint"], theirs["constraint"],
                        lambda case: case.endswith(exact))
     assert ours["same"] and all(ours["same"].values()), ours["same"]

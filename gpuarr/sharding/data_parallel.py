@@ -77,12 +77,13 @@ ad.deflinear(sharding_constraint_p, lambda ct, x, **params: [
 
 
 def _constraint_batch_rule(axis_size, vals, dims, *, sharding, retype):
-    """Under vmap the batch dimension is left unconstrained (None in the spec), as in JAX."""
+    """Under vmap the batch dimension is left unconstrained (it keeps its layout), as in
+    JAX without `spmd_axis_name`."""
     (x,), (d,) = vals, dims
     if d is batching.not_mapped:
         return sharding_constraint_p.bind(x, sharding=sharding, retype=retype), d
     spec = list(sharding.spec._normalized_spec_for_aval(x.ndim - 1).partitions)
-    spec.insert(d, None)
+    spec.insert(d, PartitionSpec.UNCONSTRAINED)
     batched = NamedSharding(sharding.mesh, PartitionSpec(*spec))
     return sharding_constraint_p.bind(x, sharding=batched, retype=retype), d
 
@@ -851,7 +852,8 @@ def _sharding_constraint(self, prim, ins, params, out_avals):
     if s.mesh != self.mesh:
         raise _Gather  # another mesh: computed on the global value, replicated
     want = []
-    for have, entry in zip(dims, s.spec._normalized_spec_for_aval(len(dims)).partitions):
+    parts = list(s.spec.partitions) + [None] * (len(dims) - len(s.spec.partitions))
+    for have, entry in zip(dims, parts):  # (normalizing would drop UNCONSTRAINED)
         names = () if entry is PartitionSpec.UNCONSTRAINED else spmd._entry_axes(entry)
         if len(names) > 1:
             raise _Gather

@@ -412,14 +412,17 @@ def _output_types(closed, mesh, specs, avals, typed, exact, shown) -> list:
     sharding (it depends on no typed input, nor on a constraint over Explicit axes). JAX
     lays a typed output out as its type says: an untyped input counts there as unsplit
     (`x * b.sum()` of a NumPy `x` split by in_shardings and a replicated committed `b` comes
-    out replicated); an untyped output keeps the layout XLA propagates."""
-    marks = _typed_values(closed.program, typed)
-    if not any(marks):
-        return [None] * len(marks)
-    type_specs = tuple(s if t else (None,) * len(s) for s, t in zip(specs, typed))
-    if type_specs != specs:
-        shown = _plan(closed, mesh, type_specs, avals, exact, typed)[2]
-    return [tuple(d) if m else None for d, m in zip(shown, marks)]
+    out replicated); an untyped output keeps the layout XLA propagates. Cached with the
+    plans."""
+    key = ("types", mesh, specs, exact, typed)
+    by_mesh = _plans.setdefault(closed, {})
+    if key not in by_mesh:
+        marks = _typed_values(closed.program, typed)
+        type_specs = tuple(s if t else (None,) * len(s) for s, t in zip(specs, typed))
+        if any(marks) and type_specs != specs:
+            shown = _plan(closed, mesh, type_specs, avals, exact, typed)[2]
+        by_mesh[key] = [tuple(d) if m else None for d, m in zip(shown, marks)]
+    return by_mesh[key]
 
 
 def _typed_values(prog, typed) -> list:

@@ -1898,6 +1898,8 @@ def _committed_cases(n):
         "put_outside": lambda: f(put(put(x, rep), split)),
         "again_after_a_call": lambda: (f(x), f(put(x, rep)))[1],
         "sum_committed": lambda: s0(put(x2, split)), "sum_numpy": lambda: s0(x2),
+        "mixed_types": lambda: jax.jit(lambda a, b: (a * b.sum(), a * 2, b + 1),
+                                       in_shardings=(split, None))(x2, put(x, rep)),
         "auto_in_explicit_arg": lambda: fa(put(x, split)),
         "auto_rep_to_split": lambda: fa(put(x, NamedSharding(auto, P())))}
 

@@ -18,6 +18,9 @@ from gpuarr.dispatch import as_array as _as_array  # noqa: F401
 from gpuarr.earray import EArray
 from gpuarr.version import __version__
 
+# device_put of a traced value with a Sharding (filled by sharding/sharding_constraint.py)
+traced_put = [lambda x, sharding: x]
+
 logger = logging.getLogger("gpuarr")
 _flags = config._values
 _SCALARS = (bool, int, float, complex)
@@ -66,8 +69,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         if isinstance(target, shardings.Sharding):
             aval = leaf.aval if isinstance(leaf, Tracer) else _abstractify(leaf)
             tree_shardings.check_aval_sharding((target,), (aval,), ("",), "device_put args")
-            if isinstance(leaf, Tracer):  # sharding is not tracked inside transformations
-                out.append(leaf)
+            if isinstance(leaf, Tracer):  # over Explicit axes of several devices: re-laid out
+                out.append(traced_put[0](leaf, target))
             else:
                 out.append(tree_shardings.with_sharding(leaf, target))
         elif isinstance(leaf, Tracer):

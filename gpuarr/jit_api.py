@@ -448,13 +448,13 @@ class PjitFunction:
         except TypeError:
             self._bad_argument(leaves, in_tree, arg_names, statics)
             raise
-        # Computation follows committed inputs; two committed devices raise ValueError.
-        device = placement.committed_device(
-            leaves, self._name, lambda: leaf_arg_names(in_tree, arg_names, self._sig, statics))
         in_flat = None
-        if self._shardings is not None:  # runs on the device the shardings name
-            device, in_flat = self._sharding_device(kwargs, in_tree, leaves, arg_names, statics,
-                                                    device)
+        if self._shardings is not None:  # runs on the devices the shardings name
+            device, in_flat = self._sharding_device(kwargs, in_tree, leaves, arg_names, statics)
+        else:  # computation follows committed inputs; two committed devices raise ValueError
+            device = placement.committed_device(
+                leaves, self._name, lambda: leaf_arg_names(in_tree, arg_names, self._sig,
+                                                           statics))
         where = device or self._device or (
             placement.current_default_device() if placement.active[0] else None)
         state = config.trace_state() if where is None else config.trace_state() + (where,)
@@ -533,32 +533,34 @@ class PjitFunction:
                     "jax.jit.") from None
 
     # --- in_shardings and out_shardings ---------------------------------------------
-    def _sharding_device(self, kwargs, in_tree, leaves, arg_names, statics, committed):
-        """Check in_shardings against this call's arguments as JAX does and return the device
-        the call runs on: the one device of the shardings (or of the committed inputs)."""
+    def _sharding_device(self, kwargs, in_tree, leaves, arg_names, statics):
+        """Check in_shardings against this call's arguments as JAX does (a committed argument
+        held otherwise raises; every sharding on one device assignment) and return the
+        device the call runs on (the first of the shardings', None when none is given) and
+        the flat in_shardings (None when not given)."""
         from gpuarr.sharding import tree_shardings
         in_s, out_s = self._shardings
         mesh = tree_shardings.jit_context_mesh()
-        flat = []
+        names = leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(leaves)
+        in_flat = None
         if in_s is not None:
             if kwargs:
                 raise ValueError("pjit does not support kwargs when in_shardings is specified.")
-            flat = tree_shardings.flatten_axis_resources("pjit in_shardings", in_tree.children()[0], in_s,
-                                                         tupled_args=True)
-            flat = [tree_shardings.sharding_for_spec(mesh, x, "in_shardings", "jit") for x in flat]
-            names = leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(flat)
-            tree_shardings.check_aval_sharding(flat, [leaf_aval(x) for x in leaves], names,
+            in_flat = tree_shardings.flatten_axis_resources(
+                "pjit in_shardings", in_tree.children()[0], in_s, tupled_args=True)
+            in_flat = [tree_shardings.sharding_for_spec(mesh, x, "in_shardings", "jit")
+                       for x in in_flat]
+            tree_shardings.check_aval_sharding(in_flat, [leaf_aval(x) for x in leaves], names,
                                                "pjit arguments")
-        if out_s is not None:
-            flat = flat + [tree_shardings.sharding_for_spec(mesh, x, "out_shardings", "jit")
-                           for x in pytrees.tree_leaves(out_s, is_leaf=lambda x: x is None)]
-        in_flat = flat[:len(leaves)] if in_s is not None else None
-        device = tree_shardings.common_device(flat, f"jit({self._name})")
-        if committed is not None and device is not None and committed != device:
-            raise ValueError(f"Received incompatible devices for jitted computation "
-                             f"{self._name}: an input is committed to {committed!r} but the "
-                             f"shardings name {device!r}.")
-        return committed or device, in_flat
+        out_flat = [] if out_s is None else [
+            tree_shardings.sharding_for_spec(mesh, x, "out_shardings", "jit")
+            for x in pytrees.tree_leaves(out_s, is_leaf=lambda x: x is None)]
+        resolved = tree_shardings.resolve_in_shardings(
+            in_flat or [tree_shardings.UNSPECIFIED] * len(leaves), leaves)
+        fun_name = getattr(self._fun, "__qualname__", self._name)
+        tree_shardings.check_device_assignment(resolved, out_flat, leaves, names, fun_name)
+        device = tree_shardings.common_device(resolved + out_flat, f"jit({self._name})")
+        return device, in_flat
 
     def _call_split(self, split, key, leaves, in_tree, sigs, statics, arg_names, typed):
         """The call on inputs split over a mesh of several devices (sharding/data_parallel.py):
@@ -574,8 +576,8 @@ class PjitFunction:
         if data_parallel.has_shard_map(closed):  # already a program per device
             outs = data_parallel.run_shard_maps(closed, leaves, out_flat, typed)
             return _NOT_SPLIT if outs is None else pytrees.tree_unflatten(out_tree, outs)
-        typed = typed and data_parallel.typed_inputs(mesh)
-        outs = data_parallel.run(closed, leaves, mesh, specs, out_flat, typed)
+        outs = data_parallel.run(closed, leaves, mesh, specs, out_flat,
+                                 data_parallel.typed_leaves(leaves))
         return pytrees.tree_unflatten(out_tree, outs)
 
     def _out_shardings(self, out_tree, closed) -> list:
@@ -747,7 +749,7 @@ class PjitFunction:
         sigs = tuple(leaf_aval(x) if isinstance(x, ShapeDtypeStruct) else leaf_signature(x)
                      for x in leaves)
         if self._shardings is not None:
-            self._sharding_device(kwargs, in_tree, leaves, arg_names, statics, None)
+            self._sharding_device(kwargs, in_tree, leaves, arg_names, statics)
         closed, out_tree = self._trace(leaves, in_tree, sigs, statics, arg_names)
         out_flat = None
         if self._shardings is not None and self._shardings[1] is not None:

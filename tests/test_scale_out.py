@@ -118,6 +118,64 @@ def test_jit_on_split_inputs_runs_per_device_with_jax_shardings():
     np.testing.assert_allclose(split, one, rtol=2e-6)
 
 
+@functools.cache
+def _jit_shardings(n):
+    pytest.importorskip("jax")
+    (ours,), _ = _run(["jit_shardings", str(n)])
+    (theirs,), _ = _run(["jit_shardings", str(n)], lib="jax")
+    return ours, theirs
+
+
+def _same_call_results(ours, theirs, exact):
+    """Each case raises JAX's error (class and message) or gives JAX's outputs: sharding,
+    committed flag, each device's index, and values (whole and per piece) to rounding, or
+    exactly where `exact(case)`."""
+    assert ours.keys() == theirs.keys()
+    for case, want in theirs.items():
+        got = ours[case]
+        assert got.keys() == want.keys(), (case, got, want)
+        if "error" in want:
+            assert got["error"] == want["error"], case
+            continue
+        assert len(got["outputs"]) == len(want["outputs"]), case
+        for g, w in zip(got["outputs"], want["outputs"]):
+            assert g[1:4] == w[1:4], (case, g[1:4], w[1:4])
+            assert [p[:2] for p in g[4]] == [p[:2] for p in w[4]], case
+            for a, b in [(g[0], w[0])] + [(p[2], q[2]) for p, q in zip(g[4], w[4])]:
+                if exact(case):
+                    np.testing.assert_array_equal(a, b, err_msg=case)
+                else:
+                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=case)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_jit_in_shardings_and_committed_arguments_match_jax(n):
+    """A committed argument placed otherwise than its in_sharding raises JAX's ValueError
+    (NamedShardings over the same or other devices, single-device Arrays, a
+    SingleDeviceSharding, pytrees with None entries, device_put inside jit); uncommitted and
+    NumPy arguments are placed as in_shardings say, with JAX's output shardings."""
+    ours, theirs = (r["committed"] for r in _jit_shardings(n))
+    assert theirs["rep_to_split"]["error"][0] == "ValueError"  # the oracle raises here
+    assert "outputs" in theirs["device_1_replicated"]  # and reshards a replicated one
+    _same_call_results(ours, theirs, lambda case: True)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_sharding_constraint_inside_data_parallel_jit_matches_jax(n):
+    """with_sharding_constraint inside jit on batch-split inputs lays the value out as JAX
+    does (gathered for P(), cut per device for another split), over Auto and Explicit axes:
+    the output shardings, each device's piece and the values; the values equal the
+    one-device function's bit for bit."""
+    (ours, theirs) = _jit_shardings(n)
+    assert theirs["constraint"]["Auto/out"]["outputs"][0][2].endswith("spec=P(), "
+                                                                      "memory_kind=device)")
+    exact = ("to_columns", "input", "device_put", "to_rows", "committed", "vmap",
+             "unconstrained")  # no arithmetic
+    _same_call_results(ours["constraint"], theirs["constraint"],
+                       lambda case: case.endswith(exact))
+    assert ours["same"] and all(ours["same"].values()), ours["same"]
+
+
 def test_arrays_over_cpu_devices_own_a_buffer_per_device():
     """On 4 cpu devices, device_put, shard_map, pmap, jit (data-parallel, and of a shard_map)
     and eager operations (elementwise, broadcasts, reductions and argmax across the split

@@ -15,6 +15,8 @@ sharding propagation does in the data-parallel case:
 - a gather taking whole its operand's split dimensions (its indices split on batch
   dimensions or not), and a scatter into dimensions the operand does not split, work on the
   blocks (a scatter's updates cut to the block);
+- a `sharding_constraint` (with_sharding_constraint, or device_put over Explicit axes, on a
+  traced value) gathers the dimensions split otherwise and cuts the blocks it names;
 - nested `jit`s and custom-derivative calls are interpreted in place;
 - any other equation with a split operand gathers its operands (`all_gather`) and computes on
   the global value, replicated on every device.
@@ -37,7 +39,8 @@ from gpuarr.array import Array
 from gpuarr.backends.device_shards import DeviceShards
 from gpuarr.core import ClosedProgram, Literal
 from gpuarr.dispatch import as_array
-from gpuarr.interpreters import ad, partial_eval
+from gpuarr.impls import impl_rules, narrow_rules
+from gpuarr.interpreters import ad, batching, partial_eval
 from gpuarr.lax import cumulative, dot_products, lax, parallel, shape_ops, slicing, sorting
 from gpuarr.sharding import global_value, nested_loops, split_dimension, spmd
 from gpuarr.sharding.mesh import AxisType
@@ -64,6 +67,30 @@ _PER_BLOCK = {dot_products.dot_general_p, shape_ops.transpose_p, shape_ops.squee
 _ELEMENTWISE_EXTRA = {"select_n", "clamp", ad.add_any_p.name}
 
 
+# The value laid out as `sharding` says (a NamedSharding over several devices); `retype`: the
+# constraint of a device_put, which sets the layout over Explicit axes too (a constraint of
+# with_sharding_constraint keeps the splits a value's type already has there).
+sharding_constraint_p = lax.unop("sharding_constraint", lambda x, sharding, retype: x, "any")
+narrow_rules[sharding_constraint_p] = impl_rules[sharding_constraint_p]
+ad.deflinear(sharding_constraint_p, lambda ct, x, **params: [
+    ct if type(ct) is ad.Zero else sharding_constraint_p.bind(ct, **params)])
+
+
+def _constraint_batch_rule(axis_size, vals, dims, *, sharding, retype):
+    """Under vmap the batch dimension is left unconstrained (it keeps its layout), as in
+    JAX without `spmd_axis_name`."""
+    (x,), (d,) = vals, dims
+    if d is batching.not_mapped:
+        return sharding_constraint_p.bind(x, sharding=sharding, retype=retype), d
+    spec = list(sharding.spec._normalized_spec_for_aval(x.ndim - 1).partitions)
+    spec.insert(d, PartitionSpec.UNCONSTRAINED)
+    batched = NamedSharding(sharding.mesh, PartitionSpec(*spec))
+    return sharding_constraint_p.bind(x, sharding=batched, retype=retype), d
+
+
+batching.batch_rules[sharding_constraint_p] = _constraint_batch_rule
+
+
 class _Gather(Exception):
     """An equation whose operands' splits this module has no rule for."""
 
@@ -73,11 +100,14 @@ class _Gather(Exception):
 
 def mesh_and_specs(leaves, in_shardings):
     """(mesh, one dim spec per leaf) when some input is split over a mesh of several devices,
-    else None. `in_shardings` (flat, or None) wins over an input Array's own sharding."""
+    else None. `in_shardings` (flat, or None) wins over an input Array's own sharding, but
+    for a committed Array whose type carries its sharding (which jit checked places it as
+    the in_sharding does): JAX traces with that type, its mesh the outputs' mesh."""
     mesh, specs = None, []
+    typed = typed_leaves(leaves)
     for i, leaf in enumerate(leaves):
         s = in_shardings[i] if in_shardings is not None else None
-        if not isinstance(s, NamedSharding):
+        if not isinstance(s, NamedSharding) or (typed[i] and _one_axis_per_dim(leaf._sharding)):
             s = getattr(leaf, "_sharding", None)
         if not isinstance(s, NamedSharding) or s.mesh.size == 1:
             specs.append(None)
@@ -100,6 +130,10 @@ def mesh_and_specs(leaves, in_shardings):
         return None
     return mesh, [s if s is not None else (None,) * core.get_aval(x).ndim
                   for s, x in zip(specs, leaves)]
+
+
+def _one_axis_per_dim(s: NamedSharding) -> bool:
+    return all(len(spmd._entry_axes(e)) <= 1 for e in s.spec.partitions)
 
 
 def has_shard_map(closed: ClosedProgram) -> bool:
@@ -336,13 +370,16 @@ def _nested(eqn, ins, typed) -> list | None:
     return None
 
 
-def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool,
+def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool | list,
         exact: bool = False) -> list:
     """The outputs of `closed` on `leaves` (split as `specs` say over `mesh`), one program per
-    device, each output an Array reporting its sharding. `exact`: float sums across devices
-    gather their operand and add it whole, bit for bit as one device adds it."""
-    plan = _plan(closed, mesh, tuple(specs), [core.get_aval(x) for x in leaves], exact)
-    local, out_specs, shown, _ = plan
+    device, each output an Array reporting its sharding. `typed`: whether each input (or
+    all) carries its sharding in JAX's type (`typed_leaves`). `exact`: float sums across
+    devices gather their operand and add it whole, bit for bit as one device adds it."""
+    avals = [core.get_aval(x) for x in leaves]
+    typed = tuple(typed) if isinstance(typed, (list, tuple)) else (typed,) * len(leaves)
+    local, out_specs, shown, _ = _plan(closed, mesh, tuple(specs), avals, exact, typed)
+    types = _output_types(closed, mesh, tuple(specs), avals, typed, exact, shown)
     in_specs = tuple(PartitionSpec(*s) for s in specs)
     args = [as_array(x) for x in leaves]
     if spmd.runs_per_device_eagerly(mesh, args):  # each device's pieces stay on it
@@ -353,10 +390,55 @@ def run(closed: ClosedProgram, leaves, mesh, specs, out_shardings, typed: bool,
     results = []
     for i, out in enumerate(outs):
         want = out_shardings[i] if out_shardings is not None else None
-        if not isinstance(want, Sharding):  # unspecified: what propagation gives
-            want = NamedSharding(mesh, _shown_spec(shown[i], typed))
+        if not isinstance(want, Sharding):  # unspecified: its type's, else what XLA propagates
+            spec = _shown_spec(shown[i], False) if types[i] is None else PartitionSpec(*types[i])
+            want = NamedSharding(mesh, spec)
         results.append(with_sharding(out, want))
     return results
+
+
+def typed_leaves(leaves) -> list:
+    """Which inputs carry their sharding in JAX's type: committed Arrays placed with a
+    NamedSharding over Explicit mesh axes. NumPy values and uncommitted Arrays do not, even
+    where in_shardings split them."""
+    def typed(x):
+        s = getattr(x, "_sharding", None) if type(x) is Array and x._committed else None
+        return isinstance(s, NamedSharding) and s.mesh.size > 1 and typed_inputs(s.mesh)
+    return [typed(x) for x in leaves]
+
+
+def _output_types(closed, mesh, specs, avals, typed, exact, shown) -> list:
+    """Per output of `closed`, the dim spec of its JAX type, or None when its type carries no
+    sharding (it depends on no typed input, nor on a constraint over Explicit axes). JAX
+    lays a typed output out as its type says: an untyped input counts there as unsplit
+    (`x * b.sum()` of a NumPy `x` split by in_shardings and a replicated committed `b` comes
+    out replicated); an untyped output keeps the layout XLA propagates. Cached with the
+    plans."""
+    key = ("types", mesh, specs, exact, typed)
+    by_mesh = _plans.setdefault(closed, {})
+    if key not in by_mesh:
+        marks = _typed_values(closed.program, typed)
+        type_specs = tuple(s if t else (None,) * len(s) for s, t in zip(specs, typed))
+        if any(marks) and type_specs != specs:
+            shown = _plan(closed, mesh, type_specs, avals, exact, typed)[2]
+        by_mesh[key] = [tuple(d) if m else None for d, m in zip(shown, marks)]
+    return by_mesh[key]
+
+
+def _typed_values(prog, typed) -> list:
+    """Which outputs of `prog` depend on an input marked in `typed` (or on a constraint to
+    Explicit mesh axes): their JAX types carry a sharding."""
+    marked = {v.id for v, t in zip(prog.invars, typed) if t}
+    for eqn in prog.eqns:
+        if _makes_typed(eqn) or any(type(a) is not Literal and a.id in marked
+                                    for a in eqn.inputs):
+            marked.update(v.id for v in eqn.outvars)
+    return [type(a) is not Literal and a.id in marked for a in prog.outvars]
+
+
+def _makes_typed(eqn) -> bool:
+    """A constraint over Explicit mesh axes: its result's type carries the sharding."""
+    return eqn.prim is sharding_constraint_p and typed_inputs(eqn.params["sharding"].mesh)
 
 
 def _shown_spec(spec, typed: bool) -> PartitionSpec:
@@ -375,17 +457,19 @@ def typed_inputs(mesh) -> bool:
     return all(mesh._name_to_type[a] == AxisType.Explicit for a in mesh.axis_names)
 
 
-def _plan(closed, mesh, specs, avals, exact=False):
+def _plan(closed, mesh, specs, avals, exact=False, typed=()):
     """(per-device ClosedProgram, out PartitionSpecs, shown dim specs, whether some equation
     gathers its operands), cached per Program. `exact`: float sums and contractions across
-    devices are not split (one device's order of additions)."""
+    devices are not split (one device's order of additions). `typed`: the inputs whose
+    types carry their sharding (a constraint over Explicit axes keeps their splits)."""
     by_mesh = _plans.setdefault(closed, {})
-    key = (mesh, specs, exact)
+    key = (mesh, specs, exact, typed)
     if key not in by_mesh:
         box = []
 
         def per_device(*xs):
             interpreter = _Interpreter(mesh, exact)
+            interpreter.typed.update(id(x) for x, t in zip(xs, typed) if t)
             outs, out_dims, shown = interpreter.run(closed, list(zip(xs, specs)))
             box.append((out_dims, shown, interpreter.gathers))
             return outs
@@ -410,6 +494,7 @@ class _Interpreter:
         self.gathers = 0  # equations computed on gathered (global) values
         self.hint: dict = {}  # var id -> the spec XLA would report for a gathered result
         self.broadcasts: dict = {}  # id of a replicated broadcast -> (operand, params)
+        self.typed: set = set()  # ids of the values whose JAX types carry their sharding
 
     def size(self, name) -> int:
         return self.mesh.shape[name]
@@ -438,6 +523,8 @@ class _Interpreter:
         for eqn in prog.eqns:
             ins = [read(a) for a in eqn.inputs]
             outs = self.equation(eqn, ins)
+            if _makes_typed(eqn) or any(id(v) in self.typed for v, _ in ins):
+                self.typed.update(id(v) for v, _ in outs)
             for v, x in zip(eqn.outvars, outs, strict=True):
                 env[v.id] = x
         return [read(a) for a in prog.outvars]
@@ -445,7 +532,7 @@ class _Interpreter:
     def equation(self, eqn, ins) -> list:
         prim, params = eqn.prim, eqn.params
         out_avals = [v.aval for v in eqn.outvars]
-        if all(all(n is None for n in d) for _, d in ins):
+        if all(all(n is None for n in d) for _, d in ins) and prim is not sharding_constraint_p:
             outs = self.bind(prim, [v for v, _ in ins], params, out_avals,
                              [(None,) * a.ndim for a in out_avals])
             if prim is shape_ops.broadcast_in_dim_p:
@@ -759,7 +846,31 @@ def _scatter(self, prim, ins, params, out_avals):
     return self.bind(prim, [x, idx, upd], params, out_avals, [xd])
 
 
-_RULES = {"argmax": _arg_extreme, "argmin": _arg_extreme,
+def _sharding_constraint(self, prim, ins, params, out_avals):
+    """The value laid out as the constraint's sharding says: dimensions split otherwise
+    gathered (all_gather), then cut to this device's block along the axis named. Over
+    Explicit axes, with_sharding_constraint keeps the splits a typed value has."""
+    ((x, dims),) = ins
+    s = params["sharding"]
+    if s.mesh != self.mesh:
+        raise _Gather  # another mesh: computed on the global value, replicated
+    want = []
+    parts = list(s.spec.partitions) + [None] * (len(dims) - len(s.spec.partitions))
+    for have, entry in zip(dims, parts):  # (normalizing would drop UNCONSTRAINED)
+        names = () if entry is PartitionSpec.UNCONSTRAINED else spmd._entry_axes(entry)
+        if len(names) > 1:
+            raise _Gather
+        keep = entry is PartitionSpec.UNCONSTRAINED or (
+            not params["retype"] and id(x) in self.typed and typed_inputs(s.mesh))
+        want.append(have if keep else (names[0] if names else None))
+    for d, (have, a) in enumerate(zip(dims, want)):
+        if have is not None and have != a:
+            x = self.gather(x, tuple(n if k == d else None for k, n in enumerate(dims)))
+    kept = tuple(h if h == a else None for h, a in zip(dims, want))
+    return [(self.split_like(x, kept, tuple(want)), tuple(want))]
+
+
+_RULES = {"argmax": _arg_extreme, "sharding_constraint": _sharding_constraint, "argmin": _arg_extreme,
           "broadcast_in_dim": _broadcast_in_dim, "transpose": _transpose, "squeeze": _squeeze,
           "reshape": _reshape, "dot_general": _dot_general, "slice": _slice,
           "dynamic_slice": _dynamic_slice,

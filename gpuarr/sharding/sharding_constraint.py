@@ -1,17 +1,21 @@
 """with_sharding_constraint: constrain the sharding of intermediate values (JAX's
 `lax.with_sharding_constraint`).
 
-On gpuarr's single device every sharding holds the whole array, so the constraint never
-changes a value: it is validated as JAX validates it (pytree prefix, rank, mesh in context,
-axis types) and the values come back as they are. Concrete Arrays come back reporting the
-sharding, as JAX's eager result does; traced values (inside jit, grad, vmap) are returned
-unchanged, with no equation in the program.
+The constraint is validated as JAX validates it (pytree prefix, rank, mesh in context, axis
+types). Concrete Arrays come back placed with the sharding (resharded over several devices),
+as JAX's eager result does. A traced value constrained to a sharding over several devices
+gains a `sharding_constraint` equation: the identity on each device's value, which jit's
+data-parallel path (data_parallel.py) runs as XLA does, moving the blocks so that the value
+that follows is laid out as the sharding says (an all-gather for `P()`). Over one device the
+constraint changes nothing and leaves no equation.
 """
 from __future__ import annotations
 
 from gpuarr import core, pytrees
 from gpuarr.array import Array
 from gpuarr.core import Tracer
+from gpuarr.device_api import traced_put
+from gpuarr.sharding.data_parallel import sharding_constraint_p
 from gpuarr.sharding.mesh import AbstractMesh, AxisType
 from gpuarr.sharding.mesh_context import _physical_mesh, get_abstract_mesh, get_concrete_mesh
 from gpuarr.sharding.partition_spec import PartitionSpec
@@ -20,11 +24,33 @@ from gpuarr.sharding.shardings import NamedSharding
 from gpuarr.sharding.tree_shardings import (
     UnspecifiedValue,
     check_aval_sharding,
+    concrete_sharding,
     flatten_axes,
+    held_in_pieces,
     prepare_axis_resources,
     sharding_for_spec,
     with_sharding,
 )
+
+
+def constrain_traced(x, s, retype: bool = False):
+    """Traced `x` constrained to Sharding `s`: an equation where `s` spans several devices
+    (jit's data-parallel path lays the value out so), else `x` itself."""
+    s = concrete_sharding(s)
+    if not held_in_pieces(s):
+        return x
+    return sharding_constraint_p.bind(x, sharding=s, retype=retype)
+
+
+def _put_traced(x, s):
+    """A traced value put with Sharding `s`: as JAX's device_put inside jit, a NamedSharding
+    over Explicit mesh axes sets its type, so its layout; any other leaves it as it is."""
+    if not isinstance(s, NamedSharding) or not s.mesh.are_all_axes_explicit:
+        return x
+    return constrain_traced(x, s, retype=True)
+
+
+traced_put[0] = _put_traced
 
 
 def _assert_same_spec(x, user: NamedSharding) -> None:
@@ -94,7 +120,8 @@ def with_sharding_constraint(x, shardings):
     """Constrain each leaf of the pytree `x` to the matching leaf of `shardings` (a Sharding,
     or a PartitionSpec on the mesh in context; a pytree prefix of `x`). Under an all-Explicit
     mesh it asserts that the inputs already have that sharding (use `reshard` to change it);
-    otherwise the spec may only name Auto axes. Values are unchanged."""
+    otherwise the spec may only name Auto axes. Values are unchanged; their layout over
+    several devices follows the sharding."""
     x_flat, tree = pytrees.tree_flatten(x)
     avals = [core.get_aval(v) for v in x_flat]
     prepare_axis_resources(shardings, "shardings", allow_unconstrained_dims=True)
@@ -119,5 +146,6 @@ def with_sharding_constraint(x, shardings):
             outs.append(v)
             continue
         _check_auto(s)
-        outs.append(v if isinstance(v, Tracer) else _constrain(v, s, context_mesh))
+        outs.append(constrain_traced(v, s) if isinstance(v, Tracer)
+                    else _constrain(v, s, context_mesh))
     return pytrees.tree_unflatten(tree, outs)

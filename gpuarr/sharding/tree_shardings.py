@@ -13,6 +13,7 @@ from gpuarr.sharding import piece_exchange
 from gpuarr.sharding.mesh import AbstractMesh
 from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, make_mesh
 from gpuarr.sharding.partition_spec import _UNCONSTRAINED, PartitionSpec
+from gpuarr.sharding.sharding_in_types import type_spec, type_str
 from gpuarr.sharding.shardings import NamedSharding, Sharding, _check_unique_resources
 
 
@@ -227,6 +228,84 @@ def check_distinct_devices(devices, what: str) -> None:
         raise ValueError(f"{what}: the mesh names a device at more than one position "
                          f"({list(devices)}); build it from distinct devices, e.g. "
                          "jax.make_mesh(...) after jax.config.update('jax_num_cpu_devices', n).")
+
+
+def resolve_in_shardings(in_shardings, leaves) -> list:
+    """jit's sharding of each argument, as JAX resolves it: the in_sharding given for it, else
+    a committed Array's own sharding (UNSPECIFIED for anything else). A committed Array whose
+    data the in_sharding places otherwise raises JAX's ValueError: jit reshards only
+    uncommitted values (NumPy arrays, `jnp.arange(8)`), so device_put it first."""
+    resolved = []
+    for leaf, s in zip(leaves, in_shardings):
+        committed = type(leaf) is Array and leaf._committed
+        if not isinstance(s, Sharding):
+            resolved.append(leaf.sharding if committed else UNSPECIFIED)
+            continue
+        if committed and not same_placement(concrete_sharding(s), leaf.sharding, leaf.shape):
+            raise ValueError(
+                "Sharding passed to jit does not match the sharding on the respective arg. "
+                f"Got jit sharding: {s},\narg sharding: {leaf.sharding} for arg type: "
+                f"{type_str(leaf, type_spec(leaf))}")
+        resolved.append(s)
+    return resolved
+
+
+def same_placement(a: Sharding, b: Sharding, shape) -> bool:
+    """Whether the two shardings lay an array of `shape` out alike, as XLA compares them:
+    both replicated (on whichever devices), or each device holding the same block."""
+    if a.is_fully_replicated and b.is_fully_replicated:
+        return True
+    if not (a._is_concrete and b._is_concrete):
+        return True  # an abstract mesh: its devices are those in context
+    return a.devices_indices_map(shape) == b.devices_indices_map(shape)
+
+
+def check_device_assignment(arg_shardings, out_shardings, leaves, names, fun_name) -> None:
+    """JAX's ValueError when the shardings of a jitted call (each argument's, then the
+    out_shardings) do not all use one device assignment (the mesh in context's, when one is
+    set), naming the arguments involved as JAX does."""
+    context = get_concrete_mesh()
+    first = None if context.empty else (context._flat_devices_tuple, "context mesh")
+    kinds = [(s, "ARG_SHARDING") for s in arg_shardings] + \
+        [(s, "explicit output sharding") for s in out_shardings]
+    for s, kind in kinds:
+        if not isinstance(s, Sharding) or not s._is_concrete:
+            continue
+        this = (s._device_assignment, kind)
+        if first is None:
+            first = this
+        elif this[0] != first[0]:
+            raise ValueError(_mismatch_message((first, this), leaves, names, fun_name))
+
+
+def _devices_str(devices) -> str:
+    return f"with device ids {[d.id for d in devices]} on platform {devices[0].platform.upper()}"
+
+
+def _mismatch_message(fails, leaves, names, fun_name) -> str:
+    """JAX's text for two shardings on different devices: each that is an argument's
+    sharding named by the first Array argument on those devices."""
+    args = []
+    for devices, kind in fails:
+        found = kind == "ARG_SHARDING" and next(
+            ((x, n) for x, n in zip(leaves, names)
+             if type(x) is Array and x.sharding._device_assignment == devices), None)
+        if found:
+            leaf, name = found
+            args.append(f"argument {name} of {fun_name} with shape "
+                        f"{type_str(leaf, type_spec(leaf))} and {_devices_str(devices)}")
+
+    def described(devices, kind):
+        owner = " jit's" if kind == "context mesh" else ""
+        return f"{owner} {kind} {_devices_str(devices)}"
+    if len(args) == 2:
+        extra = f" Got {args[0]} and {args[1]}"
+    elif len(args) == 1:
+        left = fails[1] if fails[0][1] == "ARG_SHARDING" else fails[0]
+        extra = f" Got {args[0]} and{described(*left)}"
+    else:
+        extra = f" Got{described(*fails[0])} and{described(*fails[1])}"
+    return f"Received incompatible devices for jitted computation.{extra}"
 
 
 def common_device(shardings, what: str):

@@ -7,6 +7,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py LIB split_ops N        (eager per-block operations, jit around shard_map)
     python programs.py LIB split_dimension 4  (eager operations along the split dimension)
     python programs.py LIB pmap_traces N      (how often pmap traces over repeated calls)
+    python programs.py LIB jit_shardings N    (in_shardings vs committed args, constraints)
     python programs.py LIB loops N            (jitted loops of shard_map steps; or on GPUs)
     python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
@@ -1846,6 +1847,130 @@ def loops(n):
                 mlp=mlp)
 
 
+def _call_result(fn):
+    """What a call gives: each output's value, dtype, sharding, committed flag and pieces
+    (device, index, block), or the error's class and message."""
+    try:
+        out = fn()
+    except Exception as e:  # noqa: BLE001 - the error is the result compared
+        return {"error": [type(e).__name__, str(e)]}
+    return {"outputs": [[np.asarray(o).tolist(), str(o.dtype), repr(o.sharding), o.committed,
+                         [[s.device.id, repr(s.index), np.asarray(s.data).tolist()]
+                          for s in o.addressable_shards]]
+                        for o in jax.tree_util.tree_leaves(out)]}
+
+
+def _committed_cases(n):
+    """jit with in_shardings called with committed and uncommitted arguments."""
+    jnp = jax.numpy
+    mesh = jax.make_mesh((n,), ("i",))
+    auto = jax.make_mesh((n,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+    rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[1])
+    x = np.arange(8.0, dtype=np.float32)
+    x2 = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    put, dev = jax.device_put, jax.devices()
+    f, g = jax.jit(lambda v: v * 2, in_shardings=split), jax.jit(lambda v: v * 2, in_shardings=rep)
+    h = jax.jit(lambda v: v * 2, in_shardings=one)
+    t = jax.jit(lambda a, b: (a + 1, b * 2), in_shardings=(split, None))
+    d = jax.jit(lambda p: p["w"] * p["b"].sum(), in_shardings=({"w": split, "b": None},))
+    inside = jax.jit(lambda v: jax.device_put(v, rep) * 2, in_shardings=split)
+    fa = jax.jit(lambda v: v * 2, in_shardings=NamedSharding(auto, P("i")))
+    s0 = jax.jit(lambda v: v.sum(0), in_shardings=split)
+    return {
+        "uncommitted": lambda: f(jnp.arange(8.0)), "numpy": lambda: f(x),
+        "put_uncommitted": lambda: f(jax.device_put(x)), "same": lambda: f(put(x, split)),
+        "rep_to_split": lambda: f(put(x, rep)), "split_to_rep": lambda: g(put(x, split)),
+        "p_none_as_p": lambda: g(put(x, NamedSharding(mesh, P(None)))),
+        "other_mesh": lambda: f(put(x, NamedSharding(jax.make_mesh((2, n // 2), ("a", "b")),
+                                                      P("a")))),
+        "device_0": lambda: f(put(x, dev[0])), "device_1": lambda: f(put(x, dev[1])),
+        "device_1_replicated": lambda: g(put(x, dev[1])),
+        "single_device_sharding": lambda: f(put(x, one)),
+        "to_single_device": lambda: h(put(x, dev[0])), "to_single_numpy": lambda: h(x),
+        "split_to_single_device": lambda: h(put(x, split)),
+        "tree_none": lambda: t(x, put(x, rep)), "tree_none_split": lambda: t(x, put(x, split)),
+        "tree_given_committed": lambda: t(put(x, rep), x),
+        "tree_none_other_device": lambda: t(x, put(x, dev[1])),
+        "dict_given_committed": lambda: d({"w": put(x, rep), "b": x}),
+        "dict_none_committed": lambda: d({"w": x, "b": put(x, rep)}),
+        "put_inside": lambda: inside(x), "put_inside_committed": lambda: inside(put(x, rep)),
+        "put_outside": lambda: f(put(put(x, rep), split)),
+        "again_after_a_call": lambda: (f(x), f(put(x, rep)))[1],
+        "sum_committed": lambda: s0(put(x2, split)), "sum_numpy": lambda: s0(x2),
+        "mixed_types": lambda: jax.jit(lambda a, b: (a * b.sum(), a * 2, b + 1),
+                                       in_shardings=(split, None))(x2, put(x, rep)),
+        "auto_in_explicit_arg": lambda: fa(put(x, split)),
+        "auto_rep_to_split": lambda: fa(put(x, NamedSharding(auto, P())))}
+
+
+def _constraint_cases(n):
+    """with_sharding_constraint (and device_put) inside jit on batch-split inputs and
+    replicated parameters, over an Auto and an Explicit mesh."""
+    jnp, wsc = jax.numpy, lax.with_sharding_constraint
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4 * n, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 2)).astype(np.float32)
+    cases, plain = {}, {}
+    for kind in (jax.sharding.AxisType.Auto, jax.sharding.AxisType.Explicit):
+        mesh = jax.make_mesh((n,), ("i",), axis_types=(kind,))
+        rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))
+        cols = NamedSharding(mesh, P(None, "i"))
+        fns = {
+            "out": lambda w, x, rep=rep: wsc(jnp.tanh(x @ w), rep),
+            "then_mul": lambda w, x, rep=rep: wsc(jnp.tanh(x @ w), rep) * 2,
+            "then_sum0": lambda w, x, rep=rep: wsc(x * 2, rep).sum(0),
+            "then_sum": lambda w, x, rep=rep: wsc(x * 2, rep).sum(),
+            "to_columns": lambda w, x, c=cols: wsc(jnp.ones((4, n)) * x[:4, :1], c),
+            "input": lambda w, x, rep=rep: (wsc(x, rep), x + 1),
+            "device_put": lambda w, x, rep=rep: jax.device_put(x * 2, rep),
+            "vmap": lambda w, x, rep=rep: jax.vmap(lambda r: wsc(r * 2, rep))(x),
+            "unconstrained": lambda w, x, m=mesh: wsc(x * 2, NamedSharding(
+                m, P(P.UNCONSTRAINED, None)))}
+        for name, fn in fns.items():
+            key = f"{kind.name}/{name}"
+            jitted = jax.jit(fn, in_shardings=(rep, split))
+            cases[key] = lambda j=jitted: j(w, x)
+            plain[key] = fn
+        grad = jax.jit(jax.grad(lambda w, x, rep=rep: (wsc(jnp.tanh(x @ w), rep) ** 2).sum()),
+                       in_shardings=(rep, split))  # its sums all-reduced: not bit for bit
+        cases[f"{kind.name}/grad"] = lambda j=grad: j(w, x)
+        to_rows = jax.jit(lambda w, x, s=split: wsc(x * 2, s), in_shardings=(rep, rep))
+        cases[f"{kind.name}/to_rows"] = lambda j=to_rows: j(w, x)
+        plain[f"{kind.name}/to_rows"] = lambda w, x: x * 2
+        xs = jax.device_put(x, split)
+        committed = jax.jit(lambda v, rep=rep: wsc(v * 2, rep))
+        cases[f"{kind.name}/committed"] = lambda j=committed, xs=xs: j(xs)
+        plain[f"{kind.name}/committed"] = lambda w, x: x * 2
+
+        def under_mesh(mesh=mesh, sum0=False):
+            with jax.set_mesh(mesh):
+                out = jax.jit(lambda w, x: wsc(x @ w, P()), in_shardings=(P(), P("i")))(w, x)
+                return out.sum(0) if sum0 else out
+        cases[f"{kind.name}/set_mesh"] = under_mesh
+        cases[f"{kind.name}/set_mesh_sum0"] = lambda m=mesh: under_mesh(m, sum0=True)
+    return cases, plain, (w, x)
+
+
+def jit_shardings(n):
+    """jit with in_shardings on committed and uncommitted arguments, and sharding constraints
+    inside jit on the data-parallel path, on n cpu devices. For gpuarr, also whether each
+    constrained result equals the same function's one-device result bit for bit."""
+    _use_devices(n)
+    committed = {k: _call_result(fn) for k, fn in _committed_cases(n).items()}
+    cases, plain, (w, x) = _constraint_cases(n)
+    constraint = {k: _call_result(fn) for k, fn in cases.items()}
+    same = {}
+    if LIB == "gpuarr":
+        for k, fn in cases.items():
+            if "error" not in constraint[k] and k in plain:
+                got = jax.tree_util.tree_leaves(fn())
+                want = jax.tree_util.tree_leaves(jax.jit(plain[k])(w, x))
+                same[k] = all(np.array_equal(np.asarray(a), np.asarray(b))
+                              for a, b in zip(got, want))
+    return dict(committed=committed, constraint=constraint, same=same)
+
+
 PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": mpi_collectives,
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
@@ -1853,7 +1978,7 @@ PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": m
             "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
             "cpu_shards": cpu_shards, "split_ops": split_ops,
             "split_dimension": split_dimension, "pmap_traces": pmap_traces,
-            "reshard_specs": reshard_specs, "loops": loops}
+            "reshard_specs": reshard_specs, "loops": loops, "jit_shardings": jit_shardings}
 RESULT = PROGRAMS[WHAT](ARG if WHAT == "fault" else int(ARG))
 if RESULT is not None:
     emit(**RESULT)

@@ -455,6 +455,9 @@ class PjitFunction:
             device = placement.committed_device(
                 leaves, self._name, lambda: leaf_arg_names(in_tree, arg_names, self._sig,
                                                            statics))
+            if device is not None and any(type(x) is Array and type(x._value) is DeviceShards
+                                          for x in leaves):
+                self._check_split_devices(in_tree, leaves, arg_names, statics)
         where = device or self._device or (
             placement.current_default_device() if placement.active[0] else None)
         state = config.trace_state() if where is None else config.trace_state() + (where,)
@@ -561,6 +564,16 @@ class PjitFunction:
         tree_shardings.check_device_assignment(resolved, out_flat, leaves, names, fun_name)
         device = tree_shardings.common_device(resolved + out_flat, f"jit({self._name})")
         return device, in_flat
+
+    def _check_split_devices(self, in_tree, leaves, arg_names, statics) -> None:
+        """JAX's ValueError when committed arguments, one of them split over devices, are not
+        all on the same device assignment (committed_device compares only first devices)."""
+        from gpuarr.sharding import tree_shardings
+        names = leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(leaves)
+        resolved = tree_shardings.resolve_in_shardings(
+            [tree_shardings.UNSPECIFIED] * len(leaves), leaves)
+        tree_shardings.check_device_assignment(
+            resolved, [], leaves, names, getattr(self._fun, "__qualname__", self._name))
 
     def _call_split(self, split, key, leaves, in_tree, sigs, statics, arg_names, typed):
         """The call on inputs split over a mesh of several devices (sharding/data_parallel.py):

@@ -152,11 +152,14 @@ def _same_call_results(ours, theirs, exact):
 def test_jit_in_shardings_and_committed_arguments_match_jax(n):
     """A committed argument placed otherwise than its in_sharding raises JAX's ValueError
     (NamedShardings over the same or other devices, single-device Arrays, a
-    SingleDeviceSharding, pytrees with None entries, device_put inside jit); uncommitted and
-    NumPy arguments are placed as in_shardings say, with JAX's output shardings."""
+    SingleDeviceSharding, pytrees with None entries, device_put inside jit), and so do
+    committed arguments on different devices without in_shardings; uncommitted and NumPy
+    arguments are placed as in_shardings say, with JAX's output shardings."""
     ours, theirs = (r["committed"] for r in _jit_shardings(n))
     assert theirs["rep_to_split"]["error"][0] == "ValueError"  # the oracle raises here
     assert "outputs" in theirs["device_1_replicated"]  # and reshards a replicated one
+    assert theirs["plain_split_and_device_0"]["error"][0] == "ValueError"  # jit without
+    assert "outputs" in theirs["plain_split_and_replicated"]  # in_shardings compares them too
     _same_call_results(ours, theirs, lambda case: True)
 
 

@@ -1901,7 +1901,12 @@ def _committed_cases(n):
         "mixed_types": lambda: jax.jit(lambda a, b: (a * b.sum(), a * 2, b + 1),
                                        in_shardings=(split, None))(x2, put(x, rep)),
         "auto_in_explicit_arg": lambda: fa(put(x, split)),
-        "auto_rep_to_split": lambda: fa(put(x, NamedSharding(auto, P())))}
+        "auto_rep_to_split": lambda: fa(put(x, NamedSharding(auto, P()))),
+        # plain jit (no in_shardings): committed arguments must share one device assignment
+        "plain_split_and_device_0": lambda: jax.jit(lambda a, b: a + b)(put(x, split),
+                                                                         put(x, dev[0])),
+        "plain_split_and_replicated": lambda: jax.jit(lambda a, b: a + b)(put(x, split),
+                                                                           put(x, rep))}
 
 
 def _constraint_cases(n):

@@ -41,7 +41,7 @@ from gpuarr.lax.lax import bitwise_not as not_  # noqa: F401, E402
 from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402
 from gpuarr.lax.parallel import (  # noqa: F401, E402
     all_gather, all_gather_p, all_to_all, all_to_all_p, axis_index, axis_index_p, pbroadcast,
-    pmax, pmax_p, pmean, pmin, pmin_p, ppermute, ppermute_p, pshuffle, psum, psum_p,
+    pcast, pmax, pmax_p, pmean, pmin, pmin_p, ppermute, ppermute_p, pshuffle, psum, psum_p,
     psum_scatter, pswapaxes,
 )
 from gpuarr.lax.extras import (  # noqa: F401, E402

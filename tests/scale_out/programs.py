@@ -828,8 +828,10 @@ def _mlp():
         g = lax.pmean(g, "data")
         return lax.pmean(loss, "data"), jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
 
+    # check_vma=False: each device's gradient is its own, which the pmean averages (with
+    # check_vma, JAX's gradient of the replicated parameters is already the devices' sum)
     step = jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P("data"), P("data")),
-                                 out_specs=(P(), P())))
+                                 out_specs=(P(), P()), check_vma=False))
     x, y = _global(mesh, P("data"), xs), _global(mesh, P("data"), ys)
     losses = []
     start = time.perf_counter()

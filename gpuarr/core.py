@@ -876,10 +876,8 @@ class _VmaContext(threading.local):
 _vma_ctx = _VmaContext()
 pvary_p = Primitive("pvary")
 # prim -> rule(in_avals, **params) -> the vma of each output, for primitives whose outputs do
-# not vary where their operands do (collectives, control flow); default: the operands' union.
+# not vary where their operands do (collectives); default: the operands' union.
 vma_rules: dict[Primitive, Callable] = {}
-# Primitives whose operands are not made to vary alike (their sub-programs type them).
-no_implicit_pvary: set[Primitive] = set()
 
 
 @contextmanager
@@ -913,8 +911,9 @@ def ordered_axes(axes) -> tuple:
 
 def _insert_pvary(prim, args, params):
     """JAX's standard_insert_pvary: operands that vary along fewer axes than the others
-    `pvary` to them (only traced ones: a constant is the same on every device)."""
-    if prim in no_implicit_pvary or prim is pvary_p:
+    `pvary` to them (only traced ones: a constant is the same on every device). Operands of
+    control flow are left as they are: its sub-programs were typed with them."""
+    if prim is pvary_p:
         return args
     vmas = [vma_of(a) for a in args]
     union = frozenset().union(*vmas)

@@ -136,8 +136,10 @@ def _step(jax, mesh, sharding, what: str) -> dict:
         step = jax.jit(lambda ps, x, y: jax.tree_util.tree_map(
             lambda a: a, local_step.__wrapped__(ps, x, y)))
     else:
+        # check_vma=False: each device's gradient is its own, which the pmean averages (with
+        # check_vma, JAX's gradient of the replicated parameters is already the devices' sum)
         step = jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P("i"), P("i")),
-                                     out_specs=(P(), P())))
+                                     out_specs=(P(), P()), check_vma=False))
     if what == "step1":  # one process: the whole batch, no mesh
         x, y = xs, ys
     else:

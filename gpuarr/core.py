@@ -45,12 +45,14 @@ class AbstractValue:
 
 
 class ShapedArray(AbstractValue):
-    """The abstract value of an array: shape, dtype and whether its dtype is weak."""
+    """The abstract value of an array: shape, dtype, whether its dtype is weak, and inside a
+    shard_map body with check_vma the manual mesh axes it varies along (`vma`, JAX's
+    `aval.mat.varying`; empty everywhere else)."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "_hash")
 
     def __init__(self, shape, dtype, weak_type: bool = False, *, sharding=None,
-                 manual_axis_type=None, memory_space=None):
+                 manual_axis_type=None, memory_space=None, vma=frozenset()):
         # JAX's keywords are accepted for the types libraries build from a value's own
         # (`x.aval.sharding`): gpuarr's types carry no mesh axes, so they are not kept.
         del sharding, manual_axis_type, memory_space
@@ -59,15 +61,17 @@ class ShapedArray(AbstractValue):
         self.dtype = dtype if isinstance(dtype, (np.dtype, dtypes.ExtendedDType)) \
             else np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self.vma = vma if type(vma) is frozenset else frozenset(vma)
         self._hash = None
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type,
+                           vma=self.vma if vma is None else vma)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -77,7 +81,7 @@ class ShapedArray(AbstractValue):
         float0 of its shape otherwise, weak type kept, as JAX's aval method."""
         if dtypes.is_float(self.dtype) or dtypes.is_complex(self.dtype):
             return self
-        return ShapedArray(self.shape, dtypes.float0, self.weak_type)
+        return ShapedArray(self.shape, dtypes.float0, self.weak_type, vma=self.vma)
 
     to_ct_aval = to_tangent_aval
     at_least_vspace = to_tangent_aval  # JAX's older name, still read by libraries
@@ -91,22 +95,33 @@ class ShapedArray(AbstractValue):
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.vma == other.vma)
 
     def __hash__(self):
         if self._hash is None:
-            self._hash = hash((self.shape, self.dtype, self.weak_type))
+            self._hash = hash((self.shape, self.dtype, self.weak_type, self.vma))
         return self._hash
 
+    def _vma_str(self) -> str:  # JAX's `{V:i,j}` suffix, the axes in mesh order
+        if not self.vma:
+            return ""
+        order = _vma_ctx.axes or ()
+        names = [n for n in order if n in self.vma] + sorted(map(str, self.vma - set(order)))
+        return "{V:" + ",".join(map(str, names)) + "}"
+
     def str_short(self) -> str:
-        return f"{dtypes.short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return (f"{dtypes.short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+                + self._vma_str())
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        return (f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]"
+                f"{self._vma_str()}{weak})")
 
     def __str__(self):  # as JAX prints a type in messages: ~float32[2,3] (~ marks weak types)
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{','.join(map(str, self.shape))}]"
+        return (f"{'~' if self.weak_type else ''}{self.dtype.name}"
+                f"[{','.join(map(str, self.shape))}]{self._vma_str()}")
 
 
 def is_extended_dtype(dt) -> bool:
@@ -191,6 +206,8 @@ class Primitive:
         self.effectful = effectful
 
     def bind(self, *args, **params):
+        if _vma_ctx.axes is not None and len(args) > 1:
+            args = _insert_pvary(self, args, params)
         return _ctx.trace.process_primitive(self, args, params)
 
     def get_bind_params(self, params):
@@ -714,7 +731,8 @@ def typecheck_program(prog: Program) -> None:
             raise TypeError(f"primitive {eqn.prim.name} has no abstract evaluation rule")
         out_avals = rule(*in_avals, **eqn.params)
         for var, aval in zip(eqn.outvars, out_avals, strict=True):
-            if var.aval.strip_weak_type() != aval.strip_weak_type():
+            if var.aval.strip_weak_type().update(vma=frozenset()) != \
+                    aval.strip_weak_type().update(vma=frozenset()):
                 raise TypeError(f"{eqn.prim.name}: output type {var.aval.str_short()} does not "
                                 f"match the rule's {aval.str_short()}")
         for sub in subprograms(eqn.params):
@@ -840,7 +858,84 @@ def valid_jaxtype(x) -> bool:
 
 def bind(prim: Primitive, *args, **params):
     """Apply `prim` to `args` on the current trace."""
-    return _ctx.trace.process_primitive(prim, args, params)
+    return prim.bind(*args, **params)
+
+
+# ---------------------------------------------------------------- varying manual axes
+#
+# JAX's check_vma typing inside a shard_map body: each value's aval carries the manual mesh
+# axes it varies along (`ShapedArray.vma`). Where operands varying along different axes meet,
+# `pvary` (a per-device no-op whose transpose is a psum) first makes the others vary along
+# them too, so reverse-mode AD sums the cotangents of unvarying values over those axes.
+
+
+class _VmaContext(threading.local):
+    axes: tuple | None = None  # the mesh axis names, in order, while vma is checked
+
+
+_vma_ctx = _VmaContext()
+pvary_p = Primitive("pvary")
+# prim -> rule(in_avals, **params) -> the vma of each output, for primitives whose outputs do
+# not vary where their operands do (collectives); default: the operands' union.
+vma_rules: dict[Primitive, Callable] = {}
+
+
+@contextmanager
+def checking_vma(axis_names):
+    """Type the values traced inside with the manual mesh axes `axis_names` they vary along
+    (JAX's `config._check_vma(True)` while a shard_map body is traced or transformed); None
+    turns the typing off (a shard_map body with check_vma=False)."""
+    prev = _vma_ctx.axes
+    _vma_ctx.axes = None if axis_names is None else tuple(axis_names)
+    try:
+        yield
+    finally:
+        _vma_ctx.axes = prev
+
+
+def vma_checked() -> bool:
+    """Whether values traced now carry their varying manual axes (check_vma)."""
+    return _vma_ctx.axes is not None
+
+
+def vma_of(x) -> frozenset:
+    """The manual mesh axes `x` varies along (a traced value's; nothing else varies)."""
+    return getattr(x.aval, "vma", frozenset()) if isinstance(x, Tracer) else frozenset()
+
+
+def ordered_axes(axes) -> tuple:
+    """`axes` in the order of the mesh whose values are typed now (JAX orders them so)."""
+    order = _vma_ctx.axes or ()
+    return tuple(n for n in order if n in axes) + tuple(sorted(set(axes) - set(order), key=str))
+
+
+def _insert_pvary(prim, args, params):
+    """JAX's standard_insert_pvary: operands that vary along fewer axes than the others
+    `pvary` to them (only traced ones: a constant is the same on every device). Operands of
+    control flow are left as they are: its sub-programs were typed with them."""
+    if prim is pvary_p:
+        return args
+    vmas = [vma_of(a) for a in args]
+    union = frozenset().union(*vmas)
+    if all(v == union for v in vmas) or next(subprograms(params), None) is not None:
+        return args
+    return tuple(pvary_p.bind(a, axes=ordered_axes(union - v))
+                 if isinstance(a, Tracer) and v != union else a for a, v in zip(args, vmas))
+
+
+def typed_outputs(prim, in_avals, out_avals, params) -> list:
+    """`out_avals` with the axes each output varies along (vma_rules, else the operands'
+    union; a primitive with sub-programs keeps the types its rule read from them)."""
+    rule = vma_rules.get(prim)
+    if rule is not None:
+        vmas = rule(in_avals, **params)
+    elif next(subprograms(params), None) is not None:
+        return out_avals
+    else:
+        vmas = [frozenset().union(*[getattr(a, "vma", frozenset()) for a in in_avals])
+                ] * len(out_avals)
+    return [a if not isinstance(a, ShapedArray) or a.vma == v else a.update(vma=v)
+            for a, v in zip(out_avals, vmas)]
 
 
 class Tracer:

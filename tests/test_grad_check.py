@@ -258,7 +258,7 @@ NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_ca
 #   tests/lax/test_parallel_jax_parity.py check their gradients. shard_map over several devices
 #   refuses differentiation from outside (tests/test_scale_out.py checks the message).
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",
-               "all_to_all", "ppermute", "pbroadcast", "shard_map"}
+               "all_to_all", "ppermute", "pbroadcast", "shard_map", "pvary"}
 # - checkify's assertion has no result to differentiate; tests/experimental/test_checkify.py
 #   checks grad through functions holding checks.
 ASSERTIONS = {"check"}

@@ -641,6 +641,61 @@ def test_shard_map_as_decorator_and_under_transformations():
     _same(run)
 
 
+def test_shard_map_grads_of_replicated_values_follow_check_vma():
+    """grad inside the body of a replicated parameter meeting split data is unvarying (JAX's
+    check_vma types): out_specs=P() takes it without a pmean, under jit too; with
+    check_vma=False, a psum of the loss, a scan and pcast, the same values as JAX."""
+    x, w = _x((4, 3), seed=12), _x((3,), seed=13)
+
+    def run(m, jnp, sh):
+        P = sh.PartitionSpec
+        mesh, _ = _meshes(m, sh)
+
+        def loss(w, x):
+            return jnp.sum(jnp.sin(x * w) ** 2)
+
+        def scanned(w, x):
+            return m.lax.scan(lambda h, v: (jnp.tanh(h * v), None), x, jnp.stack([w, -w]))[0].sum()
+        ins = (P(), P("i"))
+        grad = m.shard_map(m.grad(loss), mesh=mesh, in_specs=ins, out_specs=P())
+        return [grad(w, x), m.jit(grad)(w, x),
+                m.shard_map(m.grad(loss), mesh=mesh, in_specs=ins, out_specs=P(),
+                            check_vma=False)(w, x),
+                m.shard_map(m.grad(lambda w, x: m.lax.psum(loss(w, x), "i")), mesh=mesh,
+                            in_specs=ins, out_specs=P())(w, x),
+                m.shard_map(m.grad(scanned), mesh=mesh, in_specs=ins, out_specs=P())(w, x),
+                m.shard_map(lambda w: m.lax.pcast(w, "i", to="varying") * 2, mesh=mesh,
+                            in_specs=P(), out_specs=P("i"))(w)]
+    _same(run)
+
+
+@pytest.mark.parametrize("case", ["varying_output", "pcast_varying", "pcast_to", "pcast_set",
+                                  "pcast_outside", "pvary_removed"])
+def test_shard_map_check_vma_errors(case):
+    x, w = _x((4, 3), seed=14), _x((3,), seed=15)
+
+    def make(m, jnp, sh):
+        P = sh.PartitionSpec
+        mesh, _ = _meshes(m, sh)
+        body = {"varying_output": lambda w, x: m.grad(lambda x: jnp.sum(x * w))(x),
+                "pcast_varying": lambda w, x: m.lax.pcast(x, "i", to="varying"),
+                "pcast_to": lambda w, x: m.lax.pcast(w, "i", to="bogus"),
+                "pcast_set": lambda w, x: m.lax.pcast(w, {"i"}, to="varying")}
+        if case == "pcast_outside":
+            return m.lax.pcast(jnp.asarray(w), "i", to="varying")
+        if case == "pvary_removed":  # JAX 0.10.2 removed it, saying what replaces it
+            return m.lax.pvary
+        return m.shard_map(body[case], mesh=mesh, in_specs=(P(), P("i")), out_specs=P())(w, x)
+    ref, ours = (_err(lambda k=k: make(*MODS[k])) for k in ("jax", "gpuarr"))
+    assert type(ours).__name__ == type(ref).__name__, (ref, ours)
+
+    def norm(e):  # JAX names its own wrapper of the function; a printed set has no order
+        text = re.sub(r"function '[^']*'", "function f", str(e))
+        return re.sub(r"\{('[^{}]*')\}",
+                      lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", text)
+    assert norm(ours) == norm(ref)
+
+
 def test_shard_map_explicit_mode():
     x = _x((4, 2), seed=11)
 

@@ -500,6 +500,7 @@ LOWERINGS = {
     "clamp": _clamp,
     "device_put": _identity,
     "optimization_barrier": _identity,
+    "pvary": _identity,
     "reshape": _with_attrs("reshape", lambda p: ""),
     "squeeze": _with_attrs("reshape", lambda p: ""),
     "expand_dims": _with_attrs("reshape", lambda p: ""),

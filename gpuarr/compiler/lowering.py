@@ -228,6 +228,7 @@ ELEMENTWISE = {
     "select_n": None,
     "stop_gradient": None,         # the identity
     "copy": "stop_gradient",       # a fused identity: its output is a buffer of its own
+    "pvary": "stop_gradient",      # a per-device no-op (shard_map's check_vma typing)
     "iota": None,
     "threefry2x32": None,
 }

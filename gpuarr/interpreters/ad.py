@@ -25,7 +25,11 @@ from gpuarr.core import (
     get_aval,
     is_extended_dtype,
     literal_operand,
+    ordered_axes,
+    pvary_p,
     set_current_trace,
+    vma_checked,
+    vma_of,
 )
 from gpuarr.interpreters import batching
 from gpuarr.interpreters import partial_eval as pe
@@ -340,7 +344,8 @@ def backward_pass(linear: ClosedProgram, cts_out):
         cts = [ct_env.pop(v.id, None) for v in eqn.outvars]
         if all(c is None for c in cts) and eqn.prim not in transposed_without_cotangents:
             continue
-        cts = [Zero(v.aval) if c is None else c for v, c in zip(eqn.outvars, cts, strict=True)]
+        cts = [Zero(v.aval) if c is None else _typed_ct(c, v.aval)
+               for v, c in zip(eqn.outvars, cts, strict=True)]
         rule = transpose_rules.get(eqn.prim)
         if rule is None:
             raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
@@ -351,6 +356,15 @@ def backward_pass(linear: ClosedProgram, cts_out):
             if is_undefined(x):
                 write_ct(a, ct)
     return [ct_env.get(v.id, Zero(v.aval)) for v in prog.invars]
+
+
+def _typed_ct(ct, aval):
+    """With check_vma, a cotangent varies along the axes its primal does (JAX types a seed
+    such as grad's ones so; a loop's transposed carry must keep its type)."""
+    if not vma_checked() or type(ct) is Zero or not getattr(aval, "vma", None):
+        return ct
+    missing = aval.vma - vma_of(ct)
+    return pvary_p.bind(ct, axes=ordered_axes(missing)) if missing else ct
 
 
 def vjp_flat(fun: Callable, primals):

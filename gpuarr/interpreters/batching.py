@@ -68,7 +68,7 @@ def _names_axis(params, name) -> bool:
     for sub in subprograms(params):
         for eqn in getattr(sub, "program", sub).eqns:
             if eqn.prim in collective_prims:
-                axes = eqn.params.get("axis_name")
+                axes = eqn.params.get("axis_name", eqn.params.get("axes"))
                 if name == axes or (isinstance(axes, tuple) and name in axes):
                     return True
             if _names_axis(eqn.params, name):

@@ -31,7 +31,9 @@ from gpuarr.core import (
     get_aval,
     set_current_trace,
     subprograms,
+    typed_outputs,
     user_source_info,
+    vma_checked,
 )
 from gpuarr.interpreters.physical import check_operands
 
@@ -118,6 +120,8 @@ class StagingTrace(Trace):
         in_avals = [a.aval for a in inputs]
         check_operands(prim, in_avals, params)
         out_avals = rule(*in_avals, **params)
+        if vma_checked():
+            out_avals = typed_outputs(prim, in_avals, out_avals, params)
         outvars = [Var(aval) for aval in out_avals]
         self.eqns.append(Eqn(prim, inputs, params, outvars, user_source_info()))
         outs = [StagingTracer(self, v) for v in outvars]

@@ -41,7 +41,7 @@ from gpuarr.lax.lax import bitwise_not as not_  # noqa: F401, E402
 from gpuarr.lax.fft import FftType, fft  # noqa: F401, E402
 from gpuarr.lax.parallel import (  # noqa: F401, E402
     all_gather, all_gather_p, all_to_all, all_to_all_p, axis_index, axis_index_p, pbroadcast,
-    pmax, pmax_p, pmean, pmin, pmin_p, ppermute, ppermute_p, pshuffle, psum, psum_p,
+    pcast, pmax, pmax_p, pmean, pmin, pmin_p, ppermute, ppermute_p, pshuffle, psum, psum_p,
     psum_scatter, pswapaxes,
 )
 from gpuarr.lax.extras import (  # noqa: F401, E402
@@ -124,3 +124,13 @@ from gpuarr.lax.composite import (  # noqa: F401, E402
     composite, composite_p, dce_sink, dce_sink_p, shape_as_value, stage,
 )
 from gpuarr.sharding.sharding_constraint import with_sharding_constraint  # noqa: F401, E402
+
+# Names JAX 0.10.2 removed from jax.lax, with its message saying what replaces them.
+_REMOVED = {"pvary": "jax.lax.pvary was deprecated in JAX v0.8.2 and removed in JAX v0.10.0; "
+                     "use `jax.lax.pcast(..., to='varying')"}
+
+
+def __getattr__(name):
+    if name in _REMOVED:
+        raise AttributeError(_REMOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,9 +14,9 @@ import contextlib
 
 import numpy as np
 
-from gpuarr import pytrees
+from gpuarr import core, pytrees
 from gpuarr.backends import device_group
-from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval
+from gpuarr.core import Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval, pvary_p
 from gpuarr.impls import impl_rules
 from gpuarr.interpreters import ad, batching
 from gpuarr.interpreters.batching import batch_rules, collective_prims, not_mapped
@@ -104,13 +104,33 @@ def _collective(name, reduce, repeat, total=None) -> Primitive:
     return prim
 
 
+def _psum_transpose(ct, x, *, axis_name):
+    """Typed by check_vma (its operand varies along the axes: JAX's psum_invariant), psum's
+    transpose is pvary, a per-device no-op; untyped (check_vma=False, pmap, vmap) it is a
+    psum, JAX's psum_p read as psum followed by a broadcast."""
+    if ad.is_undefined(x) and set(axis_name) <= x.aval.vma:
+        missing = tuple(n for n in axis_name if n not in core.vma_of(ct))
+        return [pvary_p.bind(ct, axes=missing) if missing else ct]
+    return [psum_p.bind(ct, axis_name=axis_name)]
+
+
+def _vma_removed(in_avals, *, axis_name):  # a reduction is the same along its axes
+    return [in_avals[0].vma - set(axis_name)]
+
+
+def _vma_added(in_avals, *, axis_name, **params):  # varies along its axes
+    return [frozenset(in_avals[0].vma if in_avals else ()) | set(axis_name)]
+
+
 psum_p = _collective("psum", shape_ops.reduce_sum,
                      lambda x, n: lax.mul(x, shape_ops.full_like(x, n)), total="sum")
-ad.deflinear(psum_p, lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
+ad.deflinear(psum_p, _psum_transpose)
 pmax_p = _collective("pmax", lax.reduce_max, lambda x, n: x)
 pmin_p = _collective("pmin", lax.reduce_min, lambda x, n: x)
 ad.defjvp_zero(pmax_p)  # JAX does not differentiate these either; their tangents are zero
 ad.defjvp_zero(pmin_p)
+for _p in (psum_p, pmax_p, pmin_p):
+    core.vma_rules[_p] = _vma_removed
 
 axis_index_p = Primitive("axis_index")
 
@@ -128,6 +148,7 @@ impl_rules[axis_index_p] = _axis_index_host
 abstract_eval_rules[axis_index_p] = lambda *, axis_name: [ShapedArray((), np.dtype(np.int32))]
 collective_prims.add(axis_index_p)
 ad.defjvp_zero(axis_index_p)
+core.vma_rules[axis_index_p] = _vma_added
 
 
 def _axis_index_batch(axis_size, vals, dims, *, axis_name):
@@ -221,7 +242,7 @@ def _bind_leaves(prim, x, axis_name, axis_index_groups):
     def one(v):
         (v,) = arguments._coerce_scalars(prim.name, v)
         if groups is None:
-            return prim.bind(v, axis_name=names)
+            return prim.bind(_varying(v, names), axis_name=names)
         return _grouped_reduce(prim, v, names[0], groups)
     return pytrees.tree_map(one, x)
 
@@ -541,8 +562,15 @@ def _pbroadcast_transpose(ct, x, *, axis_name, source):
 ad.deflinear(pbroadcast_p, _pbroadcast_transpose)
 
 
-def _leafwise(fn, x):
-    return pytrees.tree_map(lambda v: fn(arguments._coerce_scalars("collective", v)[0]), x)
+for _p in (all_gather_p, reduce_scatter_p, all_to_all_p, ppermute_p, pbroadcast_p):
+    core.vma_rules[_p] = _vma_added
+
+
+def _leafwise(fn, x, names=()):
+    """`fn` on each leaf of `x`, which with check_vma first varies along `names` (JAX's
+    implicit pvary before a collective over them)."""
+    return pytrees.tree_map(
+        lambda v: fn(_varying(arguments._coerce_scalars("collective", v)[0], names)), x)
 
 
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
@@ -570,7 +598,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
         rows = index_take(gathered, [_my_row(_group_table(groups, size, True), names[0])], (0,))
         out = batching.moveaxis(rows, 0, axis % ndim)
         return _fold(out, axis % ndim) if tiled else out
-    return _leafwise(bind, x)
+    return _leafwise(bind, x, names)
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
@@ -585,7 +613,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                                                     tiled), x)
     return _leafwise(lambda v: reduce_scatter_p.bind(
         v, scatter_dimension=scatter_dimension, axis_name=names,
-        axis_index_groups=None, axis_size=_axis_size_of(names), tiled=tiled), x)
+        axis_index_groups=None, axis_size=_axis_size_of(names), tiled=tiled), x, names)
 
 
 def _equal_groups(axis_index_groups, names, api):
@@ -662,7 +690,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         if not tiled and split_axis != concat_axis:
             out = shape_ops.squeeze(out, (split_axis,))
         return out
-    return _leafwise(bind, x)
+    return _leafwise(bind, x, names)
 
 
 def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
@@ -677,7 +705,7 @@ def ppermute(x, axis_name, perm):
     positions no pair names as a destination get zeros (lax.ppermute)."""
     names = _names(axis_name)
     perm = tuple((int(src), int(dst)) for src, dst in perm)
-    return _leafwise(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
+    return _leafwise(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x, names)
 
 
 def pshuffle(x, axis_name, perm):
@@ -692,4 +720,89 @@ def pbroadcast(x, axis_name, source):
     """Each leaf of `x` replaced at every position of the mapped axis `axis_name` by its
     value at position `source` (lax.pbroadcast)."""
     names = _names(axis_name)
-    return _leafwise(lambda v: pbroadcast_p.bind(v, axis_name=names, source=int(source)), x)
+    return _leafwise(lambda v: pbroadcast_p.bind(v, axis_name=names, source=int(source)), x,
+                     names)
+
+
+# ---------------------------------------------------------------- pvary and pcast
+#
+# With check_vma a shard_map body types each value with the manual axes it varies along
+# (core.ShapedArray.vma). pvary makes a value that is the same on every device of some axes
+# vary along them: nothing changes on a device, but its transpose sums the cotangents over
+# those axes (a psum), which is how grad of an unvarying value sums over the devices.
+
+impl_rules[pvary_p] = lambda x, *, axes: x
+abstract_eval_rules[pvary_p] = lambda x, *, axes: [x.update(vma=x.vma | set(axes))]
+core.vma_rules[pvary_p] = lambda in_avals, *, axes: [in_avals[0].vma | set(axes)]
+ad.deflinear(pvary_p, lambda ct, x, *, axes: [psum_p.bind(ct, axis_name=axes)])
+
+
+def _pvary_batch(axis_size, vals, dims, *, axes):
+    """Under the named vmap of one of its axes (shard_map on one device) a value varies along
+    the axis by being mapped along it: an unmapped one is broadcast, so its transpose sums
+    over the axis as the psum does."""
+    (x,), (d,) = vals, dims
+    name = batching.current_axis_name()
+    if name in axes and d is not_mapped:
+        x, d = batching.move_to(x, d, 0, axis_size), 0
+    rest = tuple(a for a in axes if a != name)
+    return (pvary_p.bind(x, axes=rest) if rest else x), d
+
+
+batch_rules[pvary_p] = _pvary_batch
+collective_prims.add(pvary_p)
+
+
+def _varying(v, names):
+    """`v` made to vary along the axes of `names` it does not vary along yet (check_vma)."""
+    if not core.vma_checked() or not isinstance(v, Tracer):
+        return v
+    missing = tuple(n for n in names if n not in core.vma_of(v))
+    return pvary_p.bind(v, axes=missing) if missing else v
+
+
+def _pvary(x, axes):
+    """JAX's core.pvary: a no-op inside a shard_map body with check_vma=False."""
+    if core.vma_checked():
+        return pvary_p.bind(x, axes=core.ordered_axes(axes))
+    from gpuarr.sharding.mesh_context import get_abstract_mesh
+    if all(a in get_abstract_mesh().manual_axes for a in axes):
+        return x
+    raise ValueError("pvary should be called under jax.shard_map.")
+
+
+def _pcast_from(aval, axes, name) -> str:
+    states = {"varying" if a in aval.vma else "invarying" for a in axes}
+    if len(states) > 1:
+        raise ValueError(
+            f"{name} can only accept axis_name which corresponds to one of varying, unreduced, "
+            f"reduced or invarying state of the input. Got input type: {aval}, axes: {axes} "
+            f"and input state: {states}")
+    return states.pop()
+
+
+_PCAST_TO = {"unreduced", "reduced", "varying"}  # printed as JAX prints its set
+
+
+def pcast(x, axis_name, *, to: str):
+    """Cast each leaf of `x` between the manual-axis states of a shard_map body with
+    check_vma: `to='varying'` makes a value that is the same on every device of the mesh axes
+    `axis_name` vary along them (no data moves; the transpose sums cotangents over them).
+    gpuarr's types carry no reduced or unreduced axes, so those casts are not supported."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
+    axes = (axis_name,) if not isinstance(axis_name, tuple) else axis_name
+    if not axis_name:
+        return x
+    if to not in _PCAST_TO:
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {_PCAST_TO}")
+
+    def cast(leaf):
+        from_ = _pcast_from(get_aval(leaf), axes, "jax.lax.pcast")
+        if (from_, to) == ("invarying", "varying"):
+            return _pvary(leaf, axes)
+        if (from_, to) in (("invarying", "reduced"), ("varying", "unreduced")):
+            raise NotImplementedError(f"pcast from={from_}, to={to!r}: gpuarr's types carry "
+                                      "no reduced or unreduced mesh axes.")
+        raise ValueError(f"Unsupported pcast from={from_}, to={to!r}")
+    return pytrees.tree_map(cast, x)

@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 
-from gpuarr import dtypes, narrow_types
+from gpuarr import core, dtypes, narrow_types
 from gpuarr.backends.host_threads import submit
 from gpuarr.core import (
     Primitive,
@@ -538,7 +538,10 @@ def _zeros_like_aval(aval):
     if is_extended_dtype(aval.dtype):  # the dtype's own zero (fm32's is -inf), broadcast
         zero = aval.dtype._rules.zero(aval.dtype)
         return broadcast_in_dim_p.bind(zero, shape=tuple(aval.shape), broadcast_dimensions=())
-    return _full(aval.shape, 0, dtypes.canonicalize_dtype(aval.dtype), aval.weak_type)
+    zeros = _full(aval.shape, 0, dtypes.canonicalize_dtype(aval.dtype), aval.weak_type)
+    if aval.vma and core.vma_checked():  # of the type asked for, as JAX's: varying like it
+        return core.pvary_p.bind(zeros, axes=core.ordered_axes(aval.vma))
+    return zeros
 
 
 ad.zeros_like_aval = _zeros_like_aval

@@ -121,6 +121,8 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma, cache=Non
                 msg, *_ = _prefix_error_messages(out_specs, ans, "shard_map out_specs")
                 raise ValueError(msg) from None
             box.append((out_tree, out_specs_flat))
+            if check_vma:  # JAX's implicit pvary of an output to the axes of its out_spec
+                out_leaves = [_vary_to(o, s) for o, s in zip(out_leaves, out_specs_flat)]
             return out_leaves
 
         if the_mesh.size > 1:
@@ -138,10 +140,10 @@ def _shard_map(f, *, mesh, in_specs, out_specs, axis_names, check_vma, cache=Non
         # One device: `f` is staged once for its shard (so check_vma types control flow as
         # JAX does, spmd.varying_axes), then run as a named vmap of size 1 per mesh axis.
         arg_axes = [_spec_axes(s) for s in dyn_specs]
-        avals = [spmd.shard_aval(core.get_aval(a), s, the_mesh)
+        avals = [spmd.shard_aval(core.get_aval(a), s, the_mesh, check_vma)
                  for a, s in zip(dyn_args, dyn_specs)]
         with use_abstract_mesh(_as_manual_mesh(the_mesh, names)):
-            closed, hoisted = spmd.trace_per_device(call, avals, the_mesh, bound)
+            closed, hoisted = spmd.trace_per_device(call, avals, the_mesh, bound, check_vma)
             varying = spmd.varying_axes(closed, [()] * len(hoisted) + arg_axes,
                                         the_mesh.axis_names, check_vma)
             outs, _ = _run_levels(functools.partial(core.eval_closed, closed), bound,
@@ -188,6 +190,7 @@ class _Staged(NamedTuple):
     mesh: Mesh  # the devices it runs on
     whole: Mesh  # the mesh the outputs report
     in_specs: tuple
+    check_vma: bool
 
 
 def _stage_per_device(f, call, box, mesh, concrete, names, bound, args, specs, out_specs,
@@ -209,9 +212,10 @@ def _stage_per_device(f, call, box, mesh, concrete, names, bound, args, specs, o
                 "axis; leave axis_names unset.")
         concrete = _manual_mesh(concrete, names)
     check_distinct_devices(list(concrete.devices.flat), "shard_map")
-    avals = [spmd.shard_aval(core.get_aval(a), s, concrete) for a, s in zip(args, specs)]
+    avals = [spmd.shard_aval(core.get_aval(a), s, concrete, check_vma)
+             for a, s in zip(args, specs)]
     with use_abstract_mesh(_as_manual_mesh(mesh, names)):
-        closed, hoisted = spmd.trace_per_device(call, avals, concrete, bound)
+        closed, hoisted = spmd.trace_per_device(call, avals, concrete, bound, check_vma)
     out_tree, out_specs_flat = box[-1]
     varying = spmd.varying_axes(closed, [()] * len(hoisted) + [_spec_axes(s) for s in specs],
                                 mesh.axis_names, check_vma)
@@ -219,7 +223,7 @@ def _stage_per_device(f, call, box, mesh, concrete, names, bound, args, specs, o
                    [_Aval(a) for a in closed.out_avals],
                    [frozenset() if v is None else v for v in varying], check_vma)
     return _Staged(closed, list(hoisted), out_tree, tuple(out_specs_flat), concrete, whole,
-                   (P(),) * len(hoisted) + tuple(specs))
+                   (P(),) * len(hoisted) + tuple(specs), check_vma)
 
 
 def _run_staged(staged: _Staged, args):
@@ -230,7 +234,8 @@ def _run_staged(staged: _Staged, args):
         outs = spmd.run_per_device(ins, closed, mesh, staged.in_specs, staged.out_specs_flat)
     else:
         outs = spmd.shard_map_p.bind(*ins, closed=closed, mesh=mesh, in_specs=staged.in_specs,
-                                     out_specs=staged.out_specs_flat)
+                                     out_specs=staged.out_specs_flat,
+                                     check_vma=staged.check_vma)
     if not isinstance(outs[0] if outs else None, Tracer):
         outs = [_attach(o, NamedSharding(staged.whole, s))
                 for o, s in zip(outs, staged.out_specs_flat)]
@@ -268,6 +273,15 @@ def _run_levels(call, axes, vals, arg_axes, level=0):
             vs.add(name)
         result.append(o)
     return result, varying
+
+
+def _vary_to(x, spec):
+    """`x` made to vary along the mesh axes `spec` splits over (check_vma)."""
+    if not isinstance(spec, PartitionSpec) or not isinstance(x, Tracer):
+        return x
+    missing = _spec_axes(spec) - core.vma_of(x)
+    from gpuarr.lax import parallel
+    return parallel.pcast(x, tuple(core.ordered_axes(missing)), to="varying") if missing else x
 
 
 def core_expand(x):

@@ -58,12 +58,14 @@ def _slices(index, shape) -> tuple:
                  for (k, ways), n in zip(index, shape))
 
 
-def shard_aval(aval: ShapedArray, spec, mesh) -> ShapedArray:
-    """The aval of one device's piece of `aval` split by `spec`."""
+def shard_aval(aval: ShapedArray, spec, mesh, check_vma=False) -> ShapedArray:
+    """The aval of one device's piece of `aval` split by `spec`; with `check_vma` it varies
+    along the mesh axes `spec` splits over."""
     parts = spec._normalized_spec_for_aval(aval.ndim).partitions
     shape = tuple(n // math.prod(mesh.shape[a] for a in _entry_axes(e))
                   for n, e in zip(aval.shape, parts))
-    return aval.update(shape=shape)
+    vma = frozenset(a for e in parts for a in _entry_axes(e)) if check_vma else frozenset()
+    return aval.update(shape=shape, vma=vma)
 
 
 def global_aval(aval: ShapedArray, spec, mesh) -> ShapedArray:
@@ -71,31 +73,33 @@ def global_aval(aval: ShapedArray, spec, mesh) -> ShapedArray:
     parts = spec._normalized_spec_for_aval(aval.ndim).partitions
     shape = tuple(n * math.prod(mesh.shape[a] for a in _entry_axes(e))
                   for n, e in zip(aval.shape, parts))
-    return aval.update(shape=shape, weak_type=False)
+    return aval.update(shape=shape, weak_type=False, vma=frozenset())
 
 
 @contextlib.contextmanager
-def mesh_axes(mesh, names=None):
+def mesh_axes(mesh, names=None, check_vma=False):
     """The mesh axes bound (as named axes of their sizes) while a per-device Program is traced
-    or transformed, so collectives know their sizes."""
+    or transformed, so collectives know their sizes; with `check_vma` the values traced are
+    typed with the axes they vary along (core.checking_vma)."""
     names = mesh.axis_names if names is None else names
     for n in names:
         batching._axis_env.append((n, mesh.shape[n]))
     try:
-        yield
+        with core.checking_vma(mesh.axis_names if check_vma else None):
+            yield
     finally:
         del batching._axis_env[len(batching._axis_env) - len(names):]
 
 
-def trace_per_device(fun, avals, mesh, names):
+def trace_per_device(fun, avals, mesh, names, check_vma=False):
     """`fun` staged for one device's shard avals, with the mesh axes bound so collectives
     know their sizes; consts that are tracers of an enclosing trace become leading inputs."""
-    with mesh_axes(mesh, names):
+    with mesh_axes(mesh, names, check_vma):
         closed = partial_eval.trace_to_program(fun, avals)
     return partial_eval.hoist_tracer_consts(closed)
 
 
-def _abstract_eval(*avals, closed, mesh, in_specs, out_specs):
+def _abstract_eval(*avals, closed, mesh, in_specs, out_specs, check_vma=False):
     return [global_aval(a, s, mesh) for a, s in zip(closed.out_avals, out_specs)]
 
 
@@ -159,7 +163,7 @@ def as_specified(buf, spec, mesh):
     return out
 
 
-def _impl(*bufs, closed, mesh, in_specs, out_specs):
+def _impl(*bufs, closed, mesh, in_specs, out_specs, check_vma=False):
     devices = list(mesh.devices.flat)
     bufs = [as_specified(b, s, mesh) for b, s in zip(bufs, in_specs)]
     on_gpus = devices[0].platform == "cuda"
@@ -262,7 +266,7 @@ def run_per_device(args, closed, mesh, in_specs, out_specs) -> list:
 
 _INVARIANT_OVER = {parallel.psum_p, parallel.pmax_p, parallel.pmin_p}
 _VARYING_OVER = {parallel.reduce_scatter_p, parallel.all_to_all_p, parallel.ppermute_p,
-                 parallel.axis_index_p}
+                 parallel.axis_index_p, core.pvary_p}
 _OTHER_COLLECTIVES = {parallel.all_gather_p, parallel.pbroadcast_p}
 
 
@@ -295,7 +299,7 @@ def varying_axes(closed, in_axes, mesh_names=(), check=False) -> list:
         ins = [of(x) for x in eqn.inputs]
         subs = _sub_programs(eqn.params)
         if eqn.prim in _INVARIANT_OVER or eqn.prim in _VARYING_OVER:
-            axes = frozenset(_entry_axes(eqn.params["axis_name"]))
+            axes = frozenset(_entry_axes(eqn.params.get("axis_name", eqn.params.get("axes"))))
             base = frozenset().union(*[a for a in ins if a is not None])
             outs = [base - axes if eqn.prim in _INVARIANT_OVER else base | axes] \
                 * len(eqn.outvars)
@@ -451,14 +455,15 @@ def _unmentioned(spec, mesh) -> tuple:
     return tuple(a for a in mesh.axis_names if a not in used)
 
 
-def _jvp(primals, tangents, *, closed, mesh, in_specs, out_specs):
+def _jvp(primals, tangents, *, closed, mesh, in_specs, out_specs, check_vma=False):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
-    with mesh_axes(mesh):
+    with mesh_axes(mesh, check_vma=check_vma):
         jvp_prog, out_nz = ad.jvp_program_nonzero(closed, nonzeros)
     outs = shard_map_p.bind(
         *primals, *[t for t in tangents if type(t) is not ad.Zero], closed=jvp_prog, mesh=mesh,
         in_specs=in_specs + tuple(s for s, nz in zip(in_specs, nonzeros) if nz),
-        out_specs=out_specs + tuple(s for s, nz in zip(out_specs, out_nz) if nz))
+        out_specs=out_specs + tuple(s for s, nz in zip(out_specs, out_nz) if nz),
+        check_vma=check_vma)
     n = len(closed.out_avals)
     tangent_outs = iter(outs[n:])
     return outs[:n], [next(tangent_outs) if nz else ad.Zero(ad.tangent_aval(a))
@@ -471,11 +476,11 @@ def _residual_spec(mesh):
     return PartitionSpec(tuple(mesh.axis_names))
 
 
-def _split_known(closed, uk, mesh):
+def _split_known(closed, uk, mesh, check_vma):
     """(known, unknown, out_uk, n_res) per-device Programs; residuals leave the known Program
     with a leading unit dimension (split over every mesh axis) and enter the unknown one
     without it."""
-    with mesh_axes(mesh):
+    with mesh_axes(mesh, check_vma=check_vma):
         known, unknown, out_uk, _, n_res = partial_eval.partial_eval_closed(
             closed, list(uk), [False] * len(closed.out_avals))
     n_known = len(known.out_avals) - n_res
@@ -488,19 +493,20 @@ def _split_known(closed, uk, mesh):
         res = [shape_ops.squeeze(r, (0,)) for r in xs[:n_res]]
         return core.eval_closed(unknown, *res, *xs[n_res:])
 
-    k_closed, _ = trace_per_device(known_fun, known.in_avals, mesh, mesh.axis_names)
+    k_closed, _ = trace_per_device(known_fun, known.in_avals, mesh, mesh.axis_names, check_vma)
     res_avals = [a.update(shape=(1, *a.shape)) for a in known.out_avals[n_known:]]
     u_closed, _ = trace_per_device(unknown_fun, res_avals + unknown.in_avals[n_res:], mesh,
-                                   mesh.axis_names)
+                                   mesh.axis_names, check_vma)
     return k_closed, u_closed, out_uk, n_res
 
 
 def _partial_eval(trace, args, params):
     closed, mesh = params["closed"], params["mesh"]
     in_specs, out_specs = params["in_specs"], params["out_specs"]
+    check_vma = params.get("check_vma", False)
     uk = tuple(not partial_eval.is_known(trace, x) for x in args)
-    known, unknown, out_uk, n_res = _derive(closed, ("partial_eval", uk),
-                                            lambda: _split_known(closed, uk, mesh))
+    known, unknown, out_uk, n_res = _derive(closed, ("partial_eval", uk, check_vma),
+                                            lambda: _split_known(closed, uk, mesh, check_vma))
     res_specs = (_residual_spec(mesh),) * n_res
     known_outs = []
     if known.program.outvars:
@@ -508,13 +514,15 @@ def _partial_eval(trace, args, params):
             known_outs = shard_map_p.bind(
                 *[a for a, u in zip(args, uk) if not u], closed=known, mesh=mesh,
                 in_specs=tuple(s for s, u in zip(in_specs, uk) if not u),
-                out_specs=tuple(s for s, u in zip(out_specs, out_uk) if not u) + res_specs)
+                out_specs=tuple(s for s, u in zip(out_specs, out_uk) if not u) + res_specs,
+                check_vma=check_vma)
     n_known = len(out_uk) - sum(out_uk)
     staged = partial_eval.StagingTrace.process_primitive(
         trace, shard_map_p, [*known_outs[n_known:], *[a for a, u in zip(args, uk) if u]],
         dict(closed=unknown, mesh=mesh,
              in_specs=res_specs + tuple(s for s, u in zip(in_specs, uk) if u),
-             out_specs=tuple(s for s, u in zip(out_specs, out_uk) if u))) if any(out_uk) else []
+             out_specs=tuple(s for s, u in zip(out_specs, out_uk) if u),
+             check_vma=check_vma)) if any(out_uk) else []
     known_it, staged_it = iter(known_outs[:n_known]), iter(staged)
     return [next(staged_it) if u else next(known_it) for u in out_uk]
 
@@ -547,19 +555,21 @@ def _backward(closed, linear, known, cts):
             for v, c in zip(lin_vars, cts_in)]
 
 
-def _transpose(cts, *args, closed, mesh, in_specs, out_specs):
-    """The cotangents per device. An output the same on the devices of some mesh axes (its
-    out_spec does not split over them) is read from one of them, so each device takes its
-    share of that cotangent; an input the same on them receives the sum of the devices'
-    cotangents (psum), as in JAX's shard_map."""
+def _transpose(cts, *args, closed, mesh, in_specs, out_specs, check_vma=False):
+    """The cotangents per device. Without check_vma, an output the same on the devices of
+    some mesh axes (its out_spec does not split over them) is read from one of them, so each
+    device takes its share of that cotangent, and an input the same on them receives the sum
+    of the devices' cotangents (psum), as in JAX's shard_map. With check_vma the typed body
+    already does both (the transposes of its pvary and psum), as in JAX."""
     undefined = tuple(ad.is_undefined(a) for a in args)
     zero_cts = tuple(type(c) is ad.Zero for c in cts)
     known = [a for a in args if not ad.is_undefined(a)]
     known_specs = tuple(s for s, u in zip(in_specs, undefined) if not u)
     ct_specs = tuple(s for s, z in zip(out_specs, zero_cts) if not z)
-    local_avals = tuple(shard_aval(core.get_aval(x), s, mesh) for x, s in
+    local_avals = tuple(shard_aval(core.get_aval(x), s, mesh, check_vma) for x, s in
                         zip(known + [c for c in cts if type(c) is not ad.Zero],
                             known_specs + ct_specs))
+    share_of = _unmentioned if not check_vma else (lambda spec, mesh: ())
 
     def transposed(*values):
         it = iter(values[len(known):])
@@ -569,37 +579,39 @@ def _transpose(cts, *args, closed, mesh, in_specs, out_specs):
                 cts_in.append(ad.Zero(a))
                 continue
             c = next(it)
-            share = math.prod(mesh.shape[n] for n in _unmentioned(s, mesh))
+            share = math.prod(mesh.shape[n] for n in share_of(s, mesh))
             cts_in.append(c if share == 1 else lax.div(c, shape_ops.full_like(c, share)))
         outs = _backward(closed, undefined, values[:len(known)], cts_in)
         specs = [s for s, u in zip(in_specs, undefined) if u]
-        return [parallel.psum_p.bind(o, axis_name=_unmentioned(s, mesh))
-                if _unmentioned(s, mesh) else o for o, s in zip(outs, specs)]
+        return [parallel.psum_p.bind(o, axis_name=share_of(s, mesh))
+                if share_of(s, mesh) else o for o, s in zip(outs, specs)]
 
-    t_closed = _derive(closed, ("transpose", undefined, zero_cts, local_avals), lambda: (
-        trace_per_device(transposed, local_avals, mesh, mesh.axis_names)[0]))
+    t_closed = _derive(closed, ("transpose", undefined, zero_cts, local_avals, check_vma),
+                       lambda: trace_per_device(transposed, local_avals, mesh, mesh.axis_names,
+                                                check_vma)[0])
     outs = iter(shard_map_p.bind(
         *known, *[c for c in cts if type(c) is not ad.Zero], closed=t_closed, mesh=mesh,
         in_specs=known_specs + ct_specs,
-        out_specs=tuple(s for s, u in zip(in_specs, undefined) if u)))
+        out_specs=tuple(s for s, u in zip(in_specs, undefined) if u), check_vma=check_vma))
     return [next(outs) if u else None for u in undefined]
 
 
-def _batch(axis_size, vals, dims, *, closed, mesh, in_specs, out_specs):
+def _batch(axis_size, vals, dims, *, closed, mesh, in_specs, out_specs, check_vma=False):
     """vmap of a shard_map: the vmapped axis leads every operand, not split over the mesh."""
     def lead(spec, ndim):
         return PartitionSpec(None, *spec._normalized_spec_for_aval(ndim).partitions)
     vals = [v if d is batching.not_mapped else batching.move_to(v, d, 0, axis_size)
             for v, d in zip(vals, dims)]
     in_dims = tuple(batching.not_mapped if d is batching.not_mapped else 0 for d in dims)
-    with mesh_axes(mesh):
+    with mesh_axes(mesh, check_vma=check_vma):
         batched, _ = batching.batch_closed(closed, axis_size, in_dims,
                                            [True] * len(closed.out_avals))
     outs = shard_map_p.bind(
         *vals, closed=batched, mesh=mesh,
         in_specs=tuple(s if d is batching.not_mapped else lead(s, core.get_aval(v).ndim - 1)
                        for s, v, d in zip(in_specs, vals, in_dims)),
-        out_specs=tuple(lead(s, a.ndim) for s, a in zip(out_specs, closed.out_avals)))
+        out_specs=tuple(lead(s, a.ndim) for s, a in zip(out_specs, closed.out_avals)),
+        check_vma=check_vma)
     return outs, [0] * len(outs)
 
 

@@ -12,6 +12,7 @@ platform starts; several processes come from mpiexec). Each prints one JSON line
     python programs.py gpuarr gpus N          (cuda devices of the CuPy stand-in)
     [mpiexec -n P] python programs.py gpuarr mpi_collectives N
     [mpiexec -n P] python programs.py gpuarr mlp N
+    [mpiexec -n P] python programs.py LIB vma_grads N   (grads inside shard_map, check_vma)
     mpiexec -n 2 python programs.py gpuarr fault KIND
     mpiexec -n 2 python programs.py gpuarr gpu_processes N   (N stand-in GPUs per process)
 """
@@ -829,8 +830,10 @@ def _mlp():
         g = lax.pmean(g, "data")
         return lax.pmean(loss, "data"), jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
 
+    # check_vma=False: each device's gradient is its own, which the pmean averages (with
+    # check_vma, JAX's gradient of the replicated parameters is already the devices' sum)
     step = jax.jit(jax.shard_map(local_step, mesh=mesh, in_specs=(P(), P("data"), P("data")),
-                                 out_specs=(P(), P())))
+                                 out_specs=(P(), P()), check_vma=False))
     x, y = _global(mesh, P("data"), xs), _global(mesh, P("data"), ys)
     losses = []
     start = time.perf_counter()
@@ -954,6 +957,131 @@ def vma_control_flow(n):
                                       in_specs=P("i"), out_specs=P("i"), check_vma=False)(x)
             out[name] = [type(e).__name__, str(e), np.asarray(unchecked).tolist()]
     return out
+
+
+def _vma_grad_cases(n, mlp_loss, params, x, y, w):
+    """(function, in_specs, out_specs, check_vma, args) of the gradients inside a shard_map
+    body that vma_grads compares with JAX: replicated parameters meeting split data."""
+    jnp = jax.numpy
+    spec_p = jax.tree_util.tree_map(lambda _: P(), params)
+    data = (spec_p, P("i"), P("i"))
+    every = lambda g: jax.tree_util.tree_map(lambda a: a[None], g)  # each device's own value
+
+    def step(p, x, y, mean=True):
+        loss, g = jax.value_and_grad(mlp_loss)(p, x, y)
+        return ((lax.pmean(loss, "i"), lax.pmean(g, "i")) if mean
+                else (lax.psum(loss, "i"), g))
+
+    def jvp(p, x, y):
+        t = jax.tree_util.tree_map(jnp.ones_like, p)
+        return jnp.stack(jax.jvp(lambda q: mlp_loss(q, x, y), (p,), (t,)))[None]
+
+    def vjp(p, x, y):
+        loss, pull = jax.vjp(lambda q: mlp_loss(q, x, y), p)
+        return pull(jnp.ones_like(loss))[0]
+
+    def scan_layers(w, x):
+        def loss(w):
+            return lax.scan(lambda h, wi: (jnp.tanh(h * wi), None), x, jnp.stack([w, w * 2]))[0].sum()
+        return jax.grad(loss)(w)
+
+    def scan_carry(w, x):
+        def loss(w):
+            c0 = lax.pcast(jnp.float32(0), "i", to="varying")
+            return lax.scan(lambda c, xi: (c + jnp.sum(jnp.sin(xi * w)), None), c0, x)[0]
+        value, g = jax.value_and_grad(loss)(w)
+        return lax.psum(value, "i"), g
+
+    def fori(w, x):
+        return jax.grad(lambda w: lax.fori_loop(0, 3, lambda i, h: jnp.sin(h * w), x).sum())(w)
+
+    def collectives(w, x):
+        shift = [(k, (k + 1) % n) for k in range(n)]
+        return (lax.psum(w, "i"), lax.pmean(w, "i"),
+                jax.grad(lambda v: lax.psum(v, "i").sum())(w),
+                jax.grad(lambda v: lax.all_gather(v, "i").sum())(w),
+                jax.grad(lambda v: (lax.ppermute(v, "i", shift) * x[0]).sum())(w),
+                jax.grad(lambda v: lax.psum_scatter(jnp.tile(v, n), "i", tiled=True).sum())(w),
+                jax.grad(lambda v: (v * lax.axis_index("i")).sum())(w))
+
+    def pcast(w):
+        return lax.pcast(w, "i", to="varying") * 2
+    return {
+        "step_pmean": (step, data, (P(), spec_p), True, (params, x, y)),
+        "step_psum_loss": (lambda *a: step(*a, mean=False), data, (P(), spec_p), True,
+                           (params, x, y)),
+        "step_jit": (jax.jit(lambda *a: step(*a, mean=False)), data, (P(), spec_p), True,
+                     (params, x, y)),
+        "step_unchecked": (lambda *a: every(jax.grad(mlp_loss)(*a)), data,
+                           jax.tree_util.tree_map(lambda _: P("i"), params), False,
+                           (params, x, y)),
+        "grad_of_psum": (lambda p, x, y: jax.grad(lambda q: lax.psum(mlp_loss(q, x, y), "i"))(p),
+                         data, spec_p, True, (params, x, y)),
+        "grad_of_pmean": (lambda p, x, y: jax.grad(
+            lambda q: lax.pmean(mlp_loss(q, x, y), "i"))(p), data, spec_p, True, (params, x, y)),
+        "grad_of_split_input": (lambda p, x, y: jax.grad(mlp_loss, argnums=1)(p, x, y), data,
+                                P("i"), True, (params, x, y)),
+        "jvp": (jvp, data, P("i"), True, (params, x, y)),
+        "vjp": (vjp, data, spec_p, True, (params, x, y)),
+        "scan_layers": (scan_layers, (P(), P("i")), P(), True, (w, x)),
+        "scan_carry": (scan_carry, (P(), P("i")), (P(), P()), True, (w, x)),
+        "fori_loop": (fori, (P(), P("i")), P(), True, (w, x)),
+        "collectives": (collectives, (P(), P("i")), (P(),) * 3 + (P(), P(), P(), P()), True,
+                        (w, x)),
+        "pcast": (pcast, P(), P("i"), True, (w,)),
+        "pcast_unchecked": (pcast, P(), P("i"), False, (w,)),
+        "no_pmean_error": (lambda p, x, y: jax.grad(mlp_loss, argnums=1)(p, x, y).sum(), data,
+                           P(), True, (params, x, y)),
+    }
+
+
+def vma_grads(n):
+    """Gradients inside shard_map bodies (check_vma on and off) over the cpu devices of every
+    process (n per process): each case's values, or its error's class and message, and the
+    gradient of a shard_map taken from outside (jitted too)."""
+    if LIB == "jax":
+        from jax.experimental import multihost_utils as mh
+    else:
+        from gpuarr.experimental import multihost_utils as mh
+    _init_distributed(n)
+    jnp = jax.numpy
+    total = jax.device_count()
+    mesh = jax.make_mesh((total,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+    rng = np.random.default_rng(3)
+    params = {"w1": rng.standard_normal((3, 5)).astype(np.float32),
+              "b1": rng.standard_normal(5).astype(np.float32),
+              "w2": rng.standard_normal((5, 2)).astype(np.float32)}
+    xs = rng.standard_normal((4 * total, 3)).astype(np.float32)
+    ys = rng.standard_normal((4 * total, 2)).astype(np.float32)
+    x, y = _global(mesh, P("i"), xs), _global(mesh, P("i"), ys)
+    w = np.array([0.5, -1.0, 2.0], np.float32)
+
+    def mlp_loss(p, x, y):
+        h = jnp.tanh(x @ p["w1"] + p["b1"])
+        return jnp.mean((h @ p["w2"] - y) ** 2)
+
+    def read(a):  # the global value, also of an output spanning processes
+        a = np.asarray(mh.process_allgather(a, tiled=True)) if not a.is_fully_addressable \
+            else np.asarray(a)
+        return [a.round(5).tolist(), a.dtype.name, list(a.shape)]
+    out = {}
+    for name, (f, ins, outs, check, args) in _vma_grad_cases(total, mlp_loss, params, x, y,
+                                                             w).items():
+        try:
+            got = jax.shard_map(f, mesh=mesh, in_specs=ins, out_specs=outs,
+                                check_vma=check)(*args)
+            out[name] = ["ok", [read(a) for a in jax.tree_util.tree_leaves(got)]]
+        except (TypeError, ValueError) as e:
+            out[name] = [type(e).__name__, str(e)]
+
+    def outer(w, x):
+        return jax.shard_map(lambda w, x: lax.psum(jnp.sum(jnp.sin(x * w)), "i"), mesh=mesh,
+                             in_specs=(P(), P("i")), out_specs=P())(w, x)
+    with jax.set_mesh(mesh):
+        out["grad_outside"] = ["ok", [read(jax.grad(outer)(w, x)),
+                                      read(jax.jit(jax.grad(outer))(w, x)),
+                                      read(jax.grad(outer, argnums=1)(w, x))]]
+    return dict(cases=out, devices=total)
 
 
 def manual_axes(n):
@@ -1980,6 +2108,7 @@ PROGRAMS = {"devices": devices, "collectives": collectives, "mpi_collectives": m
             "mlp": mlp, "fault": fault, "jit_split": jit_split, "groups": groups,
             "transforms": transforms, "gpus": gpus, "features": features,
             "manual_axes": manual_axes, "vma_control_flow": vma_control_flow,
+            "vma_grads": vma_grads,
             "gpu_shards": gpu_shards, "nccl_ids": nccl_ids, "gpu_processes": gpu_processes,
             "cpu_shards": cpu_shards, "split_ops": split_ops,
             "split_dimension": split_dimension, "pmap_traces": pmap_traces,

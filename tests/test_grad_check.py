@@ -255,8 +255,8 @@ NOT_DIFFERENTIABLE = {"scatter_apply", "pure_callback", "io_callback", "debug_ca
                       "geqp3", "ormqr", "rng_uniform", "tridiagonal", "symmetric_product",
                       "cholesky_update"}
 # - collectives need a vmap-named axis: tests/lax/test_parallel.py and
-#   tests/lax/test_parallel_jax_parity.py check their gradients. shard_map over several devices
-#   refuses differentiation from outside (tests/test_scale_out.py checks the message).
+#   tests/lax/test_parallel_jax_parity.py check their gradients; tests/test_scale_out.py
+#   checks gradients inside and outside a shard_map over several devices against JAX.
 COLLECTIVES = {"psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter",
                "all_to_all", "ppermute", "pbroadcast", "shard_map", "pvary"}
 # - checkify's assertion has no result to differentiate; tests/experimental/test_checkify.py

@@ -14,6 +14,7 @@ import gpuarr.nn as nn
 import gpuarr.numpy as jnp
 from gpuarr.interpreters import ad
 from gpuarr.scipy import special
+from gpuarr.sharding.data_parallel import sharding_constraint_p
 
 # Import every lax module so that every primitive registered so far is in ad.jvp_rules.
 for _pkg in (gpuarr.lax, gpuarr.numpy):
@@ -209,6 +210,17 @@ def _fft_kinds(x):
 
 
 PRIMITIVE_CASES["fft"] = (_fft_kinds, [R(2, 4)], 2)
+
+
+def _constrained(x):
+    """sin(x) * x through with_sharding_constraint's primitive, bound directly: on one device
+    the public function leaves it out (tests/test_scale_out.py checks it on several)."""
+    mesh = gpuarr.make_mesh((1,), ("i",), axis_types=(gpuarr.sharding.AxisType.Auto,))
+    sharding = gpuarr.sharding.NamedSharding(mesh, gpuarr.sharding.PartitionSpec("i"))
+    return sharding_constraint_p.bind(jnp.sin(x), sharding=sharding, retype=False) * x
+
+
+PRIMITIVE_CASES["sharding_constraint"] = (_constrained, [R(3)], 2)
 
 # Special functions and complex numbers (gpuarr.lax.special_extra, gpuarr.lax.extras).
 PRIMITIVE_CASES.update({

@@ -240,6 +240,18 @@ def _fft_kinds(x):
 
 PRIMITIVE_TABLE["fft"] = (_fft_kinds, [f32(2, 3, 4)])
 
+
+def _constrained(x):
+    """with_sharding_constraint's primitive bound directly (on one device the public function
+    leaves it out; tests/test_scale_out.py checks vmap of it on several)."""
+    from gpuarr.sharding.data_parallel import sharding_constraint_p
+    mesh = jax.make_mesh((1,), ("i",), axis_types=(jax.sharding.AxisType.Auto,))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "i"))
+    return sharding_constraint_p.bind(jnp.sin(x), sharding=sharding, retype=False)
+
+
+PRIMITIVE_TABLE["sharding_constraint"] = (_constrained, [f32(2, 3)])
+
 # Special functions, complex numbers, reduce_xor and optimization_barrier (gpuarr.lax.extras,
 # gpuarr.lax.special_extra).
 _POS = f32(2, 3, lo=0.5, hi=3.0)
@@ -280,6 +292,9 @@ ALLOWLIST = {
     # tests/lax/test_parallel_jax_parity.py cover them.
     "psum", "pmax", "pmin", "axis_index", "all_gather", "reduce_scatter", "all_to_all",
     "ppermute", "pbroadcast",
+    # check_vma's pvary exists only inside a shard_map body, where the named axis is the
+    # mesh's: tests/test_sharding.py and tests/test_scale_out.py compare it with JAX.
+    "pvary",
     # Batched as XLA does, not per example (only the first key draws; a fresh stateful draw per
     # call; the platform is not an operand): tests/lax/test_jax_parity.py compares with JAX.
     "rng_bit_generator", "rng_uniform", "platform_index",

@@ -725,7 +725,7 @@ def _reshard_cases(mesh):
     other devices hold: reshardings (device_put, with_sharding_constraint, jit's
     out_shardings and in_shardings, a shard_map whose in_spec splits the columns), then eager
     operations on the global value. (name -> (function, whether its one-device reference
-    takes the host value: a shard_map over the mesh))."""
+    takes the host value: a shard_map or out_shardings over the mesh))."""
     jnp = jax.numpy
 
     def put(*spec):
@@ -738,8 +738,10 @@ def _reshard_cases(mesh):
         "put_back": (lambda y: jax.device_put(jax.device_put(y, put(None, "i")), put("i")),
                      False),
         "constraint": (lambda y: lax.with_sharding_constraint(y, put(None, "i")), False),
+        # its reference takes the host value: an argument committed to one device and
+        # out_shardings over the mesh raise JAX's ValueError (incompatible devices)
         "jit_out": (lambda y: jax.jit(lambda v: v * 3, out_shardings=put(None, "i"))(y),
-                    False),
+                    True),
         "smap": (smap, True), "smap_jit": (jax.jit(smap), True),
         "slice": (lambda y: y[1:3], False), "index": (lambda y: y[3], False),
         "step": (lambda y: y[::2], False), "stack": (lambda y: jnp.stack([y, y + 1]), False),

@@ -51,7 +51,7 @@ from gpuarr.interpreters import partial_eval as pe
 from gpuarr.interpreters.ad import Zero
 from gpuarr.lax import linalg_extra
 from gpuarr.lax.control_flow.common import _check_returned
-from gpuarr.sharding import data_parallel
+from gpuarr.sharding import data_parallel, tree_shardings
 
 logger = logging.getLogger("gpuarr")
 _flags = config._values
@@ -541,7 +541,6 @@ class PjitFunction:
         held otherwise raises; every sharding on one device assignment) and return the
         device the call runs on (the first of the shardings', None when none is given) and
         the flat in_shardings (None when not given)."""
-        from gpuarr.sharding import tree_shardings
         in_s, out_s = self._shardings
         mesh = tree_shardings.jit_context_mesh()
         names = leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(leaves)
@@ -568,7 +567,6 @@ class PjitFunction:
     def _check_split_devices(self, in_tree, leaves, arg_names, statics) -> None:
         """JAX's ValueError when committed arguments, one of them split over devices, are not
         all on the same device assignment (committed_device compares only first devices)."""
-        from gpuarr.sharding import tree_shardings
         names = leaf_arg_names(in_tree, arg_names, self._sig, statics) or [""] * len(leaves)
         resolved = tree_shardings.resolve_in_shardings(
             [tree_shardings.UNSPECIFIED] * len(leaves), leaves)
@@ -596,7 +594,6 @@ class PjitFunction:
     def _out_shardings(self, out_tree, closed) -> list:
         """out_shardings as one Sharding (or UNSPECIFIED) per output, checked against the
         outputs as JAX does (cached per output structure and mesh in context)."""
-        from gpuarr.sharding import tree_shardings
         from gpuarr.sharding.shardings import Sharding
         mesh = tree_shardings.jit_context_mesh()
         key = (out_tree, tuple(a.shape for a in closed.out_avals), mesh)
@@ -851,7 +848,6 @@ def _run_with_shardings(run, shardings, leaves):
 
 
 def _sharding_or_none(s):
-    from gpuarr.sharding import tree_shardings
     from gpuarr.sharding.shardings import Sharding
     return tree_shardings.concrete_sharding(s) if isinstance(s, Sharding) else None
 
@@ -953,7 +949,6 @@ def _jit_shardings(in_shardings, out_shardings, device, backend):
     """jit's in_shardings/out_shardings checked as JAX checks them when jit is called:
     Shardings, PartitionSpecs (on the mesh given to set_mesh) or None, in pytrees. Each call
     then runs on their one device and its outputs report out_shardings."""
-    from gpuarr.sharding import tree_shardings
     if device is not None or backend is not None:
         for name, value in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
             if value is not None:
@@ -981,7 +976,6 @@ def _result_paths(out_tree) -> list[str]:
 
 def _attach_shardings(results, shardings) -> None:
     """Make each output Array report its out_sharding (committed to its device)."""
-    from gpuarr.sharding import tree_shardings
     from gpuarr.sharding.shardings import Sharding
     for r, s in zip(results, shardings):
         if type(r) is Array and isinstance(s, Sharding):

@@ -25,6 +25,7 @@ from gpuarr.config import config
 from gpuarr.core import Tracer
 from gpuarr.interpreters import batching
 from gpuarr.interpreters.batching import not_mapped
+from gpuarr.lax import parallel
 from gpuarr.sharding import spmd
 from gpuarr.sharding.mesh import AbstractMesh, AxisType, Mesh
 from gpuarr.sharding.mesh_context import get_abstract_mesh, get_concrete_mesh, use_abstract_mesh
@@ -280,7 +281,6 @@ def _vary_to(x, spec):
     if not isinstance(spec, PartitionSpec) or not isinstance(x, Tracer):
         return x
     missing = _spec_axes(spec) - core.vma_of(x)
-    from gpuarr.lax import parallel
     return parallel.pcast(x, tuple(core.ordered_axes(missing)), to="varying") if missing else x
 
 
